@@ -1,0 +1,56 @@
+"""rewardzoo: a multimodal reward zoo for RL fine-tuning of image, video, audio and sequence generators.
+
+The public face is small and light (importing it does not import torch)::
+
+    import rewardzoo
+    rewardzoo.list_rewards()                        # registry rows, no model imported
+    cfg = rewardzoo.load_config("rewards.yaml")
+    train, evaluate = rewardzoo.build_processors(cfg)  # each unique model loaded once
+    result = train([rewardzoo.Sample(image="a.png", prompt="a cat")])
+    result.rewards, result.total, result.applied
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Sample": "rewardzoo.sample",
+    "RewardSpec": "rewardzoo.config",
+    "RewardConfig": "rewardzoo.config",
+    "load_config": "rewardzoo.config",
+    "RewardLoader": "rewardzoo.loader",
+    "RewardProcessor": "rewardzoo.processor",
+    "RewardResult": "rewardzoo.processor",
+    "build_processors": "rewardzoo.api",
+    "list_rewards": "rewardzoo.registry",
+    "register": "rewardzoo.registry",
+    "resolve": "rewardzoo.registry",
+    "PointwiseReward": "rewardzoo.rewards.base",
+    "GroupwiseReward": "rewardzoo.rewards.base",
+    "RewardOutput": "rewardzoo.rewards.base",
+    "RewardZooError": "rewardzoo.errors",
+    "ConfigError": "rewardzoo.errors",
+    "RegistryError": "rewardzoo.errors",
+    "MissingExtraError": "rewardzoo.errors",
+    "InputError": "rewardzoo.errors",
+    "RewardOutputError": "rewardzoo.errors",
+    "RewardExecutionError": "rewardzoo.errors",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rewardzoo' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return __all__

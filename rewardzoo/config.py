@@ -1,0 +1,228 @@
+"""Reward configuration: strict YAML/dict parsing into :class:`RewardSpec` lists.
+
+```yaml
+rewards:                      # training rewards
+  - name: aesthetic           # stream name (unique within the list)
+    reward_model: laion_aesthetic   # registry name or Python path; defaults to `name`
+    model_path: /weights/aesthetic  # hub id or local directory/file, reward-specific
+    dtype: bfloat16           # float32 (default), float16, bfloat16 (+ fp32/fp16/bf16)
+    device: auto              # auto (CUDA when available), cpu, cuda, cuda:N, mps
+    batch_size: 16
+    applicable_datasets: [t2i]      # null = every dataset
+    weight: {t2i: 1.0}        # number, or dataset -> number (keys within applicable_datasets)
+    async_reward: false
+    num_workers: 1
+    kwargs: {}                # passed to the reward's constructor
+eval_rewards: [...]           # optional; falls back to `rewards`
+```
+A bare string entry (``- jpeg_compressibility``) is shorthand for ``{name: jpeg_compressibility}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError, did_you_mean
+from .shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    """One configured reward stream. ``name`` identifies the stream; ``reward_model`` the implementation."""
+
+    name: str
+    reward_model: str
+    model_path: str | None = None
+    dtype: str = "float32"
+    device: str = "auto"
+    batch_size: int = 16
+    applicable_datasets: tuple[str, ...] | None = None
+    weight: float | Mapping[str, float] = 1.0
+    async_reward: bool = False
+    num_workers: int = 1
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def applies_to(self, dataset: str | None) -> bool:
+        """Whether samples of ``dataset`` are scored by this reward."""
+        return self.applicable_datasets is None or dataset in self.applicable_datasets
+
+    def weight_for(self, dataset: str | None) -> float:
+        """Weight of this reward in the total for a sample of ``dataset`` (mapping misses weigh 0)."""
+        if isinstance(self.weight, Mapping):
+            return float(self.weight.get(dataset, 0.0))
+        return float(self.weight)
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """Training and evaluation reward lists; ``eval_rewards`` falls back to ``rewards``."""
+
+    rewards: tuple[RewardSpec, ...]
+    eval_rewards: tuple[RewardSpec, ...]
+
+    def specs(self, split: str = "train") -> tuple[RewardSpec, ...]:
+        if split not in ("train", "eval"):
+            raise ConfigError(f"split must be 'train' or 'eval', got '{split}'")
+        return self.rewards if split == "train" else self.eval_rewards
+
+
+SPEC_FIELDS = tuple(f.name for f in fields(RewardSpec))
+TOP_LEVEL = ("rewards", "eval_rewards")
+
+
+def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
+    """Parse a YAML file (``yaml.safe_load``) or an already loaded mapping into a :class:`RewardConfig`."""
+    if isinstance(source, Mapping):
+        data = source
+    else:
+        import yaml
+
+        path = Path(source)
+        if not path.is_file():
+            raise ConfigError(f"config file not found: '{path}'")
+        try:
+            data = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"'{path}' is not valid YAML: {exc}") from None
+    if not isinstance(data, Mapping):
+        raise ConfigError("a reward config is a mapping with a 'rewards' list")
+    for key in data:
+        if key not in TOP_LEVEL:
+            raise ConfigError(f"unknown top-level key '{key}'{did_you_mean(str(key), TOP_LEVEL)}")
+    if "rewards" not in data:
+        raise ConfigError("the config has no 'rewards' list")
+    train = parse_specs(data["rewards"], "rewards")
+    evals = parse_specs(data["eval_rewards"], "eval_rewards") if data.get("eval_rewards") is not None else train
+    return RewardConfig(train, evals)
+
+
+def parse_specs(entries: Any, section: str = "rewards") -> tuple[RewardSpec, ...]:
+    """Validate a list of reward entries; errors name the entry and the field."""
+    if not isinstance(entries, list):
+        raise ConfigError(f"'{section}' must be a list of reward entries")
+    specs, seen = [], set()
+    for i, raw in enumerate(entries):
+        spec = parse_spec(raw, f"{section}[{i}]")
+        if spec.name in seen:
+            raise ConfigError(f"duplicate reward name '{spec.name}' in '{section}'", entry=spec.name, field="name")
+        seen.add(spec.name)
+        specs.append(spec)
+    return tuple(specs)
+
+
+def parse_spec(raw: Any, where: str = "reward") -> RewardSpec:
+    """Validate one reward entry (a mapping, or a bare name)."""
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if isinstance(raw, RewardSpec):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: a reward entry is a mapping or a name, got {type(raw).__name__}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{where}: every reward entry needs a non-empty string 'name'", field="name")
+    for key in raw:
+        if key not in SPEC_FIELDS:
+            raise ConfigError(f"unknown key{did_you_mean(str(key), SPEC_FIELDS)}", entry=name, field=str(key))
+
+    def err(fld: str, msg: str) -> ConfigError:
+        return ConfigError(msg, entry=name, field=fld)
+
+    reward_model = raw.get("reward_model", name)
+    if not isinstance(reward_model, str) or not reward_model:
+        raise err("reward_model", "must be a registry name or a Python path")
+    model_path = raw.get("model_path")
+    if model_path is not None and not isinstance(model_path, str):
+        raise err("model_path", f"must be a string, got {type(model_path).__name__}")
+    try:
+        dtype = canonical_dtype(raw.get("dtype", "float32"))
+    except ValueError as exc:
+        raise err("dtype", str(exc)) from None
+    device = raw.get("device", "auto")
+    if not isinstance(device, str) or not valid_device(device):
+        raise err("device", f"unknown device '{device}'; use auto, cpu, cuda, cuda:N or mps")
+    batch_size = _positive_int(raw.get("batch_size", 16), err, "batch_size")
+    num_workers = _positive_int(raw.get("num_workers", 1), err, "num_workers")
+    async_reward = raw.get("async_reward", False)
+    if not isinstance(async_reward, bool):
+        raise err("async_reward", "must be true or false")
+    datasets = raw.get("applicable_datasets")
+    if datasets is not None:
+        if isinstance(datasets, str):
+            datasets = [datasets]
+        if not isinstance(datasets, list) or not datasets or not all(isinstance(d, str) for d in datasets):
+            raise err("applicable_datasets", "must be null or a non-empty list of dataset names")
+        datasets = tuple(datasets)
+    weight = _weight(raw.get("weight", 1.0), datasets, err)
+    kwargs = raw.get("kwargs") or {}
+    if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+        raise err("kwargs", "must be a mapping of constructor keyword arguments")
+    return RewardSpec(name=name, reward_model=reward_model, model_path=model_path, dtype=dtype, device=device,
+                      batch_size=batch_size, applicable_datasets=datasets, weight=weight,
+                      async_reward=async_reward, num_workers=num_workers, kwargs=dict(kwargs))
+
+
+def _positive_int(value: Any, err, fld: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise err(fld, f"must be a positive integer, got {value!r}")
+    return value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _weight(value: Any, datasets: tuple[str, ...] | None, err) -> float | dict[str, float]:
+    if _number(value):
+        return float(value)
+    if isinstance(value, Mapping) and value:
+        for key, w in value.items():
+            if not isinstance(key, str) or not _number(w):
+                raise err("weight", f"per-dataset weights map dataset names to finite numbers; bad item {key!r}: {w!r}")
+            if datasets is not None and key not in datasets:
+                raise err("weight", f"weight for dataset '{key}' which is not in applicable_datasets {list(datasets)}")
+        return {k: float(w) for k, w in value.items()}
+    raise err("weight", f"must be a finite number or a non-empty mapping dataset -> number, got {value!r}")
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of a reward config file, for editors validating YAML."""
+    number = {"type": "number"}
+    entry = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["name"],
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "description": "stream name, unique within the list"},
+            "reward_model": {"type": "string", "description": "registry name or Python path; defaults to name"},
+            "model_path": {"type": ["string", "null"], "description": "hub id, local directory or file"},
+            "dtype": {"enum": sorted(DTYPE_ALIASES)},
+            "device": {"type": "string", "pattern": r"^(auto|cpu|mps|cuda(:\d+)?)$"},
+            "batch_size": {"type": "integer", "minimum": 1},
+            "applicable_datasets": {"oneOf": [{"type": "null"}, {"type": "string"},
+                                              {"type": "array", "items": {"type": "string"}, "minItems": 1}]},
+            "weight": {"oneOf": [number, {"type": "object", "additionalProperties": number, "minProperties": 1}]},
+            "async_reward": {"type": "boolean"},
+            "num_workers": {"type": "integer", "minimum": 1},
+            "kwargs": {"type": "object"},
+        },
+    }
+    items = {"oneOf": [{"type": "string"}, entry]}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "rewardzoo reward configuration",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["rewards"],
+        "properties": {"rewards": {"type": "array", "items": items},
+                       "eval_rewards": {"type": ["array", "null"], "items": items}},
+    }
+
+
+def schema_json() -> str:
+    return json.dumps(json_schema(), indent=2)

@@ -1,0 +1,59 @@
+"""JPEG (in)compressibility: the model-free rewards of DDPO and flow_grpo.
+
+``kB = len(JPEG(image, quality=95)) / 1000``; incompressibility = ``kB``, compressibility =
+``-kB / 500`` (flow_grpo's scaling; DDPO used ``-kB``). Float inputs are quantised with
+``round(x * 255)`` before encoding, as flow_grpo does.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import ClassVar, Sequence
+
+from PIL import Image
+
+from ..base import PointwiseReward, RewardOutput
+
+
+def jpeg_kilobytes(image: Image.Image, quality: int = 95) -> float:
+    """Size in kB (1000 bytes) of ``image`` saved as JPEG at ``quality``."""
+    buf = io.BytesIO()
+    image.save(buf, format="JPEG", quality=quality)
+    return buf.tell() / 1000.0
+
+
+class JpegIncompressibility(PointwiseReward):
+    """Score = ``scale * kB`` with kB the JPEG size at quality 95 (default scale 1).
+
+    Inputs: ``image`` (RGB PIL). Range [0, inf) kB; higher means more detail / harder to compress.
+    """
+
+    required_fields = ("image",)
+    modality = "image"
+    score_range: ClassVar[tuple[float, float]] = (0.0, math.inf)
+    sign: ClassVar[float] = 1.0
+    default_scale: ClassVar[float] = 1.0
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 quality: int = 95, scale: float | None = None) -> None:
+        super().__init__(model_path, device, dtype)
+        if not (isinstance(quality, int) and 1 <= quality <= 100):
+            raise ValueError(f"quality must be an integer in [1, 100], got {quality!r}")
+        self.quality = quality
+        self.scale = self.default_scale if scale is None else float(scale)
+
+    def __call__(self, image: Sequence[Image.Image], **_: object) -> RewardOutput:
+        kb = [jpeg_kilobytes(img, self.quality) for img in image]
+        return RewardOutput([self.sign * self.scale * k for k in kb], extras={"jpeg_kb": kb})
+
+
+class JpegCompressibility(JpegIncompressibility):
+    """Score = ``-kB / 500`` (flow_grpo; set ``scale: 1`` for DDPO's ``-kB``).
+
+    Inputs: ``image`` (RGB PIL). Range (-inf, 0]; higher means smaller files.
+    """
+
+    score_range: ClassVar[tuple[float, float]] = (-math.inf, 0.0)
+    sign: ClassVar[float] = -1.0
+    default_scale: ClassVar[float] = 1 / 500

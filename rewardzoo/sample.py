@@ -1,0 +1,53 @@
+"""The sample type the processor scores: the fields of one manifest line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .errors import InputError, did_you_mean
+
+
+@dataclass
+class Sample:
+    """One generated sample and its context.
+
+    Media fields accept a file path, PIL images, NumPy arrays or tensors (see ``rewardzoo.shared``):
+    ``image``; ``video`` (path, list of frames, (T, H, W, C) array or (T, C, H, W) tensor); ``audio``
+    (path, or array/tensor with ``audio_sample_rate``); ``condition_images`` / ``condition_videos``
+    (lists). ``metadata`` is a mapping or a JSON string; rewards receive it as a JSON string.
+    ``group_id`` is an int or str (never a float); ``dataset`` routes the sample to rewards.
+    """
+
+    prompt: str | None = None
+    completion: str | None = None
+    image: Any = None
+    video: Any = None
+    audio: Any = None
+    audio_sample_rate: int | None = None
+    condition_images: list | None = None
+    condition_videos: list | None = None
+    dataset: str | None = None
+    group_id: int | str | None = None
+    metadata: Any = None
+
+    def __post_init__(self) -> None:
+        gid = self.group_id
+        if gid is not None and (isinstance(gid, bool) or not isinstance(gid, (int, str))):
+            raise InputError(f"group_id must be an int or a str, got {type(gid).__name__} {gid!r}",
+                             field="group_id")
+        if self.dataset is not None and not isinstance(self.dataset, str):
+            raise InputError(f"dataset must be a str, got {type(self.dataset).__name__}", field="dataset")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Sample":
+        """Build a sample from a mapping with the same keys as a manifest line (unknown keys are errors)."""
+        names = field_names()
+        for key in data:
+            if key not in names:
+                raise InputError(f"unknown field{did_you_mean(key, names)}; known: {', '.join(names)}", field=key)
+        return cls(**data)
+
+
+def field_names() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(Sample))

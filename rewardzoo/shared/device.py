@@ -1,0 +1,50 @@
+"""Device and dtype names: validation without torch, resolution with it."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+DTYPE_ALIASES = {
+    "float32": "float32", "fp32": "float32", "float": "float32",
+    "float16": "float16", "fp16": "float16", "half": "float16",
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "float64": "float64", "fp64": "float64",
+}
+_DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+def canonical_dtype(name: str) -> str:
+    """Canonical dtype name for an accepted alias; ValueError otherwise."""
+    try:
+        return DTYPE_ALIASES[str(name).lower()]
+    except KeyError:
+        raise ValueError(f"unknown dtype '{name}'; use one of {sorted(set(DTYPE_ALIASES.values()))}") from None
+
+
+def valid_device(name: str) -> bool:
+    return bool(_DEVICE_RE.match(str(name)))
+
+
+def resolve_device(name: str) -> str:
+    """'auto' -> 'cuda:N' when CUDA is available, else 'cpu'; 'cuda' -> 'cuda:<current>'.
+
+    'cpu' (and 'auto' where torch is not installed) resolves without importing torch.
+    """
+    name = str(name)
+    if name == "cpu" or (name == "auto" and importlib.util.find_spec("torch") is None):
+        return "cpu"
+    import torch
+
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda":
+        return f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "cuda:0"
+    return name
+
+
+def torch_dtype(name: str):
+    """The torch dtype for a dtype name or alias."""
+    import torch
+
+    return getattr(torch, canonical_dtype(name))

@@ -1,0 +1,137 @@
+"""Image conversion between file paths, PIL, NumPy and tensors.
+
+Every image leaves here as RGB: alpha is dropped (as PIL's ``convert("RGB")`` and open_clip do),
+grayscale is repeated, 16-bit input is scaled to 8 bits, and float input must already lie in [0, 1]
+(a [-1, 1] VAE output is an error, not something to clip). NumPy arrays are (H, W[, C]); tensors are
+(C, H, W) or (H, W). Float -> 8-bit uses ``round(x * 255)``, the convention of flow_grpo/DDPO.
+Errors are :class:`~rewardzoo.errors.InputError` without location; the processor adds reward, field
+and sample.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from ..errors import InputError
+
+PathLike = (str, os.PathLike)
+
+
+def is_path(value: Any) -> bool:
+    return isinstance(value, PathLike)
+
+
+def is_tensor(value: Any) -> bool:
+    return type(value).__module__.startswith("torch") and hasattr(value, "detach")
+
+
+def open_image(path: str | os.PathLike) -> Image.Image:
+    """Read an image file fully (so the file handle is closed); InputError when it cannot be read."""
+    try:
+        with Image.open(Path(path)) as img:
+            img.load()
+            return img
+    except FileNotFoundError:
+        raise InputError(f"image file not found: '{path}'") from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise InputError(f"cannot read image file '{path}': {exc}") from None
+
+
+def image_to_uint8(value: Any) -> np.ndarray:
+    """Any supported image -> uint8 NumPy array (H, W, 3)."""
+    if is_path(value):
+        value = open_image(value)
+    if isinstance(value, Image.Image):
+        return _pil_to_uint8(value)
+    if is_tensor(value):
+        value = value.detach().cpu()
+        if value.ndim == 3 and value.shape[0] not in (1, 3, 4) and value.shape[-1] in (1, 3, 4):
+            raise InputError(f"image tensors are (C, H, W); got shape {tuple(value.shape)} (channels last?)")
+        if value.ndim == 3:
+            value = value.permute(1, 2, 0)
+        value = value.float().numpy() if value.is_floating_point() else value.numpy()
+        return _array_to_uint8(value, tensor=True)
+    if isinstance(value, np.ndarray):
+        if value.ndim == 3 and value.shape[0] in (1, 3, 4) and value.shape[-1] not in (1, 3, 4):
+            value = value.transpose(1, 2, 0)  # unambiguous (C, H, W)
+        return _array_to_uint8(value)
+    raise InputError(f"unsupported image type {type(value).__name__}; use a path, PIL image, NumPy array or tensor")
+
+
+def to_pil_rgb(value: Any) -> Image.Image:
+    """Any supported image -> RGB PIL image (no copy for an RGB PIL input)."""
+    if isinstance(value, Image.Image) and value.mode == "RGB":
+        return value
+    return Image.fromarray(image_to_uint8(value), mode="RGB")
+
+
+def to_image_tensor(value: Any):
+    """Any supported image -> float32 tensor (3, H, W) in [0, 1] on the CPU.
+
+    A float tensor input in [0, 1] is returned at full precision (not quantised to 8 bits).
+    """
+    import torch
+
+    if is_tensor(value) and value.is_floating_point() and value.ndim == 3 and value.shape[0] in (1, 3):
+        t = value.detach()
+        _check_unit_range(t, tensor=True)
+        return t.float().expand(3, -1, -1) if t.shape[0] == 1 else t.float()
+    arr = image_to_uint8(value)
+    return torch.from_numpy(np.ascontiguousarray(arr)).permute(2, 0, 1).float().div_(255.0)
+
+
+def _pil_to_uint8(img: Image.Image) -> np.ndarray:
+    if img.mode in ("I;16", "I;16B", "I;16L", "I"):
+        arr = np.asarray(img, dtype=np.float64)
+        top = 65535.0 if img.mode.startswith("I;16") or arr.max(initial=0) > 255 else 255.0
+        return np.repeat(_scale(arr / top), 3, axis=-1) if arr.ndim == 2 else _scale(arr / top)
+    if img.mode == "F":
+        return _array_to_uint8(np.asarray(img, dtype=np.float32))
+    return np.asarray(img.convert("RGB"))
+
+
+def _array_to_uint8(arr: np.ndarray, tensor: bool = False) -> np.ndarray:
+    if arr.ndim == 3 and arr.shape[-1] == 1:
+        arr = arr[..., 0]
+    if arr.ndim == 3 and arr.shape[-1] == 4:
+        arr = arr[..., :3]
+    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[-1] != 3):
+        layout = "(C, H, W) or (H, W)" if tensor else "(H, W), (H, W, 1), (H, W, 3) or (H, W, 4)"
+        raise InputError(f"image array of shape {tuple(arr.shape)} is not {layout}")
+    if 0 in arr.shape:
+        raise InputError(f"empty image of shape {tuple(arr.shape)}")
+    if arr.dtype == np.uint8:
+        out = arr
+    elif arr.dtype == np.bool_:
+        out = arr.astype(np.uint8) * 255
+    elif arr.dtype == np.uint16:
+        out = _scale(arr / 65535.0)
+    elif np.issubdtype(arr.dtype, np.integer):
+        lo, hi = arr.min(), arr.max()
+        if lo < 0 or hi > 255:
+            raise InputError(f"integer image values must be in [0, 255] (or uint16); got [{lo}, {hi}]")
+        out = arr.astype(np.uint8)
+    elif np.issubdtype(arr.dtype, np.floating):
+        _check_unit_range(arr, tensor)
+        out = _scale(arr)
+    else:
+        raise InputError(f"unsupported image dtype {arr.dtype}")
+    return np.repeat(out[..., None], 3, axis=-1) if out.ndim == 2 else out
+
+
+def _check_unit_range(arr, tensor: bool) -> None:
+    lo, hi = float(arr.min()), float(arr.max())
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise InputError("image contains NaN or Inf values")
+    if lo < -1e-6 or hi > 1 + 1e-6:
+        raise InputError(f"float image values must be in [0, 1]; got [{lo:.4g}, {hi:.4g}]"
+                         " (convert [-1, 1] outputs with (x + 1) / 2)")
+
+
+def _scale(unit: np.ndarray) -> np.ndarray:
+    return np.clip(np.rint(unit * 255.0), 0, 255).astype(np.uint8)

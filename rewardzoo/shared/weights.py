@@ -1,0 +1,44 @@
+"""Safe weight loading: safetensors, or ``torch.load(weights_only=True)``; never arbitrary unpickling."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+
+def load_state_dict(path: str | os.PathLike, *, map_location: str = "cpu", key: str | None = None) -> dict[str, Any]:
+    """Load a checkpoint as a flat ``{name: tensor}`` dict.
+
+    ``.safetensors`` files go through safetensors; anything else through ``torch.load`` with
+    ``weights_only=True`` (a checkpoint that needs arbitrary classes is refused, not unpickled).
+    ``key`` picks a nested entry (e.g. ``"state_dict"``); common wrappers are unwrapped automatically.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"weights file not found: '{path}'")
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        state = load_file(str(path), device=map_location)
+    else:
+        import pickle
+
+        import torch
+
+        try:
+            state = torch.load(str(path), map_location=map_location, weights_only=True)
+        except pickle.UnpicklingError as exc:
+            raise InputError(f"refusing to unpickle '{path}': it holds more than tensors ({exc}); "
+                             "convert it to safetensors") from None
+    if key is not None:
+        state = state[key]
+    for wrapper in ("state_dict", "model", "module"):
+        inner = state.get(wrapper) if isinstance(state, dict) else None
+        if isinstance(inner, dict) and not any(hasattr(v, "shape") for v in state.values()):
+            state = inner
+    if not isinstance(state, dict):
+        raise InputError(f"'{path}' does not hold a state dict (got {type(state).__name__})")
+    return state
