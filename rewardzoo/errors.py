@@ -19,7 +19,7 @@ class ConfigError(RewardZooError, ValueError):
 
     def __init__(self, message: str, *, entry: str | None = None, field: str | None = None):
         self.entry, self.field = entry, field
-        where = " ".join(p for p in (f"entry '{entry}'" if entry else "", f"field '{field}'" if field else "") if p)
+        where = ", ".join(p for p in (f"entry '{entry}'" if entry else "", f"field '{field}'" if field else "") if p)
         super().__init__(f"{where}: {message}" if where else message)
 
 

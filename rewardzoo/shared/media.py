@@ -2,8 +2,8 @@
 
 Every image leaves here as RGB: alpha is dropped (as PIL's ``convert("RGB")`` and open_clip do),
 grayscale is repeated, 16-bit input is scaled to 8 bits, and float input must already lie in [0, 1]
-(a [-1, 1] VAE output is an error, not something to clip). NumPy arrays are (H, W[, C]); tensors are
-(C, H, W) or (H, W). Float -> 8-bit uses ``round(x * 255)``, the convention of flow_grpo/DDPO.
+(a [-1, 1] VAE output is an error, not something to clip). NumPy arrays are (H, W[, C]) (or an unambiguous
+(1|3, H, W)); tensors are (C, H, W) or (H, W). Float -> 8-bit uses ``round(x * 255)``, the convention of flow_grpo/DDPO.
 Errors are :class:`~rewardzoo.errors.InputError` without location; the processor adds reward, field
 and sample.
 """
@@ -57,8 +57,8 @@ def image_to_uint8(value: Any) -> np.ndarray:
         value = value.float().numpy() if value.is_floating_point() else value.numpy()
         return _array_to_uint8(value, tensor=True)
     if isinstance(value, np.ndarray):
-        if value.ndim == 3 and value.shape[0] in (1, 3, 4) and value.shape[-1] not in (1, 3, 4):
-            value = value.transpose(1, 2, 0)  # unambiguous (C, H, W)
+        if value.ndim == 3 and value.shape[0] in (1, 3) and value.shape[-1] not in (1, 3, 4):
+            value = value.transpose(1, 2, 0)  # unambiguous (C, H, W) gray or RGB
         return _array_to_uint8(value)
     raise InputError(f"unsupported image type {type(value).__name__}; use a path, PIL image, NumPy array or tensor")
 
@@ -67,7 +67,7 @@ def to_pil_rgb(value: Any) -> Image.Image:
     """Any supported image -> RGB PIL image (no copy for an RGB PIL input)."""
     if isinstance(value, Image.Image) and value.mode == "RGB":
         return value
-    return Image.fromarray(image_to_uint8(value), mode="RGB")
+    return Image.fromarray(image_to_uint8(value))
 
 
 def to_image_tensor(value: Any):
@@ -82,14 +82,16 @@ def to_image_tensor(value: Any):
         _check_unit_range(t, tensor=True)
         return t.float().expand(3, -1, -1) if t.shape[0] == 1 else t.float()
     arr = image_to_uint8(value)
-    return torch.from_numpy(np.ascontiguousarray(arr)).permute(2, 0, 1).float().div_(255.0)
+    if not (arr.flags.writeable and arr.flags.c_contiguous):
+        arr = np.array(arr)  # PIL-backed arrays are read-only
+    return torch.from_numpy(arr).permute(2, 0, 1).float().div_(255.0)
 
 
 def _pil_to_uint8(img: Image.Image) -> np.ndarray:
     if img.mode in ("I;16", "I;16B", "I;16L", "I"):
         arr = np.asarray(img, dtype=np.float64)
         top = 65535.0 if img.mode.startswith("I;16") or arr.max(initial=0) > 255 else 255.0
-        return np.repeat(_scale(arr / top), 3, axis=-1) if arr.ndim == 2 else _scale(arr / top)
+        return _array_to_uint8(np.clip(arr / top, 0.0, 1.0))
     if img.mode == "F":
         return _array_to_uint8(np.asarray(img, dtype=np.float32))
     return np.asarray(img.convert("RGB"))

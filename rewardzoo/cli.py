@@ -1,0 +1,183 @@
+"""Command line: ``rewardzoo list|card|score|demo|schema``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from .errors import InputError, RewardZooError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (RewardZooError, FileNotFoundError) as exc:
+        print(f"rewardzoo: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("rewardzoo: interrupted", file=sys.stderr)
+        return 130
+    return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rewardzoo", description="A multimodal reward zoo for RL fine-tuning.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="list the rewards and whether their extra is installed")
+    p.add_argument("--modality", choices=["image", "video", "audio", "group", "text"])
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("card", help="print a reward's model card")
+    p.add_argument("name")
+    p.set_defaults(func=cmd_card)
+
+    p = sub.add_parser("score", help="score a JSONL manifest with the rewards of a config")
+    p.add_argument("config", help="YAML config path, or the name of a shipped example config")
+    p.add_argument("--input", "-i", required=True, help="JSONL manifest (media paths relative to it)")
+    p.add_argument("--out", "-o", required=True, help="JSONL output, one line per input line")
+    p.add_argument("--split", choices=["train", "eval"], default="train")
+    p.add_argument("--chunk-size", type=int, default=256, help="samples per processor call (groups kept whole)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("demo", help="score generated example media with every reward that needs no download")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of a reward config")
+    p.set_defaults(func=cmd_schema)
+    return parser
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .registry import list_rewards
+
+    rows = list_rewards(args.modality)
+    if args.json:
+        for r in rows:
+            r["score_range"] = [_num(b) if math.isinf(b) else b for b in r["score_range"]]
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = [["name", "modality", "kind", "extra", "higher", "range", "installed", "summary"]]
+    for r in rows:
+        table.append([r["name"], r["modality"], r["kind"], r["extra"] or "-", "yes" if r["higher_is_better"] else "no",
+                      _range(r["score_range"]), "yes" if r["installed"] else "no", r["summary"]])
+    print(format_table(table))
+    return 0
+
+
+def cmd_card(args: argparse.Namespace) -> int:
+    from .resources import card_path
+
+    sys.stdout.write(card_path(args.name).read_text(encoding="utf-8"))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .config import schema_json
+
+    print(schema_json())
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    print(run_demo())
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .manifest import ManifestError, read_manifest
+    from .processor import RewardProcessor
+    from .resources import config_path
+
+    config = args.config if Path(args.config).is_file() or args.config.endswith((".yaml", ".yml")) \
+        else config_path(args.config)
+    if args.chunk_size <= 0:
+        raise RewardZooError("--chunk-size must be positive")
+    specs = load_config(config).specs(args.split)
+    try:
+        samples, lines = read_manifest(args.input)
+    except ManifestError as exc:
+        raise RewardZooError(exc.with_label(f"line {exc.sample}")) from None
+    processor = RewardProcessor(specs)
+    records: list[dict | None] = [None] * len(samples)
+    show = not args.quiet and sys.stderr.isatty()
+    done = 0
+    for chunk in group_preserving_chunks(samples, args.chunk_size):
+        try:
+            result = processor([samples[i] for i in chunk])
+        except InputError as exc:  # name the manifest line instead of the index within the chunk
+            if exc.sample is None:
+                raise
+            raise RewardZooError(exc.with_label(f"line {lines[chunk[exc.sample]]}")) from exc
+        for i, record in zip(chunk, result.records()):
+            records[i] = record
+        done += len(chunk)
+        if show:
+            print(f"\rscored {done}/{len(samples)} samples", end="", file=sys.stderr, flush=True)
+    if show:
+        print(file=sys.stderr)
+    _write_atomically(Path(args.out), records)
+    return 0
+
+
+def group_preserving_chunks(samples, size: int) -> list[list[int]]:
+    """Index chunks of about ``size`` samples that never split a group (groups may be non-contiguous)."""
+    units: dict[object, list[int]] = {}
+    for i, s in enumerate(samples):
+        key = ("group", type(s.group_id).__name__, s.group_id) if s.group_id is not None else ("single", i)
+        units.setdefault(key, []).append(i)
+    chunks, current = [], []
+    for unit in units.values():
+        current.extend(unit)
+        if len(current) >= size:
+            chunks.append(sorted(current))
+            current = []
+    if current:
+        chunks.append(sorted(current))
+    return chunks
+
+
+def _write_atomically(path: Path, records: list) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for record in records:
+                fh.write(json.dumps(record) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def format_table(rows: list[list[object]]) -> str:
+    """Left-aligned plain-text table; the first row is the header."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _range(bounds) -> str:
+    return "[" + ", ".join(_num(b) for b in bounds) + "]"
+
+
+def _num(x: float) -> str:
+    return ("inf" if x > 0 else "-inf") if math.isinf(x) else f"{x:g}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""JSONL manifests: one sample per line, media paths relative to the manifest's folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+from .errors import InputError
+from .sample import Sample
+
+MEDIA_FIELDS = ("image", "video", "audio")
+MEDIA_LIST_FIELDS = ("condition_images", "condition_videos")
+
+
+class ManifestError(InputError):
+    """A manifest line is malformed; ``line`` is 1-based."""
+
+
+def read_manifest(path: str | Path) -> tuple[list[Sample], list[int]]:
+    """(samples, their 1-based line numbers); blank lines are skipped. Errors name the line and field."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"manifest not found: '{path}'")
+    samples, lines = [], []
+    for lineno, data in _lines(path):
+        try:
+            samples.append(Sample.from_dict(_resolve_paths(data, path.parent)))
+        except InputError as exc:
+            raise ManifestError(exc.message, field=exc.field, sample=lineno) from None
+        lines.append(lineno)
+    return samples, lines
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict]]:
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ManifestError(f"not valid JSON: {exc}", sample=lineno) from None
+            if not isinstance(data, dict):
+                raise ManifestError("each line must be a JSON object", sample=lineno)
+            yield lineno, data
+
+
+def _resolve_paths(data: dict, root: Path) -> dict:
+    out = dict(data)
+    for key in MEDIA_FIELDS:
+        if key in out and out[key] is not None:
+            out[key] = _path(out[key], root, key)
+    for key in MEDIA_LIST_FIELDS:
+        if key in out and out[key] is not None:
+            value = out[key]
+            if not isinstance(value, list):
+                raise InputError("must be a list of file paths", field=key)
+            out[key] = [_path(v, root, key) for v in value]
+    return out
+
+
+def _path(value, root: Path, key: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InputError(f"must be a file path (string), got {type(value).__name__}", field=key)
+    return str((root / value) if not Path(value).is_absolute() else Path(value))

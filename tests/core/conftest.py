@@ -1,0 +1,13 @@
+"""Reset the call counters of the test rewards in core_rewards before each test."""
+
+import pytest
+
+from core_rewards import CenteredLength, PromptLength
+
+
+@pytest.fixture(autouse=True)
+def _reset_counters():
+    PromptLength.calls.clear()
+    PromptLength.seen_fields.clear()
+    CenteredLength.groups.clear()
+    yield

@@ -1,0 +1,64 @@
+"""Loader: one construction per model identity across train and eval specs; constructor kwargs checked."""
+
+from __future__ import annotations
+
+import pytest
+from core_rewards import PromptLength, path
+
+import rewardzoo
+from rewardzoo import RewardLoader, build_processors
+from rewardzoo.errors import ConfigError, RegistryError
+
+
+class CountingLength(PromptLength):
+    built = 0
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", factor: float = 1.0):
+        super().__init__(model_path, device, dtype, factor)
+        type(self).built += 1
+
+
+def test_train_and_eval_specs_of_one_model_share_an_instance():
+    CountingLength.built = 0
+    target = f"{__name__}:CountingLength"
+    cfg = rewardzoo.load_config({
+        "rewards": [{"name": "a", "reward_model": target, "weight": 2.0, "batch_size": 3},
+                    {"name": "b", "reward_model": target, "applicable_datasets": ["x"], "dtype": "fp32"}],
+        "eval_rewards": [{"name": "c", "reward_model": target, "async_reward": True},
+                         {"name": "d", "reward_model": target, "kwargs": {"factor": 2.0}},
+                         {"name": "e", "reward_model": target, "dtype": "bfloat16"},
+                         {"name": "f", "reward_model": target, "model_path": "other"}],
+    })
+    loader = RewardLoader()
+    train, evaluate = build_processors(cfg, loader)
+    assert train.rewards["a"] is train.rewards["b"] is evaluate.rewards["c"]
+    assert len({id(r) for r in evaluate.rewards.values()}) == 4
+    assert loader.constructions == 4 and CountingLength.built == 4
+
+
+def test_device_auto_and_cpu_are_one_identity_on_a_cpu_machine():
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CPU-only check")
+    loader = RewardLoader()
+    a = loader.load({"name": "a", "reward_model": "jpeg_compressibility", "device": "auto"})
+    b = loader.load({"name": "b", "reward_model": "jpeg_compressibility", "device": "cpu"})
+    assert a is b and a.device == "cpu" and loader.constructions == 1
+
+
+def test_unknown_constructor_option_is_a_config_error():
+    with pytest.raises(ConfigError, match="entry 'q', field 'kwargs'.*no option 'qualty'.*did you mean 'quality'"):
+        RewardLoader().load({"name": "q", "reward_model": "jpeg_compressibility", "kwargs": {"qualty": 90}})
+
+
+def test_a_non_reward_class_is_refused():
+    with pytest.raises(RegistryError, match="not a rewardzoo Reward"):
+        RewardLoader().load({"name": "x", "reward_model": "collections:OrderedDict"})
+
+
+def test_reward_instance_gets_device_dtype_and_path_from_spec():
+    reward = RewardLoader().load({"name": "l", "reward_model": path(PromptLength), "device": "cpu", "dtype": "bf16",
+                                  "model_path": "/weights"})
+    assert (reward.device, reward.dtype_name, reward.model_path) == ("cpu", "bfloat16", "/weights")
