@@ -24,6 +24,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rewardzoo: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `rewardzoo list | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return 2
 
 
