@@ -87,6 +87,18 @@ class RewardExecutionError(RewardZooError, RuntimeError):
         super().__init__(f"reward '{reward}': {message}" if reward else message)
 
 
+class RewardTimeoutError(RewardExecutionError, TimeoutError):
+    """Asynchronous reward calls did not finish within the runner's timeout (names the rewards)."""
+
+
+class RemoteRankError(RewardExecutionError):
+    """Another rank failed during a cross-rank reward exchange (names that rank and its reward)."""
+
+    def __init__(self, message: str, *, rank: int, reward: str | None = None):
+        self.rank, self.reward = rank, reward
+        RuntimeError.__init__(self, message)  # the message already names the reward
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A ' (did you mean ...?)' suffix for close matches, or an empty string."""
     close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)

@@ -11,12 +11,19 @@ For each configured reward stream:
 5. **validate** — one finite score per input, in order;
 6. **assemble** — float32 vectors with NaN where not applicable, the applied list per sample and the
    weighted total over applicable rewards.
+
+The steps are module-level functions so that the incremental runner (``async_runner.py``) and the
+cross-rank path (``distributed.py``) reuse them instead of copying them. :class:`ConversionCache` and
+:func:`call_reward` are safe to use from several threads; a reward whose class sets
+``thread_safe = False`` is called by one thread at a time (one lock per instance).
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -71,21 +78,59 @@ def as_samples(samples: Iterable[Sample | Mapping[str, Any]]) -> list[Sample]:
 
 
 class ConversionCache:
-    """Converted field values for one call, shared between rewards that want the same conversion."""
+    """Converted field values for one call, shared between rewards that want the same conversion.
+
+    Thread-safe: worker threads asking for the same conversion wait for one another, so each value is
+    converted once. ``samples`` may grow while the cache is in use (the incremental runner appends).
+    """
 
     def __init__(self, samples: Sequence[Sample]):
         self.samples = samples
         self._values: dict[tuple[int, Hashable], Any] = {}
+        self._locks: dict[tuple[int, Hashable], threading.Lock] = {}
 
     def get(self, index: int, fld: str, reward: Reward, reward_name: str) -> Any:
         key = (index, conversion_key(fld, reward))
-        if key not in self._values:
-            sample = self.samples[index]
-            try:
-                self._values[key] = convert_field(fld, getattr(sample, fld), sample, reward)
-            except InputError as exc:
-                raise exc.located(reward=reward_name, field=fld, sample=index) from None
-        return self._values[key]
+        try:
+            return self._values[key]
+        except KeyError:
+            pass
+        with self._locks.setdefault(key, threading.Lock()):  # setdefault is atomic under the GIL
+            if key not in self._values:
+                sample = self.samples[index]
+                try:
+                    self._values[key] = convert_field(fld, getattr(sample, fld), sample, reward)
+                except InputError as exc:
+                    raise exc.located(reward=reward_name, field=fld, sample=index) from None
+            return self._values[key]
+
+
+class ScoreTable:
+    """Per-reward score vectors of one batch as they fill in; :meth:`result` assembles them."""
+
+    def __init__(self, specs: Sequence[RewardSpec], samples: Sequence[Sample]) -> None:
+        self.specs, self.samples = specs, samples
+        self.scores: dict[str, np.ndarray] = {}
+        self.masks: dict[str, np.ndarray] = {}
+        self.extras: dict[str, dict[str, np.ndarray]] = {}
+
+    def gate(self, spec: RewardSpec, reward: Reward) -> list[int]:
+        """Applicable sample indices of ``spec`` (checked for its required fields); scores start as NaN."""
+        mask = applicable_mask(spec, self.samples)
+        self.masks[spec.name] = mask
+        self.scores[spec.name] = np.full(len(self.samples), np.nan)
+        indices = np.flatnonzero(mask).tolist()
+        check_required(spec.name, reward, self.samples, indices)
+        return indices
+
+    def put(self, name: str, indices: Sequence[int], scores: np.ndarray, extras: Mapping[str, np.ndarray]) -> None:
+        self.scores[name][list(indices)] = scores
+        for key, val in extras.items():
+            spec_extras = self.extras.setdefault(name, {})
+            spec_extras.setdefault(key, np.full(len(self.samples), np.nan))[list(indices)] = val
+
+    def result(self) -> "RewardResult":
+        return assemble(self.specs, self.samples, self.scores, self.masks, self.extras)
 
 
 class RewardProcessor:
@@ -103,27 +148,19 @@ class RewardProcessor:
     def __call__(self, samples: Iterable[Sample | Mapping[str, Any]]) -> RewardResult:
         samples = as_samples(samples)
         cache = ConversionCache(samples)
-        scores: dict[str, np.ndarray] = {}
-        extras: dict[str, dict[str, np.ndarray]] = {}
-        masks: dict[str, np.ndarray] = {}
+        table = ScoreTable(self.specs, samples)
         for spec in self.specs:
-            mask = applicable_mask(spec, samples)
-            masks[spec.name] = mask
-            indices = np.flatnonzero(mask).tolist()
             reward = self.rewards[spec.name]
-            check_required(spec.name, reward, samples, indices)
-            values = np.full(len(samples), np.nan)
-            spec_extras: dict[str, np.ndarray] = {}
+            indices = table.gate(spec, reward)
             for chunk in call_plan(spec, reward, samples, indices):
-                chunk_scores, chunk_extras = call_reward(spec.name, reward, build_fields(spec.name, reward, chunk, cache),
-                                                         chunk)
-                values[chunk] = chunk_scores
-                for key, val in chunk_extras.items():
-                    spec_extras.setdefault(key, np.full(len(samples), np.nan))[chunk] = val
-            scores[spec.name] = values
-            if spec_extras:
-                extras[spec.name] = spec_extras
-        return assemble(self.specs, samples, scores, masks, extras)
+                table.put(spec.name, chunk, *run_call(spec.name, reward, chunk, cache))
+        return table.result()
+
+    def incremental(self, *, timeout: float | None = None, group_size: int | None = None):
+        """An :class:`~rewardzoo.async_runner.AsyncRewardRunner` over this processor (``add`` then ``finalize``)."""
+        from .async_runner import AsyncRewardRunner
+
+        return AsyncRewardRunner(self, timeout=timeout, group_size=group_size)
 
 
 def applicable_mask(spec: RewardSpec, samples: Sequence[Sample]) -> np.ndarray:
@@ -170,11 +207,40 @@ def build_fields(name: str, reward: Reward, indices: Sequence[int], cache: Conve
     return fields
 
 
+_CALL_LOCKS: "weakref.WeakKeyDictionary[Reward, threading.Lock]" = weakref.WeakKeyDictionary()
+_CALL_LOCKS_GUARD = threading.Lock()
+
+
+def instance_lock(reward: Reward) -> threading.Lock:
+    """The lock serialising calls of one (not thread-safe) reward instance across every thread."""
+    with _CALL_LOCKS_GUARD:
+        try:
+            lock = _CALL_LOCKS.get(reward)
+            if lock is None:
+                lock = _CALL_LOCKS[reward] = threading.Lock()
+        except TypeError:  # an unhashable or slotted reward class: keep the lock on the instance
+            lock = reward.__dict__.setdefault("_rewardzoo_call_lock", threading.Lock())
+        return lock
+
+
+def run_call(name: str, reward: Reward, indices: Sequence[int], cache: ConversionCache
+             ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """One reward call over ``indices``: convert the declared fields, call, validate."""
+    return call_reward(name, reward, build_fields(name, reward, indices, cache), indices)
+
+
 def call_reward(name: str, reward: Reward, fields: dict[str, list], indices: Sequence[int]
                 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Call a reward and validate its output; errors carry the stream name and global sample index."""
+    """Call a reward and validate its output; errors carry the stream name and global sample index.
+
+    A reward whose class is not ``thread_safe`` is called under its instance lock.
+    """
     try:
-        output = reward(**fields)
+        if reward.thread_safe:
+            output = reward(**fields)
+        else:
+            with instance_lock(reward):
+                output = reward(**fields)
     except InputError as exc:
         local = exc.sample
         glob = indices[local] if local is not None and 0 <= local < len(indices) else None

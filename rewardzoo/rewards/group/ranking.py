@@ -1,0 +1,409 @@
+"""Groupwise rewards over a base reward: rank in group, pairwise win rate, group normalisation.
+
+GRPO-style trainers compare the samples generated for one prompt; these wrappers score a sample
+relative to its group (all inputs that share a ``group_id``). Each wraps a *base* reward named in
+its kwargs::
+
+    kwargs: {base: pickscore}                       # a registry name (or Python path / registered name)
+    kwargs: {base: {reward_model: pickscore, model_path: ..., dtype: bfloat16, kwargs: {...},
+                    device: cuda:1, batch_size: 8}}  # the fields of a reward entry
+
+The base is built through the :class:`~rewardzoo.loader.RewardLoader`, so it is the same instance
+as any other spec of the same model identity (a ``pickscore`` stream and a ``group_rank`` over
+``pickscore`` load PickScore once). It inherits the wrapper's device and dtype unless the mapping
+sets them. ``batch_size`` in the mapping chunks the base calls (default: the whole call at once).
+
+How the wrapper looks to the processor (instance attributes, set from the base):
+
+- ``required_fields`` = the base's fields + ``group_id`` (the class attribute is ``("group_id",)``);
+- ``use_tensor_inputs`` and, where the base has them, ``num_frames``, ``sample_rate``, ``mono`` are
+  copied from the base, so the processor converts media exactly as it would for the base alone
+  (and shares those conversions with a stream of the base);
+- ``thread_safe`` stays true with a base: a base whose class is not thread-safe is called under its
+  process-wide instance lock (the processor's), so it is never run twice at once, whichever stream
+  or wrapper calls it. A user pairwise judge is taken as not thread-safe unless it says so.
+
+Every wrapper orients the base first: ``s = base`` when the base's ``higher_is_better`` is true,
+``s = -base`` otherwise, so a higher wrapper score always means a better sample. The base is
+evaluated once per input (n evaluations for a group of n). A base that is itself groupwise is
+allowed: it receives the whole call (one group, or several when called directly) in one call.
+Each call also reports the oriented base score as the extra ``base_score``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+
+import numpy as np
+
+from ...errors import ConfigError, InputError, RewardOutputError
+from ..base import GroupwiseReward, Reward, RewardOutput, validate_scores
+
+if TYPE_CHECKING:
+    from ...loader import RewardLoader
+
+#: Keys a ``base:`` mapping may have (the model fields of a reward entry, plus the chunk size).
+BASE_KEYS = ("reward_model", "model_path", "dtype", "device", "kwargs", "batch_size")
+#: Conversion settings copied from the base onto the wrapper (see ``rewardzoo.shared.fields``).
+CONVERSION_ATTRS = ("num_frames", "sample_rate", "mono")
+
+
+def group_positions(group_id: Sequence[Any] | None, n: int) -> list[np.ndarray]:
+    """Positions of each group in a call, in order of first appearance (``1`` and ``"1"`` differ)."""
+    if group_id is None:
+        raise InputError("groupwise reward needs a group_id on every sample", field="group_id", sample=0 if n else None)
+    groups: dict[tuple[str, Any], list[int]] = {}
+    for i, gid in enumerate(group_id):
+        if gid is None:
+            raise InputError("groupwise reward needs a group_id on every sample", field="group_id", sample=i)
+        groups.setdefault((type(gid).__name__, gid), []).append(i)
+    return [np.asarray(idx, dtype=np.intp) for idx in groups.values()]
+
+
+def average_ranks(scores: np.ndarray) -> np.ndarray:
+    """0-based ranks in ascending order; tied scores share the mean of the ranks they span."""
+    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    first = np.cumsum(counts) - counts
+    return (first + (counts - 1) / 2.0)[inverse.reshape(-1)]
+
+
+def positive_float(value: Any, what: str, fld: str) -> float:
+    """A positive finite number; also a numeric string (PyYAML reads ``1e-4`` without a dot as text)."""
+    try:
+        number = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else math.nan
+    except ValueError:
+        number = math.nan
+    if not (number > 0 and math.isfinite(number)):
+        raise ConfigError(f"{what} must be a positive finite number, got {value!r}", field=fld)
+    return number
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free logistic
+
+
+class GroupwiseOverBase(GroupwiseReward):
+    """Shared machinery: build the base through the loader, evaluate it n times, group the scores.
+
+    Subclasses implement :meth:`score_group` (oriented base scores of one group -> group scores).
+    """
+
+    required_fields: ClassVar[tuple[str, ...]] = ("group_id",)
+    modality: ClassVar[str] = "group"
+    higher_is_better: ClassVar[bool] = True
+    extra: ClassVar[str | None] = None
+    base_required: ClassVar[bool] = True
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 base: str | Mapping[str, Any] | None = None, loader: RewardLoader | None = None) -> None:
+        super().__init__(model_path, device, dtype)
+        cls = type(self).__name__
+        if model_path is not None:
+            raise ConfigError(f"{cls} has no weights of its own; set model_path inside 'base' "
+                              f"(base: {{reward_model: ..., model_path: {model_path!r}}})", field="model_path")
+        self.base: Reward | None = None
+        self.base_batch_size: int | None = None
+        if base is None:
+            if self.base_required:
+                raise ConfigError(f"{cls} needs kwargs 'base': a reward name or a mapping with reward_model",
+                                  field="kwargs.base")
+            return
+        spec, self.base_batch_size = self._base_spec(base, device, dtype)
+        if loader is None:  # built directly, not through a loader: a private one still dedups inner rewards
+            from ...loader import RewardLoader
+
+            loader = RewardLoader()
+        self.base = loader.load(spec)
+        self._mirror(self.base.required_fields, self.base)
+        if self.base.kind == "groupwise" and self.base_batch_size is not None:
+            raise ConfigError(f"{cls}: base '{self.base.name}' is groupwise and takes whole groups; "
+                              "remove batch_size from 'base'", field="kwargs.base.batch_size")
+
+    # -- construction helpers -------------------------------------------------------------------
+    def _base_spec(self, base: str | Mapping[str, Any], device: str, dtype: str):
+        from ...config import parse_spec
+
+        cls = type(self).__name__
+        if isinstance(base, str):
+            raw: dict[str, Any] = {"reward_model": base}
+        elif isinstance(base, Mapping):
+            raw = dict(base)
+            unknown = [k for k in raw if k not in BASE_KEYS]
+            if unknown:
+                raise ConfigError(f"{cls}: unknown key(s) {unknown} in 'base'; allowed: {', '.join(BASE_KEYS)}",
+                                  field="kwargs.base")
+            if not isinstance(raw.get("reward_model"), str):
+                raise ConfigError(f"{cls}: 'base' mapping needs 'reward_model' (a registry name or Python path)",
+                                  field="kwargs.base.reward_model")
+        else:
+            raise ConfigError(f"{cls}: 'base' must be a reward name or a mapping, got {type(base).__name__}",
+                              field="kwargs.base")
+        batch_size = raw.pop("batch_size", None)
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                       or batch_size <= 0):
+            raise ConfigError(f"{cls}: base batch_size must be a positive integer, got {batch_size!r}",
+                              field="kwargs.base.batch_size")
+        raw["name"] = raw["reward_model"]
+        raw.setdefault("device", device)
+        raw.setdefault("dtype", dtype)
+        try:
+            spec = parse_spec(raw, "base")
+        except ConfigError as exc:
+            raise ConfigError(f"{cls}: invalid 'base': {exc}", field="kwargs.base") from None
+        return spec, batch_size
+
+    def _mirror(self, fields: Sequence[str], source: Any) -> None:
+        """Declare ``fields`` + group_id and copy the conversion needs of ``source`` onto this instance."""
+        self.required_fields = tuple(dict.fromkeys((*fields, "group_id")))
+        self.use_tensor_inputs = bool(getattr(source, "use_tensor_inputs", False))
+        for attr in CONVERSION_ATTRS:
+            if hasattr(source, attr):
+                setattr(self, attr, getattr(source, attr))
+
+    # -- scoring --------------------------------------------------------------------------------
+    def __call__(self, **fields: Sequence[Any]) -> RewardOutput:
+        group_id = fields.get("group_id")
+        n = len(group_id) if group_id is not None else len(next(iter(fields.values()), ()))
+        groups = group_positions(group_id, n)
+        base = self.base_scores(fields, n)
+        out = np.empty(n, dtype=np.float64)
+        for idx in groups:
+            out[idx] = self.score_group(base[idx])
+        return RewardOutput(out, extras={"base_score": base})
+
+    def score_group(self, scores: np.ndarray) -> np.ndarray:
+        """Group scores from the oriented base scores of one group (same order)."""
+        raise NotImplementedError
+
+    def base_scores(self, fields: Mapping[str, Sequence[Any]], n: int) -> np.ndarray:
+        """Oriented base scores, one base evaluation per input (chunked by the base batch_size)."""
+        from ...processor import instance_lock
+
+        base = self.base
+        wanted = set(base.required_fields)
+        if "audio" in wanted:
+            wanted.add("audio_sample_rate")
+        base_fields = {k: list(v) for k, v in fields.items() if k in wanted}
+        step = self.base_batch_size or max(n, 1)
+        scores = np.empty(n, dtype=np.float64)
+        label = f"{self.name} -> base '{base.name}'"
+        for start in range(0, n, step):
+            stop = min(start + step, n)
+            chunk = {k: v[start:stop] for k, v in base_fields.items()}
+            try:
+                if base.thread_safe:
+                    output = base(**chunk)
+                else:
+                    with instance_lock(base):
+                        output = base(**chunk)
+            except InputError as exc:
+                local = exc.sample
+                raise InputError(f"base reward '{base.name}': {exc.message}", field=exc.field,
+                                 sample=None if local is None else start + local) from exc
+            scores[start:stop], _ = validate_scores(output, stop - start, label)
+        return scores if base.higher_is_better else -scores
+
+
+class GroupRank(GroupwiseOverBase):
+    """Rank of each sample's base score within its group, scaled to [0, 1].
+
+    ``score_i = rank_i / (n - 1)`` with ``rank_i`` the 0-based ascending rank of the (oriented)
+    base score among the n samples of the group; tied scores get the average of the ranks they span
+    (two samples tied for the top of a group of 4 both get 2.5 / 3). A group of one scores 0.5.
+    Flow-Factory's ``pickscore_rank`` uses ``rank / n`` (best sample n-1/n); ours spans [0, 1]
+    for every group size.
+
+    Inputs: the base's fields + ``group_id``. Range [0, 1]; higher is better.
+    """
+
+    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+
+    def score_group(self, scores: np.ndarray) -> np.ndarray:
+        n = len(scores)
+        if n == 1:
+            return np.full(1, 0.5)
+        return average_ranks(scores) / (n - 1)
+
+
+class GroupNormalized(GroupwiseOverBase):
+    """Group advantage of the base score: ``(s - mean_g) / (std_g + eps)``.
+
+    ``std_g`` uses ``ddof`` (0: population std, as flow_grpo with ``eps = 1e-4`` — the defaults;
+    1: sample std, as DanceGRPO with ``eps = 1e-8``). A group of one (or ``n <= ddof``) has no
+    spread and scores 0; a group of equal scores scores 0.
+
+    Inputs: the base's fields + ``group_id``. Range (-inf, inf); higher is better.
+    """
+
+    score_range: ClassVar[tuple[float, float]] = (-math.inf, math.inf)
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 base: str | Mapping[str, Any] | None = None, ddof: int = 0, eps: float = 1e-4,
+                 loader: RewardLoader | None = None) -> None:
+        if isinstance(ddof, bool) or not isinstance(ddof, int) or ddof < 0:
+            raise ConfigError(f"GroupNormalized: ddof must be a non-negative integer, got {ddof!r}",
+                              field="kwargs.ddof")
+        eps = positive_float(eps, "GroupNormalized: eps", "kwargs.eps")
+        super().__init__(model_path, device, dtype, base=base, loader=loader)
+        self.ddof, self.eps = ddof, eps
+
+    def score_group(self, scores: np.ndarray) -> np.ndarray:
+        centred = scores - scores.mean()
+        if len(scores) <= self.ddof:
+            return np.zeros(len(scores))
+        std = math.sqrt(float(np.dot(centred, centred)) / (len(scores) - self.ddof))
+        return centred / (std + self.eps)
+
+
+class PairwiseWinRate(GroupwiseOverBase):
+    """Pref-GRPO pairwise win rate: every pair of the group is judged; ``score_i = wins_i / (n - 1)``.
+
+    A pair (i, j) has ``p = P(i beats j)``. ``mode: hard`` (default, Pref-GRPO's discrete wins):
+    i gets 1 when p > 0.5, 0 when p < 0.5 and 0.5 on a tie (p == 0.5); ``mode: soft``: i gets p
+    and j gets 1 - p (expected wins). A group of one scores 0.5.
+
+    Judges:
+
+    - ``judge: bradley_terry`` (default) over a ``base`` reward:
+      ``p = sigmoid((s_i - s_j) / temperature)`` from n base evaluations (not n^2). In hard mode
+      this is "the higher base score wins, equal scores tie" and ``temperature`` has no effect.
+    - ``judge: "pkg.mod:obj"`` (or a callable, from Python): a user pairwise judge. A class is
+      instantiated with ``judge_kwargs`` (plus ``device``/``dtype`` when its constructor takes them);
+      a function is used as is. It is called once per unordered pair as
+      ``judge(first, second) -> P(first beats second)``, each a dict of the sample's declared fields
+      (converted; ``audio`` brings ``audio_sample_rate``). The fields are ``fields:`` in kwargs, else
+      the judge's ``required_fields`` attribute; ``use_tensor_inputs`` likewise (default false).
+      It must return a number in [0, 1] (bools count as 0/1); anything else is an error.
+      No ``base`` with a user judge.
+
+    Inputs: the base's (or judge's) fields + ``group_id``. Range [0, 1]; higher is better.
+    """
+
+    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    base_required: ClassVar[bool] = False
+    MODES: ClassVar[tuple[str, ...]] = ("hard", "soft")
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 base: str | Mapping[str, Any] | None = None, judge: str | Callable = "bradley_terry",
+                 judge_kwargs: Mapping[str, Any] | None = None, fields: Sequence[str] | None = None,
+                 use_tensor_inputs: bool | None = None, temperature: float = 1.0, mode: str = "hard",
+                 loader: RewardLoader | None = None) -> None:
+        if mode not in self.MODES:
+            raise ConfigError(f"PairwiseWinRate: mode must be 'hard' or 'soft', got {mode!r}", field="kwargs.mode")
+        self.mode = mode
+        self.temperature = positive_float(temperature, "PairwiseWinRate: temperature", "kwargs.temperature")
+        self.bradley_terry = isinstance(judge, str) and judge.lower() in ("bradley_terry", "bt")
+        if self.bradley_terry:
+            if base is None:
+                raise ConfigError("PairwiseWinRate: the Bradley-Terry judge needs kwargs 'base' (the reward whose "
+                                  "scores it compares); or set 'judge' to a pairwise judge 'pkg.mod:callable'",
+                                  field="kwargs.base")
+            if judge_kwargs or fields is not None or use_tensor_inputs is not None:
+                raise ConfigError("PairwiseWinRate: judge_kwargs / fields / use_tensor_inputs apply to a user judge "
+                                  "only; the Bradley-Terry judge takes them from its base", field="kwargs")
+            super().__init__(model_path, device, dtype, base=base, loader=loader)
+            self.judge = None
+            return
+        if base is not None:
+            raise ConfigError("PairwiseWinRate: give either 'base' (Bradley-Terry judge) or a user 'judge', not both",
+                              field="kwargs.base")
+        super().__init__(model_path, device, dtype, base=None, loader=loader)
+        self.judge_name = judge if isinstance(judge, str) else getattr(judge, "__qualname__", repr(judge))
+        self.judge = _build_judge(judge, dict(judge_kwargs or {}), device, dtype)
+        declared = fields if fields is not None else getattr(self.judge, "required_fields", None)
+        if isinstance(declared, str) or not declared or not all(isinstance(f, str) for f in declared):
+            raise ConfigError("PairwiseWinRate: say which fields the judge receives: kwargs 'fields' (e.g. "
+                              "[prompt, image]) or a 'required_fields' attribute on the judge", field="kwargs.fields")
+        from ..base import KNOWN_FIELDS
+
+        unknown = [f for f in declared if f not in KNOWN_FIELDS]
+        if unknown:
+            raise ConfigError(f"PairwiseWinRate: unknown judge field(s) {unknown}; known: {', '.join(KNOWN_FIELDS)}",
+                              field="kwargs.fields")
+        self._mirror(tuple(declared), self.judge)
+        # a judge that does not say otherwise may hold a model or a client: not assumed thread-safe
+        self.thread_safe = bool(getattr(self.judge, "thread_safe", False))
+        self.judge_fields = tuple(declared)
+        if use_tensor_inputs is not None:
+            self.use_tensor_inputs = bool(use_tensor_inputs)
+
+    def __call__(self, **fields: Sequence[Any]) -> RewardOutput:
+        if self.judge is None:
+            return super().__call__(**fields)
+        group_id = fields.get("group_id")
+        n = len(group_id) if group_id is not None else len(next(iter(fields.values()), ()))
+        groups = group_positions(group_id, n)
+        wanted = set(self.judge_fields) | ({"audio_sample_rate"} if "audio" in self.judge_fields else set())
+        keys = [k for k in fields if k in wanted]
+        samples = [{k: fields[k][i] for k in keys} for i in range(n)]
+        out = np.empty(n, dtype=np.float64)
+        wins_all = np.empty(n, dtype=np.float64)
+        for idx in groups:
+            m = len(idx)
+            prob = np.full((m, m), 0.5)
+            for a in range(m):
+                for b in range(a + 1, m):
+                    p = self._judge_pair(samples[idx[a]], samples[idx[b]], int(idx[a]), int(idx[b]))
+                    prob[a, b], prob[b, a] = p, 1.0 - p
+            wins = self._wins(prob)
+            wins_all[idx] = wins
+            out[idx] = 0.5 if m == 1 else wins / (m - 1)
+        return RewardOutput(out, extras={"wins": wins_all})
+
+    def score_group(self, scores: np.ndarray) -> np.ndarray:
+        n = len(scores)
+        if n == 1:
+            return np.full(1, 0.5)
+        diff = scores[:, None] - scores[None, :]
+        prob = _sigmoid(diff / self.temperature) if self.mode == "soft" else np.sign(diff) * 0.5 + 0.5
+        return self._wins(prob) / (n - 1)
+
+    def _wins(self, prob: np.ndarray) -> np.ndarray:
+        """Row sums of the win matrix without the diagonal (prob[i, j] = P(i beats j), diagonal 0.5)."""
+        if self.mode == "hard":
+            prob = np.where(prob > 0.5, 1.0, np.where(prob < 0.5, 0.0, 0.5))
+        return prob.sum(axis=1) - 0.5
+
+    def _judge_pair(self, first: dict, second: dict, i: int, j: int) -> float:
+        value = self.judge(first, second)
+        if hasattr(value, "detach"):  # a 0-d/1-element tensor
+            value = value.detach().cpu().reshape(-1).tolist()
+            value = value[0] if len(value) == 1 else value
+        if isinstance(value, (bool, np.bool_)):
+            return float(value)
+        try:
+            p = None if isinstance(value, (str, bytes)) else float(value)
+        except (TypeError, ValueError):
+            p = None
+        if p is None or not (0.0 <= p <= 1.0):  # also catches NaN
+            raise RewardOutputError(f"pairwise judge '{self.judge_name}' returned {value!r} for the pair (inputs {i}, "
+                                    f"{j}); it must return P(first beats second), a number in [0, 1]",
+                                    reward=self.name)
+        return p
+
+
+def _build_judge(judge: str | Callable, judge_kwargs: dict, device: str, dtype: str) -> Callable:
+    """Resolve ``pkg.mod:obj`` (or take a callable); instantiate classes; check the result is callable."""
+    obj: Any = judge
+    if isinstance(judge, str):
+        if ":" not in judge and "." not in judge:
+            raise ConfigError(f"PairwiseWinRate: judge must be 'bradley_terry' or a Python path 'pkg.mod:callable', "
+                              f"got {judge!r}", field="kwargs.judge")
+        from ...registry import resolve
+
+        obj = resolve(judge)
+    if isinstance(obj, type):
+        try:
+            params = inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            params = {}
+        extra = {k: v for k, v in (("device", device), ("dtype", dtype)) if k in params and k not in judge_kwargs}
+        obj = obj(**judge_kwargs, **extra)
+    elif judge_kwargs:
+        raise ConfigError("PairwiseWinRate: judge_kwargs need a judge class; the judge is not a class",
+                          field="kwargs.judge_kwargs")
+    if not callable(obj):
+        raise ConfigError(f"PairwiseWinRate: judge {judge!r} is not callable", field="kwargs.judge")
+    return obj

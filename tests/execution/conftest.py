@@ -1,0 +1,17 @@
+"""Reset the records of the execution test rewards before each test."""
+
+import pytest
+
+from execution_rewards import Blocking, CenteredValue, Recorder, ScratchReward
+
+
+@pytest.fixture(autouse=True)
+def _reset_records():
+    Recorder.calls.clear()
+    Recorder.threads.clear()
+    CenteredValue.scored.clear()
+    ScratchReward.active = ScratchReward.max_active = 0
+    Blocking.release.clear()
+    Blocking.started.clear()
+    yield
+    Blocking.release.set()  # never leave a worker thread waiting

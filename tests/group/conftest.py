@@ -1,0 +1,13 @@
+"""Fixtures of the group tests; the test-local base rewards live in group_rewards.py (registered on import)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import group_rewards  # noqa: F401  (registers the group_test_* rewards)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)

@@ -1,0 +1,83 @@
+"""The groupwise wrappers on 2 gloo ranks (CPU) give the single-process result, each group judged once.
+
+Groups are split across the ranks (samples alternate between them); the distributed processor
+(rewardzoo.distributed) gathers each group to one rank, which calls the wrapper once per group.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from group_dist_worker import ITEMS, SPECS, rank_indices
+from group_rewards import meta_samples
+
+from rewardzoo.processor import RewardProcessor
+
+WORKER = Path(__file__).with_name("group_dist_worker.py")
+LAUNCH_TIMEOUT = 90
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    pytest.importorskip("torch.distributed")
+    out = tmp_path_factory.mktemp("group_dist")
+    port = str(_free_port())
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    files = [out / f"rank{r}.pkl" for r in range(2)]
+    procs = [subprocess.Popen([sys.executable, str(WORKER), str(r), "2", port, str(files[r])], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    start, logs = time.monotonic(), []
+    try:
+        for p in procs:
+            logs.append(p.communicate(timeout=max(1.0, LAUNCH_TIMEOUT - (time.monotonic() - start)))[0])
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+            p.communicate()
+        pytest.fail(f"the 2-rank launch did not finish within {LAUNCH_TIMEOUT} s")
+    for r, p in enumerate(procs):
+        assert p.returncode == 0 and files[r].exists(), f"rank {r} failed:\n{logs[r]}"
+    return [pickle.loads(f.read_bytes()) for f in files]
+
+
+@pytest.fixture(scope="module")
+def single():
+    proc = RewardProcessor(SPECS)
+    return proc, proc(meta_samples(ITEMS))
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+@pytest.mark.parametrize("name", [s["name"] for s in SPECS])
+def test_two_ranks_equal_one_process(ranks, single, rank, name):
+    idx = rank_indices(rank)
+    expected = single[1].rewards[name][idx]
+    np.testing.assert_allclose(ranks[rank]["rewards"][name], expected, rtol=1e-6, atol=1e-7)
+    assert not np.isnan(ranks[rank]["rewards"][name]).any()
+
+
+def test_each_sample_evaluated_once_across_ranks(ranks, single):
+    proc = single[0]
+    n = len(ITEMS)
+    # one base instance per process, shared by the base stream and the four wrappers over it:
+    # n evaluations for the base stream + n for each wrapper (each group once, on its owner rank)
+    assert sum(proc.rewards["base"].calls) == 5 * n
+    assert ranks[0]["base_inputs"] + ranks[1]["base_inputs"] == 5 * n
+    sizes = {}
+    for gid, _ in ITEMS:
+        sizes[gid] = sizes.get(gid, 0) + 1
+    pairs = sum(m * (m - 1) // 2 for m in sizes.values())
+    assert ranks[0]["judge_pairs"] + ranks[1]["judge_pairs"] == pairs
