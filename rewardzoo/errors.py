@@ -18,7 +18,7 @@ class ConfigError(RewardZooError, ValueError):
     """A YAML/dict reward configuration is invalid (names the entry and the field)."""
 
     def __init__(self, message: str, *, entry: str | None = None, field: str | None = None):
-        self.entry, self.field = entry, field
+        self.message, self.entry, self.field = message, entry, field
         where = ", ".join(p for p in (f"entry '{entry}'" if entry else "", f"field '{field}'" if field else "") if p)
         super().__init__(f"{where}: {message}" if where else message)
 

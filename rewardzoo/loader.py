@@ -14,7 +14,7 @@ import threading
 from typing import Any, Hashable
 
 from .config import RewardSpec, parse_spec
-from .errors import ConfigError, RegistryError, did_you_mean
+from .errors import ConfigError, RegistryError, RewardZooError, did_you_mean
 from .registry import canonical_target, resolve
 from .rewards.base import Reward
 from .shared.device import resolve_device
@@ -72,7 +72,16 @@ class RewardLoader:
                     options = [p for p in params if p not in ("self", "model_path", "device", "dtype", "loader")]
                     raise ConfigError(f"{cls.__name__} has no option '{key}'{did_you_mean(key, options)}; "
                                       f"options: {', '.join(options) or 'none'}", entry=spec.name, field="kwargs")
-        instance = cls(model_path=spec.model_path, device=device, dtype=spec.dtype, **kwargs)
+        try:
+            instance = cls(model_path=spec.model_path, device=device, dtype=spec.dtype, **kwargs)
+        except ConfigError as exc:
+            if exc.entry is not None:
+                raise
+            raise ConfigError(exc.message, entry=spec.name, field=exc.field) from exc
+        except RewardZooError:
+            raise
+        except (TypeError, ValueError) as exc:  # a constructor refusing its options: name the entry
+            raise ConfigError(f"{cls.__name__} could not be built: {exc}", entry=spec.name) from exc
         instance.name = spec.reward_model.lower()
         self.constructions += 1
         return instance

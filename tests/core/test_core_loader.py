@@ -62,3 +62,10 @@ def test_reward_instance_gets_device_dtype_and_path_from_spec():
     reward = RewardLoader().load({"name": "l", "reward_model": path(PromptLength), "device": "cpu", "dtype": "bf16",
                                   "model_path": "/weights"})
     assert (reward.device, reward.dtype_name, reward.model_path) == ("cpu", "bfloat16", "/weights")
+
+
+def test_constructor_refusals_name_the_entry():
+    with pytest.raises(ConfigError, match="entry 'q': JpegCompressibility could not be built: quality must be"):
+        RewardLoader().load({"name": "q", "reward_model": "jpeg_compressibility", "kwargs": {"quality": 0}})
+    with pytest.raises(ConfigError, match="entry 'ranked', field 'kwargs.base'"):
+        RewardLoader().load({"name": "ranked", "reward_model": "group_rank"})
