@@ -1,0 +1,182 @@
+"""Video reading speed (issue 8): decord vs PyAV, and sampled reading vs decoding every frame.
+
+Clips: 256x256 H.264 (libx264, yuv420p) at 24 fps of a drifting noisy texture, 2 s (48 frames) and
+20 s (480 frames), each encoded twice: with the encoder's default GOP (one keyframe every 250
+frames) and with a keyframe every 12 frames. All in one run, in a temporary directory.
+
+Measured (medians over repetitions after a warm-up; each repetition times every side once, order
+rotating; ratios are medians of per-repetition ratios):
+
+1. full decode throughput, frames per second: decord vs PyAV on the same file;
+2. 8 uniformly sampled frames (``rewardzoo.shared.video.read_video(path, 8)``) from the 2 s and the
+   20 s clip, per backend and GOP: the 20 s / 2 s cost ratio (goal with the short GOP: <= 2x);
+3. sampled reading vs decoding every frame of the same file (goal: ratio <= 1 everywhere).
+
+4. (``--part rewards``) the video rewards on 2 videos x 4 frames of 256x256 with full-size random-init
+   backbones (DINO ViT-B/16, CLIP ViT-B/32; same compute as the real weights), each against the
+   work it cannot avoid: flickering vs a NumPy transcription of VBench's loop, subject consistency
+   vs the bare transformers forward on already resized input, background consistency vs the
+   backbone's own ``encode_images`` on the same frames, video_clip_score vs ``clip_score`` on the
+   8 frames as images with the prompt repeated.
+
+Run: python benchmarks/bench_video.py [--part reading|rewards|all] [--repeats 11] [--size 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _paired(fns: dict, repeats: int) -> tuple[dict, dict]:
+    """Median seconds per side and median per-repetition ratio side / first side."""
+    keys = list(fns)
+    for fn in fns.values():
+        fn()
+    times = {k: [] for k in keys}
+    for r in range(repeats):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            t0 = time.perf_counter()
+            fns[k]()
+            times[k].append(time.perf_counter() - t0)
+    first = keys[0]
+    ratios = {k: statistics.median(a / b for a, b in zip(times[k], times[first])) for k in keys}
+    return {k: statistics.median(v) for k, v in times.items()}, ratios
+
+
+def make_frames(n: int, size: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 256, (size // 8, (size + n) // 8 + 2, 3), dtype=np.uint8).repeat(8, 0).repeat(8, 1)
+    out = np.empty((n, size, size, 3), np.uint8)
+    for i in range(n):
+        out[i] = np.clip(base[:size, i:i + size].astype(np.int16) + rng.integers(-8, 9, (size, size, 3)), 0, 255)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=11)
+    ap.add_argument("--size", type=int, default=256)
+    ap.add_argument("--part", choices=("reading", "rewards", "all"), default="reading")
+    args = ap.parse_args()
+    if args.part in ("reading", "all"):
+        bench_reading(args)
+    if args.part in ("rewards", "all"):
+        bench_rewards(args)
+
+
+def bench_reading(args) -> None:
+    from rewardzoo.shared.video import read_video, write_video
+
+    fps = 24
+    tmp = Path(tempfile.mkdtemp(prefix="bench_video_"))
+    frames = make_frames(20 * fps, args.size)
+    clips = {}
+    for seconds in (2, 20):
+        for gop in (None, 12):
+            name = f"{seconds}s_{'gop12' if gop else 'longgop'}"
+            clips[name] = write_video(tmp / f"{name}.mp4", frames[: seconds * fps], fps=fps, gop=gop)
+    print(f"clips: {args.size}x{args.size} H.264 {fps} fps in {tmp}; repeats={args.repeats}\n")
+
+    # 1. full decode throughput on the same file
+    path = clips["20s_longgop"]
+    t, r = _paired({"decord": lambda: read_video(path, None, backend="decord"),
+                    "pyav": lambda: read_video(path, None, backend="pyav")}, args.repeats)
+    n = 20 * fps
+    print("1. decode every frame of the 20 s clip (long GOP)")
+    print(f"   decord {n / t['decord']:7.0f} frames/s ({t['decord'] * 1e3:6.1f} ms)")
+    print(f"   PyAV   {n / t['pyav']:7.0f} frames/s ({t['pyav'] * 1e3:6.1f} ms)   PyAV / decord time = {r['pyav']:.2f}x\n")
+
+    # 2 + 3. 8 sampled frames: 20 s vs 2 s, and sampled vs all frames
+    print("2. 8 sampled frames: cost of the 20 s clip relative to the 2 s clip")
+    print("3. sampled reading relative to decoding every frame of the same file (goal <= 1)")
+    print(f"   {'backend':7} {'GOP':8} {'2 s (ms)':>9} {'20 s (ms)':>10} {'20s/2s':>7}   "
+          f"{'2 s: 8/all':>10} {'20 s: 8/all':>11}")
+    for backend in ("decord", "pyav"):
+        for gop in ("longgop", "gop12"):
+            fns = {}
+            for seconds in (2, 20):
+                p = clips[f"{seconds}s_{gop}"]
+                fns[f"{seconds}s_all"] = (lambda p=p: read_video(p, None, backend=backend))
+                fns[f"{seconds}s_8"] = (lambda p=p: read_video(p, 8, backend=backend))
+            t, _ = _paired(fns, args.repeats)
+            _, r_len = _paired({"2s": fns["2s_8"], "20s": fns["20s_8"]}, args.repeats)
+            _, r2 = _paired({"all": fns["2s_all"], "eight": fns["2s_8"]}, args.repeats)
+            _, r20 = _paired({"all": fns["20s_all"], "eight": fns["20s_8"]}, args.repeats)
+            print(f"   {backend:7} {gop:8} {t['2s_8'] * 1e3:9.1f} {t['20s_8'] * 1e3:10.1f} {r_len['20s']:6.2f}x   "
+                  f"{r2['eight']:9.2f}x {r20['eight']:10.2f}x")
+
+
+def bench_rewards(args) -> None:
+    import json
+
+    import open_clip
+    import torch
+    from safetensors.torch import save_file
+    from transformers import ViTConfig, ViTModel
+
+    from rewardzoo.rewards.image.clip_score import ClipScore
+    from rewardzoo.rewards.video.consistency import BackgroundConsistency, SubjectConsistency
+    from rewardzoo.rewards.video.flickering import TemporalFlickering
+    from rewardzoo.rewards.video.frame_scores import VideoClipScore
+
+    torch.manual_seed(0)
+    tmp = Path(tempfile.mkdtemp(prefix="bench_video_models_"))
+    ViTModel(ViTConfig(), add_pooling_layer=False).save_pretrained(tmp / "dino")  # ViT-B/16 sizes
+    cfg = open_clip.get_model_config("ViT-B-32")
+    clip_dir = tmp / "clip"
+    clip_dir.mkdir()
+    (clip_dir / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg, "preprocess_cfg": {}}))
+    model = open_clip.create_model("ViT-B-32")
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(clip_dir / "open_clip_model.safetensors"))
+    del model
+
+    frames = make_frames(4, args.size)
+    videos = [torch.from_numpy(frames).permute(0, 3, 1, 2).float() / 255, torch.from_numpy(frames[::-1].copy()
+                                                                                              ).permute(0, 3, 1, 2).float() / 255]
+    u8 = [frames, frames[::-1]]
+    prompts = ["a drifting texture", "a red fox in the snow"]
+    reps = 3
+    print(f"\n4. rewards on 2 videos x 4 frames {args.size}x{args.size} (CPU, {torch.get_num_threads()} threads, "
+          f"repeats={reps})")
+
+    def numpy_flicker():
+        return [float(np.mean([np.mean(np.abs(v[i].astype(np.float32) - v[i + 1].astype(np.float32)))
+                               for i in range(len(v) - 1)])) for v in u8]
+
+    flicker = TemporalFlickering()
+    t, r = _paired({"numpy": numpy_flicker, "reward": lambda: flicker(video=videos)}, reps * 3)
+    print(f"   video_temporal_flickering   {t['reward'] * 1e3:8.1f} ms   NumPy VBench loop {t['numpy'] * 1e3:8.1f} ms"
+          f"   ratio {r['reward']:.2f}")
+
+    subject = SubjectConsistency(str(tmp / "dino"), num_frames=None)
+    pre = [subject.preprocess(v) for v in videos]
+    with torch.inference_mode():
+        bare = lambda: [subject.model(pixel_values=x, interpolate_pos_encoding=True) for x in pre]  # noqa: E731
+        t, r = _paired({"bare": bare, "reward": lambda: subject(video=videos)}, reps)
+    print(f"   video_subject_consistency   {t['reward'] * 1e3:8.1f} ms   bare ViT-B/16 forward {t['bare'] * 1e3:8.1f} ms"
+          f"   ratio {r['reward']:.2f}")
+
+    background = BackgroundConsistency(str(clip_dir), num_frames=None)
+    t, r = _paired({"encode": lambda: [background.backbone.encode_images(v) for v in videos],
+                    "reward": lambda: background(video=videos)}, reps)
+    print(f"   video_background_consistency {t['reward'] * 1e3:7.1f} ms   encode_images alone {t['encode'] * 1e3:8.1f} ms"
+          f"   ratio {r['reward']:.2f}")
+
+    vclip = VideoClipScore(str(clip_dir), num_frames=None)
+    image = ClipScore(str(clip_dir))
+    flat = torch.cat(videos)
+    flat_prompts = [p for p in prompts for _ in range(4)]
+    t, r = _paired({"image": lambda: image(image=flat, prompt=flat_prompts),
+                    "video": lambda: vclip(video=videos, prompt=prompts)}, reps)
+    print(f"   video_clip_score            {t['video'] * 1e3:8.1f} ms   clip_score on the 8 frames {t['image'] * 1e3:7.1f} ms"
+          f"   ratio {r['video']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

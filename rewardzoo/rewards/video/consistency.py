@@ -1,0 +1,142 @@
+"""Subject and background consistency (VBench): how similar each frame's features stay over time.
+
+With L2-normalised per-frame features ``f_0 .. f_{T-1}``::
+
+    score = mean_{i=1..T-1} (max(0, cos(f_{i-1}, f_i)) + max(0, cos(f_0, f_i))) / 2
+
+Subject consistency uses DINO features (the CLS token of a self-supervised ViT), background
+consistency CLIP image features. Identical frames give 1.0.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, ClassVar, Sequence
+
+import torch
+import torch.nn.functional as F
+from torchvision.transforms import InterpolationMode
+from torchvision.transforms import functional as TF
+
+from ...errors import ConfigError, InputError
+from ...shared.video import check_num_frames, check_positive_int
+from ..base import PointwiseReward, RewardOutput
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def vbench_consistency(features: torch.Tensor) -> float:
+    """The VBench consistency score of per-frame features (T, D), T >= 2 (see module docstring)."""
+    f = F.normalize(features.detach().to(torch.float64), dim=-1)
+    to_prev = (f[1:] * f[:-1]).sum(-1).clamp_min(0.0)
+    to_first = (f[1:] * f[:1]).sum(-1).clamp_min(0.0)
+    return float(((to_prev + to_first) / 2).mean())
+
+
+class FrameConsistency(PointwiseReward):
+    """Base of the feature-consistency rewards: subclasses implement :meth:`features`.
+
+    Inputs: ``video`` as a float tensor (T, 3, H, W) in [0, 1]; ``num_frames`` uniformly sampled
+    frames (default 16; None = every frame, as VBench). Range [0, 1], higher is more consistent.
+    A single frame has no temporal signal and raises InputError.
+    """
+
+    required_fields = ("video",)
+    use_tensor_inputs = True
+    modality = "video"
+    extra = "video"
+    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 num_frames: int | None = 16, frame_batch_size: int = 32) -> None:
+        super().__init__(model_path, device, dtype)
+        self.num_frames = check_num_frames(num_frames)
+        self.frame_batch_size = check_positive_int(frame_batch_size, "frame_batch_size")
+
+    def features(self, frames: torch.Tensor) -> torch.Tensor:
+        """Per-frame feature vectors (T, D) of a float video (T, 3, H, W) in [0, 1]."""
+        raise NotImplementedError
+
+    @torch.inference_mode()
+    def __call__(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
+        scores = []
+        for i, frames in enumerate(video):
+            if frames.shape[0] < 2:
+                raise InputError(f"{type(self).__name__} needs at least 2 frames, got {frames.shape[0]}",
+                                 field="video", sample=i)
+            try:
+                feats = torch.cat([self.features(chunk) for chunk in frames.split(self.frame_batch_size)])
+            except InputError as exc:  # raised per frame by the image preprocessing: report the video
+                raise InputError(exc.message, field="video", sample=i) from None
+            scores.append(vbench_consistency(feats))
+        return RewardOutput(scores)
+
+
+class SubjectConsistency(FrameConsistency):
+    """VBench subject consistency on DINO features (CLS token of the last layer, after its norm).
+
+    Preprocessing as VBench: shorter side resized to ``resize`` (224, bilinear, no antialias), no
+    crop, ImageNet mean/std. ``model_path``: any transformers ViT/DINOv2 checkpoint (hub id or
+    local directory; default ``facebook/dino-vitb16``, VBench's DINO ViT-B/16). Range [0, 1].
+    """
+
+    default_model: ClassVar[str] = "facebook/dino-vitb16"
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 num_frames: int | None = 16, frame_batch_size: int = 32, resize: int = 224) -> None:
+        super().__init__(model_path or self.default_model, device, dtype, num_frames=num_frames,
+                         frame_batch_size=frame_batch_size)
+        from transformers import AutoModel
+
+        self.resize = check_positive_int(resize, "resize")
+        try:
+            try:  # ViT's pooler (dense + tanh) is unused: the feature is the normed CLS token
+                model = AutoModel.from_pretrained(self.model_path, dtype=self.dtype, add_pooling_layer=False)
+            except TypeError:  # architectures without that option (DINOv2)
+                model = AutoModel.from_pretrained(self.model_path, dtype=self.dtype)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot load a DINO model from '{self.model_path}': {exc}", field="model_path") from None
+        self.model = model.to(self.device).eval()
+        # transformers' ViT needs to be told to interpolate position embeddings for non-square inputs;
+        # DINOv2 always does.
+        params = inspect.signature(self.model.forward).parameters
+        self._forward_kwargs = {"interpolate_pos_encoding": True} if "interpolate_pos_encoding" in params else {}
+        self._mean = torch.tensor(IMAGENET_MEAN, device=self.device).view(1, 3, 1, 1)
+        self._std = torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1)
+
+    def preprocess(self, frames: torch.Tensor) -> torch.Tensor:
+        """(T, 3, H, W) in [0, 1] -> normalised model input, shorter side ``resize``."""
+        x = frames.to(self.device, torch.float32)
+        x = TF.resize(x, self.resize, interpolation=InterpolationMode.BILINEAR, antialias=False)
+        return ((x - self._mean) / self._std).to(self.dtype)
+
+    def features(self, frames: torch.Tensor) -> torch.Tensor:
+        out = self.model(pixel_values=self.preprocess(frames), **self._forward_kwargs)
+        return out.last_hidden_state[:, 0]
+
+
+class BackgroundConsistency(FrameConsistency):
+    """VBench background consistency on CLIP image features (same formula as subject consistency).
+
+    Preprocessing is the backbone's own (for OpenAI CLIP: shorter side to 224 bicubic, centre crop,
+    CLIP mean/std) through :mod:`rewardzoo.shared.image_ops`. ``model_path``: an open_clip
+    architecture (default ``ViT-B-32`` with ``pretrained: openai``, VBench's CLIP ViT-B/32), an
+    open_clip hub id or hub-style directory, or a transformers CLIP directory/hub id
+    (see :func:`rewardzoo.shared.clip.load_clip_backbone`; the backbone is shared with every other
+    reward that loads the same one). Range [0, 1].
+    """
+
+    default_model: ClassVar[str] = "ViT-B-32"
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 num_frames: int | None = 16, frame_batch_size: int = 32, pretrained: str | None = "openai",
+                 backend: str = "auto", processor_path: str | None = None) -> None:
+        super().__init__(model_path, device, dtype, num_frames=num_frames, frame_batch_size=frame_batch_size)
+        from ...shared.clip import load_clip_backbone
+
+        self.backbone = load_clip_backbone(model_path or self.default_model, backend=backend, device=device,
+                                           dtype=self.dtype, pretrained=pretrained, processor_path=processor_path)
+
+    def features(self, frames: torch.Tensor) -> torch.Tensor:
+        return self.backbone.encode_images(frames, field="video")

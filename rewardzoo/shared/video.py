@@ -1,0 +1,332 @@
+"""Video reading and conversion: files (decord, PyAV fallback), frame lists, NumPy and tensors.
+
+A video enters as
+
+- a file path: decoded with decord when it is installed and can read the file, otherwise with PyAV;
+- a list/tuple of frames, each anything :mod:`rewardzoo.shared.media` accepts as an image
+  (path, PIL, NumPy (H, W[, C]), tensor (C, H, W));
+- a NumPy array (T, H, W[, C]) or a tensor (T, C, H, W).
+
+and leaves :func:`prepare_video` as a list of RGB PIL frames or a float32 tensor (T, 3, H, W) in
+[0, 1]. Per-frame conversion follows the image rules of ``media.py`` (float input must lie in
+[0, 1], grayscale is repeated, alpha dropped, 16-bit scaled). ``num_frames=K`` keeps K frames at
+uniformly spaced indices ``round(linspace(0, T - 1, K))`` (first and last frame included; all
+frames when T <= K) and, for files, decodes only what those frames need: with decord,
+``get_batch`` seeks to each frame's keyframe unless those seeks would cost more than decoding
+straight through (then it skips forward without converting the skipped frames); the PyAV reader
+seeks to the keyframe before a wanted frame only when that keyframe lies ahead of the decoder, and
+decodes forward only up to the frame. Errors are :class:`~rewardzoo.errors.InputError` without
+location. :func:`write_video` encodes frames with PyAV (tests, benchmarks, the demo).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from PIL import Image
+
+from ..errors import InputError
+from .media import image_to_uint8, is_path, is_tensor, to_image_tensor
+
+BACKENDS = ("auto", "decord", "pyav")
+_DECORD_PREFIX = re.compile(r"^\[[\d:]+\] \S+:\d+: ")
+
+
+def sample_indices(total: int, num_frames: int | None) -> list[int]:
+    """Indices of ``num_frames`` uniformly spaced frames out of ``total`` (all of them when None or >= total).
+
+    The first and last frames are always included (for K >= 2); indices are distinct and increasing.
+    """
+    if total <= 0:
+        raise InputError("the video has no frames")
+    if num_frames is None or num_frames >= total:
+        return list(range(total))
+    if num_frames <= 0:
+        raise ValueError(f"num_frames must be a positive integer or None, got {num_frames!r}")
+    return [int(i) for i in np.rint(np.linspace(0, total - 1, num_frames))]
+
+
+def check_num_frames(num_frames: Any) -> int | None:
+    """Validate a reward's ``num_frames`` option (positive int or None); ValueError otherwise."""
+    if num_frames is None:
+        return None
+    return check_positive_int(num_frames, "num_frames", " or null (all frames)")
+
+
+def check_positive_int(value: Any, name: str, alternative: str = "") -> int:
+    """``value`` if it is a positive int (not a bool); ValueError naming the option otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer{alternative}, got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------- files
+
+
+def read_video(path: str | os.PathLike, num_frames: int | None = None, *, backend: str = "auto") -> np.ndarray:
+    """Decode ``num_frames`` uniformly sampled frames (all when None) -> uint8 array (T, H, W, 3).
+
+    ``backend``: ``"auto"`` (decord, then PyAV when decord is missing or fails on the file),
+    ``"decord"`` or ``"pyav"``. An unreadable, truncated or empty file raises InputError.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"video file not found: '{path}'")
+    if path.stat().st_size == 0:
+        raise InputError(f"video file '{path}' is empty (0 bytes)")
+    failures = []
+    if backend in ("auto", "decord"):
+        try:
+            return _read_decord(path, num_frames)
+        except InputError:
+            raise
+        except ImportError as exc:
+            if backend == "decord":
+                raise InputError(f"decord is not installed ({exc}); use backend 'pyav'") from None
+            failures.append("decord is not installed")
+        except Exception as exc:  # decord reports every failure as a RuntimeError/DECORDError
+            if backend == "decord":
+                raise InputError(f"cannot read video file '{path}' with decord: {_first_line(exc)}") from None
+            failures.append(f"decord: {_first_line(exc)}")
+    try:
+        return _read_pyav(path, num_frames)
+    except InputError as exc:
+        if failures:
+            raise InputError(f"{exc.message} ({'; '.join(failures)})") from None
+        raise
+    except ImportError as exc:
+        raise InputError(f"cannot read video file '{path}': PyAV is not installed ({exc}); "
+                         "pip install 'rewardzoo[video]'") from None
+    except Exception as exc:  # av.FFmpegError and friends
+        why = "; ".join(failures + [f"PyAV: {_first_line(exc)}"])
+        raise InputError(f"cannot read video file '{path}' (unreadable, truncated or not a video): {why}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    if not text:
+        return type(exc).__name__
+    # decord prefixes its messages with "[hh:mm:ss] /path/to/source.cc:123: "
+    return f"{type(exc).__name__}: {_DECORD_PREFIX.sub('', text[0])[:300]}"
+
+
+#: Cost of one decord seek in units of one decoded frame. A seek flushes and restarts the decoder;
+#: measured with benchmarks/bench_video.py (decord 0.6, 256x256 H.264, 2-core CPU): 3 seeks made
+#: 8 sampled frames of a 48-frame clip with a keyframe every 12 frames cost 1.7x a full decode.
+_DECORD_SEEK_COST = 14
+
+
+def _decord_seek_plan(keys: list[int], wanted: list[int]) -> tuple[int, int]:
+    """(frames decoded, seeks) of decord's get_batch: it seeks when a frame lies in another GOP."""
+    decoded, seeks, pos = 0, 0, -1  # pos: last decoded frame
+    for t in wanted:
+        key = keys[bisect.bisect_right(keys, t) - 1] if keys else 0
+        if pos >= 0 and (t <= pos or key > pos):
+            seeks += 1
+            decoded += t - key + 1
+        else:
+            decoded += t - pos
+        pos = t
+    return decoded, seeks
+
+
+def _read_decord(path: Path, num_frames: int | None) -> np.ndarray:
+    import decord
+
+    reader = decord.VideoReader(str(path), ctx=decord.cpu(0))
+    total = len(reader)
+    if total == 0:
+        raise InputError(f"video file '{path}' has no frames")
+    wanted = sample_indices(total, num_frames)
+    if len(wanted) < total:
+        decoded, seeks = _decord_seek_plan(sorted(int(k) for k in reader.get_key_indices()), wanted)
+        if decoded + _DECORD_SEEK_COST * seeks > wanted[-1] + 1:
+            # Seeking would cost more than decoding straight through: skip forward without seeking
+            # (skipped frames are decoded but not converted to RGB).
+            frames, pos = [], 0
+            for t in wanted:
+                if t > pos:
+                    reader.skip_frames(t - pos)
+                frames.append(reader.next().asnumpy())
+                pos = t + 1
+            return _check_decord(np.stack(frames))
+    return _check_decord(reader.get_batch(wanted).asnumpy())
+
+
+def _check_decord(frames: np.ndarray) -> np.ndarray:
+    if frames.ndim != 4 or frames.shape[-1] != 3 or 0 in frames.shape:
+        raise RuntimeError(f"decord returned frames of shape {frames.shape}")
+    return frames
+
+
+def _read_pyav(path: Path, num_frames: int | None) -> np.ndarray:
+    import av
+
+    with av.open(str(path)) as container:
+        if not container.streams.video:
+            raise InputError(f"video file '{path}' has no video stream (no frames)")
+        stream = container.streams.video[0]
+        if num_frames is None:
+            frames = [f.to_ndarray(format="rgb24") for f in container.decode(stream)]
+        else:
+            frames = _pyav_sampled(container, stream, num_frames)
+    if not frames:
+        raise InputError(f"video file '{path}' has no frames")
+    return np.stack(frames)
+
+
+def _pyav_sampled(container, stream, num_frames: int) -> list[np.ndarray]:
+    # Index the stream from packets (demuxing without decoding is cheap): presentation timestamps in
+    # display order, and which of them are keyframes (where decoding can start after a seek).
+    pts, keys = [], []
+    for packet in container.demux(stream):
+        if packet.size == 0:
+            continue
+        if packet.pts is None:  # no timestamps (e.g. a raw elementary stream): decode everything
+            container.seek(0)
+            frames = [f.to_ndarray(format="rgb24") for f in container.decode(stream)]
+            return [frames[i] for i in sample_indices(len(frames), num_frames)] if frames else []
+        pts.append(packet.pts)
+        if packet.is_keyframe:
+            keys.append(packet.pts)
+    if not pts:
+        return []
+    pts.sort()
+    keys.sort()
+    if not keys or keys[0] > pts[0]:
+        keys.insert(0, pts[0])
+    wanted = [pts[i] for i in sample_indices(len(pts), num_frames)]
+    out: list[np.ndarray] = []
+    decoder, position = None, None  # position: pts of the last decoded frame
+    for target in wanted:
+        key = keys[bisect.bisect_right(keys, target) - 1]
+        if decoder is None or position is None or position >= target or key > position:
+            container.seek(key, stream=stream, backward=True)
+            decoder, position = container.decode(stream), None
+        for frame in decoder:
+            position = frame.pts
+            if frame.pts is None or frame.pts >= target:
+                break
+        else:
+            raise InputError("the video ends before a frame its index lists (truncated file?)")
+        if frame.pts is not None and frame.pts != target:
+            raise InputError(f"cannot find the frame at timestamp {target} (corrupt or truncated file?)")
+        out.append(frame.to_ndarray(format="rgb24"))
+    return out
+
+
+def write_video(path: str | os.PathLike, frames: Any, fps: float = 24, gop: int | None = None, *,
+                codec: str = "libx264", options: dict[str, str] | None = None) -> Path:
+    """Encode ``frames`` (any video form :func:`prepare_video` accepts) to ``path`` with PyAV.
+
+    ``gop``: distance between keyframes (None: the encoder's default, 250 for libx264).
+    Frames are stored as yuv420p, so H.264 output is lossy and needs even width and height.
+    """
+    import av
+
+    arr = video_to_uint8(frames)
+    t, h, w, _ = arr.shape
+    path = Path(path)
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream(codec, rate=_rate(fps), options=dict(options or {}))
+        stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
+        if gop is not None:
+            stream.codec_context.gop_size = int(gop)
+        for frame in arr:
+            for packet in stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return path
+
+
+def _rate(fps: float):
+    from fractions import Fraction
+
+    return Fraction(fps).limit_denominator(1001)
+
+
+# ------------------------------------------------------------------------------------- conversion
+
+
+def video_to_uint8(value: Any, num_frames: int | None = None) -> np.ndarray:
+    """Any supported video -> uint8 array (T, H, W, 3) of the sampled frames."""
+    if is_path(value):
+        return read_video(value, num_frames)
+    frames = _frame_list(value)
+    picked = [frames[i] for i in sample_indices(len(frames), num_frames)]
+    out = [image_to_uint8(f) for f in picked]
+    _check_sizes([f.shape[:2] for f in out])
+    return np.stack(out)
+
+
+def prepare_video(value: Any, *, as_tensor: bool = False, num_frames: int | None = None):
+    """Convert a video for a reward: RGB PIL frames, or a float32 tensor (T, 3, H, W) in [0, 1].
+
+    ``num_frames``: keep that many uniformly sampled frames (None: all). A float tensor/array in
+    [0, 1] keeps its full precision when ``as_tensor``; anything else goes through 8-bit RGB.
+    """
+    num_frames = check_num_frames(num_frames)
+    if is_path(value):
+        arr = read_video(value, num_frames)
+        if not as_tensor:
+            return [Image.fromarray(f, mode="RGB") for f in arr]
+        import torch
+
+        return torch.from_numpy(arr).permute(0, 3, 1, 2).float().div_(255.0)
+    frames = _frame_list(value)
+    picked = [frames[i] for i in sample_indices(len(frames), num_frames)]
+    if as_tensor:
+        import torch
+
+        tensors = [to_image_tensor(f) for f in picked]
+        _check_sizes([tuple(t.shape[1:]) for t in tensors])
+        return torch.stack(tensors)
+    arrays = [image_to_uint8(f) for f in picked]
+    _check_sizes([a.shape[:2] for a in arrays])
+    return [Image.fromarray(a, mode="RGB") for a in arrays]
+
+
+def _frame_list(value: Any) -> Sequence[Any]:
+    """Split a video value into indexable frames without converting them."""
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise InputError("the video has no frames (empty list)")
+        return value
+    if isinstance(value, np.ndarray):
+        if value.ndim not in (3, 4):
+            raise InputError(f"a NumPy video is (T, H, W, C) or (T, H, W); got shape {tuple(value.shape)}")
+        if value.shape[0] == 0:
+            raise InputError("the video has no frames (T = 0)")
+        if value.ndim == 4 and value.shape[-1] not in (1, 3, 4):
+            raise InputError(f"a NumPy video is (T, H, W, C) with C in 1, 3, 4; got shape {tuple(value.shape)}"
+                             " (pass (T, C, H, W) data as a tensor)")
+        return value
+    if is_tensor(value):
+        if value.ndim not in (3, 4):
+            raise InputError(f"a video tensor is (T, C, H, W) or (T, H, W); got shape {tuple(value.shape)}")
+        if value.shape[0] == 0:
+            raise InputError("the video has no frames (T = 0)")
+        if value.ndim == 4 and value.shape[1] not in (1, 3, 4):
+            raise InputError(f"a video tensor is (T, C, H, W) with C in 1, 3, 4; got shape {tuple(value.shape)}"
+                             " (channels last? permute(0, 3, 1, 2))")
+        return value
+    if isinstance(value, Image.Image):
+        raise InputError("a single image is not a video; pass a list of frames")
+    raise InputError(f"unsupported video type {type(value).__name__}; use a file path, a list of frames, "
+                     "a NumPy array (T, H, W, C) or a tensor (T, C, H, W)")
+
+
+def _check_sizes(sizes: Iterable[tuple[int, ...]]) -> None:
+    sizes = list(sizes)
+    if any(s != sizes[0] for s in sizes):
+        distinct = sorted(set(sizes))
+        raise InputError(f"video frames differ in size: {', '.join('x'.join(map(str, s)) for s in distinct[:4])}"
+                         " (H x W); every frame must have the same size")
