@@ -97,7 +97,7 @@ REGISTRY: dict[str, RewardEntry] = {
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "image": ("torch", "torchvision", "open_clip", "transformers"),
     "video": ("torch", "torchvision", "transformers", "open_clip", "av"),
-    "audio": ("torch", "torchaudio", "soundfile", "onnxruntime", "speechmos", "transformers"),
+    "audio": ("torch", "torchaudio", "soundfile", "onnxruntime", "speechmos", "scipy", "transformers"),
     "text": ("torch", "transformers"),
 }
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,8 +126,11 @@ def test_demo_prints_a_table_for_every_modality(capsys):
 
 def test_wheel_ships_configs_and_model_cards(tmp_path):
     """A plain (non-editable) install carries the cards and configs inside the package."""
+    root = Path(__file__).resolve().parents[2]
+    src = tmp_path / "src"  # a clean copy: setuptools' build/ folder must not mix in stale files
+    shutil.copytree(root, src, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__", ".*cache"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp_path), "."], check=True, capture_output=True)
+                    str(tmp_path), str(src)], check=True, capture_output=True)
     wheel = next(tmp_path.glob("rewardzoo-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in REGISTRY:

@@ -1,0 +1,146 @@
+"""Audio benchmarks: rewardzoo against the reference implementations, side by side in one run.
+
+- DNSMOS first call: a fresh Python process per side (import, model load, first 10 s clip), so both
+  pay their import and warm-up costs (speechmos: librosa + numba; rewardzoo: torch + onnxruntime).
+- DNSMOS steady throughput: clips per second on the same 10 s 16 kHz clips, median of several runs
+  after a warm-up; speechmos scores one clip per ``run`` call, rewardzoo one call per batch.
+- Loudness: rewardzoo's BS.1770-4 against pyloudnorm on the same clips (short mono and long stereo).
+- Clipping: the reward (with its input checks) against a bare NumPy count.
+
+Run: ``python benchmarks/bench_audio.py [--quick] [--cold-numba]``. Prints times and ratios (>1 = rewardzoo faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+FIRST_CALL = {
+    "speechmos": """
+import time; t0 = time.perf_counter()
+import numpy as np
+from speechmos import dnsmos
+x = (0.2 * np.sin(2 * np.pi * 220 * np.arange(160000) / 16000)).astype(np.float32)
+dnsmos.run(x, 16000)
+print(time.perf_counter() - t0)
+""",
+    "rewardzoo": """
+import time; t0 = time.perf_counter()
+import numpy as np
+from rewardzoo.registry import resolve
+reward = resolve("dnsmos")()
+x = (0.2 * np.sin(2 * np.pi * 220 * np.arange(160000) / 16000)).astype(np.float32)
+reward(audio=[x], audio_sample_rate=[16000])
+print(time.perf_counter() - t0)
+""",
+    # inside a trainer torch is already imported: time from there
+    "rewardzoo (torch already imported)": """
+import torch, time; t0 = time.perf_counter()
+import numpy as np
+from rewardzoo.registry import resolve
+reward = resolve("dnsmos")()
+x = (0.2 * np.sin(2 * np.pi * 220 * np.arange(160000) / 16000)).astype(np.float32)
+reward(audio=[x], audio_sample_rate=[16000])
+print(time.perf_counter() - t0)
+""",
+}
+
+
+def first_call(side: str, repeats: int, env: dict | None = None) -> list[float]:
+    times = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", FIRST_CALL[side]], capture_output=True, text=True, check=True,
+                             env=env)
+        times.append(float(out.stdout.strip().splitlines()[-1]))
+    return times
+
+
+def paired(baseline, ours, runs: int) -> tuple[float, float]:
+    """Median seconds of ``baseline`` and ``ours``, after a warm-up, runs interleaved (load drifts affect both)."""
+    baseline(), ours()
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(runs):
+        for fn, out in ((baseline, times[0]), (ours, times[1])):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+def clips(n: int, seconds: float, rate: int, channels: int = 1, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * rate)) / rate
+    out = []
+    for i in range(n):
+        x = 0.2 * np.sin(2 * np.pi * (150 + 40 * i) * t) + 0.05 * rng.standard_normal((channels, t.size))
+        out.append((x[0] if channels == 1 else x).astype(np.float32))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer clips and runs")
+    parser.add_argument("--cold-numba", action="store_true",
+                        help="also time speechmos's first call with an empty numba cache (librosa's JIT, ~15 s)")
+    args = parser.parse_args()
+    runs, n_clips, fresh = (3, 4, 2) if args.quick else (5, 8, 3)
+
+    print(f"DNSMOS first call in a fresh process (import + load + one 10 s clip), median of {fresh}:")
+    first = {side: statistics.median(first_call(side, fresh)) for side in FIRST_CALL}
+    for side in ("rewardzoo", "rewardzoo (torch already imported)"):
+        print(f"  speechmos {first['speechmos']:.2f} s | {side} {first[side]:.2f} s | "
+              f"ratio {first['speechmos'] / first[side]:.2f}x")
+    if args.cold_numba:
+        with tempfile.TemporaryDirectory() as cache:
+            cold = first_call("speechmos", 1, env={**os.environ, "NUMBA_CACHE_DIR": cache})[0]
+        print(f"  speechmos with an empty numba cache: {cold:.2f} s | ratio to rewardzoo "
+              f"{cold / first['rewardzoo']:.2f}x")
+
+    from speechmos import dnsmos as reference
+
+    from rewardzoo.rewards.audio.dnsmos import DNSMOS
+
+    reward = DNSMOS()
+    batch = clips(n_clips, 10.0, 16000)
+    t_ref, t_ours = paired(lambda: [reference.run(x, 16000) for x in batch],
+                           lambda: reward(audio=batch, audio_sample_rate=[16000] * len(batch)), runs)
+    print(f"DNSMOS steady state, {n_clips} clips of 10 s at 16 kHz, median of {runs}:")
+    print(f"  speechmos {n_clips / t_ref:.2f} clips/s | rewardzoo {n_clips / t_ours:.2f} clips/s | "
+          f"ratio {t_ref / t_ours:.2f}x")
+    batch44 = clips(n_clips, 10.0, 44100, seed=1)
+    t_16, t_44 = paired(lambda: reward(audio=batch, audio_sample_rate=[16000] * len(batch)),
+                        lambda: reward(audio=batch44, audio_sample_rate=[44100] * len(batch44)), runs)
+    print(f"  rewardzoo at 44.1 kHz (incl. resampling to 16 kHz): {n_clips / t_44:.2f} clips/s "
+          f"({t_16 / t_44:.2f}x its 16 kHz speed in the same runs)")
+
+    import pyloudnorm
+
+    from rewardzoo.rewards.audio.loudness import Loudness
+
+    loud = Loudness()
+    for label, data, rate in (("16 x 5 s mono 16 kHz", clips(16, 5.0, 16000, seed=2), 16000),
+                              ("60 s stereo 48 kHz", clips(1, 60.0, 48000, channels=2, seed=3), 48000)):
+        t_ref, t_ours = paired(
+            lambda: [pyloudnorm.Meter(rate).integrated_loudness(np.asarray(x, np.float64).T) for x in data],
+            lambda: loud(audio=data, audio_sample_rate=[rate] * len(data)), runs)
+        print(f"Loudness, {label}: pyloudnorm {t_ref * 1000:.1f} ms | rewardzoo {t_ours * 1000:.1f} ms | "
+              f"ratio {t_ref / t_ours:.2f}x")
+
+    from rewardzoo.rewards.audio.clipping import AudioClipping
+
+    stereo = clips(8, 10.0, 48000, channels=2, seed=4)
+    t_base, t_clip = paired(lambda: [np.mean(np.abs(x) >= 1.0) for x in stereo],
+                            lambda: AudioClipping()(audio=stereo, audio_sample_rate=[48000] * len(stereo)), runs)
+    print(f"Clipping, 8 x 10 s stereo 48 kHz: bare NumPy count {t_base * 1000:.1f} ms | rewardzoo "
+          f"{t_clip * 1000:.1f} ms (incl. input checks) | ratio {t_base / t_clip:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""Audio conversion: file paths, NumPy arrays and tensors -> float32 (channels, time) at a wanted rate.
+
+Rules (the same for every audio reward):
+
+- **Files** (``str`` / ``os.PathLike``) are read with soundfile (wav, flac, ogg/vorbis, and whatever
+  the installed libsndfile reads); the file's own sample rate is used. ``torchaudio.load`` is never
+  used (it needs torchcodec and a system FFmpeg).
+- **Arrays** (NumPy or torch) need ``audio_sample_rate``. Shapes: ``(time,)`` (mono) or
+  ``(channels, time)``. A 2-D array whose first axis is longer than :data:`MAX_CHANNELS` while its
+  second is not is read as ``(time, channels)`` — soundfile's layout — and transposed; when both axes
+  exceed :data:`MAX_CHANNELS` the array is refused as ambiguous. Anything else is ``(channels, time)``.
+- **Sample types**: float arrays are taken as they are (full scale is +-1.0; values beyond it are kept
+  so that clipping can be measured); int16 and int32 are divided by 2**15 and 2**31, uint8 (8-bit PCM)
+  becomes ``(x - 128) / 128``. Other integer types and booleans are refused.
+- **Mono mixdown** (``mono=True``): the mean over channels, shape ``(1, time)``.
+- **Resampling** to ``target_rate`` with ``torchaudio.functional.resample`` (its default windowed-sinc
+  filter), after the mixdown.
+- Empty audio, NaN/Inf samples, an unreadable file, a missing or invalid sample rate, and a file whose
+  rate contradicts a given ``audio_sample_rate`` raise :class:`~rewardzoo.errors.InputError` (without
+  location; the processor adds reward, field and sample).
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from .media import is_path, is_tensor
+
+#: Most channels an array may have; decides the (time, channels) rule above (7.1 surround = 8).
+MAX_CHANNELS = 8
+
+_INT_SCALE = {np.dtype(np.int16): 2.0 ** 15, np.dtype(np.int32): 2.0 ** 31}
+
+
+def check_sample_rate(rate: Any, what: str = "audio_sample_rate") -> int:
+    """A positive integer sample rate (integral floats such as 16000.0 are accepted)."""
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
+        raise InputError(f"{what} must be a positive integer in Hz, got {type(rate).__name__} {rate!r}")
+    if not float(rate).is_integer() or rate <= 0:
+        raise InputError(f"{what} must be a positive integer in Hz, got {rate!r}")
+    return int(rate)
+
+
+def read_audio_file(path: str | os.PathLike) -> tuple[np.ndarray, int]:
+    """Read a file with soundfile: float32 ``(channels, time)`` in [-1, 1] and the file's sample rate."""
+    import soundfile as sf
+
+    try:
+        data, rate = sf.read(os.fspath(path), dtype="float32", always_2d=True)
+    except FileNotFoundError:
+        raise InputError(f"audio file not found: '{path}'") from None
+    except (sf.LibsndfileError, RuntimeError, OSError, TypeError, ValueError) as exc:
+        if not os.path.exists(path):
+            raise InputError(f"audio file not found: '{path}'") from None
+        raise InputError(f"cannot read audio file '{path}': {exc}") from None
+    return np.ascontiguousarray(data.T), int(rate)
+
+
+def to_float_channels(value: Any) -> np.ndarray:
+    """An array or tensor -> float32 NumPy ``(channels, time)`` (see the module rules)."""
+    if is_tensor(value):
+        import torch
+
+        value = value.detach().cpu()
+        if value.dtype in (torch.float16, torch.bfloat16):
+            value = value.float()
+        value = value.numpy()
+    elif not isinstance(value, np.ndarray):
+        raise InputError(f"unsupported audio type {type(value).__name__}; use a file path, a NumPy array "
+                         "or a torch tensor (time,) or (channels, time)")
+    arr = value
+    if arr.dtype.kind == "f":
+        arr = arr.astype(np.float32, copy=False)
+    elif arr.dtype in _INT_SCALE:
+        arr = (arr.astype(np.float64) / _INT_SCALE[arr.dtype]).astype(np.float32)
+    elif arr.dtype == np.uint8:
+        arr = ((arr.astype(np.float64) - 128.0) / 128.0).astype(np.float32)
+    else:
+        raise InputError(f"unsupported audio sample type {arr.dtype}; use float, int16, int32 or uint8 samples")
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    elif arr.ndim == 2:
+        rows, cols = arr.shape
+        if rows > MAX_CHANNELS and cols > MAX_CHANNELS:
+            raise InputError(f"audio array of shape {tuple(arr.shape)} is ambiguous: a 2-D array is (channels, time) "
+                             f"or (time, channels) with at most {MAX_CHANNELS} channels")
+        if rows > MAX_CHANNELS:
+            arr = arr.T  # (time, channels), soundfile's layout
+    else:
+        raise InputError(f"audio arrays are (time,) or (channels, time); got shape {tuple(arr.shape)} "
+                         "(pass one clip per sample, not a batch)")
+    if arr.shape[1] == 0 or arr.shape[0] == 0:
+        raise InputError("audio is empty (no samples)")
+    if not np.isfinite(arr).all():
+        raise InputError("audio contains NaN or infinite samples")
+    return np.ascontiguousarray(arr)
+
+
+def load_audio(value: Any, sample_rate: Any = None) -> tuple[np.ndarray, int]:
+    """Any supported audio value -> (float32 ``(channels, time)``, sample rate), before mixdown/resampling."""
+    if is_path(value):
+        audio, rate = read_audio_file(value)
+        if sample_rate is not None and check_sample_rate(sample_rate) != rate:
+            raise InputError(f"audio_sample_rate {sample_rate} contradicts the file's rate {rate} Hz ('{value}'); "
+                             "leave audio_sample_rate unset for files")
+        if audio.shape[1] == 0:
+            raise InputError(f"audio file '{value}' is empty (no samples)")
+        if not np.isfinite(audio).all():
+            raise InputError(f"audio file '{value}' contains NaN or infinite samples")
+        return audio, rate
+    if sample_rate is None:
+        raise InputError("audio given as an array needs audio_sample_rate (the sample rate in Hz)")
+    rate = check_sample_rate(sample_rate)
+    return to_float_channels(value), rate
+
+
+def resample(audio: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
+    """Resample float32 ``(channels, time)`` with ``torchaudio.functional.resample`` (identity when equal)."""
+    if rate == target_rate:
+        return audio
+    import torch
+    from torchaudio.functional import resample as ta_resample
+
+    with torch.inference_mode():
+        out = ta_resample(torch.from_numpy(audio), rate, target_rate)
+    if out.shape[-1] == 0:
+        raise InputError(f"audio of {audio.shape[-1]} samples at {rate} Hz is empty after resampling to "
+                         f"{target_rate} Hz")
+    return out.numpy()
+
+
+def prepare_audio(value: Any, sample_rate: Any = None, target_rate: int | None = None, mono: bool = True,
+                  as_tensor: bool = False) -> tuple[Any, int]:
+    """Convert one audio value for a reward: ``(audio, rate)``.
+
+    ``audio`` is float32 ``(channels, time)`` — NumPy, or a CPU torch tensor when ``as_tensor`` — mixed
+    down to one channel when ``mono``; ``rate`` is ``target_rate`` when given (after resampling), else
+    the source rate. See the module docstring for the accepted inputs and the errors.
+    """
+    audio, rate = load_audio(value, sample_rate)
+    if mono and audio.shape[0] > 1:
+        audio = audio.mean(axis=0, keepdims=True, dtype=np.float64).astype(np.float32)
+    if target_rate is not None:
+        target_rate = check_sample_rate(target_rate, "target sample rate")
+        audio = resample(audio, rate, target_rate)
+        rate = target_rate
+    audio = np.ascontiguousarray(audio, dtype=np.float32)
+    if as_tensor:
+        import torch
+
+        return torch.from_numpy(audio), rate
+    return audio, rate
+
+
+def prepare_clips(audio: Any, audio_sample_rate: Any = None, target_rate: int | None = None,
+                  mono: bool = True) -> tuple[list[np.ndarray], list[int]]:
+    """A reward call's ``audio`` / ``audio_sample_rate`` lists -> float32 NumPy clips ``(channels, time)`` and rates.
+
+    Inside the processor the clips are already converted and this is a cheap check (no resampling);
+    a reward called directly gets the same conversion as through the processor. An unusable clip
+    raises :class:`InputError` with ``field='audio'`` and the clip's index as ``sample``.
+    """
+    if isinstance(audio, (str, os.PathLike, np.ndarray)) or is_tensor(audio):
+        raise InputError("audio must be a list with one clip per input", field="audio")
+    audio = list(audio)
+    rates = [None] * len(audio) if audio_sample_rate is None else list(audio_sample_rate)
+    if len(rates) != len(audio):
+        raise InputError(f"got {len(audio)} audio clips but {len(rates)} sample rates", field="audio_sample_rate")
+    clips, out_rates = [], []
+    for i, (value, rate) in enumerate(zip(audio, rates)):
+        try:
+            clip, rate = prepare_audio(value, rate, target_rate=target_rate, mono=mono)
+        except InputError as exc:
+            raise exc.located(field="audio", sample=i) from None
+        clips.append(clip)
+        out_rates.append(rate)
+    return clips, out_rates
