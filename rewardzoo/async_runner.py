@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import InputError, RewardExecutionError, RewardTimeoutError
+from .errors import InputError, RewardTimeoutError
 from .processor import (ConversionCache, ScoreTable, applicable_mask, as_samples, call_plan, check_required,
                         group_indices, run_call)
 from .rewards.base import Reward

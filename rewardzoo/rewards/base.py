@@ -44,6 +44,9 @@ class Reward:
     - ``required_fields``: fields the call receives (see :data:`KNOWN_FIELDS`).
     - ``use_tensor_inputs``: False -> images/frames as RGB PIL, audio as float32 NumPy (channels, time);
       True -> image tensors (3, H, W) float in [0, 1], video (T, 3, H, W), audio (channels, time).
+    - ``uint8_images``: with tensor inputs, images arrive as uint8 (3, H, W) tensors instead (float
+      inputs quantised with ``round(x * 255)``, as the PIL path does); for rewards that resize 8-bit
+      pixels, which is ~4x faster on the CPU than resizing floats.
     - ``modality``, ``kind``, ``higher_is_better``, ``score_range`` (inclusive bounds; +-inf allowed),
       ``thread_safe`` (may run on several threads at once), ``extra`` (pip extra it needs, None = core).
 
@@ -55,6 +58,7 @@ class Reward:
 
     required_fields: ClassVar[tuple[str, ...]] = ()
     use_tensor_inputs: ClassVar[bool] = False
+    uint8_images: ClassVar[bool] = False
     modality: ClassVar[str] = "any"
     kind: ClassVar[str] = ""
     higher_is_better: ClassVar[bool] = True

@@ -3,7 +3,7 @@
 One function per field kind; video and audio converters live in ``shared/video.py`` and
 ``shared/audio.py`` and are imported only when a reward asks for those fields. A converter gets the
 raw value, the sample (for context such as ``audio_sample_rate``) and the reward (for what it wants:
-``use_tensor_inputs``, and optionally ``num_frames``, ``sample_rate``, ``mono``).
+``use_tensor_inputs``, ``uint8_images``, and optionally ``num_frames``, ``sample_rate``, ``mono``).
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ def _metadata(value: Any, sample, reward) -> str:
 
 
 def _image(value: Any, sample, reward):
-    from .media import to_image_tensor, to_pil_rgb
+    from .media import to_image_tensor, to_pil_rgb, to_uint8_tensor
 
-    return to_image_tensor(value) if reward.use_tensor_inputs else to_pil_rgb(value)
+    if not reward.use_tensor_inputs:
+        return to_pil_rgb(value)
+    return to_uint8_tensor(value) if getattr(reward, "uint8_images", False) else to_image_tensor(value)
 
 
 def _video(value: Any, sample, reward):
@@ -84,7 +86,7 @@ def conversion_key(field: str, reward) -> Hashable:
     """Two rewards with equal keys receive identical converted values, so conversions can be shared."""
     if field in ("prompt", "completion", "metadata", "dataset", "group_id"):
         return field
-    return (field, reward.use_tensor_inputs, getattr(reward, "num_frames", None),
+    return (field, reward.use_tensor_inputs, getattr(reward, "uint8_images", False), getattr(reward, "num_frames", None),
             getattr(reward, "sample_rate", None), getattr(reward, "mono", True))
 
 

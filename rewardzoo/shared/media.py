@@ -49,13 +49,7 @@ def image_to_uint8(value: Any) -> np.ndarray:
     if isinstance(value, Image.Image):
         return _pil_to_uint8(value)
     if is_tensor(value):
-        value = value.detach().cpu()
-        if value.ndim == 3 and value.shape[0] not in (1, 3, 4) and value.shape[-1] in (1, 3, 4):
-            raise InputError(f"image tensors are (C, H, W); got shape {tuple(value.shape)} (channels last?)")
-        if value.ndim == 3:
-            value = value.permute(1, 2, 0)
-        value = value.float().numpy() if value.is_floating_point() else value.numpy()
-        return _array_to_uint8(value, tensor=True)
+        return to_uint8_tensor(value).permute(1, 2, 0).cpu().numpy()
     if isinstance(value, np.ndarray):
         if value.ndim == 3 and value.shape[0] in (1, 3) and value.shape[-1] not in (1, 3, 4):
             value = value.transpose(1, 2, 0)  # unambiguous (C, H, W) gray or RGB
@@ -70,21 +64,66 @@ def to_pil_rgb(value: Any) -> Image.Image:
     return Image.fromarray(image_to_uint8(value))
 
 
-def to_image_tensor(value: Any):
-    """Any supported image -> float32 tensor (3, H, W) in [0, 1] on the CPU.
+def to_uint8_tensor(value: Any, *, device: Any = None):
+    """Any supported image -> uint8 tensor (3, H, W).
 
-    A float tensor input in [0, 1] is returned at full precision (not quantised to 8 bits).
+    A tensor input stays on its device (no round trip through the host) unless ``device`` is given;
+    other inputs are built on the CPU. Float input is quantised with ``round(x * 255)``.
     """
     import torch
 
+    if is_tensor(value):
+        t = value.detach()
+        if t.ndim == 2:
+            t = t.unsqueeze(0)
+        if t.ndim != 3 or t.shape[0] not in (1, 3, 4):
+            hint = " (channels last?)" if t.ndim == 3 and t.shape[-1] in (1, 3, 4) else ""
+            raise InputError(f"image tensors are (C, H, W) with C in 1, 3, 4, or (H, W); got shape "
+                             f"{tuple(value.shape)}{hint}")
+        if 0 in t.shape:
+            raise InputError(f"empty image of shape {tuple(value.shape)}")
+        t = tensor_to_uint8(t)
+    else:
+        arr = image_to_uint8(value)
+        if not (arr.flags.writeable and arr.flags.c_contiguous):
+            arr = np.array(arr)  # PIL-backed arrays are read-only
+        t = torch.from_numpy(arr).permute(2, 0, 1)
+    return t if device is None else t.to(device)
+
+
+def tensor_to_uint8(t):
+    """Image tensor(s) ``(..., C, H, W)`` with C in 1, 3, 4 -> uint8 ``(..., 3, H, W)`` on the same device.
+
+    Float values must lie in [0, 1], integers in [0, 255]; alpha is dropped, gray repeated.
+    """
+    import torch
+
+    t = t.detach()
+    if t.shape[-3] == 4:
+        t = t[..., :3, :, :]
+    if t.is_floating_point():
+        check_unit_range(t)
+        t = t.float().mul(255.0).round_().to(torch.uint8)
+    elif t.dtype == torch.bool:
+        t = t.to(torch.uint8) * 255
+    elif t.dtype != torch.uint8:
+        lo, hi = int(t.min()), int(t.max())
+        if lo < 0 or hi > 255:
+            raise InputError(f"integer image values must be in [0, 255] (or uint16); got [{lo}, {hi}]")
+        t = t.to(torch.uint8)
+    return t.expand(*t.shape[:-3], 3, *t.shape[-2:]) if t.shape[-3] == 1 else t
+
+
+def to_image_tensor(value: Any):
+    """Any supported image -> float32 tensor (3, H, W) in [0, 1] (CPU, or a tensor input's device).
+
+    A float tensor input in [0, 1] is returned at full precision (not quantised to 8 bits).
+    """
     if is_tensor(value) and value.is_floating_point() and value.ndim == 3 and value.shape[0] in (1, 3):
         t = value.detach()
-        _check_unit_range(t, tensor=True)
+        check_unit_range(t)
         return t.float().expand(3, -1, -1) if t.shape[0] == 1 else t.float()
-    arr = image_to_uint8(value)
-    if not (arr.flags.writeable and arr.flags.c_contiguous):
-        arr = np.array(arr)  # PIL-backed arrays are read-only
-    return torch.from_numpy(arr).permute(2, 0, 1).float().div_(255.0)
+    return to_uint8_tensor(value).float().div_(255.0)
 
 
 def _pil_to_uint8(img: Image.Image) -> np.ndarray:
@@ -97,14 +136,13 @@ def _pil_to_uint8(img: Image.Image) -> np.ndarray:
     return np.asarray(img.convert("RGB"))
 
 
-def _array_to_uint8(arr: np.ndarray, tensor: bool = False) -> np.ndarray:
+def _array_to_uint8(arr: np.ndarray) -> np.ndarray:
     if arr.ndim == 3 and arr.shape[-1] == 1:
         arr = arr[..., 0]
     if arr.ndim == 3 and arr.shape[-1] == 4:
         arr = arr[..., :3]
     if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[-1] != 3):
-        layout = "(C, H, W) or (H, W)" if tensor else "(H, W), (H, W, 1), (H, W, 3) or (H, W, 4)"
-        raise InputError(f"image array of shape {tuple(arr.shape)} is not {layout}")
+        raise InputError(f"image array of shape {tuple(arr.shape)} is not (H, W), (H, W, 1), (H, W, 3) or (H, W, 4)")
     if 0 in arr.shape:
         raise InputError(f"empty image of shape {tuple(arr.shape)}")
     if arr.dtype == np.uint8:
@@ -119,15 +157,16 @@ def _array_to_uint8(arr: np.ndarray, tensor: bool = False) -> np.ndarray:
             raise InputError(f"integer image values must be in [0, 255] (or uint16); got [{lo}, {hi}]")
         out = arr.astype(np.uint8)
     elif np.issubdtype(arr.dtype, np.floating):
-        _check_unit_range(arr, tensor)
+        check_unit_range(arr)
         out = _scale(arr)
     else:
         raise InputError(f"unsupported image dtype {arr.dtype}")
     return np.repeat(out[..., None], 3, axis=-1) if out.ndim == 2 else out
 
 
-def _check_unit_range(arr, tensor: bool) -> None:
-    lo, hi = float(arr.min()), float(arr.max())
+def check_unit_range(values: Any) -> None:
+    """InputError unless every value of a float image (array or tensor) is finite and in [0, 1]."""
+    lo, hi = float(values.min()), float(values.max())
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise InputError("image contains NaN or Inf values")
     if lo < -1e-6 or hi > 1 + 1e-6:

@@ -17,7 +17,7 @@ from PIL import Image
 from scipy.stats import rankdata
 
 from group_rewards import meta_samples
-from group_judges import MetaJudge, constant_judge
+from group_judges import MetaJudge
 from rewardzoo.errors import ConfigError, InputError, RegistryError, RewardExecutionError, RewardOutputError
 from rewardzoo.loader import RewardLoader
 from rewardzoo.processor import RewardProcessor

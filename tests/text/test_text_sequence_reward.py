@@ -7,7 +7,6 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.rewards.text.backbones import HFBackbone, TinyTransformer

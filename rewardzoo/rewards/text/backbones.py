@@ -23,7 +23,6 @@ import math
 from typing import Any, Protocol, runtime_checkable
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ...errors import ConfigError, InputError

@@ -1,0 +1,293 @@
+"""Image reward benchmarks: side-by-side ratios measured in one run (medians of several runs after warm-up).
+
+1. Preprocessing, 32 RGB images 512x512 -> (32, 3, 224, 224): open_clip's PIL transform pipeline vs
+   rewardzoo's tensor-native path (from PIL, and from uint8 / float tensors), with the pixel and
+   CLIPScore differences between the two.
+2. clip_score vs torchmetrics' CLIPScore on the same transformers CLIP weights (ViT-B/32 sizes,
+   random init) and the same 32 image-prompt pairs: images per second. Also the open_clip backend
+   against plain open_clip usage (PIL transform + 77-position encode_text).
+3. Peak memory (ru_maxrss of a fresh process) of a config with clip_score + laion_aesthetic on one
+   CLIP backbone (shared) against the same two rewards with two separate backbone loads.
+
+Weights are random (no downloads here); speed and memory do not depend on the values. Contestants run
+round-robin (see :func:`interleaved`) with one torch thread, so that the ratios survive a shared machine.
+Run: ``python benchmarks/bench_image.py`` (about 2.5 minutes on the shared 2-core machine;
+``--quick`` skips the memory part, ``--only SECTION`` runs one part).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from PIL import Image  # noqa: E402
+
+# ViT-B/32 sizes with a 768-d embedding, so the LAION aesthetic head (768 inputs) fits the same backbone.
+B32_768 = {"embed_dim": 768,
+           "vision_cfg": {"image_size": 224, "layers": 12, "width": 768, "patch_size": 32},
+           "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 512, "heads": 8, "layers": 12}}
+PREPROCESS = {"mean": [0.48145466, 0.4578275, 0.40821073], "std": [0.26862954, 0.26130258, 0.27577711]}
+PROMPTS = ["a photo of a cat", "a red car parked on a rainy street at night", "an astronaut riding a horse",
+           "a bowl of soup", "two dogs playing in the snow", "a watercolor painting of a lighthouse",
+           "a close-up of a hummingbird", "a city skyline at dawn"]
+
+
+def interleaved(fns: dict, runs: int, warmup: int = 1) -> dict:
+    """Median seconds of each callable, run round-robin so that load drifting on a shared machine hits
+    every contestant alike (ratios of sequential medians drifted by up to 2x here)."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict = {name: [] for name in fns}
+    for _ in range(runs):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def make_images(n: int, size: int = 512, seed: int = 0) -> list[Image.Image]:
+    rng = np.random.default_rng(seed)
+    return [Image.fromarray(rng.integers(0, 256, (size // 16, size // 16, 3), dtype=np.uint8)).resize(
+        (size, size), Image.BICUBIC) for _ in range(n)]
+
+
+def save_open_clip_dir(path: Path, cfg: dict) -> None:
+    import open_clip
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    model = open_clip.CLIP(**cfg)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg, "preprocess_cfg": PREPROCESS}))
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path / "open_clip_model.safetensors"))
+
+
+def save_hf_dir(path: Path) -> None:
+    """transformers CLIPModel with the ViT-B/32 default sizes + an offline tokenizer and processor."""
+    import gzip
+
+    from open_clip.tokenizer import bytes_to_unicode, default_bpe
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
+
+    lines = gzip.open(default_bpe()).read().decode("utf-8").split("\n")
+    merges = lines[1:49152 - 256 - 2 + 1]
+    vocab = list(bytes_to_unicode().values())
+    vocab = vocab + [v + "</w>" for v in vocab] + ["".join(m.split()) for m in merges]
+    vocab += ["<|startoftext|>", "<|endoftext|>"]
+    tok = CLIPTokenizer(vocab={t: i for i, t in enumerate(vocab)}, merges=[tuple(m.split()) for m in merges])
+    torch.manual_seed(0)
+    CLIPModel(CLIPConfig()).save_pretrained(path)
+    CLIPProcessor(image_processor=CLIPImageProcessor(), tokenizer=tok).save_pretrained(path)
+
+
+class TensorFeatures(torch.nn.Module):
+    """torchmetrics 1.9 + transformers 5: make get_*_features return tensors (the upstream fix)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.config = model, model.config
+
+    def get_image_features(self, *a, **k):
+        out = self.model.get_image_features(*a, **k)
+        return out if isinstance(out, torch.Tensor) else out.pooler_output
+
+    def get_text_features(self, *a, **k):
+        out = self.model.get_text_features(*a, **k)
+        return out if isinstance(out, torch.Tensor) else out.pooler_output
+
+
+def bench_preprocess(oc_dir: Path, runs: int) -> dict:
+    import open_clip
+
+    from rewardzoo.rewards.image.clip_score import ClipScore
+    from rewardzoo.shared.image_ops import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PreprocessConfig, preprocess_images
+
+    images = make_images(32)
+    u8 = torch.stack([torch.from_numpy(np.array(im)).permute(2, 0, 1) for im in images])
+    f32 = u8.float() / 255
+    cfg = PreprocessConfig(size=224)
+    pil_tf = open_clip.image_transform(224, is_train=False, mean=OPENAI_CLIP_MEAN, std=OPENAI_CLIP_STD)
+    from rewardzoo.shared.fields import convert_field
+
+    t = interleaved({
+        "pil": lambda: torch.stack([pil_tf(im) for im in images]),
+        "ours": lambda: preprocess_images(images, cfg),
+        "u8": lambda: preprocess_images(u8, cfg),
+        "f32": lambda: preprocess_images(list(f32), cfg),
+        # what the processor does for PIL/path samples of the image rewards (uint8_images), then ours
+        "proc": lambda: preprocess_images([convert_field("image", im, None, ClipScore) for im in images], cfg),
+    }, runs)
+    t_pil, t_ours, t_u8, t_f32, t_proc = t["pil"], t["ours"], t["u8"], t["f32"], t["proc"]
+    ref = torch.stack([pil_tf(im) for im in images])
+    ours = preprocess_images(images, cfg)
+    diff = (ours - ref).abs()
+    # score difference: the same clip_score model fed the PIL-pipeline pixels vs ours
+    reward = ClipScore(model_path=str(oc_dir))
+    bb = reward.backbone
+    txt = bb.encode_text(["A photo depicts " + PROMPTS[i % len(PROMPTS)] for i in range(32)])
+    s_ours = 2.5 * (bb.encode_image(ours) * txt).sum(-1).clamp(min=0)
+    s_pil = 2.5 * (bb.encode_image(ref) * txt).sum(-1).clamp(min=0)
+    cos_ours, cos_pil = (bb.encode_image(ours) * txt).sum(-1), (bb.encode_image(ref) * txt).sum(-1)
+    return {"pil_ms": 1e3 * t_pil, "tensor_from_pil_ms": 1e3 * t_ours, "tensor_from_uint8_ms": 1e3 * t_u8,
+            "tensor_from_float_ms": 1e3 * t_f32, "processor_path_ms": 1e3 * t_proc, "speedup_from_pil": t_pil / t_ours,
+            "speedup_processor_path": t_pil / t_proc,
+            "speedup_from_uint8": t_pil / t_u8, "speedup_from_float": t_pil / t_f32,
+            "max_abs_pixel_diff": float(diff.max()), "mean_abs_pixel_diff": float(diff.mean()),
+            "max_abs_clip_score_diff": float((s_ours - s_pil).abs().max()),
+            "max_abs_cosine_diff": float((cos_ours - cos_pil).abs().max())}
+
+
+def bench_throughput(hf_dir: Path, oc_dir: Path, runs: int, n: int = 32) -> dict:
+    import open_clip
+    from torchmetrics.multimodal.clip_score import CLIPScore
+    from transformers import CLIPModel, CLIPProcessor
+
+    from rewardzoo.rewards.image.clip_score import ClipScore
+
+    images = make_images(n, seed=1)
+    prompts = [PROMPTS[i % len(PROMPTS)] + f" number {i}" for i in range(n)]
+    u8 = [torch.from_numpy(np.array(im)).permute(2, 0, 1) for im in images]
+    model = CLIPModel.from_pretrained(hf_dir).eval()
+    processor = CLIPProcessor.from_pretrained(hf_dir)
+    wrapped = TensorFeatures(model)
+    metric = CLIPScore(model_name_or_path=lambda: (wrapped, processor))
+
+    def tm():
+        metric.reset()
+        with torch.no_grad():
+            metric.update(u8, prompts)
+        return metric.compute()
+
+    ours = ClipScore(model_path=str(hf_dir), prefix="")
+    # the same weights in bfloat16 (a config option, `dtype: bfloat16`): speed and score drift vs float32
+    ours_bf16 = ClipScore(model_path=str(hf_dir), prefix="", dtype="bfloat16")
+    t = interleaved({"tm": tm, "ours": lambda: ours(image=images, prompt=prompts),
+                     "bf16": lambda: ours_bf16(image=images, prompt=prompts)}, runs)
+    t_tm, t_ours_pil, t_bf16 = t["tm"], t["ours"], t["bf16"]
+    bf16_diff = float((torch.as_tensor(ours_bf16(image=images, prompt=prompts).rewards)
+                       - torch.as_tensor(ours(image=images, prompt=prompts).rewards)).abs().max())
+    del ours_bf16
+    # per-sample agreement on these weights (torchmetrics' 100*cos vs our cosine)
+    from torchmetrics.functional.multimodal.clip_score import _clip_score_update
+
+    with torch.no_grad():
+        per, _ = _clip_score_update(u8, prompts, wrapped, processor)
+    cos_diff = float((ours(image=u8, prompt=prompts).extras["cosine"] - per / 100).abs().max())
+
+    # open_clip backend: our path vs plain open_clip (PIL transform, 77-position encode_text)
+    oc = ClipScore(model_path=str(oc_dir))
+    ref_model, _, ref_pre = open_clip.create_model_and_transforms(f"local-dir:{oc_dir}")
+    ref_model.eval()
+    tok = open_clip.get_tokenizer(f"local-dir:{oc_dir}")
+    captions = ["A photo depicts " + p for p in prompts]
+
+    def plain_open_clip():
+        with torch.no_grad():
+            img = ref_model.encode_image(torch.stack([ref_pre(im) for im in images]), normalize=True)
+            txt = ref_model.encode_text(tok(captions), normalize=True)
+        return 2.5 * (img * txt).sum(-1).clamp(min=0)
+
+    tokens = tok(captions)
+
+    def text77():
+        with torch.no_grad():
+            return ref_model.encode_text(tokens)
+
+    t = interleaved({"plain": plain_open_clip, "ours": lambda: oc(image=images, prompt=prompts),
+                     "text77": text77, "textL": lambda: oc.backbone._encode_unique_text(captions)}, runs)
+    t_plain, t_oc, t_text77, t_textL = t["plain"], t["ours"], t["text77"], t["textL"]
+    return {"pairs": n, "torchmetrics_img_per_s": n / t_tm, "clip_score_hf_img_per_s": n / t_ours_pil,
+            "ratio_vs_torchmetrics": t_tm / t_ours_pil, "max_abs_cosine_diff_vs_torchmetrics": cos_diff,
+            "clip_score_hf_bf16_img_per_s": n / t_bf16, "ratio_bf16_vs_torchmetrics_fp32": t_tm / t_bf16,
+            "max_abs_clip_score_diff_bf16_vs_fp32": bf16_diff,
+            "plain_open_clip_img_per_s": n / t_plain, "clip_score_open_clip_img_per_s": n / t_oc,
+            "ratio_vs_plain_open_clip": t_plain / t_oc, "open_clip_text77_ms": 1e3 * t_text77,
+            "open_clip_textL_ms": 1e3 * t_textL, "text_ratio": t_text77 / t_textL}
+
+
+MEMORY_CHILD = r"""
+import json, os, resource, sys, weakref
+import numpy as np, torch
+from PIL import Image
+import rewardzoo.shared.clip as clip
+from rewardzoo import RewardProcessor, Sample
+oc_dir, head, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+from rewardzoo.loader import RewardLoader
+loader = RewardLoader()
+a = loader.load({"name": "clip_score", "model_path": oc_dir, "device": "cpu"})
+if mode == "separate":
+    clip._CACHE = weakref.WeakValueDictionary()  # forget the first load: the second reward loads its own copy
+b = loader.load({"name": "laion_aesthetic", "model_path": head, "device": "cpu", "kwargs": {"clip_model": oc_dir}})
+proc = RewardProcessor([{"name": "clip_score", "model_path": oc_dir, "device": "cpu"},
+                        {"name": "laion_aesthetic", "model_path": head, "device": "cpu",
+                         "kwargs": {"clip_model": oc_dir}}], loader=loader)
+rng = np.random.default_rng(0)
+imgs = [Image.fromarray(rng.integers(0, 256, (512, 512, 3), dtype=np.uint8)) for _ in range(8)]
+proc([Sample(image=im, prompt="a cat") for im in imgs])
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+params = {id(p): p.numel() * p.element_size() for r in (a, b) for p in r.backbone.model.parameters()}
+print(json.dumps({"shared": a.backbone is b.backbone, "rss_after_mb": int(status["VmRSS"].split()[0]) / 1024,
+                  "peak_rss_mb": int(status["VmHWM"].split()[0]) / 1024,
+                  "clip_parameter_mb": sum(params.values()) / 2**20}))
+"""
+
+
+def bench_memory(oc_dir: Path, head: Path) -> dict:
+    out = {}
+    for mode in ("shared", "separate"):
+        res = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(oc_dir), str(head), mode], check=True,
+                             capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        out[mode] = json.loads(res.stdout.strip().splitlines()[-1])
+    for key in ("peak_rss_mb", "rss_after_mb", "clip_parameter_mb"):
+        out[f"{key}_ratio_separate_over_shared"] = out["separate"][key] / out["shared"][key]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1 avoids spin-waits on a "
+                                                            "shared machine)")
+    ap.add_argument("--quick", action="store_true", help="3 runs, skip the memory benchmark")
+    ap.add_argument("--only", choices=("preprocess", "throughput", "memory"), help="run one section")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    runs = 3 if args.quick else args.runs
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        oc_dir, hf_dir = tmp / "b32-768", tmp / "openai-clip-b32"
+        save_open_clip_dir(oc_dir, B32_768)
+        save_hf_dir(hf_dir)
+        head = tmp / "sac+logos+ava1-l14-linearMSE.pth"
+        from rewardzoo.rewards.image.aesthetic import AestheticHead
+
+        torch.save({f"layers.{k}" if not k.startswith("layers.") else k: v
+                    for k, v in AestheticHead(768).state_dict().items()}, head)
+        results = {"torch_threads": args.threads, "runs": runs}
+        if args.only in (None, "preprocess"):
+            results["preprocess_32x512"] = bench_preprocess(oc_dir, runs)
+            print(json.dumps({"preprocess_32x512": results["preprocess_32x512"]}, indent=1), flush=True)
+        if args.only in (None, "throughput"):
+            results["clip_score_throughput"] = bench_throughput(hf_dir, oc_dir, 3)
+            print(json.dumps({"clip_score_throughput": results["clip_score_throughput"]}, indent=1), flush=True)
+        if args.only == "memory" or (args.only is None and not args.quick):
+            results["memory_clip_score_plus_aesthetic"] = bench_memory(oc_dir, head)
+            print(json.dumps({"memory": results["memory_clip_score_plus_aesthetic"]}, indent=1), flush=True)
+
+
+if __name__ == "__main__":
+    main()

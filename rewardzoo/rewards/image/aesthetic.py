@@ -1,0 +1,89 @@
+"""LAION aesthetic predictor v2 (improved-aesthetic-predictor, C. Schuhmann): an MLP on CLIP ViT-L/14.
+
+``score = head(E / ||E||)`` with ``E`` the CLIP ViT-L/14 (OpenAI) image embedding and ``head`` the
+linear stack 768 -> 1024 -> 128 -> 64 -> 16 -> 1 (dropout 0.2/0.2/0.1 between the first layers, no
+activations). The head's parameter names are the official ones (``layers.0``, ``layers.2``,
+``layers.4``, ``layers.6``, ``layers.7``), so the published ``sac+logos+ava1-l14-linearMSE.pth``
+loads as is. Scores are roughly 1-10 (higher is more aesthetic).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+from torch import nn
+
+from ...errors import ConfigError, InputError
+from ...shared.clip import load_clip_backbone, resolve_weights_file
+from ...shared.weights import load_state_dict
+from ..base import PointwiseReward, RewardOutput
+
+OFFICIAL_HEAD_URL = ("https://github.com/christophschuhmann/improved-aesthetic-predictor/raw/main/"
+                     "sac+logos+ava1-l14-linearMSE.pth")
+
+
+class AestheticHead(nn.Module):
+    """The v2 head: 768-1024-128-64-16-1 linear layers with the reference dropouts and names."""
+
+    def __init__(self, input_dim: int = 768) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(
+            nn.Linear(input_dim, 1024), nn.Dropout(0.2), nn.Linear(1024, 128), nn.Dropout(0.2),
+            nn.Linear(128, 64), nn.Dropout(0.1), nn.Linear(64, 16), nn.Linear(16, 1))
+
+    def forward(self, embedding: torch.Tensor) -> torch.Tensor:
+        return self.layers(embedding).squeeze(-1)
+
+
+def load_aesthetic_head(path: str) -> AestheticHead:
+    """Build the head from a checkpoint with the reference parameter names (optionally prefixed)."""
+    try:
+        state = load_state_dict(path)
+    except InputError as exc:
+        raise ConfigError(exc.message, field="model_path") from None
+    for prefix in ("module.", "model."):
+        if state and all(k.startswith(prefix) for k in state):
+            state = {k[len(prefix):]: v for k, v in state.items()}
+    if "layers.0.weight" not in state:
+        raise ConfigError(f"'{path}' is not a LAION aesthetic v2 head (no 'layers.0.weight'; keys: "
+                          f"{sorted(state)[:6]})", field="model_path")
+    head = AestheticHead(int(state["layers.0.weight"].shape[1]))
+    try:
+        head.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise ConfigError(f"'{path}' does not fit the 768-1024-128-64-16-1 head: {exc}", field="model_path") from None
+    return head.eval().requires_grad_(False)
+
+
+class LaionAesthetic(PointwiseReward):
+    """LAION aesthetic v2: ``mlp(E / ||E||)`` on the CLIP ViT-L/14 image embedding, about 1-10.
+
+    Inputs: ``image``. ``model_path``: the head (``.pth`` loaded with ``weights_only=True``, or
+    ``.safetensors``; a local file, an https URL, or ``org/repo/file``; default: the official file in
+    christophschuhmann/improved-aesthetic-predictor). ``clip_model``/``clip_pretrained``: the CLIP
+    backbone (default open_clip ``ViT-L-14`` / ``openai``, the embedding the head was trained on); a
+    hub-style directory or transformers CLIP directory also works. The head runs in float32.
+    """
+
+    required_fields = ("image",)
+    use_tensor_inputs = True
+    uint8_images = True
+    modality = "image"
+    extra = "image"
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 clip_model: str = "ViT-L-14", clip_pretrained: str | None = "openai",
+                 backend: str = "auto") -> None:
+        super().__init__(model_path, device, dtype)
+        self.head = load_aesthetic_head(resolve_weights_file(model_path or OFFICIAL_HEAD_URL)).to(device)
+        self.backbone = load_clip_backbone(clip_model, backend=backend, device=device, dtype=self.dtype,
+                                           pretrained=clip_pretrained)
+        if self.backbone.embed_dim != self.head.layers[0].in_features:
+            raise ConfigError(f"the head expects {self.head.layers[0].in_features}-d embeddings but '{clip_model}' "
+                              f"gives {self.backbone.embed_dim}-d ones", field="kwargs")
+
+    def __call__(self, image: Sequence[Any] | torch.Tensor, **_: Any) -> RewardOutput:
+        emb = self.backbone.encode_images(image)
+        with torch.no_grad():
+            return RewardOutput(self.head(emb).cpu())

@@ -1,0 +1,53 @@
+"""CLIPScore (Hessel et al., 2021): image-text alignment from CLIP embeddings.
+
+``score = w * max(cos(E_image, E_text), 0)`` with ``w = 2.5`` per sample, where the caption is
+``prefix + prompt`` (Hessel et al. use ``"A photo depicts "``). torchmetrics reports ``100 * cos``
+and clamps only after averaging over the batch; a reward needs the per-sample clamp.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+import torch
+
+from ...shared.clip import check_pairs, load_clip_backbone
+from ..base import PointwiseReward, RewardOutput
+
+
+class ClipScore(PointwiseReward):
+    """CLIPScore: ``2.5 * max(cos(image, prefix + prompt), 0)``.
+
+    Inputs: ``image`` (tensors (3, H, W) in [0, 1] from the processor; direct calls also take PIL,
+    NumPy, a list of mixed sizes or one (N, C, H, W) tensor) and ``prompt`` (one string per image).
+    Range [0, 2.5]; the raw cosine is reported as the extra ``cosine``.
+
+    ``model_path``: an open_clip architecture (default ``ViT-B-32`` with ``pretrained: openai``), an
+    open_clip hub id or hub-style directory, or a transformers CLIPModel directory/hub id
+    (``backend: transformers``). See :func:`rewardzoo.shared.clip.load_clip_backbone`.
+    """
+
+    required_fields = ("image", "prompt")
+    use_tensor_inputs = True
+    uint8_images = True
+    modality = "image"
+    score_range: ClassVar[tuple[float, float]] = (0.0, 2.5)
+    extra = "image"
+    w: ClassVar[float] = 2.5
+    default_model: ClassVar[str] = "ViT-B-32"
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 pretrained: str | None = "openai", backend: str = "auto", prefix: str = "A photo depicts ",
+                 processor_path: str | None = None) -> None:
+        super().__init__(model_path, device, dtype)
+        self.prefix = str(prefix)
+        self.backbone = load_clip_backbone(model_path or self.default_model, backend=backend, device=device,
+                                           dtype=self.dtype, pretrained=pretrained, processor_path=processor_path)
+
+    def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:
+        check_pairs(image=image, prompt=prompt)
+        captions = [self.prefix + p if isinstance(p, str) else p for p in prompt]
+        text = self.backbone.encode_text(captions)
+        img = self.backbone.encode_images(image)
+        cos = (img * text).sum(dim=-1).cpu()
+        return RewardOutput(self.w * cos.clamp(min=0.0), extras={"cosine": cos})

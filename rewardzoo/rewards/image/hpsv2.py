@@ -1,0 +1,53 @@
+"""HPSv2 / HPSv2.1 (Wu et al., 2023): human preference score from a fine-tuned open_clip ViT-H/14.
+
+``score = cos(E_image, E_text)`` (no temperature), typically 0.2-0.35 on real weights. Images are
+letterboxed as in the HPSv2 repository: longest side to 224 (bicubic, other side
+``round(dim * 224 / longest)``), then zero padding to a square (``pad // 2`` left/top), then the
+OpenAI CLIP normalisation — not a centre crop.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+import torch
+
+from ...errors import ConfigError
+from ...shared.clip import check_pairs, load_clip_backbone, resolve_weights_file
+from ..base import PointwiseReward, RewardOutput
+
+
+class HPSv2(PointwiseReward):
+    """HPSv2/2.1: ``cos(image, prompt)`` with the HPS checkpoint loaded into open_clip ``ViT-H-14``.
+
+    Inputs: ``image`` and ``prompt``. Range [-1, 1]. The checkpoint comes from ``model_path``: a
+    ``.pt``/``.safetensors`` file, a directory or hub repository holding the version's file (default
+    ``xswu/HPSv2`` with ``HPS_v2.1_compressed.pt``; ``version: v2.0`` picks ``HPS_v2_compressed.pt``).
+    ``clip_model``: the open_clip architecture (or hub-style directory) the checkpoint fits.
+    """
+
+    required_fields = ("image", "prompt")
+    use_tensor_inputs = True
+    uint8_images = True
+    modality = "image"
+    score_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
+    extra = "image"
+    default_repo: ClassVar[str] = "xswu/HPSv2"
+    files: ClassVar[dict[str, str]] = {"v2.0": "HPS_v2_compressed.pt", "v2.1": "HPS_v2.1_compressed.pt"}
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 version: str = "v2.1", clip_model: str = "ViT-H-14") -> None:
+        super().__init__(model_path, device, dtype)
+        if version not in self.files:
+            raise ConfigError(f"version must be one of {sorted(self.files)}, got {version!r}", field="kwargs")
+        self.version = version
+        checkpoint = resolve_weights_file(model_path or self.default_repo, filename=self.files[version])
+        self.backbone = load_clip_backbone(clip_model, backend="open_clip", device=device, dtype=self.dtype,
+                                           pretrained=None, checkpoint=checkpoint)
+        self.preprocess_config = self.backbone.preprocess_config.replace(resize_mode="longest", fill=0)
+
+    def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:
+        check_pairs(image=image, prompt=prompt)
+        text = self.backbone.encode_text(prompt)
+        img = self.backbone.encode_images(image, self.preprocess_config)
+        return RewardOutput((img * text).sum(dim=-1).cpu())

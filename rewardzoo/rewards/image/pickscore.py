@@ -1,0 +1,62 @@
+"""PickScore (Kirstain et al., 2023): a CLIP ViT-H/14 fine-tuned on Pick-a-Pic human preferences.
+
+``score = scale * logit_scale.exp() * cos(E_image, E_text)``, the diagonal of transformers'
+``logits_per_image`` times ``scale``. The default ``scale = 1/26`` follows flow_grpo and Flow-Factory
+(their PickScore reward divides by 26 to bring scores to about 0.8-0.9); ``scale: 1`` gives the raw
+PickScore of the paper (about 18-23). A softmax over candidates of one prompt turns raw scores into
+preference probabilities; that is a groupwise use left to the group rewards.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Sequence
+
+import torch
+
+from ...shared.clip import check_pairs, load_clip_backbone
+from ..base import PointwiseReward, RewardOutput
+
+
+def _has_processor_files(path: str) -> bool:
+    p = Path(path)
+    return p.is_dir() and any((p / f).is_file() for f in ("preprocessor_config.json", "processor_config.json")) \
+        and any((p / f).is_file() for f in ("tokenizer.json", "vocab.json"))
+
+
+class PickScore(PointwiseReward):
+    """PickScore: ``scale * exp(logit_scale) * cos(image, prompt)`` with transformers CLIP.
+
+    Inputs: ``image`` (tensors from the processor, or PIL/arrays in direct calls) and ``prompt``.
+    Range unbounded in principle; about 0.7-0.9 with the default ``scale = 1/26`` on real weights.
+    The raw cosine is reported as the extra ``cosine``.
+
+    ``model_path``: transformers CLIPModel (default ``yuvalkirstain/PickScore_v1``); ``processor_path``:
+    tokenizer + image-processor configs (default: ``model_path`` when it holds them, else
+    ``laion/CLIP-ViT-H-14-laion2B-s32B-b79K`` as in the PickScore model card).
+    """
+
+    required_fields = ("image", "prompt")
+    use_tensor_inputs = True
+    uint8_images = True
+    modality = "image"
+    extra = "image"
+    default_model: ClassVar[str] = "yuvalkirstain/PickScore_v1"
+    default_processor: ClassVar[str] = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 processor_path: str | None = None, scale: float = 1 / 26) -> None:
+        super().__init__(model_path, device, dtype)
+        path = str(model_path or self.default_model)
+        processor = processor_path or (path if _has_processor_files(path) else self.default_processor)
+        self.scale = float(scale)
+        self.backbone = load_clip_backbone(path, backend="transformers", device=device, dtype=self.dtype,
+                                           processor_path=processor)
+        self.logit_scale = self.backbone.logit_scale
+
+    def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:
+        check_pairs(image=image, prompt=prompt)
+        text = self.backbone.encode_text(prompt)
+        img = self.backbone.encode_images(image)
+        cos = (img * text).sum(dim=-1).cpu()
+        return RewardOutput(self.scale * self.logit_scale * cos, extras={"cosine": cos})

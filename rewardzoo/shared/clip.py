@@ -1,0 +1,452 @@
+"""The one CLIP backbone loader of rewardzoo: open_clip and transformers behind one small interface.
+
+>>> bb = load_clip_backbone("ViT-B-32", pretrained="openai", device="cpu", dtype="float32")  # doctest: +SKIP
+>>> img = bb.encode_images([pil_image])          # (1, D) float32, L2-normalised      # doctest: +SKIP
+>>> txt = bb.encode_text(["a cat", "a dog"])     # (2, D) float32, L2-normalised      # doctest: +SKIP
+
+``model_path`` forms (``backend="auto"`` picks the backend from them):
+
+- an open_clip architecture name (``ViT-B-32``, ``ViT-L-14``; ``/`` is read as ``-``) with a
+  ``pretrained`` tag or weights file (a tag trained with QuickGELU, such as ``openai``, builds the
+  model with QuickGELU; with a weights file use the ``-quickgelu`` architecture names where needed);
+  an architecture without ``pretrained`` is refused unless a ``checkpoint`` (HPSv2) is loaded on top;
+- a local directory laid out like an open_clip hub repository (``open_clip_config.json`` plus
+  ``open_clip_model.safetensors``) -> open_clip;
+- a local directory with a transformers ``config.json`` of ``model_type: clip`` -> transformers
+  ``CLIPModel`` (tokenizer and image-processor settings from ``processor_path``, default the same path);
+- ``hf-hub:org/repo`` -> open_clip; a bare hub id ``org/repo`` -> open_clip when the repository holds an
+  ``open_clip_config.json``, else transformers (``backend=`` forces one).
+
+Loaded backbones are cached per process (a weak, thread-safe cache keyed by backend, weights,
+checkpoint, processor, device and dtype), so two rewards that name the same backbone share one model
+in memory; the cache lets a model go once no reward holds it.
+
+Speed notes. Images go through :mod:`rewardzoo.shared.image_ops` (batched uint8 resize on the model's
+device). open_clip's ``encode_text`` always runs all 77 positions; CLIP's text tower is causal and
+pools at the end-of-text token, so :meth:`ClipBackbone.encode_text` runs the same submodules on the
+first ``L`` positions only (``L`` = the longest tokenised prompt in the call, positional embedding and
+causal mask cut to ``L``), which gives the same embeddings several times faster. Text embeddings are
+computed once per unique prompt within a call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, Hashable, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import ConfigError, InputError
+from .device import torch_dtype
+from .image_ops import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PreprocessConfig, preprocess_images
+
+BACKENDS = ("auto", "open_clip", "transformers")
+
+_CACHE: "weakref.WeakValueDictionary[Hashable, ClipBackbone]" = weakref.WeakValueDictionary()
+_CACHE_LOCK = threading.Lock()
+
+
+class ClipBackbone:
+    """A loaded CLIP model (open_clip or transformers) with its tokenizer and preprocessing.
+
+    Public surface (stable; the video rewards build on it):
+
+    - ``encode_image(pixels)``: preprocessed pixels (N, 3, S, S) -> (N, D) float32, L2-normalised;
+    - ``encode_images(images, config=None)``: raw images (PIL/tensors/arrays, or one (N, C, H, W)
+      tensor) -> preprocess + ``encode_image``;
+    - ``encode_text(texts)``: list of strings -> (N, D) float32, L2-normalised (once per unique text);
+    - ``preprocess(images, config=None)``: the batched tensor preprocessing on this device;
+    - ``preprocess_config`` (a :class:`PreprocessConfig`), ``image_size``, ``mean``, ``std``,
+      ``embed_dim``, ``logit_scale`` (``exp`` of the learned temperature), ``backend``, ``model``,
+      ``device``, ``dtype``.
+    """
+
+    def __init__(self, backend: str, model: torch.nn.Module, tokenizer: Any, preprocess_config: PreprocessConfig,
+                 device: torch.device, dtype: torch.dtype, source: str) -> None:
+        self.backend = backend
+        self.model = model
+        self.tokenizer = tokenizer
+        self.preprocess_config = preprocess_config
+        self.device = device
+        self.dtype = dtype
+        self.source = source
+        self._tok_lock = threading.Lock()  # HF fast tokenizers are not safe to call from several threads
+        self.embed_dim = int(self._embed_dim())
+
+    # -- preprocessing constants -------------------------------------------------------------------
+    @property
+    def image_size(self) -> int:
+        return self.preprocess_config.size
+
+    @property
+    def mean(self) -> tuple[float, float, float]:
+        return self.preprocess_config.mean
+
+    @property
+    def std(self) -> tuple[float, float, float]:
+        return self.preprocess_config.std
+
+    @property
+    def logit_scale(self) -> float:
+        """``exp(logit_scale)`` of the model (CLIP's learned inverse temperature, 100 for OpenAI CLIP)."""
+        return float(self.model.logit_scale.detach().float().exp())
+
+    def __repr__(self) -> str:
+        return (f"ClipBackbone(backend={self.backend!r}, source={self.source!r}, device={str(self.device)!r}, "
+                f"dtype={self.dtype}, image_size={self.image_size}, embed_dim={self.embed_dim})")
+
+    # -- images ------------------------------------------------------------------------------------
+    def preprocess(self, images: Sequence[Any] | torch.Tensor, config: PreprocessConfig | None = None, *,
+                   field: str = "image") -> torch.Tensor:
+        """Raw images -> (N, 3, S, S) model input on this device/dtype (see :mod:`image_ops`)."""
+        return preprocess_images(images, config or self.preprocess_config, device=self.device, dtype=self.dtype,
+                                 field=field)
+
+    @torch.no_grad()
+    def encode_image(self, pixels: torch.Tensor) -> torch.Tensor:
+        """Preprocessed pixels (N, 3, S, S) -> L2-normalised float32 features (N, D)."""
+        pixels = pixels.to(self.device, self.dtype)
+        if self.backend == "open_clip":
+            feats = self.model.encode_image(pixels)
+        else:
+            pooled = self.model.vision_model(pixel_values=pixels).pooler_output
+            feats = self.model.visual_projection(pooled)
+        return F.normalize(feats.float(), dim=-1)
+
+    def encode_images(self, images: Sequence[Any] | torch.Tensor, config: PreprocessConfig | None = None, *,
+                      field: str = "image", chunk_size: int | None = None) -> torch.Tensor:
+        """Raw images -> L2-normalised float32 features (N, D); ``chunk_size`` bounds one forward pass."""
+        n = len(images)
+        step = chunk_size or n
+        outs = [self.encode_image(self.preprocess(images[i:i + step], config, field=field)) for i in range(0, n, step)]
+        return outs[0] if len(outs) == 1 else torch.cat(outs)
+
+    # -- text --------------------------------------------------------------------------------------
+    def encode_text(self, texts: Sequence[str], *, field: str = "prompt") -> torch.Tensor:
+        """Strings -> L2-normalised float32 features (N, D), each unique string encoded once."""
+        texts = list(texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise InputError(f"expected a string, got {type(t).__name__}", field=field, sample=i)
+        if not texts:
+            return torch.empty((0, self.embed_dim), dtype=torch.float32, device=self.device)
+        unique = list(dict.fromkeys(texts))
+        feats = self._encode_unique_text(unique)
+        if len(unique) == len(texts):
+            return feats
+        pos = {t: i for i, t in enumerate(unique)}
+        return feats[torch.tensor([pos[t] for t in texts], device=feats.device)]
+
+    @torch.no_grad()
+    def _encode_unique_text(self, texts: list[str]) -> torch.Tensor:
+        if self.backend == "open_clip":
+            with self._tok_lock:
+                tokens = self.tokenizer(texts)
+            feats = self._open_clip_text(tokens.to(self.device))
+        else:
+            with self._tok_lock:
+                enc = self.tokenizer(texts, padding=True, truncation=True, return_tensors="pt",
+                                     max_length=self.model.config.text_config.max_position_embeddings)
+            out = self.model.text_model(input_ids=enc["input_ids"].to(self.device),
+                                        attention_mask=enc["attention_mask"].to(self.device))
+            feats = self.model.text_projection(out.pooler_output)
+        return F.normalize(feats.float(), dim=-1)
+
+    def _open_clip_text(self, tokens: torch.Tensor) -> torch.Tensor:
+        """open_clip text features, running only the positions up to the last end-of-text token."""
+        m = self.model
+        pool = getattr(m, "text_pool_type", None)
+        mask = getattr(m, "attn_mask", None)
+        # The shortcut needs the classic CLIP text tower: causal mask and pooling at the EOT token.
+        if not (hasattr(m, "token_embedding") and mask is not None and pool in ("argmax", "eos")):
+            return m.encode_text(tokens)
+        if pool == "argmax":
+            eot = tokens.argmax(dim=-1)
+        else:
+            eot = (tokens == m.text_eos_id).int().argmax(dim=-1)
+        length = int(eot.max()) + 1
+        cast = m.transformer.get_cast_dtype()
+        x = m.token_embedding(tokens[:, :length]).to(cast) + m.positional_embedding[:length].to(cast)
+        x = m.transformer(x, attn_mask=mask[:length, :length])
+        x = m.ln_final(x)
+        x = x[torch.arange(x.shape[0], device=x.device), eot]
+        proj = m.text_projection
+        if proj is None:
+            return x
+        return proj(x) if isinstance(proj, torch.nn.Linear) else x @ proj
+
+    def _embed_dim(self) -> int:
+        if self.backend == "transformers":
+            return self.model.config.projection_dim
+        proj = getattr(self.model, "text_projection", None)
+        if isinstance(proj, torch.nn.Linear):
+            return proj.out_features
+        if proj is not None:
+            return proj.shape[1]
+        return getattr(self.model, "embed_dim", None) or self.model.visual.output_dim
+
+
+def load_clip_backbone(model_path: str | os.PathLike | None, *, backend: str = "auto",
+                       device: str | torch.device = "cpu", dtype: str | torch.dtype = "float32",
+                       pretrained: str | None = None, checkpoint: str | os.PathLike | None = None,
+                       processor_path: str | os.PathLike | None = None, cache: bool = True) -> ClipBackbone:
+    """Load (or fetch from the process cache) a CLIP backbone; see the module docstring for the forms.
+
+    ``pretrained``: open_clip tag or weights file for an architecture name (ignored for directories and
+    hub ids). ``checkpoint``: a state dict (``.safetensors`` or ``.pt``/``.pth``, loaded with
+    ``weights_only=True``) loaded strictly on top of the model, e.g. the HPSv2 checkpoint.
+    ``processor_path``: transformers only, where the tokenizer and image-processor configs live.
+    ``cache=False`` always loads a fresh copy (and does not register it).
+    Configuration problems raise :class:`~rewardzoo.errors.ConfigError` naming ``model_path``.
+    """
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}", field="kwargs")
+    if model_path is None:
+        raise ConfigError("a CLIP model_path is required", field="model_path")
+    dev = torch.device(device)
+    dt = torch_dtype(dtype) if isinstance(dtype, str) else dtype
+    model_path = os.fspath(model_path)
+    resolved_backend, source = _resolve(model_path, backend)
+    ckpt = str(Path(checkpoint).resolve()) if checkpoint is not None and Path(checkpoint).exists() else checkpoint
+    proc = os.fspath(processor_path) if processor_path is not None else None
+    arch = resolved_backend == "open_clip" and not source.startswith("hf-hub:") and not Path(source).is_dir()
+    if arch and pretrained is None and checkpoint is None:  # an architecture name alone means random weights
+        raise ConfigError(f"open_clip architecture '{model_path}' needs `pretrained` (a tag such as 'openai' or a "
+                          "weights file); refusing to score with random weights", field="model_path")
+    key = (resolved_backend, source, pretrained if arch else None,
+           None if ckpt is None else os.fspath(ckpt), proc, str(dev), str(dt))
+    pretrained = pretrained if arch else None
+    if not cache:
+        return _load(resolved_backend, source, model_path, pretrained, ckpt, proc, dev, dt)
+    with _CACHE_LOCK:
+        backbone = _CACHE.get(key)
+        if backbone is None:
+            backbone = _load(resolved_backend, source, model_path, pretrained, ckpt, proc, dev, dt)
+            _CACHE[key] = backbone
+        return backbone
+
+
+def cached_backbones() -> list[ClipBackbone]:
+    """The backbones currently alive in the process cache (for tests and diagnostics)."""
+    with _CACHE_LOCK:
+        return list(_CACHE.values())
+
+
+def _resolve(model_path: str, backend: str) -> tuple[str, str]:
+    """(backend, source) where source is a local absolute path, 'hf-hub:id', a hub id or an arch name."""
+    path = Path(model_path).expanduser()
+    if path.is_dir():
+        src = str(path.resolve())
+        has_oc = (path / "open_clip_config.json").is_file()
+        has_hf = _is_hf_clip_dir(path)
+        if backend == "open_clip" or (backend == "auto" and has_oc):
+            if not has_oc:
+                raise ConfigError(f"'{model_path}' has no open_clip_config.json (expected an open_clip hub-style "
+                                  "directory: open_clip_config.json + open_clip_model.safetensors)", field="model_path")
+            return "open_clip", src
+        if backend == "transformers" or has_hf:
+            if not (path / "config.json").is_file():
+                raise ConfigError(f"'{model_path}' has no config.json (expected a transformers CLIPModel directory)",
+                                  field="model_path")
+            return "transformers", src
+        raise ConfigError(f"'{model_path}' is neither an open_clip directory (open_clip_config.json) nor a "
+                          "transformers CLIP directory (config.json with model_type 'clip')", field="model_path")
+    if path.exists():
+        raise ConfigError(f"'{model_path}' is a file; give an open_clip architecture name with `pretrained: "
+                          "<file>`, or a model directory", field="model_path")
+    if model_path.startswith("hf-hub:"):
+        if backend == "transformers":
+            raise ConfigError("'hf-hub:' ids are open_clip repositories; drop the prefix for transformers",
+                              field="model_path")
+        return "open_clip", model_path
+    if backend != "transformers" and _open_clip_arch(model_path) is not None:
+        return "open_clip", _open_clip_arch(model_path)
+    if "/" not in model_path or model_path.count("/") > 1 or model_path.startswith((".", "/", "~")):
+        raise ConfigError(f"'{model_path}' is not a local directory, a hub id (org/name) or an open_clip "
+                          "architecture (see open_clip.list_models())", field="model_path")
+    if backend == "open_clip":
+        return "open_clip", "hf-hub:" + model_path
+    if backend == "transformers":
+        return "transformers", model_path
+    return ("open_clip", "hf-hub:" + model_path) if _hub_has_open_clip_config(model_path) else ("transformers",
+                                                                                                 model_path)
+
+
+def _is_hf_clip_dir(path: Path) -> bool:
+    cfg = path / "config.json"
+    if not cfg.is_file():
+        return False
+    try:
+        return json.loads(cfg.read_text()).get("model_type") == "clip"
+    except (OSError, ValueError):
+        return False
+
+
+def _open_clip_arch(name: str) -> str | None:
+    import open_clip
+
+    cleaned = name.replace("/", "-")
+    return cleaned if cleaned in open_clip.list_models() else None
+
+
+def _hub_has_open_clip_config(repo_id: str) -> bool:
+    try:
+        from huggingface_hub import hf_hub_download
+
+        hf_hub_download(repo_id, "open_clip_config.json")
+        return True
+    except Exception:  # offline, missing file, missing repo: fall back to transformers, which reports clearly
+        return False
+
+
+def _load(backend: str, source: str, model_path: str, pretrained: str | None, checkpoint: str | None,
+          processor_path: str | None, device: torch.device, dtype: torch.dtype) -> ClipBackbone:
+    if backend == "open_clip":
+        model, tokenizer, pp = _load_open_clip(source, model_path, pretrained)
+    else:
+        model, tokenizer, pp = _load_transformers(source, model_path, processor_path)
+    if checkpoint is not None:
+        _load_checkpoint(model, checkpoint)
+    model = model.to(device=device, dtype=dtype).eval().requires_grad_(False)
+    return ClipBackbone(backend, model, tokenizer, pp, device, dtype, source)
+
+
+def _load_open_clip(source: str, model_path: str, pretrained: str | None):
+    import open_clip
+
+    name = f"local-dir:{source}" if Path(source).is_dir() else source
+    tag_cfg = open_clip.get_pretrained_cfg(name, pretrained) if pretrained and not Path(str(pretrained)).exists() \
+        and not name.startswith(("local-dir:", "hf-hub:")) else {}
+    try:
+        # open_clip 3.x only warns when a tag was trained with QuickGELU (OpenAI weights) but the architecture
+        # config says GELU; the model would then silently compute different features. Follow the tag.
+        model = open_clip.create_model(name, pretrained=pretrained, device="cpu", precision="fp32",
+                                       force_quick_gelu=bool(tag_cfg.get("quick_gelu", False)))
+        tokenizer = open_clip.get_tokenizer(name)
+    except Exception as exc:
+        raise ConfigError(f"cannot load open_clip model '{model_path}'"
+                          f"{f' (pretrained {pretrained!r})' if pretrained else ''}: {type(exc).__name__}: {exc}",
+                          field="model_path") from exc
+    cfg = dict(getattr(model.visual, "preprocess_cfg", {}) or {})
+    size = cfg.get("size", getattr(model.visual, "image_size", 224))
+    if isinstance(size, (tuple, list)):
+        if size[0] != size[1]:
+            raise ConfigError(f"non-square image size {tuple(size)} is not supported", field="model_path")
+        size = size[0]
+    pp = PreprocessConfig(size=int(size), mean=tuple(cfg.get("mean", OPENAI_CLIP_MEAN)),
+                          std=tuple(cfg.get("std", OPENAI_CLIP_STD)), resize_mode=cfg.get("resize_mode", "shortest"),
+                          interpolation=cfg.get("interpolation", "bicubic"), fill=int(cfg.get("fill_color", 0)))
+    return model, tokenizer, pp
+
+
+def _load_transformers(source: str, model_path: str, processor_path: str | None):
+    from transformers import AutoTokenizer, CLIPImageProcessor, CLIPModel
+
+    proc = processor_path or source
+    try:
+        model = CLIPModel.from_pretrained(source)
+    except Exception as exc:
+        raise ConfigError(f"cannot load transformers CLIPModel '{model_path}': {type(exc).__name__}: {exc}",
+                          field="model_path") from exc
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(proc)
+        improc = CLIPImageProcessor.from_pretrained(proc)
+    except Exception as exc:
+        raise ConfigError(f"cannot load the CLIP tokenizer/image processor from '{proc}': {type(exc).__name__}: "
+                          f"{exc}", field="kwargs" if processor_path else "model_path") from exc
+    crop = improc.crop_size if getattr(improc, "do_center_crop", True) else improc.size
+    size = next(v for v in (_size_field(crop, "height"), _size_field(crop, "shortest_edge"),
+                            crop if isinstance(crop, int) else None) if v)
+    resample = int(getattr(improc, "resample", 3))
+    pp = PreprocessConfig(size=int(size), mean=tuple(improc.image_mean), std=tuple(improc.image_std),
+                          resize_mode="shortest", interpolation="bilinear" if resample == 2 else "bicubic")
+    return model, tokenizer, pp
+
+
+def _size_field(size: Any, name: str) -> int | None:
+    """A field of a transformers size spec (a dict in 4.x, a SizeDict in 5.x)."""
+    value = size.get(name) if isinstance(size, dict) else getattr(size, name, None)
+    return int(value) if value else None
+
+
+def _load_checkpoint(model: torch.nn.Module, checkpoint: str) -> None:
+    from .weights import load_state_dict
+
+    try:
+        state = load_state_dict(checkpoint)
+    except InputError as exc:
+        raise ConfigError(exc.message, field="model_path") from None
+    if state and all(k.startswith("module.") for k in state):
+        state = {k[len("module."):]: v for k, v in state.items()}
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise ConfigError(f"checkpoint '{checkpoint}' does not fit the CLIP architecture: {exc}",
+                          field="model_path") from None
+
+
+def check_pairs(**fields: Sequence[Any]) -> int:
+    """Check that every given field has the same number of entries; return it.
+
+    Raises :class:`InputError` naming the shorter field and the first sample without a partner,
+    e.g. ``check_pairs(image=images, prompt=prompts)``.
+    """
+    items = list(fields.items())
+    n_first = len(items[0][1])
+    for name, values in items[1:]:
+        if len(values) != n_first:
+            short = name if len(values) < n_first else items[0][0]
+            counts = ", ".join(f"{len(v)} {k}" for k, v in items)
+            raise InputError(f"mismatched input counts ({counts}): each image needs exactly one {name}",
+                             field=short, sample=min(len(values), n_first))
+    return n_first
+
+
+def resolve_weights_file(model_path: str | os.PathLike, filename: str | None = None) -> str:
+    """A local path for a weights file named by ``model_path``.
+
+    Accepts a local file; a local directory (``filename`` inside it); an ``http(s)://`` URL (downloaded
+    once into torch's hub cache); a hub id ``org/repo`` (with ``filename``) or ``org/repo/path/file``.
+    Raises :class:`ConfigError` naming ``model_path`` when the file cannot be found or fetched.
+    """
+    text = os.fspath(model_path)
+    path = Path(text).expanduser()
+    if path.is_file():
+        return str(path)
+    if path.is_dir():
+        if filename and (path / filename).is_file():
+            return str(path / filename)
+        found = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".pth", ".pt", ".bin"))
+        if len(found) == 1 and not filename:
+            return str(found[0])
+        raise ConfigError(f"'{text}' holds no weights file '{filename or '*.safetensors|*.pth|*.pt'}'",
+                          field="model_path")
+    if text.startswith(("http://", "https://")):
+        from urllib.parse import unquote, urlparse
+
+        target = Path(torch.hub.get_dir()) / "checkpoints" / unquote(Path(urlparse(text).path).name)
+        if not target.is_file():
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                torch.hub.download_url_to_file(text, str(target), progress=False)
+            except Exception as exc:
+                raise ConfigError(f"cannot download '{text}': {type(exc).__name__}: {exc}", field="model_path") from exc
+        return str(target)
+    parts = text.strip("/").split("/")
+    if len(parts) < 2 or text.startswith((".", "/", "~")):
+        raise ConfigError(f"weights file not found: '{text}'", field="model_path")
+    repo, name = "/".join(parts[:2]), "/".join(parts[2:]) or filename
+    if not name:
+        raise ConfigError(f"'{text}' names a hub repository but no file in it", field="model_path")
+    try:
+        from huggingface_hub import hf_hub_download
+
+        return hf_hub_download(repo, name)
+    except Exception as exc:
+        raise ConfigError(f"cannot fetch '{name}' from the hub repository '{repo}' (and '{text}' is not a local "
+                          f"file): {type(exc).__name__}: {exc}", field="model_path") from exc

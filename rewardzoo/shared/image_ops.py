@@ -1,0 +1,209 @@
+"""Batched, tensor-native image preprocessing for CLIP-style encoders.
+
+One function does the whole job: :func:`preprocess_images` takes a list of images (PIL, tensors,
+NumPy arrays or paths, mixed sizes allowed) or one ``(N, C, H, W)`` tensor and returns one normalised
+float batch ``(N, 3, S, S)`` on the requested device. Images of equal size are resized together in
+one call; RGB PIL images of one size are copied once into a single channels-last uint8 buffer.
+
+Why uint8 first: resizing the 8-bit tensor (torch's antialiased bicubic/bilinear kernels accept
+uint8 on the CPU) and converting to float only at ``S x S`` is ~4x faster than PIL and gives the same
+pixels PIL does to within rounding. Every input is therefore quantised to 8 bits first, with
+``round(x * 255)`` for float input (the convention of :mod:`rewardzoo.shared.media`), so a float
+tensor and the PIL image made from it score identically. On accelerators the resize runs in float
+and is rounded back to 8-bit values, which keeps the result equal to the CPU path up to rounding.
+
+Resize modes (open_clip's names):
+
+- ``shortest``: shorter side to ``S`` (longer side ``int(S * long / short)``), then a centre crop
+  (offsets ``int(round((H - S) / 2))``), as torchvision's ``Resize(S)`` + ``CenterCrop(S)``.
+- ``longest`` (letterbox, HPSv2): longer side to ``S`` (other side ``round(dim * S / long)``), then
+  zero padding to ``S x S`` with ``pad // 2`` on the left/top and the rest on the right/bottom.
+- ``squash``: resize to ``S x S`` ignoring the aspect ratio.
+
+Then ``(x / 255 - mean) / std`` per channel, in float32, cast to the requested dtype.
+
+Images leave as RGB: grayscale is repeated, an alpha channel dropped (as PIL's ``convert("RGB")``).
+Unusable input raises :class:`~rewardzoo.errors.InputError` naming the field and the sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+from ..errors import InputError
+from .media import tensor_to_uint8, to_uint8_tensor
+
+#: OpenAI CLIP normalisation constants (also used by open_clip's OpenAI/LAION weights and HF CLIP).
+OPENAI_CLIP_MEAN: tuple[float, float, float] = (0.48145466, 0.4578275, 0.40821073)
+OPENAI_CLIP_STD: tuple[float, float, float] = (0.26862954, 0.26130258, 0.27577711)
+
+RESIZE_MODES = ("shortest", "longest", "squash")
+INTERPOLATIONS = ("bicubic", "bilinear")
+
+
+@dataclass(frozen=True)
+class PreprocessConfig:
+    """How images become model input: target ``size``, ``resize_mode``, ``interpolation``, ``fill``
+    (0-255 pad value for ``longest``) and per-channel ``mean``/``std`` (for pixels in [0, 1])."""
+
+    size: int = 224
+    mean: tuple[float, float, float] = OPENAI_CLIP_MEAN
+    std: tuple[float, float, float] = OPENAI_CLIP_STD
+    resize_mode: str = "shortest"
+    interpolation: str = "bicubic"
+    fill: int = 0
+
+    def __post_init__(self) -> None:
+        if self.resize_mode not in RESIZE_MODES:
+            raise ValueError(f"resize_mode must be one of {RESIZE_MODES}, got {self.resize_mode!r}")
+        if self.interpolation not in INTERPOLATIONS:
+            raise ValueError(f"interpolation must be one of {INTERPOLATIONS}, got {self.interpolation!r}")
+        if not (isinstance(self.size, int) and self.size > 0):
+            raise ValueError(f"size must be a positive integer, got {self.size!r}")
+        object.__setattr__(self, "mean", tuple(float(m) for m in self.mean))
+        object.__setattr__(self, "std", tuple(float(s) for s in self.std))
+
+    def replace(self, **changes: Any) -> "PreprocessConfig":
+        """A copy with some fields changed (e.g. ``resize_mode="longest"`` for HPSv2)."""
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+
+def resized_shape(height: int, width: int, config: PreprocessConfig) -> tuple[int, int]:
+    """The (H, W) an image of ``height x width`` is resized to before cropping/padding."""
+    s = config.size
+    if config.resize_mode == "squash":
+        return s, s
+    if config.resize_mode == "shortest":
+        if height <= width:
+            return s, int(s * width / height)
+        return int(s * height / width), s
+    scale = s / float(max(height, width))
+    return max(1, round(height * scale)), max(1, round(width * scale))
+
+
+def _resize(batch: torch.Tensor, shape: tuple[int, int], interpolation: str) -> torch.Tensor:
+    """Antialiased resize of a uint8 batch; returns uint8 (CPU) or 8-bit-valued float (elsewhere)."""
+    if tuple(batch.shape[-2:]) == tuple(shape):
+        return batch
+    if batch.device.type == "cpu" and batch.dtype == torch.uint8:
+        return F.interpolate(batch, size=shape, mode=interpolation, antialias=True)
+    out = F.interpolate(batch.float(), size=shape, mode=interpolation, antialias=True)
+    return out.round_().clamp_(0, 255)
+
+
+def _fit(batch: torch.Tensor, config: PreprocessConfig) -> torch.Tensor:
+    """Resize + crop/pad a same-sized batch (n, 3, H, W) to (n, 3, S, S)."""
+    h, w = batch.shape[-2:]
+    rh, rw = resized_shape(h, w, config)
+    batch = _resize(batch, (rh, rw), config.interpolation)
+    s = config.size
+    if config.resize_mode == "shortest":
+        top, left = int(round((rh - s) / 2.0)), int(round((rw - s) / 2.0))
+        return batch[..., top:top + s, left:left + s]
+    if config.resize_mode == "longest" and (rh, rw) != (s, s):
+        pad_h, pad_w = s - rh, s - rw
+        out = batch.new_full((batch.shape[0], 3, s, s), config.fill)
+        out[..., pad_h // 2:pad_h // 2 + rh, pad_w // 2:pad_w // 2 + rw] = batch
+        return out
+    return batch
+
+
+def preprocess_images(images: Sequence[Any] | torch.Tensor, config: PreprocessConfig, *,
+                      device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32,
+                      field: str = "image") -> torch.Tensor:
+    """Images -> normalised model input ``(N, 3, S, S)`` on ``device`` in ``dtype``.
+
+    ``images``: a sequence of images (see :func:`to_uint8_tensor`; sizes may differ) or one batched
+    tensor ``(N, C, H, W)`` (e.g. video frames). Same-sized images are resized in one batched call.
+    A bad image raises :class:`InputError` with ``field`` and ``sample`` (its index in ``images``).
+    """
+    device = torch.device(device)
+    if isinstance(images, torch.Tensor) and images.ndim == 4:
+        images = list(images.unbind(0)) if images.shape[1] not in (1, 3, 4) else images
+    n = len(images)
+    if n == 0:
+        raise InputError("no images to preprocess", field=field)
+    if isinstance(images, torch.Tensor):  # one batched tensor: a single group
+        try:
+            groups = {tuple(images.shape[-2:]): (list(range(n)), _batch_to_uint8(images, device))}
+        except InputError as exc:
+            for i in range(n):  # find the offending frame for the message
+                try:
+                    to_uint8_tensor(images[i])
+                except InputError as frame_exc:
+                    raise frame_exc.located(field=field, sample=i) from None
+            raise exc.located(field=field) from None
+    else:
+        groups = _group(images, device, field)
+    if len(groups) == 1:
+        (_, batch), = groups.values()
+        return normalize(_fit(batch, config), config, dtype=dtype)
+    fitted_dtype = torch.uint8 if device.type == "cpu" else torch.float32
+    out = torch.empty((n, 3, config.size, config.size), dtype=fitted_dtype, device=device)
+    for idx, batch in groups.values():
+        out[torch.tensor(idx, device=device)] = _fit(batch, config).to(fitted_dtype)
+    return normalize(out, config, dtype=dtype)
+
+
+def _group(images: Sequence[Any], device: torch.device, field: str) -> dict[Any, tuple[list[int], torch.Tensor]]:
+    """Same-sized images as uint8 batches (N, 3, H, W) on ``device``, with their indices.
+
+    RGB PIL images (the common case) are copied straight into one (N, H, W, 3) buffer per size: one
+    copy, and a channels-last batch, the layout the uint8 resize is fastest on.
+    """
+    pil: dict[tuple[int, int], list[int]] = {}
+    tensors: dict[int, torch.Tensor] = {}
+    for i, img in enumerate(images):
+        if isinstance(img, Image.Image) and img.mode == "RGB" and img.width > 0 and img.height > 0:
+            pil.setdefault((img.height, img.width), []).append(i)
+            continue
+        try:
+            tensors[i] = to_uint8_tensor(img, device=device)
+        except InputError as exc:
+            raise exc.located(field=field, sample=i) from None
+    groups: dict[Any, tuple[list[int], torch.Tensor]] = {}
+    for (h, w), idx in pil.items():
+        buf = np.empty((len(idx), h, w, 3), dtype=np.uint8)
+        for k, i in enumerate(idx):
+            buf[k] = np.asarray(images[i])
+        groups[("pil", h, w)] = (idx, torch.from_numpy(buf).permute(0, 3, 1, 2).to(device))
+    by_size: dict[tuple[int, int], list[int]] = {}
+    for i, t in tensors.items():
+        by_size.setdefault(tuple(t.shape[-2:]), []).append(i)
+    for shape, idx in by_size.items():
+        groups[("tensor", *shape)] = (idx, _stack([tensors[i] for i in idx]))
+    return groups
+
+
+def _stack(images: list[torch.Tensor]) -> torch.Tensor:
+    """Stack (3, H, W) images; views of (H, W, 3) arrays (PIL/NumPy input) are stacked as (N, H, W, 3) and
+    returned as a channels-last (N, 3, H, W) view: a plain copy, and the layout the uint8 resize is fastest on."""
+    if all(t.permute(1, 2, 0).is_contiguous() for t in images):
+        return torch.stack([t.permute(1, 2, 0) for t in images]).permute(0, 3, 1, 2)
+    return torch.stack(images)
+
+
+def _batch_to_uint8(batch: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A (N, C, H, W) tensor -> uint8 (N, 3, H, W) on ``device`` (validated like single images)."""
+    if 0 in batch.shape:
+        raise InputError(f"empty image batch of shape {tuple(batch.shape)}")
+    return tensor_to_uint8(batch.to(device))
+
+
+def normalize(pixels: torch.Tensor, config: PreprocessConfig, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """8-bit-valued pixels (N, 3, S, S) -> ``(x / 255 - mean) / std`` in ``dtype``."""
+    mean = torch.tensor(config.mean, dtype=torch.float64)
+    std = torch.tensor(config.std, dtype=torch.float64)
+    scale = (1.0 / (255.0 * std)).to(pixels.device, torch.float32).view(1, 3, 1, 1)
+    bias = (-mean / std).to(pixels.device, torch.float32).view(1, 3, 1, 1)
+    # one contiguous float copy, then two in-place passes (4x faster than dividing a channels-last view)
+    x = pixels.to(torch.float32, memory_format=torch.contiguous_format).mul_(scale).add_(bias)
+    return x if dtype == torch.float32 else x.to(dtype)
