@@ -34,13 +34,13 @@ def error_record(exc, start):
 
 
 def main() -> None:
-    rank, world, port, outdir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    rank, world, port, outfile = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=timedelta(seconds=20))
     out: dict = {}
 
     def save():
-        with open(os.path.join(outdir, f"rank{rank}.pkl"), "wb") as f:
+        with open(outfile, "wb") as f:
             pickle.dump(out, f)
 
     # record what every all_gather_object sends, to check that only declared fields travel

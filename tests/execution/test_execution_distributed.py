@@ -5,17 +5,12 @@ One launch of two processes runs every scenario (execution_dist_worker.py); the 
 
 from __future__ import annotations
 
-import os
-import pickle
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from execution_rewards import CenteredJpeg, CenteredValue, DIST_GIDS, dist_samples, dist_specs, rank_indices
+from rank_launch import launch_ranks, load_result
 
 from rewardzoo import RewardProcessor
 
@@ -23,36 +18,13 @@ WORKER = Path(__file__).with_name("execution_dist_worker.py")
 LAUNCH_TIMEOUT = 120
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
     pytest.importorskip("torch.distributed")
-    out = tmp_path_factory.mktemp("dist")
-    port = str(_free_port())
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(r), "2", port, str(out)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
-    start = time.monotonic()
-    logs = []
-    try:
-        for p in procs:
-            logs.append(p.communicate(timeout=max(1.0, LAUNCH_TIMEOUT - (time.monotonic() - start)))[0])
-    except subprocess.TimeoutExpired:
-        for p in procs:
-            p.kill()
-        pytest.fail(f"the 2-rank launch hung for more than {LAUNCH_TIMEOUT} s")
-    results = []
-    for r in range(2):
-        path = out / f"rank{r}.pkl"
-        assert path.exists(), f"rank {r} wrote nothing:\n{logs[r]}"
-        results.append(pickle.loads(path.read_bytes()))
-    assert procs[0].returncode == 0, logs[0]
-    assert procs[1].returncode == 3, logs[1]  # rank 1 leaves on purpose in the last scenario
+    codes, logs, files = launch_ranks(WORKER, tmp_path_factory.mktemp("dist"), timeout=LAUNCH_TIMEOUT)
+    results = [load_result(f, log) for f, log in zip(files, logs)]
+    assert codes[0] == 0, logs[0]
+    assert codes[1] == 3, logs[1]  # rank 1 leaves on purpose in the last scenario
     return results
 
 

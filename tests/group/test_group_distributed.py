@@ -6,18 +6,13 @@ Groups are split across the ranks (samples alternate between them); the distribu
 
 from __future__ import annotations
 
-import os
-import pickle
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from group_dist_worker import ITEMS, SPECS, rank_indices
 from group_rewards import meta_samples
+from rank_launch import launch_ranks, load_result
 
 from rewardzoo.processor import RewardProcessor
 
@@ -25,33 +20,12 @@ WORKER = Path(__file__).with_name("group_dist_worker.py")
 LAUNCH_TIMEOUT = 90
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
     pytest.importorskip("torch.distributed")
-    out = tmp_path_factory.mktemp("group_dist")
-    port = str(_free_port())
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    files = [out / f"rank{r}.pkl" for r in range(2)]
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(r), "2", port, str(files[r])], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
-    start, logs = time.monotonic(), []
-    try:
-        for p in procs:
-            logs.append(p.communicate(timeout=max(1.0, LAUNCH_TIMEOUT - (time.monotonic() - start)))[0])
-    except subprocess.TimeoutExpired:
-        for p in procs:
-            p.kill()
-            p.communicate()
-        pytest.fail(f"the 2-rank launch did not finish within {LAUNCH_TIMEOUT} s")
-    for r, p in enumerate(procs):
-        assert p.returncode == 0 and files[r].exists(), f"rank {r} failed:\n{logs[r]}"
-    return [pickle.loads(f.read_bytes()) for f in files]
+    codes, logs, files = launch_ranks(WORKER, tmp_path_factory.mktemp("group_dist"), timeout=LAUNCH_TIMEOUT)
+    assert codes == [0, 0], "\n".join(logs)
+    return [load_result(f, log) for f, log in zip(files, logs)]
 
 
 @pytest.fixture(scope="module")
