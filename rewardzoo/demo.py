@@ -70,7 +70,8 @@ def run_demo() -> str:
     specs, skipped = runnable_specs(load_config(config_path("demo")).rewards)
     labelled = demo_samples()
     result = RewardProcessor(specs)([s for _, s in labelled])
-    sections = []
+    sections = ["rewardzoo demo: generated media scored by every reward that needs no download (configs/demo.yaml).\n"
+                "Higher is better in every column; the group rewards compare the three images by JPEG size."]
     for dataset in ("image", "video", "audio"):
         rows = [i for i, (_, s) in enumerate(labelled) if s.dataset == dataset]
         names = [spec.name for spec in specs if spec.applies_to(dataset)]
