@@ -18,9 +18,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+from timing import interleaved
 
 FIRST_CALL = {
     "speechmos": """
@@ -63,15 +63,9 @@ def first_call(side: str, repeats: int, env: dict | None = None) -> list[float]:
 
 
 def paired(baseline, ours, runs: int) -> tuple[float, float]:
-    """Median seconds of ``baseline`` and ``ours``, after a warm-up, runs interleaved (load drifts affect both)."""
-    baseline(), ours()
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(runs):
-        for fn, out in ((baseline, times[0]), (ours, times[1])):
-            t0 = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t0)
-    return statistics.median(times[0]), statistics.median(times[1])
+    """Median seconds of ``baseline`` and ``ours`` (interleaved runs after a warm-up)."""
+    medians, _ = interleaved({"baseline": baseline, "ours": ours}, runs)
+    return medians["baseline"], medians["ours"]
 
 
 def clips(n: int, seconds: float, rate: int, channels: int = 1, seed: int = 0) -> list[np.ndarray]:

@@ -15,31 +15,10 @@ Run: python benchmarks/bench_group.py [--repeats 15] [--size 256] [--total 128]
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 from PIL import Image
-
-
-def _paired(fns: dict, repeats: int) -> tuple[dict, dict]:
-    """Time every side once per repetition (order rotating) after one warm-up each.
-
-    Returns (median seconds per side, median over repetitions of side / first side): pairing the
-    sides within a repetition cancels most of the drift of a shared machine.
-    """
-    keys = list(fns)
-    for fn in fns.values():
-        fn()
-    times = {k: [] for k in keys}
-    for r in range(repeats):
-        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-            t0 = time.perf_counter()
-            fns[k]()
-            times[k].append(time.perf_counter() - t0)
-    first = keys[0]
-    ratios = {k: statistics.median(a / b for a, b in zip(times[k], times[first])) for k in keys}
-    return {k: statistics.median(v) for k, v in times.items()}, ratios
+from timing import interleaved
 
 
 def make_images(total: int, size: int) -> list[Image.Image]:
@@ -63,7 +42,7 @@ def bench_size(images, n: int, repeats: int) -> dict:
         "rank": RewardProcessor([{"name": "s", "reward_model": "group_rank", "kwargs": {"base": base}}]),
         "normalized": RewardProcessor([{"name": "s", "reward_model": "group_normalized", "kwargs": {"base": base}}]),
     }
-    times, ratios = _paired({k: (lambda p=p: p(samples)) for k, p in procs.items()}, repeats)
+    times, ratios = interleaved({k: (lambda p=p: p(samples)) for k, p in procs.items()}, repeats)
     return {"n": n, "groups": total // n, "times": times, "ratios": ratios}
 
 

@@ -20,11 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -33,6 +31,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
+from timing import interleaved  # noqa: E402
 
 # ViT-B/32 sizes with a 768-d embedding, so the LAION aesthetic head (768 inputs) fits the same backbone.
 B32_768 = {"embed_dim": 768,
@@ -44,19 +43,8 @@ PROMPTS = ["a photo of a cat", "a red car parked on a rainy street at night", "a
            "a close-up of a hummingbird", "a city skyline at dawn"]
 
 
-def interleaved(fns: dict, runs: int, warmup: int = 1) -> dict:
-    """Median seconds of each callable, run round-robin so that load drifting on a shared machine hits
-    every contestant alike (ratios of sequential medians drifted by up to 2x here)."""
-    for _ in range(warmup):
-        for fn in fns.values():
-            fn()
-    times: dict = {name: [] for name in fns}
-    for _ in range(runs):
-        for name, fn in fns.items():
-            t = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+def interleaved_medians(fns: dict, runs: int) -> dict:
+    return interleaved(fns, runs)[0]
 
 
 def make_images(n: int, size: int = 512, seed: int = 0) -> list[Image.Image]:
@@ -123,7 +111,7 @@ def bench_preprocess(oc_dir: Path, runs: int) -> dict:
     pil_tf = open_clip.image_transform(224, is_train=False, mean=OPENAI_CLIP_MEAN, std=OPENAI_CLIP_STD)
     from rewardzoo.shared.fields import convert_field
 
-    t = interleaved({
+    t = interleaved_medians({
         "pil": lambda: torch.stack([pil_tf(im) for im in images]),
         "ours": lambda: preprocess_images(images, cfg),
         "u8": lambda: preprocess_images(u8, cfg),
@@ -175,12 +163,12 @@ def bench_throughput(hf_dir: Path, oc_dir: Path, runs: int, n: int = 32) -> dict
     ours = ClipScore(model_path=str(hf_dir), prefix="")
     # the same weights in bfloat16 (a config option, `dtype: bfloat16`): speed and score drift vs float32
     ours_bf16 = ClipScore(model_path=str(hf_dir), prefix="", dtype="bfloat16")
-    t = interleaved({"tm": tm, "ours": lambda: ours(image=images, prompt=prompts),
+    t = interleaved_medians({"tm": tm, "ours": lambda: ours(image=images, prompt=prompts),
                      "bf16": lambda: ours_bf16(image=images, prompt=prompts)}, runs)
     t_tm, t_ours_pil, t_bf16 = t["tm"], t["ours"], t["bf16"]
     bf16_diff = float((torch.as_tensor(ours_bf16(image=images, prompt=prompts).rewards)
                        - torch.as_tensor(ours(image=images, prompt=prompts).rewards)).abs().max())
-    del ours_bf16
+    ours_bf16 = None  # free the bf16 copy before the next section
     # per-sample agreement on these weights (torchmetrics' 100*cos vs our cosine)
     from torchmetrics.functional.multimodal.clip_score import _clip_score_update
 
@@ -207,7 +195,7 @@ def bench_throughput(hf_dir: Path, oc_dir: Path, runs: int, n: int = 32) -> dict
         with torch.no_grad():
             return ref_model.encode_text(tokens)
 
-    t = interleaved({"plain": plain_open_clip, "ours": lambda: oc(image=images, prompt=prompts),
+    t = interleaved_medians({"plain": plain_open_clip, "ours": lambda: oc(image=images, prompt=prompts),
                      "text77": text77, "textL": lambda: oc.backbone._encode_unique_text(captions)}, runs)
     t_plain, t_oc, t_text77, t_textL = t["plain"], t["ours"], t["text77"], t["textL"]
     return {"pairs": n, "torchmetrics_img_per_s": n / t_tm, "clip_score_hf_img_per_s": n / t_ours_pil,

@@ -1,7 +1,7 @@
 """Processor overhead and import cost (issue 2).
 
 1. Overhead: the JPEG rewards scored through RewardProcessor vs. calling the reward objects directly on
-   the same batches (same PIL images, same chunking). Calls alternate; ratio of medians, goal <= 1.05.
+   the same batches (same PIL images, same chunking). Calls alternate; median per-call ratio, goal <= 1.05.
 2. Import: wall time (best of N) of `import rewardzoo; rewardzoo.list_rewards()` in a fresh interpreter,
    next to a bare interpreter start measured in the same run. Goal: under 0.3 s.
 
@@ -11,13 +11,13 @@ Run: python benchmarks/bench_processor.py [--repeats 21]
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
 
 import numpy as np
 from PIL import Image
+from timing import interleaved
 
 
 def bench_overhead(repeats: int, n: int = 64, size: int = 512, batch: int = 16) -> dict:
@@ -40,16 +40,9 @@ def bench_overhead(repeats: int, n: int = 64, size: int = 512, batch: int = 16) 
     def processed():
         proc(samples)
 
-    # alternate the two sides call by call so machine drift affects both alike
-    direct(), processed()
-    d, p = [], []
-    for _ in range(repeats):
-        for fn, out in ((direct, d), (processed, p)):
-            t0 = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t0)
-    direct_s, proc_s = statistics.median(d), statistics.median(p)
-    return {"direct_s": direct_s, "processor_s": proc_s, "ratio": proc_s / direct_s}
+    medians, ratios = interleaved({"direct": direct, "processor": processed}, repeats)
+    direct_s, proc_s = medians["direct"], medians["processor"]
+    return {"direct_s": direct_s, "processor_s": proc_s, "ratio": ratios["processor"]}
 
 
 def bench_import(repeats: int) -> dict:

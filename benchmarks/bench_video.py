@@ -25,28 +25,11 @@ Run: python benchmarks/bench_video.py [--part reading|rewards|all] [--repeats 11
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
-
-
-def _paired(fns: dict, repeats: int) -> tuple[dict, dict]:
-    """Median seconds per side and median per-repetition ratio side / first side."""
-    keys = list(fns)
-    for fn in fns.values():
-        fn()
-    times = {k: [] for k in keys}
-    for r in range(repeats):
-        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-            t0 = time.perf_counter()
-            fns[k]()
-            times[k].append(time.perf_counter() - t0)
-    first = keys[0]
-    ratios = {k: statistics.median(a / b for a, b in zip(times[k], times[first])) for k in keys}
-    return {k: statistics.median(v) for k, v in times.items()}, ratios
+from timing import interleaved
 
 
 def make_frames(n: int, size: int, seed: int = 0) -> np.ndarray:
@@ -85,7 +68,7 @@ def bench_reading(args) -> None:
 
     # 1. full decode throughput on the same file
     path = clips["20s_longgop"]
-    t, r = _paired({"decord": lambda: read_video(path, None, backend="decord"),
+    t, r = interleaved({"decord": lambda: read_video(path, None, backend="decord"),
                     "pyav": lambda: read_video(path, None, backend="pyav")}, args.repeats)
     n = 20 * fps
     print("1. decode every frame of the 20 s clip (long GOP)")
@@ -104,10 +87,10 @@ def bench_reading(args) -> None:
                 p = clips[f"{seconds}s_{gop}"]
                 fns[f"{seconds}s_all"] = (lambda p=p: read_video(p, None, backend=backend))
                 fns[f"{seconds}s_8"] = (lambda p=p: read_video(p, 8, backend=backend))
-            t, _ = _paired(fns, args.repeats)
-            _, r_len = _paired({"2s": fns["2s_8"], "20s": fns["20s_8"]}, args.repeats)
-            _, r2 = _paired({"all": fns["2s_all"], "eight": fns["2s_8"]}, args.repeats)
-            _, r20 = _paired({"all": fns["20s_all"], "eight": fns["20s_8"]}, args.repeats)
+            t, _ = interleaved(fns, args.repeats)
+            _, r_len = interleaved({"2s": fns["2s_8"], "20s": fns["20s_8"]}, args.repeats)
+            _, r2 = interleaved({"all": fns["2s_all"], "eight": fns["2s_8"]}, args.repeats)
+            _, r20 = interleaved({"all": fns["20s_all"], "eight": fns["20s_8"]}, args.repeats)
             print(f"   {backend:7} {gop:8} {t['2s_8'] * 1e3:9.1f} {t['20s_8'] * 1e3:10.1f} {r_len['20s']:6.2f}x   "
                   f"{r2['eight']:9.2f}x {r20['eight']:10.2f}x")
 
@@ -150,7 +133,7 @@ def bench_rewards(args) -> None:
                                for i in range(len(v) - 1)])) for v in u8]
 
     flicker = TemporalFlickering()
-    t, r = _paired({"numpy": numpy_flicker, "reward": lambda: flicker(video=videos)}, reps * 3)
+    t, r = interleaved({"numpy": numpy_flicker, "reward": lambda: flicker(video=videos)}, reps * 3)
     print(f"   video_temporal_flickering   {t['reward'] * 1e3:8.1f} ms   NumPy VBench loop {t['numpy'] * 1e3:8.1f} ms"
           f"   ratio {r['reward']:.2f}")
 
@@ -158,12 +141,12 @@ def bench_rewards(args) -> None:
     pre = [subject.preprocess(v) for v in videos]
     with torch.inference_mode():
         bare = lambda: [subject.model(pixel_values=x, interpolate_pos_encoding=True) for x in pre]  # noqa: E731
-        t, r = _paired({"bare": bare, "reward": lambda: subject(video=videos)}, reps)
+        t, r = interleaved({"bare": bare, "reward": lambda: subject(video=videos)}, reps)
     print(f"   video_subject_consistency   {t['reward'] * 1e3:8.1f} ms   bare ViT-B/16 forward {t['bare'] * 1e3:8.1f} ms"
           f"   ratio {r['reward']:.2f}")
 
     background = BackgroundConsistency(str(clip_dir), num_frames=None)
-    t, r = _paired({"encode": lambda: [background.backbone.encode_images(v) for v in videos],
+    t, r = interleaved({"encode": lambda: [background.backbone.encode_images(v) for v in videos],
                     "reward": lambda: background(video=videos)}, reps)
     print(f"   video_background_consistency {t['reward'] * 1e3:7.1f} ms   encode_images alone {t['encode'] * 1e3:8.1f} ms"
           f"   ratio {r['reward']:.2f}")
@@ -172,7 +155,7 @@ def bench_rewards(args) -> None:
     image = ClipScore(str(clip_dir))
     flat = torch.cat(videos)
     flat_prompts = [p for p in prompts for _ in range(4)]
-    t, r = _paired({"image": lambda: image(image=flat, prompt=flat_prompts),
+    t, r = interleaved({"image": lambda: image(image=flat, prompt=flat_prompts),
                     "video": lambda: vclip(video=videos, prompt=prompts)}, reps)
     print(f"   video_clip_score            {t['video'] * 1e3:8.1f} ms   clip_score on the 8 frames {t['image'] * 1e3:7.1f} ms"
           f"   ratio {r['video']:.2f}")

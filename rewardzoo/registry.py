@@ -94,12 +94,12 @@ REGISTRY: dict[str, RewardEntry] = {
 }
 
 #: Modules each extra brings; a reward's extra counts as installed when all are importable.
-EXTRA_MODULES: dict[str, tuple[str, ...]] = {
-    "image": ("torch", "torchvision", "open_clip", "transformers"),
-    "video": ("torch", "torchvision", "transformers", "open_clip", "av"),
-    "audio": ("torch", "torchaudio", "soundfile", "onnxruntime", "speechmos", "scipy", "transformers"),
-    "text": ("torch", "transformers"),
-}
+EXTRA_MODULES: dict[str, tuple[str, ...]] = dict(
+    image=("torch", "torchvision", "open_clip", "transformers"),
+    video=("torch", "torchvision", "transformers", "open_clip", "av"),
+    audio=("torch", "torchaudio", "soundfile", "onnxruntime", "speechmos", "scipy", "transformers"),
+    text=("torch", "transformers"),
+)
 
 _USER: dict[str, type] = {}
 _PLUGINS: dict[str, str] | None = None
@@ -139,9 +139,9 @@ def list_rewards(modality: str | None = None) -> list[dict]:
     for name, e in sorted(REGISTRY.items()):
         if modality and e.modality != modality:
             continue
-        rows.append({"name": name, "modality": e.modality, "kind": e.kind, "extra": e.extra,
-                     "higher_is_better": e.higher_is_better, "score_range": list(e.score_range),
-                     "download": e.download, "installed": extra_installed(e.extra), "summary": e.summary})
+        rows.append(dict(name=name, modality=e.modality, kind=e.kind, extra=e.extra,
+                         higher_is_better=e.higher_is_better, score_range=list(e.score_range),
+                         download=e.download, installed=extra_installed(e.extra), summary=e.summary))
     return rows
 
 
