@@ -159,7 +159,8 @@ def parse_spec(raw: Any, where: str = "reward") -> RewardSpec:
             raise err("applicable_datasets", "must be null or a non-empty list of dataset names")
         datasets = tuple(datasets)
     weight = _weight(raw.get("weight", 1.0), datasets, err)
-    kwargs = raw.get("kwargs") or {}
+    kwargs = raw.get("kwargs")
+    kwargs = {} if kwargs is None else kwargs
     if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
         raise err("kwargs", "must be a mapping of constructor keyword arguments")
     return RewardSpec(name=name, reward_model=reward_model, model_path=model_path, dtype=dtype, device=device,

@@ -280,9 +280,12 @@ class DistributedRewardProcessor(RewardProcessor):
     def __call__(self, samples):
         if not self.exchange.active:
             return super().__call__(samples)
-        samples = as_samples(samples)
+        try:
+            samples, error = as_samples(samples), None
+        except InputError as exc:  # every rank must still reach the exchange, then all of them raise
+            samples, error = [], exc
         table = ScoreTable(self.specs, samples)
-        self.exchange.score(self, table, ConversionCache(samples))
+        self.exchange.score(self, table, ConversionCache(samples), error=error)
         return table.result()
 
 

@@ -64,11 +64,12 @@ def trl_samples(prompts: Sequence[Any] | None, completions: Sequence[Any] | None
                 fields["prompt"] = _text(prompts[i])
             if completions is not None:
                 fields["completion"] = _text(completions[i])
+            if extra and fields.get("metadata") is None:
+                fields["metadata"] = {k: v for k, v in extra.items()
+                                      if isinstance(v, (str, int, float, bool, type(None)))}
+            samples.append(Sample(**fields))
         except InputError as exc:
             raise exc.located(sample=i) from None
-        if extra and fields.get("metadata") is None:
-            fields["metadata"] = {k: v for k, v in extra.items() if isinstance(v, (str, int, float, bool, type(None)))}
-        samples.append(Sample(**fields))
     return samples
 
 

@@ -102,6 +102,11 @@ class ConversionCache:
                     self._values[key] = convert_field(fld, getattr(sample, fld), sample, reward)
                 except InputError as exc:
                     raise exc.located(reward=reward_name, field=fld, sample=index) from None
+                except RewardZooError:
+                    raise
+                except Exception as exc:  # a media backend failing: name the reward, field and sample
+                    raise RewardExecutionError(f"converting field '{fld}' of sample {index} failed: "
+                                               f"{type(exc).__name__}: {exc}", reward=reward_name) from exc
             return self._values[key]
 
 

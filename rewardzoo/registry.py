@@ -173,7 +173,7 @@ def resolve(name: str) -> type:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").split(".")[0]
-        if missing and not module_name.startswith(missing):
+        if missing and missing != module_name.split(".")[0]:
             raise MissingExtraError(name, missing, entry.extra if entry else _extra_for(missing)) from exc
         raise RegistryError(f"reward '{name}': cannot import module '{module_name}' ({exc})") from exc
     obj = module

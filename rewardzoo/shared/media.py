@@ -38,7 +38,7 @@ def open_image(path: str | os.PathLike) -> Image.Image:
             return img
     except FileNotFoundError:
         raise InputError(f"image file not found: '{path}'") from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
         raise InputError(f"cannot read image file '{path}': {exc}") from None
 
 
@@ -119,7 +119,8 @@ def to_image_tensor(value: Any):
 
     A float tensor input in [0, 1] is returned at full precision (not quantised to 8 bits).
     """
-    if is_tensor(value) and value.is_floating_point() and value.ndim == 3 and value.shape[0] in (1, 3):
+    if (is_tensor(value) and value.is_floating_point() and value.ndim == 3 and value.shape[0] in (1, 3)
+            and value.numel() > 0):
         t = value.detach()
         check_unit_range(t)
         return t.float().expand(3, -1, -1) if t.shape[0] == 1 else t.float()

@@ -34,6 +34,8 @@ def load_state_dict(path: str | os.PathLike, *, map_location: str = "cpu", key: 
             raise InputError(f"refusing to unpickle '{path}': it holds more than tensors ({exc}); "
                              "convert it to safetensors") from None
     if key is not None:
+        if not isinstance(state, dict) or key not in state:
+            raise InputError(f"'{path}' has no entry '{key}'")
         state = state[key]
     for wrapper in ("state_dict", "model", "module"):
         inner = state.get(wrapper) if isinstance(state, dict) else None

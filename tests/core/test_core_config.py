@@ -61,6 +61,8 @@ def test_eval_rewards_are_independent():
     ({"name": "a", "applicable_datasets": [1]}, "applicable_datasets", "non-empty list"),
     ({"name": "a", "async_reward": "yes"}, "async_reward", "true or false"),
     ({"name": "a", "kwargs": [1]}, "kwargs", "mapping"),
+    ({"name": "a", "kwargs": []}, "kwargs", "mapping"),  # falsy non-mappings are errors too, not {}
+    ({"name": "a", "kwargs": ""}, "kwargs", "mapping"),
     ({"name": "a", "model_path": 3}, "model_path", "string"),
     ({"name": ""}, "name", "non-empty string"),
     ({"reward_model": "x"}, "name", "non-empty string"),

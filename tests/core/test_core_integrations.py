@@ -43,6 +43,13 @@ def test_trl_functions_follow_the_protocol():
     assert "prompts" in str(inspect.signature(funcs[0]))
 
 
+@pytest.mark.parametrize("column, values", [("group_id", [1, 2.5]), ("dataset", ["math", 3])])
+def test_trl_bad_column_value_names_the_sample(column, values):
+    funcs, _ = trl_reward_funcs(CONFIG)
+    with pytest.raises(InputError, match=f"sample 1, field '{column}'"):
+        funcs[1](prompts=["a", "b"], completions=["x", "y"], **{column: values})
+
+
 def test_trl_rejects_per_dataset_weights():
     with pytest.raises(ConfigError, match="entry 'w', field 'weight'"):
         trl_reward_funcs({"rewards": [{"name": "w", "reward_model": path(PromptLength), "weight": {"a": 1.0}}]})

@@ -86,6 +86,12 @@ def test_bad_images_are_input_errors(value, message):
         to_pil_rgb(value)
 
 
+@pytest.mark.parametrize("shape", [(3, 0, 4), (1, 4, 0)])
+def test_empty_float_tensor_is_an_input_error_for_tensor_rewards(shape):
+    with pytest.raises(InputError, match="empty"):
+        to_image_tensor(torch.zeros(shape))
+
+
 def test_unreadable_file_is_an_input_error(tmp_path):
     bad = tmp_path / "broken.png"
     bad.write_bytes(b"\x89PNG\r\n\x1a\nnot really")

@@ -9,7 +9,7 @@ import pytest
 from core_rewards import CenteredLength, MetadataValue, PromptLength, path
 
 from rewardzoo import RewardProcessor, Sample
-from rewardzoo.errors import InputError
+from rewardzoo.errors import InputError, RewardExecutionError
 
 LEN = path(PromptLength)
 META = path(MetadataValue)
@@ -120,3 +120,27 @@ def test_metadata_reaches_rewards_as_json_string(metadata):
 def test_invalid_metadata_json_is_an_input_error():
     with pytest.raises(InputError, match="field 'metadata'.*not valid JSON"):
         RewardProcessor([{"name": "m", "reward_model": META}])([Sample(metadata="{oops")])
+
+
+def test_an_image_over_pils_pixel_limit_is_an_input_error_naming_reward_field_and_sample(tmp_path, monkeypatch):
+    from PIL import Image
+
+    Image.new("RGB", (64, 64), "red").save(tmp_path / "big.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # 4096 pixels > 2 x limit: DecompressionBombError
+    proc = RewardProcessor(["jpeg_compressibility"])
+    with pytest.raises(InputError) as info:
+        proc([Sample(image=np.zeros((8, 8, 3), np.uint8)), Sample(image=str(tmp_path / "big.png"))])
+    assert (info.value.reward, info.value.field, info.value.sample) == ("jpeg_compressibility", "image", 1)
+
+
+def test_an_unexpected_conversion_failure_names_reward_field_and_sample(monkeypatch):
+    from rewardzoo.shared import fields
+
+    def broken(value, sample, reward):
+        raise RuntimeError("backend exploded")
+
+    monkeypatch.setitem(fields.CONVERTERS, "prompt", broken)
+    proc = RewardProcessor([{"name": "len", "reward_model": LEN}])
+    with pytest.raises(RewardExecutionError, match="reward 'len'.*field 'prompt' of sample 0.*backend exploded") as info:
+        proc([Sample(prompt="abc")])
+    assert isinstance(info.value.__cause__, RuntimeError)

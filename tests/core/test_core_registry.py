@@ -54,10 +54,12 @@ def test_register_decorator_lowercases_and_refuses_builtin_names():
         registry.register("clip_score")(Custom)
 
 
-def test_missing_extra_names_module_and_pip_command(tmp_path, monkeypatch):
-    (tmp_path / "needs_missing_dep.py").write_text("import not_installed_backend_xyz\n")
+@pytest.mark.parametrize("module", ["needs_missing_dep", "not_installed_backend_xyz_rewards"])
+def test_missing_extra_names_module_and_pip_command(tmp_path, monkeypatch, module):
+    # the second module's name merely starts with the missing one's: still a missing dependency
+    (tmp_path / f"{module}.py").write_text("import not_installed_backend_xyz\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    entry = registry._e("needs_missing_dep:Thing", "image", "pointwise", "image", (0.0, 1.0), "test")
+    entry = registry._e(f"{module}:Thing", "image", "pointwise", "image", (0.0, 1.0), "test")
     monkeypatch.setitem(registry.REGISTRY, "fancy_reward", entry)
     with pytest.raises(MissingExtraError) as info:
         registry.resolve("fancy_reward")

@@ -108,6 +108,15 @@ def main() -> None:
         out["fail_input"] = error_record(exc, start)
     save()
 
+    # 5b. a malformed sample on rank 1 only, synchronous call: both ranks raise, none waits for the other
+    start = time.monotonic()
+    try:
+        proc(mine if rank == 0 else [{"prompt": "x", "colour": "red"}])
+        out["fail_malformed"] = None
+    except Exception as exc:
+        out["fail_malformed"] = error_record(exc, start)
+    save()
+
     # 6. the processor still works after those failures (no collective left unmatched)
     out["after_failures"] = plain(proc(mine))
     save()

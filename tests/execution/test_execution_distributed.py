@@ -99,6 +99,12 @@ def test_bad_input_on_one_rank_fails_every_rank_at_finalize(ranks):
     assert other["type"] == "RemoteRankError" and other["rank"] == 1 and other["reward"] == "rec"
 
 
+def test_a_malformed_sample_on_one_rank_fails_every_rank_in_the_sync_call(ranks):
+    own, other = ranks[1]["fail_malformed"], ranks[0]["fail_malformed"]
+    assert own["type"] == "InputError" and "field 'colour'" in own["message"] and "sample 0" in own["message"]
+    assert other["type"] == "RemoteRankError" and other["rank"] == 1 and "colour" in other["message"]
+
+
 @pytest.mark.parametrize("rank", [0, 1])
 def test_collectives_stay_matched_after_failures(ranks, reference, rank):
     _assert_rank_matches(ranks[rank]["after_failures"], reference, rank)

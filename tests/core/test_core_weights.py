@@ -1,0 +1,32 @@
+"""Safe weight loading: the key a caller asks for, wrappers, refusal of arbitrary pickles."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from rewardzoo.errors import InputError
+from rewardzoo.shared.weights import load_state_dict
+
+
+@pytest.mark.parametrize("wrapper", [None, "state_dict", "model"])
+def test_plain_and_wrapped_checkpoints_give_the_tensors(tmp_path, wrapper):
+    weights = {"w": torch.arange(6.0).reshape(2, 3)}
+    torch.save(weights if wrapper is None else {wrapper: weights, "epoch": 3}, tmp_path / "ckpt.pt")
+    state = load_state_dict(tmp_path / "ckpt.pt")
+    assert set(state) == {"w"} and torch.equal(state["w"], weights["w"])
+
+
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
+def test_a_missing_key_is_an_input_error_naming_it(tmp_path, suffix):
+    path = tmp_path / f"ckpt{suffix}"
+    (save_file if suffix == ".safetensors" else torch.save)({"w": torch.zeros(2)}, str(path))
+    with pytest.raises(InputError, match="no entry 'ema'"):
+        load_state_dict(path, key="ema")
+
+
+def test_arbitrary_pickles_are_refused(tmp_path):
+    torch.save({"w": torch.zeros(2), "obj": InputError("not a tensor")}, tmp_path / "evil.pt")
+    with pytest.raises(InputError, match="refusing to unpickle"):
+        load_state_dict(tmp_path / "evil.pt")
