@@ -65,6 +65,13 @@ def check_positive_int(value: Any, name: str, alternative: str = "") -> int:
     return value
 
 
+def check_temporal(frames: Any, sample: int) -> None:
+    """InputError (field ``video``) unless the video has the 2 frames a temporal score needs."""
+    if frames.shape[0] < 2:
+        raise InputError(f"a temporal score needs at least 2 frames, got {frames.shape[0]} (no temporal signal)",
+                         field="video", sample=sample)
+
+
 # --------------------------------------------------------------------------------------------- files
 
 

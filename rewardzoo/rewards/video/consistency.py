@@ -19,7 +19,7 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
 from ...errors import ConfigError, InputError
-from ...shared.video import check_num_frames, check_positive_int
+from ...shared.video import check_num_frames, check_positive_int, check_temporal
 from ..base import PointwiseReward, RewardOutput
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -62,9 +62,7 @@ class FrameConsistency(PointwiseReward):
     def __call__(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
         scores = []
         for i, frames in enumerate(video):
-            if frames.shape[0] < 2:
-                raise InputError(f"{type(self).__name__} needs at least 2 frames, got {frames.shape[0]}",
-                                 field="video", sample=i)
+            check_temporal(frames, i)
             try:
                 feats = torch.cat([self.features(chunk) for chunk in frames.split(self.frame_batch_size)])
             except InputError as exc:  # raised per frame by the image preprocessing: report the video

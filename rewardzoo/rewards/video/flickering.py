@@ -13,8 +13,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import torch
 
-from ...errors import InputError
-from ...shared.video import check_num_frames
+from ...shared.video import check_num_frames, check_temporal
 from ..base import PointwiseReward, RewardOutput
 
 
@@ -54,8 +53,6 @@ class TemporalFlickering(PointwiseReward):
     def __call__(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
         scores = []
         for i, frames in enumerate(video):
-            if frames.shape[0] < 2:
-                raise InputError(f"temporal flickering needs at least 2 frames, got {frames.shape[0]}",
-                                 field="video", sample=i)
+            check_temporal(frames, i)
             scores.append(temporal_flickering(frames))
         return RewardOutput(scores)
