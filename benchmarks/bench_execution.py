@@ -32,11 +32,12 @@ import time
 from datetime import timedelta
 
 import numpy as np
+from results_io import figure, measure, write_results
 
 import rewardzoo
 from rewardzoo import RewardProcessor, Sample
 from rewardzoo.registry import register
-from rewardzoo.rewards.base import GroupwiseReward
+from rewardzoo.rewards.base import GroupwiseReward, Inputs
 from rewardzoo.rewards.image.jpeg import jpeg_kilobytes
 
 ROUNDS, BATCH, SIZE, REPEATS = 8, 8, 512, 5
@@ -46,7 +47,7 @@ ROUNDS, BATCH, SIZE, REPEATS = 8, 8, 512, 5
 class CenteredJpeg(GroupwiseReward):
     """JPEG size (kB) minus its group's mean."""
 
-    required_fields = ("image", "group_id")
+    inputs = Inputs(("image", "group_id"))
 
     def __call__(self, image, **_):
         kb = np.array([jpeg_kilobytes(img) for img in image])
@@ -57,7 +58,7 @@ class CenteredJpeg(GroupwiseReward):
 class CenteredValue(GroupwiseReward):
     """metadata["value"] minus its group's mean."""
 
-    required_fields = ("metadata",)
+    inputs = Inputs(("metadata",))
 
     def __call__(self, metadata, **_):
         v = np.array([json.loads(m)["value"] for m in metadata])
@@ -186,11 +187,55 @@ def bench_gather() -> dict:
             "image": "64x64", **results}
 
 
+GENERATORS = {"sleep": "a GPU sampler: the host waits for the device",
+              "numpy": "a single-threaded CPU NumPy sampler competing for the cores"}
+GATHER_REWARDS = {"bench_centered_jpeg": "group-centred JPEG size (the images travel)",
+                  "bench_centered_value": "group-centred metadata value (a JSON string travels)"}
+
+
+def overlap_figures(r: dict) -> list[dict]:
+    ideal = (r["rounds"] + 1) / (2 * r["rounds"])
+    out = []
+    for gen, what in GENERATORS.items():
+        g = r[gen]
+        out.append(figure(
+            f"execution.overlap.{gen}",
+            f"async overlap: {r['rounds']} rounds of {r['batch']} images {r['image']}x{r['image']}, "
+            f"`jpeg_incompressibility` async with 1 worker; generator `{gen}` ({what}) costs "
+            f"{g['generate_cost_s'] * 1e3:.0f} ms per batch, scoring one batch {r['score_cost_s'] * 1e3:.0f} ms",
+            measure("async", g["async_s"], "s"), baseline=measure("sync", g["sync_s"], "s"), ratio=g["ratio"],
+            ratio_label="async / sync", goal="<= 0.65" if gen == "sleep" else None,
+            notes=f"ideal ratio {ideal:.2f} for {r['rounds']} rounds" if gen == "sleep" else
+            "the generator and the reward compete for the same cores"))
+    return out
+
+
+def gather_figures(r: dict) -> list[dict]:
+    work = (f"2 gloo ranks on CPU, {r['groups']} groups of {r['group_size']} ({r['samples_per_rank']} samples per "
+            f"rank, images {r['image']}), times on rank 0")
+    out = []
+    for reward, what in GATHER_REWARDS.items():
+        g, key = r[reward], reward.removeprefix("bench_centered_")
+        out.append(figure(
+            f"execution.gather.{key}.split_over_local",
+            f"cross-rank group exchange, {what}: every group split 4+4 over the ranks vs every group on one rank; "
+            + work, measure("split", g["split_s"] * 1e3, "ms"), baseline=measure("local", g["local_s"] * 1e3, "ms"),
+            ratio=g["split_over_local"], ratio_label="split / local"))
+        out.append(figure(
+            f"execution.gather.{key}.local_over_plain",
+            f"DistributedRewardProcessor with all-local groups vs the single-process RewardProcessor, {what}; "
+            + work, measure("distributed, local groups", g["local_s"] * 1e3, "ms"),
+            baseline=measure("plain", g["plain_s"] * 1e3, "ms"), ratio=g["local_over_plain"],
+            ratio_label="local / plain"))
+    return out
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--gather-rank"]:
         _gather_worker(int(argv[1]), argv[2], argv[3])
         return
     parts = argv or ["overlap", "gather"]
+    figures = []
     print(f"rewardzoo {rewardzoo.__version__}, {os.cpu_count()} CPU cores, medians of {REPEATS} after warm-up")
     if "overlap" in parts:
         r = bench_overlap()
@@ -200,6 +245,7 @@ def main(argv: list[str]) -> None:
             g = r[gen]
             print(f"  generator={gen:5s} (gen {g['generate_cost_s'] * 1e3:.0f} ms/batch): sync {g['sync_s']:.2f} s, "
                   f"async {g['async_s']:.2f} s, async/sync = {g['ratio']:.2f}")
+        figures += overlap_figures(r)
     if "gather" in parts:
         r = bench_gather()
         print(f"\n[gather] 2 gloo ranks, {r['groups']} groups of {r['group_size']}, {r['samples_per_rank']} "
@@ -209,6 +255,8 @@ def main(argv: list[str]) -> None:
             print(f"  {reward:21s}: plain {g['plain_s'] * 1e3:.1f} ms, local {g['local_s'] * 1e3:.1f} ms, "
                   f"split {g['split_s'] * 1e3:.1f} ms; split/local = {g['split_over_local']:.2f}, "
                   f"local/plain = {g['local_over_plain']:.2f}")
+        figures += gather_figures(r)
+    write_results(__file__, figures, parts=[f"execution.{p}" for p in parts])
 
 
 if __name__ == "__main__":

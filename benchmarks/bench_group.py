@@ -18,6 +18,7 @@ import argparse
 
 import numpy as np
 from PIL import Image
+from results_io import figure, measure, write_results
 from timing import interleaved
 
 
@@ -51,22 +52,22 @@ def bench_overhead(n: int, repeats: int = 2000) -> dict:
     import json
     import timeit
 
+    from rewardzoo import load_reward
     from rewardzoo.registry import register
-    from rewardzoo.rewards.base import PointwiseReward
-    from rewardzoo.rewards.group.ranking import GroupNormalized, GroupRank, PairwiseWinRate
+    from rewardzoo.rewards.base import Inputs, PointwiseReward
 
     @register("bench_group_free")
     class Free(PointwiseReward):
-        required_fields = ("metadata",)
+        inputs = Inputs(("metadata",))
 
         def __call__(self, metadata, **_):
             return [1.0] * len(metadata)
 
     meta = [json.dumps({"score": i}) for i in range(n)]
     out = {}
-    for key, cls, kw in (("winrate_hard", PairwiseWinRate, {}), ("winrate_soft", PairwiseWinRate, {"mode": "soft"}),
-                         ("rank", GroupRank, {}), ("normalized", GroupNormalized, {})):
-        wrapper = cls(base="bench_group_free", **kw)
+    for key, name, kw in (("winrate_hard", "pairwise_winrate", {}), ("winrate_soft", "pairwise_winrate", {"mode": "soft"}),
+                          ("rank", "group_rank", {}), ("normalized", "group_normalized", {})):
+        wrapper = load_reward({"name": name, "device": "cpu"}, base="bench_group_free", **kw)  # built by the loader
         t_w = min(timeit.repeat(lambda: wrapper(metadata=meta, group_id=[0] * n), number=repeats, repeat=5))
         t_b = min(timeit.repeat(lambda: wrapper.base(metadata=meta), number=repeats, repeat=5))
         out[key] = (t_w - t_b) / repeats
@@ -95,9 +96,38 @@ def main() -> None:
     print("wrappers' own time per group (direct call minus base call, base costs nothing):")
     print("| n | pairwise_winrate hard | soft | group_rank | group_normalized |")
     print("|---|---|---|---|---|")
+    overheads = {}
     for n in (4, 16, 64):
-        o = bench_overhead(n)
+        o = overheads[n] = bench_overhead(n)
         print(f"| {n} | " + " | ".join(f"{o[k] * 1e6:.0f} us" for k in keys) + " |")
+    write_results(__file__, figures(rows, overheads, args))
+
+
+WRAPPERS = {"winrate_hard": ("pairwise_winrate", "`pairwise_winrate` (Bradley-Terry, hard)"),
+            "winrate_soft": ("pairwise_winrate", "`pairwise_winrate` (Bradley-Terry, soft)"),
+            "rank": ("group_rank", "`group_rank`"), "normalized": ("group_normalized", "`group_normalized`")}
+
+
+def figures(rows: list[dict], overheads: dict[int, dict], args) -> list[dict]:
+    out = []
+    for key, (reward, what) in WRAPPERS.items():
+        for r in rows:
+            t, q, n = r["times"], r["ratios"], r["n"]
+            out.append(figure(
+                f"group.processor.{key}.n{n}",
+                f"{what} over `jpeg_incompressibility` vs the base alone (same number of calls), groups of {n}, "
+                f"{args.total} images {args.size}x{args.size}, through the processor",
+                measure(reward, t[key] * 1e3, "ms"), baseline=measure("base alone", t["base"] * 1e3, "ms"),
+                ratio=q[key], ratio_label="wrapper / base", rewards=[reward],
+                goal="<= 1.2" if key == "winrate_hard" and n == 16 else None,
+                notes=f"median of {args.repeats} paired per-repetition ratios"))
+    for key, (reward, what) in WRAPPERS.items():
+        for n, o in overheads.items():
+            out.append(figure(
+                f"group.own_time.{key}.n{n}",
+                f"{what}: the wrapper's own time per group of {n} (direct call minus the base call, a base that "
+                f"costs nothing)", measure("per group", o[key] * 1e6, "us"), rewards=[reward]))
+    return out
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
+from results_io import figure, measure, write_results  # noqa: E402
 from timing import interleaved  # noqa: E402
 
 # ViT-B/32 sizes with a 768-d embedding, so the LAION aesthetic head (768 inputs) fits the same backbone.
@@ -51,35 +52,6 @@ def make_images(n: int, size: int = 512, seed: int = 0) -> list[Image.Image]:
     rng = np.random.default_rng(seed)
     return [Image.fromarray(rng.integers(0, 256, (size // 16, size // 16, 3), dtype=np.uint8)).resize(
         (size, size), Image.BICUBIC) for _ in range(n)]
-
-
-def save_open_clip_dir(path: Path, cfg: dict) -> None:
-    import open_clip
-    from safetensors.torch import save_file
-
-    torch.manual_seed(0)
-    model = open_clip.CLIP(**cfg)
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg, "preprocess_cfg": PREPROCESS}))
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path / "open_clip_model.safetensors"))
-
-
-def save_hf_dir(path: Path) -> None:
-    """transformers CLIPModel with the ViT-B/32 default sizes + an offline tokenizer and processor."""
-    import gzip
-
-    from open_clip.tokenizer import bytes_to_unicode, default_bpe
-    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
-
-    lines = gzip.open(default_bpe()).read().decode("utf-8").split("\n")
-    merges = lines[1:49152 - 256 - 2 + 1]
-    vocab = list(bytes_to_unicode().values())
-    vocab = vocab + [v + "</w>" for v in vocab] + ["".join(m.split()) for m in merges]
-    vocab += ["<|startoftext|>", "<|endoftext|>"]
-    tok = CLIPTokenizer(vocab={t: i for i, t in enumerate(vocab)}, merges=[tuple(m.split()) for m in merges])
-    torch.manual_seed(0)
-    CLIPModel(CLIPConfig()).save_pretrained(path)
-    CLIPProcessor(image_processor=CLIPImageProcessor(), tokenizer=tok).save_pretrained(path)
 
 
 class TensorFeatures(torch.nn.Module):
@@ -116,8 +88,8 @@ def bench_preprocess(oc_dir: Path, runs: int) -> dict:
         "ours": lambda: preprocess_images(images, cfg),
         "u8": lambda: preprocess_images(u8, cfg),
         "f32": lambda: preprocess_images(list(f32), cfg),
-        # what the processor does for PIL/path samples of the image rewards (uint8_images), then ours
-        "proc": lambda: preprocess_images([convert_field("image", im, None, ClipScore) for im in images], cfg),
+        # what the processor does for PIL/path samples of the image rewards (uint8 images), then ours
+        "proc": lambda: preprocess_images([convert_field("image", im, None, ClipScore.inputs) for im in images], cfg),
     }, runs)
     t_pil, t_ours, t_u8, t_f32, t_proc = t["pil"], t["ours"], t["u8"], t["f32"], t["proc"]
     ref = torch.stack([pil_tf(im) for im in images])
@@ -258,13 +230,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         oc_dir, hf_dir = tmp / "b32-768", tmp / "openai-clip-b32"
-        save_open_clip_dir(oc_dir, B32_768)
-        save_hf_dir(hf_dir)
-        head = tmp / "sac+logos+ava1-l14-linearMSE.pth"
-        from rewardzoo.rewards.image.aesthetic import AestheticHead
+        from transformers import CLIPConfig, CLIPImageProcessor
 
-        torch.save({f"layers.{k}" if not k.startswith("layers.") else k: v
-                    for k, v in AestheticHead(768).state_dict().items()}, head)
+        from rewardzoo.testing import aesthetic_head_file, tiny_hf_clip_dir, tiny_open_clip_dir
+
+        # full-size random-init models (speed does not depend on the weight values)
+        tiny_open_clip_dir(oc_dir, seed=0, model_cfg=B32_768, preprocess_cfg=PREPROCESS)
+        # transformers CLIPModel with the ViT-B/32 default sizes + an offline tokenizer and processor
+        tiny_hf_clip_dir(hf_dir, seed=0, config=CLIPConfig(), image_processor=CLIPImageProcessor())
+        head = aesthetic_head_file(tmp / "sac+logos+ava1-l14-linearMSE.pth", input_size=768)
         results = {"torch_threads": args.threads, "runs": runs}
         if args.only in (None, "preprocess"):
             results["preprocess_32x512"] = bench_preprocess(oc_dir, runs)
@@ -275,6 +249,90 @@ def main() -> None:
         if args.only == "memory" or (args.only is None and not args.quick):
             results["memory_clip_score_plus_aesthetic"] = bench_memory(oc_dir, head)
             print(json.dumps({"memory": results["memory_clip_score_plus_aesthetic"]}, indent=1), flush=True)
+    parts = [f"image.{p}" for p in ("preprocess", "throughput", "memory")
+             if p == args.only or (args.only is None and not (p == "memory" and args.quick))]
+    write_results(__file__, figures(results), parts=parts)
+
+
+CROP_REWARDS = ["clip_score", "clip_image_similarity", "laion_aesthetic", "pickscore"]  # shared CLIP preprocessing
+
+
+def figures(results: dict) -> list[dict]:
+    out = []
+    threads, runs = results["torch_threads"], results["runs"]
+    if "preprocess_32x512" in results:
+        p = results["preprocess_32x512"]
+        work = f"32 RGB images 512x512 -> 224x224, {threads} torch thread(s), median of {runs} interleaved runs"
+        pil = measure("open_clip PIL pipeline", p["pil_ms"], "ms")
+        for key, source, ms, speedup, goal, rewards in (
+                ("from_pil", "rewardzoo tensor path from the same PIL images", "tensor_from_pil_ms",
+                 "speedup_from_pil", None, CROP_REWARDS),
+                ("processor_path", "through the processor (PIL -> uint8 tensor, then the tensor path)",
+                 "processor_path_ms", "speedup_processor_path", ">= 3x", CROP_REWARDS),
+                ("from_uint8", "rewardzoo tensor path from a uint8 (N, 3, H, W) tensor", "tensor_from_uint8_ms",
+                 "speedup_from_uint8", None, ["clip_score"]),
+                ("from_float", "rewardzoo tensor path from float tensors in [0, 1] (quantised at full resolution)",
+                 "tensor_from_float_ms", "speedup_from_float", None, ["clip_score"])):
+            out.append(figure(f"image.preprocess.{key}", f"CLIP preprocessing, {source}; {work}",
+                              measure("rewardzoo", p[ms], "ms"), baseline=pil, ratio=p[speedup],
+                              ratio_label="x faster", goal=goal, rewards=rewards))
+        for key, what in (("max_abs_pixel_diff", "max |pixel difference| to the open_clip PIL pipeline, after "
+                                                 "normalisation"),
+                          ("mean_abs_pixel_diff", "mean |pixel difference| to the open_clip PIL pipeline, after "
+                                                  "normalisation"),
+                          ("max_abs_clip_score_diff", "max |CLIPScore difference|, the same model fed the PIL-pipeline "
+                                                      "pixels vs rewardzoo's"),
+                          ("max_abs_cosine_diff", "max |cosine difference|, the same model fed the PIL-pipeline "
+                                                  "pixels vs rewardzoo's")):
+            out.append(figure(f"image.preprocess.{key}", f"CLIP preprocessing accuracy: {what}; 32 images 512x512, "
+                              "ViT-B/32-sized random-init open_clip model", measure("difference", p[key], ""),
+                              rewards=["clip_score"]))
+    if "clip_score_throughput" in results:
+        t = results["clip_score_throughput"]
+        n = t["pairs"]
+        work = f"{n} images 512x512 + {n} distinct prompts, ViT-B/32 sizes, random init, {threads} torch thread(s)"
+        tm = measure("torchmetrics CLIPScore fp32", t["torchmetrics_img_per_s"], "img/s")
+        out += [
+            figure("image.throughput.vs_torchmetrics",
+                   f"`clip_score` (transformers weights, fp32) vs torchmetrics CLIPScore on the same weights; {work}",
+                   measure("clip_score fp32", t["clip_score_hf_img_per_s"], "img/s"), baseline=tm,
+                   ratio=t["ratio_vs_torchmetrics"], ratio_label="x faster", goal=">= 1.5x", rewards=["clip_score"],
+                   notes="at equal precision on CPU both sides spend most of the time in the same image tower"),
+            figure("image.throughput.cosine_diff_vs_torchmetrics",
+                   f"`clip_score` vs torchmetrics CLIPScore: max |cosine difference| per sample; {work}",
+                   measure("difference", t["max_abs_cosine_diff_vs_torchmetrics"], ""), rewards=["clip_score"]),
+            figure("image.throughput.bf16_vs_torchmetrics",
+                   f"`clip_score` with `dtype: bfloat16` vs torchmetrics CLIPScore fp32; {work}",
+                   measure("clip_score bf16", t["clip_score_hf_bf16_img_per_s"], "img/s"), baseline=tm,
+                   ratio=t["ratio_bf16_vs_torchmetrics_fp32"], ratio_label="x faster", rewards=["clip_score"]),
+            figure("image.throughput.bf16_score_diff",
+                   f"`clip_score` in bfloat16 vs float32: max |score change|; {work}",
+                   measure("difference", t["max_abs_clip_score_diff_bf16_vs_fp32"], ""), rewards=["clip_score"]),
+            figure("image.throughput.vs_plain_open_clip",
+                   f"`clip_score` (open_clip backend) vs plain open_clip (PIL transform + 77-position "
+                   f"`encode_text`); {work}",
+                   measure("clip_score", t["clip_score_open_clip_img_per_s"], "img/s"),
+                   baseline=measure("plain open_clip", t["plain_open_clip_img_per_s"], "img/s"),
+                   ratio=t["ratio_vs_plain_open_clip"], ratio_label="x faster", rewards=["clip_score"]),
+            figure("image.throughput.text_tower",
+                   f"open_clip text tower on {n} captions: the longest prompt's length vs 77 positions "
+                   "(same embeddings)", measure("longest-prompt length", t["open_clip_textL_ms"], "ms"),
+                   baseline=measure("77 positions", t["open_clip_text77_ms"], "ms"), ratio=t["text_ratio"],
+                   ratio_label="x faster", rewards=["clip_score", "hpsv2"]),
+        ]
+    if "memory_clip_score_plus_aesthetic" in results:
+        m = results["memory_clip_score_plus_aesthetic"]
+        for key, what in (("peak_rss_mb", "peak RSS"), ("rss_after_mb", "RSS after scoring"),
+                          ("clip_parameter_mb", "CLIP parameter memory")):
+            out.append(figure(
+                f"image.memory.{key.removesuffix('_mb')}",
+                f"{what} of a fresh process with `clip_score` + `laion_aesthetic` (ViT-B/32-sized backbone with a "
+                "768-d embedding, 8 images 512x512 scored): one shared backbone vs two separate loads",
+                measure("one shared backbone", m["shared"][key], "MB"),
+                baseline=measure("two separate loads", m["separate"][key], "MB"),
+                ratio=m[f"{key}_ratio_separate_over_shared"], ratio_label="x less",
+                rewards=["clip_score", "laion_aesthetic"]))
+    return out
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 from PIL import Image
+from results_io import figure, measure, write_results
 from timing import interleaved
 
 
@@ -69,6 +70,23 @@ def main() -> None:
           f"processor {o['processor_s'] * 1e3:.1f} ms | {o['ratio']:.3f} |")
     print(f"| `import rewardzoo; list_rewards()` (fresh process) | bare python {i['bare_python_s'] * 1e3:.0f} ms | "
           f"{i['import_and_list_s'] * 1e3:.0f} ms | +{i['import_only_s'] * 1e3:.0f} ms over bare |")
+    jpeg = ["jpeg_compressibility", "jpeg_incompressibility"]
+    write_results(__file__, [
+        figure("processor.overhead.jpeg_rewards",
+               "processor overhead: both JPEG rewards through RewardProcessor vs direct reward calls on the same "
+               "batches, 64 images 512x512, batch 16",
+               measure("processor", o["processor_s"] * 1e3, "ms"), baseline=measure("direct calls", o["direct_s"] * 1e3, "ms"),
+               ratio=o["ratio"], ratio_label="processor / direct", goal="<= 1.05", rewards=jpeg,
+               notes=f"median of {args.repeats} paired per-repetition ratios"),
+        figure("processor.import.import_and_list",
+               "`import rewardzoo; rewardzoo.list_rewards()` in a fresh interpreter vs a bare interpreter start",
+               measure("import + list", i["import_and_list_s"] * 1e3, "ms"),
+               baseline=measure("bare python", i["bare_python_s"] * 1e3, "ms"),
+               notes=f"best of {args.repeats} alternating starts"),
+        figure("processor.import.import_only",
+               "cost of `import rewardzoo; rewardzoo.list_rewards()` over a bare interpreter start",
+               measure("import + list - bare", i["import_only_s"] * 1e3, "ms"), goal="< 300 ms"),
+    ])
 
 
 if __name__ == "__main__":

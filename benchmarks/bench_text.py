@@ -15,6 +15,7 @@ import statistics
 import time
 
 import torch
+from results_io import figure, measure, write_results
 
 from rewardzoo.rewards.text.backbones import HFBackbone
 from rewardzoo.rewards.text.implicit_prm import ImplicitPRM
@@ -55,11 +56,13 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
-    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers import GPT2LMHeadModel
+
+    from rewardzoo.testing import gpt2_config
 
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=4096, n_positions=args.max_len, bos_token_id=0, eos_token_id=0, n_embd=args.dim,
-                        n_layer=args.layers, n_head=max(args.dim // 64, 1))
+    config = gpt2_config(vocab_size=4096, n_positions=args.max_len, bos_token_id=0, eos_token_id=0, pad_token_id=None,
+                         n_embd=args.dim, n_layer=args.layers, n_head=max(args.dim // 64, 1))
     lm = GPT2LMHeadModel(config).eval()
     gen = torch.Generator().manual_seed(0)
     lengths = torch.randint(args.min_len, args.max_len + 1, (args.batch,), generator=gen).tolist()
@@ -83,12 +86,29 @@ def main() -> None:
         "ImplicitPRM outcome": (lambda: prm.outcome_reward(ids, mask),
                                 lambda: torch.cat([prm.outcome_reward(s) for s in singles])),
     }
+    keys = {"SequenceRewardModel": ("sequence_reward", "`SequenceRewardModel` (scalar head, `sequence_reward`)"),
+            "ImplicitPRM outcome": ("implicit_prm", "`ImplicitPRM` outcome reward (policy + reference, "
+                                                    "`implicit_prm`)")}
+    pad = 1 - sum(lengths) / (args.batch * n)
+    work = (f"{args.batch} sequences of {min(lengths)}-{max(lengths)} tokens ({pad:.0%} of the padded batch is "
+            f"padding), random-init GPT-2 {args.layers}x{args.dim}, vocabulary {config.vocab_size}, device {device}, "
+            f"{torch.get_num_threads()} torch thread(s), median of {args.repeats} alternating runs")
+    figures = []
     with torch.no_grad():
         for name, (batched, loop) in cases.items():
             diff = (batched() - loop()).abs().max().item()
             t_batch, t_loop = timed_pair(batched, loop, device, args.repeats)
             print(f"{name:22s} padded batch {t_batch * 1e3:8.1f} ms | per-sequence loop {t_loop * 1e3:8.1f} ms | "
                   f"speed-up x{t_loop / t_batch:5.2f} | max |diff| {diff:.1e}")
+            reward, what = keys[name]
+            figures.append(figure(f"text.{reward}.padded_vs_loop", f"{what}: one padded batch vs a per-sequence loop; "
+                                  + work, measure("padded batch", t_batch * 1e3, "ms"),
+                                  baseline=measure("per-sequence loop", t_loop * 1e3, "ms"), ratio=t_loop / t_batch,
+                                  ratio_label="x speed-up (loop / padded)", rewards=[reward]))
+            figures.append(figure(f"text.{reward}.max_diff", f"{what}: max |difference| between the padded batch "
+                                  "and the per-sequence loop; " + work, measure("difference", diff, ""),
+                                  rewards=[reward]))
+    write_results(__file__, figures)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 from .config import RewardConfig, load_config
 from .loader import RewardLoader
 from .processor import RewardProcessor
+from .rewards.base import Reward
 
 
 def build_processors(config: RewardConfig | str | os.PathLike | Mapping[str, Any],
@@ -34,3 +35,17 @@ def build_processors(config: RewardConfig | str | os.PathLike | Mapping[str, Any
             return (DistributedRewardProcessor(config.rewards, loader, group=group),
                     DistributedRewardProcessor(config.eval_rewards, loader, group=group))
         return RewardProcessor(config.rewards, loader), RewardProcessor(config.eval_rewards, loader)
+
+
+def load_reward(entry: str | Mapping[str, Any], loader: RewardLoader | None = None, **kwargs: Any) -> Reward:
+    """Build one reward outside a processor, as a config entry would: ``load_reward("clip_score",
+    prefix="")`` or ``load_reward({"name": "clip_score", "model_path": "ViT-L-14"})``.
+
+    ``kwargs`` are the reward's own options (the entry's ``kwargs:``). Composites (group wrappers,
+    frame averages) get their inner rewards built the same way; pass a ``loader`` to share instances
+    with other rewards. The reward's ``device`` defaults to ``auto``, as in a config.
+    """
+    raw: dict[str, Any] = {"name": entry} if isinstance(entry, str) else dict(entry)
+    if kwargs:
+        raw["kwargs"] = {**dict(raw.get("kwargs") or {}), **kwargs}
+    return (loader or RewardLoader()).load(raw)

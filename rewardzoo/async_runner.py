@@ -31,17 +31,16 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .engine import (ConversionCache, Job, Outcome, RewardResult, ScoreTable, applicable_mask, as_samples,
+                     check_required, group_indices, run_call)
 from .errors import InputError, RewardTimeoutError
-from .processor import (ConversionCache, ScoreTable, applicable_mask, as_samples, call_plan, check_required,
-                        group_indices, run_call)
 from .rewards.base import Reward
 from .sample import Sample
+from .shared.options import positive_int
 
 if TYPE_CHECKING:
     from .config import RewardSpec
-    from .processor import RewardProcessor, RewardResult
-
-Outcome = tuple[np.ndarray, dict[str, np.ndarray]]
+    from .processor import RewardProcessor
 
 
 _WARNED: set[tuple[str, type]] = set()
@@ -118,9 +117,7 @@ class AsyncRewardRunner:
                  group_size: int | None = None) -> None:
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        if group_size is not None and (isinstance(group_size, bool) or not isinstance(group_size, int)
-                                       or group_size < 1):
-            raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
+        positive_int(group_size, "group_size", allow_none=True)
         self.processor = processor
         self.timeout = timeout
         self.group_size = group_size
@@ -145,11 +142,7 @@ class AsyncRewardRunner:
         self._check_open()
         start = len(self._samples)
         try:
-            try:
-                new = as_samples(samples)
-            except InputError as exc:  # the index in the round, as the final result numbers samples
-                raise InputError(exc.message, reward=exc.reward, field=exc.field,
-                                 sample=None if exc.sample is None else start + exc.sample) from None
+            new = as_samples(samples, start=start)  # errors name the index in the round
             self._samples.extend(new)
             if self._deferred is not None:
                 return range(start, len(self._samples))
@@ -168,7 +161,7 @@ class AsyncRewardRunner:
                         chunk, waiting[:] = waiting[:spec.batch_size], waiting[spec.batch_size:]
                         self._submit(spec, reward, chunk, events)
         except Exception as exc:
-            if not self._distributed():
+            if not self.processor.collective:
                 self._abort()
                 raise
             # across ranks, every rank must reach finalize's exchange: keep the error until then
@@ -233,10 +226,6 @@ class AsyncRewardRunner:
         if self._closed:
             raise RuntimeError("this AsyncRewardRunner was closed")
 
-    def _distributed(self) -> bool:
-        exchange = getattr(self.processor, "exchange", None)
-        return exchange is not None and exchange.active
-
     def _add_groupwise(self, spec: "RewardSpec", reward: Reward, indices: list[int], events: dict) -> None:
         groups, complete = self._open_groups[spec.name], self._complete_groups[spec.name]
         for key, members in group_indices(spec.name, self._samples, indices).items():
@@ -244,7 +233,7 @@ class AsyncRewardRunner:
                 raise InputError(f"group {key[1]!r} has more than group_size={self.group_size} samples",
                                  reward=spec.name, field="group_id", sample=members[0])
             groups.setdefault(key, []).extend(members)
-        if self.group_size is None or self._distributed():
+        if self.group_size is None or self.processor.collective:
             return
         for key in [k for k, m in groups.items() if len(m) >= self.group_size]:
             members = groups.pop(key)
@@ -275,7 +264,7 @@ class AsyncRewardRunner:
         self._done.append((spec.name, indices, future))
         return future
 
-    def run_jobs(self, spec: "RewardSpec", reward: Reward, jobs: Sequence[Callable[[], Outcome]],
+    def run_jobs(self, spec: "RewardSpec", reward: Reward, jobs: Sequence[Job],
                  deadline: float | None = None) -> list[Outcome]:
         """Run prepared calls of ``spec`` (on its pool when async) and return their outcomes in order."""
         if not spec.async_reward:
@@ -292,7 +281,7 @@ class AsyncRewardRunner:
         for spec in self._async:  # tails, and (single process) the remaining groups
             reward = self.processor.rewards[spec.name]
             if reward.kind == "groupwise":
-                if not self._distributed():
+                if not self.processor.collective:
                     for members in self._open_groups[spec.name].values():
                         self._submit(spec, reward, members, events)
                     self._open_groups[spec.name].clear()
@@ -300,20 +289,13 @@ class AsyncRewardRunner:
                 self._submit(spec, reward, list(self._waiting[spec.name]), events)
                 self._waiting[spec.name].clear()
         table = ScoreTable(self.processor.specs, samples)
-        if self._distributed():
-            submitted = {s.name for s in self._async if self.processor.rewards[s.name].kind != "groupwise"}
-            self.processor.exchange.score(
-                self.processor, table, self._cache, skip=submitted, error=self._deferred,
-                run_jobs=lambda spec, reward, jobs: self.run_jobs(spec, reward, jobs, deadline),
-                finish=lambda: self._wait(self._futures, deadline))
-        else:
-            for spec in self.processor.specs:
-                reward = self.processor.rewards[spec.name]
-                indices = table.gate(spec, reward)
-                if spec.async_reward:
-                    continue
-                for chunk in call_plan(spec, reward, samples, indices):
-                    table.put(spec.name, chunk, *run_call(spec.name, reward, chunk, self._cache))
+        # what this runner submitted itself: async pointwise streams, and (single process) async groupwise
+        # ones; across ranks the groupwise streams go through the processor's exchange, on this runner's pools
+        own = {s.name for s in self._async
+               if self.processor.rewards[s.name].kind != "groupwise" or not self.processor.collective}
+        self.processor.score_into(table, self._cache, skip=own, error=self._deferred,
+                                  run_jobs=lambda spec, reward, jobs: self.run_jobs(spec, reward, jobs, deadline),
+                                  finish=lambda: self._wait(self._futures, deadline))
         self._wait(self._futures, deadline)
         for name, indices, future in self._done:
             table.put(name, indices, *future.result())

@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_card)
 
     p = sub.add_parser("score", help="score a JSONL manifest with the rewards of a config")
-    p.add_argument("config", help="YAML config path, or the name of a shipped example config")
+    p.add_argument("config", help="YAML config path, a reward name (its card's example config) or a shipped config")
     p.add_argument("--input", "-i", required=True, help="JSONL manifest (media paths relative to it)")
     p.add_argument("--out", "-o", required=True, help="JSONL output, one line per input line")
     p.add_argument("--split", choices=["train", "eval"], default="train")
@@ -69,6 +69,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             r["score_range"] = [_num(b) if math.isinf(b) else b for b in r["score_range"]]
         print(json.dumps(rows, indent=2))
         return 0
+    from .tables import format_table
+
     table = [["name", "modality", "kind", "extra", "higher", "range", "installed", "summary"]]
     for r in rows:
         table.append([r["name"], r["modality"], r["kind"], r["extra"] or "-", "yes" if r["higher_is_better"] else "no",
@@ -78,7 +80,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_card(args: argparse.Namespace) -> int:
-    from .resources import card_path
+    from .registry import card_path
 
     sys.stdout.write(card_path(args.name).read_text(encoding="utf-8"))
     return 0
@@ -102,13 +104,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .config import load_config
     from .manifest import ManifestError, read_manifest
     from .processor import RewardProcessor
-    from .resources import config_path
 
-    config = args.config if Path(args.config).is_file() or args.config.endswith((".yaml", ".yml")) \
-        else config_path(args.config)
     if args.chunk_size <= 0:
         raise RewardZooError("--chunk-size must be positive")
-    specs = load_config(config).specs(args.split)
+    specs = load_config(_config_source(args.config)).specs(args.split)
     try:
         samples, lines = read_manifest(args.input)
     except ManifestError as exc:
@@ -133,6 +132,21 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(file=sys.stderr)
     _write_atomically(Path(args.out), records)
     return 0
+
+
+def _config_source(name: str):
+    """A YAML path as given; else a shipped use-case config; else a reward's example config (its card)."""
+    from .registry import example_config, info
+    from .resources import config_path
+
+    if Path(name).is_file() or name.endswith((".yaml", ".yml")):
+        return name
+    try:
+        return config_path(name)
+    except FileNotFoundError:
+        if info(name) is None:
+            raise
+    return example_config(name)
 
 
 def group_preserving_chunks(samples, size: int) -> list[list[int]]:
@@ -163,15 +177,6 @@ def _write_atomically(path: Path, records: list) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def format_table(rows: list[list[object]]) -> str:
-    """Left-aligned plain-text table; the first row is the header."""
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def _range(bounds) -> str:

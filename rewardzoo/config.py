@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 from .errors import ConfigError, did_you_mean
 from .shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
+from .shared.options import positive_int
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,8 @@ def parse_spec(raw: Any, where: str = "reward") -> RewardSpec:
     device = raw.get("device", "auto")
     if not isinstance(device, str) or not valid_device(device):
         raise err("device", f"unknown device '{device}'; use auto, cpu, cuda, cuda:N or mps")
-    batch_size = _positive_int(raw.get("batch_size", 16), err, "batch_size")
-    num_workers = _positive_int(raw.get("num_workers", 1), err, "num_workers")
+    batch_size = positive_int(raw.get("batch_size", 16), "batch_size", entry=name)
+    num_workers = positive_int(raw.get("num_workers", 1), "num_workers", entry=name)
     async_reward = raw.get("async_reward", False)
     if not isinstance(async_reward, bool):
         raise err("async_reward", "must be true or false")
@@ -166,12 +167,6 @@ def parse_spec(raw: Any, where: str = "reward") -> RewardSpec:
     return RewardSpec(name=name, reward_model=reward_model, model_path=model_path, dtype=dtype, device=device,
                       batch_size=batch_size, applicable_datasets=datasets, weight=weight,
                       async_reward=async_reward, num_workers=num_workers, kwargs=dict(kwargs))
-
-
-def _positive_int(value: Any, err, fld: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise err(fld, f"must be a positive integer, got {value!r}")
-    return value
 
 
 def _number(value: Any) -> bool:

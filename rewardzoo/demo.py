@@ -12,9 +12,10 @@ import math
 import numpy as np
 
 from .config import RewardSpec, load_config
-from .registry import REGISTRY, extra_installed
+from .registry import extra_installed, info
 from .resources import config_path
 from .sample import Sample
+from .tables import format_table
 
 SR = 16000
 
@@ -54,7 +55,7 @@ def runnable_specs(specs: tuple[RewardSpec, ...]) -> tuple[list[RewardSpec], lis
     """Split specs into those whose extra is installed and notes for the skipped ones."""
     keep, skipped = [], []
     for spec in specs:
-        entry = REGISTRY.get(spec.reward_model.lower())
+        entry = info(spec.reward_model)
         if entry is None or extra_installed(entry.extra):
             keep.append(spec)
         else:
@@ -64,7 +65,6 @@ def runnable_specs(specs: tuple[RewardSpec, ...]) -> tuple[list[RewardSpec], lis
 
 def run_demo() -> str:
     """Score the demo media and return the printed report."""
-    from .cli import format_table
     from .processor import RewardProcessor
 
     specs, skipped = runnable_specs(load_config(config_path("demo")).rewards)

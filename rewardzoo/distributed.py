@@ -27,17 +27,15 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .engine import (ConversionCache, Outcome, RunJobs, ScoreTable, build_fields, call_reward, run_inline,
+                     score_specs)
 from .errors import InputError, RemoteRankError, RewardExecutionError
-from .processor import (ConversionCache, RewardProcessor, ScoreTable, as_samples, build_fields, call_plan,
-                        call_reward, group_indices, run_call)
+from .processor import RewardProcessor
 from .rewards.base import Reward
-
-Outcome = tuple[np.ndarray, dict[str, np.ndarray]]
-RunJobs = Callable[[Any, Reward, Sequence[Callable[[], Outcome]]], list]
 
 
 def _dist():
@@ -141,29 +139,21 @@ class GroupExchange:
         return [item for _, item in received]
 
     def score(self, processor: RewardProcessor, table: ScoreTable, cache: ConversionCache, *,
-              skip: frozenset[str] | set[str] = frozenset(), run_jobs: RunJobs | None = None,
-              error: BaseException | None = None, finish: Callable[[], None] | None = None) -> None:
+              skip: Iterable[str] = (), run_jobs: RunJobs = run_inline, error: BaseException | None = None,
+              finish: Callable[[], None] | None = None) -> None:
         """Fill ``table`` for every spec of ``processor``: pointwise locally (except names in ``skip``,
         already handled by the caller), groupwise through the exchange.
 
-        ``run_jobs(spec, reward, jobs)`` runs prepared calls (default: one after another on this
-        thread); ``error``: a failure this rank already had (it still joins every round, then raises);
-        ``finish()``: the caller's remaining work (e.g. waiting for its workers), run before the last
-        round so that its errors reach the other ranks too.
+        ``run_jobs(spec, reward, jobs)`` runs prepared calls; ``error``: a failure this rank already had
+        (it still joins every round, then raises); ``finish()``: the caller's remaining work (e.g.
+        waiting for its workers), run before the last round so that its errors reach the other ranks too.
         """
-        run_jobs = run_jobs or (lambda spec, reward, jobs: [job() for job in jobs])
-        samples = table.samples
         groupwise = [s for s in processor.specs if processor.rewards[s.name].kind == "groupwise"]
         local: dict[str, dict[Any, list[int]]] = {}
         try:
-            for spec in processor.specs if error is None else ():
-                reward = processor.rewards[spec.name]
-                indices = table.gate(spec, reward)
-                if reward.kind == "groupwise":
-                    local[spec.name] = group_indices(spec.name, samples, indices)
-                elif spec.name not in skip:
-                    for chunk in call_plan(spec, reward, samples, indices):
-                        table.put(spec.name, chunk, *run_call(spec.name, reward, chunk, cache))
+            if error is None:
+                local = score_specs(processor.specs, processor.rewards, table, cache, skip=skip, run_jobs=run_jobs,
+                                    exchange_groups=True)
         except Exception as exc:
             error = exc
         if not groupwise:
@@ -256,9 +246,9 @@ class GroupExchange:
                 raise
             rank, index = labels[exc.sample]
             if rank == self.rank:
-                raise InputError(exc.message, reward=exc.reward, field=exc.field, sample=index) from exc
-            raise InputError(f"{exc.message} (sample {index} of rank {rank})", reward=exc.reward,
-                             field=exc.field) from exc
+                raise exc.located(indices=[i for _, i in labels]) from exc
+            # another rank's sample: no local index to give, so the message names it
+            raise exc.located(indices=(), suffix=f" (sample {index} of rank {rank})") from exc
 
 
 class DistributedRewardProcessor(RewardProcessor):
@@ -277,16 +267,17 @@ class DistributedRewardProcessor(RewardProcessor):
         with rank_ordered(group) if rank_ordered_loading else contextlib.nullcontext():
             super().__init__(specs, loader)
 
-    def __call__(self, samples):
+    @property
+    def collective(self) -> bool:
+        """True while a multi-rank process group is initialised (then every rank must call together)."""
+        return self.exchange.active
+
+    def score_into(self, table: ScoreTable, cache: ConversionCache, *, skip: Iterable[str] = (),
+                   run_jobs: RunJobs = run_inline, error: BaseException | None = None,
+                   finish: Callable[[], None] | None = None) -> None:
         if not self.exchange.active:
-            return super().__call__(samples)
-        try:
-            samples, error = as_samples(samples), None
-        except InputError as exc:  # every rank must still reach the exchange, then all of them raise
-            samples, error = [], exc
-        table = ScoreTable(self.specs, samples)
-        self.exchange.score(self, table, ConversionCache(samples), error=error)
-        return table.result()
+            return super().score_into(table, cache, skip=skip, run_jobs=run_jobs, error=error, finish=finish)
+        self.exchange.score(self, table, cache, skip=skip, run_jobs=run_jobs, error=error, finish=finish)
 
 
 @contextlib.contextmanager

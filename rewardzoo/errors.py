@@ -7,7 +7,7 @@ them all in one place; each names what it can of the reward, the field and the s
 from __future__ import annotations
 
 import difflib
-from typing import Iterable
+from typing import Iterable, Mapping, Sequence
 
 
 class RewardZooError(Exception):
@@ -57,13 +57,26 @@ class InputError(RewardZooError, ValueError):
             parts.append(f"reward '{self.reward}'")
         return f"{', '.join(parts)}: {self.message}" if parts else self.message
 
-    def located(self, *, reward: str | None = None, field: str | None = None,
-                sample: int | None = None) -> "InputError":
-        """Return a copy with missing location parts filled in (existing ones are kept)."""
+    def located(self, *, reward: str | None = None, field: str | None = None, sample: int | None = None,
+                indices: Sequence[int] | None = None, renamed: Mapping[str, str] | None = None, prefix: str = "",
+                suffix: str = "") -> "InputError":
+        """A copy of this error placed in the caller's frame: the one way errors are re-located.
+
+        ``reward``, ``field`` and ``sample`` fill in the parts this error does not name yet (parts it
+        names are kept). ``indices`` maps a sample index local to a call onto the caller's index
+        (``indices[self.sample]``; an index outside it becomes unknown). ``renamed`` maps the field this
+        error names onto the caller's (a composite's inner ``image`` is its ``video``). ``prefix`` and
+        ``suffix`` go around the message (the composite the error passed through, another rank's index).
+        """
+        own = self.sample
+        if indices is not None and own is not None:
+            own = indices[own] if 0 <= own < len(indices) else None
+        own_field = (renamed or {}).get(self.field, self.field)
         err = type(self).__new__(type(self))
-        InputError.__init__(err, self.message, reward=self.reward if self.reward is not None else reward,
-                            field=self.field if self.field is not None else field,
-                            sample=self.sample if self.sample is not None else sample)
+        InputError.__init__(err, prefix + self.message + suffix,
+                            reward=self.reward if self.reward is not None else reward,
+                            field=own_field if own_field is not None else field,
+                            sample=own if own is not None else sample)
         return err
 
     def with_label(self, sample_label: str) -> str:

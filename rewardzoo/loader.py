@@ -4,6 +4,11 @@ Two specs share an instance when they resolve to the same *model identity*: impl
 (``model_path``), dtype, resolved device and constructor kwargs. Stream-level settings (name, weight,
 batch size, datasets, async) are not part of it, so a training and an evaluation spec of the same
 model share one loaded copy.
+
+Composite rewards (group wrappers over a base, frame averages over an image reward) declare their
+inner rewards with :meth:`~rewardzoo.rewards.base.Reward.inner_rewards`; the loader builds those
+like any other entry (so they share instances too) and hands the built rewards to the constructor.
+Every built instance carries its record (``reward.info``, from its model card).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any, Hashable
 
 from .config import RewardSpec, parse_spec
 from .errors import ConfigError, RegistryError, RewardZooError, did_you_mean
-from .registry import canonical_target, resolve
+from .registry import canonical_target, describe, resolve
 from .rewards.base import Reward
 from .shared.device import resolve_device
 
@@ -23,9 +28,7 @@ from .shared.device import resolve_device
 class RewardLoader:
     """Cache of constructed rewards keyed by model identity.
 
-    ``constructions`` counts the models built (a test checks dedup with it). A reward class whose
-    constructor has a ``loader`` parameter receives this loader, so it can build inner rewards (e.g. a
-    groupwise wrapper's base) that share instances with every other spec.
+    ``constructions`` counts the models built (a test checks dedup with it).
     """
 
     def __init__(self) -> None:
@@ -62,17 +65,13 @@ class RewardLoader:
         cls = resolve(spec.reward_model)
         if not (isinstance(cls, type) and issubclass(cls, Reward)):
             raise RegistryError(f"'{spec.reward_model}' resolves to {cls!r}, which is not a rewardzoo Reward subclass")
-        kwargs: dict[str, Any] = dict(spec.kwargs)
-        params = _init_params(cls)
-        if "loader" in params:
-            kwargs["loader"] = self
-        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-            for key in spec.kwargs:
-                if key not in params or key in ("self", "model_path", "device", "dtype", "loader"):
-                    options = [p for p in params if p not in ("self", "model_path", "device", "dtype", "loader")]
-                    raise ConfigError(f"{cls.__name__} has no option '{key}'{did_you_mean(key, options)}; "
-                                      f"options: {', '.join(options) or 'none'}", entry=spec.name, field="kwargs")
         try:
+            kwargs, inner = cls.inner_rewards(dict(spec.kwargs), model_path=spec.model_path, device=device,
+                                              dtype=spec.dtype)
+            _check_options(cls, kwargs, inner)
+            for param, entry in inner.items():
+                inner_spec = parse_spec({"name": f"{spec.name}.{param}", **entry}, f"{spec.name}: {param}")
+                kwargs[param] = self.load(inner_spec)
             instance = cls(model_path=spec.model_path, device=device, dtype=spec.dtype, **kwargs)
         except ConfigError as exc:
             if exc.entry is not None:
@@ -83,8 +82,24 @@ class RewardLoader:
         except (TypeError, ValueError) as exc:  # a constructor refusing its options: name the entry
             raise ConfigError(f"{cls.__name__} could not be built: {exc}", entry=spec.name) from exc
         instance.name = spec.reward_model.lower()
+        instance.info = describe(spec.reward_model, cls)
         self.constructions += 1
         return instance
+
+
+_RESERVED = ("self", "model_path", "device", "dtype")
+
+
+def _check_options(cls: type, kwargs: dict[str, Any], inner: dict[str, Any]) -> None:
+    """Every configured option must be a constructor parameter (unless it takes ``**kwargs``)."""
+    params = _init_params(cls)
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    options = [p for p in params if p not in _RESERVED and p not in inner]
+    for key in kwargs:
+        if key not in options:
+            raise ConfigError(f"{cls.__name__} has no option '{key}'{did_you_mean(key, options)}; "
+                              f"options: {', '.join(options) or 'none'}", field="kwargs")
 
 
 def _init_params(cls: type) -> dict[str, inspect.Parameter]:

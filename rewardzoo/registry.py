@@ -1,98 +1,39 @@
-"""Static, lazy table of rewards: lowercase name -> implementation path and metadata.
+"""The reward index: each reward's record is the front matter of its model card.
 
-Nothing here imports a reward module; :func:`resolve` does, when a reward is built. Besides the
-table, a reward can be named by its Python path (``pkg.mod:Class`` or ``pkg.mod.Class``), registered
-from user code with :func:`register`, or published by a third-party package under the entry-point
-group ``rewardzoo.rewards``.
+``model_cards/<name>.md`` (shipped inside the package) says what a reward is — implementation
+(``module:Class``), summary, modality, kind, extra, ``higher_is_better``, ``score_range``, whether
+weights must be downloaded, licence, reference — and holds its example config under
+``## How to configure``. This module indexes the shipped cards without importing any reward module;
+:func:`resolve` imports one when it is built.
 
-The metadata columns repeat the class attributes so that ``rewardzoo list`` needs no import; a test
-checks that table, classes and model cards agree.
+Besides the shipped cards, a reward comes from:
+
+- a third-party package: an entry point in the group ``rewardzoo.rewards`` (``name = "pkg.mod:Class"``)
+  plus a card ``<name>.md`` shipped in the package (found among the distribution's files, preferably
+  in a ``model_cards`` folder, without importing the package);
+- user code: :func:`register`;
+- a Python path in a config (``pkg.mod:Class`` or ``pkg.mod.Class``).
+
+Rewards without a card take their metadata from optional class attributes (``higher_is_better``,
+``score_range``, ``modality``) or the defaults.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import math
-from dataclasses import dataclass
-from typing import Callable, TypeVar
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, TypeVar
 
-from .errors import MissingExtraError, RegistryError, did_you_mean
+from .errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
+from .rewards.info import RewardInfo
+from .shared.imports import import_path, split_path
 
-INF = math.inf
-
-
-@dataclass(frozen=True)
-class RewardEntry:
-    """One registry row. ``download``: the reward needs weights that are not shipped with a package."""
-
-    target: str
-    modality: str
-    kind: str
-    extra: str | None
-    higher_is_better: bool
-    score_range: tuple[float, float]
-    download: bool
-    summary: str
-
-
-def _e(target, modality, kind, extra, score_range, summary, *, download=True, higher_is_better=True):
-    return RewardEntry(target, modality, kind, extra, higher_is_better, score_range, download, summary)
-
-
-_R = "rewardzoo.rewards."
-
-REGISTRY: dict[str, RewardEntry] = {
-    # image
-    "jpeg_compressibility": _e(_R + "image.jpeg:JpegCompressibility", "image", "pointwise", None, (-INF, 0.0),
-                               "-(JPEG q95 size in kB) / 500 (flow_grpo)", download=False),
-    "jpeg_incompressibility": _e(_R + "image.jpeg:JpegIncompressibility", "image", "pointwise", None, (0.0, INF),
-                                 "JPEG q95 size in kB (flow_grpo)", download=False),
-    "clip_score": _e(_R + "image.clip_score:ClipScore", "image", "pointwise", "image", (0.0, 2.5),
-                     "CLIPScore, 2.5 * max(cos(image, text), 0)"),
-    "pickscore": _e(_R + "image.pickscore:PickScore", "image", "pointwise", "image", (-INF, INF),
-                    "PickScore, logit_scale * cos(image, text) * scale"),
-    "hpsv2": _e(_R + "image.hpsv2:HPSv2", "image", "pointwise", "image", (-1.0, 1.0),
-                "HPSv2/v2.1 human preference, cos(image, text)"),
-    "laion_aesthetic": _e(_R + "image.aesthetic:LaionAesthetic", "image", "pointwise", "image", (-INF, INF),
-                          "LAION aesthetic predictor v2 (CLIP ViT-L/14 + MLP), about 1-10"),
-    "clip_image_similarity": _e(_R + "image.similarity:ClipImageSimilarity", "image", "pointwise", "image",
-                                (-1.0, 1.0), "CLIP cosine between image and its condition image(s)"),
-    # video
-    "video_temporal_flickering": _e(_R + "video.flickering:TemporalFlickering", "video", "pointwise", "video",
-                                    (0.0, 1.0), "VBench temporal flickering, (255 - mean frame MAE) / 255",
-                                    download=False),
-    "video_subject_consistency": _e(_R + "video.consistency:SubjectConsistency", "video", "pointwise", "video",
-                                    (0.0, 1.0), "VBench subject consistency on DINO features"),
-    "video_background_consistency": _e(_R + "video.consistency:BackgroundConsistency", "video", "pointwise",
-                                       "video", (0.0, 1.0), "VBench background consistency on CLIP features"),
-    "video_clip_score": _e(_R + "video.frame_scores:VideoClipScore", "video", "pointwise", "video", (0.0, 2.5),
-                           "mean CLIPScore of sampled frames against the prompt"),
-    "video_aesthetic": _e(_R + "video.frame_scores:VideoAesthetic", "video", "pointwise", "video", (-INF, INF),
-                          "mean LAION aesthetic score of sampled frames"),
-    # audio
-    "dnsmos": _e(_R + "audio.dnsmos:DNSMOS", "audio", "pointwise", "audio", (1.0, 5.0),
-                 "DNSMOS P.835 / P.808 speech quality MOS (weights ship in speechmos)", download=False),
-    "clap_score": _e(_R + "audio.clap:ClapScore", "audio", "pointwise", "audio", (-1.0, 1.0),
-                     "CLAP cosine between audio and prompt"),
-    "loudness": _e(_R + "audio.loudness:Loudness", "audio", "pointwise", "audio", (-INF, 0.0),
-                   "-|integrated loudness (BS.1770-4) - target LUFS|", download=False),
-    "audio_clipping": _e(_R + "audio.clipping:AudioClipping", "audio", "pointwise", "audio", (0.0, 1.0),
-                         "1 - fraction of samples at or beyond full scale", download=False),
-    # groupwise
-    "group_rank": _e(_R + "group.ranking:GroupRank", "group", "groupwise", None, (0.0, 1.0),
-                     "rank of the base score within its group, rank / (n - 1)", download=False),
-    "pairwise_winrate": _e(_R + "group.ranking:PairwiseWinRate", "group", "groupwise", None, (0.0, 1.0),
-                           "Pref-GRPO pairwise win rate within the group", download=False),
-    "group_normalized": _e(_R + "group.ranking:GroupNormalized", "group", "groupwise", None, (-INF, INF),
-                           "(base - group mean) / (group std + eps)", download=False),
-    # text / sequence
-    "sequence_reward": _e(_R + "text.sequence_reward:SequenceReward", "text", "pointwise", "text", (-INF, INF),
-                          "scalar or binned reward head over prompt + completion tokens"),
-    "implicit_prm": _e(_R + "text.implicit_prm:ImplicitPRMReward", "text", "pointwise", "text", (-INF, INF),
-                       "implicit process reward, beta * sum log(pi / pi_ref) over the completion"),
-}
-
+KINDS = ("pointwise", "groupwise")
+#: Facts a card states; a class with a card must not state them again.
+CARD_FACTS = ("modality", "higher_is_better", "score_range", "extra")
 #: Modules each extra brings; a reward's extra counts as installed when all are importable.
 EXTRA_MODULES: dict[str, tuple[str, ...]] = dict(
     image=("torch", "torchvision", "open_clip", "transformers"),
@@ -101,31 +42,185 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = dict(
     text=("torch", "transformers"),
 )
 
-_USER: dict[str, type] = {}
-_PLUGINS: dict[str, str] | None = None
+
+# ------------------------------------------------------------------------------------------ records
+def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "rewardzoo",
+                   implementation: str | None = None) -> RewardInfo:
+    """Validate a card's front matter into a :class:`RewardInfo`; RegistryError names the card and key."""
+
+    def bad(key: str, why: str) -> RegistryError:
+        return RegistryError(f"model card '{card}': '{key}' {why}")
+
+    def get(key: str, types: tuple[type, ...], default: Any = ...) -> Any:
+        if key not in meta:
+            if default is ...:
+                raise bad(key, "is missing")
+            return default
+        value = meta[key]
+        if not isinstance(value, types) or (bool in (type(value),) and bool not in types):
+            raise bad(key, f"must be {' or '.join(t.__name__ for t in types)}, got {value!r}")
+        return value
+
+    name = get("name", (str,))
+    impl = implementation or get("implementation", (str,))
+    if ":" not in impl:
+        raise bad("implementation", f"must be 'module:Class', got {impl!r}")
+    kind = get("kind", (str,))
+    if kind not in KINDS:
+        raise bad("kind", f"must be one of {KINDS}, got {kind!r}")
+    extra = get("extra", (str, type(None)))
+    if extra is not None and extra not in EXTRA_MODULES and source == "rewardzoo":
+        raise bad("extra", f"must be one of {sorted(EXTRA_MODULES)} or null, got {extra!r}")
+    bounds = get("score_range", (list,))
+    try:
+        lo, hi = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise bad("score_range", f"must be [low, high], got {bounds!r}") from None
+    if not lo < hi or math.isnan(lo) or math.isnan(hi):
+        raise bad("score_range", f"must have low < high, got {bounds!r}")
+    return RewardInfo(name=name.lower(), implementation=impl, summary=get("summary", (str,)),
+                      modality=get("modality", (str,)), kind=kind, extra=extra,
+                      higher_is_better=get("higher_is_better", (bool,)), score_range=(lo, hi),
+                      download=get("download", (bool,)), license=get("license", (str,), None),
+                      reference=get("reference", (dict,), None), card=card, source=source)
+
+
+def info_for_class(cls: type, name: str | None = None, *, source: str = "python path") -> RewardInfo:
+    """The record of a reward class: its card's when one is indexed for it, else from the class."""
+    target = f"{cls.__module__}:{cls.__qualname__}"
+    for found in _index().values():
+        if found.implementation == target:
+            return found
+    return RewardInfo.of_class(cls, name, source=source)
+
+
+# ------------------------------------------------------------------------------------------- index
+_LOCK = threading.Lock()
+_BUILTIN: dict[str, RewardInfo] | None = None
+_PLUGINS: dict[str, RewardInfo] | None = None
+_USER: dict[str, tuple[type, RewardInfo]] = {}
 T = TypeVar("T", bound=type)
 
 
-def register(name: str) -> Callable[[T], T]:
-    """Class decorator: make a user reward available under ``name`` (lowercased) in configs."""
+def builtin() -> dict[str, RewardInfo]:
+    """The rewards whose cards ship with rewardzoo, by name."""
+    global _BUILTIN
+    with _LOCK:
+        if _BUILTIN is None:
+            from .resources import card_files, read_card_file
+
+            found = {}
+            for path in card_files():
+                info = info_from_card(read_card_file(path)[0], path)
+                if info.name != path.stem:
+                    raise RegistryError(f"model card '{path}' is named '{info.name}'; the file must be {info.name}.md")
+                found[info.name] = info
+            _BUILTIN = found
+        return _BUILTIN
+
+
+def plugins() -> dict[str, RewardInfo]:
+    """Rewards published by installed packages under the entry-point group ``rewardzoo.rewards``."""
+    global _PLUGINS
+    with _LOCK:
+        if _PLUGINS is None:
+            from importlib.metadata import entry_points
+
+            found = {}
+            for ep in entry_points(group="rewardzoo.rewards"):
+                found[ep.name.lower()] = _plugin_info(ep)
+            _PLUGINS = found
+        return _PLUGINS
+
+
+def _plugin_info(ep: Any) -> RewardInfo:
+    from .resources import find_plugin_card, read_card_file
+
+    dist = getattr(ep, "dist", None)
+    source = f"plugin {dist.metadata['Name']}" if dist is not None else "plugin"
+    card = find_plugin_card(ep)
+    if card is None:
+        return RewardInfo(name=ep.name.lower(), implementation=_as_target(ep.value), summary="(no model card)",
+                          modality="any", kind="pointwise", extra=None, higher_is_better=True,
+                          score_range=(-math.inf, math.inf), download=False, source=source)
+    meta = read_card_file(card)[0]
+    return info_from_card({**meta, "name": ep.name}, card, source=source, implementation=_as_target(ep.value))
+
+
+def refresh() -> None:
+    """Forget the index (after installing a plugin into a running process)."""
+    global _BUILTIN, _PLUGINS
+    with _LOCK:
+        _BUILTIN = _PLUGINS = None
+
+
+def _index() -> dict[str, RewardInfo]:
+    """Every named reward: shipped cards, then plugins, then user registrations (first name wins)."""
+    out = dict(builtin())
+    for name, info in plugins().items():
+        out.setdefault(name, info)
+    for name, (_, info) in _USER.items():
+        out.setdefault(name, info)
+    return out
+
+
+def register(name: str, **facts: Any) -> Callable[[T], T]:
+    """Class decorator: make a user reward available under ``name`` (lowercased) in configs.
+
+    ``facts`` override what the class states (``higher_is_better``, ``score_range``, ``modality``,
+    ``summary``), for rewards that have no model card.
+    """
     key = name.lower()
+    allowed = {"higher_is_better", "score_range", "modality", "summary"}
+    if set(facts) - allowed:
+        raise RegistryError(f"register() takes {sorted(allowed)}, not {sorted(set(facts) - allowed)}")
 
     def deco(cls: T) -> T:
-        if key in REGISTRY:
+        if key in builtin():
             raise RegistryError(f"cannot register '{key}': a built-in reward has that name")
-        _USER[key] = cls
+        info = info_for_class(cls, key, source="user")
+        if "score_range" in facts:
+            facts["score_range"] = tuple(float(b) for b in facts["score_range"])
+        _USER[key] = (cls, replace(info, **facts))
         return cls
 
     return deco
 
 
-def _plugins() -> dict[str, str]:
-    global _PLUGINS
-    if _PLUGINS is None:
-        from importlib.metadata import entry_points
+def info(name: str) -> RewardInfo | None:
+    """The record of a named reward (None for a Python path that no card describes)."""
+    return _index().get(name.lower())
 
-        _PLUGINS = {ep.name.lower(): ep.value for ep in entry_points(group="rewardzoo.rewards")}
-    return _PLUGINS
+
+def entries() -> dict[str, RewardInfo]:
+    """Every named reward's record, sorted by name."""
+    return dict(sorted(_index().items()))
+
+
+def card_path(name: str) -> Path:
+    """The model card of a named reward (shipped or from a plugin)."""
+    found = info(name)
+    if found is None or found.card is None:
+        names = [n for n, e in entries().items() if e.card is not None]
+        raise RegistryError(f"no model card for '{name}'{did_you_mean(name.lower(), names)}")
+    return found.card
+
+
+def read_card(name: str) -> tuple[dict, str]:
+    """(front matter, markdown body) of a named reward's model card."""
+    from .resources import read_card_file
+
+    return read_card_file(card_path(name))
+
+
+def example_config(name: str) -> dict:
+    """A reward's example config (from its card's How-to-configure section), as ``load_config`` takes it."""
+    from .resources import example_yaml, load_yaml_text
+
+    data = load_yaml_text(example_yaml(read_card(name)[1], name))
+    if not isinstance(data, dict):
+        raise ConfigError(f"the example config in the model card of '{name}' is not a mapping")
+    return data
 
 
 def extra_installed(extra: str | None) -> bool:
@@ -133,55 +228,57 @@ def extra_installed(extra: str | None) -> bool:
     return all(importlib.util.find_spec(m) is not None for m in EXTRA_MODULES.get(extra or "", ()))
 
 
+def row(entry: RewardInfo) -> dict[str, Any]:
+    """A JSON-ready listing row (``rewardzoo list --json``)."""
+    return dict(name=entry.name, modality=entry.modality, kind=entry.kind, extra=entry.extra,
+                higher_is_better=entry.higher_is_better, score_range=list(entry.score_range),
+                download=entry.download, installed=extra_installed(entry.extra), summary=entry.summary,
+                implementation=entry.implementation, source=entry.source)
+
+
 def list_rewards(modality: str | None = None) -> list[dict]:
-    """Registry rows as dicts (name, modality, kind, extra, higher_is_better, score_range, installed, ...)."""
-    rows = []
-    for name, e in sorted(REGISTRY.items()):
-        if modality and e.modality != modality:
-            continue
-        rows.append(dict(name=name, modality=e.modality, kind=e.kind, extra=e.extra,
-                         higher_is_better=e.higher_is_better, score_range=list(e.score_range),
-                         download=e.download, installed=extra_installed(e.extra), summary=e.summary))
-    return rows
+    """Listing rows as dicts (name, modality, kind, extra, higher_is_better, score_range, installed, ...)."""
+    return [row(e) for e in entries().values() if not modality or e.modality == modality]
+
+
+def _as_target(path: str) -> str:
+    return "{}:{}".format(*split_path(path))
 
 
 def canonical_target(name: str) -> str:
-    """The implementation path a reward name resolves to (registry, user, plugin or Python path)."""
-    key = name.lower()
-    if key in REGISTRY:
-        return REGISTRY[key].target
-    if key in _USER:
-        cls = _USER[key]
-        return f"{cls.__module__}:{cls.__qualname__}"
-    if key in _plugins():
-        return _plugins()[key]
+    """The implementation path a reward name resolves to (card, plugin, user or Python path)."""
+    found = info(name)
+    if found is not None:
+        return found.implementation
     if ":" in name or "." in name:
-        return name if ":" in name else "{}:{}".format(*name.rsplit(".", 1))
-    known = list(REGISTRY) + list(_USER) + list(_plugins())
-    raise RegistryError(f"unknown reward '{name}'{did_you_mean(key, known)}; `rewardzoo list` shows all rewards")
+        return _as_target(name)
+    raise RegistryError(f"unknown reward '{name}'{did_you_mean(name.lower(), _index())}; "
+                        "`rewardzoo list` shows all rewards")
+
+
+def describe(name: str, cls: type) -> RewardInfo:
+    """The record a built instance of ``cls``, configured as ``name``, carries as ``reward.info``."""
+    found = info(name)
+    return found if found is not None else info_for_class(cls, name.rsplit(":", 1)[-1].rsplit(".", 1)[-1])
 
 
 def resolve(name: str) -> type:
-    """Import and return the reward class for a registry name or a Python path."""
+    """Import and return the reward class for a registered name or a Python path."""
     key = name.lower()
     if key in _USER:
-        return _USER[key]
+        return _USER[key][0]
     target = canonical_target(name)
-    module_name, _, attr = target.partition(":")
-    entry = REGISTRY.get(key)
+    entry = info(name)
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        missing = (exc.name or "").split(".")[0]
-        if missing and missing != module_name.split(".")[0]:
-            raise MissingExtraError(name, missing, entry.extra if entry else _extra_for(missing)) from exc
-        raise RegistryError(f"reward '{name}': cannot import module '{module_name}' ({exc})") from exc
-    obj = module
-    for part in attr.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            raise RegistryError(f"reward '{name}': module '{module_name}' has no attribute '{attr}'")
-    return obj
+        return import_path(target)
+    except RegistryError as exc:
+        cause = exc.__cause__
+        module_name = split_path(target)[0]
+        if isinstance(cause, ModuleNotFoundError):
+            missing = (cause.name or "").split(".")[0]
+            if missing and missing != module_name.split(".")[0]:
+                raise MissingExtraError(name, missing, entry.extra if entry else _extra_for(missing)) from cause
+        raise RegistryError(f"reward '{name}': {exc}") from cause
 
 
 def _extra_for(module: str) -> str | None:

@@ -5,26 +5,96 @@ A **pointwise** reward scores each input on its own. One call receives a non-emp
 A **groupwise** reward receives one complete group per call (all samples sharing a ``group_id``);
 ``batch_size`` does not shape that call.
 
-Calls are keyword-only: the processor passes exactly the fields listed in ``required_fields``, each
-as a list with one entry per input (``audio`` also brings ``audio_sample_rate``). A call returns one
-finite score per input, in input order: a :class:`RewardOutput`, a sequence of numbers, a NumPy
-array or a 1-D tensor. Applicability is the processor's business; a reward never returns NaN for
+Calls are keyword-only: the engine passes exactly the fields a reward's :class:`Inputs` declare,
+each as a list with one entry per input (``audio`` also brings ``audio_sample_rate``), converted
+to the form the declaration asks for. A call returns one finite score per input, in input order,
+within the reward's declared ``score_range``: a :class:`RewardOutput`, a sequence of numbers, a
+NumPy array or a 1-D tensor. Applicability is the engine's business; a reward never returns NaN for
 "not applicable".
+
+What a reward *is* (modality, score range, direction, extra, licence, formula) is written once, in
+its model card; the registry reads the cards and the loader hands each instance its
+:class:`RewardInfo` as ``reward.info``. The class keeps only what execution
+needs: ``inputs``, ``thread_safe``, its kind (the base class) and, for composites, the inner rewards
+it is built from (:meth:`Reward.inner_rewards`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Sequence
+import threading
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Hashable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import RewardOutputError
+from .info import RewardInfo
 
-#: Fields a reward may declare in ``required_fields``.
+#: Fields a reward may declare in its :class:`Inputs`.
 KNOWN_FIELDS = ("prompt", "completion", "image", "video", "audio", "condition_images",
                 "condition_videos", "metadata", "dataset", "group_id")
+IMAGE_FORMS = ("pil", "float", "uint8")
+FRAME_FORMS = ("pil", "float")
+AUDIO_FORMS = ("numpy", "tensor")
+_TEXT_FIELDS = ("prompt", "completion", "metadata", "dataset", "group_id")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a reward receives: its fields and the form its media arrive in. Read in one place
+    (``rewardzoo.shared.fields``); two rewards with equal needs for a field share its conversion.
+
+    - ``fields``: the declared fields, from :data:`KNOWN_FIELDS`.
+    - ``images``: ``image`` and each of ``condition_images`` as ``"pil"`` (RGB PIL), ``"float"``
+      (tensor (3, H, W) in [0, 1]) or ``"uint8"`` (tensor (3, H, W); float inputs quantised with
+      ``round(x * 255)`` as the PIL path does, ~4x faster to resize on the CPU than floats).
+    - ``frames``: ``video`` and each of ``condition_videos`` as ``"pil"`` (list of RGB PIL frames)
+      or ``"float"`` (tensor (T, 3, H, W) in [0, 1]); ``num_frames`` frames sampled uniformly
+      (None = all).
+    - ``audio``: float32 (channels, time) as ``"numpy"`` or ``"tensor"``, resampled to
+      ``sample_rate`` (None = as given), mixed down when ``mono``.
+    """
+
+    fields: tuple[str, ...] = ()
+    images: str = "pil"
+    frames: str = "pil"
+    audio: str = "numpy"
+    num_frames: int | None = None
+    sample_rate: int | None = None
+    mono: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", tuple(self.fields))
+        unknown = [f for f in self.fields if f not in KNOWN_FIELDS]
+        if unknown or isinstance(self.fields, str):
+            raise ValueError(f"unknown field(s) {unknown}; known: {', '.join(KNOWN_FIELDS)}")
+        for name, value, forms in (("images", self.images, IMAGE_FORMS), ("frames", self.frames, FRAME_FORMS),
+                                   ("audio", self.audio, AUDIO_FORMS)):
+            if value not in forms:
+                raise ValueError(f"Inputs.{name} must be one of {forms}, got {value!r}")
+
+    @classmethod
+    def tensors(cls, fields: Sequence[str], **settings: Any) -> "Inputs":
+        """Every medium as a float tensor (images, frames) or tensor (audio)."""
+        return cls(tuple(fields), images="float", frames="float", audio="tensor", **settings)
+
+    def with_fields(self, fields: Sequence[str]) -> "Inputs":
+        """The same media forms for other fields (composites add ``group_id`` to their base's)."""
+        return replace(self, fields=tuple(dict.fromkeys(fields)))
+
+    def conversion_key(self, fld: str) -> Hashable:
+        """Equal keys mean identical converted values, so conversions can be shared between rewards."""
+        if fld in _TEXT_FIELDS:
+            return fld
+        if fld in ("image", "condition_images"):
+            return (fld, self.images)
+        if fld in ("video", "condition_videos"):
+            return (fld, self.frames, self.num_frames)
+        if fld == "audio":
+            return (fld, self.audio, self.sample_rate, self.mono)
+        return (fld, self)
 
 
 @dataclass
@@ -36,19 +106,24 @@ class RewardOutput:
     extras: Mapping[str, Any] = field(default_factory=dict)
 
 
+_RETIRED = ("required_fields", "use_tensor_inputs", "uint8_images", "sample_rate", "mono", "num_frames")
+
+
 class Reward:
     """Common base of :class:`PointwiseReward` and :class:`GroupwiseReward`.
 
-    Class metadata (also in the registry and the model card; a test ties the three together):
+    Class declarations (what execution needs):
 
-    - ``required_fields``: fields the call receives (see :data:`KNOWN_FIELDS`).
-    - ``use_tensor_inputs``: False -> images/frames as RGB PIL, audio as float32 NumPy (channels, time);
-      True -> image tensors (3, H, W) float in [0, 1], video (T, 3, H, W), audio (channels, time).
-    - ``uint8_images``: with tensor inputs, images arrive as uint8 (3, H, W) tensors instead (float
-      inputs quantised with ``round(x * 255)``, as the PIL path does); for rewards that resize 8-bit
-      pixels, which is ~4x faster on the CPU than resizing floats.
-    - ``modality``, ``kind``, ``higher_is_better``, ``score_range`` (inclusive bounds; +-inf allowed),
-      ``thread_safe`` (may run on several threads at once), ``extra`` (pip extra it needs, None = core).
+    - ``inputs``: an :class:`Inputs` (an instance may replace it in ``__init__``, e.g. with its
+      configured ``num_frames``);
+    - ``thread_safe``: may run on several threads at once (otherwise calls are serialised per instance);
+    - ``kind``: set by the base class, ``"pointwise"`` or ``"groupwise"``.
+
+    Everything else about a reward is in its model card and reaches the instance as ``self.info``
+    (a :class:`RewardInfo`: modality, ``higher_is_better``, ``score_range``, ...).
+    A reward without a card (a Python path, a class registered from user code) may declare
+    ``higher_is_better`` and ``score_range`` as class attributes instead; the defaults are higher is
+    better and any finite score.
 
     Construction: ``Reward(model_path=None, device="cpu", dtype="float32", **kwargs)``; ``device`` is a
     resolved device string, ``dtype`` a dtype name. Subclasses add keyword arguments of their own (the
@@ -56,21 +131,48 @@ class Reward:
     for a trainer.
     """
 
-    required_fields: ClassVar[tuple[str, ...]] = ()
-    use_tensor_inputs: ClassVar[bool] = False
-    uint8_images: ClassVar[bool] = False
-    modality: ClassVar[str] = "any"
-    kind: ClassVar[str] = ""
-    higher_is_better: ClassVar[bool] = True
-    score_range: ClassVar[tuple[float, float]] = (-math.inf, math.inf)
+    inputs: ClassVar[Inputs] = Inputs()
     thread_safe: ClassVar[bool] = True
-    extra: ClassVar[str | None] = None
+    kind: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        old = [name for name in _RETIRED if name in cls.__dict__]
+        if old:
+            raise TypeError(f"{cls.__qualname__}: {', '.join(old)} are declared with `inputs = Inputs(...)` "
+                            "(rewardzoo.rewards.base.Inputs)")
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32") -> None:
         self.model_path = model_path
         self.device = device
         self.dtype_name = dtype
         self.name = type(self).__name__
+
+    @classmethod
+    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
+                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """For composites: the rewards this one is built from, as reward entries to load.
+
+        Given the configured ``kwargs`` (and the entry's model_path/device/dtype), return
+        ``(kwargs left for the constructor, {constructor parameter: reward entry mapping})``. The
+        loader builds each entry (sharing instances by model identity, like any config entry) and
+        passes the built :class:`Reward` under that parameter. The default: no inner rewards.
+        """
+        return kwargs, {}
+
+    @property
+    def info(self) -> RewardInfo:
+        """This reward's record: from its model card when built by the loader (``rewardzoo.load_reward``,
+        a processor); for an instance constructed directly, what its class states
+        (:meth:`RewardInfo.of_class`)."""
+        found = self.__dict__.get("_info")
+        if found is None:
+            found = self.__dict__["_info"] = RewardInfo.of_class(type(self))
+        return found
+
+    @info.setter
+    def info(self, value: RewardInfo) -> None:
+        self.__dict__["_info"] = value
 
     @property
     def dtype(self):
@@ -101,11 +203,46 @@ class GroupwiseReward(Reward):
     kind: ClassVar[str] = "groupwise"
 
 
-def validate_scores(output: Any, n: int, reward: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+_CALL_LOCKS: "weakref.WeakKeyDictionary[Reward, threading.Lock]" = weakref.WeakKeyDictionary()
+_CALL_LOCKS_GUARD = threading.Lock()
+
+
+def instance_lock(reward: Reward) -> threading.Lock:
+    """The lock serialising calls of one (not thread-safe) reward instance across every thread."""
+    with _CALL_LOCKS_GUARD:
+        try:
+            lock = _CALL_LOCKS.get(reward)
+            if lock is None:
+                lock = _CALL_LOCKS[reward] = threading.Lock()
+        except TypeError:  # an unhashable or slotted reward class: keep the lock on the instance
+            lock = reward.__dict__.setdefault("_rewardzoo_call_lock", threading.Lock())
+        return lock
+
+
+def invoke(reward: Reward, fields: Mapping[str, Sequence[Any]]) -> Any:
+    """Call ``reward(**fields)``; under its instance lock when its class is not ``thread_safe``.
+
+    The one way rewards are called, by the engine and by composites calling their inner rewards, so a
+    reward shared between streams and wrappers never runs twice at once unless it says it may.
+    """
+    if reward.thread_safe:
+        return reward(**fields)
+    with instance_lock(reward):
+        return reward(**fields)
+
+
+#: Scores this far beyond a declared bound (relative to max(1, |bound|)) are float rounding and are
+#: set to the bound; anything further is an error.
+RANGE_TOLERANCE = 1e-5
+
+
+def validate_scores(output: Any, n: int, reward: str, score_range: tuple[float, float] | None = None
+                    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Check a reward's return value; give (float64 scores of shape (n,), extras).
 
     Raises :class:`RewardOutputError` naming the reward for a bare scalar, a wrong length or shape,
-    non-numeric values, NaN or Inf.
+    non-numeric values, NaN or Inf, and for scores outside ``score_range`` (beyond rounding, see
+    :data:`RANGE_TOLERANCE`).
     """
     extras: Mapping[str, Any] = {}
     if isinstance(output, RewardOutput):
@@ -116,7 +253,22 @@ def validate_scores(output: Any, n: int, reward: str) -> tuple[np.ndarray, dict[
         idx = np.flatnonzero(bad)
         raise RewardOutputError(
             f"returned non-finite scores ({scores[idx[0]]}) for input(s) {idx.tolist()[:8]} of {n}", reward=reward)
+    if score_range is not None:
+        scores = _within(scores, score_range, reward)
     return scores, {key: _as_vector(val, n, reward, f"extras['{key}']") for key, val in extras.items()}
+
+
+def _within(scores: np.ndarray, score_range: tuple[float, float], reward: str) -> np.ndarray:
+    lo, hi = score_range
+    slack_lo = RANGE_TOLERANCE * max(1.0, abs(lo)) if math.isfinite(lo) else 0.0
+    slack_hi = RANGE_TOLERANCE * max(1.0, abs(hi)) if math.isfinite(hi) else 0.0
+    outside = (scores < lo - slack_lo) | (scores > hi + slack_hi)
+    if outside.any():
+        idx = np.flatnonzero(outside)
+        raise RewardOutputError(
+            f"returned {scores[idx[0]]!r} for input(s) {idx.tolist()[:8]} of {len(scores)}, outside its declared "
+            f"score_range [{lo}, {hi}] (see its model card; check the reward's options)", reward=reward)
+    return np.clip(scores, lo, hi)
 
 
 def _as_vector(value: Any, n: int, reward: str, what: str) -> np.ndarray:

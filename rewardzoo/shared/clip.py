@@ -375,14 +375,12 @@ def _size_field(size: Any, name: str) -> int | None:
 
 
 def _load_checkpoint(model: torch.nn.Module, checkpoint: str) -> None:
-    from .weights import load_state_dict
+    from .weights import load_state_dict, strip_prefix
 
     try:
-        state = load_state_dict(checkpoint)
+        state = strip_prefix(load_state_dict(checkpoint))
     except InputError as exc:
         raise ConfigError(exc.message, field="model_path") from None
-    if state and all(k.startswith("module.") for k in state):
-        state = {k[len("module."):]: v for k, v in state.items()}
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:

@@ -2,25 +2,29 @@
 
 One function per field kind; video and audio converters live in ``shared/video.py`` and
 ``shared/audio.py`` and are imported only when a reward asks for those fields. A converter gets the
-raw value, the sample (for context such as ``audio_sample_rate``) and the reward (for what it wants:
-``use_tensor_inputs``, ``uint8_images``, and optionally ``num_frames``, ``sample_rate``, ``mono``).
+raw value, the sample (for context such as ``audio_sample_rate``) and the reward's
+:class:`~rewardzoo.rewards.base.Inputs` declaration (what it wants). This is the one place the
+declaration is read.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Hashable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import InputError
 
+if TYPE_CHECKING:
+    from ..rewards.base import Inputs
 
-def _text(value: Any, sample, reward) -> str:
+
+def _text(value: Any, sample, wants: Inputs) -> str:
     if not isinstance(value, str):
         raise InputError(f"expected a string, got {type(value).__name__}")
     return value
 
 
-def _metadata(value: Any, sample, reward) -> str:
+def _metadata(value: Any, sample, wants: Inputs) -> str:
     if isinstance(value, str):
         try:
             json.loads(value)
@@ -33,38 +37,38 @@ def _metadata(value: Any, sample, reward) -> str:
         raise InputError(f"metadata cannot be encoded as JSON: {exc}") from None
 
 
-def _image(value: Any, sample, reward):
+def _image(value: Any, sample, wants: Inputs):
     from .media import to_image_tensor, to_pil_rgb, to_uint8_tensor
 
-    if not reward.use_tensor_inputs:
+    if wants.images == "pil":
         return to_pil_rgb(value)
-    return to_uint8_tensor(value) if getattr(reward, "uint8_images", False) else to_image_tensor(value)
+    return to_uint8_tensor(value) if wants.images == "uint8" else to_image_tensor(value)
 
 
-def _video(value: Any, sample, reward):
+def _video(value: Any, sample, wants: Inputs):
     from .video import prepare_video
 
-    return prepare_video(value, as_tensor=reward.use_tensor_inputs, num_frames=getattr(reward, "num_frames", None))
+    return prepare_video(value, as_tensor=wants.frames == "float", num_frames=wants.num_frames)
 
 
-def _audio(value: Any, sample, reward):
+def _audio(value: Any, sample, wants: Inputs):
     from .audio import prepare_audio
 
-    return prepare_audio(value, sample_rate=sample.audio_sample_rate, target_rate=getattr(reward, "sample_rate", None),
-                         mono=getattr(reward, "mono", True), as_tensor=reward.use_tensor_inputs)
+    return prepare_audio(value, sample_rate=sample.audio_sample_rate, target_rate=wants.sample_rate,
+                         mono=wants.mono, as_tensor=wants.audio == "tensor")
 
 
 def _nested(convert: Callable) -> Callable:
-    def inner(value: Any, sample, reward) -> list:
+    def inner(value: Any, sample, wants: Inputs) -> list:
         items = list(value) if isinstance(value, (list, tuple)) else [value]
         if not items:
             raise InputError("empty list of condition media")
-        return [convert(item, sample, reward) for item in items]
+        return [convert(item, sample, wants) for item in items]
 
     return inner
 
 
-def _passthrough(value: Any, sample, reward) -> Any:
+def _passthrough(value: Any, sample, wants: Inputs) -> Any:
     return value
 
 
@@ -82,18 +86,10 @@ CONVERTERS: dict[str, Callable[[Any, Any, Any], Any]] = {
 }
 
 
-def conversion_key(field: str, reward) -> Hashable:
-    """Two rewards with equal keys receive identical converted values, so conversions can be shared."""
-    if field in ("prompt", "completion", "metadata", "dataset", "group_id"):
-        return field
-    return (field, reward.use_tensor_inputs, getattr(reward, "uint8_images", False), getattr(reward, "num_frames", None),
-            getattr(reward, "sample_rate", None), getattr(reward, "mono", True))
-
-
-def convert_field(field: str, value: Any, sample, reward) -> Any:
-    """Convert one raw value; InputError (without location) when it is unusable."""
+def convert_field(field: str, value: Any, sample, wants: Inputs) -> Any:
+    """Convert one raw value as ``wants`` asks; InputError (without location) when it is unusable."""
     try:
         converter = CONVERTERS[field]
     except KeyError:
         raise InputError(f"reward declares unknown field '{field}'") from None
-    return converter(value, sample, reward)
+    return converter(value, sample, wants)

@@ -38,6 +38,7 @@ from PIL import Image
 
 from ..errors import InputError
 from .media import tensor_to_uint8, to_uint8_tensor
+from .options import positive_int
 
 #: OpenAI CLIP normalisation constants (also used by open_clip's OpenAI/LAION weights and HF CLIP).
 OPENAI_CLIP_MEAN: tuple[float, float, float] = (0.48145466, 0.4578275, 0.40821073)
@@ -64,8 +65,7 @@ class PreprocessConfig:
             raise ValueError(f"resize_mode must be one of {RESIZE_MODES}, got {self.resize_mode!r}")
         if self.interpolation not in INTERPOLATIONS:
             raise ValueError(f"interpolation must be one of {INTERPOLATIONS}, got {self.interpolation!r}")
-        if not (isinstance(self.size, int) and self.size > 0):
-            raise ValueError(f"size must be a positive integer, got {self.size!r}")
+        positive_int(self.size, "size")
         object.__setattr__(self, "mean", tuple(float(m) for m in self.mean))
         object.__setattr__(self, "std", tuple(float(s) for s in self.std))
 

@@ -31,6 +31,7 @@ import numpy as np
 from PIL import Image
 
 from ..errors import InputError
+from .options import positive_int
 from .media import image_to_uint8, is_path, is_tensor, to_image_tensor
 
 BACKENDS = ("auto", "decord", "pyav")
@@ -52,17 +53,8 @@ def sample_indices(total: int, num_frames: int | None) -> list[int]:
 
 
 def check_num_frames(num_frames: Any) -> int | None:
-    """Validate a reward's ``num_frames`` option (positive int or None); ValueError otherwise."""
-    if num_frames is None:
-        return None
-    return check_positive_int(num_frames, "num_frames", " or null (all frames)")
-
-
-def check_positive_int(value: Any, name: str, alternative: str = "") -> int:
-    """``value`` if it is a positive int (not a bool); ValueError naming the option otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer{alternative}, got {value!r}")
-    return value
+    """Validate a reward's ``num_frames`` option: a positive int, or None for every frame."""
+    return positive_int(num_frames, "num_frames", allow_none=True)
 
 
 def check_temporal(frames: Any, sample: int) -> None:
@@ -106,7 +98,7 @@ def read_video(path: str | os.PathLike, num_frames: int | None = None, *, backen
         return _read_pyav(path, num_frames)
     except InputError as exc:
         if failures:
-            raise InputError(f"{exc.message} ({'; '.join(failures)})") from None
+            raise exc.located(suffix=f" ({'; '.join(failures)})") from None
         raise
     except ImportError as exc:
         raise InputError(f"cannot read video file '{path}': PyAV is not installed ({exc}); "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from ..errors import InputError
 
@@ -44,3 +44,16 @@ def load_state_dict(path: str | os.PathLike, *, map_location: str = "cpu", key: 
     if not isinstance(state, dict):
         raise InputError(f"'{path}' does not hold a state dict (got {type(state).__name__})")
     return state
+
+
+def strip_prefix(state: Mapping[str, Any], prefixes: Sequence[str] = ("module.",)) -> dict[str, Any]:
+    """Drop a wrapper prefix that every key shares (``module.`` from DataParallel/DDP, ``model.``, ...).
+
+    Each prefix of ``prefixes`` in turn is removed when every key starts with it (so ``module.model.``
+    goes with ``("module.", "model.")``); keys that do not all share it stay as they are.
+    """
+    out = dict(state)
+    for prefix in prefixes:
+        if out and all(k.startswith(prefix) for k in out):
+            out = {k[len(prefix):]: v for k, v in out.items()}
+    return out

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -38,24 +36,6 @@ def speechmos_run():
 @pytest.fixture(scope="session")
 def tiny_clap_dir(tmp_path_factory):
     """A random-init ClapModel (tiny HTSAT + RoBERTa) and ClapProcessor saved like a hub checkpoint."""
-    import torch
-    from transformers import ClapConfig, ClapFeatureExtractor, ClapModel, ClapProcessor, RobertaTokenizer
+    from rewardzoo.testing import tiny_clap_dir as build
 
-    path = tmp_path_factory.mktemp("tiny_clap")
-    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4}
-    for ch in "abcdefghijklmnopqrstuvwxyz":
-        vocab.setdefault(ch, len(vocab))
-        vocab.setdefault("\u0120" + ch, len(vocab))
-    vocab.setdefault("\u0120", len(vocab))
-    (path / "vocab.json").write_text(json.dumps(vocab))
-    tokenizer = RobertaTokenizer(vocab=vocab, merges=[])
-    text = dict(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                intermediate_size=32, max_position_embeddings=64, projection_dim=16)
-    audio = dict(depths=[1, 1], num_attention_heads=[1, 2], patch_embeds_hidden_size=8, hidden_size=16,
-                 projection_dim=16, window_size=8, spec_size=256, num_mel_bins=64, enable_fusion=False)
-    torch.manual_seed(0)
-    ClapModel(ClapConfig(text_config=text, audio_config=audio, projection_dim=16)).eval().save_pretrained(path)
-    # rand_trunc + repeatpad: the unfused LAION checkpoints' settings (one mel view per clip)
-    ClapProcessor(feature_extractor=ClapFeatureExtractor(truncation="rand_trunc", padding="repeatpad"),
-                  tokenizer=tokenizer).save_pretrained(path)
-    return str(path)
+    return str(build(tmp_path_factory.mktemp("tiny_clap"), seed=0))

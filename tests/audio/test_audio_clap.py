@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import torch
 import torchaudio.functional as taf
-from audio_signals import noise, speech_like, tone
 
 from rewardzoo.errors import InputError
 from rewardzoo.rewards.audio.clap import ClapScore, fit_length
+
+from .signals import noise, speech_like, tone
 
 
 @pytest.fixture(scope="module")

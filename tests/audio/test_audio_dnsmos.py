@@ -11,10 +11,15 @@ import pytest
 import soundfile as sf
 import torch
 import torchaudio.functional as taf
-from audio_signals import noise, speech_like, tone
 
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.rewards.audio.dnsmos import DNSMOS, PersonalizedDNSMOS, slaney_mel_filterbank
+from rewardzoo.rewards.audio.dnsmos import (
+    DNSMOS,
+    PersonalizedDNSMOS,
+    slaney_mel_filterbank,
+)
+
+from .signals import noise, speech_like, tone
 
 KEYS = ("ovrl", "sig", "bak", "p808")
 TOL = 1e-3

@@ -7,10 +7,11 @@ import pytest
 import soundfile as sf
 import torch
 import torchaudio.functional as taf
-from audio_signals import noise, speech_like, tone
 
 from rewardzoo.errors import InputError
 from rewardzoo.shared.audio import prepare_audio, prepare_clips
+
+from .signals import noise, speech_like, tone
 
 RATES = (8000, 16000, 44100, 48000)
 

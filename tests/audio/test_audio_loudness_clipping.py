@@ -9,11 +9,12 @@ import pyloudnorm
 import pytest
 import soundfile as sf
 import torch
-from audio_signals import clipped_tone, noise, speech_like, tone
 
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.rewards.audio.clipping import AudioClipping
 from rewardzoo.rewards.audio.loudness import GATED_LUFS, Loudness
+
+from .signals import clipped_tone, noise, speech_like, tone
 
 RATES = (8000, 16000, 44100, 48000)
 

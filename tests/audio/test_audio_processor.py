@@ -1,16 +1,17 @@
-"""The audio rewards through RewardProcessor with the shipped configs, on the demo's kind of media."""
+"""The audio rewards through RewardProcessor with their cards' example configs, on the demo's kind of media."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyloudnorm
 import pytest
-from audio_signals import clipped_tone, noise, tone
 
 from rewardzoo import RewardProcessor, load_config
 from rewardzoo.errors import InputError
-from rewardzoo.resources import data_dir
+from rewardzoo.registry import example_config
 from rewardzoo.sample import Sample
+
+from .signals import clipped_tone, noise, tone
 
 RATE = 16000
 
@@ -18,7 +19,7 @@ RATE = 16000
 @pytest.fixture(scope="module")
 def processor():
     specs = [spec for name in ("dnsmos", "loudness", "audio_clipping")
-             for spec in load_config(data_dir("configs") / f"{name}.yaml").rewards]
+             for spec in load_config(example_config(name)).rewards]
     return RewardProcessor(specs)
 
 
@@ -55,7 +56,7 @@ def test_errors_name_reward_field_and_sample(processor, tmp_path):
 
 def test_too_short_for_loudness_is_an_input_error():
     short = Sample(audio=tone(RATE, 0.2).astype(np.float32), audio_sample_rate=RATE)
-    only_loudness = RewardProcessor(load_config(data_dir("configs") / "loudness.yaml").rewards)
+    only_loudness = RewardProcessor(load_config(example_config("loudness")).rewards)
     with pytest.raises(InputError, match="shorter than one 400 ms") as info:
         only_loudness([short])
     assert info.value.reward == "loudness" and info.value.sample == 0

@@ -1,8 +1,8 @@
-"""Reset the call counters of the test rewards in core_rewards before each test."""
+"""Reset the call counters of the test rewards in tests/core/rewards.py before each test."""
 
 import pytest
 
-from core_rewards import CenteredLength, PromptLength
+from .rewards import CenteredLength, PromptLength
 
 
 @pytest.fixture(autouse=True)

@@ -1,64 +1,80 @@
-"""Registry, class metadata, model cards and example configs agree, so none can drift."""
+"""The model card is each reward's one record: its front matter is valid, the class agrees with it
+without restating it, and its example config is a working config for that reward."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 import yaml
 
 from rewardzoo import load_config
-from rewardzoo.registry import REGISTRY, extra_installed, resolve
-from rewardzoo.resources import data_dir, read_card
+from rewardzoo.registry import (
+    CARD_FACTS,
+    builtin,
+    example_config,
+    extra_installed,
+    read_card,
+    resolve,
+)
+from rewardzoo.resources import card_files, data_dir
+from rewardzoo.rewards.base import Inputs, Reward
 
-NAMES = sorted(REGISTRY)
+NAMES = sorted(builtin())
 SECTIONS = ("What it measures", "Intended use", "Inputs", "Limitations", "How to configure", "Speed")
 
 
+def test_every_card_is_indexed_under_its_file_name():
+    assert NAMES and {p.stem for p in card_files()} == set(NAMES)
+    for name, info in builtin().items():
+        assert info.card.stem == name and info.source == "rewardzoo"
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_card_front_matter_matches_registry(name):
+def test_card_front_matter_and_sections(name):
     meta, body = read_card(name)
-    entry = REGISTRY[name]
-    assert meta["name"] == name
-    assert meta["modality"] == entry.modality and meta["kind"] == entry.kind
-    assert meta["extra"] == entry.extra
-    assert meta["higher_is_better"] is entry.higher_is_better
-    assert [float(x) for x in meta["score_range"]] == list(entry.score_range)
+    info = builtin()[name]
+    assert meta["name"] == name and info.summary and ":" in info.implementation
+    assert info.kind in ("pointwise", "groupwise") and info.score_range[0] < info.score_range[1]
     assert meta.get("license") and meta.get("reference", {}).get("repository")
     for section in SECTIONS:
         assert f"## {section}" in body, f"card {name} lacks the section '{section}'"
-    snippet = body.split("## How to configure", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
-    load_config(yaml.safe_load(snippet))  # the card's YAML snippet is a valid config
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_class_metadata_matches_registry(name):
-    entry = REGISTRY[name]
-    if not extra_installed(entry.extra):
-        pytest.skip(f"extra '{entry.extra}' not installed")
-    cls = resolve(name)
-    assert cls.kind == entry.kind and cls.modality == entry.modality and cls.extra == entry.extra
-    assert cls.higher_is_better is entry.higher_is_better
-    assert tuple(cls.score_range) == entry.score_range
-    lo, hi = cls.score_range
-    assert lo < hi and not (math.isnan(lo) or math.isnan(hi))
-    assert isinstance(cls.thread_safe, bool) and isinstance(cls.use_tensor_inputs, bool)
-    assert cls.__doc__ and len(cls.__doc__.strip()) > 40, "public reward classes document formula, inputs, range"
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_every_reward_has_an_example_config_that_uses_it(name):
-    path = data_dir("configs") / f"{name}.yaml"
-    assert path.is_file(), f"configs/{name}.yaml is missing"
-    cfg = load_config(path)
+def test_card_example_config_is_a_config_that_uses_the_reward(name):
+    cfg = load_config(example_config(name))
     assert any(s.reward_model.lower() == name for s in cfg.rewards + cfg.eval_rewards)
 
 
-def test_no_card_without_a_registry_entry():
-    cards = {p.stem for p in data_dir("model_cards").glob("*.md")}
-    assert cards == set(NAMES)
+@pytest.mark.parametrize("name", NAMES)
+def test_class_agrees_with_the_card_and_does_not_restate_it(name):
+    info = builtin()[name]
+    if not extra_installed(info.extra):
+        pytest.skip(f"extra '{info.extra}' not installed")
+    cls = resolve(name)
+    assert isinstance(cls, type) and issubclass(cls, Reward)
+    assert cls.kind == info.kind
+    for klass in cls.__mro__[:cls.__mro__.index(Reward)]:
+        restated = [fact for fact in CARD_FACTS if fact in vars(klass)]
+        assert not restated, f"{klass.__qualname__} restates {restated}, which its model card states"
+    assert isinstance(cls.inputs, Inputs) and isinstance(cls.thread_safe, bool)
+    assert cls.__doc__ and len(cls.__doc__.strip()) > 40, "public reward classes document formula, inputs, range"
 
 
 def test_demo_config_covers_every_reward_that_needs_no_download():
     demo = {s.reward_model for s in load_config(data_dir("configs") / "demo.yaml").rewards}
-    assert demo == {name for name, e in REGISTRY.items() if not e.download}
+    assert demo == {name for name, e in builtin().items() if not e.download}
+
+
+def test_a_card_with_a_bad_front_matter_is_refused_with_its_file_and_key(tmp_path):
+    from rewardzoo.errors import RegistryError
+    from rewardzoo.registry import info_from_card
+
+    meta, _ = read_card("loudness")
+    for key, value, match in (("score_range", [1, 0], "low < high"), ("kind", "pairwise", "kind"),
+                              ("higher_is_better", "yes", "higher_is_better"), ("implementation", "x.y", "module:Class")):
+        with pytest.raises(RegistryError, match=match) as exc:
+            info_from_card({**meta, key: value}, tmp_path / "card.md")
+        assert "card.md" in str(exc.value)
+    with pytest.raises(RegistryError, match="summary' is missing"):
+        info_from_card({k: v for k, v in meta.items() if k != "summary"}, tmp_path / "card.md")
+    yaml.safe_dump(meta)  # the record is plain YAML data

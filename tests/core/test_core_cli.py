@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from rewardzoo.cli import group_preserving_chunks, main
-from rewardzoo.registry import REGISTRY
+from rewardzoo.registry import builtin, entries
 from rewardzoo.sample import Sample
 
 
@@ -102,7 +102,7 @@ def test_group_preserving_chunks_never_split_a_group():
 def test_list_json_and_table(capsys):
     assert main(["list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {r["name"] for r in rows} == set(REGISTRY)
+    assert {r["name"] for r in rows} == set(entries())
     assert main(["list", "--modality", "audio"]) == 0
     table = capsys.readouterr().out
     assert "dnsmos" in table and "clip_score" not in table
@@ -125,7 +125,7 @@ def test_demo_prints_a_table_for_every_modality(capsys):
 
 
 def test_wheel_ships_configs_and_model_cards(tmp_path):
-    """A plain (non-editable) install carries the cards and configs inside the package."""
+    """A plain (non-editable) install carries the cards (with their example configs) and the use-case configs."""
     root = Path(__file__).resolve().parents[2]
     src = tmp_path / "src"  # a clean copy: setuptools' build/ folder must not mix in stale files
     shutil.copytree(root, src, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__", ".*cache"))
@@ -133,7 +133,16 @@ def test_wheel_ships_configs_and_model_cards(tmp_path):
                     str(tmp_path), str(src)], check=True, capture_output=True)
     wheel = next(tmp_path.glob("rewardzoo-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in REGISTRY:
+    for name in builtin():
         assert f"rewardzoo/model_cards/{name}.md" in names
-        assert f"rewardzoo/configs/{name}.yaml" in names
     assert "rewardzoo/configs/demo.yaml" in names
+
+
+def test_score_with_a_reward_name_uses_the_example_config_of_its_card(manifest):
+    root, path, _, media = manifest
+    out = root / "by_name.jsonl"
+    assert main(["score", "jpeg_incompressibility", "-i", str(path), "-o", str(out), "-q"]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    kb = [_jpeg_kb(media / f"{i}.png") for i in range(7)]
+    np.testing.assert_allclose([r["rewards"]["jpeg_incompressibility"] for r in records], kb, rtol=1e-6)
+    assert main(["score", "no_such_reward_or_config", "-i", str(path), "-o", str(out)]) != 0

@@ -7,12 +7,13 @@ import io
 
 import numpy as np
 import pytest
-import torch
-from core_rewards import MetadataValue, PromptLength, path
 from PIL import Image
 
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.integrations import ddpo_reward_fn, trl_reward_funcs
+
+from ..optional import needs_torch, torch
+from .rewards import MetadataValue, PromptLength, path
 
 
 def _kb(chw: np.ndarray) -> float:
@@ -30,7 +31,7 @@ CONFIG = {"rewards": [
 def test_trl_functions_follow_the_protocol():
     funcs, weights = trl_reward_funcs(CONFIG)
     assert [f.__name__ for f in funcs] == ["len_math", "meta"] and weights == [2.0, 0.5]
-    assert all(not isinstance(f, torch.nn.Module) for f in funcs)
+    assert torch is None or all(not isinstance(f, torch.nn.Module) for f in funcs)
     prompts = ["what is 2+2?", [{"role": "user", "content": "hi"}], "q3"]
     completions = ["4", [{"role": "assistant", "content": "hello"}], "x"]
     kwargs = dict(completion_ids=[[1], [2], [3]], dataset=["math", "chat", "math"], value=[1, 2, 3],
@@ -55,6 +56,7 @@ def test_trl_rejects_per_dataset_weights():
         trl_reward_funcs({"rewards": [{"name": "w", "reward_model": path(PromptLength), "weight": {"a": 1.0}}]})
 
 
+@needs_torch
 def test_ddpo_reward_fn_returns_weighted_total_for_float_batches():
     fn = ddpo_reward_fn({"rewards": [{"name": "jpeg_incompressibility", "weight": 0.5},
                                      {"name": "jpeg_compressibility", "weight": 10.0}]})
@@ -67,6 +69,7 @@ def test_ddpo_reward_fn_returns_weighted_total_for_float_batches():
     np.testing.assert_allclose(meta["rewards"]["jpeg_incompressibility"], kb, rtol=1e-6)
 
 
+@needs_torch
 def test_ddpo_reward_fn_refuses_unscored_samples_and_length_mismatch():
     fn = ddpo_reward_fn({"rewards": [{"name": "jpeg_incompressibility", "applicable_datasets": ["x"]}]})
     with pytest.raises(InputError, match="no configured reward applies"):

@@ -6,10 +6,11 @@ import io
 
 import numpy as np
 import pytest
-import torch
 from PIL import Image
 
 from rewardzoo import RewardProcessor, Sample
+
+from ..optional import torch
 
 
 def _reference_kb(float_chw: np.ndarray) -> float:
@@ -20,13 +21,14 @@ def _reference_kb(float_chw: np.ndarray) -> float:
     return len(buf.getvalue()) / 1000
 
 
+@pytest.mark.parametrize("as_input", [np.asarray, *([torch.from_numpy] if torch else [])], ids=lambda f: f.__module__)
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_jpeg_rewards_match_flow_grpo(seed):
+def test_jpeg_rewards_match_flow_grpo(seed, as_input):
     rng = np.random.default_rng(seed)
     images = [rng.random((3, 40 + 8 * k, 48)).astype(np.float32) ** (k + 1) for k in range(4)]
     proc = RewardProcessor(["jpeg_compressibility", "jpeg_incompressibility",
                             {"name": "ddpo", "reward_model": "jpeg_compressibility", "kwargs": {"scale": 1.0}}])
-    res = proc([Sample(image=torch.from_numpy(img)) for img in images])
+    res = proc([Sample(image=as_input(img)) for img in images])
     kb = np.array([_reference_kb(img) for img in images])
     np.testing.assert_allclose(res.rewards["jpeg_incompressibility"], kb, rtol=1e-6)
     np.testing.assert_allclose(res.rewards["jpeg_compressibility"], -kb / 500, rtol=1e-6)

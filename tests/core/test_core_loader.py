@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from core_rewards import PromptLength, path
 
 import rewardzoo
 from rewardzoo import RewardLoader, build_processors
 from rewardzoo.errors import ConfigError, RegistryError
+
+from .rewards import PromptLength, path
 
 
 class CountingLength(PromptLength):

@@ -6,10 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from core_rewards import CenteredLength, MetadataValue, PromptLength, path
 
 from rewardzoo import RewardProcessor, Sample
 from rewardzoo.errors import InputError, RewardExecutionError
+
+from .rewards import CenteredLength, MetadataValue, PromptLength, path
 
 LEN = path(PromptLength)
 META = path(MetadataValue)

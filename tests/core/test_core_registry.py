@@ -7,20 +7,21 @@ import sys
 import textwrap
 
 import pytest
-from core_rewards import PromptLength
 
 from rewardzoo import registry
 from rewardzoo.errors import MissingExtraError, RegistryError
-from rewardzoo.rewards.base import PointwiseReward
+from rewardzoo.rewards.base import Inputs, PointwiseReward, RewardInfo
 from rewardzoo.rewards.image.jpeg import JpegCompressibility
+
+from .rewards import PromptLength
 
 
 def test_registry_names_are_lowercase_and_resolve_case_insensitively():
-    assert all(name == name.lower() for name in registry.REGISTRY)
+    assert all(name == name.lower() for name in registry.entries())
     assert registry.resolve("JPEG_Compressibility") is JpegCompressibility
 
 
-@pytest.mark.parametrize("target", ["core_rewards:PromptLength", "core_rewards.PromptLength"])
+@pytest.mark.parametrize("target", ["tests.core.rewards:PromptLength", "tests.core.rewards.PromptLength"])
 def test_python_path_fallback(target):
     assert registry.resolve(target) is PromptLength
 
@@ -32,7 +33,7 @@ def test_unknown_name_lists_close_matches():
 
 def test_path_to_missing_attribute_or_module():
     with pytest.raises(RegistryError, match="has no attribute 'Nope'"):
-        registry.resolve("core_rewards:Nope")
+        registry.resolve("tests.core.rewards:Nope")
     with pytest.raises(RegistryError, match="cannot import module 'no_such_pkg_zz.mod'"):
         registry.resolve("no_such_pkg_zz.mod:Thing")
 
@@ -40,7 +41,7 @@ def test_path_to_missing_attribute_or_module():
 def test_register_decorator_lowercases_and_refuses_builtin_names():
     @registry.register("My_Custom_Reward")
     class Custom(PointwiseReward):
-        required_fields = ("prompt",)
+        inputs = Inputs(("prompt",))
 
         def __call__(self, prompt, **_):
             return [0.0] * len(prompt)
@@ -59,8 +60,9 @@ def test_missing_extra_names_module_and_pip_command(tmp_path, monkeypatch, modul
     # the second module's name merely starts with the missing one's: still a missing dependency
     (tmp_path / f"{module}.py").write_text("import not_installed_backend_xyz\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    entry = registry._e(f"{module}:Thing", "image", "pointwise", "image", (0.0, 1.0), "test")
-    monkeypatch.setitem(registry.REGISTRY, "fancy_reward", entry)
+    entry = RewardInfo(name="fancy_reward", implementation=f"{module}:Thing", summary="test", modality="image",
+                       kind="pointwise", extra="image", higher_is_better=True, score_range=(0.0, 1.0), download=True)
+    monkeypatch.setitem(registry.builtin(), "fancy_reward", entry)
     with pytest.raises(MissingExtraError) as info:
         registry.resolve("fancy_reward")
     msg = str(info.value)
@@ -71,17 +73,17 @@ def test_entry_point_plugins_are_found(tmp_path, monkeypatch):
     dist = tmp_path / "zoo_plugin-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: zoo-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[rewardzoo.rewards]\nPlugin_Len = core_rewards:PromptLength\n")
+    (dist / "entry_points.txt").write_text("[rewardzoo.rewards]\nPlugin_Len = tests.core.rewards:PromptLength\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(registry, "_PLUGINS", None)
     assert registry.resolve("plugin_len") is PromptLength
-    assert registry.canonical_target("plugin_len") == "core_rewards:PromptLength"
+    assert registry.canonical_target("plugin_len") == "tests.core.rewards:PromptLength"
     monkeypatch.setattr(registry, "_PLUGINS", None)
 
 
 def test_list_rewards_rows_and_filter():
     rows = registry.list_rewards()
-    assert [r["name"] for r in rows] == sorted(registry.REGISTRY)
+    assert [r["name"] for r in rows] == sorted(registry.entries())
     audio = registry.list_rewards("audio")
     assert audio and all(r["modality"] == "audio" for r in audio)
     assert {"name", "modality", "kind", "extra", "higher_is_better", "score_range", "installed"} <= set(rows[0])

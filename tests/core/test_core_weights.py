@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import torch
+torch = pytest.importorskip("torch")
 from safetensors.torch import save_file
 
 from rewardzoo.errors import InputError

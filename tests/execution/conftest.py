@@ -2,7 +2,7 @@
 
 import pytest
 
-from execution_rewards import Blocking, CenteredValue, Recorder, ScratchReward
+from .rewards import Blocking, CenteredValue, Recorder, ScratchReward
 
 
 @pytest.fixture(autouse=True)

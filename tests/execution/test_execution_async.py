@@ -9,10 +9,25 @@ import warnings
 
 import numpy as np
 import pytest
-from execution_rewards import (Blocking, CenteredValue, Failing, NumpyWork, Recorder, ScratchReward, path)
 
-from rewardzoo import AsyncRewardRunner, InputError, RewardExecutionError, RewardProcessor, Sample
+from rewardzoo import (
+    AsyncRewardRunner,
+    InputError,
+    RewardExecutionError,
+    RewardProcessor,
+    Sample,
+)
 from rewardzoo.async_runner import RewardTimeoutError, _Streams
+
+from .rewards import (
+    Blocking,
+    CenteredValue,
+    Failing,
+    NumpyWork,
+    Recorder,
+    ScratchReward,
+    path,
+)
 
 REC, CENT = path(Recorder), path(CenteredValue)
 

@@ -1,20 +1,26 @@
 """Groupwise rewards across 2 gloo ranks (CPU) against the single-process result, and failure handling.
 
-One launch of two processes runs every scenario (execution_dist_worker.py); the tests read its results.
+One launch of two processes runs every scenario (dist_worker.py); the tests read its results.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
-from execution_rewards import CenteredJpeg, CenteredValue, DIST_GIDS, dist_samples, dist_specs, rank_indices
-from rank_launch import launch_ranks, load_result
 
 from rewardzoo import RewardProcessor
 
-WORKER = Path(__file__).with_name("execution_dist_worker.py")
+from ..ranks import launch_ranks, load_result
+from .rewards import (
+    DIST_GIDS,
+    CenteredJpeg,
+    CenteredValue,
+    dist_samples,
+    dist_specs,
+    rank_indices,
+)
+
+WORKER = "tests.execution.dist_worker"
 LAUNCH_TIMEOUT = 120
 
 
@@ -71,7 +77,7 @@ def test_each_group_is_scored_exactly_once(ranks):
 
 
 def test_only_declared_fields_group_id_and_dataset_travel(ranks):
-    declared = {"centered": CenteredValue.required_fields, "centered_jpeg": CenteredJpeg.required_fields}
+    declared = {"centered": CenteredValue.inputs.fields, "centered_jpeg": CenteredJpeg.inputs.fields}
     payloads = []
     for r in range(2):
         for status, item in ranks[r]["sent"][:ranks[r]["rounds_sync"]]:

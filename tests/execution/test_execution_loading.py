@@ -8,11 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from execution_rewards import Recorder, SlowInit, path
 
 import rewardzoo
 from rewardzoo import DistributedRewardProcessor, RewardLoader, Sample
 from rewardzoo.distributed import rank_ordered
+
+from .rewards import Recorder, SlowInit, path
 
 
 @pytest.fixture(autouse=True)

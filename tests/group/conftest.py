@@ -1,11 +1,11 @@
-"""Fixtures of the group tests; the test-local base rewards live in group_rewards.py (registered on import)."""
+"""Fixtures of the group tests; the test-local base rewards live in rewards.py (registered on import)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-import group_rewards  # noqa: F401  (registers the group_test_* rewards)
+from . import rewards  # noqa: F401  (registers the group_test_* rewards)
 
 
 @pytest.fixture

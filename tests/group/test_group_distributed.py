@@ -6,17 +6,16 @@ Groups are split across the ranks (samples alternate between them); the distribu
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
-from group_dist_worker import ITEMS, SPECS, rank_indices
-from group_rewards import meta_samples
-from rank_launch import launch_ranks, load_result
 
 from rewardzoo.processor import RewardProcessor
 
-WORKER = Path(__file__).with_name("group_dist_worker.py")
+from ..ranks import launch_ranks, load_result
+from .dist_worker import ITEMS, SPECS, rank_indices
+from .rewards import meta_samples
+
+WORKER = "tests.group.dist_worker"
 LAUNCH_TIMEOUT = 90
 
 

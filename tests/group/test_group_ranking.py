@@ -16,11 +16,19 @@ import torch
 from PIL import Image
 from scipy.stats import rankdata
 
-from group_rewards import meta_samples
-from group_judges import MetaJudge
-from rewardzoo.errors import ConfigError, InputError, RegistryError, RewardExecutionError, RewardOutputError
+from rewardzoo import load_reward
+from rewardzoo.errors import (
+    ConfigError,
+    InputError,
+    RegistryError,
+    RewardExecutionError,
+    RewardOutputError,
+)
 from rewardzoo.loader import RewardLoader
 from rewardzoo.processor import RewardProcessor
+
+from .judges import MetaJudge
+from .rewards import meta_samples
 
 
 def run(spec: dict, samples, loader=None):
@@ -181,10 +189,8 @@ def test_group_ids_int_and_str_are_distinct_groups(spec):
 
 
 def test_direct_call_with_several_groups_matches_processor(rng):
-    from rewardzoo.rewards.group.ranking import GroupRank
-
     items = random_batch(rng, [4, 2, 3])
-    reward = GroupRank(base="group_test_meta")
+    reward = load_reward("group_rank", base="group_test_meta")
     out = reward(metadata=[json.dumps({"score": s}) for _, s in items], group_id=[g for g, _ in items])
     np.testing.assert_allclose(out.rewards, per_group(items, ref_rank))
     np.testing.assert_allclose(out.extras["base_score"], [s for _, s in items])
@@ -242,7 +248,7 @@ def test_wrapper_mirrors_base_conversion(rng):
     proc, res = run({"reward_model": "group_rank", "kwargs": {"base": "group_test_tensor_mean"}},
                     [{"image": im, "group_id": 0} for im in images])
     wrapper = proc.rewards["g"]
-    assert wrapper.use_tensor_inputs is True and wrapper.required_fields == ("image", "group_id")
+    assert wrapper.inputs.images == "float" and wrapper.inputs.fields == ("image", "group_id")
     means = np.array([np.asarray(im, dtype=np.float64).mean() / 255 for im in images])
     np.testing.assert_allclose(res.rewards["g"], ref_rank(means), rtol=1e-6)
 
@@ -250,8 +256,8 @@ def test_wrapper_mirrors_base_conversion(rng):
 def test_class_metadata_is_not_the_instance_view():
     from rewardzoo.rewards.group.ranking import GroupRank
 
-    assert GroupRank.required_fields == ("group_id",)
-    assert GroupRank(base="group_test_meta").required_fields == ("metadata", "group_id")
+    assert GroupRank.inputs.fields == ("group_id",)
+    assert load_reward("group_rank", base="group_test_meta").inputs.fields == ("metadata", "group_id")
 
 
 def test_real_base_jpeg_incompressibility(rng):
@@ -285,7 +291,7 @@ def test_groupwise_base_is_allowed():
     spec = {"reward_model": "group_normalized",
             "kwargs": {"base": {"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta"}}}}
     proc, res = run(spec, meta_samples([(0, 3.0), (0, 1.0), (0, 2.0), (1, 5.0)]))
-    assert proc.rewards["g"].required_fields == ("metadata", "group_id")
+    assert proc.rewards["g"].inputs.fields == ("metadata", "group_id")
     s = 0.5 / (math.sqrt(1 / 6) + 1e-4)
     np.testing.assert_allclose(res.rewards["g"], [s, -s, 0.0, 0.0], rtol=1e-5, atol=1e-7)
 
@@ -293,7 +299,7 @@ def test_groupwise_base_is_allowed():
 # ---------------------------------------------------------------- user pairwise judge
 def test_user_judge_class_from_path_called_once_per_pair(rng):
     items = random_batch(rng, [5, 1, 3], ties=True)
-    proc, res = run({"reward_model": "pairwise_winrate", "kwargs": {"judge": "group_judges:MetaJudge"}},
+    proc, res = run({"reward_model": "pairwise_winrate", "kwargs": {"judge": "tests.group.judges:MetaJudge"}},
                     meta_samples(items))
     judge = proc.rewards["g"].judge
     assert isinstance(judge, MetaJudge) and judge.device == "cpu"  # device passed to a constructor that takes it
@@ -305,7 +311,7 @@ def test_user_judge_class_from_path_called_once_per_pair(rng):
 def test_user_judge_soft_mode_and_kwargs():
     # P(first beats second) = 0.5 + (a - b) / 10; soft: expected wins
     spec = {"reward_model": "pairwise_winrate",
-            "kwargs": {"judge": "group_judges:MetaJudge", "judge_kwargs": {"soft": True}, "mode": "soft"}}
+            "kwargs": {"judge": "tests.group.judges:MetaJudge", "judge_kwargs": {"soft": True}, "mode": "soft"}}
     got = scores(spec, [(0, 0.0), (0, 2.0), (0, 5.0)])
     p01, p02, p12 = 0.3, 0.0, 0.2
     np.testing.assert_allclose(got, [(p01 + p02) / 2, (1 - p01 + p12) / 2, (2 - p02 - p12) / 2], rtol=1e-6)
@@ -329,9 +335,9 @@ def test_user_judge_callable_from_python():
 @pytest.mark.parametrize("p", [1.5, -0.1, float("nan"), "yes", "0.5", None, [0.5, 0.5]])
 def test_user_judge_out_of_range_is_an_error(p):
     spec = {"reward_model": "pairwise_winrate",
-            "kwargs": {"judge": "group_judges:constant_judge", "fields": ["metadata"]}}
+            "kwargs": {"judge": "tests.group.judges:constant_judge", "fields": ["metadata"]}}
     samples = [{"metadata": {"p": p}, "group_id": 0}, {"metadata": {"p": p}, "group_id": 0}]
-    with pytest.raises(RewardOutputError, match=r"pairwise_winrate.*judge 'group_judges:constant_judge'.*\[0, 1\]"):
+    with pytest.raises(RewardOutputError, match=r"pairwise_winrate.*judge 'tests.group.judges:constant_judge'.*\[0, 1\]"):
         run(spec, samples)
 
 
@@ -345,10 +351,8 @@ def test_missing_group_id_names_field_and_sample(spec):
 
 
 def test_direct_call_without_group_id():
-    from rewardzoo.rewards.group.ranking import GroupNormalized
-
     with pytest.raises(InputError, match="group_id"):
-        GroupNormalized(base="group_test_meta")(metadata=['{"score": 1}'])
+        load_reward("group_normalized", base="group_test_meta")(metadata=['{"score": 1}'])
 
 
 def test_base_input_error_is_located_in_the_batch():
@@ -391,14 +395,14 @@ def test_base_nan_names_wrapper_and_base():
      "mode"),
     ({"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta", "temperature": 0}}, ConfigError,
      "temperature"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta", "judge": "group_judges:MetaJudge"}},
+    ({"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta", "judge": "tests.group.judges:MetaJudge"}},
      ConfigError, "not both"),
     ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "llm"}}, ConfigError, "Python path"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "group_judges:constant_judge"}}, ConfigError,
+    ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "tests.group.judges:constant_judge"}}, ConfigError,
      "which fields"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "group_judges:constant_judge", "fields": ["pic"]}},
+    ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "tests.group.judges:constant_judge", "fields": ["pic"]}},
      ConfigError, "unknown judge field"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "group_judges:constant_judge",
+    ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "tests.group.judges:constant_judge",
                                                      "fields": ["metadata"], "judge_kwargs": {"a": 1}}},
      ConfigError, "judge class"),
     ({"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta", "fields": ["prompt"]}},
@@ -418,17 +422,15 @@ def test_backend_failure_in_base_names_the_stream():
 
     reward = RewardLoader().load({"name": "g", **spec})
     assert isinstance(reward, GroupRank)
-    from rewardzoo.processor import call_reward
+    from rewardzoo.engine import call_reward
 
     with pytest.raises(RewardExecutionError, match="reward 'g': TypeError"):
         call_reward("g", reward, {"image": ["not a tensor"], "group_id": [0]}, [0])
 
 
 def test_audio_base_gets_sample_rate_and_conversion_settings():
-    from rewardzoo.rewards.group.ranking import GroupNormalized
-
-    reward = GroupNormalized(base="group_test_audio_peak", ddof=1, eps=1e-8)
-    assert (reward.sample_rate, reward.mono, reward.required_fields) == (16000, False, ("audio", "group_id"))
+    reward = load_reward("group_normalized", base="group_test_audio_peak", ddof=1, eps=1e-8)
+    assert (reward.inputs.sample_rate, reward.inputs.mono, reward.inputs.fields) == (16000, False, ("audio", "group_id"))
     audio = [np.full((1, 100), a, dtype=np.float32) for a in (0.1, 0.3, 0.2)]
     out = reward(audio=audio, audio_sample_rate=[16000, 16000, 8000], group_id=[0, 0, 0])
     base = np.array([1.6, 4.8, 1.6])
@@ -439,7 +441,7 @@ def test_audio_base_gets_sample_rate_and_conversion_settings():
 def test_not_thread_safe_base_is_never_called_concurrently():
     from concurrent.futures import ThreadPoolExecutor
 
-    from rewardzoo.processor import call_reward
+    from rewardzoo.engine import call_reward
 
     loader = RewardLoader()
     base = loader.load({"name": "base", "reward_model": "group_test_unsafe"})

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from image_media import make_images
 
 from rewardzoo.errors import ConfigError
 from rewardzoo.rewards.image.aesthetic import LaionAesthetic
+
+from .media import make_images
 
 SIZES = [(96, 80), (80, 96), (64, 64), (120, 70), (200, 150)]
 

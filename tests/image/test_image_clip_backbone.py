@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import gc
 
+import open_clip
 import pytest
 import torch
 import torch.nn.functional as F
-from image_media import PROMPTS
 
-import open_clip
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.shared.clip import cached_backbones, check_pairs, load_clip_backbone, resolve_weights_file
+from rewardzoo.shared.clip import (
+    cached_backbones,
+    check_pairs,
+    load_clip_backbone,
+    resolve_weights_file,
+)
+
+from .media import PROMPTS
 
 LONG = " ".join(["a very long caption about many colourful things"] * 20)  # > 77 tokens: truncated
 TEXTS = PROMPTS + ["", "A", "!!", LONG, "a cat"]

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from image_media import PROMPTS, make_images
 
 from rewardzoo import RewardProcessor, Sample
 from rewardzoo.errors import InputError
 from rewardzoo.loader import RewardLoader
 from rewardzoo.rewards.image.clip_score import ClipScore
+
+from .media import PROMPTS, make_images
 
 SIZES = [(96, 80), (80, 96), (64, 64), (120, 70), (70, 70), (200, 150)]
 

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
+import open_clip
 import pytest
 import torch
 import torch.nn.functional as F
 import torchvision.transforms.functional as TF
-from image_media import PROMPTS, make_images
 
-import open_clip
 from rewardzoo.errors import ConfigError
 from rewardzoo.rewards.image.hpsv2 import HPSv2
 from rewardzoo.shared.image_ops import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
+
+from .media import PROMPTS, make_images
 
 SIZES = [(96, 80), (80, 96), (64, 64), (120, 70), (50, 130), (200, 150)]
 

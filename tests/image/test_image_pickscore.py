@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from image_media import PROMPTS, make_images
 
 from rewardzoo.errors import InputError
 from rewardzoo.rewards.image.pickscore import PickScore
+
+from .media import PROMPTS, make_images
 
 SIZES = [(96, 80), (80, 96), (64, 64), (120, 70), (70, 70), (200, 150)]
 

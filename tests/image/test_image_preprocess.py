@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import numpy as np
+import open_clip
 import pytest
 import torch
-from image_media import make_images
+import torchvision.transforms.functional as TF
 from PIL import Image
 
-import open_clip
-import torchvision.transforms.functional as TF
 from rewardzoo.errors import InputError
-from rewardzoo.shared.image_ops import (OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PreprocessConfig, preprocess_images,
-                                        to_uint8_tensor)
+from rewardzoo.shared.image_ops import (
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    PreprocessConfig,
+    preprocess_images,
+    to_uint8_tensor,
+)
+
+from .media import make_images
 
 SIZES = [(96, 80), (80, 96), (64, 64), (100, 57), (33, 130), (512, 512)]
 ONE_LEVEL = 1 / 255 / min(OPENAI_CLIP_STD)  # one 8-bit level after normalisation

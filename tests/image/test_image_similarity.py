@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from image_media import make_images
 
 from rewardzoo import RewardProcessor, Sample
 from rewardzoo.errors import InputError
 from rewardzoo.rewards.image.similarity import ClipImageSimilarity
+
+from .media import make_images
 
 
 def _encode(oc_reference, images):

@@ -11,8 +11,12 @@ import torch
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.rewards.text.backbones import HFBackbone, TinyTransformer
 from rewardzoo.rewards.text.lora import LoRALinear
-from rewardzoo.rewards.text.sequence_reward import (SequenceRewardModel, bradley_terry_loss, cross_entropy_loss,
-                                                    mse_loss)
+from rewardzoo.rewards.text.sequence_reward import (
+    SequenceRewardModel,
+    bradley_terry_loss,
+    cross_entropy_loss,
+    mse_loss,
+)
 
 SEQS = [[2, 5, 6, 7, 8, 9, 10], [2, 5, 6], [2, 11, 12, 13, 14]]
 PROMPT_LENS = [3, 1, 2]

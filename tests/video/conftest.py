@@ -1,4 +1,4 @@
-"""Fixtures for the video tests: tiny generated clips and tiny random-init DINO models on disk."""
+"""Fixtures for the video tests: tiny generated clips and tiny random-init models on disk (rewardzoo.testing)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("av")
 pytest.importorskip("transformers")
 
+from rewardzoo import testing as rzt  # noqa: E402
 from rewardzoo.shared.video import write_video  # noqa: E402
-from video_media import CLIP_PREPROCESS, TINY_CLIP, ramp_frames, textured_frames  # noqa: E402
+
+from .media import CLIP_PREPROCESS, TINY_CLIP, ramp_frames, textured_frames  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")
@@ -27,47 +29,17 @@ def media_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def dino_dirs(tmp_path_factory):
     """Tiny random-init DINO-style (ViT, patch 16) and DINOv2 (patch 14) models saved with save_pretrained."""
-    from transformers import Dinov2Config, Dinov2Model, ViTConfig, ViTModel
-
-    root = tmp_path_factory.mktemp("dino")
-    torch.manual_seed(0)
-    # A large initializer_range keeps random features far apart, so consistency scores are not all ~1.
-    vit = ViTModel(ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                             image_size=224, patch_size=16, initializer_range=0.5), add_pooling_layer=False)
-    vit.save_pretrained(root / "vit")
-    dinov2 = Dinov2Model(Dinov2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, mlp_ratio=2,
-                                      image_size=224, patch_size=14, initializer_range=0.5))
-    dinov2.save_pretrained(root / "dinov2")
-    return {"vit": str(root / "vit"), "dinov2": str(root / "dinov2")}
+    return rzt.tiny_dino_dirs(tmp_path_factory.mktemp("dino"), seed=0)
 
 
 @pytest.fixture(scope="session")
 def clip_dir(tmp_path_factory):
     """A tiny random-init open_clip model in hub layout (open_clip_config.json + safetensors)."""
-    import json
-
-    import open_clip
-    from safetensors.torch import save_file
-
-    torch.manual_seed(0)
-    model = open_clip.CLIP(**TINY_CLIP)
     path = tmp_path_factory.mktemp("clip") / "tiny-open-clip"
-    path.mkdir()
-    (path / "open_clip_config.json").write_text(json.dumps({"model_cfg": TINY_CLIP,
-                                                            "preprocess_cfg": CLIP_PREPROCESS}))
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path / "open_clip_model.safetensors"))
-    return str(path)
+    return str(rzt.tiny_open_clip_dir(path, seed=0, model_cfg=TINY_CLIP, preprocess_cfg=CLIP_PREPROCESS))
 
 
 @pytest.fixture(scope="session")
 def aesthetic_head(tmp_path_factory):
     """A random-init LAION aesthetic v2 head (reference parameter names) as .safetensors."""
-    from safetensors.torch import save_file
-
-    from rewardzoo.rewards.image.aesthetic import AestheticHead
-
-    torch.manual_seed(1)
-    head = AestheticHead(768)
-    path = tmp_path_factory.mktemp("aesthetic") / "head.safetensors"
-    save_file({k: v.contiguous() for k, v in head.state_dict().items()}, str(path))
-    return str(path)
+    return str(rzt.aesthetic_head_file(tmp_path_factory.mktemp("aesthetic") / "head.safetensors", seed=1))

@@ -17,7 +17,8 @@ torch = pytest.importorskip("torch")
 
 from rewardzoo.errors import InputError  # noqa: E402
 from rewardzoo.shared import video as V  # noqa: E402
-from video_media import T_FRAMES, frame_index, ramp_frames, textured_frames  # noqa: E402
+
+from .media import T_FRAMES, frame_index, ramp_frames, textured_frames  # noqa: E402
 
 CLIPS = ["ramp_longgop.mp4", "ramp_gop12.mp4", "ramp_gop12.mkv"]
 

@@ -15,14 +15,19 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from video_media import textured_frames
 from rewardzoo.errors import InputError
 from rewardzoo.loader import RewardLoader
 from rewardzoo.processor import RewardProcessor
-from rewardzoo.rewards.video.consistency import BackgroundConsistency, SubjectConsistency, vbench_consistency
+from rewardzoo.rewards.video.consistency import (
+    BackgroundConsistency,
+    SubjectConsistency,
+    vbench_consistency,
+)
 from rewardzoo.rewards.video.flickering import TemporalFlickering
 from rewardzoo.sample import Sample
 from rewardzoo.shared.video import read_video, sample_indices
+
+from .media import textured_frames
 
 
 def as_tensor(arr: np.ndarray) -> torch.Tensor:
@@ -77,7 +82,7 @@ def test_flicker_input_forms_give_the_same_score(media_dir):
 
 
 def test_flicker_num_frames_samples_uniformly(media_dir):
-    from video_media import ramp_frames  # frame i is the gray level 8 * i
+    from .media import ramp_frames  # frame i is the gray level 8 * i
 
     frames = ramp_frames()  # 30 frames; 4 uniform picks are round(linspace(0, 29, 4)) = 0, 10, 19, 29
     got = score({"name": "video_temporal_flickering", "kwargs": {"num_frames": 4}}, [frames])[0]
@@ -247,12 +252,13 @@ def test_video_aesthetic_matches_head_on_open_clip_features(clip_dir, aesthetic_
 
 
 def test_frame_average_reports_bad_frames_and_options(clip_dir):
+    from rewardzoo import load_reward
     from rewardzoo.errors import ConfigError
-    from rewardzoo.rewards.video.frame_scores import VideoClipScore
 
+    entry = {"name": "video_clip_score", "model_path": clip_dir, "device": "cpu"}
     with pytest.raises(ConfigError, match="no option 'colour'"):
-        VideoClipScore(clip_dir, colour=1)
-    reward = VideoClipScore(clip_dir)
+        load_reward(entry, colour=1)
+    reward = load_reward(entry)
     with pytest.raises(InputError, match="1 video but 0 prompt") as info:
         reward(video=[torch.rand(2, 3, 32, 32)], prompt=[])
     assert info.value.field == "prompt"

@@ -12,7 +12,8 @@ Preprocessing, made deterministic for use as a reward:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from dataclasses import replace
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -20,7 +21,7 @@ from transformers import ClapModel, ClapProcessor
 
 from ...errors import InputError
 from ...shared.audio import prepare_clips
-from ..base import PointwiseReward, RewardOutput
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 DEFAULT_MODEL = "laion/larger_clap_general"
 
@@ -47,12 +48,7 @@ class ClapScore(PointwiseReward):
     module docstring says) and ``prompt``. Range [-1, 1]; higher means a better audio-text match.
     """
 
-    required_fields = ("audio", "prompt")
-    modality = "audio"
-    extra = "audio"
-    score_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
-    sample_rate: int = 48000  # replaced by the checkpoint's rate
-    mono: ClassVar[bool] = True
+    inputs = Inputs(("audio", "prompt"), sample_rate=48000)  # the rate is replaced by the checkpoint's
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32") -> None:
         super().__init__(model_path, device, dtype)
@@ -61,6 +57,7 @@ class ClapScore(PointwiseReward):
         self.model = ClapModel.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
         extractor = self.processor.feature_extractor
         self.sample_rate = int(extractor.sampling_rate)
+        self.inputs = replace(self.inputs, sample_rate=self.sample_rate)
         self.clip_samples = int(extractor.nb_max_samples)
 
     def audio_embeddings(self, clips: Sequence[np.ndarray]) -> torch.Tensor:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from ...errors import ConfigError
 from ...shared.audio import prepare_clips
-from ..base import PointwiseReward, RewardOutput
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 #: Default threshold: the largest positive 16-bit sample, 32767 / 32768, so 16-bit audio pinned at
 #: either rail counts as clipped (float audio at +-1.0 or beyond counts too).
@@ -25,12 +25,7 @@ class AudioClipping(PointwiseReward):
     ``clipped_fraction``.
     """
 
-    required_fields = ("audio",)
-    modality = "audio"
-    extra = "audio"
-    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
-    sample_rate: ClassVar[int | None] = None
-    mono: ClassVar[bool] = False
+    inputs = Inputs(("audio",), mono=False)
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  threshold: float = FULL_SCALE_16BIT) -> None:

@@ -32,7 +32,8 @@ import torch
 
 from ...errors import ConfigError, MissingExtraError
 from ...shared.audio import prepare_clips
-from ..base import PointwiseReward, RewardOutput
+from ...shared.options import positive_int
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 SAMPLE_RATE = 16000
 INPUT_SECONDS = 9.01
@@ -123,12 +124,7 @@ class DNSMOS(PointwiseReward):
     ``ovrl``, ``sig``, ``bak``, ``p808``.
     """
 
-    required_fields = ("audio",)
-    modality = "audio"
-    extra = "audio"
-    score_range: ClassVar[tuple[float, float]] = (1.0, 5.0)
-    sample_rate: ClassVar[int] = SAMPLE_RATE
-    mono: ClassVar[bool] = True
+    inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE)
     personalized: ClassVar[bool] = False
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
@@ -139,9 +135,7 @@ class DNSMOS(PointwiseReward):
         if self.dtype_name != "float32":
             raise ConfigError(f"DNSMOS runs its ONNX models in float32; dtype '{self.dtype_name}' is not supported",
                               field="dtype")
-        if not (isinstance(max_batch_windows, int) and max_batch_windows > 0):
-            raise ConfigError(f"max_batch_windows must be a positive integer, got {max_batch_windows!r}",
-                              field="kwargs")
+        positive_int(max_batch_windows, "kwargs.max_batch_windows")
         self.target = target
         self.personalized = type(self).personalized if personalized is None else bool(personalized)
         self.max_batch_windows = max_batch_windows

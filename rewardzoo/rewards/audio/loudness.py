@@ -21,14 +21,14 @@ loudness is taken as :data:`GATED_LUFS` (-70, the absolute gate), so the score s
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy.signal import lfilter
 
 from ...errors import ConfigError, InputError
 from ...shared.audio import prepare_clips
-from ..base import PointwiseReward, RewardOutput
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 BLOCK_SECONDS = 0.4
 OVERLAP = 0.75
@@ -120,12 +120,7 @@ class Loudness(PointwiseReward):
     -70 when gated).
     """
 
-    required_fields = ("audio",)
-    modality = "audio"
-    extra = "audio"
-    score_range: ClassVar[tuple[float, float]] = (-math.inf, 0.0)
-    sample_rate: ClassVar[int | None] = None
-    mono: ClassVar[bool] = False
+    inputs = Inputs(("audio",), mono=False)
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  target: float = -23.0) -> None:

@@ -8,20 +8,22 @@ its kwargs::
     kwargs: {base: {reward_model: pickscore, model_path: ..., dtype: bfloat16, kwargs: {...},
                     device: cuda:1, batch_size: 8}}  # the fields of a reward entry
 
-The base is built through the :class:`~rewardzoo.loader.RewardLoader`, so it is the same instance
-as any other spec of the same model identity (a ``pickscore`` stream and a ``group_rank`` over
-``pickscore`` load PickScore once). It inherits the wrapper's device and dtype unless the mapping
-sets them. ``batch_size`` in the mapping chunks the base calls (default: the whole call at once).
+The wrapper declares the base as an inner reward (:meth:`GroupwiseOverBase.inner_rewards`); the
+loader builds it like any config entry, so it is the same instance as any other spec of the same
+model identity (a ``pickscore`` stream and a ``group_rank`` over ``pickscore`` load PickScore once),
+and hands it to the constructor. It inherits the wrapper's device and dtype unless the mapping sets
+them. ``batch_size`` in the mapping chunks the base calls (default: the whole call at once). Build a
+wrapper through the loader (``rewardzoo.load_reward("group_rank", base="pickscore")``), not directly.
 
-How the wrapper looks to the processor (instance attributes, set from the base):
+How the wrapper looks to the engine (set from the base on the instance):
 
-- ``required_fields`` = the base's fields + ``group_id`` (the class attribute is ``("group_id",)``);
-- ``use_tensor_inputs`` and, where the base has them, ``num_frames``, ``sample_rate``, ``mono`` are
-  copied from the base, so the processor converts media exactly as it would for the base alone
-  (and shares those conversions with a stream of the base);
-- ``thread_safe`` stays true with a base: a base whose class is not thread-safe is called under its
-  process-wide instance lock (the processor's), so it is never run twice at once, whichever stream
-  or wrapper calls it. A user pairwise judge is taken as not thread-safe unless it says so.
+- ``inputs`` = the base's :class:`~rewardzoo.rewards.base.Inputs` with ``group_id`` added (the class
+  declares ``("group_id",)``), so media are converted exactly as for the base alone (and those
+  conversions are shared with a stream of the base);
+- ``thread_safe`` stays true with a base: the base is called through
+  :func:`~rewardzoo.rewards.base.invoke`, under its process-wide instance lock when its class is not
+  thread-safe, so it is never run twice at once, whichever stream or wrapper calls it. A user pairwise
+  judge is taken as not thread-safe unless it says so.
 
 Every wrapper orients the base first: ``s = base`` when the base's ``higher_is_better`` is true,
 ``s = -base`` otherwise, so a higher wrapper score always means a better sample. The base is
@@ -34,20 +36,17 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 
 from ...errors import ConfigError, InputError, RewardOutputError
-from ..base import GroupwiseReward, Reward, RewardOutput, validate_scores
-
-if TYPE_CHECKING:
-    from ...loader import RewardLoader
+from ...shared.imports import import_path
+from ...shared.options import choice, positive_float, positive_int
+from ..base import KNOWN_FIELDS, GroupwiseReward, Inputs, Reward, RewardOutput, invoke, validate_scores
 
 #: Keys a ``base:`` mapping may have (the model fields of a reward entry, plus the chunk size).
 BASE_KEYS = ("reward_model", "model_path", "dtype", "device", "kwargs", "batch_size")
-#: Conversion settings copied from the base onto the wrapper (see ``rewardzoo.shared.fields``).
-CONVERSION_ATTRS = ("num_frames", "sample_rate", "mono")
 
 
 def group_positions(group_id: Sequence[Any] | None, n: int) -> list[np.ndarray]:
@@ -69,98 +68,69 @@ def average_ranks(scores: np.ndarray) -> np.ndarray:
     return (first + (counts - 1) / 2.0)[inverse.reshape(-1)]
 
 
-def positive_float(value: Any, what: str, fld: str) -> float:
-    """A positive finite number; also a numeric string (PyYAML reads ``1e-4`` without a dot as text)."""
-    try:
-        number = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else math.nan
-    except ValueError:
-        number = math.nan
-    if not (number > 0 and math.isfinite(number)):
-        raise ConfigError(f"{what} must be a positive finite number, got {value!r}", field=fld)
-    return number
-
-
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free logistic
 
 
 class GroupwiseOverBase(GroupwiseReward):
-    """Shared machinery: build the base through the loader, evaluate it n times, group the scores.
+    """Shared machinery: take the built base, evaluate it n times, group the scores.
 
     Subclasses implement :meth:`score_group` (oriented base scores of one group -> group scores).
     """
 
-    required_fields: ClassVar[tuple[str, ...]] = ("group_id",)
-    modality: ClassVar[str] = "group"
-    higher_is_better: ClassVar[bool] = True
-    extra: ClassVar[str | None] = None
+    inputs: ClassVar[Inputs] = Inputs(("group_id",))
     base_required: ClassVar[bool] = True
 
+    @classmethod
+    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
+                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """The ``base`` option as a reward entry (inheriting device and dtype); its ``batch_size``
+        becomes the constructor's ``base_batch_size``."""
+        base = kwargs.pop("base", None)
+        if model_path is not None:
+            raise ConfigError(f"{cls.__name__} has no weights of its own; set model_path inside 'base' "
+                              f"(base: {{reward_model: ..., model_path: {model_path!r}}})", field="model_path")
+        if base is None:  # the constructor says whether that is allowed
+            return kwargs, {}
+        if isinstance(base, str):
+            entry: dict[str, Any] = {"reward_model": base}
+        elif isinstance(base, Mapping):
+            entry = dict(base)
+            unknown = [k for k in entry if k not in BASE_KEYS]
+            if unknown:
+                raise ConfigError(f"{cls.__name__}: unknown key(s) {unknown} in 'base'; allowed: "
+                                  f"{', '.join(BASE_KEYS)}", field="kwargs.base")
+            if not isinstance(entry.get("reward_model"), str):
+                raise ConfigError(f"{cls.__name__}: 'base' mapping needs 'reward_model' (a registry name or Python "
+                                  "path)", field="kwargs.base.reward_model")
+        else:
+            raise ConfigError(f"{cls.__name__}: 'base' must be a reward name or a mapping, got "
+                              f"{type(base).__name__}", field="kwargs.base")
+        batch_size = entry.pop("batch_size", None)
+        if batch_size is not None:
+            kwargs["base_batch_size"] = positive_int(batch_size, "kwargs.base.batch_size")
+        entry.setdefault("device", device)
+        entry.setdefault("dtype", dtype)
+        return kwargs, {"base": entry}
+
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 base: str | Mapping[str, Any] | None = None, loader: RewardLoader | None = None) -> None:
+                 base: Reward | None = None, base_batch_size: int | None = None) -> None:
         super().__init__(model_path, device, dtype)
         cls = type(self).__name__
-        if model_path is not None:
-            raise ConfigError(f"{cls} has no weights of its own; set model_path inside 'base' "
-                              f"(base: {{reward_model: ..., model_path: {model_path!r}}})", field="model_path")
-        self.base: Reward | None = None
-        self.base_batch_size: int | None = None
-        if base is None:
-            if self.base_required:
-                raise ConfigError(f"{cls} needs kwargs 'base': a reward name or a mapping with reward_model",
-                                  field="kwargs.base")
-            return
-        spec, self.base_batch_size = self._base_spec(base, device, dtype)
-        if loader is None:  # built directly, not through a loader: a private one still dedups inner rewards
-            from ...loader import RewardLoader
-
-            loader = RewardLoader()
-        self.base = loader.load(spec)
-        self._mirror(self.base.required_fields, self.base)
-        if self.base.kind == "groupwise" and self.base_batch_size is not None:
-            raise ConfigError(f"{cls}: base '{self.base.name}' is groupwise and takes whole groups; "
-                              "remove batch_size from 'base'", field="kwargs.base.batch_size")
-
-    # -- construction helpers -------------------------------------------------------------------
-    def _base_spec(self, base: str | Mapping[str, Any], device: str, dtype: str):
-        from ...config import parse_spec
-
-        cls = type(self).__name__
-        if isinstance(base, str):
-            raw: dict[str, Any] = {"reward_model": base}
-        elif isinstance(base, Mapping):
-            raw = dict(base)
-            unknown = [k for k in raw if k not in BASE_KEYS]
-            if unknown:
-                raise ConfigError(f"{cls}: unknown key(s) {unknown} in 'base'; allowed: {', '.join(BASE_KEYS)}",
-                                  field="kwargs.base")
-            if not isinstance(raw.get("reward_model"), str):
-                raise ConfigError(f"{cls}: 'base' mapping needs 'reward_model' (a registry name or Python path)",
-                                  field="kwargs.base.reward_model")
-        else:
-            raise ConfigError(f"{cls}: 'base' must be a reward name or a mapping, got {type(base).__name__}",
+        if base is not None and not isinstance(base, Reward):
+            raise ConfigError(f"{cls}: 'base' must be a built reward; build the wrapper through the loader, e.g. "
+                              f"rewardzoo.load_reward('group_rank', base={base!r})", field="kwargs.base")
+        if base is None and self.base_required:
+            raise ConfigError(f"{cls} needs kwargs 'base': a reward name or a mapping with reward_model",
                               field="kwargs.base")
-        batch_size = raw.pop("batch_size", None)
-        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                       or batch_size <= 0):
-            raise ConfigError(f"{cls}: base batch_size must be a positive integer, got {batch_size!r}",
-                              field="kwargs.base.batch_size")
-        raw["name"] = raw["reward_model"]
-        raw.setdefault("device", device)
-        raw.setdefault("dtype", dtype)
-        try:
-            spec = parse_spec(raw, "base")
-        except ConfigError as exc:
-            raise ConfigError(f"{cls}: invalid 'base': {exc}", field="kwargs.base") from None
-        return spec, batch_size
-
-    def _mirror(self, fields: Sequence[str], source: Any) -> None:
-        """Declare ``fields`` + group_id and copy the conversion needs of ``source`` onto this instance."""
-        self.required_fields = tuple(dict.fromkeys((*fields, "group_id")))
-        self.use_tensor_inputs = bool(getattr(source, "use_tensor_inputs", False))
-        for attr in CONVERSION_ATTRS:
-            if hasattr(source, attr):
-                setattr(self, attr, getattr(source, attr))
+        self.base = base
+        self.base_batch_size = base_batch_size
+        if base is None:
+            return
+        self.inputs = base.inputs.with_fields((*base.inputs.fields, "group_id"))
+        if base.kind == "groupwise" and base_batch_size is not None:
+            raise ConfigError(f"{cls}: base '{base.name}' is groupwise and takes whole groups; "
+                              "remove batch_size from 'base'", field="kwargs.base.batch_size")
 
     # -- scoring --------------------------------------------------------------------------------
     def __call__(self, **fields: Sequence[Any]) -> RewardOutput:
@@ -179,10 +149,8 @@ class GroupwiseOverBase(GroupwiseReward):
 
     def base_scores(self, fields: Mapping[str, Sequence[Any]], n: int) -> np.ndarray:
         """Oriented base scores, one base evaluation per input (chunked by the base batch_size)."""
-        from ...processor import instance_lock
-
         base = self.base
-        wanted = set(base.required_fields)
+        wanted = set(base.inputs.fields)
         if "audio" in wanted:
             wanted.add("audio_sample_rate")
         base_fields = {k: list(v) for k, v in fields.items() if k in wanted}
@@ -193,17 +161,11 @@ class GroupwiseOverBase(GroupwiseReward):
             stop = min(start + step, n)
             chunk = {k: v[start:stop] for k, v in base_fields.items()}
             try:
-                if base.thread_safe:
-                    output = base(**chunk)
-                else:
-                    with instance_lock(base):
-                        output = base(**chunk)
+                output = invoke(base, chunk)
             except InputError as exc:
-                local = exc.sample
-                raise InputError(f"base reward '{base.name}': {exc.message}", field=exc.field,
-                                 sample=None if local is None else start + local) from exc
-            scores[start:stop], _ = validate_scores(output, stop - start, label)
-        return scores if base.higher_is_better else -scores
+                raise exc.located(indices=range(start, stop), prefix=f"base reward '{base.name}': ") from exc
+            scores[start:stop], _ = validate_scores(output, stop - start, label, base.info.score_range)
+        return scores if base.info.higher_is_better else -scores
 
 
 class GroupRank(GroupwiseOverBase):
@@ -217,8 +179,6 @@ class GroupRank(GroupwiseOverBase):
 
     Inputs: the base's fields + ``group_id``. Range [0, 1]; higher is better.
     """
-
-    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
 
     def score_group(self, scores: np.ndarray) -> np.ndarray:
         n = len(scores)
@@ -237,16 +197,14 @@ class GroupNormalized(GroupwiseOverBase):
     Inputs: the base's fields + ``group_id``. Range (-inf, inf); higher is better.
     """
 
-    score_range: ClassVar[tuple[float, float]] = (-math.inf, math.inf)
-
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 base: str | Mapping[str, Any] | None = None, ddof: int = 0, eps: float = 1e-4,
-                 loader: RewardLoader | None = None) -> None:
+                 base: Reward | None = None, base_batch_size: int | None = None, ddof: int = 0,
+                 eps: float = 1e-4) -> None:
         if isinstance(ddof, bool) or not isinstance(ddof, int) or ddof < 0:
             raise ConfigError(f"GroupNormalized: ddof must be a non-negative integer, got {ddof!r}",
                               field="kwargs.ddof")
-        eps = positive_float(eps, "GroupNormalized: eps", "kwargs.eps")
-        super().__init__(model_path, device, dtype, base=base, loader=loader)
+        eps = positive_float(eps, "kwargs.eps")
+        super().__init__(model_path, device, dtype, base=base, base_batch_size=base_batch_size)
         self.ddof, self.eps = ddof, eps
 
     def score_group(self, scores: np.ndarray) -> np.ndarray:
@@ -281,19 +239,16 @@ class PairwiseWinRate(GroupwiseOverBase):
     Inputs: the base's (or judge's) fields + ``group_id``. Range [0, 1]; higher is better.
     """
 
-    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     base_required: ClassVar[bool] = False
     MODES: ClassVar[tuple[str, ...]] = ("hard", "soft")
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 base: str | Mapping[str, Any] | None = None, judge: str | Callable = "bradley_terry",
-                 judge_kwargs: Mapping[str, Any] | None = None, fields: Sequence[str] | None = None,
-                 use_tensor_inputs: bool | None = None, temperature: float = 1.0, mode: str = "hard",
-                 loader: RewardLoader | None = None) -> None:
-        if mode not in self.MODES:
-            raise ConfigError(f"PairwiseWinRate: mode must be 'hard' or 'soft', got {mode!r}", field="kwargs.mode")
-        self.mode = mode
-        self.temperature = positive_float(temperature, "PairwiseWinRate: temperature", "kwargs.temperature")
+                 base: Reward | None = None, base_batch_size: int | None = None,
+                 judge: str | Callable = "bradley_terry", judge_kwargs: Mapping[str, Any] | None = None,
+                 fields: Sequence[str] | None = None, use_tensor_inputs: bool | None = None,
+                 temperature: float = 1.0, mode: str = "hard") -> None:
+        self.mode = choice(mode, "kwargs.mode", self.MODES)
+        self.temperature = positive_float(temperature, "kwargs.temperature")
         self.bradley_terry = isinstance(judge, str) and judge.lower() in ("bradley_terry", "bt")
         if self.bradley_terry:
             if base is None:
@@ -303,31 +258,32 @@ class PairwiseWinRate(GroupwiseOverBase):
             if judge_kwargs or fields is not None or use_tensor_inputs is not None:
                 raise ConfigError("PairwiseWinRate: judge_kwargs / fields / use_tensor_inputs apply to a user judge "
                                   "only; the Bradley-Terry judge takes them from its base", field="kwargs")
-            super().__init__(model_path, device, dtype, base=base, loader=loader)
+            super().__init__(model_path, device, dtype, base=base, base_batch_size=base_batch_size)
             self.judge = None
             return
         if base is not None:
             raise ConfigError("PairwiseWinRate: give either 'base' (Bradley-Terry judge) or a user 'judge', not both",
                               field="kwargs.base")
-        super().__init__(model_path, device, dtype, base=None, loader=loader)
+        super().__init__(model_path, device, dtype, base=None)
         self.judge_name = judge if isinstance(judge, str) else getattr(judge, "__qualname__", repr(judge))
         self.judge = _build_judge(judge, dict(judge_kwargs or {}), device, dtype)
         declared = fields if fields is not None else getattr(self.judge, "required_fields", None)
         if isinstance(declared, str) or not declared or not all(isinstance(f, str) for f in declared):
             raise ConfigError("PairwiseWinRate: say which fields the judge receives: kwargs 'fields' (e.g. "
                               "[prompt, image]) or a 'required_fields' attribute on the judge", field="kwargs.fields")
-        from ..base import KNOWN_FIELDS
-
         unknown = [f for f in declared if f not in KNOWN_FIELDS]
         if unknown:
             raise ConfigError(f"PairwiseWinRate: unknown judge field(s) {unknown}; known: {', '.join(KNOWN_FIELDS)}",
                               field="kwargs.fields")
-        self._mirror(tuple(declared), self.judge)
+        # the judge's media forms: tensors when asked for (kwargs, else the judge's own attribute)
+        tensors = bool(getattr(self.judge, "use_tensor_inputs", False) if use_tensor_inputs is None
+                       else use_tensor_inputs)
+        settings = {k: getattr(self.judge, k) for k in ("num_frames", "sample_rate", "mono") if hasattr(self.judge, k)}
+        fields_with_group = tuple(dict.fromkeys((*declared, "group_id")))
+        self.inputs = (Inputs.tensors if tensors else Inputs)(fields_with_group, **settings)
         # a judge that does not say otherwise may hold a model or a client: not assumed thread-safe
         self.thread_safe = bool(getattr(self.judge, "thread_safe", False))
         self.judge_fields = tuple(declared)
-        if use_tensor_inputs is not None:
-            self.use_tensor_inputs = bool(use_tensor_inputs)
 
     def __call__(self, **fields: Sequence[Any]) -> RewardOutput:
         if self.judge is None:
@@ -391,9 +347,7 @@ def _build_judge(judge: str | Callable, judge_kwargs: dict, device: str, dtype: 
         if ":" not in judge and "." not in judge:
             raise ConfigError(f"PairwiseWinRate: judge must be 'bradley_terry' or a Python path 'pkg.mod:callable', "
                               f"got {judge!r}", field="kwargs.judge")
-        from ...registry import resolve
-
-        obj = resolve(judge)
+        obj = import_path(judge)
     if isinstance(obj, type):
         try:
             params = inspect.signature(obj).parameters

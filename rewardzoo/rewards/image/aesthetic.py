@@ -16,8 +16,8 @@ from torch import nn
 
 from ...errors import ConfigError, InputError
 from ...shared.clip import load_clip_backbone, resolve_weights_file
-from ...shared.weights import load_state_dict
-from ..base import PointwiseReward, RewardOutput
+from ...shared.weights import load_state_dict, strip_prefix
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 OFFICIAL_HEAD_URL = ("https://github.com/christophschuhmann/improved-aesthetic-predictor/raw/main/"
                      "sac+logos+ava1-l14-linearMSE.pth")
@@ -39,12 +39,9 @@ class AestheticHead(nn.Module):
 def load_aesthetic_head(path: str) -> AestheticHead:
     """Build the head from a checkpoint with the reference parameter names (optionally prefixed)."""
     try:
-        state = load_state_dict(path)
+        state = strip_prefix(load_state_dict(path), ("module.", "model."))
     except InputError as exc:
         raise ConfigError(exc.message, field="model_path") from None
-    for prefix in ("module.", "model."):
-        if state and all(k.startswith(prefix) for k in state):
-            state = {k[len(prefix):]: v for k, v in state.items()}
     if "layers.0.weight" not in state:
         raise ConfigError(f"'{path}' is not a LAION aesthetic v2 head (no 'layers.0.weight'; keys: "
                           f"{sorted(state)[:6]})", field="model_path")
@@ -66,11 +63,7 @@ class LaionAesthetic(PointwiseReward):
     hub-style directory or transformers CLIP directory also works. The head runs in float32.
     """
 
-    required_fields = ("image",)
-    use_tensor_inputs = True
-    uint8_images = True
-    modality = "image"
-    extra = "image"
+    inputs = Inputs(("image",), images="uint8")
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  clip_model: str = "ViT-L-14", clip_pretrained: str | None = "openai",

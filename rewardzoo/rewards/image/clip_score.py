@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Sequence
 import torch
 
 from ...shared.clip import check_pairs, load_clip_backbone
-from ..base import PointwiseReward, RewardOutput
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 
 class ClipScore(PointwiseReward):
@@ -27,12 +27,7 @@ class ClipScore(PointwiseReward):
     (``backend: transformers``). See :func:`rewardzoo.shared.clip.load_clip_backbone`.
     """
 
-    required_fields = ("image", "prompt")
-    use_tensor_inputs = True
-    uint8_images = True
-    modality = "image"
-    score_range: ClassVar[tuple[float, float]] = (0.0, 2.5)
-    extra = "image"
+    inputs = Inputs(("image", "prompt"), images="uint8")
     w: ClassVar[float] = 2.5
     default_model: ClassVar[str] = "ViT-B-32"
 

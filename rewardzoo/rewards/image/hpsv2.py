@@ -14,7 +14,7 @@ import torch
 
 from ...errors import ConfigError
 from ...shared.clip import check_pairs, load_clip_backbone, resolve_weights_file
-from ..base import PointwiseReward, RewardOutput
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 
 class HPSv2(PointwiseReward):
@@ -26,12 +26,7 @@ class HPSv2(PointwiseReward):
     ``clip_model``: the open_clip architecture (or hub-style directory) the checkpoint fits.
     """
 
-    required_fields = ("image", "prompt")
-    use_tensor_inputs = True
-    uint8_images = True
-    modality = "image"
-    score_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
-    extra = "image"
+    inputs = Inputs(("image", "prompt"), images="uint8")
     default_repo: ClassVar[str] = "xswu/HPSv2"
     files: ClassVar[dict[str, str]] = {"v2.0": "HPS_v2_compressed.pt", "v2.1": "HPS_v2.1_compressed.pt"}
 

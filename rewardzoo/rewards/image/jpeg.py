@@ -8,12 +8,12 @@
 from __future__ import annotations
 
 import io
-import math
 from typing import ClassVar, Sequence
 
 from PIL import Image
 
-from ..base import PointwiseReward, RewardOutput
+from ...shared.options import positive_float
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 
 def jpeg_kilobytes(image: Image.Image, quality: int = 95) -> float:
@@ -29,9 +29,7 @@ class JpegIncompressibility(PointwiseReward):
     Inputs: ``image`` (RGB PIL). Range [0, inf) kB; higher means more detail / harder to compress.
     """
 
-    required_fields = ("image",)
-    modality = "image"
-    score_range: ClassVar[tuple[float, float]] = (0.0, math.inf)
+    inputs = Inputs(("image",))
     sign: ClassVar[float] = 1.0
     default_scale: ClassVar[float] = 1.0
 
@@ -41,7 +39,8 @@ class JpegIncompressibility(PointwiseReward):
         if not (isinstance(quality, int) and 1 <= quality <= 100):
             raise ValueError(f"quality must be an integer in [1, 100], got {quality!r}")
         self.quality = quality
-        self.scale = self.default_scale if scale is None else float(scale)
+        # a non-positive scale would flip the reward's declared direction and range
+        self.scale = self.default_scale if scale is None else positive_float(scale, "kwargs.scale")
 
     def __call__(self, image: Sequence[Image.Image], **_: object) -> RewardOutput:
         kb = [jpeg_kilobytes(img, self.quality) for img in image]
@@ -54,6 +53,5 @@ class JpegCompressibility(JpegIncompressibility):
     Inputs: ``image`` (RGB PIL). Range (-inf, 0]; higher means smaller files.
     """
 
-    score_range: ClassVar[tuple[float, float]] = (-math.inf, 0.0)
     sign: ClassVar[float] = -1.0
     default_scale: ClassVar[float] = 1 / 500

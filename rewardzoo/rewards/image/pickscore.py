@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Sequence
 import torch
 
 from ...shared.clip import check_pairs, load_clip_backbone
-from ..base import PointwiseReward, RewardOutput
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 
 def _has_processor_files(path: str) -> bool:
@@ -36,11 +36,7 @@ class PickScore(PointwiseReward):
     ``laion/CLIP-ViT-H-14-laion2B-s32B-b79K`` as in the PickScore model card).
     """
 
-    required_fields = ("image", "prompt")
-    use_tensor_inputs = True
-    uint8_images = True
-    modality = "image"
-    extra = "image"
+    inputs = Inputs(("image", "prompt"), images="uint8")
     default_model: ClassVar[str] = "yuvalkirstain/PickScore_v1"
     default_processor: ClassVar[str] = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
 

@@ -12,7 +12,7 @@ import torch
 
 from ...errors import InputError
 from ...shared.clip import check_pairs, load_clip_backbone
-from ..base import PointwiseReward, RewardOutput
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 
 class ClipImageSimilarity(PointwiseReward):
@@ -24,12 +24,7 @@ class ClipImageSimilarity(PointwiseReward):
     ``max_cosine`` report the spread over several condition images.
     """
 
-    required_fields = ("image", "condition_images")
-    use_tensor_inputs = True
-    uint8_images = True
-    modality = "image"
-    score_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
-    extra = "image"
+    inputs = Inputs(("image", "condition_images"), images="uint8")
     default_model: ClassVar[str] = "ViT-B-32"
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
@@ -52,8 +47,7 @@ class ClipImageSimilarity(PointwiseReward):
         try:
             cond = self.backbone.encode_images(flat, field="condition_images")
         except InputError as exc:
-            where = None if exc.sample is None else owner[exc.sample]  # flat index -> its sample
-            raise InputError(exc.message, field="condition_images", sample=where) from None
+            raise exc.located(indices=owner, field="condition_images") from None  # flat index -> its sample
         idx = torch.tensor(owner, device=img.device)
         cos = (img[idx] * cond).sum(dim=-1)
         counts = torch.bincount(idx, minlength=n).to(cos.dtype)

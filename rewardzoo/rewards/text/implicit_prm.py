@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ...errors import ConfigError, InputError
-from ..base import PointwiseReward, RewardOutput
+from ..base import Inputs, PointwiseReward, RewardOutput
 from .backbones import HFBackbone, as_backbone, full_mask
 from .encoding import PairEncoder, default_max_length, load_tokenizer
 
@@ -159,9 +159,7 @@ class ImplicitPRMReward(PointwiseReward):
     completion). Range: unbounded (higher is better).
     """
 
-    required_fields = ("prompt", "completion")
-    modality = "text"
-    extra = "text"
+    inputs = Inputs(("prompt", "completion"))
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  ref_model_path: str | None = None, beta: float = 0.1, max_length: int | None = None,

@@ -13,6 +13,7 @@ from typing import Iterable, Iterator
 from torch import Tensor, nn
 
 from ...errors import ConfigError
+from ...shared.options import positive_int
 
 #: Attention projection names tried when no ``targets`` are given (TinyTransformer, Llama/Mistral/Qwen,
 #: GPT-2, BERT-style and DeBERTa models).
@@ -66,8 +67,7 @@ def add_lora(model: nn.Module, scope: str, *, r: int = 8, alpha: float | None = 
     """
     if not scope.isidentifier():
         raise ConfigError(f"LoRA scope must be an identifier, got {scope!r}")
-    if not (isinstance(r, int) and r > 0):
-        raise ConfigError(f"LoRA rank r must be a positive integer, got {r!r}")
+    positive_int(r, "LoRA rank r")
     wanted = set(DEFAULT_TARGETS if targets is None else targets)
     alpha = float(r if alpha is None else alpha)
     wrapped = []

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ...errors import ConfigError, InputError
-from ..base import PointwiseReward, RewardOutput
+from ..base import Inputs, PointwiseReward, RewardOutput
 from .backbones import HFBackbone, TinyTransformer, as_backbone, full_mask, position_ids
 from .lora import add_lora, lora_parameters
 from .encoding import PairEncoder, default_max_length, load_tokenizer
@@ -324,9 +324,7 @@ class SequenceReward(PointwiseReward):
     Inputs: ``prompt``, ``completion`` (strings). Range: unbounded (higher is better).
     """
 
-    required_fields = ("prompt", "completion")
-    modality = "text"
-    extra = "text"
+    inputs = Inputs(("prompt", "completion"))
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  max_length: int | None = None, separator: str = "", chat_template: bool = False,

@@ -11,6 +11,7 @@ consistency CLIP image features. Identical frames give 1.0.
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 from typing import Any, ClassVar, Sequence
 
 import torch
@@ -19,8 +20,9 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
 from ...errors import ConfigError, InputError
-from ...shared.video import check_num_frames, check_positive_int, check_temporal
-from ..base import PointwiseReward, RewardOutput
+from ...shared.options import positive_int
+from ...shared.video import check_num_frames, check_temporal
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -42,17 +44,14 @@ class FrameConsistency(PointwiseReward):
     A single frame has no temporal signal and raises InputError.
     """
 
-    required_fields = ("video",)
-    use_tensor_inputs = True
-    modality = "video"
-    extra = "video"
-    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    inputs = Inputs(("video",), frames="float")
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  num_frames: int | None = 16, frame_batch_size: int = 32) -> None:
         super().__init__(model_path, device, dtype)
         self.num_frames = check_num_frames(num_frames)
-        self.frame_batch_size = check_positive_int(frame_batch_size, "frame_batch_size")
+        self.inputs = replace(self.inputs, num_frames=self.num_frames)
+        self.frame_batch_size = positive_int(frame_batch_size, "kwargs.frame_batch_size")
 
     def features(self, frames: torch.Tensor) -> torch.Tensor:
         """Per-frame feature vectors (T, D) of a float video (T, 3, H, W) in [0, 1]."""
@@ -66,7 +65,7 @@ class FrameConsistency(PointwiseReward):
             try:
                 feats = torch.cat([self.features(chunk) for chunk in frames.split(self.frame_batch_size)])
             except InputError as exc:  # raised per frame by the image preprocessing: report the video
-                raise InputError(exc.message, field="video", sample=i) from None
+                raise exc.located(indices=(), sample=i, field="video", renamed={"image": "video"}) from None
             scores.append(vbench_consistency(feats))
         return RewardOutput(scores)
 
@@ -87,7 +86,7 @@ class SubjectConsistency(FrameConsistency):
                          frame_batch_size=frame_batch_size)
         from transformers import AutoModel
 
-        self.resize = check_positive_int(resize, "resize")
+        self.resize = positive_int(resize, "kwargs.resize")
         try:
             try:  # ViT's pooler (dense + tanh) is unused: the feature is the normed CLS token
                 model = AutoModel.from_pretrained(self.model_path, dtype=self.dtype, add_pooling_layer=False)

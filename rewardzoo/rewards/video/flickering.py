@@ -8,13 +8,14 @@ frames give 0.0.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from dataclasses import replace
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
 from ...shared.video import check_num_frames, check_temporal
-from ..base import PointwiseReward, RewardOutput
+from ..base import Inputs, PointwiseReward, RewardOutput
 
 
 def temporal_flickering(video: torch.Tensor) -> float:
@@ -39,16 +40,13 @@ class TemporalFlickering(PointwiseReward):
     Any change counts, motion included: VBench applies it to static-scene prompts.
     """
 
-    required_fields = ("video",)
-    use_tensor_inputs = True
-    modality = "video"
-    extra = "video"
-    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    inputs = Inputs(("video",), frames="float")
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  num_frames: int | None = None) -> None:
         super().__init__(model_path, device, dtype)
         self.num_frames = check_num_frames(num_frames)
+        self.inputs = replace(self.inputs, num_frames=self.num_frames)
 
     def __call__(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
         scores = []

@@ -1,24 +1,26 @@
 """Video rewards that average an image reward over sampled frames: ``score = mean_t image_reward(frame_t)``.
 
-The image reward is built through the :class:`~rewardzoo.loader.RewardLoader` as if it were one
-more config entry (``reward_model`` = the image reward, same ``model_path``, ``device``, ``dtype``
-and the remaining kwargs), so it is the very instance any ``clip_score`` / ``laion_aesthetic`` entry
-with the same settings uses: one model in memory, no copied scoring code. Every frame of a call's
-videos goes to the image reward together (in chunks of ``frame_batch_size``), the prompt repeated
-per frame.
+The image reward is an inner reward (:meth:`FrameAverage.inner_rewards`): the loader builds it as if
+it were one more config entry (``reward_model`` = the image reward, same ``model_path``, ``device``,
+``dtype`` and the remaining kwargs), so it is the very instance any ``clip_score`` /
+``laion_aesthetic`` entry with the same settings uses: one model in memory, no copied scoring code.
+Every frame of a call's videos goes to the image reward together (in chunks of
+``frame_batch_size``), the prompt repeated per frame.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import torch
 
-from ...errors import InputError
+from ...errors import ConfigError, InputError
 from ...shared.media import to_image_tensor, to_pil_rgb
-from ...shared.video import check_num_frames, check_positive_int
-from ..base import PointwiseReward, RewardOutput, validate_scores
+from ...shared.options import positive_int
+from ...shared.video import check_num_frames
+from ..base import Inputs, PointwiseReward, Reward, RewardOutput, invoke, validate_scores
 
 
 class FrameAverage(PointwiseReward):
@@ -31,27 +33,33 @@ class FrameAverage(PointwiseReward):
     """
 
     frame_reward: ClassVar[str] = ""
-    use_tensor_inputs = True
-    modality = "video"
-    extra = "video"
+    OWN_OPTIONS: ClassVar[tuple[str, ...]] = ("num_frames", "frame_batch_size")
+
+    @classmethod
+    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
+                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """The image reward (``frame_reward``) with this entry's weights, device, dtype and other kwargs."""
+        own = {k: kwargs.pop(k) for k in cls.OWN_OPTIONS if k in kwargs}
+        entry = {"reward_model": cls.frame_reward, "model_path": model_path, "device": device, "dtype": dtype,
+                 "kwargs": kwargs}
+        return own, {"image_reward": entry}
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 num_frames: int | None = 8, frame_batch_size: int = 64, loader: Any = None,
-                 **frame_reward_kwargs: Any) -> None:
+                 image_reward: Reward | None = None, num_frames: int | None = 8,
+                 frame_batch_size: int = 64) -> None:
         super().__init__(model_path, device, dtype)
+        if not isinstance(image_reward, Reward):
+            raise ConfigError(f"{type(self).__name__} averages a built image reward; build it through the loader, "
+                              "e.g. rewardzoo.load_reward({'name': 'video_clip_score', 'model_path': ...})",
+                              field="image_reward")
         self.num_frames = check_num_frames(num_frames)
-        self.frame_batch_size = check_positive_int(frame_batch_size, "frame_batch_size")
-        if loader is None:
-            from ...loader import RewardLoader
-
-            loader = RewardLoader()
-        spec = {"name": f"{self.frame_reward} (frames of {type(self).__name__})", "reward_model": self.frame_reward,
-                "model_path": model_path, "device": device, "dtype": dtype, "kwargs": frame_reward_kwargs}
-        self.image_reward = loader.load(spec)
-        self.thread_safe = self.image_reward.thread_safe
+        self.frame_batch_size = positive_int(frame_batch_size, "kwargs.frame_batch_size")
+        self.inputs = replace(self.inputs, num_frames=self.num_frames)
+        self.image_reward = image_reward
+        self.thread_safe = image_reward.thread_safe
 
     def __call__(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
-        wanted = [f for f in self.required_fields if f != "video"]
+        wanted = [f for f in self.inputs.fields if f != "video"]
         for name in wanted:
             if len(fields[name]) != len(video):
                 raise InputError(f"{len(video)} video but {len(fields[name])} {name} entries; one {name} per video",
@@ -61,7 +69,8 @@ class FrameAverage(PointwiseReward):
             raise InputError("the video has no frames", field="video", sample=counts.index(0))
         owner = np.repeat(np.arange(len(video)), counts)  # flat frame index -> video index
         flat_frames: list[Any] = [frame for v in video for frame in v.unbind(0)]
-        if not self.image_reward.use_tensor_inputs:
+        tensors = self.image_reward.inputs.images != "pil"
+        if not tensors:
             flat_frames = [to_pil_rgb(f) for f in flat_frames]
         flat_fields = {name: [fields[name][i] for i in owner] for name in wanted}
         scores, extras = [], {}
@@ -69,20 +78,19 @@ class FrameAverage(PointwiseReward):
             stop = start + self.frame_batch_size
             chunk = {name: values[start:stop] for name, values in flat_fields.items()}
             frames = flat_frames[start:stop]
-            if self.image_reward.use_tensor_inputs and len({tuple(f.shape) for f in frames}) == 1:
+            if tensors and len({tuple(f.shape) for f in frames}) == 1:
                 frames = torch.stack(frames)  # one batched tensor: a single preprocessing group
             try:
-                out = self.image_reward(image=frames, **chunk)
+                out = invoke(self.image_reward, {"image": frames, **chunk})
             except InputError as exc:  # locate it: the sample is the video, the frame goes into the message
                 if exc.field not in (None, "image"):
-                    raise InputError(exc.message, field=exc.field,
-                                     sample=int(owner[start + (exc.sample or 0)])) from None
+                    raise exc.located(indices=owner[start:stop].tolist(), sample=int(owner[start])) from None
                 offset, exc = _culprit(flat_frames[start:stop], exc)
                 flat = start + (offset if offset is not None else exc.sample or 0)
                 first = int(np.searchsorted(owner, owner[flat]))  # flat index of that video's first frame
-                raise InputError(f"frame {flat - first}: {exc.message}", field="video",
-                                 sample=int(owner[flat])) from None
-            s, e = validate_scores(out, len(frames), self.image_reward.name)
+                raise exc.located(indices=(), sample=int(owner[flat]), field="video", renamed={"image": "video"},
+                                  prefix=f"frame {flat - first}: ") from None
+            s, e = validate_scores(out, len(frames), self.image_reward.name, self.image_reward.info.score_range)
             scores.append(s)
             for key, val in e.items():
                 extras.setdefault(key, []).append(val)
@@ -116,8 +124,7 @@ class VideoClipScore(FrameAverage):
     """
 
     frame_reward = "clip_score"
-    required_fields = ("video", "prompt")
-    score_range: ClassVar[tuple[float, float]] = (0.0, 2.5)
+    inputs = Inputs(("video", "prompt"), frames="float")
 
 
 class VideoAesthetic(FrameAverage):
@@ -128,4 +135,4 @@ class VideoAesthetic(FrameAverage):
     """
 
     frame_reward = "laion_aesthetic"
-    required_fields = ("video",)
+    inputs = Inputs(("video",), frames="float")

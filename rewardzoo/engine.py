@@ -1,0 +1,263 @@
+"""The scoring engine: the way a sample travels from the trainer to validated scores.
+
+For each configured reward stream:
+
+1. **gate** — samples whose ``dataset`` the stream does not apply to are skipped (NaN, not applied);
+2. **check** — every declared field must be present on every applicable sample;
+3. **convert** — media become what the reward's :class:`~rewardzoo.rewards.base.Inputs` ask for, once
+   per sample and conversion (rewards with the same needs share the converted value);
+4. **call** — pointwise rewards in chunks of at most ``batch_size``; groupwise rewards once per
+   complete group (by ``group_id``);
+5. **validate** — one finite score per input, in order, within the reward's declared score range;
+6. **assemble** — float32 vectors with NaN where not applicable, the applied list per sample and the
+   weighted total over applicable rewards.
+
+:func:`score_specs` runs steps 1-5 for the local specs of a batch. The front ends — the synchronous
+:class:`~rewardzoo.processor.RewardProcessor`, the incremental
+:class:`~rewardzoo.async_runner.AsyncRewardRunner` and the cross-rank
+:class:`~rewardzoo.distributed.DistributedRewardProcessor` — only choose how the calls (jobs) run:
+inline, on worker threads, or exchanged between ranks. :class:`ConversionCache` and
+:func:`call_reward` are safe to use from several threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .config import RewardSpec
+from .errors import InputError, RewardExecutionError, RewardZooError
+from .rewards.base import Reward, invoke, validate_scores
+from .sample import Sample
+from .shared.fields import convert_field
+
+Outcome = tuple[np.ndarray, dict[str, np.ndarray]]
+Job = Callable[[], Outcome]
+#: ``run_jobs(spec, reward, jobs) -> outcomes in order``: how a front end runs a stream's calls.
+RunJobs = Callable[[RewardSpec, Reward, Sequence[Job]], list[Outcome]]
+
+
+@dataclass
+class RewardResult:
+    """Scores of one batch of samples.
+
+    ``rewards[name]``: float32 (N,), NaN where the reward does not apply; ``applied[i]``: names of the
+    rewards applied to sample i, in config order; ``total``: float32 (N,), the weighted sum over the
+    applied rewards (NaN when none applies); ``extras[name][key]``: per-sample diagnostics a reward
+    reported (NaN where not applicable).
+    """
+
+    rewards: dict[str, np.ndarray]
+    total: np.ndarray
+    applied: list[list[str]]
+    extras: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.total)
+
+    def records(self) -> list[dict[str, Any]]:
+        """One JSON-ready dict per sample: ``{"rewards": {name: float|None}, "total": float|None, "applied": [...]}``."""
+        out = []
+        for i in range(len(self)):
+            out.append({"rewards": {k: _json_number(v[i]) for k, v in self.rewards.items()},
+                        "total": _json_number(self.total[i]), "applied": list(self.applied[i])})
+        return out
+
+
+def _json_number(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def as_samples(samples: Iterable[Sample | Mapping[str, Any]], *, start: int = 0) -> list[Sample]:
+    """Accept Sample objects or manifest-like dicts; errors name ``start`` + the position."""
+    out = []
+    for i, s in enumerate(samples, start=start):
+        try:
+            out.append(s if isinstance(s, Sample) else Sample.from_dict(dict(s)))
+        except InputError as exc:
+            raise exc.located(sample=i) from None
+    return out
+
+
+class ConversionCache:
+    """Converted field values for one call, shared between rewards that want the same conversion.
+
+    Thread-safe: worker threads asking for the same conversion wait for one another, so each value is
+    converted once. ``samples`` may grow while the cache is in use (the incremental runner appends).
+    """
+
+    def __init__(self, samples: Sequence[Sample]):
+        self.samples = samples
+        self._values: dict[tuple[int, Hashable], Any] = {}
+        self._locks: dict[tuple[int, Hashable], threading.Lock] = {}
+
+    def get(self, index: int, fld: str, reward: Reward, reward_name: str) -> Any:
+        wants = reward.inputs
+        key = (index, wants.conversion_key(fld))
+        try:
+            return self._values[key]
+        except KeyError:
+            pass
+        with self._locks.setdefault(key, threading.Lock()):  # setdefault is atomic under the GIL
+            if key not in self._values:
+                sample = self.samples[index]
+                try:
+                    self._values[key] = convert_field(fld, getattr(sample, fld), sample, wants)
+                except InputError as exc:
+                    raise exc.located(reward=reward_name, field=fld, sample=index) from None
+                except RewardZooError:
+                    raise
+                except Exception as exc:  # a media backend failing: name the reward, field and sample
+                    raise RewardExecutionError(f"converting field '{fld}' of sample {index} failed: "
+                                               f"{type(exc).__name__}: {exc}", reward=reward_name) from exc
+            return self._values[key]
+
+
+class ScoreTable:
+    """Per-reward score vectors of one batch as they fill in; :meth:`result` assembles them."""
+
+    def __init__(self, specs: Sequence[RewardSpec], samples: Sequence[Sample]) -> None:
+        self.specs, self.samples = specs, samples
+        self.scores: dict[str, np.ndarray] = {}
+        self.masks: dict[str, np.ndarray] = {}
+        self.extras: dict[str, dict[str, np.ndarray]] = {}
+
+    def gate(self, spec: RewardSpec, reward: Reward) -> list[int]:
+        """Applicable sample indices of ``spec`` (checked for its required fields); scores start as NaN."""
+        mask = applicable_mask(spec, self.samples)
+        self.masks[spec.name] = mask
+        self.scores[spec.name] = np.full(len(self.samples), np.nan)
+        indices = np.flatnonzero(mask).tolist()
+        check_required(spec.name, reward, self.samples, indices)
+        return indices
+
+    def put(self, name: str, indices: Sequence[int], scores: np.ndarray, extras: Mapping[str, np.ndarray]) -> None:
+        self.scores[name][list(indices)] = scores
+        for key, val in extras.items():
+            spec_extras = self.extras.setdefault(name, {})
+            spec_extras.setdefault(key, np.full(len(self.samples), np.nan))[list(indices)] = val
+
+    def result(self) -> RewardResult:
+        return assemble(self.specs, self.samples, self.scores, self.masks, self.extras)
+
+
+def run_inline(spec: RewardSpec, reward: Reward, jobs: Sequence[Job]) -> list[Outcome]:
+    """Run a stream's calls one after another on this thread (the synchronous front end)."""
+    return [job() for job in jobs]
+
+
+def score_specs(specs: Sequence[RewardSpec], rewards: Mapping[str, Reward], table: ScoreTable,
+                cache: ConversionCache, *, skip: Iterable[str] = (), run_jobs: RunJobs = run_inline,
+                exchange_groups: bool = False) -> dict[str, dict[Any, list[int]]]:
+    """Score the local specs of a batch into ``table``: gate every spec, then call it.
+
+    Specs named in ``skip`` are gated but not called (their caller scores them). With
+    ``exchange_groups`` the groupwise specs are not called either: their local groups
+    (``{spec name: {group key: sample indices}}``) are returned for a cross-rank exchange.
+    """
+    skip = set(skip)
+    local_groups: dict[str, dict[Any, list[int]]] = {}
+    for spec in specs:
+        reward = rewards[spec.name]
+        indices = table.gate(spec, reward)
+        if exchange_groups and reward.kind == "groupwise":
+            local_groups[spec.name] = group_indices(spec.name, table.samples, indices)
+            continue
+        if spec.name in skip:
+            continue
+        plan = call_plan(spec, reward, table.samples, indices)
+        jobs = [partial(run_call, spec.name, reward, chunk, cache) for chunk in plan]
+        for chunk, outcome in zip(plan, run_jobs(spec, reward, jobs)):
+            table.put(spec.name, chunk, *outcome)
+    return local_groups
+
+
+def applicable_mask(spec: RewardSpec, samples: Sequence[Sample]) -> np.ndarray:
+    return np.fromiter((spec.applies_to(s.dataset) for s in samples), dtype=bool, count=len(samples))
+
+
+def check_required(name: str, reward: Reward, samples: Sequence[Sample], indices: Iterable[int]) -> None:
+    """Every declared field must be present on every sample the reward applies to."""
+    for i in indices:
+        for fld in reward.inputs.fields:
+            if getattr(samples[i], fld, None) is None:
+                raise InputError("missing required field", reward=name, field=fld, sample=i)
+
+
+def call_plan(spec: RewardSpec, reward: Reward, samples: Sequence[Sample], indices: list[int]) -> list[list[int]]:
+    """The index lists of the calls: pointwise chunks of at most batch_size, or one list per group."""
+    if reward.kind == "groupwise":
+        return list(group_indices(spec.name, samples, indices).values())
+    return [indices[i:i + spec.batch_size] for i in range(0, len(indices), spec.batch_size)]
+
+
+def group_indices(name: str, samples: Sequence[Sample], indices: Iterable[int]) -> dict[Any, list[int]]:
+    """group_id -> sample indices, in order of first appearance; keys are ``(type, value)``."""
+    groups: dict[Any, list[int]] = {}
+    for i in indices:
+        gid = samples[i].group_id
+        if gid is None:
+            raise InputError("groupwise reward needs a group_id on every sample", reward=name, field="group_id",
+                             sample=i)
+        groups.setdefault((type(gid).__name__, gid), []).append(i)
+    return groups
+
+
+def build_fields(name: str, reward: Reward, indices: Sequence[int], cache: ConversionCache) -> dict[str, list]:
+    """Keyword arguments of one reward call: each declared field as a list over ``indices``."""
+    fields: dict[str, list] = {}
+    for fld in reward.inputs.fields:
+        values = [cache.get(i, fld, reward, name) for i in indices]
+        if fld == "audio":
+            fields["audio"] = [v[0] for v in values]
+            fields["audio_sample_rate"] = [v[1] for v in values]
+        else:
+            fields[fld] = values
+    return fields
+
+
+def run_call(name: str, reward: Reward, indices: Sequence[int], cache: ConversionCache) -> Outcome:
+    """One reward call over ``indices``: convert the declared fields, call, validate."""
+    return call_reward(name, reward, build_fields(name, reward, indices, cache), indices)
+
+
+def call_reward(name: str, reward: Reward, fields: dict[str, list], indices: Sequence[int]) -> Outcome:
+    """Call a reward (:func:`~rewardzoo.rewards.base.invoke`) and validate its output, score range
+    included; errors carry the stream name and the caller's sample indices."""
+    try:
+        output = invoke(reward, fields)
+    except InputError as exc:
+        raise exc.located(reward=name, indices=indices) from exc
+    except RewardZooError:
+        raise
+    except Exception as exc:  # a backend failure: name the reward, keep the original as the cause
+        raise RewardExecutionError(f"{type(exc).__name__}: {exc}", reward=name) from exc
+    return validate_scores(output, len(indices), name, reward.info.score_range)
+
+
+def assemble(specs: Sequence[RewardSpec], samples: Sequence[Sample], scores: Mapping[str, np.ndarray],
+             masks: Mapping[str, np.ndarray], extras: Mapping[str, dict[str, np.ndarray]] | None = None
+             ) -> RewardResult:
+    """Combine per-reward scores (float64, NaN where not applicable) into a :class:`RewardResult`."""
+    n = len(samples)
+    total = np.zeros(n)
+    any_applied = np.zeros(n, dtype=bool)
+    applied: list[list[str]] = [[] for _ in range(n)]
+    for spec in specs:
+        mask = masks[spec.name]
+        if not mask.any():
+            continue
+        weights = np.array([spec.weight_for(s.dataset) for s in samples])
+        total[mask] += weights[mask] * scores[spec.name][mask]
+        any_applied |= mask
+        for i in np.flatnonzero(mask):
+            applied[i].append(spec.name)
+    total[~any_applied] = np.nan
+    return RewardResult(rewards={k: v.astype(np.float32) for k, v in scores.items()},
+                        total=total.astype(np.float32), applied=applied,
+                        extras={k: {kk: vv.astype(np.float32) for kk, vv in v.items()}
+                                for k, v in (extras or {}).items()})

@@ -1,0 +1,329 @@
+#!/usr/bin/env python
+"""Generate the documentation that repeats the model cards and the benchmark results.
+
+Sources (the only places a fact is written by hand):
+
+- ``model_cards/<name>.md``: each reward's record in the YAML front matter;
+- ``benchmarks/results/<script>.json``: the figures each benchmark script wrote (schema in
+  ``benchmarks/results_io.py``).
+
+Generated, between ``<!-- generated: ... -->`` and ``<!-- end generated -->`` markers:
+
+- README.md: the reward table (``reward table``) and the Benchmarks figures (``benchmark figures``);
+- each card's ``## Speed`` section: the figures whose ``rewards`` name that card (``speed``); the
+  hand-written prose around the block must not contain measured numbers (checked here);
+- benchmarks/README.md: the latest run of each script (``benchmark runs``).
+
+    python scripts/build_docs.py            # rewrite what is out of date
+    python scripts/build_docs.py --check    # exit 1 listing (with a short diff) what is out of date
+
+Only the text between the markers (and nothing else) is rewritten; a card is re-read right before it
+is written, so concurrent edits of its other sections survive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CARDS = ROOT / "model_cards"
+RESULTS = ROOT / "benchmarks" / "results"
+README = ROOT / "README.md"
+BENCH_README = ROOT / "benchmarks" / "README.md"
+
+END = "<!-- end generated -->"
+NOTE = "<!-- written by scripts/build_docs.py from {source}: edit the source and rerun it, not this block -->"
+SPEED = "## Speed"
+#: Scripts in the order the README lists them; others follow alphabetically.
+SCRIPT_ORDER = ("bench_processor.py", "bench_execution.py", "bench_group.py", "bench_image.py", "bench_audio.py",
+                "bench_video.py", "bench_text.py")
+#: A measured-looking number in hand-written Speed prose: a decimal, "x1.2", or a number with a unit.
+MEASURED = re.compile(r"(?<![\w.])(?:\d+\.\d+|x\d+(?:\.\d+)?|\d+(?:\.\d+)?\s*(?:ms|us|µs|s|x|MB|GB|kB|KB|%|"
+                      r"img/s|clips/s|frames/s)(?![\w/]))")
+
+
+class DocsError(Exception):
+    """The sources are inconsistent (a marker is missing, a figure names an unknown card, ...)."""
+
+
+# ------------------------------------------------------------------------------------------ sources
+def read_front_matter(path: Path) -> dict:
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("---\n") or "\n---\n" not in text:
+        raise DocsError(f"{rel(path)}: no YAML front matter")
+    meta = yaml.safe_load(text[4:].split("\n---\n", 1)[0])
+    if not isinstance(meta, dict):
+        raise DocsError(f"{rel(path)}: the front matter is not a mapping")
+    return meta
+
+
+def load_cards() -> dict[str, dict]:
+    """Card name (file stem) -> front matter."""
+    return {p.stem: read_front_matter(p) for p in sorted(CARDS.glob("*.md"))}
+
+
+def load_results() -> list[dict]:
+    """Every results file, in :data:`SCRIPT_ORDER`; each figure gets its file's ``script`` and defaults."""
+    runs = []
+    for path in sorted(RESULTS.glob("*.json")):
+        try:
+            run = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DocsError(f"{rel(path)}: not valid JSON ({exc})") from None
+        for key in ("script", "date", "machine", "figures"):
+            if key not in run:
+                raise DocsError(f"{rel(path)}: the key '{key}' is missing")
+        for fig in run["figures"]:
+            for key in ("id", "title", "value", "rewards"):
+                if key not in fig:
+                    raise DocsError(f"{rel(path)}: a figure lacks '{key}': {json.dumps(fig)[:120]}")
+            fig.setdefault("date", run["date"])
+            fig["script"] = run["script"]
+        run["path"] = path
+        runs.append(run)
+    order = {s: i for i, s in enumerate(SCRIPT_ORDER)}
+    return sorted(runs, key=lambda r: (order.get(r["script"], len(order)), r["script"]))
+
+
+def validate(cards: dict[str, dict], runs: list[dict]) -> None:
+    seen: dict[str, str] = {}
+    problems = []
+    for run in runs:
+        for fig in run["figures"]:
+            if fig["id"] in seen:
+                problems.append(f"figure id '{fig['id']}' is in {seen[fig['id']]} and {rel(run['path'])}")
+            seen[fig["id"]] = rel(run["path"])
+            unknown = [r for r in fig["rewards"] if r not in cards]
+            if unknown:
+                problems.append(f"{rel(run['path'])}: figure '{fig['id']}' names rewards without a card: {unknown}")
+    if problems:
+        raise DocsError("\n".join(problems))
+
+
+# ------------------------------------------------------------------------------------------ format
+def num(x: float | int | None) -> str:
+    """A figure's number: about three significant digits, no exponent above 1e-3."""
+    if x is None:
+        return ""
+    x = float(x)
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == int(x) and abs(x) < 1e6:
+        return str(int(x))
+    a = abs(x)
+    if a >= 100:
+        return f"{x:.0f}" if a >= 1000 else f"{x:.1f}"
+    if a >= 1:
+        return f"{x:.2f}" if a < 10 else f"{x:.1f}"
+    if a >= 0.01:
+        return f"{x:.3f}"
+    mantissa, exp = f"{x:.1e}".split("e")
+    return f"{mantissa}e{int(exp)}"
+
+
+def bound(x: float) -> str:
+    return ("inf" if x > 0 else "-inf") if math.isinf(x) else f"{x:g}"
+
+
+def side(m: dict | None) -> str:
+    if not m:
+        return ""
+    if m.get("value") is None:  # a transcribed figure whose side was not recorded
+        return m.get("label") or ""
+    unit = f" {m['unit']}" if m.get("unit") else ""
+    label = f"{m['label']} " if m.get("label") else ""
+    return f"{label}{num(m['value'])}{unit}"
+
+
+def ratio(fig: dict) -> str:
+    if fig.get("ratio") is None:
+        return ""
+    r = f"{fig['ratio']:.2f}" if abs(fig["ratio"]) < 10 else num(fig["ratio"])
+    label = fig.get("ratio_label") or ""
+    if label.startswith("x"):
+        return f"**{r}x**{label[1:]}"
+    return f"**{r}** {label}".rstrip()
+
+
+def cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def what(fig: dict) -> str:
+    notes = f" ({fig['notes']})" if fig.get("notes") else ""
+    return cell(fig["title"] + notes)
+
+
+def run_line(run: dict) -> str:
+    torch = f", torch {run['torch']}" if run.get("torch") else ""
+    command = f" (`{run['command']}`)" if run.get("command") else ""
+    return f"`{run['script']}`: {run['date']}, {run['machine']}{torch}{command}"
+
+
+# ------------------------------------------------------------------------------------------ blocks
+def reward_table(cards: dict[str, dict]) -> str:
+    lines = ["| reward | modality | kind | extra | range | weights | what it scores |",
+             "|---|---|---|---|---|---|---|"]
+    for name, meta in sorted(cards.items()):
+        lo, hi = (float(b) for b in meta["score_range"])
+        weights = "from a hub / local path" if meta.get("download", True) else "none needed"
+        lines.append(f"| `{name}` | {meta['modality']} | {meta['kind']} | {meta.get('extra') or 'core'} | "
+                     f"[{bound(lo)}, {bound(hi)}] | {weights} | {cell(meta.get('summary', ''))} |")
+    return "\n".join(lines)
+
+
+def figures_table(figures: list[dict], *, script_column: bool) -> list[str]:
+    head = "| what | script | date | baseline | rewardzoo | ratio | goal |" if script_column else \
+        "| measurement | baseline | rewardzoo | ratio | goal | run |"
+    lines = [head, "|---" * head.count(" | ") + "|---|"]
+    for fig in figures:
+        cells = [what(fig)]
+        if script_column:
+            cells += [f"`{fig['script']}`", fig["date"]]
+        cells += [cell(side(fig.get("baseline"))), cell(side(fig["value"])), cell(ratio(fig)),
+                  cell(fig.get("goal") or "")]
+        if not script_column:
+            cells.append(f"`{fig['script']}` {fig['date']}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def benchmark_block(runs: list[dict]) -> str:
+    lines = ["The latest run of each script:", ""]
+    lines += [f"- {run_line(run)}" for run in runs]
+    lines += [""] + figures_table([f for run in runs for f in run["figures"]], script_column=True)
+    return "\n".join(lines)
+
+
+def speed_block(name: str, runs: list[dict]) -> str:
+    figs = [f for run in runs for f in run["figures"] if name in f["rewards"]]
+    if not figs:
+        return "No benchmark in `benchmarks/` covers this reward yet."
+    used = [run for run in runs if any(f["script"] == run["script"] for f in figs)]
+    lines = figures_table(figs, script_column=False)
+    lines += ["", "Measured by " + "; ".join(run_line(run) for run in used) + "."]
+    return "\n".join(lines)
+
+
+def runs_block(runs: list[dict]) -> str:
+    lines = ["| script | results | latest run | machine | torch | figures |", "|---|---|---|---|---|---|"]
+    for run in runs:
+        lines.append(f"| `{run['script']}` | `{rel(run['path'], BENCH_README.parent)}` | {run['date']} | "
+                     f"{cell(run['machine'])} | {run.get('torch') or ''} | {len(run['figures'])} |")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ splicing
+def splice(text: str, marker: str, content: str, where: str) -> str:
+    """Replace what lies between ``<!-- generated: marker -->`` and the next end marker."""
+    start = f"<!-- generated: {marker} -->"
+    i = text.find(start)
+    if i < 0:
+        raise DocsError(f"{where}: the marker '{start}' is missing")
+    j = text.find(END, i)
+    if j < 0:
+        raise DocsError(f"{where}: no '{END}' after '{start}'")
+    return text[:i + len(start)] + "\n" + content.strip("\n") + "\n" + text[j:]
+
+
+def speed_section(text: str, where: str) -> tuple[int, int]:
+    """Start and end offsets of a card's Speed section (its heading line to the next '## ' or the end)."""
+    m = re.search(rf"^{re.escape(SPEED)}[ \t]*$", text, re.M)
+    if not m:
+        raise DocsError(f"{where}: no '{SPEED}' section")
+    nxt = re.search(r"^## ", text[m.end():], re.M)
+    return m.start(), (m.end() + nxt.start()) if nxt else len(text)
+
+
+def card_text(text: str, name: str, block: str, where: str) -> str:
+    a, b = speed_section(text, where)
+    section = text[a:b]
+    if "<!-- generated: speed -->" not in section:  # first generation: append the block to the section
+        body = section.rstrip("\n")
+        trailing = section[len(body):] or "\n"
+        section = f"{body}\n\n<!-- generated: speed -->\n{END}{trailing}"
+    return text[:a] + splice(section, "speed", block, where) + text[b:]
+
+
+def prose_problems(text: str, where: str) -> list[str]:
+    """Measured-looking numbers in a Speed section outside the generated block."""
+    a, b = speed_section(text, where)
+    section = text[a:b]
+    i = section.find("<!-- generated: speed -->")
+    j = section.find(END, i)
+    prose = section if i < 0 or j < 0 else section[:i] + section[j + len(END):]
+    return [f"{where}: the Speed prose has the hand-written figure '{m.group(0)}' (make it a benchmark figure)"
+            for m in MEASURED.finditer(prose)]
+
+
+# ------------------------------------------------------------------------------------------ main
+def rel(path: Path, base: Path = ROOT) -> str:
+    try:
+        return str(path.resolve().relative_to(base))
+    except ValueError:
+        return str(path)
+
+
+def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
+    """File -> function(current text) -> the text it should have."""
+    table = NOTE.format(source="the model cards' front matter") + "\n" + reward_table(cards)
+    bench = NOTE.format(source="benchmarks/results/*.json") + "\n" + benchmark_block(runs)
+    out = {README: lambda t: splice(splice(t, "reward table", table, "README.md"),
+                                    "benchmark figures", bench, "README.md"),
+           BENCH_README: lambda t: splice(t, "benchmark runs", NOTE.format(source="benchmarks/results/*.json")
+                                          + "\n" + runs_block(runs), "benchmarks/README.md")}
+    for name in cards:
+        block = NOTE.format(source="benchmarks/results/*.json") + "\n" + speed_block(name, runs)
+        out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block: card_text(t, n, b, f"model_cards/{n}.md"))
+    return out
+
+
+def short_diff(old: str, new: str, name: str, limit: int = 30) -> str:
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"{name} (committed)",
+                                      f"{name} (generated)", n=1, lineterm=""))
+    more = f"\n... {len(lines) - limit} more diff lines" if len(lines) > limit else ""
+    return "\n".join(lines[:limit]) + more
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is out of date")
+    args = ap.parse_args(argv)
+    try:
+        cards, runs = load_cards(), load_results()
+        validate(cards, runs)
+        stale, problems = [], []
+        for path, build in targets(cards, runs).items():
+            old = path.read_text(encoding="utf-8")  # re-read right before writing
+            new = build(old)
+            if path.parent == CARDS:
+                problems += prose_problems(new, rel(path))
+            if new != old:
+                stale.append(rel(path))
+                if args.check:
+                    print(short_diff(old, new, rel(path)), end="\n\n")
+                else:
+                    path.write_text(new, encoding="utf-8")
+    except DocsError as exc:
+        print(f"build_docs: {exc}", file=sys.stderr)
+        return 1
+    for p in problems:
+        print(f"build_docs: {p}", file=sys.stderr)
+    if args.check and stale:
+        print("out of date (run `python scripts/build_docs.py`):\n  " + "\n  ".join(stale), file=sys.stderr)
+        return 1
+    if not args.check:
+        print(f"build_docs: rewrote {len(stale)} file(s)" + (": " + ", ".join(stale) if stale else ""))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

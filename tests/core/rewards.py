@@ -1,0 +1,88 @@
+"""Test-local rewards for the contract and processor tests (model-free, counting their calls)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from rewardzoo.rewards.base import (
+    GroupwiseReward,
+    Inputs,
+    PointwiseReward,
+    RewardOutput,
+)
+
+
+class PromptLength(PointwiseReward):
+    """Score = number of characters of the prompt times ``factor``; records every call's size."""
+
+    inputs = Inputs(("prompt",))
+    modality = "text"
+    score_range = (0.0, math.inf)
+    calls: list[int] = []
+    seen_fields: list[set] = []
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", factor: float = 1.0):
+        super().__init__(model_path, device, dtype)
+        self.factor = factor
+
+    def __call__(self, prompt, **rest):
+        type(self).calls.append(len(prompt))
+        type(self).seen_fields.append({"prompt", *rest})
+        return [self.factor * len(p) for p in prompt]
+
+
+class MetadataValue(PointwiseReward):
+    """Score = float(metadata["value"]); metadata arrives as a JSON string."""
+
+    inputs = Inputs(("metadata",))
+    modality = "text"
+
+    def __call__(self, metadata, **_):
+        assert all(isinstance(m, str) for m in metadata)
+        return np.array([json.loads(m)["value"] for m in metadata], dtype=np.float64)
+
+
+class CenteredLength(GroupwiseReward):
+    """Prompt length minus the mean prompt length of its group; records group sizes."""
+
+    inputs = Inputs(("prompt", "group_id"))
+    modality = "text"
+    groups: list[list] = []
+
+    def __call__(self, prompt, group_id, **_):
+        type(self).groups.append(list(group_id))
+        lengths = np.array([len(p) for p in prompt], dtype=float)
+        return RewardOutput(lengths - lengths.mean())
+
+
+class Broken(PointwiseReward):
+    """Returns whatever the ``mode`` kwarg asks for, to exercise output validation."""
+
+    inputs = Inputs(("prompt",))
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", mode: str = "nan"):
+        super().__init__(model_path, device, dtype)
+        self.mode = mode
+
+    def __call__(self, prompt, **_):
+        n = len(prompt)
+        if self.mode == "nan":
+            return [1.0] * (n - 1) + [float("nan")]
+        if self.mode == "inf":
+            return [float("inf")] * n
+        if self.mode == "short":
+            return [1.0] * (n - 1)
+        if self.mode == "scalar":
+            return 1.0
+        if self.mode == "raise":
+            raise ZeroDivisionError("boom")
+        raise AssertionError(self.mode)
+
+
+
+def path(cls: type) -> str:
+    """The Python path of a test reward, as a config names it."""
+    return f"{cls.__module__}:{cls.__name__}"

@@ -1,0 +1,71 @@
+"""The generated documentation is up to date, and the benchmark results it is generated from are sound.
+
+The README's reward table and Benchmarks figures, each model card's Speed figures and the runs table
+of benchmarks/README.md are written by ``scripts/build_docs.py`` from the cards' front matter and
+``benchmarks/results/*.json``; a hand edit (or a new result not yet propagated) fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = sorted((ROOT / "benchmarks" / "results").glob("*.json"))
+CARDS = {p.stem for p in (ROOT / "model_cards").glob("*.md")}
+
+
+def test_generated_docs_are_up_to_date():
+    proc = subprocess.run([sys.executable, "scripts/build_docs.py", "--check"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, (
+        "generated docs are out of date; run `python scripts/build_docs.py`\n" + proc.stdout[-4000:]
+        + proc.stderr[-4000:])
+
+
+def _figures():
+    for path in RESULTS:
+        for fig in json.loads(path.read_text(encoding="utf-8"))["figures"]:
+            yield path.name, fig
+
+
+def test_every_benchmark_script_has_results():
+    scripts = {p.stem for p in (ROOT / "benchmarks").glob("bench_*.py")}
+    assert scripts <= {p.stem for p in RESULTS}, "a benchmark script has no results file"
+
+
+def test_figure_ids_are_unique():
+    seen: dict[str, str] = {}
+    for name, fig in _figures():
+        assert fig["id"] not in seen, f"figure id {fig['id']!r} is in both {seen[fig['id']]} and {name}"
+        seen[fig["id"]] = name
+    assert seen, "no benchmark figures"
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.name)
+def test_results_follow_the_schema(path):
+    run = json.loads(path.read_text(encoding="utf-8"))
+    assert run["script"] == path.stem + ".py"
+    assert isinstance(run["date"], str) and isinstance(run["machine"], str) and run["figures"]
+    assert run["torch"] is None or isinstance(run["torch"], str)
+    for fig in run["figures"]:
+        assert isinstance(fig["id"], str) and fig["id"] and isinstance(fig["title"], str) and fig["title"]
+        for side in (fig["value"], fig["baseline"]):
+            if side is not None:
+                assert set(side) == {"label", "value", "unit"}, fig["id"]
+                assert side["value"] is None or isinstance(side["value"], (int, float)), fig["id"]
+        assert fig["value"] is not None, fig["id"]
+        assert fig["ratio"] is None or isinstance(fig["ratio"], (int, float)), fig["id"]
+        assert fig["ratio"] is None or fig["ratio_label"], f"{fig['id']}: a ratio needs a ratio_label"
+        assert fig["goal"] is None or isinstance(fig["goal"], str), fig["id"]
+        assert isinstance(fig["rewards"], list), fig["id"]
+
+
+def test_figure_rewards_name_existing_cards():
+    for name, fig in _figures():
+        unknown = [r for r in fig["rewards"] if r not in CARDS]
+        assert not unknown, f"{name}: figure {fig['id']!r} names rewards without a model card: {unknown}"

@@ -1,0 +1,54 @@
+"""Start a test worker module as several gloo ranks on this machine, with a bounded wait.
+
+Each rank runs ``python -m WORKER RANK WORLD PORT OUT`` from the repository root, where OUT is
+``out_dir / f"rank{RANK}.pkl"``, the file the worker pickles its results into.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def launch_ranks(worker: str, out_dir: Path, *, world: int = 2, timeout: float = 120.0
+                 ) -> tuple[list[int], list[str], list[Path]]:
+    """Run the ranks of module ``worker`` to completion; (return codes, logs, result files). Fails the
+    test if they hang."""
+    port = str(free_port())
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    files = [out_dir / f"rank{r}.pkl" for r in range(world)]
+    procs = [subprocess.Popen([sys.executable, "-m", worker, str(r), str(world), port, str(files[r])], env=env,
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for r in range(world)]
+    start, logs = time.monotonic(), []
+    try:
+        for p in procs:
+            logs.append(p.communicate(timeout=max(1.0, timeout - (time.monotonic() - start)))[0])
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+            p.communicate()
+        pytest.fail(f"the {world}-rank launch of {worker} did not finish within {timeout} s")
+    return [p.returncode for p in procs], logs, files
+
+
+def load_result(path: Path, log: str):
+    assert path.exists(), f"{path.name} was not written:\n{log}"
+    return pickle.loads(path.read_bytes())
