@@ -170,13 +170,14 @@ def run_line(run: dict) -> str:
 
 # ------------------------------------------------------------------------------------------ blocks
 def reward_table(cards: dict[str, dict]) -> str:
-    lines = ["| reward | modality | kind | extra | range | weights | what it scores |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| reward | modality | kind | extra | range | better | weights | what it scores |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, meta in sorted(cards.items()):
         lo, hi = (float(b) for b in meta["score_range"])
         weights = "from a hub / local path" if meta.get("download", True) else "none needed"
         lines.append(f"| `{name}` | {meta['modality']} | {meta['kind']} | {meta.get('extra') or 'core'} | "
-                     f"[{bound(lo)}, {bound(hi)}] | {weights} | {cell(meta.get('summary', ''))} |")
+                     f"[{bound(lo)}, {bound(hi)}] | {'higher' if meta['higher_is_better'] else 'lower'} | "
+                     f"{weights} | {cell(meta.get('summary', ''))} |")
     return "\n".join(lines)
 
 
@@ -196,10 +197,16 @@ def figures_table(figures: list[dict], *, script_column: bool) -> list[str]:
     return lines
 
 
-def benchmark_block(runs: list[dict]) -> str:
+def benchmark_block(runs: list[dict], *, goals_only: bool) -> str:
+    """The figures of every run (or only those measured against a goal), after a line per run."""
+    figures = [f for run in runs for f in run["figures"] if f.get("goal") or not goals_only]
     lines = ["The latest run of each script:", ""]
     lines += [f"- {run_line(run)}" for run in runs]
-    lines += [""] + figures_table([f for run in runs for f in run["figures"]], script_column=True)
+    lines += [""] + figures_table(figures, script_column=True)
+    if goals_only:
+        total = sum(len(run["figures"]) for run in runs)
+        lines += ["", f"The figures measured against a goal; all {total} are in `benchmarks/README.md`, and "
+                      "each reward's in its model card."]
     return "\n".join(lines)
 
 
@@ -275,11 +282,12 @@ def rel(path: Path, base: Path = ROOT) -> str:
 def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
     """File -> function(current text) -> the text it should have."""
     table = NOTE.format(source="the model cards' front matter") + "\n" + reward_table(cards)
-    bench = NOTE.format(source="benchmarks/results/*.json") + "\n" + benchmark_block(runs)
+    bench = NOTE.format(source="benchmarks/results/*.json") + "\n" + benchmark_block(runs, goals_only=True)
     out = {README: lambda t: splice(splice(t, "reward table", table, "README.md"),
                                     "benchmark figures", bench, "README.md"),
            BENCH_README: lambda t: splice(t, "benchmark runs", NOTE.format(source="benchmarks/results/*.json")
-                                          + "\n" + runs_block(runs), "benchmarks/README.md")}
+                                          + "\n" + runs_block(runs) + "\n\n" + benchmark_block(runs, goals_only=False),
+                                          "benchmarks/README.md")}
     for name in cards:
         block = NOTE.format(source="benchmarks/results/*.json") + "\n" + speed_block(name, runs)
         out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block: card_text(t, n, b, f"model_cards/{n}.md"))

@@ -4,7 +4,7 @@ One function per field kind; video and audio converters live in ``shared/video.p
 ``shared/audio.py`` and are imported only when a reward asks for those fields. A converter gets the
 raw value, the sample (for context such as ``audio_sample_rate``) and the reward's
 :class:`~rewardzoo.rewards.base.Inputs` declaration (what it wants). This is the one place the
-declaration is read.
+declaration's media forms are read (the engine reads only its ``fields``).
 """
 
 from __future__ import annotations
