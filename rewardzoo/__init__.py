@@ -30,6 +30,7 @@ _LAZY = {
     "RewardInfo": "rewardzoo.rewards.info",
     "AsyncRewardRunner": "rewardzoo.async_runner",
     "RewardTimeoutError": "rewardzoo.errors",
+    "RunnerClosedError": "rewardzoo.errors",
     "DistributedRewardProcessor": "rewardzoo.distributed",
     "RemoteRankError": "rewardzoo.errors",
     "rank_ordered": "rewardzoo.distributed",

@@ -17,6 +17,10 @@ would return, raises the first worker error (naming the reward), and raises
 :class:`RewardTimeoutError` instead of hanging when ``timeout`` seconds pass. The runner is reusable
 after ``finalize``; ``close()`` (or leaving a ``with`` block) stops its threads.
 
+A call that is still running when the timeout fires cannot be killed (Python has no way to stop a
+thread): it keeps running on its worker thread and its result is discarded; the runner's next round
+uses fresh threads. Worker threads are daemons, so such a call never keeps the process from exiting.
+
 On CUDA, calls of a reward on device ``cuda:N`` run on one side stream per device that first waits
 for the work the trainer had queued on that device when the samples were added.
 """
@@ -24,6 +28,7 @@ for the work the trainer had queued on that device when the samples were added.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import queue
 import threading
 import time
 import warnings
@@ -33,10 +38,10 @@ import numpy as np
 
 from .engine import (ConversionCache, Job, Outcome, RewardResult, ScoreTable, applicable_mask, as_samples,
                      check_required, group_indices, run_call)
-from .errors import InputError, RewardTimeoutError
+from .errors import InputError, RewardTimeoutError, RunnerClosedError
 from .rewards.base import Reward
 from .sample import Sample
-from .shared.options import positive_int
+from .shared.options import positive_float, positive_int
 
 if TYPE_CHECKING:
     from .config import RewardSpec
@@ -58,6 +63,55 @@ def effective_workers(spec: "RewardSpec", reward: Reward) -> int:
             warnings.warn(f"reward '{spec.name}' ({type(reward).__name__}) is not thread-safe: it runs on one "
                           f"thread, not num_workers={spec.num_workers}", RuntimeWarning, stacklevel=3)
     return 1
+
+
+class DaemonPool:
+    """A fixed pool of worker threads that are daemons, with the submit/shutdown of an executor.
+
+    ``concurrent.futures.ThreadPoolExecutor`` joins its workers at interpreter exit, so one reward call
+    stuck after a timeout would keep the process alive for ever. These workers never block exit: a call
+    still running when the process ends is dropped with it.
+    """
+
+    def __init__(self, workers: int, name: str) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True) for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[[], Any]) -> cf.Future:
+        future: cf.Future = cf.Future()
+        self._queue.put((future, fn))
+        return future
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # delivered to whoever waits on the future
+                future.set_exception(exc)
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        """Stop the workers after their current call; ``cancel_futures`` drops the queued calls first."""
+        if cancel_futures:
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item[0].cancel()
+        for _ in self._threads:
+            self._queue.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
 
 
 class _Streams:
@@ -115,15 +169,15 @@ class AsyncRewardRunner:
 
     def __init__(self, processor: "RewardProcessor", *, timeout: float | None = None,
                  group_size: int | None = None) -> None:
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if timeout is not None:
+            timeout = positive_float(timeout, "timeout")
         positive_int(group_size, "group_size", allow_none=True)
         self.processor = processor
         self.timeout = timeout
         self.group_size = group_size
         self._async = [s for s in processor.specs if s.async_reward]
         self._workers = {s.name: effective_workers(s, processor.rewards[s.name]) for s in self._async}
-        self._pools: dict[str, cf.ThreadPoolExecutor] = {}
+        self._pools: dict[str, DaemonPool] = {}
         self._streams = _Streams()
         self._cuda_devices = sorted({str(processor.rewards[s.name].device) for s in self._async
                                      if _Streams.is_cuda(processor.rewards[s.name])})
@@ -224,7 +278,7 @@ class AsyncRewardRunner:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError("this AsyncRewardRunner was closed")
+            raise RunnerClosedError("this AsyncRewardRunner was closed; start another with processor.incremental()")
 
     def _add_groupwise(self, spec: "RewardSpec", reward: Reward, indices: list[int], events: dict) -> None:
         groups, complete = self._open_groups[spec.name], self._complete_groups[spec.name]
@@ -243,11 +297,10 @@ class AsyncRewardRunner:
                                  reward=spec.name, field="group_id", sample=members[self.group_size])
             self._submit(spec, reward, members, events)
 
-    def _pool(self, spec: "RewardSpec") -> cf.ThreadPoolExecutor:
+    def _pool(self, spec: "RewardSpec") -> DaemonPool:
         pool = self._pools.get(spec.name)
         if pool is None:
-            pool = self._pools[spec.name] = cf.ThreadPoolExecutor(self._workers[spec.name],
-                                                                  thread_name_prefix=f"rewardzoo-{spec.name}")
+            pool = self._pools[spec.name] = DaemonPool(self._workers[spec.name], f"rewardzoo-{spec.name}")
         return pool
 
     def _task(self, name: str, reward: Reward, fn: Callable[[], Outcome], events: dict) -> Callable[[], Outcome]:

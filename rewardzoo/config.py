@@ -13,6 +13,7 @@ rewards:                      # training rewards
     async_reward: false
     num_workers: 1
     kwargs: {}                # passed to the reward's constructor
+    limits: {seconds: 600}    # input limits (seconds of audio, frames, pixels); null lifts one
 eval_rewards: [...]           # optional; falls back to `rewards`
 ```
 A bare string entry (``- jpeg_compressibility``) is shorthand for ``{name: jpeg_compressibility}``.
@@ -29,6 +30,7 @@ from typing import Any, Mapping
 
 from .errors import ConfigError, did_you_mean
 from .shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
+from .shared.files import read_utf8
 from .shared.options import positive_int
 
 
@@ -47,6 +49,7 @@ class RewardSpec:
     async_reward: bool = False
     num_workers: int = 1
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    limits: Mapping[str, float | int | None] = field(default_factory=dict)
 
     def applies_to(self, dataset: str | None) -> bool:
         """Whether samples of ``dataset`` are scored by this reward."""
@@ -84,10 +87,10 @@ def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
         import yaml
 
         path = Path(source)
-        if not path.is_file():
-            raise ConfigError(f"config file not found: '{path}'")
+        text = read_utf8(path, "config", ConfigError)
         try:
-            data = yaml.safe_load(path.read_text())
+            check_aliases(yaml.compose(text, Loader=yaml.SafeLoader), f"'{path}'")
+            data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(f"'{path}' is not valid YAML: {exc}") from None
     if not isinstance(data, Mapping):
@@ -100,6 +103,53 @@ def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
     train = parse_specs(data["rewards"], "rewards")
     evals = parse_specs(data["eval_rewards"], "eval_rewards") if data.get("eval_rewards") is not None else train
     return RewardConfig(train, evals)
+
+
+#: The most values a config may hold once its YAML aliases are expanded (a real one holds a few hundred).
+MAX_VALUES = 100_000
+
+
+def check_aliases(node: Any, where: str) -> None:
+    """Refuse a YAML node graph whose aliases recurse or expand past :data:`MAX_VALUES` values, before
+    anything is built from it (``a: &x [*x]``, or nested aliases that make a 1 kB file a billion leaves)."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(n: Any) -> int:
+        key = id(n)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise ConfigError(f"{where}: a YAML alias refers to a node that contains it (a recursive anchor)")
+        open_nodes.add(key)
+        children = n.value if isinstance(n.value, list) else []
+        total = 1
+        for child in children:
+            total += sum(size(c) for c in child) if isinstance(child, tuple) else size(child)
+            if total > MAX_VALUES:
+                raise ConfigError(f"{where}: its YAML aliases expand to more than {MAX_VALUES} values; "
+                                  "write the values out instead of nesting aliases")
+        open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    if node is not None:
+        size(node)
+
+
+def _check_kwargs_size(value: Any, name: str) -> None:
+    """Python configs can share and nest objects too: the same bound on the values kwargs expand to."""
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise ConfigError(f"kwargs expand to more than {MAX_VALUES} values (shared or recursive containers)",
+                              entry=name, field="kwargs")
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
 
 
 def parse_specs(entries: Any, section: str = "rewards") -> tuple[RewardSpec, ...]:
@@ -164,9 +214,36 @@ def parse_spec(raw: Any, where: str = "reward") -> RewardSpec:
     kwargs = {} if kwargs is None else kwargs
     if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
         raise err("kwargs", "must be a mapping of constructor keyword arguments")
+    _check_kwargs_size(kwargs, name)
+    limits = _limits(raw.get("limits"), err, name)
     return RewardSpec(name=name, reward_model=reward_model, model_path=model_path, dtype=dtype, device=device,
                       batch_size=batch_size, applicable_datasets=datasets, weight=weight,
-                      async_reward=async_reward, num_workers=num_workers, kwargs=dict(kwargs))
+                      async_reward=async_reward, num_workers=num_workers, kwargs=dict(kwargs), limits=limits)
+
+
+LIMIT_KEYS = ("seconds", "frames", "pixels")
+
+
+def _limits(value: Any, err, name: str) -> dict[str, float | int | None]:
+    """``limits: {seconds: 600, frames: 2000, pixels: 16777216}``; null lifts a limit."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise err("limits", f"must be a mapping with keys {', '.join(LIMIT_KEYS)}")
+    out: dict[str, float | int | None] = {}
+    for key, limit in value.items():
+        if key not in LIMIT_KEYS:
+            raise err("limits", f"unknown limit '{key}'{did_you_mean(str(key), LIMIT_KEYS)}; "
+                                f"limits: {', '.join(LIMIT_KEYS)}")
+        if limit is None:
+            out[key] = None
+        elif key == "seconds":
+            if not _number(limit) or limit <= 0:
+                raise err("limits", f"seconds must be a positive number or null, got {limit!r}")
+            out[key] = float(limit)
+        else:
+            out[key] = positive_int(limit, f"limits.{key}", allow_none=True, entry=name)
+    return out
 
 
 def _number(value: Any) -> bool:
@@ -206,6 +283,10 @@ def json_schema() -> dict[str, Any]:
             "async_reward": {"type": "boolean"},
             "num_workers": {"type": "integer", "minimum": 1},
             "kwargs": {"type": "object"},
+            "limits": {"type": "object", "additionalProperties": False,
+                       "properties": {"seconds": {"type": ["number", "null"], "exclusiveMinimum": 0},
+                                      "frames": {"type": ["integer", "null"], "minimum": 1},
+                                      "pixels": {"type": ["integer", "null"], "minimum": 1}}},
         },
     }
     items = {"oneOf": [{"type": "string"}, entry]}

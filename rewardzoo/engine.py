@@ -30,10 +30,10 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .config import RewardSpec
-from .errors import InputError, RewardExecutionError, RewardZooError
+from .errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError
 from .rewards.base import Reward, invoke, validate_scores
 from .sample import Sample
-from .shared.fields import convert_field
+from .shared.fields import convert_field, protected
 
 Outcome = tuple[np.ndarray, dict[str, np.ndarray]]
 Job = Callable[[], Outcome]
@@ -96,6 +96,10 @@ class ConversionCache:
         self._locks: dict[tuple[int, Hashable], threading.Lock] = {}
 
     def get(self, index: int, fld: str, reward: Reward, reward_name: str) -> Any:
+        """The converted value for one reward call: its own copy or a read-only view (see ``protected``)."""
+        return protected(self._converted(index, fld, reward, reward_name))
+
+    def _converted(self, index: int, fld: str, reward: Reward, reward_name: str) -> Any:
         wants = reward.inputs
         key = (index, wants.conversion_key(fld))
         try:
@@ -230,13 +234,17 @@ def call_reward(name: str, reward: Reward, fields: dict[str, list], indices: Seq
     included; errors carry the stream name and the caller's sample indices."""
     try:
         output = invoke(reward, fields)
+        return validate_scores(output, len(indices), name, reward.info.score_range)
     except InputError as exc:
         raise exc.located(reward=name, indices=indices) from exc
+    except (RewardOutputError, RewardExecutionError) as exc:
+        if exc.samples is not None:  # already names its samples (e.g. from an inner call)
+            raise
+        raise (exc.located(indices) if isinstance(exc, RewardOutputError) else exc.at_samples(indices)) from exc
     except RewardZooError:
         raise
-    except Exception as exc:  # a backend failure: name the reward, keep the original as the cause
-        raise RewardExecutionError(f"{type(exc).__name__}: {exc}", reward=name) from exc
-    return validate_scores(output, len(indices), name, reward.info.score_range)
+    except Exception as exc:  # a backend failure: name the reward and the call's samples, keep the cause
+        raise RewardExecutionError(f"{type(exc).__name__}: {exc}", reward=name, samples=indices) from exc
 
 
 def assemble(specs: Sequence[RewardSpec], samples: Sequence[Sample], scores: Mapping[str, np.ndarray],

@@ -7,7 +7,7 @@ them all in one place; each names what it can of the reward, the field and the s
 from __future__ import annotations
 
 import difflib
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 
 class RewardZooError(Exception):
@@ -84,20 +84,75 @@ class InputError(RewardZooError, ValueError):
         return self._format(sample_label)
 
 
-class RewardOutputError(RewardZooError, ValueError):
-    """A reward returned something other than one finite score per input."""
+def describe_samples(samples: Sequence[int], label: Callable[[int], str] | None = None) -> str:
+    """'sample 3', 'samples 3, 4, 9' (at most 8 listed), or the caller's labels ('line 7, line 9')."""
+    shown = [label(i) if label else str(i) for i in samples[:8]]
+    more = f" and {len(samples) - 8} more" if len(samples) > 8 else ""
+    if label:
+        return ", ".join(shown) + more
+    return f"sample{'s' if len(samples) > 1 else ''} {', '.join(shown)}{more}"
 
-    def __init__(self, message: str, *, reward: str | None = None):
-        self.reward = reward
-        super().__init__(f"reward '{reward}': {message}" if reward else message)
+
+class _CallError(RewardZooError):
+    """An error about one reward call: names the reward and the samples of the call it concerns.
+
+    ``samples`` are the caller's sample indices (global in a batch); the CLI relabels them as manifest
+    lines with :meth:`with_label`.
+    """
+
+    def __init__(self, message: str, *, reward: str | None = None, samples: Sequence[int] | None = None):
+        self.message, self.reward = message, reward
+        self.samples = tuple(int(i) for i in samples) if samples is not None else None
+        super().__init__(self._format())
+
+    def _format(self, label: Callable[[int], str] | None = None) -> str:
+        text = f"reward '{self.reward}': {self.message}" if self.reward else self.message
+        return f"{text} ({describe_samples(self.samples, label)})" if self.samples else text
+
+    def with_label(self, label: Callable[[int], str]) -> str:
+        """The message with each sample index replaced by ``label(index)`` (e.g. 'line 7')."""
+        return self._format(label)
+
+    def _copy(self, **changes: object) -> "_CallError":
+        err = type(self).__new__(type(self))
+        err.__dict__.update(self.__dict__)
+        err.__dict__.update(changes)
+        Exception.__init__(err, err._format())
+        return err
+
+    def at_samples(self, samples: Sequence[int]) -> "_CallError":
+        """A copy naming ``samples`` (kept when this error already names its own)."""
+        return self if self.samples is not None else self._copy(samples=tuple(int(i) for i in samples))
 
 
-class RewardExecutionError(RewardZooError, RuntimeError):
-    """A reward raised while scoring (re-raised with the reward's name; the original is the cause)."""
+class RewardOutputError(_CallError, ValueError):
+    """A reward returned something other than one finite score per input, within its declared range.
 
-    def __init__(self, message: str, *, reward: str | None = None):
-        self.reward = reward
-        super().__init__(f"reward '{reward}': {message}" if reward else message)
+    ``inputs``: the positions within the call of the offending scores, when known (see :meth:`located`).
+    """
+
+    def __init__(self, message: str, *, reward: str | None = None, inputs: Sequence[int] | None = None,
+                 samples: Sequence[int] | None = None):
+        self.inputs = tuple(int(i) for i in inputs) if inputs is not None else None
+        super().__init__(message, reward=reward, samples=samples)
+
+    def remapped(self, positions: Sequence[int]) -> "RewardOutputError":
+        """A copy whose inputs are positions in the enclosing call (a composite's inner call -> its own)."""
+        return self._copy(inputs=tuple(int(positions[i]) for i in self.inputs) if self.inputs else None)
+
+    def located(self, indices: Sequence[int]) -> "RewardOutputError":
+        """A copy naming the caller's samples: the offending inputs mapped through ``indices``, else all."""
+        inside = [indices[i] for i in self.inputs if 0 <= i < len(indices)] if self.inputs else list(indices)
+        return self.at_samples(inside)
+
+
+class RewardExecutionError(_CallError, RuntimeError):
+    """A reward raised while scoring (re-raised with the reward's name and the call's samples; the
+    original is the cause)."""
+
+
+class RunnerClosedError(RewardZooError, RuntimeError):
+    """An :class:`~rewardzoo.async_runner.AsyncRewardRunner` was used after ``close()``."""
 
 
 class RewardTimeoutError(RewardExecutionError, TimeoutError):
@@ -108,8 +163,11 @@ class RemoteRankError(RewardExecutionError):
     """Another rank failed during a cross-rank reward exchange (names that rank and its reward)."""
 
     def __init__(self, message: str, *, rank: int, reward: str | None = None):
-        self.rank, self.reward = rank, reward
+        self.rank, self.reward, self.message, self.samples = rank, reward, message, None
         RuntimeError.__init__(self, message)  # the message already names the reward
+
+    def _format(self, label: Callable[[int], str] | None = None) -> str:
+        return self.message
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

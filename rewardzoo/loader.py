@@ -1,9 +1,9 @@
 """Build reward instances from specs, each unique model exactly once per process.
 
 Two specs share an instance when they resolve to the same *model identity*: implementation, weights
-(``model_path``), dtype, resolved device and constructor kwargs. Stream-level settings (name, weight,
-batch size, datasets, async) are not part of it, so a training and an evaluation spec of the same
-model share one loaded copy.
+(``model_path``), dtype, resolved device, constructor kwargs and input ``limits`` (they shape what the
+instance accepts). Stream-level settings (name, weight, batch size, datasets, async) are not part of
+it, so a training and an evaluation spec of the same model share one loaded copy.
 
 Composite rewards (group wrappers over a base, frame averages over an image reward) declare their
 inner rewards with :meth:`~rewardzoo.rewards.base.Reward.inner_rewards`; the loader builds those
@@ -20,9 +20,9 @@ from typing import Any, Hashable
 
 from .config import RewardSpec, parse_spec
 from .errors import ConfigError, RegistryError, RewardZooError, did_you_mean
-from .registry import canonical_target, describe, resolve
+from .registry import canonical_target, describe, lookup, resolve
 from .rewards.base import Reward
-from .shared.device import resolve_device
+from .shared.device import check_device, resolve_device
 
 
 class RewardLoader:
@@ -43,7 +43,8 @@ class RewardLoader:
             kwargs = json.dumps(spec.kwargs, sort_keys=True, default=repr)
         except TypeError as exc:
             raise ConfigError(f"kwargs are not comparable: {exc}", entry=spec.name, field="kwargs") from None
-        return (canonical_target(spec.reward_model), spec.model_path, spec.dtype, resolve_device(spec.device), kwargs)
+        limits = tuple(sorted(spec.limits.items()))
+        return (canonical_target(spec.reward_model), spec.model_path, spec.dtype, device_for(spec), kwargs, limits)
 
     def load(self, spec: RewardSpec | dict | str) -> Reward:
         """The shared instance for ``spec``, constructing it on first use."""
@@ -83,11 +84,31 @@ class RewardLoader:
             raise ConfigError(f"{cls.__name__} could not be built: {exc}", entry=spec.name) from exc
         instance.name = spec.reward_model.lower()
         instance.info = describe(spec.reward_model, cls)
+        if spec.limits:
+            instance.inputs = instance.inputs.with_limits(spec.limits)
         self.constructions += 1
         return instance
 
 
 _RESERVED = ("self", "model_path", "device", "dtype")
+
+
+def device_for(spec: RewardSpec) -> str:
+    """The device a spec's reward runs on, checked against this machine and against the devices its
+    model card says it can use (``auto`` picks CUDA only for a reward that can use it)."""
+    found = lookup(spec.reward_model)
+    kinds = found.devices if found is not None else None
+    requested = spec.device
+    if requested == "auto" and kinds is not None and "cuda" not in kinds:
+        requested = "cpu"  # also spares a CPU-only reward the torch import
+    resolved = resolve_device(requested)
+    if kinds is not None and resolved.split(":")[0] not in kinds:
+        raise ConfigError(f"'{spec.reward_model}' runs on {' or '.join(kinds)} only (its model card's devices); "
+                          f"remove device: {spec.device} or set it to {kinds[0]}", entry=spec.name, field="device")
+    try:
+        return check_device(resolved)
+    except ValueError as exc:
+        raise ConfigError(str(exc), entry=spec.name, field="device") from None
 
 
 def _check_options(cls: type, kwargs: dict[str, Any], inner: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import InputError
+from .shared.files import decode_utf8, regular_file
 from .sample import Sample
 
 MEDIA_FIELDS = ("image", "video", "audio")
@@ -19,9 +20,7 @@ class ManifestError(InputError):
 
 def read_manifest(path: str | Path) -> tuple[list[Sample], list[int]]:
     """(samples, their 1-based line numbers); blank lines are skipped. Errors name the line and field."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"manifest not found: '{path}'")
+    path = regular_file(path, "manifest")
     samples, lines = [], []
     for lineno, data in _lines(path):
         try:
@@ -33,8 +32,14 @@ def read_manifest(path: str | Path) -> tuple[list[Sample], list[int]]:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict]]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
+    offset = 0
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = decode_utf8(raw, f"manifest '{path}'", offset=offset, with_line=False)
+            except InputError as exc:
+                raise ManifestError(exc.message, sample=lineno) from None
+            offset += len(raw)
             if not line.strip():
                 continue
             try:

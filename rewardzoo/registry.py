@@ -32,6 +32,7 @@ from .rewards.info import RewardInfo
 from .shared.imports import import_path, split_path
 
 KINDS = ("pointwise", "groupwise")
+DEVICE_KINDS = ("cpu", "cuda", "mps")
 #: Facts a card states; a class with a card must not state them again.
 CARD_FACTS = ("modality", "higher_is_better", "score_range", "extra")
 #: Modules each extra brings; a reward's extra counts as installed when all are importable.
@@ -78,10 +79,14 @@ def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "reward
         raise bad("score_range", f"must be [low, high], got {bounds!r}") from None
     if not lo < hi or math.isnan(lo) or math.isnan(hi):
         raise bad("score_range", f"must have low < high, got {bounds!r}")
+    devices = get("devices", (list, type(None)), None)
+    if devices is not None and (not devices or any(d not in DEVICE_KINDS for d in devices)):
+        raise bad("devices", f"must be a non-empty list of {DEVICE_KINDS}, got {devices!r}")
     return RewardInfo(name=name.lower(), implementation=impl, summary=get("summary", (str,)),
                       modality=get("modality", (str,)), kind=kind, extra=extra,
                       higher_is_better=get("higher_is_better", (bool,)), score_range=(lo, hi),
-                      download=get("download", (bool,)), license=get("license", (str,), None),
+                      download=get("download", (bool,)), devices=tuple(devices) if devices else None,
+                      license=get("license", (str,), None),
                       reference=get("reference", (dict,), None), card=card, source=source)
 
 
@@ -256,9 +261,18 @@ def canonical_target(name: str) -> str:
                         "`rewardzoo list` shows all rewards")
 
 
+def lookup(name: str) -> RewardInfo | None:
+    """The record of a reward named by a registered name, or by the Python path of a class with a card."""
+    found = info(name)
+    if found is None and (":" in name or "." in name):
+        target = _as_target(name)
+        found = next((e for e in _index().values() if e.implementation == target), None)
+    return found
+
+
 def describe(name: str, cls: type) -> RewardInfo:
     """The record a built instance of ``cls``, configured as ``name``, carries as ``reward.info``."""
-    found = info(name)
+    found = lookup(name)
     return found if found is not None else info_for_class(cls, name.rsplit(":", 1)[-1].rsplit(".", 1)[-1])
 
 

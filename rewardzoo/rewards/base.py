@@ -55,6 +55,10 @@ class Inputs:
       (None = all).
     - ``audio``: float32 (channels, time) as ``"numpy"`` or ``"tensor"``, resampled to
       ``sample_rate`` (None = as given), mixed down when ``mono``.
+    - limits, for rewards whose cost grows with the input (checked before the call, and for files
+      before they are decoded; None = no limit; a config entry's ``limits:`` overrides them):
+      ``max_seconds`` of audio (default an hour), ``max_frames`` a video may bring after sampling
+      (default 10,000), ``max_pixels`` per image or frame (default 40 M, e.g. 6300x6300).
     """
 
     fields: tuple[str, ...] = ()
@@ -64,6 +68,9 @@ class Inputs:
     num_frames: int | None = None
     sample_rate: int | None = None
     mono: bool = True
+    max_seconds: float | None = 3600.0
+    max_frames: int | None = 10_000
+    max_pixels: int | None = 40_000_000
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", tuple(self.fields))
@@ -74,6 +81,10 @@ class Inputs:
                                    ("audio", self.audio, AUDIO_FORMS)):
             if value not in forms:
                 raise ValueError(f"Inputs.{name} must be one of {forms}, got {value!r}")
+
+    def with_limits(self, limits: Mapping[str, float | int | None]) -> "Inputs":
+        """These needs with a config entry's ``limits`` (``seconds``, ``frames``, ``pixels``) applied."""
+        return replace(self, **{f"max_{key}": value for key, value in limits.items()})
 
     @classmethod
     def tensors(cls, fields: Sequence[str], **settings: Any) -> "Inputs":
@@ -89,11 +100,11 @@ class Inputs:
         if fld in _TEXT_FIELDS:
             return fld
         if fld in ("image", "condition_images"):
-            return (fld, self.images)
+            return (fld, self.images, self.max_pixels)
         if fld in ("video", "condition_videos"):
-            return (fld, self.frames, self.num_frames)
+            return (fld, self.frames, self.num_frames, self.max_frames, self.max_pixels)
         if fld == "audio":
-            return (fld, self.audio, self.sample_rate, self.mono)
+            return (fld, self.audio, self.sample_rate, self.mono, self.max_seconds)
         return (fld, self)
 
 
@@ -251,8 +262,8 @@ def validate_scores(output: Any, n: int, reward: str, score_range: tuple[float, 
     bad = ~np.isfinite(scores)
     if bad.any():
         idx = np.flatnonzero(bad)
-        raise RewardOutputError(
-            f"returned non-finite scores ({scores[idx[0]]}) for input(s) {idx.tolist()[:8]} of {n}", reward=reward)
+        raise RewardOutputError(f"returned non-finite scores ({scores[idx[0]]}) for {len(idx)} of {n} input(s)",
+                                reward=reward, inputs=idx.tolist())
     if score_range is not None:
         scores = _within(scores, score_range, reward)
     return scores, {key: _as_vector(val, n, reward, f"extras['{key}']") for key, val in extras.items()}
@@ -266,8 +277,9 @@ def _within(scores: np.ndarray, score_range: tuple[float, float], reward: str) -
     if outside.any():
         idx = np.flatnonzero(outside)
         raise RewardOutputError(
-            f"returned {scores[idx[0]]!r} for input(s) {idx.tolist()[:8]} of {len(scores)}, outside its declared "
-            f"score_range [{lo}, {hi}] (see its model card; check the reward's options)", reward=reward)
+            f"returned {scores[idx[0]]!r} for {len(idx)} of {len(scores)} input(s), outside its declared "
+            f"score_range [{lo}, {hi}] (see its model card; check the reward's options)", reward=reward,
+            inputs=idx.tolist())
     return np.clip(scores, lo, hi)
 
 

@@ -11,7 +11,8 @@ from typing import Any, Mapping
 @dataclass(frozen=True)
 class RewardInfo:
     """One reward's record. ``download``: its weights are not shipped with a package and must be
-    fetched (from a hub or a local path). ``card``: the model card file (None for rewards without one);
+    fetched (from a hub or a local path). ``devices``: the kinds of device it can use (``cpu``, ``cuda``,
+    ``mps``; None: any torch device). ``card``: the model card file (None for rewards without one);
     ``source``: ``"rewardzoo"``, ``"plugin <distribution>"``, ``"user"`` or ``"python path"``."""
 
     name: str
@@ -23,6 +24,7 @@ class RewardInfo:
     higher_is_better: bool
     score_range: tuple[float, float]
     download: bool
+    devices: tuple[str, ...] | None = None
     license: str | None = None
     reference: Mapping[str, Any] | None = None
     card: Path | None = None

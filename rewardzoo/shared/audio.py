@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .files import regular_file
 from .media import is_path, is_tensor
 
 #: Most channels an array may have; decides the (time, channels) rule above (7.1 surround = 8).
@@ -46,11 +47,25 @@ def check_sample_rate(rate: Any, what: str = "audio_sample_rate") -> int:
     return int(rate)
 
 
-def read_audio_file(path: str | os.PathLike) -> tuple[np.ndarray, int]:
-    """Read a file with soundfile: float32 ``(channels, time)`` in [-1, 1] and the file's sample rate."""
+def check_duration(samples: int, rate: int, max_seconds: float | None, where: str = "the audio") -> None:
+    """InputError when ``samples`` at ``rate`` last longer than ``max_seconds`` (None: no limit)."""
+    if max_seconds is not None and samples / rate > max_seconds:
+        raise InputError(f"{where} lasts {samples / rate:.1f} s, more than this reward's limit of {max_seconds:g} s "
+                         "(raise it with `limits: {seconds: ...}` in the config entry)")
+
+
+def read_audio_file(path: str | os.PathLike, max_seconds: float | None = None) -> tuple[np.ndarray, int]:
+    """Read a file with soundfile: float32 ``(channels, time)`` in [-1, 1] and the file's sample rate.
+
+    A file longer than ``max_seconds`` is refused from its header, before it is decoded.
+    """
     import soundfile as sf
 
+    path = regular_file(path, "audio")
     try:
+        if max_seconds is not None:
+            info = sf.info(os.fspath(path))
+            check_duration(info.frames, info.samplerate, max_seconds, f"audio file '{path}'")
         data, rate = sf.read(os.fspath(path), dtype="float32", always_2d=True)
     except FileNotFoundError:
         raise InputError(f"audio file not found: '{path}'") from None
@@ -101,10 +116,11 @@ def to_float_channels(value: Any) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def load_audio(value: Any, sample_rate: Any = None) -> tuple[np.ndarray, int]:
-    """Any supported audio value -> (float32 ``(channels, time)``, sample rate), before mixdown/resampling."""
+def load_audio(value: Any, sample_rate: Any = None, max_seconds: float | None = None) -> tuple[np.ndarray, int]:
+    """Any supported audio value -> (float32 ``(channels, time)``, sample rate), before mixdown/resampling;
+    InputError when it lasts longer than ``max_seconds``."""
     if is_path(value):
-        audio, rate = read_audio_file(value)
+        audio, rate = read_audio_file(value, max_seconds)
         if sample_rate is not None and check_sample_rate(sample_rate) != rate:
             raise InputError(f"audio_sample_rate {sample_rate} contradicts the file's rate {rate} Hz ('{value}'); "
                              "leave audio_sample_rate unset for files")
@@ -116,7 +132,9 @@ def load_audio(value: Any, sample_rate: Any = None) -> tuple[np.ndarray, int]:
     if sample_rate is None:
         raise InputError("audio given as an array needs audio_sample_rate (the sample rate in Hz)")
     rate = check_sample_rate(sample_rate)
-    return to_float_channels(value), rate
+    audio = to_float_channels(value)
+    check_duration(audio.shape[1], rate, max_seconds)
+    return audio, rate
 
 
 def resample(audio: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
@@ -135,14 +153,14 @@ def resample(audio: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
 
 
 def prepare_audio(value: Any, sample_rate: Any = None, target_rate: int | None = None, mono: bool = True,
-                  as_tensor: bool = False) -> tuple[Any, int]:
+                  as_tensor: bool = False, max_seconds: float | None = None) -> tuple[Any, int]:
     """Convert one audio value for a reward: ``(audio, rate)``.
 
     ``audio`` is float32 ``(channels, time)`` — NumPy, or a CPU torch tensor when ``as_tensor`` — mixed
     down to one channel when ``mono``; ``rate`` is ``target_rate`` when given (after resampling), else
     the source rate. See the module docstring for the accepted inputs and the errors.
     """
-    audio, rate = load_audio(value, sample_rate)
+    audio, rate = load_audio(value, sample_rate, max_seconds)
     if mono and audio.shape[0] > 1:
         audio = audio.mean(axis=0, keepdims=True, dtype=np.float64).astype(np.float32)
     if target_rate is not None:

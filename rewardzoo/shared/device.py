@@ -43,6 +43,29 @@ def resolve_device(name: str) -> str:
     return name
 
 
+def available_devices() -> list[str]:
+    """The devices this machine has: cpu, then cuda:N and mps where torch sees them."""
+    if importlib.util.find_spec("torch") is None:
+        return ["cpu"]
+    import torch
+
+    found = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else ["cpu"]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        found.append("mps")
+    return found
+
+
+def check_device(resolved: str) -> str:
+    """``resolved`` when this machine has it; ValueError listing the devices it has otherwise."""
+    if resolved == "cpu":
+        return resolved
+    found = available_devices()
+    if resolved not in found:
+        raise ValueError(f"device '{resolved}' does not exist on this machine; it has: {', '.join(found)}")
+    return resolved
+
+
 def torch_dtype(name: str):
     """The torch dtype for a dtype name or alias."""
     import torch

@@ -12,7 +12,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
+from PIL import Image
+
 from ..errors import InputError
+from .media import is_tensor
 
 if TYPE_CHECKING:
     from ..rewards.base import Inputs
@@ -38,8 +42,9 @@ def _metadata(value: Any, sample, wants: Inputs) -> str:
 
 
 def _image(value: Any, sample, wants: Inputs):
-    from .media import to_image_tensor, to_pil_rgb, to_uint8_tensor
+    from .media import check_pixels, to_image_tensor, to_pil_rgb, to_uint8_tensor
 
+    value = check_pixels(value, wants.max_pixels)
     if wants.images == "pil":
         return to_pil_rgb(value)
     return to_uint8_tensor(value) if wants.images == "uint8" else to_image_tensor(value)
@@ -48,14 +53,15 @@ def _image(value: Any, sample, wants: Inputs):
 def _video(value: Any, sample, wants: Inputs):
     from .video import prepare_video
 
-    return prepare_video(value, as_tensor=wants.frames == "float", num_frames=wants.num_frames)
+    return prepare_video(value, as_tensor=wants.frames == "float", num_frames=wants.num_frames,
+                         max_frames=wants.max_frames, max_pixels=wants.max_pixels)
 
 
 def _audio(value: Any, sample, wants: Inputs):
     from .audio import prepare_audio
 
     return prepare_audio(value, sample_rate=sample.audio_sample_rate, target_rate=wants.sample_rate,
-                         mono=wants.mono, as_tensor=wants.audio == "tensor")
+                         mono=wants.mono, as_tensor=wants.audio == "tensor", max_seconds=wants.max_seconds)
 
 
 def _nested(convert: Callable) -> Callable:
@@ -93,3 +99,23 @@ def convert_field(field: str, value: Any, sample, wants: Inputs) -> Any:
     except KeyError:
         raise InputError(f"reward declares unknown field '{field}'") from None
     return converter(value, sample, wants)
+
+
+def protected(value: Any) -> Any:
+    """What one reward call receives of a converted value: its own copy, or a read-only view.
+
+    NumPy arrays become read-only views (no copy; writing raises), tensors and PIL images are copied,
+    lists and tuples are protected item by item; text and numbers are immutable already. So a reward
+    that modifies its input in place changes neither the caller's data nor another reward's input.
+    """
+    if isinstance(value, np.ndarray):
+        view = value.view()
+        view.flags.writeable = False
+        return view
+    if isinstance(value, (list, tuple)):
+        return type(value)(protected(v) for v in value)
+    if isinstance(value, Image.Image):
+        return value.copy()
+    if is_tensor(value):
+        return value.clone()
+    return value

@@ -18,6 +18,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import InputError
+from .files import regular_file
 
 PathLike = (str, os.PathLike)
 
@@ -32,14 +33,39 @@ def is_tensor(value: Any) -> bool:
 
 def open_image(path: str | os.PathLike) -> Image.Image:
     """Read an image file fully (so the file handle is closed); InputError when it cannot be read."""
+    path = regular_file(path, "image")
     try:
-        with Image.open(Path(path)) as img:
+        with Image.open(path) as img:
             img.load()
             return img
     except FileNotFoundError:
         raise InputError(f"image file not found: '{path}'") from None
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
         raise InputError(f"cannot read image file '{path}': {exc}") from None
+
+
+def check_pixels(value: Any, max_pixels: int | None) -> Any:
+    """``value`` (a path is opened: the image comes back) when it has at most ``max_pixels`` pixels.
+
+    Works on the size alone for PIL images, arrays and tensors ((H, W[, C]) or (C, H, W)); None: no limit.
+    """
+    if max_pixels is None:
+        return value
+    if is_path(value):
+        value = open_image(value)
+    if isinstance(value, Image.Image):
+        w, h = value.size
+    else:
+        shape = tuple(getattr(value, "shape", ()))
+        if len(shape) == 3 and (is_tensor(value) or (shape[0] in (1, 3) and shape[-1] not in (1, 3, 4))):
+            shape = shape[1:]
+        if len(shape) < 2:
+            return value  # not an image: the conversion says what is wrong with it
+        h, w = shape[0], shape[1]
+    if h * w > max_pixels:
+        raise InputError(f"the image is {w}x{h} = {w * h} pixels, more than this reward's limit of {max_pixels} "
+                         "(raise it with `limits: {pixels: ...}` in the config entry)")
+    return value
 
 
 def image_to_uint8(value: Any) -> np.ndarray:

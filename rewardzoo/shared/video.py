@@ -31,8 +31,9 @@ import numpy as np
 from PIL import Image
 
 from ..errors import InputError
+from .files import regular_file
 from .options import positive_int
-from .media import image_to_uint8, is_path, is_tensor, to_image_tensor
+from .media import check_pixels, image_to_uint8, is_path, is_tensor, to_image_tensor
 
 BACKENDS = ("auto", "decord", "pyav")
 _DECORD_PREFIX = re.compile(r"^\[[\d:]+\] \S+:\d+: ")
@@ -67,23 +68,31 @@ def check_temporal(frames: Any, sample: int) -> None:
 # --------------------------------------------------------------------------------------------- files
 
 
-def read_video(path: str | os.PathLike, num_frames: int | None = None, *, backend: str = "auto") -> np.ndarray:
+def check_frame_count(count: int, max_frames: int | None, where: str = "the video") -> None:
+    """InputError when a reward would receive more than ``max_frames`` frames (None: no limit)."""
+    if max_frames is not None and count > max_frames:
+        raise InputError(f"{where} brings {count} frames, more than this reward's limit of {max_frames} "
+                         "(sample fewer with num_frames, or raise it with `limits: {frames: ...}`)")
+
+
+def read_video(path: str | os.PathLike, num_frames: int | None = None, *, backend: str = "auto",
+               max_frames: int | None = None) -> np.ndarray:
     """Decode ``num_frames`` uniformly sampled frames (all when None) -> uint8 array (T, H, W, 3).
 
     ``backend``: ``"auto"`` (decord, then PyAV when decord is missing or fails on the file),
-    ``"decord"`` or ``"pyav"``. An unreadable, truncated or empty file raises InputError.
+    ``"decord"`` or ``"pyav"``. An unreadable, truncated or empty file raises InputError, and so does
+    one that would bring more than ``max_frames`` frames (refused from the container's frame count
+    before decoding where the container knows it).
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"video file not found: '{path}'")
+    path = regular_file(path, "video")
     if path.stat().st_size == 0:
         raise InputError(f"video file '{path}' is empty (0 bytes)")
     failures = []
     if backend in ("auto", "decord"):
         try:
-            return _read_decord(path, num_frames)
+            return _read_decord(path, num_frames, max_frames)
         except InputError:
             raise
         except ImportError as exc:
@@ -95,7 +104,7 @@ def read_video(path: str | os.PathLike, num_frames: int | None = None, *, backen
                 raise InputError(f"cannot read video file '{path}' with decord: {_first_line(exc)}") from None
             failures.append(f"decord: {_first_line(exc)}")
     try:
-        return _read_pyav(path, num_frames)
+        return _read_pyav(path, num_frames, max_frames)
     except InputError as exc:
         if failures:
             raise exc.located(suffix=f" ({'; '.join(failures)})") from None
@@ -136,7 +145,7 @@ def _decord_seek_plan(keys: list[int], wanted: list[int]) -> tuple[int, int]:
     return decoded, seeks
 
 
-def _read_decord(path: Path, num_frames: int | None) -> np.ndarray:
+def _read_decord(path: Path, num_frames: int | None, max_frames: int | None = None) -> np.ndarray:
     import decord
 
     reader = decord.VideoReader(str(path), ctx=decord.cpu(0))
@@ -144,6 +153,7 @@ def _read_decord(path: Path, num_frames: int | None) -> np.ndarray:
     if total == 0:
         raise InputError(f"video file '{path}' has no frames")
     wanted = sample_indices(total, num_frames)
+    check_frame_count(len(wanted), max_frames, f"video file '{path}'")
     if len(wanted) < total:
         decoded, seeks = _decord_seek_plan(sorted(int(k) for k in reader.get_key_indices()), wanted)
         if decoded + _DECORD_SEEK_COST * seeks > wanted[-1] + 1:
@@ -165,16 +175,22 @@ def _check_decord(frames: np.ndarray) -> np.ndarray:
     return frames
 
 
-def _read_pyav(path: Path, num_frames: int | None) -> np.ndarray:
+def _read_pyav(path: Path, num_frames: int | None, max_frames: int | None = None) -> np.ndarray:
     import av
 
+    where = f"video file '{path}'"
     with av.open(str(path)) as container:
         if not container.streams.video:
             raise InputError(f"video file '{path}' has no video stream (no frames)")
         stream = container.streams.video[0]
         if num_frames is None:
-            frames = [f.to_ndarray(format="rgb24") for f in container.decode(stream)]
+            check_frame_count(stream.frames, max_frames, where)  # 0 when the container does not say
+            frames = []
+            for f in container.decode(stream):
+                frames.append(f.to_ndarray(format="rgb24"))
+                check_frame_count(len(frames), max_frames, where)
         else:
+            check_frame_count(min(num_frames, stream.frames or num_frames), max_frames, where)
             frames = _pyav_sampled(container, stream, num_frames)
     if not frames:
         raise InputError(f"video file '{path}' has no frames")
@@ -266,15 +282,18 @@ def video_to_uint8(value: Any, num_frames: int | None = None) -> np.ndarray:
     return np.stack(out)
 
 
-def prepare_video(value: Any, *, as_tensor: bool = False, num_frames: int | None = None):
+def prepare_video(value: Any, *, as_tensor: bool = False, num_frames: int | None = None,
+                  max_frames: int | None = None, max_pixels: int | None = None):
     """Convert a video for a reward: RGB PIL frames, or a float32 tensor (T, 3, H, W) in [0, 1].
 
     ``num_frames``: keep that many uniformly sampled frames (None: all). A float tensor/array in
     [0, 1] keeps its full precision when ``as_tensor``; anything else goes through 8-bit RGB.
+    ``max_frames`` / ``max_pixels``: limits on the frames kept and the pixels per frame (InputError).
     """
     num_frames = check_num_frames(num_frames)
     if is_path(value):
-        arr = read_video(value, num_frames)
+        arr = read_video(value, num_frames, max_frames=max_frames)
+        check_pixels(arr[0], max_pixels)
         if not as_tensor:
             return [Image.fromarray(f, mode="RGB") for f in arr]
         import torch
@@ -282,6 +301,8 @@ def prepare_video(value: Any, *, as_tensor: bool = False, num_frames: int | None
         return torch.from_numpy(arr).permute(0, 3, 1, 2).float().div_(255.0)
     frames = _frame_list(value)
     picked = [frames[i] for i in sample_indices(len(frames), num_frames)]
+    check_frame_count(len(picked), max_frames)
+    check_pixels(picked[0], max_pixels)
     if as_tensor:
         import torch
 

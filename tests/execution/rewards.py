@@ -216,3 +216,19 @@ def dist_specs(async_reward: bool = False):
 
 def rank_indices(rank: int) -> list[int]:
     return [i for i, r in enumerate(DIST_RANKS) if r == rank]
+
+
+class CardlessJpeg(PointwiseReward):
+    """JPEG q95 size in kB, as a reward without a model card (so any device may be configured for it)."""
+
+    inputs = Inputs(("image",))
+
+    def __call__(self, image, **_):
+        import io
+
+        sizes = []
+        for img in image:
+            buf = io.BytesIO()
+            img.save(buf, format="JPEG", quality=95)
+            sizes.append(buf.tell() / 1000)
+        return sizes

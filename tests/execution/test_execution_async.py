@@ -21,6 +21,7 @@ from rewardzoo.async_runner import RewardTimeoutError, _Streams
 
 from .rewards import (
     Blocking,
+    CardlessJpeg,
     CenteredValue,
     Failing,
     NumpyWork,
@@ -286,7 +287,10 @@ def _settle(runner, limit: float = 10.0) -> None:
 def test_cuda_rewards_run_through_one_stream_per_device_after_the_samples_are_ready(monkeypatch):
     """Dispatch only (this machine has no GPU): a reward on cuda:1 goes through the stream wrapper with
     the event recorded when its samples were added; a CPU reward in the same config does not."""
+    import rewardzoo.loader
+
     calls = []
+    monkeypatch.setattr(rewardzoo.loader, "check_device", lambda device: device)  # pretend cuda:1 exists
     monkeypatch.setattr(_Streams, "ready_events", staticmethod(lambda devices: {d: f"event-{d}" for d in devices}))
 
     def fake_call(self, fn, device, event):
@@ -294,7 +298,7 @@ def test_cuda_rewards_run_through_one_stream_per_device_after_the_samples_are_re
         return fn()
 
     monkeypatch.setattr(_Streams, "call", fake_call)
-    specs = [{"name": "gpu_jpeg", "reward_model": "jpeg_incompressibility", "device": "cuda:1", "batch_size": 2,
+    specs = [{"name": "gpu_jpeg", "reward_model": path(CardlessJpeg), "device": "cuda:1", "batch_size": 2,
               "async_reward": True, "num_workers": 2},
              {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 2}]
     proc = RewardProcessor(specs)

@@ -124,7 +124,7 @@ class DNSMOS(PointwiseReward):
     ``ovrl``, ``sig``, ``bak``, ``p808``.
     """
 
-    inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE)
+    inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=600.0)  # ~10 s of CPU per minute of audio
     personalized: ClassVar[bool] = False
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,

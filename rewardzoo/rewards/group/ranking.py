@@ -162,9 +162,11 @@ class GroupwiseOverBase(GroupwiseReward):
             chunk = {k: v[start:stop] for k, v in base_fields.items()}
             try:
                 output = invoke(base, chunk)
+                scores[start:stop], _ = validate_scores(output, stop - start, label, base.info.score_range)
             except InputError as exc:
                 raise exc.located(indices=range(start, stop), prefix=f"base reward '{base.name}': ") from exc
-            scores[start:stop], _ = validate_scores(output, stop - start, label, base.info.score_range)
+            except RewardOutputError as exc:
+                raise exc.remapped(range(start, stop)) from exc
         return scores if base.info.higher_is_better else -scores
 
 

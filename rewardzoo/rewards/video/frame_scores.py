@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import torch
 
-from ...errors import ConfigError, InputError
+from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.media import to_image_tensor, to_pil_rgb
 from ...shared.options import positive_int
 from ...shared.video import check_num_frames
@@ -90,7 +90,10 @@ class FrameAverage(PointwiseReward):
                 first = int(np.searchsorted(owner, owner[flat]))  # flat index of that video's first frame
                 raise exc.located(indices=(), sample=int(owner[flat]), field="video", renamed={"image": "video"},
                                   prefix=f"frame {flat - first}: ") from None
-            s, e = validate_scores(out, len(frames), self.image_reward.name, self.image_reward.info.score_range)
+            try:
+                s, e = validate_scores(out, len(frames), self.image_reward.name, self.image_reward.info.score_range)
+            except RewardOutputError as exc:  # frame positions -> the videos they belong to
+                raise exc.remapped(owner[start:stop].tolist()) from exc
             scores.append(s)
             for key, val in e.items():
                 extras.setdefault(key, []).append(val)

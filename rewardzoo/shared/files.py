@@ -1,0 +1,47 @@
+"""Reading files without surprises: regular files only (a named pipe would block for ever), UTF-8 text
+with an error that names the file and the offending byte."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ..errors import InputError
+
+
+def regular_file(path: str | os.PathLike, what: str, error: type[Exception] = InputError) -> Path:
+    """``path`` as a Path when it is an existing regular file (symlinks followed); else ``error``.
+
+    Checked before opening, so a FIFO, a device or a directory is refused instead of blocking a read.
+    """
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        raise error(f"{what} file not found: '{p}'") from None
+    except OSError as exc:
+        raise error(f"cannot read {what} file '{p}': {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise error(f"{what} path '{p}' is {kind}; give a regular file")
+    return p
+
+
+def decode_utf8(data: bytes, where: str, error: type[Exception] = InputError, *, offset: int = 0,
+                with_line: bool = True) -> str:
+    """``data`` decoded as UTF-8; ``error`` naming ``where``, the byte offset (``offset`` + position in
+    ``data``) and, ``with_line``, the line otherwise."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = data[:exc.start].count(b"\n") + 1
+        line = f" (line {lineno})" if with_line else ""
+        raise error(f"{where} is not UTF-8 text: byte {offset + exc.start}{line} is "
+                    f"0x{data[exc.start]:02x}; save it as UTF-8") from None
+
+
+def read_utf8(path: str | os.PathLike, what: str, error: type[Exception] = InputError) -> str:
+    """The text of a regular UTF-8 file (see :func:`regular_file` and :func:`decode_utf8`)."""
+    p = regular_file(path, what, error)
+    return decode_utf8(p.read_bytes(), f"{what} '{p}'", error)
