@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from .errors import InputError, RewardZooError
+from .errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", "-o", required=True, help="JSONL output, one line per input line")
     p.add_argument("--split", choices=["train", "eval"], default="train")
     p.add_argument("--chunk-size", type=int, default=256, help="samples per processor call (groups kept whole)")
+    p.add_argument("--allow-unscored", action="store_true",
+                   help="score a manifest although some samples' dataset matches no reward (their total is null; "
+                        "their count goes to stderr)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_score)
 
@@ -102,16 +105,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from .config import load_config
+    from .engine import unscored
     from .manifest import ManifestError, read_manifest
     from .processor import RewardProcessor
 
     if args.chunk_size <= 0:
         raise RewardZooError("--chunk-size must be positive")
-    specs = load_config(_config_source(args.config)).specs(args.split)
+    source = _config_source(args.config)
+    out = check_output_path(Path(args.out), inputs={"--input": Path(args.input),
+                                                    **({"the config": Path(source)} if _is_path(source) else {})})
+    specs = load_config(source).specs(args.split)
     try:
         samples, lines = read_manifest(args.input)
     except ManifestError as exc:
         raise RewardZooError(exc.with_label(f"line {exc.sample}")) from None
+    _check_datasets(specs, samples, lines, args.allow_unscored, unscored(specs, samples))
     processor = RewardProcessor(specs)
     records: list[dict | None] = [None] * len(samples)
     show = not args.quiet and sys.stderr.isatty()
@@ -119,10 +127,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     for chunk in group_preserving_chunks(samples, args.chunk_size):
         try:
             result = processor([samples[i] for i in chunk])
-        except InputError as exc:  # name the manifest line instead of the index within the chunk
-            if exc.sample is None:
+        except (InputError, RewardOutputError, RewardExecutionError) as exc:  # name manifest lines, not indices
+            located = exc.samples if not isinstance(exc, InputError) else (None if exc.sample is None else [exc.sample])
+            if not located:
                 raise
-            raise RewardZooError(exc.with_label(f"line {lines[chunk[exc.sample]]}")) from exc
+            raise RewardZooError(exc.with_label(lambda i: f"line {lines[chunk[i]]}")) from exc
         for i, record in zip(chunk, result.records()):
             records[i] = record
         done += len(chunk)
@@ -130,8 +139,46 @@ def cmd_score(args: argparse.Namespace) -> int:
             print(f"\rscored {done}/{len(samples)} samples", end="", file=sys.stderr, flush=True)
     if show:
         print(file=sys.stderr)
-    _write_atomically(Path(args.out), records)
+    _write_atomically(out, records)
     return 0
+
+
+def _is_path(source: object) -> bool:
+    return isinstance(source, (str, os.PathLike))
+
+
+def check_output_path(out: Path, inputs: dict[str, Path]) -> Path:
+    """Refuse, before any scoring, an ``--out`` that would overwrite an input or cannot be written."""
+    resolved = out.resolve()
+    for what, path in inputs.items():
+        if path.exists() and (resolved == path.resolve() or (out.exists() and out.samefile(path))):
+            raise RewardZooError(f"--out '{out}' is {what}; write the scores to another file")
+    if out.is_dir():
+        raise RewardZooError(f"--out '{out}' is a directory; give a file path")
+    parent = resolved.parent
+    existing = next(folder for folder in (parent, *parent.parents) if folder.exists())
+    if not existing.is_dir():
+        raise RewardZooError(f"--out '{out}': '{existing}' is a file, not a folder")
+    try:  # try it (permissions, read-only or pseudo file systems); the folder is needed for the output anyway
+        parent.mkdir(parents=True, exist_ok=True)
+        tempfile.NamedTemporaryFile(prefix=f".{out.name}.", dir=parent).close()
+    except OSError as exc:
+        raise RewardZooError(f"--out '{out}' cannot be written: {exc.strerror or exc}") from None
+    return out
+
+
+def _check_datasets(specs, samples, lines, allow: bool, missing: list[int]) -> None:
+    """A sample whose dataset no reward applies to is an error (a typo would give null totals), unless allowed."""
+    if not missing:
+        return
+    named = sorted({d for s in specs for d in (s.applicable_datasets or ())})
+    if not allow:
+        first = samples[missing[0]].dataset
+        raise RewardZooError(f"line {lines[missing[0]]}, field 'dataset': {first!r} matches no reward of the config "
+                             f"(their datasets: {', '.join(named)}){did_you_mean(str(first), named)}; "
+                             f"{len(missing)} sample(s) would get a null total; pass --allow-unscored to score anyway")
+    shown = ", ".join(str(lines[i]) for i in missing[:8]) + (" ..." if len(missing) > 8 else "")
+    print(f"rewardzoo: {len(missing)} sample(s) match no reward and get a null total (lines {shown})", file=sys.stderr)
 
 
 def _config_source(name: str):

@@ -102,7 +102,21 @@ def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
         raise ConfigError("the config has no 'rewards' list")
     train = parse_specs(data["rewards"], "rewards")
     evals = parse_specs(data["eval_rewards"], "eval_rewards") if data.get("eval_rewards") is not None else train
+    _check_stream_references(train, evals)
     return RewardConfig(train, evals)
+
+
+def _check_stream_references(train: tuple[RewardSpec, ...], evals: tuple[RewardSpec, ...]) -> None:
+    """An eval entry whose reward_model is a training stream's name (not a reward) is a likely mix-up."""
+    from .registry import lookup
+
+    streams = {s.name: s for s in train}
+    for spec in evals:
+        target = streams.get(spec.reward_model)
+        if target is not None and target.reward_model != spec.reward_model and lookup(spec.reward_model) is None:
+            raise ConfigError(f"'{spec.reward_model}' is the name of a stream in 'rewards', not a reward; use its "
+                              f"reward_model '{target.reward_model}' (or repeat that entry in eval_rewards)",
+                              entry=spec.name, field="reward_model")
 
 
 #: The most values a config may hold once its YAML aliases are expanded (a real one holds a few hundred).
@@ -156,6 +170,9 @@ def parse_specs(entries: Any, section: str = "rewards") -> tuple[RewardSpec, ...
     """Validate a list of reward entries; errors name the entry and the field."""
     if not isinstance(entries, list):
         raise ConfigError(f"'{section}' must be a list of reward entries")
+    if not entries:
+        raise ConfigError(f"'{section}' is empty: name at least one reward (a config that scores nothing "
+                          "would give every sample a null total)")
     specs, seen = [], set()
     for i, raw in enumerate(entries):
         spec = parse_spec(raw, f"{section}[{i}]")

@@ -30,7 +30,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .config import RewardSpec
-from .errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError
+from .errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
 from .rewards.base import Reward, invoke, validate_scores
 from .sample import Sample
 from .shared.fields import convert_field, protected
@@ -59,6 +59,11 @@ class RewardResult:
     def __len__(self) -> int:
         return len(self.total)
 
+    @property
+    def unscored(self) -> list[int]:
+        """Indices of the samples no reward applied to (total NaN)."""
+        return [i for i, names in enumerate(self.applied) if not names]
+
     def records(self) -> list[dict[str, Any]]:
         """One JSON-ready dict per sample: ``{"rewards": {name: float|None}, "total": float|None, "applied": [...]}``."""
         out = []
@@ -74,8 +79,13 @@ def _json_number(x: float) -> float | None:
 
 def as_samples(samples: Iterable[Sample | Mapping[str, Any]], *, start: int = 0) -> list[Sample]:
     """Accept Sample objects or manifest-like dicts; errors name ``start`` + the position."""
+    if isinstance(samples, (Sample, Mapping, str, bytes)) or not isinstance(samples, Iterable):
+        raise InputError(f"pass a list of samples, got a {type(samples).__name__}; e.g. processor([Sample(...)])")
     out = []
     for i, s in enumerate(samples, start=start):
+        if not isinstance(s, (Sample, Mapping)):
+            raise InputError(f"each sample is a Sample or a mapping of its fields, got {type(s).__name__} {s!r:.60}; "
+                             "e.g. Sample(image='a.png', prompt='a cat')", sample=i)
         try:
             out.append(s if isinstance(s, Sample) else Sample.from_dict(dict(s)))
         except InputError as exc:
@@ -137,6 +147,7 @@ class ScoreTable:
         self.scores[spec.name] = np.full(len(self.samples), np.nan)
         indices = np.flatnonzero(mask).tolist()
         check_required(spec.name, reward, self.samples, indices)
+        check_weights(spec, self.samples, indices)
         return indices
 
     def put(self, name: str, indices: Sequence[int], scores: np.ndarray, extras: Mapping[str, np.ndarray]) -> None:
@@ -190,6 +201,25 @@ def check_required(name: str, reward: Reward, samples: Sequence[Sample], indices
         for fld in reward.inputs.fields:
             if getattr(samples[i], fld, None) is None:
                 raise InputError("missing required field", reward=name, field=fld, sample=i)
+
+
+def check_weights(spec: RewardSpec, samples: Sequence[Sample], indices: Iterable[int]) -> None:
+    """With per-dataset weights, every sample the reward applies to must have a weight (0 is one):
+    a misspelt key would otherwise weigh the reward 0 silently."""
+    if not isinstance(spec.weight, Mapping):
+        return
+    for i in indices:
+        dataset = samples[i].dataset
+        if dataset not in spec.weight:
+            raise InputError(f"dataset {dataset!r} has no weight in entry '{spec.name}' (weights for "
+                             f"{sorted(spec.weight)}){did_you_mean(str(dataset), spec.weight)}; give it one (0 to score "
+                             "without counting it) or limit the entry with applicable_datasets", reward=spec.name,
+                             field="dataset", sample=i)
+
+
+def unscored(specs: Sequence[RewardSpec], samples: Sequence[Sample]) -> list[int]:
+    """Indices of the samples that no spec applies to (their total would be null)."""
+    return [i for i, s in enumerate(samples) if not any(spec.applies_to(s.dataset) for spec in specs)]
 
 
 def call_plan(spec: RewardSpec, reward: Reward, samples: Sequence[Sample], indices: list[int]) -> list[list[int]]:

@@ -24,7 +24,19 @@ class ConfigError(RewardZooError, ValueError):
 
 
 class RegistryError(RewardZooError, LookupError):
-    """A reward name or Python path cannot be resolved."""
+    """A reward name or Python path cannot be resolved (names the config entry once one is known)."""
+
+    entry: str | None = None
+    field: str | None = None
+
+    def in_entry(self, entry: str, field: str) -> "RegistryError":
+        """A copy that names the config entry and field it came from (replacing an inner entry's)."""
+        bare = self.__dict__.get("bare", str(self))
+        err = type(self).__new__(type(self))
+        err.__dict__.update(self.__dict__)
+        err.bare, err.entry, err.field = bare, entry, field
+        err.args = (f"entry '{entry}', field '{field}': {bare}",)
+        return err
 
 
 class MissingExtraError(RegistryError, ImportError):
@@ -79,8 +91,11 @@ class InputError(RewardZooError, ValueError):
                             sample=own if own is not None else sample)
         return err
 
-    def with_label(self, sample_label: str) -> str:
-        """The message with the sample index replaced by a caller's label (e.g. 'line 7')."""
+    def with_label(self, sample_label: str | Callable[[int], str]) -> str:
+        """The message with the sample index replaced by a caller's label (e.g. 'line 7'), given as the
+        text or as a function of the index."""
+        if callable(sample_label):
+            sample_label = sample_label(self.sample) if self.sample is not None else None
         return self._format(sample_label)
 
 

@@ -51,12 +51,16 @@ def trl_samples(prompts: Sequence[Any] | None, completions: Sequence[Any] | None
     if "images" in columns and "image" not in columns:
         columns = {**columns, "image": [imgs[0] if isinstance(imgs, (list, tuple)) and len(imgs) == 1 else imgs
                                         for imgs in columns["images"]]}
+    for key, values in columns.items():
+        if key not in _TRL_RESERVED and isinstance(values, (list, tuple)) and len(values) != n:
+            raise InputError(f"column '{key}' has {len(values)} values for {n} completions; TRL passes one per "
+                             "completion", field=key)
     samples = []
     for i in range(n):
         fields: dict[str, Any] = {}
         extra: dict[str, Any] = {}
         for key, values in columns.items():
-            if key in _TRL_RESERVED or key == "images" or not isinstance(values, (list, tuple)) or len(values) != n:
+            if key in _TRL_RESERVED or key == "images" or not isinstance(values, (list, tuple)):
                 continue
             (fields if key in _SAMPLE_FIELDS else extra)[key] = values[i]
         try:

@@ -49,7 +49,10 @@ class RewardLoader:
     def load(self, spec: RewardSpec | dict | str) -> Reward:
         """The shared instance for ``spec``, constructing it on first use."""
         spec = parse_spec(spec) if not isinstance(spec, RewardSpec) else spec
-        key = self.identity(spec)
+        try:
+            key = self.identity(spec)
+        except RegistryError as exc:
+            raise exc.in_entry(spec.name, "reward_model") from exc.__cause__
         with self._lock:
             if key not in self._instances:
                 self._instances[key] = self._construct(spec, device=key[3])
@@ -63,7 +66,10 @@ class RewardLoader:
         return list(self._instances.values())
 
     def _construct(self, spec: RewardSpec, device: str) -> Reward:
-        cls = resolve(spec.reward_model)
+        try:
+            cls = resolve(spec.reward_model)
+        except RegistryError as exc:
+            raise exc.in_entry(spec.name, "reward_model") from exc.__cause__
         if not (isinstance(cls, type) and issubclass(cls, Reward)):
             raise RegistryError(f"'{spec.reward_model}' resolves to {cls!r}, which is not a rewardzoo Reward subclass")
         try:
@@ -72,7 +78,10 @@ class RewardLoader:
             _check_options(cls, kwargs, inner)
             for param, entry in inner.items():
                 inner_spec = parse_spec({"name": f"{spec.name}.{param}", **entry}, f"{spec.name}: {param}")
-                kwargs[param] = self.load(inner_spec)
+                try:
+                    kwargs[param] = self.load(inner_spec)
+                except RegistryError as exc:  # name the entry the user wrote, not the inner one
+                    raise exc.in_entry(spec.name, f"kwargs.{param}") from exc.__cause__
             instance = cls(model_path=spec.model_path, device=device, dtype=spec.dtype, **kwargs)
         except ConfigError as exc:
             if exc.entry is not None:
@@ -101,12 +110,11 @@ def device_for(spec: RewardSpec) -> str:
     requested = spec.device
     if requested == "auto" and kinds is not None and "cuda" not in kinds:
         requested = "cpu"  # also spares a CPU-only reward the torch import
-    resolved = resolve_device(requested)
-    if kinds is not None and resolved.split(":")[0] not in kinds:
+    if kinds is not None and requested != "auto" and requested.split(":")[0] not in kinds:
         raise ConfigError(f"'{spec.reward_model}' runs on {' or '.join(kinds)} only (its model card's devices); "
                           f"remove device: {spec.device} or set it to {kinds[0]}", entry=spec.name, field="device")
     try:
-        return check_device(resolved)
+        return check_device(resolve_device(requested))
     except ValueError as exc:
         raise ConfigError(str(exc), entry=spec.name, field="device") from None
 

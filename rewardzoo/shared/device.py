@@ -32,7 +32,9 @@ def resolve_device(name: str) -> str:
     'cpu' (and 'auto' where torch is not installed) resolves without importing torch.
     """
     name = str(name)
-    if name == "cpu" or (name == "auto" and importlib.util.find_spec("torch") is None):
+    if importlib.util.find_spec("torch") is None:  # no torch: nothing but the CPU (check_device says so)
+        return "cpu" if name in ("cpu", "auto") else name
+    if name == "cpu":
         return "cpu"
     import torch
 

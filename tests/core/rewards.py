@@ -86,3 +86,43 @@ class Broken(PointwiseReward):
 def path(cls: type) -> str:
     """The Python path of a test reward, as a config names it."""
     return f"{cls.__module__}:{cls.__name__}"
+
+
+class Mutator(PointwiseReward):
+    """Misbehaves on purpose: writes over every image, audio array and metadata it receives, then scores 0.
+
+    PIL images are pasted black, NumPy arrays zeroed (a read-only view refuses: the refusal is swallowed,
+    as a careless reward would never see it), lists cleared.
+    """
+
+    inputs = Inputs(("image", "audio"))
+
+    def __call__(self, image, audio, **_):
+        for img in image:
+            img.paste((0, 0, 0), (0, 0, img.size[0], img.size[1]))
+        for clip in audio:
+            try:
+                clip *= 0.0
+            except ValueError:
+                pass
+        image.clear()
+        return [0.0] * len(audio)
+
+
+class MeanPixel(PointwiseReward):
+    """Mean 8-bit pixel value of a PIL image / 255."""
+
+    inputs = Inputs(("image",))
+    score_range = (0.0, 1.0)
+
+    def __call__(self, image, **_):
+        return [float(np.asarray(img, dtype=np.float64).mean() / 255) for img in image]
+
+
+class PeakAmplitude(PointwiseReward):
+    """Peak |amplitude| of the audio (NumPy), any rate."""
+
+    inputs = Inputs(("audio",), mono=False)
+
+    def __call__(self, audio, **_):
+        return [float(np.abs(a).max()) for a in audio]

@@ -30,7 +30,7 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
-from ...errors import ConfigError, MissingExtraError
+from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
@@ -39,6 +39,8 @@ SAMPLE_RATE = 16000
 INPUT_SECONDS = 9.01
 WINDOW = int(INPUT_SECONDS * SAMPLE_RATE)  # 144160 samples
 N_FFT, HOP, N_MELS = 321, 160, 120
+#: The shortest clip scored (tiled to the 9.01 s window below that): DNSMOS's windows need speech.
+MIN_SECONDS = 1.0
 
 #: Calibration polynomials (highest power first), from DNS-Challenge / speechmos.
 POLY = {
@@ -205,6 +207,10 @@ class DNSMOS(PointwiseReward):
     def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
                  **_: Any) -> RewardOutput:
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)
+        for i, clip in enumerate(clips):
+            if clip.shape[1] < MIN_SECONDS * SAMPLE_RATE:  # tiling a few samples to 9 s scores a made-up signal
+                raise InputError(f"DNSMOS needs at least {MIN_SECONDS:g} s of audio (shorter clips are tiled to its "
+                                 f"9.01 s window); got {clip.shape[1] / SAMPLE_RATE:.3f} s", field="audio", sample=i)
         mos = self.score_clips([c[0] for c in clips])
         return RewardOutput(mos[self.target], extras=mos)
 

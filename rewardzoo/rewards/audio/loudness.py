@@ -75,12 +75,21 @@ def block_bounds(num_samples: int, rate: float) -> tuple[np.ndarray, np.ndarray]
     return lower, np.minimum(upper, num_samples)
 
 
+#: Below this rate the K-weighting filters (a 1.5 kHz shelf, a 38 Hz high-pass) are no longer what
+#: BS.1770 specifies: the shelf would sit at or above Nyquist.
+MIN_RATE = 8000
+
+
 def integrated_loudness(audio: np.ndarray, rate: int) -> float:
     """BS.1770-4 integrated loudness in LUFS of ``audio`` (channels, time); -inf when every block is gated.
 
-    Raises :class:`InputError` for more than 5 channels or a clip shorter than one 400 ms block.
+    Raises :class:`InputError` for more than 5 channels, a sample rate below :data:`MIN_RATE` or a clip
+    shorter than one 400 ms block.
     """
     channels, num_samples = audio.shape
+    if rate < MIN_RATE:
+        raise InputError(f"loudness needs a sample rate of at least {MIN_RATE} Hz (the K-weighting shelf at 1.5 kHz "
+                         f"must lie well below Nyquist); got {rate} Hz")
     if channels > len(CHANNEL_GAINS):
         raise InputError(f"BS.1770 loudness weights at most {len(CHANNEL_GAINS)} channels (L, R, C, Ls, Rs); "
                          f"got {channels}")

@@ -12,8 +12,13 @@ from typing import ClassVar, Sequence
 
 from PIL import Image
 
+from ...errors import InputError
 from ...shared.options import positive_float
 from ..base import Inputs, PointwiseReward, RewardOutput
+
+
+#: The JPEG format's largest width or height.
+JPEG_MAX_SIDE = 65_535
 
 
 def jpeg_kilobytes(image: Image.Image, quality: int = 95) -> float:
@@ -43,6 +48,10 @@ class JpegIncompressibility(PointwiseReward):
         self.scale = self.default_scale if scale is None else positive_float(scale, "kwargs.scale")
 
     def __call__(self, image: Sequence[Image.Image], **_: object) -> RewardOutput:
+        for i, img in enumerate(image):
+            if max(img.size) > JPEG_MAX_SIDE:
+                raise InputError(f"the image is {img.size[0]}x{img.size[1]}; JPEG encodes at most {JPEG_MAX_SIDE} "
+                                 "pixels per side", field="image", sample=i)
         kb = [jpeg_kilobytes(img, self.quality) for img in image]
         return RewardOutput([self.sign * self.scale * k for k in kb], extras={"jpeg_kb": kb})
 

@@ -1,0 +1,413 @@
+"""Bad inputs and faults: nothing lost, nothing silent, nothing hangs, every error names what it must.
+
+One section per class of defect; each test reproduces the fault and asserts the error class and the
+names in its message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from rewardzoo import RewardProcessor, Sample, load_config
+from rewardzoo.cli import main
+from rewardzoo.errors import (ConfigError, InputError, RegistryError, RewardExecutionError, RewardOutputError,
+                              RunnerClosedError)
+
+from ..optional import torch
+from .rewards import Broken, MeanPixel, MetadataValue, Mutator, PeakAmplitude, PromptLength, path
+
+SUBPROCESS_LIMIT = 60  # seconds; the bounded wait of every test that could hang
+
+
+def _write_manifest(tmp_path, rows, name="m.jsonl"):
+    manifest = tmp_path / name
+    manifest.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return manifest
+
+
+def _config(tmp_path, entries, name="c.yaml"):
+    import yaml
+
+    config = tmp_path / name
+    config.write_text(yaml.safe_dump({"rewards": entries}))
+    return config
+
+
+def _score(*args) -> tuple[int, str]:
+    """Run the CLI in this process; (exit code, stderr)."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["score", *map(str, args), "-q"])
+    return code, err.getvalue()
+
+
+# ------------------------------------------------------------------------------------------ lost data
+def test_out_that_is_the_manifest_or_the_config_is_refused_and_nothing_changes(tmp_path):
+    manifest = _write_manifest(tmp_path, [{"prompt": "abc"}])
+    config = _config(tmp_path, [{"name": "len", "reward_model": path(PromptLength)}])
+    before = manifest.read_bytes(), config.read_bytes()
+    code, err = _score(config, "-i", manifest, "-o", manifest)
+    assert code != 0 and "--out" in err and "is --input" in err
+    code, err = _score(config, "-i", manifest, "-o", tmp_path / "." / "c.yaml")
+    assert code != 0 and "--out" in err and "the config" in err
+    os.symlink(manifest, tmp_path / "alias.jsonl")
+    code, err = _score(config, "-i", manifest, "-o", tmp_path / "alias.jsonl")
+    assert code != 0 and "is --input" in err
+    assert (manifest.read_bytes(), config.read_bytes()) == before
+
+
+@pytest.mark.parametrize("where, message", [("dir", "is a directory"), ("below_file", "is a file, not a folder"),
+                                            ("proc", "cannot be written")])
+def test_out_that_cannot_be_written_is_refused_before_any_scoring(tmp_path, where, message):
+    manifest = _write_manifest(tmp_path, [{"prompt": "abc"}, {"prompt": "de"}])
+    config = _config(tmp_path, [{"name": "len", "reward_model": path(PromptLength)}])
+    (tmp_path / "plain.txt").write_text("x")
+    out = {"dir": tmp_path, "below_file": tmp_path / "plain.txt" / "o.jsonl", "proc": "/proc/no_such/o.jsonl"}[where]
+    code, err = _score(config, "-i", manifest, "-o", out)
+    assert code != 0 and f"--out '{out}'" in err and message in err
+    assert PromptLength.calls == []  # refused before the first reward call
+
+
+def _mix(rng, n):
+    """Random samples mixing PIL images, uint8 arrays and audio arrays (the caller's own objects)."""
+    samples = []
+    for _ in range(n):
+        h, w = rng.integers(4, 24, size=2)
+        img = (rng.random((h, w, 3)) * 255).astype(np.uint8)
+        image = Image.fromarray(img) if rng.random() < 0.5 else img
+        audio = rng.uniform(-1, 1, size=(int(rng.integers(1, 3)), int(rng.integers(50, 400)))).astype(np.float32)
+        samples.append(Sample(image=image, audio=audio, audio_sample_rate=int(rng.choice([8000, 16000]))))
+    return samples
+
+
+def _snapshot(samples):
+    return [(np.array(s.image).copy(), s.audio.copy()) for s in samples]
+
+
+def test_a_reward_that_writes_over_its_inputs_changes_no_other_score_and_no_caller_data():
+    rng = np.random.default_rng(7)
+    others = [{"name": "pixel", "reward_model": path(MeanPixel)}, {"name": "peak", "reward_model": path(PeakAmplitude)},
+              {"name": "jpeg", "reward_model": "jpeg_incompressibility"}]
+    alone = RewardProcessor(others)
+    with_mutator = RewardProcessor([{"name": "mutator", "reward_model": path(Mutator), "batch_size": 3}, *others])
+    for _ in range(40):  # 40 random mixes, 1-12 samples each: a few hundred samples in all
+        samples = _mix(rng, int(rng.integers(1, 13)))
+        before = _snapshot(samples)
+        got = with_mutator(samples)
+        expected = alone(samples)
+        for name in ("pixel", "peak", "jpeg"):
+            np.testing.assert_array_equal(got.rewards[name], expected.rewards[name])
+        for (img, audio), s in zip(before, samples):
+            np.testing.assert_array_equal(np.array(s.image), img)
+            np.testing.assert_array_equal(s.audio, audio)
+
+
+def test_numpy_inputs_arrive_read_only_and_a_write_names_the_reward_and_samples():
+    class Zeroing(PeakAmplitude):
+        def __call__(self, audio, **_):
+            for a in audio:
+                a *= 0.0
+            return [0.0] * len(audio)
+
+    import tests.core.rewards as mod
+    mod.Zeroing = Zeroing
+    try:
+        audio = np.full((1, 100), 0.5, np.float32)
+        proc = RewardProcessor([{"name": "zero", "reward_model": "tests.core.rewards:Zeroing"}])
+        with pytest.raises(RewardExecutionError, match=r"reward 'zero': ValueError.*read-only.*\(sample 0\)"):
+            proc([Sample(audio=audio, audio_sample_rate=16000)])
+        assert (audio == 0.5).all()
+    finally:
+        del mod.Zeroing
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed")
+def test_tensor_inputs_are_copies():
+    class TensorZeroing(PeakAmplitude):
+        from rewardzoo.rewards.base import Inputs
+
+        inputs = Inputs(("image",), images="float")
+
+        def __call__(self, image, **_):
+            for t in image:
+                t.zero_()
+            return [0.0] * len(image)
+
+    import tests.core.rewards as mod
+    mod.TensorZeroing = TensorZeroing
+    try:
+        t = torch.full((3, 4, 4), 0.5)
+        RewardProcessor([{"name": "z", "reward_model": "tests.core.rewards:TensorZeroing"}])([Sample(image=t)])
+        assert bool((t == 0.5).all())
+    finally:
+        del mod.TensorZeroing
+
+
+# ---------------------------------------------------------------------------------------------- hangs
+def _run_bounded(code: str, tmp_path) -> subprocess.CompletedProcess:
+    script = tmp_path / "case.py"
+    script.write_text(textwrap.dedent(code))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=SUBPROCESS_LIMIT,
+                          env=env, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("field", ["image", "audio"])
+def test_a_named_pipe_as_a_media_path_is_refused_not_read(tmp_path, field):
+    if field == "audio":
+        pytest.importorskip("soundfile")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reward = "jpeg_incompressibility" if field == "image" else "tests.core.rewards:PeakAmplitude"
+    out = _run_bounded(f"""
+        from rewardzoo import RewardProcessor, Sample
+        from rewardzoo.errors import InputError
+        try:
+            RewardProcessor([{{"name": "r", "reward_model": "{reward}"}}])([Sample({field}={str(fifo)!r})])
+        except InputError as exc:
+            print("REFUSED", exc)
+    """, tmp_path)
+    assert "REFUSED" in out.stdout and "named pipe" in out.stdout and f"field '{field}'" in out.stdout, out.stderr
+
+
+def test_a_timed_out_call_does_not_keep_the_process_alive(tmp_path):
+    out = _run_bounded("""
+        import threading, time
+        from rewardzoo import RewardProcessor, Sample
+        from rewardzoo.errors import RewardTimeoutError
+        from rewardzoo.rewards.base import Inputs, PointwiseReward
+        import rewardzoo.registry as registry
+
+        @registry.register("stuck_for_ever")
+        class Stuck(PointwiseReward):
+            inputs = Inputs(("prompt",))
+            def __call__(self, prompt, **_):
+                threading.Event().wait()  # never returns
+
+        proc = RewardProcessor([{"name": "s", "reward_model": "stuck_for_ever", "async_reward": True}])
+        runner = proc.incremental(timeout=0.5)
+        runner.add([Sample(prompt="a")])
+        try:
+            runner.finalize()
+        except RewardTimeoutError:
+            print("TIMED OUT")
+        runner.close()
+        start = time.monotonic()
+    """, tmp_path)
+    assert out.returncode == 0 and "TIMED OUT" in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize("yaml_text, match", [
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdef", "bcdefg"))
+     + "rewards:\n  - name: jpeg_compressibility\n    kwargs: {junk: *g}\n", "more than 100000 values"),
+    ("rewards: &r\n  - name: x\n    kwargs: {k: *r}\n", "recursive anchor"),
+])
+def test_exploding_or_recursive_yaml_is_refused_before_any_work(tmp_path, yaml_text, match):
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml_text)
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match=match) as info:
+        load_config(config)
+    assert "bad.yaml" in str(info.value) and time.monotonic() - start < 5
+
+
+def test_shared_containers_in_python_kwargs_are_bounded_too():
+    leaf = list(range(10))
+    for _ in range(6):
+        leaf = [leaf] * 10
+    with pytest.raises(ConfigError, match="entry 'j', field 'kwargs'.*more than"):
+        load_config({"rewards": [{"name": "j", "reward_model": "jpeg_compressibility", "kwargs": {"x": leaf}}]})
+
+
+def test_dnsmos_declares_a_duration_limit():
+    pytest.importorskip("onnxruntime")
+    from rewardzoo.rewards.audio.dnsmos import DNSMOS
+
+    assert DNSMOS.inputs.max_seconds == 600.0
+
+
+def test_limits_are_checked_before_the_call_and_name_the_limit_and_the_sample(tmp_path):
+    sf = pytest.importorskip("soundfile")
+    sf.write(tmp_path / "long.wav", np.zeros(3 * 8000, np.float32), 8000)
+    entry = {"name": "peak", "reward_model": path(PeakAmplitude), "limits": {"seconds": 2}}
+    proc = RewardProcessor([entry])
+    with pytest.raises(InputError, match=r"sample 1, field 'audio', reward 'peak'.*3\.0 s.*limit of 2 s") as info:
+        proc([Sample(audio=np.zeros((1, 100), np.float32), audio_sample_rate=8000), Sample(audio=str(tmp_path / "long.wav"))])
+    assert "limits: {seconds" in str(info.value)
+    pixel = RewardProcessor([{"name": "pixel", "reward_model": path(MeanPixel), "limits": {"pixels": 100}}])
+    with pytest.raises(InputError, match=r"sample 0, field 'image'.*20x20 = 400 pixels.*limit of 100"):
+        pixel([Sample(image=np.zeros((20, 20, 3), np.uint8))])
+    lifted = RewardProcessor([{"name": "pixel", "reward_model": path(MeanPixel), "limits": {"pixels": None}}])
+    assert lifted([Sample(image=np.zeros((20, 20, 3), np.uint8))]).rewards["pixel"][0] == 0.0
+
+
+def test_video_frame_limit(tmp_path):
+    pytest.importorskip("av")
+    from rewardzoo.shared.video import write_video
+
+    write_video(tmp_path / "v.mp4", np.zeros((12, 16, 16, 3), np.uint8), fps=8)
+    proc = RewardProcessor([{"name": "flicker", "reward_model": "video_temporal_flickering",
+                             "limits": {"frames": 5}}])
+    with pytest.raises(InputError, match=r"field 'video'.*12 frames.*limit of 5"):
+        proc([Sample(video=str(tmp_path / "v.mp4"))])
+
+
+@pytest.mark.parametrize("limits, match", [({"secs": 1}, "unknown limit 'secs'"), ({"frames": 0}, "positive"),
+                                           ({"seconds": -1}, "positive"), ([1], "mapping")])
+def test_bad_limits_are_config_errors(limits, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config({"rewards": [{"name": "loudness", "limits": limits}]})
+
+
+# --------------------------------------------------------------------------------------------- silent
+def test_a_weight_mapping_that_misses_the_sample_dataset_is_an_error():
+    proc = RewardProcessor([{"name": "len", "reward_model": path(PromptLength), "weight": {"imgae": 1.0}}])
+    with pytest.raises(InputError, match=r"sample 0, field 'dataset', reward 'len'.*'image' has no weight.*"
+                                         r"did you mean 'imgae'"):
+        proc([Sample(prompt="a", dataset="image")])
+    explicit = RewardProcessor([{"name": "len", "reward_model": path(PromptLength), "weight": {"a": 1.0, "b": 0.0}}])
+    assert explicit([Sample(prompt="ab", dataset="b")]).total[0] == 0.0
+
+
+@pytest.mark.parametrize("data", [{"rewards": []}, {"rewards": ["loudness"], "eval_rewards": []}])
+def test_an_empty_reward_list_is_an_error(data):
+    with pytest.raises(ConfigError, match="is empty"):
+        load_config(data)
+
+
+def test_a_manifest_dataset_that_no_reward_accepts_is_an_error_unless_allowed(tmp_path):
+    manifest = _write_manifest(tmp_path, [{"prompt": "ab", "dataset": "image"}, {"prompt": "abc", "dataset": "imgae"}])
+    config = _config(tmp_path, [{"name": "len", "reward_model": path(PromptLength), "applicable_datasets": ["image"]}])
+    code, err = _score(config, "-i", manifest, "-o", tmp_path / "o.jsonl")
+    assert code != 0 and "line 2, field 'dataset'" in err and "did you mean 'image'" in err
+    assert "--allow-unscored" in err and not (tmp_path / "o.jsonl").exists()
+    code, err = _score(config, "-i", manifest, "-o", tmp_path / "o.jsonl", "--allow-unscored")
+    assert code == 0 and "1 sample(s) match no reward" in err and "lines 2" in err
+    records = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert records[1]["total"] is None and records[1]["applied"] == []
+    assert RewardProcessor(load_config(config).rewards)(
+        [Sample(prompt="a", dataset="imgae")]).unscored == [0]
+
+
+def test_loudness_refuses_sample_rates_its_filters_are_not_designed_for():
+    pytest.importorskip("scipy")
+    proc = RewardProcessor(["loudness"])
+    sine = (0.1 * np.sin(2 * np.pi * 440 * np.arange(4000) / 2000)).astype(np.float32)
+    with pytest.raises(InputError, match=r"sample 0, field 'audio', reward 'loudness'.*at least 8000 Hz.*2000 Hz"):
+        proc([Sample(audio=sine, audio_sample_rate=2000)])
+    with pytest.raises(InputError, match="at least 8000 Hz"):
+        proc([Sample(audio=np.zeros(30, np.float32), audio_sample_rate=1)])
+
+
+def test_dnsmos_refuses_a_clip_too_short_to_mean_anything():
+    pytest.importorskip("onnxruntime")
+    proc = RewardProcessor([{"name": "dnsmos", "device": "cpu"}])
+    with pytest.raises(InputError, match=r"sample 0, field 'audio', reward 'dnsmos'.*at least 1 s"):
+        proc([Sample(audio=np.zeros(1, np.float32), audio_sample_rate=16000)])
+
+
+# ------------------------------------------------------------------------------------ raw tracebacks
+def test_non_utf8_config_and_manifest_name_the_file_and_the_byte(tmp_path):
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(b"rewards:\n  - name: loudness # caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"latin1.yaml' is not UTF-8 text: byte 33 \(line 2\) is 0xe9"):
+        load_config(bad)
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_bytes(b'{"prompt": "ok"}\n{"prompt": "caf\xe9"}\n')
+    config = _config(tmp_path, [{"name": "len", "reward_model": path(PromptLength)}])
+    code, err = _score(config, "-i", manifest, "-o", tmp_path / "o.jsonl")
+    assert code != 0 and "line 2" in err and "not UTF-8" in err and "byte 32" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("device", ["cuda:9", "mps"])
+def test_a_device_this_machine_does_not_have_is_a_config_error_listing_the_devices(device):
+    pytest.importorskip("torch")
+    from rewardzoo.shared.device import available_devices
+
+    if device in available_devices() or (device == "cuda:9" and torch.cuda.device_count() > 9):
+        pytest.skip(f"this machine has {device}")
+    with pytest.raises(ConfigError, match=rf"entry 'len', field 'device'.*'{device}' does not exist.*it has: cpu"):
+        RewardProcessor([{"name": "len", "reward_model": path(PromptLength), "device": device}])
+
+
+def test_a_cpu_only_reward_refuses_another_device_and_auto_means_cpu():
+    with pytest.raises(ConfigError, match=r"entry 'jpeg', field 'device'.*runs on cpu only"):
+        RewardProcessor([{"name": "jpeg", "reward_model": "jpeg_compressibility", "device": "cuda"}])
+    proc = RewardProcessor([{"name": "jpeg", "reward_model": "jpeg_compressibility", "device": "auto"}])
+    assert proc.rewards["jpeg"].device == "cpu"
+
+
+def test_api_misuse_raises_from_the_error_family_saying_what_to_pass():
+    proc = RewardProcessor([{"name": "len", "reward_model": path(PromptLength)}])
+    with pytest.raises(InputError, match=r"pass a list of samples.*processor\(\[Sample"):
+        proc(Sample(prompt="a"))
+    with pytest.raises(InputError, match=r"sample 1: each sample is a Sample or a mapping.*got str"):
+        proc([Sample(prompt="a"), "a.png"])
+    with pytest.raises(ConfigError, match="timeout"):
+        proc.incremental(timeout=0)
+    runner = proc.incremental()
+    runner.close()
+    with pytest.raises(RunnerClosedError, match="processor.incremental"):
+        runner.add([Sample(prompt="a")])
+
+
+# ------------------------------------------------------------------------- errors that name enough
+def test_a_bad_score_names_the_manifest_line_not_the_position_in_the_chunk(tmp_path):
+    rows = [{"metadata": {"value": v}} for v in (1.0, 2.0, 3.0, float("nan"), 5.0)]
+    manifest = _write_manifest(tmp_path, rows)
+    config = _config(tmp_path, [{"name": "meta", "reward_model": path(MetadataValue), "batch_size": 2}])
+    code, err = _score(config, "-i", manifest, "-o", tmp_path / "o.jsonl")
+    assert code != 0 and "reward 'meta'" in err and "non-finite" in err and "(line 4)" in err
+    with pytest.raises(RewardOutputError) as info:
+        RewardProcessor(load_config(config).rewards)([Sample(metadata=r["metadata"]) for r in rows])
+    assert info.value.samples == (3,)
+
+
+def test_a_raising_reward_names_the_lines_of_its_call(tmp_path):
+    manifest = _write_manifest(tmp_path, [{"prompt": p} for p in "abcde"])
+    config = _config(tmp_path, [{"name": "boom", "reward_model": path(Broken), "batch_size": 2,
+                                 "kwargs": {"mode": "raise"}}])
+    code, err = _score(config, "-i", manifest, "-o", tmp_path / "o.jsonl")
+    assert code != 0 and "reward 'boom': ZeroDivisionError: boom (line 1, line 2)" in err
+
+
+def test_an_image_too_wide_for_jpeg_names_the_field_and_sample():
+    proc = RewardProcessor([{"name": "jpeg", "reward_model": "jpeg_compressibility", "batch_size": 4}])
+    wide = Image.new("RGB", (70_000, 1))
+    with pytest.raises(InputError, match=r"sample 1, field 'image', reward 'jpeg'.*70000x1.*65535"):
+        proc([Sample(image=np.zeros((4, 4, 3), np.uint8)), Sample(image=wide)])
+
+
+def test_construction_errors_name_the_config_entry_and_option():
+    with pytest.raises(RegistryError, match=r"entry 'ranked', field 'kwargs.base'.*unknown reward 'pickscor'"):
+        RewardProcessor([{"name": "ranked", "reward_model": "group_rank", "kwargs": {"base": "pickscor"}}])
+    with pytest.raises(RegistryError, match=r"entry 'typo', field 'reward_model'.*unknown reward 'lodness'"):
+        RewardProcessor([{"name": "typo", "reward_model": "lodness"}])
+    with pytest.raises(ConfigError, match=r"entry 'aes_eval', field 'reward_model'.*'aesthetic' is the name of a "
+                                          r"stream in 'rewards'.*laion_aesthetic"):
+        load_config({"rewards": [{"name": "aesthetic", "reward_model": "laion_aesthetic"}],
+                     "eval_rewards": [{"name": "aes_eval", "reward_model": "aesthetic"}]})
+    with pytest.raises(ConfigError, match=r"entry 'jpeg', field 'kwargs.scale'.*'big'"):
+        RewardProcessor([{"name": "jpeg", "reward_model": "jpeg_compressibility", "kwargs": {"scale": "big"}}])
+
+
+def test_trl_column_of_the_wrong_length_is_named():
+    from rewardzoo.integrations import trl_reward_funcs
+
+    funcs, _ = trl_reward_funcs({"rewards": [{"name": "len", "reward_model": path(PromptLength)}]})
+    with pytest.raises(InputError, match=r"field 'dataset'.*column 'dataset' has 1 values for 2 completions"):
+        funcs[0](prompts=["a", "b"], completions=["x", "y"], dataset=["d"])
