@@ -126,8 +126,8 @@ class ConversionCache:
                 except RewardZooError:
                     raise
                 except Exception as exc:  # a media backend failing: name the reward, field and sample
-                    raise RewardExecutionError(f"converting field '{fld}' of sample {index} failed: "
-                                               f"{type(exc).__name__}: {exc}", reward=reward_name) from exc
+                    raise RewardExecutionError(f"converting field '{fld}' failed: {type(exc).__name__}: {exc}",
+                                               reward=reward_name, samples=[index]) from exc
             return self._values[key]
 
 

@@ -104,9 +104,11 @@ def convert_field(field: str, value: Any, sample, wants: Inputs) -> Any:
 def protected(value: Any) -> Any:
     """What one reward call receives of a converted value: its own copy, or a read-only view.
 
-    NumPy arrays become read-only views (no copy; writing raises), tensors and PIL images are copied,
-    lists and tuples are protected item by item; text and numbers are immutable already. So a reward
-    that modifies its input in place changes neither the caller's data nor another reward's input.
+    NumPy arrays become read-only views (no copy; writing raises); PIL images become read-only images
+    sharing the pixels (Pillow's copy-on-write: ``paste``, ``ImageDraw`` and friends copy first, pixel
+    access raises); tensors are copied; lists and tuples are protected item by item; text and numbers
+    are immutable already. So a reward that modifies its input in place changes neither the caller's
+    data nor another reward's input.
     """
     if isinstance(value, np.ndarray):
         view = value.view()
@@ -115,7 +117,13 @@ def protected(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(protected(v) for v in value)
     if isinstance(value, Image.Image):
-        return value.copy()
+        value.load()
+        try:
+            view = value._new(value.im)  # a new Image over the same pixel core
+        except AttributeError:  # a Pillow without it: a real copy
+            return value.copy()
+        view.readonly = 1
+        return view
     if is_tensor(value):
         return value.clone()
     return value
