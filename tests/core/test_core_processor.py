@@ -138,10 +138,12 @@ def test_an_unexpected_conversion_failure_names_reward_field_and_sample(monkeypa
     from rewardzoo.shared import fields
 
     def broken(value, sample, reward):
-        raise RuntimeError("backend exploded")
+        if value == "abc":
+            raise RuntimeError("backend exploded")
+        return value
 
     monkeypatch.setitem(fields.CONVERTERS, "prompt", broken)
     proc = RewardProcessor([{"name": "len", "reward_model": LEN}])
-    with pytest.raises(RewardExecutionError, match="reward 'len'.*field 'prompt' of sample 0.*backend exploded") as info:
-        proc([Sample(prompt="abc")])
-    assert isinstance(info.value.__cause__, RuntimeError)
+    with pytest.raises(RewardExecutionError, match=r"reward 'len'.*field 'prompt'.*backend exploded \(sample 1\)") as info:
+        proc([Sample(prompt="x"), Sample(prompt="abc")])
+    assert isinstance(info.value.__cause__, RuntimeError) and info.value.samples == (1,)
