@@ -31,10 +31,12 @@ def build_processors(config: RewardConfig | str | os.PathLike | Mapping[str, Any
         if rank_ordered_loading:
             ordered = rank_ordered(group)
     with ordered:
+        mode = config.advantage
         if distributed:
-            return (DistributedRewardProcessor(config.rewards, loader, group=group),
-                    DistributedRewardProcessor(config.eval_rewards, loader, group=group))
-        return RewardProcessor(config.rewards, loader), RewardProcessor(config.eval_rewards, loader)
+            return (DistributedRewardProcessor(config.rewards, loader, group=group, advantage=mode),
+                    DistributedRewardProcessor(config.eval_rewards, loader, group=group, advantage=mode))
+        return (RewardProcessor(config.rewards, loader, advantage=mode),
+                RewardProcessor(config.eval_rewards, loader, advantage=mode))
 
 
 def load_reward(entry: str | Mapping[str, Any], loader: RewardLoader | None = None, **kwargs: Any) -> Reward:

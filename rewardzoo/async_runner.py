@@ -341,7 +341,7 @@ class AsyncRewardRunner:
             elif self._waiting[spec.name]:
                 self._submit(spec, reward, list(self._waiting[spec.name]), events)
                 self._waiting[spec.name].clear()
-        table = ScoreTable(self.processor.specs, samples)
+        table = ScoreTable(self.processor.specs, samples, self.processor.advantage)
         # what this runner submitted itself: async pointwise streams, and (single process) async groupwise
         # ones; across ranks the groupwise streams go through the processor's exchange, on this runner's pools
         own = {s.name for s in self._async

@@ -15,6 +15,7 @@ rewards:                      # training rewards
     kwargs: {}                # passed to the reward's constructor
     limits: {seconds: 600}    # input limits (seconds of audio, frames, pixels); null lifts one
 eval_rewards: [...]           # optional; falls back to `rewards`
+advantage: sum                # or gdpo: how result.advantages() combines the rewards
 ```
 A bare string entry (``- jpeg_compressibility``) is shorthand for ``{name: jpeg_compressibility}``.
 """
@@ -64,10 +65,12 @@ class RewardSpec:
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """Training and evaluation reward lists; ``eval_rewards`` falls back to ``rewards``."""
+    """Training and evaluation reward lists; ``eval_rewards`` falls back to ``rewards``. ``advantage``:
+    how ``result.advantages()`` combines several rewards (``sum`` or ``gdpo``, see rewardzoo.advantages)."""
 
     rewards: tuple[RewardSpec, ...]
     eval_rewards: tuple[RewardSpec, ...]
+    advantage: str = "sum"
 
     def specs(self, split: str = "train") -> tuple[RewardSpec, ...]:
         if split not in ("train", "eval"):
@@ -76,7 +79,7 @@ class RewardConfig:
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(RewardSpec))
-TOP_LEVEL = ("rewards", "eval_rewards")
+TOP_LEVEL = ("rewards", "eval_rewards", "advantage")
 
 
 def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
@@ -103,7 +106,9 @@ def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
     train = parse_specs(data["rewards"], "rewards")
     evals = parse_specs(data["eval_rewards"], "eval_rewards") if data.get("eval_rewards") is not None else train
     _check_stream_references(train, evals)
-    return RewardConfig(train, evals)
+    from .advantages import check_mode
+
+    return RewardConfig(train, evals, check_mode(data.get("advantage", "sum")))
 
 
 def _check_stream_references(train: tuple[RewardSpec, ...], evals: tuple[RewardSpec, ...]) -> None:
@@ -314,7 +319,8 @@ def json_schema() -> dict[str, Any]:
         "additionalProperties": False,
         "required": ["rewards"],
         "properties": {"rewards": {"type": "array", "items": items},
-                       "eval_rewards": {"type": ["array", "null"], "items": items}},
+                       "eval_rewards": {"type": ["array", "null"], "items": items},
+                       "advantage": {"enum": ["sum", "gdpo"]}},
     }
 
 

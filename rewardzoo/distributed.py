@@ -262,10 +262,11 @@ class DistributedRewardProcessor(RewardProcessor):
     construct the models on rank 0 first, then on the other ranks (see :func:`rank_ordered`).
     """
 
-    def __init__(self, specs, loader=None, *, group: Any = None, rank_ordered_loading: bool = False) -> None:
+    def __init__(self, specs, loader=None, *, group: Any = None, rank_ordered_loading: bool = False,
+                 advantage: str = "sum") -> None:
         self.exchange = GroupExchange(group)
         with rank_ordered(group) if rank_ordered_loading else contextlib.nullcontext():
-            super().__init__(specs, loader)
+            super().__init__(specs, loader, advantage=advantage)
 
     @property
     def collective(self) -> bool:

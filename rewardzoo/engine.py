@@ -55,9 +55,34 @@ class RewardResult:
     total: np.ndarray
     applied: list[list[str]]
     extras: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: ``weights[name]``: float32 (N,), each reward's weight in each sample's total (0 where not applied).
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+    #: The samples' ``group_id`` values (None where a sample has none).
+    group_ids: list[Any] = field(default_factory=list)
+    #: The default of :meth:`advantages` (the config's ``advantage:``).
+    advantage_mode: str = "sum"
 
     def __len__(self) -> int:
         return len(self.total)
+
+    def advantages(self, mode: str | None = None, group_by: Sequence[Any] | None = None) -> np.ndarray:
+        """Group-relative advantages, float32 (N,): ``mode`` ``"sum"`` (normalise the weighted total in
+        each group, as flow_grpo) or ``"gdpo"`` (normalise each reward in each group, then the weighted
+        sum, as Flow-Factory); see :mod:`rewardzoo.advantages`. Groups are the samples' ``group_id``, or
+        ``group_by`` (one key per sample, e.g. the prompts). Never NaN: unscored samples get 0."""
+        from .advantages import check_mode, group_index, normalize_then_sum, sum_then_normalize
+
+        mode = check_mode(self.advantage_mode if mode is None else mode, "mode")
+        keys = self.group_ids if group_by is None else list(group_by)
+        if len(keys) != len(self):
+            raise InputError(f"group_by has {len(keys)} keys for {len(self)} samples", field="group_by")
+        groups = group_index(keys)
+        if mode == "sum":
+            out = sum_then_normalize(self.total.astype(np.float64), groups)
+        else:
+            out = normalize_then_sum({k: v.astype(np.float64) for k, v in self.rewards.items()},
+                                     {k: v.astype(np.float64) for k, v in self.weights.items()}, groups)
+        return out.astype(np.float32)
 
     @property
     def unscored(self) -> list[int]:
@@ -134,8 +159,8 @@ class ConversionCache:
 class ScoreTable:
     """Per-reward score vectors of one batch as they fill in; :meth:`result` assembles them."""
 
-    def __init__(self, specs: Sequence[RewardSpec], samples: Sequence[Sample]) -> None:
-        self.specs, self.samples = specs, samples
+    def __init__(self, specs: Sequence[RewardSpec], samples: Sequence[Sample], advantage_mode: str = "sum") -> None:
+        self.specs, self.samples, self.advantage_mode = specs, samples, advantage_mode
         self.scores: dict[str, np.ndarray] = {}
         self.masks: dict[str, np.ndarray] = {}
         self.extras: dict[str, dict[str, np.ndarray]] = {}
@@ -157,7 +182,7 @@ class ScoreTable:
             spec_extras.setdefault(key, np.full(len(self.samples), np.nan))[list(indices)] = val
 
     def result(self) -> RewardResult:
-        return assemble(self.specs, self.samples, self.scores, self.masks, self.extras)
+        return assemble(self.specs, self.samples, self.scores, self.masks, self.extras, self.advantage_mode)
 
 
 def run_inline(spec: RewardSpec, reward: Reward, jobs: Sequence[Job]) -> list[Outcome]:
@@ -278,18 +303,21 @@ def call_reward(name: str, reward: Reward, fields: dict[str, list], indices: Seq
 
 
 def assemble(specs: Sequence[RewardSpec], samples: Sequence[Sample], scores: Mapping[str, np.ndarray],
-             masks: Mapping[str, np.ndarray], extras: Mapping[str, dict[str, np.ndarray]] | None = None
-             ) -> RewardResult:
+             masks: Mapping[str, np.ndarray], extras: Mapping[str, dict[str, np.ndarray]] | None = None,
+             advantage_mode: str = "sum") -> RewardResult:
     """Combine per-reward scores (float64, NaN where not applicable) into a :class:`RewardResult`."""
     n = len(samples)
     total = np.zeros(n)
     any_applied = np.zeros(n, dtype=bool)
     applied: list[list[str]] = [[] for _ in range(n)]
+    weight_of: dict[str, np.ndarray] = {}
     for spec in specs:
         mask = masks[spec.name]
+        weight_of[spec.name] = np.zeros(n, dtype=np.float32)
         if not mask.any():
             continue
         weights = np.array([spec.weight_for(s.dataset) for s in samples])
+        weight_of[spec.name][mask] = weights[mask]
         total[mask] += weights[mask] * scores[spec.name][mask]
         any_applied |= mask
         for i in np.flatnonzero(mask):
@@ -298,4 +326,5 @@ def assemble(specs: Sequence[RewardSpec], samples: Sequence[Sample], scores: Map
     return RewardResult(rewards={k: v.astype(np.float32) for k, v in scores.items()},
                         total=total.astype(np.float32), applied=applied,
                         extras={k: {kk: vv.astype(np.float32) for kk, vv in v.items()}
-                                for k, v in (extras or {}).items()})
+                                for k, v in (extras or {}).items()},
+                        weights=weight_of, group_ids=[s.group_id for s in samples], advantage_mode=advantage_mode)

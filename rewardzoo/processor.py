@@ -31,8 +31,12 @@ class RewardProcessor:
     >>> result = proc([Sample(image="a.png", prompt="a cat")])             # doctest: +SKIP
     """
 
-    def __init__(self, specs: Sequence[RewardSpec | Mapping | str], loader: RewardLoader | None = None) -> None:
+    def __init__(self, specs: Sequence[RewardSpec | Mapping | str], loader: RewardLoader | None = None, *,
+                 advantage: str = "sum") -> None:
+        from .advantages import check_mode
+
         self.specs: tuple[RewardSpec, ...] = parse_specs(list(specs))
+        self.advantage = check_mode(advantage)  # the default mode of result.advantages()
         self.loader = loader or RewardLoader()
         self.rewards: dict[str, Reward] = {spec.name: self.loader.load(spec) for spec in self.specs}
 
@@ -48,7 +52,7 @@ class RewardProcessor:
             if not self.collective:
                 raise
             samples, error = [], exc  # every rank must still reach the exchange; then all of them raise
-        table = ScoreTable(self.specs, samples)
+        table = ScoreTable(self.specs, samples, self.advantage)
         self.score_into(table, ConversionCache(samples), error=error)
         return table.result()
 

@@ -6,8 +6,9 @@
 2. backward of the PRIME loss reaches the trainable model only (no gradient on the reference);
 3. a few steps with label 1 raise the outcome reward; with label 0 (from the same start) they lower it.
 
+``--backbone palm`` runs the same checks on a tiny palm-rlhf-pytorch PaLM (needs palm-rlhf-pytorch).
 Prints one line per check and a JSON summary last; exits 1 when a check fails.
-    python scripts/tiny_implicit_prm_smoke.py --device auto
+    python scripts/tiny_implicit_prm_smoke.py --device auto [--backbone palm]
 """
 
 from __future__ import annotations
@@ -18,9 +19,17 @@ import sys
 
 import torch
 
-from rewardzoo.rewards.text.backbones import TinyTransformer
+from rewardzoo.errors import ConfigError
+from rewardzoo.rewards.text.backbones import PaLMBackbone, TinyTransformer
 from rewardzoo.rewards.text.implicit_prm import ImplicitPRM
 from rewardzoo.shared.device import resolve_device, valid_device
+
+
+def make_backbone(kind: str, vocab: int) -> torch.nn.Module:
+    """A tiny causal backbone: the built-in transformer, or a palm-rlhf-pytorch PaLM (ConfigError when missing)."""
+    if kind == "palm":
+        return PaLMBackbone.create(num_tokens=vocab, dim=32, depth=2, heads=4, dim_head=8)
+    return TinyTransformer(vocab_size=vocab, dim=32, depth=2, heads=4)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--beta", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backbone", choices=("tiny", "palm"), default="tiny",
+                        help="tiny: the built-in transformer; palm: a palm-rlhf-pytorch PaLM")
     args = parser.parse_args(argv)
     if not valid_device(args.device):
         parser.error(f"unknown device '{args.device}'; use auto, cpu, cuda, cuda:N or mps")
@@ -48,9 +59,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def fresh() -> ImplicitPRM:
         torch.manual_seed(args.seed)
-        return ImplicitPRM(TinyTransformer(vocab_size=vocab, dim=32, depth=2, heads=4), beta=args.beta).to(device)
+        return ImplicitPRM(make_backbone(args.backbone, vocab), beta=args.beta).to(device)
 
-    prm = fresh().train()
+    try:
+        prm = fresh().train()
+    except ConfigError as exc:
+        parser.error(str(exc))
     out = prm(ids, mask, response, labels=torch.ones(len(lengths), device=device))
     checks["dense_shape"] = tuple(out.process_rewards.shape) == (len(lengths), n - 1)
     checks["starts_at_zero"] = bool((out.process_rewards == 0).all())
@@ -83,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
 
     for name, ok in checks.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {name}")
-    summary = {"device": device, "dense_shape": [len(lengths), n - 1], "outcome_label_1": outcomes[1.0],
-               "outcome_label_0": outcomes[0.0], "checks": checks, "ok": all(checks.values())}
+    summary = {"device": device, "backbone": args.backbone, "dense_shape": [len(lengths), n - 1],
+               "outcome_label_1": outcomes[1.0], "outcome_label_0": outcomes[0.0], "checks": checks,
+               "ok": all(checks.values())}
     print(json.dumps(summary))
     return 0 if summary["ok"] else 1
 

@@ -6,8 +6,9 @@
 2. binned head: cross-entropy steps on class ids, then inference gives logits (B, K) and expected bin values
    (B,), and sampled bin ids (B,) only when asked (reproducible with a seeded generator).
 
+``--backbone palm`` runs the same checks on a tiny palm-rlhf-pytorch PaLM (needs palm-rlhf-pytorch).
 Prints one line per check and a JSON summary last; exits 1 when a check fails.
-    python scripts/tiny_reward_smoke.py --device auto
+    python scripts/tiny_reward_smoke.py --device auto [--backbone palm]
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import sys
 
 import torch
 
-from rewardzoo.rewards.text.backbones import TinyTransformer
+from rewardzoo.errors import ConfigError
+from rewardzoo.rewards.text.backbones import PaLMBackbone, TinyTransformer
 from rewardzoo.rewards.text.sequence_reward import SequenceRewardModel
 from rewardzoo.shared.device import resolve_device, valid_device
 
@@ -33,6 +35,13 @@ def batch(device: str, vocab: int, lengths: list[int], seed: int):
         ids[i, :length] = torch.randint(1, vocab, (length,), generator=gen)
         mask[i, :length] = True
     return ids.to(device), mask.to(device)
+
+
+def make_backbone(kind: str, vocab: int) -> torch.nn.Module:
+    """A tiny backbone: the built-in transformer, or a palm-rlhf-pytorch PaLM (ConfigError when it is missing)."""
+    if kind == "palm":
+        return PaLMBackbone.create(num_tokens=vocab, dim=32, depth=2, heads=4, dim_head=8)
+    return TinyTransformer(vocab_size=vocab, dim=32, depth=2, heads=4)
 
 
 def train(model, steps: int, lr: float, **inputs) -> tuple[float, float]:
@@ -56,13 +65,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backbone", choices=("tiny", "palm"), default="tiny",
+                        help="tiny: the built-in transformer; palm: a palm-rlhf-pytorch PaLM")
     args = parser.parse_args(argv)
     if not valid_device(args.device):
         parser.error(f"unknown device '{args.device}'; use auto, cpu, cuda, cuda:N or mps")
     device = resolve_device(args.device)
     torch.manual_seed(args.seed)
     vocab, lengths = 64, [12, 7, 9, 4, 10, 6]
-    backbone = TinyTransformer(vocab_size=vocab, dim=32, depth=2, heads=4).to(device)
+    try:
+        backbone = make_backbone(args.backbone, vocab).to(device)
+    except ConfigError as exc:
+        parser.error(str(exc))
     ids, mask = batch(device, vocab, lengths, args.seed)
     prompt_lengths = torch.tensor([4, 3, 5, 2, 6, 1], device=device)
     checks: dict[str, bool] = {}
@@ -98,9 +112,9 @@ def main(argv: list[str] | None = None) -> int:
 
     for name, ok in checks.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {name}")
-    summary = {"device": device, "scalar_loss": [before, after], "binned_loss": [ce_before, ce_after],
-               "logits_shape": list(out.logits.shape), "sampled_ids": sampled.tolist(), "checks": checks,
-               "ok": all(checks.values())}
+    summary = {"device": device, "backbone": args.backbone, "scalar_loss": [before, after],
+               "binned_loss": [ce_before, ce_after], "logits_shape": list(out.logits.shape),
+               "sampled_ids": sampled.tolist(), "checks": checks, "ok": all(checks.values())}
     print(json.dumps(summary))
     return 0 if summary["ok"] else 1
 

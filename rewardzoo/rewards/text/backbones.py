@@ -7,19 +7,21 @@ A backbone is an ``nn.Module`` with three entry points (the :class:`Backbone` pr
   states (after the final norm), for reward heads;
 - ``logits(input_ids, attention_mask=None) -> (B, n, V)``: next-token logits, for the implicit PRM;
 
-plus the attributes ``dim`` (d) and ``vocab_size`` (V). ``attention_mask`` is (B, n), 1/True for real
-tokens, 0/False for padding; left and right padding both work (positions count real tokens only), and a
-padded row gives the same values on its real tokens as the sequence alone.
+plus the attributes ``dim`` (d) and ``vocab_size`` (V), and optionally ``lora_targets`` (the projection names
+a LoRA scope wraps by default). ``attention_mask`` is (B, n), 1/True for real tokens, 0/False for padding;
+left and right padding both work (positions count real tokens only), and a padded row gives the same values
+on its real tokens as the sequence alone.
 
-Two implementations: :class:`TinyTransformer` (built-in, for tests and smoke scripts) and
-:class:`HFBackbone` (wraps a Hugging Face ``AutoModel`` / ``AutoModelForCausalLM``; transformers is imported
-only when one is loaded from a path).
+Three implementations: :class:`TinyTransformer` (built-in, for tests and smoke scripts), :class:`HFBackbone`
+(wraps a Hugging Face ``AutoModel`` / ``AutoModelForCausalLM``; transformers is imported only when one is loaded
+from a path) and :class:`PaLMBackbone` (wraps a palm-rlhf-pytorch ``PaLM``; imported only when one is used).
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import sys
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -58,6 +60,14 @@ def full_mask(input_ids: Tensor, attention_mask: Tensor | None) -> Tensor:
 def position_ids(mask: Tensor) -> Tensor:
     """Positions counting real tokens only (0 for the first real token), so left padding shifts nothing."""
     return (mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def check_ids(input_ids: Tensor, vocab_size: int) -> None:
+    """InputError unless every id lies in [0, vocab_size) (padding too: it is marked by the mask, not the id)."""
+    if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= vocab_size):
+        raise InputError(f"token ids must lie in [0, {vocab_size}); got [{int(input_ids.min())}, "
+                         f"{int(input_ids.max())}] (pad with a valid id and mark padding in attention_mask)",
+                         field="input_ids")
 
 
 class _Attention(nn.Module):
@@ -118,10 +128,7 @@ class TinyTransformer(nn.Module):
         self.to_logits = nn.Linear(dim, vocab_size, bias=False)
 
     def embed(self, input_ids: Tensor) -> Tensor:
-        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= self.vocab_size):
-            raise InputError(f"token ids must lie in [0, {self.vocab_size}); got [{int(input_ids.min())}, "
-                             f"{int(input_ids.max())}] (pad with a valid id and mark padding in attention_mask)",
-                             field="input_ids")
+        check_ids(input_ids, self.vocab_size)
         return self.token_emb(input_ids)
 
     def hidden_states(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
@@ -177,10 +184,7 @@ class HFBackbone(nn.Module):
         return cls(model)
 
     def embed(self, input_ids: Tensor) -> Tensor:
-        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= self.vocab_size):
-            raise InputError(f"token ids must lie in [0, {self.vocab_size}); got [{int(input_ids.min())}, "
-                             f"{int(input_ids.max())}] (pad with a valid id and mark padding in attention_mask)",
-                             field="input_ids")
+        check_ids(input_ids, self.vocab_size)
         return self.model.get_input_embeddings()(input_ids)
 
     def _run(self, module: nn.Module, input_ids: Tensor | None, attention_mask: Tensor | None,
@@ -217,12 +221,109 @@ class HFBackbone(nn.Module):
         return self.hidden_states(input_ids, attention_mask)
 
 
+# ------------------------------------------------------------------------------------- palm-rlhf-pytorch
+def _palm_class() -> type:
+    """``palm_rlhf_pytorch.PaLM``, imported on first use."""
+    try:
+        from palm_rlhf_pytorch.palm import PaLM
+    except ImportError as exc:
+        raise ConfigError("the PaLM backbone needs palm-rlhf-pytorch: pip install palm-rlhf-pytorch") from exc
+    return PaLM
+
+
+def is_palm(model: Any) -> bool:
+    """Whether ``model`` is a palm-rlhf-pytorch ``PaLM`` (without importing the package when it is not loaded)."""
+    module = sys.modules.get("palm_rlhf_pytorch.palm")
+    return module is not None and isinstance(model, module.PaLM)
+
+
+def from_negative_padding(input_ids: Tensor) -> tuple[Tensor, Tensor]:
+    """``(input_ids, attention_mask)`` for a batch padded palm-rlhf-pytorch style (negative ids = padding):
+    padding becomes id 0 and is marked False in the mask, which is what every backbone here takes."""
+    mask = input_ids >= 0
+    return input_ids.masked_fill(~mask, 0), mask
+
+
+class PaLMBackbone(nn.Module):
+    """:class:`Backbone` over a palm-rlhf-pytorch ``PaLM`` (pass the ``PaLM`` itself: wrapping is automatic).
+
+    Runs PaLM's own token embedding, parallel blocks and final norm, with the attention mask as a key-padding
+    mask, so variable-length (left or right padded) batches work; PaLM's own forward has no padding mask for
+    causal models, and its negative-id padding crashes the token embedding. Rotary positions are relative, so
+    a left-padded row matches the sequence alone. A right-padded causal batch runs without a key mask (the
+    causal mask already hides trailing padding), which also keeps PaLM's flash attention usable; flash attention
+    cannot combine a key mask with its causal mask, so left padding there is an InputError.
+
+    ``finetune_scope`` applies one of the PaLM's own LoRA scopes (``palm.finetune_modules``), e.g. an actor
+    trained with palm-rlhf-pytorch. rewardzoo's LoRA scopes (``lora.add_lora``) wrap ``fused_attn_ff_proj``
+    (queries, the shared key / value and the feed-forward input) and ``attn_out`` by default (``lora_targets``).
+    """
+
+    lora_targets = ("fused_attn_ff_proj", "attn_out")
+
+    def __init__(self, model: nn.Module, *, finetune_scope: str | None = None) -> None:
+        super().__init__()
+        palm_class = _palm_class()
+        if not isinstance(model, palm_class):
+            raise ConfigError(f"PaLMBackbone wraps a palm_rlhf_pytorch.PaLM, got {type(model).__name__}")
+        if finetune_scope is not None and finetune_scope not in model.finetune_modules:
+            raise ConfigError(f"the PaLM has no finetune scope {finetune_scope!r} (it has "
+                              f"{sorted(model.finetune_modules)})")
+        self.model = model
+        self.dim, self.vocab_size = int(model.dim), int(model.num_tokens)
+        self.finetune_scope = finetune_scope
+
+    @classmethod
+    def create(cls, *, finetune_scope: str | None = None, **palm_kwargs: Any) -> "PaLMBackbone":
+        """Build a fresh ``PaLM(**palm_kwargs)`` (``num_tokens``, ``dim``, ``depth``, ``heads``, ``dim_head``, ...)."""
+        return cls(_palm_class()(**palm_kwargs), finetune_scope=finetune_scope)
+
+    def embed(self, input_ids: Tensor) -> Tensor:
+        check_ids(input_ids, self.vocab_size)
+        return self.model.token_emb(input_ids)
+
+    def _key_mask(self, mask: Tensor) -> Tensor | None:
+        """The key-padding mask the blocks need, or None when attention already ignores the padding."""
+        prefix = not bool((mask[:, 1:] & ~mask[:, :-1]).any())  # real tokens first, padding after
+        if bool(mask.all()) or (self.model.causal and prefix):
+            return None
+        if any(getattr(layer.fn, "flash_attn", False) for layer in self.model.layers):
+            raise InputError("a PaLM built with flash_attn=True cannot take a key-padding mask together with its "
+                             "causal mask; pad on the right, or build the PaLM with flash_attn=False",
+                             field="attention_mask")
+        return mask
+
+    def hidden_states(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
+                      inputs_embeds: Tensor | None = None) -> Tensor:
+        if inputs_embeds is None:
+            if input_ids is None:
+                raise InputError("pass input_ids or inputs_embeds", field="input_ids")
+            inputs_embeds = self.embed(input_ids)
+        key_mask = self._key_mask(full_mask(inputs_embeds[..., 0], attention_mask))
+        layers = self.model.layers
+        scopes = self.model.finetune_modules[self.finetune_scope] if self.finetune_scope else [None] * len(layers)
+        # PaLM's residual adds in place when nothing needs a gradient: never write into the caller's tensor
+        x = inputs_embeds.clone()
+        for layer, lora in zip(layers, scopes):
+            x = layer(x, mask=key_mask, finetune_modules=lora)
+        return self.model.norm(x)
+
+    def logits(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+        return self.model.to_logits(self.hidden_states(input_ids, attention_mask))
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+        return self.hidden_states(input_ids, attention_mask)
+
+
 def as_backbone(model: nn.Module) -> nn.Module:
-    """``model`` itself when it implements :class:`Backbone`, an :class:`HFBackbone` around a transformers
-    ``PreTrainedModel``; a ConfigError otherwise."""
+    """``model`` itself when it implements :class:`Backbone`, a :class:`PaLMBackbone` around a palm-rlhf-pytorch
+    ``PaLM``, an :class:`HFBackbone` around a transformers ``PreTrainedModel``; a ConfigError otherwise."""
     if isinstance(model, Backbone) and isinstance(model, nn.Module):
         return model
+    if is_palm(model):
+        return PaLMBackbone(model)
     if isinstance(model, nn.Module) and hasattr(model, "config") and hasattr(model, "get_input_embeddings"):
         return HFBackbone(model)
     raise ConfigError(f"{type(model).__name__} is not a backbone: it needs embed(), hidden_states(), logits(), dim "
-                      "and vocab_size (see rewardzoo.rewards.text.backbones), or must be a transformers model")
+                      "and vocab_size (see rewardzoo.rewards.text.backbones), or must be a transformers model or a "
+                      "palm_rlhf_pytorch.PaLM")

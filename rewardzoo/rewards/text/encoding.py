@@ -34,8 +34,9 @@ class PairEncoder:
     """Tokenises (prompt, completion) pairs with a Hugging Face tokenizer (thread-safe)."""
 
     def __init__(self, tokenizer: Any, *, max_length: int | None = None, separator: str = "",
-                 chat_template: bool = False, pad_token_id: int | None = None) -> None:
+                 chat_template: bool = False, pad_token_id: int | None = None, add_special_tokens: bool = True) -> None:
         self.tokenizer = tokenizer
+        self.add_special_tokens = add_special_tokens  # for the prompt; TRL's reward-model path uses none
         self.separator = separator
         self.chat_template = chat_template
         if chat_template and not getattr(tokenizer, "chat_template", None):
@@ -56,7 +57,7 @@ class PairEncoder:
         with self._lock:
             if not self.chat_template:
                 completion_ids = self._ids(self.separator + completion, False) if completion else []
-                return self._ids(prompt, True), completion_ids
+                return self._ids(prompt, self.add_special_tokens), completion_ids
             head = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
                                                       add_generation_prompt=True)
             full = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt},

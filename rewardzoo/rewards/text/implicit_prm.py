@@ -64,9 +64,9 @@ class ImplicitPRM(nn.Module):
     (``response_mask`` (B, n), aligned with ``input_ids``). Outcome ``Q = sum_t mask_t r_t``.
     Loss (PRIME): ``mean_b BCE(sigmoid(Q_b), y_b)``; per-token variant: masked mean of ``BCE(sigmoid(r_t), y_b)``.
 
-    ``model`` (a :class:`~rewardzoo.rewards.text.backbones.Backbone` or a transformers causal LM) is the one
-    that trains; ``ref_model`` defaults to a deep copy of it. The reference is frozen (no gradients, eval mode,
-    run under no_grad). Range: unbounded.
+    ``model`` (a :class:`~rewardzoo.rewards.text.backbones.Backbone`, a transformers causal LM or a
+    palm-rlhf-pytorch ``PaLM``) is the one that trains; ``ref_model`` defaults to a deep copy of it. The
+    reference is frozen (no gradients, eval mode, run under no_grad). Range: unbounded.
     """
 
     def __init__(self, model: nn.Module, ref_model: nn.Module | None = None, beta: float = 0.1) -> None:

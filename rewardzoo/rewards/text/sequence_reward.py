@@ -119,9 +119,11 @@ class SequenceRewardModel(nn.Module):
 
     The caller's backbone is never mutated. ``dropout`` (optional) sets the rate of every ``nn.Dropout`` of the
     copy. With ``lora_scope`` the copy gets a LoRA scope (``lora_r``, ``lora_alpha``, ``lora_targets``: names
-    of the projections; default: common attention projection names) and only the LoRA weights, the head and
-    the segment embeddings train (:meth:`trainable_parameters`); otherwise the whole copy does. The model is
-    built in eval mode (call ``.train()`` to train), so inference is deterministic by default.
+    of the projections; default: the backbone's ``lora_targets``, else common attention projection names) and
+    only the LoRA weights, the head and the segment embeddings train (:meth:`trainable_parameters`); otherwise
+    the whole copy does. The model is built in eval mode (call ``.train()`` to train), so inference is
+    deterministic by default. ``backbone``: a :class:`~rewardzoo.rewards.text.backbones.Backbone`, a
+    transformers model or a palm-rlhf-pytorch ``PaLM``.
     """
 
     def __init__(self, backbone: nn.Module, *, num_bins: int = 0, bin_values: Sequence[float] | Tensor | None = None,
@@ -141,6 +143,8 @@ class SequenceRewardModel(nn.Module):
         self.lora_scope = lora_scope
         self.lora_config = None
         if lora_scope is not None:
+            if lora_targets is None:  # the backbone's own default (e.g. PaLM's fused projections), else common names
+                lora_targets = getattr(self.backbone, "lora_targets", None)
             targets = add_lora(self.backbone, lora_scope, r=lora_r, alpha=lora_alpha, targets=lora_targets)
             self.lora_config = {"scope": lora_scope, "r": lora_r, "alpha": lora_alpha,
                                 "targets": sorted({t.rsplit(".", 1)[-1] for t in targets})}
@@ -320,7 +324,9 @@ class SequenceReward(PointwiseReward):
 
     Options: ``max_length`` (default: the model's position limit), ``separator`` (put before the completion),
     ``chat_template`` (render a user / assistant turn instead), ``pad_token_id`` (HF classifier form: the id
-    the model pools by; default: its config's, else the tokenizer's pad, else EOS), ``trust_remote_code``.
+    the model pools by; default: its config's, else the tokenizer's pad, else EOS), ``add_special_tokens``
+    (default true: the tokenizer's BOS etc. before the prompt; false scores as TRL's own reward-model path,
+    which tokenizes the rendered text without them), ``trust_remote_code``.
     Inputs: ``prompt``, ``completion`` (strings). Range: unbounded (higher is better).
     """
 
@@ -328,7 +334,8 @@ class SequenceReward(PointwiseReward):
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  max_length: int | None = None, separator: str = "", chat_template: bool = False,
-                 pad_token_id: int | None = None, trust_remote_code: bool = False) -> None:
+                 pad_token_id: int | None = None, add_special_tokens: bool = True,
+                 trust_remote_code: bool = False) -> None:
         super().__init__(model_path, device, dtype)
         if not model_path:
             raise ConfigError("sequence_reward needs model_path: a directory or hub id with a reward model and "
@@ -365,7 +372,8 @@ class SequenceReward(PointwiseReward):
             self.model.config.pad_token_id = int(pad)
         self.model.to(device=self.device, dtype=self.dtype).eval()
         self.encoder = PairEncoder(tokenizer, max_length=max_length or default_max_length(tokenizer, hf_config),
-                                   separator=separator, chat_template=chat_template, pad_token_id=pad)
+                                   separator=separator, chat_template=chat_template, pad_token_id=pad,
+                                   add_special_tokens=bool(add_special_tokens))
 
     @torch.no_grad()
     def __call__(self, prompt: Sequence[str], completion: Sequence[str], **_: object) -> RewardOutput:

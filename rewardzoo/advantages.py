@@ -1,0 +1,78 @@
+"""Group-relative advantages from a batch's scores: the two multi-reward aggregations GRPO trainers use.
+
+- ``sum`` — normalise the weighted total within each group: ``A_i = (T_i - mean_g T) / (std_g T + 1e-4)``
+  (population std), exactly flow_grpo's ``PerPromptStatTracker.update`` (``global_std=False``,
+  ``type='grpo'``) on one batch; DanceGRPO does the same.
+- ``gdpo`` — normalise each reward within each group first, then take the weighted sum, then normalise
+  that over the batch: ``n_k,i = (r_k,i - mean_g r_k) / max(std_g r_k, 1e-6)``,
+  ``c_i = sum_k w_k,i n_k,i``, ``A_i = (c_i - mean c) / max(std c, 1e-6)`` — exactly Flow-Factory's
+  ``AdvantageProcessor.compute_gdpo`` (population std, the same 1e-6 floors).
+
+Abstentions (a reward that does not apply to a sample): the sample's total leaves it out already; in
+``gdpo`` a reward's group statistics use only the members it applies to, it contributes 0 to the
+others, and a group where it applies to no member gets 0 from it — never NaN. A sample no reward
+applies to gets advantage 0 and is left out of every statistic.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Hashable, Mapping, Sequence
+
+import numpy as np
+
+from .errors import ConfigError, InputError
+
+MODES = ("sum", "gdpo")
+SUM_EPS = 1e-4  # flow_grpo's PerPromptStatTracker
+GDPO_STD_FLOOR = 1e-6  # Flow-Factory's compute_gdpo and _global_mean_std
+
+
+def group_index(keys: Sequence[Any]) -> np.ndarray:
+    """Contiguous group numbers for per-sample keys (``1`` and ``"1"`` are different groups)."""
+    seen: dict[tuple[str, Hashable], int] = {}
+    out = np.empty(len(keys), dtype=np.int64)
+    for i, key in enumerate(keys):
+        if key is None:
+            raise InputError("advantages need a group for every sample: give group_id on the samples or "
+                             "group_by=[...] (e.g. the prompts)", field="group_id", sample=i)
+        out[i] = seen.setdefault((type(key).__name__, key), len(seen))
+    return out
+
+
+def sum_then_normalize(total: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """``sum`` mode (see the module docstring); ``total`` NaN where no reward applied."""
+    scored = ~np.isnan(total)
+    advantages = np.zeros(len(total))
+    for g in np.unique(groups[scored]):
+        members = (groups == g) & scored
+        values = total[members]
+        advantages[members] = (values - values.mean()) / (values.std() + SUM_EPS)
+    return advantages
+
+
+def normalize_then_sum(rewards: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray],
+                       groups: np.ndarray) -> np.ndarray:
+    """``gdpo`` mode; ``rewards[k]`` NaN where reward k does not apply, ``weights[k]`` per sample."""
+    n = len(groups)
+    combined = np.zeros(n)
+    scored = np.zeros(n, dtype=bool)
+    for name, values in rewards.items():
+        applied = ~np.isnan(values)
+        scored |= applied
+        normalised = np.zeros(n)
+        for g in np.unique(groups[applied]):
+            members = (groups == g) & applied
+            group_values = values[members]
+            normalised[members] = (group_values - group_values.mean()) / max(group_values.std(), GDPO_STD_FLOOR)
+        combined += np.where(applied, weights[name] * normalised, 0.0)
+    advantages = np.zeros(n)
+    if scored.any():
+        values = combined[scored]
+        advantages[scored] = (values - values.mean()) / max(values.std(), GDPO_STD_FLOOR)
+    return advantages
+
+
+def check_mode(mode: Any, field: str = "advantage") -> str:
+    if mode not in MODES:
+        raise ConfigError(f"must be one of {', '.join(MODES)}, got {mode!r}", field=field)
+    return mode

@@ -1,0 +1,31 @@
+"""Adapters for trainers that call rewards through their own protocol, one module per trainer.
+
+- :mod:`~rewardzoo.integrations.trl` — TRL ``GRPOTrainer(reward_funcs=...)``: :func:`trl_reward_funcs`;
+- :mod:`~rewardzoo.integrations.ddpo` — ddpo-pytorch / AlignProp ``reward_fn``: :func:`ddpo_reward_fn`;
+- :mod:`~rewardzoo.integrations.flow_grpo` — flow_grpo's ``multi_score`` slot: :func:`flow_grpo_reward_fn`;
+
+Each takes its config as anything :func:`rewardzoo.load_config` accepts (a path, a mapping, a loaded
+config). Importing this package imports no trainer; each adapter imports only what it needs.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_LAZY = {
+    "trl_reward_funcs": "rewardzoo.integrations.trl",
+    "trl_samples": "rewardzoo.integrations.trl",
+    "ddpo_reward_fn": "rewardzoo.integrations.ddpo",
+    "flow_grpo_reward_fn": "rewardzoo.integrations.flow_grpo",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rewardzoo.integrations' has no attribute '{name}'")

@@ -1,0 +1,215 @@
+"""Flow-Factory reward models backed by rewardzoo rewards: :class:`RewardZooPointwise`, :class:`RewardZooGroupwise`.
+
+Flow-Factory resolves a ``reward_model:`` that is not in its registry as a Python path ``pkg.mod.Class``
+and builds ``Class(config=RewardArguments, accelerator=Accelerator)``; these two classes are built that
+way. ``rewardzoo:`` names the reward (a rewardzoo registry name or a Python path). Every other key
+Flow-Factory does not know (its ``extra_kwargs``) is one of the reward's options, except ``model_path``
+and ``limits`` (the rewardzoo entry fields); options named like a Flow-Factory field (``name``,
+``batch_size``, ...) go in a ``kwargs:`` mapping instead::
+
+    rewards:
+      - name: jpeg
+        reward_model: rewardzoo.integrations.flow_factory.RewardZooPointwise
+        rewardzoo: jpeg_incompressibility
+        quality: 95                 # the reward's options (or kwargs: {quality: 95})
+        batch_size: 16
+        device: cpu
+        dtype: float32
+      - name: jpeg_rank
+        reward_model: rewardzoo.integrations.flow_factory.RewardZooGroupwise
+        rewardzoo: group_rank
+        base: jpeg_incompressibility
+        device: cpu
+
+Flow-Factory's ``device`` and ``dtype`` (torch objects) become the spec's device string and dtype name;
+its default ``cuda`` means this rank's device (``accelerator.device``), or the CPU for a reward whose
+model card says it runs on the CPU only. ``batch_size`` is the spec's. ``weight``, ``async_reward`` and
+``num_workers`` stay with Flow-Factory, which weighs, batches and threads the calls.
+
+A call goes through a one-spec :class:`~rewardzoo.processor.RewardProcessor`, so media are converted,
+inputs checked and scores validated as everywhere in rewardzoo, and errors are rewardzoo's. Media arrive
+as Flow-Factory's tensors (``use_tensor_inputs = True``), converted once, by rewardzoo, to what the reward
+declares. Scores return as ``RewardModelOutput.rewards`` (float32) with the reward's extras (e.g.
+``jpeg_kb``) in ``extra_info``. All adapters of a process share one :class:`~rewardzoo.loader.RewardLoader`,
+so each model is built once (a ``group_rank`` over ``pickscore`` and a ``pickscore`` entry share PickScore).
+
+Importing this module imports Flow-Factory; ``import rewardzoo`` does not.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+
+import torch
+from flow_factory.rewards import GroupwiseRewardModel, PointwiseRewardModel, RewardModelOutput
+
+from ..config import RewardSpec, parse_spec
+from ..engine import RewardResult
+from ..errors import ConfigError, InputError, RegistryError
+from ..loader import RewardLoader
+from ..processor import RewardProcessor
+from ..registry import lookup, resolve
+from ..rewards.base import Reward
+from ..sample import Sample
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
+    from flow_factory.hparams import RewardArguments
+
+__all__ = ["RewardZooPointwise", "RewardZooGroupwise"]
+
+#: Sample fields Flow-Factory passes to a reward call (``audio`` brings ``audio_sample_rate``).
+FF_FIELDS = ("prompt", "image", "video", "audio", "condition_images", "condition_videos")
+#: Extra keys of a Flow-Factory entry that are not options of the reward.
+OWN_KEYS = ("rewardzoo", "model_path", "limits", "kwargs")
+_NESTED = ("condition_images", "condition_videos")
+
+_LOADER = RewardLoader()
+
+
+def _target(config: RewardArguments) -> tuple[str, type]:
+    """The reward the entry names under ``rewardzoo:``, and its class."""
+    target = config.extra_kwargs.get("rewardzoo")
+    if not isinstance(target, str) or not target.strip():
+        raise ConfigError("name the rewardzoo reward with `rewardzoo: NAME` (a registry name or a Python path)",
+                          entry=config.name, field="rewardzoo")
+    try:
+        return target, resolve(target)
+    except RegistryError as exc:
+        raise exc.in_entry(config.name, "rewardzoo") from exc.__cause__
+
+
+def _device(config: RewardArguments, ff_device: Any, target: str) -> str:
+    """Flow-Factory's device as a rewardzoo device string."""
+    if config.device == torch.device("cuda"):  # FF's default: this rank's device, which a CPU-only reward lacks
+        found = lookup(target)
+        if found is not None and found.devices is not None and "cuda" not in found.devices:
+            return "cpu"
+    return str(ff_device)
+
+
+def _spec(config: RewardArguments, target: str, device: str) -> RewardSpec:
+    """The rewardzoo spec of a Flow-Factory entry: its extra keys are the reward's options."""
+    extras = dict(config.extra_kwargs)
+    nested = extras.get("kwargs") or {}
+    if not isinstance(nested, Mapping):
+        raise ConfigError("must be a mapping of the reward's options", entry=config.name, field="kwargs")
+    options = {k: v for k, v in extras.items() if k not in OWN_KEYS}
+    twice = sorted(set(options) & set(nested))
+    if twice:
+        raise ConfigError(f"option(s) {twice} given both as keys of the entry and in 'kwargs'", entry=config.name,
+                          field="kwargs")
+    return parse_spec({"name": config.name, "reward_model": target, "model_path": extras.get("model_path"),
+                       "dtype": str(config.dtype).removeprefix("torch."), "device": device,
+                       "batch_size": config.batch_size, "kwargs": {**options, **nested},
+                       "limits": extras.get("limits")}, f"Flow-Factory reward '{config.name}'")
+
+
+def _required_fields(reward: Reward, name: str, groupwise: bool) -> tuple[str, ...]:
+    """The Flow-Factory sample fields a call needs; refuses fields Flow-Factory samples do not have."""
+    declared = [f for f in reward.inputs.fields if not (groupwise and f == "group_id")]
+    missing = [f for f in declared if f not in FF_FIELDS]
+    if missing:
+        raise ConfigError(f"'{reward.name}' needs {missing}, which Flow-Factory samples do not carry "
+                          f"(they have {', '.join(FF_FIELDS)})", entry=name, field="rewardzoo")
+    # FF's cross-rank gather rebuilds samples from these fields only and regroups them by a hash of the
+    # prompt: without it every gathered sample would fall into one group.
+    fields = (["prompt"] if groupwise else []) + declared + (["audio_sample_rate"] if "audio" in declared else [])
+    return tuple(dict.fromkeys(fields))
+
+
+def _unbatched(image: Any) -> Any:
+    # FF stores condition images given as PIL of different sizes as (1, C, H, W) tensors
+    return image[0] if isinstance(image, torch.Tensor) and image.ndim == 4 and image.shape[0] == 1 else image
+
+
+def _rows(name: str, values: Any) -> list:
+    """One entry per sample from a Flow-Factory list or stacked tensor; condition media as lists."""
+    rows = list(values.unbind(0)) if isinstance(values, torch.Tensor) else list(values)
+    if name in _NESTED:
+        rows = [list(r.unbind(0)) if isinstance(r, torch.Tensor) else list(r) for r in rows]
+    if name == "condition_images":
+        rows = [[_unbatched(image) for image in row] for row in rows]
+    return rows
+
+
+def _samples(fields: Mapping[str, Any], *, groupwise: bool = False) -> list[Sample]:
+    """rewardzoo samples from Flow-Factory's keyword lists (None values are absent fields).
+
+    Groupwise samples get the prompt as ``group_id`` (0 without prompts): Flow-Factory passes one group per
+    call, and samples of one group share their prompt.
+    """
+    columns = {k: _rows(k, v) for k, v in fields.items() if v is not None}
+    lengths = {k: len(v) for k, v in columns.items()}
+    if not columns or len(set(lengths.values())) != 1:
+        raise InputError(f"expected lists of one value per sample, got lengths {lengths}")
+    samples = []
+    for i in range(next(iter(lengths.values()))):
+        row = {k: v[i] for k, v in columns.items()}
+        if groupwise:
+            row["group_id"] = row.get("prompt", 0)
+        try:
+            samples.append(Sample(**row))
+        except InputError as exc:
+            raise exc.located(sample=i) from None
+    return samples
+
+
+def _output(result: RewardResult, name: str) -> RewardModelOutput:
+    extras = {k: torch.from_numpy(v) for k, v in result.extras.get(name, {}).items()}
+    return RewardModelOutput(rewards=torch.from_numpy(result.rewards[name]), extra_info=extras)
+
+
+class _RewardZooModel:
+    """What both adapters share: a one-spec rewardzoo processor behind Flow-Factory's reward model API."""
+
+    kind: ClassVar[str]
+    use_tensor_inputs: ClassVar[bool] = True
+
+    def __init__(self, config: RewardArguments, accelerator: Accelerator | None) -> None:
+        super().__init__(config, accelerator)  # FF's base: config, accelerator, device, dtype, model
+        target, cls = _target(config)
+        kind = getattr(cls, "kind", None) if isinstance(cls, type) and issubclass(cls, Reward) else None
+        if kind is not None and kind != self.kind:
+            other = "RewardZooGroupwise" if kind == "groupwise" else "RewardZooPointwise"
+            raise ConfigError(f"'{target}' is a {kind} reward; use reward_model: "
+                              f"rewardzoo.integrations.flow_factory.{other}", entry=config.name, field="rewardzoo")
+        spec = _spec(config, target, _device(config, self.device, target))
+        try:
+            self.processor = RewardProcessor([spec], _LOADER)
+        except RegistryError as exc:
+            raise exc.in_entry(config.name, "rewardzoo") from exc.__cause__
+        self.spec_name = spec.name
+        self.reward: Reward = self.processor.rewards[spec.name]
+        self.required_fields = _required_fields(self.reward, spec.name, self.kind == "groupwise")
+        self.device = torch.device(self.reward.device)  # where FF moves the call's tensors
+
+    def __call__(self, prompt: Sequence[str] | None = None, image: Any = None, video: Any = None,
+                 audio: Any = None, audio_sample_rate: Sequence[int] | None = None,
+                 condition_images: Any = None, condition_videos: Any = None) -> RewardModelOutput:
+        # explicit keywords: FF passes every sample field a `**kwargs` signature would accept (latents too)
+        fields = dict(prompt=prompt, image=image, video=video, audio=audio, audio_sample_rate=audio_sample_rate,
+                      condition_images=condition_images, condition_videos=condition_videos)
+        samples = _samples(fields, groupwise=self.kind == "groupwise")
+        return _output(self.processor(samples), self.spec_name)
+
+
+class RewardZooPointwise(_RewardZooModel, PointwiseRewardModel):
+    """A Flow-Factory pointwise reward model scoring with the pointwise rewardzoo reward named by ``rewardzoo:``.
+
+    ``model(prompt=[...], image=[...])`` -> ``RewardModelOutput(rewards (B,) float32, extra_info={extra: (B,)})``.
+    """
+
+    kind: ClassVar[str] = "pointwise"
+
+
+class RewardZooGroupwise(_RewardZooModel, GroupwiseRewardModel):
+    """A Flow-Factory groupwise reward model scoring with the groupwise rewardzoo reward named by ``rewardzoo:``
+    (e.g. ``group_rank`` over a base).
+
+    Flow-Factory calls it once per group (the samples of one prompt); a direct call with several prompts
+    scores each prompt's samples as one group. ``required_fields`` includes ``prompt`` so Flow-Factory's
+    cross-rank gather can regroup the samples.
+    """
+
+    kind: ClassVar[str] = "groupwise"

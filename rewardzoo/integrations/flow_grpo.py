@@ -1,0 +1,45 @@
+"""flow_grpo's ``multi_score`` slot (and DanceGRPO's inline reward loop).
+
+flow_grpo's training script builds ``reward_fn = multi_score(device, config.reward_fn)`` and calls
+``reward_fn(images, prompts, prompt_metadata, only_strict=True)``, expecting
+``({reward name: scores, ..., "avg": weighted sum}, {})``; ``avg`` is what it normalises per prompt.
+In its script, write instead::
+
+    reward_fn = rewardzoo.integrations.flow_grpo_reward_fn("rewards.yaml", dataset_key="dataset")
+
+DanceGRPO scores a list of PIL images and their captions inline; with rewardzoo that is::
+
+    score = rewardzoo.build_processors("rewards.yaml")[0]
+    rewards = score([rewardzoo.Sample(image=img, prompt=c) for img, c in zip(images, captions)]).total
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..loader import RewardLoader
+from ..processor import RewardProcessor
+from .common import ConfigSource, image_samples, require_scored, specs_of
+
+
+def flow_grpo_reward_fn(config: ConfigSource, dataset_key: str | None = None, *, split: str = "train",
+                        loader: RewardLoader | None = None) -> Callable[..., tuple[dict[str, np.ndarray], dict]]:
+    """``reward_fn(images, prompts, metadata, only_strict=True, **_) -> ({name: (B,), ..., "avg": (B,)}, {})``.
+
+    ``images``: a (B, 3, H, W) float tensor in [0, 1] (as flow_grpo passes them), an array, or a list of
+    images. Each reward's scores are float32 with NaN where it does not apply; ``avg`` is the weighted
+    total over the rewards that apply (never NaN: a sample no reward applies to is an error).
+    ``dataset_key``: the key of each prompt's metadata that names its dataset, so ``applicable_datasets``
+    routes samples. Keywords flow_grpo passes for its own scorers (``only_strict``) are accepted and unused.
+    """
+    processor = RewardProcessor(specs_of(config, split), loader or RewardLoader())
+
+    def reward_fn(images: Any, prompts: Any, metadata: Any = None, only_strict: bool = True,
+                  **_: Any) -> tuple[dict[str, np.ndarray], dict]:
+        result = processor(image_samples(images, prompts, metadata, dataset_key))
+        require_scored(result)
+        return {**result.rewards, "avg": result.total}, {}
+
+    return reward_fn

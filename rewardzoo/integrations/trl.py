@@ -1,0 +1,166 @@
+"""TRL ``GRPOTrainer(reward_funcs=..., args=GRPOConfig(reward_weights=...))``.
+
+:func:`trl_reward_funcs` gives one plain function per configured reward (TRL treats an ``nn.Module`` as
+a sequence classifier, so these are functions with a ``__name__``). TRL calls each with keywords only —
+``prompts``, ``completions``, ``completion_ids``, every dataset column, ``trainer_state``, ``log_metric``
+and ``log_extra`` — and takes ``list[float | None]`` (None where the reward does not apply: TRL turns it
+into NaN and leaves it out of that row's weighted sum)::
+
+    funcs, weights = rewardzoo.integrations.trl_reward_funcs("rewards.yaml", tokenizer=tokenizer,
+                                                             group_by="prompt")
+    trainer = GRPOTrainer(model=..., reward_funcs=funcs, args=GRPOConfig(reward_weights=weights, ...))
+
+Conversations (lists of ``{"role", "content"}`` messages) are rendered with the tokenizer's chat
+template exactly as TRL renders them for its own reward models (``prompt + completion`` through
+``apply_chat_template``; the prompt part is the rendered prompt with its generation prompt, the
+completion the rest). Without a tokenizer, or for plain-text datasets, the text is used as it is
+(message contents joined by newlines when no tokenizer is given). Multimodal content lists give their
+text parts; TRL's ``images`` column becomes each sample's ``condition_images``. ``group_by="prompt"``
+gives every sample of one prompt the same ``group_id`` (TRL samples ``num_generations`` completions per
+prompt), so groupwise rewards see their groups, across ranks too when ``torch.distributed`` is
+initialised. A reward's extras are logged through TRL's ``log_metric`` as ``NAME/KEY`` (their mean over
+the samples the reward applied to).
+
+All functions built from one config share one loader, so each model is loaded once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..distributed import DistributedRewardProcessor
+from ..errors import ConfigError, InputError
+from ..loader import RewardLoader
+from ..sample import Sample, field_names
+from .common import ConfigSource, specs_of
+
+_SAMPLE_FIELDS = set(field_names())
+#: TRL's own keyword arguments (not dataset columns).
+_TRL_RESERVED = {"prompts", "completions", "completion_ids", "trainer_state", "log_metric", "log_extra",
+                 "environments"}
+GROUP_BY = ("prompt",)
+
+
+def _is_conversation(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str) and bool(value) and \
+        all(isinstance(m, Mapping) and "content" in m for m in value)
+
+
+def _content_text(content: Any) -> str:
+    """The text of a message's content: a string, or the text parts of a multimodal content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "\n".join(str(part.get("text", "")) for part in content
+                         if isinstance(part, Mapping) and part.get("type", "text") == "text")
+    return str(content)
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if _is_conversation(value):
+        return "\n".join(_content_text(m["content"]) for m in value)
+    raise InputError(f"expected text or a list of chat messages, got {type(value).__name__}")
+
+
+def render_pair(prompt: Any, completion: Any, tokenizer: Any = None) -> tuple[str, str]:
+    """(prompt text, completion text) of one TRL pair, rendered as TRL renders it for reward models."""
+    if tokenizer is None or not _is_conversation(prompt):
+        return _plain(prompt), _plain(completion) if completion is not None else ""
+    messages = list(prompt) + (list(completion) if _is_conversation(completion) else
+                               [{"role": "assistant", "content": _plain(completion)}])
+    full = tokenizer.apply_chat_template(messages, tokenize=False)
+    ends_with_user = prompt[-1].get("role") == "user"
+    head = tokenizer.apply_chat_template(list(prompt), tokenize=False, add_generation_prompt=ends_with_user,
+                                         continue_final_message=not ends_with_user)
+    if full.startswith(head):
+        return head, full[len(head):]
+    return full, ""  # a template that does not extend the prompt: score the whole rendering
+
+
+def _group_key(prompt: Any) -> str:
+    return prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
+
+
+def trl_samples(prompts: Sequence[Any] | None, completions: Sequence[Any] | None, columns: Mapping[str, Any],
+                *, tokenizer: Any = None, group_by: str | None = None) -> list[Sample]:
+    """Samples from TRL's keyword arguments; dataset columns that are not sample fields go into metadata."""
+    n = len(completions if completions is not None else prompts or [])
+    for key, values in columns.items():
+        if key not in _TRL_RESERVED and isinstance(values, (list, tuple)) and len(values) != n:
+            raise InputError(f"column '{key}' has {len(values)} values for {n} completions; TRL passes one per "
+                             "completion", field=key)
+    samples = []
+    for i in range(n):
+        fields: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, values in columns.items():
+            if key in _TRL_RESERVED or not isinstance(values, (list, tuple)):
+                continue
+            if key == "images":
+                images = values[i]
+                fields["condition_images"] = list(images) if isinstance(images, (list, tuple)) else [images]
+                continue
+            (fields if key in _SAMPLE_FIELDS else extra)[key] = values[i]
+        try:
+            if prompts is not None:
+                completion = completions[i] if completions is not None else None
+                fields["prompt"], text = render_pair(prompts[i], completion, tokenizer)
+                if completions is not None:
+                    fields["completion"] = text
+                if group_by == "prompt" and fields.get("group_id") is None:
+                    fields["group_id"] = _group_key(prompts[i])
+            elif completions is not None:
+                fields["completion"] = _plain(completions[i])
+            if extra and fields.get("metadata") is None:
+                fields["metadata"] = {k: v for k, v in extra.items()
+                                      if isinstance(v, (str, int, float, bool, type(None)))}
+            samples.append(Sample(**fields))
+        except InputError as exc:
+            raise exc.located(sample=i) from None
+    return samples
+
+
+def trl_reward_funcs(config: ConfigSource, split: str = "train", loader: RewardLoader | None = None, *,
+                     tokenizer: Any = None, group_by: str | None = None
+                     ) -> tuple[list[Callable[..., list[float | None]]], list[float]]:
+    """(reward functions, reward_weights) for TRL's GRPOTrainer, one function per configured reward.
+
+    ``tokenizer``: renders conversational prompts with its chat template as TRL does (see the module
+    docstring). ``group_by="prompt"``: samples of one prompt form a group, for groupwise rewards.
+    Per-dataset weight mappings have no TRL equivalent (TRL weighs a function, not a row): configure one
+    stream per dataset with ``applicable_datasets`` and a scalar weight instead.
+    """
+    if group_by is not None and group_by not in GROUP_BY:
+        raise ConfigError(f"group_by must be one of {GROUP_BY} or None, got {group_by!r}", field="group_by")
+    loader = loader or RewardLoader()
+    funcs, weights = [], []
+    for spec in specs_of(config, split):
+        if isinstance(spec.weight, Mapping):
+            raise ConfigError("TRL takes one weight per reward function; split per-dataset weights into one entry "
+                              "per dataset with applicable_datasets", entry=spec.name, field="weight")
+        # the distributed processor is the plain one until torch.distributed runs with several ranks
+        processor = DistributedRewardProcessor([spec], loader)
+        funcs.append(_trl_function(processor, spec.name, tokenizer, group_by))
+        weights.append(float(spec.weight))
+    return funcs, weights
+
+
+def _trl_function(processor: DistributedRewardProcessor, name: str, tokenizer: Any, group_by: str | None
+                  ) -> Callable[..., list[float | None]]:
+    def reward_func(prompts=None, completions=None, completion_ids=None, **columns) -> list[float | None]:
+        log_metric = columns.get("log_metric")
+        result = processor(trl_samples(prompts, completions, columns, tokenizer=tokenizer, group_by=group_by))
+        if callable(log_metric):
+            for key, values in result.extras.get(name, {}).items():
+                finite = values[~np.isnan(values)]
+                if finite.size:
+                    log_metric(f"{name}/{key}", float(finite.mean()))
+        return [None if np.isnan(v) else float(v) for v in result.rewards[name]]
+
+    reward_func.__name__ = reward_func.__qualname__ = name
+    return reward_func

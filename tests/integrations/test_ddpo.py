@@ -1,0 +1,51 @@
+"""ddpo-pytorch's own reward_fn contract, side by side with the adapter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rewardzoo.integrations import ddpo_reward_fn  # noqa: E402
+
+from ..clients import client_module  # noqa: E402
+
+
+def _images(seed: int, dtype=torch.float32) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.rand(4, 3, 20, 28, generator=gen).to(dtype)
+
+
+def test_fp32_scores_equal_ddpo_pytorchs_jpeg_rewards():
+    rewards = client_module("ddpo_pytorch", "ddpo_pytorch.rewards")
+    ours = ddpo_reward_fn({"rewards": [{"name": "jpeg_incompressibility"}]})
+    images = _images(0)
+    theirs, _ = rewards.jpeg_incompressibility()(images, ["p"] * 4, [{}] * 4)
+    total, meta = ours(images, ["p"] * 4, [{}] * 4)
+    np.testing.assert_allclose(total, theirs, rtol=1e-6)
+    assert torch.as_tensor(total).shape == (4,)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_rounding_differs_from_ddpo_pytorch_by_at_most_a_few_levels(dtype):
+    """ddpo-pytorch quantises with ``(x * 255).round()`` in the image dtype; rewardzoo in float32. The
+    figures in the JPEG card come from this comparison."""
+    rewards = client_module("ddpo_pytorch", "ddpo_pytorch.rewards")
+    images = _images(1, dtype)
+    theirs_pixels = (images * 255).round().clamp(0, 255).to(torch.uint8)
+    ours_pixels = (images.float() * 255).round().clamp(0, 255).to(torch.uint8)
+    level_diff = (theirs_pixels.int() - ours_pixels.int()).abs().max().item()
+    assert level_diff <= 2  # fp16 rounds x*255 to 0.125 steps above 128, bf16 to whole levels near 255
+    theirs, _ = rewards.jpeg_incompressibility()(images, ["p"] * 4, [{}] * 4)
+    ours, _ = ddpo_reward_fn({"rewards": ["jpeg_incompressibility"]})(images, ["p"] * 4, [{}] * 4)
+    assert np.max(np.abs(ours - theirs) / theirs) < 0.05
+
+
+def test_dataset_key_routes_gated_rewards():
+    config = {"rewards": [{"name": "a", "reward_model": "jpeg_incompressibility", "applicable_datasets": ["x"]},
+                          {"name": "b", "reward_model": "jpeg_compressibility", "applicable_datasets": ["y"]}]}
+    fn = ddpo_reward_fn(config, dataset_key="ds")
+    total, meta = fn(_images(2), ["p"] * 4, [{"ds": d} for d in "xyxy"])
+    assert (total[[0, 2]] > 0).all() and (total[[1, 3]] < 0).all()
+    assert meta["applied"] == [["a"], ["b"], ["a"], ["b"]]
