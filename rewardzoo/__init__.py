@@ -53,7 +53,15 @@ _LAZY = {
 __all__ = sorted(_LAZY) + ["__version__"]
 
 
+#: Subpackages reachable as attributes (``rewardzoo.integrations.trl_reward_funcs``), imported on first use.
+_SUBPACKAGES = ("integrations", "testing")
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        module = import_module(f"rewardzoo.{name}")
+        globals()[name] = module
+        return module
     if name in _LAZY:
         value = getattr(import_module(_LAZY[name]), name)
         globals()[name] = value

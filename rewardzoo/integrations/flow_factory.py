@@ -67,16 +67,24 @@ _NESTED = ("condition_images", "condition_videos")
 _LOADER = RewardLoader()
 
 
-def _target(config: RewardArguments) -> tuple[str, type]:
-    """The reward the entry names under ``rewardzoo:``, and its class."""
+def _target(config: RewardArguments, kind: str) -> str:
+    """The reward the entry names under ``rewardzoo:``, checked to be a rewardzoo reward of ``kind``."""
     target = config.extra_kwargs.get("rewardzoo")
     if not isinstance(target, str) or not target.strip():
         raise ConfigError("name the rewardzoo reward with `rewardzoo: NAME` (a registry name or a Python path)",
                           entry=config.name, field="rewardzoo")
     try:
-        return target, resolve(target)
+        cls = resolve(target)
     except RegistryError as exc:
         raise exc.in_entry(config.name, "rewardzoo") from exc.__cause__
+    if not (isinstance(cls, type) and issubclass(cls, Reward)):
+        raise ConfigError(f"'{target}' resolves to {cls!r}, which is not a rewardzoo reward", entry=config.name,
+                          field="rewardzoo")
+    if cls.kind and cls.kind != kind:
+        other = "RewardZooGroupwise" if cls.kind == "groupwise" else "RewardZooPointwise"
+        raise ConfigError(f"'{target}' is a {cls.kind} reward; use reward_model: "
+                          f"rewardzoo.integrations.flow_factory.{other}", entry=config.name, field="rewardzoo")
+    return target
 
 
 def _device(config: RewardArguments, ff_device: Any, target: str) -> str:
@@ -168,17 +176,9 @@ class _RewardZooModel:
 
     def __init__(self, config: RewardArguments, accelerator: Accelerator | None) -> None:
         super().__init__(config, accelerator)  # FF's base: config, accelerator, device, dtype, model
-        target, cls = _target(config)
-        kind = getattr(cls, "kind", None) if isinstance(cls, type) and issubclass(cls, Reward) else None
-        if kind is not None and kind != self.kind:
-            other = "RewardZooGroupwise" if kind == "groupwise" else "RewardZooPointwise"
-            raise ConfigError(f"'{target}' is a {kind} reward; use reward_model: "
-                              f"rewardzoo.integrations.flow_factory.{other}", entry=config.name, field="rewardzoo")
+        target = _target(config, self.kind)
         spec = _spec(config, target, _device(config, self.device, target))
-        try:
-            self.processor = RewardProcessor([spec], _LOADER)
-        except RegistryError as exc:
-            raise exc.in_entry(config.name, "rewardzoo") from exc.__cause__
+        self.processor = RewardProcessor([spec], _LOADER)
         self.spec_name = spec.name
         self.reward: Reward = self.processor.rewards[spec.name]
         self.required_fields = _required_fields(self.reward, spec.name, self.kind == "groupwise")

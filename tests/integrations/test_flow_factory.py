@@ -194,6 +194,9 @@ def test_default_cuda_device_is_the_cpu_for_a_cpu_only_reward(ff):
      "groupwise reward; use .*RewardZooGroupwise"),
     ({"reward_model": GROUPWISE, "rewardzoo": "jpeg_incompressibility"}, ConfigError,
      "pointwise reward; use .*RewardZooPointwise"),
+    ({"reward_model": GROUPWISE, "rewardzoo": "group_rank", "base": "jpeg_incompresibility"}, RegistryError,
+     "entry 'x', field 'kwargs.base'"),
+    ({"reward_model": POINTWISE, "rewardzoo": "math:sqrt"}, ConfigError, "field 'rewardzoo'.*not a rewardzoo reward"),
     ({"reward_model": POINTWISE, "rewardzoo": path(NeedsMetadata)}, ConfigError,
      "needs \\['metadata'\\], which Flow-Factory samples do not carry"),
 ])
