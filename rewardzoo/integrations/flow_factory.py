@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from accelerate import Accelerator
     from flow_factory.hparams import RewardArguments
 
-__all__ = ["RewardZooPointwise", "RewardZooGroupwise"]
+__all__ = ["RewardZooGroupwise", "RewardZooPointwise"]
 
 #: Sample fields Flow-Factory passes to a reward call (``audio`` brings ``audio_sample_rate``).
 FF_FIELDS = ("prompt", "image", "video", "audio", "condition_images", "condition_videos")
@@ -133,6 +133,8 @@ def _unbatched(image: Any) -> Any:
 
 def _rows(name: str, values: Any) -> list:
     """One entry per sample from a Flow-Factory list or stacked tensor; condition media as lists."""
+    if isinstance(values, (str, bytes, Mapping)):
+        raise InputError("expected a list with one value per sample", field=name)
     rows = list(values.unbind(0)) if isinstance(values, torch.Tensor) else list(values)
     if name in _NESTED:
         rows = [list(r.unbind(0)) if isinstance(r, torch.Tensor) else list(r) for r in rows]
@@ -149,7 +151,9 @@ def _samples(fields: Mapping[str, Any], *, groupwise: bool = False) -> list[Samp
     """
     columns = {k: _rows(k, v) for k, v in fields.items() if v is not None}
     lengths = {k: len(v) for k, v in columns.items()}
-    if not columns or len(set(lengths.values())) != 1:
+    if not columns:
+        raise InputError(f"no sample fields were passed (Flow-Factory passes {', '.join(FF_FIELDS)})")
+    if len(set(lengths.values())) != 1:
         raise InputError(f"expected lists of one value per sample, got lengths {lengths}")
     samples = []
     for i in range(next(iter(lengths.values()))):
@@ -188,8 +192,9 @@ class _RewardZooModel:
                  audio: Any = None, audio_sample_rate: Sequence[int] | None = None,
                  condition_images: Any = None, condition_videos: Any = None) -> RewardModelOutput:
         # explicit keywords: FF passes every sample field a `**kwargs` signature would accept (latents too)
-        fields = dict(prompt=prompt, image=image, video=video, audio=audio, audio_sample_rate=audio_sample_rate,
-                      condition_images=condition_images, condition_videos=condition_videos)
+        fields = {"prompt": prompt, "image": image, "video": video, "audio": audio,
+                  "audio_sample_rate": audio_sample_rate, "condition_images": condition_images,
+                  "condition_videos": condition_videos}
         samples = _samples(fields, groupwise=self.kind == "groupwise")
         return _output(self.processor(samples), self.spec_name)
 

@@ -30,6 +30,15 @@ from torch import Tensor, nn
 from ...errors import ConfigError, InputError
 
 
+def embedded(backbone: nn.Module, input_ids: Tensor | None, inputs_embeds: Tensor | None) -> Tensor:
+    """``inputs_embeds`` when given, else the backbone's embedding of ``input_ids``."""
+    if inputs_embeds is not None:
+        return inputs_embeds
+    if input_ids is None:
+        raise InputError("pass input_ids or inputs_embeds", field="input_ids")
+    return backbone.embed(input_ids)
+
+
 @runtime_checkable
 class Backbone(Protocol):
     """What :class:`SequenceRewardModel` and :class:`ImplicitPRM` need from a token model."""
@@ -133,10 +142,7 @@ class TinyTransformer(nn.Module):
 
     def hidden_states(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
                       inputs_embeds: Tensor | None = None) -> Tensor:
-        if inputs_embeds is None:
-            if input_ids is None:
-                raise InputError("pass input_ids or inputs_embeds", field="input_ids")
-            inputs_embeds = self.embed(input_ids)
+        inputs_embeds = embedded(self, input_ids, inputs_embeds)
         b, n, _ = inputs_embeds.shape
         if n > self.max_len:
             raise InputError(f"sequence length {n} exceeds max_len {self.max_len}", field="input_ids")
@@ -189,10 +195,7 @@ class HFBackbone(nn.Module):
 
     def _run(self, module: nn.Module, input_ids: Tensor | None, attention_mask: Tensor | None,
              inputs_embeds: Tensor | None, **kwargs: Any):
-        if inputs_embeds is None:
-            if input_ids is None:
-                raise InputError("pass input_ids or inputs_embeds", field="input_ids")
-            inputs_embeds = self.embed(input_ids)
+        inputs_embeds = embedded(self, input_ids, inputs_embeds)
         mask = full_mask(inputs_embeds[..., 0], attention_mask)
         accepted = inspect.signature(module.forward).parameters
         if "position_ids" in accepted:
@@ -295,10 +298,7 @@ class PaLMBackbone(nn.Module):
 
     def hidden_states(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
                       inputs_embeds: Tensor | None = None) -> Tensor:
-        if inputs_embeds is None:
-            if input_ids is None:
-                raise InputError("pass input_ids or inputs_embeds", field="input_ids")
-            inputs_embeds = self.embed(input_ids)
+        inputs_embeds = embedded(self, input_ids, inputs_embeds)
         key_mask = self._key_mask(full_mask(inputs_embeds[..., 0], attention_mask))
         layers = self.model.layers
         scopes = self.model.finetune_modules[self.finetune_scope] if self.finetune_scope else [None] * len(layers)
