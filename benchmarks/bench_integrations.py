@@ -45,7 +45,6 @@ def bench_image_adapters(repeats: int) -> list[dict]:
                                      for t, p, m in zip(images.unbind(0), prompts, meta)]),
              "ddpo": lambda: ddpo(images, prompts, meta),
              "flow_grpo": lambda: flow_grpo(images, prompts, meta, only_strict=True)}
-    sides.update(_flow_factory_side(images, prompts))
     medians, ratios = interleaved(sides, repeats)
     out = []
     for name in sides:
@@ -63,16 +62,38 @@ def bench_image_adapters(repeats: int) -> list[dict]:
     return out
 
 
-def _flow_factory_side(images, prompts) -> dict:
-    """Flow-Factory's own reward object built from the adapter, when its snapshot imports here."""
+def bench_flow_factory(repeats: int) -> list[dict]:
+    """Flow-Factory's own loader builds the adapter; it is called as Flow-Factory calls it (a list of
+    (3, H, W) tensors). Flow-Factory holds one model object per reward, so one reward is compared with a
+    one-reward processor."""
     sys.path.insert(0, str(CLIENTS / "flow_factory_src" / "src"))
     try:
-        from rewardzoo.integrations.flow_factory import build_for_benchmark
+        from accelerate import Accelerator
+        from flow_factory.hparams import RewardArguments
+        from flow_factory.rewards import load_reward_model
     except ImportError as exc:
         print(f"   flow_factory: skipped ({exc})")
-        return {}
-    call = build_for_benchmark(CONFIG["rewards"][0]["name"], images, prompts)
-    return {"flow_factory": call} if call is not None else {}
+        return []
+    from rewardzoo import RewardProcessor, Sample
+
+    images = _images()
+    frames = list(images.unbind(0))
+    prompts = [f"prompt {i % 8}" for i in range(len(frames))]
+    entry = {"name": "jpeg", "reward_model": "rewardzoo.integrations.flow_factory.RewardZooPointwise",
+             "rewardzoo": "jpeg_incompressibility", "device": "cpu", "dtype": "float32", "batch_size": 16}
+    adapter = load_reward_model(RewardArguments.from_dict(entry), Accelerator(cpu=True))
+    proc = RewardProcessor([{"name": "jpeg", "reward_model": "jpeg_incompressibility", "batch_size": 16}])
+    medians, ratios = interleaved({"direct": lambda: proc([Sample(image=t, prompt=p) for t, p in zip(frames, prompts)]),
+                                   "flow_factory": lambda: adapter(prompt=prompts, image=frames)}, repeats)
+    print(f"   flow_factory {medians['flow_factory'] * 1e3:8.1f} ms   direct {medians['direct'] * 1e3:8.1f} ms   "
+          f"ratio {ratios['flow_factory']:.3f}")
+    return [figure("integrations.overhead.flow_factory",
+                   "`flow_factory` adapter (built by Flow-Factory's `load_reward_model`) vs a one-reward processor "
+                   "called directly; 32 images 256x256 as a list of (3, H, W) float tensors, `jpeg_incompressibility`",
+                   measure("flow_factory adapter", medians["flow_factory"] * 1e3, "ms"),
+                   baseline=measure("processor, direct", medians["direct"] * 1e3, "ms"), ratio=ratios["flow_factory"],
+                   ratio_label="adapter / direct", goal="<= 1.05", rewards=["jpeg_incompressibility"],
+                   notes=f"median of {repeats} paired per-repetition ratios")]
 
 
 def bench_trl(repeats: int) -> list[dict]:
@@ -148,7 +169,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
-    figures = bench_image_adapters(args.repeats) + bench_trl(args.repeats) + bench_half_precision()
+    figures = (bench_image_adapters(args.repeats) + bench_flow_factory(args.repeats) + bench_trl(args.repeats)
+               + bench_half_precision())
     write_results(__file__, figures)
 
 

@@ -73,7 +73,9 @@ class RewardLoader:
         if not (isinstance(cls, type) and issubclass(cls, Reward)):
             raise RegistryError(f"'{spec.reward_model}' resolves to {cls!r}, which is not a rewardzoo Reward subclass")
         try:
-            kwargs, inner = cls.inner_rewards(dict(spec.kwargs), model_path=spec.model_path, device=device,
+            # inner rewards inherit the entry's device as written (``auto`` stays ``auto``), so a CPU-only base
+            # under a wrapper that resolved to CUDA still runs where its card says it can
+            kwargs, inner = cls.inner_rewards(dict(spec.kwargs), model_path=spec.model_path, device=spec.device,
                                               dtype=spec.dtype)
             _check_options(cls, kwargs, inner)
             for param, entry in inner.items():

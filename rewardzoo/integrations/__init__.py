@@ -3,6 +3,8 @@
 - :mod:`~rewardzoo.integrations.trl` — TRL ``GRPOTrainer(reward_funcs=...)``: :func:`trl_reward_funcs`;
 - :mod:`~rewardzoo.integrations.ddpo` — ddpo-pytorch / AlignProp ``reward_fn``: :func:`ddpo_reward_fn`;
 - :mod:`~rewardzoo.integrations.flow_grpo` — flow_grpo's ``multi_score`` slot: :func:`flow_grpo_reward_fn`;
+- :mod:`~rewardzoo.integrations.flow_factory` — Flow-Factory ``reward_model:`` classes:
+  :class:`RewardZooPointwise`, :class:`RewardZooGroupwise` (importing them imports Flow-Factory);
 
 Each takes its config as anything :func:`rewardzoo.load_config` accepts (a path, a mapping, a loaded
 config). Importing this package imports no trainer; each adapter imports only what it needs.
@@ -18,6 +20,8 @@ _LAZY = {
     "trl_samples": "rewardzoo.integrations.trl",
     "ddpo_reward_fn": "rewardzoo.integrations.ddpo",
     "flow_grpo_reward_fn": "rewardzoo.integrations.flow_grpo",
+    "RewardZooPointwise": "rewardzoo.integrations.flow_factory",
+    "RewardZooGroupwise": "rewardzoo.integrations.flow_factory",
 }
 
 __all__ = sorted(_LAZY)

@@ -26,12 +26,13 @@ its default ``cuda`` means this rank's device (``accelerator.device``), or the C
 model card says it runs on the CPU only. ``batch_size`` is the spec's. ``weight``, ``async_reward`` and
 ``num_workers`` stay with Flow-Factory, which weighs, batches and threads the calls.
 
-A call goes through a one-spec :class:`~rewardzoo.processor.RewardProcessor`, so media are converted,
-inputs checked and scores validated as everywhere in rewardzoo, and errors are rewardzoo's. Media arrive
-as Flow-Factory's tensors (``use_tensor_inputs = True``), converted once, by rewardzoo, to what the reward
-declares. Scores return as ``RewardModelOutput.rewards`` (float32) with the reward's extras (e.g.
-``jpeg_kb``) in ``extra_info``. All adapters of a process share one :class:`~rewardzoo.loader.RewardLoader`,
-so each model is built once (a ``group_rank`` over ``pickscore`` and a ``pickscore`` entry share PickScore).
+A call goes through a one-spec :class:`~rewardzoo.processor.RewardProcessor`, so media are converted, inputs
+checked and scores validated as everywhere in rewardzoo, and errors are rewardzoo's. Media arrive as
+Flow-Factory's tensors (``use_tensor_inputs = True``), converted once, by rewardzoo, to what the reward
+declares. Scores return as ``RewardModelOutput.rewards`` (float32) with the reward's extras (e.g. ``jpeg_kb``)
+in ``extra_info`` (for direct calls: Flow-Factory's own processor keeps only the rewards). All adapters of a
+process share one :class:`~rewardzoo.loader.RewardLoader`, so each model is built once (a ``group_rank``
+over ``pickscore`` and a ``pickscore`` entry share PickScore).
 
 Importing this module imports Flow-Factory; ``import rewardzoo`` does not.
 """
