@@ -411,3 +411,13 @@ def test_trl_column_of_the_wrong_length_is_named():
     funcs, _ = trl_reward_funcs({"rewards": [{"name": "len", "reward_model": path(PromptLength)}]})
     with pytest.raises(InputError, match=r"field 'dataset'.*column 'dataset' has 1 values for 2 completions"):
         funcs[0](prompts=["a", "b"], completions=["x", "y"], dataset=["d"])
+
+
+def test_a_cpu_only_base_under_a_wrapper_on_cuda_stays_on_the_cpu(monkeypatch):
+    import rewardzoo.loader
+
+    # pretend this machine has a GPU: auto resolves to cuda:0 and cuda:0 exists
+    monkeypatch.setattr(rewardzoo.loader, "resolve_device", lambda d: "cuda:0" if d in ("auto", "cuda") else d)
+    monkeypatch.setattr(rewardzoo.loader, "check_device", lambda d: d)
+    proc = RewardProcessor([{"name": "rank", "reward_model": "group_rank", "kwargs": {"base": "jpeg_incompressibility"}}])
+    assert proc.rewards["rank"].device == "cuda:0" and proc.rewards["rank"].base.device == "cpu"
