@@ -84,7 +84,7 @@ class RewardLoader:
                     kwargs[param] = self.load(inner_spec)
                 except RegistryError as exc:  # name the entry the user wrote, not the inner one
                     raise exc.in_entry(spec.name, f"kwargs.{param}") from exc.__cause__
-            instance = cls(model_path=spec.model_path, device=spec.device, dtype=spec.dtype, **kwargs)
+            instance = cls(model_path=spec.model_path, device=device, dtype=spec.dtype, **kwargs)
         except ConfigError as exc:
             if exc.entry is not None:
                 raise
