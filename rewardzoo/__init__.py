@@ -26,6 +26,7 @@ _LAZY = {
     "RewardProcessor": "rewardzoo.processor",
     "RewardResult": "rewardzoo.engine",
     "load_reward": "rewardzoo.api",
+    "differentiable": "rewardzoo.differentiable",
     "Inputs": "rewardzoo.rewards.base",
     "RewardInfo": "rewardzoo.rewards.info",
     "AsyncRewardRunner": "rewardzoo.async_runner",

@@ -87,7 +87,8 @@ def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "reward
                       higher_is_better=get("higher_is_better", (bool,)), score_range=(lo, hi),
                       download=get("download", (bool,)), devices=tuple(devices) if devices else None,
                       license=get("license", (str,), None),
-                      reference=get("reference", (dict,), None), card=card, source=source)
+                      reference=get("reference", (dict,), None), card=card, source=source,
+                      differentiable=get("differentiable", (bool,), False))
 
 
 def info_for_class(cls: type, name: str | None = None, *, source: str = "python path") -> RewardInfo:

@@ -2,6 +2,8 @@
 
 - :mod:`~rewardzoo.integrations.trl` — TRL ``GRPOTrainer(reward_funcs=...)``: :func:`trl_reward_funcs`;
 - :mod:`~rewardzoo.integrations.ddpo` — ddpo-pytorch / AlignProp ``reward_fn``: :func:`ddpo_reward_fn`;
+- :mod:`~rewardzoo.integrations.alignprop` — AlignProp / DRaFT / ReFL differentiable ``reward_fn``:
+  :func:`alignprop_reward_fn`;
 - :mod:`~rewardzoo.integrations.flow_grpo` — flow_grpo's ``multi_score`` slot: :func:`flow_grpo_reward_fn`;
 - :mod:`~rewardzoo.integrations.flow_factory` — Flow-Factory ``reward_model:`` classes:
   :class:`RewardZooPointwise`, :class:`RewardZooGroupwise` (importing them imports Flow-Factory);
@@ -19,6 +21,7 @@ _LAZY = {
     "trl_reward_funcs": "rewardzoo.integrations.trl",
     "trl_samples": "rewardzoo.integrations.trl",
     "ddpo_reward_fn": "rewardzoo.integrations.ddpo",
+    "alignprop_reward_fn": "rewardzoo.integrations.alignprop",
     "flow_grpo_reward_fn": "rewardzoo.integrations.flow_grpo",
     "RewardZooPointwise": "rewardzoo.integrations.flow_factory",
     "RewardZooGroupwise": "rewardzoo.integrations.flow_factory",

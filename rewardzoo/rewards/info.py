@@ -12,7 +12,8 @@ from typing import Any, Mapping
 class RewardInfo:
     """One reward's record. ``download``: its weights are not shipped with a package and must be
     fetched (from a hub or a local path). ``devices``: the kinds of device it can use (``cpu``, ``cuda``,
-    ``mps``; None: any torch device). ``card``: the model card file (None for rewards without one);
+    ``mps``; None: any torch device). ``differentiable``: it has a differentiable path (``score_pixels``,
+    used by :func:`rewardzoo.differentiable`). ``card``: the model card file (None for rewards without one);
     ``source``: ``"rewardzoo"``, ``"plugin <distribution>"``, ``"user"`` or ``"python path"``."""
 
     name: str
@@ -29,6 +30,7 @@ class RewardInfo:
     reference: Mapping[str, Any] | None = None
     card: Path | None = None
     source: str = "rewardzoo"
+    differentiable: bool = False
 
     @classmethod
     def of_class(cls, reward_cls: type, name: str | None = None, *, source: str = "python path") -> "RewardInfo":

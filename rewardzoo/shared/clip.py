@@ -31,6 +31,7 @@ computed once per unique prompt within a call.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -43,7 +44,7 @@ import torch.nn.functional as F
 
 from ..errors import ConfigError, InputError
 from .device import torch_dtype
-from .image_ops import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PreprocessConfig, preprocess_images
+from .image_ops import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PreprocessConfig, preprocess_images, preprocess_pixels
 
 BACKENDS = ("auto", "open_clip", "transformers")
 
@@ -59,6 +60,8 @@ class ClipBackbone:
     - ``encode_image(pixels)``: preprocessed pixels (N, 3, S, S) -> (N, D) float32, L2-normalised;
     - ``encode_images(images, config=None)``: raw images (PIL/tensors/arrays, or one (N, C, H, W)
       tensor) -> preprocess + ``encode_image``;
+    - ``encode_pixels(pixels, config=None, gradient_checkpointing=False)``: differentiable, float
+      pixels (N, 3, H, W) in [0, 1] -> (N, D), preprocessing in float (no 8-bit rounding, autograd on);
     - ``encode_text(texts)``: list of strings -> (N, D) float32, L2-normalised (once per unique text);
     - ``preprocess(images, config=None)``: the batched tensor preprocessing on this device;
     - ``preprocess_config`` (a :class:`PreprocessConfig`), ``image_size``, ``mean``, ``std``,
@@ -110,13 +113,48 @@ class ClipBackbone:
     @torch.no_grad()
     def encode_image(self, pixels: torch.Tensor) -> torch.Tensor:
         """Preprocessed pixels (N, 3, S, S) -> L2-normalised float32 features (N, D)."""
-        pixels = pixels.to(self.device, self.dtype)
+        return self.image_features(pixels.to(self.device, self.dtype))
+
+    def image_features(self, pixels: torch.Tensor, *, keep_float64: bool = False) -> torch.Tensor:
+        """The image tower on preprocessed pixels (N, 3, S, S) -> L2-normalised float32 features (N, D)
+        (float64 ones from a float64 tower when ``keep_float64``, for gradient checks).
+
+        No ``no_grad`` here: :meth:`encode_image` runs it without gradients, :meth:`encode_pixels` with
+        them (the weights themselves are frozen, ``requires_grad=False``, so only the input gets a gradient).
+        """
         if self.backend == "open_clip":
             feats = self.model.encode_image(pixels)
         else:
             pooled = self.model.vision_model(pixel_values=pixels).pooler_output
             feats = self.model.visual_projection(pooled)
+        if keep_float64 and feats.dtype == torch.float64:
+            return F.normalize(feats, dim=-1)
         return F.normalize(feats.float(), dim=-1)
+
+    def encode_pixels(self, pixels: torch.Tensor, config: PreprocessConfig | None = None, *,
+                      gradient_checkpointing: bool = False) -> torch.Tensor:
+        """Differentiable: float pixels (N, 3, H, W) in [0, 1] -> L2-normalised float32 features (N, D).
+
+        Preprocessing in float on the pixels' device (:func:`~rewardzoo.shared.image_ops.preprocess_pixels`:
+        antialiased resize, centre crop or letterbox, normalise; no 8-bit rounding), then the image tower
+        with autograd on, in the backbone's dtype (``dtype: float64`` for gradient checks).
+        ``gradient_checkpointing``: recompute each vision transformer block in
+        the backward pass instead of keeping its activations (less memory, about one more forward).
+        """
+        x = preprocess_pixels(pixels.to(self.device), config or self.preprocess_config, dtype=self.dtype)
+        with _checkpointed(self) if gradient_checkpointing else contextlib.nullcontext():
+            return self.image_features(x, keep_float64=True)
+
+    def vision_blocks(self) -> list[torch.nn.Module]:
+        """The transformer blocks of the image tower (what gradient checkpointing recomputes)."""
+        if self.backend == "open_clip":
+            blocks = getattr(getattr(self.model.visual, "transformer", None), "resblocks", None)
+        else:
+            blocks = getattr(getattr(self.model.vision_model, "encoder", None), "layers", None)
+        if blocks is None:
+            raise ConfigError(f"gradient checkpointing: no transformer blocks found in the image tower of "
+                              f"{self.source!r}", field="kwargs")
+        return list(blocks)
 
     def encode_images(self, images: Sequence[Any] | torch.Tensor, config: PreprocessConfig | None = None, *,
                       field: str = "image", chunk_size: int | None = None) -> torch.Tensor:
@@ -189,6 +227,51 @@ class ClipBackbone:
         if proj is not None:
             return proj.shape[1]
         return getattr(self.model, "embed_dim", None) or self.model.visual.output_dim
+
+
+_CKPT_STATE = threading.local()  # the blocks this thread runs checkpointed
+_CKPT_LOCK = threading.Lock()
+_CKPT_USERS: dict[int, int] = {}  # id(block) -> number of checkpointed calls running with its wrapper installed
+
+
+def _block_forward(block: torch.nn.Module, forward: Any):
+    """A block's forward that recomputes itself in the backward pass while this thread runs it checkpointed
+    (and autograd is on); otherwise the plain forward (numerically identical either way)."""
+    from torch.utils.checkpoint import checkpoint
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if torch.is_grad_enabled() and id(block) in getattr(_CKPT_STATE, "blocks", ()):
+            return checkpoint(forward, *args, use_reentrant=False, **kwargs)
+        return forward(*args, **kwargs)
+
+    return run
+
+
+@contextlib.contextmanager
+def _checkpointed(backbone: ClipBackbone):
+    """Run ``backbone``'s vision blocks with activation checkpointing on this thread, for the duration.
+
+    The wrapper lives on the blocks only while some thread is inside this context (so a model copied or
+    saved later is the plain model); other threads and no-grad calls meanwhile run the plain forward.
+    """
+    blocks = backbone.vision_blocks()
+    with _CKPT_LOCK:
+        for block in blocks:
+            if _CKPT_USERS.get(id(block), 0) == 0:
+                block.forward = _block_forward(block, block.forward)
+            _CKPT_USERS[id(block)] = _CKPT_USERS.get(id(block), 0) + 1
+    active = getattr(_CKPT_STATE, "blocks", frozenset())
+    _CKPT_STATE.blocks = active | {id(b) for b in blocks}
+    try:
+        yield
+    finally:
+        _CKPT_STATE.blocks = active
+        with _CKPT_LOCK:
+            for block in blocks:
+                _CKPT_USERS[id(block)] -= 1
+                if _CKPT_USERS[id(block)] == 0:
+                    del _CKPT_USERS[id(block)]
+                    block.__dict__.pop("forward", None)  # back to the class's forward
 
 
 def load_clip_backbone(model_path: str | os.PathLike | None, *, backend: str = "auto",

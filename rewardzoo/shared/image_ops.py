@@ -207,3 +207,41 @@ def normalize(pixels: torch.Tensor, config: PreprocessConfig, *, dtype: torch.dt
     # one contiguous float copy, then two in-place passes (4x faster than dividing a channels-last view)
     x = pixels.to(torch.float32, memory_format=torch.contiguous_format).mul_(scale).add_(bias)
     return x if dtype == torch.float32 else x.to(dtype)
+
+
+def preprocess_pixels(pixels: torch.Tensor, config: PreprocessConfig, *, dtype: torch.dtype | None = None
+                      ) -> torch.Tensor:
+    """Differentiable preprocessing: float pixels (N, 3, H, W) in [0, 1] -> normalised (N, 3, S, S).
+
+    The same steps, in the same order, as :func:`preprocess_images` (antialiased resize with
+    :func:`resized_shape`, centre crop with the same offsets or letterbox padding with ``fill / 255``,
+    then ``(x - mean) / std``), but in floating point throughout: no 8-bit quantisation, no PIL, no
+    NumPy, no ``no_grad``, no clamping, so gradients flow back to ``pixels`` (the DRaFT/ReFL/AlignProp
+    path). Compared with :func:`preprocess_images` on the same float input the result differs only by
+    the 8-bit rounding that path applies (at most about one 8-bit level before normalisation).
+    ``dtype``: the output dtype (default: that of ``pixels``; float64 input stays float64 for
+    gradient checks). Stays on ``pixels.device``.
+    """
+    if not isinstance(pixels, torch.Tensor) or pixels.ndim != 4 or pixels.shape[1] != 3:
+        shape = tuple(pixels.shape) if isinstance(pixels, torch.Tensor) else type(pixels).__name__
+        raise InputError(f"expected float pixels of shape (N, 3, H, W) in [0, 1], got {shape}", field="image")
+    if not pixels.is_floating_point():
+        raise InputError(f"expected float pixels in [0, 1], got dtype {pixels.dtype}", field="image")
+    if 0 in pixels.shape:
+        raise InputError(f"empty image batch of shape {tuple(pixels.shape)}", field="image")
+    h, w = pixels.shape[-2:]
+    rh, rw = resized_shape(h, w, config)
+    x = pixels
+    if (rh, rw) != (h, w):
+        x = F.interpolate(x, size=(rh, rw), mode=config.interpolation, antialias=True, align_corners=False)
+    s = config.size
+    if config.resize_mode == "shortest":
+        top, left = int(round((rh - s) / 2.0)), int(round((rw - s) / 2.0))
+        x = x[..., top:top + s, left:left + s]
+    elif config.resize_mode == "longest" and (rh, rw) != (s, s):
+        pad_h, pad_w = s - rh, s - rw
+        x = F.pad(x, (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2), value=config.fill / 255.0)
+    mean = torch.tensor(config.mean, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+    std = torch.tensor(config.std, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+    x = (x - mean) / std
+    return x if dtype is None else x.to(dtype)

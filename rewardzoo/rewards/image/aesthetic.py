@@ -79,4 +79,18 @@ class LaionAesthetic(PointwiseReward):
     def __call__(self, image: Sequence[Any] | torch.Tensor, **_: Any) -> RewardOutput:
         emb = self.backbone.encode_images(image)
         with torch.no_grad():
-            return RewardOutput(self.head(emb).cpu())
+            return RewardOutput(self.formula(emb).cpu())
+
+    def score_pixels(self, pixels: torch.Tensor, *, gradient_checkpointing: bool = False, **_: Any) -> torch.Tensor:
+        """Differentiable aesthetic score of float pixels (B, 3, H, W) in [0, 1] -> (B,) (same model,
+        head and :meth:`formula` as a call; the head's weights are frozen)."""
+        emb = self.backbone.encode_pixels(pixels, gradient_checkpointing=gradient_checkpointing)
+        return self.formula(emb)
+
+    def formula(self, emb: torch.Tensor) -> torch.Tensor:
+        """The score from the L2-normalised CLIP embedding: ``head(E / ||E||)`` (the head runs in float32,
+        or float64 for a float64 embedding)."""
+        if emb.dtype != torch.float64:
+            return self.head(emb)
+        params = {k: v.double() for k, v in self.head.state_dict().items()}  # the head itself stays float32
+        return torch.func.functional_call(self.head, params, (emb,))

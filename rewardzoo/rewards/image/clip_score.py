@@ -41,8 +41,24 @@ class ClipScore(PointwiseReward):
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:
         check_pairs(image=image, prompt=prompt)
-        captions = [self.prefix + p if isinstance(p, str) else p for p in prompt]
-        text = self.backbone.encode_text(captions)
+        text = self._text(prompt)
         img = self.backbone.encode_images(image)
-        cos = (img * text).sum(dim=-1).cpu()
-        return RewardOutput(self.w * cos.clamp(min=0.0), extras={"cosine": cos})
+        score, cos = self.formula(img, text)
+        return RewardOutput(score.cpu(), extras={"cosine": cos.cpu()})
+
+    def score_pixels(self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False,
+                     **_: Any) -> torch.Tensor:
+        """Differentiable CLIPScore of float pixels (B, 3, H, W) in [0, 1] -> (B,), on the pixels' graph
+        (same model and :meth:`formula` as a call; preprocessing in float, see ``ClipBackbone.encode_pixels``)."""
+        check_pairs(image=pixels, prompt=prompt)
+        text = self._text(prompt)
+        img = self.backbone.encode_pixels(pixels, gradient_checkpointing=gradient_checkpointing)
+        return self.formula(img, text)[0]
+
+    def _text(self, prompt: Sequence[str]) -> torch.Tensor:
+        return self.backbone.encode_text([self.prefix + p if isinstance(p, str) else p for p in prompt])
+
+    def formula(self, img: torch.Tensor, text: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(score, cosine) from L2-normalised image and text features: ``w * max(cos, 0)``."""
+        cos = (img * text).sum(dim=-1)
+        return self.w * cos.clamp(min=0.0), cos

@@ -45,4 +45,18 @@ class HPSv2(PointwiseReward):
         check_pairs(image=image, prompt=prompt)
         text = self.backbone.encode_text(prompt)
         img = self.backbone.encode_images(image, self.preprocess_config)
-        return RewardOutput((img * text).sum(dim=-1).cpu())
+        return RewardOutput(self.formula(img, text).cpu())
+
+    def score_pixels(self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False,
+                     **_: Any) -> torch.Tensor:
+        """Differentiable HPSv2 of float pixels (B, 3, H, W) in [0, 1] -> (B,): letterbox in float, then
+        the same model and :meth:`formula` as a call."""
+        check_pairs(image=pixels, prompt=prompt)
+        text = self.backbone.encode_text(prompt)
+        img = self.backbone.encode_pixels(pixels, self.preprocess_config, gradient_checkpointing=gradient_checkpointing)
+        return self.formula(img, text)
+
+    @staticmethod
+    def formula(img: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
+        """The score from L2-normalised features: ``cos(image, text)``."""
+        return (img * text).sum(dim=-1)

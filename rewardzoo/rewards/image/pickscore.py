@@ -54,5 +54,18 @@ class PickScore(PointwiseReward):
         check_pairs(image=image, prompt=prompt)
         text = self.backbone.encode_text(prompt)
         img = self.backbone.encode_images(image)
-        cos = (img * text).sum(dim=-1).cpu()
-        return RewardOutput(self.scale * self.logit_scale * cos, extras={"cosine": cos})
+        score, cos = self.formula(img, text)
+        return RewardOutput(score.cpu(), extras={"cosine": cos.cpu()})
+
+    def score_pixels(self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False,
+                     **_: Any) -> torch.Tensor:
+        """Differentiable PickScore of float pixels (B, 3, H, W) in [0, 1] -> (B,) (same model and :meth:`formula`)."""
+        check_pairs(image=pixels, prompt=prompt)
+        text = self.backbone.encode_text(prompt)
+        img = self.backbone.encode_pixels(pixels, gradient_checkpointing=gradient_checkpointing)
+        return self.formula(img, text)[0]
+
+    def formula(self, img: torch.Tensor, text: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(score, cosine) from L2-normalised features: ``scale * exp(logit_scale) * cos``."""
+        cos = (img * text).sum(dim=-1)
+        return self.scale * self.logit_scale * cos, cos

@@ -99,12 +99,53 @@ class FrameAverage(PointwiseReward):
                 extras.setdefault(key, []).append(val)
         per_frame = np.concatenate(scores)
         bounds = np.cumsum([0] + counts)
-        mean = [float(per_frame[a:b].mean()) for a, b in zip(bounds[:-1], bounds[1:])]
+        mean = [float(self.formula(per_frame[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
         extra_means = {}
         for key, parts in extras.items():
             vals = np.concatenate(parts)
             extra_means[key] = [float(vals[a:b].mean()) for a, b in zip(bounds[:-1], bounds[1:])]
         return RewardOutput(mean, extras=extra_means)
+
+
+    @staticmethod
+    def formula(frame_scores: Any, axis: int = -1) -> Any:
+        """The video's score from its frames' scores: their mean (NumPy arrays or tensors)."""
+        return frame_scores.mean(axis) if isinstance(frame_scores, np.ndarray) else frame_scores.mean(dim=axis)
+
+    def score_pixels(self, pixels: torch.Tensor, gradient_checkpointing: bool = False,
+                     **fields: Sequence[Any]) -> torch.Tensor:
+        """Differentiable score of float videos (B, T, 3, H, W) in [0, 1] -> (B,).
+
+        ``num_frames`` frames are sampled uniformly as in a call (indices of
+        :func:`rewardzoo.shared.video.sample_indices`), every frame of every video goes to the image
+        reward's ``score_pixels`` in chunks of ``frame_batch_size`` (the other fields, e.g. ``prompt``,
+        repeated per frame), and :meth:`formula` averages them per video.
+        """
+        from ...shared.video import sample_indices
+
+        if not isinstance(pixels, torch.Tensor) or pixels.ndim != 5:
+            shape = tuple(pixels.shape) if isinstance(pixels, torch.Tensor) else type(pixels).__name__
+            raise InputError(f"expected float videos of shape (B, T, 3, H, W) in [0, 1], got {shape}", field="video")
+        b, t = pixels.shape[:2]
+        wanted = [f for f in self.inputs.fields if f != "video"]
+        for name in wanted:
+            if name not in fields or len(fields[name]) != b:
+                got = len(fields[name]) if name in fields else 0
+                raise InputError(f"{b} video but {got} {name} entries; one {name} per video", field=name)
+        keep = sample_indices(int(t), self.num_frames)
+        if len(keep) != t:
+            pixels = pixels[:, torch.tensor(keep, device=pixels.device)]
+        k = pixels.shape[1]
+        frames = pixels.reshape(b * k, *pixels.shape[2:])
+        flat_fields = {name: [fields[name][i] for i in range(b) for _ in range(k)] for name in wanted}
+        parts = []
+        for start in range(0, b * k, self.frame_batch_size):
+            stop = start + self.frame_batch_size
+            chunk = {name: values[start:stop] for name, values in flat_fields.items()}
+            parts.append(self.image_reward.score_pixels(frames[start:stop], gradient_checkpointing=gradient_checkpointing,
+                                                        **chunk))
+        per_frame = parts[0] if len(parts) == 1 else torch.cat(parts)
+        return self.formula(per_frame.reshape(b, k))
 
 
 def _culprit(frames: Sequence[Any], exc: InputError) -> tuple[int | None, InputError]:

@@ -1,0 +1,90 @@
+"""The AlignProp-protocol adapter (differentiable ``reward_fn(images, prompts, metadata) -> (rewards, {})``) and
+the DRaFT-K example that trains a tiny generator on a differentiable reward."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("open_clip")
+
+from rewardzoo import differentiable
+from rewardzoo.errors import ConfigError, InputError
+from rewardzoo.integrations import alignprop_reward_fn
+from rewardzoo.testing import aesthetic_head_file, tiny_open_clip_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+PROMPTS = ["a red cube", "a dog", "two cats", "the sea"]
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    root = tmp_path_factory.mktemp("alignprop")
+    clip = tiny_open_clip_dir(root / "clip", seed=0)
+    head = aesthetic_head_file(root / "head.pth", seed=7)
+    return {"rewards": [
+        {"name": "clip_score", "model_path": str(clip), "device": "cpu", "kwargs": {"prefix": ""}, "weight": 1.0},
+        {"name": "laion_aesthetic", "model_path": str(head), "device": "cpu", "kwargs": {"clip_model": str(clip)},
+         "weight": {"t2i": 0.5}, "applicable_datasets": ["t2i"]}]}
+
+
+def _images(seed: int = 0) -> torch.Tensor:
+    return torch.rand(4, 3, 48, 56, generator=torch.Generator().manual_seed(seed))
+
+
+def test_rewards_are_a_differentiable_tensor_and_the_reward_model_stays_frozen(config):
+    reward_fn = alignprop_reward_fn(config)
+    images = _images().requires_grad_(True)
+    rewards, meta = reward_fn(images, PROMPTS, [{}] * 4)
+    assert meta == {} and rewards.shape == (4,) and rewards.requires_grad
+    (-rewards.mean()).backward()
+    assert torch.isfinite(images.grad).all() and images.grad.abs().sum() > 0
+    f = reward_fn.differentiable
+    assert set(f.last) == {"clip_score", "laion_aesthetic"}
+    for reward in f.rewards.values():
+        assert all(p.grad is None for p in reward.backbone.model.parameters())
+    assert all(p.grad is None for p in f.rewards["laion_aesthetic"].head.parameters())
+
+
+def test_same_total_as_differentiable_and_dataset_routing(config):
+    images = _images(1)
+    meta = [{"dataset": "t2i"}, {"dataset": "other"}, {"dataset": "t2i"}, {"dataset": "other"}]
+    rewards, _ = alignprop_reward_fn(config, dataset_key="dataset")(images, PROMPTS, meta)
+    total, parts = differentiable(config)(images, PROMPTS, dataset=[m["dataset"] for m in meta], return_parts=True)
+    torch.testing.assert_close(rewards, total)
+    w = torch.tensor([0.5, 0.0, 0.5, 0.0])
+    torch.testing.assert_close(total, parts["clip_score"] + w * parts["laion_aesthetic"])
+    with pytest.raises(InputError, match="dataset_key"):
+        alignprop_reward_fn(config, dataset_key="dataset")(images, PROMPTS, [{}] * 4)
+
+
+def test_signed_input_range_maps_vae_output_like_alignprop(config):
+    unit = _images(2)
+    signed = unit * 2 - 1  # what a VAE decode gives; AlignProp's loss functions map it with x / 2 + 0.5
+    a, _ = alignprop_reward_fn(config)(unit, PROMPTS, None)
+    b, _ = alignprop_reward_fn(config, input_range="signed")(signed, PROMPTS, None)
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ConfigError, match="input_range"):
+        alignprop_reward_fn(config, input_range="0-255")
+
+
+def test_a_non_differentiable_reward_is_refused_by_name():
+    with pytest.raises(ConfigError, match="jpeg_incompressibility.*not differentiable"):
+        alignprop_reward_fn({"rewards": [{"name": "jpeg_incompressibility"}]})
+
+
+def test_draft_example_raises_the_reward():
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "draft_tiny.py"), "--steps", "30"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = re.search(r"reward ([0-9.]+) -> ([0-9.]+) in 30 steps \(reward model frozen: True\)", proc.stdout)
+    assert found, proc.stdout[-2000:]
+    first, last = map(float, found.groups())
+    assert last > first * 1.2, (first, last)
