@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
+from .report import add_report_arguments
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,7 +54,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="score a manifest although some samples' dataset matches no reward (their total is null; "
                         "their count goes to stderr)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--report", metavar="HTML", help="also write an HTML report of the scores (see `rewardzoo report`)")
     p.set_defaults(func=cmd_score)
+
+    add_report_arguments(sub.add_parser("report", help="write a self-contained HTML report of a score file"))
 
     p = sub.add_parser("demo", help="score generated example media with every reward that needs no download")
     p.set_defaults(func=cmd_demo)
@@ -114,6 +118,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     source = _config_source(args.config)
     out = check_output_path(Path(args.out), inputs={"--input": Path(args.input),
                                                     **({"the config": Path(source)} if _is_path(source) else {})})
+    report = None
+    if args.report:
+        report = check_output_path(Path(args.report), inputs={"--input": Path(args.input), "--out": out})
+        if report.resolve() == out.resolve():
+            raise RewardZooError(f"--report '{report}' is --out; write the report to another file")
     specs = load_config(source).specs(args.split)
     try:
         samples, lines = read_manifest(args.input)
@@ -140,6 +149,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     if show:
         print(file=sys.stderr)
     _write_atomically(out, records)
+    if report is not None:
+        from .report import build_report
+
+        build_report(out, manifest=args.input, config=args.config, out=report)
     return 0
 
 
@@ -216,6 +229,9 @@ def group_preserving_chunks(samples, size: int) -> list[list[int]]:
 def _write_atomically(path: Path, records: list) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make the scores private; write them like any file
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for record in records:

@@ -271,9 +271,9 @@ def build_fields(name: str, reward: Reward, indices: Sequence[int], cache: Conve
     fields: dict[str, list] = {}
     for fld in reward.inputs.fields:
         values = [cache.get(i, fld, reward, name) for i in indices]
-        if fld == "audio":
-            fields["audio"] = [v[0] for v in values]
-            fields["audio_sample_rate"] = [v[1] for v in values]
+        if fld in ("audio", "condition_audio"):
+            fields[fld] = [v[0] for v in values]
+            fields[f"{fld}_sample_rate"] = [v[1] for v in values]
         else:
             fields[fld] = values
     return fields

@@ -10,7 +10,7 @@ from .errors import InputError
 from .shared.files import decode_utf8, regular_file
 from .sample import Sample
 
-MEDIA_FIELDS = ("image", "video", "audio")
+MEDIA_FIELDS = ("image", "video", "audio", "condition_audio")
 MEDIA_LIST_FIELDS = ("condition_images", "condition_videos")
 
 

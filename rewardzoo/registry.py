@@ -39,7 +39,8 @@ CARD_FACTS = ("modality", "higher_is_better", "score_range", "extra")
 EXTRA_MODULES: dict[str, tuple[str, ...]] = dict(
     image=("torch", "torchvision", "open_clip", "transformers"),
     video=("torch", "torchvision", "transformers", "open_clip", "av"),
-    audio=("torch", "torchaudio", "soundfile", "onnxruntime", "speechmos", "scipy", "transformers"),
+    audio=("torch", "torchaudio", "soundfile", "onnxruntime", "speechmos", "scipy", "transformers", "jiwer",
+           "silero_vad", "pesq", "pystoi"),
     text=("torch", "transformers"),
 )
 

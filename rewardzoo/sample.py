@@ -15,7 +15,9 @@ class Sample:
     Media fields accept a file path, PIL images, NumPy arrays or tensors (see ``rewardzoo.shared``):
     ``image``; ``video`` (path, list of frames, (T, H, W, C) array or (T, C, H, W) tensor); ``audio``
     (path, or array/tensor with ``audio_sample_rate``); ``condition_images`` / ``condition_videos``
-    (lists). ``metadata`` is a mapping or a JSON string; rewards receive it as a JSON string.
+    (lists); ``condition_audio``: one reference clip (path, or array/tensor with
+    ``condition_audio_sample_rate``, its own rate: a file's rate is read from the file) for
+    reference-based audio rewards (speaker similarity, SI-SDR, PESQ, STOI). ``metadata`` is a mapping or a JSON string; rewards receive it as a JSON string.
     ``group_id`` is an int or str (never a float); ``dataset`` routes the sample to rewards.
     """
 
@@ -27,6 +29,8 @@ class Sample:
     audio_sample_rate: int | None = None
     condition_images: list | None = None
     condition_videos: list | None = None
+    condition_audio: Any = None
+    condition_audio_sample_rate: int | None = None
     dataset: str | None = None
     group_id: int | str | None = None
     metadata: Any = None

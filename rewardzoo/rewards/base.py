@@ -6,7 +6,8 @@ A **groupwise** reward receives one complete group per call (all samples sharing
 ``batch_size`` does not shape that call.
 
 Calls are keyword-only: the engine passes exactly the fields a reward's :class:`Inputs` declare,
-each as a list with one entry per input (``audio`` also brings ``audio_sample_rate``), converted
+each as a list with one entry per input (``audio`` also brings ``audio_sample_rate``,
+``condition_audio`` brings ``condition_audio_sample_rate``), converted
 to the form the declaration asks for. A call returns one finite score per input, in input order,
 within the reward's declared ``score_range``: a :class:`RewardOutput`, a sequence of numbers, a
 NumPy array or a 1-D tensor. Applicability is the engine's business; a reward never returns NaN for
@@ -34,7 +35,7 @@ from .info import RewardInfo
 
 #: Fields a reward may declare in its :class:`Inputs`.
 KNOWN_FIELDS = ("prompt", "completion", "image", "video", "audio", "condition_images",
-                "condition_videos", "metadata", "dataset", "group_id")
+                "condition_videos", "condition_audio", "metadata", "dataset", "group_id")
 IMAGE_FORMS = ("pil", "float", "uint8")
 FRAME_FORMS = ("pil", "float")
 AUDIO_FORMS = ("numpy", "tensor")
@@ -53,8 +54,8 @@ class Inputs:
     - ``frames``: ``video`` and each of ``condition_videos`` as ``"pil"`` (list of RGB PIL frames)
       or ``"float"`` (tensor (T, 3, H, W) in [0, 1]); ``num_frames`` frames sampled uniformly
       (None = all).
-    - ``audio``: float32 (channels, time) as ``"numpy"`` or ``"tensor"``, resampled to
-      ``sample_rate`` (None = as given), mixed down when ``mono``.
+    - ``audio``: ``audio`` and ``condition_audio`` (one reference clip) as float32 (channels, time),
+      ``"numpy"`` or ``"tensor"``, resampled to ``sample_rate`` (None = as given), mixed down when ``mono``.
     - limits, for rewards whose cost grows with the input (checked before the call, and for files
       before they are decoded; None = no limit; a config entry's ``limits:`` overrides them):
       ``max_seconds`` of audio (default an hour), ``max_frames`` a video may bring after sampling
@@ -103,7 +104,7 @@ class Inputs:
             return (fld, self.images, self.max_pixels)
         if fld in ("video", "condition_videos"):
             return (fld, self.frames, self.num_frames, self.max_frames, self.max_pixels)
-        if fld == "audio":
+        if fld in ("audio", "condition_audio"):
             return (fld, self.audio, self.sample_rate, self.mono, self.max_seconds)
         return (fld, self)
 

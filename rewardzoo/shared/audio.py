@@ -145,7 +145,8 @@ def resample(audio: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
     from torchaudio.functional import resample as ta_resample
 
     with torch.inference_mode():
-        out = ta_resample(torch.from_numpy(audio), rate, target_rate)
+        source = audio if audio.flags.writeable else audio.copy()  # a read-only view (a reward's input)
+        out = ta_resample(torch.from_numpy(source), rate, target_rate)
     if out.shape[-1] == 0:
         raise InputError(f"audio of {audio.shape[-1]} samples at {rate} Hz is empty after resampling to "
                          f"{target_rate} Hz")
@@ -176,25 +177,29 @@ def prepare_audio(value: Any, sample_rate: Any = None, target_rate: int | None =
 
 
 def prepare_clips(audio: Any, audio_sample_rate: Any = None, target_rate: int | None = None,
-                  mono: bool = True) -> tuple[list[np.ndarray], list[int]]:
+                  mono: bool = True, field: str = "audio") -> tuple[list[np.ndarray], list[int]]:
     """A reward call's ``audio`` / ``audio_sample_rate`` lists -> float32 NumPy clips ``(channels, time)`` and rates.
 
     Inside the processor the clips are already converted and this is a cheap check (no resampling);
     a reward called directly gets the same conversion as through the processor. An unusable clip
-    raises :class:`InputError` with ``field='audio'`` and the clip's index as ``sample``.
+    raises :class:`InputError` with ``field`` (``'audio'``, or ``'condition_audio'`` for reference
+    clips, whose rates are ``condition_audio_sample_rate``) and the clip's index as ``sample``; a
+    missing clip (None) is an InputError too.
     """
     if isinstance(audio, (str, os.PathLike, np.ndarray)) or is_tensor(audio):
-        raise InputError("audio must be a list with one clip per input", field="audio")
+        raise InputError(f"{field} must be a list with one clip per input", field=field)
     audio = list(audio)
     rates = [None] * len(audio) if audio_sample_rate is None else list(audio_sample_rate)
     if len(rates) != len(audio):
-        raise InputError(f"got {len(audio)} audio clips but {len(rates)} sample rates", field="audio_sample_rate")
+        raise InputError(f"got {len(audio)} {field} clips but {len(rates)} sample rates", field=f"{field}_sample_rate")
     clips, out_rates = [], []
     for i, (value, rate) in enumerate(zip(audio, rates)):
+        if value is None:
+            raise InputError(f"missing {field} (no clip given for this sample)", field=field, sample=i)
         try:
             clip, rate = prepare_audio(value, rate, target_rate=target_rate, mono=mono)
         except InputError as exc:
-            raise exc.located(field="audio", sample=i) from None
+            raise exc.located(field=field, sample=i) from None
         clips.append(clip)
         out_rates.append(rate)
     return clips, out_rates

@@ -64,6 +64,20 @@ def _audio(value: Any, sample, wants: Inputs):
                          mono=wants.mono, as_tensor=wants.audio == "tensor", max_seconds=wants.max_seconds)
 
 
+def _condition_audio(value: Any, sample, wants: Inputs):
+    """The reference clip, converted exactly like ``audio`` (same rate, mixdown, form and limit);
+    an array's rate is ``condition_audio_sample_rate``."""
+    from .audio import prepare_audio
+
+    try:
+        return prepare_audio(value, sample_rate=getattr(sample, "condition_audio_sample_rate", None),
+                             target_rate=wants.sample_rate, mono=wants.mono, as_tensor=wants.audio == "tensor",
+                             max_seconds=wants.max_seconds)
+    except InputError as exc:
+        raise InputError(exc.message.replace("audio_sample_rate", "condition_audio_sample_rate")
+                         .replace("audio ", "condition audio ", 1)) from None
+
+
 def _nested(convert: Callable) -> Callable:
     def inner(value: Any, sample, wants: Inputs) -> list:
         items = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -85,6 +99,7 @@ CONVERTERS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "image": _image,
     "video": _video,
     "audio": _audio,  # returns (array, sample_rate); the processor splits it into audio + audio_sample_rate
+    "condition_audio": _condition_audio,  # (array, rate), split like audio
     "condition_images": _nested(_image),
     "condition_videos": _nested(_video),
     "dataset": _passthrough,

@@ -1,0 +1,153 @@
+"""Reading the JSONL that ``rewardzoo score`` writes into NumPy columns, refusing anything else."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..shared.files import regular_file
+from .errors import ScoreFileError
+
+#: The keys of one score line; ``id`` is optional and matches rows in compare mode.
+REQUIRED_KEYS = ("rewards", "total", "applied")
+OPTIONAL_KEYS = ("id",)
+
+
+@dataclass
+class ScoreTable:
+    """One score file as columns. ``values[name]``: float64, NaN where the score is null; ``applied[name]``:
+    whether the row lists ``name`` as applied; ``lines``: each row's 1-based line in the file (blank lines
+    are skipped); ``ids``: the rows' ``id`` fields when every row has one, else None."""
+
+    path: Path
+    names: list[str]
+    values: dict[str, np.ndarray]
+    applied: dict[str, np.ndarray]
+    total: np.ndarray
+    lines: np.ndarray
+    ids: list | None
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+
+def read_scores(path: str | os.PathLike) -> ScoreTable:
+    """Read and check a score file; :class:`ScoreFileError` names the file and line of the first problem."""
+    path = regular_file(path, "score", _error_at(path))
+    names: list[str] | None = None
+    columns: list[list[float]] = []
+    applied_rows: list[list[int]] = []
+    totals: list[float] = []
+    lines: list[int] = []
+    ids: list = []
+    offset = 0
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ScoreFileError(f"is not UTF-8 text: byte {offset + exc.start} is 0x{raw[exc.start]:02x}; "
+                                     "save it as UTF-8", path=path, line=lineno) from None
+            offset += len(raw)
+            if not text.strip():
+                continue
+            row = _parse_line(text, path, lineno)
+            rewards = row["rewards"]
+            if names is None:
+                names = list(rewards)
+                index = {n: i for i, n in enumerate(names)}
+                columns = [[] for _ in names]
+            elif len(rewards) != len(names) or any(n not in index for n in rewards):
+                raise ScoreFileError(f"its rewards ({_names(rewards)}) differ from the first row's ({_names(names)}); "
+                                     "a score file holds the output of one config", path=path, line=lineno)
+            for name, value in rewards.items():
+                columns[index[name]].append(_number(value, f"rewards.{name}", path, lineno))
+            totals.append(_number(row["total"], "total", path, lineno))
+            applied_rows.append(_applied(row["applied"], index, path, lineno))
+            if "id" in row:
+                ids.append(_id(row["id"], path, lineno))
+            lines.append(lineno)
+    if names is None:
+        raise ScoreFileError("is empty; `rewardzoo score` writes one line per manifest line", path=path)
+    if ids and len(ids) != len(lines):
+        raise ScoreFileError(f"{len(ids)} of its {len(lines)} rows have an 'id'; give every row one or none",
+                             path=path)
+    n = len(lines)
+    applied = {name: np.zeros(n, bool) for name in names}
+    for row_index, members in enumerate(applied_rows):
+        for k in members:
+            applied[names[k]][row_index] = True
+    return ScoreTable(path=path, names=names, values={n: np.asarray(c, np.float64) for n, c in zip(names, columns)},
+                      applied=applied, total=np.asarray(totals, np.float64), lines=np.asarray(lines, np.int64),
+                      ids=ids or None)
+
+
+def _error_at(path: str | os.PathLike):
+    """A ScoreFileError factory for :func:`regular_file`, whose messages already name the file."""
+    def make(message: str) -> ScoreFileError:
+        err = ScoreFileError(message, path=path)
+        InputError.__init__(err, message)
+        return err
+    return make
+
+
+def _parse_line(text: str, path: Path, lineno: int) -> dict:
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScoreFileError(f"not valid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno) from None
+    if not isinstance(row, dict):
+        raise ScoreFileError(f"each line must be a JSON object, got {type(row).__name__}", path=path, line=lineno)
+    missing = [k for k in REQUIRED_KEYS if k not in row]
+    if missing:
+        hint = (" — this looks like a manifest; pass the file `rewardzoo score -o` wrote"
+                if {"prompt", "image", "video", "audio", "completion"} & set(row) else "")
+        raise ScoreFileError(f"has no {', '.join(repr(k) for k in missing)} "
+                             f"(keys: {_names(row) or 'none'}), so it is not a rewardzoo score line{hint}",
+                             path=path, line=lineno)
+    unknown = [k for k in row if k not in REQUIRED_KEYS + OPTIONAL_KEYS]
+    if unknown:
+        raise ScoreFileError(f"unknown key(s) {_names(unknown)}; a score line has rewards, total, applied "
+                             "(and optionally id)", path=path, line=lineno)
+    if not isinstance(row["rewards"], dict) or not row["rewards"]:
+        raise ScoreFileError("'rewards' must be a non-empty object {name: number or null}", path=path, line=lineno)
+    return row
+
+
+def _number(value: object, field: str, path: Path, lineno: int) -> float:
+    if value is None:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScoreFileError(f"'{field}' must be a number or null, got {type(value).__name__} {value!r:.40}",
+                             path=path, line=lineno)
+    value = float(value)
+    if not math.isfinite(value):
+        raise ScoreFileError(f"'{field}' is {value}; rewardzoo writes finite numbers or null", path=path, line=lineno)
+    return value
+
+
+def _applied(value: object, index: dict[str, int], path: Path, lineno: int) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ScoreFileError("'applied' must be a list of reward names", path=path, line=lineno)
+    unknown = [v for v in value if v not in index]
+    if unknown:
+        raise ScoreFileError(f"'applied' names {_names(unknown)}, which are not among its rewards",
+                             path=path, line=lineno)
+    return [index[v] for v in value]
+
+
+def _id(value: object, path: Path, lineno: int) -> int | str:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ScoreFileError(f"'id' must be a string or an integer, got {type(value).__name__}", path=path, line=lineno)
+    return value
+
+
+def _names(items) -> str:
+    items = list(items)
+    return ", ".join(repr(str(i)) for i in items[:8]) + (f" and {len(items) - 8} more" if len(items) > 8 else "")

@@ -1,0 +1,204 @@
+"""ASR accuracy rewards: transcribe with a transformers ASR model, ``score = 1 - min(WER, 1)`` (or CER).
+
+The target text is the sample's ``prompt`` (TTS: the text that was to be spoken) or, with
+``text_key``, a key of its ``metadata``. Both the target and the transcript are normalised before
+scoring: with Whisper's ``EnglishTextNormalizer`` (the checkpoint's spelling mapping) when the model is
+a Whisper model and ``normalizer: auto``, else with transformers' ``BasicTextNormalizer`` (lower case,
+bracketed text removed, punctuation and symbols to spaces, whitespace collapsed). WER and CER are
+computed per sample by ``jiwer`` (``jiwer.wer`` / ``jiwer.cer``), then clipped at 1.
+
+Models: Whisper (``WhisperForConditionalGeneration`` + ``WhisperProcessor``; batched ``generate``,
+greedy, short form: up to 30 s), any other seq2seq ASR checkpoint (``AutoModelForSpeechSeq2Seq`` +
+``AutoProcessor``) and CTC checkpoints (``AutoModelForCTC``: greedy argmax, ``batch_decode``). Audio
+is mixed to mono and resampled to the processor's rate.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ...errors import ConfigError, InputError
+from ...shared.audio import prepare_clips
+from ..base import Inputs, PointwiseReward, RewardOutput
+
+DEFAULT_MODEL = "openai/whisper-large-v3-turbo"
+METRICS = ("wer", "cer")
+NORMALIZERS = ("auto", "whisper", "basic", "none")
+#: Shortest clip transcribed (seconds); shorter is an InputError.
+MIN_SECONDS = 0.1
+#: A clip whose peak |sample| is below this counts as silence: its transcript is "" without running the
+#: model (Whisper hallucinates text on silence).
+SILENCE_PEAK = 1e-5
+
+
+def error_rate(reference: str, hypothesis: str, metric: str) -> float:
+    """jiwer's WER or CER of one normalised pair (jiwer's own definition, also for empty strings)."""
+    import jiwer
+
+    return float(jiwer.wer(reference, hypothesis) if metric == "wer" else jiwer.cer(reference, hypothesis))
+
+
+def accuracy(reference: str, hypothesis: str, metric: str) -> float:
+    """``1 - min(rate, 1)`` for normalised texts. An empty reference follows jiwer: its rate is the number
+    of hypothesised words (characters for CER), so it scores 1 when the hypothesis is empty too, else 0."""
+    return 1.0 - min(error_rate(reference, hypothesis, metric), 1.0)
+
+
+class ASRAccuracy(PointwiseReward):
+    """Score = ``1 - min(WER, 1)`` (``metric: wer``) or ``1 - min(CER, 1)`` (``metric: cer``) between the
+    normalised transcript of ``audio`` and the normalised target text.
+
+    ``model_path``: a Whisper, other seq2seq or CTC ASR checkpoint (hub id or local dir); default
+    ``openai/whisper-large-v3-turbo``. Inputs: ``audio`` (mono, resampled to the processor's rate, at
+    least 0.1 s; Whisper up to 30 s) and ``prompt`` (or ``metadata`` with ``text_key``). Options:
+    ``metric``, ``text_key``, ``normalizer`` (auto | whisper | basic | none), ``language`` and ``task``
+    (Whisper), ``max_new_tokens``. Range [0, 1]. Extra: ``error_rate`` (jiwer's, unclipped; for an empty
+    reference the count of hypothesised words or characters). The transcripts are kept on ``self.last_transcripts`` (extras are
+    numeric) and returned by :meth:`transcribe`.
+    """
+
+    inputs = Inputs(("audio", "prompt"), sample_rate=16000, max_seconds=30.0)
+    metric_default = "wer"
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 metric: str | None = None, text_key: str | None = None, normalizer: str = "auto",
+                 language: str | None = None, task: str | None = None, max_new_tokens: int = 128) -> None:
+        super().__init__(model_path, device, dtype)
+        metric = metric or self.metric_default
+        if metric not in METRICS:
+            raise ConfigError(f"ASR metric must be 'wer' or 'cer', got {metric!r}", field="kwargs")
+        if normalizer not in NORMALIZERS:
+            raise ConfigError(f"ASR normalizer must be one of {', '.join(NORMALIZERS)}, got {normalizer!r}",
+                              field="kwargs")
+        if text_key is not None and (not isinstance(text_key, str) or not text_key):
+            raise ConfigError(f"ASR text_key must be a metadata key (string), got {text_key!r}", field="kwargs")
+        from transformers import AutoConfig, AutoProcessor
+
+        path = model_path or DEFAULT_MODEL
+        self.metric, self.text_key, self.language, self.task = metric, text_key, language, task
+        self.max_new_tokens = int(max_new_tokens)
+        config = AutoConfig.from_pretrained(path)
+        self.is_whisper = config.model_type == "whisper"
+        self.processor = AutoProcessor.from_pretrained(path)
+        if self.is_whisper:
+            from transformers import WhisperForConditionalGeneration as model_cls
+            self.ctc = False
+        elif getattr(config, "architectures", None) and any("CTC" in a for a in config.architectures):
+            from transformers import AutoModelForCTC as model_cls
+            self.ctc = True
+        else:
+            from transformers import AutoModelForSpeechSeq2Seq as model_cls
+            self.ctc = False
+        self.model = model_cls.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
+        self.sample_rate = int(self.processor.feature_extractor.sampling_rate)
+        fields = ("audio", "metadata") if text_key else ("audio", "prompt")
+        self.inputs = replace(self.inputs, fields=fields, sample_rate=self.sample_rate,
+                              max_seconds=30.0 if self.is_whisper else 600.0)
+        self.normalize = self._normalizer(normalizer)
+        self.last_transcripts: list[str] = []
+
+    def _normalizer(self, name: str):
+        from transformers.models.whisper.english_normalizer import (
+            BasicTextNormalizer,
+            EnglishTextNormalizer,
+        )
+
+        if name == "none":
+            return lambda text: text
+        if name == "whisper" or (name == "auto" and self.is_whisper):
+            tokenizer = getattr(self.processor, "tokenizer", None)
+            return EnglishTextNormalizer(getattr(tokenizer, "english_spelling_normalizer", None) or {})
+        return BasicTextNormalizer()
+
+    def transcribe(self, clips: Sequence[np.ndarray]) -> list[str]:
+        """Raw transcripts of mono clips ``(time,)`` at the processor's rate, in one batch."""
+        if not clips:
+            return []
+        padding = {} if self.is_whisper else {"padding": True}  # Whisper pads every clip to 30 s itself
+        feats = self.processor(list(clips), sampling_rate=self.sample_rate, return_tensors="pt", **padding)
+        with torch.inference_mode():
+            if self.ctc:
+                values = feats["input_values"].to(self.device, self.dtype)
+                mask = feats.get("attention_mask")
+                kwargs = {} if mask is None else {"attention_mask": mask.to(self.device)}
+                ids = self.model(input_values=values, **kwargs).logits.argmax(dim=-1).cpu()
+                lengths = [c.shape[0] for c in clips]
+                frames = self.model._get_feat_extract_output_lengths(torch.tensor(lengths)).tolist()
+                # each clip's own frames only: the padded tail of a shorter clip would add letters
+                return [self.processor.decode(row[:n], skip_special_tokens=True) for row, n in zip(ids, frames)]
+            inputs = feats["input_features"].to(self.device, self.dtype)
+            options: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": False, "num_beams": 1}
+            if self.is_whisper:
+                if self.language:
+                    options["language"] = self.language
+                if self.task:
+                    options["task"] = self.task
+            ids = self.model.generate(inputs, **options)
+        return list(self.processor.batch_decode(ids.cpu(), skip_special_tokens=True))
+
+    def _targets(self, prompt: Sequence[Any] | None, metadata: Sequence[Any] | None, n: int) -> list[str]:
+        if self.text_key is None:
+            if prompt is None or len(prompt) != n:
+                raise InputError("needs one target text per clip in prompt", field="prompt")
+            out = []
+            for i, text in enumerate(prompt):
+                if not isinstance(text, str):
+                    raise InputError(f"target text must be a string, got {type(text).__name__}", field="prompt",
+                                     sample=i)
+                out.append(text)
+            return out
+        if metadata is None or len(metadata) != n:
+            raise InputError(f"needs metadata with '{self.text_key}' for every clip", field="metadata")
+        out = []
+        for i, meta in enumerate(metadata):
+            data = json.loads(meta) if isinstance(meta, str) else meta
+            text = data.get(self.text_key) if isinstance(data, dict) else None
+            if not isinstance(text, str):
+                raise InputError(f"metadata has no string '{self.text_key}' (the target text)", field="metadata",
+                                 sample=i)
+            out.append(text)
+        return out
+
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
+                 prompt: Sequence[Any] | None = None, metadata: Sequence[Any] | None = None,
+                 **_: Any) -> RewardOutput:
+        clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=self.sample_rate, mono=True)
+        targets = self._targets(prompt, metadata, len(clips))
+        limit = self.inputs.max_seconds
+        voiced = []
+        for i, clip in enumerate(clips):
+            seconds = clip.shape[1] / self.sample_rate
+            if seconds < MIN_SECONDS:
+                raise InputError(f"ASR needs at least {MIN_SECONDS:g} s of audio, got {seconds:.3f} s", field="audio",
+                                 sample=i)
+            if limit is not None and seconds > limit:
+                raise InputError(f"audio of {seconds:.1f} s is longer than this model's {limit:g} s", field="audio",
+                                 sample=i)
+            if float(np.abs(clip).max()) >= SILENCE_PEAK:
+                voiced.append(i)
+        transcripts = [""] * len(clips)
+        for i, text in zip(voiced, self.transcribe([clips[i][0] for i in voiced])):
+            transcripts[i] = text
+        self.last_transcripts = transcripts
+        refs = [self.normalize(t) for t in targets]
+        hyps = [self.normalize(t) for t in transcripts]
+        rates = np.asarray([error_rate(r, h, self.metric) for r, h in zip(refs, hyps)])
+        scores = 1.0 - np.minimum(rates, 1.0)
+        return RewardOutput(scores, extras={"error_rate": rates})
+
+
+class ASRWordAccuracy(ASRAccuracy):
+    """``asr_wer``: :class:`ASRAccuracy` with ``metric: wer``, score ``1 - min(WER, 1)`` in [0, 1]."""
+
+    metric_default = "wer"
+
+
+class ASRCharAccuracy(ASRAccuracy):
+    """``asr_cer``: :class:`ASRAccuracy` with ``metric: cer``, score ``1 - min(CER, 1)`` in [0, 1]."""
+
+    metric_default = "cer"

@@ -1,0 +1,118 @@
+"""Meta Audiobox Aesthetics: four learned aesthetic axes of a clip, from the ``audiobox_aesthetics`` package.
+
+The model code is the package's ``AesMultiOutput`` (a WavLM encoder, per-axis softmax layer weights
+and MLP heads); this module only prepares the input and aggregates, as the package's ``AesPredictor``:
+
+1. mono 16 kHz (resampled with torchaudio);
+2. 10 s windows every 10 s, the last one zero-padded, with a mask of its real samples and a weight
+   ``real samples / 160000``;
+3. per window and axis the model output, mapped back with the checkpoint's ``target_transform``
+   (``x * std + mean``);
+4. per clip and axis the weight-averaged window scores.
+
+All windows of a call run in batches of ``max_batch_windows`` (every window has the same 10 s shape,
+so batching does not change a window's output).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ...errors import ConfigError, InputError, MissingExtraError
+from ...shared.audio import prepare_clips
+from ...shared.options import positive_int
+from ..base import Inputs, PointwiseReward, RewardOutput
+
+DEFAULT_MODEL = "facebook/audiobox-aesthetics"
+SAMPLE_RATE = 16000
+WINDOW = 10 * SAMPLE_RATE
+AXES = ("CE", "CU", "PC", "PQ")
+#: Shortest clip scored (seconds).
+MIN_SECONDS = 0.1
+
+
+def load_aes_model(path: str) -> Any:
+    """An ``AesMultiOutput`` from a ``save_pretrained`` directory / hub id (``config.json`` +
+    ``model.safetensors``, the published layout) or a ``.pth``/``.pt`` training checkpoint
+    (``{"state_dict", "model_cfg", "target_transform"}``, as the package's ``AesPredictor`` reads)."""
+    try:
+        from audiobox_aesthetics.model.aes import AesMultiOutput
+    except ImportError:
+        raise MissingExtraError("audiobox_aesthetics", "audiobox_aesthetics", "audio") from None
+    if os.path.isfile(path) and Path(path).suffix in (".pth", ".pt", ".ckpt"):
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        keys = ("proj_num_layer", "proj_ln", "proj_act_fn", "proj_dropout", "nth_layer", "use_weighted_layer_sum",
+                "precision", "normalize_embed", "output_dim")
+        model = AesMultiOutput(**{k: ckpt["model_cfg"][k] for k in keys}, target_transform=ckpt["target_transform"])
+        state = {k.removeprefix("model."): v for k, v in ckpt["state_dict"].items()}
+        model.load_state_dict(state)
+        return model
+    return AesMultiOutput.from_pretrained(path)
+
+
+class AudioboxAesthetics(PointwiseReward):
+    """Score = the configured ``axis`` of Audiobox Aesthetics: CE (content enjoyment), CU (content
+    usefulness), PC (production complexity) or PQ (production quality, default), nominally 1-10.
+
+    Per clip: the weight-averaged (by real samples) score over 10 s windows of the model's output
+    ``x * std + mean`` (checkpoint ``target_transform``). ``model_path``: the published checkpoint
+    (hub id ``facebook/audiobox-aesthetics`` or a local directory with ``config.json`` and
+    ``model.safetensors``) or a ``.pth`` training checkpoint. Inputs: ``audio`` (mono, 16 kHz, at least
+    0.1 s). Range: unbounded regression outputs (nominally 1-10). Extras: all four axes ``CE``, ``CU``,
+    ``PC``, ``PQ``.
+    """
+
+    inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=600.0)
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 axis: str = "PQ", max_batch_windows: int = 8) -> None:
+        super().__init__(model_path, device, dtype)
+        if axis not in AXES:
+            raise ConfigError(f"audiobox_aesthetics axis must be one of {', '.join(AXES)}, got {axis!r}",
+                              field="kwargs")
+        positive_int(max_batch_windows, "kwargs.max_batch_windows")
+        self.axis = axis
+        self.max_batch_windows = max_batch_windows
+        self.model = load_aes_model(model_path or DEFAULT_MODEL).to(self.device, self.dtype).eval()
+        transform = self.model.target_transform or {}
+        missing = [a for a in AXES if a not in transform]
+        if missing:
+            raise ConfigError(f"audiobox checkpoint has no target_transform for {missing}", field="model_path")
+        self.transform = {a: (float(transform[a]["mean"]), float(transform[a]["std"])) for a in AXES}
+
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
+                 **_: Any) -> RewardOutput:
+        clips, _ = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)
+        plan = []  # (clip, start, real samples)
+        for i, clip in enumerate(clips):
+            n = clip.shape[1]
+            if n < MIN_SECONDS * SAMPLE_RATE:
+                raise InputError(f"audiobox_aesthetics needs at least {MIN_SECONDS:g} s of audio, got "
+                                 f"{n / SAMPLE_RATE:.3f} s", field="audio", sample=i)
+            plan += [(i, s, min(WINDOW, n - s)) for s in range(0, n, WINDOW)]
+        raw = {a: [] for a in AXES}
+        with torch.inference_mode():
+            for first in range(0, len(plan), self.max_batch_windows):
+                chunk = plan[first:first + self.max_batch_windows]
+                wav = torch.zeros(len(chunk), 1, WINDOW)
+                mask = torch.zeros(len(chunk), 1, WINDOW, dtype=torch.bool)
+                for j, (i, s, n) in enumerate(chunk):
+                    wav[j, 0, :n] = torch.from_numpy(np.array(clips[i][0, s:s + n]))
+                    mask[j, 0, :n] = True
+                preds = self.model({"wav": wav.to(self.device, self.dtype), "mask": mask.to(self.device)})
+                for a in AXES:
+                    raw[a].append(preds[a].float().cpu().double())
+        owner = np.array([i for i, _, _ in plan])
+        weights = np.array([n / WINDOW for _, _, n in plan])
+        totals = np.bincount(owner, weights=weights, minlength=len(clips))
+        scores = {}
+        for a in AXES:
+            mean, std = self.transform[a]
+            per_window = torch.cat(raw[a]).numpy() * std + mean
+            scores[a] = np.bincount(owner, weights=per_window * weights, minlength=len(clips)) / totals
+        return RewardOutput(scores[self.axis], extras=scores)

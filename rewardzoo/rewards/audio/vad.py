@@ -1,0 +1,103 @@
+"""Speech presence from Silero VAD (real weights shipped in the ``silero-vad`` wheel, MIT).
+
+Per clip (16 kHz mono): Silero's speech probability for every 512-sample window (the last one
+zero-padded), computed for all clips of a call in one batch (the model keeps a state per batch row, so
+each row sees only its own clip; rows of shorter clips are padded after their end, which cannot
+change their earlier windows); then silero-vad's own ``get_speech_timestamps_from_probs`` turns the
+probabilities into speech segments with the configured thresholds, exactly as
+``get_speech_timestamps`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ...errors import ConfigError, InputError
+from ...shared.audio import prepare_clips
+from ..base import Inputs, PointwiseReward, RewardOutput
+
+SAMPLE_RATE = 16000
+WINDOW = 512
+
+
+def presence(segments: Sequence[dict], num_samples: int, rate: int) -> tuple[float, float]:
+    """(fraction of samples inside speech segments, longest gap without speech in seconds).
+
+    ``segments`` are silero-vad's ``{"start", "end"}`` sample indices, sorted and disjoint; the gaps
+    include the lead-in before the first and the tail after the last segment (the whole clip when
+    there is none).
+    """
+    speech = sum(int(s["end"]) - int(s["start"]) for s in segments)
+    edges = [0] + [v for s in segments for v in (int(s["start"]), int(s["end"]))] + [num_samples]
+    gaps = [edges[k + 1] - edges[k] for k in range(0, len(edges), 2)]
+    return speech / num_samples, max(gaps) / rate
+
+
+class SpeechPresence(PointwiseReward):
+    """Score = fraction of the clip that Silero VAD marks as speech, ``sum(end - start) / len``.
+
+    Inputs: ``audio`` (mixed to mono, resampled to 16 kHz), at least 512 samples at 16 kHz (32 ms).
+    Options (passed to silero-vad): ``threshold`` (0.5), ``min_speech_duration_ms`` (250),
+    ``min_silence_duration_ms`` (100), ``speech_pad_ms`` (30). Range [0, 1]; silence scores 0 (a
+    valid answer, not an error). Extra: ``longest_silence`` (seconds, the longest gap without speech,
+    lead-in and tail included).
+    """
+
+    inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=600.0)
+    thread_safe = False  # the model keeps its recurrent state between windows
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 threshold: float = 0.5, min_speech_duration_ms: int = 250, min_silence_duration_ms: int = 100,
+                 speech_pad_ms: int = 30) -> None:
+        super().__init__(model_path, device, dtype)
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold < 1.0:
+            raise ConfigError(f"speech_presence threshold must be in (0, 1), got {threshold!r}", field="kwargs")
+        for key, value in (("min_speech_duration_ms", min_speech_duration_ms),
+                           ("min_silence_duration_ms", min_silence_duration_ms), ("speech_pad_ms", speech_pad_ms)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"speech_presence {key} must be a non-negative integer, got {value!r}",
+                                  field="kwargs")
+        if model_path is not None:
+            raise ConfigError("speech_presence uses the Silero VAD weights of the silero-vad wheel; model_path must "
+                              "be null", field="model_path")
+        from silero_vad import load_silero_vad
+
+        self.model = load_silero_vad(onnx=False)
+        self.options = dict(threshold=float(threshold), min_speech_duration_ms=min_speech_duration_ms,
+                            min_silence_duration_ms=min_silence_duration_ms, speech_pad_ms=speech_pad_ms)
+
+    def probabilities(self, clips: Sequence[np.ndarray]) -> list[list[float]]:
+        """Silero speech probability per 512-sample window of each 16 kHz clip ``(time,)``, batched."""
+        counts = [-(-c.shape[0] // WINDOW) for c in clips]
+        batch = torch.zeros(len(clips), max(counts) * WINDOW)
+        for i, c in enumerate(clips):
+            batch[i, :c.shape[0]] = torch.from_numpy(np.array(c, dtype=np.float32))  # a writable copy
+        self.model.reset_states()
+        probs = []
+        with torch.inference_mode():
+            for k in range(max(counts)):
+                probs.append(self.model(batch[:, k * WINDOW:(k + 1) * WINDOW], SAMPLE_RATE)[:, 0])
+        table = torch.stack(probs, dim=1).tolist()
+        return [row[:n] for row, n in zip(table, counts)]
+
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
+                 **_: Any) -> RewardOutput:
+        from silero_vad import get_speech_timestamps_from_probs
+
+        clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)
+        for i, clip in enumerate(clips):
+            if clip.shape[1] < WINDOW:
+                raise InputError(f"speech_presence needs at least {WINDOW} samples at 16 kHz ({WINDOW / SAMPLE_RATE * 1000:.0f}"
+                                 f" ms, one Silero window); got {clip.shape[1]}", field="audio", sample=i)
+        mono = [c[0] for c in clips]
+        scores, silences = [], []
+        for clip, probs in zip(mono, self.probabilities(mono)):
+            segments = get_speech_timestamps_from_probs(probs, sampling_rate=SAMPLE_RATE,
+                                                        audio_length_samples=clip.shape[0], **self.options)
+            fraction, silence = presence(segments, clip.shape[0], SAMPLE_RATE)
+            scores.append(fraction)
+            silences.append(silence)
+        return RewardOutput(np.asarray(scores), extras={"longest_silence": np.asarray(silences)})
