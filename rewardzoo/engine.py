@@ -31,7 +31,7 @@ import numpy as np
 
 from .config import RewardSpec
 from .errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
-from .rewards.base import Reward, invoke, validate_scores
+from .rewards.base import Reward, invoke, is_text_extra, validate_scores
 from .sample import Sample
 from .shared.fields import convert_field, protected
 
@@ -48,7 +48,8 @@ class RewardResult:
     ``rewards[name]``: float32 (N,), NaN where the reward does not apply; ``applied[i]``: names of the
     rewards applied to sample i, in config order; ``total``: float32 (N,), the weighted sum over the
     applied rewards (NaN when none applies); ``extras[name][key]``: per-sample diagnostics a reward
-    reported (NaN where not applicable).
+    reported: float32 with NaN where not applicable, or, for a text extra (an ASR transcript), an object
+    array of strings with None there.
     """
 
     rewards: dict[str, np.ndarray]
@@ -179,7 +180,9 @@ class ScoreTable:
         self.scores[name][list(indices)] = scores
         for key, val in extras.items():
             spec_extras = self.extras.setdefault(name, {})
-            spec_extras.setdefault(key, np.full(len(self.samples), np.nan))[list(indices)] = val
+            empty = np.full(len(self.samples), None, dtype=object) if is_text_extra(val) else \
+                np.full(len(self.samples), np.nan)
+            spec_extras.setdefault(key, empty)[list(indices)] = val
 
     def result(self) -> RewardResult:
         return assemble(self.specs, self.samples, self.scores, self.masks, self.extras, self.advantage_mode)
@@ -325,6 +328,6 @@ def assemble(specs: Sequence[RewardSpec], samples: Sequence[Sample], scores: Map
     total[~any_applied] = np.nan
     return RewardResult(rewards={k: v.astype(np.float32) for k, v in scores.items()},
                         total=total.astype(np.float32), applied=applied,
-                        extras={k: {kk: vv.astype(np.float32) for kk, vv in v.items()}
+                        extras={k: {kk: vv if is_text_extra(vv) else vv.astype(np.float32) for kk, vv in v.items()}
                                 for k, v in (extras or {}).items()},
                         weights=weight_of, group_ids=[s.group_id for s in samples], advantage_mode=advantage_mode)

@@ -50,7 +50,7 @@ from ..errors import ConfigError, InputError, RegistryError
 from ..loader import RewardLoader
 from ..processor import RewardProcessor
 from ..registry import lookup, resolve
-from ..rewards.base import Reward
+from ..rewards.base import Reward, is_text_extra
 from ..sample import Sample
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def _samples(fields: Mapping[str, Any], *, groupwise: bool = False) -> list[Samp
 
 
 def _output(result: RewardResult, name: str) -> RewardModelOutput:
-    extras = {k: torch.from_numpy(v) for k, v in result.extras.get(name, {}).items()}
+    extras = {k: (list(v) if is_text_extra(v) else torch.from_numpy(v)) for k, v in result.extras.get(name, {}).items()}
     return RewardModelOutput(rewards=torch.from_numpy(result.rewards[name]), extra_info=extras)
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from ..distributed import DistributedRewardProcessor
 from ..errors import ConfigError, InputError
 from ..loader import RewardLoader
+from ..rewards.base import is_text_extra
 from ..sample import Sample, field_names
 from .common import ConfigSource, specs_of
 
@@ -157,6 +158,8 @@ def _trl_function(processor: DistributedRewardProcessor, name: str, tokenizer: A
         result = processor(trl_samples(prompts, completions, columns, tokenizer=tokenizer, group_by=group_by))
         if callable(log_metric):
             for key, values in result.extras.get(name, {}).items():
+                if is_text_extra(values):
+                    continue  # log_metric takes numbers
                 finite = values[~np.isnan(values)]
                 if finite.size:
                     log_metric(f"{name}/{key}", float(finite.mean()))

@@ -112,7 +112,8 @@ class Inputs:
 @dataclass
 class RewardOutput:
     """What a reward call returns: ``rewards`` (one finite score per input) and optional ``extras``
-    (named per-input diagnostics, e.g. DNSMOS sub-scores; each the same length as ``rewards``)."""
+    (named per-input diagnostics, each the same length as ``rewards``: numbers, e.g. DNSMOS sub-scores,
+    or text, e.g. an ASR transcript — a list of strings)."""
 
     rewards: Any
     extras: Mapping[str, Any] = field(default_factory=dict)
@@ -267,7 +268,23 @@ def validate_scores(output: Any, n: int, reward: str, score_range: tuple[float, 
                                 reward=reward, inputs=idx.tolist())
     if score_range is not None:
         scores = _within(scores, score_range, reward)
-    return scores, {key: _as_vector(val, n, reward, f"extras['{key}']") for key, val in extras.items()}
+    return scores, {key: _as_extra(val, n, reward, key) for key, val in extras.items()}
+
+
+def is_text_extra(values: Any) -> bool:
+    """Whether validated extras are text (an object array of strings) rather than numbers."""
+    return isinstance(values, np.ndarray) and values.dtype == object
+
+
+def _as_extra(value: Any, n: int, reward: str, key: str) -> np.ndarray:
+    """A numeric extra as float64 (n,), or a text extra (every item a string) as an object array (n,)."""
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        if len(value) != n:
+            raise RewardOutputError(f"returned extras['{key}'] of {len(value)} texts for {n} inputs", reward=reward)
+        out = np.empty(n, dtype=object)
+        out[:] = list(value)
+        return out
+    return _as_vector(value, n, reward, f"extras['{key}']")
 
 
 def _within(scores: np.ndarray, score_range: tuple[float, float], reward: str) -> np.ndarray:

@@ -60,7 +60,7 @@ def _clips(n: int, seconds: float = 1.5) -> list[np.ndarray]:
 def test_tiny_whisper_batched_equals_per_clip(wer):
     clips = _clips(4)
     out = wer(audio=clips, audio_sample_rate=[RATE] * 4, prompt=["the cat"] * 4)
-    batched = list(wer.last_transcripts)
+    batched = list(out.extras["transcript"])
     assert out.rewards.shape == (4,) and out.extras["error_rate"].shape == (4,)
     assert any(batched), "the tiny model should emit some text"
     single = [wer.transcribe([c])[0] for c in clips]
@@ -103,7 +103,7 @@ def test_normalisers_and_target_from_metadata(whisper_dir, monkeypatch):
 def test_silence_is_an_empty_transcript_and_bad_input_is_typed(wer):
     ok = _clips(1)[0]
     out = wer(audio=[ok, np.zeros(RATE, np.float32)], audio_sample_rate=[RATE] * 2, prompt=["the cat", "the cat"])
-    assert wer.last_transcripts[1] == "" and out.rewards[1] == 0.0
+    assert out.extras["transcript"][1] == "" and out.rewards[1] == 0.0
     nan = ok.copy()
     nan[1] = np.nan
     for clips, rates in (([ok, ok[:800]], [RATE] * 2), ([ok, nan], [RATE] * 2), ([ok, ok], [RATE, 0]),
@@ -120,8 +120,24 @@ def test_tiny_ctc_checkpoint_batched_equals_per_clip(tmp_path):
     assert reward.ctc and not reward.is_whisper and reward.inputs.max_seconds == 600.0
     clips = [c[: int(RATE * (0.2 + 0.1 * i))] for i, c in enumerate(_clips(3))]
     out = reward(audio=clips, audio_sample_rate=[RATE] * 3, prompt=["the cat sat"] * 3)
-    batched = list(reward.last_transcripts)
+    batched = list(out.extras["transcript"])
     assert all(batched) and batched == [reward.transcribe([c])[0] for c in clips]
     norm = BasicTextNormalizer()
     for i, text in enumerate(batched):
         assert out.rewards[i] == pytest.approx(1 - min(jiwer.cer(norm("the cat sat"), norm(text)), 1.0))
+
+
+def test_the_transcript_reaches_the_result_as_a_text_extra(whisper_dir):
+    from rewardzoo import RewardProcessor, Sample
+
+    proc = RewardProcessor([{"name": "wer", "reward_model": "asr_wer", "model_path": str(whisper_dir),
+                             "device": "cpu", "applicable_datasets": ["speech"], "batch_size": 2,
+                             "kwargs": {"max_new_tokens": 6}}])
+    clips = _clips(3)
+    samples = [Sample(audio=c, audio_sample_rate=RATE, prompt="the cat", dataset=d)
+               for c, d in zip(clips, ["speech", "other", "speech"])]
+    result = proc(samples)
+    texts = result.extras["wer"]["transcript"]
+    assert texts.dtype == object and texts[1] is None and all(isinstance(texts[i], str) for i in (0, 2))
+    assert list(texts[[0, 2]]) == proc.rewards["wer"].transcribe([clips[0], clips[2]])
+    assert result.extras["wer"]["error_rate"].dtype == np.float32

@@ -58,8 +58,8 @@ class ASRAccuracy(PointwiseReward):
     least 0.1 s; Whisper up to 30 s) and ``prompt`` (or ``metadata`` with ``text_key``). Options:
     ``metric``, ``text_key``, ``normalizer`` (auto | whisper | basic | none), ``language`` and ``task``
     (Whisper), ``max_new_tokens``. Range [0, 1]. Extra: ``error_rate`` (jiwer's, unclipped; for an empty
-    reference the count of hypothesised words or characters). The transcripts are kept on ``self.last_transcripts`` (extras are
-    numeric) and returned by :meth:`transcribe`.
+    reference the count of hypothesised words or characters). The transcripts are the text extra ``transcript``; :meth:`transcribe`
+    returns them for clips without a target.
     """
 
     inputs = Inputs(("audio", "prompt"), sample_rate=16000, max_seconds=30.0)
@@ -100,7 +100,6 @@ class ASRAccuracy(PointwiseReward):
         self.inputs = replace(self.inputs, fields=fields, sample_rate=self.sample_rate,
                               max_seconds=30.0 if self.is_whisper else 600.0)
         self.normalize = self._normalizer(normalizer)
-        self.last_transcripts: list[str] = []
 
     def _normalizer(self, name: str):
         from transformers.models.whisper.english_normalizer import (
@@ -184,12 +183,11 @@ class ASRAccuracy(PointwiseReward):
         transcripts = [""] * len(clips)
         for i, text in zip(voiced, self.transcribe([clips[i][0] for i in voiced])):
             transcripts[i] = text
-        self.last_transcripts = transcripts
         refs = [self.normalize(t) for t in targets]
         hyps = [self.normalize(t) for t in transcripts]
         rates = np.asarray([error_rate(r, h, self.metric) for r, h in zip(refs, hyps)])
         scores = 1.0 - np.minimum(rates, 1.0)
-        return RewardOutput(scores, extras={"error_rate": rates})
+        return RewardOutput(scores, extras={"error_rate": rates, "transcript": transcripts})
 
 
 class ASRWordAccuracy(ASRAccuracy):

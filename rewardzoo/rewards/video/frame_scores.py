@@ -20,7 +20,7 @@ from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.media import to_image_tensor, to_pil_rgb
 from ...shared.options import positive_int
 from ...shared.video import check_num_frames
-from ..base import Inputs, PointwiseReward, Reward, RewardOutput, invoke, validate_scores
+from ..base import Inputs, PointwiseReward, Reward, RewardOutput, invoke, is_text_extra, validate_scores
 
 
 class FrameAverage(PointwiseReward):
@@ -96,7 +96,8 @@ class FrameAverage(PointwiseReward):
                 raise exc.remapped(owner[start:stop].tolist()) from exc
             scores.append(s)
             for key, val in e.items():
-                extras.setdefault(key, []).append(val)
+                if not is_text_extra(val):  # numeric extras average per video; text has no mean
+                    extras.setdefault(key, []).append(val)
         per_frame = np.concatenate(scores)
         bounds = np.cumsum([0] + counts)
         mean = [float(self.formula(per_frame[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
