@@ -96,6 +96,20 @@ class _ReferenceReward(PointwiseReward):
             cleans.append(s)
         return outs, cleans, rates
 
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
+                 condition_audio: Sequence[Any] | None = None,
+                 condition_audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
+        outs, refs, rates = self.pairs(audio, audio_sample_rate, condition_audio, condition_audio_sample_rate)
+        return RewardOutput(self.score_pairs(outs, refs, rates))
+
+    def score_pairs(self, outs: list[np.ndarray], refs: list[np.ndarray], rates: list[int]) -> np.ndarray:
+        """Scores of checked, aligned (output, reference) pairs; by default one pair at a time."""
+        return np.asarray([self.score_pair(x, s, rate, i) for i, (x, s, rate) in enumerate(zip(outs, refs, rates))])
+
+    def score_pair(self, x: np.ndarray, s: np.ndarray, rate: int, index: int) -> float:
+        """The metric of one output ``x`` against its reference ``s`` (sample ``index`` of the call)."""
+        raise NotImplementedError
+
 
 class SISDR(_ReferenceReward):
     """Score = SI-SDR in dB of ``audio`` against ``condition_audio`` (:func:`si_sdr`, zero-mean).
@@ -106,10 +120,7 @@ class SISDR(_ReferenceReward):
     into one batch.
     """
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 condition_audio: Sequence[Any] | None = None,
-                 condition_audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
-        outs, refs, _rates = self.pairs(audio, audio_sample_rate, condition_audio, condition_audio_sample_rate)
+    def score_pairs(self, outs: list[np.ndarray], refs: list[np.ndarray], rates: list[int]) -> np.ndarray:
         length = max(x.shape[0] for x in outs)
         preds = torch.zeros(len(outs), length, dtype=torch.float64)
         target = torch.zeros_like(preds)
@@ -118,7 +129,7 @@ class SISDR(_ReferenceReward):
             target[i, :s.shape[0]] = torch.from_numpy(s.astype(np.float64) - s.astype(np.float64).mean())
         with torch.inference_mode():
             scores = si_sdr(preds.to(self.device), target.to(self.device), zero_mean=False).cpu()
-        return RewardOutput(scores.numpy())
+        return scores.numpy()
 
 
 PESQ_MODES = {"wb": 16000, "nb": 8000}
@@ -147,20 +158,14 @@ class PESQ(_ReferenceReward):
         self.mode = mode
         self.inputs = Inputs(("audio", "condition_audio"), sample_rate=PESQ_MODES[mode])
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 condition_audio: Sequence[Any] | None = None,
-                 condition_audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
+    def score_pair(self, x: np.ndarray, s: np.ndarray, rate: int, index: int) -> float:
         import pesq
 
-        outs, refs, rates = self.pairs(audio, audio_sample_rate, condition_audio, condition_audio_sample_rate)
-        scores = []
-        for i, (x, s, rate) in enumerate(zip(outs, refs, rates)):
-            try:
-                scores.append(float(pesq.pesq(rate, s.astype(np.float64), x.astype(np.float64), self.mode)))
-            except pesq.PesqError as exc:
-                raise InputError(f"PESQ cannot score this pair: {type(exc).__name__}: {exc}", field="audio",
-                                 sample=i) from None
-        return RewardOutput(np.asarray(scores))
+        try:
+            return float(pesq.pesq(rate, s.astype(np.float64), x.astype(np.float64), self.mode))
+        except pesq.PesqError as exc:
+            raise InputError(f"PESQ cannot score this pair: {type(exc).__name__}: {exc}", field="audio",
+                             sample=index) from None
 
 
 STOI_RATE = 10000  # pystoi's internal rate
@@ -188,19 +193,13 @@ class STOI(_ReferenceReward):
 
         self.extended = extended
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 condition_audio: Sequence[Any] | None = None,
-                 condition_audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
+    def score_pair(self, x: np.ndarray, s: np.ndarray, rate: int, index: int) -> float:
         from pystoi import stoi
 
-        outs, refs, rates = self.pairs(audio, audio_sample_rate, condition_audio, condition_audio_sample_rate)
-        scores = []
-        for i, (x, s, rate) in enumerate(zip(outs, refs, rates)):
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                value = float(stoi(s.astype(np.float64), x.astype(np.float64), rate, extended=self.extended))
-            if any("Not enough STFT frames" in str(w.message) for w in caught) or not np.isfinite(value):
-                raise InputError("STOI needs at least 30 frames (about 0.4 s) of non-silent reference signal",
-                                 field="audio", sample=i)
-            scores.append(value)
-        return RewardOutput(np.asarray(scores))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = float(stoi(s.astype(np.float64), x.astype(np.float64), rate, extended=self.extended))
+        if any("Not enough STFT frames" in str(w.message) for w in caught) or not np.isfinite(value):
+            raise InputError("STOI needs at least 30 frames (about 0.4 s) of non-silent reference signal",
+                             field="audio", sample=index)
+        return value
