@@ -55,6 +55,14 @@ def _parser() -> argparse.ArgumentParser:
                         "their count goes to stderr)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--report", metavar="HTML", help="also write an HTML report of the scores (see `rewardzoo report`)")
+    p.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local: this process; ray: an actor pool on Ray Data (pip install 'rewardzoo[ray]')")
+    p.add_argument("--actors", type=int, default=1, help="(ray) actors, each with its own processor")
+    p.add_argument("--gpus-per-actor", type=float, default=0, help="(ray) GPUs per actor")
+    p.add_argument("--cpus-per-actor", type=float, default=1, help="(ray) CPUs per actor")
+    p.add_argument("--address", help="(ray) join this Ray cluster instead of starting a local one")
+    p.add_argument("--resume", action="store_true",
+                   help="(ray) keep the rows of an interrupted run (OUT.partial.jsonl) and score the rest")
     p.set_defaults(func=cmd_score)
 
     add_report_arguments(sub.add_parser("report", help="write a self-contained HTML report of a score file"))
@@ -113,6 +121,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .manifest import ManifestError, read_manifest
     from .processor import RewardProcessor
 
+    if getattr(args, "engine", "local") == "ray":
+        return _score_with_ray(args)
     if args.chunk_size <= 0:
         raise RewardZooError("--chunk-size must be positive")
     source = _config_source(args.config)
@@ -154,6 +164,17 @@ def cmd_score(args: argparse.Namespace) -> int:
 
         build_report(out, manifest=args.input, config=args.config, out=report)
     return 0
+
+
+def _score_with_ray(args: argparse.Namespace) -> int:
+    import importlib
+
+    try:
+        importlib.import_module("ray.data")
+    except ImportError:
+        raise RewardZooError("--engine ray needs Ray Data: pip install 'rewardzoo[ray]'") from None
+    engine = importlib.import_module("rewardzoo.ray.engine")
+    return engine.score_with_ray(args)
 
 
 def _is_path(source: object) -> bool:

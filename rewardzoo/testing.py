@@ -30,6 +30,7 @@ __all__ = [
     "IMAGE_SIZE", "EMBED_DIM", "TINY_OPEN_CLIP", "TINY_VIDEO_OPEN_CLIP", "CLIP_PREPROCESS",
     "tiny_open_clip_dir", "tiny_open_clip_model", "clip_tokenizer", "tiny_hf_clip_config", "tiny_hf_clip_dir",
     "hps_checkpoint", "reference_aesthetic_head", "aesthetic_head_file",
+    "linear_aesthetic_head_file",
     "tiny_dino_dirs", "tiny_clap_dir", "tiny_wavlm_xvector_dir", "tiny_whisper_dir", "tiny_wav2vec2_ctc_dir",
     "tiny_audiobox_wavlm_config", "AUDIOBOX_TARGETS", "tiny_audiobox_checkpoint",
     "WORDS", "SPECIALS", "VOCAB", "CHAT_TEMPLATE", "word_tokenizer", "gpt2_config", "llama_config",
@@ -272,6 +273,22 @@ def aesthetic_head_file(path, *, seed: int = 7, input_size: int = EMBED_DIM) -> 
 # ---------------------------------------------------------------------------------------------------------------
 # Video: DINO ViT and DINOv2
 # ---------------------------------------------------------------------------------------------------------------
+
+
+def linear_aesthetic_head_file(path, *, seed: int = 11, input_size: int = EMBED_DIM) -> Path:
+    """Write a random-init LAION aesthetic **v1** head (``Linear(input_size, 1)``) as a ``torch.save`` state dict
+    with the published key names ``weight`` / ``bias`` (as ``sa_0_4_vit_l_14_linear.pth``); return the path.
+
+    ``torch.manual_seed(seed)`` precedes the ``nn.Linear`` construction. Parent directories are created.
+    """
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    layer = torch.nn.Linear(input_size, 1)
+    torch.save({k: v.detach().clone() for k, v in layer.state_dict().items()}, path)
+    return path
 
 
 def tiny_dino_dirs(root, *, seed: int = 0, vit_config: dict | None = None,

@@ -51,7 +51,10 @@ INTERPOLATIONS = ("bicubic", "bilinear")
 @dataclass(frozen=True)
 class PreprocessConfig:
     """How images become model input: target ``size``, ``resize_mode``, ``interpolation``, ``fill``
-    (0-255 pad value for ``longest``) and per-channel ``mean``/``std`` (for pixels in [0, 1])."""
+    (0-255 pad value for ``longest``), per-channel ``mean``/``std`` (for pixels in [0, 1]) and
+    ``antialias`` (default True, as PIL / open_clip; False = torch's plain kernel, as VBench's
+    ``Resize(..., antialias=False)``; without antialiasing the resize runs in float, then is rounded
+    back to 8-bit values in :func:`preprocess_images`)."""
 
     size: int = 224
     mean: tuple[float, float, float] = OPENAI_CLIP_MEAN
@@ -59,8 +62,11 @@ class PreprocessConfig:
     resize_mode: str = "shortest"
     interpolation: str = "bicubic"
     fill: int = 0
+    antialias: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.antialias, bool):
+            raise ValueError(f"antialias must be True or False, got {self.antialias!r}")
         if self.resize_mode not in RESIZE_MODES:
             raise ValueError(f"resize_mode must be one of {RESIZE_MODES}, got {self.resize_mode!r}")
         if self.interpolation not in INTERPOLATIONS:
@@ -89,13 +95,14 @@ def resized_shape(height: int, width: int, config: PreprocessConfig) -> tuple[in
     return max(1, round(height * scale)), max(1, round(width * scale))
 
 
-def _resize(batch: torch.Tensor, shape: tuple[int, int], interpolation: str) -> torch.Tensor:
-    """Antialiased resize of a uint8 batch; returns uint8 (CPU) or 8-bit-valued float (elsewhere)."""
+def _resize(batch: torch.Tensor, shape: tuple[int, int], interpolation: str, antialias: bool = True) -> torch.Tensor:
+    """Resize of a uint8 batch (antialiased by default); returns uint8 (CPU, antialiased) or 8-bit-valued float."""
     if tuple(batch.shape[-2:]) == tuple(shape):
         return batch
-    if batch.device.type == "cpu" and batch.dtype == torch.uint8:
+    if antialias and batch.device.type == "cpu" and batch.dtype == torch.uint8:
         return F.interpolate(batch, size=shape, mode=interpolation, antialias=True)
-    out = F.interpolate(batch.float(), size=shape, mode=interpolation, antialias=True)
+    out = F.interpolate(batch.float(), size=shape, mode=interpolation, antialias=antialias,
+                        align_corners=False)
     return out.round_().clamp_(0, 255)
 
 
@@ -103,7 +110,7 @@ def _fit(batch: torch.Tensor, config: PreprocessConfig) -> torch.Tensor:
     """Resize + crop/pad a same-sized batch (n, 3, H, W) to (n, 3, S, S)."""
     h, w = batch.shape[-2:]
     rh, rw = resized_shape(h, w, config)
-    batch = _resize(batch, (rh, rw), config.interpolation)
+    batch = _resize(batch, (rh, rw), config.interpolation, config.antialias)
     s = config.size
     if config.resize_mode == "shortest":
         top, left = int(round((rh - s) / 2.0)), int(round((rw - s) / 2.0))
@@ -213,7 +220,8 @@ def preprocess_pixels(pixels: torch.Tensor, config: PreprocessConfig, *, dtype: 
                       ) -> torch.Tensor:
     """Differentiable preprocessing: float pixels (N, 3, H, W) in [0, 1] -> normalised (N, 3, S, S).
 
-    The same steps, in the same order, as :func:`preprocess_images` (antialiased resize with
+    The same steps, in the same order, as :func:`preprocess_images` (resize, antialiased unless
+    ``config.antialias`` is False, with
     :func:`resized_shape`, centre crop with the same offsets or letterbox padding with ``fill / 255``,
     then ``(x - mean) / std``), but in floating point throughout: no 8-bit quantisation, no PIL, no
     NumPy, no ``no_grad``, no clamping, so gradients flow back to ``pixels`` (the DRaFT/ReFL/AlignProp
@@ -233,7 +241,8 @@ def preprocess_pixels(pixels: torch.Tensor, config: PreprocessConfig, *, dtype: 
     rh, rw = resized_shape(h, w, config)
     x = pixels
     if (rh, rw) != (h, w):
-        x = F.interpolate(x, size=(rh, rw), mode=config.interpolation, antialias=True, align_corners=False)
+        x = F.interpolate(x, size=(rh, rw), mode=config.interpolation, antialias=config.antialias,
+                          align_corners=False)
     s = config.size
     if config.resize_mode == "shortest":
         top, left = int(round((rh - s) / 2.0)), int(round((rw - s) / 2.0))

@@ -21,6 +21,7 @@ from transformers import ClapModel, ClapProcessor
 
 from ...errors import InputError
 from ...shared.audio import prepare_clips
+from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 DEFAULT_MODEL = "laion/larger_clap_general"
@@ -38,6 +39,8 @@ def _embedding(output: Any) -> torch.Tensor:
     """``get_*_features`` return a tensor (transformers 4) or an output with ``pooler_output`` (5)."""
     return output.pooler_output if hasattr(output, "pooler_output") else output
 
+TEXT_MAX_LENGTH = 77  # LAION CLAP's text length (its tokenizer call uses max_length=77); the HF tokenizer allows 512
+
 
 class ClapScore(PointwiseReward):
     """Score = ``cos(a, t)`` between the CLAP audio embedding of the clip and the text embedding of the prompt.
@@ -45,13 +48,16 @@ class ClapScore(PointwiseReward):
     ``model_path``: a transformers CLAP checkpoint (hub id or local directory with the model and its
     ``ClapProcessor``); default ``laion/larger_clap_general``. Inputs: ``audio`` (any rate and
     channels; mixed to mono, resampled to the checkpoint's rate, fitted to its clip length as the
-    module docstring says) and ``prompt``. Range [-1, 1]; higher means a better audio-text match.
+    module docstring says) and ``prompt``. Prompts are truncated to ``text_max_length`` tokens (default
+77, LAION CLAP's; special tokens included). Range [-1, 1]; higher means a better audio-text match.
     """
 
     inputs = Inputs(("audio", "prompt"), sample_rate=48000)  # the rate is replaced by the checkpoint's
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32") -> None:
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 text_max_length: int = TEXT_MAX_LENGTH) -> None:
         super().__init__(model_path, device, dtype)
+        self.text_max_length = positive_int(text_max_length, "kwargs.text_max_length")
         path = model_path or DEFAULT_MODEL
         self.processor = ClapProcessor.from_pretrained(path)
         self.model = ClapModel.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
@@ -72,7 +78,8 @@ class ClapScore(PointwiseReward):
 
     def text_embeddings(self, prompts: Sequence[str]) -> torch.Tensor:
         """L2-normalised text embeddings ``(N, D)``."""
-        tokens = self.processor.tokenizer(list(prompts), padding=True, truncation=True, return_tensors="pt")
+        tokens = self.processor.tokenizer(list(prompts), padding=True, truncation=True,
+                                          max_length=self.text_max_length, return_tensors="pt")
         with torch.inference_mode():
             out = self.model.get_text_features(input_ids=tokens["input_ids"].to(self.device),
                                                attention_mask=tokens["attention_mask"].to(self.device))

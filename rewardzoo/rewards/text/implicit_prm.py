@@ -149,13 +149,48 @@ class ImplicitPRM(nn.Module):
         return (per_token * weights).sum() / weights.sum().clamp(min=1.0)
 
 
+class CompletionSpanEncoder(PairEncoder):
+    """:class:`PairEncoder` whose chat-template completion span stops where the completion text ends.
+
+    With ``chat_template=True`` the base encoder takes everything the assistant turn adds after the generation
+    prompt, end-of-turn tokens included. PRIME (verl) scores the generated response tokens only, so here the
+    text after the completion (the template's end-of-turn tokens) is dropped, unless ``score_end_of_turn``.
+    Dropping the tail equals masking it: the model is causal, later tokens do not change earlier log-probs.
+    """
+
+    def __init__(self, tokenizer: Any, *, score_end_of_turn: bool = False, **kwargs: Any) -> None:
+        super().__init__(tokenizer, **kwargs)
+        self.score_end_of_turn = bool(score_end_of_turn)
+
+    def pair_ids(self, prompt: str, completion: str) -> tuple[list[int], list[int]]:
+        if not self.chat_template or self.score_end_of_turn:
+            return super().pair_ids(prompt, completion)
+        with self._lock:
+            head = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                                      add_generation_prompt=True)
+            full = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt},
+                                                       {"role": "assistant", "content": completion}], tokenize=False)
+            if not full.startswith(head):
+                raise InputError("the chat template renders the assistant turn in a way that does not extend the "
+                                 "prompt; use chat_template: false", field="completion")
+            rest = full[len(head):]
+            if not completion:
+                return self._ids(head, False), []
+            start = rest.find(completion)
+            if start < 0:
+                raise InputError("the chat template changes the completion text, so its end cannot be found; "
+                                 "set score_end_of_turn: true to score the whole assistant turn", field="completion")
+            return self._ids(head, False), self._ids(rest[: start + len(completion)], False)
+
+
 class ImplicitPRMReward(PointwiseReward):
     """Implicit process reward of a completion: ``beta * sum_t log(pi(y_t|x, y_<t) / pi_ref(y_t|x, y_<t))`` over
     the completion tokens.
 
     ``model_path``: the PRM policy (causal LM + tokenizer, e.g. PRIME's EurusPRM); ``ref_model_path`` (kwarg,
     required): its reference causal LM. Inputs: ``prompt``, ``completion`` (strings); the completion tokens
-    are the response mask. Extras: ``num_completion_tokens``, ``min_token_reward`` (0 for an empty
+    are the response mask (with ``chat_template``, the assistant turn up to the end of the completion text: the
+template's end-of-turn tokens are not scored, as in PRIME / verl, unless ``score_end_of_turn``). Extras: ``num_completion_tokens``, ``min_token_reward`` (0 for an empty
     completion). Range: unbounded (higher is better).
     """
 
@@ -163,7 +198,8 @@ class ImplicitPRMReward(PointwiseReward):
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  ref_model_path: str | None = None, beta: float = 0.1, max_length: int | None = None,
-                 separator: str = "", chat_template: bool = False, trust_remote_code: bool = False) -> None:
+                 separator: str = "", chat_template: bool = False, score_end_of_turn: bool = False,
+                 trust_remote_code: bool = False) -> None:
         super().__init__(model_path, device, dtype)
         if not model_path:
             raise ConfigError("implicit_prm needs model_path: the PRM causal LM (with its tokenizer)",
@@ -179,9 +215,12 @@ class ImplicitPRMReward(PointwiseReward):
             raise ConfigError(f"policy ({policy.vocab_size}) and reference ({ref.vocab_size}) vocabularies differ",
                               field="kwargs")
         self.prm = ImplicitPRM(policy, ref, beta=beta).to(self.device).eval()
-        self.encoder = PairEncoder(tokenizer, max_length=max_length or default_max_length(tokenizer,
-                                                                                           policy.model.config),
-                                   separator=separator, chat_template=chat_template)
+        if not isinstance(score_end_of_turn, bool):
+            raise ConfigError(f"kwargs.score_end_of_turn must be true or false, got {score_end_of_turn!r}",
+                              field="kwargs")
+        self.encoder = CompletionSpanEncoder(tokenizer, max_length=max_length or default_max_length(
+            tokenizer, policy.model.config), separator=separator, chat_template=chat_template,
+            score_end_of_turn=score_end_of_turn)
 
     @torch.no_grad()
     def __call__(self, prompt: Sequence[str], completion: Sequence[str], **_: object) -> RewardOutput:

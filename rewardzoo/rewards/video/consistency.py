@@ -23,6 +23,7 @@ from ...errors import ConfigError, InputError
 from ...shared.options import positive_int
 from ...shared.video import check_num_frames, check_temporal
 from ..base import Inputs, PointwiseReward, RewardOutput
+from .vbench import CLIP_MEAN, CLIP_STD, check_preset, preset_num_frames, vbench_transform
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -76,14 +77,17 @@ class SubjectConsistency(FrameConsistency):
     Preprocessing as VBench: shorter side resized to ``resize`` (224, bilinear, no antialias), no
     crop, ImageNet mean/std. ``model_path``: any transformers ViT/DINOv2 checkpoint (hub id or
     local directory; default ``facebook/dino-vitb16``, VBench's DINO ViT-B/16). Range [0, 1].
+    ``preset: vbench``: every frame and VBench's ``dino_transform`` in its order and value range.
     """
 
     default_model: ClassVar[str] = "facebook/dino-vitb16"
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 num_frames: int | None = 16, frame_batch_size: int = 32, resize: int = 224) -> None:
-        super().__init__(model_path or self.default_model, device, dtype, num_frames=num_frames,
-                         frame_batch_size=frame_batch_size)
+                 num_frames: int | None = 16, frame_batch_size: int = 32, resize: int = 224,
+                 preset: str | None = None) -> None:
+        self.preset = check_preset(preset)
+        super().__init__(model_path or self.default_model, device, dtype,
+                         num_frames=preset_num_frames(self.preset, num_frames, 16), frame_batch_size=frame_batch_size)
         from transformers import AutoModel
 
         self.resize = positive_int(resize, "kwargs.resize")
@@ -104,6 +108,10 @@ class SubjectConsistency(FrameConsistency):
 
     def preprocess(self, frames: torch.Tensor) -> torch.Tensor:
         """(T, 3, H, W) in [0, 1] -> normalised model input, shorter side ``resize``."""
+        if self.preset == "vbench":  # dino_transform: float 0-255 resize (bilinear, no antialias), /255, normalise
+            x = vbench_transform(frames.to(self.device), size=self.resize, interpolation="bilinear", crop=False,
+                                 mean=IMAGENET_MEAN, std=IMAGENET_STD)
+            return x.to(self.dtype)
         x = frames.to(self.device, torch.float32)
         x = TF.resize(x, self.resize, interpolation=InterpolationMode.BILINEAR, antialias=False)
         return ((x - self._mean) / self._std).to(self.dtype)
@@ -117,7 +125,8 @@ class BackgroundConsistency(FrameConsistency):
     """VBench background consistency on CLIP image features (same formula as subject consistency).
 
     Preprocessing is the backbone's own (for OpenAI CLIP: shorter side to 224 bicubic, centre crop,
-    CLIP mean/std) through :mod:`rewardzoo.shared.image_ops`. ``model_path``: an open_clip
+    CLIP mean/std) through :mod:`rewardzoo.shared.image_ops`. ``preset: vbench``: every frame and VBench's
+    ``clip_transform`` (float 0-255 bicubic resize without antialias, centre crop, /255, OpenAI CLIP mean/std). ``model_path``: an open_clip
     architecture (default ``ViT-B-32`` with ``pretrained: openai``, VBench's CLIP ViT-B/32), an
     open_clip hub id or hub-style directory, or a transformers CLIP directory/hub id
     (see :func:`rewardzoo.shared.clip.load_clip_backbone`; the backbone is shared with every other
@@ -128,12 +137,18 @@ class BackgroundConsistency(FrameConsistency):
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  num_frames: int | None = 16, frame_batch_size: int = 32, pretrained: str | None = "openai",
-                 backend: str = "auto", processor_path: str | None = None) -> None:
-        super().__init__(model_path, device, dtype, num_frames=num_frames, frame_batch_size=frame_batch_size)
+                 backend: str = "auto", processor_path: str | None = None, preset: str | None = None) -> None:
+        self.preset = check_preset(preset)
+        super().__init__(model_path, device, dtype, num_frames=preset_num_frames(self.preset, num_frames, 16),
+                         frame_batch_size=frame_batch_size)
         from ...shared.clip import load_clip_backbone
 
         self.backbone = load_clip_backbone(model_path or self.default_model, backend=backend, device=device,
                                            dtype=self.dtype, pretrained=pretrained, processor_path=processor_path)
 
     def features(self, frames: torch.Tensor) -> torch.Tensor:
+        if self.preset == "vbench":  # clip_transform(224): float 0-255 bicubic resize, no antialias, crop, /255
+            x = vbench_transform(frames.to(self.backbone.device), size=self.backbone.image_size,
+                                 interpolation="bicubic", crop=True, mean=CLIP_MEAN, std=CLIP_STD)
+            return self.backbone.encode_image(x)
         return self.backbone.encode_images(frames, field="video")

@@ -15,12 +15,16 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.media import to_image_tensor, to_pil_rgb
 from ...shared.options import positive_int
 from ...shared.video import check_num_frames
 from ..base import Inputs, PointwiseReward, Reward, RewardOutput, invoke, is_text_extra, validate_scores
+from .vbench import CLIP_MEAN, CLIP_STD, check_preset, middle_indices, preset_num_frames, vbench_transform
+
+VBENCH_CLIP_T_FRAMES = 8  # VBench's CLIP-T reads 8 frames (sample="middle")
 
 
 class FrameAverage(PointwiseReward):
@@ -33,7 +37,7 @@ class FrameAverage(PointwiseReward):
     """
 
     frame_reward: ClassVar[str] = ""
-    OWN_OPTIONS: ClassVar[tuple[str, ...]] = ("num_frames", "frame_batch_size")
+    OWN_OPTIONS: ClassVar[tuple[str, ...]] = ("num_frames", "frame_batch_size", "preset")
 
     @classmethod
     def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
@@ -46,8 +50,10 @@ class FrameAverage(PointwiseReward):
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  image_reward: Reward | None = None, num_frames: int | None = 8,
-                 frame_batch_size: int = 64) -> None:
+                 frame_batch_size: int = 64, preset: str | None = None) -> None:
         super().__init__(model_path, device, dtype)
+        self.preset = check_preset(preset)
+        num_frames = preset_num_frames(self.preset, num_frames, 8)  # the preset samples inside the call
         if not isinstance(image_reward, Reward):
             raise ConfigError(f"{type(self).__name__} averages a built image reward; build it through the loader, "
                               "e.g. rewardzoo.load_reward({'name': 'video_clip_score', 'model_path': ...})",
@@ -58,7 +64,17 @@ class FrameAverage(PointwiseReward):
         self.image_reward = image_reward
         self.thread_safe = image_reward.thread_safe
 
+    def vbench(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
+        """``preset: vbench``: VBench's own computation (subclasses)."""
+        raise ConfigError(f"{type(self).__name__} has no VBench preset", field="kwargs")
+
     def __call__(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
+        if self.preset == "vbench":
+            for i, v in enumerate(video):
+                if int(v.shape[0]) == 0:
+                    raise InputError("the video has no frames", field="video", sample=i)
+            with torch.inference_mode():
+                return self.vbench(video, **fields)
         wanted = [f for f in self.inputs.fields if f != "video"]
         for name in wanted:
             if len(fields[name]) != len(video):
@@ -117,6 +133,7 @@ class FrameAverage(PointwiseReward):
                      **fields: Sequence[Any]) -> torch.Tensor:
         """Differentiable score of float videos (B, T, 3, H, W) in [0, 1] -> (B,).
 
+        Not available with ``preset: vbench`` (VBench's pipeline has no gradient path here).
         ``num_frames`` frames are sampled uniformly as in a call (indices of
         :func:`rewardzoo.shared.video.sample_indices`), every frame of every video goes to the image
         reward's ``score_pixels`` in chunks of ``frame_batch_size`` (the other fields, e.g. ``prompt``,
@@ -124,6 +141,9 @@ class FrameAverage(PointwiseReward):
         """
         from ...shared.video import sample_indices
 
+        if self.preset is not None:
+            raise ConfigError("score_pixels has no VBench preset: drop kwargs.preset for the differentiable path",
+                              field="kwargs")
         if not isinstance(pixels, torch.Tensor) or pixels.ndim != 5:
             shape = tuple(pixels.shape) if isinstance(pixels, torch.Tensor) else type(pixels).__name__
             raise InputError(f"expected float videos of shape (B, T, 3, H, W) in [0, 1], got {shape}", field="video")
@@ -163,7 +183,8 @@ class VideoClipScore(FrameAverage):
     """Mean over sampled frames of CLIPScore, ``2.5 * max(cos(frame, prefix + prompt), 0)``.
 
     Inputs: ``video`` and ``prompt``. Range [0, 2.5]; extra ``cosine`` = mean raw frame-text cosine
-    (VBench's CLIP-T reports that mean cosine). ``model_path`` and the other options are those of
+    (against ``prefix + prompt`` on the sampled frames; with ``preset: vbench`` it is VBench's CLIP-T:
+    8 midpoint frames, no antialias, the bare prompt). ``model_path`` and the other options are those of
     ``clip_score`` (default open_clip ``ViT-B-32`` / ``pretrained: openai``, ``prefix: "A photo
     depicts "``).
     """
@@ -171,13 +192,71 @@ class VideoClipScore(FrameAverage):
     frame_reward = "clip_score"
     inputs = Inputs(("video", "prompt"), frames="float")
 
+    def vbench(self, video: Sequence[torch.Tensor], prompt: Sequence[str], **_: Any) -> RewardOutput:
+        """VBench CLIP-T: 8 frames at interval midpoints, ``clip_transform`` on the uint8 frames (bicubic,
+        no antialias, centre crop, /255), raw cosine against the bare prompt (no prefix), mean over frames.
+        The score keeps this reward's formula on those cosines (mean ``2.5 * max(cos, 0)``); the extra
+        ``cosine`` is VBench's CLIP-T number."""
+        backbone = self.image_reward.backbone
+        if len(prompt) != len(video):
+            raise InputError(f"{len(video)} video but {len(prompt)} prompt entries; one prompt per video",
+                             field="prompt", sample=min(len(video), len(prompt)))
+        text = backbone.encode_text(list(prompt))
+        scores, cosines = [], []
+        for i, frames in enumerate(video):
+            picked = frames[torch.tensor(middle_indices(VBENCH_CLIP_T_FRAMES, int(frames.shape[0])))]
+            x = vbench_transform(picked.to(backbone.device), size=backbone.image_size, interpolation="bicubic",
+                                 crop=True, mean=CLIP_MEAN, std=CLIP_STD, uint8=True)
+            img = torch.cat([backbone.encode_image(c) for c in x.split(self.frame_batch_size)])
+            cos = (img.double() @ text[i].double()).cpu()
+            scores.append(float((2.5 * cos.clamp_min(0.0)).mean()))
+            cosines.append(float(cos.mean()))
+        return RewardOutput(scores, extras={"cosine": cosines})
+
 
 class VideoAesthetic(FrameAverage):
     """Mean over sampled frames of the LAION aesthetic v2 score (``laion_aesthetic``), about 1-10.
 
-    Inputs: ``video``. ``model_path`` (the aesthetic head) and ``clip_model``/``clip_pretrained``/
+    ``preset: vbench``: VBench's aesthetic quality (every frame, ``clip_transform``, the v1 linear head from
+    ``linear_head_path``, /10). Inputs: ``video``. ``model_path`` (the aesthetic head) and ``clip_model``/``clip_pretrained``/
     ``backend`` are those of ``laion_aesthetic``. Range unbounded in principle, about 1-10.
     """
 
     frame_reward = "laion_aesthetic"
     inputs = Inputs(("video",), frames="float")
+    OWN_OPTIONS: ClassVar[tuple[str, ...]] = FrameAverage.OWN_OPTIONS + ("linear_head_path",)
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 image_reward: Reward | None = None, num_frames: int | None = 8, frame_batch_size: int = 64,
+                 preset: str | None = None, linear_head_path: str | None = None) -> None:
+        super().__init__(model_path, device, dtype, image_reward=image_reward, num_frames=num_frames,
+                         frame_batch_size=frame_batch_size, preset=preset)
+        self.linear_head = None
+        if linear_head_path is not None and self.preset != "vbench":
+            raise ConfigError("kwargs.linear_head_path is used by preset: vbench only", field="kwargs")
+        if self.preset == "vbench":
+            from ...shared.clip import resolve_weights_file
+            from ..image.aesthetic import OFFICIAL_LINEAR_HEAD_URL, load_linear_aesthetic_head
+
+            head = load_linear_aesthetic_head(resolve_weights_file(linear_head_path or OFFICIAL_LINEAR_HEAD_URL))
+            dim = self.image_reward.backbone.embed_dim
+            if head.in_features != dim:
+                raise ConfigError(f"the linear head expects {head.in_features}-d embeddings but the CLIP model gives "
+                                  f"{dim}-d ones", field="kwargs")
+            self.linear_head = head.to(self.image_reward.backbone.device)
+
+    def vbench(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
+        """VBench aesthetic quality: every frame, ``clip_transform`` on the float 0-255 frames (bicubic, no
+        antialias, centre crop, /255), L2-normalised CLIP features in float32, the v1 ``Linear(768, 1)`` head,
+        divided by 10, mean over frames (about 0-1)."""
+        backbone = self.image_reward.backbone
+        scores = []
+        for frames in video:
+            parts = []
+            for chunk in frames.split(self.frame_batch_size):
+                x = vbench_transform(chunk.to(backbone.device), size=backbone.image_size, interpolation="bicubic",
+                                     crop=True, mean=CLIP_MEAN, std=CLIP_STD)
+                feats = F.normalize(backbone.encode_image(x).float(), dim=-1, p=2)
+                parts.append(self.linear_head(feats).squeeze(-1))
+            scores.append(float((torch.cat(parts) / 10).mean()))
+        return RewardOutput(scores)

@@ -1,0 +1,189 @@
+"""``rewardzoo score --engine ray``: identical to local scoring, group-aware, resumable, fault tolerant."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'rewardzoo[ray]')")
+pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'rewardzoo[ray]')")
+
+from rewardzoo.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+JPEG_CONFIG = ("rewards:\n  - name: small\n    reward_model: jpeg_compressibility\n    batch_size: 3\n"
+               "    applicable_datasets: [a]\n    weight: 2\n  - name: rank\n    reward_model: group_rank\n"
+               "    kwargs: {base: jpeg_incompressibility}\n")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_instance():
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    rng = np.random.default_rng(0)
+    (tmp_path / "media").mkdir()
+    lines = []
+    for i in range(11):
+        img = (rng.random((20 + i, 24, 3)) ** (i % 4 + 1) * 255).astype(np.uint8)
+        Image.fromarray(img).save(tmp_path / "media" / f"{i}.png")
+        lines.append({"image": f"media/{i}.png", "prompt": "p" * i, "dataset": "a" if i % 3 else "b",
+                      "group_id": i % 2})
+    path = tmp_path / "samples.jsonl"  # a blank line: sample 4 sits on line 6
+    path.write_text("\n".join(json.dumps(x) for x in lines[:4]) + "\n\n" + "\n".join(json.dumps(x) for x in lines[4:]))
+    config = tmp_path / "cfg.yaml"
+    config.write_text(JPEG_CONFIG)
+    return tmp_path, path, config
+
+
+def _score(config, path, out, *extra) -> int:
+    return main(["score", str(config), "--input", str(path), "--out", str(out), "-q", *map(str, extra)])
+
+
+def test_ray_equals_local_bit_for_bit_with_groups_larger_than_a_chunk(manifest, capsys):
+    root, path, config = manifest
+    assert _score(config, path, root / "local.jsonl", "--chunk-size", 2) == 0
+    assert _score(config, path, root / "ray.jsonl", "--chunk-size", 2, "--engine", "ray", "--actors", 2) == 0
+    assert (root / "ray.jsonl").read_bytes() == (root / "local.jsonl").read_bytes()
+    err = capsys.readouterr().err
+    assert "scored 11 rows" in err and "rows/s" in err
+    assert not (root / "ray.jsonl.partial.jsonl").exists()
+
+
+def test_parquet_output_has_a_column_per_reward_total_applied_and_index(manifest):
+    import pyarrow.parquet as pq
+
+    root, path, config = manifest
+    assert _score(config, path, root / "local.jsonl") == 0
+    assert _score(config, path, root / "ray.parquet", "--engine", "ray", "--actors", 2) == 0
+    table = pq.read_table(root / "ray.parquet").to_pylist()
+    local = [json.loads(line) for line in (root / "local.jsonl").read_text().splitlines()]
+    assert [row["index"] for row in table] == list(range(11))
+    for row, rec in zip(table, local):
+        assert {k: row[k] for k in ("small", "rank")} == rec["rewards"]
+        assert row["total"] == rec["total"] and row["applied"] == rec["applied"]
+
+
+def test_bad_row_names_line_field_and_reward_and_writes_nothing(manifest, capsys):
+    root, path, config = manifest
+    (root / "media" / "4.png").write_bytes(b"garbage")
+    out = root / "scores.jsonl"
+    assert _score(config, path, out, "--engine", "ray", "--actors", 2) != 0
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "line 6" in err and "field 'image'" in err and "reward 'small'" in err and "cannot read image" in err
+    assert not out.exists()
+
+
+def test_a_raising_reward_fails_the_job_without_retrying_forever(tmp_path, capsys):
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(json.dumps({"prompt": "p" * i}) for i in range(4)) + "\n")
+    config = tmp_path / "cfg.yaml"
+    config.write_text("rewards:\n  - name: bad\n    reward_model: tests.core.rewards:Broken\n    kwargs: {mode: raise}\n")
+    assert _score(config, path, tmp_path / "o.jsonl", "--engine", "ray") != 0
+    err = capsys.readouterr().err
+    assert "reward 'bad'" in err and "ZeroDivisionError: boom" in err and "line 1" in err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_dying_actor_is_restarted_and_every_row_scored_once(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(json.dumps({"prompt": "p" * i}) for i in range(12)) + "\n")
+    config = tmp_path / "cfg.yaml"
+    marker = tmp_path / "killed"
+    config.write_text(f"rewards:\n  - name: len\n    reward_model: tests.ray.rewards:KillOnce\n"
+                      f"    kwargs: {{marker: {str(marker)!r}}}\n")
+    out = tmp_path / "o.jsonl"
+    assert _score(config, path, out, "--engine", "ray", "--actors", 2, "--chunk-size", 3) == 0
+    assert marker.exists()  # an actor did die
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["rewards"]["len"] for r in records] == [float(i) for i in range(12)]
+
+
+def test_resume_after_killing_the_driver_equals_a_local_run(tmp_path, capsys):
+    n = 16
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(json.dumps({"prompt": "p" * i, "group_id": i // 4}) for i in range(n)) + "\n")
+    config = tmp_path / "cfg.yaml"
+    config.write_text("rewards:\n  - name: len\n    reward_model: tests.ray.rewards:SlowLength\n"
+                      "    kwargs: {delay: 0.4}\n  - name: rank\n    reward_model: group_rank\n"
+                      "    kwargs: {base: tests.core.rewards:PromptLength}\n")
+    out = tmp_path / "ray.jsonl"
+    partial = tmp_path / "ray.jsonl.partial.jsonl"
+    address = ray.get_runtime_context().gcs_address
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    driver = subprocess.Popen([sys.executable, "-m", "rewardzoo.cli", "score", str(config), "-i", str(path),
+                               "-o", str(out), "-q", "--engine", "ray", "--chunk-size", "1", "--address", address],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and driver.poll() is None:
+            if partial.exists() and len(partial.read_text().splitlines()) >= 8:
+                break
+            time.sleep(0.05)
+        assert driver.poll() is None, "the driver finished before it could be interrupted"
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    kept = len(partial.read_text().splitlines())
+    assert 8 <= kept < n and not out.exists()
+    assert _score(config, path, out, "--engine", "ray", "--chunk-size", 1, "--resume") == 0
+    err = capsys.readouterr().err
+    assert f"scored {n - kept} rows ({kept} resumed)" in err
+    assert _score(config, path, tmp_path / "local.jsonl", "--chunk-size", 1) == 0
+    assert out.read_bytes() == (tmp_path / "local.jsonl").read_bytes()
+    assert not partial.exists()
+
+
+def test_score_dataset_returns_a_ray_dataset(manifest):
+    from rewardzoo.ray import score_dataset
+
+    root, path, config = manifest
+    assert _score(config, path, root / "local.jsonl", "--chunk-size", 3) == 0
+    ds = score_dataset(path, config, chunk_size=3, actors=2)
+    rows = sorted(ds.take_all(), key=lambda r: r["index"])
+    local = [json.loads(line) for line in (root / "local.jsonl").read_text().splitlines()]
+    assert [json.loads(r["record"]) for r in rows] == local
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for line in lines:
+        line["image"] = str(root / line["image"])
+    rows = sorted(score_dataset(ray.data.from_items(lines), config, chunk_size=3).take_all(), key=lambda r: r["index"])
+    assert [json.loads(r["record"]) for r in rows] == local
+
+
+@pytest.mark.parametrize("media", ["paths", "bytes"])
+def test_parquet_input_with_paths_or_encoded_bytes_equals_local(manifest, media, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root, path, config = manifest
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if media == "bytes":
+        for row in rows:
+            row["image"] = (root / row["image"]).read_bytes()
+    pq.write_table(pa.Table.from_pylist(rows), root / "in.parquet")
+    assert _score(config, path, root / "local.jsonl", "--chunk-size", 4) == 0
+    assert _score(config, root / "in.parquet", root / "ray.jsonl", "--chunk-size", 4, "--engine", "ray") == 0
+    assert (root / "ray.jsonl").read_bytes() == (root / "local.jsonl").read_bytes()
+    if media == "bytes":  # a bad row is named by its row index, field and reward
+        rows[3]["image"] = b"garbage"
+        pq.write_table(pa.Table.from_pylist(rows), root / "bad.parquet")
+        assert _score(config, root / "bad.parquet", root / "bad.jsonl", "--engine", "ray") != 0
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert "row 3" in err and "field 'image'" in err and "cannot read image" in err
+        assert not (root / "bad.jsonl").exists()
