@@ -58,14 +58,19 @@ class PairEncoder:
             if not self.chat_template:
                 completion_ids = self._ids(self.separator + completion, False) if completion else []
                 return self._ids(prompt, self.add_special_tokens), completion_ids
-            head = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                                      add_generation_prompt=True)
-            full = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt},
-                                                       {"role": "assistant", "content": completion}], tokenize=False)
-            if not full.startswith(head):
-                raise InputError("the chat template renders the assistant turn in a way that does not extend the "
-                                 "prompt; use chat_template: false", field="completion")
-            return self._ids(head, False), self._ids(full[len(head):], False)
+            head, turn = self.chat_turn(prompt, completion)
+            return self._ids(head, False), self._ids(turn, False)
+
+    def chat_turn(self, prompt: str, completion: str) -> tuple[str, str]:
+        """(the rendered user turn with its generation prompt, the rendered assistant turn after it)."""
+        head = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                                  add_generation_prompt=True)
+        full = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt},
+                                                   {"role": "assistant", "content": completion}], tokenize=False)
+        if not full.startswith(head):
+            raise InputError("the chat template renders the assistant turn in a way that does not extend the "
+                             "prompt; use chat_template: false", field="completion")
+        return head, full[len(head):]
 
     def truncate(self, prompt: list[int], completion: list[int]) -> tuple[list[int], list[int]]:
         if self.max_length is None or len(prompt) + len(completion) <= self.max_length:

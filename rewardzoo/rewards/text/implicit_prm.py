@@ -166,14 +166,7 @@ class CompletionSpanEncoder(PairEncoder):
         if not self.chat_template or self.score_end_of_turn:
             return super().pair_ids(prompt, completion)
         with self._lock:
-            head = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                                      add_generation_prompt=True)
-            full = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt},
-                                                       {"role": "assistant", "content": completion}], tokenize=False)
-            if not full.startswith(head):
-                raise InputError("the chat template renders the assistant turn in a way that does not extend the "
-                                 "prompt; use chat_template: false", field="completion")
-            rest = full[len(head):]
+            head, rest = self.chat_turn(prompt, completion)
             if not completion:
                 return self._ids(head, False), []
             start = rest.find(completion)
