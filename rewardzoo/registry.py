@@ -154,13 +154,6 @@ def _plugin_info(ep: Any) -> RewardInfo:
     return info_from_card({**meta, "name": ep.name}, card, source=source, implementation=_as_target(ep.value))
 
 
-def refresh() -> None:
-    """Forget the index (after installing a plugin into a running process)."""
-    global _BUILTIN, _PLUGINS
-    with _LOCK:
-        _BUILTIN = _PLUGINS = None
-
-
 def _index() -> dict[str, RewardInfo]:
     """Every named reward: shipped cards, then plugins, then user registrations (first name wins)."""
     out = dict(builtin())

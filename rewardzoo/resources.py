@@ -29,7 +29,8 @@ def card_files() -> list[Path]:
     return sorted(data_dir("model_cards").glob("*.md"))
 
 
-def _yaml_load(text: str) -> Any:
+def load_yaml_text(text: str) -> Any:
+    """YAML text through a safe loader (libyaml's when installed)."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~15x faster
@@ -43,7 +44,7 @@ def read_card_file(path: Path) -> tuple[dict, str]:
         raise RegistryError(f"model card '{path}' has no front matter (a block between '---' lines)")
     head, _, body = text[4:].partition("\n---\n")
     try:
-        meta = _yaml_load(head)
+        meta = load_yaml_text(head)
     except Exception as exc:  # yaml.YAMLError, without importing yaml here
         raise RegistryError(f"model card '{path}': front matter is not valid YAML: {exc}") from None
     if not isinstance(meta, dict):
@@ -83,10 +84,6 @@ def example_yaml(body: str, where: str) -> str:
         raise RegistryError(f"the model card of '{where}' has no ```yaml example under '{EXAMPLE_SECTION}'")
     return section[1].split("```yaml", 1)[1].split("```", 1)[0]
 
-
-def load_yaml_text(text: str) -> Any:
-    """YAML text through a safe loader (libyaml's when installed)."""
-    return _yaml_load(text)
 
 
 def config_path(name: str) -> Path:
