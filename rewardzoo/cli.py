@@ -1,4 +1,4 @@
-"""Command line: ``rewardzoo list|card|score|demo|schema``."""
+"""Command line: ``rewardzoo list|card|score|serve|demo|schema``."""
 
 from __future__ import annotations
 
@@ -46,8 +46,11 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="score a JSONL manifest with the rewards of a config")
     p.add_argument("config", help="YAML config path, a reward name (its card's example config) or a shipped config")
-    p.add_argument("--input", "-i", required=True, help="JSONL manifest (media paths relative to it)")
-    p.add_argument("--out", "-o", required=True, help="JSONL output, one line per input line")
+    p.add_argument("--input", "-i", required=True,
+                   help="JSONL manifest (media paths relative to it); with --engine ray also Parquet (media as "
+                        "paths or encoded bytes)")
+    p.add_argument("--out", "-o", required=True,
+                   help="JSONL output, one line per input line; with --engine ray also .parquet")
     p.add_argument("--split", choices=["train", "eval"], default="train")
     p.add_argument("--chunk-size", type=int, default=256, help="samples per processor call (groups kept whole)")
     p.add_argument("--allow-unscored", action="store_true",
@@ -66,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_score)
 
     add_report_arguments(sub.add_parser("report", help="write a self-contained HTML report of a score file"))
+
+    # -- serve (issue 18) --
+    p = sub.add_parser("serve", help="serve a config's rewards over HTTP (pip install 'rewardzoo[serve]')")
+    _add_serve_arguments(p)
+    p.set_defaults(func=cmd_serve)
+    # -- end serve --
 
     p = sub.add_parser("demo", help="score generated example media with every reward that needs no download")
     p.set_defaults(func=cmd_demo)
@@ -106,6 +115,25 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     print(schema_json())
     return 0
+
+
+def _add_serve_arguments(p: argparse.ArgumentParser) -> None:
+    from .serve.server import add_serve_arguments  # light: imports no server library
+
+    add_serve_arguments(p)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    missing = [m for m in ("starlette", "uvicorn", "msgpack") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise RewardZooError(f"rewardzoo serve needs {', '.join(missing)}: pip install 'rewardzoo[serve]'")
+    if args.ray and (importlib.util.find_spec("ray") is None or importlib.util.find_spec("ray.serve") is None):
+        raise RewardZooError("rewardzoo serve --ray needs Ray Serve: pip install 'rewardzoo[serve-ray]'")
+    from .serve.server import serve_command
+
+    return serve_command(args, _config_source(args.config))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

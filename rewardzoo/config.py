@@ -5,7 +5,8 @@ rewards:                      # training rewards
   - name: aesthetic           # stream name (unique within the list)
     reward_model: laion_aesthetic   # registry name or Python path; defaults to `name`
     model_path: /weights/aesthetic  # hub id or local directory/file, reward-specific
-    dtype: bfloat16           # float32 (default), float16, bfloat16 (+ fp32/fp16/bf16)
+    dtype: bfloat16           # auto (default: the card's default_dtype for the device, else float32),
+                              # float32, float16, bfloat16 (+ fp32/fp16/bf16)
     device: auto              # auto (CUDA when available), cpu, cuda, cuda:N, mps
     batch_size: 16
     applicable_datasets: [t2i]      # null = every dataset
@@ -42,7 +43,7 @@ class RewardSpec:
     name: str
     reward_model: str
     model_path: str | None = None
-    dtype: str = "float32"
+    dtype: str = "auto"
     device: str = "auto"
     batch_size: int = 16
     applicable_datasets: tuple[str, ...] | None = None
@@ -213,7 +214,8 @@ def parse_spec(raw: Any, where: str = "reward") -> RewardSpec:
     if model_path is not None and not isinstance(model_path, str):
         raise err("model_path", f"must be a string, got {type(model_path).__name__}")
     try:
-        dtype = canonical_dtype(raw.get("dtype", "float32"))
+        dtype = raw.get("dtype", "auto")
+        dtype = "auto" if dtype == "auto" else canonical_dtype(dtype)
     except ValueError as exc:
         raise err("dtype", str(exc)) from None
     device = raw.get("device", "auto")
@@ -296,7 +298,7 @@ def json_schema() -> dict[str, Any]:
             "name": {"type": "string", "minLength": 1, "description": "stream name, unique within the list"},
             "reward_model": {"type": "string", "description": "registry name or Python path; defaults to name"},
             "model_path": {"type": ["string", "null"], "description": "hub id, local directory or file"},
-            "dtype": {"enum": sorted(DTYPE_ALIASES)},
+            "dtype": {"enum": ["auto", *sorted(DTYPE_ALIASES)]},
             "device": {"type": "string", "pattern": r"^(auto|cpu|mps|cuda(:\d+)?)$"},
             "batch_size": {"type": "integer", "minimum": 1},
             "applicable_datasets": {"oneOf": [{"type": "null"}, {"type": "string"},

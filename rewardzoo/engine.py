@@ -86,6 +86,14 @@ class RewardResult:
         return out.astype(np.float32)
 
     @property
+    def substitutions(self) -> dict[str, int]:
+        """Per reward, the scores a judge substituted for failed answers (``on_failure: {substitute: ...}``):
+        the sum of its per-sample extra ``substituted`` (a pairwise judge counts each sample's substituted
+        comparisons). Rewards without that extra are not listed."""
+        return {name: int(np.nansum(extra["substituted"])) for name, extra in self.extras.items()
+                if "substituted" in extra and not is_text_extra(extra["substituted"])}
+
+    @property
     def unscored(self) -> list[int]:
         """Indices of the samples no reward applied to (total NaN)."""
         return [i for i, names in enumerate(self.applied) if not names]

@@ -185,6 +185,21 @@ class RemoteRankError(RewardExecutionError):
         return self.message
 
 
+class HttpError(RewardZooError, RuntimeError):
+    """An HTTP call failed: a non-retryable status, or still failing after the last retry.
+
+    ``status`` is None when no response came (refused connection, timeout). The message names the URL,
+    the status or reason and the number of tries, never a request header (no token leaks).
+    """
+
+    def __init__(self, url: str, *, status: int | None, attempts: int, reason: str, body: bytes = b""):
+        self.url, self.status, self.attempts, self.reason, self.body = url, status, attempts, reason, body[:2048]
+        answered = f"HTTP {status}" if status is not None else "no response"
+        tries = f" after {attempts} tries" if attempts > 1 else ""
+        excerpt = body[:200].decode("utf-8", "replace").strip()
+        super().__init__(f"{url}: {answered} ({reason}){tries}" + (f": {excerpt}" if excerpt else ""))
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A ' (did you mean ...?)' suffix for close matches, or an empty string."""
     close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)

@@ -1,7 +1,7 @@
 """Build reward instances from specs, each unique model exactly once per process.
 
 Two specs share an instance when they resolve to the same *model identity*: implementation, weights
-(``model_path``), dtype, resolved device, constructor kwargs and input ``limits`` (they shape what the
+(``model_path``), resolved dtype (``auto``: the card's ``default_dtype`` on the device), resolved device, constructor kwargs and input ``limits`` (they shape what the
 instance accepts). Stream-level settings (name, weight, batch size, datasets, async) are not part of
 it, so a training and an evaluation spec of the same model share one loaded copy.
 
@@ -44,7 +44,8 @@ class RewardLoader:
         except TypeError as exc:
             raise ConfigError(f"kwargs are not comparable: {exc}", entry=spec.name, field="kwargs") from None
         limits = tuple(sorted(spec.limits.items()))
-        return (canonical_target(spec.reward_model), spec.model_path, spec.dtype, device_for(spec), kwargs, limits)
+        device = device_for(spec)
+        return (canonical_target(spec.reward_model), spec.model_path, dtype_for(spec, device), device, kwargs, limits)
 
     def load(self, spec: RewardSpec | dict | str) -> Reward:
         """The shared instance for ``spec``, constructing it on first use."""
@@ -55,7 +56,7 @@ class RewardLoader:
             raise exc.in_entry(spec.name, "reward_model") from exc.__cause__
         with self._lock:
             if key not in self._instances:
-                self._instances[key] = self._construct(spec, device=key[3])
+                self._instances[key] = self._construct(spec, device=key[3], dtype=key[2])
             return self._instances[key]
 
     def load_all(self, specs) -> list[Reward]:
@@ -65,7 +66,7 @@ class RewardLoader:
     def instances(self) -> list[Reward]:
         return list(self._instances.values())
 
-    def _construct(self, spec: RewardSpec, device: str) -> Reward:
+    def _construct(self, spec: RewardSpec, device: str, dtype: str) -> Reward:
         try:
             cls = resolve(spec.reward_model)
         except RegistryError as exc:
@@ -84,7 +85,7 @@ class RewardLoader:
                     kwargs[param] = self.load(inner_spec)
                 except RegistryError as exc:  # name the entry the user wrote, not the inner one
                     raise exc.in_entry(spec.name, f"kwargs.{param}") from exc.__cause__
-            instance = cls(model_path=spec.model_path, device=device, dtype=spec.dtype, **kwargs)
+            instance = cls(model_path=spec.model_path, device=device, dtype=dtype, **kwargs)
         except ConfigError as exc:
             if exc.entry is not None:
                 raise
@@ -102,6 +103,15 @@ class RewardLoader:
 
 
 _RESERVED = ("self", "model_path", "device", "dtype")
+
+
+def dtype_for(spec: RewardSpec, device: str) -> str:
+    """The dtype a spec's reward runs in: the configured one, or for ``auto`` (the default) its model
+    card's ``default_dtype`` on ``device``'s kind (the reference's precision there), else float32."""
+    if spec.dtype != "auto":
+        return spec.dtype
+    found = lookup(spec.reward_model)
+    return found.dtype_on(device) if found is not None else "float32"
 
 
 def device_for(spec: RewardSpec) -> str:

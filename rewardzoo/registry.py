@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping, TypeVar
 
 from .errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
 from .rewards.info import RewardInfo
+from .shared.device import canonical_dtype
 from .shared.imports import import_path, split_path
 
 KINDS = ("pointwise", "groupwise")
@@ -42,6 +43,9 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = dict(
     audio=("torch", "torchaudio", "soundfile", "onnxruntime", "speechmos", "scipy", "transformers", "jiwer",
            "silero_vad", "pesq", "pystoi"),
     text=("torch", "transformers"),
+    vlm=("torch", "torchvision", "transformers", "av"),
+    iqa=("torch", "torchvision", "pyiqa", "cv2"),
+    verifiers=("onnxruntime", "cv2", "nudenet", "rapidocr_onnxruntime", "pyclipper", "shapely"),
 )
 
 
@@ -89,7 +93,23 @@ def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "reward
                       download=get("download", (bool,)), devices=tuple(devices) if devices else None,
                       license=get("license", (str,), None),
                       reference=get("reference", (dict,), None), card=card, source=source,
-                      differentiable=get("differentiable", (bool,), False))
+                      differentiable=get("differentiable", (bool,), False),
+                      default_dtype=_default_dtype(get("default_dtype", (dict, type(None)), None), bad))
+
+
+def _default_dtype(value: Mapping[str, Any] | None, bad: Callable[[str, str], RegistryError]) -> dict | None:
+    """A card's ``default_dtype`` mapping (device kind -> dtype name), validated and canonical."""
+    if value is None:
+        return None
+    out = {}
+    for kind, name in value.items():
+        if kind not in DEVICE_KINDS:
+            raise bad("default_dtype", f"keys must be device kinds {DEVICE_KINDS}, got {kind!r}")
+        try:
+            out[kind] = canonical_dtype(name)
+        except ValueError as exc:
+            raise bad("default_dtype", str(exc)) from None
+    return out
 
 
 def info_for_class(cls: type, name: str | None = None, *, source: str = "python path") -> RewardInfo:

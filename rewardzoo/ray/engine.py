@@ -1,24 +1,13 @@
-"""Ray Data engine of ``rewardzoo score --engine ray``.
-
-The driver reads the manifest as the local CLI does (:func:`~rewardzoo.manifest.read_manifest`, line-numbered
-errors) and cuts it into the same group-preserving chunks (:func:`~rewardzoo.cli.group_preserving_chunks`), so a
-group is never split, however large, and every reward sees exactly the calls it sees locally: the scores are
-bit-identical. One Ray Data row is one chunk; a pool of :class:`ChunkScorer` actors (the processor built once per
-actor) scores them. A reward error is returned as a row (not raised), so Ray does not retry it; a dying actor is
-restarted (``max_restarts``) and its chunk retried (``max_task_retries``).
-
-``--resume``: the driver appends every scored chunk to ``OUT.partial.jsonl`` (``{"index": i, "record": ...}``
-lines); a resumed run keeps those rows, scores the rest and writes the final file whole and in order.
-"""
+"""Ray Data engine of ``rewardzoo score --engine ray`` and :func:`score_dataset` (design: the package docstring)."""
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
 import pickle
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -27,152 +16,143 @@ from typing import Any
 import ray
 
 from ..errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError
+from .inputs import ParquetMedia, Rows, decoded, has_bytes, load_records, load_rows
 
 MAX_RESTARTS = 3
 
 
-def _load_rows(path: str | Path) -> tuple[list, list[str], list[dict]]:
-    """(samples, row labels, resolved dicts) of a JSONL manifest or a Parquet file; errors as in ``rewardzoo
-    score`` (a JSONL row is named by its 1-based line, a Parquet row by its 0-based row index)."""
-    from ..manifest import ManifestError, _lines, _resolve_paths, read_manifest
-
-    if Path(path).suffix == ".parquet":
-        return _load_parquet(Path(path))
-    try:
-        samples, lines = read_manifest(path)
-    except ManifestError as exc:
-        raise RewardZooError(exc.with_label(f"line {exc.sample}")) from None
-    root = Path(path).parent
-    dicts = [_resolve_paths(data, root) for _, data in _lines(Path(path))]
-    return samples, [f"line {n}" for n in lines], dicts
-
-
-def _load_parquet(path: Path) -> tuple[list, list[str], list[dict]]:
-    """Parquet rows as manifest lines: null columns are absent; media columns are paths (relative to the file's
-    folder) or, for ``image``, encoded image bytes."""
-    import pyarrow.parquet as pq
-
-    if not path.is_file():
-        raise RewardZooError(f"input '{path}' is not a file")
-    return _load_records(pq.read_table(path).to_pylist(), path.parent)
-
-
-def _load_records(records: list[dict], root: Path) -> tuple[list, list[str], list[dict]]:
-    """Table rows (Parquet, a Ray Dataset) as manifest lines; relative media paths are relative to ``root``."""
-    from ..manifest import _resolve_paths
-    from ..sample import Sample
-
-    samples, dicts = [], []
-    for i, row in enumerate(records):
-        data = {k: v for k, v in row.items() if v is not None}
-        encoded = {k: v for k, v in data.items() if isinstance(v, (bytes, bytearray))}
-        try:
-            bad = next((k for k in encoded if k != "image"), None)
-            if bad is not None:
-                raise InputError("encoded bytes are supported for 'image' only; give a file path", field=bad)
-            if isinstance(data.get("metadata"), dict):
-                data["metadata"] = json.dumps(data["metadata"])
-            resolved = {**_resolve_paths({k: v for k, v in data.items() if k not in encoded}, root), **encoded}
-            samples.append(Sample.from_dict({k: v for k, v in resolved.items() if k not in encoded}))
-        except InputError as exc:
-            raise RewardZooError(exc.with_label(f"row {i}")) from None
-        dicts.append(resolved)
-    return samples, [f"row {i}" for i in range(len(dicts))], dicts
-
-
-def _decoded(data: dict, index: int) -> dict:
-    """A Parquet row's encoded image bytes as a PIL image (errors name the field and the sample)."""
-    if isinstance(data.get("image"), (bytes, bytearray)):
-        from PIL import Image
-
-        try:
-            data = {**data, "image": Image.open(io.BytesIO(data["image"]))}
-        except Exception as exc:  # noqa: BLE001 - any decoder failure is a bad input row
-            raise InputError(f"cannot read image bytes: {type(exc).__name__}: {exc}", field="image",
-                             sample=index) from None
-    return data
-
-
 class ChunkScorer:
-    """A Ray Data callable class: builds the processor once, scores one chunk (row) per call."""
+    """A Ray Data callable class: builds the processor once per actor, scores one chunk (one Ray row) per call.
 
-    def __init__(self, specs: list) -> None:
+    A chunk row holds its input rows' indices, labels and light fields as JSON, and, for a Ray Dataset input, its
+    encoded media (``media``); a Parquet file's binary media columns are read here, from the file. A reward error
+    is returned in the row's ``error`` (not raised: Ray would retry the task).
+    """
+
+    def __init__(self, specs: list, parquet: str | None = None, binary: tuple[str, ...] = ()) -> None:
         from ..processor import RewardProcessor
 
-        self.processor = RewardProcessor(specs)
+        try:  # a config the loader refuses fails the job with the local command's message, not an actor crash
+            self.processor, self.error = RewardProcessor(specs), ""
+        except RewardZooError as exc:
+            self.processor, self.error = None, str(exc)
+        self.media = ParquetMedia(parquet, binary) if parquet else None
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        out_records, out_errors = [], []
-        for samples_json, lines_json in zip(batch["samples"], batch["lines"]):
-            labels = json.loads(lines_json)
+        if self.error:
+            return {"chunk": batch["chunk"], "records": [""] * len(batch["chunk"]),
+                    "error": [self.error] * len(batch["chunk"])}
+        records, errors = [], []
+        for k in range(len(batch["chunk"])):
+            record, error = self._score(json.loads(batch["indices"][k]), json.loads(batch["labels"][k]),
+                                        json.loads(batch["rows"][k]), batch["media"][k])
+            records.append(record)
+            errors.append(error)
+        return {"chunk": batch["chunk"], "records": records, "error": errors}
+
+    def _score(self, indices: list[int], labels: list[str], rows: list[dict], media: bytes) -> tuple[str, str]:
+        if self.media is not None:
             try:
-                result = self.processor([_decoded(d, i) for i, d in enumerate(pickle.loads(samples_json))])
-                out_records.append(json.dumps(result.records()))
-                out_errors.append("")
-            except (InputError, RewardOutputError, RewardExecutionError) as exc:
-                located = exc.samples if not isinstance(exc, InputError) else \
-                    (None if exc.sample is None else [exc.sample])
-                msg = exc.with_label(labels.__getitem__) if located else str(exc)
-                out_records.append("")
-                out_errors.append(msg)
-            except RewardZooError as exc:
-                out_records.append("")
-                out_errors.append(str(exc))
-        return {"chunk": batch["chunk"], "records": out_records, "error": out_errors}
+                cells_of = self.media.rows(indices)
+            except Exception as exc:  # noqa: BLE001 - a file gone or unreadable: the job's error, not a retry
+                return "", f"cannot read the media columns of '{self.media.file_path}': {type(exc).__name__}: {exc}"
+            rows = [{**row, **cells} for row, cells in zip(rows, cells_of)]
+        if media:  # encoded media of a Ray Dataset's rows, pickled by this job's driver (Ray's own transport)
+            rows = [{**row, **cells} for row, cells in zip(rows, pickle.loads(media))]
+        try:
+            with tempfile.TemporaryDirectory(prefix="rewardzoo-media-") as folder:
+                result = self.processor([decoded(row, i, folder) for i, row in enumerate(rows)])
+                return json.dumps(result.records()), ""
+        except (InputError, RewardOutputError, RewardExecutionError) as exc:
+            located = exc.samples if not isinstance(exc, InputError) else \
+                (None if exc.sample is None else [exc.sample])
+            return "", (exc.with_label(labels.__getitem__) if located else str(exc))
+        except RewardZooError as exc:
+            return "", str(exc)
 
 
-def _ensure_ray(address: str | None, quiet: bool) -> bool:
-    """Start (or join, with ``address``) Ray; True when this call started it."""
+def ensure_ray(address: str | None, quiet: bool) -> bool:
+    """Start a local Ray instance sized to the machine (or join ``address``); True when this call started one.
+
+    The local instance gets this checkout on ``PYTHONPATH`` through the environment it inherits, not a job
+    ``runtime_env``: a job runtime env makes every actor wait for a fresh worker process, while the raylet's
+    prestarted workers (started with the instance) can host the pool's actors at once.
+    """
     if ray.is_initialized():
         return False
-    root = str(Path(__file__).resolve().parents[2])
-    env = {"PYTHONPATH": os.pathsep.join(p for p in (root, os.getcwd(), os.environ.get("PYTHONPATH", "")) if p)}
-    kwargs: dict[str, Any] = {"runtime_env": {"env_vars": env}, "include_dashboard": False,
-                              "log_to_driver": not quiet, "logging_level": "ERROR"}
+    paths = [str(Path(__file__).resolve().parents[2]), os.getcwd(), os.environ.get("PYTHONPATH", "")]
+    pythonpath = os.pathsep.join(p for p in paths if p)
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": not quiet, "logging_level": "ERROR"}
     if address:
-        ray.init(address=address, **kwargs)
-    else:
-        ray.init(num_cpus=os.cpu_count(), **kwargs)
+        ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": pythonpath}}, **kwargs)
+    else:  # the raylet and its workers inherit the variable at start; this process gets its own back
+        previous = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = pythonpath
+        try:
+            ray.init(num_cpus=os.cpu_count(), **kwargs)
+        finally:
+            if previous is None:
+                os.environ.pop("PYTHONPATH")
+            else:
+                os.environ["PYTHONPATH"] = previous
     return True
 
 
-def _specs_dicts(config, split: str) -> list:
-    from ..config import load_config
-
-    return list(load_config(config).specs(split))
-
-
-def _chunk_dataset(dicts: list[dict], lines: list[str], chunks: list[list[int]]):
-    rows = [{"chunk": k, "samples": pickle.dumps([dicts[i] for i in c]), "lines": json.dumps([lines[i] for i in c])}
-            for k, c in enumerate(chunks)]
-    return ray.data.from_items(rows, override_num_blocks=max(1, len(rows)))
+def configure_data(quiet: bool) -> None:
+    """Ray Data's context for one scoring run: progress bars on a terminal unless ``quiet``, results as they come."""
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = not quiet and sys.stderr.isatty()
+    ctx.enable_operator_progress_bars = ctx.enable_progress_bars
+    ctx.execution_options.preserve_order = False  # the driver orders the rows by index itself
+    logging.getLogger("ray.data").setLevel(logging.ERROR if quiet else logging.WARNING)
 
 
-def _scored(ds, specs: list, actors: int, gpus: float, cpus: float):
-    """One chunk per call on ``actors`` actors; a dead actor is restarted and its chunk retried."""
+def chunk_dataset(rows: Rows, chunks: list[list[int]]):
+    """One Ray row per chunk: the chunk's row indices, labels and light fields (JSON) and any in-row media."""
+    items = []
+    for k, chunk in enumerate(chunks):
+        light, media = [], []
+        for i in chunk:
+            row = rows.rows[i]
+            media.append({key: v for key, v in row.items() if has_bytes(v)})
+            light.append({key: v for key, v in row.items() if key not in media[-1]})
+        items.append({"chunk": k, "indices": json.dumps(chunk), "labels": json.dumps([rows.labels[i] for i in chunk]),
+                      "rows": json.dumps(light), "media": pickle.dumps(media) if any(media) else b""})
+    return ray.data.from_items(items, override_num_blocks=max(1, len(items)))
+
+
+def scored_chunks(rows: Rows, chunks: list[list[int]], specs: list, actors: int, gpus: float, cpus: float):
+    """One chunk per call on a pool of ``actors`` actors (no more than there are chunks: an idle actor would only
+    load the models); a dead actor is restarted and its chunk retried."""
+    ds, actors = chunk_dataset(rows, chunks), max(1, min(actors, len(chunks)))
     with warnings.catch_warnings():  # max_restarts / max_task_retries travel as ray_remote_args (deprecated name)
         warnings.filterwarnings("ignore", message=".*ray_remote_args.*")
-        return ds.map_batches(ChunkScorer, fn_constructor_args=(specs,), batch_size=1, batch_format="numpy",
-                              compute=ray.data.ActorPoolStrategy(size=actors), num_gpus=gpus or None,
-                              num_cpus=cpus, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)
+        return ds.map_batches(ChunkScorer, fn_constructor_args=(specs, rows.parquet, rows.binary), batch_size=1,
+                              batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=actors),
+                              num_gpus=gpus or None, num_cpus=cpus, max_restarts=MAX_RESTARTS,
+                              max_task_retries=MAX_RESTARTS)
 
 
 def score_dataset(dataset_or_path, config, *, split: str = "train", chunk_size: int = 256, actors: int = 1,
                   gpus_per_actor: float = 0, cpus_per_actor: float = 1, address: str | None = None):
-    """Score a JSONL manifest, a Parquet file or a Ray Dataset of manifest-like rows (relative media paths: to the
-    file's folder, or to the working directory for a Dataset) on Ray Data. Returns a Ray Dataset of
-    ``{"index", "record"}`` rows, ``record`` the JSON line ``rewardzoo score`` writes for input row ``index``.
-    A bad row raises :class:`~rewardzoo.errors.RewardZooError` (its row, field and reward) when consumed."""
-    from ..cli import group_preserving_chunks
+    """Score a JSONL manifest, a Parquet file or a Ray Dataset of manifest-like rows on Ray Data.
 
-    _ensure_ray(address, quiet=True)
+    Relative media paths are relative to the file's folder, or to the working directory for a Dataset (whose rows
+    are collected on the driver to cut the chunks: give a Parquet file for large encoded media). Returns a Ray
+    Dataset of ``{"index", "record"}`` rows, ``record`` the JSON line ``rewardzoo score`` writes for input row
+    ``index``. A bad row raises :class:`~rewardzoo.errors.RewardZooError` (its row, field and reward) when consumed.
+    """
+    from ..cli import group_preserving_chunks
+    from ..config import load_config
+
+    ensure_ray(address, quiet=True)
     if isinstance(dataset_or_path, (str, os.PathLike)):
-        samples, lines, dicts = _load_rows(dataset_or_path)
-    else:  # a Ray Dataset: its rows come to the driver (chunks are cut there, so groups stay whole)
-        samples, lines, dicts = _load_records(dataset_or_path.take_all(), Path.cwd())
-    chunks = group_preserving_chunks(samples, chunk_size)
-    specs = _specs_dicts(config, split)
-    scored = _scored(_chunk_dataset(dicts, lines, chunks), specs, actors, gpus_per_actor, cpus_per_actor)
+        rows = load_rows(dataset_or_path)
+    else:
+        rows = load_records(dataset_or_path.take_all(), Path.cwd())
+    chunks = group_preserving_chunks(rows.samples, chunk_size)
+    specs = list(load_config(config).specs(split))
+    scored = scored_chunks(rows, chunks, specs, actors, gpus_per_actor, cpus_per_actor)
 
     def explode(row: dict) -> list[dict]:
         if row["error"]:
@@ -197,14 +177,11 @@ def _read_partial(path: Path, n: int) -> dict[int, dict]:
     return done
 
 
-def _write_parquet(path: Path, records: list[dict], specs: list[dict]) -> None:
-    import tempfile
-
+def _write_parquet(path: Path, records: list[dict], specs: list) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    names = [s.name for s in specs]
-    cols = {name: pa.array([r["rewards"].get(name) for r in records], type=pa.float64()) for name in names}
+    cols = {s.name: pa.array([r["rewards"].get(s.name) for r in records], type=pa.float64()) for s in specs}
     cols["total"] = pa.array([r["total"] for r in records], type=pa.float64())
     cols["applied"] = pa.array([r["applied"] for r in records], type=pa.list_(pa.string()))
     cols["index"] = pa.array(range(len(records)), type=pa.int64())
@@ -218,50 +195,54 @@ def _write_parquet(path: Path, records: list[dict], specs: list[dict]) -> None:
         raise
 
 
+def _report_path(args, out: Path) -> Path | None:
+    """``--report``: checked before any scoring, as the local command does; it reads a JSONL score file."""
+    from ..cli import check_output_path
+
+    if not args.report:
+        return None
+    if out.suffix == ".parquet":
+        raise RewardZooError("--report reads a JSONL score file; give --out a .jsonl path, or run "
+                             "`rewardzoo report` on a JSONL output")
+    report = check_output_path(Path(args.report), inputs={"--input": Path(args.input), "--out": out})
+    if report.resolve() == out.resolve():
+        raise RewardZooError(f"--report '{report}' is --out; write the report to another file")
+    return report
+
+
 def score_with_ray(args) -> int:
     """``rewardzoo score --engine ray``: the local command's checks, then the chunks on an actor pool."""
-    from ..cli import (
-        _check_datasets,
-        _config_source,
-        _is_path,
-        _write_atomically,
-        check_output_path,
-        group_preserving_chunks,
-    )
+    from ..cli import _check_datasets, _config_source, _is_path, _write_atomically, check_output_path, \
+        group_preserving_chunks
     from ..config import load_config
     from ..engine import unscored
 
+    start = time.perf_counter()  # the final line's wall time: the whole command, reading and start-up included
     if args.chunk_size <= 0:
         raise RewardZooError("--chunk-size must be positive")
     if args.actors <= 0:
         raise RewardZooError("--actors must be positive")
-    if args.report:
-        raise RewardZooError("--report is not supported with --engine ray; run `rewardzoo report` on the output")
     source = _config_source(args.config)
     out = check_output_path(Path(args.out), inputs={"--input": Path(args.input),
                                                     **({"the config": Path(source)} if _is_path(source) else {})})
+    report = _report_path(args, out)
     spec_objs = load_config(source).specs(args.split)
-    samples, lines, dicts = _load_rows(args.input)
-    numbers = [label.split(" ", 1)[1] for label in lines]  # _check_datasets writes "line N"
-    _check_datasets(spec_objs, samples, numbers, args.allow_unscored, unscored(spec_objs, samples))
+    rows = load_rows(args.input)
+    numbers = [label.split(" ", 1)[1] for label in rows.labels]  # _check_datasets writes "line N"
+    _check_datasets(spec_objs, rows.samples, numbers, args.allow_unscored, unscored(spec_objs, rows.samples))
     specs = list(spec_objs)
+    n = len(rows.samples)
     partial = out.with_name(out.name + ".partial.jsonl")
-    done = _read_partial(partial, len(samples)) if args.resume else {}
+    done = _read_partial(partial, n) if args.resume else {}
     if not args.resume:
         partial.unlink(missing_ok=True)
-    chunks = [c for c in group_preserving_chunks(samples, args.chunk_size) if not all(i in done for i in c)]
-    start = time.perf_counter()
-    started = _ensure_ray(args.address, args.quiet)
+    chunks = [c for c in group_preserving_chunks(rows.samples, args.chunk_size) if not all(i in done for i in c)]
+    started = ensure_ray(args.address, args.quiet)
     try:
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = not args.quiet and sys.stderr.isatty()
-        if args.quiet:
-            logging.getLogger("ray.data").setLevel(logging.ERROR)
-        ctx.execution_options.preserve_order = True
+        configure_data(args.quiet)
         scored_rows = 0
         if chunks:
-            ds = _scored(_chunk_dataset(dicts, lines, chunks), specs, args.actors, args.gpus_per_actor,
-                         args.cpus_per_actor)
+            ds = scored_chunks(rows, chunks, specs, args.actors, args.gpus_per_actor, args.cpus_per_actor)
             with partial.open("a", encoding="utf-8") as fh:
                 for row in ds.iter_rows():
                     if row["error"]:
@@ -275,13 +256,18 @@ def score_with_ray(args) -> int:
     finally:
         if started:
             ray.shutdown()
-    records = [done[i] for i in range(len(samples))]
+    records = [done[i] for i in range(n)]
     if out.suffix == ".parquet":
         _write_parquet(out, records, specs)
     else:
         _write_atomically(out, records)
     partial.unlink(missing_ok=True)
     wall = time.perf_counter() - start
-    print(f"rewardzoo: scored {scored_rows} rows ({len(samples) - scored_rows} resumed) in {wall:.1f} s, "
+    print(f"rewardzoo: scored {scored_rows} rows ({n - scored_rows} resumed) in {wall:.1f} s, "
           f"{scored_rows / wall if wall else 0:.1f} rows/s", file=sys.stderr)
+    if report is not None:
+        from ..report import build_report
+
+        build_report(out, manifest=args.input if rows.parquet is None and Path(args.input).suffix != ".parquet"
+                     else None, config=args.config, out=report)
     return 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -12,7 +12,9 @@ from typing import Any, Mapping
 class RewardInfo:
     """One reward's record. ``download``: its weights are not shipped with a package and must be
     fetched (from a hub or a local path). ``devices``: the kinds of device it can use (``cpu``, ``cuda``,
-    ``mps``; None: any torch device). ``differentiable``: it has a differentiable path (``score_pixels``,
+    ``mps``; None: any torch device). ``default_dtype``: the dtype ``dtype: auto`` (the config default)
+    picks per device kind, the reference's precision there (``{"cuda": "bfloat16"}``; kinds not listed
+    run float32). ``differentiable``: it has a differentiable path (``score_pixels``,
     used by :func:`rewardzoo.differentiable`). ``card``: the model card file (None for rewards without one);
     ``source``: ``"rewardzoo"``, ``"plugin <distribution>"``, ``"user"`` or ``"python path"``."""
 
@@ -31,6 +33,11 @@ class RewardInfo:
     card: Path | None = None
     source: str = "rewardzoo"
     differentiable: bool = False
+    default_dtype: Mapping[str, str] | None = None
+
+    def dtype_on(self, device: str) -> str:
+        """The dtype ``dtype: auto`` means on ``device`` (a resolved device string such as ``cuda:0``)."""
+        return (self.default_dtype or {}).get(device.split(":")[0], "float32")
 
     @classmethod
     def of_class(cls, reward_cls: type, name: str | None = None, *, source: str = "python path") -> "RewardInfo":
@@ -43,3 +50,26 @@ class RewardInfo:
                    extra=None, higher_is_better=bool(getattr(reward_cls, "higher_is_better", True)),
                    score_range=tuple(float(b) for b in getattr(reward_cls, "score_range", (-math.inf, math.inf))),
                    download=False, source=source)
+
+    #: Facts an instance may learn at construction and carry over its card's (:meth:`refined`).
+    INSTANCE_FACTS = ("kind", "modality", "higher_is_better", "score_range", "summary")
+
+    def refined(self, facts: Mapping[str, Any]) -> "RewardInfo":
+        """This record with facts one instance learned when it was built (a ``remote`` reward's kind,
+        direction and score range come from the server it calls); the card stays the record of the reward
+        itself. Only :data:`INSTANCE_FACTS` may change; ValueError for anything else or a bad value."""
+        unknown = sorted(set(facts) - set(self.INSTANCE_FACTS))
+        if unknown:
+            raise ValueError(f"an instance cannot change {unknown} of its record; it may refine "
+                             f"{', '.join(self.INSTANCE_FACTS)}")
+        facts = dict(facts)
+        if "score_range" in facts:
+            lo, hi = (float(b) for b in facts["score_range"])
+            if not lo < hi:
+                raise ValueError(f"score_range must have low < high, got {facts['score_range']!r}")
+            facts["score_range"] = (lo, hi)
+        if "kind" in facts and facts["kind"] not in ("pointwise", "groupwise"):
+            raise ValueError(f"kind must be pointwise or groupwise, got {facts['kind']!r}")
+        if "higher_is_better" in facts and not isinstance(facts["higher_is_better"], bool):
+            raise ValueError(f"higher_is_better must be a bool, got {facts['higher_is_better']!r}")
+        return replace(self, **facts)

@@ -73,3 +73,36 @@ def torch_dtype(name: str):
     import torch
 
     return getattr(torch, canonical_dtype(name))
+
+
+AUTOCAST_OFF = (None, False, "none", "off")
+
+
+def autocast_dtype(option: object, device: str, reference: dict[str, str] | None = None) -> str | None:
+    """The autocast dtype a reward runs under, or None (no autocast).
+
+    ``option``: ``"auto"`` (the reference's autocast on this device type: ``reference`` maps a device type
+    such as ``"cuda"`` to a dtype name; other device types run without autocast), a dtype name or alias,
+    or one of None / false / ``"none"`` / ``"off"``. ValueError for anything else.
+    """
+    if option in AUTOCAST_OFF or (isinstance(option, str) and option.lower() in ("none", "off")):
+        return None
+    if option == "auto":
+        return (reference or {}).get(str(device).split(":")[0])
+    if not isinstance(option, str):
+        raise ValueError(f"autocast must be 'auto', null or a dtype name, got {option!r}")
+    name = canonical_dtype(option)
+    if name not in ("float16", "bfloat16"):
+        raise ValueError(f"autocast runs in float16 or bfloat16, got {option!r}")
+    return name
+
+
+def autocast_context(device: str, dtype: str | None):
+    """``torch.autocast`` on ``device``'s type in ``dtype``; a no-op context when ``dtype`` is None."""
+    import contextlib
+
+    import torch
+
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=str(device).split(":")[0], dtype=torch_dtype(dtype))

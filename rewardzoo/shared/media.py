@@ -11,7 +11,7 @@ and sample.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -80,6 +80,17 @@ def image_to_uint8(value: Any) -> np.ndarray:
             value = value.transpose(1, 2, 0)  # unambiguous (C, H, W) gray or RGB
         return _array_to_uint8(value)
     raise InputError(f"unsupported image type {type(value).__name__}; use a path, PIL image, NumPy array or tensor")
+
+
+def images_to_uint8(images: Sequence[Any], field: str = "image") -> list[np.ndarray]:
+    """Each image as a uint8 (H, W, 3) array (:func:`image_to_uint8`); errors name the field and sample."""
+    out = []
+    for i, value in enumerate(images):
+        try:
+            out.append(image_to_uint8(value))
+        except InputError as exc:
+            raise exc.located(field=field, sample=i) from None
+    return out
 
 
 def to_pil_rgb(value: Any) -> Image.Image:

@@ -66,7 +66,33 @@ def test_reward_instance_gets_device_dtype_and_path_from_spec():
 
 
 def test_constructor_refusals_name_the_entry():
-    with pytest.raises(ConfigError, match="entry 'q': JpegCompressibility could not be built: quality must be"):
+    with pytest.raises(ConfigError, match="entry 'q', field 'kwargs.quality': must be an integer in \\[1, 100\\]"):
         RewardLoader().load({"name": "q", "reward_model": "jpeg_compressibility", "kwargs": {"quality": 0}})
     with pytest.raises(ConfigError, match="entry 'ranked', field 'kwargs.base'"):
         RewardLoader().load({"name": "ranked", "reward_model": "group_rank"})
+
+
+def test_dtype_auto_is_the_cards_reference_precision_per_device(tmp_path):
+    from rewardzoo.config import parse_spec
+    from rewardzoo.loader import dtype_for
+    from rewardzoo.registry import info_from_card
+
+    auto = parse_spec({"name": "c", "reward_model": "clip_score"})
+    assert auto.dtype == "auto"
+    # clip_score's card says the reference (OpenAI clip.load) keeps float16 weights on CUDA
+    assert (dtype_for(auto, "cuda:1"), dtype_for(auto, "cpu")) == ("float16", "float32")
+    assert dtype_for(parse_spec({"name": "c", "reward_model": "clip_score", "dtype": "fp32"}), "cuda:0") == "float32"
+    assert dtype_for(parse_spec({"name": "v", "reward_model": "vqascore"}), "cuda:0") == "bfloat16"
+    assert dtype_for(parse_spec({"name": "j", "reward_model": "jpeg_compressibility"}), "cuda:0") == "float32"
+    assert dtype_for(parse_spec({"name": "l", "reward_model": path(PromptLength)}), "cuda:0") == "float32"
+    # `auto` and the float32 it means on the CPU are one model identity, loaded once
+    loader = RewardLoader()
+    a = loader.load({"name": "a", "reward_model": path(PromptLength), "device": "cpu"})
+    b = loader.load({"name": "b", "reward_model": path(PromptLength), "device": "cpu", "dtype": "float32"})
+    assert a is b and a.dtype_name == "float32" and loader.constructions == 1
+    meta = {"name": "x", "implementation": "m:C", "summary": "s", "modality": "image", "kind": "pointwise",
+            "extra": None, "higher_is_better": True, "score_range": [0, 1], "download": False}
+    assert info_from_card({**meta, "default_dtype": {"cuda": "bf16"}}, tmp_path / "x.md").dtype_on("cuda:0") == "bfloat16"
+    for bad in ({"gpu": "float16"}, {"cuda": "int8"}):
+        with pytest.raises(RegistryError, match="default_dtype"):
+            info_from_card({**meta, "default_dtype": bad}, tmp_path / "x.md")

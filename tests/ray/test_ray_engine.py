@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -164,6 +165,10 @@ def test_score_dataset_returns_a_ray_dataset(manifest):
         line["image"] = str(root / line["image"])
     rows = sorted(score_dataset(ray.data.from_items(lines), config, chunk_size=3).take_all(), key=lambda r: r["index"])
     assert [json.loads(r["record"]) for r in rows] == local
+    for line in lines:  # encoded image bytes in the Dataset's rows
+        line["image"] = Path(line["image"]).read_bytes()
+    rows = sorted(score_dataset(ray.data.from_items(lines), config, chunk_size=3).take_all(), key=lambda r: r["index"])
+    assert [json.loads(r["record"]) for r in rows] == local
 
 
 @pytest.mark.parametrize("media", ["paths", "bytes"])
@@ -187,3 +192,106 @@ def test_parquet_input_with_paths_or_encoded_bytes_equals_local(manifest, media,
         err = capsys.readouterr().err.strip().splitlines()[-1]
         assert "row 3" in err and "field 'image'" in err and "cannot read image" in err
         assert not (root / "bad.jsonl").exists()
+
+
+def test_parquet_video_and_audio_bytes_equal_local_paths(tmp_path):
+    """Encoded video and audio bytes (the media the manifest supports besides images) score as their files do."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pytest.importorskip("av", reason="the video extra is not installed")
+    sf = pytest.importorskip("soundfile", reason="the audio extra is not installed")
+
+    from rewardzoo.shared.video import write_video
+
+    rng = np.random.default_rng(1)
+    lines = []
+    for i in range(4):
+        write_video(tmp_path / f"{i}.mp4", (rng.random((4, 16, 16, 3)) * 255).astype(np.uint8), fps=4)
+        clean = rng.standard_normal(800).astype(np.float32) * 0.1
+        sf.write(tmp_path / f"{i}.wav", clean + 0.01 * (i + 1) * rng.standard_normal(800).astype(np.float32), 8000)
+        sf.write(tmp_path / f"ref{i}.wav", clean, 8000)
+        lines.append({"video": f"{i}.mp4", "audio": f"{i}.wav", "condition_audio": f"ref{i}.wav"})
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    config = tmp_path / "cfg.yaml"
+    config.write_text("rewards:\n  - name: flicker\n    reward_model: video_temporal_flickering\n"
+                      "  - name: sdr\n    reward_model: si_sdr\n")
+    rows = [{k: (tmp_path / v).read_bytes() for k, v in line.items()} for line in lines]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet", row_group_size=3)  # two row groups
+    assert _score(config, path, tmp_path / "local.jsonl", "--chunk-size", 2) == 0
+    assert _score(config, tmp_path / "in.parquet", tmp_path / "ray.jsonl", "--chunk-size", 2, "--engine", "ray") == 0
+    local = (tmp_path / "local.jsonl").read_text()
+    assert (tmp_path / "ray.jsonl").read_text() == local
+    assert all(r["applied"] == ["flicker", "sdr"] for r in map(json.loads, local.splitlines()))
+
+
+def test_encoded_media_in_rows_become_files_with_the_same_bytes(tmp_path):
+    from rewardzoo.ray.inputs import decoded
+
+    png = tmp_path / "a.png"
+    Image.fromarray(np.zeros((4, 4, 3), dtype=np.uint8)).save(png)
+    row = decoded({"image": png.read_bytes(), "condition_images": [b"one", "x.png"], "audio": b"RIFF",
+                   "prompt": "p"}, 0, str(tmp_path))
+    assert np.array_equal(np.asarray(row["image"]), np.asarray(Image.open(png)))
+    assert Path(row["condition_images"][0]).read_bytes() == b"one" and row["condition_images"][1] == "x.png"
+    assert Path(row["audio"]).read_bytes() == b"RIFF" and row["prompt"] == "p"
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_progress_bars_on_a_terminal_unless_quiet_and_a_final_line(manifest, capsys, monkeypatch, quiet):
+    import re
+
+    root, path, config = manifest
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # as on a terminal
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = not quiet  # the opposite of what the run must set
+    args = ["score", str(config), "-i", str(path), "-o", str(root / "o.jsonl"), "--engine", "ray"]
+    assert main(args + (["-q"] if quiet else [])) == 0
+    assert ctx.enable_progress_bars is (not quiet) and ctx.enable_operator_progress_bars is (not quiet)
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    found = re.fullmatch(r"rewardzoo: scored (\d+) rows \((\d+) resumed\) in ([\d.]+) s, ([\d.]+) rows/s", last)
+    assert found, last
+    rows, resumed, wall, rate = int(found[1]), int(found[2]), float(found[3]), float(found[4])
+    assert (rows, resumed) == (11, 0) and wall > 0 and abs(rate - rows / wall) <= 0.05 * rate + 0.1
+
+
+def test_report_with_engine_ray_is_the_local_report(manifest):
+    pytest.importorskip("matplotlib", reason="the report extra is not installed")
+    pytest.importorskip("scipy", reason="the report extra is not installed")
+    root, path, config = manifest
+    (root / "local").mkdir()
+    (root / "ray").mkdir()  # the same score file name in both (the report shows it)
+    assert _score(config, path, root / "local" / "s.jsonl", "--report", root / "local" / "r.html") == 0
+    assert _score(config, path, root / "ray" / "s.jsonl", "--engine", "ray", "--report", root / "ray" / "r.html") == 0
+    # what two runs of one report differ in: the time, the folder, matplotlib's random SVG ids
+    strip = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d)?|/(local|ray)/|\b(m|p|image)[0-9a-f]{10}\b")
+    ray_html, local_html = (root / "ray" / "r.html").read_text(), (root / "local" / "r.html").read_text()
+    assert strip.sub("", ray_html) == strip.sub("", local_html)
+    assert _score(config, path, root / "x.parquet", "--engine", "ray", "--report", root / "x.html") != 0
+    assert not (root / "x.parquet").exists()
+
+
+def test_parquet_bytes_outside_the_media_columns_are_refused_before_scoring(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"prompt": b"abc"}]), tmp_path / "in.parquet")
+    config = tmp_path / "cfg.yaml"
+    config.write_text("rewards:\n  - name: len\n    reward_model: tests.core.rewards:PromptLength\n")
+    assert _score(config, tmp_path / "in.parquet", tmp_path / "o.jsonl", "--engine", "ray") != 0
+    err = capsys.readouterr().err
+    assert "column 'prompt' holds bytes" in err and "image, video, audio" in err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_reward_the_loader_refuses_fails_with_the_local_message(tmp_path, capsys):
+    path = tmp_path / "m.jsonl"
+    path.write_text(json.dumps({"prompt": "p"}) + "\n")
+    config = tmp_path / "cfg.yaml"
+    config.write_text("rewards:\n  - name: bad\n    reward_model: tests.core.rewards:NoSuchReward\n")
+    assert _score(config, path, tmp_path / "local.jsonl") != 0
+    local = capsys.readouterr().err.strip().splitlines()[-1]
+    assert _score(config, path, tmp_path / "ray.jsonl", "--engine", "ray") != 0
+    assert capsys.readouterr().err.strip().splitlines()[-1] == local
+    assert "NoSuchReward" in local and not (tmp_path / "ray.jsonl").exists()

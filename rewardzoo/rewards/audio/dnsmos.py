@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
-import onnxruntime as ort
+import onnxruntime  # noqa: F401  (a missing audio extra fails at import, before any model is read)
 import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
+from ...shared.onnx import onnx_session
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 
@@ -142,12 +143,8 @@ class DNSMOS(PointwiseReward):
         self.personalized = type(self).personalized if personalized is None else bool(personalized)
         self.max_batch_windows = max_batch_windows
         primary, p808 = self._model_files(model_path)
-        providers = ["CPUExecutionProvider"]
-        if str(device).startswith("cuda") and "CUDAExecutionProvider" in ort.get_available_providers():
-            index = int(str(device).partition(":")[2] or 0)
-            providers = [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
-        self._primary = ort.InferenceSession(str(primary), providers=providers)
-        self._p808 = ort.InferenceSession(str(p808), providers=providers)
+        self._primary = onnx_session(primary, device=device)
+        self._p808 = onnx_session(p808, device=device)
         self._poly = POLY[self.personalized]
         self._window = torch.hann_window(N_FFT, periodic=True, dtype=torch.float32, device=self.device)
         self._fbank = torch.from_numpy(slaney_mel_filterbank(SAMPLE_RATE, N_FFT, N_MELS)).to(self.device)

@@ -45,6 +45,8 @@ from ...shared.imports import import_path
 from ...shared.options import choice, positive_float, positive_int
 from ..base import KNOWN_FIELDS, GroupwiseReward, Inputs, Reward, RewardOutput, invoke, validate_scores
 
+_UNJUDGED = object()  # a pair no batched judge has answered yet
+
 #: Keys a ``base:`` mapping may have (the model fields of a reward entry, plus the chunk size).
 BASE_KEYS = ("reward_model", "model_path", "dtype", "device", "kwargs", "batch_size")
 
@@ -236,6 +238,9 @@ class PairwiseWinRate(GroupwiseOverBase):
       (converted; ``audio`` brings ``audio_sample_rate``). The fields are ``fields:`` in kwargs, else
       the judge's ``required_fields`` attribute; ``use_tensor_inputs`` likewise (default false).
       It must return a number in [0, 1] (bools count as 0/1); anything else is an error.
+      A judge with a ``judge_pairs(pairs)`` method is called once per group instead, with the list of
+      ``(first, second)`` pairs, and returns one such number per pair, or ``(numbers, extras)`` with
+      per-pair numeric extras (e.g. ``substituted``), each reported per sample as the sum over its pairs.
       No ``base`` with a user judge.
 
     Inputs: the base's (or judge's) fields + ``group_id``. Range [0, 1]; higher is better.
@@ -298,17 +303,49 @@ class PairwiseWinRate(GroupwiseOverBase):
         samples = [{k: fields[k][i] for k in keys} for i in range(n)]
         out = np.empty(n, dtype=np.float64)
         wins_all = np.empty(n, dtype=np.float64)
+        pair_extras: dict[str, np.ndarray] = {}
+        batched = getattr(self.judge, "judge_pairs", None)
         for idx in groups:
             m = len(idx)
             prob = np.full((m, m), 0.5)
-            for a in range(m):
-                for b in range(a + 1, m):
-                    p = self._judge_pair(samples[idx[a]], samples[idx[b]], int(idx[a]), int(idx[b]))
-                    prob[a, b], prob[b, a] = p, 1.0 - p
+            pairs = [(a, b) for a in range(m) for b in range(a + 1, m)]
+            if batched is not None and pairs:
+                try:
+                    values, extras = self._judge_pairs(batched, [(samples[idx[a]], samples[idx[b]]) for a, b in pairs])
+                except RewardOutputError as exc:  # the judge names pairs: name both samples of each
+                    if not exc.inputs:
+                        raise
+                    both = sorted({int(idx[i]) for p in exc.inputs for i in pairs[p]})
+                    raise RewardOutputError(f"{exc.message} (pairs of samples "
+                                            f"{', '.join(f'{idx[pairs[p][0]]}-{idx[pairs[p][1]]}' for p in exc.inputs[:8])})",
+                                            reward=exc.reward or self.name, inputs=both) from exc
+                for key, per_pair in extras.items():  # a pair's extra counts for both of its samples
+                    total = pair_extras.setdefault(key, np.zeros(n, dtype=np.float64))
+                    for (a, b), v in zip(pairs, per_pair):
+                        total[idx[a]] += v
+                        total[idx[b]] += v
+            else:
+                values = [_UNJUDGED] * len(pairs)
+            for (a, b), value in zip(pairs, values):
+                p = self._judge_pair(samples[idx[a]], samples[idx[b]], int(idx[a]), int(idx[b]), value)
+                prob[a, b], prob[b, a] = p, 1.0 - p
             wins = self._wins(prob)
             wins_all[idx] = wins
             out[idx] = 0.5 if m == 1 else wins / (m - 1)
-        return RewardOutput(out, extras={"wins": wins_all})
+        return RewardOutput(out, extras={"wins": wins_all, **pair_extras})
+
+    def _judge_pairs(self, batched: Callable, pairs: list[tuple[dict, dict]]) -> tuple[list, dict]:
+        """A batched judge's answers for the pairs of one group: ``judge_pairs(pairs)`` returns one value per
+        pair, or ``(values, extras)`` with per-pair numeric extras (summed onto both samples of each pair)."""
+        result = batched(pairs)
+        values, extras = result if isinstance(result, tuple) else (result, {})
+        values = list(values)
+        bad = [k for k, v in extras.items() if len(v) != len(pairs)]
+        if len(values) != len(pairs) or bad:
+            raise RewardOutputError(f"pairwise judge '{self.judge_name}'.judge_pairs returned {len(values)} values "
+                                    f"for {len(pairs)} pairs" + (f" (extras {bad} of another length)" if bad else ""),
+                                    reward=self.name)
+        return values, dict(extras)
 
     def score_group(self, scores: np.ndarray) -> np.ndarray:
         n = len(scores)
@@ -324,8 +361,10 @@ class PairwiseWinRate(GroupwiseOverBase):
             prob = np.where(prob > 0.5, 1.0, np.where(prob < 0.5, 0.0, 0.5))
         return prob.sum(axis=1) - 0.5
 
-    def _judge_pair(self, first: dict, second: dict, i: int, j: int) -> float:
-        value = self.judge(first, second)
+    def _judge_pair(self, first: dict, second: dict, i: int, j: int, value: Any = _UNJUDGED) -> float:
+        """P(first beats second): the judge's answer (``value`` when a batched judge gave it), checked."""
+        if value is _UNJUDGED:
+            value = self.judge(first, second)
         if hasattr(value, "detach"):  # a 0-d/1-element tensor
             value = value.detach().cpu().reshape(-1).tolist()
             value = value[0] if len(value) == 1 else value

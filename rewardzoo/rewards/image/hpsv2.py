@@ -14,7 +14,12 @@ import torch
 
 from ...errors import ConfigError
 from ...shared.clip import check_pairs, load_clip_backbone, resolve_weights_file
+from ...shared.device import autocast_context, autocast_dtype
 from ..base import Inputs, PointwiseReward, RewardOutput
+
+
+#: HPSv2's ``img_score.py`` scores under ``torch.cuda.amp.autocast()`` (float16) with float32 weights.
+REFERENCE_AUTOCAST = {"cuda": "float16"}
 
 
 class HPSv2(PointwiseReward):
@@ -24,6 +29,8 @@ class HPSv2(PointwiseReward):
     ``.pt``/``.safetensors`` file, a directory or hub repository holding the version's file (default
     ``xswu/HPSv2`` with ``HPS_v2.1_compressed.pt``; ``version: v2.0`` picks ``HPS_v2_compressed.pt``).
     ``clip_model``: the open_clip architecture (or hub-style directory) the checkpoint fits.
+    ``autocast``: ``auto`` (default: float16 autocast on CUDA as HPSv2's ``img_score.py``, none on the
+    CPU), null, or ``float16`` / ``bfloat16``; the weights stay in ``dtype``.
     """
 
     inputs = Inputs(("image", "prompt"), images="uint8")
@@ -31,8 +38,12 @@ class HPSv2(PointwiseReward):
     files: ClassVar[dict[str, str]] = {"v2.0": "HPS_v2_compressed.pt", "v2.1": "HPS_v2.1_compressed.pt"}
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 version: str = "v2.1", clip_model: str = "ViT-H-14") -> None:
+                 version: str = "v2.1", clip_model: str = "ViT-H-14", autocast: str | None = "auto") -> None:
         super().__init__(model_path, device, dtype)
+        try:
+            self.autocast = autocast_dtype(autocast, device, REFERENCE_AUTOCAST)
+        except ValueError as exc:
+            raise ConfigError(f"kwargs.autocast: {exc}", field="kwargs.autocast") from None
         if version not in self.files:
             raise ConfigError(f"version must be one of {sorted(self.files)}, got {version!r}", field="kwargs")
         self.version = version
@@ -43,18 +54,21 @@ class HPSv2(PointwiseReward):
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:
         check_pairs(image=image, prompt=prompt)
-        text = self.backbone.encode_text(prompt)
-        img = self.backbone.encode_images(image, self.preprocess_config)
-        return RewardOutput(self.formula(img, text).cpu())
+        with autocast_context(self.device, self.autocast):
+            text = self.backbone.encode_text(prompt)
+            img = self.backbone.encode_images(image, self.preprocess_config)
+            return RewardOutput(self.formula(img, text).float().cpu())
 
     def score_pixels(self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False,
                      **_: Any) -> torch.Tensor:
         """Differentiable HPSv2 of float pixels (B, 3, H, W) in [0, 1] -> (B,): letterbox in float, then
         the same model and :meth:`formula` as a call."""
         check_pairs(image=pixels, prompt=prompt)
-        text = self.backbone.encode_text(prompt)
-        img = self.backbone.encode_pixels(pixels, self.preprocess_config, gradient_checkpointing=gradient_checkpointing)
-        return self.formula(img, text)
+        with autocast_context(self.device, self.autocast):
+            text = self.backbone.encode_text(prompt)
+            img = self.backbone.encode_pixels(pixels, self.preprocess_config,
+                                              gradient_checkpointing=gradient_checkpointing)
+            return self.formula(img, text)
 
     @staticmethod
     def formula(img: torch.Tensor, text: torch.Tensor) -> torch.Tensor:

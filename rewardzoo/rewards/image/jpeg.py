@@ -12,7 +12,7 @@ from typing import ClassVar, Sequence
 
 from PIL import Image
 
-from ...errors import InputError
+from ...errors import ConfigError, InputError
 from ...shared.options import positive_float
 from ..base import Inputs, PointwiseReward, RewardOutput
 
@@ -42,7 +42,7 @@ class JpegIncompressibility(PointwiseReward):
                  quality: int = 95, scale: float | None = None) -> None:
         super().__init__(model_path, device, dtype)
         if not (isinstance(quality, int) and 1 <= quality <= 100):
-            raise ValueError(f"quality must be an integer in [1, 100], got {quality!r}")
+            raise ConfigError(f"must be an integer in [1, 100], got {quality!r}", field="kwargs.quality")
         self.quality = quality
         # a non-positive scale would flip the reward's declared direction and range
         self.scale = self.default_scale if scale is None else positive_float(scale, "kwargs.scale")

@@ -18,8 +18,8 @@ from ..base import Inputs, PointwiseReward, RewardOutput
 class ClipImageSimilarity(PointwiseReward):
     """Mean CLIP cosine between ``image`` and each of its ``condition_images``; range [-1, 1].
 
-    Inputs: ``image`` and ``condition_images`` (a list of one or more images per sample). All images
-    of a call are encoded in one batch. ``model_path``/``pretrained``/``backend`` as for
+    Inputs: ``image`` and ``condition_images`` (a list of one or more images per sample). A call's
+    images are encoded in one batch and all its condition images in another. ``model_path``/``pretrained``/``backend`` as for
     ``clip_score`` (default open_clip ``ViT-B-32`` / ``openai``). The extras ``min_cosine`` and
     ``max_cosine`` report the spread over several condition images.
     """

@@ -1,0 +1,317 @@
+"""OCR reward (flow_grpo's ``ocr.py``): how well an image or video renders the prompt's quoted text.
+
+Per image: ``target`` = the text between the first pair of double quotes of the prompt (the whole
+prompt without quotes); the recognised text is the concatenation, in reading order, of the engine's
+text lines with a confidence above 0 (after the engine's own ``text_score`` filter); both are lower-cased
+with spaces removed; ``d = 0`` when the target occurs in the recognised text, else
+``min(levenshtein(recognised, target), len(target))``; ``score = 1 - d / len(target)``.
+
+Per video (flow_grpo's video variant): every ``frame_interval``-th frame is scored so, without the
+containment shortcut by default; the score is the mean over the frames that score above 0, and 0 when
+none does.
+
+Engines: ``rapidocr`` runs PP-OCRv4 detection and recognition (the ONNX files in the
+``rapidocr-onnxruntime`` wheel) with that package's own pre- and post-processing, over the whole
+call: detection on stacks of images of equal network input size, recognition on the crops of every
+image, grouped by padded width. ``paddleocr`` (flow_grpo's engine) is called once per image.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from ...errors import ConfigError, InputError, MissingExtraError
+from ...shared.media import images_to_uint8
+from ...shared.onnx import onnx_session
+from ...shared.options import choice, positive_int
+from ...shared.text_match import capped_distance, normalize, quoted_target
+from ..base import Inputs, PointwiseReward, RewardOutput
+
+ENGINES = ("rapidocr", "paddleocr")
+
+Line = tuple[str, float]  # one recognised text line and its confidence
+
+
+class RapidOCREngine:
+    """PP-OCRv4 det + rec with ``rapidocr_onnxruntime``'s pre- and post-processing, over a whole call.
+
+    ``read(images)`` follows ``RapidOCR()(image, use_cls=False)`` per image step by step (resize
+    limits, letterbox, detector normalisation, DB post-processing, reading order, crops, recogniser
+    resize and padding, CTC decoding, ``text_score`` filter), so each image's lines are those of the
+    engine's own call. What differs is how network calls are grouped: the detector gets stacks of up to
+    ``det_batch_size`` images of one input size, the recogniser stacks of up to ``rec_batch_size``
+    crops of one padded width from any image. The ONNX sessions are this instance's (``threads``,
+    ``device``).
+    """
+
+    def __init__(self, model_path: str | None, device: str, *, threads: int | None, text_score: float,
+                 det_batch_size: int | None, rec_batch_size: int | None) -> None:
+        try:
+            from rapidocr_onnxruntime import RapidOCR
+            from rapidocr_onnxruntime.main import DEFAULT_CFG_PATH
+            from rapidocr_onnxruntime.utils import read_yaml, update_model_path
+        except ImportError as exc:
+            error = MissingExtraError("ocr", "rapidocr_onnxruntime", "verifiers")
+            error.args = (f"{error}, then pip install --no-deps 'rapidocr-onnxruntime>=1.4,<1.5' (without --no-deps "
+                          "it installs opencv-python over the extra's opencv-python-headless: two cv2 packages)",)
+            raise error from exc
+        gpu = str(device).startswith("cuda")
+        # one image per detector call on the CPU, where stacking 736x736 inputs is no faster per image
+        self.det_batch_size = det_batch_size or (8 if gpu else 1)
+        files = update_model_path(read_yaml(DEFAULT_CFG_PATH))
+        paths = {"det_model_path": files["Det"]["model_path"], "rec_model_path": files["Rec"]["model_path"]}
+        if model_path is not None:
+            paths = self._model_files(Path(model_path))
+        self.rec_batch_size = rec_batch_size or 32
+        self.engine = RapidOCR(text_score=text_score, **paths)
+        # RapidOCR's own sessions turn ONNX Runtime's memory arena off (~25% slower detection here);
+        # ours: the spec's device and thread count, the arena on
+        self.engine.text_det.infer.session = onnx_session(paths["det_model_path"], threads=threads, device=device)
+        self.engine.text_rec.session.session = onnx_session(paths["rec_model_path"], threads=threads, device=device)
+        self.text_score = text_score
+        pre = self.engine.text_det.get_preprocess(0)
+        # DetPreProcess.normalize (float32 times the scale, then float64 mean/std, stored as float32),
+        # tabulated per uint8 value and channel: the same numbers without the per-pixel float64 pass
+        levels = np.arange(256, dtype=np.float32)[:, None]
+        self._det_lut = np.ascontiguousarray(((levels * pre.scale - pre.mean) / pre.std).astype(np.float32).T)
+
+    @staticmethod
+    def _model_files(root: Path) -> dict[str, str]:
+        det, rec, keys = root / "det.onnx", root / "rec.onnx", root / "rec_keys.txt"
+        for path in (det, rec):
+            if not path.is_file():
+                raise ConfigError(f"OCR model file not found: '{path}' (model_path is a directory with det.onnx "
+                                  "and rec.onnx, plus rec_keys.txt unless rec.onnx carries its character list; "
+                                  "or null for the weights in the rapidocr-onnxruntime wheel)", field="model_path")
+        found = {"det_model_path": str(det), "rec_model_path": str(rec)}
+        if keys.is_file():
+            found["rec_keys_path"] = str(keys)
+        return found
+
+    def _det_input(self, img: np.ndarray) -> np.ndarray | None:
+        """The detector's input (1, 3, H, W) for a prepared image: DetPreProcess's resize and normalisation."""
+        resized = self.engine.text_det.get_preprocess(max(img.shape[0], img.shape[1])).resize(img)
+        if resized is None:
+            return None
+        out = np.empty((1, 3, *resized.shape[:2]), dtype=np.float32)
+        for c in range(3):
+            np.take(self._det_lut[c], resized[:, :, c], out=out[0, c])
+        return out
+
+    def read(self, images: Sequence[np.ndarray]) -> list[list[Line]]:
+        """Text lines (reading order, confidence >= ``text_score``) of each (H, W, 3) uint8 image."""
+        ocr, det = self.engine, self.engine.text_det
+        prepared, net_inputs = [], []
+        for img in images:
+            img, _, _ = ocr.preprocess(img)
+            img, _ = ocr.maybe_add_letterbox(img, {})
+            prepared.append(img)
+            net_inputs.append(self._det_input(img))
+        maps: list[np.ndarray | None] = [None] * len(images)
+        by_shape: dict[tuple[int, ...], list[int]] = {}
+        for i, x in enumerate(net_inputs):
+            if x is not None:
+                by_shape.setdefault(x.shape, []).append(i)
+        for members in by_shape.values():
+            for start in range(0, len(members), self.det_batch_size):
+                part = members[start:start + self.det_batch_size]
+                preds = det.infer(np.concatenate([net_inputs[i] for i in part]))[0]
+                for row, i in enumerate(part):
+                    maps[i] = preds[row:row + 1]
+        crops: list[np.ndarray] = []
+        owners: list[int] = []
+        for i, (img, pred) in enumerate(zip(prepared, maps)):
+            if pred is None:
+                continue
+            boxes, _ = det.postprocess_op(pred, img.shape[:2])
+            boxes = det.filter_tag_det_res(boxes, img.shape[:2])
+            if len(boxes) < 1:
+                continue
+            found = ocr.get_crop_img_list(img, ocr.sorted_boxes(boxes))
+            crops += found
+            owners += [i] * len(found)
+        lines: list[list[Line]] = [[] for _ in images]
+        for i, (text, score) in zip(owners, self._recognise(crops, owners)):
+            if score >= self.text_score:
+                lines[i].append((text, score))
+        return lines
+
+    def _recognise(self, crops: Sequence[np.ndarray], owners: Sequence[int]) -> list[Line]:
+        """(text, confidence) per crop. Each crop is resized and padded exactly as ``TextRecognizer`` pads
+        it among its own image's crops (sorted by aspect ratio, groups of ``rec_batch_num``, padded to the
+        group's widest), so its result does not depend on the other images of the call; crops of equal
+        padded width, from any image, then share recogniser calls of up to ``rec_batch_size``."""
+        rec = self.engine.text_rec
+        _, height, width = rec.rec_image_shape[:3]
+        inputs: list[np.ndarray | None] = [None] * len(crops)
+        starts = [k for k in range(len(crops)) if k == 0 or owners[k] != owners[k - 1]] + [len(crops)]
+        for a, b in zip(starts[:-1], starts[1:]):  # one image's crops
+            ratios = np.array([c.shape[1] / float(c.shape[0]) for c in crops[a:b]])
+            order = np.argsort(ratios)
+            for first in range(0, b - a, rec.rec_batch_num):
+                group = order[first:first + rec.rec_batch_num]
+                widest = max(width / height, *(ratios[g] for g in group))
+                for g in group:
+                    inputs[a + g] = rec.resize_norm_img(crops[a + g], widest)
+        by_width: dict[int, list[int]] = {}
+        for k, x in enumerate(inputs):
+            by_width.setdefault(x.shape[2], []).append(k)
+        out: list[Line] = [("", 0.0)] * len(crops)
+        for members in by_width.values():
+            for first in range(0, len(members), self.rec_batch_size):
+                part = members[first:first + self.rec_batch_size]
+                preds = rec.session(np.stack([inputs[k] for k in part]).astype(np.float32))[0]
+                for k, (text, score) in zip(part, rec.postprocess_op(preds)):
+                    out[k] = (text, float(score))
+        return out
+
+
+class PaddleOCREngine:
+    """PaddleOCR, as flow_grpo (2.x: ``PaddleOCR(use_angle_cls=False, lang="en")``, ``ocr(img, cls=False)``)
+    and Flow-Factory (3.x: ``predict``) call it, one image at a time. ``model_path``: a directory with
+    ``det/`` and ``rec/`` inference models (2.x), or None for PaddleOCR's own model cache."""
+
+    def __init__(self, model_path: str | None, device: str, *, threads: int | None, text_score: float,
+                 **_: Any) -> None:
+        try:
+            import paddleocr
+        except ImportError as exc:
+            raise MissingExtraError("ocr", "paddleocr", None) from exc
+        cuda = str(device).startswith("cuda")
+        self.text_score = text_score
+        self.legacy = int(str(getattr(paddleocr, "__version__", "2")).split(".")[0]) < 3
+        dirs = {} if model_path is None else {"det_model_dir": str(Path(model_path) / "det"),
+                                              "rec_model_dir": str(Path(model_path) / "rec")}
+        if self.legacy:  # drop_score: PaddleOCR 2.x's line-confidence filter (0.5 by default, as text_score)
+            self.engine = paddleocr.PaddleOCR(use_angle_cls=False, lang="en", use_gpu=cuda, show_log=False,
+                                              drop_score=text_score, **dirs)
+        else:
+            index = str(device).partition(":")[2] or "0"
+            self.engine = paddleocr.PaddleOCR(use_doc_orientation_classify=False, use_doc_unwarping=False,
+                                              use_textline_orientation=False,
+                                              device=f"gpu:{index}" if cuda else "cpu")
+
+    def read(self, images: Sequence[np.ndarray]) -> list[list[Line]]:
+        out = []
+        for img in images:
+            if self.legacy:
+                result = self.engine.ocr(img, cls=False)
+                page = result[0] if result else None
+                lines = [(str(r[1][0]), float(r[1][1])) for r in page] if page else []
+            else:
+                lines = []
+                for res in self.engine.predict(img):
+                    lines += [(str(t), float(s)) for t, s in zip(res["rec_texts"], res["rec_scores"])]
+            out.append([(t, s) for t, s in lines if s >= self.text_score])
+        return out
+
+
+def recognised_text(lines: Sequence[Line]) -> str:
+    """flow_grpo's text of one image: the lines with a confidence above 0, joined without a separator."""
+    return "".join(text for text, score in lines if score > 0)
+
+
+class OCR(PointwiseReward):
+    """flow_grpo's OCR reward: ``1 - min(d, len(target)) / len(target)`` with ``d`` = 0 when the target
+    occurs in the recognised text, else their Levenshtein distance (both lower-cased, spaces removed).
+
+    Inputs: ``image`` and ``prompt`` (target = the text between its first pair of double quotes, the
+    whole prompt without quotes; an empty target is an error). Range [0, 1]. Extra ``ocr_text``: the
+    recognised text. Options: ``engine`` (rapidocr | paddleocr), ``threads`` (ONNX intra-op threads),
+    ``text_score`` (the engine's line-confidence filter, 0.5 as in RapidOCR and PaddleOCR),
+    ``det_batch_size``, ``rec_batch_size``, ``containment`` (the substring shortcut; default on).
+    """
+
+    inputs = Inputs(("image", "prompt"))
+    thread_safe = False  # PaddleOCR is not thread-safe; ONNX Runtime already spreads one call over the cores
+    default_containment: ClassVar[bool] = True
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 engine: str = "rapidocr", threads: int | None = None, text_score: float = 0.5,
+                 det_batch_size: int | None = None, rec_batch_size: int | None = None,
+                 containment: bool | None = None) -> None:
+        super().__init__(model_path, device, dtype)
+        if self.dtype_name != "float32":
+            raise ConfigError(f"the OCR engines run in float32; dtype '{self.dtype_name}' is not supported",
+                              field="dtype")
+        choice(engine, "kwargs.engine", ENGINES)
+        if isinstance(text_score, bool) or not isinstance(text_score, (int, float)) or not 0 <= text_score <= 1:
+            raise ConfigError(f"must be a number in [0, 1], got {text_score!r}", field="kwargs.text_score")
+        if containment is not None and not isinstance(containment, bool):
+            raise ConfigError(f"must be true or false, got {containment!r}", field="kwargs.containment")
+        self.containment = self.default_containment if containment is None else containment
+        settings = dict(threads=positive_int(threads, "kwargs.threads", allow_none=True), text_score=float(text_score),
+                        det_batch_size=positive_int(det_batch_size, "kwargs.det_batch_size", allow_none=True),
+                        rec_batch_size=positive_int(rec_batch_size, "kwargs.rec_batch_size", allow_none=True))
+        self.engine_name = engine
+        self.engine = (RapidOCREngine if engine == "rapidocr" else PaddleOCREngine)(model_path, device, **settings)
+
+    @staticmethod
+    def targets(prompt: Sequence[str]) -> list[str]:
+        """Normalised targets of the prompts; InputError (field ``prompt``) for an empty one."""
+        out = []
+        for i, p in enumerate(prompt):
+            if not isinstance(p, str):
+                raise InputError(f"expected a string, got {type(p).__name__}", field="prompt", sample=i)
+            target = normalize(quoted_target(p))
+            if not target:
+                raise InputError(f"the OCR target is empty (the text between the first pair of double quotes, or "
+                                 f"the whole prompt without quotes, has no characters besides spaces): {p!r}",
+                                 field="prompt", sample=i)
+            out.append(target)
+        return out
+
+    def score_text(self, text: str, target: str) -> float:
+        """The score of recognised ``text`` against a normalised ``target``."""
+        return 1.0 - capped_distance(normalize(text), target, containment=self.containment) / len(target)
+
+    def read_texts(self, images: Sequence[Any], field: str = "image") -> list[str]:
+        """The recognised text of each image, passed to the engine as an RGB uint8 array (flow_grpo's
+        ``np.array(img)``)."""
+        return [recognised_text(lines) for lines in self.engine.read(images_to_uint8(images, field))]
+
+    def __call__(self, image: Sequence[Any], prompt: Sequence[str], **_: Any) -> RewardOutput:
+        targets = self.targets(prompt)
+        texts = self.read_texts(image)
+        return RewardOutput([self.score_text(t, g) for t, g in zip(texts, targets)], extras={"ocr_text": texts})
+
+
+class VideoOCR(OCR):
+    """flow_grpo's video OCR: frames ``0, k, 2k, ...`` (``frame_interval`` k, default 4) scored like
+    images, without the containment shortcut by default (flow_grpo's video variant); the score is the
+    mean over frames scoring above 0, and 0 when none does.
+
+    Inputs: ``video`` (every frame decoded, then subsampled) and ``prompt``. Range [0, 1]. Extra
+    ``text_frames``: the number of sampled frames scoring above 0. Other options as ``ocr``.
+    """
+
+    inputs = Inputs(("video", "prompt"), num_frames=None)
+    default_containment: ClassVar[bool] = False
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 frame_interval: int = 4, **kwargs: Any) -> None:
+        super().__init__(model_path, device, dtype, **kwargs)
+        self.frame_interval = positive_int(frame_interval, "kwargs.frame_interval")
+
+    def __call__(self, video: Sequence[Sequence[Any]], prompt: Sequence[str], **_: Any) -> RewardOutput:
+        targets = self.targets(prompt)
+        sampled = [list(v)[::self.frame_interval] for v in video]
+        for i, frames in enumerate(sampled):
+            if not frames:
+                raise InputError("the video has no frames", field="video", sample=i)
+        try:
+            texts = self.read_texts([f for frames in sampled for f in frames], field="video")
+        except InputError as exc:  # a frame's position -> its video
+            owner = [i for i, frames in enumerate(sampled) for _ in frames]
+            raise exc.located(indices=owner) from None
+        scores, counts, at = [], [], 0
+        for frames, target in zip(sampled, targets):
+            per_frame = [self.score_text(t, target) for t in texts[at:at + len(frames)]]
+            at += len(frames)
+            positive = [s for s in per_frame if s > 0]
+            scores.append(sum(positive) / len(positive) if positive else 0.0)
+            counts.append(len(positive))
+        return RewardOutput(scores, extras={"text_frames": counts})

@@ -1,0 +1,104 @@
+"""What every VLM judge shares: its backend (local transformers or an OpenAI-compatible endpoint), its failure
+policy, its queries built from the converted inputs, and its substitution counter.
+
+Options every judge takes (reward ``kwargs``): ``backend`` (``transformers`` | ``openai``), ``endpoint``
+(the server mapping, see :mod:`rewardzoo.shared.vlm_endpoint`), ``processor_path``, ``attn_implementation``,
+``trust_remote_code``, ``min_pixels`` / ``max_pixels`` (local backend; images and video frames),
+``on_failure`` (``error`` by default, or ``{substitute: VALUE}``; see :mod:`rewardzoo.shared.judging`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, ClassVar, Mapping, Sequence
+
+from ...errors import ConfigError, InputError
+from ...shared.judging import Failure, FailurePolicy
+from ...shared.media import to_pil_rgb
+from ...shared.options import positive_float
+from ...shared.vlm import Video, VLMQuery
+from ...shared.vlm_backend import build_backend
+from ...shared.video import check_num_frames
+from ..base import Reward
+
+
+def fill(template: str, prompt: str) -> str:
+    """``template`` with ``{prompt}`` replaced by ``prompt`` (no ``str.format``: braces in prompts are safe)."""
+    return template.replace("{prompt}", prompt)
+
+
+def check_template(template: Any, owner: str, field: str = "kwargs.template") -> str:
+    """A template string holding ``{prompt}`` exactly once."""
+    if not isinstance(template, str) or template.count("{prompt}") != 1:
+        raise ConfigError(f"{owner}: the template must be a string with exactly one '{{prompt}}', got "
+                          f"{str(template)[:80]!r}", field=field)
+    return template
+
+
+def check_prompts(prompt: Sequence[Any], n: int) -> list[str]:
+    """The prompts as strings (InputError naming the sample otherwise), one per input."""
+    if len(prompt) != n:
+        raise InputError(f"{len(prompt)} prompts for {n} inputs", field="prompt", sample=min(len(prompt), n))
+    for i, p in enumerate(prompt):
+        if not isinstance(p, str):
+            raise InputError(f"expected a string, got {type(p).__name__}", field="prompt", sample=i)
+    return list(prompt)
+
+
+class VLMJudgeMixin:
+    """Backend, failure policy and substitution counter of a VLM judge (mixed into a Reward or a pairwise judge).
+
+    ``media``: ``"image"`` or ``"video"`` (the class's); video judges take ``num_frames`` (sampled uniformly by
+    the video layer; default ``default_num_frames``) and ``fps`` (the rate the sampled frames stand for, given
+    to the model's time positions; default ``default_fps``).
+    """
+
+    media: ClassVar[str] = "image"
+    default_model: ClassVar[str | None] = None
+    default_num_frames: ClassVar[int | None] = 8
+    default_fps: ClassVar[float] = 2.0
+
+    def setup_judge(self, name: str, *, model_path: str | None, device: str, dtype: str, backend: str,
+                    endpoint: Mapping[str, Any] | None, processor_path: str | None, attn_implementation: str | None,
+                    trust_remote_code: bool, min_pixels: int | None, max_pixels: int | None, on_failure: Any,
+                    num_frames: int | None = None, fps: float | None = None) -> None:
+        self.judge_name = name
+        self.policy = FailurePolicy.from_option(on_failure, owner=name)
+        self.backend = build_backend(name, backend=backend, endpoint=endpoint, model_path=model_path, device=device,
+                                     dtype=dtype, default_model=self.default_model, processor_path=processor_path,
+                                     attn_implementation=attn_implementation, trust_remote_code=trust_remote_code,
+                                     min_pixels=min_pixels, max_pixels=max_pixels)
+        if self.media != "video" and (num_frames is not None or fps is not None):
+            raise ConfigError(f"{name}: num_frames and fps apply to video judges only", field="kwargs.num_frames")
+        self.num_frames = check_num_frames(self.default_num_frames if num_frames is None else num_frames)
+        self.fps = positive_float(self.default_fps if fps is None else fps, "kwargs.fps")
+        self._count_lock = threading.Lock()
+        self._substitutions = 0
+
+    @property
+    def substitutions(self) -> int:
+        """Scores this judge substituted for failures since it was built (``on_failure: {substitute: ...}``)."""
+        return self._substitutions
+
+    def media_part(self, value: Any) -> Any:
+        """One input (an image, or a video's frames for video judges; RGB PIL from the engine, anything the
+        media conversion reads in direct calls) as a query part."""
+        if self.media == "video":
+            return Video(tuple(to_pil_rgb(f) for f in value), fps=self.fps)
+        return to_pil_rgb(value)
+
+    def resolve(self, outcomes: Sequence[float | Failure]):
+        """Scores and extras (``substituted``, ``failure``) through the failure policy; counts substitutions."""
+        name = self.info.name if isinstance(self, Reward) else self.judge_name  # the card's name for a reward
+        scores, extras = self.policy.resolve(outcomes, reward=name)
+        n = int(extras["substituted"].sum())
+        if n:
+            with self._count_lock:
+                self._substitutions += n
+        return scores, extras
+
+    def queries_of(self, texts: Sequence[str], media: Sequence[Sequence[Any]], *,
+                   system: str | None = None) -> list[VLMQuery]:
+        """One query per input: its media parts (in order), then its text."""
+        return [VLMQuery(tuple(self.media_part(m) for m in parts) + (text,), system=system)
+                for text, parts in zip(texts, media)]

@@ -1,0 +1,131 @@
+"""UnifiedReward-Think as a pairwise judge (Pref-GRPO, Wang et al., 2025): which of two images (or videos) is better.
+
+Pref-GRPO asks the judge about every pair of a group with its prompt (the two images first, then the text;
+for videos the frames of video 1 then of video 2, each frame an image) and reads the verdict from the
+answer: the content of the first ``<answer>...</answer>``; ``"Image 1 is better"`` in it -> the first wins,
+else ``"Image 2 is better"`` -> the second wins (``Video ...`` for videos), else a tie (0.5 each). A sample's
+reward is its wins over its ``n - 1`` comparisons: exactly :class:`~rewardzoo.rewards.group.ranking.PairwiseWinRate`
+in ``hard`` mode with this judge, which answers all pairs of a group in one batch.
+
+An answer without ``<answer>`` tags is unparseable: Pref-GRPO counts it as a tie; here it is an error unless
+``on_failure: {substitute: 0.5}`` (Pref-GRPO's counting, then counted in the extra ``substituted``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping, Sequence
+
+from ...shared.judging import Failure, tagged
+from ...shared.media import to_pil_rgb
+from ...shared.options import choice, positive_int
+from ..base import Inputs
+from ..group.ranking import PairwiseWinRate
+from .common import VLMJudgeMixin, check_template, fill
+from .prompts import UNIFIED_REWARD_THINK_IMAGE, UNIFIED_REWARD_THINK_VIDEO
+
+
+def verdict(text: str, media: str = "image") -> float | Failure:
+    """Pref-GRPO's reading of one answer: 1.0 (first better), 0.0 (second better), 0.5 (tie), or a Failure."""
+    label = "Image" if media == "image" else "Video"
+    answer = tagged(text, "answer")
+    if answer is None:
+        return Failure("unparseable", "no <answer>...</answer> in the judgement", text)
+    if f"{label} 1 is better" in answer:
+        return 1.0
+    if f"{label} 2 is better" in answer:
+        return 0.0
+    return 0.5
+
+
+class UnifiedRewardThinkJudge(VLMJudgeMixin):
+    """The pairwise judge: ``judge_pairs([(first, second), ...]) -> (P(first beats second) per pair, extras)``.
+
+    ``first`` / ``second`` are dicts of the declared fields (``prompt`` and ``image``, or ``video`` frames).
+    Options: ``media`` (``image`` | ``video``), ``template`` (default Pref-GRPO's for the media),
+    ``max_new_tokens`` (4096, Pref-GRPO's ``max_tokens``), ``max_batch`` (pairs per generate call on the local
+    backend, 16: a group of n has n(n-1)/2 pairs; the endpoint gets them all, ``max_concurrency`` at a time), ``num_frames`` (video, default 8), and the
+    backend and failure options of :mod:`rewardzoo.rewards.vlm.common`. Per-pair extras: ``substituted``,
+    ``tie``. The endpoint sends JPEG (quality 95) as Pref-GRPO does unless ``endpoint.image_format`` says.
+    """
+
+    thread_safe: ClassVar[bool] = True
+    default_model: ClassVar[str | None] = "CodeGoat24/UnifiedReward-Think-qwen-7b"
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 media: str = "image", template: str | None = None, max_new_tokens: int = 4096,
+                 max_batch: int = 16, backend: str = "transformers", endpoint: Mapping[str, Any] | None = None,
+                 processor_path: str | None = None, attn_implementation: str | None = None,
+                 trust_remote_code: bool = False, min_pixels: int | None = None, max_pixels: int | None = None,
+                 on_failure: Any = None, num_frames: int | None = None, name: str = "unified_reward_think") -> None:
+        self.media = choice(media, "kwargs.media", ("image", "video"))
+        default = UNIFIED_REWARD_THINK_IMAGE if self.media == "image" else UNIFIED_REWARD_THINK_VIDEO
+        self.template = check_template(default if template is None else template, name)
+        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
+        self.max_batch = positive_int(max_batch, "kwargs.max_batch")
+        if endpoint is not None:
+            endpoint = {"image_format": "jpeg", **endpoint}
+        self.setup_judge(name, model_path=model_path, device=device, dtype=dtype, backend=backend, endpoint=endpoint,
+                         processor_path=processor_path, attn_implementation=attn_implementation,
+                         trust_remote_code=trust_remote_code, min_pixels=min_pixels, max_pixels=max_pixels,
+                         on_failure=on_failure, num_frames=num_frames if self.media == "video" else None)
+        self.required_fields = ("prompt", self.media)  # with num_frames, read by PairwiseWinRate
+
+    def media_part(self, value: Any) -> Any:
+        return to_pil_rgb(value)  # video frames go one image each (video 1's, then video 2's), as Pref-GRPO sends them
+
+    def judge_pairs(self, pairs: Sequence[tuple[dict, dict]]) -> tuple[list[float], dict[str, list[float]]]:
+        queries = self.queries_of([fill(self.template, first["prompt"]) for first, _ in pairs],
+                                  [self._media_of(first) + self._media_of(second) for first, second in pairs])
+        step = len(queries) if self.backend.kind == "openai" else self.max_batch  # the server batches on its own
+        answers = [a for i in range(0, len(queries), step)
+                   for a in self.backend.generate(queries[i:i + step], max_new_tokens=self.max_new_tokens)]
+        outcomes = [a if isinstance(a, Failure) else verdict(a, self.media) for a in answers]
+        scores, extras = self.resolve(outcomes)
+        ties = [1.0 if not isinstance(o, Failure) and o == 0.5 else 0.0 for o in outcomes]
+        return [float(s) for s in scores], {"substituted": list(extras["substituted"]), "tie": ties}
+
+    def _media_of(self, sample: dict) -> list[Any]:
+        value = sample[self.media]
+        return list(value) if self.media == "video" else [value]
+
+    def __call__(self, first: dict, second: dict) -> float:
+        """One pair (the per-pair protocol of PairwiseWinRate)."""
+        return self.judge_pairs([(first, second)])[0][0]
+
+
+class UnifiedRewardThink(PairwiseWinRate):
+    """Pref-GRPO's pairwise win rate with the UnifiedReward-Think judge: ``score_i = wins_i / (n - 1)``.
+
+    Inputs: ``prompt``, ``image`` (or ``video`` with ``media: video``) and ``group_id``; every pair of a group
+    is judged (one batch per group). Range [0, 1]; higher is better. Options: those of
+    :class:`UnifiedRewardThinkJudge`. Extras: ``wins``, and per sample ``substituted`` / ``tie``, the number of
+    its comparisons whose verdict was substituted / a tie.
+    """
+
+    inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "group_id"))
+
+    @classmethod
+    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
+                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        return kwargs, {}  # the judge is its own model, loaded in __init__
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 media: str = "image", template: str | None = None, max_new_tokens: int = 4096,
+                 backend: str = "transformers", endpoint: Mapping[str, Any] | None = None,
+                 processor_path: str | None = None, attn_implementation: str | None = None,
+                 trust_remote_code: bool = False, min_pixels: int | None = None, max_pixels: int | None = None,
+                 on_failure: Any = None, num_frames: int | None = None, max_batch: int = 16) -> None:
+        judge = UnifiedRewardThinkJudge(
+            model_path, device, dtype, media=media, template=template, max_new_tokens=max_new_tokens,
+            max_batch=max_batch, backend=backend,
+            endpoint=endpoint, processor_path=processor_path, attn_implementation=attn_implementation,
+            trust_remote_code=trust_remote_code, min_pixels=min_pixels, max_pixels=max_pixels, on_failure=on_failure,
+            num_frames=num_frames)
+        super().__init__(None, device, dtype, judge=judge)
+        self.model_path = model_path
+        self.judge_name = "unified_reward_think"
+
+    @property
+    def substitutions(self) -> int:
+        """Pair verdicts substituted since this reward was built (each counted once, not per sample)."""
+        return self.judge.substitutions

@@ -1,0 +1,32 @@
+"""Serving rewards over HTTP: ``rewardzoo serve CONFIG`` (uvicorn) or ``--ray`` (Ray Serve).
+
+- :class:`~rewardzoo.serve.service.RewardService` — the loaded processor, the reward list, batch scoring;
+- :func:`~rewardzoo.serve.app.build_app` — the ASGI app (Starlette) over a service;
+- :func:`~rewardzoo.serve.ray_serve.reward_deployment` — the same app as a Ray Serve application, for users
+  who compose their own Serve applications.
+
+The wire format is :mod:`rewardzoo.shared.wire`; the clients are :mod:`rewardzoo.client` and the ``remote``
+reward. Importing this package imports no server library.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_LAZY = {
+    "RewardService": "rewardzoo.serve.service",
+    "build_app": "rewardzoo.serve.app",
+    "ServeOptions": "rewardzoo.serve.options",
+    "reward_deployment": "rewardzoo.serve.ray_serve",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rewardzoo.serve' has no attribute '{name}'")

@@ -1,0 +1,198 @@
+"""The ASGI app of ``rewardzoo serve`` (Starlette): the same app under uvicorn and in a Ray Serve replica.
+
+Endpoints (the wire format is :mod:`rewardzoo.shared.wire`):
+
+- ``POST /v1/score`` — samples in, per-reward vectors, totals, applied lists, weights and extras out;
+- ``GET /v1/rewards`` — the served rewards with their kind, fields, direction and score range, and the limits;
+- ``GET /health`` — the process answers; ``GET /ready`` — 200 once the models are loaded, 503 before;
+- ``GET /metrics`` — Prometheus text (requests, samples, errors by kind, latency, batch sizes, queue).
+
+With a token every endpoint except ``/health`` and ``/ready`` needs ``Authorization: Bearer <token>``
+(compared in constant time). Refusals are 4xx with ``{"error": {"kind", "message", "limit"}}``: 400
+malformed, 401/403 auth, 413 a limit, 415 a body that is not MessagePack or JSON, 422 a sample the rewards
+cannot take; 503 with Retry-After while loading or when the queue is full; 500 when a reward fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import threading
+import time
+from typing import Callable
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from ..errors import InputError, RewardZooError
+from ..sample import Sample
+from ..shared.wire import JSON, MSGPACK, WireError, WireLimits, decode_request, dumps, error_payload, format_of
+from .batching import Batcher, Overloaded
+from .metrics import Metrics
+from .options import ServeOptions
+from .service import RewardService
+
+log = logging.getLogger("rewardzoo.serve")
+#: A body declared larger than this is refused without reading it (the connection is closed); smaller
+#: bodies over the limit are read and discarded so the client sees the 413 instead of a broken pipe.
+DRAIN_BYTES = 2 ** 30
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None):
+        self.status, self.kind, self.message, self.headers = status, kind, message, headers or {}
+        super().__init__(message)
+
+
+def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
+              on_load_error: Callable[[BaseException], None] | None = None) -> Starlette:
+    """The app over ``service``. When the service is not loaded yet, it is loaded on a thread at startup
+    (``/ready`` answers 503 meanwhile); ``on_load_error`` is called if that fails."""
+    metrics = Metrics()
+    batcher = Batcher(service.score, max_batch=options.max_batch, max_wait_s=options.max_wait_ms / 1000,
+                      max_queue=options.max_queue, metrics=metrics)
+    limits = service.limits
+    metrics.ready = int(service.ready)
+
+    def authorize(request: Request) -> None:
+        if options.token is None:
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not given:
+            raise _Refused(401, "auth", "this server needs 'Authorization: Bearer <token>'",
+                           {"WWW-Authenticate": "Bearer"})
+        if not hmac.compare_digest(given.strip().encode(), options.token.encode()):
+            raise _Refused(403, "auth", "the bearer token is not valid")
+
+    def require_ready() -> None:
+        if not service.ready:
+            detail = f" (loading failed: {service.load_error})" if service.load_error else ""
+            raise _Refused(503, "not_ready", f"the models are still loading{detail}", {"Retry-After": "2"})
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "protocol": 1})
+
+    async def ready(request: Request) -> Response:
+        if service.ready:
+            return JSONResponse({"ready": True})
+        return JSONResponse({"ready": False, "error": str(service.load_error) if service.load_error else None},
+                            status_code=503, headers={"Retry-After": "2"})
+
+    async def rewards(request: Request) -> Response:
+        started = time.monotonic()
+        try:
+            authorize(request)
+            require_ready()
+        except _Refused as exc:
+            metrics.request("/v1/rewards", exc.status, time.monotonic() - started, error=exc.kind)
+            return _error_response(exc.status, exc.kind, exc.message, None, "json", exc.headers)
+        metrics.request("/v1/rewards", 200, time.monotonic() - started)
+        return JSONResponse(service.reward_list())
+
+    async def metrics_text(request: Request) -> Response:
+        try:
+            authorize(request)
+        except _Refused as exc:
+            return _error_response(exc.status, exc.kind, exc.message, None, "json", exc.headers)
+        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    async def score(request: Request) -> Response:
+        started, n = time.monotonic(), 0
+        try:  # answer in the request's format whenever it has a valid one, errors included
+            fmt, unsupported = format_of(request.headers.get("content-type")), None
+        except WireError as exc:
+            fmt, unsupported = "json", exc
+        try:
+            authorize(request)
+            if unsupported is not None:
+                raise unsupported
+            require_ready()
+            body = await _read_body(request, limits)
+            key, samples = await run_in_threadpool(_decode, service, body, fmt, limits)
+            n = len(samples)
+            answer = await batcher.submit(key, samples)
+            metrics.request("/v1/score", 200, time.monotonic() - started, samples=n)
+            return Response(dumps(answer, fmt), media_type=MSGPACK if fmt == "msgpack" else JSON)
+        except WireError as exc:
+            status, kind, message, limit, headers = exc.status, exc.kind, str(exc), exc.limit, {}
+        except _Refused as exc:
+            status, kind, message, limit, headers = exc.status, exc.kind, exc.message, None, exc.headers
+        except Overloaded as exc:
+            status, kind, message, limit = 503, "overloaded", str(exc), "max_queue"
+            headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
+        except InputError as exc:
+            status, kind, message, limit, headers = 422, "input", str(exc), None, {}
+        except RewardZooError as exc:
+            status, kind, message, limit, headers = 500, "execution", str(exc), None, {}
+        except Exception as exc:  # a bug: keep serving, say what failed, log the traceback
+            log.exception("score request failed")
+            status, kind, message, limit, headers = 500, "internal", f"{type(exc).__name__}: {exc}", None, {}
+        metrics.request("/v1/score", status, time.monotonic() - started, error=kind)
+        return _error_response(status, kind, message, limit, fmt, headers)
+
+    def load() -> None:
+        try:
+            service.load()
+            metrics.ready = 1
+            log.info("rewardzoo serve: ready (%s)", ", ".join(service.names))
+        except BaseException as exc:
+            log.error("rewardzoo serve: loading the rewards failed: %s", exc)
+            if on_load_error is not None:
+                on_load_error(exc)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        if not service.ready:
+            threading.Thread(target=load, name="rewardzoo-serve-load", daemon=True).start()
+        yield
+        batcher.close()
+
+    routes = [Route("/health", health), Route("/ready", ready), Route("/v1/rewards", rewards),
+              Route("/v1/score", score, methods=["POST"]), Route("/metrics", metrics_text)]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.service, app.state.metrics, app.state.batcher = service, metrics, batcher
+    return app
+
+
+async def _read_body(request: Request, limits: WireLimits) -> bytes:
+    """The body, refused (413, naming max_request_bytes) once it is over the limit; see :data:`DRAIN_BYTES`."""
+    limit = limits.max_request_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and not declared.strip().isdigit():
+        raise WireError("the Content-Length header is not a number")
+    if limit is not None and declared is not None and int(declared) > DRAIN_BYTES:
+        limits.over("max_request_bytes", int(declared), f"the request body ({declared} bytes, from Content-Length)")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if limit is None or size <= limit:
+            chunks.append(chunk)
+        elif chunks:
+            chunks = []  # over the limit: keep reading so the client gets the answer, but keep nothing
+    if limit is not None:
+        limits.over("max_request_bytes", size, f"the request body ({size} bytes)")
+    return b"".join(chunks)
+
+
+def _decode(service: RewardService, body: bytes, fmt: str, limits: WireLimits) -> tuple[tuple[str, ...], list[Sample]]:
+    request = decode_request(body, fmt, limits)
+    key = service.key(request.rewards)
+    samples = []
+    for i, fields in enumerate(request.samples):
+        try:
+            samples.append(Sample(**fields))
+        except InputError as exc:
+            raise WireError(exc.message, field=exc.field, kind="input", status=422).located(sample=i) from None
+    return key, samples
+
+
+def _error_response(status: int, kind: str, message: str, limit: str | None, fmt: str,
+                    headers: dict[str, str] | None = None) -> Response:
+    payload = error_payload(kind, message, limit)
+    return Response(dumps(payload, fmt), status_code=status, headers=headers or {},
+                    media_type=MSGPACK if fmt == "msgpack" else JSON)

@@ -1,0 +1,135 @@
+"""Server-side batching: requests from many clients scored together, with a bounded queue.
+
+Requests wait in one queue. A single worker takes the first, then keeps taking queued requests for the
+same rewards until the batch holds ``max_batch`` samples or ``max_wait_s`` passed since it started; a
+request is never split (its groups stay whole), and one larger than ``max_batch`` is scored on its own.
+While a batch runs on the model thread the next requests queue up, so under load the batches grow by
+themselves. When the queue already holds ``max_queue`` samples a request is refused at once
+(:class:`Overloaded`, answered 503 with Retry-After) instead of growing memory without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Sequence
+
+from .metrics import Metrics
+
+
+class Overloaded(Exception):
+    """The queue is full; ``retry_after`` seconds is a fair wait before asking again."""
+
+    def __init__(self, queued: int, limit: int, retry_after: float):
+        self.retry_after = retry_after
+        super().__init__(f"the server's queue holds {queued} samples (its limit max_queue={limit}); "
+                         f"retry in {retry_after:g} s")
+
+
+@dataclass
+class _Job:
+    key: Hashable
+    samples: Sequence[Any]
+    future: asyncio.Future
+    queued_at: float = field(default_factory=time.monotonic)
+
+
+class Batcher:
+    """``await submit(key, samples)`` -> what ``run(key, [samples, ...])`` gave for that request.
+
+    ``run`` is called on one model thread with the requests of a batch (same ``key``) and returns one
+    result per request (an exception instance is raised to that request's caller).
+    """
+
+    def __init__(self, run: Callable[[Hashable, list[Sequence[Any]]], list[Any]], *, max_batch: int = 64,
+                 max_wait_s: float = 0.005, max_queue: int = 4096, metrics: Metrics | None = None) -> None:
+        self.run, self.max_batch, self.max_wait_s, self.max_queue = run, max_batch, max_wait_s, max_queue
+        self.metrics = metrics or Metrics()
+        self._queue: collections.deque[_Job] = collections.deque()
+        self._queued = 0
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="rewardzoo-serve-model")
+        self._batch_seconds = 0.05  # running mean, for Retry-After
+
+    @property
+    def queued(self) -> int:
+        return self._queued
+
+    async def submit(self, key: Hashable, samples: Sequence[Any]) -> Any:
+        self._start()
+        n = len(samples)
+        if self._queued + n > self.max_queue and self._queued > 0:
+            batches_ahead = max(1.0, self._queued / max(self.max_batch, 1))
+            raise Overloaded(self._queued, self.max_queue, round(min(30.0, max(1.0, batches_ahead * self._batch_seconds)), 1))
+        job = _Job(key, samples, self._loop.create_future())
+        self._queue.append(job)
+        self._queued += n
+        self.metrics.queue(self._queued)
+        self._wake.set()
+        return await job.future
+
+    def _start(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._loop is not loop:
+            self._loop, self._wake = loop, asyncio.Event()
+            self._task = loop.create_task(self._worker())
+
+    async def _take(self) -> _Job:
+        while not self._queue:
+            self._wake.clear()
+            await self._wake.wait()
+        job = self._queue.popleft()
+        self._queued -= len(job.samples)
+        return job
+
+    async def _worker(self) -> None:
+        while True:
+            first = await self._take()
+            batch, size = [first], len(first.samples)
+            deadline = time.monotonic() + self.max_wait_s
+            while size < self.max_batch:
+                if not self._queue:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._wake.clear()
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), remaining)
+                    except asyncio.TimeoutError:
+                        break
+                    continue
+                nxt = self._queue[0]
+                if nxt.key != first.key or size + len(nxt.samples) > self.max_batch:
+                    break  # it starts the next batch
+                batch.append(await self._take())
+                size += len(nxt.samples)
+            self.metrics.queue(self._queued)
+            await self._run(batch, size)
+
+    async def _run(self, batch: list[_Job], size: int) -> None:
+        started = time.monotonic()
+        try:
+            results = await self._loop.run_in_executor(self._executor, self.run, batch[0].key,
+                                                       [j.samples for j in batch])
+        except BaseException as exc:  # the runner itself failed: every request of the batch learns it
+            results = [exc] * len(batch)
+        elapsed = time.monotonic() - started
+        self._batch_seconds = 0.8 * self._batch_seconds + 0.2 * elapsed
+        self.metrics.batch(size, len(batch))
+        for job, result in zip(batch, results):
+            if job.future.done():
+                continue  # its client went away
+            if isinstance(result, BaseException):
+                job.future.set_exception(result)
+            else:
+                job.future.set_result(result)
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,83 @@
+"""The served app as a Ray Serve deployment: ``rewardzoo serve CONFIG --ray``, or :func:`reward_deployment` for
+users who compose their own Serve applications.
+
+Each replica builds the same :class:`~rewardzoo.serve.service.RewardService` (models loaded once per replica,
+in its constructor, so Serve routes to it only once it is ready) and the same Starlette app, batching
+included; Serve spreads requests over the replicas. The HTTP wire format is unchanged, so the ``remote``
+reward and :mod:`rewardzoo.client` talk to either server alike. (Ray moves the config to the replicas with
+its own serialisation inside the cluster; nothing received on the HTTP port is unpickled.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, Mapping
+
+from ray import serve
+
+from ..config import RewardConfig, load_config
+from ..shared.wire import WireLimits
+from .options import ServeOptions, binding_notice
+
+#: Requests a replica takes at once; its own batcher merges them, so this is well above Serve's default.
+MAX_ONGOING_REQUESTS = 256
+
+
+@serve.ingress()
+class RewardServeReplica:
+    """One replica: the service (models loaded here) and its ASGI app."""
+
+    def __init__(self, config: RewardConfig, split: str, options: ServeOptions, limits: WireLimits) -> None:
+        from .service import RewardService
+
+        self._service = RewardService(config, split=split, limits=limits).load()
+        self._options = options
+
+    def __serve_build_asgi_app__(self) -> Any:
+        from .app import build_app
+
+        return build_app(self._service, self._options)
+
+
+def reward_deployment(config: RewardConfig | str | Mapping[str, Any], *, split: str = "train", replicas: int = 1,
+                      gpus_per_replica: float = 0, cpus_per_replica: float = 1,
+                      options: ServeOptions = ServeOptions(), limits: WireLimits = WireLimits(),
+                      name: str = "rewardzoo") -> Any:
+    """A bound Serve application (``serve.run(reward_deployment("rewards.yaml"), route_prefix="/")``).
+
+    The config is read here, on the driver, and travels to the replicas as data (so a YAML file need
+    not exist on the other nodes; model paths must).
+    """
+    if not isinstance(config, RewardConfig):
+        config = load_config(config)
+    config.specs(split)  # check the split before any replica starts
+    deployment = serve.deployment(RewardServeReplica, name=name, num_replicas=replicas,
+                                  max_ongoing_requests=MAX_ONGOING_REQUESTS,
+                                  ray_actor_options={"num_gpus": gpus_per_replica, "num_cpus": cpus_per_replica})
+    return deployment.bind(config, split, options, limits)
+
+
+def run_ray(config_source: Any, args: argparse.Namespace, options: ServeOptions, limits: WireLimits) -> int:
+    """``rewardzoo serve --ray``: start (or join) Ray, deploy, keep serving until interrupted."""
+    import ray
+
+    if args.address:
+        ray.init(address=args.address, logging_level="ERROR")
+    else:
+        ray.init(include_dashboard=False, logging_level="ERROR")
+    serve.start(http_options={"host": args.host, "port": args.port})
+    app = reward_deployment(config_source, split=args.split, replicas=args.replicas,
+                            gpus_per_replica=args.gpus_per_replica, cpus_per_replica=args.cpus_per_replica,
+                            options=options, limits=limits)
+    serve.run(app, name="rewardzoo", route_prefix="/")
+    print(binding_notice(args.host, args.port, options.token is not None) + f" (Ray Serve, {args.replicas} "
+          f"replica(s); Ray at {ray.get_runtime_context().gcs_address})", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        serve.shutdown()
+        ray.shutdown()
+    return 0

@@ -1,0 +1,145 @@
+"""What the server does with decoded requests, without any web framework: load the processor once, list the
+served rewards, and score a batch made of several clients' requests.
+
+Requests merged into one batch never mix their groups: each request's ``group_id`` values are renumbered
+apart before the batch is scored (a group split over two requests is two groups, as it would be had each
+request been scored alone), and each request gets back exactly its own slice of the result. A merged batch
+that fails is scored again request by request, so one client's bad sample fails only that client.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..config import RewardConfig, RewardSpec, load_config
+from ..errors import did_you_mean
+from ..loader import RewardLoader
+from ..processor import RewardProcessor
+from ..rewards.base import is_text_extra
+from ..sample import Sample
+from ..shared.wire import PROTOCOL, WireError, WireLimits, encode_result
+
+
+class RewardService:
+    """The served rewards of one config split. :meth:`load` builds the models (once); until it returns,
+    :attr:`ready` is False."""
+
+    def __init__(self, config: RewardConfig | str | Mapping[str, Any], *, split: str = "train",
+                 limits: WireLimits = WireLimits(), loader: RewardLoader | None = None) -> None:
+        self.config = config if isinstance(config, RewardConfig) else load_config(config)
+        self.specs: tuple[RewardSpec, ...] = self.config.specs(split)
+        self.limits = limits
+        self.loader = loader or RewardLoader()
+        self.ready = False
+        self.load_error: BaseException | None = None
+        self._processors: dict[tuple[str, ...], RewardProcessor] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.specs)
+
+    def load(self) -> "RewardService":
+        """Build every served model (each unique model once); sets :attr:`ready`."""
+        try:
+            self._processors[self.names] = RewardProcessor(self.specs, self.loader, advantage=self.config.advantage)
+        except BaseException as exc:
+            self.load_error = exc
+            raise
+        self.ready = True
+        return self
+
+    def key(self, rewards: Sequence[str] | None) -> tuple[str, ...]:
+        """The served streams a request asks for (None: all), in config order; WireError 400 for unknown names."""
+        if rewards is None:
+            return self.names
+        unknown = [r for r in rewards if r not in self.names]
+        if unknown:
+            raise WireError(f"unknown reward '{unknown[0]}'{did_you_mean(unknown[0], self.names)}; this server "
+                            f"serves {', '.join(self.names)}", field="rewards", kind="input")
+        wanted = set(rewards)
+        return tuple(n for n in self.names if n in wanted)
+
+    def processor(self, key: tuple[str, ...]) -> RewardProcessor:
+        with self._lock:
+            if key not in self._processors:
+                specs = [s for s in self.specs if s.name in key]
+                self._processors[key] = RewardProcessor(specs, self.loader, advantage=self.config.advantage)
+            return self._processors[key]
+
+    def reward_list(self) -> dict[str, Any]:
+        """``GET /v1/rewards``: each served stream's record (what a ``remote`` reward takes as its facts)."""
+        base = self._processors[self.names]
+        rows = []
+        for spec in self.specs:
+            reward = base.rewards[spec.name]
+            info = reward.info
+            rows.append({"name": spec.name, "reward_model": spec.reward_model, "kind": reward.kind,
+                         "modality": info.modality, "higher_is_better": info.higher_is_better,
+                         "score_range": [_bound(b) for b in info.score_range], "summary": info.summary,
+                         "fields": list(reward.inputs.fields), "applicable_datasets":
+                             list(spec.applicable_datasets) if spec.applicable_datasets is not None else None,
+                         "weight": dict(spec.weight) if isinstance(spec.weight, Mapping) else spec.weight,
+                         "batch_size": spec.batch_size})
+        return {"protocol": PROTOCOL, "rewards": rows, "limits": self.limits.as_dict()}
+
+    # -------------------------------------------------------------------------------------- scoring
+    def score(self, key: tuple[str, ...], requests: Sequence[Sequence[Sample]]) -> list[dict[str, Any] | BaseException]:
+        """Score several requests as one batch; one response map (or the error) per request, in order."""
+        processor = self.processor(key)
+        if len(requests) == 1:
+            return [self._alone(processor, requests[0])]
+        merged, spans = merge_requests(requests)
+        try:
+            result = processor(merged)
+        except Exception:  # someone's bad sample: score each request alone so only its sender sees the error
+            return [self._alone(processor, r) for r in requests]
+        return [slice_result(result, a, b) for a, b in spans]
+
+    @staticmethod
+    def _alone(processor: RewardProcessor, samples: Sequence[Sample]) -> dict[str, Any] | BaseException:
+        try:
+            return slice_result(processor(list(samples)), 0, len(samples))
+        except Exception as exc:
+            return exc
+
+
+def merge_requests(requests: Sequence[Sequence[Sample]]) -> tuple[list[Sample], list[tuple[int, int]]]:
+    """One sample list of several requests, each request's groups renumbered apart; each request's span."""
+    merged: list[Sample] = []
+    spans = []
+    numbers: dict[tuple[int, str, Any], int] = {}
+    for r, samples in enumerate(requests):
+        start = len(merged)
+        for s in samples:
+            if s.group_id is not None:
+                gid = numbers.setdefault((r, type(s.group_id).__name__, s.group_id), len(numbers))
+                s = replace(s, group_id=gid)
+            merged.append(s)
+        spans.append((start, len(merged)))
+    return merged, spans
+
+
+def slice_result(result: Any, a: int, b: int) -> dict[str, Any]:
+    """The response map of samples ``a:b`` of a result; an extra no sample of the slice reported is left out."""
+    extras = {}
+    for name, values in result.extras.items():
+        kept = {}
+        for key, vec in values.items():
+            part = vec[a:b]
+            present = np.array([v is not None for v in part]) if is_text_extra(part) else ~np.isnan(part)
+            if present.any():
+                kept[key] = part
+        if kept:
+            extras[name] = kept
+    return encode_result({k: v[a:b] for k, v in result.rewards.items()}, result.total[a:b], result.applied[a:b],
+                         {k: v[a:b] for k, v in result.weights.items()}, extras)
+
+
+def _bound(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")

@@ -1,0 +1,192 @@
+"""A connection to a ``rewardzoo serve`` server: its reward list, and samples scored over the wire format.
+
+The one client code under both the ``remote`` reward and :mod:`rewardzoo.client`: requests go through
+:class:`~rewardzoo.shared.http.HttpClient` (retries with backoff on connection errors, 408, 429 and 5xx,
+Retry-After honoured); samples travel in :mod:`rewardzoo.shared.wire`, split into requests of at most the
+server's ``max_samples`` with every group kept whole in one request.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError, HttpError, InputError
+from .http import HttpClient, RetryPolicy, bearer_headers
+from .wire import JSON, MSGPACK, WireLimits, content_type, decode_result, encode_request, loads
+
+#: An answer's size is the server's business (it is bounded by the request we sent).
+_ANSWERS = WireLimits(max_request_bytes=None)
+
+
+class ServedRewards:
+    """The server at ``url``. ``listing`` is its ``GET /v1/rewards`` answer, read (waiting up to
+    ``ready_timeout_s`` while it loads its models) on first use."""
+
+    def __init__(self, url: str, *, policy: RetryPolicy | None = None, token_env: str | None = None,
+                 max_concurrency: int = 8, fmt: str = "msgpack", image_format: str = "raw",
+                 ready_timeout_s: float = 300.0, owner: str = "remote") -> None:
+        if fmt not in ("msgpack", "json"):
+            raise ConfigError(f"must be 'msgpack' or 'json', got {fmt!r}", entry=owner, field="format")
+        if image_format not in ("png", "raw"):
+            raise ConfigError(f"must be 'png' or 'raw', got {image_format!r}", entry=owner, field="image_format")
+        if fmt == "msgpack":
+            import importlib.util
+
+            if importlib.util.find_spec("msgpack") is None:
+                raise ConfigError("format 'msgpack' needs the msgpack package: pip install 'rewardzoo[serve]' "
+                                  "(or set format: json)", entry=owner, field="format")
+        self.url = url.rstrip("/")
+        self.fmt, self.image_format, self.ready_timeout_s = fmt, image_format, ready_timeout_s
+        self.http = HttpClient(self.url, policy=policy or RetryPolicy(), headers=bearer_headers(token_env, owner=owner),
+                               max_concurrency=max_concurrency, label=f"rewardzoo server {self.url}")
+        self._listing: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"ServedRewards({self.url!r})"
+
+    @property
+    def listing(self) -> dict[str, Any]:
+        if self._listing is None:
+            self._listing = self._read_listing()
+        return self._listing
+
+    def _read_listing(self) -> dict[str, Any]:
+        deadline = time.monotonic() + self.ready_timeout_s
+        while True:
+            try:
+                data = self.http.get_json("/v1/rewards")
+                break
+            except HttpError as exc:  # 503 while the models load: wait, within ready_timeout_s
+                if exc.status != 503 or time.monotonic() + 1.0 > deadline:
+                    raise
+                time.sleep(1.0)
+        if not isinstance(data, dict) or not isinstance(data.get("rewards"), list):
+            raise HttpError(self.url + "/v1/rewards", status=200, attempts=1,
+                            reason="the answer is not a rewardzoo reward list")
+        for row in data["rewards"]:
+            row["score_range"] = [float(b) for b in row["score_range"]]  # "inf" / "-inf" in JSON
+        return data
+
+    @property
+    def rows(self) -> dict[str, dict[str, Any]]:
+        """Served stream name -> its record (kind, fields, higher_is_better, score_range, ...)."""
+        return {row["name"]: row for row in self.listing["rewards"]}
+
+    @property
+    def limits(self) -> dict[str, Any]:
+        return dict(self.listing.get("limits") or {})
+
+    # ------------------------------------------------------------------------------------- scoring
+    def score(self, samples: Sequence[Mapping[str, Any]], rewards: Sequence[str] | None = None) -> dict[str, Any]:
+        """Scores of ``samples`` (mappings of Sample fields): ``{"rewards": {name: float32}, "total",
+        "applied", "weights", "extras"}`` (NaN where a reward does not apply). Requests of at most the
+        server's ``max_samples`` and ``max_request_bytes`` (halved, groups whole, while too large), sent
+        concurrently; HttpError after the last retry."""
+        requests: list[tuple[list[int], bytes]] = []
+        for chunk in request_chunks(samples, self.limits.get("max_samples")):
+            requests += self._encoded(samples, chunk, rewards)
+        answers = self.http.map(self._post, [body for _, body in requests])
+        return in_order(concat_results(answers), [i for chunk, _ in requests for i in chunk])
+
+    def _encoded(self, samples: Sequence[Mapping[str, Any]], chunk: list[int], rewards: Sequence[str] | None
+                 ) -> list[tuple[list[int], bytes]]:
+        """``chunk`` as request bodies within the server's max_request_bytes: halved (groups whole) while too large."""
+        try:
+            body = encode_request([samples[i] for i in chunk], rewards, fmt=self.fmt, image_format=self.image_format)
+        except InputError as exc:
+            raise exc.located(indices=chunk) from None
+        limit = self.limits.get("max_request_bytes")
+        if limit is None or len(body) <= limit:
+            return [(chunk, body)]
+        groups = _units([samples[i] for i in chunk])
+        if len(groups) == 1:
+            raise InputError(f"a request of {len(chunk)} sample(s) (one group or one sample) encodes to {len(body)} "
+                             f"bytes, over the server's limit max_request_bytes={limit}; send smaller media",
+                             sample=chunk[0])
+        half = len(groups) // 2
+        first = sorted(chunk[j] for unit in groups[:half] for j in unit)
+        second = sorted(chunk[j] for unit in groups[half:] for j in unit)
+        return self._encoded(samples, first, rewards) + self._encoded(samples, second, rewards)
+
+    def _post(self, body: bytes) -> dict[str, Any]:
+        kind = content_type(self.fmt)
+        response = self.http.request("POST", "/v1/score", body, headers={"Content-Type": kind, "Accept": kind})
+        try:
+            fmt = "msgpack" if response.headers.get("content-type", "").startswith(MSGPACK) else \
+                "json" if response.headers.get("content-type", "").startswith(JSON) else self.fmt
+            return decode_result(loads(response.body, fmt, _ANSWERS))
+        except (ValueError, InputError) as exc:
+            raise HttpError(response.url, status=response.status, attempts=1,
+                            reason=f"the answer is not a score response ({exc})", body=response.body) from None
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _units(samples: Sequence[Mapping[str, Any]]) -> list[list[int]]:
+    """What a request may not split: each group (``group_id``) and each sample without one."""
+    units: dict[Any, list[int]] = {}
+    for i, s in enumerate(samples):
+        gid = s.get("group_id")
+        units.setdefault(("g", type(gid).__name__, gid) if gid is not None else ("s", i), []).append(i)
+    return list(units.values())
+
+
+def request_chunks(samples: Sequence[Mapping[str, Any]], max_samples: int | None) -> list[list[int]]:
+    """Index lists of at most ``max_samples`` samples, each group (``group_id``) whole in one list."""
+    size = max_samples or math.inf
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    for unit in _units(samples):
+        if len(unit) > size:
+            raise InputError(f"a group of {len(unit)} samples is over the server's limit max_samples={max_samples}",
+                             field="group_id", sample=unit[0])
+        if len(current) + len(unit) > size:
+            chunks.append(sorted(current))
+            current = []
+        current.extend(unit)
+    if current:
+        chunks.append(sorted(current))
+    return chunks
+
+
+def in_order(result: dict[str, Any], positions: list[int]) -> dict[str, Any]:
+    """A result whose i-th entry belongs to sample ``positions[i]``, put back in sample order."""
+    if positions == list(range(len(positions))):
+        return result
+    inverse = np.argsort(np.asarray(positions))
+
+    def back(v: np.ndarray) -> np.ndarray:
+        return v[inverse]
+
+    return {"rewards": {k: back(v) for k, v in result["rewards"].items()}, "total": back(result["total"]),
+            "weights": {k: back(v) for k, v in result["weights"].items()},
+            "applied": [result["applied"][i] for i in inverse],
+            "extras": {k: {kk: back(vv) for kk, vv in v.items()} for k, v in result["extras"].items()}}
+
+
+def concat_results(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Decoded results of consecutive requests as one (an extra some parts lack is NaN / None there)."""
+    if len(parts) == 1:
+        return parts[0]
+    sizes = [len(p["total"]) for p in parts]
+
+    def join(vectors: list[np.ndarray | None]) -> np.ndarray:
+        text = any(v is not None and v.dtype == object for v in vectors)
+        filled = [v if v is not None else (np.full(n, None, dtype=object) if text else np.full(n, np.nan, np.float32))
+                  for v, n in zip(vectors, sizes)]
+        return np.concatenate(filled)
+
+    names = list(dict.fromkeys(k for p in parts for k in p["rewards"]))
+    extras: dict[str, dict[str, np.ndarray]] = {}
+    for name in dict.fromkeys(k for p in parts for k in p["extras"]):
+        keys = dict.fromkeys(kk for p in parts for kk in p["extras"].get(name, {}))
+        extras[name] = {kk: join([p["extras"].get(name, {}).get(kk) for p in parts]) for kk in keys}
+    return {"rewards": {k: join([p["rewards"].get(k) for p in parts]) for k in names},
+            "total": join([p["total"] for p in parts]),
+            "weights": {k: join([p["weights"].get(k) for p in parts]) for k in names if any(k in p["weights"] for p in parts)},
+            "applied": [a for p in parts for a in p["applied"]], "extras": extras}

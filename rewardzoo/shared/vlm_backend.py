@@ -1,0 +1,101 @@
+"""The two backends of the VLM judges behind one surface, chosen in YAML with ``backend:``.
+
+- ``backend: transformers`` (default): :class:`LocalVLM`, a :class:`~rewardzoo.shared.vlm.VLMBackbone`
+  loaded from ``model_path`` (shared with every other reward naming the same model, dtype and device);
+  one left-padded batch per call.
+- ``backend: openai``: :class:`~rewardzoo.shared.vlm_endpoint.OpenAIVLM`, any OpenAI-compatible
+  chat-completions server, configured by ``endpoint: {url, model, api_key_env, ...}``.
+
+Both answer ``generate(queries, max_new_tokens=N) -> [text | Failure]`` and
+``answer_probs(queries, answers) -> [probabilities (K,) | Failure]``; the judge turns those into scores
+with its parse rule and failure policy (:mod:`rewardzoo.shared.judging`). The local backend never
+produces a Failure: an exception there is a bug or bad input and is raised.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from .judging import Failure
+from .options import choice, positive_int
+from .vlm import PixelBounds, VLMBackbone, VLMQuery, load_vlm
+
+BACKENDS = ("transformers", "openai")
+
+
+class LocalVLM:
+    """A loaded backbone as a judge backend; ``pixels`` bounds images and frames (None: the processor's)."""
+
+    kind = "transformers"
+
+    def __init__(self, backbone: VLMBackbone, pixels: PixelBounds = PixelBounds()) -> None:
+        self.backbone = backbone
+        self.pixels = pixels
+
+    @property
+    def identity(self) -> tuple:
+        return ("transformers", self.backbone.source, str(self.backbone.device), str(self.backbone.dtype))
+
+    def generate(self, queries: Sequence[VLMQuery], *, max_new_tokens: int) -> list[str | Failure]:
+        return list(self.backbone.generate(queries, max_new_tokens=max_new_tokens, pixels=self.pixels))
+
+    def answer_probs(self, queries: Sequence[VLMQuery], answers: Sequence[str]) -> list[np.ndarray | Failure]:
+        logp = self.backbone.answer_logprobs(queries, answers, pixels=self.pixels)
+        return list(logp.double().exp().numpy())
+
+    def close(self) -> None:
+        """Nothing to release: the backbone cache lets the model go once no reward holds it."""
+
+
+def build_backend(owner: str, *, backend: str = "transformers", endpoint: Mapping[str, Any] | None = None,
+                  model_path: str | None, device: str, dtype: str | None, default_model: str | None = None,
+                  processor_path: str | None = None, attn_implementation: str | None = None,
+                  trust_remote_code: bool = False, min_pixels: int | None = None,
+                  max_pixels: int | None = None) -> Any:
+    """The backend a reward's options ask for.
+
+    ``backend: transformers``: :func:`~rewardzoo.shared.vlm.load_vlm` of ``model_path`` (else
+    ``default_model``) with ``processor_path``, ``attn_implementation``, ``trust_remote_code``; ``min_pixels``
+    / ``max_pixels`` bound every image and video frame. ``backend: openai``: :class:`OpenAIVLM` from the
+    ``endpoint`` mapping (its ``model`` defaults to ``model_path``, else ``default_model``). ConfigError
+    naming the option on a bad value, or for an option of the other backend.
+    """
+    backend = choice(backend, "kwargs.backend", BACKENDS)
+    local = {k: v for k, v in (("processor_path", processor_path), ("attn_implementation", attn_implementation),
+                               ("min_pixels", min_pixels), ("max_pixels", max_pixels)) if v is not None}
+    if trust_remote_code:
+        local["trust_remote_code"] = trust_remote_code
+    if backend == "openai":
+        from .vlm_endpoint import OpenAIVLM
+
+        if local:
+            raise ConfigError(f"{owner}: {sorted(local)} apply to backend 'transformers' only; the endpoint server "
+                              "owns its model and processor", field="kwargs.backend")
+        return OpenAIVLM.from_options(endpoint if endpoint is not None else {}, owner=owner,
+                                      default_model=model_path or default_model)
+    if endpoint is not None:
+        raise ConfigError(f"{owner}: 'endpoint' needs backend: openai", field="kwargs.endpoint")
+    path = model_path or default_model
+    if path is None:
+        raise ConfigError(f"{owner}: set model_path (a hub id or a local directory of a Qwen-VL checkpoint)",
+                          field="model_path")
+    lo = positive_int(min_pixels, "kwargs.min_pixels", allow_none=True)
+    hi = positive_int(max_pixels, "kwargs.max_pixels", allow_none=True)
+    if not isinstance(trust_remote_code, bool):
+        raise ConfigError(f"{owner}: trust_remote_code must be true or false, got {trust_remote_code!r}",
+                          field="kwargs.trust_remote_code")
+    backbone = load_vlm(path, device=device, dtype=dtype, processor_path=processor_path,
+                        attn_implementation=attn_implementation, trust_remote_code=trust_remote_code)
+    return LocalVLM(backbone, PixelBounds(min_pixels=lo, max_pixels=hi, video_min_pixels=lo, video_max_pixels=hi))
+
+
+def check_no_options(owner: str, options: Mapping[str, Any]) -> None:
+    """ConfigError when kwargs are left that nothing read (a typo should not pass silently)."""
+    if options:
+        raise ConfigError(f"{owner}: unknown option(s) {sorted(options)}", field="kwargs")
+
+
+__all__ = ["BACKENDS", "LocalVLM", "build_backend", "check_no_options"]

@@ -1,0 +1,308 @@
+"""Reward checkpoints on Qwen-VL backbones (HPSv3, VideoAlign): published state dicts onto transformers 5.
+
+The reward models of HPSv3 and VideoAlign subclass transformers 4.x ``Qwen2VLForConditionalGeneration``
+and add a small head (``rm_head``); their checkpoints are that class's ``state_dict()`` saved with
+``torch.save`` or safetensors, so the keys follow the 4.x layout (``visual.*``, ``model.layers.*``,
+``lm_head.weight``, ``rm_head.*``), optionally inside a PEFT wrapper (``base_model.model.*`` with
+``…base_layer.weight`` / ``…lora_A.default.weight`` / ``…lora_B.default.weight``).
+
+Here the backbone is the bare transformers 5 ``Qwen2VLModel`` (``visual.*`` + ``language_model.*``, no
+``lm_head``: a reward reads hidden states, not the vocabulary), built from the base model's config
+without random initialisation (:func:`build_backbone`); :func:`unwrap_peft` merges LoRA into the base
+weights (``W + scaling * B @ A``, what PEFT's forward adds at inference); :func:`load_backbone` maps the
+published keys onto the backbone, checks that every key is accounted for and every shape fits, and
+returns the head's tensors for the caller's own head.
+
+Their inference code also bypasses transformers' multimodal RoPE: the subclass's ``forward`` calls the 4.x
+text decoder without ``position_ids``, which then numbers the tokens ``0 .. L-1`` in all three M-RoPE
+sections, image and video tokens included. :func:`sequential_positions` gives those positions for a
+left-padded batch. The media preprocessing is qwen-vl-utils' (as vendored by both repositories):
+:func:`smart_resize`, :func:`resize_image` (PIL bicubic), :func:`video_frame_indices` (``smart_nframes`` +
+uniform indices) and :func:`resize_frames` (torchvision bicubic with antialias on 8-bit frames).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Mapping, Sequence
+
+from ..errors import ConfigError, InputError
+
+#: qwen-vl-utils constants: the size factor (patch 14 x merge 2), the largest aspect ratio, 2 frames per
+#: temporal patch, and the frame-count bounds of fps sampling.
+FACTOR = 28
+MAX_RATIO = 200
+FRAME_FACTOR = 2
+FPS_MIN_FRAMES = 4
+FPS_MAX_FRAMES = 768
+
+_PEFT_PREFIX = "base_model.model."
+_LORA = re.compile(r"^(?P<module>.+)\.lora_(?P<which>[AB])\.(?P<adapter>[^.]+)\.weight$")
+
+
+def unwrap_peft(state: Mapping[str, Any], *, scaling: float | None, where: str) -> dict[str, Any]:
+    """A PEFT model's state dict as the plain model's: ``base_model.model.`` dropped, LoRA merged.
+
+    ``W_merged = W + scaling * (B @ A)`` in float32, cast back to ``W``'s dtype (``scaling`` =
+    ``lora_alpha / r``, or ``lora_alpha / sqrt(r)`` with rsLoRA). A state dict without the PEFT prefix
+    is returned unchanged; LoRA keys without a ``scaling`` are a :class:`ConfigError`.
+    """
+    if not any(k.startswith(_PEFT_PREFIX) for k in state):
+        return dict(state)
+    plain: dict[str, Any] = {}
+    lora: dict[str, dict[str, Any]] = {}
+    adapters: set[str] = set()
+    for key, value in state.items():
+        key = key[len(_PEFT_PREFIX):] if key.startswith(_PEFT_PREFIX) else key
+        found = _LORA.match(key)
+        if found:
+            adapters.add(found["adapter"])
+            lora.setdefault(found["module"], {})[found["which"]] = value
+        else:
+            plain[key.replace(".base_layer.", ".")] = value
+    if len(adapters) > 1:
+        raise ConfigError(f"'{where}' holds several LoRA adapters ({', '.join(sorted(adapters))}); one is expected",
+                          field="model_path")
+    if lora and scaling is None:
+        raise ConfigError(f"'{where}' holds LoRA weights but no LoRA scaling is known (lora_alpha / r)",
+                          field="model_path")
+    for module, pair in lora.items():
+        target = f"{module}.weight"
+        if set(pair) != {"A", "B"} or target not in plain:
+            raise ConfigError(f"'{where}': LoRA weights of '{module}' are incomplete (need lora_A, lora_B and the "
+                              "base layer's weight)", field="model_path")
+        base = plain[target]
+        delta = pair["B"].float() @ pair["A"].float()
+        if delta.shape != base.shape:
+            raise ConfigError(f"'{where}': LoRA update of '{module}' has shape {tuple(delta.shape)}, its weight "
+                              f"{tuple(base.shape)}", field="model_path")
+        plain[target] = (base.float() + scaling * delta).to(base.dtype)
+    return plain
+
+
+def split_legacy_qwen_vl(state: Mapping[str, Any], head_prefix: str = "rm_head.") -> tuple[dict, dict, set]:
+    """(backbone tensors keyed for ``Qwen2VLModel``, head tensors keyed inside the head, dropped keys).
+
+    Accepts the 4.x layout (``visual.*``, ``model.*``, ``lm_head.weight``) and the 5.x layout of
+    ``…ForConditionalGeneration`` (``model.visual.*``, ``model.language_model.*``, ``lm_head.weight``).
+    ``lm_head.weight`` is dropped (returned in the third item so callers can check it was there).
+    """
+    backbone, head, dropped = {}, {}, set()
+    for key, value in state.items():
+        if key.startswith(head_prefix):
+            head[key[len(head_prefix):]] = value
+        elif key == "lm_head.weight":
+            dropped.add(key)
+        elif key.startswith(("model.visual.", "model.language_model.")):
+            backbone[key[len("model."):]] = value
+        elif key.startswith("visual."):
+            backbone[key] = value
+        elif key.startswith("model."):
+            backbone["language_model." + key[len("model."):]] = value
+        else:
+            backbone[key] = value  # reported as unexpected by load_backbone
+    return backbone, head, dropped
+
+
+def build_backbone(config: Any, *, dtype: Any, device: str, attn_implementation: str | None = None):
+    """The bare vision-language backbone of ``config`` (``AutoModel``: ``Qwen2VLModel`` for ``qwen2_vl``),
+    allocated on ``device`` in ``dtype`` without random initialisation (its weights come from a checkpoint).
+    ``attn_implementation``: ``sdpa`` (default), ``eager`` or ``flash_attention_2``."""
+    import torch
+    import transformers
+    from transformers import AutoModel
+
+    if int(transformers.__version__.split(".")[0]) < 5:
+        raise ConfigError(f"the Qwen-VL reward models need transformers >= 5 (its Qwen2VLModel holds the vision tower); "
+                          f"transformers {transformers.__version__} is installed", field="model_path")
+    from transformers.initialization import no_init_weights
+
+    with no_init_weights(), torch.device(device):
+        extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
+        model = AutoModel.from_config(config, dtype=dtype, **extra)
+    return model.eval().requires_grad_(False)
+
+
+def load_backbone(model: Any, state: Mapping[str, Any], *, where: str, head_prefix: str = "rm_head.") -> dict:
+    """Copy a published reward checkpoint's backbone tensors into ``model`` (built by :func:`build_backbone`).
+
+    Strict: every backbone parameter and persistent buffer must be present with its shape, every key of
+    the checkpoint must be used (``lm_head.weight`` may be present and is dropped). Returns the head's
+    tensors (``head_prefix`` removed) for the caller to load into its head. Mismatches are a
+    :class:`ConfigError` naming a few keys, not a partial load.
+    """
+    import torch
+
+    backbone, head, _ = split_legacy_qwen_vl(state, head_prefix)
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(backbone))
+    unexpected = sorted(set(backbone) - set(expected))
+    if missing or unexpected:
+        raise ConfigError(f"'{where}' does not fit the backbone built from the base model's config: "
+                          f"{len(missing)} missing key(s) {missing[:4]}, {len(unexpected)} unexpected {unexpected[:4]} "
+                          "(is base_model the model the reward was trained on?)", field="model_path")
+    wrong = [(k, tuple(v.shape), tuple(expected[k].shape)) for k, v in backbone.items() if v.shape != expected[k].shape]
+    if wrong:
+        key, got, want = wrong[0]
+        raise ConfigError(f"'{where}' does not fit the backbone: '{key}' has shape {got}, the base model's config "
+                          f"gives {want} ({len(wrong)} tensor(s) differ)", field="model_path")
+    with torch.no_grad():
+        model.load_state_dict(backbone, strict=True)
+    return head
+
+
+def embedding_rows(state: Mapping[str, Any]) -> int | None:
+    """Rows of the token embedding in a (4.x or 5.x layout) Qwen-VL state dict, None when absent."""
+    for key in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight"):
+        if key in state:
+            return int(state[key].shape[0])
+    return None
+
+
+def check_prompt_text(prompts: Any, tokenizer: Any, *, field: str = "prompt") -> list[str]:
+    """The prompts as a list of non-empty strings that contain none of the tokenizer's added special tokens
+    (a literal ``<|image_pad|>`` or reward token in a prompt would break the image or reward-token count);
+    InputError naming the field and sample otherwise."""
+    specials = [t for t in getattr(tokenizer, "added_tokens_encoder", {}) if t.startswith("<") and len(t) > 2]
+    out = []
+    for i, text in enumerate(prompts):
+        if not isinstance(text, str):
+            raise InputError(f"expected a text prompt, got {type(text).__name__}", field=field, sample=i)
+        if not text.strip():
+            raise InputError("the prompt is empty", field=field, sample=i)
+        found = next((t for t in specials if t in text), None)
+        if found is not None:
+            raise InputError(f"the prompt contains the model's special token {found!r}", field=field, sample=i)
+        out.append(text)
+    return out
+
+
+def resize_vocabulary(config: Any, rows: int) -> None:
+    """Set the text vocabulary size of a (Qwen-VL) config to ``rows`` (the reward checkpoints resize their
+    embeddings to the tokenizer after adding their reward tokens)."""
+    text = getattr(config, "text_config", None) or config
+    text.vocab_size = int(rows)
+    if text is not config and hasattr(config, "vocab_size"):
+        config.vocab_size = int(rows)
+
+
+def sequential_positions(attention_mask: Any) -> Any:
+    """(B, L) positions ``0 .. n-1`` over each row's real tokens of a left-padded batch (pads get 0): the
+    positions the 4.x reward models' forward used, independent of padding."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+# ------------------------------------------------------------------------------ qwen-vl-utils preprocessing
+
+
+def smart_resize(height: int, width: int, *, min_pixels: int, max_pixels: int, factor: int = FACTOR
+                 ) -> tuple[int, int]:
+    """qwen-vl-utils' target size: both sides multiples of ``factor``, about ``[min_pixels, max_pixels]``
+    pixels, the aspect ratio kept (sides rounded; scaled by ``sqrt`` and floored / ceiled when outside).
+    InputError (field ``image``) above an aspect ratio of 200."""
+    if max(height, width) / max(min(height, width), 1) > MAX_RATIO:
+        raise InputError(f"the aspect ratio {max(height, width) / min(height, width):.0f} of a {width}x{height} image "
+                         f"is above {MAX_RATIO}", field="image")
+    h = max(factor, round(height / factor) * factor)
+    w = max(factor, round(width / factor) * factor)
+    if h * w > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h, w = math.floor(height / beta / factor) * factor, math.floor(width / beta / factor) * factor
+    elif h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h, w = math.ceil(height * beta / factor) * factor, math.ceil(width * beta / factor) * factor
+    return h, w
+
+
+def resize_image(image: Any, *, min_pixels: int, max_pixels: int) -> Any:
+    """An RGB PIL image resized (PIL bicubic) to :func:`smart_resize`'s size, as qwen-vl-utils' ``fetch_image``."""
+    from PIL import Image
+
+    w, h = image.size
+    rh, rw = smart_resize(h, w, min_pixels=min_pixels, max_pixels=max_pixels)
+    return image.convert("RGB").resize((rw, rh), Image.BICUBIC)
+
+
+def video_frame_indices(total: int, *, num_frames: int | None = None, fps: float | None = None,
+                        source_fps: float | None = None, min_frames: int = FPS_MIN_FRAMES,
+                        max_frames: int = FPS_MAX_FRAMES) -> list[int]:
+    """qwen-vl-utils' frame choice (``smart_nframes``, ``sample_type: uniform``).
+
+    With ``num_frames``: that count rounded to an even number. Otherwise ``total / source_fps * fps`` frames,
+    clamped to ``[ceil2(min_frames), floor2(min(max_frames, total))]`` and rounded to an even number. Never
+    more than ``total``; fewer than 2 is an InputError (field ``video``). Indices:
+    ``round(linspace(0, total - 1, n))`` in float32 (torch), as the reference.
+    """
+    import torch
+
+    if num_frames is not None:
+        n = round(num_frames / FRAME_FACTOR) * FRAME_FACTOR
+    else:
+        lo = math.ceil(min_frames / FRAME_FACTOR) * FRAME_FACTOR
+        hi = math.floor(min(max_frames, total) / FRAME_FACTOR) * FRAME_FACTOR
+        n = round(min(max(total / source_fps * fps, lo), hi) / FRAME_FACTOR) * FRAME_FACTOR
+    n = min(n, total)
+    if n < FRAME_FACTOR:
+        raise InputError(f"the video has {total} frame(s); {FRAME_FACTOR} or more are needed (the reference samples "
+                         f"at least {FRAME_FACTOR})", field="video")
+    return torch.linspace(0, total - 1, n).round().long().tolist()
+
+
+def resize_frames(frames: Any, *, min_pixels: int, max_pixels: int) -> Any:
+    """uint8 frames (T, 3, H, W) resized to :func:`smart_resize`'s size with torchvision bicubic + antialias
+    (uint8 out), as qwen-vl-utils' ``fetch_video`` does for decoded videos."""
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms.functional import resize
+
+    h, w = int(frames.shape[-2]), int(frames.shape[-1])
+    try:
+        rh, rw = smart_resize(h, w, min_pixels=min_pixels, max_pixels=max_pixels)
+    except InputError as exc:
+        raise InputError(exc.message.replace("image", "video frame"), field="video") from None
+    return resize(frames, [rh, rw], interpolation=InterpolationMode.BICUBIC, antialias=True)
+
+
+def reward_processor(base: str, tokens: Sequence[str], *, family: str) -> tuple[Any, list[int], Any]:
+    """The processor of the base model a reward model was trained from, with the reward's special
+    ``tokens`` added, their ids, and the base's config (which must be a Qwen2-VL one)."""
+    from transformers import AutoConfig
+
+    from .vlm import load_vlm_processor
+
+    processor = load_vlm_processor(base, field="kwargs.base_model")
+    processor.tokenizer.add_special_tokens({"additional_special_tokens": list(tokens)})
+    ids = [int(i) for i in processor.tokenizer.convert_tokens_to_ids(list(tokens))]
+    try:
+        config = AutoConfig.from_pretrained(base)
+    except Exception as exc:
+        raise ConfigError(f"cannot read the config of '{base}': {type(exc).__name__}: {exc}",
+                          field="kwargs.base_model") from exc
+    if getattr(config, "model_type", None) != "qwen2_vl":
+        raise ConfigError(f"{family} is a Qwen2-VL reward model; '{base}' is a '{config.model_type}' model",
+                          field="kwargs.base_model")
+    return processor, ids, config
+
+
+def read_checkpoint(checkpoint: Any) -> dict[str, Any]:
+    """A reward checkpoint's state dict, loaded safely (a bad file is a ConfigError on ``model_path``)."""
+    from .weights import load_state_dict
+
+    try:
+        return load_state_dict(checkpoint)
+    except InputError as exc:
+        raise ConfigError(exc.message, field="model_path") from None
+
+
+def reward_backbone(state: Mapping[str, Any], processor: Any, config: Any, *, checkpoint: Any, base: str,
+                    family: str, dtype: Any, device: str, attn_implementation: str | None = None) -> tuple[Any, dict]:
+    """The backbone built from ``config`` and loaded with ``state`` (the published keys), and the head's
+    tensors; the checkpoint's vocabulary must be the base tokenizer's plus the reward tokens."""
+    rows = embedding_rows(state)
+    if rows != len(processor.tokenizer):
+        raise ConfigError(f"'{checkpoint}' has {rows} token embeddings; the tokenizer of '{base}' with {family}'s "
+                          f"reward tokens has {len(processor.tokenizer)} (is base_model the model {family} was "
+                          "trained on?)", field="model_path")
+    resize_vocabulary(config, rows)
+    model = build_backbone(config, dtype=dtype, device=device, attn_implementation=attn_implementation)
+    return model, load_backbone(model, state, where=str(checkpoint))

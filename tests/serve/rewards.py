@@ -1,0 +1,50 @@
+"""A test reward for the serving tests: slow on purpose, to fill the server's queue."""
+
+from __future__ import annotations
+
+import time
+
+from rewardzoo.rewards.base import Inputs, PointwiseReward
+
+
+class SlowLength(PointwiseReward):
+    """Score = len(prompt), after ``delay`` seconds per call."""
+
+    inputs = Inputs(("prompt",))
+    modality = "text"
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", delay: float = 0.3):
+        super().__init__(model_path, device, dtype)
+        self.delay = delay
+
+    def __call__(self, prompt, **_):
+        time.sleep(self.delay)
+        return [float(len(p)) for p in prompt]
+
+
+class SlowToLoad(PointwiseReward):
+    """Score = len(prompt); construction takes ``load_s`` seconds (a large model loading)."""
+
+    inputs = Inputs(("prompt",))
+    modality = "text"
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", load_s: float = 3.0):
+        super().__init__(model_path, device, dtype)
+        time.sleep(load_s)
+
+    def __call__(self, prompt, **_):
+        return [float(len(p)) for p in prompt]
+
+
+class FailsToLoad(PointwiseReward):
+    """Construction fails, as a reward with missing weights does."""
+
+    inputs = Inputs(("prompt",))
+    modality = "text"
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32"):
+        super().__init__(model_path, device, dtype)
+        raise FileNotFoundError("no weights at /nowhere/model.safetensors")
+
+    def __call__(self, prompt, **_):
+        raise AssertionError("never called")

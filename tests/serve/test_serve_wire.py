@@ -1,0 +1,148 @@
+"""The wire format on its own: media round trips, limits, chunking of requests, the facts a remote entry takes
+from a server, the command line's safety defaults, and imports that stay light."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("msgpack")
+
+from PIL import Image  # noqa: E402
+
+from rewardzoo.errors import ConfigError, InputError  # noqa: E402
+from rewardzoo.rewards.info import RewardInfo  # noqa: E402
+from rewardzoo.rewards.remote import served_facts, served_inputs  # noqa: E402
+from rewardzoo.shared import wire  # noqa: E402
+from rewardzoo.shared.served import concat_results, in_order, request_chunks  # noqa: E402
+
+from .helpers import ROOT, environment  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def roundtrip(sample: dict, fmt: str = "msgpack", image_format: str = "png", limits=wire.WireLimits()) -> dict:
+    return wire.decode_request(wire.encode_request([sample], fmt=fmt, image_format=image_format), fmt, limits).samples[0]
+
+
+@pytest.mark.parametrize("fmt", ["msgpack", "json"])
+@pytest.mark.parametrize("image_format", ["png", "raw"])
+def test_images_and_videos_round_trip_pixel_for_pixel(fmt, image_format):
+    rgb = RNG.integers(0, 256, (9, 13, 3), dtype=np.uint8)
+    rgba = RNG.integers(0, 256, (5, 4, 4), dtype=np.uint8)
+    frames = RNG.integers(0, 256, (3, 6, 7, 3), dtype=np.uint8)
+    got = roundtrip({"image": Image.fromarray(rgb), "condition_images": [Image.fromarray(rgba, "RGBA")],
+                     "video": frames}, fmt, image_format)
+    np.testing.assert_array_equal(np.asarray(got["image"]), rgb)
+    np.testing.assert_array_equal(np.asarray(got["condition_images"][0])[..., :3], rgba[..., :3])
+    video = got["video"]
+    np.testing.assert_array_equal(np.stack([np.asarray(f) for f in video]) if isinstance(video, list) else video,
+                                  frames)
+
+
+def test_audio_keeps_its_sample_type_channels_and_rate():
+    stereo = RNG.standard_normal((2, 300)).astype(np.float32)
+    pcm = (RNG.standard_normal(200) * 3000).astype(np.int16)
+    got = roundtrip({"audio": stereo, "audio_sample_rate": 22050, "condition_audio": pcm,
+                     "condition_audio_sample_rate": 8000, "prompt": "p", "metadata": {"a": 1}, "group_id": "g"})
+    assert got["audio"].dtype == np.float32 and got["audio_sample_rate"] == 22050
+    np.testing.assert_array_equal(got["audio"], stereo)
+    assert got["condition_audio"].dtype == np.int16 and got["condition_audio_sample_rate"] == 8000
+    np.testing.assert_array_equal(got["condition_audio"], pcm)
+    assert json.loads(got["metadata"]) == {"a": 1} and got["group_id"] == "g"
+
+
+def test_the_protocol_version_and_unknown_fields_are_checked_on_both_sides():
+    with pytest.raises(InputError, match="'shell' is not a field"):
+        wire.encode_request([{"shell": "x"}])
+    body = wire.dumps({"protocol": "1", "samples": [{"prompt": "x"}]}, "json")
+    with pytest.raises(wire.WireError, match="protocol version '1' is not supported") as exc:
+        wire.decode_request(body, "json")
+    assert exc.value.status == 400 and exc.value.kind == "protocol"
+    with pytest.raises(wire.WireError) as exc:
+        wire.format_of("application/x-python-pickle")
+    assert exc.value.status == 415
+
+
+def test_limits_name_themselves_and_the_sample():
+    limits = wire.WireLimits(max_request_pixels=1000, max_pixels=600)
+    img = {"image": Image.fromarray(np.zeros((20, 20, 3), np.uint8))}  # 400 pixels each: two fit, three do not
+    body = wire.encode_request([img, img, img])
+    with pytest.raises(wire.WireError) as exc:
+        wire.decode_request(body, "msgpack", limits)
+    assert exc.value.limit == "max_request_pixels" and exc.value.sample == 2 and exc.value.status == 413
+    with pytest.raises(wire.WireError, match="max_pixels=600") as exc:
+        roundtrip({"video": np.zeros((2, 30, 30, 3), np.uint8)}, image_format="raw", limits=limits)
+    assert "field 'video'" in str(exc.value)
+
+
+def test_responses_carry_null_for_not_applicable_and_decode_to_nan():
+    data = wire.encode_result({"a": np.array([1.5, np.nan], np.float32)}, np.array([1.5, np.nan], np.float32),
+                              [["a"], []], {"a": np.array([1, 0], np.float32)},
+                              {"a": {"text": np.array(["hi", None], dtype=object)}})
+    assert data["rewards"]["a"] == [1.5, None] and data["extras"]["a"]["text"] == ["hi", None]
+    back = wire.decode_result(json.loads(wire.dumps(data, "json")))
+    assert back["rewards"]["a"][0] == 1.5 and np.isnan(back["total"][1]) and back["applied"] == [["a"], []]
+
+
+def test_requests_are_cut_with_groups_whole_and_answers_put_back_in_order():
+    samples = [{"group_id": g} for g in [0, 1, 0, 2, 1, 0]] + [{}, {}]
+    chunks = request_chunks(samples, 4)
+    assert all(len(c) <= 4 for c in chunks) and sorted(i for c in chunks for i in c) == list(range(8))
+    for gid in (0, 1, 2):
+        members = [i for i, s in enumerate(samples) if s.get("group_id") == gid]
+        assert any(set(members) <= set(c) for c in chunks)
+    with pytest.raises(InputError, match="group of 3 samples is over the server's limit max_samples=2"):
+        request_chunks(samples, 2)
+    parts = [{"rewards": {"r": np.array(c, np.float32)}, "total": np.array(c, np.float32), "weights": {},
+              "applied": [[str(i)] for i in c], "extras": {}} for c in chunks]
+    merged = in_order(concat_results(parts), [i for c in chunks for i in c])
+    np.testing.assert_array_equal(merged["rewards"]["r"], np.arange(8, dtype=np.float32))
+    assert merged["applied"] == [[str(i)] for i in range(8)]
+
+
+def test_a_remote_entry_takes_kind_range_direction_and_fields_from_the_served_records():
+    rows = {"a": {"kind": "pointwise", "modality": "image", "higher_is_better": True, "score_range": [0.0, 10.0],
+                  "fields": ["image"], "applicable_datasets": None},
+            "b": {"kind": "groupwise", "modality": "group", "higher_is_better": True, "score_range": [0.0, 1.0],
+                  "fields": ["image", "group_id"], "applicable_datasets": ["t2i"]}}
+    facts = served_facts(rows, {"a": 1.0, "b": 2.0}, "http://h:1")
+    assert facts["kind"] == "groupwise" and facts["score_range"] == (0.0, 12.0) and facts["modality"] == "any"
+    inputs = served_inputs(rows, facts["kind"], {"max_pixels": 99})
+    assert inputs.fields == ("image", "group_id", "dataset") and inputs.max_pixels == 99 and not inputs.mono
+    card = RewardInfo.of_class(type("X", (), {}))
+    assert card.refined(facts).score_range == (0.0, 12.0) and card.refined(facts).kind == "groupwise"
+    with pytest.raises(ValueError, match="cannot change"):
+        card.refined({"download": True})
+    rows["b"]["higher_is_better"] = False
+    with pytest.raises(ConfigError, match="disagree on higher_is_better"):
+        served_facts(rows, {"a": 1.0, "b": 1.0}, "http://h:1")
+
+
+def test_serve_refuses_an_unset_token_variable_and_warns_when_bound_beyond_this_machine(tmp_path):
+    from rewardzoo.serve.options import binding_notice
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards: [jpeg_compressibility]\n")
+    env = environment()
+    env.pop("RZ_NOT_SET", None)
+    out = subprocess.run([sys.executable, "-m", "rewardzoo.cli", "serve", str(cfg), "--token-env", "RZ_NOT_SET"],
+                         capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=120)
+    assert out.returncode == 2 and "RZ_NOT_SET" in out.stderr and "not set" in out.stderr
+    assert "this machine only" in binding_notice("127.0.0.1", 1, False)
+    assert "OTHER MACHINES" in binding_notice("0.0.0.0", 1, False) and "no --token-env" in binding_notice("0.0.0.0", 1, False)
+    assert "no --token-env" not in binding_notice("0.0.0.0", 1, True)
+
+
+def test_importing_the_package_the_client_and_the_remote_reward_imports_no_server_library():
+    code = ("import sys, rewardzoo, rewardzoo.serve, rewardzoo.client, rewardzoo.rewards.remote, rewardzoo.cli;"
+            "rewardzoo.cli._parser();"
+            "print(sorted(m for m in ('starlette', 'uvicorn', 'ray', 'msgpack', 'fastapi') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment(),
+                         cwd=str(ROOT), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
