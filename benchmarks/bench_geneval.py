@@ -63,7 +63,8 @@ def bench(n: int, repeats: int, model: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         detector = build_detector(Path(tmp) / "m2f", model)
         clip = tiny_open_clip_dir(Path(tmp) / "clip")
-        reward = GenEval(detector, clip_model=str(clip), clip_pretrained=None)
+        # the whole call stacked (the default on CUDA) vs one image per forward (the default elsewhere)
+        reward = GenEval(detector, clip_model=str(clip), clip_pretrained=None, detector_batch=n)
         single = GenEval(detector, clip_model=str(clip), clip_pretrained=None, detector_batch=1)
     rng = np.random.default_rng(0)
     images = [torch.from_numpy(rng.integers(0, 256, (3, 512, 512), dtype=np.uint8)) for _ in range(n)]
