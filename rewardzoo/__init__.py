@@ -12,8 +12,7 @@ The public face is small and light (importing it does not import torch)::
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from .shared.imports import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -58,16 +57,7 @@ __all__ = sorted(_LAZY) + ["__version__"]
 _SUBPACKAGES = ("integrations", "testing")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBPACKAGES:
-        module = import_module(f"rewardzoo.{name}")
-        globals()[name] = module
-        return module
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rewardzoo' has no attribute '{name}'")
+__getattr__ = lazy_getattr("rewardzoo", _LAZY, _SUBPACKAGES)
 
 
 def __dir__() -> list[str]:

@@ -14,8 +14,7 @@ config). Importing this package imports no trainer; each adapter imports only wh
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from ..shared.imports import lazy_getattr
 
 _LAZY = {
     "trl_reward_funcs": "rewardzoo.integrations.trl",
@@ -30,9 +29,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rewardzoo.integrations' has no attribute '{name}'")
+__getattr__ = lazy_getattr("rewardzoo.integrations", _LAZY)

@@ -11,8 +11,7 @@ reward. Importing this package imports no server library.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from ..shared.imports import lazy_getattr
 
 _LAZY = {
     "RewardService": "rewardzoo.serve.service",
@@ -24,9 +23,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rewardzoo.serve' has no attribute '{name}'")
+__getattr__ = lazy_getattr("rewardzoo.serve", _LAZY)

@@ -1,9 +1,11 @@
-"""Import an object named by a Python path: ``pkg.mod:obj`` (or ``pkg.mod.obj``, ``pkg.mod:Outer.inner``)."""
+"""Import an object named by a Python path (``pkg.mod:obj``, ``pkg.mod.obj``, ``pkg.mod:Outer.inner``), and
+the lazy attributes of the light packages (:func:`lazy_getattr`)."""
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import sys
+from typing import Any, Callable, Mapping
 
 from ..errors import RegistryError
 
@@ -31,3 +33,21 @@ def import_path(path: str) -> Any:
         if obj is None:
             raise RegistryError(f"module '{module_name}' has no attribute '{attr}'")
     return obj
+
+
+def lazy_getattr(package: str, exports: Mapping[str, str], submodules: tuple[str, ...] = ()) -> Callable[[str], Any]:
+    """A module-level ``__getattr__`` for ``package``: ``exports`` maps a public name to the module that
+    defines it, ``submodules`` names subpackages reachable as attributes. Each is imported on first access
+    and cached on the package, so importing the package itself stays light."""
+
+    def __getattr__(name: str) -> Any:
+        if name in submodules:
+            value = importlib.import_module(f"{package}.{name}")
+        elif name in exports:
+            value = getattr(importlib.import_module(exports[name]), name)
+        else:
+            raise AttributeError(f"module '{package}' has no attribute '{name}'")
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__

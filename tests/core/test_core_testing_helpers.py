@@ -13,16 +13,6 @@ import rewardzoo.testing as rzt
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny models: one intra-op thread avoids OpenMP spin-waits on the shared machine."""
-    torch = pytest.importorskip("torch")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _same_state(a: dict, b: dict) -> bool:
     import torch
 

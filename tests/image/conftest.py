@@ -35,15 +35,6 @@ from rewardzoo.testing import (  # noqa: E402,F401  (re-exported for the image t
 PREPROCESS = CLIP_PREPROCESS
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models: one intra-op thread avoids OpenMP spin-waits on the shared 2-core machine (100x here)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="session")
 def oc_dir(tmp_path_factory):
     return rzt.tiny_open_clip_dir(tmp_path_factory.mktemp("oc") / "tiny-open-clip", seed=0)

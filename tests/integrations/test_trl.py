@@ -17,7 +17,6 @@ from ..core.rewards import PromptLength, path  # noqa: E402
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    torch.set_num_threads(1)
     return tiny_text_models(tmp_path_factory.mktemp("trl_models"))
 
 

@@ -28,15 +28,6 @@ from rewardzoo.errors import ConfigError  # noqa: E402
 from .helpers import Server  # noqa: E402
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """The server runs with one thread too: the same reduction order, so the same floats."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def config(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve_scores")

@@ -26,17 +26,6 @@ from rewardzoo.testing import (  # noqa: E402,F401  (re-exported for the text te
 from rewardzoo.testing import word_tokenizer as build_tokenizer  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models run fastest on one thread; restore the caller's setting afterwards."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="session")
 def tokenizer():
     return build_tokenizer()

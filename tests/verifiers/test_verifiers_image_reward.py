@@ -51,14 +51,6 @@ def _reference_available() -> bool:
 needs_reference = pytest.mark.skipif(not _reference_available(), reason="pip install --no-deps image-reward fairscale")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def reference_modules():
     """The package's vit / med / ImageReward modules (see the module docstring for what is supplied)."""

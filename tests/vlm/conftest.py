@@ -24,15 +24,6 @@ from PIL import Image  # noqa: E402
 from rewardzoo.testing import VLM_FAMILIES, tiny_vlm_dir  # noqa: E402
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models: one intra-op thread avoids OpenMP spin-waits on the shared 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="session")
 def vlm_dirs(tmp_path_factory):
     root = tmp_path_factory.mktemp("vlm")
