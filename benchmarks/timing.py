@@ -8,13 +8,8 @@ import time
 from typing import Callable
 
 
-def interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1
-                ) -> tuple[dict[str, float], dict[str, float]]:
-    """(median seconds per side, median over repetitions of side / first side).
-
-    Each repetition runs every side once, the starting side rotating; the per-repetition ratio against
-    the first side cancels most of the drift.
-    """
+def interleaved_runs(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict[str, list[float]]:
+    """Seconds per side and repetition. Each repetition runs every side once, the starting side rotating."""
     keys = list(fns)
     for _ in range(warmup):
         for fn in fns.values():
@@ -25,6 +20,16 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int 
             t0 = time.perf_counter()
             fns[k]()
             times[k].append(time.perf_counter() - t0)
-    first = times[keys[0]]
-    ratios = {k: statistics.median(a / b for a, b in zip(times[k], first)) for k in keys}
+    return times
+
+
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1
+                ) -> tuple[dict[str, float], dict[str, float]]:
+    """(median seconds per side, median over repetitions of side / first side).
+
+    The per-repetition ratio against the first side (:func:`interleaved_runs`) cancels most of the drift.
+    """
+    times = interleaved_runs(fns, repeats, warmup)
+    first = times[next(iter(fns))]
+    ratios = {k: statistics.median(a / b for a, b in zip(v, first)) for k, v in times.items()}
     return {k: statistics.median(v) for k, v in times.items()}, ratios

@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--actors", type=int, default=1, help="(ray) actors, each with its own processor")
     p.add_argument("--gpus-per-actor", type=float, default=0, help="(ray) GPUs per actor")
     p.add_argument("--cpus-per-actor", type=float, default=1, help="(ray) CPUs per actor")
-    p.add_argument("--address", help="(ray) join this Ray cluster instead of starting a local one")
+    p.add_argument("--address", help="(ray) join this Ray cluster ('auto': the one `ray start` ran here) instead "
+                   "of starting a local instance; default: $RAY_ADDRESS when set (Ray jobs set it)")
     p.add_argument("--resume", action="store_true",
                    help="(ray) keep the rows of an interrupted run (OUT.partial.jsonl) and score the rest")
     p.set_defaults(func=cmd_score)
