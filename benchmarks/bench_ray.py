@@ -127,7 +127,7 @@ def _phases(config: Path, one: Path, repeats: int) -> dict[str, float]:
 
 def _joining(config: Path, one: Path, folder: Path, chunk: int, repeats: int) -> tuple[float, float]:
     """(one-row local, one-row ``--address`` run) on a ``ray start`` cluster started and stopped here."""
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
     env.pop("RAY_ADDRESS", None)
     log = folder / "ray_start.log"
     address_file = Path("/tmp/ray/ray_current_cluster")
@@ -142,11 +142,10 @@ def _joining(config: Path, one: Path, folder: Path, chunk: int, repeats: int) ->
             if time.monotonic() > deadline or head.poll() is not None:
                 raise RuntimeError(f"`ray start` did not come up: {log.read_text()[-2000:]}")
             time.sleep(0.2)
-        join_env = {**env, "RAY_AUTH_MODE": "token"}  # `ray start` turns token authentication on (Ray 2.60)
         times = interleaved_runs({
             "local": _runner(_command(config, one, folder / "j_local.jsonl", chunk)),
             "join": _runner(_command(config, one, folder / "j_ray.jsonl", chunk, "--engine", "ray", "--address",
-                                     found[1]), env=join_env)}, repeats, warmup=1)
+                                     found[1]), env=env)}, repeats, warmup=1)
     finally:
         head.send_signal(signal.SIGINT)
         try:

@@ -33,7 +33,9 @@ def ray_start_cluster(tmp_path_factory):
     """A `ray start` head node on this machine; yields its address."""
     ray_cli = shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
     log = tmp_path_factory.mktemp("ray_start") / "ray_start.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
+    # token authentication (on by default for `ray start` in Ray 2.60) is off: a first `ray start` on a machine
+    # without ~/.ray/auth_token made the joining job's actors fail to start; where a job runs is the point here
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
     env.pop("RAY_ADDRESS", None)
     with log.open("w") as fh:
         head = subprocess.Popen([ray_cli, "start", "--head", "--block", "--num-cpus", "1", "--port", "0",
@@ -65,8 +67,7 @@ def ray_start_cluster(tmp_path_factory):
             address_file.write_text(before)
 
 
-def _score_in_a_fresh_process(tmp_path: Path, *extra: str, ray_address: str | None = None,
-                              joining: bool = False) -> tuple[str, Path]:
+def _score_in_a_fresh_process(tmp_path: Path, *extra: str, ray_address: str | None = None) -> tuple[str, Path]:
     manifest = tmp_path / "m.jsonl"
     manifest.write_text("".join(json.dumps({"prompt": "p" * i}) + "\n" for i in range(3)))
     config = tmp_path / "cfg.yaml"
@@ -76,8 +77,6 @@ def _score_in_a_fresh_process(tmp_path: Path, *extra: str, ray_address: str | No
     env.pop("RAY_ADDRESS", None)
     if ray_address:
         env["RAY_ADDRESS"] = ray_address
-    if joining:  # `ray start` turns token authentication on (Ray 2.60); a client opts in, the token is in ~/.ray
-        env["RAY_AUTH_MODE"] = "token"
     done = subprocess.run([sys.executable, "-m", "rewardzoo.cli", "score", str(config), "-i", str(manifest), "-o",
                            str(out), "-q", "--engine", "ray", *extra], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=180)
@@ -106,7 +105,6 @@ def test_without_an_address_a_fresh_instance_starts_beside_a_ray_start_cluster(r
 def test_the_named_cluster_is_joined(ray_start_cluster, tmp_path, how):
     extra = ("--address", ray_start_cluster) if how == "--address" else ()
     where, out = _score_in_a_fresh_process(tmp_path, *extra,
-                                           ray_address=ray_start_cluster if how == "RAY_ADDRESS" else None,
-                                           joining=True)
+                                           ray_address=ray_start_cluster if how == "RAY_ADDRESS" else None)
     assert where == f"the Ray cluster at {ray_start_cluster}"
     assert out.read_bytes() == _local(tmp_path)
