@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .config import RewardSpec, load_config
-from .registry import extra_installed, info
+from .registry import EXTRA_MODULES, info, missing_modules
 from .resources import config_path
 from .sample import Sample
 from .tables import format_table
@@ -59,8 +59,11 @@ def runnable_specs(specs: tuple[RewardSpec, ...]) -> tuple[list[RewardSpec], lis
     keep, skipped = [], []
     for spec in specs:
         entry = info(spec.reward_model)
-        if entry is None or extra_installed(entry.extra):
+        missing = missing_modules(entry.extra) if entry is not None else []
+        if not missing:
             keep.append(spec)
+        elif len(missing) < len(EXTRA_MODULES[entry.extra]):  # the extra is there: an add-on its card names
+            skipped.append(f"{spec.name} (needs {', '.join(missing)}: see 'rewardzoo card {entry.name}')")
         else:
             skipped.append(f"{spec.name} (pip install 'rewardzoo[{entry.extra}]')")
     return keep, skipped

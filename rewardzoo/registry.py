@@ -243,9 +243,14 @@ def example_config(name: str) -> dict:
     return data
 
 
+def missing_modules(extra: str | None) -> list[str]:
+    """The modules of ``extra`` that cannot be imported (checked without importing)."""
+    return [m for m in EXTRA_MODULES.get(extra or "", ()) if importlib.util.find_spec(m) is None]
+
+
 def extra_installed(extra: str | None) -> bool:
     """True when every module of ``extra`` can be imported (checked without importing)."""
-    return all(importlib.util.find_spec(m) is not None for m in EXTRA_MODULES.get(extra or "", ()))
+    return not missing_modules(extra)
 
 
 def row(entry: RewardInfo) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Package data: model cards (each reward's record) and use-case configs.
 
-Both folders sit at the top of a source checkout and install inside the package. A card is Markdown
+Both folders live inside the package (``rewardzoo/model_cards``, ``rewardzoo/configs``), in a checkout and
+installed alike. A card is Markdown
 with YAML front matter (``---`` lines); its ``## How to configure`` section holds the reward's
 example config in a ```yaml block, which ``rewardzoo score NAME`` uses.
 """
@@ -17,11 +18,11 @@ EXAMPLE_SECTION = "## How to configure"
 
 
 def data_dir(kind: str) -> Path:
-    """The folder of ``kind`` ('configs' or 'model_cards'), installed or in a source checkout."""
-    for candidate in (_HERE / kind, _HERE.parent / kind):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"rewardzoo's {kind} folder is missing from this installation")
+    """The package's folder of ``kind`` ('configs' or 'model_cards')."""
+    folder = _HERE / kind
+    if not folder.is_dir():
+        raise FileNotFoundError(f"rewardzoo's {kind} folder is missing from this installation ({folder})")
+    return folder
 
 
 def card_files() -> list[Path]:
@@ -83,7 +84,6 @@ def example_yaml(body: str, where: str) -> str:
     if len(section) < 2 or "```yaml" not in section[1]:
         raise RegistryError(f"the model card of '{where}' has no ```yaml example under '{EXAMPLE_SECTION}'")
     return section[1].split("```yaml", 1)[1].split("```", 1)[0]
-
 
 
 def config_path(name: str) -> Path:

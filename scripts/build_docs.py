@@ -3,7 +3,7 @@
 
 Sources (the only places a fact is written by hand):
 
-- ``model_cards/<name>.md``: each reward's record in the YAML front matter;
+- ``rewardzoo/model_cards/<name>.md``: each reward's record in the YAML front matter;
 - ``benchmarks/results/<script>.json``: the figures each benchmark script wrote (schema in
   ``benchmarks/results_io.py``).
 
@@ -34,7 +34,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-CARDS = ROOT / "model_cards"
+CARDS = ROOT / "rewardzoo" / "model_cards"
 RESULTS = ROOT / "benchmarks" / "results"
 README = ROOT / "README.md"
 BENCH_README = ROOT / "benchmarks" / "README.md"
@@ -292,7 +292,7 @@ def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
                                           "benchmarks/README.md")}
     for name in cards:
         block = NOTE.format(source="benchmarks/results/*.json") + "\n" + speed_block(name, runs)
-        out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block: card_text(t, n, b, f"model_cards/{n}.md"))
+        out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block: card_text(t, n, b, f"rewardzoo/model_cards/{n}.md"))
     return out
 
 

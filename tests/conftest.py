@@ -1,4 +1,5 @@
-"""Suite-wide settings: no hub access, and small thread pools on the 2-core CI machine."""
+"""Suite-wide settings: no hub access, small thread pools on the 2-core CI machine, and (under
+``scripts/test``) a check that the tests run against the installed package, not the checkout."""
 
 import os
 
@@ -9,7 +10,23 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import sys  # noqa: E402
 
+from pathlib import Path  # noqa: E402
+
 import pytest  # noqa: E402
+
+
+def pytest_configure(config):
+    """``REWARDZOO_TEST_INSTALLED=1`` (set by ``scripts/test``): fail at once unless ``import rewardzoo`` finds
+    the installed package; the checkout's copy would hide a file missing from the wheel."""
+    if not os.environ.get("REWARDZOO_TEST_INSTALLED"):
+        return
+    import rewardzoo
+
+    checkout = Path(__file__).resolve().parents[1]
+    where = Path(rewardzoo.__file__).resolve()
+    if checkout in where.parents:
+        raise pytest.UsageError(f"REWARDZOO_TEST_INSTALLED is set but rewardzoo was imported from the checkout "
+                                f"({where}): run pytest with -P and --import-mode=append, as scripts/test does")
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
-import subprocess
-import sys
-import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
 from rewardzoo.cli import group_preserving_chunks, main
-from rewardzoo.registry import builtin, entries
+from rewardzoo.registry import entries
 from rewardzoo.sample import Sample
 
 
@@ -122,20 +117,6 @@ def test_demo_prints_a_table_for_every_modality(capsys):
     out = capsys.readouterr().out
     for word in ("image", "video", "audio", "jpeg_compressibility", "noise"):
         assert word in out
-
-
-def test_wheel_ships_configs_and_model_cards(tmp_path):
-    """A plain (non-editable) install carries the cards (with their example configs) and the use-case configs."""
-    root = Path(__file__).resolve().parents[2]
-    src = tmp_path / "src"  # a clean copy: setuptools' build/ folder must not mix in stale files
-    shutil.copytree(root, src, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__", ".*cache"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp_path), str(src)], check=True, capture_output=True)
-    wheel = next(tmp_path.glob("rewardzoo-*.whl"))
-    names = set(zipfile.ZipFile(wheel).namelist())
-    for name in builtin():
-        assert f"rewardzoo/model_cards/{name}.md" in names
-    assert "rewardzoo/configs/demo.yaml" in names
 
 
 def test_score_with_a_reward_name_uses_the_example_config_of_its_card(manifest):

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = sorted((ROOT / "benchmarks" / "results").glob("*.json"))
-CARDS = {p.stem for p in (ROOT / "model_cards").glob("*.md")}
+CARDS = {p.stem for p in (ROOT / "rewardzoo" / "model_cards").glob("*.md")}
 
 
 def test_generated_docs_are_up_to_date():
@@ -69,3 +69,24 @@ def test_figure_rewards_name_existing_cards():
     for name, fig in _figures():
         unknown = [r for r in fig["rewards"] if r not in CARDS]
         assert not unknown, f"{name}: figure {fig['id']!r} names rewards without a model card: {unknown}"
+
+
+def _quick_start_blocks() -> list[list[str]]:
+    """The ```bash blocks of the README's Quick start section, as lists of lines."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    return [block.split("```", 1)[0].strip().splitlines() for block in section.split("```bash\n")[1:]]
+
+
+def test_the_quick_start_is_two_commands_and_ci_runs_the_second():
+    blocks = _quick_start_blocks()
+    assert [len(b) for b in blocks] == [1, 1], "the quick start is two one-line commands"
+    (demo,), (tests,) = blocks
+    assert "rewardzoo demo" in demo and "pip install" in demo
+    assert tests == "scripts/test"
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    commands = [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
+    assert commands == ["exec scripts/test"], "CI runs the README's test command and nothing else"
+    # scripts/test step 3 runs the first command, read from the README the same way
+    printed = subprocess.run(["bash", str(ROOT / "scripts" / "test"), "--print-quickstart"], capture_output=True,
+                             text=True, timeout=30, check=True).stdout.strip()
+    assert printed == demo

@@ -214,7 +214,7 @@ def test_loads_through_the_registry_card(published):
 def test_card_states_the_exact_prompt_template():
     from pathlib import Path
 
-    card = (Path(__file__).parents[2] / "model_cards" / "hpsv3.md").read_text(encoding="utf-8")
+    card = (Path(__file__).parents[2] / "rewardzoo" / "model_cards" / "hpsv3.md").read_text(encoding="utf-8")
     assert card.split("```text\n", 1)[1].split("```", 1)[0] == hpsv3_text("{prompt}")
 
 

@@ -294,7 +294,7 @@ def test_card_states_the_exact_prompt_template():
 
     from rewardzoo.rewards.vlm.videoalign import PROMPT_TEMPLATE
 
-    card = (Path(__file__).parents[2] / "model_cards" / "videoalign.md").read_text(encoding="utf-8")
+    card = (Path(__file__).parents[2] / "rewardzoo" / "model_cards" / "videoalign.md").read_text(encoding="utf-8")
     assert card.split("```text\n", 1)[1].split("```", 1)[0] == PROMPT_TEMPLATE
 
 
