@@ -12,7 +12,8 @@ environment the way a user does, and fails with the reason on:
   that extra requires;
 - a card's ``implementation`` that does not import, other than for a missing third-party module that the card's
   extra requires; a module of the package (``pkgutil.walk_packages``) that does not import, other than for a
-  missing third-party module that one of rewardzoo's extras requires. With ``--extra E``, a missing module
+  missing third-party module that one of rewardzoo's extras requires (or, for a trainer adapter, the trainer
+  it adapts, when that is on no index: Flow-Factory). With ``--extra E``, a missing module
   that ``E`` requires fails too: that extra is installed, so its modules must be.
 """
 
@@ -33,6 +34,8 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 #: import name -> distribution, where they differ by more than case and '-'/'_'
 DISTRIBUTIONS = {"open_clip": "open-clip-torch", "cv2": "opencv-python-headless", "yaml": "pyyaml",
                  "PIL": "pillow", "sklearn": "scikit-learn"}
+#: trainers an adapter module imports as its subject (not on PyPI, so in no extra); only for that module
+TRAINERS = {"rewardzoo.integrations.flow_factory": {"flow-factory"}}
 
 
 def canonical(name: str) -> str:
@@ -145,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            missing_is_optional(f"module {module}", exc, optional)
+            missing_is_optional(f"module {module}", exc, optional | TRAINERS.get(module, set()))
         except Exception as exc:  # noqa: BLE001
             problems.append(f"module {module}: {type(exc).__name__}: {exc}")
 
@@ -164,9 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check_installed: {problem}", file=sys.stderr)
     if problems:
         return 1
-    notes = "; ".join(f"{d} ({len(w)} modules or cards)" for d, w in sorted(tolerated.items()))
+    notes = "; ".join(f"{d} (needed by {len(w)})" for d, w in sorted(tolerated.items()))
     print(f"check_installed: rewardzoo {metadata.version('rewardzoo')} at {where.parent}: list, {len(cards)} "
-          f"cards, demo and {len(modules)} modules checked" + (f"; not installed, optional: {notes}" if notes else "")
+          f"cards, demo and {len(modules)} modules checked" + (f"; optional, not installed (modules and cards that need it): {notes}" if notes else "")
           + (f"\ncheck_installed: the demo skipped {skipped.group(1)}" if skipped else ""))
     return 0
 
