@@ -14,6 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2] / "rewardzoo"
 #: What a module under rewardzoo/rewards/ may import from the package.
 REWARD_LAYER = ("rewardzoo.rewards", "rewardzoo.shared", "rewardzoo.errors")
+#: The test layer (tiny models on disk): it may import the reward layer; nothing in the package imports it.
+TESTING = "rewardzoo.testing"
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -122,4 +124,20 @@ def test_reward_modules_import_nothing_from_the_engine(graph):
 def test_shared_modules_import_nothing_above_them(graph):
     offending = {name: sorted(d for d in deps if not d.startswith(("rewardzoo.shared", "rewardzoo.errors")))
                  for name, deps in graph.items() if name.startswith("rewardzoo.shared")}
+    assert {k: v for k, v in offending.items() if v} == {}
+
+
+def _in_testing(name: str) -> bool:
+    return name == TESTING or name.startswith(TESTING + ".")
+
+
+def test_nothing_in_the_package_imports_the_test_layer(graph):
+    assert sorted(name for name, deps in graph.items()
+                  if not _in_testing(name) and any(_in_testing(d) for d in deps)) == []
+
+
+def test_testing_modules_import_only_the_reward_layer_and_each_other(graph):
+    assert any(_in_testing(name) for name in graph)
+    offending = {name: sorted(d for d in deps if not _in_testing(d) and not d.startswith(REWARD_LAYER))
+                 for name, deps in graph.items() if _in_testing(name)}
     assert {k: v for k, v in offending.items() if v} == {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 import subprocess
 import sys
@@ -31,6 +33,34 @@ def test_every_public_function_has_a_docstring():
         if callable(obj):
             assert obj.__doc__ and obj.__doc__.strip(), name
     assert "ReferenceAestheticMLP" in dir(rzt)
+
+
+def test_star_import_resolves_every_name_without_torch():
+    code = ("from rewardzoo.testing import *; import rewardzoo.testing as t, sys; "
+            "missing = [n for n in t.__all__ if n not in globals()]; assert not missing, missing; "
+            "heavy = [m for m in ('torch', 'open_clip', 'transformers', 'safetensors') if m in sys.modules]; "
+            "assert not heavy, heavy; assert tiny_vlm_dir.__module__ == 'rewardzoo.testing.vlm'")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def test_every_public_name_comes_from_its_family_module():
+    exported = set(rzt.__all__) | {"ReferenceAestheticMLP"}
+    assert set(dir(rzt)) == exported
+    for name in sorted(exported):
+        family = importlib.import_module(rzt._LAZY[name])
+        assert getattr(rzt, name) is getattr(family, name), name
+        if inspect.isfunction(getattr(rzt, name)) or inspect.isclass(getattr(rzt, name)):
+            assert getattr(rzt, name).__module__ == family.__name__, name
+    with pytest.raises(AttributeError, match="no_such_builder"):
+        rzt.no_such_builder  # noqa: B018
+
+
+def test_every_builder_and_constant_of_a_family_module_is_exported():
+    for module in sorted(set(rzt._LAZY.values())):
+        family = importlib.import_module(module)
+        defined = {n for n, v in vars(family).items() if not n.startswith("_") and (
+            n.isupper() or (inspect.isfunction(v) and v.__module__ == module))}
+        assert defined and defined <= set(rzt._LAZY), (module, sorted(defined - set(rzt._LAZY)))
 
 
 def test_open_clip_dir_loads_with_open_clip_and_matches_the_in_memory_model(tmp_path):
