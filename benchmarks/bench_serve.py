@@ -108,7 +108,7 @@ def write_config(root: Path) -> dict[str, Path]:
 
 def bench_roundtrip(configs: dict[str, Path], repeats: int) -> list[dict]:
     import rewardzoo
-    from rewardzoo.client import RewardClient
+    from rewardzoo.transport.client import RewardClient
 
     samples = [rewardzoo.Sample(image=img) for img in textured(32, 512)]
     figs = []
@@ -140,7 +140,7 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int) -> list[dict]:
 
 def bench_batching(config: Path, kind: str, repeats: int, requests_per_client: int) -> dict:
     import rewardzoo
-    from rewardzoo.client import RewardClient
+    from rewardzoo.transport.client import RewardClient
 
     clients, per_request = 8, 4
     images = textured(clients * per_request, 64, seed=1)
@@ -194,7 +194,7 @@ def bench_batching(config: Path, kind: str, repeats: int, requests_per_client: i
 def bench_wire(repeats: int) -> list[dict]:
     import msgpack
 
-    from rewardzoo.shared import wire
+    from rewardzoo.transport import wire
 
     img = textured(1, 512, seed=2)[0]
     arr = np.asarray(img)

@@ -58,7 +58,7 @@ def bench_ocr(n: int, repeats: int) -> dict:
 
     from rewardzoo import build_processors
     from rewardzoo.sample import Sample
-    from rewardzoo.shared.text_match import match_score, quoted_target
+    from rewardzoo.rewards.image.text_match import match_score, quoted_target
 
     images, prompts = rendered(n)
     samples = [Sample(image=img, prompt=p) for img, p in zip(images, prompts)]

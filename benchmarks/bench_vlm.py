@@ -89,8 +89,8 @@ def bench_endpoint(model_dir: str, repeats: int) -> dict:
     sys.path.insert(0, str(ROOT / "tests" / "vlm"))
     from openai_server import ChatServer
 
-    from rewardzoo.shared.vlm import VLMQuery
-    from rewardzoo.shared.vlm_endpoint import OpenAIVLM
+    from rewardzoo.rewards.vlm.backbone import VLMQuery
+    from rewardzoo.rewards.vlm.endpoint import OpenAIVLM
 
     server = ChatServer(model_dir, max_batch=8)
     images, prompts = pairs(16, seed=1)
@@ -124,7 +124,7 @@ sys.path.insert(0, sys.argv[3])
 import torch, transformers  # imported before the baseline: only the models count
 from transformers import AutoModelForImageTextToText, AutoProcessor  # noqa: F401
 import rewardzoo
-from rewardzoo.shared import vlm
+from rewardzoo.rewards.vlm import backbone as vlm
 from rewardzoo.rewards.vlm import unified_reward, vqascore  # noqa: F401
 
 def rss(key):

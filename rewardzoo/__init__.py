@@ -8,6 +8,14 @@ The public face is small and light (importing it does not import torch)::
     train, evaluate = rewardzoo.build_processors(cfg)  # each unique model loaded once
     result = train([rewardzoo.Sample(image="a.png", prompt="a cat")])
     result.rewards, result.total, result.applied
+
+The package is built in layers, lowest first; a module imports only its own layer and those below it
+(``tests/core/test_core_imports.py`` holds the table and checks it, import statements, ``importlib`` strings and
+lazy names alike): ``errors``; ``shared/`` (what rewards share); ``transport/`` (wire format, HTTP client,
+served-reward plumbing); the contract (``rewards/base.py``, ``rewards/info.py``); the rewards (``rewards/``);
+the core (config, registry, loader, engine, processor and its siblings); ``jobs/``; the front doors (``cli``,
+``serve/``, ``ray/``, ``integrations/``, ``report/``, ``transport/client.py``), which nothing below imports;
+``testing``. This root holds ``__version__`` and the public names, each imported on first use.
 """
 
 from __future__ import annotations

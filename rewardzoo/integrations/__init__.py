@@ -9,7 +9,8 @@
   :class:`RewardZooPointwise`, :class:`RewardZooGroupwise` (importing them imports Flow-Factory);
 
 Each takes its config as anything :func:`rewardzoo.load_config` accepts (a path, a mapping, a loaded
-config). Importing this package imports no trainer; each adapter imports only what it needs.
+config). Importing this package imports no trainer; each adapter imports only what it needs. A front door: it
+may import every layer below it (see :mod:`rewardzoo`); nothing but another front door imports it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Offline scoring on Ray Data: ``rewardzoo score ... --engine ray`` and :func:`score_dataset`.
 
-Importing this package imports ``ray`` (``pip install 'rewardzoo[ray]'``); ``import rewardzoo`` never does.
+Importing this package imports ``ray`` (``pip install 'rewardzoo[ray]'``); ``import rewardzoo`` never does. A front
+door: it may import every layer below it (see :mod:`rewardzoo`); nothing but another front door imports it.
 
 How a run goes
 --------------

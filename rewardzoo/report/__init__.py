@@ -8,7 +8,8 @@ across rewards, a Spearman matrix and the samples two rewards disagree on; per g
 reward separates the members; with ``--compare``, paired differences and win rates with bootstrap
 intervals. It opens offline: charts are inline SVG, media are downscaled base64 ``data:`` URIs, there is
 no script and no external reference. Importing this package is light; matplotlib and SciPy (the
-``report`` extra) are imported when a report is built.
+``report`` extra) are imported when a report is built. A front door: it may import every layer below it (see
+:mod:`rewardzoo`); nothing but another front door imports it.
 """
 
 from __future__ import annotations

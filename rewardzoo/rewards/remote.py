@@ -8,9 +8,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import ConfigError, HttpError, InputError, RewardExecutionError, did_you_mean
-from ..shared.http import RetryPolicy
+from ..transport.http import RetryPolicy
 from ..shared.options import positive_float, positive_int
-from ..shared.served import ServedRewards
+from ..transport.served import ServedRewards
 from .base import Inputs, PointwiseReward, RewardOutput
 from .info import RewardInfo
 

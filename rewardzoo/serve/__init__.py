@@ -5,8 +5,9 @@
 - :func:`~rewardzoo.serve.ray_serve.reward_deployment` — the same app as a Ray Serve application, for users
   who compose their own Serve applications.
 
-The wire format is :mod:`rewardzoo.shared.wire`; the clients are :mod:`rewardzoo.client` and the ``remote``
-reward. Importing this package imports no server library.
+The wire format is :mod:`rewardzoo.transport.wire`; the clients are :mod:`rewardzoo.transport.client` and the
+``remote`` reward. Importing this package imports no server library. A front door: it may import every layer
+below it (the core, the transport, ...; see :mod:`rewardzoo`); nothing but another front door imports it.
 """
 
 from __future__ import annotations

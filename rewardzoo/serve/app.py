@@ -1,6 +1,6 @@
 """The ASGI app of ``rewardzoo serve`` (Starlette): the same app under uvicorn and in a Ray Serve replica.
 
-Endpoints (the wire format is :mod:`rewardzoo.shared.wire`):
+Endpoints (the wire format is :mod:`rewardzoo.transport.wire`):
 
 - ``POST /v1/score`` — samples in, per-reward vectors, totals, applied lists, weights and extras out;
 - ``GET /v1/rewards`` — the served rewards with their kind, fields, direction and score range, and the limits;
@@ -30,7 +30,7 @@ from starlette.routing import Route
 
 from ..errors import InputError, RewardZooError
 from ..sample import Sample
-from ..shared.wire import JSON, MSGPACK, WireError, WireLimits, decode_request, dumps, error_payload, format_of
+from ..transport.wire import JSON, MSGPACK, WireError, WireLimits, decode_request, dumps, error_payload, format_of
 from .batching import Batcher, Overloaded
 from .metrics import Metrics
 from .options import ServeOptions

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class ServeOptions:
     """Batching and queue of a server; ``token``: the bearer token clients must send (None: none).
-    The request limits are the service's :class:`~rewardzoo.shared.wire.WireLimits`."""
+    The request limits are the service's :class:`~rewardzoo.transport.wire.WireLimits`."""
 
     max_batch: int = 64
     max_wait_ms: float = 5.0

@@ -4,7 +4,7 @@ users who compose their own Serve applications.
 Each replica builds the same :class:`~rewardzoo.serve.service.RewardService` (models loaded once per replica,
 in its constructor, so Serve routes to it only once it is ready) and the same Starlette app, batching
 included; Serve spreads requests over the replicas. The HTTP wire format is unchanged, so the ``remote``
-reward and :mod:`rewardzoo.client` talk to either server alike. (Ray moves the config to the replicas with
+reward and :mod:`rewardzoo.transport.client` talk to either server alike. (Ray moves the config to the replicas with
 its own serialisation inside the cluster; nothing received on the HTTP port is unpickled.)
 """
 
@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from ray import serve
 
 from ..config import RewardConfig, load_config
-from ..shared.wire import WireLimits
+from ..transport.wire import WireLimits
 from .options import ServeOptions, binding_notice
 
 #: Requests a replica takes at once; its own batcher merges them, so this is well above Serve's default.

@@ -11,7 +11,7 @@ from ..errors import ConfigError, RewardZooError
 from .options import ServeOptions, binding_notice
 
 if TYPE_CHECKING:
-    from ..shared.wire import WireLimits
+    from ..transport.wire import WireLimits
 
 DEFAULT_PORT = 8765
 
@@ -45,7 +45,7 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def options_from_args(args: argparse.Namespace) -> tuple[ServeOptions, "WireLimits"]:
     """The server's options and request limits from the command line."""
-    from ..shared.wire import WireLimits
+    from ..transport.wire import WireLimits
 
     for name in ("max_batch", "max_queue", "max_samples", "max_pixels", "max_frames", "port", "replicas",
                  "max_connections"):

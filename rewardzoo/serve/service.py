@@ -22,7 +22,7 @@ from ..loader import RewardLoader
 from ..processor import RewardProcessor
 from ..rewards.base import is_text_extra
 from ..sample import Sample
-from ..shared.wire import PROTOCOL, WireError, WireLimits, encode_result
+from ..transport.wire import PROTOCOL, WireError, WireLimits, encode_result
 
 
 class RewardService:

@@ -1,4 +1,11 @@
-"""What rewards share: media conversion, device/dtype resolution, safe weight loading, media I/O.
+"""What rewards share: media conversion and I/O, devices and dtypes, safe weight loading, options, the common backbones.
 
-Heavy backends (torch, decoders) are imported inside the functions that need them.
+- ``media``, ``fields``, ``image_ops``, ``video``, ``audio``, ``files`` — media conversion and I/O;
+- ``device`` — devices and dtypes; ``weights`` — safe weight loading; ``options`` — option checks;
+- ``imports`` — objects named by a Python path, and the light packages' lazy attributes;
+- ``clip``, ``onnx`` — the backbones several reward families use (CLIP / open_clip, ONNX Runtime sessions).
+
+May import only :mod:`rewardzoo.errors`. Heavy backends (torch, decoders) are imported inside the functions that
+need them. Code used by one family lives beside it (``rewards/vlm/``, ``rewards/image/``), the network transport
+in :mod:`rewardzoo.transport`.
 """

@@ -141,7 +141,7 @@ def tiny_vlm_dir(path, family: str = "qwen2_vl", *, seed: int = 0, max_position_
     """Write a random-init Qwen-VL ``...ForConditionalGeneration`` and its processor with ``save_pretrained``.
 
     The directory is what ``AutoModelForImageTextToText`` / ``AutoProcessor.from_pretrained`` (and so
-    :func:`rewardzoo.shared.vlm.load_vlm`, and every VLM reward's ``model_path``) read, as a hub checkpoint.
+    :func:`rewardzoo.rewards.vlm.backbone.load_vlm`, and every VLM reward's ``model_path``) read, as a hub checkpoint.
     ``torch.manual_seed(seed)`` is called right before the model is built from ``config`` (default
     :func:`tiny_vlm_config`), so equal seeds give equal weights. Returns the directory.
     """

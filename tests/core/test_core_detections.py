@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rewardzoo.shared.detections import Detections
+from rewardzoo.rewards.image.detections import Detections
 
 LABELS = ("dog", "cat", "dog")
 SCORES = np.array([0.9, 0.5, 0.7])

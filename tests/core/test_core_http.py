@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from rewardzoo.errors import ConfigError, HttpError
-from rewardzoo.shared import http as rz_http
-from rewardzoo.shared.http import HttpClient, RetryPolicy, bearer_headers, parse_retry_after
+from rewardzoo.transport import http as rz_http
+from rewardzoo.transport.http import HttpClient, RetryPolicy, bearer_headers, parse_retry_after
 
 
 class Script:

@@ -18,9 +18,9 @@ pytest.importorskip("uvicorn")
 from PIL import Image  # noqa: E402
 
 import rewardzoo  # noqa: E402
-from rewardzoo.client import RewardClient  # noqa: E402
+from rewardzoo.transport.client import RewardClient  # noqa: E402
 from rewardzoo.errors import HttpError, RewardExecutionError  # noqa: E402
-from rewardzoo.shared import wire  # noqa: E402
+from rewardzoo.transport import wire  # noqa: E402
 
 from .helpers import Server, free_port, request  # noqa: E402
 

@@ -19,7 +19,7 @@ pytest.importorskip("uvicorn")
 
 from PIL import Image  # noqa: E402
 
-from rewardzoo.shared import wire  # noqa: E402
+from rewardzoo.transport import wire  # noqa: E402
 
 from .helpers import Server, environment, request  # noqa: E402
 
@@ -218,7 +218,7 @@ def test_refusals_are_counted_by_kind(server):
 
 def test_the_client_cuts_a_call_into_requests_within_the_size_limit(server, monkeypatch):
     import rewardzoo
-    from rewardzoo.client import RewardClient
+    from rewardzoo.transport.client import RewardClient
     from rewardzoo.errors import InputError
 
     monkeypatch.setenv("RZ_TEST_TOKEN", TOKEN)

@@ -16,9 +16,9 @@ pytest.importorskip("starlette")
 from PIL import Image  # noqa: E402
 
 import rewardzoo  # noqa: E402
-from rewardzoo.client import RewardClient  # noqa: E402
+from rewardzoo.transport.client import RewardClient  # noqa: E402
 from rewardzoo.serve import ServeOptions, reward_deployment  # noqa: E402
-from rewardzoo.shared import wire  # noqa: E402
+from rewardzoo.transport import wire  # noqa: E402
 
 from .helpers import ROOT, Server, free_port, request  # noqa: E402
 

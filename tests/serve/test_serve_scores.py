@@ -1,5 +1,5 @@
 """Scores through ``rewardzoo serve`` equal the local processor's: image, video, audio and groupwise rewards on
-tiny random-init models, through :mod:`rewardzoo.client`, the ``remote`` reward and flow_grpo's call.
+tiny random-init models, through :mod:`rewardzoo.transport.client`, the ``remote`` reward and flow_grpo's call.
 
 One server (a subprocess on a free port) serves every test of this module.
 """
@@ -22,7 +22,7 @@ from PIL import Image  # noqa: E402
 
 import rewardzoo  # noqa: E402
 from rewardzoo import testing as rzt  # noqa: E402
-from rewardzoo.client import RewardClient, multi_score  # noqa: E402
+from rewardzoo.transport.client import RewardClient, multi_score  # noqa: E402
 from rewardzoo.errors import ConfigError  # noqa: E402
 
 from .helpers import Server  # noqa: E402

@@ -17,8 +17,8 @@ from PIL import Image  # noqa: E402
 from rewardzoo.errors import ConfigError, InputError  # noqa: E402
 from rewardzoo.rewards.info import RewardInfo  # noqa: E402
 from rewardzoo.rewards.remote import served_facts, served_inputs  # noqa: E402
-from rewardzoo.shared import wire  # noqa: E402
-from rewardzoo.shared.served import concat_results, in_order, request_chunks  # noqa: E402
+from rewardzoo.transport import wire  # noqa: E402
+from rewardzoo.transport.served import concat_results, in_order, request_chunks  # noqa: E402
 
 from .helpers import ROOT, environment  # noqa: E402
 
@@ -139,7 +139,8 @@ def test_serve_refuses_an_unset_token_variable_and_warns_when_bound_beyond_this_
 
 
 def test_importing_the_package_the_client_and_the_remote_reward_imports_no_server_library():
-    code = ("import sys, rewardzoo, rewardzoo.serve, rewardzoo.client, rewardzoo.rewards.remote, rewardzoo.cli;"
+    code = ("import sys, rewardzoo, rewardzoo.serve, rewardzoo.transport.client, rewardzoo.rewards.remote,"
+            " rewardzoo.cli;"
             "rewardzoo.cli._parser();"
             "print(sorted(m for m in ('starlette', 'uvicorn', 'ray', 'msgpack', 'fastapi') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment(),

@@ -13,7 +13,7 @@ import pytest
 from rewardzoo.errors import InputError
 from rewardzoo.rewards.image.geneval_rules import (CLASS_NAMES, COLORS, Thresholds, evaluate, parse_metadata,
                                                    relative_position, select_objects)
-from rewardzoo.shared.detections import Detections
+from rewardzoo.rewards.image.detections import Detections
 
 DATA = Path(__file__).parent / "data" / "geneval_metadata.jsonl"
 SIZE = (100, 80)  # width, height

@@ -24,8 +24,8 @@ import pytest
 
 import rewardzoo
 from rewardzoo.errors import ConfigError, RewardOutputError
-from rewardzoo.shared.vlm import VLMQuery
-from rewardzoo.shared.vlm_endpoint import OpenAIVLM
+from rewardzoo.rewards.vlm.backbone import VLMQuery
+from rewardzoo.rewards.vlm.endpoint import OpenAIVLM
 
 from .openai_server import ChatServer
 

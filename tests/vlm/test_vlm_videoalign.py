@@ -184,7 +184,7 @@ def test_lora_is_merged_and_normalisation_can_be_switched_off(published):
 
 
 def test_frame_choice_follows_qwen_vl_utils():
-    from rewardzoo.shared.vlm_reward_models import video_frame_indices
+    from rewardzoo.rewards.vlm.reward_models import video_frame_indices
 
     # 2 fps of a 24 fps clip: 49 frames -> 4 (the minimum), 121 -> 10, 5 s at 16 fps (81) -> 10
     assert len(video_frame_indices(49, fps=2.0, source_fps=24.0)) == 4

@@ -1,1 +1,1 @@
-"""Audio rewards."""
+"""Audio rewards. Imports as every reward does (see :mod:`rewardzoo.rewards`)."""

@@ -1,1 +1,1 @@
-"""Group rewards."""
+"""Group rewards. Imports as every reward does (see :mod:`rewardzoo.rewards`)."""

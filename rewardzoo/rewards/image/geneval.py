@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from ...errors import ConfigError, InputError
 from ...shared.clip import check_pairs, load_clip_backbone
-from ...shared.detections import Detections
+from .detections import Detections
 from ...shared.media import to_uint8_tensor
 from ...shared.options import choice, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput

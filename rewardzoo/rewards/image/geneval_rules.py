@@ -1,6 +1,6 @@
 """GenEval's decision rules (Ghosh et al., 2023; djghosh13/geneval ``evaluation/evaluate_images.py``).
 
-NumPy only: the rules work on :class:`~rewardzoo.shared.detections.Detections` and on colour names,
+NumPy only: the rules work on :class:`~rewardzoo.rewards.image.detections.Detections` and on colour names,
 so they are tested on hand-built detections without a model. :mod:`.geneval` runs the detector and the
 colour classifier and hands their outputs to :func:`select_objects` and :func:`evaluate`.
 
@@ -31,7 +31,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ...errors import InputError
-from ...shared.detections import Detections
+from .detections import Detections
 
 #: GenEval's ``object_names.txt``: the 80 COCO thing classes in the detector's label order.
 CLASS_NAMES: tuple[str, ...] = (

@@ -27,7 +27,7 @@ from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.media import images_to_uint8
 from ...shared.onnx import onnx_session
 from ...shared.options import choice, positive_int
-from ...shared.text_match import capped_distance, normalize, quoted_target
+from .text_match import capped_distance, normalize, quoted_target
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 ENGINES = ("rapidocr", "paddleocr")

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import ConfigError, MissingExtraError
-from ...shared.detections import Detections
+from .detections import Detections
 from ...shared.media import images_to_uint8
 from ...shared.onnx import onnx_session
 from ...shared.options import positive_int

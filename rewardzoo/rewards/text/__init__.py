@@ -6,5 +6,5 @@
 - ``implicit_prm``: ``ImplicitPRM`` (PRIME dense rewards and loss) and the ``implicit_prm`` reward;
 - ``encoding``: prompt + completion tokenisation shared by both rewards.
 
-Modules import torch; this package file does not.
+Modules import torch; this package file does not. Imports as every reward does (see :mod:`rewardzoo.rewards`).
 """

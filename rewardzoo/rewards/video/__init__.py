@@ -1,1 +1,1 @@
-"""Video rewards."""
+"""Video rewards. Imports as every reward does (see :mod:`rewardzoo.rewards`)."""

@@ -13,11 +13,11 @@ import threading
 from typing import Any, ClassVar, Mapping, Sequence
 
 from ...errors import ConfigError, InputError
-from ...shared.judging import Failure, FailurePolicy
+from .judging import Failure, FailurePolicy
 from ...shared.media import to_pil_rgb
 from ...shared.options import positive_float
-from ...shared.vlm import Video, VLMQuery
-from ...shared.vlm_backend import build_backend
+from .backbone import Video, VLMQuery
+from .backend import build_backend
 from ...shared.video import check_num_frames
 from ..base import Reward
 

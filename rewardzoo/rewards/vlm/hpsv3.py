@@ -5,7 +5,7 @@ state at the reward token ``<|Reward|>`` goes through the head ``Linear(d, 1024)
 Linear(1024, 16) - ReLU - Linear(16, 2)`` (float32), giving ``(mu, sigma)``; the score is ``mu`` and
 ``sigma`` is an extra. Images are resized as HPSv3 does: qwen-vl-utils' smart resize with
 ``min_pixels = max_pixels = 256 * 28 * 28`` (PIL bicubic), token positions ``0 .. L-1`` as the 4.x
-reward model's forward numbers them (see :mod:`rewardzoo.shared.vlm_reward_models`).
+reward model's forward numbers them (see :mod:`rewardzoo.rewards.vlm.reward_models`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import torch
 from ...errors import ConfigError, InputError
 from ...shared.clip import check_pairs, resolve_weights_file
 from ...shared.media import to_pil_rgb
-from ...shared.vlm import PixelBounds, VLMBackbone, VLMQuery
-from ...shared.vlm_reward_models import (check_prompt_text, read_checkpoint, resize_image, reward_backbone,
+from .backbone import PixelBounds, VLMBackbone, VLMQuery
+from .reward_models import (check_prompt_text, read_checkpoint, resize_image, reward_backbone,
                                          reward_processor, sequential_positions)
 from ..base import Inputs, PointwiseReward, RewardOutput
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Mapping, Sequence
 
 from ...errors import ConfigError
-from ...shared.judging import Failure, RegexScore
+from .judging import Failure, RegexScore
 from ...shared.media import to_pil_rgb
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput

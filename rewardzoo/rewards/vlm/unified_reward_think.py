@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ...shared.judging import Failure, tagged
+from .judging import Failure, tagged
 from ...shared.media import to_pil_rgb
 from ...shared.options import choice, positive_int
 from ..base import Inputs

@@ -7,7 +7,7 @@ released model), giving raw VQ, MQ, TA. With the released ``inference_config`` e
 ``(x - mean) / std``, and the score is their sum (the reference's ``Overall``). Frames are chosen and
 resized as VideoAlign's vendored qwen-vl-utils does (2 frames per second of video, even counts, 100,352
 to 200,704 pixels per frame, torchvision bicubic with antialias), and tokens are numbered ``0 .. L-1`` as
-the 4.x reward model's forward does (see :mod:`rewardzoo.shared.vlm_reward_models`).
+the 4.x reward model's forward does (see :mod:`rewardzoo.rewards.vlm.reward_models`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from ...errors import ConfigError, InputError
 from ...shared.clip import check_pairs
 from ...shared.media import image_to_uint8
 from ...shared.video import prepare_video
-from ...shared.vlm import PixelBounds, Video, VLMBackbone, VLMQuery
-from ...shared.vlm_reward_models import (check_prompt_text, read_checkpoint, resize_frames, reward_backbone,
+from .backbone import PixelBounds, Video, VLMBackbone, VLMQuery
+from .reward_models import (check_prompt_text, read_checkpoint, resize_frames, reward_backbone,
                                          reward_processor, sequential_positions, unwrap_peft, video_frame_indices)
 from ..base import Inputs, PointwiseReward, RewardOutput
 

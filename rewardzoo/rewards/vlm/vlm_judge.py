@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Mapping, Sequence
 
 from ...errors import ConfigError
-from ...shared.judging import Failure, RegexScore, yes_probability
+from .judging import Failure, RegexScore, yes_probability
 from ...shared.options import choice, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .common import VLMJudgeMixin, check_prompts, check_template, fill

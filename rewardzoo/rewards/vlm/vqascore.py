@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ...shared.judging import Failure, yes_probability
+from .judging import Failure, yes_probability
 from ...shared.options import choice
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .common import VLMJudgeMixin, check_prompts, check_template, fill

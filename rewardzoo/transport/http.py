@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, HttpError
-from .options import positive_float, positive_int
+from ..shared.options import positive_float, positive_int
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -18,10 +18,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .judging import Failure
-from .options import choice, positive_int
-from .vlm import PixelBounds, VLMBackbone, VLMQuery, load_vlm
+from ...shared.options import choice, positive_int
+from .backbone import PixelBounds, VLMBackbone, VLMQuery, load_vlm
 
 BACKENDS = ("transformers", "openai")
 
@@ -69,7 +69,7 @@ def build_backend(owner: str, *, backend: str = "transformers", endpoint: Mappin
     if trust_remote_code:
         local["trust_remote_code"] = trust_remote_code
     if backend == "openai":
-        from .vlm_endpoint import OpenAIVLM
+        from .endpoint import OpenAIVLM
 
         if local:
             raise ConfigError(f"{owner}: {sorted(local)} apply to backend 'transformers' only; the endpoint server "

@@ -169,7 +169,7 @@ def error_payload(kind: str, message: str, limit: str | None = None) -> dict[str
 # -------------------------------------------------------------------------------------------- encoding
 def encode_image(value: Any, image_format: str = "png") -> dict[str, Any]:
     """One image (path, PIL, array, tensor; see ``rewardzoo.shared.media``) as a wire image."""
-    from .media import image_to_uint8
+    from ..shared.media import image_to_uint8
 
     arr = image_to_uint8(value)
     if image_format == "raw":
@@ -208,7 +208,7 @@ def raw_array(arr: np.ndarray, **extra: Any) -> dict[str, Any]:
 
 def encode_video(value: Any, image_format: str = "png") -> dict[str, Any]:
     """A video (path, frame list, (T, H, W, C) array, (T, C, H, W) tensor) as a wire video."""
-    from .video import video_to_uint8
+    from ..shared.video import video_to_uint8
 
     frames = video_to_uint8(value)
     if image_format == "raw":
@@ -218,10 +218,10 @@ def encode_video(value: Any, image_format: str = "png") -> dict[str, Any]:
 
 def encode_audio(value: Any, sample_rate: Any) -> dict[str, Any]:
     """A clip (path, array, tensor) as float32 (channels, time) with its sample rate; int16 arrays stay int16."""
-    from .audio import load_audio
+    from ..shared.audio import load_audio
 
     if isinstance(value, np.ndarray) and value.dtype == np.int16:
-        from .audio import check_sample_rate
+        from ..shared.audio import check_sample_rate
 
         return raw_array(value, sample_rate=check_sample_rate(sample_rate))
     audio, rate = load_audio(value, sample_rate)

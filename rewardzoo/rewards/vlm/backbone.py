@@ -41,8 +41,8 @@ from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 import torch
 
-from ..errors import ConfigError, InputError
-from .device import canonical_dtype, torch_dtype
+from ...errors import ConfigError, InputError
+from ...shared.device import canonical_dtype, torch_dtype
 
 #: ``config.json`` model types this layer renders and batches (transformers 5.x ships all of them).
 SUPPORTED_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")

@@ -27,7 +27,7 @@ import math
 import re
 from typing import Any, Mapping, Sequence
 
-from ..errors import ConfigError, InputError
+from ...errors import ConfigError, InputError
 
 #: qwen-vl-utils constants: the size factor (patch 14 x merge 2), the largest aspect ratio, 2 frames per
 #: temporal patch, and the frame-count bounds of fps sampling.
@@ -268,7 +268,7 @@ def reward_processor(base: str, tokens: Sequence[str], *, family: str) -> tuple[
     ``tokens`` added, their ids, and the base's config (which must be a Qwen2-VL one)."""
     from transformers import AutoConfig
 
-    from .vlm import load_vlm_processor
+    from .backbone import load_vlm_processor
 
     processor = load_vlm_processor(base, field="kwargs.base_model")
     processor.tokenizer.add_special_tokens({"additional_special_tokens": list(tokens)})
@@ -286,7 +286,7 @@ def reward_processor(base: str, tokens: Sequence[str], *, family: str) -> tuple[
 
 def read_checkpoint(checkpoint: Any) -> dict[str, Any]:
     """A reward checkpoint's state dict, loaded safely (a bad file is a ConfigError on ``model_path``)."""
-    from .weights import load_state_dict
+    from ...shared.weights import load_state_dict
 
     try:
         return load_state_dict(checkpoint)

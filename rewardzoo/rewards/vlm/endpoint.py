@@ -1,6 +1,6 @@
 """The OpenAI-compatible endpoint backend of the VLM judges (vLLM, SGLang, ``transformers serve``, hosted APIs).
 
-Each :class:`~rewardzoo.shared.vlm.VLMQuery` becomes one ``POST {url}/chat/completions``:
+Each :class:`~rewardzoo.rewards.vlm.backbone.VLMQuery` becomes one ``POST {url}/chat/completions``:
 
 - messages: the optional system turn, then one user turn whose content parts follow the query's order;
   an image is an ``image_url`` part with a base64 data URL (``data:image/png;base64,...``, or JPEG with
@@ -11,10 +11,10 @@ Each :class:`~rewardzoo.shared.vlm.VLMQuery` becomes one ``POST {url}/chat/compl
   read from the first token's ``top_logprobs`` (``exp(logprob)`` of the entry whose token equals the answer,
   0 when it is not among the K).
 
-Transport is :class:`~rewardzoo.shared.http.HttpClient` (retries with backoff on connection errors, 408,
+Transport is :class:`~rewardzoo.transport.http.HttpClient` (retries with backoff on connection errors, 408,
 429 and 5xx; a per-request ``timeout_s``; ``max_concurrency`` requests in flight). The API key is read
 from the environment variable named by ``api_key_env`` and never logged. A request that still fails, a
-body that is not the chat-completions JSON, or a refusal becomes a :class:`~rewardzoo.shared.judging.Failure`
+body that is not the chat-completions JSON, or a refusal becomes a :class:`~rewardzoo.rewards.vlm.judging.Failure`
 for that sample; the judge's failure policy decides what happens next.
 """
 
@@ -27,11 +27,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, HttpError
-from .http import HttpClient, RetryPolicy, bearer_headers
+from ...errors import ConfigError, HttpError
+from ...transport.http import HttpClient, RetryPolicy, bearer_headers
 from .judging import Failure
-from .options import choice, positive_int
-from .vlm import Video, VLMQuery
+from ...shared.options import choice, positive_int
+from .backbone import Video, VLMQuery
 
 #: Keys of the ``endpoint:`` mapping in a reward's kwargs.
 ENDPOINT_KEYS = ("url", "model", "api_key_env", "max_concurrency", "retries", "backoff_s", "max_backoff_s",

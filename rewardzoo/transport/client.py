@@ -1,13 +1,13 @@
 """Call a ``rewardzoo serve`` server from your own loop — the same code as the ``remote`` reward.
 
-    from rewardzoo.client import RewardClient
+    from rewardzoo.transport import RewardClient
     client = RewardClient("http://reward-host:8765", token_env="REWARD_TOKEN")
     result = client.score([rewardzoo.Sample(image=img, prompt="a cat"), ...])   # a RewardResult
     result.rewards["pickscore"], result.total, result.advantages()
 
 flow_grpo's ``multi_score(device, score_dict)`` slot, speaking the safe format instead of pickle::
 
-    reward_fn = rewardzoo.client.multi_score("http://reward-host:8765", {"pickscore": 1.0, "aesthetic": 0.5})
+    reward_fn = rewardzoo.transport.multi_score("http://reward-host:8765", {"pickscore": 1.0, "aesthetic": 0.5})
     scores, _ = reward_fn(images, prompts, metadata)   # ({"pickscore": ..., "aesthetic": ..., "avg": ...}, {})
 """
 
@@ -18,12 +18,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .engine import RewardResult, as_samples
-from .errors import InputError
-from .integrations.common import image_samples
-from .sample import Sample
-from .shared.http import RetryPolicy
-from .shared.served import ServedRewards
+from ..engine import RewardResult, as_samples
+from ..errors import InputError
+from ..integrations.common import image_samples
+from ..sample import Sample
+from .http import RetryPolicy
+from .served import ServedRewards
 
 __all__ = ["RewardClient", "multi_score"]
 
