@@ -59,9 +59,6 @@ class RewardLoader:
                 self._instances[key] = self._construct(spec, device=key[3], dtype=key[2])
             return self._instances[key]
 
-    def load_all(self, specs) -> list[Reward]:
-        return [self.load(spec) for spec in specs]
-
     @property
     def instances(self) -> list[Reward]:
         return list(self._instances.values())
