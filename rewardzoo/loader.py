@@ -21,7 +21,7 @@ from typing import Any, Hashable
 from .config import RewardSpec, parse_spec
 from .errors import ConfigError, RegistryError, RewardZooError, did_you_mean
 from .registry import canonical_target, describe, lookup, resolve
-from .rewards.base import Reward
+from .rewards.base import Reward, check_kind
 from .shared.device import check_device, resolve_device
 
 
@@ -91,6 +91,7 @@ class RewardLoader:
             raise
         except (TypeError, ValueError) as exc:  # a constructor refusing its options: name the entry
             raise ConfigError(f"{cls.__name__} could not be built: {exc}", entry=spec.name) from exc
+        check_kind(instance)
         instance.name = spec.reward_model.lower()
         instance.info = describe(spec.reward_model, cls)
         if spec.limits:

@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar
 
 from .errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
-from .rewards.info import RewardInfo
+from .rewards.info import KINDS, MODALITIES, PER_INSTANCE, RewardInfo
 from .shared.device import canonical_dtype
 from .shared.imports import import_path, split_path
 
-KINDS = ("pointwise", "groupwise")
+#: The kinds a card may state: an instance's, or that each instance decides its own.
+CARD_KINDS = (*KINDS, PER_INSTANCE)
 DEVICE_KINDS = ("cpu", "cuda", "mps")
 #: Facts a card states; a class with a card must not state them again.
 CARD_FACTS = ("modality", "higher_is_better", "score_range", "extra")
@@ -72,8 +73,11 @@ def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "reward
     if ":" not in impl:
         raise bad("implementation", f"must be 'module:Class', got {impl!r}")
     kind = get("kind", (str,))
-    if kind not in KINDS:
-        raise bad("kind", f"must be one of {KINDS}, got {kind!r}")
+    if kind not in CARD_KINDS:
+        raise bad("kind", f"must be one of {CARD_KINDS}, got {kind!r}")
+    modality = get("modality", (str,))
+    if modality not in MODALITIES and source == "rewardzoo":
+        raise bad("modality", f"must be one of {MODALITIES}, got {modality!r}")
     extra = get("extra", (str, type(None)))
     if extra is not None and extra not in EXTRA_MODULES and source == "rewardzoo":
         raise bad("extra", f"must be one of {sorted(EXTRA_MODULES)} or null, got {extra!r}")
@@ -88,7 +92,7 @@ def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "reward
     if devices is not None and (not devices or any(d not in DEVICE_KINDS for d in devices)):
         raise bad("devices", f"must be a non-empty list of {DEVICE_KINDS}, got {devices!r}")
     return RewardInfo(name=name.lower(), implementation=impl, summary=get("summary", (str,)),
-                      modality=get("modality", (str,)), kind=kind, extra=extra,
+                      modality=modality, kind=kind, extra=extra,
                       higher_is_better=get("higher_is_better", (bool,)), score_range=(lo, hi),
                       download=get("download", (bool,)), devices=tuple(devices) if devices else None,
                       license=get("license", (str,), None),
