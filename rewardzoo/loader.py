@@ -82,7 +82,8 @@ class RewardLoader:
                     kwargs[param] = self.load(inner_spec)
                 except RegistryError as exc:  # name the entry the user wrote, not the inner one
                     raise exc.in_entry(spec.name, f"kwargs.{param}") from exc.__cause__
-            instance = cls(model_path=spec.model_path, device=device, dtype=dtype, **kwargs)
+            instance = cls.named(spec.reward_model.lower(), model_path=spec.model_path, device=device, dtype=dtype,
+                                 **kwargs)
         except ConfigError as exc:
             if exc.entry is not None:
                 raise
@@ -92,7 +93,6 @@ class RewardLoader:
         except (TypeError, ValueError) as exc:  # a constructor refusing its options: name the entry
             raise ConfigError(f"{cls.__name__} could not be built: {exc}", entry=spec.name) from exc
         check_kind(instance)
-        instance.name = spec.reward_model.lower()
         instance.info = describe(spec.reward_model, cls)
         if spec.limits:
             instance.inputs = instance.inputs.with_limits(spec.limits)

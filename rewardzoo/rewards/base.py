@@ -142,7 +142,8 @@ class Reward:
     better and any finite score.
 
     Construction: ``Reward(model_path=None, device="cpu", dtype="float32", **kwargs)``; ``device`` is a
-    resolved device string, ``dtype`` a dtype name. Subclasses add keyword arguments of their own (the
+    resolved device string, ``dtype`` a dtype name. ``self.name`` is the registry name the loader builds it
+    under (:meth:`named`) from the start of ``__init__``, else the class name. Subclasses add keyword arguments of their own (the
     YAML ``kwargs:`` mapping) and load weights in ``__init__``; they never prepare or shard themselves
     for a trainer.
     """
@@ -162,7 +163,16 @@ class Reward:
         self.model_path = model_path
         self.device = device
         self.dtype_name = dtype
-        self.name = type(self).__name__
+        self.name: str = vars(self).get("name", type(self).__name__)  # set before __init__ by :meth:`named`
+
+    @classmethod
+    def named(cls, name: str, /, **kwargs: Any) -> "Reward":
+        """``cls(**kwargs)`` called ``name`` (its registry name) from the start of ``__init__``, so the errors
+        it raises while it is built name the reward as configured (the loader builds every reward so)."""
+        self = cls.__new__(cls)
+        self.name = name
+        self.__init__(**kwargs)
+        return self
 
     def decide_kind(self, kind: str) -> None:
         """Fix this instance's kind (one of :data:`~rewardzoo.rewards.info.KINDS`), once, in ``__init__``;

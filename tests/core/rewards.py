@@ -150,3 +150,23 @@ class EitherKind(Reward):
         type(self).calls.append(len(prompt))
         lengths = np.array([len(p) for p in prompt], dtype=float)
         return lengths - lengths.mean()
+
+
+class NamesItself(PointwiseReward):
+    """Records ``self.name`` as its ``__init__`` sees it, before and after the base's; ``refuse`` raises a
+    ConfigError naming it, as the VLM judges do for a bad option."""
+
+    inputs = Inputs(("prompt",))
+    seen: list[str] = []
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", refuse: bool = False):
+        type(self).seen.append(getattr(self, "name", "<unset>"))
+        super().__init__(model_path, device, dtype)
+        type(self).seen.append(self.name)
+        if refuse:
+            from rewardzoo.errors import ConfigError
+
+            raise ConfigError(f"{self.name}: refused", field="kwargs.refuse")
+
+    def __call__(self, prompt, **_):
+        return [0.0] * len(prompt)
