@@ -19,10 +19,11 @@ import threading
 from typing import Any, Hashable
 
 from .config import RewardSpec, parse_spec
-from .errors import ConfigError, RegistryError, RewardZooError, did_you_mean
+from .errors import ConfigError, RegistryError, RewardZooError
 from .registry import canonical_target, describe, lookup, resolve
 from .rewards.base import Reward, check_kind
 from .shared.device import check_device, resolve_device
+from .shared.options import known_options
 
 
 class RewardLoader:
@@ -134,11 +135,7 @@ def _check_options(cls: type, kwargs: dict[str, Any], inner: dict[str, Any]) -> 
     params = _init_params(cls)
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
-    options = [p for p in params if p not in _RESERVED and p not in inner]
-    for key in kwargs:
-        if key not in options:
-            raise ConfigError(f"{cls.__name__} has no option '{key}'{did_you_mean(key, options)}; "
-                              f"options: {', '.join(options) or 'none'}", field="kwargs")
+    known_options(cls.__name__, kwargs, [p for p in params if p not in _RESERVED and p not in inner])
 
 
 def _init_params(cls: type) -> dict[str, inspect.Parameter]:
