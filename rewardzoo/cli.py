@@ -13,6 +13,7 @@ from typing import Sequence
 
 from .errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
 from .report import add_report_arguments
+from .rewards.info import MODALITIES
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("list", help="list the rewards and whether their extra is installed")
-    p.add_argument("--modality", choices=["image", "video", "audio", "group", "text"])
+    p.add_argument("--modality", choices=MODALITIES)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_list)
 

@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from .config import RewardSpec, load_config
-from .registry import EXTRA_MODULES, info, missing_modules
+from .extras import extra_modules
+from .registry import info, missing_modules
 from .resources import config_path
 from .sample import Sample
 from .tables import format_table
@@ -62,7 +63,7 @@ def runnable_specs(specs: tuple[RewardSpec, ...]) -> tuple[list[RewardSpec], lis
         missing = missing_modules(entry.extra) if entry is not None else []
         if not missing:
             keep.append(spec)
-        elif len(missing) < len(EXTRA_MODULES[entry.extra]):  # the extra is there: an add-on its card names
+        elif len(missing) < len(extra_modules()[entry.extra]):  # the extra is there: an add-on its card names
             skipped.append(f"{spec.name} (needs {', '.join(missing)}: see 'rewardzoo card {entry.name}')")
         else:
             skipped.append(f"{spec.name} (pip install 'rewardzoo[{entry.extra}]')")

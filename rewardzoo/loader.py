@@ -19,10 +19,11 @@ import threading
 from typing import Any, Hashable
 
 from .config import RewardSpec, parse_spec
-from .errors import ConfigError, RegistryError, RewardZooError, did_you_mean
+from .errors import ConfigError, RegistryError, RewardZooError
 from .registry import canonical_target, describe, lookup, resolve
-from .rewards.base import Reward
+from .rewards.base import Reward, check_kind
 from .shared.device import check_device, resolve_device
+from .shared.options import known_options
 
 
 class RewardLoader:
@@ -59,9 +60,6 @@ class RewardLoader:
                 self._instances[key] = self._construct(spec, device=key[3], dtype=key[2])
             return self._instances[key]
 
-    def load_all(self, specs) -> list[Reward]:
-        return [self.load(spec) for spec in specs]
-
     @property
     def instances(self) -> list[Reward]:
         return list(self._instances.values())
@@ -85,7 +83,8 @@ class RewardLoader:
                     kwargs[param] = self.load(inner_spec)
                 except RegistryError as exc:  # name the entry the user wrote, not the inner one
                     raise exc.in_entry(spec.name, f"kwargs.{param}") from exc.__cause__
-            instance = cls(model_path=spec.model_path, device=device, dtype=dtype, **kwargs)
+            instance = cls.named(spec.reward_model.lower(), model_path=spec.model_path, device=device, dtype=dtype,
+                                 **kwargs)
         except ConfigError as exc:
             if exc.entry is not None:
                 raise
@@ -94,7 +93,7 @@ class RewardLoader:
             raise
         except (TypeError, ValueError) as exc:  # a constructor refusing its options: name the entry
             raise ConfigError(f"{cls.__name__} could not be built: {exc}", entry=spec.name) from exc
-        instance.name = spec.reward_model.lower()
+        check_kind(instance)
         instance.info = describe(spec.reward_model, cls)
         if spec.limits:
             instance.inputs = instance.inputs.with_limits(spec.limits)
@@ -136,11 +135,7 @@ def _check_options(cls: type, kwargs: dict[str, Any], inner: dict[str, Any]) -> 
     params = _init_params(cls)
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
-    options = [p for p in params if p not in _RESERVED and p not in inner]
-    for key in kwargs:
-        if key not in options:
-            raise ConfigError(f"{cls.__name__} has no option '{key}'{did_you_mean(key, options)}; "
-                              f"options: {', '.join(options) or 'none'}", field="kwargs")
+    known_options(cls.__name__, kwargs, [p for p in params if p not in _RESERVED and p not in inner])
 
 
 def _init_params(cls: type) -> dict[str, inspect.Parameter]:

@@ -28,25 +28,16 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar
 
 from .errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
-from .rewards.info import RewardInfo
+from .extras import extra_modules
+from .rewards.info import KINDS, MODALITIES, PER_INSTANCE, RewardInfo
 from .shared.device import canonical_dtype
 from .shared.imports import import_path, split_path
 
-KINDS = ("pointwise", "groupwise")
+#: The kinds a card may state: an instance's, or that each instance decides its own.
+CARD_KINDS = (*KINDS, PER_INSTANCE)
 DEVICE_KINDS = ("cpu", "cuda", "mps")
 #: Facts a card states; a class with a card must not state them again.
 CARD_FACTS = ("modality", "higher_is_better", "score_range", "extra")
-#: Modules each extra brings; a reward's extra counts as installed when all are importable.
-EXTRA_MODULES: dict[str, tuple[str, ...]] = dict(
-    image=("torch", "torchvision", "open_clip", "transformers"),
-    video=("torch", "torchvision", "transformers", "open_clip", "av"),
-    audio=("torch", "torchaudio", "soundfile", "onnxruntime", "speechmos", "scipy", "transformers", "jiwer",
-           "silero_vad", "pesq", "pystoi"),
-    text=("torch", "transformers"),
-    vlm=("torch", "torchvision", "transformers", "av"),
-    iqa=("torch", "torchvision", "pyiqa", "cv2"),
-    verifiers=("onnxruntime", "cv2", "nudenet", "rapidocr_onnxruntime", "pyclipper", "shapely"),
-)
 
 
 # ------------------------------------------------------------------------------------------ records
@@ -72,11 +63,14 @@ def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "reward
     if ":" not in impl:
         raise bad("implementation", f"must be 'module:Class', got {impl!r}")
     kind = get("kind", (str,))
-    if kind not in KINDS:
-        raise bad("kind", f"must be one of {KINDS}, got {kind!r}")
+    if kind not in CARD_KINDS:
+        raise bad("kind", f"must be one of {CARD_KINDS}, got {kind!r}")
+    modality = get("modality", (str,))
+    if modality not in MODALITIES and source == "rewardzoo":
+        raise bad("modality", f"must be one of {MODALITIES}, got {modality!r}")
     extra = get("extra", (str, type(None)))
-    if extra is not None and extra not in EXTRA_MODULES and source == "rewardzoo":
-        raise bad("extra", f"must be one of {sorted(EXTRA_MODULES)} or null, got {extra!r}")
+    if extra is not None and extra not in extra_modules() and source == "rewardzoo":
+        raise bad("extra", f"must be one of {sorted(extra_modules())} or null, got {extra!r}")
     bounds = get("score_range", (list,))
     try:
         lo, hi = (float(b) for b in bounds)
@@ -88,7 +82,7 @@ def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "reward
     if devices is not None and (not devices or any(d not in DEVICE_KINDS for d in devices)):
         raise bad("devices", f"must be a non-empty list of {DEVICE_KINDS}, got {devices!r}")
     return RewardInfo(name=name.lower(), implementation=impl, summary=get("summary", (str,)),
-                      modality=get("modality", (str,)), kind=kind, extra=extra,
+                      modality=modality, kind=kind, extra=extra,
                       higher_is_better=get("higher_is_better", (bool,)), score_range=(lo, hi),
                       download=get("download", (bool,)), devices=tuple(devices) if devices else None,
                       license=get("license", (str,), None),
@@ -244,8 +238,9 @@ def example_config(name: str) -> dict:
 
 
 def missing_modules(extra: str | None) -> list[str]:
-    """The modules of ``extra`` that cannot be imported (checked without importing)."""
-    return [m for m in EXTRA_MODULES.get(extra or "", ()) if importlib.util.find_spec(m) is None]
+    """The modules of ``extra`` (:func:`rewardzoo.extras.extra_modules`) that cannot be imported (checked
+    without importing)."""
+    return [m for m in extra_modules().get(extra or "", ()) if importlib.util.find_spec(m) is None]
 
 
 def extra_installed(extra: str | None) -> bool:
@@ -316,7 +311,7 @@ def resolve(name: str) -> type:
 
 
 def _extra_for(module: str) -> str | None:
-    for extra, mods in EXTRA_MODULES.items():
+    for extra, mods in extra_modules().items():
         if module in mods:
             return extra
     return None

@@ -31,45 +31,8 @@ import sys
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-#: import name -> distribution, where they differ by more than case and '-'/'_'
-DISTRIBUTIONS = {"open_clip": "open-clip-torch", "cv2": "opencv-python-headless", "yaml": "pyyaml",
-                 "PIL": "pillow", "sklearn": "scikit-learn"}
 #: trainers an adapter module imports as its subject (not on PyPI, so in no extra); only for that module
 TRAINERS = {"rewardzoo.integrations.flow_factory": {"flow-factory"}}
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def requirements() -> dict[str | None, set[str]]:
-    """extra -> the distributions it requires (None: the core), from the installed metadata, nested extras
-    (``rewardzoo[image]``) expanded."""
-    direct: dict[str | None, set[str]] = {}
-    nested: dict[str | None, set[str]] = {}
-    for line in metadata.requires("rewardzoo") or []:
-        spec, _, marker = line.partition(";")
-        name = re.match(r"\s*([A-Za-z0-9._-]+)", spec).group(1)
-        extra_match = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
-        extra = canonical(extra_match.group(1)) if extra_match else None
-        if canonical(name) == "rewardzoo":
-            inner = re.search(r"\[([^\]]*)\]", spec)
-            nested.setdefault(extra, set()).update(canonical(e) for e in inner.group(1).split(",")) if inner else None
-        else:
-            direct.setdefault(extra, set()).add(canonical(name))
-
-    def closure(extra: str | None, seen: frozenset = frozenset()) -> set[str]:
-        out = set(direct.get(extra, set())) | (direct.get(None, set()) if extra else set())
-        for inner in nested.get(extra, set()) - seen:
-            out |= closure(inner, seen | {extra})
-        return out
-
-    return {extra: closure(extra) for extra in {None, *direct, *nested}}
-
-
-def distribution_of(module: str) -> str:
-    top = module.split(".")[0]
-    return canonical(DISTRIBUTIONS.get(top, top))
 
 
 def run(*args: str) -> str:
@@ -90,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import rewardzoo
     from rewardzoo.errors import MissingExtraError
+    from rewardzoo.extras import canonical, distribution_of, requirements
     from rewardzoo.registry import builtin, missing_modules, resolve
 
     where = Path(rewardzoo.__file__).resolve()

@@ -51,6 +51,7 @@ from ..loader import RewardLoader
 from ..processor import RewardProcessor
 from ..registry import lookup, resolve
 from ..rewards.base import Reward, is_text_extra
+from ..rewards.info import KINDS
 from ..sample import Sample
 
 if TYPE_CHECKING:
@@ -81,11 +82,16 @@ def _target(config: RewardArguments, kind: str) -> str:
     if not (isinstance(cls, type) and issubclass(cls, Reward)):
         raise ConfigError(f"'{target}' resolves to {cls!r}, which is not a rewardzoo reward", entry=config.name,
                           field="rewardzoo")
-    if cls.kind and cls.kind != kind:
-        other = "RewardZooGroupwise" if cls.kind == "groupwise" else "RewardZooPointwise"
-        raise ConfigError(f"'{target}' is a {cls.kind} reward; use reward_model: "
-                          f"rewardzoo.integrations.flow_factory.{other}", entry=config.name, field="rewardzoo")
+    if cls.kind in KINDS:  # a per-instance kind is checked once the reward is built
+        _check_kind(config, target, cls.kind, kind)
     return target
+
+
+def _check_kind(config: RewardArguments, target: str, found: str, wanted: str) -> None:
+    if found != wanted:
+        other = "RewardZooGroupwise" if found == "groupwise" else "RewardZooPointwise"
+        raise ConfigError(f"'{target}' is a {found} reward; use reward_model: "
+                          f"rewardzoo.integrations.flow_factory.{other}", entry=config.name, field="rewardzoo")
 
 
 def _device(config: RewardArguments, ff_device: Any, target: str) -> str:
@@ -186,6 +192,8 @@ class _RewardZooModel:
         self.processor = RewardProcessor([spec], _LOADER)
         self.spec_name = spec.name
         self.reward: Reward = self.processor.rewards[spec.name]
+        if self.reward.kind in KINDS:
+            _check_kind(config, target, self.reward.kind, self.kind)
         self.required_fields = _required_fields(self.reward, spec.name, self.kind == "groupwise")
         self.device = torch.device(self.reward.device)  # where FF moves the call's tensors
 

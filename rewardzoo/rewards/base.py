@@ -16,8 +16,9 @@ NumPy array or a 1-D tensor. Applicability is the engine's business; a reward ne
 What a reward *is* (modality, score range, direction, extra, licence, formula) is written once, in
 its model card; the registry reads the cards and the loader hands each instance its
 :class:`RewardInfo` as ``reward.info``. The class keeps only what execution
-needs: ``inputs``, ``thread_safe``, its kind (the base class) and, for composites, the inner rewards
-it is built from (:meth:`Reward.inner_rewards`).
+needs: ``inputs``, ``thread_safe``, its kind (the base class; or, for a reward whose instances differ,
+:data:`~rewardzoo.rewards.info.PER_INSTANCE` and :meth:`Reward.decide_kind`) and, for composites, the inner
+rewards it is built from (:meth:`Reward.inner_rewards`).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from typing import Any, ClassVar, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import RewardOutputError
-from .info import RewardInfo
+from ..errors import RegistryError, RewardOutputError
+from .info import KINDS, PER_INSTANCE, RewardInfo
 
 #: Fields a reward may declare in its :class:`Inputs`.
 KNOWN_FIELDS = ("prompt", "completion", "image", "video", "audio", "condition_images",
@@ -130,7 +131,9 @@ class Reward:
     - ``inputs``: an :class:`Inputs` (an instance may replace it in ``__init__``, e.g. with its
       configured ``num_frames``);
     - ``thread_safe``: may run on several threads at once (otherwise calls are serialised per instance);
-    - ``kind``: set by the base class, ``"pointwise"`` or ``"groupwise"``.
+    - ``kind``: set by the base class, ``"pointwise"`` or ``"groupwise"``; a class whose instances are
+      one or the other by what they are built on subclasses :class:`Reward` directly, declares
+      ``kind = PER_INSTANCE`` (as its card does) and calls :meth:`decide_kind` in ``__init__``.
 
     Everything else about a reward is in its model card and reaches the instance as ``self.info``
     (a :class:`RewardInfo`: modality, ``higher_is_better``, ``score_range``, ...).
@@ -139,7 +142,8 @@ class Reward:
     better and any finite score.
 
     Construction: ``Reward(model_path=None, device="cpu", dtype="float32", **kwargs)``; ``device`` is a
-    resolved device string, ``dtype`` a dtype name. Subclasses add keyword arguments of their own (the
+    resolved device string, ``dtype`` a dtype name. ``self.name`` is the registry name the loader builds it
+    under (:meth:`named`) from the start of ``__init__``, else the class name. Subclasses add keyword arguments of their own (the
     YAML ``kwargs:`` mapping) and load weights in ``__init__``; they never prepare or shard themselves
     for a trainer.
     """
@@ -159,7 +163,29 @@ class Reward:
         self.model_path = model_path
         self.device = device
         self.dtype_name = dtype
-        self.name = type(self).__name__
+        self.name: str = vars(self).get("name", type(self).__name__)  # set before __init__ by :meth:`named`
+
+    @classmethod
+    def named(cls, name: str, /, **kwargs: Any) -> "Reward":
+        """``cls(**kwargs)`` called ``name`` (its registry name) from the start of ``__init__``, so the errors
+        it raises while it is built name the reward as configured (the loader builds every reward so)."""
+        self = cls.__new__(cls)
+        self.name = name
+        self.__init__(**kwargs)
+        return self
+
+    def decide_kind(self, kind: str) -> None:
+        """Fix this instance's kind (one of :data:`~rewardzoo.rewards.info.KINDS`), once, in ``__init__``;
+        only a class declaring ``kind = PER_INSTANCE`` may. The engine reads ``reward.kind`` as for any reward."""
+        owner = type(self).__qualname__
+        if type(self).kind != PER_INSTANCE:
+            raise TypeError(f"{owner} is {type(self).kind or 'of no kind'} by its class; only a class declaring "
+                            f"kind = {PER_INSTANCE!r} decides its kind per instance")
+        if "kind" in vars(self):
+            raise TypeError(f"{owner}: this instance's kind is decided already ({self.kind})")
+        if kind not in KINDS:
+            raise ValueError(f"{owner}: kind must be one of {KINDS}, got {kind!r}")
+        self.kind = kind
 
     @classmethod
     def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
@@ -199,6 +225,14 @@ class Reward:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_path={self.model_path!r}, device={self.device!r}, dtype={self.dtype_name!r})"
+
+
+def check_kind(reward: Reward) -> None:
+    """RegistryError for a built instance of a per-instance class whose ``__init__`` did not
+    :meth:`~Reward.decide_kind` (the engine would take it for pointwise)."""
+    if reward.kind == PER_INSTANCE:
+        raise RegistryError(f"{type(reward).__qualname__} declares kind {PER_INSTANCE!r} but its __init__ did not "
+                            f"decide one of {KINDS} (Reward.decide_kind)")
 
 
 class PointwiseReward(Reward):

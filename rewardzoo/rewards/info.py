@@ -7,6 +7,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+#: The media a reward scores (a card's ``modality``); ``any`` for rewards of every medium (a composite over a
+#: base reward, a served one). Whether a reward scores samples alone or in groups is its ``kind``, not this.
+MODALITIES = ("image", "video", "audio", "text", "any")
+#: What an instance is: scores each sample alone, or needs whole groups (``rewardzoo.rewards.base``).
+KINDS = ("pointwise", "groupwise")
+#: The kind a class (and its card) declares when each instance is one of :data:`KINDS` by what it is built on
+#: (``remote``: the rewards it is served); the instance decides it in ``__init__`` (``Reward.decide_kind``).
+PER_INSTANCE = "per-instance"
+
 
 @dataclass(frozen=True)
 class RewardInfo:
@@ -68,7 +77,7 @@ class RewardInfo:
             if not lo < hi:
                 raise ValueError(f"score_range must have low < high, got {facts['score_range']!r}")
             facts["score_range"] = (lo, hi)
-        if "kind" in facts and facts["kind"] not in ("pointwise", "groupwise"):
+        if "kind" in facts and facts["kind"] not in KINDS:
             raise ValueError(f"kind must be pointwise or groupwise, got {facts['kind']!r}")
         if "higher_is_better" in facts and not isinstance(facts["higher_is_better"], bool):
             raise ValueError(f"higher_is_better must be a bool, got {facts['higher_is_better']!r}")

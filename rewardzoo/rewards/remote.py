@@ -11,11 +11,11 @@ from ..errors import ConfigError, HttpError, InputError, RewardExecutionError, d
 from ..transport.http import RetryPolicy
 from ..shared.options import positive_float, positive_int
 from ..transport.served import ServedRewards
-from .base import Inputs, PointwiseReward, RewardOutput
-from .info import RewardInfo
+from .base import Inputs, Reward, RewardOutput
+from .info import PER_INSTANCE, RewardInfo
 
 
-class RemoteReward(PointwiseReward):
+class RemoteReward(Reward):
     """Scores computed by a rewardzoo server: ``score = sum_k w_k * s_k`` over the served rewards ``k``
     this entry names (``rewards: [a]`` gives ``a``'s score as is; a mapping ``{a: 1.0, b: 0.5}`` weighs
     several), each ``s_k`` exactly what the server's processor computes for that stream.
@@ -24,7 +24,8 @@ class RemoteReward(PointwiseReward):
     them by dataset; ``group_id`` when one is groupwise), taken from the server's reward list at
     construction; media are sent as raw uint8 arrays (or PNG) and float32/int16 audio. Score range and direction
     come from the server: ``[sum_k w_k lo_k, sum_k w_k hi_k]``; several named rewards must agree on
-    ``higher_is_better``. When one of them is groupwise this instance is groupwise (one request per group).
+    ``higher_is_better``. Its kind is the served rewards' (:data:`~rewardzoo.rewards.info.PER_INSTANCE`):
+groupwise when one of them is (one request per group), else pointwise.
     With several named rewards each one's score is also reported as an extra under its served name.
 
     Failures are never scores: after the last retry (connection errors, 408, 429, 5xx, with backoff and
@@ -34,6 +35,7 @@ class RemoteReward(PointwiseReward):
 
     inputs = Inputs(("prompt",))
     thread_safe = True
+    kind = PER_INSTANCE
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  url: str, rewards: Sequence[str] | Mapping[str, float], timeout_s: float = 60.0,
@@ -63,8 +65,7 @@ class RemoteReward(PointwiseReward):
                               f"{did_you_mean(missing[0], rows)}; it serves {', '.join(rows)}", field="kwargs.rewards")
         self.served = {name: rows[name] for name in self.weights}
         self._facts = served_facts(self.served, self.weights, self.server.url)
-        if self._facts["kind"] == "groupwise":
-            self.kind = "groupwise"  # whole groups per call: the server's groupwise rewards need them
+        self.decide_kind(self._facts["kind"])  # groupwise: whole groups per call, as the served ones need
         self.inputs = served_inputs(self.served, self._facts["kind"], self.server.limits)
 
     @property

@@ -7,9 +7,9 @@ reward's own option. The loader adds the config entry's name.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Iterable, Sequence
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 
 
 def positive_int(value: Any, field: str, *, allow_none: bool = False, entry: str | None = None) -> int | None:
@@ -39,3 +39,11 @@ def choice(value: Any, field: str, options: tuple[str, ...], *, entry: str | Non
         raise ConfigError(f"must be one of {', '.join(repr(o) for o in options)}, got {value!r}", entry=entry,
                           field=field)
     return value
+
+
+def known_options(owner: str, given: Iterable[str], options: Sequence[str]) -> None:
+    """ConfigError for the first of ``given`` that is not one of ``options`` (a reward's constructor options)."""
+    for key in given:
+        if key not in options:
+            raise ConfigError(f"{owner} has no option '{key}'{did_you_mean(key, options)}; "
+                              f"options: {', '.join(options) or 'none'}", field="kwargs")

@@ -11,8 +11,10 @@ from rewardzoo.rewards.base import (
     GroupwiseReward,
     Inputs,
     PointwiseReward,
+    Reward,
     RewardOutput,
 )
+from rewardzoo.rewards.info import PER_INSTANCE
 
 
 class PromptLength(PointwiseReward):
@@ -126,3 +128,45 @@ class PeakAmplitude(PointwiseReward):
 
     def __call__(self, audio, **_):
         return [float(np.abs(a).max()) for a in audio]
+
+
+class EitherKind(Reward):
+    """Prompt length minus its call's mean; pointwise or groupwise as configured (``kind`` option), like a
+    ``remote`` entry whose kind is its served rewards'. ``decide: false`` leaves the kind undecided (a bug)."""
+
+    kind = PER_INSTANCE
+    inputs = Inputs(("prompt",))
+    modality = "text"
+    calls: list[int] = []
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", kind: str = "pointwise", decide: bool = True):
+        super().__init__(model_path, device, dtype)
+        if decide:
+            self.decide_kind(kind)
+            if kind == "groupwise":
+                self.inputs = self.inputs.with_fields(("prompt", "group_id"))
+
+    def __call__(self, prompt, **_):
+        type(self).calls.append(len(prompt))
+        lengths = np.array([len(p) for p in prompt], dtype=float)
+        return lengths - lengths.mean()
+
+
+class NamesItself(PointwiseReward):
+    """Records ``self.name`` as its ``__init__`` sees it, before and after the base's; ``refuse`` raises a
+    ConfigError naming it, as the VLM judges do for a bad option."""
+
+    inputs = Inputs(("prompt",))
+    seen: list[str] = []
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", refuse: bool = False):
+        type(self).seen.append(getattr(self, "name", "<unset>"))
+        super().__init__(model_path, device, dtype)
+        type(self).seen.append(self.name)
+        if refuse:
+            from rewardzoo.errors import ConfigError
+
+            raise ConfigError(f"{self.name}: refused", field="kwargs.refuse")
+
+    def __call__(self, prompt, **_):
+        return [0.0] * len(prompt)

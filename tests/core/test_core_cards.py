@@ -9,6 +9,7 @@ import yaml
 from rewardzoo import load_config
 from rewardzoo.registry import (
     CARD_FACTS,
+    CARD_KINDS,
     builtin,
     example_config,
     extra_installed,
@@ -33,7 +34,7 @@ def test_card_front_matter_and_sections(name):
     meta, body = read_card(name)
     info = builtin()[name]
     assert meta["name"] == name and info.summary and ":" in info.implementation
-    assert info.kind in ("pointwise", "groupwise") and info.score_range[0] < info.score_range[1]
+    assert info.kind in CARD_KINDS and info.score_range[0] < info.score_range[1]
     assert meta.get("license") and meta.get("reference", {}).get("repository")
     for section in SECTIONS:
         assert f"## {section}" in body, f"card {name} lacks the section '{section}'"

@@ -96,3 +96,14 @@ def test_dtype_auto_is_the_cards_reference_precision_per_device(tmp_path):
     for bad in ({"gpu": "float16"}, {"cuda": "int8"}):
         with pytest.raises(RegistryError, match="default_dtype"):
             info_from_card({**meta, "default_dtype": bad}, tmp_path / "x.md")
+
+
+def test_a_reward_has_its_configured_name_from_the_start_of_init():
+    from .rewards import NamesItself
+
+    NamesItself.seen.clear()
+    built = RewardLoader().load({"name": "n", "reward_model": path(NamesItself)})
+    assert built.name == path(NamesItself).lower() and NamesItself.seen == [built.name, built.name]
+    with pytest.raises(ConfigError, match=r"entry 'n'.*tests\.core\.rewards:namesitself: refused"):
+        RewardLoader().load({"name": "n", "reward_model": path(NamesItself), "kwargs": {"refuse": True}})
+    assert NamesItself().name == "NamesItself"  # built directly: its class name, as before

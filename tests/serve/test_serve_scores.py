@@ -175,6 +175,21 @@ def test_a_remote_entry_scores_like_the_served_stream_and_carries_its_facts(serv
     assert set(aes.inputs.fields) == {"image", "dataset"} and "group_id" in rnk.inputs.fields
 
 
+def test_a_remote_entry_of_a_served_groupwise_reward_is_groupwise_for_the_engine(server, local):
+    cfg = {"rewards": [{"name": "rnk", "reward_model": "remote", "batch_size": 1,
+                        "kwargs": {"url": server.url, "rewards": ["rank"]}}]}
+    trainer = rewardzoo.build_processors(cfg)[0]
+    rnk = trainer.rewards["rnk"]
+    from rewardzoo.registry import info
+
+    assert rnk.kind == "groupwise" and type(rnk).kind == info("remote").kind == "per-instance"
+    samples = image_samples(7)
+    # batch_size 1 would give a pointwise reward one sample per call: ranks in groups of one are all 0
+    got = trainer(samples).rewards["rnk"]
+    np.testing.assert_array_equal(got, local(samples).rewards["rank"])
+    assert len(set(got.tolist())) > 1
+
+
 def test_one_remote_entry_naming_several_served_rewards_sums_them_and_reports_each(server, local):
     cfg = {"rewards": [{"name": "both", "reward_model": "remote",
                         "kwargs": {"url": server.url, "rewards": {"aesthetic": 1.0, "clip": 0.25}}}]}

@@ -1,14 +1,14 @@
 """The two backends of the VLM judges behind one surface, chosen in YAML with ``backend:``.
 
-- ``backend: transformers`` (default): :class:`LocalVLM`, a :class:`~rewardzoo.shared.vlm.VLMBackbone`
+- ``backend: transformers`` (default): :class:`LocalVLM`, a :class:`~rewardzoo.rewards.vlm.backbone.VLMBackbone`
   loaded from ``model_path`` (shared with every other reward naming the same model, dtype and device);
   one left-padded batch per call.
-- ``backend: openai``: :class:`~rewardzoo.shared.vlm_endpoint.OpenAIVLM`, any OpenAI-compatible
+- ``backend: openai``: :class:`~rewardzoo.rewards.vlm.endpoint.OpenAIVLM`, any OpenAI-compatible
   chat-completions server, configured by ``endpoint: {url, model, api_key_env, ...}``.
 
 Both answer ``generate(queries, max_new_tokens=N) -> [text | Failure]`` and
 ``answer_probs(queries, answers) -> [probabilities (K,) | Failure]``; the judge turns those into scores
-with its parse rule and failure policy (:mod:`rewardzoo.shared.judging`). The local backend never
+with its parse rule and failure policy (:mod:`rewardzoo.rewards.vlm.judging`). The local backend never
 produces a Failure: an exception there is a bug or bad input and is raised.
 """
 
@@ -57,7 +57,7 @@ def build_backend(owner: str, *, backend: str = "transformers", endpoint: Mappin
                   max_pixels: int | None = None) -> Any:
     """The backend a reward's options ask for.
 
-    ``backend: transformers``: :func:`~rewardzoo.shared.vlm.load_vlm` of ``model_path`` (else
+    ``backend: transformers``: :func:`~rewardzoo.rewards.vlm.backbone.load_vlm` of ``model_path`` (else
     ``default_model``) with ``processor_path``, ``attn_implementation``, ``trust_remote_code``; ``min_pixels``
     / ``max_pixels`` bound every image and video frame. ``backend: openai``: :class:`OpenAIVLM` from the
     ``endpoint`` mapping (its ``model`` defaults to ``model_path``, else ``default_model``). ConfigError

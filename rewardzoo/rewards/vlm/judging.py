@@ -140,12 +140,6 @@ class RegexScore:
             return (value - self.low) / (self.high - self.low)
         return value
 
-    @property
-    def output_range(self) -> tuple[float, float]:
-        if self.normalize:
-            return (0.0, 1.0)
-        return (-math.inf if self.low is None else self.low, math.inf if self.high is None else self.high)
-
 
 def yes_probability(probs: Sequence[float], *, mode: str = "absolute") -> float | Failure:
     """A yes/no judgement from answer-token probabilities ``(P(yes), P(no))``.

@@ -8,14 +8,14 @@ generated text is kept as the per-sample extra ``judgement``.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Sequence
 
 from ...errors import ConfigError
 from .judging import Failure, RegexScore
 from ...shared.media import to_pil_rgb
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .common import VLMJudgeMixin, check_prompts, check_template, fill
+from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
 from .prompts import UNIFIED_REWARD_FLOW_GRPO, UNIFIED_REWARD_QWEN_RELEASE
 
 #: Named templates: flow_grpo's question (the default) and the UnifiedReward-qwen release's inference prompt.
@@ -37,14 +37,13 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
 
     inputs: ClassVar[Inputs] = Inputs(("prompt", "image"))
     default_model: ClassVar[str | None] = "CodeGoat24/UnifiedReward-qwen-7b"
+    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  template: str = "flow_grpo", max_new_tokens: int = 512,
-                 resize: Sequence[int] | None = (512, 512), backend: str = "transformers",
-                 endpoint: Mapping[str, Any] | None = None, processor_path: str | None = None,
-                 attn_implementation: str | None = None, trust_remote_code: bool = False,
-                 min_pixels: int | None = None, max_pixels: int | None = None, on_failure: Any = None) -> None:
+                 resize: Sequence[int] | None = (512, 512), **options: Any) -> None:
         super().__init__(model_path, device, dtype)
+        judge_options = self.judge_options_of(options)
         self.template = check_template(TEMPLATES.get(template, template), self.name)
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
         if resize is not None and (len(resize) != 2 or any(isinstance(v, bool) or not isinstance(v, int) or v <= 0
@@ -53,10 +52,7 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
                               field="kwargs.resize")
         self.resize = tuple(resize) if resize is not None else None
         self.parse = RegexScore(FINAL_SCORE, low=1.0, high=5.0)
-        self.setup_judge(self.name, model_path=model_path, device=device, dtype=dtype, backend=backend,
-                         endpoint=endpoint, processor_path=processor_path, attn_implementation=attn_implementation,
-                         trust_remote_code=trust_remote_code, min_pixels=min_pixels, max_pixels=max_pixels,
-                         on_failure=on_failure)
+        self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
 
     def score_text(self, text: str) -> float | Failure:
         """The score of one judgement: ``Final Score`` / 5, or a Failure."""

@@ -13,14 +13,15 @@ An answer without ``<answer>`` tags is unparseable: Pref-GRPO counts it as a tie
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, ClassVar, Sequence
 
 from .judging import Failure, tagged
 from ...shared.media import to_pil_rgb
 from ...shared.options import choice, positive_int
 from ..base import Inputs
 from ..group.ranking import PairwiseWinRate
-from .common import VLMJudgeMixin, check_template, fill
+from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_template, fill
 from .prompts import UNIFIED_REWARD_THINK_IMAGE, UNIFIED_REWARD_THINK_VIDEO
 
 
@@ -50,24 +51,22 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
 
     thread_safe: ClassVar[bool] = True
     default_model: ClassVar[str | None] = "CodeGoat24/UnifiedReward-Think-qwen-7b"
+    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o != "fps")
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  media: str = "image", template: str | None = None, max_new_tokens: int = 4096,
-                 max_batch: int = 16, backend: str = "transformers", endpoint: Mapping[str, Any] | None = None,
-                 processor_path: str | None = None, attn_implementation: str | None = None,
-                 trust_remote_code: bool = False, min_pixels: int | None = None, max_pixels: int | None = None,
-                 on_failure: Any = None, num_frames: int | None = None, name: str = "unified_reward_think") -> None:
+                 max_batch: int = 16, name: str = "unified_reward_think", **options: Any) -> None:
+        judge_options = self.judge_options_of(options)
         self.media = choice(media, "kwargs.media", ("image", "video"))
         default = UNIFIED_REWARD_THINK_IMAGE if self.media == "image" else UNIFIED_REWARD_THINK_VIDEO
         self.template = check_template(default if template is None else template, name)
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
         self.max_batch = positive_int(max_batch, "kwargs.max_batch")
-        if endpoint is not None:
-            endpoint = {"image_format": "jpeg", **endpoint}
-        self.setup_judge(name, model_path=model_path, device=device, dtype=dtype, backend=backend, endpoint=endpoint,
-                         processor_path=processor_path, attn_implementation=attn_implementation,
-                         trust_remote_code=trust_remote_code, min_pixels=min_pixels, max_pixels=max_pixels,
-                         on_failure=on_failure, num_frames=num_frames if self.media == "video" else None)
+        endpoint = judge_options.endpoint
+        judge_options = replace(judge_options,
+                                endpoint=None if endpoint is None else {"image_format": "jpeg", **endpoint},
+                                num_frames=judge_options.num_frames if self.media == "video" else None)
+        self.setup_judge(name, judge_options, model_path=model_path, device=device, dtype=dtype)
         self.required_fields = ("prompt", self.media)  # with num_frames, read by PairwiseWinRate
 
     def media_part(self, value: Any) -> Any:
@@ -111,16 +110,11 @@ class UnifiedRewardThink(PairwiseWinRate):
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  media: str = "image", template: str | None = None, max_new_tokens: int = 4096,
-                 backend: str = "transformers", endpoint: Mapping[str, Any] | None = None,
-                 processor_path: str | None = None, attn_implementation: str | None = None,
-                 trust_remote_code: bool = False, min_pixels: int | None = None, max_pixels: int | None = None,
-                 on_failure: Any = None, num_frames: int | None = None, max_batch: int = 16) -> None:
-        judge = UnifiedRewardThinkJudge(
-            model_path, device, dtype, media=media, template=template, max_new_tokens=max_new_tokens,
-            max_batch=max_batch, backend=backend,
-            endpoint=endpoint, processor_path=processor_path, attn_implementation=attn_implementation,
-            trust_remote_code=trust_remote_code, min_pixels=min_pixels, max_pixels=max_pixels, on_failure=on_failure,
-            num_frames=num_frames)
+                 max_batch: int = 16, **options: Any) -> None:
+        # checked against this reward's options here, read into BackendOptions by the judge
+        BackendOptions.of(type(self), options, UnifiedRewardThinkJudge.judge_options)
+        judge = UnifiedRewardThinkJudge(model_path, device, dtype, media=media, template=template,
+                                        max_new_tokens=max_new_tokens, max_batch=max_batch, **options)
         super().__init__(None, device, dtype, judge=judge)
         self.model_path = model_path
         self.judge_name = "unified_reward_think"

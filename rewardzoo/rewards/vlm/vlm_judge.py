@@ -56,12 +56,9 @@ class VLMJudge(VLMJudgeMixin, PointwiseReward):
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  template: str | None = None, parse: Any = None, mode: str = "absolute", yes: str = "Yes",
-                 no: str = "No", max_new_tokens: int = 256, system: str | None = None, backend: str = "transformers",
-                 endpoint: Mapping[str, Any] | None = None, processor_path: str | None = None,
-                 attn_implementation: str | None = None, trust_remote_code: bool = False,
-                 min_pixels: int | None = None, max_pixels: int | None = None, on_failure: Any = None,
-                 num_frames: int | None = None, fps: float | None = None) -> None:
+                 no: str = "No", max_new_tokens: int = 256, system: str | None = None, **options: Any) -> None:
         super().__init__(model_path, device, dtype)
+        judge_options = self.judge_options_of(options)
         if template is None or parse is None:
             raise ConfigError(f"{self.name}: set kwargs.template (with {{prompt}}) and kwargs.parse ('yes_no' or "
                               "{regex: PATTERN, low: L, high: H})", field="kwargs.template" if template is None
@@ -75,10 +72,7 @@ class VLMJudge(VLMJudgeMixin, PointwiseReward):
             raise ConfigError(f"{self.name}: system must be a string, got {type(system).__name__}",
                               field="kwargs.system")
         self.system = system
-        self.setup_judge(self.name, model_path=model_path, device=device, dtype=dtype, backend=backend,
-                         endpoint=endpoint, processor_path=processor_path, attn_implementation=attn_implementation,
-                         trust_remote_code=trust_remote_code, min_pixels=min_pixels, max_pixels=max_pixels,
-                         on_failure=on_failure, num_frames=num_frames, fps=fps)
+        self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
         if self.media == "video":
             self.inputs = Inputs(("prompt", "video"), num_frames=self.num_frames)
 

@@ -10,7 +10,7 @@ first token's ``top_logprobs`` (0 when "Yes" is not among them).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Sequence
 
 from .judging import Failure, yes_probability
 from ...shared.options import choice
@@ -35,18 +35,13 @@ class VQAScore(VLMJudgeMixin, PointwiseReward):
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  question_template: str = VQASCORE_QUESTION, answer: str = VQASCORE_ANSWER, negative: str = "No",
-                 normalize: str = "absolute", backend: str = "transformers", endpoint: Mapping[str, Any] | None = None,
-                 processor_path: str | None = None, attn_implementation: str | None = None,
-                 trust_remote_code: bool = False, min_pixels: int | None = None, max_pixels: int | None = None,
-                 on_failure: Any = None, num_frames: int | None = None, fps: float | None = None) -> None:
+                 normalize: str = "absolute", **options: Any) -> None:
         super().__init__(model_path, device, dtype)
+        judge_options = self.judge_options_of(options)
         self.question_template = check_template(question_template, self.name, "kwargs.question_template")
         self.answer, self.negative = str(answer), str(negative)
         self.normalize = choice(normalize, "kwargs.normalize", ("absolute", "relative"))
-        self.setup_judge(self.name, model_path=model_path, device=device, dtype=dtype, backend=backend,
-                         endpoint=endpoint, processor_path=processor_path, attn_implementation=attn_implementation,
-                         trust_remote_code=trust_remote_code, min_pixels=min_pixels, max_pixels=max_pixels,
-                         on_failure=on_failure, num_frames=num_frames, fps=fps)
+        self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
         if self.media == "video":
             self.inputs = Inputs(("prompt", "video"), num_frames=self.num_frames)
 
