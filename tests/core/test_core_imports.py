@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("contract", ("rewardzoo.rewards.base", "rewardzoo.rewards.info")),
     ("rewards", ("rewardzoo.rewards",)),
     ("core", ("rewardzoo.advantages", "rewardzoo.api", "rewardzoo.async_runner", "rewardzoo.config",
-              "rewardzoo.demo", "rewardzoo.differentiable", "rewardzoo.distributed", "rewardzoo.engine",
+              "rewardzoo.demo", "rewardzoo.differentiable", "rewardzoo.distributed", "rewardzoo.engine", "rewardzoo.extras",
               "rewardzoo.loader", "rewardzoo.manifest", "rewardzoo.processor", "rewardzoo.registry",
               "rewardzoo.resources", "rewardzoo.sample", "rewardzoo.tables")),
     ("jobs", ("rewardzoo.jobs",)),
@@ -92,9 +92,21 @@ def _lazy_table(tree: ast.Module) -> dict[str, str]:
     """``{public name or submodule: module}`` of the module's ``lazy_getattr(package, exports, submodules)``."""
     constants = _constants(tree)
 
+    literals = {}
+    for name, node in constants.items():
+        try:
+            literals[name] = ast.literal_eval(node)
+        except ValueError:
+            pass
+
     def value(node: ast.expr | None) -> object:
         node = constants.get(node.id, node) if isinstance(node, ast.Name) else node
-        return ast.literal_eval(node) if node is not None else ()
+        if node is None:
+            return ()
+        try:
+            return ast.literal_eval(node)
+        except ValueError:  # a table built from literal tables (a comprehension): evaluated over them alone
+            return eval(compile(ast.Expression(node), "<lazy table>", "eval"), {"__builtins__": {}}, dict(literals))
 
     table: dict[str, str] = {}
     for node in ast.walk(tree):
