@@ -12,7 +12,6 @@ import math
 import numpy as np
 
 from .config import RewardSpec, load_config
-from .extras import extra_modules
 from .registry import info, missing_modules
 from .resources import config_path
 from .sample import Sample
@@ -60,10 +59,10 @@ def runnable_specs(specs: tuple[RewardSpec, ...]) -> tuple[list[RewardSpec], lis
     keep, skipped = [], []
     for spec in specs:
         entry = info(spec.reward_model)
-        missing = missing_modules(entry.extra) if entry is not None else []
+        missing = missing_modules(entry.extra, entry.add_ons) if entry is not None else []
         if not missing:
             keep.append(spec)
-        elif len(missing) < len(extra_modules()[entry.extra]):  # the extra is there: an add-on its card names
+        elif set(missing) <= set(entry.add_ons):  # the extra is there; what its card installs beside it is not
             skipped.append(f"{spec.name} (needs {', '.join(missing)}: see 'rewardzoo card {entry.name}')")
         else:
             skipped.append(f"{spec.name} (pip install 'rewardzoo[{entry.extra}]')")

@@ -19,9 +19,6 @@ from pathlib import Path
 #: Import names of the distributions whose name does not say it (otherwise the name with ``_`` for ``-``).
 IMPORT_NAMES = {"open-clip-torch": "open_clip", "opencv-python-headless": "cv2", "pyyaml": "yaml",
                 "pillow": "PIL", "scikit-learn": "sklearn", "levenshtein": "Levenshtein"}
-#: Modules the model cards have installed with ``pip install --no-deps`` beside an extra (their own requirements
-#: clash with the extra's; see the ocr card), so the extra counts as installed only with them.
-ADD_ONS: dict[str, tuple[str, ...]] = {"verifiers": ("rapidocr_onnxruntime",)}
 
 _PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 _EXTRA_CLAUSE = re.compile(r"\(?\s*extra\s*==\s*['\"]([^'\"]+)['\"]\s*\)?")
@@ -103,12 +100,12 @@ def requirements() -> dict[str | None, set[str]]:
 @cache
 def extra_modules() -> dict[str, tuple[str, ...]]:
     """extra -> the modules that must import for it to count as installed: its requirements on every platform
-    beyond the core, as import names, then its :data:`ADD_ONS`; extras in the order pyproject.toml declares."""
+    beyond the core, as import names (a reward's own ``add_ons`` are in its card); extras in the order
+    pyproject.toml declares."""
     found = _closure()
     core = set(found.get(None, {}))
-    return {extra: tuple(dict.fromkeys([*(import_name(d) for d, always in deps.items() if always and d not in core),
-                                        *ADD_ONS.get(extra, ())]))
+    return {extra: tuple(import_name(d) for d, always in deps.items() if always and d not in core)
             for extra, deps in found.items() if extra is not None}
 
 
-__all__ = ["ADD_ONS", "IMPORT_NAMES", "canonical", "distribution_of", "extra_modules", "import_name", "requirements"]
+__all__ = ["IMPORT_NAMES", "canonical", "distribution_of", "extra_modules", "import_name", "requirements"]

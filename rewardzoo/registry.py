@@ -25,7 +25,7 @@ import math
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from .errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
 from .extras import extra_modules
@@ -88,7 +88,15 @@ def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "reward
                       license=get("license", (str,), None),
                       reference=get("reference", (dict,), None), card=card, source=source,
                       differentiable=get("differentiable", (bool,), False),
-                      default_dtype=_default_dtype(get("default_dtype", (dict, type(None)), None), bad))
+                      default_dtype=_default_dtype(get("default_dtype", (dict, type(None)), None), bad),
+                      add_ons=_add_ons(get("add_ons", (list, type(None)), None), bad))
+
+
+def _add_ons(value: list | None, bad: Callable[[str, str], RegistryError]) -> tuple[str, ...]:
+    """A card's ``add_ons`` list of module names."""
+    if value is not None and (not value or not all(isinstance(m, str) and m.isidentifier() for m in value)):
+        raise bad("add_ons", f"must be a non-empty list of module names, got {value!r}")
+    return tuple(value or ())
 
 
 def _default_dtype(value: Mapping[str, Any] | None, bad: Callable[[str, str], RegistryError]) -> dict | None:
@@ -237,22 +245,24 @@ def example_config(name: str) -> dict:
     return data
 
 
-def missing_modules(extra: str | None) -> list[str]:
-    """The modules of ``extra`` (:func:`rewardzoo.extras.extra_modules`) that cannot be imported (checked
-    without importing)."""
-    return [m for m in extra_modules().get(extra or "", ()) if importlib.util.find_spec(m) is None]
+def missing_modules(extra: str | None, add_ons: Sequence[str] = ()) -> list[str]:
+    """The modules of ``extra`` (:func:`rewardzoo.extras.extra_modules`), then ``add_ons`` (a reward's
+    :attr:`~rewardzoo.rewards.info.RewardInfo.add_ons`), that cannot be imported (checked without importing)."""
+    wanted = dict.fromkeys([*extra_modules().get(extra or "", ()), *add_ons])
+    return [m for m in wanted if importlib.util.find_spec(m) is None]
 
 
-def extra_installed(extra: str | None) -> bool:
-    """True when every module of ``extra`` can be imported (checked without importing)."""
-    return not missing_modules(extra)
+def extra_installed(extra: str | None, add_ons: Sequence[str] = ()) -> bool:
+    """True when every module of ``extra`` (and every one of ``add_ons``) can be imported, checked without
+    importing."""
+    return not missing_modules(extra, add_ons)
 
 
 def row(entry: RewardInfo) -> dict[str, Any]:
     """A JSON-ready listing row (``rewardzoo list --json``)."""
     return dict(name=entry.name, modality=entry.modality, kind=entry.kind, extra=entry.extra,
                 higher_is_better=entry.higher_is_better, score_range=list(entry.score_range),
-                download=entry.download, installed=extra_installed(entry.extra), summary=entry.summary,
+                download=entry.download, installed=extra_installed(entry.extra, entry.add_ons), summary=entry.summary,
                 implementation=entry.implementation, source=entry.source)
 
 

@@ -8,8 +8,8 @@ environment the way a user does, and fails with the reason on:
 
 - ``rewardzoo list`` (table and ``--json``) not listing every shipped card, or ``rewardzoo card NAME`` failing or
   printing another card, for any shipped card;
-- ``rewardzoo demo`` failing, or (``--demo-complete``) skipping a reward whose extra is installed for a module
-  that extra requires;
+- ``rewardzoo demo`` failing, or (``--demo-complete``) skipping a reward whose extra is installed for anything
+  but the add-ons its card names (``add_ons``: modules installed beside the extra with ``--no-deps``);
 - a card's ``implementation`` that does not import, other than for a missing third-party module that the card's
   extra requires; a module of the package (``pkgutil.walk_packages``) that does not import, other than for a
   missing third-party module that one of rewardzoo's extras requires (or, for a trainer adapter, the trainer
@@ -120,12 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     demo = run("demo")
     skipped = re.search(r"^skipped \(extra not installed\): (.*)$", demo, re.M)
     for item in re.findall(r"(\w+) \(", skipped.group(1)) if args.demo_complete and skipped else []:
-        extra = cards[item].extra
-        needs = reqs.get(canonical(extra), set())
-        absent = missing_modules(extra)
-        if needs <= installed and any(distribution_of(m) in needs for m in absent):
-            problems.append(f"the demo skipped {item}, whose extra '{extra}' is installed, for "
-                            f"{', '.join(absent)}")
+        extra, add_ons = cards[item].extra, cards[item].add_ons
+        lacking = [m for m in missing_modules(extra, add_ons) if m not in add_ons]
+        if reqs.get(canonical(extra), set()) <= installed and lacking:
+            problems.append(f"the demo skipped {item}, whose extra '{extra}' is installed, for {', '.join(lacking)}")
 
     for problem in problems:
         print(f"check_installed: {problem}", file=sys.stderr)

@@ -49,7 +49,7 @@ def test_card_example_config_is_a_config_that_uses_the_reward(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_class_agrees_with_the_card_and_does_not_restate_it(name):
     info = builtin()[name]
-    if not extra_installed(info.extra):
+    if not extra_installed(info.extra, info.add_ons):
         pytest.skip(f"extra '{info.extra}' not installed")
     cls = resolve(name)
     assert isinstance(cls, type) and issubclass(cls, Reward)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rewardzoo import extras
-from rewardzoo.extras import ADD_ONS, canonical, distribution_of, extra_modules, import_name, requirements
+from rewardzoo.extras import canonical, distribution_of, extra_modules, import_name, requirements
 from rewardzoo.registry import builtin, missing_modules
 
 PROJECT = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
@@ -28,14 +28,14 @@ def test_every_extra_of_pyproject_and_only_those_has_its_modules():
             name = _name(spec)
             if name == "rewardzoo":  # a nested extra: everything it brings is brought
                 for inner in spec.split("[")[1].split("]")[0].split(","):
-                    assert set(found[inner.strip()]) - set(ADD_ONS.get(inner.strip(), ())) <= set(found[extra])
+                    assert set(found[inner.strip()]) <= set(found[extra])
             elif ";" in spec:  # holds on some platforms only (decord): not needed to count as installed
                 assert import_name(name) not in found[extra], (extra, spec)
                 assert name in requirements()[extra]
             else:
                 assert import_name(name) in found[extra], (extra, spec)
                 assert name in requirements()[extra]
-    assert found["verifiers"][-1] == "rapidocr_onnxruntime" and "decord" not in found["vlm"]
+    assert "rapidocr_onnxruntime" not in found["verifiers"] and "decord" not in found["vlm"]
     assert {"open_clip", "av", "transformers"} <= set(found["vlm"]) and "cv2" in found["iqa"]
     assert requirements()[None] == {_name(s) for s in PROJECT["dependencies"]} <= requirements()["image"]
 
@@ -85,3 +85,27 @@ def test_a_missing_module_counts_against_its_extra(monkeypatch, extra):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a))
     assert module in missing_modules(extra)
+
+
+def test_add_ons_are_facts_of_the_rewards_that_need_them():
+    """The OCR engine installs beside the verifiers extra (--no-deps) for ocr and video_ocr alone: nsfw_safety, in
+    the same extra, does not wait for it (the quick start's demo skipped it when the add-on was the extra's)."""
+    cards = builtin()
+    assert {name for name, entry in cards.items() if entry.add_ons} == {"ocr", "video_ocr"}
+    assert cards["ocr"].add_ons == ("rapidocr_onnxruntime",) and cards["nsfw_safety"].add_ons == ()
+    assert missing_modules("verifiers", ("no_such_module_zz",))[-1] == "no_such_module_zz"
+    assert "no_such_module_zz" not in missing_modules("verifiers")
+
+
+def test_the_demo_names_a_missing_add_on_and_the_card_not_the_extra(monkeypatch):
+    import dataclasses
+
+    import rewardzoo.demo as demo
+    from rewardzoo.config import load_config
+
+    entry = dataclasses.replace(builtin()["jpeg_compressibility"], add_ons=("no_such_module_zz",))
+    monkeypatch.setattr(demo, "info", lambda name: entry if name == "jpeg_compressibility" else builtin()[name])
+    specs = load_config({"rewards": [{"name": "jpeg_compressibility"}, {"name": "jpeg_incompressibility"}]}).rewards
+    keep, skipped = demo.runnable_specs(specs)
+    assert [s.name for s in keep] == ["jpeg_incompressibility"]
+    assert skipped == ["jpeg_compressibility (needs no_such_module_zz: see 'rewardzoo card jpeg_compressibility')"]
