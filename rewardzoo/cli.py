@@ -158,9 +158,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _score_with_ray(job):
+def _score_with_ray(job: ScoreJob):
+    import importlib
+
     try:
-        import ray.data  # noqa: F401
+        importlib.import_module("ray.data")  # Ray Data itself, before the engine that needs it
     except ImportError:
         raise RewardZooError("--engine ray needs Ray Data: pip install 'rewardzoo[ray]'") from None
     from .ray.engine import score_with_ray

@@ -64,10 +64,10 @@ def _report_path(job: ScoreJob, out: Path, ray: bool) -> Path | None:
     if ray and out.suffix == ".parquet":
         raise RewardZooError("--report reads a JSONL score file; give --out a .jsonl path, or run "
                              "`rewardzoo report` on a JSONL output")
-    report = check_output(Path(job.report), {"--input": Path(job.input), "--out": out})
+    report = Path(job.report)
     if report.resolve() == out.resolve():
         raise RewardZooError(f"--report '{report}' is --out; write the report to another file")
-    return report
+    return check_output(report, {"--input": Path(job.input), "--out": out}, option="--report", holds="the report")
 
 
 def check_datasets(specs: Sequence[RewardSpec], rows: InputRows, allow: bool) -> None:

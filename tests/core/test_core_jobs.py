@@ -115,6 +115,12 @@ def test_an_output_that_is_an_input_is_refused_before_scoring(images, capsys):
         check_output(folder / "x" / ".." / "m.jsonl", {"the score file": manifest}, holds="the report")
     assert main(["score", "jpeg_compressibility", "-i", str(manifest), "-o", str(manifest)]) == 2
     assert "is --input" in capsys.readouterr().err and manifest.read_bytes() == before
+    out = folder / "o.jsonl"
+    assert main(["score", "jpeg_compressibility", "-i", str(manifest), "-o", str(out), "--report", str(out)]) == 2
+    assert f"--report '{out}' is --out; write the report to another file" in capsys.readouterr().err
+    assert main(["score", "jpeg_compressibility", "-i", str(manifest), "-o", str(out), "--report", str(manifest)]) == 2
+    assert f"--report '{manifest}' is --input; write the report to another file" in capsys.readouterr().err
+    assert manifest.read_bytes() == before and not out.exists()
 
 
 # ------------------------------------------------------------------------------------------- input rows
