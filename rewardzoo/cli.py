@@ -7,11 +7,14 @@ import json
 import math
 import os
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .errors import RewardZooError
 from .jobs.description import ScoreJob
 from .report import add_report_arguments
+
+if TYPE_CHECKING:
+    from .jobs.plan import ScoreRun
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -130,7 +133,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise RewardZooError(f"rewardzoo serve needs {', '.join(missing)}: pip install 'rewardzoo[serve]'")
     if args.ray and (importlib.util.find_spec("ray") is None or importlib.util.find_spec("ray.serve") is None):
         raise RewardZooError("rewardzoo serve --ray needs Ray Serve: pip install 'rewardzoo[serve-ray]'")
-    from .jobs import ServeJob
+    from .jobs.description import ServeJob
     from .serve.server import serve_command
 
     return serve_command(ServeJob.from_options(vars(args)))
@@ -144,7 +147,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from .jobs import ScoreJob, run_local
+    from .jobs.local import run_local
 
     job = ScoreJob.from_options(vars(args))
     run = _score_with_ray(job) if job.engine == "ray" else run_local(job)
@@ -158,7 +161,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _score_with_ray(job: ScoreJob):
+def _score_with_ray(job: ScoreJob) -> "ScoreRun":
+    """The Ray engine's run of ``job``, or the pip command when Ray Data is missing."""
     import importlib
 
     try:

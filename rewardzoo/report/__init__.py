@@ -9,6 +9,10 @@ reward separates the members; with ``--compare``, paired differences and win rat
 intervals. It opens offline: charts are inline SVG, media are downscaled base64 ``data:`` URIs, there is
 no script and no external reference. Importing this package is light; matplotlib and SciPy (the
 ``report`` extra) are imported when a report is built.
+
+``rewardzoo score --report`` builds the same page from the records it holds in memory
+(:func:`build_report_from_records`), without reading the files back. The package may import the core and the
+job layer (its output check and atomic writer); nothing but ``cli`` imports it.
 """
 
 from __future__ import annotations
