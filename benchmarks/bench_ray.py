@@ -56,7 +56,8 @@ import json, sys, time
 t0 = time.perf_counter()
 import ray
 t1 = time.perf_counter()
-from rewardzoo.ray.engine import configure_data, ensure_ray, score_dataset
+from rewardzoo.ray.engine import configure_data, score_dataset
+from rewardzoo.ray.startup import ensure_ray
 ensure_ray(None, quiet=True)
 t2 = time.perf_counter()
 configure_data(True)

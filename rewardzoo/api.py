@@ -6,7 +6,7 @@ import contextlib
 import os
 from typing import Any, Mapping
 
-from .config import RewardConfig, load_config
+from .config import RewardConfig, resolve_config
 from .loader import RewardLoader
 from .processor import RewardProcessor
 from .rewards.base import Reward
@@ -21,8 +21,7 @@ def build_processors(config: RewardConfig | str | os.PathLike | Mapping[str, Any
     (groupwise rewards see groups spread over ranks; ``group`` is the torch.distributed process group).
     ``rank_ordered_loading=True`` constructs the models on rank 0 first, then on the other ranks.
     """
-    if not isinstance(config, RewardConfig):
-        config = load_config(config)
+    config = resolve_config(config)
     loader = loader or RewardLoader()
     ordered = contextlib.nullcontext()
     if distributed or rank_ordered_loading:

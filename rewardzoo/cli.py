@@ -7,13 +7,15 @@ import json
 import math
 import os
 import sys
-import tempfile
-from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from .errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
+from .errors import RewardZooError
+from .jobs.description import ScoreJob
 from .report import add_report_arguments
 from .rewards.info import MODALITIES
+
+if TYPE_CHECKING:
+    from .jobs.plan import ScoreRun
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -52,18 +54,19 @@ def _parser() -> argparse.ArgumentParser:
                         "paths or encoded bytes)")
     p.add_argument("--out", "-o", required=True,
                    help="JSONL output, one line per input line; with --engine ray also .parquet")
-    p.add_argument("--split", choices=["train", "eval"], default="train")
-    p.add_argument("--chunk-size", type=int, default=256, help="samples per processor call (groups kept whole)")
+    p.add_argument("--split", choices=["train", "eval"], default=ScoreJob.split)
+    p.add_argument("--chunk-size", type=int, default=ScoreJob.chunk_size,
+                   help="samples per processor call (groups kept whole)")
     p.add_argument("--allow-unscored", action="store_true",
                    help="score a manifest although some samples' dataset matches no reward (their total is null; "
                         "their count goes to stderr)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--report", metavar="HTML", help="also write an HTML report of the scores (see `rewardzoo report`)")
-    p.add_argument("--engine", choices=["local", "ray"], default="local",
+    p.add_argument("--engine", choices=["local", "ray"], default=ScoreJob.engine,
                    help="local: this process; ray: an actor pool on Ray Data (pip install 'rewardzoo[ray]')")
-    p.add_argument("--actors", type=int, default=1, help="(ray) actors, each with its own processor")
-    p.add_argument("--gpus-per-actor", type=float, default=0, help="(ray) GPUs per actor")
-    p.add_argument("--cpus-per-actor", type=float, default=1, help="(ray) CPUs per actor")
+    p.add_argument("--actors", type=int, default=ScoreJob.actors, help="(ray) actors, each with its own processor")
+    p.add_argument("--gpus-per-actor", type=float, default=ScoreJob.gpus_per_actor, help="(ray) GPUs per actor")
+    p.add_argument("--cpus-per-actor", type=float, default=ScoreJob.cpus_per_actor, help="(ray) CPUs per actor")
     p.add_argument("--address", help="(ray) join this Ray cluster ('auto': the one `ray start` ran here) instead "
                    "of starting a local instance; default: $RAY_ADDRESS when set (Ray jobs set it)")
     p.add_argument("--resume", action="store_true",
@@ -72,11 +75,9 @@ def _parser() -> argparse.ArgumentParser:
 
     add_report_arguments(sub.add_parser("report", help="write a self-contained HTML report of a score file"))
 
-    # -- serve (issue 18) --
     p = sub.add_parser("serve", help="serve a config's rewards over HTTP (pip install 'rewardzoo[serve]')")
     _add_serve_arguments(p)
     p.set_defaults(func=cmd_serve)
-    # -- end serve --
 
     p = sub.add_parser("demo", help="score generated example media with every reward that needs no download")
     p.set_defaults(func=cmd_demo)
@@ -133,9 +134,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise RewardZooError(f"rewardzoo serve needs {', '.join(missing)}: pip install 'rewardzoo[serve]'")
     if args.ray and (importlib.util.find_spec("ray") is None or importlib.util.find_spec("ray.serve") is None):
         raise RewardZooError("rewardzoo serve --ray needs Ray Serve: pip install 'rewardzoo[serve-ray]'")
+    from .jobs.description import ServeJob
     from .serve.server import serve_command
 
-    return serve_command(args, _config_source(args.config))
+    return serve_command(ServeJob.from_options(vars(args)))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -146,151 +148,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from .config import load_config
-    from .engine import unscored
-    from .manifest import ManifestError, read_manifest
-    from .processor import RewardProcessor
+    from .jobs.local import run_local
 
-    if getattr(args, "engine", "local") == "ray":
-        return _score_with_ray(args)
-    if args.chunk_size <= 0:
-        raise RewardZooError("--chunk-size must be positive")
-    source = _config_source(args.config)
-    out = check_output_path(Path(args.out), inputs={"--input": Path(args.input),
-                                                    **({"the config": Path(source)} if _is_path(source) else {})})
-    report = None
-    if args.report:
-        report = check_output_path(Path(args.report), inputs={"--input": Path(args.input), "--out": out})
-        if report.resolve() == out.resolve():
-            raise RewardZooError(f"--report '{report}' is --out; write the report to another file")
-    specs = load_config(source).specs(args.split)
-    try:
-        samples, lines = read_manifest(args.input)
-    except ManifestError as exc:
-        raise RewardZooError(exc.with_label(f"line {exc.sample}")) from None
-    _check_datasets(specs, samples, lines, args.allow_unscored, unscored(specs, samples))
-    processor = RewardProcessor(specs)
-    records: list[dict | None] = [None] * len(samples)
-    show = not args.quiet and sys.stderr.isatty()
-    done = 0
-    for chunk in group_preserving_chunks(samples, args.chunk_size):
-        try:
-            result = processor([samples[i] for i in chunk])
-        except (InputError, RewardOutputError, RewardExecutionError) as exc:  # name manifest lines, not indices
-            located = exc.samples if not isinstance(exc, InputError) else (None if exc.sample is None else [exc.sample])
-            if not located:
-                raise
-            raise RewardZooError(exc.with_label(lambda i: f"line {lines[chunk[i]]}")) from exc
-        for i, record in zip(chunk, result.records()):
-            records[i] = record
-        done += len(chunk)
-        if show:
-            print(f"\rscored {done}/{len(samples)} samples", end="", file=sys.stderr, flush=True)
-    if show:
-        print(file=sys.stderr)
-    _write_atomically(out, records)
-    if report is not None:
-        from .report import build_report
+    job = ScoreJob.from_options(vars(args))
+    run = _score_with_ray(job) if job.engine == "ray" else run_local(job)
+    plan = run.plan
+    if plan.report is not None:
+        from .report import build_report_from_records
 
-        build_report(out, manifest=args.input, config=args.config, out=report)
+        jsonl = plan.rows.unit == "line"  # a Parquet input's media are not the report's to read
+        build_report_from_records(run.records, scores_path=plan.out, manifest=plan.job.input if jsonl else None,
+                                  rows=plan.rows if jsonl else None, config=job.config, out=plan.report)
     return 0
 
 
-def _score_with_ray(args: argparse.Namespace) -> int:
+def _score_with_ray(job: ScoreJob) -> "ScoreRun":
+    """The Ray engine's run of ``job``, or the pip command when Ray Data is missing."""
     import importlib
 
     try:
-        importlib.import_module("ray.data")
+        importlib.import_module("ray.data")  # Ray Data itself, before the engine that needs it
     except ImportError:
         raise RewardZooError("--engine ray needs Ray Data: pip install 'rewardzoo[ray]'") from None
-    engine = importlib.import_module("rewardzoo.ray.engine")
-    return engine.score_with_ray(args)
+    from .ray.engine import score_with_ray
 
-
-def _is_path(source: object) -> bool:
-    return isinstance(source, (str, os.PathLike))
-
-
-def check_output_path(out: Path, inputs: dict[str, Path]) -> Path:
-    """Refuse, before any scoring, an ``--out`` that would overwrite an input or cannot be written."""
-    resolved = out.resolve()
-    for what, path in inputs.items():
-        if path.exists() and (resolved == path.resolve() or (out.exists() and out.samefile(path))):
-            raise RewardZooError(f"--out '{out}' is {what}; write the scores to another file")
-    if out.is_dir():
-        raise RewardZooError(f"--out '{out}' is a directory; give a file path")
-    parent = resolved.parent
-    existing = next(folder for folder in (parent, *parent.parents) if folder.exists())
-    if not existing.is_dir():
-        raise RewardZooError(f"--out '{out}': '{existing}' is a file, not a folder")
-    try:  # try it (permissions, read-only or pseudo file systems); the folder is needed for the output anyway
-        parent.mkdir(parents=True, exist_ok=True)
-        tempfile.NamedTemporaryFile(prefix=f".{out.name}.", dir=parent).close()
-    except OSError as exc:
-        raise RewardZooError(f"--out '{out}' cannot be written: {exc.strerror or exc}") from None
-    return out
-
-
-def _check_datasets(specs, samples, lines, allow: bool, missing: list[int]) -> None:
-    """A sample whose dataset no reward applies to is an error (a typo would give null totals), unless allowed."""
-    if not missing:
-        return
-    named = sorted({d for s in specs for d in (s.applicable_datasets or ())})
-    if not allow:
-        first = samples[missing[0]].dataset
-        raise RewardZooError(f"line {lines[missing[0]]}, field 'dataset': {first!r} matches no reward of the config "
-                             f"(their datasets: {', '.join(named)}){did_you_mean(str(first), named)}; "
-                             f"{len(missing)} sample(s) would get a null total; pass --allow-unscored to score anyway")
-    shown = ", ".join(str(lines[i]) for i in missing[:8]) + (" ..." if len(missing) > 8 else "")
-    print(f"rewardzoo: {len(missing)} sample(s) match no reward and get a null total (lines {shown})", file=sys.stderr)
-
-
-def _config_source(name: str):
-    """A YAML path as given; else a shipped use-case config; else a reward's example config (its card)."""
-    from .registry import example_config, info
-    from .resources import config_path
-
-    if Path(name).is_file() or name.endswith((".yaml", ".yml")):
-        return name
-    try:
-        return config_path(name)
-    except FileNotFoundError:
-        if info(name) is None:
-            raise
-    return example_config(name)
-
-
-def group_preserving_chunks(samples, size: int) -> list[list[int]]:
-    """Index chunks of about ``size`` samples that never split a group (groups may be non-contiguous)."""
-    units: dict[object, list[int]] = {}
-    for i, s in enumerate(samples):
-        key = ("group", type(s.group_id).__name__, s.group_id) if s.group_id is not None else ("single", i)
-        units.setdefault(key, []).append(i)
-    chunks, current = [], []
-    for unit in units.values():
-        current.extend(unit)
-        if len(current) >= size:
-            chunks.append(sorted(current))
-            current = []
-    if current:
-        chunks.append(sorted(current))
-    return chunks
-
-
-def _write_atomically(path: Path, records: list) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make the scores private; write them like any file
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for record in records:
-                fh.write(json.dumps(record) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return score_with_ray(job)
 
 
 def _range(bounds) -> str:

@@ -19,6 +19,9 @@ eval_rewards: [...]           # optional; falls back to `rewards`
 advantage: sum                # or gdpo: how result.advantages() combines the rewards
 ```
 A bare string entry (``- jpeg_compressibility``) is shorthand for ``{name: jpeg_compressibility}``.
+
+:func:`resolve_config` is the one reading of what a user names as a config (a YAML path, a shipped config, a
+reward name, a mapping, a loaded :class:`RewardConfig`), for every entry point.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, Union
 
-from .errors import ConfigError, did_you_mean
+from .errors import ConfigError, UnknownConfigError, did_you_mean
 from .shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
 from .shared.files import read_utf8
 from .shared.options import positive_int
@@ -328,3 +331,45 @@ def json_schema() -> dict[str, Any]:
 
 def schema_json() -> str:
     return json.dumps(json_schema(), indent=2)
+
+
+#: What a user may name as a config: a YAML path, a shipped config's or a reward's name, a mapping, a loaded config.
+ConfigSource = Union["RewardConfig", str, os.PathLike, Mapping[str, Any]]
+_CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def config_source(source: ConfigSource, *, reward: Literal["example", "entry"] = "example"
+                  ) -> "RewardConfig | str | os.PathLike | Path | Mapping[str, Any]":
+    """What ``source`` names, not yet loaded: a path as given (an existing file, or a name ending in .yaml, .yml
+    or .json); else a shipped use-case config (its path); else a reward's config. A reward name gives its model
+    card's example config (``reward="example"``: the CLI, the server, the report) or a one-entry config with the
+    reward's defaults (``reward="entry"``: :func:`rewardzoo.differentiable`, which also takes Python paths). A
+    mapping or a :class:`RewardConfig` is returned as it is. A name that is none of these is an
+    :class:`~rewardzoo.errors.UnknownConfigError` suggesting close shipped configs and reward names."""
+    if isinstance(source, (RewardConfig, Mapping)):
+        return source
+    if not isinstance(source, (str, os.PathLike)):
+        raise ConfigError(f"a config is a YAML path, a shipped config or reward name, a mapping or a RewardConfig, "
+                          f"got {type(source).__name__}")
+    name = os.fspath(source)
+    if Path(name).is_file() or name.endswith(_CONFIG_SUFFIXES):
+        return source
+    from .registry import entries, example_config, info
+    from .resources import data_dir
+
+    shipped = data_dir("configs") / f"{name}.yaml"
+    if shipped.is_file():
+        return shipped
+    if reward == "entry":
+        return {"rewards": [{"name": name}]}  # the registry names an unknown reward (with its did-you-mean)
+    if info(name) is not None:
+        return example_config(name)
+    known = [p.stem for p in data_dir("configs").glob("*.yaml")] + list(entries())
+    raise UnknownConfigError(f"config '{name}' is neither a file, a shipped config nor a reward name"
+                             f"{did_you_mean(name, known)}")
+
+
+def resolve_config(source: ConfigSource, *, reward: Literal["example", "entry"] = "example") -> RewardConfig:
+    """The :class:`RewardConfig` that ``source`` names (see :func:`config_source`)."""
+    found = config_source(source, reward=reward)
+    return found if isinstance(found, RewardConfig) else load_config(found)

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from .config import RewardConfig, RewardSpec, load_config
+from .config import RewardConfig, RewardSpec, resolve_config
 from .errors import ConfigError, InputError
 from .loader import RewardLoader
 from .registry import lookup
@@ -42,17 +41,6 @@ def differentiable_names() -> list[str]:
     from .registry import entries
 
     return [name for name, info in entries().items() if info.differentiable]
-
-
-def _config(source: Any) -> RewardConfig:
-    if isinstance(source, RewardConfig):
-        return source
-    if isinstance(source, str) and not Path(source).exists() and not source.endswith((".yaml", ".yml", ".json")):
-        return load_config({"rewards": [{"name": source}]})  # a bare reward name
-    if isinstance(source, (str, os.PathLike, Mapping)):
-        return load_config(source)
-    raise ConfigError(f"differentiable() takes a config path, a mapping, a RewardConfig or a reward name, got "
-                      f"{type(source).__name__}")
 
 
 def _check_differentiable(spec: RewardSpec) -> None:
@@ -158,7 +146,10 @@ def differentiable(config: RewardConfig | str | os.PathLike | Mapping[str, Any],
     A reward that is not differentiable is a :class:`ConfigError` naming it (checked before any
     model is loaded).
     """
-    specs = _config(config).specs(split)
+    if not isinstance(config, (RewardConfig, str, os.PathLike, Mapping)):
+        raise ConfigError(f"differentiable() takes a config path, a mapping, a RewardConfig or a reward name, got "
+                          f"{type(config).__name__}")
+    specs = resolve_config(config, reward="entry").specs(split)
     for spec in specs:
         _check_differentiable(spec)
     loader = loader or RewardLoader()

@@ -301,12 +301,11 @@ def call_reward(name: str, reward: Reward, fields: dict[str, list], indices: Seq
     try:
         output = invoke(reward, fields)
         return validate_scores(output, len(indices), name, reward.info.score_range)
-    except InputError as exc:
-        raise exc.located(reward=name, indices=indices) from exc
-    except (RewardOutputError, RewardExecutionError) as exc:
-        if exc.samples is not None:  # already names its samples (e.g. from an inner call)
+    except (InputError, RewardOutputError, RewardExecutionError) as exc:
+        located = exc.located(reward=name, indices=indices)
+        if located is exc:  # already names its samples (e.g. from an inner call)
             raise
-        raise (exc.located(indices) if isinstance(exc, RewardOutputError) else exc.at_samples(indices)) from exc
+        raise located from exc
     except RewardZooError:
         raise
     except Exception as exc:  # a backend failure: name the reward and the call's samples, keep the cause

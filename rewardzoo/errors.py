@@ -2,6 +2,12 @@
 
 Every error rewardzoo raises on purpose derives from :class:`RewardZooError`, so a trainer can catch
 them all in one place; each names what it can of the reward, the field and the sample.
+
+Sample indices, one API for every error: ``exc.samples`` is the tuple of the samples an error concerns (indices
+in the call or batch it came from; None when it concerns no sample); ``exc.located(...)`` is a copy placed in the
+caller's frame (a call's positions mapped onto the caller's indices, the reward named), and
+``exc.with_label(label)`` is the message with each index ``i`` written as ``label(i)`` (a manifest's 'line 7', a
+Parquet file's 'row 6'; a request keeps 'sample i'). This module imports nothing of rewardzoo.
 """
 
 from __future__ import annotations
@@ -11,7 +17,16 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 
 class RewardZooError(Exception):
-    """Base class of every error rewardzoo raises for bad configuration, input or output."""
+    """Base class of every error rewardzoo raises for bad configuration, input or output.
+
+    ``samples``: the indices of the samples it concerns, None for an error about no sample (see the module doc).
+    """
+
+    samples: tuple[int, ...] | None = None
+
+    def with_label(self, label: Callable[[int], str]) -> str:
+        """The message with each sample index ``i`` written as ``label(i)`` (e.g. 'line 7')."""
+        return str(self)
 
 
 class ConfigError(RewardZooError, ValueError):
@@ -21,6 +36,10 @@ class ConfigError(RewardZooError, ValueError):
         self.message, self.entry, self.field = message, entry, field
         where = ", ".join(p for p in (f"entry '{entry}'" if entry else "", f"field '{field}'" if field else "") if p)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class UnknownConfigError(ConfigError):
+    """A config named by a word that is neither a file, a shipped config nor a reward name."""
 
 
 class RegistryError(RewardZooError, LookupError):
@@ -51,7 +70,8 @@ class MissingExtraError(RegistryError, ImportError):
 class InputError(RewardZooError, ValueError):
     """A sample cannot be scored: a missing field, unreadable media, a malformed value.
 
-    ``sample`` is the index of the sample in the call (the CLI turns it into a manifest line number).
+    ``sample`` is the index of the sample in the call (the CLI turns it into a manifest line number);
+    ``samples`` is the same as a tuple, as every error of the family has it.
     """
 
     def __init__(self, message: str, *, reward: str | None = None, field: str | None = None,
@@ -68,6 +88,10 @@ class InputError(RewardZooError, ValueError):
         if self.reward is not None:
             parts.append(f"reward '{self.reward}'")
         return f"{', '.join(parts)}: {self.message}" if parts else self.message
+
+    @property
+    def samples(self) -> tuple[int, ...] | None:  # type: ignore[override]
+        return None if self.sample is None else (self.sample,)
 
     def located(self, *, reward: str | None = None, field: str | None = None, sample: int | None = None,
                 indices: Sequence[int] | None = None, renamed: Mapping[str, str] | None = None, prefix: str = "",
@@ -91,12 +115,9 @@ class InputError(RewardZooError, ValueError):
                             sample=own if own is not None else sample)
         return err
 
-    def with_label(self, sample_label: str | Callable[[int], str]) -> str:
-        """The message with the sample index replaced by a caller's label (e.g. 'line 7'), given as the
-        text or as a function of the index."""
-        if callable(sample_label):
-            sample_label = sample_label(self.sample) if self.sample is not None else None
-        return self._format(sample_label)
+    def with_label(self, label: Callable[[int], str]) -> str:
+        """The message with the sample index ``i`` written as ``label(i)`` (e.g. 'line 7')."""
+        return self._format(label(self.sample) if self.sample is not None else None)
 
 
 def describe_samples(samples: Sequence[int], label: Callable[[int], str] | None = None) -> str:
@@ -117,7 +138,7 @@ class _CallError(RewardZooError):
 
     def __init__(self, message: str, *, reward: str | None = None, samples: Sequence[int] | None = None):
         self.message, self.reward = message, reward
-        self.samples = tuple(int(i) for i in samples) if samples is not None else None
+        self.samples = tuple(int(i) for i in samples) if samples is not None else None  # type: ignore[misc]
         super().__init__(self._format())
 
     def _format(self, label: Callable[[int], str] | None = None) -> str:
@@ -135,9 +156,18 @@ class _CallError(RewardZooError):
         Exception.__init__(err, err._format())
         return err
 
-    def at_samples(self, samples: Sequence[int]) -> "_CallError":
-        """A copy naming ``samples`` (kept when this error already names its own)."""
-        return self if self.samples is not None else self._copy(samples=tuple(int(i) for i in samples))
+    def located(self, *, reward: str | None = None, indices: Sequence[int] | None = None) -> "_CallError":
+        """A copy placed in the caller's frame: naming ``reward`` when it names none, and the caller's samples
+        ``indices`` (the call's); this error itself when it already names its samples (an inner call's)."""
+        if self.samples is not None:
+            return self
+        changes: dict[str, object] = {"reward": reward} if self.reward is None and reward is not None else {}
+        if indices is not None:
+            changes["samples"] = tuple(int(i) for i in self._offending(indices))
+        return self._copy(**changes) if changes else self
+
+    def _offending(self, indices: Sequence[int]) -> Sequence[int]:
+        return indices
 
 
 class RewardOutputError(_CallError, ValueError):
@@ -155,10 +185,9 @@ class RewardOutputError(_CallError, ValueError):
         """A copy whose inputs are positions in the enclosing call (a composite's inner call -> its own)."""
         return self._copy(inputs=tuple(int(positions[i]) for i in self.inputs) if self.inputs else None)
 
-    def located(self, indices: Sequence[int]) -> "RewardOutputError":
-        """A copy naming the caller's samples: the offending inputs mapped through ``indices``, else all."""
-        inside = [indices[i] for i in self.inputs if 0 <= i < len(indices)] if self.inputs else list(indices)
-        return self.at_samples(inside)
+    def _offending(self, indices: Sequence[int]) -> Sequence[int]:
+        """The offending inputs mapped through ``indices``, else all of them."""
+        return [indices[i] for i in self.inputs if 0 <= i < len(indices)] if self.inputs else list(indices)
 
 
 class RewardExecutionError(_CallError, RuntimeError):
@@ -178,7 +207,7 @@ class RemoteRankError(RewardExecutionError):
     """Another rank failed during a cross-rank reward exchange (names that rank and its reward)."""
 
     def __init__(self, message: str, *, rank: int, reward: str | None = None):
-        self.rank, self.reward, self.message, self.samples = rank, reward, message, None
+        self.rank, self.reward, self.message, self.samples = rank, reward, message, None  # type: ignore[misc]
         RuntimeError.__init__(self, message)  # the message already names the reward
 
     def _format(self, label: Callable[[int], str] | None = None) -> str:

@@ -20,15 +20,23 @@ class ManifestError(InputError):
 
 def read_manifest(path: str | Path) -> tuple[list[Sample], list[int]]:
     """(samples, their 1-based line numbers); blank lines are skipped. Errors name the line and field."""
+    samples, lines, _ = read_manifest_rows(path)
+    return samples, lines
+
+
+def read_manifest_rows(path: str | Path) -> tuple[list[Sample], list[int], list[dict]]:
+    """(samples, their 1-based line numbers, the lines as dicts with media paths resolved): the one reader of
+    a manifest file. Blank lines are skipped; a :class:`ManifestError` names the line (``sample``) and field."""
     path = regular_file(path, "manifest")
-    samples, lines = [], []
+    samples, lines, rows = [], [], []
     for lineno, data in _lines(path):
         try:
-            samples.append(Sample.from_dict(_resolve_paths(data, path.parent)))
+            rows.append(resolve_paths(data, path.parent))
+            samples.append(Sample.from_dict(rows[-1]))
         except InputError as exc:
             raise ManifestError(exc.message, field=exc.field, sample=lineno) from None
         lines.append(lineno)
-    return samples, lines
+    return samples, lines, rows
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict]]:
@@ -51,7 +59,8 @@ def _lines(path: Path) -> Iterator[tuple[int, dict]]:
             yield lineno, data
 
 
-def _resolve_paths(data: dict, root: Path) -> dict:
+def resolve_paths(data: dict, root: Path) -> dict:
+    """A copy of a manifest line (or table row) with its relative media paths made relative to ``root``."""
     out = dict(data)
     for key in MEDIA_FIELDS:
         if key in out and out[key] is not None:

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, Mapping
 
-from ..config import RewardConfig, RewardSpec, load_config
+from ..config import ConfigSource, RewardSpec, resolve_config
 from ..errors import InputError
 from ..sample import Sample
 
 #: Anything an adapter takes as its config: a YAML path, a mapping, or a loaded config.
-ConfigSource = RewardConfig | str | os.PathLike | Mapping[str, Any]
 
 
 def specs_of(config: ConfigSource, split: str = "train") -> tuple[RewardSpec, ...]:
     """The reward specs of ``split`` in ``config``."""
-    if not isinstance(config, RewardConfig):
-        config = load_config(config)
-    return config.specs(split)
+    return resolve_config(config).specs(split)
 
 
 def image_samples(images: Any, prompts: Any, metadata: Any, dataset_key: str | None) -> list[Sample]:

@@ -1,15 +1,18 @@
 """Offline scoring on Ray Data: ``rewardzoo score ... --engine ray`` and :func:`score_dataset`.
 
-Importing this package imports ``ray`` (``pip install 'rewardzoo[ray]'``); ``import rewardzoo`` never does. A front
-door: it may import every layer below it (see :mod:`rewardzoo`); nothing but another front door imports it.
+Importing this package imports ``ray`` (``pip install 'rewardzoo[ray]'``); ``import rewardzoo`` never does. It
+holds the engine (:mod:`~rewardzoo.ray.engine`), the actors' media decoding (:mod:`~rewardzoo.ray.inputs`) and
+the one Ray start-up (:mod:`~rewardzoo.ray.startup`). A front door: it may import every layer below it, the job
+layer included (see :mod:`rewardzoo`), never ``cli``; nothing but another front door imports it (``serve``
+imports its start-up for Ray Serve).
 
 How a run goes
 --------------
-1. **Plan, on the driver.** The driver reads the light part of the input — a JSONL manifest line by line, exactly
-   as the local command does, or a Parquet file's non-binary columns — and makes the local command's checks
-   (line-numbered errors, datasets no reward applies to) before anything is scored. It then cuts the rows into
-   the same chunks as the local command (:func:`~rewardzoo.cli.group_preserving_chunks`: about ``--chunk-size``
-   rows, a group never split, however large).
+1. **Plan, on the driver.** The driver plans the job as the local command does (:func:`~rewardzoo.jobs.plan_job`):
+   it reads the light part of the input — a JSONL manifest line by line, or a Parquet file's non-binary columns —
+   and makes the same checks (errors naming the line or row, datasets no reward applies to) before anything is
+   scored, and cuts the rows into the same chunks (:func:`~rewardzoo.jobs.group_preserving_chunks`: about
+   ``--chunk-size`` rows, a group never split, however large).
 2. **One Ray Data row per chunk.** A chunk row holds its rows' indices, labels and light fields (prompts, media
    *paths*) as JSON, about 130 bytes per input row; never pixels. A Parquet file's binary media columns (encoded
    image / video / audio bytes) are read by the actors themselves, from the file, for the rows of their chunk.
@@ -40,7 +43,8 @@ building the chunk rows 0.16 s.
 A dying actor is restarted by Ray (``max_restarts``) and its chunk retried (``max_task_retries``); a reward error
 comes back in the chunk's row and fails the job with its line, field and reward, without retries.
 
-Where a job runs: the cluster at ``--address`` or ``RAY_ADDRESS`` (which Ray jobs set); otherwise a fresh local
+Where a job runs (:func:`~rewardzoo.ray.startup.ensure_ray`, also Ray Serve's start-up for ``rewardzoo serve
+--ray``): the cluster at ``--address`` or ``RAY_ADDRESS`` (which Ray jobs set); otherwise a fresh local
 instance (``ray.init(address="local")``: a plain ``ray.init()`` would join a ``ray start`` cluster on the
 machine, or the dead one a stale address file names, and refuse the CPU count). A local instance is started with
 this checkout on ``PYTHONPATH`` in the environment it inherits, not with a job ``runtime_env``: with one, every

@@ -15,8 +15,14 @@ from typing import Any
 
 import ray
 
-from ..errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError
-from .inputs import ParquetMedia, Rows, decoded, has_bytes, load_records, load_rows
+from ..config import resolve_config
+from ..errors import RewardZooError
+from ..jobs.description import ScoreJob
+from ..jobs.inputs import InputRows, has_bytes, read_input, rows_of_records
+from ..jobs.output import write_jsonl, write_scores_parquet
+from ..jobs.plan import ScoreRun, group_preserving_chunks, plan_job
+from .inputs import ParquetMedia, decoded
+from .startup import ensure_ray
 
 MAX_RESTARTS = 3
 # Chunks queued per actor. With Ray Data's default (2) an actor idled about 1 s in 7 s between chunks of
@@ -66,43 +72,8 @@ class ChunkScorer:
             with tempfile.TemporaryDirectory(prefix="rewardzoo-media-") as folder:
                 result = self.processor([decoded(row, i, folder) for i, row in enumerate(rows)])
                 return json.dumps(result.records()), ""
-        except (InputError, RewardOutputError, RewardExecutionError) as exc:
-            located = exc.samples if not isinstance(exc, InputError) else \
-                (None if exc.sample is None else [exc.sample])
-            return "", (exc.with_label(labels.__getitem__) if located else str(exc))
-        except RewardZooError as exc:
-            return "", str(exc)
-
-
-def ensure_ray(address: str | None, quiet: bool) -> str | None:
-    """Join ``address`` (or ``RAY_ADDRESS``, which Ray jobs set), or start a fresh local instance sized to the
-    machine; returns where the job runs ("the Ray cluster at ADDR", "a local Ray instance of N CPUs"), or None
-    when this process had already initialised Ray (the caller's session, left running).
-
-    Without an address a new instance is started even when a ``ray start`` cluster runs on this machine (a plain
-    ``ray.init()`` would join that one and refuse the CPU count). The local instance gets this checkout on
-    ``PYTHONPATH`` through the environment it inherits, not a job ``runtime_env``: a job runtime env makes every
-    actor wait for a fresh worker process, while the raylet's prestarted workers can host the pool's actors at once.
-    """
-    if ray.is_initialized():
-        return None
-    paths = [str(Path(__file__).resolve().parents[2]), os.getcwd(), os.environ.get("PYTHONPATH", "")]
-    pythonpath = os.pathsep.join(p for p in paths if p)
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": not quiet, "logging_level": "ERROR"}
-    address = address or os.environ.get("RAY_ADDRESS") or None
-    if address:
-        ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": pythonpath}}, **kwargs)
-        return f"the Ray cluster at {ray.get_runtime_context().gcs_address}"
-    previous = os.environ.get("PYTHONPATH")  # the raylet and its workers inherit it at start; this process
-    os.environ["PYTHONPATH"] = pythonpath    # gets its own back
-    try:
-        ray.init(address="local", num_cpus=os.cpu_count(), **kwargs)
-    finally:
-        if previous is None:
-            os.environ.pop("PYTHONPATH")
-        else:
-            os.environ["PYTHONPATH"] = previous
-    return f"a local Ray instance of {os.cpu_count()} CPUs"
+        except RewardZooError as exc:  # its samples (if any) named by their rows' labels
+            return "", exc.with_label(labels.__getitem__)
 
 
 def configure_data(quiet: bool) -> None:
@@ -114,7 +85,7 @@ def configure_data(quiet: bool) -> None:
     logging.getLogger("ray.data").setLevel(logging.ERROR if quiet else logging.WARNING)
 
 
-def chunk_dataset(rows: Rows, chunks: list[list[int]]):
+def chunk_dataset(rows: InputRows, chunks: list[list[int]]):
     """One Ray row per chunk: the chunk's row indices, labels and light fields (JSON) and any in-row media."""
     items = []
     for k, chunk in enumerate(chunks):
@@ -123,12 +94,12 @@ def chunk_dataset(rows: Rows, chunks: list[list[int]]):
             row = rows.rows[i]
             media.append({key: v for key, v in row.items() if has_bytes(v)})
             light.append({key: v for key, v in row.items() if key not in media[-1]})
-        items.append({"chunk": k, "indices": json.dumps(chunk), "labels": json.dumps([rows.labels[i] for i in chunk]),
+        items.append({"chunk": k, "indices": json.dumps(chunk), "labels": json.dumps([rows.label(i) for i in chunk]),
                       "rows": json.dumps(light), "media": pickle.dumps(media) if any(media) else b""})
     return ray.data.from_items(items, override_num_blocks=max(1, len(items)))
 
 
-def scored_chunks(rows: Rows, chunks: list[list[int]], specs: list, actors: int, gpus: float, cpus: float):
+def scored_chunks(rows: InputRows, chunks: list[list[int]], specs: list, actors: int, gpus: float, cpus: float):
     """One chunk per call on a pool of ``actors`` actors (no more than there are chunks: an idle actor would only
     load the models); a dead actor is restarted and its chunk retried."""
     ds, actors = chunk_dataset(rows, chunks), max(1, min(actors, len(chunks)))
@@ -150,16 +121,13 @@ def score_dataset(dataset_or_path, config, *, split: str = "train", chunk_size: 
     Dataset of ``{"index", "record"}`` rows, ``record`` the JSON line ``rewardzoo score`` writes for input row
     ``index``. A bad row raises :class:`~rewardzoo.errors.RewardZooError` (its row, field and reward) when consumed.
     """
-    from ..cli import group_preserving_chunks
-    from ..config import load_config
-
     ensure_ray(address, quiet=True)
     if isinstance(dataset_or_path, (str, os.PathLike)):
-        rows = load_rows(dataset_or_path)
+        rows = read_input(dataset_or_path, tables=True)
     else:
-        rows = load_records(dataset_or_path.take_all(), Path.cwd())
+        rows = rows_of_records(dataset_or_path.take_all(), Path.cwd())
     chunks = group_preserving_chunks(rows.samples, chunk_size)
-    specs = list(load_config(config).specs(split))
+    specs = list(resolve_config(config).specs(split))
     scored = scored_chunks(rows, chunks, specs, actors, gpus_per_actor, cpus_per_actor)
 
     def explode(row: dict) -> list[dict]:
@@ -185,74 +153,26 @@ def _read_partial(path: Path, n: int) -> dict[int, dict]:
     return done
 
 
-def _write_parquet(path: Path, records: list[dict], specs: list) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    cols = {s.name: pa.array([r["rewards"].get(s.name) for r in records], type=pa.float64()) for s in specs}
-    cols["total"] = pa.array([r["total"] for r in records], type=pa.float64())
-    cols["applied"] = pa.array([r["applied"] for r in records], type=pa.list_(pa.string()))
-    cols["index"] = pa.array(range(len(records)), type=pa.int64())
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(pa.table(cols), tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _report_path(args, out: Path) -> Path | None:
-    """``--report``: checked before any scoring, as the local command does; it reads a JSONL score file."""
-    from ..cli import check_output_path
-
-    if not args.report:
-        return None
-    if out.suffix == ".parquet":
-        raise RewardZooError("--report reads a JSONL score file; give --out a .jsonl path, or run "
-                             "`rewardzoo report` on a JSONL output")
-    report = check_output_path(Path(args.report), inputs={"--input": Path(args.input), "--out": out})
-    if report.resolve() == out.resolve():
-        raise RewardZooError(f"--report '{report}' is --out; write the report to another file")
-    return report
-
-
-def score_with_ray(args) -> int:
-    """``rewardzoo score --engine ray``: the local command's checks, then the chunks on an actor pool."""
-    from ..cli import _check_datasets, _config_source, _is_path, _write_atomically, check_output_path, \
-        group_preserving_chunks
-    from ..config import load_config
-    from ..engine import unscored
-
+def score_with_ray(job: ScoreJob) -> ScoreRun:
+    """``rewardzoo score --engine ray``: the job's plan (the local command's checks), then its chunks on an actor
+    pool; writes ``job.out`` (JSONL, or Parquet for a ``.parquet`` path) and returns the records."""
     start = time.perf_counter()  # the final line's wall time: the whole command, reading and start-up included
-    if args.chunk_size <= 0:
-        raise RewardZooError("--chunk-size must be positive")
-    if args.actors <= 0:
-        raise RewardZooError("--actors must be positive")
-    source = _config_source(args.config)
-    out = check_output_path(Path(args.out), inputs={"--input": Path(args.input),
-                                                    **({"the config": Path(source)} if _is_path(source) else {})})
-    report = _report_path(args, out)
-    spec_objs = load_config(source).specs(args.split)
-    rows = load_rows(args.input)
-    numbers = [label.split(" ", 1)[1] for label in rows.labels]  # _check_datasets writes "line N"
-    _check_datasets(spec_objs, rows.samples, numbers, args.allow_unscored, unscored(spec_objs, rows.samples))
-    specs = list(spec_objs)
-    n = len(rows.samples)
+    plan = plan_job(job)
+    rows, out, n = plan.rows, plan.out, len(plan.rows.samples)
+    specs = list(plan.specs)
     partial = out.with_name(out.name + ".partial.jsonl")
-    done = _read_partial(partial, n) if args.resume else {}
-    if not args.resume:
+    done = _read_partial(partial, n) if job.resume else {}
+    if not job.resume:
         partial.unlink(missing_ok=True)
-    chunks = [c for c in group_preserving_chunks(rows.samples, args.chunk_size) if not all(i in done for i in c)]
+    chunks = [c for c in plan.chunks if not all(i in done for i in c)]
     ray_start = time.perf_counter()
-    where = ensure_ray(args.address, args.quiet)
+    where = ensure_ray(job.address, job.quiet)
     ray_own = time.perf_counter() - ray_start  # with ray.shutdown's time: Ray's own share of the wall time
     try:
-        configure_data(args.quiet)
+        configure_data(job.quiet)
         scored_rows = 0
         if chunks:
-            ds = scored_chunks(rows, chunks, specs, args.actors, args.gpus_per_actor, args.cpus_per_actor)
+            ds = scored_chunks(rows, chunks, specs, job.actors, job.gpus_per_actor, job.cpus_per_actor)
             with partial.open("a", encoding="utf-8") as fh:
                 for row in ds.iter_rows():
                     if row["error"]:
@@ -270,17 +190,12 @@ def score_with_ray(args) -> int:
             ray_own += time.perf_counter() - stop
     records = [done[i] for i in range(n)]
     if out.suffix == ".parquet":
-        _write_parquet(out, records, specs)
+        write_scores_parquet(out, records, [s.name for s in specs])
     else:
-        _write_atomically(out, records)
+        write_jsonl(out, records)
     partial.unlink(missing_ok=True)
     wall = time.perf_counter() - start
     print(f"rewardzoo: scored {scored_rows} rows ({n - scored_rows} resumed) in {wall:.1f} s, "
           f"{scored_rows / wall if wall else 0:.1f} rows/s, on {where or 'the running Ray session'}"
           + (f" ({ray_own:.1f} s of it in ray.init and ray.shutdown)" if where else ""), file=sys.stderr)
-    if report is not None:
-        from ..report import build_report
-
-        build_report(out, manifest=args.input if rows.parquet is None and Path(args.input).suffix != ".parquet"
-                     else None, config=args.config, out=report)
-    return 0
+    return ScoreRun(plan, records)

@@ -8,8 +8,12 @@ across rewards, a Spearman matrix and the samples two rewards disagree on; per g
 reward separates the members; with ``--compare``, paired differences and win rates with bootstrap
 intervals. It opens offline: charts are inline SVG, media are downscaled base64 ``data:`` URIs, there is
 no script and no external reference. Importing this package is light; matplotlib and SciPy (the
-``report`` extra) are imported when a report is built. A front door: it may import every layer below it (see
-:mod:`rewardzoo`); nothing but another front door imports it.
+``report`` extra) are imported when a report is built.
+
+``rewardzoo score --report`` builds the same page from the records it holds in memory
+(:func:`build_report_from_records`), without reading the files back. A front door: it may import every layer
+below it, the job layer included (its output check and atomic writer; see :mod:`rewardzoo`); nothing but another
+front door imports it.
 """
 
 from __future__ import annotations
@@ -18,17 +22,23 @@ import argparse
 import datetime as dt
 import os
 import platform
-import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from .errors import (ManifestFileError, ReportConfigError, ReportDependencyError, ReportInputError,
-                     ReportMismatchError, ScoreFileError)
+from .errors import (
+    ManifestFileError,
+    ReportConfigError,
+    ReportDependencyError,
+    ReportInputError,
+    ReportMismatchError,
+    ScoreFileError,
+)
 
 if TYPE_CHECKING:
     from ..config import RewardConfig
+    from ..jobs.inputs import InputRows
 
-__all__ = ["build_report", "cmd_report", "add_report_arguments", "ReportInputError", "ScoreFileError",
+__all__ = ["build_report", "build_report_from_records", "cmd_report", "add_report_arguments", "ReportInputError", "ScoreFileError",
            "ManifestFileError", "ReportMismatchError", "ReportConfigError", "ReportDependencyError"]
 
 DEFAULT_TOP = 8
@@ -47,24 +57,62 @@ def build_report(scores_path: str | os.PathLike, *, manifest: str | os.PathLike 
     samples (rows matched by position, or by ``id``); ``top``: best and worst samples shown per reward.
     Bad inputs raise :class:`ReportInputError` / :class:`ReportConfigError` subclasses naming the file and line.
     """
+    _check_options(top)
+    from .inputs import read_aligned_manifest
+    from .scores import read_scores
+
+    out = _checked_output(out, scores_path, manifest, config, compare)
+    scores = read_scores(scores_path)
+    return _build(scores, lambda: read_aligned_manifest(manifest, scores) if manifest is not None else None,
+                  config, out, compare, top)
+
+
+def build_report_from_records(records: Sequence[Mapping[str, Any]], *, scores_path: str | os.PathLike,
+                              manifest: str | os.PathLike | None = None, rows: "InputRows | None" = None,
+                              config: str | os.PathLike | Mapping[str, Any] | "RewardConfig" | None = None,
+                              out: str | os.PathLike = "report.html", top: int = DEFAULT_TOP) -> Path:
+    """:func:`build_report` of scores still in memory (``rewardzoo score --report``): ``records`` are the lines
+    just written to ``scores_path``, ``rows`` the manifest ``manifest``'s rows as the job read them; the page is
+    the one :func:`build_report` writes from the files."""
+    _check_options(top)
+    from .inputs import aligned_manifest
+    from .scores import scores_of_records
+
+    out = _checked_output(out, scores_path, manifest, config, None)
+    scores = scores_of_records(records, scores_path)
+    return _build(scores, lambda: aligned_manifest(manifest, rows.samples, rows.numbers, scores)
+                  if manifest is not None and rows is not None else None, config, out, None, top)
+
+
+def _check_options(top: Any) -> None:
     _require("matplotlib")
     _require("scipy")
     if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= MAX_TOP:
         raise ReportConfigError(f"--top must be an integer from 0 to {MAX_TOP}, got {top!r}")
+
+
+def _checked_output(out: str | os.PathLike, scores: Any, manifest: Any, config: Any, compare: Any) -> Path:
+    """Refuse an output that would overwrite an input or cannot be written, before any work."""
+    from ..jobs.output import check_output
+
+    inputs = {"the score file": scores, "--manifest": manifest, "--compare": compare}
+    if isinstance(config, (str, os.PathLike)):
+        inputs["--config"] = config
+    return check_output(Path(out), {k: Path(v) for k, v in inputs.items() if v is not None}, holds="the report",
+                        example="report.html", error=ReportInputError)
+
+
+def _build(scores, read_rows, config, out: Path, compare, top: int) -> Path:
+    from ..jobs.output import write_text
     from . import media
-    from .inputs import check_datasets, load_report_config, match_rows, read_aligned_manifest, reward_metas
+    from .inputs import check_datasets, load_report_config, match_rows, reward_metas
     from .scores import read_scores
     from .sections import Comparison, ReportContext
 
-    inputs = {"the score file": scores_path, "--manifest": manifest, "--compare": compare}
-    if isinstance(config, (str, os.PathLike)):
-        inputs["--config"] = config
-    out = _checked_output(Path(out), {k: Path(v) for k, v in inputs.items() if v is not None})
-    scores = read_scores(scores_path)
     cfg = load_report_config(config) if config is not None else None
     label = _config_label(config)
     metas = reward_metas(scores, cfg, f"the config {label}")
-    rows = read_aligned_manifest(manifest, scores) if manifest is not None else None
+    rows = read_rows()
     if rows is not None and cfg is not None:
         check_datasets(scores, rows, metas)
     comparison = None
@@ -76,15 +124,21 @@ def build_report(scores_path: str | os.PathLike, *, manifest: str | os.PathLike 
         a_ids = scores.ids if scores.ids is not None else (rows.ids if rows is not None else None)
         comparison = Comparison(other, *match_rows(scores, a_ids, other))
     ctx = ReportContext(scores, metas, rows, label, top, media.MediaEmbedder(budget=media.MEDIA_BUDGET), comparison)
-    html = _render(ctx)
-    _write_atomically(out, html)
+    write_text(out, _render(ctx))
     return out
 
 
 def _render(ctx) -> str:
     from .page import document
-    from .sections import (compare_section, correlation_section, disagreement_section, groups_section, header,
-                           method_section, reward_section)
+    from .sections import (
+        compare_section,
+        correlation_section,
+        disagreement_section,
+        groups_section,
+        header,
+        method_section,
+        reward_section,
+    )
 
     nav = [(ctx.reward_anchor(i), m.name) for i, m in enumerate(ctx.metas)]
     sections = [reward_section(ctx, i) for i in range(len(ctx.metas))]
@@ -131,33 +185,6 @@ def _config_label(config: Any) -> str | None:
     if isinstance(config, (str, os.PathLike)):
         return os.fspath(config)
     return f"(a {type(config).__name__} given in Python)"
-
-
-def _checked_output(out: Path, inputs: dict[str, Path]) -> Path:
-    """Refuse an output that would overwrite an input or cannot be written, before any work."""
-    for what, path in inputs.items():
-        if (path.exists() and out.exists() and out.samefile(path)) or out.resolve() == path.resolve():
-            raise ReportInputError(f"--out '{out}' is {what}; write the report to another file")
-    if out.is_dir():
-        raise ReportInputError(f"--out '{out}' is a directory; give a file path such as {out / 'report.html'}")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tempfile.NamedTemporaryFile(prefix=f".{out.name}.", dir=out.parent).close()
-    except OSError as exc:
-        raise ReportInputError(f"--out '{out}' cannot be written: {exc.strerror or exc}") from None
-    return out
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would keep a report meant for sharing from its readers
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # ---------------------------------------------------------------------------------------------- CLI

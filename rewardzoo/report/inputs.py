@@ -11,10 +11,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..config import RewardConfig, RewardSpec, load_config
+from ..config import RewardConfig, RewardSpec, resolve_config
+from ..errors import UnknownConfigError
 from ..manifest import ManifestError, read_manifest
-from ..registry import example_config, info, lookup
-from ..resources import config_path
+from ..registry import info, lookup
 from ..rewards.info import RewardInfo
 from ..sample import Sample
 from .errors import ManifestFileError, ReportConfigError, ReportMismatchError
@@ -63,7 +63,13 @@ def read_aligned_manifest(path: str | os.PathLike, scores: ScoreTable) -> Manife
     try:
         samples, lines = read_manifest(path)  # a missing or unreadable file: an InputError naming it
     except ManifestError as exc:
-        raise ManifestFileError(exc.with_label(f"line {exc.sample}"), path=path) from None
+        raise ManifestFileError(exc.with_label(lambda n: f"line {n}"), path=path) from None
+    return aligned_manifest(path, samples, lines, scores)
+
+
+def aligned_manifest(path: str | os.PathLike, samples: list[Sample], lines: list[int],
+                     scores: ScoreTable) -> ManifestRows:
+    """The manifest ``path`` (its samples and their lines, already read) checked against the scores."""
     if len(samples) != len(scores):
         raise ReportMismatchError(f"the manifest '{path}' has {_count(len(samples), 'sample')} but the score file "
                                   f"'{scores.path}' has {_count(len(scores), 'row')}; give the manifest the scores "
@@ -101,19 +107,10 @@ def _metadata_id(metadata: Any) -> Any:
 # ------------------------------------------------------------------------------------------ config
 def load_report_config(source: str | os.PathLike | Mapping[str, Any] | RewardConfig) -> RewardConfig:
     """A config as ``rewardzoo score`` takes it: a YAML path, a shipped config name or a reward name."""
-    if isinstance(source, RewardConfig):
-        return source
-    if isinstance(source, Mapping):
-        return load_config(source)
-    name = os.fspath(source)
-    if Path(name).is_file() or name.endswith((".yaml", ".yml")):
-        return load_config(name)
     try:
-        return load_config(config_path(name))
-    except FileNotFoundError:
-        if info(name) is None:
-            raise ReportConfigError(f"config '{name}' is neither a file, a shipped config nor a reward name") from None
-    return load_config(example_config(name))
+        return resolve_config(source)
+    except UnknownConfigError as exc:
+        raise ReportConfigError(str(exc)) from None
 
 
 def reward_metas(scores: ScoreTable, config: RewardConfig | None, label: str = "the config") -> list[RewardMeta]:

@@ -7,6 +7,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -40,12 +41,16 @@ class ScoreTable:
 def read_scores(path: str | os.PathLike) -> ScoreTable:
     """Read and check a score file; :class:`ScoreFileError` names the file and line of the first problem."""
     path = regular_file(path, "score", _error_at(path))
-    names: list[str] | None = None
-    columns: list[list[float]] = []
-    applied_rows: list[list[int]] = []
-    totals: list[float] = []
-    lines: list[int] = []
-    ids: list = []
+    return _table(path, _file_rows(path))
+
+
+def scores_of_records(records: Sequence[Mapping], path: str | os.PathLike) -> ScoreTable:
+    """The table of the records ``rewardzoo score`` has just written to ``path`` (row i is line i + 1), checked
+    as a file would be."""
+    return _table(Path(path), ((k, dict(r)) for k, r in enumerate(records, start=1)))
+
+
+def _file_rows(path: Path) -> Iterator[tuple[int, dict]]:
     offset = 0
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
@@ -57,22 +62,32 @@ def read_scores(path: str | os.PathLike) -> ScoreTable:
             offset += len(raw)
             if not text.strip():
                 continue
-            row = _parse_line(text, path, lineno)
-            rewards = row["rewards"]
-            if names is None:
-                names = list(rewards)
-                index = {n: i for i, n in enumerate(names)}
-                columns = [[] for _ in names]
-            elif len(rewards) != len(names) or any(n not in index for n in rewards):
-                raise ScoreFileError(f"its rewards ({_names(rewards)}) differ from the first row's ({_names(names)}); "
-                                     "a score file holds the output of one config", path=path, line=lineno)
-            for name, value in rewards.items():
-                columns[index[name]].append(_number(value, f"rewards.{name}", path, lineno))
-            totals.append(_number(row["total"], "total", path, lineno))
-            applied_rows.append(_applied(row["applied"], index, path, lineno))
-            if "id" in row:
-                ids.append(_id(row["id"], path, lineno))
-            lines.append(lineno)
+            yield lineno, _parse_line(text, path, lineno)
+
+
+def _table(path: Path, rows: Iterable[tuple[int, dict]]) -> ScoreTable:
+    names: list[str] | None = None
+    columns: list[list[float]] = []
+    applied_rows: list[list[int]] = []
+    totals: list[float] = []
+    lines: list[int] = []
+    ids: list = []
+    for lineno, row in rows:
+        rewards = row["rewards"]
+        if names is None:
+            names = list(rewards)
+            index = {n: i for i, n in enumerate(names)}
+            columns = [[] for _ in names]
+        elif len(rewards) != len(names) or any(n not in index for n in rewards):
+            raise ScoreFileError(f"its rewards ({_names(rewards)}) differ from the first row's ({_names(names)}); "
+                                 "a score file holds the output of one config", path=path, line=lineno)
+        for name, value in rewards.items():
+            columns[index[name]].append(_number(value, f"rewards.{name}", path, lineno))
+        totals.append(_number(row["total"], "total", path, lineno))
+        applied_rows.append(_applied(row["applied"], index, path, lineno))
+        if "id" in row:
+            ids.append(_id(row["id"], path, lineno))
+        lines.append(lineno)
     if names is None:
         raise ScoreFileError("is empty; `rewardzoo score` writes one line per manifest line", path=path)
     if ids and len(ids) != len(lines):

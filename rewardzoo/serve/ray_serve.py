@@ -10,14 +10,14 @@ its own serialisation inside the cluster; nothing received on the HTTP port is u
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from typing import Any, Mapping
 
 from ray import serve
 
-from ..config import RewardConfig, load_config
+from ..config import RewardConfig, resolve_config
+from ..jobs.description import ServeJob
 from ..transport.wire import WireLimits
 from .options import ServeOptions, binding_notice
 
@@ -50,8 +50,7 @@ def reward_deployment(config: RewardConfig | str | Mapping[str, Any], *, split: 
     The config is read here, on the driver, and travels to the replicas as data (so a YAML file need
     not exist on the other nodes; model paths must).
     """
-    if not isinstance(config, RewardConfig):
-        config = load_config(config)
+    config = resolve_config(config)
     config.specs(split)  # check the split before any replica starts
     deployment = serve.deployment(RewardServeReplica, name=name, num_replicas=replicas,
                                   max_ongoing_requests=MAX_ONGOING_REQUESTS,
@@ -59,20 +58,19 @@ def reward_deployment(config: RewardConfig | str | Mapping[str, Any], *, split: 
     return deployment.bind(config, split, options, limits)
 
 
-def run_ray(config_source: Any, args: argparse.Namespace, options: ServeOptions, limits: WireLimits) -> int:
-    """``rewardzoo serve --ray``: start (or join) Ray, deploy, keep serving until interrupted."""
+def run_ray(config_source: Any, job: ServeJob, options: ServeOptions, limits: WireLimits) -> int:
+    """``rewardzoo serve --ray``: start (or join) Ray as the Ray engine does, deploy, serve until interrupted."""
     import ray
 
-    if args.address:
-        ray.init(address=args.address, logging_level="ERROR")
-    else:
-        ray.init(include_dashboard=False, logging_level="ERROR")
-    serve.start(http_options={"host": args.host, "port": args.port})
-    app = reward_deployment(config_source, split=args.split, replicas=args.replicas,
-                            gpus_per_replica=args.gpus_per_replica, cpus_per_replica=args.cpus_per_replica,
+    from ..ray.startup import ensure_ray  # the one start-up: a fresh local instance unless an address is given
+
+    ensure_ray(job.address, quiet=False)
+    serve.start(http_options={"host": job.host, "port": job.port})
+    app = reward_deployment(config_source, split=job.split, replicas=job.replicas,
+                            gpus_per_replica=job.gpus_per_replica, cpus_per_replica=job.cpus_per_replica,
                             options=options, limits=limits)
     serve.run(app, name="rewardzoo", route_prefix="/")
-    print(binding_notice(args.host, args.port, options.token is not None) + f" (Ray Serve, {args.replicas} "
+    print(binding_notice(job.host, job.port, options.token is not None) + f" (Ray Serve, {job.replicas} "
           f"replica(s); Ray at {ray.get_runtime_context().gcs_address})", file=sys.stderr, flush=True)
     try:
         while True:

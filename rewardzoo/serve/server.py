@@ -1,4 +1,5 @@
-"""``rewardzoo serve``: options -> a :class:`~rewardzoo.serve.service.RewardService` under uvicorn (or Ray Serve)."""
+"""``rewardzoo serve``: options -> a :class:`~rewardzoo.jobs.ServeJob` -> a
+:class:`~rewardzoo.serve.service.RewardService` under uvicorn (or Ray Serve)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from ..config import config_source
 from ..errors import ConfigError, RewardZooError
+from ..jobs.description import ServeJob
 from .options import ServeOptions, binding_notice
 
 if TYPE_CHECKING:
@@ -17,50 +20,52 @@ DEFAULT_PORT = 8765
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The options of ``rewardzoo serve``."""
+    """The options of ``rewardzoo serve`` (their defaults: :class:`~rewardzoo.jobs.ServeJob`'s)."""
+    d = ServeJob
     p.add_argument("config", help="YAML config path, a reward name (its card's example config) or a shipped config")
-    p.add_argument("--host", default="127.0.0.1",
+    p.add_argument("--host", default=d.host,
                    help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 accepts other machines)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT)
-    p.add_argument("--split", choices=["train", "eval"], default="train")
-    p.add_argument("--max-batch", type=int, default=64, help="samples per model batch, merged across clients")
-    p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a batch waits for more requests")
-    p.add_argument("--max-queue", type=int, default=4096, help="queued samples before requests get 503")
-    p.add_argument("--max-request-mb", type=float, default=64.0, help="largest request body (MiB)")
-    p.add_argument("--max-connections", type=int, default=256,
+    p.add_argument("--port", type=int, default=d.port)
+    p.add_argument("--split", choices=["train", "eval"], default=d.split)
+    p.add_argument("--max-batch", type=int, default=d.max_batch, help="samples per model batch, merged across clients")
+    p.add_argument("--max-wait-ms", type=float, default=d.max_wait_ms, help="how long a batch waits for more requests")
+    p.add_argument("--max-queue", type=int, default=d.max_queue, help="queued samples before requests get 503")
+    p.add_argument("--max-request-mb", type=float, default=d.max_request_mb, help="largest request body (MiB)")
+    p.add_argument("--max-connections", type=int, default=d.max_connections,
                    help="open connections before new ones get 503 (bounds the bodies held in memory)")
-    p.add_argument("--max-samples", type=int, default=512, help="samples per request")
-    p.add_argument("--max-pixels", type=int, default=4096 * 4096, help="pixels per image or video frame")
-    p.add_argument("--max-frames", type=int, default=2048, help="frames per video")
-    p.add_argument("--max-audio-seconds", type=float, default=600.0, help="seconds per audio clip")
+    p.add_argument("--max-samples", type=int, default=d.max_samples, help="samples per request")
+    p.add_argument("--max-pixels", type=int, default=d.max_pixels, help="pixels per image or video frame")
+    p.add_argument("--max-frames", type=int, default=d.max_frames, help="frames per video")
+    p.add_argument("--max-audio-seconds", type=float, default=d.max_audio_seconds, help="seconds per audio clip")
     p.add_argument("--token-env", metavar="NAME", help="environment variable holding the bearer token clients must send")
-    p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--log-level", default=d.log_level, choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--ray", action="store_true", help="serve with Ray Serve (pip install 'rewardzoo[serve-ray]')")
-    p.add_argument("--replicas", type=int, default=1, help="(ray) replicas, each loading the models once")
-    p.add_argument("--gpus-per-replica", type=float, default=0, help="(ray) GPUs per replica")
-    p.add_argument("--cpus-per-replica", type=float, default=1, help="(ray) CPUs per replica")
-    p.add_argument("--address", help="(ray) join this Ray cluster instead of starting a local one")
+    p.add_argument("--replicas", type=int, default=d.replicas, help="(ray) replicas, each loading the models once")
+    p.add_argument("--gpus-per-replica", type=float, default=d.gpus_per_replica, help="(ray) GPUs per replica")
+    p.add_argument("--cpus-per-replica", type=float, default=d.cpus_per_replica, help="(ray) CPUs per replica")
+    p.add_argument("--address", help="(ray) join this Ray cluster instead of starting a local one; default: "
+                   "$RAY_ADDRESS when set")
     return p
 
 
-def options_from_args(args: argparse.Namespace) -> tuple[ServeOptions, "WireLimits"]:
-    """The server's options and request limits from the command line."""
+def serve_options(job: ServeJob) -> tuple[ServeOptions, "WireLimits"]:
+    """The server's options and request limits of a serve job."""
     from ..transport.wire import WireLimits
 
     for name in ("max_batch", "max_queue", "max_samples", "max_pixels", "max_frames", "port", "replicas",
                  "max_connections"):
-        if getattr(args, name) <= 0:
-            raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+        if getattr(job, name) <= 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(job, name)}")
     for name in ("max_request_mb", "max_audio_seconds"):
-        if not getattr(args, name) > 0:
-            raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.max_wait_ms < 0:
-        raise ConfigError(f"--max-wait-ms must be 0 or more, got {args.max_wait_ms}")
-    limits = WireLimits(max_request_bytes=int(args.max_request_mb * 2 ** 20), max_samples=args.max_samples,
-                        max_pixels=args.max_pixels, max_frames=args.max_frames,
-                        max_audio_seconds=args.max_audio_seconds)
-    return ServeOptions(max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, max_queue=args.max_queue,
-                        token=token_from_env(args.token_env)), limits
+        if not getattr(job, name) > 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(job, name)}")
+    if job.max_wait_ms < 0:
+        raise ConfigError(f"--max-wait-ms must be 0 or more, got {job.max_wait_ms}")
+    limits = WireLimits(max_request_bytes=int(job.max_request_mb * 2 ** 20), max_samples=job.max_samples,
+                        max_pixels=job.max_pixels, max_frames=job.max_frames,
+                        max_audio_seconds=job.max_audio_seconds)
+    return ServeOptions(max_batch=job.max_batch, max_wait_ms=job.max_wait_ms, max_queue=job.max_queue,
+                        token=token_from_env(job.token_env)), limits
 
 
 def token_from_env(name: str | None) -> str | None:
@@ -73,18 +78,20 @@ def token_from_env(name: str | None) -> str | None:
     return token
 
 
-def serve_command(args: argparse.Namespace, config_source) -> int:
-    options, limits = options_from_args(args)
-    if args.ray:
+def serve_command(job: ServeJob) -> int:
+    """``rewardzoo serve``: serve ``job`` under uvicorn (or Ray Serve) until interrupted."""
+    options, limits = serve_options(job)
+    source = config_source(job.config)
+    if job.ray:
         from .ray_serve import run_ray
 
-        return run_ray(config_source, args, options, limits)
+        return run_ray(source, job, options, limits)
     import uvicorn
 
     from .app import build_app
     from .service import RewardService
 
-    service = RewardService(config_source, split=args.split, limits=limits)
+    service = RewardService(source, split=job.split, limits=limits)
     failed: list[BaseException] = []
     server: uvicorn.Server | None = None
 
@@ -94,10 +101,10 @@ def serve_command(args: argparse.Namespace, config_source) -> int:
             server.should_exit = True
 
     app = build_app(service, options, on_load_error=on_load_error)
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
+    server = uvicorn.Server(uvicorn.Config(app, host=job.host, port=job.port, log_level=job.log_level,
                                            access_log=False, lifespan="on", timeout_keep_alive=30,
-                                           limit_concurrency=args.max_connections))
-    print(binding_notice(args.host, args.port, options.token is not None), file=sys.stderr, flush=True)
+                                           limit_concurrency=job.max_connections))
+    print(binding_notice(job.host, job.port, options.token is not None), file=sys.stderr, flush=True)
     server.run()
     if failed:
         raise RewardZooError(f"loading the rewards failed: {failed[0]}") from failed[0]

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from rewardzoo.cli import group_preserving_chunks, main
+from rewardzoo.cli import main
+from rewardzoo.jobs import group_preserving_chunks
 from rewardzoo.registry import entries
 from rewardzoo.sample import Sample
 

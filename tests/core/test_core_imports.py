@@ -42,13 +42,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 FRONT_DOORS = "front doors"
 
-#: Edges the code still has and another part of issue 27 removes; each names that part. Delete an entry when
-#: its edge is gone (test_pending_edges_are_still_there fails then).
-PENDING = {
-    ("rewardzoo.ray.engine", "rewardzoo.cli"):
-        "issue 27 deliverable 1: the job layer takes the job helpers out of cli.py (nothing imports the CLI)",
-}
-
 _LOADERS = ("import_module", "import_path")
 _DOTTED = re.compile(r"^rewardzoo(\.\w+)*(:[\w.]+)?$")
 
@@ -210,11 +203,11 @@ def edges_by_kind(root: Path = REPO) -> dict[str, dict[str, set[str]]]:
     return graphs
 
 
-def merged(graphs: dict[str, dict[str, set[str]]], skip: object = ()) -> dict[str, set[str]]:
+def merged(graphs: dict[str, dict[str, set[str]]]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for graph in graphs.values():
         for name, targets in graph.items():
-            out.setdefault(name, set()).update(t for t in targets if (name, t) not in skip)
+            out.setdefault(name, set()).update(targets)
     return out
 
 
@@ -269,8 +262,8 @@ def graphs() -> dict[str, dict[str, set[str]]]:
 
 @pytest.fixture(scope="module")
 def graph(graphs) -> dict[str, set[str]]:
-    """Every edge but the pending ones."""
-    return merged(graphs, skip=PENDING)
+    """Every edge, of every kind."""
+    return merged(graphs)
 
 
 def _upward(graphs: dict[str, dict[str, set[str]]]) -> dict[str, list[str]]:
@@ -280,7 +273,7 @@ def _upward(graphs: dict[str, dict[str, set[str]]]) -> dict[str, list[str]]:
     for kind, graph in graphs.items():
         for name, targets in graph.items():
             for target in targets:
-                if (name, target) in PENDING or (kind == "lazy" and target.startswith(name + ".")):
+                if kind == "lazy" and target.startswith(name + "."):
                     continue
                 if layer_of(target) > layer_of(name):
                     offending.setdefault(name, []).append(f"{target} ({kind}: {LAYERS[layer_of(name)][0]} "
@@ -289,12 +282,11 @@ def _upward(graphs: dict[str, dict[str, set[str]]]) -> dict[str, list[str]]:
 
 
 def test_the_walker_sees_the_known_edges(graphs):
-    imports, strings, lazy, cards = (graphs[k] for k in ("import", "string", "lazy", "card"))
+    imports, lazy, cards = (graphs[k] for k in ("import", "lazy", "card"))
     assert "rewardzoo.engine" in imports["rewardzoo.processor"]
     assert "rewardzoo.rewards.base" in imports["rewardzoo.engine"]
     assert "rewardzoo.async_runner" in imports["rewardzoo.processor"]  # a function-level import counts
     assert "rewardzoo.processor" not in imports["rewardzoo.async_runner"]  # a TYPE_CHECKING import does not
-    assert "rewardzoo.ray.engine" in strings["rewardzoo.cli"]  # importlib.import_module("rewardzoo.ray.engine")
     assert "rewardzoo.processor" in lazy["rewardzoo"] and "rewardzoo.integrations" in lazy["rewardzoo"]
     assert "rewardzoo.transport.client" in lazy["rewardzoo.transport"]
     assert "rewardzoo.rewards.image.pickscore" in cards["rewardzoo.registry"]
@@ -359,10 +351,16 @@ def test_only_front_doors_import_front_doors_and_nothing_imports_the_cli(graphs,
     assert sorted(name for name, targets in graph.items() if "rewardzoo.cli" in targets) == []
 
 
-def test_pending_edges_are_still_there(graphs):
-    everything = merged(graphs)
-    assert [edge for edge in PENDING if edge[1] not in everything.get(edge[0], ())] == [], \
-        "an edge listed in PENDING is gone: delete its entry"
+def test_the_walker_reads_import_module_and_import_path_strings(tmp_path):
+    """No module loads another by a string today (the CLI's import_module of the Ray engine is gone); the walker
+    still reads them, in a planted module."""
+    planted = tmp_path / "planted.py"
+    planted.write_text("import importlib\nfrom rewardzoo.shared.imports import import_path\n\n\ndef f():\n"
+                       "    importlib.import_module('rewardzoo.engine')\n"
+                       "    return import_path('rewardzoo.cli:main')\n", encoding="utf-8")
+    known = set(_modules(REPO))
+    found = _Edges("rewardzoo.planted", planted, False, known, {}).kinds
+    assert found["string"] == {"rewardzoo.engine", "rewardzoo.cli"}
 
 
 def test_cards_point_into_the_rewards_at_a_class_defined_there():

@@ -87,12 +87,14 @@ def test_the_ray_command_passes_its_options_to_the_deployment(config, monkeypatc
     """``rewardzoo serve --ray``'s wiring, with Ray's start and run replaced (a second Ray instance in this
     module would be a second cluster on the machine); the deployment itself is the one tested above."""
     from rewardzoo.serve import ray_serve
-    from rewardzoo.serve.server import add_serve_arguments, options_from_args
+    from rewardzoo.jobs import ServeJob
+    from rewardzoo.serve.server import add_serve_arguments, serve_options
 
     seen: dict = {}
     monkeypatch.setattr(ray_serve.serve, "start", lambda **kw: seen.setdefault("start", kw))
     monkeypatch.setattr(ray_serve.serve, "run", lambda app, **kw: seen.setdefault("run", (app, kw)))
     monkeypatch.setattr(ray_serve.serve, "shutdown", lambda: seen.setdefault("serve_shutdown", True))
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # this module's own Ray instance runs
     monkeypatch.setattr(ray, "init", lambda **kw: seen.setdefault("init", kw))
     monkeypatch.setattr(ray, "shutdown", lambda: seen.setdefault("ray_shutdown", True))
     monkeypatch.setattr(ray, "get_runtime_context", lambda: argparse.Namespace(gcs_address="10.0.0.1:6379"))
@@ -104,8 +106,9 @@ def test_the_ray_command_passes_its_options_to_the_deployment(config, monkeypatc
     args = add_serve_arguments(argparse.ArgumentParser()).parse_args(
         [str(config), "--ray", "--replicas", "3", "--gpus-per-replica", "0.5", "--port", "9123", "--max-batch", "7",
          "--address", "ray://head:10001"])
-    options, limits = options_from_args(args)
-    assert ray_serve.run_ray(str(config), args, options, limits) == 0
+    job = ServeJob.from_options(vars(args))
+    options, limits = serve_options(job)
+    assert ray_serve.run_ray(str(config), job, options, limits) == 0
     assert seen["init"]["address"] == "ray://head:10001"
     assert seen["start"] == {"http_options": {"host": "127.0.0.1", "port": 9123}}
     app, kw = seen["run"]

@@ -1,0 +1,122 @@
+"""The rows of a score job's input, each with its label: a JSONL manifest's 'line N' (1-based) or a table's
+'row N' (0-based, a Parquet file's or a Ray Dataset's).
+
+A JSONL manifest is read by :func:`~rewardzoo.manifest.read_manifest_rows` (the one manifest reader). A Parquet
+file is read column by column: its non-binary columns here, its binary media columns (encoded image / video /
+audio bytes) only where they are scored (the Ray engine's actors read them from the file). ``pyarrow`` is
+imported only for a Parquet input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import InputError, RewardZooError
+from ..manifest import (
+    MEDIA_FIELDS,
+    MEDIA_LIST_FIELDS,
+    ManifestError,
+    read_manifest_rows,
+    resolve_paths,
+)
+from ..sample import Sample
+
+MEDIA = MEDIA_FIELDS + MEDIA_LIST_FIELDS
+
+
+@dataclass
+class InputRows:
+    """A job's input: light samples (for the plan), JSON-ready rows and how each is named in errors.
+
+    ``rows[i]`` is row i as a resolved manifest line, without the binary media columns of a Parquet file;
+    ``unit`` is ``"line"`` (a manifest) or ``"row"`` (a table) and ``numbers[i]`` row i's line or row number;
+    ``parquet`` is the Parquet file the binary columns (``binary``) stay in, when there are any.
+    """
+
+    samples: list[Sample]
+    rows: list[dict]
+    unit: str
+    numbers: list[int]
+    parquet: str | None = None
+    binary: tuple[str, ...] = field(default_factory=tuple)
+
+    def label(self, i: int) -> str:
+        """Row i as an error names it: 'line 7', 'row 6'."""
+        return f"{self.unit} {self.numbers[i]}"
+
+    @property
+    def labels(self) -> list[str]:
+        return [self.label(i) for i in range(len(self.numbers))]
+
+
+def read_input(path: str | os.PathLike, *, tables: bool = False) -> InputRows:
+    """A JSONL manifest, or with ``tables`` also a Parquet file (by its ``.parquet`` suffix). Errors are
+    :class:`~rewardzoo.errors.RewardZooError` naming the line (or row) and the field."""
+    if tables and Path(path).suffix == ".parquet":
+        return read_parquet(Path(path))
+    try:
+        samples, lines, rows = read_manifest_rows(path)
+    except ManifestError as exc:
+        raise RewardZooError(exc.with_label(lambda n: f"line {n}")) from None
+    return InputRows(samples, rows, "line", lines)
+
+
+def _is_binary(typ) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        typ = typ.value_type
+    return pa.types.is_binary(typ) or pa.types.is_large_binary(typ)
+
+
+def read_parquet(path: Path) -> InputRows:
+    """Parquet rows as manifest lines: null cells are absent; media columns hold paths (relative to the file's
+    folder) or encoded bytes, which stay in the file."""
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        raise RewardZooError(f"input '{path}' is not a file")
+    schema = pq.read_schema(path)
+    binary = tuple(name for name in schema.names if _is_binary(schema.field(name).type))
+    for name in binary:
+        if name not in MEDIA:
+            raise RewardZooError(f"column '{name}' holds bytes; encoded bytes are supported for the media fields "
+                                 f"({', '.join(MEDIA)}) only")
+    light = [n for n in schema.names if n not in binary]
+    records = pq.read_table(path, columns=light).to_pylist() if light else \
+        [{} for _ in range(pq.ParquetFile(path).metadata.num_rows)]
+    out = rows_of_records(records, path.parent)
+    if binary:
+        out.parquet, out.binary = str(path.resolve()), binary
+    return out
+
+
+def rows_of_records(records: Sequence[dict], root: Path) -> InputRows:
+    """Table rows (Parquet, a Ray Dataset) as manifest lines; relative media paths are relative to ``root``.
+    Encoded bytes in a row stay in it (a Ray Dataset's rows)."""
+    samples, rows = [], []
+    for i, record in enumerate(records):
+        data = {k: v for k, v in record.items() if v is not None}
+        encoded = {k: v for k, v in data.items() if has_bytes(v)}
+        try:
+            bad = next((k for k in encoded if k not in MEDIA), None)
+            if bad is not None:
+                raise InputError("encoded bytes are supported for the media fields only", field=bad)
+            if isinstance(data.get("metadata"), dict):
+                data["metadata"] = json.dumps(data["metadata"])
+            light = resolve_paths({k: v for k, v in data.items() if k not in encoded}, root)
+            samples.append(Sample.from_dict(light))
+        except InputError as exc:
+            raise RewardZooError(exc.located(sample=i).with_label(lambda n: f"row {n}")) from None
+        rows.append({**light, **encoded})
+    return InputRows(samples, rows, "row", list(range(len(rows))))
+
+
+def has_bytes(value: Any) -> bool:
+    """Whether a cell holds encoded media (bytes, or a list with bytes)."""
+    return isinstance(value, (bytes, bytearray)) or (isinstance(value, list) and any(
+        isinstance(v, (bytes, bytearray)) for v in value))

@@ -1,0 +1,89 @@
+"""The one output check and the one atomic writer of every file rewardzoo writes (scores as JSONL or
+Parquet, the HTML report).
+
+A file is written into a temporary file beside it and renamed over it, so a failed or interrupted write leaves
+the old file (or none), never a partial one. It gets the mode any new file would get, ``0o666 & ~umask``
+(``mkstemp``'s 0600 would keep scores and reports from the people they are written for).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from ..errors import RewardZooError
+
+
+def check_output(out: Path, inputs: Mapping[str, Path], *, holds: str = "the scores", option: str = "--out",
+                 example: str | None = None, error: Callable[[str], Exception] = RewardZooError) -> Path:
+    """Refuse, before any work, an output that would overwrite one of ``inputs`` (named by their keys) or
+    cannot be written; returns ``out``. ``holds`` says what the file is for, ``example`` a file name the
+    directory message suggests; ``error`` makes the exception (the report's family, or :class:`RewardZooError`)."""
+    resolved = out.resolve()
+    for what, path in inputs.items():
+        if resolved == path.resolve() or (path.exists() and out.exists() and out.samefile(path)):
+            raise error(f"{option} '{out}' is {what}; write {holds} to another file")
+    if out.is_dir():
+        raise error(f"{option} '{out}' is a directory; give a file path"
+                    + (f" such as {out / example}" if example else ""))
+    parent = resolved.parent
+    existing = next(folder for folder in (parent, *parent.parents) if folder.exists())
+    if not existing.is_dir():
+        raise error(f"{option} '{out}': '{existing}' is a file, not a folder")
+    try:  # try it (permissions, read-only or pseudo file systems); the folder is needed for the output anyway
+        parent.mkdir(parents=True, exist_ok=True)
+        tempfile.NamedTemporaryFile(prefix=f".{out.name}.", dir=parent).close()
+    except OSError as exc:
+        raise error(f"{option} '{out}' cannot be written: {exc.strerror or exc}") from None
+    return out
+
+
+def file_mode() -> int:
+    """The mode of a new file under this process's umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_atomically(path: Path, write: Callable[[str], None]) -> None:
+    """Write ``path`` atomically: ``write(tmp)`` fills a temporary file beside it, which then replaces it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        os.chmod(tmp, file_mode())
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    """A UTF-8 text file (the HTML report), atomically."""
+    write_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def write_jsonl(path: Path, records: Sequence[object]) -> None:
+    """One JSON line per record, atomically."""
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for record in records:
+                fh.write(json.dumps(record) + "\n")
+    write_atomically(path, write)
+
+
+def write_scores_parquet(path: Path, records: Sequence[dict], names: Sequence[str]) -> None:
+    """Score records as a Parquet table, atomically: a float64 column per reward stream (``names``), ``total``,
+    ``applied`` (a list of names) and the input row ``index``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols = {n: pa.array([r["rewards"].get(n) for r in records], type=pa.float64()) for n in names}
+    cols["total"] = pa.array([r["total"] for r in records], type=pa.float64())
+    cols["applied"] = pa.array([r["applied"] for r in records], type=pa.list_(pa.string()))
+    cols["index"] = pa.array(range(len(records)), type=pa.int64())
+    write_atomically(path, lambda tmp: pq.write_table(pa.table(cols), tmp))
