@@ -28,7 +28,8 @@ JPEG_CONFIG = ("rewards:\n  - name: small\n    reward_model: jpeg_compressibilit
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_instance():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
+    # address="local": a fresh instance, also beside a `ray start` cluster or the address file a stopped one left
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR",
              runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
     yield
     ray.shutdown()

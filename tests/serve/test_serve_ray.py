@@ -35,7 +35,8 @@ def config(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ray_url(config):
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
+    # address="local": a fresh instance, also beside a `ray start` cluster or the address file a stopped one left
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR",
              runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
     port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
