@@ -371,7 +371,7 @@ def test_base_nan_names_wrapper_and_base():
 
 
 @pytest.mark.parametrize("spec, error, match", [
-    ({"reward_model": "group_rank"}, ConfigError, "needs kwargs 'base'"),
+    ({"reward_model": "group_rank"}, ConfigError, "group_rank needs kwargs 'base'"),  # the card name, not the class
     ({"reward_model": "pairwise_winrate"}, ConfigError, "Bradley-Terry judge needs kwargs 'base'"),
     ({"reward_model": "group_rank", "kwargs": {"base": "no_such_reward"}}, RegistryError, "unknown reward"),
     ({"reward_model": "group_rank", "kwargs": {"base": {"model_path": "x"}}}, ConfigError, "reward_model"),

@@ -56,7 +56,7 @@ class _ReferenceReward(PointwiseReward):
                  align: str = "error") -> None:
         super().__init__(model_path, device, dtype)
         if align not in ALIGN:
-            raise ConfigError(f"{type(self).__name__} align must be one of {', '.join(ALIGN)}, got {align!r}",
+            raise ConfigError(f"{self.name}: align must be one of {', '.join(ALIGN)}, got {align!r}",
                               field="kwargs")
         self.align = align
 

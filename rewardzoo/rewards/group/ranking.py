@@ -118,7 +118,7 @@ class GroupwiseOverBase(GroupwiseReward):
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  base: Reward | None = None, base_batch_size: int | None = None) -> None:
         super().__init__(model_path, device, dtype)
-        cls = type(self).__name__
+        cls = self.name
         if base is not None and not isinstance(base, Reward):
             raise ConfigError(f"{cls}: 'base' must be a built reward; build the wrapper through the loader, e.g. "
                               f"rewardzoo.load_reward('group_rank', base={base!r})", field="kwargs.base")

@@ -55,7 +55,7 @@ class FrameAverage(PointwiseReward):
         self.preset = check_preset(preset)
         num_frames = preset_num_frames(self.preset, num_frames, 8)  # the preset samples inside the call
         if not isinstance(image_reward, Reward):
-            raise ConfigError(f"{type(self).__name__} averages a built image reward; build it through the loader, "
+            raise ConfigError(f"{self.name} averages a built image reward; build it through the loader, "
                               "e.g. rewardzoo.load_reward({'name': 'video_clip_score', 'model_path': ...})",
                               field="image_reward")
         self.num_frames = check_num_frames(num_frames)
@@ -66,7 +66,7 @@ class FrameAverage(PointwiseReward):
 
     def vbench(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
         """``preset: vbench``: VBench's own computation (subclasses)."""
-        raise ConfigError(f"{type(self).__name__} has no VBench preset", field="kwargs")
+        raise ConfigError(f"{self.name} has no VBench preset", field="kwargs")
 
     def __call__(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
         if self.preset == "vbench":
