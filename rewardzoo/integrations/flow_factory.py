@@ -21,6 +21,9 @@ and ``limits`` (the rewardzoo entry fields); options named like a Flow-Factory f
         base: jpeg_incompressibility
         device: cpu
 
+A rewardzoo reward class named in ``reward_model:`` itself (``rewardzoo.rewards.image.jpeg.JpegCompressibility``)
+is refused with a :class:`~rewardzoo.errors.ConfigError` that shows the adapter entry to write instead.
+
 Flow-Factory's ``device`` and ``dtype`` (torch objects) become the spec's device string and dtype name;
 its default ``cuda`` means this rank's device (``accelerator.device``), or the CPU for a reward whose
 model card says it runs on the CPU only. ``batch_size`` is the spec's. ``weight``, ``async_reward`` and

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import RegistryError, RewardOutputError
+from ..errors import ConfigError, RegistryError, RewardOutputError
 from .info import KINDS, PER_INSTANCE, RewardInfo
 
 #: Fields a reward may declare in its :class:`Inputs`.
@@ -145,12 +145,21 @@ class Reward:
     resolved device string, ``dtype`` a dtype name. ``self.name`` is the registry name the loader builds it
     under (:meth:`named`) from the start of ``__init__``, else the class name. Subclasses add keyword arguments of their own (the
     YAML ``kwargs:`` mapping) and load weights in ``__init__``; they never prepare or shard themselves
-    for a trainer.
+    for a trainer. Flow-Factory's own constructor call (``Class(config=..., accelerator=...)``, when its
+    ``reward_model:`` names a reward class) is refused with a ConfigError showing the adapter entry to write.
     """
 
     inputs: ClassVar[Inputs] = Inputs()
     thread_safe: ClassVar[bool] = True
     kind: ClassVar[str] = ""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Reward":
+        # Flow-Factory's dotted-path fallback builds whatever class its `reward_model:` names as
+        # Class(config=RewardArguments, accelerator=Accelerator): refused here, before a subclass's
+        # __init__ would fail on `config` with a bare TypeError.
+        if not args and kwargs.keys() == {"config", "accelerator"} and hasattr(kwargs["config"], "extra_kwargs"):
+            raise _flow_factory_refusal(cls, kwargs["config"])
+        return super().__new__(cls)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -225,6 +234,22 @@ class Reward:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_path={self.model_path!r}, device={self.device!r}, dtype={self.dtype_name!r})"
+
+
+_FLOW_FACTORY_ADAPTER = "rewardzoo.integrations.flow_factory.RewardZoo"
+
+
+def _flow_factory_refusal(cls: type[Reward], config: Any) -> ConfigError:
+    """The error for a Flow-Factory entry naming a rewardzoo reward class itself: the adapter entry to write."""
+    either = "  # RewardZooGroupwise when it is built groupwise" if cls.kind == PER_INSTANCE else ""
+    adapter = _FLOW_FACTORY_ADAPTER + ("Groupwise" if cls.kind == "groupwise" else "Pointwise")
+    return ConfigError(
+        f"{cls.__qualname__} is a rewardzoo reward, which Flow-Factory builds through rewardzoo's adapter, not "
+        f"directly; write the entry as\n  - name: {getattr(config, 'name', None) or 'NAME'}\n"
+        f"    reward_model: {adapter}{either}\n    rewardzoo: {cls.__module__}:{cls.__qualname__}\n"
+        "keeping its other keys (the reward's options, batch_size, device, dtype); `rewardzoo:` also takes the "
+        "reward's registry name (`rewardzoo list` shows them)",
+        entry=getattr(config, "name", None), field="reward_model")
 
 
 def check_kind(reward: Reward) -> None:

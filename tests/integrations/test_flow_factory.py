@@ -8,6 +8,7 @@ are checked against rewardzoo's own processor and an independent PIL computation
 
 from __future__ import annotations
 
+import copy
 import io
 import math
 import os
@@ -17,12 +18,16 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import yaml
 from PIL import Image
 
 from rewardzoo import RewardProcessor as ZooProcessor
 from rewardzoo import Sample
 from rewardzoo.errors import ConfigError, InputError, RegistryError, RewardOutputError
 from rewardzoo.rewards.base import Inputs, PointwiseReward
+from rewardzoo.rewards.group.ranking import GroupRank
+from rewardzoo.rewards.image.jpeg import JpegCompressibility
+from rewardzoo.rewards.remote import RemoteReward
 
 from ..clients import SHARED, client_module
 
@@ -88,6 +93,19 @@ class NotANumber(PointwiseReward):
 
 class NeedsMetadata(PointwiseReward):
     inputs = Inputs(("metadata",))
+
+
+class Configured(PointwiseReward):
+    """A reward whose own options are called ``config`` and ``accelerator`` (score = len(config))."""
+
+    inputs = Inputs(("prompt",))
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", *, config=None, accelerator=None):
+        super().__init__(model_path, device, dtype)
+        self.config, self.accelerator = config, accelerator
+
+    def __call__(self, prompt, **_):
+        return [float(len(self.config))] * len(prompt)
 
 
 # --------------------------------------------------------------------------- Flow-Factory and data
@@ -205,6 +223,55 @@ def test_default_cuda_device_is_the_cpu_for_a_cpu_only_reward(ff):
 def test_configuration_errors_name_the_entry(ff, entry, error, match):
     with pytest.raises(error, match=match):
         ff_reward(ff, name="x", device="cpu", **entry)
+
+
+# --------------------------------------------------------------------------- a rewardzoo class named directly
+def suggested_entry(message: str) -> dict:
+    """The YAML entry a refusal of a bare rewardzoo class shows, parsed."""
+    block = message.split("write the entry as\n", 1)[1].split("\nkeeping", 1)[0]
+    (entry,) = yaml.safe_load(block)
+    return entry
+
+
+@pytest.mark.parametrize("cls, options, adapter, card", [
+    (JpegCompressibility, {"quality": 90}, POINTWISE, "jpeg_compressibility"),
+    (GroupRank, {"base": "jpeg_compressibility"}, GROUPWISE, "group_rank"),
+], ids=["pointwise", "groupwise"])
+def test_a_rewardzoo_class_named_directly_is_refused_with_the_adapter_entry(ff, cls, options, adapter, card):
+    # Flow-Factory's dotted-path fallback builds Class(config=..., accelerator=...): a bare TypeError until now
+    with pytest.raises(ConfigError) as caught:
+        ff_reward(ff, name="bare", reward_model=f"{cls.__module__}.{cls.__qualname__}", device="cpu", **options)
+    message = str(caught.value)
+    assert message.startswith(f"entry 'bare', field 'reward_model': {cls.__qualname__} is a rewardzoo reward")
+    assert "registry name (`rewardzoo list`" in message
+    entry = suggested_entry(message)
+    assert entry == {"name": "bare", "reward_model": adapter, "rewardzoo": path(cls)}
+    # the entry it shows, with the other keys kept, is one Flow-Factory builds: that class, its card, its options
+    model = ff_reward(ff, **entry, device="cpu", **options)
+    assert type(model.reward) is cls and model.reward.info.name == card
+    built = {"quality": model.reward.quality} if cls is JpegCompressibility else {"base": model.reward.base.info.name}
+    assert built == options
+
+
+def test_a_per_instance_class_named_directly_is_refused_naming_both_adapters(ff):
+    with pytest.raises(ConfigError) as caught:  # refused before its __init__ would reach for the server
+        ff_reward(ff, name="judge", reward_model="rewardzoo.rewards.remote.RemoteReward", url="http://127.0.0.1:9",
+                  rewards=["pickscore"])
+    assert f"reward_model: {POINTWISE}  # RewardZooGroupwise when it is built groupwise\n" in str(caught.value)
+    assert suggested_entry(str(caught.value)) == {"name": "judge", "reward_model": POINTWISE,
+                                                   "rewardzoo": path(RemoteReward)}
+
+
+def test_rewardzoo_construction_is_unaffected_by_the_refusal(ff):
+    # options of a reward's own named config and accelerator, directly and through rewardzoo's loader
+    reward = Configured(config={"a": 1, "b": 2}, accelerator="none")
+    assert (reward.config, reward.accelerator, reward.name) == ({"a": 1, "b": 2}, "none", "Configured")
+    zoo = ZooProcessor([{"name": "c", "reward_model": path(Configured), "kwargs": {"config": [1, 2, 3],
+                                                                                 "accelerator": "x"}}])
+    assert zoo([Sample(prompt="p")]).rewards["c"].tolist() == [3.0]
+    jpeg = JpegCompressibility.named("jpeg_compressibility", quality=80)
+    twin = copy.deepcopy(jpeg)  # copies and unpickling call __new__ with no arguments
+    assert (twin.name, twin.quality, JpegCompressibility("/w").model_path) == ("jpeg_compressibility", 80, "/w")
 
 
 # --------------------------------------------------------------------------- scoring through Flow-Factory
