@@ -39,6 +39,7 @@ _LAZY = {
     "AsyncRewardRunner": "rewardzoo.async_runner",
     "RewardTimeoutError": "rewardzoo.errors",
     "RunnerClosedError": "rewardzoo.errors",
+    "RunnerStateError": "rewardzoo.errors",
     "DistributedRewardProcessor": "rewardzoo.distributed",
     "RemoteRankError": "rewardzoo.errors",
     "rank_ordered": "rewardzoo.distributed",

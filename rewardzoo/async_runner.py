@@ -17,6 +17,19 @@ would return, raises the first worker error (naming the reward), and raises
 :class:`RewardTimeoutError` instead of hanging when ``timeout`` seconds pass. The runner is reusable
 after ``finalize``; ``close()`` (or leaving a ``with`` block) stops its threads.
 
+Results as they are ready: ``for i, row in runner.ready()`` (completion order) or
+``runner.results(ordered=True)`` (input order, each sample once it and all before it are complete)
+yield ``(index, row)``, ``row`` being the one-sample ``RewardResult`` of sample ``index``, as soon as
+every stream that applies to it has scored it (a groupwise stream: its whole group). The first call
+seals the round: tails and open groups are submitted, so ``add`` raises :class:`RunnerStateError`
+until ``finalize``, which then returns the full result (the numbers the rows had) and starts the next
+round. Synchronous streams are scored on the caller's thread between two rows. A failed call raises
+its error when the iteration reaches one of its samples (the samples before it still come); the
+timeout counts from the ``ready``/``results`` call; an error or a timeout ends the round as in
+``finalize``. Several iterators of one round each yield every sample (from one thread); one resumed
+after ``finalize`` raises :class:`RunnerStateError`. Across ranks the rows come after the cross-rank
+exchange, all at once, since every rank must reach it.
+
 A call that is still running when the timeout fires cannot be killed (Python has no way to stop a
 thread): it keeps running on its worker thread and its result is discarded; the runner's next round
 uses fresh threads. Worker threads are daemons, so such a call never keeps the process from exiting.
@@ -32,13 +45,15 @@ import queue
 import threading
 import time
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from collections import deque
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .engine import (ConversionCache, Job, Outcome, RewardResult, ScoreTable, applicable_mask, as_samples,
-                     check_required, group_indices, run_call)
-from .errors import InputError, RewardTimeoutError, RunnerClosedError
+from .engine import (ConversionCache, Job, Outcome, RewardResult, ScoreTable, applicable_mask, as_samples, assemble,
+                     call_plan, check_required, group_indices, run_call)
+from .errors import InputError, RewardTimeoutError, RunnerClosedError, RunnerStateError
 from .rewards.base import Reward
 from .sample import Sample
 from .shared.options import positive_float, positive_int
@@ -160,9 +175,11 @@ class _Streams:
 
 
 class AsyncRewardRunner:
-    """Incremental scoring of one round of samples (see the module docstring).
+    """Incremental scoring of one round of samples (see the module docstring): ``add``, then ``finalize``,
+    or first read the rows as they are ready with ``ready()`` / ``results(ordered=True)``.
 
-    ``timeout``: seconds ``finalize`` may wait for the worker threads (None = no limit).
+    ``timeout``: seconds ``finalize`` (or an iteration of ``ready``/``results``) may wait for the worker
+    threads (None = no limit).
     ``group_size``: samples per group, when known; complete groups of async groupwise rewards are then
     scored while the round is still being generated (single process only).
     """
@@ -194,6 +211,9 @@ class AsyncRewardRunner:
         ``finalize`` instead, so that every rank fails at the same point.
         """
         self._check_open()
+        if self._table is not None:
+            raise RunnerStateError("add() after ready()/results() began reading this round's results: call "
+                                   "finalize() first; the next round starts after it")
         start = len(self._samples)
         try:
             new = as_samples(samples, start=start)  # errors name the index in the round
@@ -228,18 +248,46 @@ class AsyncRewardRunner:
     def finalize(self) -> "RewardResult":
         """Flush the pointwise tails, score what is left, wait for the workers; the round's result.
 
-        Equal to ``processor(all added samples)``. Raises the first worker error (in submission order),
-        :class:`RewardTimeoutError` after ``timeout`` seconds; the runner then starts a fresh round.
+        Equal to ``processor(all added samples)`` (after ``ready``/``results``, the rows they yielded
+        were its rows). Raises the first worker error, :class:`RewardTimeoutError` after ``timeout``
+        seconds; the runner then starts a fresh round.
         """
         self._check_open()
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        deadline = self._deadline()
         try:
-            result = self._finalize(deadline)
+            self._seal(deadline)
+            while not self._errors and not self._complete():
+                self._advance(deadline)
+            if self._errors:
+                raise self._errors[0]
+            result = self._table.result()
         except BaseException:
             self._abort()
             raise
         self._reset()
         return result
+
+    def results(self, *, ordered: bool = True) -> Iterator[tuple[int, "RewardResult"]]:
+        """``(index, row)`` for each sample of the round once every stream that applies to it scored it.
+
+        ``row`` is the one-sample :class:`~rewardzoo.processor.RewardResult` of sample ``index``: the
+        numbers of ``finalize()``'s row ``index`` (its extras: the keys the calls so far reported).
+        ``ordered=True``: in input order, each as soon as it and all samples before it are complete;
+        ``ordered=False``: in the order the samples complete (:meth:`ready`). Seals the round (see the
+        module docstring); a failed call raises its error when the iteration reaches its samples.
+        """
+        self._check_open()
+        deadline = self._deadline()
+        try:
+            self._seal(deadline)
+        except BaseException:
+            self._abort()
+            raise
+        return self._iterate(ordered, deadline, self._round)
+
+    def ready(self) -> Iterator[tuple[int, "RewardResult"]]:
+        """``results(ordered=False)``: each sample's ``(index, row)`` as soon as it is complete."""
+        return self.results(ordered=False)
 
     @property
     def num_samples(self) -> int:
@@ -274,7 +322,15 @@ class AsyncRewardRunner:
         self._complete_groups: dict[str, set] = {s.name: set() for s in self._async}
         self._futures: list[tuple[str, cf.Future]] = []
         self._deferred: Exception | None = None
-        self._done: list[tuple[str, list[int], cf.Future]] = []
+        self._done: list[tuple[str, list[int], cf.Future]] = []  # calls whose outcome is not in the table yet
+        # set when the round is sealed (by ready/results/finalize):
+        self._table: ScoreTable | None = None
+        self._inline: deque[tuple[str, list[int], Job]] = deque()  # synchronous calls still to run
+        self._need = np.zeros(0, dtype=np.int64)  # per sample: applicable streams that have not scored it
+        self._order: list[int] = []  # complete samples, in completion order
+        self._failed: dict[int, BaseException] = {}  # sample -> the error of a call of it
+        self._errors: list[BaseException] = []
+        self._round = object()  # identifies the round for its iterators
 
     def _check_open(self) -> None:
         if self._closed:
@@ -328,10 +384,13 @@ class AsyncRewardRunner:
         self._wait([(spec.name, f) for f in futures], deadline)
         return [f.result() for f in futures]
 
-    def _finalize(self, deadline: float | None) -> "RewardResult":
-        samples = self._samples
-        events = _Streams.ready_events(self._cuda_devices) if self._cuda_devices and samples else {}
-        for spec in self._async:  # tails, and (single process) the remaining groups
+    def _deadline(self) -> float | None:
+        return None if self.timeout is None else time.monotonic() + self.timeout
+
+    def _flush(self) -> None:
+        """Submit the pointwise tails and (single process) the remaining groups."""
+        events = _Streams.ready_events(self._cuda_devices) if self._cuda_devices and self._samples else {}
+        for spec in self._async:
             reward = self.processor.rewards[spec.name]
             if reward.kind == "groupwise":
                 if not self.processor.collective:
@@ -341,18 +400,118 @@ class AsyncRewardRunner:
             elif self._waiting[spec.name]:
                 self._submit(spec, reward, list(self._waiting[spec.name]), events)
                 self._waiting[spec.name].clear()
-        table = ScoreTable(self.processor.specs, samples, self.processor.advantage)
-        # what this runner submitted itself: async pointwise streams, and (single process) async groupwise
-        # ones; across ranks the groupwise streams go through the processor's exchange, on this runner's pools
-        own = {s.name for s in self._async
-               if self.processor.rewards[s.name].kind != "groupwise" or not self.processor.collective}
+
+    def _seal(self, deadline: float | None) -> None:
+        """End the round's additions: flush, gate every spec, queue the synchronous calls (once per round)."""
+        if self._table is not None:
+            return
+        samples, specs = self._samples, self.processor.specs
+        self._flush()
+        table = ScoreTable(specs, samples, self.processor.advantage)
+        if self.processor.collective:  # every rank takes part in the exchange: the whole round is scored here
+            self._score_collective(table, deadline)
+        else:
+            self.processor.score_into(table, self._cache, skip=[s.name for s in specs])  # gates only
+            for spec in specs:
+                if not spec.async_reward:
+                    reward = self.processor.rewards[spec.name]
+                    for chunk in call_plan(spec, reward, samples, np.flatnonzero(table.masks[spec.name]).tolist()):
+                        self._inline.append((spec.name, chunk, partial(run_call, spec.name, reward, chunk,
+                                                                       self._cache)))
+        need = np.zeros(len(samples), dtype=np.int64)
+        if not self.processor.collective:
+            for mask in table.masks.values():
+                need += mask
+        self._table, self._need = table, need
+        self._order = np.flatnonzero(need == 0).tolist()
+
+    def _score_collective(self, table: ScoreTable, deadline: float | None) -> None:
+        # what this runner submitted itself: async pointwise streams; the groupwise streams go through
+        # the processor's exchange, on this runner's pools
+        own = {s.name for s in self._async if self.processor.rewards[s.name].kind != "groupwise"}
         self.processor.score_into(table, self._cache, skip=own, error=self._deferred,
                                   run_jobs=lambda spec, reward, jobs: self.run_jobs(spec, reward, jobs, deadline),
                                   finish=lambda: self._wait(self._futures, deadline))
         self._wait(self._futures, deadline)
         for name, indices, future in self._done:
             table.put(name, indices, *future.result())
-        return table.result()
+        self._done = []
+
+    def _complete(self) -> bool:
+        return not self._inline and not self._done
+
+    def _advance(self, deadline: float | None) -> None:
+        """Take in the finished calls; if none has finished, run one synchronous call or wait a little."""
+        if not any(f.done() for _, _, f in self._done):
+            if not self._inline:
+                self._wait_any(deadline)
+                return
+            name, chunk, job = self._inline.popleft()
+            future: cf.Future = cf.Future()
+            try:
+                future.set_result(job())
+            except Exception as exc:  # raised when the iteration reaches the chunk's samples
+                future.set_exception(exc)
+            self._done.append((name, chunk, future))
+        waiting = []
+        for name, chunk, future in self._done:  # in submission order
+            if not future.done():
+                waiting.append((name, chunk, future))
+            elif future.exception() is not None:
+                self._errors.append(future.exception())
+                for i in chunk:
+                    self._failed.setdefault(i, future.exception())
+            else:
+                self._table.put(name, chunk, *future.result())
+                self._need[chunk] -= 1
+                self._order.extend(i for i in chunk if self._need[i] == 0 and i not in self._failed)
+        self._done = waiting
+
+    def _wait_any(self, deadline: float | None) -> None:
+        """Wait (at most 0.1 s, for KeyboardInterrupt) for one of the submitted calls; a timeout past ``deadline``."""
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise self._timeout_error([(n, f) for n, _, f in self._done])
+        cf.wait([f for _, _, f in self._done], timeout=0.1 if left is None else min(0.1, left),
+                return_when=cf.FIRST_COMPLETED)
+
+    def _iterate(self, ordered: bool, deadline: float | None, round_id: object) -> Iterator[tuple[int, RewardResult]]:
+        position = 0  # ordered: the next sample index; otherwise: the next entry of self._order
+        while True:
+            if self._round is not round_id:
+                raise RunnerStateError("this round's results were already finalized (or it failed); iterate over "
+                                       "ready()/results() of the current round")
+            try:
+                if ordered:
+                    if position == len(self._need):
+                        return
+                    if position in self._failed:
+                        raise self._failed[position]
+                    if self._need[position]:
+                        self._advance(deadline)
+                        continue
+                elif position == len(self._order):
+                    if self._errors:
+                        raise self._errors[0]
+                    if self._complete():
+                        return
+                    self._advance(deadline)
+                    continue
+                index = position if ordered else self._order[position]
+                row = self._row(index)
+            except BaseException:
+                self._abort()
+                raise
+            position += 1
+            yield index, row
+
+    def _row(self, i: int) -> RewardResult:
+        """Row ``i`` of the table as a one-sample result (the arithmetic of ``finalize``'s, element by element)."""
+        t, one = self._table, slice(i, i + 1)
+        return assemble(t.specs, t.samples[one], {k: v[one] for k, v in t.scores.items()},
+                        {k: v[one] for k, v in t.masks.items()},
+                        {k: {kk: vv[one].copy() for kk, vv in v.items()} for k, v in t.extras.items()},
+                        t.advantage_mode)
 
     def _wait(self, futures: list[tuple[str, cf.Future]], deadline: float | None) -> None:
         """Wait for ``futures``; raise the first error in submission order, or a timeout naming the rewards."""
@@ -365,12 +524,15 @@ class AsyncRewardRunner:
             if any(f.exception() is not None for f in done if not f.cancelled()):
                 break
             if pending and left is not None and left <= 0:
-                names = sorted({n for n, f in futures if f in pending})
-                raise RewardTimeoutError(f"{len(pending)} call(s) still running after the runner's timeout of "
-                                         f"{self.timeout} s", reward=", ".join(names))
+                raise self._timeout_error([(n, f) for n, f in futures if f in pending])
         for _, future in futures:
             if future.done() and not future.cancelled() and future.exception() is not None:
                 raise future.exception()
+
+    def _timeout_error(self, pending: list[tuple[str, cf.Future]]) -> RewardTimeoutError:
+        names = sorted({n for n, _ in pending})
+        return RewardTimeoutError(f"{len(pending)} call(s) still running after the runner's timeout of "
+                                  f"{self.timeout} s", reward=", ".join(names))
 
     def _abort(self) -> None:
         """Cancel queued calls and drop the round; pools whose threads may still be busy are replaced."""

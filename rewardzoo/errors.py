@@ -199,6 +199,11 @@ class RunnerClosedError(RewardZooError, RuntimeError):
     """An :class:`~rewardzoo.async_runner.AsyncRewardRunner` was used after ``close()``."""
 
 
+class RunnerStateError(RewardZooError, RuntimeError):
+    """An :class:`~rewardzoo.async_runner.AsyncRewardRunner` call out of turn: ``add`` while the round's
+    results are being read (``ready``/``results``, until ``finalize``), or an iterator of a finished round."""
+
+
 class RewardTimeoutError(RewardExecutionError, TimeoutError):
     """Asynchronous reward calls did not finish within the runner's timeout (names the rewards)."""
 

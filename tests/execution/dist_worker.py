@@ -75,6 +75,11 @@ def main() -> None:
         for k in range(0, len(mine), 3):
             runner.add(mine[k:k + 3])
         out["async"].append(plain(runner.finalize()))
+    # a third round read with results(ordered=True) first: the rows come after the exchange
+    for k in range(0, len(mine), 3):
+        runner.add(mine[k:k + 3])
+    out["ready_rows"] = [(index, plain(row)) for index, row in runner.results(ordered=True)]
+    out["ready_final"] = plain(runner.finalize())
     runner.close()
     save()
 

@@ -66,6 +66,19 @@ def test_async_runner_across_ranks_equals_the_single_process_result(ranks, refer
     _assert_rank_matches(ranks[rank]["async"][round_], reference, rank)
 
 
+@pytest.mark.parametrize("rank", [0, 1])
+def test_results_across_ranks_are_the_rows_of_the_single_process_result(ranks, reference, rank):
+    rows = ranks[rank]["ready_rows"]
+    idx = rank_indices(rank)
+    assert [i for i, _ in rows] == list(range(len(idx)))
+    for (i, row), g in zip(rows, idx):
+        for name, values in reference.rewards.items():
+            np.testing.assert_array_equal(row["rewards"][name], values[[g]], err_msg=f"{name}, sample {i}")
+        np.testing.assert_array_equal(row["total"], reference.total[[g]])
+        assert row["applied"] == [reference.applied[g]]
+    _assert_rank_matches(ranks[rank]["ready_final"], reference, rank)  # finalize after reading: the same
+
+
 def test_each_group_is_scored_exactly_once(ranks):
     scored = [group for r in range(2) for _, group in ranks[r]["scored"]]
     keys = [(type(g[0]).__name__, g[0]) for g in scored]
