@@ -273,6 +273,12 @@ class DistributedRewardProcessor(RewardProcessor):
         """True while a multi-rank process group is initialised (then every rank must call together)."""
         return self.exchange.active
 
+    @property
+    def exchanges_groups(self) -> bool:
+        """True when a call runs the cross-rank exchange (several ranks and a groupwise reward): then the
+        calls of every processor doing so must come in the same order on every rank."""
+        return self.collective and any(self.rewards[s.name].kind == "groupwise" for s in self.specs)
+
     def score_into(self, table: ScoreTable, cache: ConversionCache, *, skip: Iterable[str] = (),
                    run_jobs: RunJobs = run_inline, error: BaseException | None = None,
                    finish: Callable[[], None] | None = None) -> None:

@@ -12,7 +12,9 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -52,3 +54,22 @@ def launch_ranks(worker: str, out_dir: Path, *, world: int = 2, timeout: float =
 def load_result(path: Path, log: str):
     assert path.exists(), f"{path.name} was not written:\n{log}"
     return pickle.loads(path.read_bytes())
+
+
+def finish_rank(outfile: str | Path, result: object) -> None:
+    """A worker's last step: pickle ``result`` to ``outfile``, wait for every rank, leave the process group."""
+    import torch.distributed as dist
+
+    Path(outfile).write_bytes(pickle.dumps(result))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def run_rank(main: Callable[[], None]) -> None:
+    """Run a worker's ``main``; on any failure print the traceback and exit 1 at once, so that a rank
+    left waiting in a collective cannot keep the process alive."""
+    try:
+        main()
+    except BaseException:
+        traceback.print_exc()
+        os._exit(1)

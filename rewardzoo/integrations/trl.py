@@ -21,17 +21,24 @@ prompt), so groupwise rewards see their groups, across ranks too when ``torch.di
 initialised. A reward's extras are logged through TRL's ``log_metric`` as ``NAME/KEY`` (their mean over
 the samples the reward applied to).
 
-All functions built from one config share one loader, so each model is loaded once.
+All functions built from one config share one loader, so each model is loaded once. With
+``concurrent=True`` they are coroutine functions that TRL gathers, each scoring on its own thread (see
+:func:`trl_reward_funcs`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..async_runner import DaemonPool
 from ..distributed import DistributedRewardProcessor
+from ..engine import RewardResult
 from ..errors import ConfigError, InputError
 from ..loader import RewardLoader
 from ..rewards.base import is_text_extra
@@ -127,18 +134,27 @@ def trl_samples(prompts: Sequence[Any] | None, completions: Sequence[Any] | None
 
 
 def trl_reward_funcs(config: ConfigSource, split: str = "train", loader: RewardLoader | None = None, *,
-                     tokenizer: Any = None, group_by: str | None = None
-                     ) -> tuple[list[Callable[..., list[float | None]]], list[float]]:
+                     tokenizer: Any = None, group_by: str | None = None, concurrent: bool = False
+                     ) -> tuple[list[Callable[..., Any]], list[float]]:
     """(reward functions, reward_weights) for TRL's GRPOTrainer, one function per configured reward.
 
     ``tokenizer``: renders conversational prompts with its chat template as TRL does (see the module
     docstring). ``group_by="prompt"``: samples of one prompt form a group, for groupwise rewards.
     Per-dataset weight mappings have no TRL equivalent (TRL weighs a function, not a row): configure one
     stream per dataset with ``applicable_datasets`` and a scalar weight instead.
+
+    ``concurrent=True`` gives coroutine functions (``async def``) instead, which TRL runs together
+    (``asyncio.gather`` on its event-loop thread) rather than one after another: each scores on its own
+    worker thread, so the reward phase takes about as long as the slowest reward, not the sum. Scores,
+    groups and logged extras are those of the plain functions; a reward that is not ``thread_safe`` is
+    still never called on two threads at once (its instance lock). Across ranks, the functions whose
+    calls run the group exchange share one thread, so they reach their collectives in the same order on
+    every rank. TRL runs plain functions before it gathers coroutines: make every function concurrent.
     """
     if group_by is not None and group_by not in GROUP_BY:
         raise ConfigError(f"group_by must be one of {GROUP_BY} or None, got {group_by!r}", field="group_by")
     loader = loader or RewardLoader()
+    exchange_lane = _Lane("rewardzoo-trl-exchange")  # shared by the functions that run the group exchange
     funcs, weights = [], []
     for spec in specs_of(config, split):
         if isinstance(spec.weight, Mapping):
@@ -146,24 +162,67 @@ def trl_reward_funcs(config: ConfigSource, split: str = "train", loader: RewardL
                               "per dataset with applicable_datasets", entry=spec.name, field="weight")
         # the distributed processor is the plain one until torch.distributed runs with several ranks
         processor = DistributedRewardProcessor([spec], loader)
-        funcs.append(_trl_function(processor, spec.name, tokenizer, group_by))
+        funcs.append(_trl_coroutine(processor, spec.name, tokenizer, group_by, exchange_lane) if concurrent
+                     else _trl_function(processor, spec.name, tokenizer, group_by))
         weights.append(float(spec.weight))
     return funcs, weights
+
+
+def _score(processor: DistributedRewardProcessor, tokenizer: Any, group_by: str | None, prompts: Any,
+           completions: Any, columns: Mapping[str, Any]) -> RewardResult:
+    return processor(trl_samples(prompts, completions, columns, tokenizer=tokenizer, group_by=group_by))
+
+
+def _answer(result: RewardResult, name: str, log_metric: Any) -> list[float | None]:
+    """TRL's return value for stream ``name``; its numeric extras logged through ``log_metric`` first."""
+    if callable(log_metric):
+        for key, values in result.extras.get(name, {}).items():
+            if is_text_extra(values):
+                continue  # log_metric takes numbers
+            finite = values[~np.isnan(values)]
+            if finite.size:
+                log_metric(f"{name}/{key}", float(finite.mean()))
+    return [None if np.isnan(v) else float(v) for v in result.rewards[name]]
+
+
+def _named(func: Callable, name: str) -> Callable:
+    func.__name__ = func.__qualname__ = name
+    return func
 
 
 def _trl_function(processor: DistributedRewardProcessor, name: str, tokenizer: Any, group_by: str | None
                   ) -> Callable[..., list[float | None]]:
     def reward_func(prompts=None, completions=None, completion_ids=None, **columns) -> list[float | None]:
-        log_metric = columns.get("log_metric")
-        result = processor(trl_samples(prompts, completions, columns, tokenizer=tokenizer, group_by=group_by))
-        if callable(log_metric):
-            for key, values in result.extras.get(name, {}).items():
-                if is_text_extra(values):
-                    continue  # log_metric takes numbers
-                finite = values[~np.isnan(values)]
-                if finite.size:
-                    log_metric(f"{name}/{key}", float(finite.mean()))
-        return [None if np.isnan(v) else float(v) for v in result.rewards[name]]
+        result = _score(processor, tokenizer, group_by, prompts, completions, columns)
+        return _answer(result, name, columns.get("log_metric"))
 
-    reward_func.__name__ = reward_func.__qualname__ = name
-    return reward_func
+    return _named(reward_func, name)
+
+
+class _Lane:
+    """One daemon worker thread, started on first use; its calls run one at a time, in submission order."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._pool: DaemonPool | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[[], Any]) -> "asyncio.Future[Any]":
+        with self._lock:
+            if self._pool is None:
+                self._pool = DaemonPool(1, self.name)
+        return asyncio.wrap_future(self._pool.submit(fn))
+
+
+def _trl_coroutine(processor: DistributedRewardProcessor, name: str, tokenizer: Any, group_by: str | None,
+                   exchange_lane: _Lane) -> Callable[..., Any]:
+    own_lane = _Lane(f"rewardzoo-trl-{name}")
+
+    async def reward_func(prompts=None, completions=None, completion_ids=None, **columns) -> list[float | None]:
+        # submitted before the first await: gather starts its coroutines in list order, so the exchange
+        # lane receives the same sequence of calls on every rank
+        lane = exchange_lane if processor.exchanges_groups else own_lane
+        result = await lane.submit(partial(_score, processor, tokenizer, group_by, prompts, completions, columns))
+        return _answer(result, name, columns.get("log_metric"))  # on TRL's loop thread, as its logging expects
+
+    return _named(reward_func, name)

@@ -51,6 +51,24 @@ def test_trl_bad_column_value_names_the_sample(column, values):
         funcs[1](prompts=["a", "b"], completions=["x", "y"], **{column: values})
 
 
+def test_trl_concurrent_functions_answer_and_fail_like_the_plain_ones():
+    import asyncio
+
+    plain, _ = trl_reward_funcs(CONFIG)
+    concurrent, _ = trl_reward_funcs(CONFIG, concurrent=True)
+    assert [f.__name__ for f in concurrent] == ["len_math", "meta"]
+    assert all(inspect.iscoroutinefunction(f) for f in concurrent)
+    kwargs = dict(prompts=["what is 2+2?", "hi"], completions=["4", "x"], completion_ids=[[1], [2]],
+                  dataset=["math", "chat"], value=[1, 2])
+
+    async def gather(**kw):
+        return await asyncio.gather(*(f(**kw) for f in concurrent))
+
+    assert asyncio.run(gather(**kwargs)) == [f(**kwargs) for f in plain] == [[12.0, None], [1.0, 2.0]]
+    with pytest.raises(InputError, match="sample 1, field 'dataset'"):
+        asyncio.run(gather(**{**kwargs, "dataset": ["math", 3]}))
+
+
 def test_trl_rejects_per_dataset_weights():
     with pytest.raises(ConfigError, match="entry 'w', field 'weight'"):
         trl_reward_funcs({"rewards": [{"name": "w", "reward_model": path(PromptLength), "weight": {"a": 1.0}}]})

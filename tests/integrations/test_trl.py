@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
+import time
+
 import numpy as np
 import pytest
 
@@ -112,3 +115,86 @@ def test_group_by_prompt_makes_groups_and_rejects_other_values():
     assert samples[0].group_id == samples[2].group_id != samples[1].group_id
     with pytest.raises(ConfigError, match="group_by"):
         trl_reward_funcs({"rewards": [{"name": "l", "reward_model": path(PromptLength)}]}, group_by="completion")
+
+
+def _timed(func, calls):
+    """An async wrapper of a concurrent reward function recording (name, step, start, end) of each call."""
+    async def wrapped(**kwargs):
+        start = time.monotonic()
+        out = await func(**kwargs)
+        calls.append((func.__name__, kwargs["trainer_state"].global_step, start, time.monotonic()))
+        return out
+
+    wrapped.__name__ = func.__name__
+    return wrapped
+
+
+def test_concurrent_functions_overlap_a_served_and_a_local_slow_reward_in_each_step(models, tmp_path):
+    from ..serve.helpers import Server
+
+    slow = "tests.serve.rewards:SlowLength"
+    (tmp_path / "slow.yaml").write_text(f"rewards:\n  - name: slow\n    reward_model: {slow}\n"
+                                        "    kwargs: {delay: 0.5}\n")
+    server = Server(tmp_path / "slow.yaml").start()
+    try:
+        config = {"rewards": [
+            {"name": "served", "reward_model": "remote", "kwargs": {"url": server.url, "rewards": ["slow"]}},
+            {"name": "local", "reward_model": slow, "kwargs": {"delay": 0.5}},
+        ]}
+        funcs, weights = trl_reward_funcs(config, concurrent=True)
+        assert all(inspect.iscoroutinefunction(f) for f in funcs)
+        calls: list = []
+        trainer = _trainer(models, [_timed(f, calls) for f in funcs], tmp_path)
+        trainer.args.reward_weights = weights
+        trainer.train()
+    finally:
+        server.stop()
+    assert trainer.state.global_step == 2
+    served = [c for c in calls if c[0] == "served"]
+    local = [c for c in calls if c[0] == "local"]
+    assert len(served) == len(local) >= 2
+    for (_, step_a, start_a, end_a), (_, step_b, start_b, end_b) in zip(served, local):
+        assert step_a == step_b
+        assert max(start_a, start_b) < min(end_a, end_b), (served, local)  # the two calls ran at the same time
+    logged = [entry for entry in trainer.state.log_history if "rewards/served/mean" in entry]
+    # SlowLength scores len(prompt) both served and locally: the two functions agree in every step
+    assert logged and all(e["rewards/served/mean"] == e["rewards/local/mean"] > 0 for e in logged), logged
+
+
+def test_concurrent_functions_log_the_numbers_of_the_plain_ones(models, tmp_path):
+    config = {"rewards": [
+        {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": path(PromptLength)}},
+        {"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu"},
+    ]}
+    histories = {}
+    for concurrent in (False, True):
+        funcs, weights = trl_reward_funcs(config, group_by="prompt", concurrent=concurrent)
+        assert all(inspect.iscoroutinefunction(f) == concurrent for f in funcs)
+        trainer = _trainer(models, funcs, tmp_path / str(concurrent))
+        trainer.args.reward_weights = weights
+        trainer.train()
+        histories[concurrent] = [{k: v for k, v in entry.items() if not _is_timing(k)}
+                                 for entry in trainer.state.log_history]
+    assert histories[True] == histories[False]
+    keys = {k for entry in histories[True] for k in entry}
+    assert {"reward", "rewards/rank/mean", "rewards/rm/mean"} <= keys, keys
+    assert any(k.endswith("rank/base_score") for k in keys) and any(k.endswith("rm/num_tokens") for k in keys), keys
+
+
+def _is_timing(key: str) -> bool:
+    return any(word in key for word in ("runtime", "per_second", "time", "profiling"))
+
+
+def test_concurrent_functions_score_groups_split_across_two_ranks(tmp_path):
+    pytest.importorskip("torch.distributed")
+    from ..ranks import launch_ranks, load_result
+    from .trl_dist_worker import CONFIG, batch
+
+    codes, logs, files = launch_ranks("tests.integrations.trl_dist_worker", tmp_path, timeout=120)
+    assert codes == [0, 0], "\n".join(logs)
+    funcs, _ = trl_reward_funcs(CONFIG, group_by="prompt")  # one process, every group whole
+    single = [f(**batch()) for f in funcs]
+    for rank, (file, log) in enumerate(zip(files, logs)):
+        got = load_result(file, log)
+        assert got["concurrent"] == got["plain"] == [out[rank::2] for out in single]
+    assert len({v for out in single for v in out}) > 3  # distinct scores: the comparison is not vacuous
