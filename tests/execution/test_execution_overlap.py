@@ -151,3 +151,21 @@ def test_overlapped_cuda_entries_run_on_their_devices_side_stream(monkeypatch):
     assert recorded == [(("cuda:1",), me)]
     assert [c[:2] for c in calls] == [("cuda:1", "event-cuda:1")] * 3 and all(c[2] != me for c in calls)
     assert_same_result(result, one_by_one(proc, samples))
+
+
+def test_the_gpu_check_script_runs_its_steps_on_the_cpu_and_skips_without_cuda():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "gpu_check_overlap.py"
+    dry = subprocess.run([sys.executable, str(script), "--cpu-dry-run", "--ms", "50", "--repeats", "1"],
+                         capture_output=True, text=True, timeout=120)
+    report = json.loads(dry.stdout)
+    assert dry.returncode == 0 and report["ok"] and report["intervals_overlap"] and report["scores_identical"]
+    if not torch.cuda.is_available():
+        bare = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+        assert bare.returncode == 0 and "skipped" in json.loads(bare.stdout)
