@@ -254,3 +254,4 @@ def test_the_think_judge_through_transformers_serve(transformers_serve, vlm_dir,
     out = reward(prompt=["a cat"] * 3, image=images[:3], group_id=[1, 1, 1])
     np.testing.assert_allclose(out.rewards, [0.5, 0.5, 0.5])
     assert reward.substitutions == 3
+    assert reward.io_bound  # through the endpoint it overlaps with the local streams of a processor call
