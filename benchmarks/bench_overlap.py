@@ -2,10 +2,10 @@
 
 - remote: one processor call over 160 prompted images 512x512 with two entries: a ``remote`` reward whose
   server spends 300 ms per call on the prompts (``serve_rewards:FixedCostText``, one request) and the local
-  ``jpeg_compressibility`` on the images (of similar cost on this machine, measured alone too). The processor call (the remote entry on its own thread,
-  the local one on the caller's) against the same processor's entries scored one after the other
-  (``rewardzoo.engine.score_specs(..., overlap=False)``, what a processor call did before), interleaved,
-  identical scores checked.
+  ``jpeg_compressibility`` on the images (of similar cost on this machine, measured alone too). The processor
+  call (the remote entry on its own thread, the local one on the caller's) against the same processor's entries
+  scored one after the other (``rewardzoo.engine.score_specs(..., overlap=False)``, what a processor call did
+  before), interleaved, identical scores checked.
 - async: the same for two ``async_reward: true`` entries on the CPU (one per thread; the CUDA side streams are
   checked by ``scripts/gpu_check_overlap.py`` on a machine with a GPU): ``jpeg_compressibility`` and the
   ``remote`` entry marked async, which is the same mechanism keyed on the entry instead of the reward.
@@ -57,9 +57,10 @@ def bench_call(url: str, samples: list, repeats: int, *, async_entries: bool) ->
     kind = "async" if async_entries else "remote"
     what = ("two `async_reward: true` entries on the CPU" if async_entries else
             "a `remote` entry (io-bound) and a local entry")
-    return figure(f"overlap.{kind}", f"one processor call of 160 prompted images 512x512: {what}: a served reward whose server "
-                  f"spends {SERVER_MS:.0f} ms per call + `jpeg_compressibility` (alone: {med['local alone'] * 1e3:.0f}"
-                  f" ms), overlapped vs scored one after the other (median of {repeats} paired ratios)",
+    return figure(f"overlap.{kind}", f"one processor call of 160 prompted images 512x512: {what}: a served reward "
+                  f"whose server spends {SERVER_MS:.0f} ms per call + `jpeg_compressibility` (alone: "
+                  f"{med['local alone'] * 1e3:.0f} ms), overlapped vs scored one after the other (median of {repeats} "
+                  "paired ratios)",
                   measure("overlapped", med["overlapped"] * 1e3, "ms"),
                   baseline=measure("one by one", med["one by one"] * 1e3, "ms"), ratio=ratios["overlapped"],
                   ratio_label="overlapped / one by one", goal="<= 0.6x", rewards=["remote"])

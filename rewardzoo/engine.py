@@ -218,8 +218,9 @@ def score_specs(specs: Sequence[RewardSpec], rewards: Mapping[str, Reward], tabl
     With ``overlap`` (the default), the streams that may run beside the others — an ``io_bound`` reward
     (a served reward, an endpoint judge) or an entry with ``async_reward: true`` — each run on a thread of
     their own (on CUDA, on their device's side stream, :class:`~rewardzoo.shared.device.DeviceStreams`),
-    started first, while the other streams run on this thread. The scores are those of the calls one by one
-    (``overlap=False``), and so is the error: the one of the first failing stream in config order.
+    started first, while the other streams run on this thread (a lone stream runs on this thread, as before).
+    The scores are those of the calls one by one (``overlap=False``), and so is the error: the one of the
+    first failing stream in config order.
     """
     skip = set(skip)
     local_groups: dict[str, dict[Any, list[int]]] = {}
@@ -239,7 +240,7 @@ def score_specs(specs: Sequence[RewardSpec], rewards: Mapping[str, Reward], tabl
             break
     background = {pos: _in_background(_stream_runner(spec, reward, plan, cache, run_jobs, side_stream=True),
                                       f"rewardzoo-overlap-{spec.name}")
-                  for pos, spec, reward, plan in planned if overlap and overlaps(spec, reward)}
+                  for pos, spec, reward, plan in planned if overlap and len(planned) > 1 and overlaps(spec, reward)}
     outcomes: dict[int, list[Outcome]] = {}
     for pos, spec, reward, plan in planned:
         if pos in background or min(errors, default=pos) < pos:  # one by one, an earlier failure ends the call

@@ -59,6 +59,12 @@ def test_an_async_entry_overlaps_the_synchronous_ones_which_stay_on_the_callers_
     np.testing.assert_array_equal(result.rewards["async"], [2.0, 1.0, 3.0])
 
 
+def test_a_lone_async_entry_runs_on_the_callers_thread_as_before():
+    proc = RewardProcessor([{"name": "only", "reward_model": MEET, "async_reward": True, "kwargs": {"tag": "only"}}])
+    np.testing.assert_array_equal(proc(_prompts("ab", "c")).rewards["only"], [2.0, 1.0])
+    assert [r[3] for r in Rendezvous.intervals] == [threading.current_thread().name]
+
+
 @pytest.mark.parametrize("batch_size", [1, 3, 7])
 def test_a_mixed_config_gives_exactly_the_result_of_the_calls_one_by_one(batch_size):
     """Async pointwise and groupwise entries, dataset gating and per-dataset weights, extras: bit for bit."""
