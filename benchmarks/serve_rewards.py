@@ -1,5 +1,6 @@
-"""A reward for ``bench_serve.py``'s batching figure: each call costs a fixed time whatever its size, as a GPU
-model below saturation does (the regime server-side batching is for). Scores: the mean pixel value."""
+"""Rewards whose calls cost a fixed time whatever their size, as a GPU model below saturation or a served judge
+does: ``FixedCostPerCall`` (images) for ``bench_serve.py``'s batching figure, ``FixedCostText`` (prompts) for
+``bench_overlap.py``'s served judge."""
 
 from __future__ import annotations
 
@@ -23,3 +24,17 @@ class FixedCostPerCall(PointwiseReward):
     def __call__(self, image, **_):
         time.sleep(self.call_s)
         return [float(np.asarray(img).mean()) / 255 for img in image]
+
+
+class FixedCostText(PointwiseReward):
+    """Score = len(prompt), after ``call_ms`` milliseconds per call (a served judge's latency, text only)."""
+
+    inputs = Inputs(("prompt",))
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", call_ms: float = 300.0):
+        super().__init__(model_path, device, dtype)
+        self.call_s = call_ms / 1000
+
+    def __call__(self, prompt, **_):
+        time.sleep(self.call_s)
+        return [float(len(p)) for p in prompt]

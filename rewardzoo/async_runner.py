@@ -56,6 +56,7 @@ from .engine import (ConversionCache, Job, Outcome, RewardResult, ScoreTable, ap
 from .errors import InputError, RewardTimeoutError, RunnerClosedError, RunnerStateError
 from .rewards.base import Reward
 from .sample import Sample
+from .shared.device import DeviceStreams as _Streams
 from .shared.options import positive_float, positive_int
 
 if TYPE_CHECKING:
@@ -127,51 +128,6 @@ class DaemonPool:
         if wait:
             for thread in self._threads:
                 thread.join()
-
-
-class _Streams:
-    """One CUDA side stream per device, created on first use; nothing at all for CPU rewards."""
-
-    def __init__(self) -> None:
-        self._streams: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def is_cuda(reward: Reward) -> bool:
-        return str(getattr(reward, "device", "cpu")).startswith("cuda")
-
-    def stream(self, device: str):
-        import torch
-
-        dev = torch.device(device)
-        key = str(dev if dev.index is not None else torch.device("cuda", torch.cuda.current_device()))
-        with self._lock:
-            if key not in self._streams:
-                self._streams[key] = torch.cuda.Stream(device=key)
-            return self._streams[key]
-
-    @staticmethod
-    def ready_events(devices: Iterable[str]) -> dict[str, Any]:
-        """An event recorded on each device's current stream: work queued there so far (the samples)."""
-        import torch
-
-        events = {}
-        for device in set(devices):
-            event = torch.cuda.Event()
-            event.record(torch.cuda.current_stream(torch.device(device)))
-            events[device] = event
-        return events
-
-    def call(self, fn: Callable[[], Outcome], device: str, event: Any) -> Outcome:
-        import torch
-
-        stream = self.stream(device)
-        with torch.cuda.stream(stream):
-            if event is not None:
-                stream.wait_event(event)
-            out = fn()
-        stream.synchronize()
-        return out
 
 
 class AsyncRewardRunner:

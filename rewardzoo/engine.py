@@ -12,7 +12,10 @@ For each configured reward stream:
 6. **assemble** — float32 vectors with NaN where not applicable, the applied list per sample and the
    weighted total over applicable rewards.
 
-:func:`score_specs` runs steps 1-5 for the local specs of a batch. The front ends — the synchronous
+:func:`score_specs` runs steps 1-5 for the local specs of a batch; within one call the streams that can run
+beside the others (an ``io_bound`` reward such as a served one or an endpoint judge, an entry with
+``async_reward: true``) run on threads of their own, started first, with the result and the error of the
+calls one by one. The front ends — the synchronous
 :class:`~rewardzoo.processor.RewardProcessor`, the incremental
 :class:`~rewardzoo.async_runner.AsyncRewardRunner` and the cross-rank
 :class:`~rewardzoo.distributed.DistributedRewardProcessor` — only choose how the calls (jobs) run:
@@ -22,6 +25,7 @@ inline, on worker threads, or exchanged between ranks. :class:`ConversionCache` 
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import threading
 from dataclasses import dataclass, field
 from functools import partial
@@ -33,6 +37,7 @@ from .config import RewardSpec
 from .errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
 from .rewards.base import Reward, invoke, is_text_extra, validate_scores
 from .sample import Sample
+from .shared.device import DeviceStreams
 from .shared.fields import convert_field, protected
 
 Outcome = tuple[np.ndarray, dict[str, np.ndarray]]
@@ -203,28 +208,94 @@ def run_inline(spec: RewardSpec, reward: Reward, jobs: Sequence[Job]) -> list[Ou
 
 def score_specs(specs: Sequence[RewardSpec], rewards: Mapping[str, Reward], table: ScoreTable,
                 cache: ConversionCache, *, skip: Iterable[str] = (), run_jobs: RunJobs = run_inline,
-                exchange_groups: bool = False) -> dict[str, dict[Any, list[int]]]:
+                exchange_groups: bool = False, overlap: bool = True) -> dict[str, dict[Any, list[int]]]:
     """Score the local specs of a batch into ``table``: gate every spec, then call it.
 
     Specs named in ``skip`` are gated but not called (their caller scores them). With
     ``exchange_groups`` the groupwise specs are not called either: their local groups
     (``{spec name: {group key: sample indices}}``) are returned for a cross-rank exchange.
+
+    With ``overlap`` (the default), the streams that may run beside the others — an ``io_bound`` reward
+    (a served reward, an endpoint judge) or an entry with ``async_reward: true`` — each run on a thread of
+    their own (on CUDA, on their device's side stream, :class:`~rewardzoo.shared.device.DeviceStreams`),
+    started first, while the other streams run on this thread (a lone stream runs on this thread, as before).
+    The scores are those of the calls one by one (``overlap=False``), and so is the error: the one of the
+    first failing stream in config order.
     """
     skip = set(skip)
     local_groups: dict[str, dict[Any, list[int]]] = {}
-    for spec in specs:
+    planned: list[tuple[int, RewardSpec, Reward, list[list[int]]]] = []
+    errors: dict[int, BaseException] = {}
+    for pos, spec in enumerate(specs):
         reward = rewards[spec.name]
-        indices = table.gate(spec, reward)
-        if exchange_groups and reward.kind == "groupwise":
-            local_groups[spec.name] = group_indices(spec.name, table.samples, indices)
+        try:
+            indices = table.gate(spec, reward)
+            if exchange_groups and reward.kind == "groupwise":
+                local_groups[spec.name] = group_indices(spec.name, table.samples, indices)
+                continue
+            if spec.name not in skip:
+                planned.append((pos, spec, reward, call_plan(spec, reward, table.samples, indices)))
+        except Exception as exc:  # one by one, the streams before this one would still be called
+            errors[pos] = exc
+            break
+    background = {pos: _in_background(_stream_runner(spec, reward, plan, cache, run_jobs, side_stream=True),
+                                      f"rewardzoo-overlap-{spec.name}")
+                  for pos, spec, reward, plan in planned if overlap and len(planned) > 1 and overlaps(spec, reward)}
+    outcomes: dict[int, list[Outcome]] = {}
+    for pos, spec, reward, plan in planned:
+        if pos in background or min(errors, default=pos) < pos:  # one by one, an earlier failure ends the call
             continue
-        if spec.name in skip:
-            continue
-        plan = call_plan(spec, reward, table.samples, indices)
-        jobs = [partial(run_call, spec.name, reward, chunk, cache) for chunk in plan]
-        for chunk, outcome in zip(plan, run_jobs(spec, reward, jobs)):
+        try:
+            outcomes[pos] = _stream_runner(spec, reward, plan, cache, run_jobs, side_stream=False)()
+        except Exception as exc:
+            errors[pos] = exc
+    for pos, future in background.items():
+        try:
+            outcomes[pos] = future.result()
+        except Exception as exc:
+            errors[pos] = exc
+    if errors:
+        raise errors[min(errors)]
+    for pos, spec, reward, plan in planned:
+        for chunk, outcome in zip(plan, outcomes[pos]):
             table.put(spec.name, chunk, *outcome)
     return local_groups
+
+
+def overlaps(spec: RewardSpec, reward: Reward) -> bool:
+    """Whether a stream runs on a thread of its own in a processor call (see :func:`score_specs`)."""
+    return spec.async_reward or reward.io_bound
+
+
+#: The engine's CUDA side streams, one per device, for the overlapped streams of a processor call.
+_STREAMS = DeviceStreams()
+
+
+def _stream_runner(spec: RewardSpec, reward: Reward, plan: list[list[int]], cache: ConversionCache,
+                   run_jobs: RunJobs, *, side_stream: bool) -> Callable[[], list[Outcome]]:
+    """The calls of one stream, run by ``run_jobs``; with ``side_stream``, a CUDA reward's on its device's
+    side stream, after the work the caller had queued there so far (recorded now, on the caller's thread)."""
+    jobs: list[Job] = [partial(run_call, spec.name, reward, chunk, cache) for chunk in plan]
+    if side_stream and DeviceStreams.is_cuda(reward) and plan:
+        device = str(reward.device)
+        event = DeviceStreams.ready_events([device])[device]
+        jobs = [partial(_STREAMS.call, job, device, event) for job in jobs]
+    return partial(run_jobs, spec, reward, jobs)
+
+
+def _in_background(fn: Callable[[], Any], name: str) -> "cf.Future":
+    """``fn()`` on a daemon thread of its own (it never keeps the process from exiting); its future."""
+    future: cf.Future = cf.Future()
+
+    def work() -> None:
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # delivered to the caller waiting on the future
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return future
 
 
 def applicable_mask(spec: RewardSpec, samples: Sequence[Sample]) -> np.ndarray:

@@ -16,7 +16,7 @@ NumPy array or a 1-D tensor. Applicability is the engine's business; a reward ne
 What a reward *is* (modality, score range, direction, extra, licence, formula) is written once, in
 its model card; the registry reads the cards and the loader hands each instance its
 :class:`RewardInfo` as ``reward.info``. The class keeps only what execution
-needs: ``inputs``, ``thread_safe``, its kind (the base class; or, for a reward whose instances differ,
+needs: ``inputs``, ``thread_safe``, ``io_bound``, its kind (the base class; or, for a reward whose instances differ,
 :data:`~rewardzoo.rewards.info.PER_INSTANCE` and :meth:`Reward.decide_kind`) and, for composites, the inner
 rewards it is built from (:meth:`Reward.inner_rewards`).
 """
@@ -131,6 +131,9 @@ class Reward:
     - ``inputs``: an :class:`Inputs` (an instance may replace it in ``__init__``, e.g. with its
       configured ``num_frames``);
     - ``thread_safe``: may run on several threads at once (otherwise calls are serialised per instance);
+    - ``io_bound``: its calls mostly wait on another process (a server it sends requests to), so the engine
+      runs its stream on a thread of its own while the other streams of the same processor call score
+      (an instance may set it in ``__init__``, e.g. by the backend it was configured with);
     - ``kind``: set by the base class, ``"pointwise"`` or ``"groupwise"``; a class whose instances are
       one or the other by what they are built on subclasses :class:`Reward` directly, declares
       ``kind = PER_INSTANCE`` (as its card does) and calls :meth:`decide_kind` in ``__init__``.
@@ -151,6 +154,7 @@ class Reward:
 
     inputs: ClassVar[Inputs] = Inputs()
     thread_safe: ClassVar[bool] = True
+    io_bound: bool = False
     kind: ClassVar[str] = ""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Reward":

@@ -35,6 +35,7 @@ groupwise when one of them is (one request per group), else pointwise.
 
     inputs = Inputs(("prompt",))
     thread_safe = True
+    io_bound = True  # its calls wait on the server: the engine overlaps them with the local streams
     kind = PER_INSTANCE
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,

@@ -1,7 +1,7 @@
 """What rewards share: media conversion and I/O, devices and dtypes, safe weight loading, options, the common backbones.
 
 - ``media``, ``fields``, ``image_ops``, ``video``, ``audio``, ``files`` — media conversion and I/O;
-- ``device`` — devices and dtypes; ``weights`` — safe weight loading; ``options`` — option checks;
+- ``device`` — devices and dtypes (and one CUDA side stream per device); ``weights`` — safe weight loading; ``options`` — option checks;
 - ``imports`` — objects named by a Python path, and the light packages' lazy attributes;
 - ``clip``, ``onnx`` — the backbones several reward families use (CLIP / open_clip, ONNX Runtime sessions).
 

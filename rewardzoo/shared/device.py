@@ -1,9 +1,13 @@
-"""Device and dtype names: validation without torch, resolution with it."""
+"""Device and dtype names: validation without torch, resolution with it; one CUDA side stream per device."""
 
 from __future__ import annotations
 
 import importlib.util
 import re
+import threading
+from typing import Any, Callable, Iterable, TypeVar
+
+T = TypeVar("T")
 
 DTYPE_ALIASES = {
     "float32": "float32", "fp32": "float32", "float": "float32",
@@ -106,3 +110,53 @@ def autocast_context(device: str, dtype: str | None):
     if dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=str(device).split(":")[0], dtype=torch_dtype(dtype))
+
+
+class DeviceStreams:
+    """One CUDA side stream per device, created on first use; nothing at all for CPU rewards.
+
+    A reward call on ``cuda:N`` runs on that device's side stream, after the work the caller had queued on
+    its current stream there (an event recorded by :meth:`ready_events`), and returns once the side stream
+    is done. Used by the incremental runner's workers and by the engine's overlapped streams; thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._streams: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def is_cuda(reward: Any) -> bool:
+        return str(getattr(reward, "device", "cpu")).startswith("cuda")
+
+    def stream(self, device: str):
+        import torch
+
+        dev = torch.device(device)
+        key = str(dev if dev.index is not None else torch.device("cuda", torch.cuda.current_device()))
+        with self._lock:
+            if key not in self._streams:
+                self._streams[key] = torch.cuda.Stream(device=key)
+            return self._streams[key]
+
+    @staticmethod
+    def ready_events(devices: Iterable[str]) -> dict[str, Any]:
+        """An event recorded on each device's current stream: work queued there so far (the samples)."""
+        import torch
+
+        events = {}
+        for device in set(devices):
+            event = torch.cuda.Event()
+            event.record(torch.cuda.current_stream(torch.device(device)))
+            events[device] = event
+        return events
+
+    def call(self, fn: Callable[[], T], device: str, event: Any) -> T:
+        import torch
+
+        stream = self.stream(device)
+        with torch.cuda.stream(stream):
+            if event is not None:
+                stream.wait_event(event)
+            out = fn()
+        stream.synchronize()
+        return out

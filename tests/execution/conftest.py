@@ -2,7 +2,7 @@
 
 import pytest
 
-from .rewards import Blocking, CenteredValue, Recorder, ScratchReward
+from .rewards import Blocking, CenteredValue, Recorder, Rendezvous, ScratchReward
 
 
 @pytest.fixture(autouse=True)
@@ -13,5 +13,8 @@ def _reset_records():
     ScratchReward.active = ScratchReward.max_active = 0
     Blocking.release.clear()
     Blocking.started.clear()
+    Rendezvous.intervals.clear()
+    Rendezvous.barrier = None
     yield
+    Rendezvous.barrier = None
     Blocking.release.set()  # never leave a worker thread waiting

@@ -232,3 +232,38 @@ class CardlessJpeg(PointwiseReward):
             img.save(buf, format="JPEG", quality=95)
             sizes.append(buf.tell() / 1000)
         return sizes
+
+
+class Rendezvous(PointwiseReward):
+    """Score = factor * len(prompt); records each call's (tag, start, end, thread) in ``intervals``.
+
+    While the class ``barrier`` is set (a ``threading.Barrier``), every call waits there for the others:
+    entries of it then pass only when their calls are in progress at the same time (one by one, the
+    barrier times out and the call fails). ``fail_on``: a prompt that raises ValueError.
+    """
+
+    inputs = Inputs(("prompt",))
+    modality = "text"
+    intervals: list[tuple[str, float, float, str]] = []
+    barrier: threading.Barrier | None = None
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", factor: float = 1.0,
+                 fail_on: str | None = None, tag: str = ""):
+        super().__init__(model_path, device, dtype)
+        self.factor, self.fail_on, self.tag = factor, fail_on, tag
+
+    def __call__(self, prompt, **_):
+        start = time.perf_counter()
+        if type(self).barrier is not None:
+            type(self).barrier.wait()
+        try:
+            if self.fail_on is not None and self.fail_on in prompt:
+                raise ValueError(f"the prompt said {self.fail_on}")
+            return [self.factor * len(p) for p in prompt]
+        finally:
+            type(self).intervals.append((self.tag, start, time.perf_counter(), threading.current_thread().name))
+
+
+def overlapping(a: tuple, b: tuple) -> bool:
+    """Whether two recorded (name, start, end, ...) call intervals overlap in time."""
+    return a[1] < b[2] and b[1] < a[2]

@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -26,6 +27,8 @@ import rewardzoo
 from rewardzoo.errors import ConfigError, RewardOutputError
 from rewardzoo.rewards.vlm.backbone import VLMQuery
 from rewardzoo.rewards.vlm.endpoint import OpenAIVLM
+from tests.execution.rewards import Rendezvous, overlapping, path
+from tests.execution.test_execution_overlap import one_by_one
 
 from .openai_server import ChatServer
 
@@ -105,6 +108,45 @@ def test_an_answer_outside_the_top_logprobs_has_probability_zero(server, vlm_dir
     top = bb.last_logits([VLMQuery.of('Does this figure show "a cat"? Please answer Yes or No.', image=images[0])])
     assert int(top.argmax()) != bb.first_token_ids(["Yes"])[0]
     assert remote(prompt=["a cat"], image=images[:1]).rewards[0] == 0.0
+
+
+def test_an_endpoint_judge_keeps_its_requests_in_flight_while_a_local_stream_scores(server, vlm_dir, images,
+                                                                                     prompts, monkeypatch):
+    """In one processor call the endpoint judge (io-bound) runs on its own thread: a barrier joins its requests and
+    the local entry's call, so scored one after the other this call would fail; the scores are those in turn."""
+    barrier, spans = threading.Barrier(2, timeout=60), []
+    answer_probs = OpenAIVLM.answer_probs
+
+    def met(self, queries, answers):
+        start = time.perf_counter()
+        if Rendezvous.barrier is barrier:
+            barrier.wait()
+        try:
+            return answer_probs(self, queries, answers)
+        finally:
+            spans.append(("endpoint", start, time.perf_counter()))
+
+    monkeypatch.setattr(OpenAIVLM, "answer_probs", met)
+    proc = rewardzoo.RewardProcessor([
+        {"name": "local", "reward_model": path(Rendezvous), "kwargs": {"tag": "local"}},
+        {"name": "vqa", "reward_model": "vqascore", "kwargs": endpoint(server.url, vlm_dir, top_logprobs=1000)}])
+    samples = [rewardzoo.Sample(prompt=p, image=img) for p, img in zip(prompts, images)]
+    Rendezvous.intervals.clear()
+    Rendezvous.barrier = barrier
+    try:
+        result = proc(samples)
+    finally:
+        Rendezvous.barrier = None
+        barrier.abort()
+    assert overlapping(spans[0], Rendezvous.intervals[0])
+    assert proc.rewards["vqa"].io_bound and not proc.rewards["local"].io_bound
+    in_turn = one_by_one(proc, samples)
+    np.testing.assert_array_equal(result.rewards["vqa"], in_turn.rewards["vqa"])
+    np.testing.assert_array_equal(result.total, in_turn.total)
+
+
+def test_a_local_judge_is_not_io_bound(vlm_dir):
+    assert rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dir}).io_bound is False
 
 
 def test_503_twice_then_success_is_retried(server, vlm_dir, images):
@@ -212,3 +254,4 @@ def test_the_think_judge_through_transformers_serve(transformers_serve, vlm_dir,
     out = reward(prompt=["a cat"] * 3, image=images[:3], group_id=[1, 1, 1])
     np.testing.assert_allclose(out.rewards, [0.5, 0.5, 0.5])
     assert reward.substitutions == 3
+    assert reward.io_bound  # through the endpoint it overlaps with the local streams of a processor call

@@ -8,7 +8,8 @@
 
 Both answer ``generate(queries, max_new_tokens=N) -> [text | Failure]`` and
 ``answer_probs(queries, answers) -> [probabilities (K,) | Failure]``; the judge turns those into scores
-with its parse rule and failure policy (:mod:`rewardzoo.rewards.vlm.judging`). The local backend never
+with its parse rule and failure policy (:mod:`rewardzoo.rewards.vlm.judging`); ``io_bound`` says whether the
+judge's calls wait on a server (the endpoint) and so may overlap with the other streams (``Reward.io_bound``). The local backend never
 produces a Failure: an exception there is a bug or bad input and is raised.
 """
 
@@ -30,6 +31,7 @@ class LocalVLM:
     """A loaded backbone as a judge backend; ``pixels`` bounds images and frames (None: the processor's)."""
 
     kind = "transformers"
+    io_bound = False
 
     def __init__(self, backbone: VLMBackbone, pixels: PixelBounds = PixelBounds()) -> None:
         self.backbone = backbone

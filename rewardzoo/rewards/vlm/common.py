@@ -112,6 +112,7 @@ class VLMJudgeMixin:
         self.policy = FailurePolicy.from_option(options.on_failure, owner=name)
         self.backend = build_backend(name, model_path=model_path, device=device, dtype=dtype,
                                      default_model=self.default_model, **options.backend_kwargs())
+        self.io_bound = self.backend.io_bound  # an endpoint judge overlaps with the local streams
         num_frames, fps = options.num_frames, options.fps
         if self.media != "video" and (num_frames is not None or fps is not None):
             raise ConfigError(f"{name}: num_frames and fps apply to video judges only", field="kwargs.num_frames")

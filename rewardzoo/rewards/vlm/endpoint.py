@@ -55,6 +55,7 @@ class OpenAIVLM:
     """
 
     kind = "openai"
+    io_bound = True  # the judge's calls wait on the server (see Reward.io_bound)
 
     def __init__(self, url: str, model: str, *, api_key_env: str | None = None, max_concurrency: int = 8,
                  policy: RetryPolicy | None = None, image_format: str = "png", jpeg_quality: int = 95,

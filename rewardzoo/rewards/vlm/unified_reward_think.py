@@ -118,6 +118,7 @@ class UnifiedRewardThink(PairwiseWinRate):
         super().__init__(None, device, dtype, judge=judge)
         self.model_path = model_path
         self.judge_name = "unified_reward_think"
+        self.io_bound = judge.io_bound  # through an endpoint, its comparisons wait on the server
 
     @property
     def substitutions(self) -> int:
