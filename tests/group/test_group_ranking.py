@@ -470,3 +470,20 @@ def test_yaml_exponent_without_dot_is_accepted():
                                      "kwargs: {base: group_test_meta, ddof: 1, eps: 1e-8}}]"))
     assert cfg.rewards[0].kwargs["eps"] == "1e-8"  # PyYAML's YAML 1.1 reading
     assert RewardLoader().load(cfg.rewards[0]).eps == 1e-8
+
+
+def test_a_wrapper_is_io_bound_when_what_it_calls_is():
+    """The engine overlaps io-bound entries with the local ones: a wrapper over a served base or judge waits on
+    that server, so it says so; over a local base it does not."""
+    from rewardzoo import load_reward
+    from rewardzoo.rewards.base import PointwiseReward
+    from rewardzoo.rewards.group.ranking import GroupRank
+
+    class Served(PointwiseReward):
+        io_bound = True
+
+        def __call__(self, **fields):
+            return [0.0] * len(next(iter(fields.values())))
+
+    assert GroupRank(base=Served()).io_bound is True
+    assert load_reward("group_rank", base="group_test_meta").io_bound is False

@@ -130,6 +130,7 @@ class GroupwiseOverBase(GroupwiseReward):
         if base is None:
             return
         self.inputs = base.inputs.with_fields((*base.inputs.fields, "group_id"))
+        self.io_bound = base.io_bound  # over a served base, the wrapper's calls wait on the server too
         if base.kind == "groupwise" and base_batch_size is not None:
             raise ConfigError(f"{cls}: base '{base.name}' is groupwise and takes whole groups; "
                               "remove batch_size from 'base'", field="kwargs.base.batch_size")
@@ -280,7 +281,7 @@ class PairwiseWinRate(GroupwiseOverBase):
                               "[prompt, image]) or a 'required_fields' attribute on the judge", field="kwargs.fields")
         unknown = [f for f in declared if f not in KNOWN_FIELDS]
         if unknown:
-            raise ConfigError(f"PairwiseWinRate: unknown judge field(s) {unknown}; known: {', '.join(KNOWN_FIELDS)}",
+            raise ConfigError(f"{self.name}: unknown judge field(s) {unknown}; known: {', '.join(KNOWN_FIELDS)}",
                               field="kwargs.fields")
         # the judge's media forms: tensors when asked for (kwargs, else the judge's own attribute)
         tensors = bool(getattr(self.judge, "use_tensor_inputs", False) if use_tensor_inputs is None
@@ -290,6 +291,7 @@ class PairwiseWinRate(GroupwiseOverBase):
         self.inputs = (Inputs.tensors if tensors else Inputs)(fields_with_group, **settings)
         # a judge that does not say otherwise may hold a model or a client: not assumed thread-safe
         self.thread_safe = bool(getattr(self.judge, "thread_safe", False))
+        self.io_bound = bool(getattr(self.judge, "io_bound", False))  # an endpoint judge waits on its server
         self.judge_fields = tuple(declared)
 
     def __call__(self, **fields: Sequence[Any]) -> RewardOutput:
