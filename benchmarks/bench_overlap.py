@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_serve import Server, textured
-from results_io import figure, measure, write_results
+from results_io import figure, measure, print_figures, write_results
 from timing import interleaved
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,10 +85,7 @@ def main() -> None:
             figs = [bench_call(server.url, samples, repeats, async_entries=flag) for flag in (False, True)]
         finally:
             server.stop()
-    for f in figs:
-        base = f["baseline"]
-        print(f"{f['id']}: {f['value']['value']} {f['value']['unit']} vs {base['value']} {base['unit']} -> "
-              f"{f['ratio']} {f['ratio_label']}")
+    print_figures(figs)
     print(write_results(__file__, figs))
 
 

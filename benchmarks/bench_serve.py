@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from results_io import figure, measure, write_results
+from results_io import figure, measure, print_figures, write_results
 from timing import interleaved
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,10 +235,7 @@ def main() -> None:
         figs += bench_roundtrip(configs, repeats)
         for kind in ("fixed", "model"):
             figs.append(bench_batching(configs[kind], kind, repeats, 4 if args.quick else 10))
-    for f in figs:
-        base = f["baseline"]
-        print(f"{f['id']}: {f['value']['value']} {f['value']['unit']} vs {base['value']} {base['unit']} -> "
-              f"{f['ratio']} {f['ratio_label']}")
+    print_figures(figs)
     print(write_results(__file__, figs))
 
 

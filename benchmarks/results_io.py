@@ -85,6 +85,14 @@ def torch_version() -> str | None:
         return None
 
 
+def print_figures(figures: list[dict]) -> None:
+    """One line per figure: its id, value against baseline, and ratio."""
+    for f in figures:
+        base = f["baseline"]
+        print(f"{f['id']}: {f['value']['value']} {f['value']['unit']} vs {base['value']} {base['unit']} -> "
+              f"{f['ratio']} {f['ratio_label']}")
+
+
 def write_results(script: str, figures: list[dict], *, parts: Iterable[str] | None = None,
                   path: Path | None = None) -> Path:
     """Write ``figures`` to ``benchmarks/results/<stem of script>.json`` and return the path.
