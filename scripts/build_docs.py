@@ -242,7 +242,7 @@ def pairing_block(name: str) -> str:
     """The reward's rows of :data:`PAIRINGS` as a table; a default or preset row names what it reproduces."""
     def code(text: str) -> str:  # an id or key in backticks, a note after it as it is
         head, sep, note = text.partition(" (")
-        return text if " " in head or head == "-" else f"`{head}`{sep}{note}"
+        return text if " " in head or head == "-" or head.startswith("`") else f"`{head}`{sep}{note}"
 
     lines = ["| setting | source | model | template | decoding | image bounds | frames |",
              "|---|---|---|---|---|---|---|"]
