@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..rewards.vlm.llava_checkpoint import LLAVA_QWEN_CHAT_TEMPLATE
+from ..rewards.vlm import llava_checkpoint
 from .common import made_dir
 
 #: Tiny tile grid (SigLIP image size 28, patch 14: 2x2 patches = 4 tokens per tile).
@@ -70,7 +70,8 @@ def tiny_llava_onevision_processor(tokenizer=None):
     return LlavaOnevisionProcessor(
         image_processor=LlavaOnevisionImageProcessor(**_SIGLIP_PREPROCESS, image_grid_pinpoints=TINY_PINPOINTS),
         video_processor=LlavaOnevisionVideoProcessor(**_SIGLIP_PREPROCESS), tokenizer=tokenizer,
-        num_image_tokens=4, vision_feature_select_strategy="full", chat_template=LLAVA_QWEN_CHAT_TEMPLATE)
+        num_image_tokens=4, vision_feature_select_strategy="full",
+        chat_template=llava_checkpoint.LLAVA_QWEN_CHAT_TEMPLATE)
 
 
 def llava_name(key: str) -> str:
