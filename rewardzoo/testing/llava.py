@@ -112,7 +112,8 @@ def tiny_llava_onevision_dirs(root, *, seed: int = 0) -> dict[str, Path]:
                                                                 **_SIGLIP_PREPROCESS}), encoding="utf-8")
     text = config.text_config.to_dict()
     original = {**text, "architectures": ["LlavaQwenForCausalLM"], "model_type": "llava",
-                "mm_vision_tower": str(tower), "mm_projector_type": "mlp2x_gelu", "mm_hidden_size": vision["hidden_size"],
+                "mm_vision_tower": str(tower), "mm_projector_type": "mlp2x_gelu",
+                "mm_hidden_size": vision["hidden_size"],
                 "mm_vision_select_layer": -2, "mm_vision_select_feature": "patch",
                 "mm_patch_merge_type": "spatial_unpad", "image_aspect_ratio": "anyres_max_9",
                 "image_grid_pinpoints": TINY_PINPOINTS, "mm_use_im_start_end": False, "mm_use_im_patch_token": False,
