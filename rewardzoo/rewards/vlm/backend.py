@@ -116,13 +116,13 @@ def served_sampling(generation_config: Any, request: Mapping[str, Any]) -> dict[
     :data:`VLLM_DEFAULT_SAMPLING`'s fields from the request, else from the checkpoint's generation config
     where it sets one (``to_diff_dict()``, as vLLM reads it), else vLLM's default. Fields the request
     names that are not chat-completions fields (e.g. ``do_sample``) change nothing, as on the server.
-    ``top_k`` 0 (off) and ``min_p`` 0 are left out (transformers' spelling of off is None)."""
+    Off is spelled as transformers reads it: ``top_k`` 0 (None would mean its default 50), ``min_p`` None."""
     own = generation_config.to_diff_dict() if generation_config is not None else {}
     settings = {}
     for key, default in VLLM_DEFAULT_SAMPLING.items():
         value = request.get(key, own.get(key))
         settings[key] = default if value is None else value
-    settings["top_k"] = int(settings["top_k"]) if settings["top_k"] and settings["top_k"] > 0 else None
+    settings["top_k"] = max(int(settings["top_k"]), 0)  # vLLM's -1 is off too
     settings["min_p"] = float(settings["min_p"]) if settings["min_p"] else None
     return settings
 

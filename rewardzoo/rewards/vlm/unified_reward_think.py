@@ -10,8 +10,8 @@ in ``hard`` mode with this judge, which answers all pairs of a group in one batc
 An answer without ``<answer>`` tags is unparseable: Pref-GRPO counts it as a tie; here it is an error unless
 ``on_failure: {substitute: 0.5}`` (Pref-GRPO's counting, then counted in the extra ``substituted``).
 
-Pairings (:data:`PAIRINGS`): the default is Pref-GRPO's current one (``UnifiedReward-Think-qwen3vl-8b`` with
-the long templates, since 1dc528e), decoded greedily with rounded frame indices; ``preset: pref_grpo`` adds
+Pairings (:data:`PREF_GRPO_PAIRINGS`): the default is Pref-GRPO's current one (``UnifiedReward-Think-qwen3vl-8b``
+with the long templates, since 1dc528e), decoded greedily with rounded frame indices; ``preset: pref_grpo`` adds
 Pref-GRPO's request (``decoding: reference``) and its floored frame indices; ``preset: pref_grpo_qwen_7b`` is the
 earlier pairing (``UnifiedReward-Think-qwen-7b`` with the short templates and ``max_tokens: 2048``).
 """
@@ -33,9 +33,16 @@ from .prompts import (UNIFIED_REWARD_THINK_IMAGE, UNIFIED_REWARD_THINK_IMAGE_QWE
                       UNIFIED_REWARD_THINK_VIDEO_QWEN_7B)
 
 
+#: Named templates (the ``template`` option takes a key or your own text): Pref-GRPO's current ones and those it
+#: served UnifiedReward-Think-qwen-7b with, per media.
+TEMPLATES = {"pref_grpo": UNIFIED_REWARD_THINK_IMAGE, "pref_grpo_video": UNIFIED_REWARD_THINK_VIDEO,
+             "pref_grpo_qwen_7b": UNIFIED_REWARD_THINK_IMAGE_QWEN_7B,
+             "pref_grpo_qwen_7b_video": UNIFIED_REWARD_THINK_VIDEO_QWEN_7B}
+
+
 @dataclass(frozen=True)
 class ThinkPairing:
-    """A model, its templates (per media) and the decoding fields of the request Pref-GRPO sent it."""
+    """A model, its template keys (per media) and the decoding fields of the request Pref-GRPO sent it."""
 
     model: str
     templates: Mapping[str, str]
@@ -46,12 +53,12 @@ class ThinkPairing:
 #: 3e787f6): vllm_server_UnifiedReward_Think.sh, fastvideo/rewards/templates.py, vllm_utils/vllm_request.py.
 #: ``qwen_7b``: 6d405e8 (images) / a1ca93c (videos) to 7246966, the same files' earlier versions and the
 #: ``template`` of train_flux_pref_grpo.py / train_wan_2_1_pref_grpo.py (``"do_sample"`` commented out).
-PAIRINGS = {
+PREF_GRPO_PAIRINGS = {
     "current": ThinkPairing("CodeGoat24/UnifiedReward-Think-qwen3vl-8b",
-                            {"image": UNIFIED_REWARD_THINK_IMAGE, "video": UNIFIED_REWARD_THINK_VIDEO},
+                            {"image": "pref_grpo", "video": "pref_grpo_video"},
                             {"do_sample": False, "max_tokens": 4096}),
     "qwen_7b": ThinkPairing("CodeGoat24/UnifiedReward-Think-qwen-7b",
-                            {"image": UNIFIED_REWARD_THINK_IMAGE_QWEN_7B, "video": UNIFIED_REWARD_THINK_VIDEO_QWEN_7B},
+                            {"image": "pref_grpo_qwen_7b", "video": "pref_grpo_qwen_7b_video"},
                             {"max_tokens": 2048}),
 }
 #: ``preset`` -> the pairing it runs (with Pref-GRPO's decoding and frame choice); None: the default.
@@ -78,8 +85,8 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
     ``first`` / ``second`` are dicts of the declared fields (``prompt`` and ``image``, or ``video`` frames).
     Options: ``preset`` (None: Pref-GRPO's current model and templates, greedy, rounded frame indices;
     ``pref_grpo``: the same with Pref-GRPO's decoding and frame indices; ``pref_grpo_qwen_7b``: the earlier
-    pairing, see :data:`PAIRINGS`), ``media`` (``image`` | ``video``), ``template`` (default the pairing's
-    for the media), ``max_new_tokens`` (the pairing's ``max_tokens``: 4096, or 2048 for qwen-7b),
+    pairing, see :data:`PREF_GRPO_PAIRINGS`), ``media`` (``image`` | ``video``), ``template`` (a key of
+    :data:`TEMPLATES` or your own text with ``{prompt}``; default the pairing's for the media), ``max_new_tokens`` (the pairing's ``max_tokens``: 4096, or 2048 for qwen-7b),
     ``decoding`` (``greedy``; ``reference``, the presets' default: Pref-GRPO's request fields, which leave the
     sampling to the server's defaults; locally sampled as vLLM samples them), ``max_batch`` (pairs per
     generate call on the local backend, 16: a group of n has n(n-1)/2 pairs; the endpoint gets them all,
@@ -90,7 +97,7 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
     """
 
     thread_safe: ClassVar[bool] = True
-    default_model: ClassVar[str | None] = PAIRINGS["current"].model
+    default_model: ClassVar[str | None] = PREF_GRPO_PAIRINGS["current"].model
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o != "fps")
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
@@ -102,10 +109,12 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
             raise ConfigError(f"{name}: kwargs.preset must be null, 'pref_grpo' or 'pref_grpo_qwen_7b', got "
                               f"{preset!r}", field="kwargs.preset")
         self.preset = preset
-        self.pairing = PAIRINGS[PRESETS[preset]]
+        self.pairing = PREF_GRPO_PAIRINGS[PRESETS[preset]]
         self.default_model = self.pairing.model
         self.media = choice(media, "kwargs.media", ("image", "video"))
-        self.template = check_template(self.pairing.templates[self.media] if template is None else template, name)
+        template = self.pairing.templates[self.media] if template is None else template
+        self.template = check_template(TEMPLATES.get(template, template) if isinstance(template, str) else template,
+                                       name)
         self.max_new_tokens = positive_int(self.pairing.request["max_tokens"] if max_new_tokens is None
                                            else max_new_tokens, "kwargs.max_new_tokens")
         self.decoding = choice(("greedy" if preset is None else "reference") if decoding is None else decoding,
@@ -137,9 +146,9 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
         queries = self.queries_of([fill(self.template, first["prompt"]) for first, _ in pairs],
                                   [self._media_of(first) + self._media_of(second) for first, second in pairs])
         step = len(queries) if self.backend.kind == "openai" else self.max_batch  # the server batches on its own
+        request = {} if self.request is None else {"request": self.request}
         answers = [a for i in range(0, len(queries), step)
-                   for a in self.backend.generate(queries[i:i + step], max_new_tokens=self.max_new_tokens,
-                                                  request=self.request)]
+                   for a in self.backend.generate(queries[i:i + step], max_new_tokens=self.max_new_tokens, **request)]
         outcomes = [a if isinstance(a, Failure) else verdict(a, self.media) for a in answers]
         scores, extras = self.resolve(outcomes)
         ties = [1.0 if not isinstance(o, Failure) and o == 0.5 else 0.0 for o in outcomes]
