@@ -391,3 +391,16 @@ def test_local_reference_decoding_samples_as_transformers_does_with_vllms_settin
 
 def fill_think(prompt):
     return PREF_GRPO_IMAGE.format(prompt=prompt)
+
+
+def test_the_default_pairings_model_family_runs_on_the_local_backend(vlm_dirs, images):
+    """UnifiedReward-Think-qwen3vl-8b is a Qwen3-VL: the VLM layer runs that family (a tiny build here)."""
+    reward = rewardzoo.load_reward({"name": "unified_reward_think", "model_path": vlm_dirs["qwen3_vl"],
+                                    "kwargs": {"max_new_tokens": 3, "on_failure": {"substitute": 0.5}}})
+    judge = reward.judge
+    assert judge.backend.backbone.model_type == "qwen3_vl"
+    out = reward(prompt=["a cat"] * 3, image=images[:3], group_id=[0] * 3)
+    np.testing.assert_allclose(out.rewards, [0.5, 0.5, 0.5])  # a random model writes no verdict: substituted
+    assert reward.substitutions == 3
+    text = judge.backend.backbone.render(judge.queries_of([judge.template], [[images[0], images[1]]])[0])
+    assert text.count("<|image_pad|>") == 2 and text.index("<|image_pad|>") < text.index("You are an objective")

@@ -8,10 +8,10 @@ pass scores a whole batch, with no generation. The endpoint backend reads the sa
 first token's ``top_logprobs`` (0 when "Yes" is not among them).
 
 Pixel bounds: images at most 12,845,056 pixels (qwen-vl-utils' ``IMAGE_MAX_TOKEN_NUM * 28**2``, the bound of
-t2v_metrics' path) and video frames at most 151,200 (t2v_metrics' ``360 * 420``), set explicitly on the local
-backend unless ``max_pixels`` says otherwise. t2v_metrics reads ``generate``'s ``scores``: the logits after the
-logits processors the checkpoint's generation config sets for greedy decoding (``repetition_penalty``, which
-penalises every token of the prompt, etc.), not the raw logits. ``preset: t2v_metrics`` reproduces that
+t2v_metrics' path) and video frames at most 151,200 (t2v_metrics' ``360 * 420``), set explicitly for Qwen-VL
+models on the local backend unless ``max_pixels`` says otherwise. t2v_metrics reads ``generate``'s ``scores``:
+the logits after the logits processors the checkpoint's generation config sets for greedy decoding
+(``repetition_penalty``, which penalises every token of the prompt, etc.), not the raw logits. ``preset: t2v_metrics`` reproduces that
 (:meth:`~rewardzoo.rewards.vlm.backbone.VLMBackbone.first_scores`) and resizes images as qwen-vl-utils does
 (PIL bicubic to the smart-resize size, then the processor with ``do_resize=False``); the default reads the
 raw logits (the model's own distribution) with the processor's resize.
@@ -75,16 +75,18 @@ class VQAScore(VLMJudgeMixin, PointwiseReward):
         if preset is not None and not local:
             raise ConfigError(f"{self.name}: preset: t2v_metrics reads transformers' generate scores; it needs "
                               "backend: transformers (a server's logprobs are not those scores)", field="kwargs.preset")
-        if local and judge_options.max_pixels is None:
-            judge_options = replace(judge_options, max_pixels=self.default_max_pixels)
         if isinstance(question_template, str):
             question_template = TEMPLATES.get(question_template, question_template)
         self.question_template = check_template(question_template, self.name, "kwargs.question_template")
         self.answer, self.negative = str(answer), str(negative)
         self.normalize = choice(normalize, "kwargs.normalize", ("absolute", "relative"))
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
-        self.resize_bounds = (judge_options.min_pixels or IMAGE_MIN_PIXELS, judge_options.max_pixels)
         model_type = self.backend.backbone.model_type if local else None
+        max_pixels = judge_options.max_pixels
+        if max_pixels is None and str(model_type).startswith("qwen"):  # the reference's bound, not the processor's
+            max_pixels = self.default_max_pixels
+            self.backend.pixels = replace(self.backend.pixels, max_pixels=max_pixels, video_max_pixels=max_pixels)
+        self.resize_bounds = (judge_options.min_pixels or IMAGE_MIN_PIXELS, max_pixels)
         if preset is not None and model_type not in T2V_METRICS_MODEL_TYPES:
             raise ConfigError(f"{self.name}: preset: t2v_metrics is its Qwen2-VL / Qwen2.5-VL scorer's path (28-pixel "
                               f"resize); the model is a '{model_type}' one", field="kwargs.preset")
