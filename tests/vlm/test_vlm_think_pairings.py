@@ -15,8 +15,6 @@ import base64
 import io
 import itertools
 import json
-import re
-from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -33,6 +31,7 @@ from rewardzoo.shared.video import sample_indices
 from rewardzoo.testing import tiny_vlm_dir
 
 from .openai_server import ChatServer
+from .test_vlm_judges import pref_grpo_win_rate  # Pref-GRPO's _pairwise_win_rate, re-computed
 
 # --------------------------------------------------------------------------------- Pref-GRPO's source, quoted
 # The trailing spaces inside the two long templates are part of the reference text.
@@ -218,24 +217,6 @@ def verdict_of(body):
     return f"<think>...</think><answer>{label} {1 if first > second else 2} is better</answer>"
 
 
-def pref_grpo_win_rate(n, answers, better_1, better_2):
-    """``_pairwise_win_rate`` (fastvideo/rewards/unifiedreward_think.py, 3e787f6) without its rounding."""
-    wins, compares = defaultdict(float), defaultdict(int)
-    for (i, j), text in answers:
-        compares[i] += 1
-        compares[j] += 1
-        m = re.search(r"<answer>(.*?)</answer>", text, re.DOTALL)
-        final = m.group(1).strip() if m else None
-        if final and better_1 in final:
-            wins[i] += 1
-        elif final and better_2 in final:
-            wins[j] += 1
-        else:
-            wins[i] += 0.5
-            wins[j] += 0.5
-    return [wins[i] / compares[i] for i in range(n)]
-
-
 class RecordingServer(ChatServer):
     """The test suite's chat server, answering with :func:`verdict_of` instead of the tiny model's text."""
 
@@ -359,7 +340,8 @@ def sampling_dir(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("request_fields", [{"do_sample": False, "max_tokens": 6}, {"temperature": 1.3, "max_tokens": 6}])
+@pytest.mark.parametrize("request_fields", [{"do_sample": False, "max_tokens": 6},
+                                            {"temperature": 1.3, "max_tokens": 6}])
 def test_served_sampling_reads_the_request_then_the_checkpoint_then_vllms_defaults(sampling_dir, request_fields):
     config = GenerationConfig.from_pretrained(sampling_dir)
     assert served_sampling(config, request_fields) == vllm_sampling(SAMPLING, request_fields)

@@ -86,7 +86,8 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
     Options: ``preset`` (None: Pref-GRPO's current model and templates, greedy, rounded frame indices;
     ``pref_grpo``: the same with Pref-GRPO's decoding and frame indices; ``pref_grpo_qwen_7b``: the earlier
     pairing, see :data:`PREF_GRPO_PAIRINGS`), ``media`` (``image`` | ``video``), ``template`` (a key of
-    :data:`TEMPLATES` or your own text with ``{prompt}``; default the pairing's for the media), ``max_new_tokens`` (the pairing's ``max_tokens``: 4096, or 2048 for qwen-7b),
+    :data:`TEMPLATES` or your own text with ``{prompt}``; default the pairing's for the media),
+    ``max_new_tokens`` (the pairing's ``max_tokens``: 4096, or 2048 for qwen-7b),
     ``decoding`` (``greedy``; ``reference``, the presets' default: Pref-GRPO's request fields, which leave the
     sampling to the server's defaults; locally sampled as vLLM samples them), ``max_batch`` (pairs per
     generate call on the local backend, 16: a group of n has n(n-1)/2 pairs; the endpoint gets them all,

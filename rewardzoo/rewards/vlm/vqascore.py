@@ -11,10 +11,11 @@ Pixel bounds: images at most 12,845,056 pixels (qwen-vl-utils' ``IMAGE_MAX_TOKEN
 t2v_metrics' path) and video frames at most 151,200 (t2v_metrics' ``360 * 420``), set explicitly for Qwen-VL
 models on the local backend unless ``max_pixels`` says otherwise. t2v_metrics reads ``generate``'s ``scores``:
 the logits after the logits processors the checkpoint's generation config sets for greedy decoding
-(``repetition_penalty``, which penalises every token of the prompt, etc.), not the raw logits. ``preset: t2v_metrics`` reproduces that
-(:meth:`~rewardzoo.rewards.vlm.backbone.VLMBackbone.first_scores`) and resizes images as qwen-vl-utils does
-(PIL bicubic to the smart-resize size, then the processor with ``do_resize=False``); the default reads the
-raw logits (the model's own distribution) with the processor's resize.
+(``repetition_penalty``, which penalises every token of the prompt, etc.), not the raw logits.
+``preset: t2v_metrics`` reproduces that (:meth:`~rewardzoo.rewards.vlm.backbone.VLMBackbone.first_scores`) and
+resizes images as qwen-vl-utils does (PIL bicubic to the smart-resize size, then the processor with
+``do_resize=False``); the default reads the raw logits (the model's own distribution) with the processor's
+resize.
 """
 
 from __future__ import annotations
