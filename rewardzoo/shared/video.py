@@ -39,10 +39,12 @@ BACKENDS = ("auto", "decord", "pyav")
 _DECORD_PREFIX = re.compile(r"^\[[\d:]+\] \S+:\d+: ")
 
 
-def sample_indices(total: int, num_frames: int | None) -> list[int]:
+def sample_indices(total: int, num_frames: int | None, *, floor: bool = False) -> list[int]:
     """Indices of ``num_frames`` uniformly spaced frames out of ``total`` (all of them when None or >= total).
 
     The first and last frames are always included (for K >= 2); indices are distinct and increasing.
+    ``round(linspace(0, T - 1, K))`` by default; ``floor=True`` floors them instead, as
+    ``np.linspace(0, T - 1, K, dtype=int)`` does (Pref-GRPO's frame choice).
     """
     if total <= 0:
         raise InputError("the video has no frames")
@@ -50,7 +52,8 @@ def sample_indices(total: int, num_frames: int | None) -> list[int]:
         return list(range(total))
     if num_frames <= 0:
         raise ValueError(f"num_frames must be a positive integer or None, got {num_frames!r}")
-    return [int(i) for i in np.rint(np.linspace(0, total - 1, num_frames))]
+    points = np.linspace(0, total - 1, num_frames)
+    return [int(i) for i in (np.floor(points) if floor else np.rint(points))]
 
 
 def check_num_frames(num_frames: Any) -> int | None:

@@ -18,7 +18,9 @@ from dataclasses import replace
 import pytest
 
 import rewardzoo
+from rewardzoo.errors import ConfigError
 from rewardzoo.registry import info
+from rewardzoo.rewards.vlm import backend as backend_module
 from rewardzoo.rewards.vlm.pairings import PAIRINGS, USER_GIVEN, model_id
 
 ROWS = [(name, row) for name, rows in PAIRINGS.items() for row in rows]
@@ -83,23 +85,43 @@ def test_a_default_model_with_another_references_template_is_caught():
     assert "is not one reference row" in pairing_problems("unified_reward", unknown)[0]
 
 
-def _in_effect(name, preset):
-    """(model id, template key) of the reward built as the row's setting says, read from the reward itself."""
+class _Unloaded:
+    """What the local backend's ``load_vlm`` returns in :func:`_in_effect`: the id it was asked for, no weights."""
+
+    model_type = "qwen2_5_vl"
+
+    def __init__(self, path, **_):
+        self.source = str(path)
+
+
+def _in_effect(name, preset, monkeypatch):
+    """(model id, template key) of the reward built as the row's setting says, read from the reward itself: on
+    the endpoint backend (its served model defaults to the class's default model), or, for a preset that runs
+    on the local backend only, on that backend with nothing loaded (the id ``load_vlm`` is asked for)."""
     cls = _class_of(name)
-    kwargs = dict(ENDPOINT, **({"preset": preset} if preset else {}))
-    reward = rewardzoo.load_reward({"name": name, "kwargs": kwargs})
+    kwargs = {"preset": preset} if preset else {}
+    try:
+        reward = rewardzoo.load_reward({"name": name, "kwargs": dict(ENDPOINT, **kwargs)})
+    except ConfigError as exc:
+        if exc.field != "kwargs.preset":
+            raise
+        monkeypatch.setattr(backend_module, "load_vlm", _Unloaded)
+        reward = rewardzoo.load_reward({"name": name, "kwargs": kwargs})
+    judge = getattr(reward, "judge", None) or reward  # a pairwise reward's judge holds the model and template
+    text = judge.template if hasattr(judge, "template") else judge.question_template
     templates = importlib.import_module(cls.__module__).TEMPLATES
-    keys = [key for key, text in templates.items() if text == reward.template]
+    keys = [key for key, value in templates.items() if value == text]
     assert len(keys) == 1, f"{name}: the template in use is not one of {sorted(templates)}"
-    return reward.backend.model, keys[0]
+    backend = judge.backend
+    return (backend.model if backend.kind == "openai" else backend.backbone.source), keys[0]
 
 
 @pytest.mark.parametrize("pair", RUN_ROWS, ids=_id)
-def test_the_reward_runs_what_its_row_says(pair):
+def test_the_reward_runs_what_its_row_says(pair, monkeypatch):
     name, row = pair
     if row.reference == "-":  # no default model, and the constructor requires a template
         cls = _class_of(name)
         assert cls.default_model is None
         assert inspect.signature(cls.__init__).parameters["template"].default is None
         return
-    assert _in_effect(name, row.preset) == (model_id(row.model), row.template)
+    assert _in_effect(name, row.preset, monkeypatch) == (model_id(row.model), row.template)

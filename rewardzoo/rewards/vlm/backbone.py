@@ -204,9 +204,10 @@ class VLMBackbone:
             return self.model(**batch, **kwargs)
 
     @torch.no_grad()
-    def last_logits(self, queries: Sequence[VLMQuery], *, pixels: PixelBounds = PixelBounds()) -> torch.Tensor:
+    def last_logits(self, queries: Sequence[VLMQuery], *, pixels: PixelBounds = PixelBounds(),
+                    images_kwargs: Mapping[str, Any] | None = None) -> torch.Tensor:
         """float32 logits (B, V) at the first answer position of each query (one forward pass)."""
-        batch = self.encode(queries, pixels=pixels)
+        batch = self.encode(queries, pixels=pixels, images_kwargs=images_kwargs)
         out = self.forward(batch, logits_to_keep=1, use_cache=False)
         return out.logits[:, -1, :].float()
 
@@ -222,22 +223,42 @@ class VLMBackbone:
                 ids.append(int(tokens[0]))
         return ids
 
+    @torch.no_grad()
+    def first_scores(self, queries: Sequence[VLMQuery], *, pixels: PixelBounds = PixelBounds(),
+                     images_kwargs: Mapping[str, Any] | None = None) -> torch.Tensor:
+        """float32 (B, V): the scores ``generate(max_new_tokens=1, do_sample=False, output_scores=True)``
+        reports for the first answer token, i.e. the logits after the logits processors the checkpoint's
+        generation config sets for greedy decoding (``repetition_penalty`` etc.; left padding is ignored by
+        them), as t2v_metrics reads them. Equal to :meth:`last_logits` when the config sets none."""
+        batch = self.encode(queries, pixels=pixels, images_kwargs=images_kwargs)
+        with self.lock:
+            out = self.model.generate(**batch, max_new_tokens=1, do_sample=False, num_beams=1, temperature=1.0,
+                                      top_p=None, top_k=None, output_scores=True, return_dict_in_generate=True,
+                                      pad_token_id=self.tokenizer.pad_token_id)
+        return out.scores[0].float()
+
     def answer_logprobs(self, queries: Sequence[VLMQuery], answers: Sequence[str], *,
-                        pixels: PixelBounds = PixelBounds(), temperature: float = 1.0) -> torch.Tensor:
+                        pixels: PixelBounds = PixelBounds(), temperature: float = 1.0,
+                        processed: bool = False, images_kwargs: Mapping[str, Any] | None = None) -> torch.Tensor:
         """float32 (B, len(answers)): ``log softmax(logits / temperature)`` over the whole vocabulary at the
-        first answer position, at the first token of each answer."""
+        first answer position, at the first token of each answer; ``processed``: of :meth:`first_scores`
+        instead of the raw logits; ``images_kwargs`` as :meth:`encode` takes them."""
         ids = self.first_token_ids(answers)
-        logits = self.last_logits(queries, pixels=pixels)
+        logits = (self.first_scores if processed else self.last_logits)(queries, pixels=pixels,
+                                                                         images_kwargs=images_kwargs)
         return torch.log_softmax(logits / float(temperature), dim=-1)[:, ids].cpu()
 
     @torch.no_grad()
-    def generate(self, queries: Sequence[VLMQuery], *, max_new_tokens: int, pixels: PixelBounds = PixelBounds()
-                 ) -> list[str]:
-        """Greedy answers (special tokens dropped, whitespace stripped), at most ``max_new_tokens`` tokens each."""
+    def generate(self, queries: Sequence[VLMQuery], *, max_new_tokens: int, pixels: PixelBounds = PixelBounds(),
+                 sampling: Mapping[str, Any] | None = None) -> list[str]:
+        """Greedy answers (special tokens dropped, whitespace stripped), at most ``max_new_tokens`` tokens each;
+        with ``sampling`` (``temperature``, ``top_p``, ``top_k``, ``min_p``, ``repetition_penalty``), sampled
+        with those settings instead (torch's global generator)."""
         batch = self.encode(queries, pixels=pixels)
+        decoding: dict[str, Any] = ({"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+                                    if sampling is None else {"do_sample": True, **sampling})
         with self.lock:
-            out = self.model.generate(**batch, max_new_tokens=int(max_new_tokens), do_sample=False, num_beams=1,
-                                      temperature=None, top_p=None, top_k=None,
+            out = self.model.generate(**batch, max_new_tokens=int(max_new_tokens), num_beams=1, **decoding,
                                       pad_token_id=self.tokenizer.pad_token_id)
         return self.decode(out[:, batch["input_ids"].shape[1]:])
 

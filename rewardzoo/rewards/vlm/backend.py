@@ -6,7 +6,8 @@
 - ``backend: openai``: :class:`~rewardzoo.rewards.vlm.endpoint.OpenAIVLM`, any OpenAI-compatible
   chat-completions server, configured by ``endpoint: {url, model, api_key_env, ...}``.
 
-Both answer ``generate(queries, max_new_tokens=N) -> [text | Failure]`` and
+Both answer ``generate(queries, max_new_tokens=N) -> [text | Failure]`` (greedy; ``request=``: a reference's
+chat-completions decoding fields, sent as they are by the endpoint, decoded as vLLM would locally) and
 ``answer_probs(queries, answers) -> [probabilities (K,) | Failure]``; the judge turns those into scores
 with its parse rule and failure policy (:mod:`rewardzoo.rewards.vlm.judging`); ``io_bound`` says whether the
 judge's calls wait on a server (the endpoint) and so may overlap with the other streams (``Reward.io_bound``). The local backend never
@@ -41,11 +42,23 @@ class LocalVLM:
     def identity(self) -> tuple:
         return ("transformers", self.backbone.source, str(self.backbone.device), str(self.backbone.dtype))
 
-    def generate(self, queries: Sequence[VLMQuery], *, max_new_tokens: int) -> list[str | Failure]:
-        return list(self.backbone.generate(queries, max_new_tokens=max_new_tokens, pixels=self.pixels))
+    def generate(self, queries: Sequence[VLMQuery], *, max_new_tokens: int,
+                 request: Mapping[str, Any] | None = None) -> list[str | Failure]:
+        """Greedy answers; with ``request`` (a chat-completions body's decoding fields), decoded as vLLM
+        decodes that request (:func:`served_sampling`), ``max_tokens`` in it taking ``max_new_tokens``' place."""
+        if request is None:
+            return list(self.backbone.generate(queries, max_new_tokens=max_new_tokens, pixels=self.pixels))
+        sampling = served_sampling(self.backbone.model.generation_config, request)
+        return list(self.backbone.generate(queries, max_new_tokens=int(request.get("max_tokens", max_new_tokens)),
+                                           pixels=self.pixels, sampling=sampling))
 
-    def answer_probs(self, queries: Sequence[VLMQuery], answers: Sequence[str]) -> list[np.ndarray | Failure]:
-        logp = self.backbone.answer_logprobs(queries, answers, pixels=self.pixels)
+    def answer_probs(self, queries: Sequence[VLMQuery], answers: Sequence[str], *, processed: bool = False,
+                     resized: bool = False) -> list[np.ndarray | Failure]:
+        """``processed``: from the scores ``generate(output_scores=True)`` reports (the checkpoint's
+        generation-config processors applied); ``resized``: the images are already at their final size (the
+        processor does not resize them)."""
+        logp = self.backbone.answer_logprobs(queries, answers, pixels=self.pixels, processed=processed,
+                                             images_kwargs={"do_resize": False} if resized else None)
         return list(logp.double().exp().numpy())
 
     def close(self) -> None:
@@ -98,10 +111,30 @@ def build_backend(owner: str, *, backend: str = "transformers", endpoint: Mappin
     return LocalVLM(backbone, PixelBounds(min_pixels=lo, max_pixels=hi, video_min_pixels=lo, video_max_pixels=hi))
 
 
+#: The sampling a vLLM server applies to a chat-completions request that leaves a field out (vLLM's defaults).
+VLLM_DEFAULT_SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0}
+
+
+def served_sampling(generation_config: Any, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The sampling settings vLLM (``--generation-config auto``, its default) gives ``request``: each of
+    :data:`VLLM_DEFAULT_SAMPLING`'s fields from the request, else from the checkpoint's generation config
+    where it sets one (``to_diff_dict()``, as vLLM reads it), else vLLM's default. Fields the request
+    names that are not chat-completions fields (e.g. ``do_sample``) change nothing, as on the server.
+    Off is spelled as transformers reads it: ``top_k`` 0 (None would mean its default 50), ``min_p`` None."""
+    own = generation_config.to_diff_dict() if generation_config is not None else {}
+    settings = {}
+    for key, default in VLLM_DEFAULT_SAMPLING.items():
+        value = request.get(key, own.get(key))
+        settings[key] = default if value is None else value
+    settings["top_k"] = max(int(settings["top_k"]), 0)  # vLLM's -1 is off too
+    settings["min_p"] = float(settings["min_p"]) if settings["min_p"] else None
+    return settings
+
+
 def check_no_options(owner: str, options: Mapping[str, Any]) -> None:
     """ConfigError when kwargs are left that nothing read (a typo should not pass silently)."""
     if options:
         raise ConfigError(f"{owner}: unknown option(s) {sorted(options)}", field="kwargs")
 
 
-__all__ = ["BACKENDS", "LocalVLM", "build_backend", "check_no_options"]
+__all__ = ["BACKENDS", "LocalVLM", "VLLM_DEFAULT_SAMPLING", "build_backend", "check_no_options", "served_sampling"]

@@ -6,7 +6,9 @@ Each :class:`~rewardzoo.rewards.vlm.backbone.VLMQuery` becomes one ``POST {url}/
   an image is an ``image_url`` part with a base64 data URL (``data:image/png;base64,...``, or JPEG with
   ``image_format: jpeg``); a video is sent as its sampled frames, one ``image_url`` part per frame (what
   Pref-GRPO sends to its UnifiedReward-Think server);
-- greedy decoding: ``temperature: 0``, ``max_tokens`` the judge's token limit;
+- greedy decoding: ``temperature: 0``, ``max_tokens`` the judge's token limit (or, when a judge reproduces a
+  reference's request, that request's fields as the reference sends them, e.g. Pref-GRPO's
+  ``{"do_sample": false, "max_tokens": 4096}``: no temperature, so the server's default sampling applies);
 - yes/no probabilities: ``max_tokens: 1, logprobs: true, top_logprobs: K`` and each answer's probability
   read from the first token's ``top_logprobs`` (``exp(logprob)`` of the entry whose token equals the answer,
   0 when it is not among the K).
@@ -108,8 +110,10 @@ class OpenAIVLM:
         system = [{"role": "system", "content": query.system}] if query.system is not None else []
         return system + [{"role": "user", "content": parts}]
 
-    def _complete(self, query: VLMQuery, extra: Mapping[str, Any]) -> Mapping[str, Any] | Failure:
-        payload = {"model": self.model, "messages": self.messages(query), "temperature": 0, **extra}
+    def _complete(self, query: VLMQuery, extra: Mapping[str, Any], *, greedy: bool = True
+                  ) -> Mapping[str, Any] | Failure:
+        payload = {"model": self.model, "messages": self.messages(query), **({"temperature": 0} if greedy else {}),
+                   **extra}
         if query.answer_prefix:
             payload["messages"].append({"role": "assistant", "content": query.answer_prefix})
             payload["continue_final_message"] = True
@@ -128,10 +132,17 @@ class OpenAIVLM:
                            message.get("content"))
         return choice0
 
-    def generate(self, queries: Sequence[VLMQuery], *, max_new_tokens: int) -> list[str | Failure]:
-        """Greedy answers (stripped), or a Failure per sample; ``max_concurrency`` requests in flight."""
+    def generate(self, queries: Sequence[VLMQuery], *, max_new_tokens: int,
+                 request: Mapping[str, Any] | None = None) -> list[str | Failure]:
+        """Greedy answers (stripped), or a Failure per sample; ``max_concurrency`` requests in flight.
+        ``request``: decoding fields sent as they are instead of ``temperature: 0, max_tokens`` (a reference's
+        body; ``max_tokens`` is ``max_new_tokens`` unless it names one), so the server's defaults apply to
+        what it leaves out."""
+        fields = {"max_tokens": int(max_new_tokens)} if request is None else {"max_tokens": int(max_new_tokens),
+                                                                               **request}
+
         def one(query: VLMQuery) -> str | Failure:
-            out = self._complete(query, {"max_tokens": int(max_new_tokens)})
+            out = self._complete(query, fields, greedy=request is None)
             if isinstance(out, Failure):
                 return out
             content = out["message"].get("content")

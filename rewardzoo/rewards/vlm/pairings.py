@@ -81,11 +81,82 @@ VIDEO_VLM_JUDGE = (
             "8 frames at `round(linspace(0, T - 1, 8))`, declared at fps 2.0", reference="-"),
 )
 
+# ------------------------------------------------------------------------------------ unified_reward_think
+_THINK_NOW = ("Pref-GRPO 3e787f6 (vllm_utils/vllm_server_UnifiedReward_Think.sh, fastvideo/rewards/templates.py, "
+              "vllm_utils/vllm_request.py; model and template since 1dc528e, request since c9b70d0)")
+_THINK_QWEN_7B = ("Pref-GRPO 6d405e8 (fastvideo/train_flux_pref_grpo.py, vllm_utils/vllm_request.py; videos a1ca93c "
+                  "fastvideo/train_wan_2_1_pref_grpo.py; served until 7246966)")
+_THINK_SERVED = ("JPEG quality 95 data URLs, no resize; the vLLM server's processing (its default pixel bounds "
+                 "for the model)")
+_THINK_SAMPLED = ("`decoding: reference`: the endpoint sends Pref-GRPO's fields as they are; locally, sampled with "
+                  "the settings vLLM gives that request (the checkpoint's generation config, else temperature 1, "
+                  "top_p 1, top_k off)")
+_THINK_FLOOR = ("videos (template `{}`): 8 frames at `np.linspace(0, T - 1, 8, dtype=int)` (floored), each sent "
+                "as an image, video 1's then video 2's")
+
+UNIFIED_REWARD_THINK = (
+    Pairing("reference", _THINK_NOW, "CodeGoat24/UnifiedReward-Think-qwen3vl-8b (Qwen3-VL; vLLM >= 0.11)",
+            "pref_grpo", "request `{\"do_sample\": False, \"max_tokens\": 4096}`: `do_sample` is no "
+            "chat-completions field and vLLM ignores it, so the server's default sampling applies (the "
+            "checkpoint's generation config, else temperature 1)", _THINK_SERVED,
+            _THINK_FLOOR.format("pref_grpo_video") + " (OpenCV seeks)"),
+    Pairing("reference", _THINK_QWEN_7B, "CodeGoat24/UnifiedReward-Think-qwen-7b (Qwen2.5-VL)", "pref_grpo_qwen_7b",
+            "request `{\"max_tokens\": 2048}` (`do_sample` commented out): the server's default sampling",
+            _THINK_SERVED, _THINK_FLOOR.format("pref_grpo_qwen_7b_video") + " (OpenCV seeks)"),
+    Pairing("default", "rewardzoo", "CodeGoat24/UnifiedReward-Think-qwen3vl-8b (Qwen3-VL)", "pref_grpo",
+            "greedy (`temperature: 0` on the endpoint, `do_sample=False` locally), max_new_tokens 4096",
+            "endpoint: JPEG quality 95 data URLs; local: the processor's pixel bounds (`min_pixels` / `max_pixels`)",
+            "videos (template `pref_grpo_video`): 8 frames at `round(linspace(0, T - 1, 8))` (the video layer), "
+            "each sent as an image", reference=_THINK_NOW),
+    Pairing("preset: pref_grpo", "rewardzoo", "CodeGoat24/UnifiedReward-Think-qwen3vl-8b (Qwen3-VL)", "pref_grpo",
+            _THINK_SAMPLED + ", max_tokens 4096 with `do_sample: false`", "as the default",
+            _THINK_FLOOR.format("pref_grpo_video") + " (from every decoded frame)", reference=_THINK_NOW),
+    Pairing("preset: pref_grpo_qwen_7b", "rewardzoo", "CodeGoat24/UnifiedReward-Think-qwen-7b (Qwen2.5-VL)",
+            "pref_grpo_qwen_7b", _THINK_SAMPLED + ", max_tokens 2048", "as the default",
+            _THINK_FLOOR.format("pref_grpo_qwen_7b_video") + " (from every decoded frame)", reference=_THINK_QWEN_7B),
+)
+
+# --------------------------------------------------------------------------------- vqascore, video_vqascore
+_T2V = "t2v_metrics 6ecb74f (t2v_metrics/models/vqascore_models/qwen2vl_model.py, `qwen2.5-vl-7b`)"
+_T2V_SCORES = ("`generate(max_new_tokens=1, do_sample=False, temperature=1.0, output_scores=True)` per pair: "
+               "softmax of `scores` (the logits after the checkpoint's generation-config processors, e.g. "
+               "`repetition_penalty`) at the answer's first token")
+_RAW = "one batched forward pass: softmax of the raw logits at the answer's first token (no processors)"
+_PROCESSED = ("softmax of `generate`'s `scores` (the checkpoint's generation-config processors; left padding is "
+              "ignored by them), one batched call")
+
+VQASCORE = (
+    Pairing("reference", _T2V, "Qwen/Qwen2.5-VL-7B-Instruct", "t2v_metrics", _T2V_SCORES,
+            "qwen-vl-utils `fetch_image`: 3,136 to 12,845,056 pixels (4 to 16384 tokens of 28x28), PIL bicubic, "
+            "then the processor with `do_resize=False`"),
+    Pairing("default", "rewardzoo", "Qwen/Qwen2.5-VL-7B-Instruct", "t2v_metrics", _RAW,
+            "the processor's resize with `max_pixels` 12,845,056 (min: the processor's)", reference=_T2V),
+    Pairing("preset: t2v_metrics", "rewardzoo", "Qwen/Qwen2.5-VL-7B-Instruct", "t2v_metrics", _PROCESSED,
+            "qwen-vl-utils' resize (PIL bicubic, 3,136 to 12,845,056 pixels), then the processor with "
+            "`do_resize=False`", reference=_T2V),
+)
+
+_T2V_VIDEO = "t2v_metrics 6ecb74f (qwen2vl_model.py `load_images`, a video file)"
+VIDEO_VQASCORE = (
+    Pairing("reference", _T2V_VIDEO, "Qwen/Qwen2.5-VL-7B-Instruct", "t2v_metrics", _T2V_SCORES,
+            "qwen-vl-utils `fetch_video`: at most 151,200 pixels per frame (`max_pixels: 360*420`), at least "
+            "100,352, torchvision bicubic with antialias",
+            "read by time: `fps: 8` (duration x 8 frames, even, 4 to 768), one video"),
+    Pairing("default", "rewardzoo", "Qwen/Qwen2.5-VL-7B-Instruct", "t2v_metrics", _RAW,
+            "the processor's resize with `max_pixels` 151,200 per frame (min: the processor's)",
+            "by count: 8 frames at `round(linspace(0, T - 1, 8))`, declared at 8 fps, one video", reference=_T2V_VIDEO),
+    Pairing("preset: t2v_metrics", "rewardzoo", "Qwen/Qwen2.5-VL-7B-Instruct", "t2v_metrics", _PROCESSED,
+            "as the default", "as the default (by count, not by time)", reference=_T2V_VIDEO),
+)
+
 #: Reward name -> its rows (reference rows first).
 PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "unified_reward": UNIFIED_REWARD,
     "vlm_judge": VLM_JUDGE,
     "video_vlm_judge": VIDEO_VLM_JUDGE,
+    "unified_reward_think": UNIFIED_REWARD_THINK,
+    "vqascore": VQASCORE,
+    "video_vqascore": VIDEO_VQASCORE,
 }
 
 

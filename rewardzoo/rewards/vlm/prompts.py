@@ -3,7 +3,9 @@
 ``{prompt}`` marks where the sample's prompt goes (filled with ``str.replace``, so braces in a prompt are safe).
 Sources: flow_grpo ``flow_grpo/rewards.py`` (``unifiedreward_score_sglang``); Pref-GRPO
 ``fastvideo/rewards/templates.py`` (``get_unifiedreward_think_image_template`` / ``..._video_template``, commit
-3e787f6); t2v_metrics ``t2v_metrics/models/vqascore_models/qwen2vl_model.py`` (commit 6ecb74f).
+3e787f6, unchanged since 1dc528e) and, for the earlier qwen-7b pairing, the ``template`` of
+``fastvideo/train_flux_pref_grpo.py`` / ``train_wan_2_1_pref_grpo.py`` (6d405e8 / a1ca93c to 7246966);
+t2v_metrics ``t2v_metrics/models/vqascore_models/qwen2vl_model.py`` (commit 6ecb74f).
 """
 
 from __future__ import annotations
@@ -204,4 +206,67 @@ UNIFIED_REWARD_THINK_VIDEO = (
     'breaks, indentation, and style). Your actual evaluation must follow this format exactly, '
     'but be based on the given caption and the two provided videos (frames divided into two halves).\n'
     '        '
+)
+
+#: UnifiedReward-Think pairwise image prompt Pref-GRPO served to UnifiedReward-Think-qwen-7b before 1dc528e
+#: (``fastvideo/train_flux_pref_grpo.py``, commits 6d405e8 to 7246966; filled with ``str.format``).
+UNIFIED_REWARD_THINK_IMAGE_QWEN_7B = (
+    'Given a caption and two images generated based on this caption, please analyze in detail the two '
+    'provided images. Evaluate them on various dimensions such as semantic consistency (how closely the '
+    'image content aligns with the caption), aesthetics (composition, color usage, artistic expression), '
+    'authenticity (realism and attention to detail), and any other factors you deem relevant. For each '
+    'evaluation dimension, provide a score between 1-10 for both images (e.g., Image 1: 8/10, Image 2: '
+    '6/10) and provide a concise rationale for the score. Calculate the total score for each image by '
+    'summing all dimension scores. Use a chain-of-thought process to detail your reasoning steps, and '
+    'enclose all your detailed reasoning within <think> and </think> tags. Then, in the <answer> tag, '
+    "output exactly one of the following strings: 'Image 1 is better' or 'Image 2 is better' based on the "
+    'total scores. No additional text is allowed in the <answer> section.\n'
+    '\n'
+    'Example output format:\n'
+    '<think>\n'
+    '1. Semantic consistency: Image 1 (9/10) - ...; Image 2 (7/10) - ...\n'
+    '2. Aesthetics: Image 2 (8/10) - ...; Image 1 (8/10) - ...\n'
+    '3. Authenticity: Image 1 (8/10) - ...; Image 2 (5/10) - ...\n'
+    '[Additional dimensions if any]: Image 2 (8/10) - ...; Image 1 (6/10) - ...\n'
+    'Total score:\n'
+    'Image 1: 9+8+8+6=31\n'
+    'Image 2: 7+8+5+8=28\n'
+    '</think>\n'
+    '<answer>Image 1 is better</answer>\n'
+    '**Note: In the example above, scores and the final answer are placeholders meant only to demonstrate '
+    'the format. Your actual evaluation should be based on the quality of two given images.**\n'
+    '\n'
+    'Your task is provided as follows:\n'
+    'Text Caption: [{prompt}]'
+)
+
+#: Its video counterpart (``fastvideo/train_wan_2_1_pref_grpo.py``, commits a1ca93c to 7246966).
+UNIFIED_REWARD_THINK_VIDEO_QWEN_7B = (
+    'Given a caption and two videos generated based on this caption, please analyze in detail the two '
+    'provided videos. Evaluate them on various dimensions such as semantic consistency (how closely the '
+    'video content aligns with the caption), temporal coherence (smoothness and logical flow of motion '
+    'across frames), authenticity (realism and attention to detail), and any other factors you deem '
+    'relevant. For each evaluation dimension, provide a score between 1-10 for both videos (e.g., Video 1: '
+    '8/10, Video 2: 6/10) and provide a concise rationale for the score. Calculate the total score for '
+    'each video by summing all dimension scores. Use a chain-of-thought process to detail your reasoning '
+    'steps, and enclose all your detailed reasoning within <think> and </think> tags. Then, in the '
+    "<answer> tag, output exactly one of the following strings: 'Video 1 is better' or 'Video 2 is better' "
+    'based on the total scores. No additional text is allowed in the <answer> section.\n'
+    '\n'
+    'Example output format:\n'
+    '<think>\n'
+    '1. Semantic consistency: Video 1 (9/10) - ...; Video 2 (7/10) - ...\n'
+    '2. Temporal coherence: Video 1 (8/10) - ...; Video 2 (6/10) - ...\n'
+    '3. Authenticity: Video 1 (7/10) - ...; Video 2 (5/10) - ...\n'
+    '[Additional dimensions if any]: Video 2 (8/10) - ...; Video 1 (6/10) - ...\n'
+    'Total score:\n'
+    'Video 1: 9+8+7+6=30\n'
+    'Video 2: 7+6+5+8=26\n'
+    '</think>\n'
+    '<answer>Video 1 is better</answer>\n'
+    '**Note: In the example above, scores and the final answer are placeholders meant only to demonstrate '
+    'the format. Your actual evaluation should be based on the quality of two given videos.**\n'
+    '\n'
+    'Your task is provided as follows:\n'
+    'Text Caption: [{prompt}]'
 )

@@ -9,20 +9,61 @@ in ``hard`` mode with this judge, which answers all pairs of a group in one batc
 
 An answer without ``<answer>`` tags is unparseable: Pref-GRPO counts it as a tie; here it is an error unless
 ``on_failure: {substitute: 0.5}`` (Pref-GRPO's counting, then counted in the extra ``substituted``).
+
+Pairings (:data:`PREF_GRPO_PAIRINGS`): the default is Pref-GRPO's current one (``UnifiedReward-Think-qwen3vl-8b``
+with the long templates, since 1dc528e), decoded greedily with rounded frame indices; ``preset: pref_grpo`` adds
+Pref-GRPO's request (``decoding: reference``) and its floored frame indices; ``preset: pref_grpo_qwen_7b`` is the
+earlier pairing (``UnifiedReward-Think-qwen-7b`` with the short templates and ``max_tokens: 2048``).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any, ClassVar, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Mapping, Sequence
 
+from ...errors import ConfigError
 from .judging import Failure, tagged
 from ...shared.media import to_pil_rgb
 from ...shared.options import choice, positive_int
+from ...shared.video import sample_indices
 from ..base import Inputs
 from ..group.ranking import PairwiseWinRate
 from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_template, fill
-from .prompts import UNIFIED_REWARD_THINK_IMAGE, UNIFIED_REWARD_THINK_VIDEO
+from .prompts import (UNIFIED_REWARD_THINK_IMAGE, UNIFIED_REWARD_THINK_IMAGE_QWEN_7B, UNIFIED_REWARD_THINK_VIDEO,
+                      UNIFIED_REWARD_THINK_VIDEO_QWEN_7B)
+
+
+#: Named templates (the ``template`` option takes a key or your own text): Pref-GRPO's current ones and those it
+#: served UnifiedReward-Think-qwen-7b with, per media.
+TEMPLATES = {"pref_grpo": UNIFIED_REWARD_THINK_IMAGE, "pref_grpo_video": UNIFIED_REWARD_THINK_VIDEO,
+             "pref_grpo_qwen_7b": UNIFIED_REWARD_THINK_IMAGE_QWEN_7B,
+             "pref_grpo_qwen_7b_video": UNIFIED_REWARD_THINK_VIDEO_QWEN_7B}
+
+
+@dataclass(frozen=True)
+class ThinkPairing:
+    """A model, its template keys (per media) and the decoding fields of the request Pref-GRPO sent it."""
+
+    model: str
+    templates: Mapping[str, str]
+    request: Mapping[str, Any]
+
+
+#: Pref-GRPO's two pairings. ``current``: since 1dc528e (model and templates; the request since c9b70d0, as at
+#: 3e787f6): vllm_server_UnifiedReward_Think.sh, fastvideo/rewards/templates.py, vllm_utils/vllm_request.py.
+#: ``qwen_7b``: 6d405e8 (images) / a1ca93c (videos) to 7246966, the same files' earlier versions and the
+#: ``template`` of train_flux_pref_grpo.py / train_wan_2_1_pref_grpo.py (``"do_sample"`` commented out).
+PREF_GRPO_PAIRINGS = {
+    "current": ThinkPairing("CodeGoat24/UnifiedReward-Think-qwen3vl-8b",
+                            {"image": "pref_grpo", "video": "pref_grpo_video"},
+                            {"do_sample": False, "max_tokens": 4096}),
+    "qwen_7b": ThinkPairing("CodeGoat24/UnifiedReward-Think-qwen-7b",
+                            {"image": "pref_grpo_qwen_7b", "video": "pref_grpo_qwen_7b_video"},
+                            {"max_tokens": 2048}),
+}
+#: ``preset`` -> the pairing it runs (with Pref-GRPO's decoding and frame choice); None: the default.
+PRESETS = {None: "current", "pref_grpo": "current", "pref_grpo_qwen_7b": "qwen_7b"}
+DECODINGS = ("greedy", "reference")
 
 
 def verdict(text: str, media: str = "image") -> float | Failure:
@@ -42,32 +83,62 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
     """The pairwise judge: ``judge_pairs([(first, second), ...]) -> (P(first beats second) per pair, extras)``.
 
     ``first`` / ``second`` are dicts of the declared fields (``prompt`` and ``image``, or ``video`` frames).
-    Options: ``media`` (``image`` | ``video``), ``template`` (default Pref-GRPO's for the media),
-    ``max_new_tokens`` (4096, Pref-GRPO's ``max_tokens``), ``max_batch`` (pairs per generate call on the local
-    backend, 16: a group of n has n(n-1)/2 pairs; the endpoint gets them all, ``max_concurrency`` at a time), ``num_frames`` (video, default 8), and the
+    Options: ``preset`` (None: Pref-GRPO's current model and templates, greedy, rounded frame indices;
+    ``pref_grpo``: the same with Pref-GRPO's decoding and frame indices; ``pref_grpo_qwen_7b``: the earlier
+    pairing, see :data:`PREF_GRPO_PAIRINGS`), ``media`` (``image`` | ``video``), ``template`` (a key of
+    :data:`TEMPLATES` or your own text with ``{prompt}``; default the pairing's for the media),
+    ``max_new_tokens`` (the pairing's ``max_tokens``: 4096, or 2048 for qwen-7b),
+    ``decoding`` (``greedy``; ``reference``, the presets' default: Pref-GRPO's request fields, which leave the
+    sampling to the server's defaults; locally sampled as vLLM samples them), ``max_batch`` (pairs per
+    generate call on the local backend, 16: a group of n has n(n-1)/2 pairs; the endpoint gets them all,
+    ``max_concurrency`` at a time), ``num_frames`` (video, default 8; the presets take every frame from the
+    video layer and pick ``np.linspace(0, T - 1, K, dtype=int)``, Pref-GRPO's floored indices), and the
     backend and failure options of :mod:`rewardzoo.rewards.vlm.common`. Per-pair extras: ``substituted``,
     ``tie``. The endpoint sends JPEG (quality 95) as Pref-GRPO does unless ``endpoint.image_format`` says.
     """
 
     thread_safe: ClassVar[bool] = True
-    default_model: ClassVar[str | None] = "CodeGoat24/UnifiedReward-Think-qwen-7b"
+    default_model: ClassVar[str | None] = PREF_GRPO_PAIRINGS["current"].model
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o != "fps")
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 media: str = "image", template: str | None = None, max_new_tokens: int = 4096,
-                 max_batch: int = 16, name: str = "unified_reward_think", **options: Any) -> None:
+                 preset: str | None = None, media: str = "image", template: str | None = None,
+                 max_new_tokens: int | None = None, decoding: str | None = None, max_batch: int = 16,
+                 name: str = "unified_reward_think", **options: Any) -> None:
         judge_options = self.judge_options_of(options)
+        if preset not in PRESETS:
+            raise ConfigError(f"{name}: kwargs.preset must be null, 'pref_grpo' or 'pref_grpo_qwen_7b', got "
+                              f"{preset!r}", field="kwargs.preset")
+        self.preset = preset
+        self.pairing = PREF_GRPO_PAIRINGS[PRESETS[preset]]
+        self.default_model = self.pairing.model
         self.media = choice(media, "kwargs.media", ("image", "video"))
-        default = UNIFIED_REWARD_THINK_IMAGE if self.media == "image" else UNIFIED_REWARD_THINK_VIDEO
-        self.template = check_template(default if template is None else template, name)
-        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
+        template = self.pairing.templates[self.media] if template is None else template
+        self.template = check_template(TEMPLATES.get(template, template) if isinstance(template, str) else template,
+                                       name)
+        self.max_new_tokens = positive_int(self.pairing.request["max_tokens"] if max_new_tokens is None
+                                           else max_new_tokens, "kwargs.max_new_tokens")
+        self.decoding = choice(("greedy" if preset is None else "reference") if decoding is None else decoding,
+                               "kwargs.decoding", DECODINGS)
         self.max_batch = positive_int(max_batch, "kwargs.max_batch")
         endpoint = judge_options.endpoint
         judge_options = replace(judge_options,
                                 endpoint=None if endpoint is None else {"image_format": "jpeg", **endpoint},
                                 num_frames=judge_options.num_frames if self.media == "video" else None)
         self.setup_judge(name, judge_options, model_path=model_path, device=device, dtype=dtype)
+        # under a preset the video layer hands over every frame and the judge picks Pref-GRPO's (floored) indices
+        self.sampled_frames = self.num_frames if preset is not None and self.media == "video" else None
+        if self.sampled_frames is not None:
+            self.num_frames = None
         self.required_fields = ("prompt", self.media)  # with num_frames, read by PairwiseWinRate
+
+    @property
+    def request(self) -> dict[str, Any] | None:
+        """The decoding fields sent with every comparison: Pref-GRPO's (``decoding: reference``), else None
+        (greedy)."""
+        if self.decoding == "greedy":
+            return None
+        return {**self.pairing.request, "max_tokens": self.max_new_tokens}
 
     def media_part(self, value: Any) -> Any:
         return to_pil_rgb(value)  # video frames go one image each (video 1's, then video 2's), as Pref-GRPO sends them
@@ -76,8 +147,9 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
         queries = self.queries_of([fill(self.template, first["prompt"]) for first, _ in pairs],
                                   [self._media_of(first) + self._media_of(second) for first, second in pairs])
         step = len(queries) if self.backend.kind == "openai" else self.max_batch  # the server batches on its own
+        request = {} if self.request is None else {"request": self.request}
         answers = [a for i in range(0, len(queries), step)
-                   for a in self.backend.generate(queries[i:i + step], max_new_tokens=self.max_new_tokens)]
+                   for a in self.backend.generate(queries[i:i + step], max_new_tokens=self.max_new_tokens, **request)]
         outcomes = [a if isinstance(a, Failure) else verdict(a, self.media) for a in answers]
         scores, extras = self.resolve(outcomes)
         ties = [1.0 if not isinstance(o, Failure) and o == 0.5 else 0.0 for o in outcomes]
@@ -85,7 +157,12 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
 
     def _media_of(self, sample: dict) -> list[Any]:
         value = sample[self.media]
-        return list(value) if self.media == "video" else [value]
+        if self.media != "video":
+            return [value]
+        frames = list(value)
+        if self.sampled_frames is None:
+            return frames
+        return [frames[i] for i in sample_indices(len(frames), self.sampled_frames, floor=True)]
 
     def __call__(self, first: dict, second: dict) -> float:
         """One pair (the per-pair protocol of PairwiseWinRate)."""
@@ -109,12 +186,14 @@ class UnifiedRewardThink(PairwiseWinRate):
         return kwargs, {}  # the judge is its own model, loaded in __init__
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 media: str = "image", template: str | None = None, max_new_tokens: int = 4096,
-                 max_batch: int = 16, **options: Any) -> None:
+                 preset: str | None = None, media: str = "image", template: str | None = None,
+                 max_new_tokens: int | None = None, decoding: str | None = None, max_batch: int = 16,
+                 **options: Any) -> None:
         # checked against this reward's options here, read into BackendOptions by the judge
         BackendOptions.of(type(self), options, UnifiedRewardThinkJudge.judge_options)
-        judge = UnifiedRewardThinkJudge(model_path, device, dtype, media=media, template=template,
-                                        max_new_tokens=max_new_tokens, max_batch=max_batch, **options)
+        judge = UnifiedRewardThinkJudge(model_path, device, dtype, preset=preset, media=media, template=template,
+                                        max_new_tokens=max_new_tokens, decoding=decoding, max_batch=max_batch,
+                                        **options)
         super().__init__(None, device, dtype, judge=judge)
         self.model_path = model_path
         self.judge_name = "unified_reward_think"
