@@ -179,3 +179,38 @@ def test_guards_through_the_processor_from_their_cards(speech):
     for name in ("speech_duration_ratio", "silence_ratio"):
         assert res.rewards[name][0] == 1.0 and res.rewards[name][1] < 1.0
     assert res.rewards["repetition"][0] == 1.0
+
+
+# ------------------------------------------------------------------------------ repetition over a transcript
+def test_repeated_ngrams_counts_what_the_text_does_not_repeat():
+    from rewardzoo.rewards.audio.repetition import repeated_ngrams
+
+    looped = "the cat sat the cat sat the cat sat".split()
+    # bigrams: 'the cat' x3, 'cat sat' x3, 'sat the' x2 (8); the text has each of the first two once
+    assert repeated_ngrams(looped, "the cat sat".split(), 2) == pytest.approx((2 + 2 + 1) / 8)
+    assert repeated_ngrams(looped, looped, 2) == 0.0  # a text that repeats itself is said as written
+    assert repeated_ngrams("a b c d".split(), "a b c d".split(), 2) == 0.0
+    assert repeated_ngrams(["a"], ["a"], 2) == 0.0 and repeated_ngrams([], ["a", "b"], 1) == 0.0
+    assert repeated_ngrams("go go go go".split(), ["go"], 1) == pytest.approx(3 / 4)
+
+
+def test_repetition_over_the_asr_reward_of_a_stream_shares_its_model(tmp_path, speech):
+    from rewardzoo.loader import RewardLoader
+    from rewardzoo.rewards.audio.repetition import repeated_ngrams
+    from rewardzoo.testing import tiny_whisper_dir
+
+    path = str(tiny_whisper_dir(tmp_path / "whisper", seed=5))
+    loader = RewardLoader()
+    asr = loader.load({"name": "asr_wer", "model_path": path, "kwargs": {"max_new_tokens": 6}})
+    rep = loader.load({"name": "repetition", "kwargs": {"ngram": 1, "asr": {
+        "reward_model": "asr_wer", "model_path": path, "kwargs": {"max_new_tokens": 6}}}})
+    assert rep.asr is asr and loader.constructions == 2 and rep.inputs.fields == ("audio", "prompt")
+    clips = [speech[:2 * RATE], np.zeros(RATE, np.float32)]
+    out = rep(audio=clips, audio_sample_rate=[RATE] * 2, prompt=["please call stella", "nothing"])
+    heard = [asr.transcribe([clips[0]])[0], ""]  # a silent clip is not transcribed
+    assert out.extras["transcript"] == heard
+    expected = [repeated_ngrams(asr.normalize(h).split(), asr.normalize(t).split(), 1)
+                for h, t in zip(heard, ["please call stella", "nothing"])]
+    np.testing.assert_allclose(out.rewards, 1.0 - np.asarray(expected))
+    with pytest.raises(ConfigError, match="ASR reward"):
+        loader.load({"name": "repetition", "kwargs": {"asr": "speech_presence"}})

@@ -139,26 +139,31 @@ class ASRAccuracy(PointwiseReward):
             ids = self.model.generate(inputs, **options)
         return list(self.processor.batch_decode(ids.cpu(), skip_special_tokens=True))
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 prompt: Sequence[Any] | None = None, metadata: Sequence[Any] | None = None,
-                 **_: Any) -> RewardOutput:
-        clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=self.sample_rate, mono=True)
-        targets = target_texts(prompt, metadata, self.text_key, len(clips))
+    def transcribe_voiced(self, clips: Sequence[np.ndarray]) -> list[str]:
+        """The transcripts a call scores: mono clips ``(time,)`` at the processor's rate checked (at least
+        :data:`MIN_SECONDS`, at most the model's limit; InputError naming the sample), then :meth:`transcribe`,
+        with ``""`` for a silent clip (peak below :data:`SILENCE_PEAK`) without running the model on it."""
         limit = self.inputs.max_seconds
-        voiced = []
         for i, clip in enumerate(clips):
-            seconds = clip.shape[1] / self.sample_rate
+            seconds = clip.shape[0] / self.sample_rate
             if seconds < MIN_SECONDS:
                 raise InputError(f"ASR needs at least {MIN_SECONDS:g} s of audio, got {seconds:.3f} s", field="audio",
                                  sample=i)
             if limit is not None and seconds > limit:
                 raise InputError(f"audio of {seconds:.1f} s is longer than this model's {limit:g} s", field="audio",
                                  sample=i)
-            if float(np.abs(clip).max()) >= SILENCE_PEAK:
-                voiced.append(i)
+        voiced = [i for i, clip in enumerate(clips) if float(np.abs(clip).max()) >= SILENCE_PEAK]
         transcripts = [""] * len(clips)
-        for i, text in zip(voiced, self.transcribe([clips[i][0] for i in voiced])):
+        for i, text in zip(voiced, self.transcribe([clips[i] for i in voiced])):
             transcripts[i] = text
+        return transcripts
+
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
+                 prompt: Sequence[Any] | None = None, metadata: Sequence[Any] | None = None,
+                 **_: Any) -> RewardOutput:
+        clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=self.sample_rate, mono=True)
+        targets = target_texts(prompt, metadata, self.text_key, len(clips))
+        transcripts = self.transcribe_voiced([c[0] for c in clips])
         refs = [self.normalize(t) for t in targets]
         hyps = [self.normalize(t) for t in transcripts]
         rates = np.asarray([error_rate(r, h, self.metric) for r, h in zip(refs, hyps)])
