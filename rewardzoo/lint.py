@@ -21,7 +21,7 @@ through the registry and imports no reward, so it runs without the rewards' extr
 - ``RZ005 still-video``: a training reward whose card says ``prefers_still_video`` without
   ``video_dynamic_degree`` or a diversity term (:data:`STILL_VIDEO_COUNTERS`) scoring the same samples.
 
-Imports: the config, the registry and the errors (the core layer).
+Imports: the config, the registry, the errors and the reward records (rewards.info); the core layer.
 """
 
 from __future__ import annotations
@@ -206,8 +206,8 @@ def _no_gold_check(train: list[_Reward], evals: list[_Reward]) -> Iterator[LintW
                       "policy that games the training rewards looks like one that improves, since nothing "
                       "measured outside the optimised signal can fall",
                       "add to eval_rewards at least one reward the policy is not trained on that measures the "
-                      "same aim (a gold check, as GRPO-Guard compares proxy and gold), e.g. hpsv2 or "
-                      "image_reward when training on pickscore")
+                      "same aim (a gold check, as GRPO-Guard compares proxy and gold): e.g. hpsv2 or "
+                      "image_reward when training on pickscore, another ASR checkpoint when training on asr_wer")
 
 
 def _still_video(dataset: str | None, rewards: list[_Reward]) -> Iterator[LintWarning]:

@@ -152,3 +152,12 @@ def test_card_lint_facts_are_validated(tmp_path):
         info_from_card({**bounded, "typical_range": [0.5, 2.0]}, tmp_path / "card.md")
     with pytest.raises(RegistryError, match="prefers_still_video"):
         info_from_card({**meta, "prefers_still_video": "yes"}, tmp_path / "card.md")
+
+
+def test_cli_dominance_option(tmp_path, capsys):
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump(cfg("pickscore", {"name": "clip_score", "weight": 0.5})))
+    shares = [_spread("pickscore", 1.0), _spread("clip_score", 0.5)]
+    low = min(shares) / sum(shares) * 0.5  # below the larger reward's share: it dominates at this setting
+    assert main(["lint", str(path)]) == 0
+    assert main(["lint", str(path), "--dominance", str(low)]) == 1 and "RZ002" in capsys.readouterr().out
