@@ -121,7 +121,8 @@ def _base(spec: RewardSpec, info: RewardInfo | None) -> _Reward | None:
         return None
     if isinstance(base, str):
         base = {"reward_model": base}
-    if not isinstance(base, Mapping) or not isinstance(base.get("reward_model"), str):
+    if (not isinstance(base, Mapping) or not isinstance(base.get("reward_model"), str)
+            or not isinstance(base.get("kwargs") or {}, Mapping)):
         raise ConfigError("'base' must be a reward name or a mapping with reward_model", entry=spec.name,
                           field="kwargs.base")
     inner = RewardSpec(name=f"{spec.name}.base", reward_model=base["reward_model"],
