@@ -64,8 +64,11 @@ def test_dominant_weight_against_the_shares_computed_here(weights):
 
 
 def test_dominant_weight_follows_dataset_weights_and_not_gdpo():
+    pick, aes = _spread("pickscore", 1.0), _spread("laion_aesthetic", 1.0)
+    assert aes >= DOMINANCE * (aes + pick)  # at equal weights (dataset a) laion_aesthetic dominates
+    balanced = pick / aes  # on dataset b both spreads are equal
     per_dataset = cfg({"name": "pickscore", "applicable_datasets": ["a", "b"]},
-                      {"name": "laion_aesthetic", "applicable_datasets": ["a", "b"], "weight": {"a": 1.0, "b": 0.02}})
+                      {"name": "laion_aesthetic", "applicable_datasets": ["a", "b"], "weight": {"a": 1.0, "b": balanced}})
     assert [w.dataset for w in lint_config(per_dataset) if w.code == "RZ002"] == ["a"]
     loud = cfg("pickscore", "laion_aesthetic")
     assert "RZ002" in codes(loud) and "RZ002" not in codes({**loud, "advantage": "gdpo"})
@@ -161,3 +164,17 @@ def test_cli_dominance_option(tmp_path, capsys):
     low = min(shares) / sum(shares) * 0.5  # below the larger reward's share: it dominates at this setting
     assert main(["lint", str(path)]) == 0
     assert main(["lint", str(path), "--dominance", str(low)]) == 1 and "RZ002" in capsys.readouterr().out
+
+
+#: How a card may say where its typical range comes from (a remembered value is none of these).
+PROVENANCE = ("from the reference", "by construction", "from published training runs", "measured by")
+
+
+def test_every_typical_range_says_where_it_comes_from():
+    ranged = [name for name, info in builtin().items() if info.typical_range is not None]
+    assert "pickscore" in ranged and "jpeg_compressibility" not in ranged
+    for name in ranged:
+        _, body = read_card(name)
+        lines = [line for line in body.splitlines() if line.startswith("Typical range (`typical_range`")]
+        assert len(lines) == 1, f"{name}: one 'Typical range' sentence"
+        assert any(p in lines[0] for p in PROVENANCE), f"{name}: the typical range names no source"
