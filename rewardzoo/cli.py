@@ -1,4 +1,4 @@
-"""Command line: ``rewardzoo list|card|score|serve|demo|schema``."""
+"""Command line: ``rewardzoo list|card|score|serve|demo|schema|lint``."""
 
 from __future__ import annotations
 
@@ -84,6 +84,15 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schema", help="print the JSON Schema of a reward config")
     p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("lint", help="warn about a config that invites reward hacking (exit 1 on warnings, for CI)")
+    p.add_argument("config", help="YAML config path, a reward name (its card's example config) or a shipped config")
+    p.add_argument("--json", action="store_true", help="print the warnings as a JSON list")
+    p.add_argument("--ignore", action="append", default=[], metavar="CODE",
+                   help="leave out a warning by code or name (repeatable), e.g. RZ004 or no-gold-check")
+    p.add_argument("--dominance", type=float, default=None,
+                   help="share of the weighted typical spread above which one reward dominates (default 0.8)")
+    p.set_defaults(func=cmd_lint)
     return parser
 
 
@@ -118,6 +127,20 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     print(schema_json())
     return 0
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from .lint import DOMINANCE, lint_config
+
+    dominance = DOMINANCE if args.dominance is None else args.dominance
+    found = lint_config(args.config, dominance=dominance, ignore=args.ignore)
+    if args.json:
+        print(json.dumps([w.as_dict() for w in found], indent=2))
+    else:
+        for w in found:
+            print(f"{args.config}: {w}")
+        print(f"{len(found)} warning(s)" if found else "no warnings")
+    return 1 if found else 0
 
 
 def _add_serve_arguments(p: argparse.ArgumentParser) -> None:

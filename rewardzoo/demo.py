@@ -47,9 +47,10 @@ def demo_samples() -> list[tuple[str, Sample]]:
     out = [(label, Sample(image=img.astype(np.float32), prompt=label, dataset="image", group_id="images"))
            for label, img in images]
     out += [(label, Sample(video=v, prompt=label, dataset="video")) for label, v in videos]
-    # every clip is compared with the clean 440 Hz tone by the reference-based rewards (si_sdr, pesq, stoi)
+    # every clip is compared with the clean 440 Hz tone by the reference-based rewards (si_sdr, pesq, stoi); its
+    # label is the text speech_duration_ratio times
     reference = tone.astype(np.float32)
-    out += [(label, Sample(audio=a.astype(np.float32), audio_sample_rate=SR, condition_audio=reference,
+    out += [(label, Sample(audio=a.astype(np.float32), audio_sample_rate=SR, prompt=label, condition_audio=reference,
                            condition_audio_sample_rate=SR, dataset="audio")) for label, a in clips]
     return out
 

@@ -89,7 +89,25 @@ def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "reward
                       reference=get("reference", (dict,), None), card=card, source=source,
                       differentiable=get("differentiable", (bool,), False),
                       default_dtype=_default_dtype(get("default_dtype", (dict, type(None)), None), bad),
-                      add_ons=_add_ons(get("add_ons", (list, type(None)), None), bad))
+                      add_ons=_add_ons(get("add_ons", (list, type(None)), None), bad),
+                      typical_range=_typical_range(get("typical_range", (list, type(None)), None), (lo, hi), bad),
+                      prompt_conditioned=get("prompt_conditioned", (bool, type(None)), None),
+                      near_constant_in_group=get("near_constant_in_group", (bool,), False),
+                      prefers_still_video=get("prefers_still_video", (bool,), False))
+
+
+def _typical_range(value: list | None, bounds: tuple[float, float], bad: Callable[[str, str], RegistryError]
+                   ) -> tuple[float, float] | None:
+    """A card's ``typical_range`` ``[low, high]``: finite, low < high, inside its ``score_range``."""
+    if value is None:
+        return None
+    try:
+        lo, hi = (float(b) for b in value)
+    except (TypeError, ValueError):
+        raise bad("typical_range", f"must be [low, high], got {value!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi and bounds[0] <= lo and hi <= bounds[1]):
+        raise bad("typical_range", f"must be finite with low < high inside score_range {list(bounds)}, got {value!r}")
+    return lo, hi
 
 
 def _add_ons(value: list | None, bad: Callable[[str, str], RegistryError]) -> tuple[str, ...]:

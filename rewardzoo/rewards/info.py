@@ -26,7 +26,14 @@ class RewardInfo:
     run float32). ``differentiable``: it has a differentiable path (``score_pixels``,
     used by :func:`rewardzoo.differentiable`). ``add_ons``: modules it needs beside its extra, installed with
     ``pip install --no-deps`` as its card says (their own requirements clash with the extra's). ``card``: the model card file (None for rewards without one);
-    ``source``: ``"rewardzoo"``, ``"plugin <distribution>"``, ``"user"`` or ``"python path"``."""
+    ``source``: ``"rewardzoo"``, ``"plugin <distribution>"``, ``"user"`` or ``"python path"``.
+
+    Facts the config lint reads (:mod:`rewardzoo.lint`; None: the card does not say): ``typical_range``, where
+    most scores of real outputs fall at the card's default settings (its card says where the figures come
+    from); ``prompt_conditioned``, the score depends on the sample's prompt (or on what the prompt asks for, in
+    its metadata); ``near_constant_in_group``, samples generated for one prompt almost always get the same
+    score, so a group-relative wrapper over it turns noise into advantages; ``prefers_still_video``, a still
+    video scores at least as well as a moving one (VBench's temporal-quality dimensions)."""
 
     name: str
     implementation: str
@@ -45,6 +52,10 @@ class RewardInfo:
     differentiable: bool = False
     default_dtype: Mapping[str, str] | None = None
     add_ons: tuple[str, ...] = ()
+    typical_range: tuple[float, float] | None = None
+    prompt_conditioned: bool | None = None
+    near_constant_in_group: bool = False
+    prefers_still_video: bool = False
 
     def dtype_on(self, device: str) -> str:
         """The dtype ``dtype: auto`` means on ``device`` (a resolved device string such as ``cuda:0``)."""

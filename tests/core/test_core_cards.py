@@ -61,6 +61,20 @@ def test_class_agrees_with_the_card_and_does_not_restate_it(name):
     assert cls.__doc__ and len(cls.__doc__.strip()) > 40, "public reward classes document formula, inputs, range"
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_prompt_conditioned_agrees_with_the_fields_the_class_reads(name):
+    """The lint's ``prompt_conditioned`` is what the class declares: the prompt (or geneval's metadata, the
+    prompt's parsed spec); unstated only for composites whose base decides it and for ``remote``."""
+    info = builtin()[name]
+    if not extra_installed(info.extra, info.add_ons):
+        pytest.skip(f"extra '{info.extra}' not installed")
+    fields = set(resolve(name).inputs.fields)
+    if info.prompt_conditioned is None:
+        assert fields <= {"group_id"} or info.kind == "per-instance"
+    else:
+        assert info.prompt_conditioned == bool(fields & ({"prompt", "metadata"} if name == "geneval" else {"prompt"}))
+
+
 def test_demo_config_covers_every_reward_that_needs_no_download():
     demo = {s.reward_model for s in load_config(data_dir("configs") / "demo.yaml").rewards}
     assert demo == {name for name, e in builtin().items() if not e.download and name != "remote"}  # needs a server

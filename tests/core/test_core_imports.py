@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rewards", ("rewardzoo.rewards",)),
     ("core", ("rewardzoo.advantages", "rewardzoo.api", "rewardzoo.async_runner", "rewardzoo.config",
               "rewardzoo.demo", "rewardzoo.differentiable", "rewardzoo.distributed", "rewardzoo.engine", "rewardzoo.extras",
-              "rewardzoo.loader", "rewardzoo.manifest", "rewardzoo.processor", "rewardzoo.registry",
+              "rewardzoo.lint", "rewardzoo.loader", "rewardzoo.manifest", "rewardzoo.processor", "rewardzoo.registry",
               "rewardzoo.resources", "rewardzoo.sample", "rewardzoo.tables")),
     ("jobs", ("rewardzoo.jobs",)),
     ("front doors", ("rewardzoo.cli", "rewardzoo.serve", "rewardzoo.ray", "rewardzoo.integrations",

@@ -15,7 +15,6 @@ is mixed to mono and resampled to the processor's rate.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any, Sequence
 
@@ -25,6 +24,7 @@ import torch
 from ...errors import ConfigError, InputError
 from ...shared.audio import prepare_clips
 from ..base import Inputs, PointwiseReward, RewardOutput
+from .targets import check_text_key, target_texts, text_fields
 
 DEFAULT_MODEL = "openai/whisper-large-v3-turbo"
 METRICS = ("wer", "cer")
@@ -75,8 +75,7 @@ class ASRAccuracy(PointwiseReward):
         if normalizer not in NORMALIZERS:
             raise ConfigError(f"ASR normalizer must be one of {', '.join(NORMALIZERS)}, got {normalizer!r}",
                               field="kwargs")
-        if text_key is not None and (not isinstance(text_key, str) or not text_key):
-            raise ConfigError(f"ASR text_key must be a metadata key (string), got {text_key!r}", field="kwargs")
+        check_text_key(text_key, "ASR")
         from transformers import AutoConfig, AutoProcessor
 
         path = model_path or DEFAULT_MODEL
@@ -96,7 +95,7 @@ class ASRAccuracy(PointwiseReward):
             self.ctc = False
         self.model = model_cls.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
         self.sample_rate = int(self.processor.feature_extractor.sampling_rate)
-        fields = ("audio", "metadata") if text_key else ("audio", "prompt")
+        fields = ("audio", *text_fields(text_key))
         self.inputs = replace(self.inputs, fields=fields, sample_rate=self.sample_rate,
                               max_seconds=30.0 if self.is_whisper else 600.0)
         self.normalize = self._normalizer(normalizer)
@@ -140,49 +139,31 @@ class ASRAccuracy(PointwiseReward):
             ids = self.model.generate(inputs, **options)
         return list(self.processor.batch_decode(ids.cpu(), skip_special_tokens=True))
 
-    def _targets(self, prompt: Sequence[Any] | None, metadata: Sequence[Any] | None, n: int) -> list[str]:
-        if self.text_key is None:
-            if prompt is None or len(prompt) != n:
-                raise InputError("needs one target text per clip in prompt", field="prompt")
-            out = []
-            for i, text in enumerate(prompt):
-                if not isinstance(text, str):
-                    raise InputError(f"target text must be a string, got {type(text).__name__}", field="prompt",
-                                     sample=i)
-                out.append(text)
-            return out
-        if metadata is None or len(metadata) != n:
-            raise InputError(f"needs metadata with '{self.text_key}' for every clip", field="metadata")
-        out = []
-        for i, meta in enumerate(metadata):
-            data = json.loads(meta) if isinstance(meta, str) else meta
-            text = data.get(self.text_key) if isinstance(data, dict) else None
-            if not isinstance(text, str):
-                raise InputError(f"metadata has no string '{self.text_key}' (the target text)", field="metadata",
-                                 sample=i)
-            out.append(text)
-        return out
-
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 prompt: Sequence[Any] | None = None, metadata: Sequence[Any] | None = None,
-                 **_: Any) -> RewardOutput:
-        clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=self.sample_rate, mono=True)
-        targets = self._targets(prompt, metadata, len(clips))
+    def transcribe_voiced(self, clips: Sequence[np.ndarray]) -> list[str]:
+        """The transcripts a call scores: mono clips ``(time,)`` at the processor's rate checked (at least
+        :data:`MIN_SECONDS`, at most the model's limit; InputError naming the sample), then :meth:`transcribe`,
+        with ``""`` for a silent clip (peak below :data:`SILENCE_PEAK`) without running the model on it."""
         limit = self.inputs.max_seconds
-        voiced = []
         for i, clip in enumerate(clips):
-            seconds = clip.shape[1] / self.sample_rate
+            seconds = clip.shape[0] / self.sample_rate
             if seconds < MIN_SECONDS:
                 raise InputError(f"ASR needs at least {MIN_SECONDS:g} s of audio, got {seconds:.3f} s", field="audio",
                                  sample=i)
             if limit is not None and seconds > limit:
                 raise InputError(f"audio of {seconds:.1f} s is longer than this model's {limit:g} s", field="audio",
                                  sample=i)
-            if float(np.abs(clip).max()) >= SILENCE_PEAK:
-                voiced.append(i)
+        voiced = [i for i, clip in enumerate(clips) if float(np.abs(clip).max()) >= SILENCE_PEAK]
         transcripts = [""] * len(clips)
-        for i, text in zip(voiced, self.transcribe([clips[i][0] for i in voiced])):
+        for i, text in zip(voiced, self.transcribe([clips[i] for i in voiced])):
             transcripts[i] = text
+        return transcripts
+
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
+                 prompt: Sequence[Any] | None = None, metadata: Sequence[Any] | None = None,
+                 **_: Any) -> RewardOutput:
+        clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=self.sample_rate, mono=True)
+        targets = target_texts(prompt, metadata, self.text_key, len(clips))
+        transcripts = self.transcribe_voiced([c[0] for c in clips])
         refs = [self.normalize(t) for t in targets]
         hyps = [self.normalize(t) for t in transcripts]
         rates = np.asarray([error_rate(r, h, self.metric) for r, h in zip(refs, hyps)])

@@ -83,21 +83,28 @@ class SpeechPresence(PointwiseReward):
         table = torch.stack(probs, dim=1).tolist()
         return [row[:n] for row, n in zip(table, counts)]
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 **_: Any) -> RewardOutput:
+    def speech_segments(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None
+                        ) -> tuple[list[np.ndarray], list[list[dict]]]:
+        """The 16 kHz mono clips ``(time,)`` of a call and silero-vad's speech segments of each
+        (``{"start", "end"}`` sample indices), from ``get_speech_timestamps_from_probs`` with this reward's options."""
         from silero_vad import get_speech_timestamps_from_probs
 
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)
         for i, clip in enumerate(clips):
             if clip.shape[1] < WINDOW:
-                raise InputError(f"speech_presence needs at least {WINDOW} samples at 16 kHz ({WINDOW / SAMPLE_RATE * 1000:.0f}"
+                raise InputError(f"{self.name} needs at least {WINDOW} samples at 16 kHz ({WINDOW / SAMPLE_RATE * 1000:.0f}"
                                  f" ms, one Silero window); got {clip.shape[1]}", field="audio", sample=i)
         mono = [c[0] for c in clips]
+        segments = [get_speech_timestamps_from_probs(probs, sampling_rate=SAMPLE_RATE,
+                                                     audio_length_samples=clip.shape[0], **self.options)
+                    for clip, probs in zip(mono, self.probabilities(mono))]
+        return mono, segments
+
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
+                 **_: Any) -> RewardOutput:
         scores, silences = [], []
-        for clip, probs in zip(mono, self.probabilities(mono)):
-            segments = get_speech_timestamps_from_probs(probs, sampling_rate=SAMPLE_RATE,
-                                                        audio_length_samples=clip.shape[0], **self.options)
-            fraction, silence = presence(segments, clip.shape[0], SAMPLE_RATE)
+        for clip, found in zip(*self.speech_segments(audio, audio_sample_rate)):
+            fraction, silence = presence(found, clip.shape[0], SAMPLE_RATE)
             scores.append(fraction)
             silences.append(silence)
         return RewardOutput(np.asarray(scores), extras={"longest_silence": np.asarray(silences)})

@@ -2,8 +2,8 @@
 
 ``score = scale * logit_scale.exp() * cos(E_image, E_text)``, the diagonal of transformers'
 ``logits_per_image`` times ``scale``. The default ``scale = 1/26`` follows flow_grpo and Flow-Factory
-(their PickScore reward divides by 26 to bring scores to about 0.8-0.9); ``scale: 1`` gives the raw
-PickScore of the paper (about 18-23). A softmax over candidates of one prompt turns raw scores into
+(their PickScore reward divides by 26); ``scale: 1`` gives the raw PickScore of the paper (the card's
+``typical_range`` says what real weights score). A softmax over candidates of one prompt turns raw scores into
 preference probabilities; that is a groupwise use left to the group rewards.
 """
 
@@ -28,7 +28,7 @@ class PickScore(PointwiseReward):
     """PickScore: ``scale * exp(logit_scale) * cos(image, prompt)`` with transformers CLIP.
 
     Inputs: ``image`` (tensors from the processor, or PIL/arrays in direct calls) and ``prompt``.
-    Range unbounded in principle; about 0.7-0.9 with the default ``scale = 1/26`` on real weights.
+    Range unbounded in principle; the card's ``typical_range`` gives a sourced range on real weights.
     The raw cosine is reported as the extra ``cosine``.
 
     ``model_path``: transformers CLIPModel (default ``yuvalkirstain/PickScore_v1``); ``processor_path``:
