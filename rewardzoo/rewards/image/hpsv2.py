@@ -1,8 +1,7 @@
 """HPSv2 / HPSv2.1 (Wu et al., 2023): human preference score from a fine-tuned open_clip ViT-H/14.
 
-``score = cos(E_image, E_text)`` (no temperature; the card's ``typical_range``
-says what real weights score). Images are
-letterboxed as in the HPSv2 repository: longest side to 224 (bicubic, other side
+``score = cos(E_image, E_text)`` (no temperature; the card's ``typical_range`` says what real weights
+score). Images are letterboxed as in the HPSv2 repository: longest side to 224 (bicubic, other side
 ``round(dim * 224 / longest)``), then zero padding to a square (``pad // 2`` left/top), then the
 OpenAI CLIP normalisation — not a centre crop.
 """
