@@ -19,8 +19,9 @@ the statistics' definitions of :mod:`rewardzoo.score_stats` (the report's):
   lower-is-better reward is negated) — and ``divergence/{e} = min(trend/train_total, -trend/eval/{e})``:
   positive only while the train total rises *and* ``e`` falls (GRPO-Guard's proxy vs gold).
 
-Alarms, each raised when its condition starts to hold (an event, not a level; it can be raised again once
-the condition has lapsed): ``saturation/{split}/{reward}`` (saturation > ``saturation``),
+Alarms, each raised when its condition starts to hold (an event, not a level; it is raised again only
+after the condition has not held for more than ``window`` steps, so a noisy value near its threshold does not
+flap): ``saturation/{split}/{reward}`` (saturation > ``saturation``),
 ``inseparable/{split}/{reward}`` (inseparable share > ``inseparable``), ``conflict/{split}/{a}/{b}``
 (r < ``conflict``), ``divergence/{e}`` (divergence > ``divergence``). A raised alarm appears in the dict as
 ``alarm/{name}`` with the value that crossed its threshold, and in the log line's ``alarms`` list.
@@ -98,7 +99,7 @@ class RewardMonitor:
         # per series: deque of (step, mean, std) for the steps of the last window
         self._series: dict[tuple[str, str], deque] = {}
         self._window = window
-        self._active: set[str] = set()
+        self._active: dict[str, int] = {}  # alarm -> the last step its condition held
         self.alarms: list[Alarm] = []
         self._log = None
         if self.settings.log is not None:
@@ -269,16 +270,14 @@ class RewardMonitor:
 
     def _check(self, name: str, value: float, threshold: float | None, step: int, raised: list[Alarm],
                message: str, *, shown: tuple[float, float] | None = None) -> None:
-        """Raise ``name`` when ``value > threshold`` starts to hold; forget it once it no longer does."""
-        if threshold is None:
+        """Raise ``name`` when ``value > threshold`` holds and has not held within the last ``window`` steps."""
+        if threshold is None or not value > threshold:
             return
-        if value > threshold:
-            if name not in self._active:
-                self._active.add(name)
-                value_shown, threshold_shown = shown if shown is not None else (value, threshold)
-                raised.append(Alarm(name, step, value_shown, threshold_shown, message))
-        else:
-            self._active.discard(name)
+        last = self._active.get(name)
+        self._active[name] = step
+        if last is None or step - last > self._window:
+            value_shown, threshold_shown = shown if shown is not None else (value, threshold)
+            raised.append(Alarm(name, step, value_shown, threshold_shown, message))
 
 
 def _card_facts(cfg: Any) -> dict[str, RewardFacts]:
