@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..shared.files import regular_file
+from ..shared.files import json_object_line, regular_file
 
 LINE_KEYS = ("step", "split", "metrics", "alarms", "inseparable_groups")
 
@@ -96,12 +96,7 @@ def read_monitor_log(path: str | os.PathLike) -> MonitorLog:
 
 
 def _parse(text: str, path: Path, lineno: int) -> dict[str, Any]:
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MonitorLogError(f"not valid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno) from None
-    if not isinstance(row, dict):
-        raise MonitorLogError(f"each line must be a JSON object, got {type(row).__name__}", path=path, line=lineno)
+    row = json_object_line(text, lambda message: MonitorLogError(message, path=path, line=lineno))
     missing = [k for k in LINE_KEYS if k not in row]
     unknown = [k for k in row if k not in LINE_KEYS]
     if missing or unknown:

@@ -121,7 +121,7 @@ class RewardMonitor:
             raise InputError(f"step must be an integer, got {type(step).__name__}", field="step")
         step = int(step)
         rewards, total, group_ids = _columns(result)
-        codes, group_names = _group_codes(group_ids, len(total))
+        codes, group_names = self._codes(group_ids, len(total))
         with self._lock:
             metrics: dict[str, float] = {}
             raised: list[Alarm] = []
@@ -161,6 +161,15 @@ class RewardMonitor:
         self.close()
 
     # -- metrics ----------------------------------------------------------------------------------
+    def _codes(self, group_ids: list[Any], n: int) -> tuple[np.ndarray | None, list[str]]:
+        """:func:`_group_codes`, reused while a trainer passes the same groups step after step."""
+        cached = getattr(self, "_last_groups", None)
+        if cached is not None and cached[0] == group_ids:
+            return cached[1], cached[2]
+        codes, names = _group_codes(group_ids, n)
+        self._last_groups = (list(group_ids), codes, names)
+        return codes, names
+
     def _oriented(self, name: str, values: np.ndarray) -> np.ndarray:
         return values if self.facts.get(name, RewardFacts()).higher_is_better else -values
 
@@ -203,18 +212,30 @@ class RewardMonitor:
     def _correlations(self, split: str, rewards: Mapping[str, np.ndarray], step: int, metrics: dict[str, float],
                       raised: list[Alarm]) -> None:
         names = list(rewards)
+        if len(names) < 2:
+            return
+        oriented = np.stack([self._oriented(n, rewards[n]) for n in names])
+        scored = ~np.isnan(oriented)
+        if scored.all():  # the usual case: every pair over all samples, in one product
+            centred = oriented - oriented.mean(axis=1, keepdims=True)
+            gram = centred @ centred.T
         for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                both = ~np.isnan(rewards[a]) & ~np.isnan(rewards[b])
-                if both.sum() < 3:
-                    continue
-                x = self._oriented(a, rewards[a][both])
-                y = self._oriented(b, rewards[b][both])
-                x, y = x - x.mean(), y - y.mean()
-                denom = math.sqrt(float(np.dot(x, x)) * float(np.dot(y, y)))
+            for j in range(i + 1, len(names)):
+                b = names[j]
+                if scored.all():
+                    if oriented.shape[1] < 3:
+                        continue
+                    num, denom = float(gram[i, j]), math.sqrt(float(gram[i, i]) * float(gram[j, j]))
+                else:
+                    both = scored[i] & scored[j]
+                    if both.sum() < 3:
+                        continue
+                    x, y = oriented[i, both], oriented[j, both]
+                    x, y = x - x.mean(), y - y.mean()
+                    num, denom = float(np.dot(x, y)), math.sqrt(float(np.dot(x, x)) * float(np.dot(y, y)))
                 if denom == 0.0:
                     continue
-                r = float(np.dot(x, y)) / denom
+                r = num / denom
                 metrics[f"{split}/corr/{a}/{b}"] = r
                 threshold = self.settings.conflict
                 if threshold is not None:
@@ -312,20 +333,15 @@ def _columns(result: Any) -> tuple[dict[str, np.ndarray], np.ndarray, list[Any]]
 
 
 def _group_codes(group_ids: Sequence[Any], n: int) -> tuple[np.ndarray | None, list[str]]:
-    """An integer per sample (-1: no group), None when no sample has a group; and each code's name."""
+    """An integer per sample (-1: no group), None when no sample has a group; and each code's name
+    (``1`` and ``"1"`` are different groups)."""
     if not group_ids or all(g is None for g in group_ids):
         return None, []
-    seen: dict[tuple[str, Any], int] = {}
-    names: list[str] = []
-    codes = np.empty(n, dtype=np.int64)
-    for i, gid in enumerate(group_ids):
-        if gid is None:
-            codes[i] = -1
-            continue
-        key = (type(gid).__name__, gid)
-        code = seen.get(key)
-        if code is None:
-            code = seen[key] = len(names)
-            names.append(str(gid))
-        codes[i] = code
+    seen: dict[tuple[type, Any], int] = {}
+    codes = np.fromiter((seen.setdefault(key, len(seen)) for key in zip(map(type, group_ids), group_ids)),
+                        dtype=np.int64, count=n)
+    names = [str(gid) for _, gid in seen]
+    none = seen.get((type(None), None))
+    if none is not None:
+        codes[codes == none] = -1
     return codes, names

@@ -10,7 +10,6 @@ for each, the first step at which a reward could not tell its members apart, and
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 import numpy as np
 
 from ..monitor.log import MonitorLog

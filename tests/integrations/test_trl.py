@@ -37,6 +37,17 @@ def _trainer(models, reward_funcs, tmp_path, *, processing_classes=None, steps=2
                            processing_class=tokenizer, reward_processing_classes=processing_classes)
 
 
+def _spy(func, calls: list, key):
+    """``func`` recording ``(name, key(kwargs), output)`` of each call in ``calls``."""
+    def wrapped(**kwargs):
+        out = func(**kwargs)
+        calls.append((func.__name__, key(kwargs), out))
+        return out
+
+    wrapped.__name__ = func.__name__
+    return wrapped
+
+
 def _classifier_config(models):
     return {"rewards": [{"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"],
                          "device": "cpu", "kwargs": {"add_special_tokens": False}}]}
@@ -70,17 +81,7 @@ def test_two_grpo_steps_with_a_groupwise_reward_and_logged_extras(models, tmp_pa
     ]}
     calls = []
     funcs, weights = trl_reward_funcs(config, group_by="prompt")
-
-    def spy(func):
-        def wrapped(**kwargs):
-            out = func(**kwargs)
-            calls.append((func.__name__, len(kwargs["prompts"]), out))
-            return out
-
-        wrapped.__name__ = func.__name__
-        return wrapped
-
-    trainer = _trainer(models, [spy(f) for f in funcs], tmp_path)
+    trainer = _trainer(models, [_spy(f, calls, lambda kwargs: len(kwargs["prompts"])) for f in funcs], tmp_path)
     trainer.args.reward_weights = weights
     trainer.train()
     assert trainer.state.global_step == 2
@@ -213,17 +214,8 @@ def test_a_monitor_fed_by_trls_real_training_steps(models, tmp_path):
     monitor = RewardMonitor(config, settings={"log": str(log)})
     calls = []
     funcs, weights = trl_reward_funcs(config, group_by="prompt", monitor=monitor)
-
-    def spy(func):
-        def wrapped(**kwargs):
-            out = func(**kwargs)
-            calls.append((func.__name__, kwargs["trainer_state"].global_step, out))
-            return out
-
-        wrapped.__name__ = func.__name__
-        return wrapped
-
-    trainer = _trainer(models, [spy(f) for f in funcs], tmp_path)
+    trainer = _trainer(models, [_spy(f, calls, lambda kwargs: kwargs["trainer_state"].global_step) for f in funcs],
+                       tmp_path)
     trainer.args.reward_weights = weights
     trainer.train()
     monitor.close()
