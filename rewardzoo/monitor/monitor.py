@@ -6,7 +6,8 @@ the statistics' definitions of :mod:`rewardzoo.score_stats` (the report's):
 - ``{split}/{reward}/n|mean|std|min|p5|p25|median|p75|p95|max`` over the samples the reward scored, and the
   same for ``{split}/total``;
 - ``{split}/{reward}/saturation``: the share of scores within ``margin`` x (high - low) of a bound of the
-  reward's card ``score_range`` (only for a range with two finite bounds);
+  reward's card ``score_range`` (only for a range with two finite bounds, and not for groupwise rewards, whose
+  group-relative scores reach their bounds by construction);
 - ``{split}/{reward}/group_std`` (mean within-group population std) and ``{split}/{reward}/inseparable``
   (share of groups with at least two scored members whose scores span at most
   :data:`~rewardzoo.score_stats.INSEPARABLE_REL` x the step's std; :func:`~rewardzoo.score_stats.group_spread`), when the samples carry ``group_id``;
@@ -52,10 +53,11 @@ MAX_LOGGED_GROUPS = 256
 
 @dataclass(frozen=True)
 class RewardFacts:
-    """What the monitor needs to know of a stream: its direction and declared score range."""
+    """What the monitor needs to know of a stream: its direction, declared score range and kind."""
 
     higher_is_better: bool = True
     score_range: tuple[float, float] = (-math.inf, math.inf)
+    kind: str = "pointwise"
 
 
 @dataclass(frozen=True)
@@ -186,8 +188,10 @@ class RewardMonitor:
         for label, q in zip(QUANTILE_LABELS, summary.quantiles):
             metrics[f"{prefix}/{label}"] = q
         scored = values[~np.isnan(values)]
-        lo, hi = self.facts.get(name, RewardFacts()).score_range if name != "total" else (-math.inf, math.inf)
-        if math.isfinite(lo) and math.isfinite(hi):
+        fact = self.facts.get(name, RewardFacts())
+        lo, hi = fact.score_range if name != "total" else (-math.inf, math.inf)
+        # a group-relative score (a rank, a win rate) reaches its bounds by construction
+        if math.isfinite(lo) and math.isfinite(hi) and fact.kind != "groupwise":
             margin = self.settings.margin * (hi - lo)
             share = float(np.mean((scored <= lo + margin) | (scored >= hi - margin)))
             metrics[f"{prefix}/saturation"] = share
@@ -308,7 +312,8 @@ def _card_facts(cfg: Any) -> dict[str, RewardFacts]:
     for spec in (*cfg.rewards, *cfg.eval_rewards):
         found = lookup(spec.reward_model)
         if found is not None:
-            facts.setdefault(spec.name, RewardFacts(bool(found.higher_is_better), tuple(found.score_range)))
+            facts.setdefault(spec.name, RewardFacts(bool(found.higher_is_better), tuple(found.score_range),
+                                                    found.kind))
     return facts
 
 

@@ -151,6 +151,11 @@ def test_facts_come_from_the_cards_of_the_configured_rewards():
 
     assert mon.facts["clip_score"].score_range == tuple(info("clip_score").score_range)
     assert mon.facts["jpeg_compressibility"].higher_is_better is info("jpeg_compressibility").higher_is_better
+    ranked = RewardMonitor({"rewards": [{"name": "rank", "reward_model": "group_rank",
+                                         "kwargs": {"base": "jpeg_compressibility"}}]})
+    assert ranked.facts["rank"].kind == "groupwise" and ranked.facts["rank"].score_range == (0.0, 1.0)
+    m = ranked.update(result({"rank": [0.0, 1.0, 0.0, 1.0]}, groups=[1, 1, 2, 2]), 0)
+    assert "train/rank/saturation" not in m and m["train/rank/mean"] == 0.5
 
 
 def test_the_monitor_section_is_parsed_strictly():

@@ -423,6 +423,6 @@ def test_a_monitor_fed_by_flow_factorys_reward_processor(ff, tmp_path):
     spreads = [kb[batch.groups == g].std() for g in range(N_PROMPTS)]
     assert metrics["train/jpeg/group_std"] == pytest.approx(np.mean(spreads), rel=1e-12)
     assert metrics["train/rank/inseparable"] == 0.0
-    assert metrics["train/rank/saturation"] == pytest.approx(2 * N_PROMPTS / len(kb))  # ranks 0 and 1 sit on bounds
+    assert "train/rank/saturation" not in metrics  # a rank reaches its bounds by construction
     with pytest.raises(InputError, match="scores for"):
         monitor_step(monitor, {"jpeg": rewards["jpeg"][:3]}, batch.samples, step=4)
