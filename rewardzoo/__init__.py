@@ -31,6 +31,7 @@ _LAZY = {
     "load_config": "rewardzoo.config",
     "RewardLoader": "rewardzoo.loader",
     "RewardProcessor": "rewardzoo.processor",
+    "RewardMonitor": "rewardzoo.monitor",
     "RewardResult": "rewardzoo.engine",
     "load_reward": "rewardzoo.api",
     "differentiable": "rewardzoo.differentiable",

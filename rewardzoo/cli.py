@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="(ray) keep the rows of an interrupted run (OUT.partial.jsonl) and score the rest")
     p.set_defaults(func=cmd_score)
 
-    add_report_arguments(sub.add_parser("report", help="write a self-contained HTML report of a score file"))
+    add_report_arguments(sub.add_parser("report", help="write a self-contained HTML report of a score file or a RewardMonitor log"))
 
     p = sub.add_parser("serve", help="serve a config's rewards over HTTP (pip install 'rewardzoo[serve]')")
     _add_serve_arguments(p)

@@ -17,6 +17,7 @@ rewards:                      # training rewards
     limits: {seconds: 600}    # input limits (seconds of audio, frames, pixels); null lifts one
 eval_rewards: [...]           # optional; falls back to `rewards`
 advantage: sum                # or gdpo: how result.advantages() combines the rewards
+monitor: {log: monitor.jsonl, window: 20}   # optional: RewardMonitor's log and alarm thresholds
 ```
 A bare string entry (``- jpeg_compressibility``) is shorthand for ``{name: jpeg_compressibility}``.
 
@@ -31,12 +32,15 @@ import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, Mapping, Union
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Union
 
 from .errors import ConfigError, UnknownConfigError, did_you_mean
 from .shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
 from .shared.files import read_utf8
 from .shared.options import positive_int
+
+if TYPE_CHECKING:
+    from .monitor.settings import MonitorSettings
 
 
 @dataclass(frozen=True)
@@ -70,11 +74,13 @@ class RewardSpec:
 @dataclass(frozen=True)
 class RewardConfig:
     """Training and evaluation reward lists; ``eval_rewards`` falls back to ``rewards``. ``advantage``:
-    how ``result.advantages()`` combines several rewards (``sum`` or ``gdpo``, see rewardzoo.advantages)."""
+    how ``result.advantages()`` combines several rewards (``sum`` or ``gdpo``, see rewardzoo.advantages);
+    ``monitor``: the ``monitor:`` section (:class:`~rewardzoo.monitor.MonitorSettings`), None when absent."""
 
     rewards: tuple[RewardSpec, ...]
     eval_rewards: tuple[RewardSpec, ...]
     advantage: str = "sum"
+    monitor: "MonitorSettings | None" = None
 
     def specs(self, split: str = "train") -> tuple[RewardSpec, ...]:
         if split not in ("train", "eval"):
@@ -83,7 +89,7 @@ class RewardConfig:
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(RewardSpec))
-TOP_LEVEL = ("rewards", "eval_rewards", "advantage")
+TOP_LEVEL = ("rewards", "eval_rewards", "advantage", "monitor")
 
 
 def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
@@ -111,8 +117,10 @@ def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
     evals = parse_specs(data["eval_rewards"], "eval_rewards") if data.get("eval_rewards") is not None else train
     _check_stream_references(train, evals)
     from .advantages import check_mode
+    from .monitor.settings import parse_monitor
 
-    return RewardConfig(train, evals, check_mode(data.get("advantage", "sum")))
+    monitor = parse_monitor(data["monitor"]) if data.get("monitor") is not None else None
+    return RewardConfig(train, evals, check_mode(data.get("advantage", "sum")), monitor)
 
 
 def _check_stream_references(train: tuple[RewardSpec, ...], evals: tuple[RewardSpec, ...]) -> None:
@@ -325,7 +333,15 @@ def json_schema() -> dict[str, Any]:
         "required": ["rewards"],
         "properties": {"rewards": {"type": "array", "items": items},
                        "eval_rewards": {"type": ["array", "null"], "items": items},
-                       "advantage": {"enum": ["sum", "gdpo"]}},
+                       "advantage": {"enum": ["sum", "gdpo"]},
+                       "monitor": {"type": ["object", "null"], "additionalProperties": False,
+                                   "properties": {"log": {"type": ["string", "null"]},
+                                                  "window": {"type": "integer", "minimum": 3},
+                                                  "saturation": {"type": ["number", "null"]},
+                                                  "margin": {"type": "number"},
+                                                  "inseparable": {"type": ["number", "null"]},
+                                                  "conflict": {"type": ["number", "null"]},
+                                                  "divergence": {"type": ["number", "null"]}}}},
     }
 
 

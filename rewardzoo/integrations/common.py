@@ -1,8 +1,9 @@
-"""What every trainer adapter shares: reading the config it is given."""
+"""What every trainer adapter shares: reading the config it is given, feeding a RewardMonitor."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import threading
+from typing import Any, Mapping, Sequence
 
 from ..config import ConfigSource, RewardSpec, resolve_config
 from ..errors import InputError
@@ -43,3 +44,48 @@ def require_scored(result: Any) -> None:
     if missing:
         raise InputError("no configured reward applies to this sample (check applicable_datasets and the "
                          "adapter's dataset_key)", sample=missing[0])
+
+
+def combined_result(parts: Sequence[Any]) -> Any:
+    """One RewardResult of the same samples from per-stream results (one stream each, as an adapter's
+    functions score them): rewards, weights and extras side by side, ``applied`` concatenated in order and
+    ``total`` the sum of the parts' totals (NaN where no part applied)."""
+    import numpy as np
+
+    from ..engine import RewardResult
+
+    first = parts[0]
+    totals = np.stack([p.total.astype(np.float64) for p in parts])
+    none = np.isnan(totals).all(axis=0)
+    total = np.where(none, np.nan, np.nansum(totals, axis=0)).astype(np.float32)
+    applied = [sum((list(p.applied[i]) for p in parts), []) for i in range(len(first))]
+    return RewardResult(rewards={k: v for p in parts for k, v in p.rewards.items()}, total=total, applied=applied,
+                        extras={k: v for p in parts for k, v in p.extras.items()},
+                        weights={k: v for p in parts for k, v in p.weights.items()},
+                        group_ids=list(first.group_ids), advantage_mode=first.advantage_mode)
+
+
+class MonitorFeed:
+    """Feeds a :class:`~rewardzoo.monitor.RewardMonitor` from adapters that score one stream per call: the
+    results of one round (one per stream in ``names``) are combined and passed on once all have arrived."""
+
+    def __init__(self, monitor: Any, names: Sequence[str], split: str = "train") -> None:
+        self.monitor, self.names, self.split = monitor, tuple(names), split
+        self._pending: dict[str, Any] = {}
+        self._rounds = 0
+        self._lock = threading.Lock()
+
+    def add(self, name: str, result: Any, step: int | None) -> dict[str, float] | None:
+        """Record stream ``name``'s result; the monitor's metrics when this completes the round, else None.
+        ``step`` None counts rounds (0, 1, ...)."""
+        with self._lock:
+            if name in self._pending:  # a stream scored twice before the others: a new round began
+                self._pending.clear()
+            self._pending[name] = result
+            if len(self._pending) < len(self.names):
+                return None
+            parts = [self._pending[n] for n in self.names]
+            self._pending.clear()
+            step = self._rounds if step is None else step
+            self._rounds += 1
+            return self.monitor.update(combined_result(parts), step, split=self.split)

@@ -37,6 +37,11 @@ in ``extra_info`` (for direct calls: Flow-Factory's own processor keeps only the
 process share one :class:`~rewardzoo.loader.RewardLoader`, so each model is built once (a ``group_rank``
 over ``pickscore`` and a ``pickscore`` entry share PickScore).
 
+A :class:`~rewardzoo.monitor.RewardMonitor` is fed from what Flow-Factory's ``RewardProcessor.compute_rewards``
+(or ``RewardBuffer.finalize``) returns: ``monitor_step(monitor, rewards, samples, step, weights=...)`` turns
+the ``{name: tensor}`` of a step and its samples (grouped by Flow-Factory's ``unique_id``) into one
+RewardResult and returns the monitor's metrics, for ``trainer.log_data(metrics, step=...)``.
+
 Importing this module imports Flow-Factory; ``import rewardzoo`` does not.
 """
 
@@ -61,7 +66,7 @@ if TYPE_CHECKING:
     from accelerate import Accelerator
     from flow_factory.hparams import RewardArguments
 
-__all__ = ["RewardZooGroupwise", "RewardZooPointwise"]
+__all__ = ["RewardZooGroupwise", "RewardZooPointwise", "monitor_step"]
 
 #: Sample fields Flow-Factory passes to a reward call (``audio`` brings ``audio_sample_rate``).
 FF_FIELDS = ("prompt", "image", "video", "audio", "condition_images", "condition_videos")
@@ -230,3 +235,33 @@ class RewardZooGroupwise(_RewardZooModel, GroupwiseRewardModel):
     """
 
     kind: ClassVar[str] = "groupwise"
+
+
+def monitor_step(monitor: Any, rewards: Mapping[str, Any], samples: Sequence[Any], step: int, *, split: str = "train",
+                 weights: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Feed ``monitor`` one step of Flow-Factory rewards: ``rewards`` maps each reward name to its scores
+    (a tensor or sequence aligned with ``samples``, as ``compute_rewards`` returns), ``samples`` are
+    Flow-Factory samples (their ``unique_id`` is the group), ``weights`` each reward's weight in the total
+    (default 1; Flow-Factory's ``RewardArguments.weight``). Returns the monitor's metrics."""
+    import numpy as np
+
+    n = len(samples)
+    columns: dict[str, np.ndarray] = {}
+    for name, values in rewards.items():
+        array = values.detach().cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
+        array = np.asarray(array, dtype=np.float64).reshape(-1)
+        if array.size != n:
+            raise InputError(f"reward '{name}' has {array.size} scores for {n} samples", field=f"rewards.{name}")
+        columns[name] = array
+    weights = dict(weights or {})
+    unknown = sorted(set(weights) - set(columns))
+    if unknown:
+        raise ConfigError(f"weights name rewards that were not scored: {unknown}", field="weights")
+    total = np.zeros(n)
+    for name, array in columns.items():
+        total += float(weights.get(name, 1.0)) * array
+    result = RewardResult(rewards={k: v.astype(np.float32) for k, v in columns.items()},
+                          total=total.astype(np.float32), applied=[list(columns)] * n,
+                          weights={k: np.full(n, weights.get(k, 1.0), np.float32) for k in columns},
+                          group_ids=[getattr(s, "unique_id", None) for s in samples])
+    return monitor.update(result, step, split=split)

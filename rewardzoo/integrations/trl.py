@@ -21,6 +21,11 @@ prompt), so groupwise rewards see their groups, across ranks too when ``torch.di
 initialised. A reward's extras are logged through TRL's ``log_metric`` as ``NAME/KEY`` (their mean over
 the samples the reward applied to).
 
+``monitor=RewardMonitor(config)`` feeds a :class:`~rewardzoo.monitor.RewardMonitor`: once every function of a
+step has scored (TRL calls them one after another, or gathers them), their results are combined and passed
+to ``monitor.update`` at ``trainer_state.global_step``, and the metrics are logged through ``log_metric`` as
+``monitor/KEY`` (alarms as ``monitor/alarm/NAME``). On several ranks each rank's monitor sees its own samples.
+
 All functions built from one config share one loader, so each model is loaded once. With
 ``concurrent=True`` they are coroutine functions that TRL gathers, each scoring on its own thread (see
 :func:`trl_reward_funcs`).
@@ -43,7 +48,7 @@ from ..errors import ConfigError, InputError
 from ..loader import RewardLoader
 from ..rewards.base import is_text_extra
 from ..sample import Sample, field_names
-from .common import ConfigSource, specs_of
+from .common import ConfigSource, MonitorFeed, specs_of
 
 _SAMPLE_FIELDS = set(field_names())
 #: TRL's own keyword arguments (not dataset columns).
@@ -134,8 +139,8 @@ def trl_samples(prompts: Sequence[Any] | None, completions: Sequence[Any] | None
 
 
 def trl_reward_funcs(config: ConfigSource, split: str = "train", loader: RewardLoader | None = None, *,
-                     tokenizer: Any = None, group_by: str | None = None, concurrent: bool = False
-                     ) -> tuple[list[Callable[..., Any]], list[float]]:
+                     tokenizer: Any = None, group_by: str | None = None, concurrent: bool = False,
+                     monitor: Any = None) -> tuple[list[Callable[..., Any]], list[float]]:
     """(reward functions, reward_weights) for TRL's GRPOTrainer, one function per configured reward.
 
     ``tokenizer``: renders conversational prompts with its chat template as TRL does (see the module
@@ -156,14 +161,16 @@ def trl_reward_funcs(config: ConfigSource, split: str = "train", loader: RewardL
     loader = loader or RewardLoader()
     exchange_lane = _Lane("rewardzoo-trl-exchange")  # shared by the functions that run the group exchange
     funcs, weights = [], []
-    for spec in specs_of(config, split):
+    specs = specs_of(config, split)
+    feed = MonitorFeed(monitor, [s.name for s in specs], split) if monitor is not None else None
+    for spec in specs:
         if isinstance(spec.weight, Mapping):
             raise ConfigError("TRL takes one weight per reward function; split per-dataset weights into one entry "
                               "per dataset with applicable_datasets", entry=spec.name, field="weight")
         # the distributed processor is the plain one until torch.distributed runs with several ranks
         processor = DistributedRewardProcessor([spec], loader)
-        funcs.append(_trl_coroutine(processor, spec.name, tokenizer, group_by, exchange_lane) if concurrent
-                     else _trl_function(processor, spec.name, tokenizer, group_by))
+        funcs.append(_trl_coroutine(processor, spec.name, tokenizer, group_by, exchange_lane, feed) if concurrent
+                     else _trl_function(processor, spec.name, tokenizer, group_by, feed))
         weights.append(float(spec.weight))
     return funcs, weights
 
@@ -173,8 +180,17 @@ def _score(processor: DistributedRewardProcessor, tokenizer: Any, group_by: str 
     return processor(trl_samples(prompts, completions, columns, tokenizer=tokenizer, group_by=group_by))
 
 
-def _answer(result: RewardResult, name: str, log_metric: Any) -> list[float | None]:
-    """TRL's return value for stream ``name``; its numeric extras logged through ``log_metric`` first."""
+def _answer(result: RewardResult, name: str, columns: Mapping[str, Any], feed: MonitorFeed | None
+            ) -> list[float | None]:
+    """TRL's return value for stream ``name``; its numeric extras (and, completing a step, the monitor's
+    metrics) logged through ``log_metric`` first."""
+    log_metric = columns.get("log_metric")
+    if feed is not None:
+        state = columns.get("trainer_state")
+        metrics = feed.add(name, result, getattr(state, "global_step", None))
+        if metrics and callable(log_metric):
+            for key, value in metrics.items():
+                log_metric(f"monitor/{key}", value)
     if callable(log_metric):
         for key, values in result.extras.get(name, {}).items():
             if is_text_extra(values):
@@ -190,11 +206,11 @@ def _named(func: Callable, name: str) -> Callable:
     return func
 
 
-def _trl_function(processor: DistributedRewardProcessor, name: str, tokenizer: Any, group_by: str | None
-                  ) -> Callable[..., list[float | None]]:
+def _trl_function(processor: DistributedRewardProcessor, name: str, tokenizer: Any, group_by: str | None,
+                  feed: MonitorFeed | None) -> Callable[..., list[float | None]]:
     def reward_func(prompts=None, completions=None, completion_ids=None, **columns) -> list[float | None]:
         result = _score(processor, tokenizer, group_by, prompts, completions, columns)
-        return _answer(result, name, columns.get("log_metric"))
+        return _answer(result, name, columns, feed)
 
     return _named(reward_func, name)
 
@@ -215,7 +231,7 @@ class _Lane:
 
 
 def _trl_coroutine(processor: DistributedRewardProcessor, name: str, tokenizer: Any, group_by: str | None,
-                   exchange_lane: _Lane) -> Callable[..., Any]:
+                   exchange_lane: _Lane, feed: MonitorFeed | None) -> Callable[..., Any]:
     own_lane = _Lane(f"rewardzoo-trl-{name}")
 
     async def reward_func(prompts=None, completions=None, completion_ids=None, **columns) -> list[float | None]:
@@ -223,6 +239,6 @@ def _trl_coroutine(processor: DistributedRewardProcessor, name: str, tokenizer: 
         # lane receives the same sequence of calls on every rank
         lane = exchange_lane if processor.exchanges_groups else own_lane
         result = await lane.submit(partial(_score, processor, tokenizer, group_by, prompts, completions, columns))
-        return _answer(result, name, columns.get("log_metric"))  # on TRL's loop thread, as its logging expects
+        return _answer(result, name, columns, feed)  # on TRL's loop thread, as its logging expects
 
     return _named(reward_func, name)

@@ -10,6 +10,11 @@ intervals. It opens offline: charts are inline SVG, media are downscaled base64 
 no script and no external reference. Importing this package is light; matplotlib and SciPy (the
 ``report`` extra) are imported when a report is built.
 
+Given a training log (the JSONL a :class:`~rewardzoo.monitor.RewardMonitor` writes) instead of a score file,
+``rewardzoo report monitor.jsonl`` builds the training page (:func:`build_training_report`,
+:mod:`rewardzoo.report.training`): curves over the steps per reward, the alarms on the timeline, the groups
+that turned inseparable.
+
 ``rewardzoo score --report`` builds the same page from the records it holds in memory
 (:func:`build_report_from_records`), without reading the files back. A front door: it may import every layer
 below it, the job layer included (its output check and atomic writer; see :mod:`rewardzoo`); nothing but another
@@ -38,7 +43,7 @@ if TYPE_CHECKING:
     from ..config import RewardConfig
     from ..jobs.inputs import InputRows
 
-__all__ = ["build_report", "build_report_from_records", "cmd_report", "add_report_arguments", "ReportInputError", "ScoreFileError",
+__all__ = ["build_report", "build_report_from_records", "build_training_report", "cmd_report", "add_report_arguments", "ReportInputError", "ScoreFileError",
            "ManifestFileError", "ReportMismatchError", "ReportConfigError", "ReportDependencyError"]
 
 DEFAULT_TOP = 8
@@ -82,6 +87,22 @@ def build_report_from_records(records: Sequence[Mapping[str, Any]], *, scores_pa
     scores = scores_of_records(records, scores_path)
     return _build(scores, lambda: aligned_manifest(manifest, rows.samples, rows.numbers, scores)
                   if manifest is not None and rows is not None else None, config, out, None, top)
+
+
+def build_training_report(log_path: str | os.PathLike, *, out: str | os.PathLike = "report.html") -> Path:
+    """Write the HTML report of a RewardMonitor log (``monitor.jsonl``) to ``out`` and return its path.
+
+    A bad line raises :class:`~rewardzoo.monitor.log.MonitorLogError` naming the file and line."""
+    _require("matplotlib")
+    from ..jobs.output import check_output, write_text
+    from ..monitor.log import read_monitor_log
+    from .training import render_training
+
+    out = check_output(Path(out), {"the training log": Path(log_path)}, holds="the report", example="report.html",
+                       error=ReportInputError)
+    log = read_monitor_log(log_path)
+    write_text(out, render_training(log, _versions()))
+    return out
 
 
 def _check_options(top: Any) -> None:
@@ -190,7 +211,8 @@ def _config_label(config: Any) -> str | None:
 # ---------------------------------------------------------------------------------------------- CLI
 def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Give ``parser`` (the ``report`` subparser) its arguments and :func:`cmd_report` as its function."""
-    parser.add_argument("scores", help="JSONL written by `rewardzoo score` (one line per manifest line)")
+    parser.add_argument("scores", help="JSONL written by `rewardzoo score` (one line per manifest line), or a "
+                                       "training log written by RewardMonitor (curves, alarms, inseparable groups)")
     parser.add_argument("--manifest", "-m", help="the manifest that was scored: adds media, prompts, datasets, groups")
     parser.add_argument("--config", "-c", help="the config it was scored with (YAML path, shipped config or reward "
                                                "name); default: reward facts from the registry by column name")
@@ -205,6 +227,16 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Run ``rewardzoo report`` from parsed arguments; prints the path written."""
+    from ..monitor.log import is_monitor_log
+
+    if is_monitor_log(args.scores):
+        given = [flag for flag, value in (("--manifest", args.manifest), ("--config", args.config),
+                                          ("--compare", args.compare)) if value is not None]
+        if given:
+            raise ReportConfigError(f"{', '.join(given)} apply to a score file; '{args.scores}' is a training log")
+        out = build_training_report(args.scores, out=args.out)
+        print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+        return 0
     out = build_report(args.scores, manifest=args.manifest, config=args.config, out=args.out,
                        compare=args.compare, top=args.top)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")

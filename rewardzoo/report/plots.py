@@ -6,7 +6,7 @@ import io
 import itertools
 import re
 from contextlib import contextmanager
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -154,3 +154,37 @@ def waveform_png(audio: np.ndarray, rate: int) -> bytes:
         ax.set_ylim(-1.05, 1.05)
         ax.axis("off")
         return _png(fig)
+
+
+def step_curves(series: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
+                ylabel: str, *, alarms: Sequence[int] = (), hline: float | None = None) -> str:
+    """Lines over training steps (label -> steps, values, band low, band high; bands shaded), dashed red
+    verticals at the ``alarms`` steps, an optional dotted horizontal at ``hline``."""
+    with _figure(5.4, 2.4) as fig:
+        ax = fig.add_subplot()
+        for label, (steps, values, lo, hi) in series.items():
+            marker = "o" if steps.size < 40 else None
+            (line,) = ax.plot(steps, values, label=label, linewidth=1.2, marker=marker, markersize=2.5)
+            if lo is not None and hi is not None:
+                ax.fill_between(steps, lo, hi, color=line.get_color(), alpha=0.18, linewidth=0)
+        for k, step in enumerate(sorted(set(alarms))):
+            ax.axvline(step, color="#c0392b", linewidth=0.9, linestyle="--", label="alarm" if k == 0 else None)
+        if hline is not None:
+            ax.axhline(hline, color="#888", linewidth=0.8, linestyle=":")
+        ax.set_xlabel("step")
+        ax.set_ylabel(ylabel)
+        ax.legend(frameon=False, fontsize=7)
+        return _svg(fig)
+
+
+def alarm_timeline(names: Sequence[str], steps: Sequence[int], span: tuple[int, int]) -> str:
+    """One row per alarm name, a mark at each step it was raised, over the logged ``span`` of steps."""
+    rows = list(dict.fromkeys(names))
+    with _figure(5.4, 0.6 + 0.28 * len(rows)) as fig:
+        ax = fig.add_subplot()
+        ax.scatter(steps, [rows.index(n) for n in names], marker="|", s=120, color="#c0392b")
+        ax.set_yticks(range(len(rows)), rows)
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_xlim(span[0] - 0.5, span[1] + 0.5)
+        ax.set_xlabel("step")
+        return _svg(fig)

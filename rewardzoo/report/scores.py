@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -12,7 +11,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..shared.files import regular_file
+from ..shared.files import json_object_line, regular_file
 from .errors import ScoreFileError
 
 #: The keys of one score line; ``id`` is optional and matches rows in compare mode.
@@ -113,12 +112,7 @@ def _error_at(path: str | os.PathLike):
 
 
 def _parse_line(text: str, path: Path, lineno: int) -> dict:
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ScoreFileError(f"not valid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno) from None
-    if not isinstance(row, dict):
-        raise ScoreFileError(f"each line must be a JSON object, got {type(row).__name__}", path=path, line=lineno)
+    row = json_object_line(text, lambda message: ScoreFileError(message, path=path, line=lineno))
     missing = [k for k in REQUIRED_KEYS if k not in row]
     if missing:
         hint = (" — this looks like a manifest; pass the file `rewardzoo score -o` wrote"

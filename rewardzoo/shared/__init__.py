@@ -3,7 +3,8 @@
 - ``media``, ``fields``, ``image_ops``, ``video``, ``audio``, ``files`` — media conversion and I/O;
 - ``device`` — devices and dtypes (and one CUDA side stream per device); ``weights`` — safe weight loading; ``options`` — option checks;
 - ``imports`` — objects named by a Python path, and the light packages' lazy attributes;
-- ``clip``, ``onnx`` — the backbones several reward families use (CLIP / open_clip, ONNX Runtime sessions).
+- ``clip``, ``dino``, ``onnx`` — the backbones several reward families use (CLIP / open_clip, DINO ViTs, ONNX
+  Runtime sessions).
 
 May import only :mod:`rewardzoo.errors`. Heavy backends (torch, decoders) are imported inside the functions that
 need them. Code used by one family lives beside it (``rewards/vlm/``, ``rewards/image/``), the network transport

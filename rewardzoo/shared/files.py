@@ -3,9 +3,11 @@ with an error that names the file and the offending byte."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any, Callable
 
 from ..errors import InputError
 
@@ -45,3 +47,15 @@ def read_utf8(path: str | os.PathLike, what: str, error: type[Exception] = Input
     """The text of a regular UTF-8 file (see :func:`regular_file` and :func:`decode_utf8`)."""
     p = regular_file(path, what, error)
     return decode_utf8(p.read_bytes(), f"{what} '{p}'", error)
+
+
+def json_object_line(text: str, error: Callable[[str], Exception]) -> dict[str, Any]:
+    """One JSONL line parsed into a dict; ``error(message)`` (bound to the file and line) when it is not valid
+    JSON or not an object."""
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(row, dict):
+        raise error(f"each line must be a JSON object, got {type(row).__name__}")
+    return row

@@ -398,3 +398,31 @@ def test_importing_rewardzoo_does_not_import_flow_factory():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SHARED / "flow_factory_src" / "src"),
                                                          os.environ.get("PYTHONPATH", "")])}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
+
+
+def test_a_monitor_fed_by_flow_factorys_reward_processor(ff, tmp_path):
+    from rewardzoo import RewardMonitor
+    from rewardzoo.integrations.flow_factory import monitor_step
+
+    batch = make_batch(ff)
+    models, configs = loaded(ff)
+    processor = ff.rewards.RewardProcessor(ff.acc, models, configs, group_on_same_rank=True, verbose=False)
+    rewards = processor.compute_rewards(batch.samples)
+    monitor = RewardMonitor({"rewards": [{"name": "jpeg", "reward_model": "jpeg_incompressibility"},
+                                         {"name": "rank", "reward_model": "group_rank",
+                                          "kwargs": {"base": "jpeg_incompressibility"}}]})
+    weights = {name: float(cfg.weight) for name, cfg in configs.items()}
+    assert weights == WEIGHTS
+    metrics = monitor_step(monitor, rewards, batch.samples, step=3, weights=weights)
+    kb = batch.kb.astype(np.float32).astype(np.float64)
+    ranks = rewards["rank"].numpy().astype(np.float64)
+    assert metrics["train/jpeg/mean"] == np.mean(kb)
+    total = (kb + 0.5 * ranks).astype(np.float32).astype(np.float64)
+    assert metrics["train/total/mean"] == pytest.approx(np.mean(total), rel=1e-7)
+    # groups are Flow-Factory's unique ids (one per prompt): 3 groups of 4, none inseparable
+    spreads = [kb[batch.groups == g].std() for g in range(N_PROMPTS)]
+    assert metrics["train/jpeg/group_std"] == pytest.approx(np.mean(spreads), rel=1e-12)
+    assert metrics["train/rank/inseparable"] == 0.0
+    assert "train/rank/saturation" not in metrics  # a rank reaches its bounds by construction
+    with pytest.raises(InputError, match="scores for"):
+        monitor_step(monitor, {"jpeg": rewards["jpeg"][:3]}, batch.samples, step=4)

@@ -37,6 +37,17 @@ def _trainer(models, reward_funcs, tmp_path, *, processing_classes=None, steps=2
                            processing_class=tokenizer, reward_processing_classes=processing_classes)
 
 
+def _spy(func, calls: list, key):
+    """``func`` recording ``(name, key(kwargs), output)`` of each call in ``calls``."""
+    def wrapped(**kwargs):
+        out = func(**kwargs)
+        calls.append((func.__name__, key(kwargs), out))
+        return out
+
+    wrapped.__name__ = func.__name__
+    return wrapped
+
+
 def _classifier_config(models):
     return {"rewards": [{"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"],
                          "device": "cpu", "kwargs": {"add_special_tokens": False}}]}
@@ -70,17 +81,7 @@ def test_two_grpo_steps_with_a_groupwise_reward_and_logged_extras(models, tmp_pa
     ]}
     calls = []
     funcs, weights = trl_reward_funcs(config, group_by="prompt")
-
-    def spy(func):
-        def wrapped(**kwargs):
-            out = func(**kwargs)
-            calls.append((func.__name__, len(kwargs["prompts"]), out))
-            return out
-
-        wrapped.__name__ = func.__name__
-        return wrapped
-
-    trainer = _trainer(models, [spy(f) for f in funcs], tmp_path)
+    trainer = _trainer(models, [_spy(f, calls, lambda kwargs: len(kwargs["prompts"])) for f in funcs], tmp_path)
     trainer.args.reward_weights = weights
     trainer.train()
     assert trainer.state.global_step == 2
@@ -198,3 +199,38 @@ def test_concurrent_functions_score_groups_split_across_two_ranks(tmp_path):
         got = load_result(file, log)
         assert got["concurrent"] == got["plain"] == [out[rank::2] for out in single]
     assert len({v for out in single for v in out}) > 3  # distinct scores: the comparison is not vacuous
+
+
+def test_a_monitor_fed_by_trls_real_training_steps(models, tmp_path):
+    import json
+
+    from rewardzoo import RewardMonitor
+
+    config = {"rewards": [
+        {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": path(PromptLength)}, "weight": 0.5},
+        {"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu"},
+    ]}
+    log = tmp_path / "monitor.jsonl"
+    monitor = RewardMonitor(config, settings={"log": str(log)})
+    calls = []
+    funcs, weights = trl_reward_funcs(config, group_by="prompt", monitor=monitor)
+    trainer = _trainer(models, [_spy(f, calls, lambda kwargs: kwargs["trainer_state"].global_step) for f in funcs],
+                       tmp_path)
+    trainer.args.reward_weights = weights
+    trainer.train()
+    monitor.close()
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [line["step"] for line in lines] == [0, 1]
+    for line in lines:
+        step = line["step"]
+        rank = np.array([v for name, s, out in calls if name == "rank" and s == step for v in out], np.float32)
+        rm = np.array([v for name, s, out in calls if name == "rm" and s == step for v in out], np.float32)
+        m = line["metrics"]
+        assert m["train/rank/mean"] == np.mean(rank.astype(np.float64))
+        assert m["train/rm/std"] == np.std(rm.astype(np.float64))
+        total = (np.float32(0.5) * rank.astype(np.float64) + rm.astype(np.float64)).astype(np.float32)
+        assert m["train/total/mean"] == pytest.approx(np.mean(total.astype(np.float64)), rel=1e-6)
+        assert m["train/rank/group_std"] == pytest.approx(np.mean(np.std(rank.astype(np.float64).reshape(-1, 2), 1)))
+    logged = [entry for entry in trainer.state.log_history if "monitor/train/rank/mean" in entry]
+    assert [entry["monitor/train/rank/mean"] for entry in logged] == \
+        pytest.approx([line["metrics"]["train/rank/mean"] for line in lines])
