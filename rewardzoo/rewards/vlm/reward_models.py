@@ -2,8 +2,9 @@
 
 The reward models of HPSv3 and VideoAlign subclass transformers 4.x ``Qwen2VLForConditionalGeneration``
 and add a small head (``rm_head``); their checkpoints are that class's ``state_dict()`` saved with
-``torch.save`` or safetensors, so the keys follow the 4.x layout (``visual.*``, ``model.layers.*``,
-``lm_head.weight``, ``rm_head.*``), optionally inside a PEFT wrapper (``base_model.model.*`` with
+``torch.save`` or safetensors, so the keys follow one of the two 4.x layouts (before 4.52: ``visual.*``,
+``model.layers.*``; from 4.52: ``model.visual.*``, ``model.language_model.*``; both with ``lm_head.weight``,
+``rm_head.*``), optionally inside a PEFT wrapper (``base_model.model.*`` with
 ``…base_layer.weight`` / ``…lora_A.default.weight`` / ``…lora_B.default.weight``).
 
 Here the backbone is the bare transformers 5 ``Qwen2VLModel`` (``visual.*`` + ``language_model.*``, no
@@ -13,9 +14,11 @@ weights (``W + scaling * B @ A``, what PEFT's forward adds at inference); :func:
 published keys onto the backbone, checks that every key is accounted for and every shape fits, and
 returns the head's tensors for the caller's own head.
 
-Their inference code also bypasses transformers' multimodal RoPE: the subclass's ``forward`` calls the 4.x
-text decoder without ``position_ids``, which then numbers the tokens ``0 .. L-1`` in all three M-RoPE
-sections, image and video tokens included. :func:`sequential_positions` gives those positions for a
+Their inference code also bypasses transformers' multimodal RoPE: the subclass's ``forward`` embeds the
+tokens itself and calls the decoder without ``position_ids`` (HPSv3's under the transformers >= 4.52 layout,
+``self.model(input_ids=None, ...)`` with no image grid, where ``get_rope_index`` falls back to the attention
+mask's running count), which numbers the tokens ``0 .. L-1`` in all three M-RoPE sections, image and video
+tokens included. :func:`sequential_positions` gives those positions for a
 left-padded batch. The media preprocessing is qwen-vl-utils' (as vendored by both repositories):
 :func:`smart_resize`, :func:`resize_image` (PIL bicubic), :func:`video_frame_indices` (``smart_nframes`` +
 uniform indices) and :func:`resize_frames` (torchvision bicubic with antialias on 8-bit frames).
@@ -84,8 +87,9 @@ def unwrap_peft(state: Mapping[str, Any], *, scaling: float | None, where: str) 
 def split_legacy_qwen_vl(state: Mapping[str, Any], head_prefix: str = "rm_head.") -> tuple[dict, dict, set]:
     """(backbone tensors keyed for ``Qwen2VLModel``, head tensors keyed inside the head, dropped keys).
 
-    Accepts the 4.x layout (``visual.*``, ``model.*``, ``lm_head.weight``) and the 5.x layout of
-    ``…ForConditionalGeneration`` (``model.visual.*``, ``model.language_model.*``, ``lm_head.weight``).
+    Accepts the layout before transformers 4.52 (``visual.*``, ``model.*``, ``lm_head.weight``) and the one
+    of ``…ForConditionalGeneration`` from 4.52 on, 5.x included (``model.visual.*``,
+    ``model.language_model.*``, ``lm_head.weight``).
     ``lm_head.weight`` is dropped (returned in the third item so callers can check it was there).
     """
     backbone, head, dropped = {}, {}, set()
