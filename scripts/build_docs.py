@@ -5,14 +5,17 @@ Sources (the only places a fact is written by hand):
 
 - ``rewardzoo/model_cards/<name>.md``: each reward's record in the YAML front matter;
 - ``benchmarks/results/<script>.json``: the figures each benchmark script wrote (schema in
-  ``benchmarks/results_io.py``).
+  ``benchmarks/results_io.py``);
+- ``rewardzoo/rewards/vlm/pairings.py``: what each judge's reference runs, and rewardzoo's default and presets.
 
 Generated, between ``<!-- generated: ... -->`` and ``<!-- end generated -->`` markers:
 
 - README.md: the reward table (``reward table``) and the Benchmarks figures (``benchmark figures``);
 - each card's ``## Speed`` section: the figures whose ``rewards`` name that card (``speed``); the
   hand-written prose around the block must not contain measured numbers (checked here);
-- benchmarks/README.md: the latest run of each script (``benchmark runs``).
+- benchmarks/README.md: the latest run of each script (``benchmark runs``);
+- each judge's card: its ``## Reference pairing`` table (``pairing``) from
+  ``rewardzoo/rewards/vlm/pairings.py`` (the section is added before ``## Speed`` when a card lacks it).
 
     python scripts/build_docs.py            # rewrite what is out of date
     python scripts/build_docs.py --check    # exit 1 listing (with a short diff) what is out of date
@@ -34,6 +37,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from rewardzoo.rewards.vlm.pairings import PAIRINGS  # noqa: E402  (pure data: no torch)
+
 CARDS = ROOT / "rewardzoo" / "model_cards"
 RESULTS = ROOT / "benchmarks" / "results"
 README = ROOT / "README.md"
@@ -42,6 +48,7 @@ BENCH_README = ROOT / "benchmarks" / "README.md"
 END = "<!-- end generated -->"
 NOTE = "<!-- written by scripts/build_docs.py from {source}: edit the source and rerun it, not this block -->"
 SPEED = "## Speed"
+PAIRING = "## Reference pairing"
 #: Scripts in the order the README lists them; others follow alphabetically.
 SCRIPT_ORDER = ("bench_processor.py", "bench_execution.py", "bench_group.py", "bench_image.py", "bench_audio.py",
                 "bench_video.py", "bench_text.py", "bench_integrations.py", "bench_differentiable.py",
@@ -97,7 +104,8 @@ def load_results() -> list[dict]:
 
 def validate(cards: dict[str, dict], runs: list[dict]) -> None:
     seen: dict[str, str] = {}
-    problems = []
+    problems = [f"rewardzoo/rewards/vlm/pairings.py names '{name}', which has no card" for name in PAIRINGS
+                if name not in cards]
     for run in runs:
         for fig in run["figures"]:
             if fig["id"] in seen:
@@ -230,6 +238,22 @@ def runs_block(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def pairing_block(name: str) -> str:
+    """The reward's rows of :data:`PAIRINGS` as a table; a default or preset row names what it reproduces."""
+    def code(text: str) -> str:  # an id or key in backticks, a note after it as it is
+        head, sep, note = text.partition(" (")
+        return text if " " in head or head == "-" or head.startswith("`") else f"`{head}`{sep}{note}"
+
+    lines = ["| setting | source | model | template | decoding | image bounds | frames |",
+             "|---|---|---|---|---|---|---|"]
+    for row in PAIRINGS[name]:
+        source = row.source if row.reference in (None, "-") else \
+            f"{row.source} (reproduces {row.reference.split(' (', 1)[0]})"
+        cells = (row.setting, source, code(row.model), code(row.template), row.decoding, row.image_bounds, row.frames)
+        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------------ splicing
 def splice(text: str, marker: str, content: str, where: str) -> str:
     """Replace what lies between ``<!-- generated: marker -->`` and the next end marker."""
@@ -250,6 +274,16 @@ def speed_section(text: str, where: str) -> tuple[int, int]:
         raise DocsError(f"{where}: no '{SPEED}' section")
     nxt = re.search(r"^## ", text[m.end():], re.M)
     return m.start(), (m.end() + nxt.start()) if nxt else len(text)
+
+
+def pairing_text(text: str, block: str, where: str) -> str:
+    """The card with its Reference pairing block up to date (the section inserted before Speed if missing)."""
+    if not re.search(rf"^{re.escape(PAIRING)}[ \t]*$", text, re.M):
+        a, _ = speed_section(text, where)
+        text = f"{text[:a]}{PAIRING}\n\n<!-- generated: pairing -->\n{END}\n\n{text[a:]}"
+    elif "<!-- generated: pairing -->" not in text:
+        raise DocsError(f"{where}: the '{PAIRING}' section lacks the '<!-- generated: pairing -->' block")
+    return splice(text, "pairing", block, where)
 
 
 def card_text(text: str, name: str, block: str, where: str) -> str:
@@ -290,9 +324,16 @@ def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
            BENCH_README: lambda t: splice(t, "benchmark runs", NOTE.format(source="benchmarks/results/*.json")
                                           + "\n" + runs_block(runs) + "\n\n" + benchmark_block(runs, goals_only=False),
                                           "benchmarks/README.md")}
+    pairing_note = NOTE.format(source="rewardzoo/rewards/vlm/pairings.py")
     for name in cards:
         block = NOTE.format(source="benchmarks/results/*.json") + "\n" + speed_block(name, runs)
-        out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block: card_text(t, n, b, f"rewardzoo/model_cards/{n}.md"))
+        where = f"rewardzoo/model_cards/{name}.md"
+        if name in PAIRINGS:
+            pairing = pairing_note + "\n" + pairing_block(name)
+            out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block, p=pairing, w=where:
+                                         card_text(pairing_text(t, p, w), n, b, w))
+        else:
+            out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block, w=where: card_text(t, n, b, w))
     return out
 
 

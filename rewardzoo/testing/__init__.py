@@ -20,13 +20,15 @@ One module per family, beside the loader whose layout it writes:
 - :mod:`~rewardzoo.testing.text` — a word-level tokenizer, GPT-2 / Llama LMs and classifiers
   (:mod:`rewardzoo.rewards.text`);
 - :mod:`~rewardzoo.testing.vlm` — Qwen2-VL, Qwen2.5-VL, Qwen3-VL with their processors (:mod:`rewardzoo.rewards.vlm`);
+- :mod:`~rewardzoo.testing.llava` — LLaVA-OneVision in transformers' and LLaVA-NeXT's layouts
+  (:mod:`rewardzoo.rewards.vlm.llava_checkpoint`);
 - :mod:`~rewardzoo.testing.reward_models` — a VideoAlign release (PEFT LoRA checkpoint) on the tiny Qwen2-VL
   (:mod:`rewardzoo.rewards.vlm.videoalign`);
 - :mod:`~rewardzoo.testing.common` — what several of them share (directories, safetensors files).
 
 This is the test layer. Its modules may import the standard library, each other, the reward contract
-(``rewardzoo.rewards``), ``rewardzoo.shared`` and ``rewardzoo.errors`` (today only this file imports from
-``rewardzoo``: ``shared.imports``), and torch, open_clip and transformers only inside the builders that need them
+(``rewardzoo.rewards``), ``rewardzoo.shared`` and ``rewardzoo.errors`` (today this file imports ``shared.imports``
+and :mod:`~rewardzoo.testing.llava` the LLaVA chat template of ``rewards.vlm.llava_checkpoint``), and torch, open_clip and transformers only inside the builders that need them
 (``image``, ``video``, ``audio`` or ``text`` extras). Nothing in ``rewardzoo`` imports this package (the import
 test checks both); tests, benchmarks, scripts and examples do. Every public name is importable from here and its
 module is loaded on first access, so importing the package stays light::
@@ -60,6 +62,9 @@ _FAMILIES = {
     "rewardzoo.testing.vlm": (
         "QWEN_SPECIAL_TOKENS", "QWEN2_VL_CHAT_TEMPLATE", "QWEN3_VL_CHAT_TEMPLATE", "VLM_CORPUS", "VLM_FAMILIES",
         "tiny_vlm_tokenizer", "tiny_vlm_config", "tiny_vlm_processor", "tiny_vlm_dir"),
+    "rewardzoo.testing.llava": (
+        "TINY_PINPOINTS", "LLAVA_NAMES", "tiny_llava_onevision_config", "tiny_llava_onevision_processor", "llava_name",
+        "tiny_llava_onevision_dirs"),
 }
 _LAZY = {name: module for module, names in _FAMILIES.items() for name in names}
 

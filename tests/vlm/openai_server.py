@@ -8,6 +8,9 @@ reference for the endpoint backend. ``max_batch > 1`` batches requests that arri
 run one at a time. Faults for the retry tests: ``fail_next(503, 2)`` answers the next two
 requests with 503, ``hang_next(seconds)`` holds the next answer back, ``garbage_next()`` answers 200 with a body
 that is not JSON. ``requests`` counts the requests it received, ``in_flight_max`` the most at once.
+``render``: the server's own prompt rendering (``messages -> text``, content parts as transformers'
+``{"type": "image"}`` / ``{"type": "text", ...}``) in place of the processor's chat template, as a server
+started with ``--chat-template`` renders; ``prompts`` keeps each rendered prompt.
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ from transformers import AutoModelForImageTextToText, AutoProcessor
 
 
 class ChatServer:
-    def __init__(self, model_dir: str, *, delay_s: float = 0.0, max_batch: int = 1, batch_wait_s: float = 0.005) -> None:
+    def __init__(self, model_dir: str, *, delay_s: float = 0.0, max_batch: int = 1, batch_wait_s: float = 0.005,
+                 render=None) -> None:
         self.model_dir = model_dir
+        self.render = render
+        self.prompts: list[str] = []
         self.processor = AutoProcessor.from_pretrained(model_dir)
         self.model = AutoModelForImageTextToText.from_pretrained(model_dir).eval()
         self.lock = threading.Lock()
@@ -155,7 +161,12 @@ class ChatServer:
                 else:
                     parts.append({"type": "text", "text": part["text"]})
             messages.append({"role": m["role"], "content": parts})
-        return self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True), images
+        if self.render is not None:
+            text = self.render(messages)
+        else:
+            text = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        self.prompts.append(text)
+        return text, images
 
     def complete_many(self, bodies: list[dict]) -> list[dict]:
         """Bodies with equal max_tokens / logprobs settings, answered with one left-padded generate."""

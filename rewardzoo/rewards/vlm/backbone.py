@@ -1,4 +1,5 @@
-"""The one local vision-language backbone of rewardzoo: Qwen2-VL, Qwen2.5-VL and Qwen3-VL through transformers.
+"""The one local vision-language backbone of rewardzoo: Qwen2-VL, Qwen2.5-VL, Qwen3-VL and LLaVA-OneVision through
+transformers.
 
 >>> bb = load_vlm("Qwen/Qwen2.5-VL-7B-Instruct", device="cuda:0", dtype="bfloat16")      # doctest: +SKIP
 >>> q = VLMQuery.of('Does this figure show "a cat"? Please answer Yes or No.', image=pil)  # doctest: +SKIP
@@ -23,7 +24,9 @@ Qwen3-VL place frames in time with it). Image and video sizes follow the process
 (``min_pixels`` / ``max_pixels``, per query batch: :class:`PixelBounds`), as qwen-vl-utils does.
 
 Loading: ``model_path`` is a hub id or a local directory holding a transformers checkpoint whose
-``model_type`` is one of :data:`SUPPORTED_MODEL_TYPES`, with its processor files (or ``processor_path``).
+``model_type`` is one of :data:`SUPPORTED_MODEL_TYPES`, with its processor files (or ``processor_path``),
+or an original LLaVA-NeXT checkpoint (LLaVA-OneVision in that code's layout, mapped on load by
+:mod:`~rewardzoo.rewards.vlm.llava_checkpoint`).
 Loaded backbones are cached per process (weakly, keyed by :func:`backbone_key`: weights, processor,
 device, dtype, attention implementation, remote code), so two rewards naming the same model share one
 copy in memory. ``dtype=None`` means bfloat16 on CUDA and float32 elsewhere. A prompt longer than the
@@ -45,7 +48,7 @@ from ...errors import ConfigError, InputError
 from ...shared.device import canonical_dtype, torch_dtype
 
 #: ``config.json`` model types this layer renders and batches (transformers 5.x ships all of them).
-SUPPORTED_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
+SUPPORTED_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llava_onevision")
 
 _CACHE: "weakref.WeakValueDictionary[Hashable, VLMBackbone]" = weakref.WeakValueDictionary()
 _CACHE_LOCK = threading.Lock()
@@ -151,7 +154,8 @@ def _size_kwargs(lo: int | None, hi: int | None, processor: Any) -> dict[str, An
 
 
 class VLMBackbone:
-    """A loaded Qwen-VL model with its processor; thread-safe (one lock around processor and model calls).
+    """A loaded Qwen-VL or LLaVA-OneVision model with its processor; thread-safe (one lock around processor and
+    model calls).
 
     Public surface (stable; the VLM rewards build on it): ``render``, ``encode``, ``forward``,
     ``last_logits``, ``answer_logprobs``, ``first_token_ids``, ``generate``, ``decode``; attributes
@@ -371,9 +375,26 @@ def _source(path: str | os.PathLike) -> str:
 
 
 def _load(key: tuple) -> VLMBackbone:
-    from transformers import AutoConfig, AutoModelForImageTextToText
+    from . import llava_checkpoint
 
     source, processor_source, device, dtype_name, attn, trust = key
+    original = llava_checkpoint.read_config(source)
+    if original is not None and llava_checkpoint.is_original(original):
+        model, processor = llava_checkpoint.load_original(source, original, dtype=torch_dtype(dtype_name),
+                                                          attn_implementation=attn)
+    else:
+        model, processor = _load_transformers(source, dtype_name, attn, trust), None
+    if processor_source or processor is None:
+        processor = load_vlm_processor(processor_source or source, trust_remote_code=trust,
+                                       field="kwargs.processor_path" if processor_source else "model_path")
+    model = model.to(device).eval().requires_grad_(False)
+    return VLMBackbone(model, processor, source=source, device=device, dtype=torch_dtype(dtype_name))
+
+
+def _load_transformers(source: str, dtype_name: str, attn: str | None, trust: bool) -> torch.nn.Module:
+    """A checkpoint in transformers' layout whose model type is one of :data:`SUPPORTED_MODEL_TYPES`."""
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=trust)
     except Exception as exc:
@@ -382,17 +403,14 @@ def _load(key: tuple) -> VLMBackbone:
     model_type = getattr(config, "model_type", None)
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ConfigError(f"'{source}' is a '{model_type}' model; the VLM layer supports "
-                          f"{', '.join(SUPPORTED_MODEL_TYPES)}", field="model_path")
+                          f"{', '.join(SUPPORTED_MODEL_TYPES)} and original LLaVA-NeXT (LLaVA-OneVision) "
+                          "checkpoints", field="model_path")
     extra = {"attn_implementation": attn} if attn else {}
     try:
-        model = AutoModelForImageTextToText.from_pretrained(source, dtype=torch_dtype(dtype_name),
-                                                            trust_remote_code=trust, **extra)
+        return AutoModelForImageTextToText.from_pretrained(source, dtype=torch_dtype(dtype_name),
+                                                           trust_remote_code=trust, **extra)
     except Exception as exc:
         raise ConfigError(f"cannot load the VLM '{source}': {type(exc).__name__}: {exc}", field="model_path") from exc
-    processor = load_vlm_processor(processor_source or source, trust_remote_code=trust,
-                                   field="kwargs.processor_path" if processor_source else "model_path")
-    model = model.to(device).eval().requires_grad_(False)
-    return VLMBackbone(model, processor, source=source, device=device, dtype=torch_dtype(dtype_name))
 
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "Video", "VLMQuery", "PixelBounds", "VLMBackbone", "render_query", "encode_queries",

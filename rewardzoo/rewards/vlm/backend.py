@@ -82,7 +82,8 @@ def build_backend(owner: str, *, backend: str = "transformers", endpoint: Mappin
         raise ConfigError(f"{owner}: 'endpoint' needs backend: openai", field="kwargs.endpoint")
     path = model_path or default_model
     if path is None:
-        raise ConfigError(f"{owner}: set model_path (a hub id or a local directory of a Qwen-VL checkpoint)",
+        raise ConfigError(f"{owner}: set model_path (a hub id or a local directory of a Qwen-VL or LLaVA-OneVision "
+                          "checkpoint)",
                           field="model_path")
     lo = positive_int(min_pixels, "kwargs.min_pixels", allow_none=True)
     hi = positive_int(max_pixels, "kwargs.max_pixels", allow_none=True)
@@ -91,6 +92,9 @@ def build_backend(owner: str, *, backend: str = "transformers", endpoint: Mappin
                           field="kwargs.trust_remote_code")
     backbone = load_vlm(path, device=device, dtype=dtype, processor_path=processor_path,
                         attn_implementation=attn_implementation, trust_remote_code=trust_remote_code)
+    if backbone.model_type == "llava_onevision" and (lo is not None or hi is not None):
+        raise ConfigError(f"{owner}: min_pixels / max_pixels bound the Qwen-VL resize; LLaVA-OneVision ('{path}') "
+                          "tiles each image on its grid pinpoints instead", field="kwargs.max_pixels")
     return LocalVLM(backbone, PixelBounds(min_pixels=lo, max_pixels=hi, video_min_pixels=lo, video_max_pixels=hi))
 
 

@@ -6,6 +6,8 @@ Options every judge takes (reward ``kwargs``, read into one :class:`BackendOptio
 ``processor_path``, ``attn_implementation``, ``trust_remote_code``, ``min_pixels`` / ``max_pixels`` (local
 backend; images and video frames), ``on_failure`` (``error`` by default, or ``{substitute: VALUE}``; see
 :mod:`rewardzoo.rewards.vlm.judging`); video judges also ``num_frames`` and ``fps``.
+
+A template's ``<image>`` marks where the image goes (:func:`place_media`); without one, media come first.
 """
 
 from __future__ import annotations
@@ -23,6 +25,28 @@ from .backbone import Video, VLMQuery
 from .backend import build_backend
 from ...shared.video import check_num_frames
 from ..base import Reward
+
+
+#: Where a template places an image: LLaVA's ``DEFAULT_IMAGE_TOKEN`` (with the newline after it, which LLaVA's
+#: prompts and the chat templates of LLaVA-OneVision and SGLang's ``chatml-llava`` emit with each image part).
+IMAGE_SLOT = "<image>"
+
+
+def place_media(text: str, media: Sequence[Any], owner: str) -> tuple[Any, ...]:
+    """Query content of one text and its media parts: the media at the text's :data:`IMAGE_SLOT` marks, in
+    order (each mark and one newline right after it replaced by the part), or all media first when the text has
+    no mark. ConfigError naming ``owner`` when marks and media differ in number."""
+    if IMAGE_SLOT not in text:
+        return (*media, text)
+    pieces = text.split(IMAGE_SLOT)
+    if len(pieces) - 1 != len(media):
+        raise ConfigError(f"{owner}: the template has {len(pieces) - 1} '{IMAGE_SLOT}' mark(s) for {len(media)} "
+                          "image(s) per sample", field="kwargs.template")
+    content: list[Any] = [pieces[0]] if pieces[0] else []
+    for part, piece in zip(media, pieces[1:]):
+        piece = piece[1:] if piece.startswith("\n") else piece
+        content += [part, piece] if piece else [part]
+    return tuple(content)
 
 
 def fill(template: str, prompt: str) -> str:
@@ -145,6 +169,7 @@ class VLMJudgeMixin:
 
     def queries_of(self, texts: Sequence[str], media: Sequence[Sequence[Any]], *,
                    system: str | None = None) -> list[VLMQuery]:
-        """One query per input: its media parts (in order), then its text."""
-        return [VLMQuery(tuple(self.media_part(m) for m in parts) + (text,), system=system)
+        """One query per input: its media parts (in order) at the text's ``<image>`` marks, or before the text
+        when it has none (:func:`place_media`)."""
+        return [VLMQuery(place_media(text, [self.media_part(m) for m in parts], self.judge_name), system=system)
                 for text, parts in zip(texts, media)]

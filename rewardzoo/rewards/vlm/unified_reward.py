@@ -1,8 +1,10 @@
-"""UnifiedReward pointwise scoring (Wang et al., 2025), as flow_grpo trains with it.
+"""UnifiedReward pointwise scoring (Wang et al., 2025), in the two pairings its references ran.
 
 The judge writes an assessment ending in ``Final Score: X`` (1 to 5); ``score = X / 5``, X the first match
-of flow_grpo's pattern ``Final Score:\\s*([1-5](?:\\.\\d+)?)``. Greedy generation (flow_grpo: temperature 0)
-with a token limit; images are resized to 512x512 first, as flow_grpo does before it sends them. The
+of flow_grpo's pattern ``Final Score:\\s*([1-5](?:\\.\\d+)?)``. Greedy generation with a token limit. By
+default the UnifiedReward-qwen release's model with its own inference prompt, images as given; ``preset:
+flow_grpo`` is flow_grpo's pairing (``UnifiedReward-7b-v1.5``, LLaVA-OneVision based, with flow_grpo's
+question, images resized to 512x512). The rows of :mod:`rewardzoo.rewards.vlm.pairings` state both. The
 generated text is kept as the per-sample extra ``judgement``.
 """
 
@@ -18,8 +20,12 @@ from ..base import Inputs, PointwiseReward, RewardOutput
 from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
 from .prompts import UNIFIED_REWARD_FLOW_GRPO, UNIFIED_REWARD_QWEN_RELEASE
 
-#: Named templates: flow_grpo's question (the default) and the UnifiedReward-qwen release's inference prompt.
-TEMPLATES = {"flow_grpo": UNIFIED_REWARD_FLOW_GRPO, "qwen_release": UNIFIED_REWARD_QWEN_RELEASE}
+#: Named templates: the UnifiedReward-qwen release's inference prompt (the default) and flow_grpo's question.
+TEMPLATES = {"qwen_release": UNIFIED_REWARD_QWEN_RELEASE, "flow_grpo": UNIFIED_REWARD_FLOW_GRPO}
+#: What runs by default: the Qwen release's model with its own prompt, images as given.
+DEFAULTS = {"model": "CodeGoat24/UnifiedReward-qwen-7b", "template": "qwen_release", "resize": None}
+#: ``preset: flow_grpo``: the model flow_grpo serves (LLaVA-OneVision based) with its question, 512x512 images.
+PRESETS = {"flow_grpo": {"model": "CodeGoat24/UnifiedReward-7b-v1.5", "template": "flow_grpo", "resize": (512, 512)}}
 #: flow_grpo's score pattern (``_extract_scores`` of ``unifiedreward_score_sglang``).
 FINAL_SCORE = r"Final Score:\s*([1-5](?:\.\d+)?)"
 
@@ -29,25 +35,34 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
 
     Inputs: ``image`` and ``prompt``. Range [0, 1] (parsed scores lie in [0.2, 1]; the rest is room for a
     substitute value). A ``Final Score`` the pattern reads but above 5 (``5.5``) is off the scale and
-    unparseable. Options: ``template`` (``flow_grpo``, the default; ``qwen_release``, the UnifiedReward-qwen
-    inference prompt; or your own text with ``{prompt}`` asking for a ``Final Score``), ``max_new_tokens``
-    (512), ``resize`` (``[512, 512]`` as flow_grpo; null keeps the image size), the backend and failure
-    options of :mod:`rewardzoo.rewards.vlm.common`.
+    unparseable. Options: ``preset`` (null: :data:`DEFAULTS`; ``flow_grpo``: :data:`PRESETS`), ``template``
+    (``qwen_release``, the UnifiedReward-qwen inference prompt; ``flow_grpo``, flow_grpo's question; or your
+    own text with ``{prompt}`` asking for a ``Final Score``; default the preset's), ``max_new_tokens`` (512),
+    ``resize`` (``[width, height]`` or null to keep the image size; default the preset's), the backend and
+    failure options of :mod:`rewardzoo.rewards.vlm.common`. Options given explicitly override the preset's.
     """
 
     inputs: ClassVar[Inputs] = Inputs(("prompt", "image"))
-    default_model: ClassVar[str | None] = "CodeGoat24/UnifiedReward-qwen-7b"
+    default_model: ClassVar[str | None] = DEFAULTS["model"]
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 template: str = "flow_grpo", max_new_tokens: int = 512,
-                 resize: Sequence[int] | None = (512, 512), **options: Any) -> None:
+                 template: str | None = None, max_new_tokens: int = 512, resize: Sequence[int] | None | str = "auto",
+                 preset: str | None = None, **options: Any) -> None:
         super().__init__(model_path, device, dtype)
         judge_options = self.judge_options_of(options)
+        if preset is not None and preset not in PRESETS:
+            raise ConfigError(f"{self.name}: preset must be null or one of {sorted(PRESETS)}, got {preset!r}",
+                              field="kwargs.preset")
+        self.preset = preset
+        chosen = PRESETS.get(preset, DEFAULTS)
+        self.default_model = chosen["model"]
+        template = chosen["template"] if template is None else template
         self.template = check_template(TEMPLATES.get(template, template), self.name)
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
-        if resize is not None and (len(resize) != 2 or any(isinstance(v, bool) or not isinstance(v, int) or v <= 0
-                                                             for v in resize)):
+        resize = chosen["resize"] if resize == "auto" else resize
+        if resize is not None and (isinstance(resize, str) or len(resize) != 2 or any(
+                isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in resize)):
             raise ConfigError(f"{self.name}: resize must be [width, height] or null, got {resize!r}",
                               field="kwargs.resize")
         self.resize = tuple(resize) if resize is not None else None
