@@ -71,6 +71,9 @@ Please provide the ratings of Text Alignment: <|TA_reward|>
 END
 """
 
+#: The template under VideoAlign's own name for it (``prompt_template_type``), the one this reward reads.
+TEMPLATES = {"detailed_special": PROMPT_TEMPLATE}
+
 #: The reward tokens in prompt order, and the dimension each scores.
 REWARD_TOKENS = ("<|VQ_reward|>", "<|MQ_reward|>", "<|TA_reward|>")
 DIMENSIONS = ("VQ", "MQ", "TA")
@@ -81,7 +84,7 @@ _STEP = re.compile(r"^checkpoint-(\d+)$")
 
 def videoalign_text(prompt: str) -> str:
     """The text part of VideoAlign's user turn for ``prompt`` (the video comes before it)."""
-    return PROMPT_TEMPLATE.format(text_prompt=prompt)
+    return TEMPLATES["detailed_special"].format(text_prompt=prompt)
 
 
 def _section(config: dict, name: str, where: Path) -> dict:
@@ -108,6 +111,7 @@ class VideoAlign(PointwiseReward):
 
     inputs = Inputs(("video", "prompt"), frames="pil")
     default_repo: ClassVar[str] = "KwaiVGI/VideoReward"
+    template: ClassVar[str] = TEMPLATES["detailed_special"]
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  source_fps: float | None = None, fps: float | None = None, num_frames: int | None = None,
@@ -126,7 +130,7 @@ class VideoAlign(PointwiseReward):
         data = _section(saved, "data_config", config_file)
         model_cfg = _section(saved, "model_config", config_file)
         peft = saved.get("peft_lora_config") or {}
-        if data.get("prompt_template_type") != "detailed_special" or list(data.get("eval_dim") or []) != list(DIMENSIONS) \
+        if data.get("prompt_template_type") not in TEMPLATES or list(data.get("eval_dim") or []) != list(DIMENSIONS) \
                 or not model_cfg.get("use_special_tokens") or data.get("sample_type", "uniform") != "uniform":
             raise ConfigError(f"'{config_file}' is not a VideoAlign checkpoint this reward reads (it needs "
                               "prompt_template_type 'detailed_special', eval_dim [VQ, MQ, TA], the reward tokens and "
