@@ -3,8 +3,9 @@ the first call of ocr and nsfw_safety in a fresh process.
 
 - ocr: 32 rendered 512x512 images (Pillow's scalable font, a few sizes, rotations and colours) scored
   through a ``RewardProcessor`` (batch_size 32: one reward call) against a loop calling
-  ``RapidOCR()(image, use_cls=False)`` once per image and applying the formula (flow_grpo's pattern,
-  with the same engine and weights). Median of interleaved runs.
+  ``RapidOCR(**settings)(image, use_cls=False)`` once per image and applying the formula (flow_grpo's
+  pattern, with the same engine, weights and detector settings: the reward's defaults, PaddleOCR 2.x's).
+  Median of interleaved runs.
 - first call: a fresh Python process that imports rewardzoo, builds the reward and scores one 512x512
   image, against one that builds the package's own engine (``RapidOCR()`` / ``nudenet.NudeDetector()``)
   and scores the same image; median of 3 processes each.
@@ -58,12 +59,13 @@ def bench_ocr(n: int, repeats: int) -> dict:
 
     from rewardzoo import build_processors
     from rewardzoo.sample import Sample
+    from rewardzoo.rewards.image.ocr import DetectorSettings
     from rewardzoo.rewards.image.text_match import match_score, quoted_target
 
     images, prompts = rendered(n)
     samples = [Sample(image=img, prompt=p) for img, p in zip(images, prompts)]
     train, _ = build_processors({"rewards": [{"name": "ocr", "device": "cpu", "batch_size": n}]})
-    engine = RapidOCR()
+    engine = RapidOCR(**DetectorSettings().rapidocr_kwargs())  # the reward's default detector settings
 
     def per_image_loop() -> list[float]:
         scores = []
@@ -80,8 +82,8 @@ def bench_ocr(n: int, repeats: int) -> dict:
     ratio = 1 / ratios["processor"]
     print(f"ocr, {n} images 512x512: per-image loop {loop:.2f} s | processor {proc:.2f} s | {ratio:.2f}x")
     return figure("verifiers.ocr.processor", f"`ocr` on {n} rendered 512x512 images through the processor (one call) vs "
-                  "`RapidOCR()(image, use_cls=False)` once per image plus the formula (flow_grpo's pattern), same "
-                  f"PP-OCRv4 weights, ONNX Runtime default threads, median of {repeats} interleaved runs",
+                  "`RapidOCR(**settings)(image, use_cls=False)` once per image plus the formula (flow_grpo's pattern), "
+                  f"same PP-OCRv4 weights and detector settings, ONNX Runtime default threads, median of {repeats} interleaved runs",
                   measure("rewardzoo processor", n / proc, "images/s"),
                   baseline=measure("per-image engine loop", n / loop, "images/s"), ratio=ratio,
                   ratio_label="x faster", goal=">= 1.5x", rewards=["ocr", "video_ocr"],
@@ -101,7 +103,8 @@ def bench_det_stacking(n: int, repeats: int) -> dict:
     ratio = 1 / ratios["stacks of 8"]
     print(f"ocr detector stacking, {n} images: 1 per call {one:.2f} s | 8 per call {eight:.2f} s | {ratio:.2f}x")
     return figure("verifiers.ocr.det_stacking", f"`ocr` on {n} rendered 512x512 images: the PP-OCRv4 detector on stacks "
-                  "of 8 images (736x736 each) vs one image per call, on the CPU, ONNX Runtime default threads, median "
+                  "of 8 images (512x512 each: PaddleOCR's det_limit_side_len 960, limit type max) vs one image per "
+                  "call, on the CPU, ONNX Runtime default threads, median "
                   f"of {repeats} interleaved runs", measure("det_batch_size 8", n / eight, "images/s"),
                   baseline=measure("det_batch_size 1", n / one, "images/s"), ratio=ratio,
                   ratio_label="x the speed of one image per call", rewards=["ocr"],

@@ -22,6 +22,8 @@ One module per family, beside the loader whose layout it writes:
 - :mod:`~rewardzoo.testing.vlm` — Qwen2-VL, Qwen2.5-VL, Qwen3-VL with their processors (:mod:`rewardzoo.rewards.vlm`);
 - :mod:`~rewardzoo.testing.llava` — LLaVA-OneVision in transformers' and LLaVA-NeXT's layouts
   (:mod:`rewardzoo.rewards.vlm.llava_checkpoint`);
+- :mod:`~rewardzoo.testing.reward_models` — a VideoAlign release (PEFT LoRA checkpoint) on the tiny Qwen2-VL
+  (:mod:`rewardzoo.rewards.vlm.videoalign`);
 - :mod:`~rewardzoo.testing.common` — what several of them share (directories, safetensors files).
 
 This is the test layer. Its modules may import the standard library, each other, the reward contract
@@ -54,6 +56,9 @@ _FAMILIES = {
     "rewardzoo.testing.text": (
         "WORDS", "SPECIALS", "VOCAB", "CHAT_TEMPLATE", "word_tokenizer", "gpt2_config", "llama_config",
         "tiny_text_models"),
+    "rewardzoo.testing.reward_models": (
+        "VIDEOALIGN_TOKENS", "VIDEOALIGN_NORM", "videoalign_model_config", "older_qwen2_vl_peft_key",
+        "tiny_videoalign_release"),
     "rewardzoo.testing.vlm": (
         "QWEN_SPECIAL_TOKENS", "QWEN2_VL_CHAT_TEMPLATE", "QWEN3_VL_CHAT_TEMPLATE", "VLM_CORPUS", "VLM_FAMILIES",
         "tiny_vlm_tokenizer", "tiny_vlm_config", "tiny_vlm_processor", "tiny_vlm_dir"),

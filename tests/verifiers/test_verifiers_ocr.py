@@ -1,8 +1,9 @@
 """ocr / video_ocr with the real PP-OCRv4 weights of the rapidocr-onnxruntime wheel.
 
-References: the engine's own end-to-end call ``RapidOCR()(image, use_cls=False)`` for the recognised
-text, and flow_grpo's formula written out here with the ``Levenshtein`` package (the one flow_grpo
-imports), applied to that text.
+References: the engine's own end-to-end call ``RapidOCR(**settings)(image, use_cls=False)`` for the
+recognised text (``settings``: PaddleOCR 2.x's detector defaults, written out below from PaddleOCR's
+source; ``RapidOCR()`` with its own config.yaml for ``preset: rapidocr``), and flow_grpo's formula
+written out here with the ``Levenshtein`` package (the one flow_grpo imports), applied to that text.
 """
 
 from __future__ import annotations
@@ -47,8 +48,24 @@ def reward() -> OCR:
     return load_reward({"name": "ocr", "device": "cpu"})
 
 
+#: PaddleOCR 2.x's DB detector defaults in RapidOCR's keyword names. Source: PaddlePaddle/PaddleOCR
+#: tools/infer/utility.py init_args at commit 134058f29161fe4640f77ea6402f6f78518d0c8d (identical in the
+#: paddleocr 2.9.1 wheel that flow_grpo's README pins): det_limit_side_len 960, det_limit_type "max",
+#: det_db_thresh 0.3, det_db_box_thresh 0.6, det_db_unclip_ratio 1.5, use_dilation False,
+#: det_db_score_mode "fast"; tools/infer/predict_det.py: NormalizeImage mean [0.485, 0.456, 0.406],
+#: std [0.229, 0.224, 0.225] for DB.
+PADDLEOCR_DET = dict(det_limit_side_len=960, det_limit_type="max", det_thresh=0.3, det_box_thresh=0.6,
+                     det_unclip_ratio=1.5, det_use_dilation=False, det_score_mode="fast",
+                     det_mean=[0.485, 0.456, 0.406], det_std=[0.229, 0.224, 0.225])
+
+
 @pytest.fixture(scope="module")
 def engine():
+    return rapidocr.RapidOCR(**PADDLEOCR_DET)
+
+
+@pytest.fixture(scope="module")
+def rapidocr_default_engine():
     return rapidocr.RapidOCR()
 
 
@@ -167,9 +184,69 @@ def test_long_recognised_text_is_capped():
     assert quoted_target("no quotes") == "no quotes"
 
 
+def test_preset_rapidocr_is_rapidocrs_own_call(rendered, rapidocr_default_engine):
+    images, prompts = rendered[0][:3], rendered[1][:3]
+    out = load_reward({"name": "ocr", "device": "cpu", "kwargs": {"preset": "rapidocr"}})(image=images, prompt=prompts)
+    texts = [engine_text(rapidocr_default_engine, img) for img in images]
+    assert list(out.extras["ocr_text"]) == texts
+    np.testing.assert_allclose(out.rewards, [flow_grpo_score(t, p) for t, p in zip(texts, prompts)], rtol=0, atol=1e-12)
+
+
+#: one detector option at a time (rewardzoo's name, value) -> the RapidOCR keywords it must become
+ONE_SETTING = [
+    ({"det_limit_side_len": 736, "det_limit_type": "min"}, {"det_limit_side_len": 736, "det_limit_type": "min"}),
+    ({"det_db_thresh": 0.5}, {"det_thresh": 0.5}),
+    ({"det_db_box_thresh": 0.8}, {"det_box_thresh": 0.8}),
+    ({"det_db_unclip_ratio": 2.4}, {"det_unclip_ratio": 2.4}),
+    ({"use_dilation": True}, {"det_use_dilation": True}),
+    ({"det_db_score_mode": "slow"}, {"det_score_mode": "slow"}),
+    ({"det_normalize": "rapidocr"}, {"det_mean": [0.5, 0.5, 0.5], "det_std": [0.5, 0.5, 0.5]}),
+]
+
+
+@pytest.mark.parametrize("ours,theirs", ONE_SETTING, ids=[next(iter(o)) for o, _ in ONE_SETTING])
+def test_each_detector_option_reaches_rapidocr(rendered, ours, theirs):
+    """Against RapidOCR built directly with PaddleOCR's settings and the one change: the same detector
+    input, the same DB post-processing parameters and the same recognised text."""
+    image = np.asarray(rendered[0][1])
+    reward = OCR(**ours)
+    direct = rapidocr.RapidOCR(**{**PADDLEOCR_DET, **theirs})
+    mine, theirs_post = reward.engine.engine.text_det.postprocess_op, direct.text_det.postprocess_op
+    for attribute in ("thresh", "box_thresh", "unclip_ratio", "score_mode", "max_candidates"):
+        assert getattr(mine, attribute) == getattr(theirs_post, attribute), attribute
+    assert (mine.dilation_kernel is None) == (theirs_post.dilation_kernel is None)
+    expected_input = direct.text_det.get_preprocess(max(image.shape[:2]))(image)
+    np.testing.assert_allclose(reward.engine._det_input(image), expected_input, rtol=0, atol=1e-5)
+    assert reward(image=[image], prompt=['"x"']).extras["ocr_text"] == [engine_text(direct, image)]
+
+
+def test_limit_side_len_applies_as_paddleocr_applies_it():
+    # PaddleOCR's DetResizeForTest.resize_image_type0 (ppocr/data/imaug/operators.py, paddleocr 2.9.1):
+    # "max": ratio = limit / longer side when the longer side exceeds the limit, else 1; "min": ratio =
+    # limit / shorter side when the shorter side is below it; then each side int(side * ratio) rounded to
+    # a multiple of 32 (at least 32)
+    def paddle_shape(h, w, limit, kind):
+        if kind == "max":
+            ratio = limit / max(h, w) if max(h, w) > limit else 1.0
+        else:
+            ratio = limit / min(h, w) if min(h, w) < limit else 1.0
+        return tuple(max(int(round(int(side * ratio) / 32) * 32), 32) for side in (h, w))
+
+    img = np.zeros((700, 1300, 3), np.uint8)
+    for limit, kind in ((960, "max"), (640, "max"), (736, "min")):
+        engine = OCR(det_limit_side_len=limit, det_limit_type=kind).engine
+        assert engine._det_input(img).shape[2:] == paddle_shape(700, 1300, limit, kind)
+
+
 def test_options_are_checked():
     with pytest.raises(ConfigError):
         OCR(engine="tesseract")
+    for bad in ({"det_limit_type": "long"}, {"det_db_box_thresh": 1.5}, {"det_db_unclip_ratio": 0},
+                {"use_dilation": "yes"}, {"det_db_score_mode": "exact"}, {"det_normalize": "none"},
+                {"det_limit_side_len": 0}, {"preset": "paddle"}, {"det_box_thresh": 0.5}):
+        with pytest.raises(ConfigError) as info:
+            OCR(**bad)
+        assert next(iter(bad)) in str(info.value) or info.value.field.endswith(next(iter(bad)))
     with pytest.raises(ConfigError):
         OCR(text_score=1.5)
     with pytest.raises(ConfigError):

@@ -2,10 +2,12 @@
 
 The fixture builds what HPSv3 publishes, at toy size: a Qwen2-VL "base model" directory (config, tokenizer,
 chat template, image processor; no weights) and ``HPSv3.safetensors``, the state dict of HPSv3's
-``Qwen2VLRewardModelBT`` under transformers 4.45 key names (``visual.*``, ``model.layers.*``,
-``lm_head.weight``, ``rm_head.{0,3,5}.*``) with the embeddings resized to the tokenizer plus ``<|Reward|>``.
+``Qwen2VLRewardModelBT`` under the older Qwen2-VL key names (transformers < 4.52: ``visual.*``,
+``model.layers.*``, ``lm_head.weight``, ``rm_head.{0,3,5}.*``) with the embeddings resized to the
+tokenizer plus ``<|Reward|>``; a second test saves the transformers >= 4.52 layout that HPSv3's trainer
+code addresses (``model.visual.*``, ``model.language_model.*``).
 The reference re-computes each score on its own: qwen-vl-utils' resize (written here from its formula),
-the processor called as HPSv3 calls it, transformers' ``Qwen2VLModel`` with the positions the 4.45 reward
+the processor called as HPSv3 calls it, transformers' ``Qwen2VLModel`` with the positions the reward
 model's forward uses (``0 .. L-1``), the hidden state at ``<|Reward|>`` and the head applied by hand.
 """
 
@@ -28,7 +30,7 @@ PROMPTS = ["a cat on a mat", "a photo of a dog", "two cats", "a red car", "a dog
 
 
 def _legacy_key(key: str) -> str:
-    """transformers 5 ``Qwen2VLForConditionalGeneration`` key -> the 4.45 name HPSv3's checkpoint uses."""
+    """transformers 5 ``Qwen2VLForConditionalGeneration`` key -> the older (< 4.52) Qwen2-VL name."""
     if key.startswith("model.visual."):
         return key[len("model."):]
     if key.startswith("model.language_model."):
@@ -152,6 +154,26 @@ def test_pth_state_dict_with_model_wrapper_loads_the_same(published, reward, tmp
     a = np.asarray(HPSv3(model_path=str(path), base_model=str(base), pixels=PIXELS)(image=images, prompt=PROMPTS[:2]).rewards)
     b = np.asarray(reward(image=images, prompt=PROMPTS[:2]).rewards)
     np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+
+
+def test_both_key_layouts_load_to_the_same_scores(published, reward, tmp_path):
+    """HPSv3's trainer (MizzenAI/HPSv3 d232ff8, hpsv3/model/qwen2vl_trainer.py) addresses
+    ``self.model.language_model.embed_tokens``: the transformers >= 4.52 layout, whose state dict keys are
+    ``model.visual.*`` / ``model.language_model.*`` (transformers 5's, saved here as they come); the older
+    layout (``visual.*`` / ``model.layers.*``, the fixture's file) must load to the same weights."""
+    from safetensors.torch import save_file
+
+    base, _, model, head, _ = published
+    state = {k: v.clone().contiguous() for k, v in model.state_dict().items()}
+    assert "model.language_model.embed_tokens.weight" in state and "model.visual.patch_embed.proj.weight" in state
+    state.update({f"rm_head.{k}": v.clone().contiguous() for k, v in head.state_dict().items()})
+    save_file(state, str(tmp_path / "HPSv3.safetensors"))
+    new = HPSv3(model_path=str(tmp_path / "HPSv3.safetensors"), base_model=str(base), pixels=PIXELS)
+    for (name, a), (_, b) in zip(new.vlm.model.state_dict().items(), reward.vlm.model.state_dict().items()):
+        assert torch.equal(a, b), name
+    images = _images(7, SIZES[:3])
+    np.testing.assert_array_equal(np.asarray(new(image=images, prompt=PROMPTS[:3]).rewards),
+                                  np.asarray(reward(image=images, prompt=PROMPTS[:3]).rewards))
 
 
 def test_checkpoint_that_does_not_fit_is_a_config_error(published, tmp_path):

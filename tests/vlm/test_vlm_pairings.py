@@ -99,21 +99,26 @@ def _in_effect(name, preset, monkeypatch):
     the endpoint backend (its served model defaults to the class's default model), or, for a preset that runs
     on the local backend only, on that backend with nothing loaded (the id ``load_vlm`` is asked for)."""
     cls = _class_of(name)
-    kwargs = {"preset": preset} if preset else {}
-    try:
-        reward = rewardzoo.load_reward({"name": name, "kwargs": dict(ENDPOINT, **kwargs)})
-    except ConfigError as exc:
-        if exc.field != "kwargs.preset":
-            raise
-        monkeypatch.setattr(backend_module, "load_vlm", _Unloaded)
-        reward = rewardzoo.load_reward({"name": name, "kwargs": kwargs})
-    judge = getattr(reward, "judge", None) or reward  # a pairwise reward's judge holds the model and template
-    text = judge.template if hasattr(judge, "template") else judge.question_template
     templates = importlib.import_module(cls.__module__).TEMPLATES
+    if hasattr(cls, "default_repo"):  # a reward model (hpsv3, videoalign): no endpoint, its weights on the hub
+        assert preset is None, f"{name} has no presets"
+        model, text = cls.default_repo, cls.template
+    else:
+        kwargs = {"preset": preset} if preset else {}
+        try:
+            reward = rewardzoo.load_reward({"name": name, "kwargs": dict(ENDPOINT, **kwargs)})
+        except ConfigError as exc:
+            if exc.field != "kwargs.preset":
+                raise
+            monkeypatch.setattr(backend_module, "load_vlm", _Unloaded)
+            reward = rewardzoo.load_reward({"name": name, "kwargs": kwargs})
+        judge = getattr(reward, "judge", None) or reward  # a pairwise reward's judge holds the model and template
+        text = judge.template if hasattr(judge, "template") else judge.question_template
+        backend = judge.backend
+        model = backend.model if backend.kind == "openai" else backend.backbone.source
     keys = [key for key, value in templates.items() if value == text]
     assert len(keys) == 1, f"{name}: the template in use is not one of {sorted(templates)}"
-    backend = judge.backend
-    return (backend.model if backend.kind == "openai" else backend.backbone.source), keys[0]
+    return model, keys[0]
 
 
 @pytest.mark.parametrize("pair", RUN_ROWS, ids=_id)

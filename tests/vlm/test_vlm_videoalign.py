@@ -1,13 +1,13 @@
 """videoalign: VideoAlign's released layout onto a tiny Qwen2-VL, scores against transformers' own model call.
 
-The fixture builds what KwaiVGI/VideoReward publishes, at toy size: a Qwen2-VL "base model" directory (config,
-tokenizer, chat template, processors; no weights), ``model_config.json`` (data / model / LoRA / inference
-sections) and ``checkpoint-7/model.pth``: the ``state_dict()`` of a real PEFT LoRA model (``peft``) around
-VideoAlign's reward model (Qwen2-VL + bias-free ``rm_head``), under transformers 4.45 key names
-(``base_model.model.visual.*``, ``base_model.model.model.layers.*.q_proj.base_layer.weight``,
+The fixture builds what KwaiVGI/VideoReward publishes, at toy size (:func:`rewardzoo.testing.tiny_videoalign_release`):
+a Qwen2-VL "base model" directory (config, tokenizer, chat template, processors; no weights), ``model_config.json``
+(data / model / LoRA / inference sections) and ``checkpoint-7/model.pth``: the ``state_dict()`` of a real PEFT LoRA
+model (``peft``) around VideoAlign's reward model (Qwen2-VL + bias-free ``rm_head``), under the older Qwen2-VL key
+names (``base_model.model.visual.*``, ``base_model.model.model.layers.*.q_proj.base_layer.weight``,
 ``...lora_A.default.weight``, ``base_model.model.rm_head.weight``). The reference re-computes each score on its
 own: qwen-vl-utils' frame choice and resize (written here from its source), the processor as VideoAlign calls
-it, the PEFT model's own forward (LoRA unmerged) with the 4.45 reward model's positions ``0 .. L-1``, the head
+it, the PEFT model's own forward (LoRA unmerged) with the reward model's positions ``0 .. L-1``, the head
 at the three reward tokens and the normalisation applied by hand.
 """
 
@@ -23,75 +23,30 @@ from PIL import Image
 
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.rewards.vlm.videoalign import REWARD_TOKENS, VideoAlign, videoalign_text
-from rewardzoo.testing import tiny_vlm_config, tiny_vlm_processor
+from rewardzoo.testing import VIDEOALIGN_NORM as NORM
+from rewardzoo.testing import tiny_videoalign_release, videoalign_model_config
 
 peft = pytest.importorskip("peft")
 
 MIN_PIXELS, MAX_PIXELS = 56 * 56, 8 * 28 * 28  # the test's frame bounds (VideoAlign's: 100352, 200704)
 SOURCE_FPS = 4.0
-NORM = {"VQ_mean": 0.1, "VQ_std": 2.0, "MQ_mean": -0.3, "MQ_std": 0.5, "TA_mean": 0.7, "TA_std": 4.0}
 PROMPTS = ["a cat on a mat", "a photo of a dog", "two cats"]
 # (frames, h, w): frame counts 8, 12, 5 at 4 fps -> 4, 6, 2 frames (2 per second, even); mixed sizes
 VIDEOS = [(8, 64, 96), (12, 100, 60), (5, 200, 200)]
 
 
-def _legacy(key: str) -> str:
-    """A transformers 5 PEFT key -> the 4.45 layout of VideoAlign's model.pth."""
-    for new, old in (("base_model.model.model.language_model.", "base_model.model.model."),
-                     ("base_model.model.model.visual.", "base_model.model.visual.")):
-        if key.startswith(new):
-            return old + key[len(new):]
-    return key
-
-
 def _model_config(base, *, lora=True, inference=True):
-    out = {
-        "data_config": {"meta_data": "train.csv", "data_dir": "videos", "meta_data_test": None,
-                        "max_frame_pixels": MAX_PIXELS, "num_frames": None, "fps": 2.0, "p_shuffle_frames": 0.0,
-                        "p_color_jitter": 0.0, "eval_dim": ["VQ", "MQ", "TA"], "prompt_template_type": "detailed_special",
-                        "add_noise": False, "sample_type": "uniform", "use_tied_data": True},
-        "model_config": {"model_name_or_path": str(base), "output_dim": 1, "use_special_tokens": True,
-                         "reward_token": "special", "torch_dtype": "bfloat16"},
-        "peft_lora_config": {"lora_enable": lora, "vision_lora": False, "lora_r": 4, "lora_alpha": 8,
-                             "lora_dropout": 0.05, "lora_namespan_exclude": ["lm_head", "rm_head", "embed_tokens", "visual"],
-                             "lora_task_type": "CAUSAL_LM", "use_rslora": False, "num_lora_modules": -1},
-    }
-    if inference:
-        out["inference_config"] = dict(NORM)
-    return out
+    return videoalign_model_config(base, max_pixels=MAX_PIXELS, lora=lora, inference=inference)
 
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     """(released directory, base dir, PEFT reference model, processor with the reward tokens)."""
-    from transformers import Qwen2VLForConditionalGeneration
-
-    root = tmp_path_factory.mktemp("videoalign")
-    # the real Qwen2-VL processor bounds: the frames VideoAlign resized pass unchanged
-    processor = tiny_vlm_processor("qwen2_vl", min_pixels=56 * 56, max_pixels=28 * 28 * 1280)
-    config = tiny_vlm_config("qwen2_vl", vocab_size=len(processor.tokenizer), max_position_embeddings=8192)
-    base = root / "Qwen2-VL-2B-tiny"
-    processor.save_pretrained(base)
-    config.save_pretrained(base)
-
-    processor.tokenizer.add_special_tokens({"additional_special_tokens": list(REWARD_TOKENS)})
-    config.text_config.vocab_size = len(processor.tokenizer)
-    torch.manual_seed(11)
-    model = Qwen2VLForConditionalGeneration(config).eval()
-    model.rm_head = torch.nn.Linear(32, 1, bias=False)
-    excluded = ("lm_head", "rm_head", "embed_tokens", "visual")
-    targets = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and not any(x in n for x in excluded)]
-    lora = peft.get_peft_model(model, peft.LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=targets,
-                                                      init_lora_weights=False)).eval()
-    state = {_legacy(k): v.clone() for k, v in lora.state_dict().items()}
+    released, base, lora, processor = tiny_videoalign_release(tmp_path_factory.mktemp("videoalign"),
+                                                              max_pixels=MAX_PIXELS)
+    state = torch.load(released / "checkpoint-7" / "model.pth", weights_only=True)
     assert "base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight" in state
     assert "base_model.model.visual.patch_embed.proj.weight" in state and "base_model.model.rm_head.weight" in state
-
-    released = root / "VideoReward"
-    (released / "checkpoint-7").mkdir(parents=True)
-    (released / "checkpoint-3").mkdir()  # an older step without weights: the latest is read
-    torch.save(state, released / "checkpoint-7" / "model.pth")
-    (released / "model_config.json").write_text(json.dumps(_model_config(base)))
     return released, base, lora, processor
 
 
@@ -328,3 +283,38 @@ def test_processor_scores_video_files_and_reports_the_extras(published, tmp_path
     np.testing.assert_allclose(result.rewards["videoalign"], [expected[0]], atol=1e-5, rtol=0)
     for k, d in enumerate(("VQ", "MQ", "TA"), start=1):
         np.testing.assert_allclose(result.extras["videoalign"][d], [expected[k]], atol=1e-5, rtol=0)
+
+
+def test_merge_lora_false_keeps_peft_lora_layers_and_matches_peft(published, reward):
+    """``merge_lora: false``: PEFT's own LoRA layers hold the checkpoint's base weights and lora_A / lora_B
+    unmerged (as the reference's PEFT model), and the scores equal that PEFT model's forward, step by step."""
+    from peft.tuners.lora import Linear as LoraLinear
+
+    released, _, lora, _ = published
+    unmerged = VideoAlign(model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS, merge_lora=False)
+    mine = unmerged.vlm.model.language_model.layers[0].self_attn.q_proj
+    theirs = lora.base_model.model.model.language_model.layers[0].self_attn.q_proj
+    assert isinstance(mine, LoraLinear) and not mine.merged
+    assert torch.equal(mine.base_layer.weight, theirs.base_layer.weight)
+    assert torch.equal(mine.lora_A["default"].weight, theirs.lora_A["default"].weight)
+    assert torch.equal(mine.lora_B["default"].weight, theirs.lora_B["default"].weight)
+    assert mine.scaling["default"] == theirs.scaling["default"] == 8 / 4
+    merged_q = reward.vlm.model.language_model.layers[0].self_attn.q_proj.weight
+    assert not torch.equal(merged_q, mine.base_layer.weight)  # the default merges: another weight
+    videos = _videos(9, VIDEOS[:2])
+    out = unmerged(video=videos, prompt=PROMPTS[:2])
+    expected = np.array([_reference(published, v, p) for v, p in zip(videos, PROMPTS[:2])])
+    np.testing.assert_allclose(np.asarray(out.rewards), expected[:, 0], atol=1e-5, rtol=0)
+
+
+def test_head_dtype_and_merge_lora_options_are_checked(published):
+    released, *_ = published
+    with pytest.raises(ConfigError) as info:
+        VideoAlign(model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS, merge_lora="no")
+    assert info.value.field == "kwargs.merge_lora"
+    with pytest.raises(ConfigError) as info:
+        VideoAlign(model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS, head_dtype="float8")
+    assert info.value.field == "kwargs.head_dtype"
+    bf16_head = VideoAlign(model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS,
+                           head_dtype="bfloat16")
+    assert bf16_head.head.weight.dtype == torch.bfloat16

@@ -14,10 +14,14 @@ Engines: ``rapidocr`` runs PP-OCRv4 detection and recognition (the ONNX files in
 ``rapidocr-onnxruntime`` wheel) with that package's own pre- and post-processing, over the whole
 call: detection on stacks of images of equal network input size, recognition on the crops of every
 image, grouped by padded width. ``paddleocr`` (flow_grpo's engine) is called once per image.
+
+Detector settings (:class:`DetectorSettings`): PaddleOCR 2.x's defaults by default (the engine
+flow_grpo runs), rapidocr's ``config.yaml`` under ``preset: rapidocr``; each can be set on its own.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
@@ -26,7 +30,7 @@ import numpy as np
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.media import images_to_uint8
 from ...shared.onnx import onnx_session
-from ...shared.options import choice, positive_int
+from ...shared.options import choice, known_options, positive_float, positive_int
 from .text_match import capped_distance, normalize, quoted_target
 from ..base import Inputs, PointwiseReward, RewardOutput
 
@@ -34,23 +38,98 @@ ENGINES = ("rapidocr", "paddleocr")
 
 Line = tuple[str, float]  # one recognised text line and its confidence
 
+#: the detector's input normalisation (mean, std per channel after /255): PaddleOCR's DB preprocessing
+#: (tools/infer/predict_det.py, ImageNet statistics) and rapidocr's config.yaml (0.5, 0.5)
+NORMALIZATIONS = {"paddleocr": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+                  "rapidocr": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))}
+
+
+@dataclass(frozen=True)
+class DetectorSettings:
+    """The DB text detector's settings, under PaddleOCR 2.x's option names; the defaults are PaddleOCR
+    2.9.1's (``tools/infer/utility.py`` ``init_args``, the version flow_grpo installs).
+
+    ``det_limit_type`` "max": the longer side is scaled down to ``det_limit_side_len`` when above it;
+    "min": the shorter side is scaled up to it when below it (then both sides rounded to multiples of
+    32). ``det_db_thresh``: the probability-map binarisation threshold; ``det_db_box_thresh``: the
+    least mean probability of a kept box; ``det_db_unclip_ratio``: the box expansion; ``use_dilation``:
+    a 2x2 dilation of the binary map; ``det_db_score_mode``: the box score over its bounding rectangle
+    ("fast") or its polygon ("slow"); ``det_normalize``: the input normalisation (:data:`NORMALIZATIONS`).
+    """
+
+    det_limit_side_len: int = 960
+    det_limit_type: str = "max"
+    det_db_thresh: float = 0.3
+    det_db_box_thresh: float = 0.6
+    det_db_unclip_ratio: float = 1.5
+    use_dilation: bool = False
+    det_db_score_mode: str = "fast"
+    det_normalize: str = "paddleocr"
+
+    def checked(self) -> "DetectorSettings":
+        """These settings, or a ConfigError naming the first invalid one (``kwargs.<name>``)."""
+        positive_int(self.det_limit_side_len, "kwargs.det_limit_side_len")
+        choice(self.det_limit_type, "kwargs.det_limit_type", ("max", "min"))
+        choice(self.det_db_score_mode, "kwargs.det_db_score_mode", ("fast", "slow"))
+        choice(self.det_normalize, "kwargs.det_normalize", tuple(NORMALIZATIONS))
+        for name in ("det_db_thresh", "det_db_box_thresh"):
+            unit_number(getattr(self, name), f"kwargs.{name}")
+        positive_float(self.det_db_unclip_ratio, "kwargs.det_db_unclip_ratio")
+        if not isinstance(self.use_dilation, bool):
+            raise ConfigError(f"must be true or false, got {self.use_dilation!r}", field="kwargs.use_dilation")
+        return replace(self, det_db_unclip_ratio=float(self.det_db_unclip_ratio))
+
+    def rapidocr_kwargs(self) -> dict[str, Any]:
+        """The same settings as ``RapidOCR(**kwargs)`` takes them (its ``Det`` section of config.yaml)."""
+        mean, std = NORMALIZATIONS[self.det_normalize]
+        return {"det_limit_side_len": self.det_limit_side_len, "det_limit_type": self.det_limit_type,
+                "det_thresh": self.det_db_thresh, "det_box_thresh": self.det_db_box_thresh,
+                "det_unclip_ratio": self.det_db_unclip_ratio, "det_use_dilation": self.use_dilation,
+                "det_score_mode": self.det_db_score_mode, "det_mean": list(mean), "det_std": list(std)}
+
+    def paddleocr_kwargs(self) -> dict[str, Any]:
+        """The same settings as ``paddleocr.PaddleOCR(**kwargs)`` (2.x) takes them; PaddleOCR's own input
+        normalisation is fixed, so ``det_normalize`` must be "paddleocr"."""
+        if self.det_normalize != "paddleocr":
+            raise ConfigError("the paddleocr engine normalises the detector input itself; det_normalize must be "
+                              "'paddleocr'", field="kwargs.det_normalize")
+        settings = asdict(self)
+        del settings["det_normalize"]
+        return settings
+
+
+#: ``preset``: the detector settings of rapidocr-onnxruntime 1.4's config.yaml (rewardzoo's default before)
+DETECTOR_PRESETS = {"rapidocr": DetectorSettings(det_limit_side_len=736, det_limit_type="min", det_db_box_thresh=0.5,
+                                                 det_db_unclip_ratio=1.6, use_dilation=True,
+                                                 det_normalize="rapidocr")}
+
+
+def unit_number(value: Any, field: str) -> float:
+    """``value`` as a float if it is a number in [0, 1] (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ConfigError(f"must be a number in [0, 1], got {value!r}", field=field)
+    return float(value)
+
 
 class RapidOCREngine:
     """PP-OCRv4 det + rec with ``rapidocr_onnxruntime``'s pre- and post-processing, over a whole call.
 
-    ``read(images)`` follows ``RapidOCR()(image, use_cls=False)`` per image step by step (resize
-    limits, letterbox, detector normalisation, DB post-processing, reading order, crops, recogniser
-    resize and padding, CTC decoding, ``text_score`` filter), so each image's lines are those of the
-    engine's own call. What differs is how network calls are grouped: the detector gets stacks of up to
-    ``det_batch_size`` images of one input size, the recogniser stacks of up to ``rec_batch_size``
-    crops of one padded width from any image. The ONNX sessions are this instance's (``threads``,
-    ``device``).
+    ``read(images)`` follows ``RapidOCR(**detector.rapidocr_kwargs())(image, use_cls=False)`` per image
+    step by step (resize limits, letterbox, detector normalisation, DB post-processing, reading order,
+    crops, recogniser resize and padding, CTC decoding, ``text_score`` filter), so each image's lines
+    are those of the engine's own call, with one exception: ``det_limit_side_len`` applies as
+    PaddleOCR applies it also under ``det_limit_type: max``, where rapidocr's own call replaces it by
+    960, 1500 or 2000 by the image's longer side (the same input size for images up to 960 pixels).
+    What differs is how network calls are grouped: the detector gets stacks of up to ``det_batch_size``
+    images of one input size, the recogniser stacks of up to ``rec_batch_size`` crops of one padded width
+    from any image. The ONNX sessions are this instance's (``threads``, ``device``).
     """
 
     def __init__(self, model_path: str | None, device: str, *, threads: int | None, text_score: float,
-                 det_batch_size: int | None, rec_batch_size: int | None) -> None:
+                 det_batch_size: int | None, rec_batch_size: int | None, detector: DetectorSettings) -> None:
         try:
             from rapidocr_onnxruntime import RapidOCR
+            from rapidocr_onnxruntime.ch_ppocr_det.utils import DetPreProcess
             from rapidocr_onnxruntime.main import DEFAULT_CFG_PATH
             from rapidocr_onnxruntime.utils import read_yaml, update_model_path
         except ImportError as exc:
@@ -66,13 +145,15 @@ class RapidOCREngine:
         if model_path is not None:
             paths = self._model_files(Path(model_path))
         self.rec_batch_size = rec_batch_size or 32
-        self.engine = RapidOCR(text_score=text_score, **paths)
+        self.engine = RapidOCR(text_score=text_score, **paths, **detector.rapidocr_kwargs())
         # RapidOCR's own sessions turn ONNX Runtime's memory arena off (~25% slower detection here);
         # ours: the spec's device and thread count, the arena on
         self.engine.text_det.infer.session = onnx_session(paths["det_model_path"], threads=threads, device=device)
         self.engine.text_rec.session.session = onnx_session(paths["rec_model_path"], threads=threads, device=device)
         self.text_score = text_score
-        pre = self.engine.text_det.get_preprocess(0)
+        det = self.engine.text_det
+        self._det_pre = DetPreProcess(detector.det_limit_side_len, detector.det_limit_type, det.mean, det.std)
+        pre = self._det_pre
         # DetPreProcess.normalize (float32 times the scale, then float64 mean/std, stored as float32),
         # tabulated per uint8 value and channel: the same numbers without the per-pixel float64 pass
         levels = np.arange(256, dtype=np.float32)[:, None]
@@ -93,7 +174,7 @@ class RapidOCREngine:
 
     def _det_input(self, img: np.ndarray) -> np.ndarray | None:
         """The detector's input (1, 3, H, W) for a prepared image: DetPreProcess's resize and normalisation."""
-        resized = self.engine.text_det.get_preprocess(max(img.shape[0], img.shape[1])).resize(img)
+        resized = self._det_pre.resize(img)
         if resized is None:
             return None
         out = np.empty((1, 3, *resized.shape[:2]), dtype=np.float32)
@@ -175,7 +256,7 @@ class PaddleOCREngine:
     ``det/`` and ``rec/`` inference models (2.x), or None for PaddleOCR's own model cache."""
 
     def __init__(self, model_path: str | None, device: str, *, threads: int | None, text_score: float,
-                 **_: Any) -> None:
+                 detector: DetectorSettings, **_: Any) -> None:
         try:
             import paddleocr
         except ImportError as exc:
@@ -187,8 +268,11 @@ class PaddleOCREngine:
                                               "rec_model_dir": str(Path(model_path) / "rec")}
         if self.legacy:  # drop_score: PaddleOCR 2.x's line-confidence filter (0.5 by default, as text_score)
             self.engine = paddleocr.PaddleOCR(use_angle_cls=False, lang="en", use_gpu=cuda, show_log=False,
-                                              drop_score=text_score, **dirs)
+                                              drop_score=text_score, **dirs, **detector.paddleocr_kwargs())
         else:
+            if detector != DetectorSettings():
+                raise ConfigError("the detector options apply to PaddleOCR 2.x (flow_grpo's); 3.x runs with its "
+                                  "own defaults", field="kwargs")
             index = str(device).partition(":")[2] or "0"
             self.engine = paddleocr.PaddleOCR(use_doc_orientation_classify=False, use_doc_unwarping=False,
                                               use_textline_orientation=False,
@@ -222,7 +306,9 @@ class OCR(PointwiseReward):
     whole prompt without quotes; an empty target is an error). Range [0, 1]. Extra ``ocr_text``: the
     recognised text. Options: ``engine`` (rapidocr | paddleocr), ``threads`` (ONNX intra-op threads),
     ``text_score`` (the engine's line-confidence filter, 0.5 as in RapidOCR and PaddleOCR),
-    ``det_batch_size``, ``rec_batch_size``, ``containment`` (the substring shortcut; default on).
+    ``det_batch_size``, ``rec_batch_size``, ``containment`` (the substring shortcut; default on); the
+    detector settings of :class:`DetectorSettings` (PaddleOCR 2.x's defaults) and ``preset: rapidocr``
+    (rapidocr's config.yaml instead; a setting given explicitly overrides the preset).
     """
 
     inputs = Inputs(("image", "prompt"))
@@ -232,20 +318,24 @@ class OCR(PointwiseReward):
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  engine: str = "rapidocr", threads: int | None = None, text_score: float = 0.5,
                  det_batch_size: int | None = None, rec_batch_size: int | None = None,
-                 containment: bool | None = None) -> None:
+                 containment: bool | None = None, preset: str | None = None, **detector: Any) -> None:
         super().__init__(model_path, device, dtype)
         if self.dtype_name != "float32":
             raise ConfigError(f"the OCR engines run in float32; dtype '{self.dtype_name}' is not supported",
                               field="dtype")
         choice(engine, "kwargs.engine", ENGINES)
-        if isinstance(text_score, bool) or not isinstance(text_score, (int, float)) or not 0 <= text_score <= 1:
-            raise ConfigError(f"must be a number in [0, 1], got {text_score!r}", field="kwargs.text_score")
+        text_score = unit_number(text_score, "kwargs.text_score")
+        known_options(self.name, detector, tuple(DetectorSettings.__dataclass_fields__))
+        if preset is not None:
+            choice(preset, "kwargs.preset", tuple(DETECTOR_PRESETS))
+        self.detector = replace(DETECTOR_PRESETS.get(preset, DetectorSettings()), **detector).checked()
         if containment is not None and not isinstance(containment, bool):
             raise ConfigError(f"must be true or false, got {containment!r}", field="kwargs.containment")
         self.containment = self.default_containment if containment is None else containment
-        settings = dict(threads=positive_int(threads, "kwargs.threads", allow_none=True), text_score=float(text_score),
+        settings = dict(threads=positive_int(threads, "kwargs.threads", allow_none=True), text_score=text_score,
                         det_batch_size=positive_int(det_batch_size, "kwargs.det_batch_size", allow_none=True),
-                        rec_batch_size=positive_int(rec_batch_size, "kwargs.rec_batch_size", allow_none=True))
+                        rec_batch_size=positive_int(rec_batch_size, "kwargs.rec_batch_size", allow_none=True),
+                        detector=self.detector)
         self.engine_name = engine
         self.engine = (RapidOCREngine if engine == "rapidocr" else PaddleOCREngine)(model_path, device, **settings)
 

@@ -53,6 +53,9 @@ Please provide the overall ratings of this image: <|Reward|>
 END
 """
 
+#: HPSv3's user text as one template (``{text_prompt}`` = the prompt), under the key its pairing row names.
+TEMPLATES = {"hpsv3": INSTRUCTION + RATING_REQUEST}
+
 REWARD_TOKEN = "<|Reward|>"
 #: The layer indices of HPSv3's ``ranknet`` head (``nn.Sequential``: Linear, ReLU, Dropout, Linear, ReLU, Linear).
 HEAD_LINEARS = (0, 3, 5)
@@ -60,7 +63,7 @@ HEAD_LINEARS = (0, 3, 5)
 
 def hpsv3_text(prompt: str) -> str:
     """The text part of HPSv3's user turn for ``prompt`` (the image comes before it)."""
-    return INSTRUCTION.format(text_prompt=prompt) + RATING_REQUEST
+    return TEMPLATES["hpsv3"].format(text_prompt=prompt)
 
 
 class RankNetHead(torch.nn.Sequential):
@@ -102,6 +105,7 @@ class HPSv3(PointwiseReward):
     default_repo: ClassVar[str] = "MizzenAI/HPSv3"
     weights_file: ClassVar[str] = "HPSv3.safetensors"
     default_base: ClassVar[str] = "Qwen/Qwen2-VL-7B-Instruct"
+    template: ClassVar[str] = TEMPLATES["hpsv3"]
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  base_model: str | None = None, pixels: int = 256 * 28 * 28, attn_implementation: str | None = None

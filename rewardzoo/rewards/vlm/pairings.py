@@ -147,6 +147,39 @@ VIDEO_VQASCORE = (
             "by count: 8 frames at `round(linspace(0, T - 1, 8))`, declared at 8 fps, one video", reference=_T2V_VIDEO),
     Pairing("preset: t2v_metrics", "rewardzoo", "Qwen/Qwen2.5-VL-7B-Instruct", "t2v_metrics", _PROCESSED,
             "as the default", "as the default (by count, not by time)", reference=_T2V_VIDEO),
+# ------------------------------------------------------------------------------------------ hpsv3, videoalign
+_HPSV3 = ("HPSv3 72b7eba (hpsv3/inference.py `HPSv3RewardInferencer`; the text: dataset/data_collator_qwen.py "
+          "`INSTRUCTION` + `prompt_with_special_token`)")
+_HPSV3_BOUNDS = "qwen-vl-utils smart resize to min = max = 256 * 28 * 28 pixels (PIL bicubic), then the processor"
+
+HPSV3 = (
+    Pairing("reference", _HPSV3, "MizzenAI/HPSv3 (HPSv3.safetensors on Qwen/Qwen2-VL-7B-Instruct)", "hpsv3",
+            "no generation: one forward pass, `mu` of the ranknet head (float32) at `<|Reward|>`, positions "
+            "`0 .. L-1`", _HPSV3_BOUNDS),
+    Pairing("default", "rewardzoo", "MizzenAI/HPSv3 (HPSv3.safetensors on Qwen/Qwen2-VL-7B-Instruct)", "hpsv3",
+            "no generation: one forward pass, `mu` of the head (float32) at `<|Reward|>`, positions `0 .. L-1`; "
+            "sdpa", _HPSV3_BOUNDS, reference=_HPSV3),
+)
+
+_VIDEOALIGN = ("VideoAlign 1140ffd (inference.py `VideoVLMRewardInference`; the text: prompt_template.py "
+               "`DETAILED_PROMPT_WITH_SPECIAL_TOKEN`)")
+_VIDEOALIGN_BOUNDS = ("frames resized by qwen-vl-utils to 100,352 .. `max_frame_pixels` (200,704) pixels, "
+                      "torchvision bicubic with antialias")
+
+VIDEOALIGN = (
+    Pairing("reference", _VIDEOALIGN, "KwaiVGI/VideoReward (checkpoint-<step>/model.pth on Qwen/Qwen2-VL-2B-Instruct)",
+            "detailed_special",
+            "no generation: one forward pass in bf16, LoRA unmerged (PEFT), `rm_head` in bf16 at the three "
+            "reward tokens, flash-attention 2; `(x - mean) / std` per dimension, summed",
+            _VIDEOALIGN_BOUNDS,
+            "qwen-vl-utils: `fps` 2 of the file's frame rate (even count, 4 .. 768), `round(linspace)` indices"),
+    Pairing("default", "rewardzoo", "KwaiVGI/VideoReward (checkpoint-<step>/model.pth on Qwen/Qwen2-VL-2B-Instruct)",
+            "detailed_special",
+            "no generation: one forward pass (bf16 on CUDA), LoRA merged (`merge_lora: false`: unmerged under "
+            "PEFT), head in float32 (`head_dtype`), sdpa; `(x - mean) / std` per dimension, summed",
+            _VIDEOALIGN_BOUNDS,
+            "qwen-vl-utils' rule: `fps` 2 of `source_fps` (required: decoded frames carry no rate), "
+            "`round(linspace)` indices", reference=_VIDEOALIGN),
 )
 
 #: Reward name -> its rows (reference rows first).
@@ -157,6 +190,8 @@ PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "unified_reward_think": UNIFIED_REWARD_THINK,
     "vqascore": VQASCORE,
     "video_vqascore": VIDEO_VQASCORE,
+    "hpsv3": HPSV3,
+    "videoalign": VIDEOALIGN,
 }
 
 

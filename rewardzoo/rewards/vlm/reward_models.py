@@ -2,20 +2,24 @@
 
 The reward models of HPSv3 and VideoAlign subclass transformers 4.x ``Qwen2VLForConditionalGeneration``
 and add a small head (``rm_head``); their checkpoints are that class's ``state_dict()`` saved with
-``torch.save`` or safetensors, so the keys follow the 4.x layout (``visual.*``, ``model.layers.*``,
-``lm_head.weight``, ``rm_head.*``), optionally inside a PEFT wrapper (``base_model.model.*`` with
+``torch.save`` or safetensors, so the keys follow one of the two 4.x layouts (before 4.52: ``visual.*``,
+``model.layers.*``; from 4.52: ``model.visual.*``, ``model.language_model.*``; both with ``lm_head.weight``,
+``rm_head.*``), optionally inside a PEFT wrapper (``base_model.model.*`` with
 ``…base_layer.weight`` / ``…lora_A.default.weight`` / ``…lora_B.default.weight``).
 
 Here the backbone is the bare transformers 5 ``Qwen2VLModel`` (``visual.*`` + ``language_model.*``, no
 ``lm_head``: a reward reads hidden states, not the vocabulary), built from the base model's config
 without random initialisation (:func:`build_backbone`); :func:`unwrap_peft` merges LoRA into the base
-weights (``W + scaling * B @ A``, what PEFT's forward adds at inference); :func:`load_backbone` maps the
+weights (``W + scaling * B @ A``, what PEFT's forward adds at inference), or :func:`attach_lora` keeps it
+unmerged under PEFT's own LoRA layers (the reference's arithmetic); :func:`load_backbone` maps the
 published keys onto the backbone, checks that every key is accounted for and every shape fits, and
 returns the head's tensors for the caller's own head.
 
-Their inference code also bypasses transformers' multimodal RoPE: the subclass's ``forward`` calls the 4.x
-text decoder without ``position_ids``, which then numbers the tokens ``0 .. L-1`` in all three M-RoPE
-sections, image and video tokens included. :func:`sequential_positions` gives those positions for a
+Their inference code also bypasses transformers' multimodal RoPE: the subclass's ``forward`` embeds the
+tokens itself and calls the decoder without ``position_ids`` (HPSv3's under the transformers >= 4.52 layout,
+``self.model(input_ids=None, ...)`` with no image grid, where ``get_rope_index`` falls back to the attention
+mask's running count), which numbers the tokens ``0 .. L-1`` in all three M-RoPE sections, image and video
+tokens included. :func:`sequential_positions` gives those positions for a
 left-padded batch. The media preprocessing is qwen-vl-utils' (as vendored by both repositories):
 :func:`smart_resize`, :func:`resize_image` (PIL bicubic), :func:`video_frame_indices` (``smart_nframes`` +
 uniform indices) and :func:`resize_frames` (torchvision bicubic with antialias on 8-bit frames).
@@ -41,15 +45,13 @@ _PEFT_PREFIX = "base_model.model."
 _LORA = re.compile(r"^(?P<module>.+)\.lora_(?P<which>[AB])\.(?P<adapter>[^.]+)\.weight$")
 
 
-def unwrap_peft(state: Mapping[str, Any], *, scaling: float | None, where: str) -> dict[str, Any]:
-    """A PEFT model's state dict as the plain model's: ``base_model.model.`` dropped, LoRA merged.
-
-    ``W_merged = W + scaling * (B @ A)`` in float32, cast back to ``W``'s dtype (``scaling`` =
-    ``lora_alpha / r``, or ``lora_alpha / sqrt(r)`` with rsLoRA). A state dict without the PEFT prefix
-    is returned unchanged; LoRA keys without a ``scaling`` are a :class:`ConfigError`.
-    """
+def peft_parts(state: Mapping[str, Any], *, where: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """A PEFT model's state dict split: (the plain model's tensors, ``base_model.model.`` dropped and each LoRA
+    base layer under its module's own name; ``{module: {"A": lora_A, "B": lora_B}}``). A state dict without
+    the PEFT prefix comes back unchanged with no LoRA. Several adapters, or a LoRA pair without its base
+    weight, are a :class:`ConfigError`."""
     if not any(k.startswith(_PEFT_PREFIX) for k in state):
-        return dict(state)
+        return dict(state), {}
     plain: dict[str, Any] = {}
     lora: dict[str, dict[str, Any]] = {}
     adapters: set[str] = set()
@@ -64,14 +66,26 @@ def unwrap_peft(state: Mapping[str, Any], *, scaling: float | None, where: str) 
     if len(adapters) > 1:
         raise ConfigError(f"'{where}' holds several LoRA adapters ({', '.join(sorted(adapters))}); one is expected",
                           field="model_path")
+    for module, pair in lora.items():
+        if set(pair) != {"A", "B"} or f"{module}.weight" not in plain:
+            raise ConfigError(f"'{where}': LoRA weights of '{module}' are incomplete (need lora_A, lora_B and the "
+                              "base layer's weight)", field="model_path")
+    return plain, lora
+
+
+def unwrap_peft(state: Mapping[str, Any], *, scaling: float | None, where: str) -> dict[str, Any]:
+    """A PEFT model's state dict as the plain model's: ``base_model.model.`` dropped, LoRA merged.
+
+    ``W_merged = W + scaling * (B @ A)`` in float32, cast back to ``W``'s dtype (``scaling`` =
+    ``lora_alpha / r``, or ``lora_alpha / sqrt(r)`` with rsLoRA). A state dict without the PEFT prefix
+    is returned unchanged; LoRA keys without a ``scaling`` are a :class:`ConfigError`.
+    """
+    plain, lora = peft_parts(state, where=where)
     if lora and scaling is None:
         raise ConfigError(f"'{where}' holds LoRA weights but no LoRA scaling is known (lora_alpha / r)",
                           field="model_path")
     for module, pair in lora.items():
         target = f"{module}.weight"
-        if set(pair) != {"A", "B"} or target not in plain:
-            raise ConfigError(f"'{where}': LoRA weights of '{module}' are incomplete (need lora_A, lora_B and the "
-                              "base layer's weight)", field="model_path")
         base = plain[target]
         delta = pair["B"].float() @ pair["A"].float()
         if delta.shape != base.shape:
@@ -81,11 +95,49 @@ def unwrap_peft(state: Mapping[str, Any], *, scaling: float | None, where: str) 
     return plain
 
 
+def attach_lora(model: Any, lora: Mapping[str, Mapping[str, Any]], *, r: int, alpha: float, rslora: bool,
+                where: str) -> None:
+    """Keep a checkpoint's LoRA unmerged: PEFT's LoRA layers injected into ``model`` (a backbone loaded with
+    the base weights) around the modules of ``lora`` (:func:`peft_parts`, checkpoint key names), holding its
+    ``lora_A`` / ``lora_B``, so each forward adds ``scaling * B(A(x))`` as the reference's PEFT model does.
+    The adapter weights are cast as PEFT's ``get_peft_model`` casts them (``autocast_adapter_dtype``:
+    float32 beside bfloat16 / float16 base layers)."""
+    try:
+        from peft import LoraConfig, inject_adapter_in_model
+        from peft.tuners.tuners_utils import cast_adapter_dtype
+    except ImportError as exc:
+        raise ConfigError(f"merge_lora: false keeps the LoRA under PEFT, which is not installed ({exc}); "
+                          "pip install peft, or merge it (merge_lora: true)", field="kwargs.merge_lora") from None
+    import torch
+
+    tensors = {f"{module}.lora_{which}.weight": w for module, pair in lora.items() for which, w in pair.items()}
+    mapped, _, _ = split_legacy_qwen_vl(tensors)  # checkpoint names -> the backbone's
+    modules = sorted({k.rsplit(".lora_", 1)[0] for k in mapped})
+    config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, use_rslora=rslora, target_modules=modules)
+    inject_adapter_in_model(config, model, adapter_name="default")
+    cast_adapter_dtype(model, adapter_name="default", autocast_adapter_dtype=True)
+    expected = {k for k in model.state_dict() if ".lora_" in k}
+    given = {k.replace(".weight", ".default.weight"): v for k, v in mapped.items()}
+    if set(given) != expected:
+        odd = sorted(set(given) ^ expected)
+        raise ConfigError(f"'{where}': the LoRA weights do not fit the injected LoRA layers ({len(odd)} key(s) differ, "
+                          f"e.g. {odd[:3]})", field="model_path")
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for key, value in given.items():
+            if params[key].shape != value.shape:
+                raise ConfigError(f"'{where}': LoRA weight '{key}' has shape {tuple(value.shape)}, the layer "
+                                  f"{tuple(params[key].shape)} (lora_r {r})", field="model_path")
+            params[key].copy_(value)
+    model.eval().requires_grad_(False)
+
+
 def split_legacy_qwen_vl(state: Mapping[str, Any], head_prefix: str = "rm_head.") -> tuple[dict, dict, set]:
     """(backbone tensors keyed for ``Qwen2VLModel``, head tensors keyed inside the head, dropped keys).
 
-    Accepts the 4.x layout (``visual.*``, ``model.*``, ``lm_head.weight``) and the 5.x layout of
-    ``…ForConditionalGeneration`` (``model.visual.*``, ``model.language_model.*``, ``lm_head.weight``).
+    Accepts the layout before transformers 4.52 (``visual.*``, ``model.*``, ``lm_head.weight``) and the one
+    of ``…ForConditionalGeneration`` from 4.52 on, 5.x included (``model.visual.*``,
+    ``model.language_model.*``, ``lm_head.weight``).
     ``lm_head.weight`` is dropped (returned in the third item so callers can check it was there).
     """
     backbone, head, dropped = {}, {}, set()

@@ -23,11 +23,12 @@ import torch
 
 from ...errors import ConfigError, InputError
 from ...shared.clip import check_pairs
+from ...shared.device import torch_dtype
 from ...shared.media import image_to_uint8
 from ...shared.video import prepare_video
 from .backbone import PixelBounds, Video, VLMBackbone, VLMQuery
-from .reward_models import (check_prompt_text, read_checkpoint, resize_frames, reward_backbone,
-                                         reward_processor, sequential_positions, unwrap_peft, video_frame_indices)
+from .reward_models import (attach_lora, check_prompt_text, peft_parts, read_checkpoint, resize_frames,
+                            reward_backbone, reward_processor, sequential_positions, unwrap_peft, video_frame_indices)
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 #: VideoAlign's ``DETAILED_PROMPT_WITH_SPECIAL_TOKEN`` (``prompt_template.py``), ``{text_prompt}`` = the prompt.
@@ -70,6 +71,9 @@ Please provide the ratings of Text Alignment: <|TA_reward|>
 END
 """
 
+#: The template under VideoAlign's own name for it (``prompt_template_type``), the one this reward reads.
+TEMPLATES = {"detailed_special": PROMPT_TEMPLATE}
+
 #: The reward tokens in prompt order, and the dimension each scores.
 REWARD_TOKENS = ("<|VQ_reward|>", "<|MQ_reward|>", "<|TA_reward|>")
 DIMENSIONS = ("VQ", "MQ", "TA")
@@ -80,7 +84,7 @@ _STEP = re.compile(r"^checkpoint-(\d+)$")
 
 def videoalign_text(prompt: str) -> str:
     """The text part of VideoAlign's user turn for ``prompt`` (the video comes before it)."""
-    return PROMPT_TEMPLATE.format(text_prompt=prompt)
+    return TEMPLATES["detailed_special"].format(text_prompt=prompt)
 
 
 def _section(config: dict, name: str, where: Path) -> dict:
@@ -99,18 +103,22 @@ class VideoAlign(PointwiseReward):
 
     ``model_path``: the released layout, a directory or hub repository (default ``KwaiVGI/VideoReward``)
     holding ``model_config.json`` and ``checkpoint-<step>/model.pth`` (a PEFT model's full state dict; the
-    LoRA is merged on load). Frame choice: ``fps`` frames per second of video (the checkpoint's
+    LoRA is merged on load, or kept unmerged under PEFT's LoRA layers with ``merge_lora: false``, as the
+    reference runs it). ``head_dtype``: the head's dtype (default float32; the reference runs it in the
+    model's dtype, bfloat16). Frame choice: ``fps`` frames per second of video (the checkpoint's
     ``data_config.fps``, 2) given the videos' frame rate ``source_fps``, or a fixed ``num_frames``.
     """
 
     inputs = Inputs(("video", "prompt"), frames="pil")
     default_repo: ClassVar[str] = "KwaiVGI/VideoReward"
+    template: ClassVar[str] = TEMPLATES["detailed_special"]
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  source_fps: float | None = None, fps: float | None = None, num_frames: int | None = None,
                  max_pixels: int | None = None, min_pixels: int = VIDEO_MIN_PIXELS, normalize: bool = True,
                  checkpoint_step: int | None = None, base_model: str | None = None,
-                 attn_implementation: str | None = None) -> None:
+                 attn_implementation: str | None = None, merge_lora: bool = True,
+                 head_dtype: str | None = None) -> None:
         super().__init__(model_path, device, dtype)
         root = self._local_root(str(model_path or self.default_repo))
         config_file = root / "model_config.json"
@@ -122,7 +130,7 @@ class VideoAlign(PointwiseReward):
         data = _section(saved, "data_config", config_file)
         model_cfg = _section(saved, "model_config", config_file)
         peft = saved.get("peft_lora_config") or {}
-        if data.get("prompt_template_type") != "detailed_special" or list(data.get("eval_dim") or []) != list(DIMENSIONS) \
+        if data.get("prompt_template_type") not in TEMPLATES or list(data.get("eval_dim") or []) != list(DIMENSIONS) \
                 or not model_cfg.get("use_special_tokens") or data.get("sample_type", "uniform") != "uniform":
             raise ConfigError(f"'{config_file}' is not a VideoAlign checkpoint this reward reads (it needs "
                               "prompt_template_type 'detailed_special', eval_dim [VQ, MQ, TA], the reward tokens and "
@@ -137,11 +145,27 @@ class VideoAlign(PointwiseReward):
             raise ConfigError(f"'{config_file}' names no base model; set kwargs.base_model", field="kwargs.base_model")
         processor, self.token_ids, config = reward_processor(base, REWARD_TOKENS, family="VideoAlign")
 
+        if not isinstance(merge_lora, bool):
+            raise ConfigError(f"must be true or false, got {merge_lora!r}", field="kwargs.merge_lora")
+        self.merge_lora = merge_lora
         checkpoint = self._checkpoint_file(root, checkpoint_step)
-        state = unwrap_peft(read_checkpoint(checkpoint), scaling=self._lora_scaling(peft), where=str(checkpoint))
+        lora_config = self._lora_config(peft)
+        scaling = None if lora_config is None else lora_config[1] / (
+            math.sqrt(lora_config[0]) if lora_config[2] else lora_config[0])
+        state, lora = read_checkpoint(checkpoint), {}
+        if merge_lora:
+            state = unwrap_peft(state, scaling=scaling, where=str(checkpoint))
+        else:
+            state, lora = peft_parts(state, where=str(checkpoint))
+            if lora and lora_config is None:
+                raise ConfigError(f"'{checkpoint}' holds LoRA weights but no LoRA config (lora_r, lora_alpha) is known",
+                                  field="model_path")
         model, head = reward_backbone(state, processor, config, checkpoint=checkpoint, base=base, family="VideoAlign",
                                       dtype=self.dtype, device=device, attn_implementation=attn_implementation)
         del state
+        if lora:
+            r, alpha, rslora = lora_config
+            attach_lora(model, lora, r=r, alpha=alpha, rslora=rslora, where=str(checkpoint))
         width = config.text_config.hidden_size
         weight = head.get("weight")
         if set(head) != {"weight"} or weight is None or tuple(weight.shape) not in ((1, width), (3, width)):
@@ -149,7 +173,11 @@ class VideoAlign(PointwiseReward):
                               f"not VideoAlign's bias-free Linear({width}, 1 or 3)", field="model_path")
         self.head = torch.nn.Linear(width, weight.shape[0], bias=False)
         self.head.load_state_dict(head)
-        self.head = self.head.float().to(device).eval().requires_grad_(False)
+        try:
+            head_type = torch.float32 if head_dtype is None else torch_dtype(head_dtype)
+        except ValueError as exc:
+            raise ConfigError(str(exc), field="kwargs.head_dtype") from None
+        self.head = self.head.to(device=device, dtype=head_type).eval().requires_grad_(False)
         self.vlm = VLMBackbone(model, processor, source=str(checkpoint), device=device, dtype=self.dtype)
 
     # -- loading ------------------------------------------------------------------------------------------
@@ -184,13 +212,14 @@ class VideoAlign(PointwiseReward):
         return folder / "model.pth"
 
     @staticmethod
-    def _lora_scaling(peft: dict) -> float | None:
+    def _lora_config(peft: dict) -> tuple[int, float, bool] | None:
+        """(lora_r, lora_alpha, use_rslora) of an enabled ``peft_lora_config``, else None."""
         if not peft.get("lora_enable"):
             return None
         r, alpha = peft.get("lora_r"), peft.get("lora_alpha")
-        if not (isinstance(r, (int, float)) and r > 0 and isinstance(alpha, (int, float))):
+        if not (isinstance(r, int) and not isinstance(r, bool) and r > 0 and isinstance(alpha, (int, float))):
             raise ConfigError(f"peft_lora_config has lora_r {r!r} and lora_alpha {alpha!r}", field="model_path")
-        return float(alpha) / (math.sqrt(r) if peft.get("use_rslora") else float(r))
+        return r, float(alpha), bool(peft.get("use_rslora"))
 
     @staticmethod
     def _norm_stats(inference: Any, where: Path) -> np.ndarray:
@@ -269,7 +298,7 @@ class VideoAlign(PointwiseReward):
                                       use_cache=False).last_hidden_state
             rows = torch.arange(ids.shape[0], device=ids.device)
             pooled = torch.stack([hidden[rows, m.float().argmax(dim=1)] for m in at], dim=1)  # (B, 3, d)
-            out = self.head(pooled.float())  # (B, 3, 1) or (B, 3, 3)
+            out = self.head(pooled.to(self.head.weight.dtype))  # (B, 3, 1) or (B, 3, 3)
             raw = out[..., 0] if out.shape[-1] == 1 else out.diagonal(dim1=1, dim2=2)
         scores = raw.double().cpu().numpy()
         if self.norm is not None:
