@@ -147,6 +147,8 @@ VIDEO_VQASCORE = (
             "by count: 8 frames at `round(linspace(0, T - 1, 8))`, declared at 8 fps, one video", reference=_T2V_VIDEO),
     Pairing("preset: t2v_metrics", "rewardzoo", "Qwen/Qwen2.5-VL-7B-Instruct", "t2v_metrics", _PROCESSED,
             "as the default", "as the default (by count, not by time)", reference=_T2V_VIDEO),
+)
+
 # ------------------------------------------------------------------------------------------ hpsv3, videoalign
 _HPSV3 = ("HPSv3 72b7eba (hpsv3/inference.py `HPSv3RewardInferencer`; the text: dataset/data_collator_qwen.py "
           "`INSTRUCTION` + `prompt_with_special_token`)")
