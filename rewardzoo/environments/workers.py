@@ -114,7 +114,7 @@ class Worker:
                     log.warning("rewardzoo: %s (%s); restarting it (restart %d of at most %d) and retrying the "
                                 "call once", what, self.env.describe(), self.restarts, self.env.max_restarts)
                 except BaseException:  # KeyboardInterrupt, a malformed frame: the stream is out of step
-                    self._stop()
+                    self._stop(kill=True)  # nobody waits for what it is doing
                     raise
             raise AssertionError("unreachable")
 
@@ -138,9 +138,9 @@ class Worker:
         token = secrets.token_hex(16)
         listener, address = _listen(self._folder)
         read_fd, write_fd = os.pipe()  # the worker watches read_fd; write_fd dies with this process
-        root = str(Path(__file__).resolve().parents[2])  # the folder holding this rewardzoo package
         environ = {**os.environ, "REWARDZOO_WORKER_TOKEN": token, "PYTHONUNBUFFERED": "1",
-                   "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+                   "PYTHONPATH": os.pathsep.join([_package_path(self._folder),
+                                                  *filter(None, [os.environ.get("PYTHONPATH")])])}
         command = [python, "-m", "rewardzoo.environments.child", "--address", address]
         if os.name == "posix":
             command += ["--watch-fd", str(read_fd)]
@@ -243,7 +243,7 @@ class Worker:
             return ""
         return f" (killed by signal {-code})" if code < 0 else f" (exit status {code})"
 
-    def _stop(self) -> None:
+    def _stop(self, *, kill: bool = False) -> None:
         if self._channel is not None:
             self._channel.close()
             self._channel = None
@@ -252,7 +252,7 @@ class Worker:
             self._shared = None
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
-            proc.terminate()
+            proc.kill() if kill else proc.terminate()
             try:
                 proc.wait(_STOP_GRACE_S)
             except subprocess.TimeoutExpired:
@@ -264,6 +264,19 @@ class Worker:
         if self._folder is not None:  # the stderr tail was read by whoever reports the stop
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = self._stderr_path = None
+
+
+def _package_path(folder: Path) -> str:
+    """A folder holding only this rewardzoo package (a link to it): first on the worker's path, so the worker
+    runs this code without seeing the packages installed beside it (an installed rewardzoo's site-packages)."""
+    package = Path(__file__).resolve().parents[1]
+    link_dir = folder / "path"
+    link_dir.mkdir()
+    try:
+        (link_dir / "rewardzoo").symlink_to(package, target_is_directory=True)
+    except OSError:  # no symlinks (Windows without the privilege): the folder above the package
+        return str(package.parent)
+    return str(link_dir)
 
 
 def _listen(folder: Path) -> tuple[socket.socket, str]:
