@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import EnvironmentSpec
-from ..errors import WorkerError
+from ..errors import ConfigError, WorkerError
 from .channel import Channel, ChannelClosed, SharedBuffer
 from .venvs import interpreter, tail
 
@@ -136,6 +136,11 @@ class Worker:
 
     # -- the process -----------------------------------------------------------------------------------
     def _start(self, entry: str | None) -> None:
+        import importlib.util
+
+        if importlib.util.find_spec("msgpack") is None:  # the channel's frames (the worker's env gets it built in)
+            raise ConfigError("entries with an environment need msgpack here: pip install msgpack (or "
+                              "'rewardzoo[serve]')", entry=entry, field="environment")
         python = interpreter(self.env)
         self._folder = Path(tempfile.mkdtemp(prefix="rewardzoo-worker-"))
         self._stderr_path = self._folder / "stderr.log"
@@ -302,11 +307,13 @@ _POOL_LOCK = threading.Lock()
 
 
 def worker_for(env: EnvironmentSpec) -> Worker:
-    """The worker of ``env`` in this process (one per environment: entries with the same one share it)."""
+    """The worker of ``env`` in this process (one per environment: entries with the same one share it), counted
+    as used by one more entry until :func:`release`."""
     with _POOL_LOCK:
         worker = _POOL.get(env)
         if worker is None or worker.closed:
             worker = _POOL[env] = Worker(env)
+        worker.users += 1
         return worker
 
 
