@@ -77,8 +77,8 @@ class Worker:
         return tail(self._stderr_path) if self._stderr_path is not None else ""
 
     def load(self, entry: dict[str, Any], *, name: str) -> dict[str, Any]:
-        """Build ``entry`` (a plain entry mapping) in the worker; its answer (the served row and record).
-        Errors the worker answers are re-raised by ``reraise`` of the caller (see :meth:`ask`)."""
+        """Build ``entry`` (a plain entry mapping) in the worker; its answer (see :meth:`ask`): the served row and
+        record, or the error the worker met building it. A restarted worker builds the entries it held again."""
         with self._lock:
             answer = self.ask({"op": "load", "entry": entry}, entry=name, timeout=self.env.start_timeout_s)
             if "ok" in answer:
@@ -95,9 +95,9 @@ class Worker:
             if self.closed:
                 raise WorkerError("the worker was closed", entry=entry, environment=self.env.describe())
             for attempt in (1, 2):
-                if self._channel is None:
-                    self._start(entry)
                 try:
+                    if self._channel is None:
+                        self._start(entry)
                     sent, fds = message, ()
                     if shared is not None and self._shared is not None:
                         packed, fds = self._shared.pack(message[shared])
