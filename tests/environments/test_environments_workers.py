@@ -142,7 +142,7 @@ def test_close_and_exit_stop_the_worker():
         print(reward.worker.pid, flush=True)
     """)  # the script ends without closing anything: atexit stops the worker
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])})
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([*sys.path, str(REPO)])})
     assert done.returncode == 0, done.stderr
     assert gone_within(int(done.stdout.split()[-1]), 2)
 
@@ -166,7 +166,7 @@ print(*(r.worker.pid for r in held), flush=True)
 def _parent(cls: str, then: str, *, kwargs: str = "{}", two: bool = False) -> subprocess.Popen:
     script = _PARENT.format(here=HERE, cls=cls, kwargs=kwargs, then=then, two=two)
     return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])})
+                            cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join([*sys.path, str(REPO)])})
 
 
 def test_a_sigkilled_parent_takes_its_workers_with_it():
