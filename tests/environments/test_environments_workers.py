@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -159,6 +160,7 @@ if {two}:
     t.start(); t.join()  # from another thread: no parent-death signal (it follows the thread), the pipe alone
 holder = held
 print(*(r.worker.pid for r in held), flush=True)
+print(*(r.worker._folder for r in held), flush=True)
 {then}
 """
 
@@ -173,10 +175,13 @@ def test_a_sigkilled_parent_takes_its_workers_with_it():
     parent = _parent("Length", "time.sleep(120)", two=True)
     try:
         pids = [int(p) for p in parent.stdout.readline().split()]
+        folders = [Path(f) for f in parent.stdout.readline().split()]
         assert len(set(pids)) == 2 and all(alive(p) for p in pids), parent.stderr.read() if not pids else ""
+        assert all(f.is_dir() for f in folders)
         parent.kill()
         parent.wait(10)
         assert [gone_within(p, 5) for p in pids] == [True, True], "a worker outlived its SIGKILLed parent"
+        assert [f.exists() for f in folders] == [False, False]  # each worker removed the folder its parent made
     finally:
         parent.kill()
 
