@@ -281,7 +281,11 @@ class ScoreRequest:
 
 def decode_request(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> ScoreRequest:
     """Parse and check a score request; WireError naming the limit, field and sample when refused."""
-    data = loads(body, fmt, limits)
+    return decode_request_map(loads(body, fmt, limits), limits)
+
+
+def decode_request_map(data: Any, limits: WireLimits = WireLimits()) -> ScoreRequest:
+    """Check an already parsed score request map (a worker's, whose frame is parsed with its other keys)."""
     if not isinstance(data, dict):
         raise WireError("the body must be a map with 'protocol' and 'samples'", kind="protocol")
     check_protocol(data)
@@ -365,13 +369,15 @@ def _listed(value: Any, key: str) -> list:
     return value
 
 
-def _data(obj: Mapping[str, Any], key: str) -> bytes:
+def _data(obj: Mapping[str, Any], key: str) -> bytes | memoryview:
     data = obj.get("data")
     if isinstance(data, str):  # JSON carries bytes as base64
         try:
             return base64.b64decode(data, validate=True)
         except ValueError:
             raise WireError("'data' is not valid base64", field=key) from None
+    if isinstance(data, memoryview):  # a worker's view of its parent's shared memory: read in place
+        return data
     if not isinstance(data, (bytes, bytearray)):
         raise WireError(f"'data' must be bytes (base64 in JSON), got {type(data).__name__}", field=key)
     return bytes(data)

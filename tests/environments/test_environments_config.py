@@ -1,0 +1,57 @@
+"""``environment:`` in a config: strict parsing, inheritance from the config, the JSON schema (the built
+environments' CLI is tested on the environment test_environments_clash.py builds)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from rewardzoo.config import EnvironmentSpec, json_schema, load_config, parse_environment
+from rewardzoo.errors import ConfigError
+
+
+@pytest.mark.parametrize("value, message", [
+    ("python", "must be a mapping"),
+    ({}, "either 'python'"),
+    ({"python": "/x", "requirements": ["a"]}, "either 'python'"),
+    ({"requirement": ["a"]}, "unknown key 'requirement' .*did you mean 'requirements'"),
+    ({"requirements": []}, "non-empty list"),
+    ({"requirements": ["ok", 3]}, "non-empty list"),
+    ({"requirements": ["--index-url=http://x"]}, "not pip options"),
+    ({"python": "/x", "system_site_packages": True}, "applies to a built environment"),
+    ({"requirements": ["a"], "system_site_packages": "yes"}, "true or false"),
+    ({"python": "/x", "start_timeout_s": 0}, "positive"),
+    ({"python": "/x", "max_restarts": -1}, "non-negative"),
+])
+def test_bad_environments_name_the_entry_and_field(value, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        load_config({"rewards": [{"name": "r", "reward_model": "x:Y", "environment": value}]})
+    assert (err.value.entry, err.value.field) in {("r", "environment"), ("r", "environment.start_timeout_s")}
+
+
+def test_entries_inherit_the_config_environment_and_null_opts_out():
+    config = load_config({"environment": {"requirements": "timm==0.6.13", "system_site_packages": True},
+                          "rewards": [{"name": "a"}, {"name": "b", "environment": None},
+                                      {"name": "c", "environment": {"python": sys.executable}}],
+                          "eval_rewards": [{"name": "a"}]})
+    built = EnvironmentSpec(requirements=("timm==0.6.13",), system_site_packages=True)
+    assert [s.environment for s in config.rewards] == [built, None, EnvironmentSpec(python=sys.executable)]
+    assert config.eval_rewards[0].environment == built
+    assert hash(built) == hash(EnvironmentSpec(requirements=("timm==0.6.13",), system_site_packages=True))
+    assert load_config({"rewards": ["a"]}).rewards[0].environment is None
+    with pytest.raises(ConfigError, match="field 'environment'"):
+        load_config({"environment": {"python": ""}, "rewards": ["a"]})
+    assert parse_environment(None) is None
+
+
+def test_the_schema_describes_environments():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json_schema()
+    good = {"environment": {"python": "/p"}, "rewards": [
+        {"name": "a", "environment": {"requirements": ["x<5"], "system_site_packages": True, "start_timeout_s": 9}},
+        {"name": "b", "environment": None}]}
+    jsonschema.validate(good, schema)
+    for bad in ({"python": "/p", "requirements": ["x"]}, {"pythn": "/p"}, {}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"rewards": [{"name": "a", "environment": bad}]}, schema)
