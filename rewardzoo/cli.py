@@ -1,4 +1,4 @@
-"""Command line: ``rewardzoo list|card|score|serve|demo|schema``."""
+"""Command line: ``rewardzoo list|card|score|serve|demo|schema|env``."""
 
 from __future__ import annotations
 
@@ -84,6 +84,19 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schema", help="print the JSON Schema of a reward config")
     p.set_defaults(func=cmd_schema)
+
+    env = sub.add_parser("env", help="the Python environments of entries with `environment:` (built once, cached)")
+    env_sub = env.add_subparsers(dest="env_command", required=True)
+    p = env_sub.add_parser("build", help="build (or check) every environment a config names; print where they are")
+    p.add_argument("config", help="YAML config path, a reward name or a shipped config")
+    p.set_defaults(func=cmd_env_build)
+    p = env_sub.add_parser("list", help="list the built environments (key, requirements, size, path)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_env_list)
+    p = env_sub.add_parser("remove", help="delete built environments")
+    p.add_argument("keys", nargs="*", metavar="KEY", help="an environment's key (or a unique prefix of it)")
+    p.add_argument("--all", action="store_true", help="every built environment")
+    p.set_defaults(func=cmd_env_remove)
     return parser
 
 
@@ -117,6 +130,51 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from .config import schema_json
 
     print(schema_json())
+    return 0
+
+
+def cmd_env_build(args: argparse.Namespace) -> int:
+    from .config import resolve_config
+    from .environments.venvs import environment_key, interpreter
+
+    config = resolve_config(args.config)
+    envs = list(dict.fromkeys(s.environment for s in (*config.rewards, *config.eval_rewards) if s.environment))
+    if not envs:
+        raise RewardZooError(f"no entry of '{args.config}' names an environment")
+    for env in envs:
+        python = interpreter(env)
+        key = environment_key(env) if env.python is None else "-"
+        print(f"{key}\t{python}\t{env.describe()}")
+    return 0
+
+
+def cmd_env_list(args: argparse.Namespace) -> int:
+    from .environments.venvs import cache_root, list_environments
+
+    rows = list_environments()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(f"no built environments in {cache_root()}")
+        return 0
+    from .tables import format_table
+
+    table = [["key", "requirements", "system_site_packages", "python", "rewardzoo", "MB", "created", "path"]]
+    for r in rows:
+        table.append([r["key"], " ".join(r["requirements"]), "yes" if r["system_site_packages"] else "no", r["python"],
+                      r["rewardzoo"], f"{r['size_mb']:g}", r["created"], r["path"]])
+    print(format_table(table))
+    return 0
+
+
+def cmd_env_remove(args: argparse.Namespace) -> int:
+    from .environments.venvs import list_environments, remove_environment
+
+    if args.all == bool(args.keys):
+        raise RewardZooError("name the environments to remove (`rewardzoo env list` shows their keys) or --all")
+    for key in [r["key"] for r in list_environments()] if args.all else args.keys:
+        print(f"removed {remove_environment(key)}")
     return 0
 
 

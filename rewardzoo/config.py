@@ -15,8 +15,11 @@ rewards:                      # training rewards
     num_workers: 1
     kwargs: {}                # passed to the reward's constructor
     limits: {seconds: 600}    # input limits (seconds of audio, frames, pixels); null lifts one
+    environment: {python: /opt/envs/ir/bin/python}   # run in a worker process of another environment, or
+    # environment: {requirements: ["transformers<5"], system_site_packages: true}  (built once, cached)
 eval_rewards: [...]           # optional; falls back to `rewards`
 advantage: sum                # or gdpo: how result.advantages() combines the rewards
+environment: {...}            # optional: the environment of every entry that names none (null: in process)
 ```
 A bare string entry (``- jpeg_compressibility``) is shorthand for ``{name: jpeg_compressibility}``.
 
@@ -36,7 +39,7 @@ from typing import Any, Literal, Mapping, Union
 from .errors import ConfigError, UnknownConfigError, did_you_mean
 from .shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
 from .shared.files import read_utf8
-from .shared.options import positive_int
+from .shared.options import positive_float, positive_int
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class RewardSpec:
     num_workers: int = 1
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     limits: Mapping[str, float | int | None] = field(default_factory=dict)
+    environment: "EnvironmentSpec | None" = None
 
     def applies_to(self, dataset: str | None) -> bool:
         """Whether samples of ``dataset`` are scored by this reward."""
@@ -82,8 +86,77 @@ class RewardConfig:
         return self.rewards if split == "train" else self.eval_rewards
 
 
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """The Python environment an entry's rewards run in, in a worker process (rewardzoo.environments).
+
+    Either ``python``: an existing interpreter (a path); or ``requirements`` (pip requirement strings) and
+    ``system_site_packages`` (the parent's packages visible under the child's own): a venv rewardzoo builds
+    once under its cache folder. ``start_timeout_s`` bounds a worker's start-up (models built);
+    ``max_restarts`` how often a worker that died is started again over a run; ``shared_memory: false`` sends
+    the media through the socket even on the same host (for comparison)."""
+
+    python: str | None = None
+    requirements: tuple[str, ...] = ()
+    system_site_packages: bool = False
+    start_timeout_s: float = 300.0
+    max_restarts: int = 3
+    shared_memory: bool = True
+
+    def describe(self) -> str:
+        """How errors name the environment."""
+        if self.python is not None:
+            return f"environment python={self.python}"
+        return f"environment requirements=[{', '.join(self.requirements)}]" + (
+            ", system_site_packages" if self.system_site_packages else "")
+
+
+ENVIRONMENT_KEYS = ("python", "requirements", "system_site_packages", "start_timeout_s", "max_restarts",
+                    "shared_memory")
+
+
+def parse_environment(value: Any, entry: str | None = None) -> EnvironmentSpec | None:
+    """An ``environment:`` mapping (of an entry or a whole config) as an :class:`EnvironmentSpec`; None for null."""
+    if value is None or isinstance(value, EnvironmentSpec):
+        return value
+
+    def err(msg: str) -> ConfigError:
+        return ConfigError(msg, entry=entry, field="environment")
+
+    if not isinstance(value, Mapping):
+        raise err("must be a mapping: {python: /path/to/python} or {requirements: [...], system_site_packages: ...}")
+    for key in value:
+        if key not in ENVIRONMENT_KEYS:
+            raise err(f"unknown key '{key}'{did_you_mean(str(key), ENVIRONMENT_KEYS)}; keys: "
+                      f"{', '.join(ENVIRONMENT_KEYS)}")
+    python, requirements = value.get("python"), value.get("requirements")
+    if (python is None) == (requirements is None):
+        raise err("name either 'python' (an existing interpreter) or 'requirements' (a venv rewardzoo builds)")
+    if python is not None and (not isinstance(python, str) or not python.strip()):
+        raise err(f"'python' must be the path of an interpreter, got {python!r}")
+    if requirements is not None:
+        if isinstance(requirements, str):
+            requirements = [requirements]
+        if not isinstance(requirements, list) or not requirements \
+                or not all(isinstance(r, str) and r.strip() for r in requirements):
+            raise err("'requirements' must be a non-empty list of pip requirement strings")
+        if any(r.strip().startswith("-") for r in requirements):
+            raise err("'requirements' are requirement strings, not pip options")
+    ssp, shm = value.get("system_site_packages", False), value.get("shared_memory", True)
+    if not isinstance(ssp, bool) or not isinstance(shm, bool):
+        raise err("'system_site_packages' and 'shared_memory' are true or false")
+    if python is not None and "system_site_packages" in value:
+        raise err("'system_site_packages' applies to a built environment ('requirements'), not to 'python'")
+    timeout = positive_float(value.get("start_timeout_s", 300.0), "environment.start_timeout_s", entry=entry)
+    restarts = value.get("max_restarts", 3)
+    if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
+        raise err(f"'max_restarts' must be a non-negative integer, got {restarts!r}")
+    return EnvironmentSpec(python=python, requirements=tuple(r.strip() for r in requirements or ()),
+                           system_site_packages=ssp, start_timeout_s=timeout, max_restarts=restarts, shared_memory=shm)
+
+
 SPEC_FIELDS = tuple(f.name for f in fields(RewardSpec))
-TOP_LEVEL = ("rewards", "eval_rewards", "advantage")
+TOP_LEVEL = ("rewards", "eval_rewards", "advantage", "environment")
 
 
 def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
@@ -107,8 +180,10 @@ def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
             raise ConfigError(f"unknown top-level key '{key}'{did_you_mean(str(key), TOP_LEVEL)}")
     if "rewards" not in data:
         raise ConfigError("the config has no 'rewards' list")
-    train = parse_specs(data["rewards"], "rewards")
-    evals = parse_specs(data["eval_rewards"], "eval_rewards") if data.get("eval_rewards") is not None else train
+    environment = parse_environment(data.get("environment"))
+    train = parse_specs(data["rewards"], "rewards", environment)
+    evals = parse_specs(data["eval_rewards"], "eval_rewards", environment) if data.get("eval_rewards") is not None \
+        else train
     _check_stream_references(train, evals)
     from .advantages import check_mode
 
@@ -175,8 +250,10 @@ def _check_kwargs_size(value: Any, name: str) -> None:
             stack.extend(item)
 
 
-def parse_specs(entries: Any, section: str = "rewards") -> tuple[RewardSpec, ...]:
-    """Validate a list of reward entries; errors name the entry and the field."""
+def parse_specs(entries: Any, section: str = "rewards", environment: EnvironmentSpec | None = None
+                ) -> tuple[RewardSpec, ...]:
+    """Validate a list of reward entries; errors name the entry and the field. ``environment``: the config's,
+    for entries that name none."""
     if not isinstance(entries, list):
         raise ConfigError(f"'{section}' must be a list of reward entries")
     if not entries:
@@ -184,7 +261,7 @@ def parse_specs(entries: Any, section: str = "rewards") -> tuple[RewardSpec, ...
                           "would give every sample a null total)")
     specs, seen = [], set()
     for i, raw in enumerate(entries):
-        spec = parse_spec(raw, f"{section}[{i}]")
+        spec = parse_spec(raw, f"{section}[{i}]", environment)
         if spec.name in seen:
             raise ConfigError(f"duplicate reward name '{spec.name}' in '{section}'", entry=spec.name, field="name")
         seen.add(spec.name)
@@ -192,8 +269,9 @@ def parse_specs(entries: Any, section: str = "rewards") -> tuple[RewardSpec, ...
     return tuple(specs)
 
 
-def parse_spec(raw: Any, where: str = "reward") -> RewardSpec:
-    """Validate one reward entry (a mapping, or a bare name)."""
+def parse_spec(raw: Any, where: str = "reward", environment: EnvironmentSpec | None = None) -> RewardSpec:
+    """Validate one reward entry (a mapping, or a bare name). ``environment``: the config's, used when the
+    entry has no ``environment`` key (``environment: null`` runs it in process)."""
     if isinstance(raw, str):
         raw = {"name": raw}
     if isinstance(raw, RewardSpec):
@@ -243,9 +321,11 @@ def parse_spec(raw: Any, where: str = "reward") -> RewardSpec:
         raise err("kwargs", "must be a mapping of constructor keyword arguments")
     _check_kwargs_size(kwargs, name)
     limits = _limits(raw.get("limits"), err, name)
+    own = parse_environment(raw["environment"], name) if "environment" in raw else environment
     return RewardSpec(name=name, reward_model=reward_model, model_path=model_path, dtype=dtype, device=device,
                       batch_size=batch_size, applicable_datasets=datasets, weight=weight,
-                      async_reward=async_reward, num_workers=num_workers, kwargs=dict(kwargs), limits=limits)
+                      async_reward=async_reward, num_workers=num_workers, kwargs=dict(kwargs), limits=limits,
+                      environment=own)
 
 
 LIMIT_KEYS = ("seconds", "frames", "pixels")
@@ -293,6 +373,16 @@ def _weight(value: Any, datasets: tuple[str, ...] | None, err) -> float | dict[s
 def json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a reward config file, for editors validating YAML."""
     number = {"type": "number"}
+    strings = {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
+    environment = {"oneOf": [{"type": "null"}, {
+        "type": "object", "additionalProperties": False,
+        "properties": {"python": {"type": "string", "minLength": 1, "description": "an existing interpreter"},
+                       "requirements": {"oneOf": [{"type": "string"}, strings],
+                                        "description": "a venv rewardzoo builds once (cached)"},
+                       "system_site_packages": {"type": "boolean"},
+                       "start_timeout_s": {"type": "number", "exclusiveMinimum": 0},
+                       "max_restarts": {"type": "integer", "minimum": 0}, "shared_memory": {"type": "boolean"}},
+        "oneOf": [{"required": ["python"]}, {"required": ["requirements"]}]}]}
     entry = {
         "type": "object",
         "additionalProperties": False,
@@ -314,6 +404,7 @@ def json_schema() -> dict[str, Any]:
                        "properties": {"seconds": {"type": ["number", "null"], "exclusiveMinimum": 0},
                                       "frames": {"type": ["integer", "null"], "minimum": 1},
                                       "pixels": {"type": ["integer", "null"], "minimum": 1}}},
+            "environment": environment,
         },
     }
     items = {"oneOf": [{"type": "string"}, entry]}
@@ -325,7 +416,7 @@ def json_schema() -> dict[str, Any]:
         "required": ["rewards"],
         "properties": {"rewards": {"type": "array", "items": items},
                        "eval_rewards": {"type": ["array", "null"], "items": items},
-                       "advantage": {"enum": ["sum", "gdpo"]}},
+                       "advantage": {"enum": ["sum", "gdpo"]}, "environment": environment},
     }
 
 

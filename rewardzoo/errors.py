@@ -204,6 +204,20 @@ class RunnerStateError(RewardZooError, RuntimeError):
     results are being read (``ready``/``results``, until ``finalize``), or an iterator of a finished round."""
 
 
+class WorkerError(RewardExecutionError):
+    """A reward's worker process (``environment:``) failed: it did not start within its ``start_timeout_s``,
+    crashed at import, died mid-call (after its restart and one retry), or answered something malformed.
+    ``entry`` is the config entry, ``environment`` the environment (as its spec describes it), ``stderr`` the
+    worker's last stderr lines; the message names all three."""
+
+    def __init__(self, message: str, *, entry: str | None, environment: str, stderr: str = "",
+                 samples: Sequence[int] | None = None):
+        self.entry, self.environment, self.stderr = entry, environment, stderr
+        tail = "\n".join("  | " + line for line in stderr.splitlines()) if stderr.strip() else "  | (nothing)"
+        super().__init__(f"{message} [{environment}]; the worker's last stderr lines:\n{tail}", reward=entry,
+                         samples=samples)
+
+
 class RewardTimeoutError(RewardExecutionError, TimeoutError):
     """Asynchronous reward calls did not finish within the runner's timeout (names the rewards)."""
 

@@ -49,8 +49,12 @@ class RewardLoader:
         return (canonical_target(spec.reward_model), spec.model_path, dtype_for(spec, device), device, kwargs, limits)
 
     def load(self, spec: RewardSpec | dict | str) -> Reward:
-        """The shared instance for ``spec``, constructing it on first use."""
+        """The shared instance for ``spec``, constructing it on first use. An entry with ``environment:`` is a
+        :class:`~rewardzoo.environments.reward.WorkerReward`: built in its environment's worker process, nothing
+        of it imported here."""
         spec = parse_spec(spec) if not isinstance(spec, RewardSpec) else spec
+        if spec.environment is not None:
+            return self._in_worker(spec)
         try:
             key = self.identity(spec)
         except RegistryError as exc:
@@ -63,6 +67,27 @@ class RewardLoader:
     @property
     def instances(self) -> list[Reward]:
         return list(self._instances.values())
+
+    def _in_worker(self, spec: RewardSpec) -> Reward:
+        from .environments.reward import WorkerReward
+
+        key = WorkerReward.identity(spec)
+        with self._lock:
+            if key not in self._instances:
+                try:
+                    self._instances[key] = WorkerReward(spec)
+                except RegistryError as exc:
+                    raise exc.in_entry(spec.name, "reward_model") from exc.__cause__
+                self.constructions += 1
+            return self._instances[key]
+
+    def close(self) -> None:
+        """Release what the built rewards hold outside this process: the worker processes of entries with
+        ``environment:`` (a worker stops once no entry uses it). In-process rewards stay usable."""
+        with self._lock:
+            held = [key for key in self._instances if isinstance(key, tuple) and key[:1] == ("environment",)]
+            for key in held:
+                self._instances.pop(key).close()
 
     def _construct(self, spec: RewardSpec, device: str, dtype: str) -> Reward:
         try:

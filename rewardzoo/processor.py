@@ -37,8 +37,21 @@ class RewardProcessor:
 
         self.specs: tuple[RewardSpec, ...] = parse_specs(list(specs))
         self.advantage = check_mode(advantage)  # the default mode of result.advantages()
+        self._owns_loader = loader is None
         self.loader = loader or RewardLoader()
         self.rewards: dict[str, Reward] = {spec.name: self.loader.load(spec) for spec in self.specs}
+
+    def close(self) -> None:
+        """Stop the worker processes of this processor's ``environment:`` entries (when it made its loader; a
+        loader passed in is closed by its owner). Also at exit, and as a context manager."""
+        if self._owns_loader:
+            self.loader.close()
+
+    def __enter__(self) -> "RewardProcessor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def collective(self) -> bool:

@@ -281,7 +281,11 @@ class ScoreRequest:
 
 def decode_request(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> ScoreRequest:
     """Parse and check a score request; WireError naming the limit, field and sample when refused."""
-    data = loads(body, fmt, limits)
+    return decode_request_map(loads(body, fmt, limits), limits)
+
+
+def decode_request_map(data: Any, limits: WireLimits = WireLimits()) -> ScoreRequest:
+    """Check an already parsed score request map (a worker's, whose frame is parsed with its other keys)."""
     if not isinstance(data, dict):
         raise WireError("the body must be a map with 'protocol' and 'samples'", kind="protocol")
     check_protocol(data)

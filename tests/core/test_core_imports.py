@@ -32,11 +32,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rewards", ("rewardzoo.rewards",)),
     ("core", ("rewardzoo.advantages", "rewardzoo.api", "rewardzoo.async_runner", "rewardzoo.config",
               "rewardzoo.demo", "rewardzoo.differentiable", "rewardzoo.distributed", "rewardzoo.engine", "rewardzoo.extras",
+              "rewardzoo.environments",
               "rewardzoo.loader", "rewardzoo.manifest", "rewardzoo.processor", "rewardzoo.registry",
               "rewardzoo.resources", "rewardzoo.sample", "rewardzoo.tables")),
     ("jobs", ("rewardzoo.jobs",)),
     ("front doors", ("rewardzoo.cli", "rewardzoo.serve", "rewardzoo.ray", "rewardzoo.integrations",
-                     "rewardzoo.report", "rewardzoo.transport.client")),
+                     "rewardzoo.report", "rewardzoo.transport.client", "rewardzoo.environments.child")),
     ("testing", ("rewardzoo.testing",)),
     ("package", ("rewardzoo",)),  # the root: __version__ and the lazy public names
 )

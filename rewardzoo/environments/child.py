@@ -1,0 +1,178 @@
+"""A worker's main: ``python -m rewardzoo.environments.child --address ADDR [--watch-fd N]``, in the
+environment's interpreter. A front door, like ``serve``: it builds the entries it is sent with a
+:class:`~rewardzoo.serve.service.RewardService` (one loader: equal models are built once) and answers score
+messages (:mod:`rewardzoo.environments.channel`) with the same response maps the server sends.
+
+It connects to the parent at ``ADDR`` (a Unix socket path, or ``tcp:127.0.0.1:PORT``) and proves itself with the
+token in ``$REWARDZOO_WORKER_TOKEN``. It never outlives the parent: the watched pipe ``--watch-fd`` reaches end of
+file when the parent dies (however it dies), and on Linux a parent-death signal is asked for too. Ctrl-C goes to
+the parent (which stops the worker); SIGTERM drains: a call in flight finishes and is answered, then exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import threading
+import traceback
+from typing import Any, Sequence
+
+from ..config import RewardConfig, parse_specs
+from ..errors import ConfigError, InputError, RegistryError, RewardOutputError
+from ..loader import RewardLoader
+from ..sample import Sample
+from ..serve.service import RewardService
+from ..transport.wire import WireLimits, decode_request_map
+from .channel import Channel, ChannelClosed, SharedView
+
+_OPEN = WireLimits(max_request_bytes=None, max_samples=None, max_pixels=None, max_request_pixels=None,
+                   max_frames=None, max_audio_seconds=None)  # the rewards' own limits apply, in their engine
+
+
+class _State:
+    busy = False
+    stopping = False
+
+
+def _on_term(signum: int, frame: Any) -> None:
+    _State.stopping = True
+    if not _State.busy:
+        raise SystemExit(0)
+
+
+def _watch(fd: int) -> None:
+    """End of file on the parent's pipe: the parent is gone, so is this worker."""
+    try:
+        while os.read(fd, 1):
+            pass
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def _parent_death_signal() -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+def connect(address: str) -> socket.socket:
+    if address.startswith("tcp:"):
+        host, _, port = address[4:].rpartition(":")
+        return socket.create_connection((host, int(port)))
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(address)
+    return sock
+
+
+class Worker:
+    """The entries this worker was sent (stream name -> entry mapping) and the service over them."""
+
+    def __init__(self) -> None:
+        self.loader = RewardLoader()
+        self.entries: list[dict[str, Any]] = []
+        self.service: RewardService | None = None
+        self.shared = SharedView()
+
+    def load(self, entry: dict[str, Any]) -> dict[str, Any]:
+        entries = [e for e in self.entries if e["name"] != entry["name"]] + [entry]
+        specs = parse_specs(entries, "environment")
+        service = RewardService(RewardConfig(specs, specs), loader=self.loader).load()
+        self.entries, self.service = entries, service
+        row = next(r for r in service.reward_list()["rewards"] if r["name"] == entry["name"])
+        reward = service.processor(service.names).rewards[entry["name"]]
+        info = reward.info
+        facts = {key: getattr(info, key) for key in ("name", "implementation", "summary", "modality", "extra",
+                                                     "license", "source", "differentiable", "download")}
+        return {"row": row, "info": {**facts, "devices": list(info.devices) if info.devices else None,
+                                     "device": reward.device}}
+
+    def score(self, message: dict[str, Any]) -> dict[str, Any]:
+        request = decode_request_map(self.shared.unpack(message["request"]), _OPEN)
+        samples = []
+        for i, fields in enumerate(request.samples):
+            try:
+                samples.append(Sample(**fields))
+            except InputError as exc:
+                raise exc.located(sample=i) from None
+        answer = self.service.score(self.service.key(request.rewards), [samples])[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+def error_map(exc: BaseException) -> dict[str, Any]:
+    """What the parent needs to raise the same kind of error (see rewardzoo.environments.reward)."""
+    kind = ("input" if isinstance(exc, InputError) else "config" if isinstance(exc, (ConfigError, RegistryError))
+            else "output" if isinstance(exc, RewardOutputError) else "execution")
+    out = {"kind": kind, "type": type(exc).__name__, "message": getattr(exc, "message", None) or str(exc)}
+    if isinstance(exc, InputError):
+        out.update(field=exc.field, sample=exc.sample)
+    elif isinstance(exc, ConfigError):
+        out.update(field=exc.field)
+    elif getattr(exc, "samples", None) is not None:
+        out.update(samples=list(exc.samples))
+    return out
+
+
+def serve(channel: Channel, worker: Worker) -> int:
+    while True:
+        try:
+            message, fds = channel.recv()
+        except ChannelClosed:
+            return 0
+        worker.shared.adopt(fds)
+        _State.busy = True
+        op = message.get("op")
+        try:
+            if op == "load":
+                answer = {"ok": worker.load(message["entry"])}
+            elif op == "score":
+                answer = {"ok": worker.score(message)}
+            elif op == "health":
+                answer = {"ok": {"pid": os.getpid()}}
+            elif op == "stop":
+                channel.send({"ok": True})
+                return 0
+            else:
+                answer = {"error": {"kind": "protocol", "type": "ValueError", "message": f"unknown op {op!r}"}}
+        except Exception as exc:
+            traceback.print_exc()
+            answer = {"error": error_map(exc)}
+        channel.send(answer)
+        _State.busy = False
+        if _State.stopping:
+            return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rewardzoo.environments.child")
+    parser.add_argument("--address", required=True)
+    parser.add_argument("--watch-fd", type=int, default=None)
+    parser.add_argument("--parent-death-signal", action="store_true")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_term)
+    if args.parent_death_signal:
+        _parent_death_signal()
+    if args.watch_fd is not None:
+        threading.Thread(target=_watch, args=(args.watch_fd,), daemon=True, name="rewardzoo-parent-watch").start()
+    channel = Channel(connect(args.address))
+    channel.send({"op": "hello", "token": os.environ.get("REWARDZOO_WORKER_TOKEN", ""), "pid": os.getpid(),
+                  "python": sys.version.split()[0], "executable": sys.executable})
+    try:
+        return serve(channel, Worker())
+    finally:
+        channel.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,327 @@
+"""Worker processes: one per environment in this process, started on first use, never outliving it.
+
+A :class:`Worker` starts ``python -m rewardzoo.environments.child`` from its environment's interpreter
+(:func:`~rewardzoo.environments.venvs.interpreter`), with rewardzoo's own folder first on its ``PYTHONPATH`` so
+that it runs this rewardzoo's code, and waits for it to connect back on a Unix socket in a private folder
+(loopback TCP where there are no Unix sockets) within the environment's ``start_timeout_s``. The worker's stdout
+and stderr go to a file; its last lines are in every error about it.
+
+Lifecycle: the entries it was sent are built again after a restart; a worker that dies (the connection closes,
+the process exits) is restarted, at most ``max_restarts`` times over its life, each counted in
+:attr:`Worker.restarts` and logged, and the call that met the death is retried once. A worker stops when
+:meth:`Worker.close` is called (by the last entry that uses it, :meth:`rewardzoo.loader.RewardLoader.close`), at
+interpreter exit (``atexit``), and when this process dies in any way, SIGKILL included: it watches a pipe whose
+other end only this process holds (and on Linux asks for a parent-death signal when started from the main
+thread; the signal follows the starting *thread*). A ``KeyboardInterrupt`` while waiting on it stops it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Callable
+
+from ..config import EnvironmentSpec
+from ..errors import WorkerError
+from .channel import Channel, ChannelClosed, SharedBuffer
+from .venvs import interpreter, tail
+
+log = logging.getLogger("rewardzoo.environments")
+_STOP_GRACE_S = 5.0
+
+
+class WorkerDied(ConnectionError):
+    """The worker's process ended, or its connection did, while it was being asked something."""
+
+    def __init__(self, message: str, pid: int | None) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+class Worker:
+    """One worker process of one environment (see the module docstring). ``restarts``: how often it was
+    started again after dying; ``pid``: its process id while it runs."""
+
+    def __init__(self, env: EnvironmentSpec) -> None:
+        self.env = env
+        self.restarts = 0
+        self.users = 0
+        self._entries: dict[str, dict[str, Any]] = {}
+        self._lock = threading.RLock()
+        self._proc: subprocess.Popen | None = None
+        self._channel: Channel | None = None
+        self._shared: SharedBuffer | None = None
+        self._watch_fd: int | None = None
+        self._folder: Path | None = None
+        self._stderr_path: Path | None = None
+        self.closed = False
+
+    # -- what callers use ----------------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    @property
+    def stderr_tail(self) -> str:
+        return tail(self._stderr_path) if self._stderr_path is not None else ""
+
+    def load(self, entry: dict[str, Any], *, name: str) -> dict[str, Any]:
+        """Build ``entry`` (a plain entry mapping) in the worker; its answer (the served row and record).
+        Errors the worker answers are re-raised by ``reraise`` of the caller (see :meth:`ask`)."""
+        with self._lock:
+            answer = self.ask({"op": "load", "entry": entry}, entry=name, timeout=self.env.start_timeout_s)
+            if "ok" in answer:
+                self._entries[entry["name"]] = entry
+            return answer
+
+    def ask(self, message: dict[str, Any], *, entry: str | None, timeout: float | None = None,
+            pack: Callable[[SharedBuffer | None], tuple[int, ...]] | None = None) -> dict[str, Any]:
+        """Send one message and return the worker's answer map (``{"ok": ...}`` or ``{"error": ...}``),
+        starting the worker when needed. A worker that dies meanwhile is restarted (bounded) and asked once
+        more; WorkerError when it dies again, cannot be restarted, or does not start."""
+        with self._lock:
+            if self.closed:
+                raise WorkerError("the worker was closed", entry=entry, environment=self.env.describe())
+            for attempt in (1, 2):
+                if self._channel is None:
+                    self._start(entry)
+                try:
+                    fds = pack(self._shared) if pack is not None else ()
+                    return self._exchange(message, fds, timeout)
+                except WorkerDied as exc:
+                    stderr = self.stderr_tail
+                    code = self._reap()
+                    what = f"the worker (pid {exc.pid}) died{code}"
+                    if attempt == 2:
+                        raise WorkerError(f"{what} again when the call was retried after a restart", entry=entry,
+                                          environment=self.env.describe(), stderr=stderr) from None
+                    if self.restarts >= self.env.max_restarts:
+                        raise WorkerError(f"{what}; it was restarted {self.restarts} time(s) already "
+                                          f"(max_restarts: {self.env.max_restarts})", entry=entry,
+                                          environment=self.env.describe(), stderr=stderr) from None
+                    self.restarts += 1
+                    log.warning("rewardzoo: %s (%s); restarting it (restart %d of at most %d) and retrying the "
+                                "call once", what, self.env.describe(), self.restarts, self.env.max_restarts)
+                except BaseException:  # KeyboardInterrupt, a malformed frame: the stream is out of step
+                    self._stop(kill=True)  # nobody waits for what it is doing
+                    raise
+            raise AssertionError("unreachable")
+
+    def reset(self) -> None:
+        """Stop the process (not counted as a restart); the next call starts it again."""
+        with self._lock:
+            self._stop()
+
+    def close(self) -> None:
+        """Stop the worker (SIGTERM: it finishes a call in flight; SIGKILL after a grace period)."""
+        with self._lock:
+            self.closed = True
+            self._stop()
+        _LIVE.discard(self)
+
+    # -- the process -----------------------------------------------------------------------------------
+    def _start(self, entry: str | None) -> None:
+        python = interpreter(self.env)
+        self._folder = Path(tempfile.mkdtemp(prefix="rewardzoo-worker-"))
+        self._stderr_path = self._folder / "stderr.log"
+        token = secrets.token_hex(16)
+        listener, address = _listen(self._folder)
+        read_fd, write_fd = os.pipe()  # the worker watches read_fd; write_fd dies with this process
+        environ = {**os.environ, "REWARDZOO_WORKER_TOKEN": token, "PYTHONUNBUFFERED": "1",
+                   "PYTHONPATH": os.pathsep.join([_package_path(self._folder),
+                                                  *filter(None, [os.environ.get("PYTHONPATH")])])}
+        command = [python, "-m", "rewardzoo.environments.child", "--address", address]
+        if os.name == "posix":
+            command += ["--watch-fd", str(read_fd)]
+            if threading.current_thread() is threading.main_thread():
+                command.append("--parent-death-signal")
+        try:
+            with open(self._stderr_path, "wb") as err:
+                self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=environ,
+                                              pass_fds=(read_fd,) if os.name == "posix" else ())
+        except OSError as exc:
+            os.close(read_fd)
+            os.close(write_fd)
+            listener.close()
+            raise WorkerError(f"the worker could not be started: {exc}", entry=entry,
+                              environment=self.env.describe()) from None
+        os.close(read_fd)
+        self._watch_fd = write_fd
+        _LIVE.add(self)
+        try:
+            sock = self._accept(listener, entry)
+        finally:
+            listener.close()
+        channel = Channel(sock)
+        hello, _ = self._recv_within(channel, self.env.start_timeout_s, entry, "to say hello")
+        if hello.get("op") != "hello" or not secrets.compare_digest(str(hello.get("token", "")), token):
+            channel.close()
+            self._stop()
+            raise WorkerError("the process that connected is not the worker (wrong token)", entry=entry,
+                              environment=self.env.describe())
+        self._channel = channel
+        self._shared = SharedBuffer() if self.env.shared_memory and channel.passes_fds and SharedBuffer.available() \
+            else None
+        for name, spec in list(self._entries.items()):  # after a restart: build what it held again
+            answer = self._exchange({"op": "load", "entry": spec}, (), self.env.start_timeout_s)
+            if "error" in answer:
+                raise WorkerError(f"the restarted worker could not build entry '{name}' again: "
+                                  f"{answer['error'].get('message')}", entry=entry, environment=self.env.describe(),
+                                  stderr=self.stderr_tail)
+
+    def _accept(self, listener: socket.socket, entry: str | None) -> socket.socket:
+        deadline = time.monotonic() + self.env.start_timeout_s
+        while True:
+            listener.settimeout(0.1)
+            try:
+                sock, _ = listener.accept()
+                sock.settimeout(None)
+                return sock
+            except (socket.timeout, BlockingIOError):
+                pass
+            code = self._proc.poll()
+            if code is not None or time.monotonic() > deadline:
+                stderr = self.stderr_tail
+                self._stop()
+                what = (f"the worker exited with status {code} before it connected" if code is not None else
+                        f"the worker did not connect within start_timeout_s={self.env.start_timeout_s:g} s "
+                        "(it was stopped)")
+                raise WorkerError(what, entry=entry, environment=self.env.describe(), stderr=stderr)
+
+    def _recv_within(self, channel: Channel, timeout: float | None, entry: str | None, doing: str
+                     ) -> tuple[dict[str, Any], list[int]]:
+        channel.sock.settimeout(timeout)
+        try:
+            return channel.recv()
+        except (socket.timeout, TimeoutError):
+            stderr = self.stderr_tail
+            self._stop()
+            raise WorkerError(f"the worker took longer than start_timeout_s={timeout:g} s {doing} (it was stopped)",
+                              entry=entry, environment=self.env.describe(), stderr=stderr) from None
+        except (ChannelClosed, ConnectionError, OSError) as exc:
+            raise WorkerDied(str(exc), self._proc.pid if self._proc else None) from None
+        except ValueError as exc:  # not a MessagePack map: the stream is out of step
+            stderr = self.stderr_tail
+            self._stop()
+            raise WorkerError(f"the worker answered a malformed message ({exc}); it was stopped", entry=entry,
+                              environment=self.env.describe(), stderr=stderr) from None
+        finally:
+            if channel.sock.fileno() != -1:
+                channel.sock.settimeout(None)
+
+    def _exchange(self, message: dict[str, Any], fds: tuple[int, ...], timeout: float | None) -> dict[str, Any]:
+        channel = self._channel
+        try:
+            channel.send(message, fds)
+        except (ConnectionError, OSError) as exc:
+            raise WorkerDied(str(exc), self._proc.pid if self._proc else None) from None
+        answer, _ = self._recv_within(channel, timeout, None, f"to answer '{message.get('op')}'")
+        return answer
+
+    def _reap(self) -> str:
+        """Forget the dead worker; ' with status N' (or a signal) when its exit is known."""
+        proc = self._proc
+        if proc is not None:
+            try:
+                proc.wait(2.0)  # its connection closes a moment before it exits
+            except subprocess.TimeoutExpired:
+                pass
+        self._stop()
+        code = proc.returncode if proc is not None else None
+        if code is None:
+            return ""
+        return f" (killed by signal {-code})" if code < 0 else f" (exit status {code})"
+
+    def _stop(self, *, kill: bool = False) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill() if kill else proc.terminate()
+            try:
+                proc.wait(_STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._watch_fd is not None:
+            os.close(self._watch_fd)
+            self._watch_fd = None
+        if self._folder is not None:  # the stderr tail was read by whoever reports the stop
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = self._stderr_path = None
+
+
+def _package_path(folder: Path) -> str:
+    """A folder holding only this rewardzoo package (a link to it): first on the worker's path, so the worker
+    runs this code without seeing the packages installed beside it (an installed rewardzoo's site-packages)."""
+    package = Path(__file__).resolve().parents[1]
+    link_dir = folder / "path"
+    link_dir.mkdir()
+    try:
+        (link_dir / "rewardzoo").symlink_to(package, target_is_directory=True)
+    except OSError:  # no symlinks (Windows without the privilege): the folder above the package
+        return str(package.parent)
+    return str(link_dir)
+
+
+def _listen(folder: Path) -> tuple[socket.socket, str]:
+    if hasattr(socket, "AF_UNIX"):
+        path = str(folder / "worker.sock")
+        if len(path.encode()) < 100:  # sun_path is 104-108 bytes
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(path)
+            listener.listen(1)
+            return listener, path
+    listener = socket.create_server(("127.0.0.1", 0))
+    return listener, f"tcp:127.0.0.1:{listener.getsockname()[1]}"
+
+
+_LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+_POOL: dict[EnvironmentSpec, Worker] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def worker_for(env: EnvironmentSpec) -> Worker:
+    """The worker of ``env`` in this process (one per environment: entries with the same one share it)."""
+    with _POOL_LOCK:
+        worker = _POOL.get(env)
+        if worker is None or worker.closed:
+            worker = _POOL[env] = Worker(env)
+        return worker
+
+
+def release(worker: Worker) -> None:
+    """An entry no longer uses ``worker``; the last one to go stops it."""
+    with _POOL_LOCK:
+        worker.users -= 1
+        last = worker.users <= 0
+        if last and _POOL.get(worker.env) is worker:
+            del _POOL[worker.env]
+    if last:
+        worker.close()
+
+
+def close_all() -> None:
+    """Stop every worker of this process (also run at interpreter exit)."""
+    with _POOL_LOCK:
+        _POOL.clear()
+    for worker in list(_LIVE):
+        worker.close()
+
+
+atexit.register(close_all)

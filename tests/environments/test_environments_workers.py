@@ -1,0 +1,213 @@
+"""Rewards in worker processes: the same scores as in process, under the processor, the async runner and the
+TRL adapter; one worker per environment; facts from the worker; lifecycle (restart, close, exit, parent death,
+Ctrl-C, SIGTERM drain). The workers run this interpreter (``environment: {python: sys.executable}``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import rewardzoo
+from rewardzoo.config import load_config
+from rewardzoo.environments import workers
+from rewardzoo.environments.reward import WorkerReward
+from rewardzoo.loader import RewardLoader
+from rewardzoo.processor import RewardProcessor
+
+from .conftest import HERE, REPO, alive, gone_within, here_env, needs_linux, worker_pids
+from .worker_rewards import brightness
+
+pytestmark = [needs_linux, pytest.mark.usefixtures("no_leftover_workers")]
+
+
+def _images(n: int, size: int = 64, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 256, (size, size + 8, 3), dtype=np.uint8) for _ in range(n)]
+
+
+def _samples(images, dataset=None):
+    return [rewardzoo.Sample(image=img, prompt=f"p{i}", dataset=dataset) for i, img in enumerate(images)]
+
+
+def test_scores_come_from_the_worker_and_equal_the_computation_in_process():
+    images = _images(5) + _images(2, size=256, seed=1)  # small ones in the frame, large ones in shared memory
+    config = load_config({"rewards": [
+        {"name": "bright", "reward_model": f"{HERE}:Brightness", "device": "cpu", "environment": here_env(), "batch_size": 3},
+        {"name": "local", "reward_model": f"{HERE}:Brightness", "device": "cpu"}]})
+    with RewardProcessor(config.rewards) as processor:
+        result = processor(_samples(images))
+        worker = processor.rewards["bright"].worker
+        assert worker.pid is not None and worker.pid != os.getpid()
+        np.testing.assert_allclose(result.rewards["bright"], brightness(images), rtol=1e-6)
+        np.testing.assert_array_equal(result.rewards["bright"], result.rewards["local"])
+        assert set(result.extras["bright"]["pid"]) == {float(worker.pid)}
+        assert set(result.extras["local"]["pid"]) == {float(os.getpid())}
+        assert list(result.extras["bright"]["device"]) == ["cpu"] * 7  # the entry's device, resolved in the worker
+        assert worker._shared is not None and worker._shared.size >= 2 * 256 * 264 * 3  # the large ones went there
+
+
+def test_the_socket_only_path_scores_the_same():
+    images = _images(2, size=256, seed=2)
+    reward = RewardLoader().load({"name": "b", "reward_model": f"{HERE}:Brightness",
+                                  "device": "cpu", "environment": here_env(shared_memory=False)})
+    try:
+        out = reward(image=images, prompt=["a", "b"])
+        np.testing.assert_allclose(out.rewards, brightness(images), rtol=1e-6)
+        assert reward.worker._shared is None
+    finally:
+        reward.close()
+
+
+def test_entries_with_one_environment_share_one_worker_and_facts_come_from_it():
+    env = here_env()
+    config = load_config({"environment": env, "rewards": [
+        {"name": "bright", "reward_model": f"{HERE}:Brightness", "kwargs": {"offset": 0.5}, "device": "cpu"},
+        {"name": "centred", "reward_model": f"{HERE}:Centred", "device": "cpu"},
+        {"name": "in_process", "reward_model": f"{HERE}:Length", "environment": None}]})
+    assert config.rewards[2].environment is None and config.rewards[0].environment == config.rewards[1].environment
+    with RewardProcessor(config.rewards) as processor:
+        bright, centred, local = (processor.rewards[n] for n in ("bright", "centred", "in_process"))
+        assert isinstance(bright, WorkerReward) and isinstance(centred, WorkerReward)
+        assert not isinstance(local, WorkerReward)
+        assert bright.worker is centred.worker and len(worker_pids()) == 1
+        assert (bright.kind, centred.kind) == ("pointwise", "groupwise")
+        assert bright.info.higher_is_better is False and bright.info.score_range == (0.0, 2.0)  # the class's, there
+        assert set(bright.inputs.fields) == {"image", "prompt"}
+        assert set(centred.inputs.fields) == {"completion", "group_id"}
+        samples = [rewardzoo.Sample(image=img, prompt="x", completion="a" * (i + 1), group_id=i // 2)
+                   for i, img in enumerate(_images(4))]
+        result = processor(samples)
+        np.testing.assert_allclose(result.rewards["bright"], brightness([s.image for s in samples]) + 0.5, rtol=1e-6)
+        np.testing.assert_allclose(result.rewards["centred"], [-0.5, 0.5, -0.5, 0.5])
+    assert worker_pids() == set()  # close() stopped the worker
+
+
+def test_async_runner_and_the_trl_adapter_score_through_workers():
+    from rewardzoo.integrations import trl_reward_funcs
+
+    config = {"rewards": [{"name": "bright", "reward_model": f"{HERE}:Brightness", "async_reward": True,
+                           "device": "cpu", "environment": here_env(), "batch_size": 2},
+                          {"name": "length", "reward_model": f"{HERE}:Length", "device": "cpu", "environment": here_env()}]}
+    images = _images(5)
+    with RewardProcessor(load_config(config).rewards[:1]) as processor:
+        with processor.incremental(timeout=60) as runner:
+            runner.add(_samples(images[:3]))
+            runner.add(_samples(images[3:]))
+            result = runner.finalize()
+        np.testing.assert_allclose(result.rewards["bright"], brightness(images), rtol=1e-6)
+    loader = RewardLoader()
+    funcs, weights = trl_reward_funcs(config, loader=loader)
+    try:
+        scores = funcs[1](prompts=["q", "q"], completions=["abc", "de"])
+        assert scores == [3.0, 2.0] and weights == [1.0, 1.0]
+    finally:
+        loader.close()
+
+
+def test_a_worker_that_dies_mid_call_is_restarted_counted_and_the_call_retried(tmp_path, caplog):
+    marker = tmp_path / "died"
+    reward = RewardLoader().load({"name": "flaky", "reward_model": f"{HERE}:DiesOnce",
+                                  "kwargs": {"marker": str(marker)}, "device": "cpu", "environment": here_env()})
+    try:
+        first = reward.worker.pid
+        with caplog.at_level("WARNING", logger="rewardzoo.environments"):
+            assert list(reward(prompt=["a", "b"]).rewards) == [1.0, 1.0]  # died, restarted, retried
+        assert marker.exists() and reward.worker.restarts == 1 and reward.worker.pid not in (None, first)
+        assert not alive(first)
+        assert "restart 1 of at most 3" in caplog.text and "exit status 7" in caplog.text
+    finally:
+        reward.close()
+
+
+def test_close_and_exit_stop_the_worker():
+    reward = RewardLoader().load({"name": "b", "reward_model": f"{HERE}:Length", "device": "cpu", "environment": here_env()})
+    pid = reward.worker.pid
+    reward.close()
+    assert gone_within(pid, 1)
+    script = textwrap.dedent(f"""
+        import sys
+        from rewardzoo.loader import RewardLoader
+        reward = RewardLoader().load({{"name": "b", "reward_model": "{HERE}:Length",
+                                       "device": "cpu", "environment": {{"python": sys.executable}}}})
+        print(reward.worker.pid, flush=True)
+    """)  # the script ends without closing anything: atexit stops the worker
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])})
+    assert done.returncode == 0, done.stderr
+    assert gone_within(int(done.stdout.split()[-1]), 2)
+
+
+_PARENT = """
+import os, signal, sys, threading, time
+from rewardzoo.loader import RewardLoader
+entry = {{"name": "b", "reward_model": "{here}:{cls}", "device": "cpu", "environment": {{"python": sys.executable}},
+          "kwargs": {kwargs}}}
+holder = []
+start = lambda: holder.append(RewardLoader().load(entry))
+if {in_thread}:  # started from another thread: no parent-death signal, the watched pipe alone
+    t = threading.Thread(target=start); t.start(); t.join()
+else:
+    start()
+print(holder[0].worker.pid, flush=True)
+{then}
+"""
+
+
+def _parent(cls: str, then: str, *, in_thread: bool = False, kwargs: str = "{}") -> subprocess.Popen:
+    script = _PARENT.format(here=HERE, cls=cls, kwargs=kwargs, in_thread=in_thread, then=then)
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])})
+
+
+@pytest.mark.parametrize("in_thread", [False, True], ids=["parent-death-signal", "watched-pipe"])
+def test_a_sigkilled_parent_takes_its_worker_with_it(in_thread):
+    parent = _parent("Length", "time.sleep(120)", in_thread=in_thread)
+    try:
+        pid = int(parent.stdout.readline())
+        assert alive(pid)
+        parent.kill()
+        parent.wait(10)
+        assert gone_within(pid, 5), "the worker outlived its SIGKILLed parent"
+    finally:
+        parent.kill()
+
+
+def test_keyboard_interrupt_during_a_call_stops_the_worker():
+    then = ("threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+            "try:\n    holder[0](image=[__import__('numpy').zeros((8, 8, 3), 'uint8')], prompt=['x'])\n"
+            "except KeyboardInterrupt:\n    print('interrupted', holder[0].worker.pid, flush=True)\n")
+    parent = _parent("Brightness", then, kwargs="{'delay_s': 60}")
+    try:
+        pid = int(parent.stdout.readline())
+        out, err = parent.communicate(timeout=30)
+        assert out.split() == ["interrupted", "None"], err  # the worker was stopped before the exception left
+        assert gone_within(pid, 2)
+    finally:
+        parent.kill()
+
+
+def test_sigterm_drains_a_call_in_flight_then_the_worker_exits_0():
+    reward = RewardLoader().load({"name": "slow", "reward_model": f"{HERE}:Brightness",
+                                  "kwargs": {"delay_s": 1.5}, "device": "cpu", "environment": here_env()})
+    try:
+        process = reward.worker._proc
+        images = _images(2)
+        answers = []
+        call = threading.Thread(target=lambda: answers.append(reward(image=images, prompt=["a", "b"])))
+        call.start()
+        time.sleep(0.7)  # the call is in flight in the worker
+        os.kill(process.pid, signal.SIGTERM)
+        call.join(30)
+        np.testing.assert_allclose(answers[0].rewards, brightness(images), rtol=1e-6)
+        assert process.wait(10) == 0
+        assert reward.worker.restarts == 0
+    finally:
+        reward.close()

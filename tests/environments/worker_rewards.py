@@ -1,0 +1,115 @@
+"""Rewards the worker tests build in a worker process (``reward_model: tests.environments.worker_rewards:NAME``).
+
+Each reports the process it ran in (extra ``pid``), so a test can tell a worker's scores from in-process ones.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rewardzoo.rewards.base import GroupwiseReward, Inputs, PointwiseReward, RewardOutput
+
+
+def brightness(images) -> np.ndarray:
+    """The test's independent computation: the mean of each image's uint8 pixels, divided by 255."""
+    return np.array([np.asarray(img, dtype=np.float64).mean() / 255.0 for img in images])
+
+
+class Brightness(PointwiseReward):
+    """Mean pixel value in [0, 1] (plus ``offset``), with the worker's pid as an extra."""
+
+    inputs = Inputs(("image", "prompt"))
+    higher_is_better = False
+    score_range = (0.0, 2.0)
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", offset: float = 0.0, delay_s: float = 0.0):
+        super().__init__(model_path, device, dtype)
+        self.offset, self.delay_s = offset, delay_s
+
+    def __call__(self, image, prompt):
+        time.sleep(self.delay_s)
+        scores = [float(v) + self.offset for v in brightness(image)]
+        return RewardOutput(scores, {"pid": np.full(len(scores), float(os.getpid())),
+                                     "device": [self.device] * len(scores)})
+
+
+class Length(PointwiseReward):
+    """Characters in the completion."""
+
+    inputs = Inputs(("completion",))
+    score_range = (0.0, 1e6)
+
+    def __call__(self, completion):
+        return RewardOutput([float(len(c)) for c in completion], {"pid": np.full(len(completion), float(os.getpid()))})
+
+
+class Centred(GroupwiseReward):
+    """Each completion's length minus its group's mean length."""
+
+    inputs = Inputs(("completion", "group_id"))
+
+    def __call__(self, completion, group_id):
+        lengths = np.array([len(c) for c in completion], dtype=np.float64)
+        return lengths - lengths.mean()
+
+
+class DiesOnce(PointwiseReward):
+    """Kills its process on the first call (a marker file remembers it), scores 1.0 afterwards."""
+
+    inputs = Inputs(("prompt",))
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", marker: str = ""):
+        super().__init__(model_path, device, dtype)
+        self.marker = Path(marker)
+
+    def __call__(self, prompt):
+        if not self.marker.exists():
+            self.marker.write_text("died")
+            print("DiesOnce: dying now", file=sys.stderr, flush=True)
+            os._exit(7)
+        return [1.0] * len(prompt)
+
+
+class AlwaysDies(PointwiseReward):
+    inputs = Inputs(("prompt",))
+
+    def __call__(self, prompt):
+        print("AlwaysDies: segfault-like exit", file=sys.stderr, flush=True)
+        os._exit(9)
+
+
+class HangsAtStart(PointwiseReward):
+    inputs = Inputs(("prompt",))
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32"):
+        super().__init__(model_path, device, dtype)
+        print("HangsAtStart: loading forever", file=sys.stderr, flush=True)
+        time.sleep(600)
+
+
+class Malformed(PointwiseReward):
+    """Answers for the worker: a frame that is valid MessagePack but no score response."""
+
+    inputs = Inputs(("prompt",))
+
+    def __call__(self, prompt):
+        import gc
+
+        from rewardzoo.environments.channel import Channel
+
+        channel = next(o for o in gc.get_objects() if isinstance(o, Channel))
+        print("Malformed: answering nonsense", file=sys.stderr, flush=True)
+        channel.send({"ok": {"protocol": 1, "rewards": "nonsense"}})
+        time.sleep(600)  # never answers properly
+
+
+class Raises(PointwiseReward):
+    inputs = Inputs(("prompt",))
+
+    def __call__(self, prompt):
+        raise RuntimeError("the reward's own bug")
