@@ -78,6 +78,10 @@ class RewardLoader:
                     self._instances[key] = WorkerReward(spec)
                 except RegistryError as exc:
                     raise exc.in_entry(spec.name, "reward_model") from exc.__cause__
+                except ConfigError as exc:  # the environment's (its interpreter, its build): name the entry
+                    if exc.entry is not None:
+                        raise
+                    raise ConfigError(exc.message, entry=spec.name, field=exc.field) from exc
                 self.constructions += 1
             return self._instances[key]
 

@@ -98,7 +98,7 @@ class Worker:
                     self._start(entry)
                 try:
                     fds = pack(self._shared) if pack is not None else ()
-                    return self._exchange(message, fds, timeout)
+                    return self._exchange(message, fds, timeout, entry)
                 except WorkerDied as exc:
                     stderr = self.stderr_tail
                     code = self._reap()
@@ -121,7 +121,7 @@ class Worker:
     def reset(self) -> None:
         """Stop the process (not counted as a restart); the next call starts it again."""
         with self._lock:
-            self._stop()
+            self._stop(kill=True)
 
     def close(self) -> None:
         """Stop the worker (SIGTERM: it finishes a call in flight; SIGKILL after a grace period)."""
@@ -174,7 +174,7 @@ class Worker:
         self._shared = SharedBuffer() if self.env.shared_memory and channel.passes_fds and SharedBuffer.available() \
             else None
         for name, spec in list(self._entries.items()):  # after a restart: build what it held again
-            answer = self._exchange({"op": "load", "entry": spec}, (), self.env.start_timeout_s)
+            answer = self._exchange({"op": "load", "entry": spec}, (), self.env.start_timeout_s, entry)
             if "error" in answer:
                 raise WorkerError(f"the restarted worker could not build entry '{name}' again: "
                                   f"{answer['error'].get('message')}", entry=entry, environment=self.env.describe(),
@@ -193,7 +193,7 @@ class Worker:
             code = self._proc.poll()
             if code is not None or time.monotonic() > deadline:
                 stderr = self.stderr_tail
-                self._stop()
+                self._stop(kill=True)
                 what = (f"the worker exited with status {code} before it connected" if code is not None else
                         f"the worker did not connect within start_timeout_s={self.env.start_timeout_s:g} s "
                         "(it was stopped)")
@@ -206,7 +206,7 @@ class Worker:
             return channel.recv()
         except (socket.timeout, TimeoutError):
             stderr = self.stderr_tail
-            self._stop()
+            self._stop(kill=True)
             raise WorkerError(f"the worker took longer than start_timeout_s={timeout:g} s {doing} (it was stopped)",
                               entry=entry, environment=self.env.describe(), stderr=stderr) from None
         except (ChannelClosed, ConnectionError, OSError) as exc:
@@ -220,13 +220,14 @@ class Worker:
             if channel.sock.fileno() != -1:
                 channel.sock.settimeout(None)
 
-    def _exchange(self, message: dict[str, Any], fds: tuple[int, ...], timeout: float | None) -> dict[str, Any]:
+    def _exchange(self, message: dict[str, Any], fds: tuple[int, ...], timeout: float | None,
+                  entry: str | None = None) -> dict[str, Any]:
         channel = self._channel
         try:
             channel.send(message, fds)
         except (ConnectionError, OSError) as exc:
             raise WorkerDied(str(exc), self._proc.pid if self._proc else None) from None
-        answer, _ = self._recv_within(channel, timeout, None, f"to answer '{message.get('op')}'")
+        answer, _ = self._recv_within(channel, timeout, entry, f"to answer '{message.get('op')}'")
         return answer
 
     def _reap(self) -> str:
