@@ -50,7 +50,8 @@ def test_reference_true_takes_the_known_wrapper_and_builds_its_environment():
 
 @pytest.mark.parametrize("entry, match", [
     ({"name": "a", "reward_model": "jpeg_compressibility", "reference": True}, "has no reference package"),
-    ({"name": "a", "reward_model": "hpsv3", "reference": True}, r"does not run here: pins transformers==4\.45\.2"),
+    ({"name": "a", "reward_model": "hpsv3", "reference": True},
+     r"has no wrapper here: resolves only with transformers==4\.45\.2"),
     ({"name": "a", "reward_model": "image_reward", "reference": "yes"}, "must be true, false or a mapping"),
     ({"name": "a", "reward_model": "image_reward", "reference": {"wrapper": "x:Y"}},
      "unknown key 'wrapper'.*reward_model, environment, kwargs"),

@@ -53,28 +53,33 @@ HPSV2 = Reference(
     why="pins pytest==7.2.0 and protobuf<4 as run-time requirements and vendors its own copy of open_clip")
 HPSV3 = Reference(
     "hpsv3 1.0.0",
-    why="pins transformers==4.45.2 and pulls deepspeed, trl, peft and qwen-vl-utils, and installs top-level "
-        "`evaluate` / `generate` packages that shadow others; its loader builds Qwen2-VL-7B by name (no tiny "
-        "model to test a wrapper on), so no wrapper yet")
+    why="resolves only with transformers==4.45.2 (with deepspeed 0.19, trl 0.12, peft 0.21 and qwen-vl-utils, "
+        "pip install --dry-run), and installs top-level `evaluate` / `generate` packages that shadow others; no "
+        "wrapper yet: its inferencer builds the Qwen2-VL-7B its YAML config names and downloads MizzenAI/HPSv3, "
+        "so a tiny test model needs a config of its own")
 VBENCH = Reference(
     "vbench 0.1.5",
-    why="pins transformers==4.33.2 (no wheel of its tokenizers for Python 3.11 builds without Rust), numpy<2 and "
-        "timm<=1.0.12, needs decord and detectron2, and its dimensions download their own weights by name")
+    why="resolves alone with transformers==4.33.2, numpy 1.26, timm 1.0.12, pyiqa 0.1.10 and decord (pip install "
+        "--dry-run), all older than rewardzoo's; no wrapper yet: its VBench.evaluate scores folders of videos per "
+        "dimension with weights it downloads by name")
 T2V_METRICS = Reference(
     "t2v-metrics 3.0",
-    why="pins torch==2.5.1, numpy==1.26.4, transformers==4.49.0, Pillow==10.0.0 and apex==0.9.10dev (not on "
-        "PyPI): does not resolve")
+    why="does not resolve: it pins apex==0.9.10dev (PyPI holds only an unrelated apex 0.9.8dev), besides "
+        "torch==2.5.1, numpy==1.26.4, transformers==4.49.0 and Pillow==10.0.0")
 GENEVAL = Reference(
     "geneval (mmdet 2.x)",
-    why="not a PyPI package; its detector needs mmcv-full 1.x / mmdet 2.x, which have no wheels for this "
-        "torch and build only against torch<2")
+    why="geneval is not on PyPI, and the mmcv-full 1.x its mmdet 2.x detector needs is only an sdist there, whose "
+        "setup.py does not even prepare its metadata with a current setuptools (it imports pkg_resources)")
 PYIQA = Reference(
     "pyiqa 0.1.16",
-    why="requires transformers>=5 (no clash there) but pulls bitsandbytes, tensorboard, facexlib, openai-clip "
-        "and opencv-python-headless (a second cv2); its metrics download weights by name, so no wrapper yet")
+    why="resolves beside transformers 5 (no version clash: imaging_quality already runs pyiqa's own MUSIQ "
+        "architecture in process, installed --no-deps), but as a dependency it pulls bitsandbytes, tensorboard, "
+        "facexlib, openai-clip, opencv-python and opencv-python-headless (two cv2) and pytest, ruff and "
+        "pre-commit; no wrapper yet")
 
-#: Reward name -> its reference package (resolution checked with ``pip install --dry-run``, the two that run by
-#: building their environments in the tests; see the README's "Reference rewards").
+#: Reward name -> its reference package (resolution checked with ``pip install --dry-run --ignore-installed`` on
+#: Python 3.11; the two that run by building their environments in the tests; see the README's "Reference
+#: rewards").
 REFERENCES: dict[str, Reference] = {
     "image_reward": IMAGE_REWARD, "hpsv2": HPSV2, "hpsv3": HPSV3, "geneval": GENEVAL,
     "vqascore": T2V_METRICS, "video_vqascore": T2V_METRICS, "imaging_quality": PYIQA,
@@ -84,14 +89,14 @@ REFERENCES: dict[str, Reference] = {
 
 
 def reference_of(name: str, *, entry: str | None = None) -> Reference:
-    """The reference of reward ``name``; ConfigError (naming the entry) when it has none or it does not run."""
+    """The reference of reward ``name``; ConfigError (naming the entry) when it has none or no wrapper."""
     ref = REFERENCES.get(name)
     if ref is None:
         runnable = sorted(n for n, r in REFERENCES.items() if r.runs)
         raise ConfigError(f"reward '{name}' has no reference package{did_you_mean(name, REFERENCES)}; "
                           f"references that run: {', '.join(runnable)}", entry=entry, field="reference")
     if not ref.runs:
-        raise ConfigError(f"the reference of '{name}' ({ref.package}) does not run here: {ref.why}", entry=entry,
+        raise ConfigError(f"the reference of '{name}' ({ref.package}) has no wrapper here: {ref.why}", entry=entry,
                           field="reference")
     return ref
 
