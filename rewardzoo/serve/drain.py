@@ -3,8 +3,9 @@
 Once a drain begins, ``/ready`` answers 503 (so a load balancer stops sending), new ``/v1/score`` requests are
 refused with 503 and Retry-After (the ``remote`` reward retries them, elsewhere or later), and the requests
 already in flight are answered; the server exits 0 when none is left, or after ``--drain-timeout-s`` (default
-25 s, below Kubernetes' default grace period of 30 s; then it says how many it cut and exits 1). The same state serves uvicorn (:mod:`~rewardzoo.serve.uvicorn_server`) and each
-Ray Serve replica (:mod:`~rewardzoo.serve.ray_serve`). No server library is imported here.
+25 s, below Kubernetes' default grace period of 30 s; then it says how many it cut and exits 1). The same state
+serves uvicorn (:mod:`~rewardzoo.serve.uvicorn_server`) and each Ray Serve replica
+(:mod:`~rewardzoo.serve.ray_serve`). No server library is imported here.
 """
 
 from __future__ import annotations
