@@ -89,14 +89,14 @@ class SharedBuffer:
     def available() -> bool:
         return hasattr(os, "memfd_create") and hasattr(socket, "send_fds")
 
-    def pack(self, request: dict[str, Any]) -> tuple[int, ...]:
-        """Move the request's large raw arrays into the buffer (in place); the descriptor to pass along when the
-        buffer is new, else ()."""
+    def pack(self, request: Any) -> tuple[Any, tuple[int, ...]]:
+        """A copy of ``request`` whose large raw arrays are in the buffer (``request`` itself is left as it is, for
+        a retry); and the descriptor to pass along when the buffer is new, else ()."""
         views: list[tuple[dict, memoryview]] = []
-        _collect(request, views)
+        packed = _collect(request, views)
         need = sum(len(v) for _, v in views)
         if not views:
-            return ()
+            return packed, ()
         fresh = need > self.size
         if fresh:
             self._grow(need)
@@ -105,7 +105,7 @@ class SharedBuffer:
             self.map[offset:offset + len(view)] = view
             holder["data"] = {"shm": [offset, len(view)]}
             offset += len(view)
-        return (self.fd,) if fresh else ()
+        return packed, ((self.fd,) if fresh else ())
 
     def _grow(self, need: int) -> None:
         self.close()
@@ -122,22 +122,25 @@ class SharedBuffer:
         self.fd, self.map, self.size = None, None, 0
 
 
-def _collect(value: Any, out: list[tuple[dict, memoryview]]) -> None:
+def _collect(value: Any, out: list[tuple[dict, memoryview]]) -> Any:
+    """A copy of the maps and lists of ``value`` (the data not copied); the copies holding large raw arrays in
+    ``out``."""
     if isinstance(value, dict):
         data = value.get("data")
         if value.get("format") == "raw" and isinstance(data, (memoryview, bytes, bytearray)) \
                 and len(data) >= SHARED_MIN_BYTES:
-            out.append((value, memoryview(data).cast("B")))
-            return
-        for item in value.values():
-            _collect(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            _collect(item, out)
+            holder = dict(value)
+            out.append((holder, memoryview(data).cast("B")))
+            return holder
+        return {k: _collect(v, out) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_collect(v, out) for v in value]
+    return value
 
 
 class SharedView:
-    """The worker's side: the parent's latest buffer, mapped, and the request's arrays read back from it."""
+    """The worker's side: the parent's latest buffer, mapped read-only; a request's arrays are read in place (the
+    parent writes the next request only after this one is answered)."""
 
     def __init__(self) -> None:
         self.map: mmap.mmap | None = None
@@ -147,7 +150,10 @@ class SharedView:
             os.close(fd)
         if fds:
             if self.map is not None:
-                self.map.close()
+                try:
+                    self.map.close()
+                except BufferError:  # a reward kept an array of an earlier request: the map goes with it
+                    pass
             fd = fds[-1]
             self.map = mmap.mmap(fd, os.fstat(fd).st_size, access=mmap.ACCESS_READ)
             os.close(fd)
@@ -160,7 +166,7 @@ class SharedView:
                 offset, length = data["shm"]
                 if self.map is None or not (0 <= offset and offset + length <= len(self.map)):
                     raise ValueError("a shared-memory array outside the shared buffer")
-                value["data"] = self.map[offset:offset + length]
+                value["data"] = memoryview(self.map)[offset:offset + length]  # read in place, not copied
                 return value
             for item in value.values():
                 self.unpack(item)

@@ -95,10 +95,7 @@ class WorkerReward(Reward):
         message = {"op": "score", "request": {"protocol": PROTOCOL, "rewards": [self.entry["name"]],
                                               "samples": samples}}
 
-        def pack(shared):
-            return shared.pack(message["request"]) if shared is not None else ()
-
-        answer = self.worker.ask(message, entry=self.name, pack=pack)
+        answer = self.worker.ask(message, entry=self.name, shared="request")
         if "error" in answer:
             raise self._error(answer["error"], n)
         try:

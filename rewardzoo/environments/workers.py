@@ -30,7 +30,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..config import EnvironmentSpec
 from ..errors import WorkerError
@@ -86,9 +86,10 @@ class Worker:
             return answer
 
     def ask(self, message: dict[str, Any], *, entry: str | None, timeout: float | None = None,
-            pack: Callable[[SharedBuffer | None], tuple[int, ...]] | None = None) -> dict[str, Any]:
+            shared: str | None = None) -> dict[str, Any]:
         """Send one message and return the worker's answer map (``{"ok": ...}`` or ``{"error": ...}``),
-        starting the worker when needed. A worker that dies meanwhile is restarted (bounded) and asked once
+        starting the worker when needed. ``shared``: the key of the message whose large arrays go through shared
+        memory (when the worker has it). A worker that dies meanwhile is restarted (bounded) and asked once
         more; WorkerError when it dies again, cannot be restarted, or does not start."""
         with self._lock:
             if self.closed:
@@ -97,8 +98,11 @@ class Worker:
                 if self._channel is None:
                     self._start(entry)
                 try:
-                    fds = pack(self._shared) if pack is not None else ()
-                    return self._exchange(message, fds, timeout, entry)
+                    sent, fds = message, ()
+                    if shared is not None and self._shared is not None:
+                        packed, fds = self._shared.pack(message[shared])
+                        sent = {**message, shared: packed}
+                    return self._exchange(sent, fds, timeout, entry)
                 except WorkerDied as exc:
                     stderr = self.stderr_tail
                     code = self._reap()

@@ -369,13 +369,15 @@ def _listed(value: Any, key: str) -> list:
     return value
 
 
-def _data(obj: Mapping[str, Any], key: str) -> bytes:
+def _data(obj: Mapping[str, Any], key: str) -> bytes | memoryview:
     data = obj.get("data")
     if isinstance(data, str):  # JSON carries bytes as base64
         try:
             return base64.b64decode(data, validate=True)
         except ValueError:
             raise WireError("'data' is not valid base64", field=key) from None
+    if isinstance(data, memoryview):  # a worker's view of its parent's shared memory: read in place
+        return data
     if not isinstance(data, (bytes, bytearray)):
         raise WireError(f"'data' must be bytes (base64 in JSON), got {type(data).__name__}", field=key)
     return bytes(data)

@@ -118,8 +118,10 @@ def test_a_worker_that_dies_mid_call_is_restarted_counted_and_the_call_retried(t
                                   "kwargs": {"marker": str(marker)}, "device": "cpu", "environment": here_env()})
     try:
         first = reward.worker.pid
+        images = _images(2, size=256, seed=4)  # in shared memory: the retry sends them again, to the new worker
         with caplog.at_level("WARNING", logger="rewardzoo.environments"):
-            assert list(reward(prompt=["a", "b"]).rewards) == [1.0, 1.0]  # died, restarted, retried
+            scores = reward(image=images).rewards  # died, restarted, retried
+        np.testing.assert_allclose(scores, brightness(images), rtol=1e-6)
         assert marker.exists() and reward.worker.restarts == 1 and reward.worker.pid not in (None, first)
         assert not alive(first)
         assert "restart 1 of at most 3" in caplog.text and "exit status 7" in caplog.text
@@ -148,34 +150,32 @@ def test_close_and_exit_stop_the_worker():
 _PARENT = """
 import os, signal, sys, threading, time
 from rewardzoo.loader import RewardLoader
-entry = {{"name": "b", "reward_model": "{here}:{cls}", "device": "cpu", "environment": {{"python": sys.executable}},
-          "kwargs": {kwargs}}}
-holder = []
-start = lambda: holder.append(RewardLoader().load(entry))
-if {in_thread}:  # started from another thread: no parent-death signal, the watched pipe alone
-    t = threading.Thread(target=start); t.start(); t.join()
-else:
-    start()
-print(holder[0].worker.pid, flush=True)
+def entry(timeout):  # two timeouts: two environments, two workers
+    return {{"name": "b", "reward_model": "{here}:{cls}", "device": "cpu", "kwargs": {kwargs},
+             "environment": {{"python": sys.executable, "start_timeout_s": timeout}}}}
+held = [RewardLoader().load(entry(60))]  # from the main thread: parent-death signal and watched pipe
+t = threading.Thread(target=lambda: held.append(RewardLoader().load(entry(61))))
+t.start(); t.join()  # from another thread: no parent-death signal (it follows the thread), the pipe alone
+holder = held
+print(*(r.worker.pid for r in held), flush=True)
 {then}
 """
 
 
-def _parent(cls: str, then: str, *, in_thread: bool = False, kwargs: str = "{}") -> subprocess.Popen:
-    script = _PARENT.format(here=HERE, cls=cls, kwargs=kwargs, in_thread=in_thread, then=then)
+def _parent(cls: str, then: str, *, kwargs: str = "{}") -> subprocess.Popen:
+    script = _PARENT.format(here=HERE, cls=cls, kwargs=kwargs, then=then)
     return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])})
 
 
-@pytest.mark.parametrize("in_thread", [False, True], ids=["parent-death-signal", "watched-pipe"])
-def test_a_sigkilled_parent_takes_its_worker_with_it(in_thread):
-    parent = _parent("Length", "time.sleep(120)", in_thread=in_thread)
+def test_a_sigkilled_parent_takes_its_workers_with_it():
+    parent = _parent("Length", "time.sleep(120)")
     try:
-        pid = int(parent.stdout.readline())
-        assert alive(pid)
+        pids = [int(p) for p in parent.stdout.readline().split()]
+        assert len(set(pids)) == 2 and all(alive(p) for p in pids), parent.stderr.read() if not pids else ""
         parent.kill()
         parent.wait(10)
-        assert gone_within(pid, 5), "the worker outlived its SIGKILLed parent"
+        assert [gone_within(p, 5) for p in pids] == [True, True], "a worker outlived its SIGKILLed parent"
     finally:
         parent.kill()
 
@@ -186,10 +186,10 @@ def test_keyboard_interrupt_during_a_call_stops_the_worker():
             "except KeyboardInterrupt:\n    print('interrupted', holder[0].worker.pid, flush=True)\n")
     parent = _parent("Brightness", then, kwargs="{'delay_s': 60}")
     try:
-        pid = int(parent.stdout.readline())
+        pids = [int(p) for p in parent.stdout.readline().split()]
         out, err = parent.communicate(timeout=30)
         assert out.split() == ["interrupted", "None"], err  # the worker was stopped before the exception left
-        assert gone_within(pid, 2)
+        assert gone_within(pids[0], 2)
     finally:
         parent.kill()
 

@@ -59,20 +59,20 @@ class Centred(GroupwiseReward):
 
 
 class DiesOnce(PointwiseReward):
-    """Kills its process on the first call (a marker file remembers it), scores 1.0 afterwards."""
+    """Kills its process on the first call (a marker file remembers it), scores the brightness afterwards."""
 
-    inputs = Inputs(("prompt",))
+    inputs = Inputs(("image",))
 
     def __init__(self, model_path=None, device="cpu", dtype="float32", marker: str = ""):
         super().__init__(model_path, device, dtype)
         self.marker = Path(marker)
 
-    def __call__(self, prompt):
+    def __call__(self, image):
         if not self.marker.exists():
             self.marker.write_text("died")
             print("DiesOnce: dying now", file=sys.stderr, flush=True)
             os._exit(7)
-        return [1.0] * len(prompt)
+        return brightness(image)
 
 
 class AlwaysDies(PointwiseReward):

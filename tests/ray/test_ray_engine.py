@@ -297,3 +297,20 @@ def test_a_reward_the_loader_refuses_fails_with_the_local_message(tmp_path, caps
     assert _score(config, path, tmp_path / "ray.jsonl", "--engine", "ray") != 0
     assert capsys.readouterr().err.strip().splitlines()[-1] == local
     assert "NoSuchReward" in local and not (tmp_path / "ray.jsonl").exists()
+
+
+def test_an_entry_in_its_own_environment_scores_under_ray_actors_as_locally(manifest):
+    """Each actor starts the entry's worker (a child of the actor's process) and scores through it."""
+    root, path, _ = manifest
+    config = root / "worker.yaml"
+    config.write_text("rewards:\n  - name: bright\n    reward_model: tests.environments.worker_rewards:Brightness\n"
+                      f"    device: cpu\n    environment: {{python: {sys.executable}}}\n")
+    assert _score(config, path, root / "local.jsonl") == 0
+    assert _score(config, path, root / "ray.jsonl", "--engine", "ray", "--actors", 2) == 0
+    local = [json.loads(line) for line in (root / "local.jsonl").read_text().splitlines()]
+    remote = [json.loads(line) for line in (root / "ray.jsonl").read_text().splitlines()]
+    assert [r["rewards"] for r in remote] == [r["rewards"] for r in local]
+    from tests.environments.worker_rewards import brightness
+
+    images = [Image.open(root / "media" / f"{i}.png").convert("RGB") for i in range(11)]
+    np.testing.assert_allclose([r["rewards"]["bright"] for r in local], brightness(images), rtol=1e-6)
