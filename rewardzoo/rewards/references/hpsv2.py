@@ -26,7 +26,8 @@ class ReferenceHPSv2(PointwiseReward):
     The checkpoint is found as rewardzoo's ``hpsv2`` finds it (``model_path``: a file, a directory or hub
     repository holding the version's file; default ``xswu/HPSv2``). The package builds its own open_clip
     ``ViT-H-14`` (:meth:`prepare_model` may put another architecture in its place) and, as published, loads the
-    checkpoint again on every call; it runs on ``device``.
+    checkpoint again on every call; it runs on ``device`` in float32 (``dtype`` is not applied). The package keeps
+    its model in module globals, so a process holds one such reward.
     """
 
     inputs = Inputs(("image", "prompt"))

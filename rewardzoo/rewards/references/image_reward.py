@@ -17,7 +17,9 @@ class ReferenceImageReward(PointwiseReward):
 
     ``model_path``: a directory holding ``ImageReward.pt`` and ``med_config.json`` (rewardzoo's
     ``image_reward`` reads the same directory), or None for the package's own download of
-    ``ImageReward-v1.0``. Inputs ``image`` and ``prompt``; the same normalised score as ``image_reward``.
+    ``ImageReward-v1.0``. Inputs ``image`` and ``prompt``; the same normalised score as ``image_reward``. The
+    package runs in float32 as published (``dtype`` is not applied); :meth:`load_model` is the one place that
+    builds the model (the tests build the package's model around tiny weights there).
     """
 
     inputs = Inputs(("image", "prompt"))
