@@ -82,7 +82,10 @@ class DrainSignal:
 
 def _follow_drain(drain_signal: Any, drain: Drain, timeout_s: float) -> None:
     """A replica's thread: wait for the driver's SIGTERM, drain, say so."""
-    ray.get(drain_signal.wait.remote())
+    try:
+        ray.get(drain_signal.wait.remote())
+    except ray.exceptions.RayError:  # the driver (which owns the signal) is gone: Serve stops the replica
+        return
     drain.begin()
     if drain.wait_idle(timeout_s):
         ray.get(drain_signal.drained.remote(uuid.uuid4().hex))
