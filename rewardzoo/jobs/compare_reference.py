@@ -53,11 +53,11 @@ class Comparison:
 def reference_specs(spec: RewardSpec, reference: Mapping[str, Any] | bool = True) -> tuple[RewardSpec, RewardSpec]:
     """(rewardzoo's entry in this process, the reference's entry) for one config entry; ``reference`` is an
     entry's ``reference:`` value (true: the reward's known wrapper and environment). Both score every sample."""
-    entry = {"name": spec.name + REFERENCE_SUFFIX, "reward_model": spec.reward_model, "model_path": spec.model_path,
+    entry = {"name": spec.name, "reward_model": spec.reward_model, "model_path": spec.model_path,
              "dtype": spec.dtype, "device": spec.device, "batch_size": spec.batch_size, "kwargs": dict(spec.kwargs),
              "limits": dict(spec.limits), "reference": reference}
     ours = replace(spec, environment=None, applicable_datasets=None, weight=1.0)
-    return ours, parse_spec(entry)
+    return ours, replace(parse_spec(entry), name=spec.name + REFERENCE_SUFFIX)  # errors name the user's entry
 
 
 def find_spec(specs: Sequence[RewardSpec], name: str) -> RewardSpec:

@@ -84,5 +84,8 @@ def test_compare_reference_pairs_the_entry_in_process_with_its_reference():
     assert ref.environment.requirements == IMAGE_REWARD.requirements
     _, here = reference_specs(spec, {"reward_model": "m:C", "environment": None})
     assert (here.reward_model, here.environment) == ("m:C", None)
+    with pytest.raises(ConfigError, match="has no reference package") as caught:
+        reference_specs(parse_spec({"name": "jpeg", "reward_model": "jpeg_compressibility"}))
+    assert caught.value.entry == "jpeg"  # the user's entry, not the reference stream's name
     with pytest.raises(ConfigError, match="no entry 'irr'.*did you mean 'ir'.*its entries: ir"):
         find_spec([spec], "irr")
