@@ -8,7 +8,8 @@
   Both sides use one torch thread.
 - startup: a worker's start-up (process start, imports, model build, ready to score) against loading the same
   entry in process in a fresh interpreter (``python -c`` importing rewardzoo and loading it).
-- restart: the call that finds its worker killed (SIGKILL): restart, rebuild, retried call, against a normal call.
+- restart: the call that finds its worker killed (SIGKILL): restart, rebuild, retried call, against a worker's
+  start-up plus a normal call (a restart should cost no more than that).
 
 Run: ``python benchmarks/bench_workers.py [--quick]`` (figures are ratios from interleaved runs).
 """
@@ -85,7 +86,7 @@ def bench_roundtrip(root: Path, repeats: int) -> list[dict]:
             f"`laion_aesthetic` (tiny open_clip): 32 images 512x512 through a worker of another environment "
             f"({label}) vs the same entry in process (median of {repeats} paired ratios)",
             measure(f"worker ({label})", times[path] * 1e3, "ms"), baseline=measure("in process", times["local"] * 1e3, "ms"),
-            ratio=ratios[path], ratio_label="worker / in process", goal="<= 1.2x" if path == "shm" else None))
+            ratio=ratios[path], ratio_label="worker / in process", goal="<= 1.2x" if path == "shm" else "<= 3x"))
     return figs
 
 
@@ -111,10 +112,10 @@ def bench_startup(root: Path, repeats: int) -> list[dict]:
                    f"worker start-up (process, imports, `laion_aesthetic` tiny open_clip built, ready) vs loading the "
                    f"entry in process in a fresh interpreter (median of {repeats})",
                    measure("worker start-up", s, "s"), baseline=measure("in-process load, cold", c, "s"),
-                   ratio=s / c, ratio_label="worker / in process")]
+                   ratio=s / c, ratio_label="worker / in process", goal="<= 1.5x")]
 
 
-def bench_restart(root: Path, repeats: int) -> list[dict]:
+def bench_restart(root: Path, repeats: int, startup_s: float) -> list[dict]:
     import rewardzoo
     from rewardzoo.processor import RewardProcessor
 
@@ -138,10 +139,11 @@ def bench_restart(root: Path, repeats: int) -> list[dict]:
         processor.close()
     n, r = statistics.median(normal), statistics.median(restarted)
     return [figure("workers.restart",
-                   f"a call that finds its worker SIGKILLed (restart, model rebuilt, call retried) vs a normal call, "
-                   f"32 images 512x512, `laion_aesthetic` tiny open_clip (median of {repeats})",
-                   measure("restart + retried call", r * 1e3, "ms"), baseline=measure("a call", n * 1e3, "ms"),
-                   ratio=r / n, ratio_label="restarted / normal call")]
+                   f"a call that finds its worker SIGKILLed (restart, model rebuilt, call retried) vs a worker's "
+                   f"start-up plus a normal call, 32 images 512x512, `laion_aesthetic` tiny open_clip (median of "
+                   f"{repeats}; a normal call alone: {n * 1e3:.0f} ms)",
+                   measure("restart + retried call", r, "s"), baseline=measure("start-up + a call", startup_s + n, "s"),
+                   ratio=r / (startup_s + n), ratio_label="restart / (start-up + call)", goal="<= 1.2x")]
 
 
 def main() -> None:
@@ -162,7 +164,8 @@ def main() -> None:
         interpreter(parse_environment(ENVIRONMENT))  # built once, before anything is timed
         figs = bench_roundtrip(root, repeats)
         figs += bench_startup(root, 3)
-        figs += bench_restart(root, 3 if args.quick else 5)
+        startup_s = figs[-1]["value"]["value"]
+        figs += bench_restart(root, 3 if args.quick else 5, startup_s)
     print_figures(figs)
     print(write_results(__file__, figs))
 

@@ -59,7 +59,6 @@ class WorkerReward(Reward):
         self.environment = spec.environment
         self.entry = child_entry(spec)
         self.worker = workers.worker_for(spec.environment)
-        self.worker.users += 1
         try:
             answer = self.worker.load(self.entry, name=spec.name)
             if "error" in answer:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import EnvironmentSpec
-from ..errors import WorkerError
+from ..errors import ConfigError, WorkerError
 from .channel import Channel, ChannelClosed, SharedBuffer
 from .venvs import interpreter, tail
 
@@ -77,8 +77,8 @@ class Worker:
         return tail(self._stderr_path) if self._stderr_path is not None else ""
 
     def load(self, entry: dict[str, Any], *, name: str) -> dict[str, Any]:
-        """Build ``entry`` (a plain entry mapping) in the worker; its answer (the served row and record).
-        Errors the worker answers are re-raised by ``reraise`` of the caller (see :meth:`ask`)."""
+        """Build ``entry`` (a plain entry mapping) in the worker; its answer (see :meth:`ask`): the served row and
+        record, or the error the worker met building it. A restarted worker builds the entries it held again."""
         with self._lock:
             answer = self.ask({"op": "load", "entry": entry}, entry=name, timeout=self.env.start_timeout_s)
             if "ok" in answer:
@@ -95,9 +95,9 @@ class Worker:
             if self.closed:
                 raise WorkerError("the worker was closed", entry=entry, environment=self.env.describe())
             for attempt in (1, 2):
-                if self._channel is None:
-                    self._start(entry)
                 try:
+                    if self._channel is None:
+                        self._start(entry)
                     sent, fds = message, ()
                     if shared is not None and self._shared is not None:
                         packed, fds = self._shared.pack(message[shared])
@@ -136,6 +136,11 @@ class Worker:
 
     # -- the process -----------------------------------------------------------------------------------
     def _start(self, entry: str | None) -> None:
+        import importlib.util
+
+        if importlib.util.find_spec("msgpack") is None:  # the channel's frames (the worker's env gets it built in)
+            raise ConfigError("entries with an environment need msgpack here: pip install msgpack (or "
+                              "'rewardzoo[serve]')", entry=entry, field="environment")
         python = interpreter(self.env)
         self._folder = Path(tempfile.mkdtemp(prefix="rewardzoo-worker-"))
         self._stderr_path = self._folder / "stderr.log"
@@ -302,11 +307,13 @@ _POOL_LOCK = threading.Lock()
 
 
 def worker_for(env: EnvironmentSpec) -> Worker:
-    """The worker of ``env`` in this process (one per environment: entries with the same one share it)."""
+    """The worker of ``env`` in this process (one per environment: entries with the same one share it), counted
+    as used by one more entry until :func:`release`."""
     with _POOL_LOCK:
         worker = _POOL.get(env)
         if worker is None or worker.closed:
             worker = _POOL[env] = Worker(env)
+        worker.users += 1
         return worker
 
 

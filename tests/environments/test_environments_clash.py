@@ -78,6 +78,7 @@ def environment(tmp_path_factory):
         yield env
 
 
+
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     from tests.verifiers.test_verifiers_image_reward import write_tiny_checkpoint
@@ -116,3 +117,36 @@ def test_a_plugin_installed_only_in_the_worker_environment(environment):
         assert reward.info.source.startswith("plugin rz-child-plugin")  # the worker's registry found it
         assert reward.info.summary == "(no model card)" and reward.kind == "pointwise"
     np.testing.assert_array_equal(result.rewards["words"], [len(p.split()) for p in prompts])
+
+
+def test_env_build_list_and_remove(environment, tmp_path, capsys):
+    """``env build`` finds the environment built already (and says where), ``env list`` shows it, ``env remove``
+    deletes one (a second, hand-made record here, so the built one stays for the other tests)."""
+    import json
+
+    import yaml
+
+    from rewardzoo.cli import main
+    from rewardzoo.environments.venvs import cache_root, environment_key
+
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"rewards": [{"name": "a", "reward_model": "child_words",
+                                                   "environment": environment}]}))
+    key = environment_key(load_config(config).rewards[0].environment)
+    assert main(["env", "build", str(config)]) == 0
+    out = capsys.readouterr()
+    python = cache_root() / key / "bin" / "python"
+    assert out.out.split("\t")[:2] == [key, str(python)] and "building" not in out.err  # reused, not rebuilt
+    spare = cache_root() / "feedc0de00000000"
+    spare.mkdir()
+    (spare / "environment.json").write_text(json.dumps({"key": spare.name, "requirements": ["six"],
+                                                        "system_site_packages": False, "python": "3.11.7",
+                                                        "rewardzoo": rewardzoo.__version__, "created": "2000-01-01"}))
+    assert main(["env", "list", "--json"]) == 0
+    rows = {r["key"]: r for r in json.loads(capsys.readouterr().out)}
+    assert set(rows) == {key, spare.name} and rows[key]["requirements"] == environment["requirements"]
+    assert rows[key]["system_site_packages"] is True and rows[key]["path"] == str(cache_root() / key)
+    assert main(["env", "list"]) == 0 and key in capsys.readouterr().out
+    assert main(["env", "remove", "nokey"]) == 2 and "no built environment matches 'nokey'" in capsys.readouterr().err
+    assert main(["env", "remove"]) == 2
+    assert main(["env", "remove", "feedc0"]) == 0 and not spare.exists() and python.exists()

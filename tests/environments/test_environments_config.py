@@ -1,9 +1,8 @@
-"""``environment:`` in a config: strict parsing, inheritance from the config, the JSON schema, and the built
-environments' CLI (``rewardzoo env build|list|remove``)."""
+"""``environment:`` in a config: strict parsing, inheritance from the config, the JSON schema (the built
+environments' CLI is tested on the environment test_environments_clash.py builds)."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 import pytest
@@ -56,31 +55,3 @@ def test_the_schema_describes_environments():
     for bad in ({"python": "/p", "requirements": ["x"]}, {"pythn": "/p"}, {}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({"rewards": [{"name": "a", "environment": bad}]}, schema)
-
-
-def test_env_build_list_and_remove(tmp_path, monkeypatch, capsys):
-    """A built environment that sees the parent's packages and adds one the parent has: nothing to download."""
-    from rewardzoo.cli import main
-    from rewardzoo.environments.venvs import environment_key
-
-    monkeypatch.setenv("REWARDZOO_ENVS", str(tmp_path / "envs"))
-    config = tmp_path / "config.yaml"
-    config.write_text("rewards:\n  - name: a\n    reward_model: tests.environments.worker_rewards:Length\n"
-                      "    environment: {requirements: [pyyaml], system_site_packages: true}\n")
-    key = environment_key(load_config(config).rewards[0].environment)
-    assert main(["env", "build", str(config)]) == 0
-    out = capsys.readouterr()
-    python = tmp_path / "envs" / key / "bin" / "python"
-    assert out.out.split("\t")[:2] == [key, str(python)] and python.exists()
-    assert "building the environment requirements=[pyyaml], system_site_packages" in out.err
-    assert main(["env", "build", str(config)]) == 0  # built already: reused, nothing said
-    assert "building" not in capsys.readouterr().err
-    assert main(["env", "list", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
-    assert [(r["key"], r["requirements"], r["system_site_packages"], r["path"]) for r in rows] == [
-        (key, ["pyyaml"], True, str(tmp_path / "envs" / key))]
-    assert main(["env", "list"]) == 0 and key in capsys.readouterr().out
-    assert main(["env", "remove", "nokey"]) == 2 and "no built environment matches 'nokey'" in capsys.readouterr().err
-    assert main(["env", "remove", key[:6]]) == 0
-    assert not (tmp_path / "envs" / key).exists()
-    assert main(["env", "list"]) == 0 and "no built environments" in capsys.readouterr().out

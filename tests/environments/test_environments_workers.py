@@ -154,22 +154,23 @@ def entry(timeout):  # two timeouts: two environments, two workers
     return {{"name": "b", "reward_model": "{here}:{cls}", "device": "cpu", "kwargs": {kwargs},
              "environment": {{"python": sys.executable, "start_timeout_s": timeout}}}}
 held = [RewardLoader().load(entry(60))]  # from the main thread: parent-death signal and watched pipe
-t = threading.Thread(target=lambda: held.append(RewardLoader().load(entry(61))))
-t.start(); t.join()  # from another thread: no parent-death signal (it follows the thread), the pipe alone
+if {two}:
+    t = threading.Thread(target=lambda: held.append(RewardLoader().load(entry(61))))
+    t.start(); t.join()  # from another thread: no parent-death signal (it follows the thread), the pipe alone
 holder = held
 print(*(r.worker.pid for r in held), flush=True)
 {then}
 """
 
 
-def _parent(cls: str, then: str, *, kwargs: str = "{}") -> subprocess.Popen:
-    script = _PARENT.format(here=HERE, cls=cls, kwargs=kwargs, then=then)
+def _parent(cls: str, then: str, *, kwargs: str = "{}", two: bool = False) -> subprocess.Popen:
+    script = _PARENT.format(here=HERE, cls=cls, kwargs=kwargs, then=then, two=two)
     return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])})
 
 
 def test_a_sigkilled_parent_takes_its_workers_with_it():
-    parent = _parent("Length", "time.sleep(120)")
+    parent = _parent("Length", "time.sleep(120)", two=True)
     try:
         pids = [int(p) for p in parent.stdout.readline().split()]
         assert len(set(pids)) == 2 and all(alive(p) for p in pids), parent.stderr.read() if not pids else ""
