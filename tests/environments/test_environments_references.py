@@ -68,8 +68,8 @@ def hps_weights(tmp_path_factory):
 
 
 def test_the_hpsv2_package_in_the_environment_the_table_names_against_hpsv2_here(hps_weights, tmp_path_factory):
-    keep = os.environ.get("REWARDZOO_TEST_ENVS")
-    root = Path(keep) / "worker-envs" if keep else tmp_path_factory.getbasetemp() / "worker-envs"
+    keep = os.environ.get("REWARDZOO_TEST_ENVS")  # a folder of its own: the clash test lists the worker-envs one
+    root = Path(keep) / "reference-envs" if keep else tmp_path_factory.getbasetemp() / "reference-envs"
     clip_dir, checkpoint = hps_weights
     spec = parse_spec({"name": "hps", "reward_model": "hpsv2", "model_path": str(checkpoint), "device": "cpu",
                        "kwargs": {"clip_model": str(clip_dir)}})
