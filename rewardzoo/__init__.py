@@ -13,8 +13,9 @@ The package is built in layers, lowest first; a module imports only its own laye
 (``tests/core/test_core_imports.py`` holds the table and checks it, import statements, ``importlib`` strings and
 lazy names alike): ``errors``; ``shared/`` (what rewards share); ``transport/`` (wire format, HTTP client,
 served-reward plumbing); the contract (``rewards/base.py``, ``rewards/info.py``); the rewards (``rewards/``);
-the core (config, registry, loader, engine, processor and its siblings); ``jobs/``; the front doors (``cli``,
-``serve/``, ``ray/``, ``integrations/``, ``report/``, ``transport/client.py``), which nothing below imports;
+the core (config, registry, loader, engine, processor and its siblings, ``environments/``); ``jobs/``; the front
+doors (``cli``, ``serve/``, ``ray/``, ``integrations/``, ``report/``, ``transport/client.py``,
+``environments/child.py``), which nothing below imports;
 ``testing``. This root holds ``__version__`` and the public names, each imported on first use.
 """
 

@@ -5,14 +5,18 @@ messages (:mod:`rewardzoo.environments.channel`) with the same response maps the
 
 It connects to the parent at ``ADDR`` (a Unix socket path, or ``tcp:127.0.0.1:PORT``) and proves itself with the
 token in ``$REWARDZOO_WORKER_TOKEN``. It never outlives the parent: the watched pipe ``--watch-fd`` reaches end of
-file when the parent dies (however it dies), and on Linux a parent-death signal is asked for too. Ctrl-C goes to
-the parent (which stops the worker); SIGTERM drains: a call in flight finishes and is answered, then exit 0.
+file when the parent dies (however it dies), and on Linux a parent-death signal (SIGTERM) is asked for too; a
+worker whose parent died removes the private folder the parent made for it. The parent stops it by closing the
+connection. Ctrl-C goes to the parent (which stops the worker); SIGTERM drains: a call in flight finishes and is
+answered, then exit 0 (after a moment's wait, up to 2 s, to tell a dying parent from a live one).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import select
+import shutil
 import signal
 import socket
 import sys
@@ -35,6 +39,29 @@ _OPEN = WireLimits(max_request_bytes=None, max_samples=None, max_pixels=None, ma
 class _State:
     busy = False
     stopping = False
+    parent = os.getppid()
+    watch_fd: int | None = None
+    folder: str | None = None  # the parent's private folder of this worker (its socket), removed if it dies first
+
+
+def _parent_gone() -> bool:
+    """This worker was reparented, or the watched pipe is at end of file (the parent's end closed: it died); after
+    a SIGTERM it waits a moment for the pipe (the parent's files may close a little after its death)."""
+    if os.getppid() != _State.parent:  # reparented: the parent process is gone
+        return True
+    if _State.watch_fd is None:
+        return False
+    try:
+        readable, _, _ = select.select([_State.watch_fd], [], [], 2.0 if _State.stopping else 0)
+        return bool(readable) and os.read(_State.watch_fd, 1) == b""
+    except OSError:
+        return True
+
+
+def _clean_up_after_parent(gone: bool = False) -> None:
+    """A parent that died (SIGKILL) could not remove this worker's folder: the worker does."""
+    if _State.folder is not None and (gone or _parent_gone()):
+        shutil.rmtree(_State.folder, ignore_errors=True)
 
 
 def _on_term(signum: int, frame: Any) -> None:
@@ -50,6 +77,7 @@ def _watch(fd: int) -> None:
             pass
     except OSError:
         pass
+    _clean_up_after_parent(gone=True)
     os._exit(0)
 
 
@@ -59,7 +87,7 @@ def _parent_death_signal() -> None:
             import ctypes
 
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+            libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: stop as on SIGTERM
         except (OSError, AttributeError):
             pass
 
@@ -164,7 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.parent_death_signal:
         _parent_death_signal()
     if args.watch_fd is not None:
+        _State.watch_fd = args.watch_fd
         threading.Thread(target=_watch, args=(args.watch_fd,), daemon=True, name="rewardzoo-parent-watch").start()
+    if not args.address.startswith("tcp:") and os.path.basename(os.path.dirname(args.address)).startswith(
+            "rewardzoo-worker-"):
+        _State.folder = os.path.dirname(args.address)
     channel = Channel(connect(args.address))
     channel.send({"op": "hello", "token": os.environ.get("REWARDZOO_WORKER_TOKEN", ""), "pid": os.getpid(),
                   "python": sys.version.split()[0], "executable": sys.executable})
@@ -172,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(channel, Worker())
     finally:
         channel.close()
+        _clean_up_after_parent()
 
 
 if __name__ == "__main__":

@@ -120,9 +120,9 @@ class WorkerReward(Reward):
         if kind == "input":
             return InputError(message, field=error.get("field"), sample=error.get("sample"))
         if kind == "config":
-            cls = RegistryError if error.get("type") in ("RegistryError", "MissingExtraError") else ConfigError
-            return cls(message) if cls is RegistryError else ConfigError(message, entry=self.name,
-                                                                         field=error.get("field"))
+            if error.get("type") in ("RegistryError", "MissingExtraError"):
+                return RegistryError(message)  # the loader names the entry and field
+            return ConfigError(message, entry=self.name, field=error.get("field"))
         if kind == "output":
             return RewardOutputError(message, reward=self.name)
         if n is None:

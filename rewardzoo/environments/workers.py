@@ -128,7 +128,7 @@ class Worker:
             self._stop(kill=True)
 
     def close(self) -> None:
-        """Stop the worker (SIGTERM: it finishes a call in flight; SIGKILL after a grace period)."""
+        """Stop the worker: its connection closed, it exits (SIGTERM, then SIGKILL, after grace periods)."""
         with self._lock:
             self.closed = True
             self._stop()
@@ -262,12 +262,15 @@ class Worker:
             self._shared = None
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
-            proc.kill() if kill else proc.terminate()
-            try:
-                proc.wait(_STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
+            if kill:
                 proc.kill()
-                proc.wait()
+            for then in (proc.terminate, proc.kill):  # an idle worker exits when its connection closes
+                try:
+                    proc.wait(_STOP_GRACE_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    then()
+            proc.wait()
         if self._watch_fd is not None:
             os.close(self._watch_fd)
             self._watch_fd = None

@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -142,7 +143,7 @@ def test_close_and_exit_stop_the_worker():
         print(reward.worker.pid, flush=True)
     """)  # the script ends without closing anything: atexit stops the worker
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])})
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([*sys.path, str(REPO)])})
     assert done.returncode == 0, done.stderr
     assert gone_within(int(done.stdout.split()[-1]), 2)
 
@@ -159,6 +160,7 @@ if {two}:
     t.start(); t.join()  # from another thread: no parent-death signal (it follows the thread), the pipe alone
 holder = held
 print(*(r.worker.pid for r in held), flush=True)
+print(*(r.worker._folder for r in held), flush=True)
 {then}
 """
 
@@ -166,17 +168,20 @@ print(*(r.worker.pid for r in held), flush=True)
 def _parent(cls: str, then: str, *, kwargs: str = "{}", two: bool = False) -> subprocess.Popen:
     script = _PARENT.format(here=HERE, cls=cls, kwargs=kwargs, then=then, two=two)
     return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])})
+                            cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join([*sys.path, str(REPO)])})
 
 
 def test_a_sigkilled_parent_takes_its_workers_with_it():
     parent = _parent("Length", "time.sleep(120)", two=True)
     try:
         pids = [int(p) for p in parent.stdout.readline().split()]
+        folders = [Path(f) for f in parent.stdout.readline().split()]
         assert len(set(pids)) == 2 and all(alive(p) for p in pids), parent.stderr.read() if not pids else ""
+        assert all(f.is_dir() for f in folders)
         parent.kill()
         parent.wait(10)
         assert [gone_within(p, 5) for p in pids] == [True, True], "a worker outlived its SIGKILLed parent"
+        assert [f.exists() for f in folders] == [False, False]  # each worker removed the folder its parent made
     finally:
         parent.kill()
 
