@@ -1,4 +1,4 @@
-"""Command line: ``rewardzoo list|card|score|serve|demo|schema|lint|env``."""
+"""Command line: ``rewardzoo list|card|score|serve|demo|schema|lint|env|compare-reference``."""
 
 from __future__ import annotations
 
@@ -94,6 +94,24 @@ def _parser() -> argparse.ArgumentParser:
                    help="share of the weighted typical spread above which one reward dominates (default 0.8)")
     p.set_defaults(func=cmd_lint)
 
+    p = sub.add_parser("compare-reference", help="score samples with rewardzoo's implementation of a reward and "
+                       "with its reference package (in its own environment); print the differences")
+    p.add_argument("name", help="a reward name, or with --config the name of one of its entries")
+    p.add_argument("--input", "-i", required=True, help="JSONL manifest (media paths relative to it)")
+    p.add_argument("--config", help="the config holding the entry NAME (its model path, options, device)")
+    p.add_argument("--split", choices=["train", "eval"], default="train", help="(with --config) its split")
+    p.add_argument("--model-path", help="the weights both implementations read (default: the entry's, or the "
+                   "reward's own download)")
+    p.add_argument("--reference-model", metavar="MODULE:CLASS",
+                   help="the wrapper that calls the reference package (default: rewardzoo's for the reward)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--reference-python", metavar="PATH",
+                       help="run the reference with this interpreter (default: the environment rewardzoo builds)")
+    where.add_argument("--in-process", action="store_true",
+                       help="run the reference in this process (the reference package must import here)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_compare_reference)
+
     env = sub.add_parser("env", help="the Python environments of entries with `environment:` (built once, cached)")
     env_sub = env.add_subparsers(dest="env_command", required=True)
     p = env_sub.add_parser("build", help="build (or check) every environment a config names; print where they are")
@@ -154,6 +172,41 @@ def cmd_lint(args: argparse.Namespace) -> int:
             print(f"{args.config}: {w}")
         print(f"{len(found)} warning(s)" if found else "no warnings")
     return 1 if found else 0
+
+
+def cmd_compare_reference(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from .config import parse_spec, resolve_config
+    from .jobs.compare_reference import compare_reference, find_spec
+    from .manifest import read_manifest
+
+    if args.config:
+        spec = find_spec(resolve_config(args.config).specs(args.split), args.name)
+    else:
+        spec = parse_spec({"name": args.name})
+    if args.model_path:
+        spec = replace(spec, model_path=args.model_path)
+    reference: dict = {}
+    if args.reference_model:
+        reference["reward_model"] = args.reference_model
+    if args.in_process or args.reference_python:
+        reference["environment"] = {"python": args.reference_python} if args.reference_python else None
+    samples, lines = read_manifest(args.input)
+    found = compare_reference(spec, samples, [f"line {n}" for n in lines], reference or True)
+    if args.json:
+        print(json.dumps(found.as_dict(), indent=2))
+        return 0
+    from .tables import format_table
+
+    table = [["sample", "rewardzoo", "reference", "difference"]]
+    for row in found.as_dict()["samples"]:
+        table.append([row["sample"], *("-" if row[k] is None else f"{row[k]:.6g}"
+                                       for k in ("rewardzoo", "reference", "difference"))])
+    print(f"{found.name}: rewardzoo vs {found.where}")
+    print(format_table(table))
+    print(f"max |difference|: {found.max_abs_difference:.3g} over {len(found.labels)} samples")
+    return 0
 
 
 def cmd_env_build(args: argparse.Namespace) -> int:

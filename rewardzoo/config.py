@@ -17,6 +17,7 @@ rewards:                      # training rewards
     limits: {seconds: 600}    # input limits (seconds of audio, frames, pixels); null lifts one
     environment: {python: /opt/envs/ir/bin/python}   # run in a worker process of another environment, or
     # environment: {requirements: ["transformers<5"], system_site_packages: true}  (built once, cached)
+    reference: true           # score with the reward's reference package instead (its own environment)
 eval_rewards: [...]           # optional; falls back to `rewards`
 advantage: sum                # or gdpo: how result.advantages() combines the rewards
 monitor: {log: monitor.jsonl, window: 20}   # optional: RewardMonitor's log and alarm thresholds
@@ -162,6 +163,8 @@ def parse_environment(value: Any, entry: str | None = None) -> EnvironmentSpec |
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(RewardSpec))
+#: The keys of a config entry: the spec's fields and ``reference`` (rewardzoo.rewards.references).
+ENTRY_KEYS = (*SPEC_FIELDS, "reference")
 TOP_LEVEL = ("rewards", "eval_rewards", "advantage", "monitor", "environment")
 
 
@@ -289,9 +292,13 @@ def parse_spec(raw: Any, where: str = "reward", environment: EnvironmentSpec | N
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"{where}: every reward entry needs a non-empty string 'name'", field="name")
+    if "reference" in raw:  # scored by the reward's reference package, in its own environment
+        from .rewards.references import reference_entry
+
+        raw = reference_entry(raw)
     for key in raw:
-        if key not in SPEC_FIELDS:
-            raise ConfigError(f"unknown key{did_you_mean(str(key), SPEC_FIELDS)}", entry=name, field=str(key))
+        if key not in ENTRY_KEYS:
+            raise ConfigError(f"unknown key{did_you_mean(str(key), ENTRY_KEYS)}", entry=name, field=str(key))
 
     def err(fld: str, msg: str) -> ConfigError:
         return ConfigError(msg, entry=name, field=fld)
@@ -413,6 +420,11 @@ def json_schema() -> dict[str, Any]:
                                       "frames": {"type": ["integer", "null"], "minimum": 1},
                                       "pixels": {"type": ["integer", "null"], "minimum": 1}}},
             "environment": environment,
+            "reference": {"oneOf": [{"type": "boolean"}, {
+                "type": "object", "additionalProperties": False,
+                "properties": {"reward_model": {"type": "string", "minLength": 1}, "environment": environment,
+                               "kwargs": {"type": "object"}}}],
+                "description": "score with the reward's reference package (true: the known wrapper and environment)"},
         },
     }
     items = {"oneOf": [{"type": "string"}, entry]}

@@ -10,7 +10,9 @@ Sources (the only places a fact is written by hand):
 
 Generated, between ``<!-- generated: ... -->`` and ``<!-- end generated -->`` markers:
 
-- README.md: the reward table (``reward table``) and the Benchmarks figures (``benchmark figures``);
+- README.md: the reward table (``reward table``), the Benchmarks figures (``benchmark figures``) and the
+  reference packages (``reference packages``, from ``rewardzoo.rewards.references.REFERENCES``);
+- the cards of the rewards with a reference package: a ``## Reference package`` section (``reference package``);
 - each card's ``## Speed`` section: the figures whose ``rewards`` name that card (``speed``); the
   hand-written prose around the block must not contain measured numbers (checked here);
 - benchmarks/README.md: the latest run of each script (``benchmark runs``);
@@ -191,6 +193,41 @@ def reward_table(cards: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def references_table() -> str:
+    from rewardzoo.rewards.references import REFERENCES
+
+    lines = ["| reward | reference package | runs in its own environment | why it needs one / why not |",
+             "|---|---|---|---|"]
+    for name, ref in sorted(REFERENCES.items()):
+        runs = f"yes: `{'`, `'.join(ref.requirements)}`" if ref.runs else "no"
+        lines.append(f"| `{name}` | {ref.package} | {runs} | {cell(ref.why)} |")
+    return "\n".join(lines)
+
+
+def reference_block(name: str) -> str:
+    from rewardzoo.rewards.references import REFERENCES
+
+    ref = REFERENCES[name]
+    if not ref.runs:
+        return f"The reference package, {ref.package}, is not wrapped here. Why: {ref.why}."
+    return (f"`reference: true` on an entry scores it with the reference package, {ref.package}, through its own "
+            f"API (`{ref.wrapper}`), in an environment rewardzoo builds once from `{'`, `'.join(ref.requirements)}` "
+            f"(with this environment's torch: `system_site_packages`). It needs one because it {ref.why}. "
+            f"`rewardzoo compare-reference {name} --input samples.jsonl` scores the same samples both ways and "
+            f"prints the per-sample differences and their maximum.")
+
+
+REFERENCE_SECTION = "## Reference package"
+
+
+def reference_card_text(text: str, name: str, block: str, where: str) -> str:
+    """The card with its Reference package section (added before the Speed section the first time)."""
+    if "<!-- generated: reference package -->" not in text:
+        a, _ = speed_section(text, where)
+        text = f"{text[:a]}{REFERENCE_SECTION}\n\n<!-- generated: reference package -->\n{END}\n\n{text[a:]}"
+    return splice(text, "reference package", block, where)
+
+
 def figures_table(figures: list[dict], *, script_column: bool) -> list[str]:
     head = "| what | script | date | baseline | rewardzoo | ratio | goal |" if script_column else \
         "| measurement | baseline | rewardzoo | ratio | goal | run |"
@@ -319,8 +356,10 @@ def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
     """File -> function(current text) -> the text it should have."""
     table = NOTE.format(source="the model cards' front matter") + "\n" + reward_table(cards)
     bench = NOTE.format(source="benchmarks/results/*.json") + "\n" + benchmark_block(runs, goals_only=True)
-    out = {README: lambda t: splice(splice(t, "reward table", table, "README.md"),
-                                    "benchmark figures", bench, "README.md"),
+    references = NOTE.format(source="rewardzoo/rewards/references/__init__.py") + "\n" + references_table()
+    out = {README: lambda t: splice(splice(splice(t, "reward table", table, "README.md"),
+                                           "benchmark figures", bench, "README.md"),
+                                    "reference packages", references, "README.md"),
            BENCH_README: lambda t: splice(t, "benchmark runs", NOTE.format(source="benchmarks/results/*.json")
                                           + "\n" + runs_block(runs) + "\n\n" + benchmark_block(runs, goals_only=False),
                                           "benchmarks/README.md")}
@@ -334,6 +373,16 @@ def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
                                          card_text(pairing_text(t, p, w), n, b, w))
         else:
             out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block, w=where: card_text(t, n, b, w))
+
+    from rewardzoo.rewards.references import REFERENCES
+
+    for name in REFERENCES:
+        if name not in cards:
+            raise DocsError(f"rewardzoo/rewards/references: '{name}' has no card")
+        block = NOTE.format(source="rewardzoo/rewards/references/__init__.py") + "\n" + reference_block(name)
+        speed = out[CARDS / f"{name}.md"]
+        out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block, f=speed:
+                                     reference_card_text(f(t), n, b, f"rewardzoo/model_cards/{n}.md"))
     return out
 
 

@@ -52,7 +52,8 @@ class ServeJob:
     """``rewardzoo serve``: serve the rewards of ``config`` over HTTP at ``host``:``port``.
 
     The batching and request limits (``max_*``), the bearer token's environment variable (``token_env``), the
-    log level, and with ``ray`` Ray Serve's ``replicas``, ``gpus_per_replica``, ``cpus_per_replica`` and the
+    log level, how long a SIGTERM waits for the requests in flight (``drain_timeout_s``), and with ``ray`` Ray
+    Serve's ``replicas``, ``gpus_per_replica``, ``cpus_per_replica`` and the
     cluster ``address`` to join (default: a local instance).
     """
 
@@ -71,6 +72,7 @@ class ServeJob:
     max_audio_seconds: float = 600.0
     token_env: str | None = None
     log_level: str = "warning"
+    drain_timeout_s: float = 25.0
     ray: bool = False
     replicas: int = 1
     gpus_per_replica: float = 0

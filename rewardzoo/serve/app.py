@@ -4,13 +4,15 @@ Endpoints (the wire format is :mod:`rewardzoo.transport.wire`):
 
 - ``POST /v1/score`` — samples in, per-reward vectors, totals, applied lists, weights and extras out;
 - ``GET /v1/rewards`` — the served rewards with their kind, fields, direction and score range, and the limits;
-- ``GET /health`` — the process answers; ``GET /ready`` — 200 once the models are loaded, 503 before;
+- ``GET /health`` — the process answers; ``GET /ready`` — 200 once the models are loaded, 503 before and
+  while the server drains to stop (``{"ready": false, "draining": true}``; :mod:`~rewardzoo.serve.drain`);
 - ``GET /metrics`` — Prometheus text (requests, samples, errors by kind, latency, batch sizes, queue).
 
 With a token every endpoint except ``/health`` and ``/ready`` needs ``Authorization: Bearer <token>``
 (compared in constant time). Refusals are 4xx with ``{"error": {"kind", "message", "limit"}}``: 400
 malformed, 401/403 auth, 413 a limit, 415 a body that is not MessagePack or JSON, 422 a sample the rewards
-cannot take; 503 with Retry-After while loading or when the queue is full; 500 when a reward fails.
+cannot take; 503 with Retry-After while loading, when the queue is full or while draining; 500 when a reward
+fails.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ..errors import InputError, RewardZooError
 from ..sample import Sample
 from ..transport.wire import JSON, MSGPACK, WireError, WireLimits, decode_request, dumps, error_payload, format_of
 from .batching import Batcher, Overloaded
+from .drain import Drain
 from .metrics import Metrics
 from .options import ServeOptions
 from .service import RewardService
@@ -49,10 +52,12 @@ class _Refused(Exception):
 
 
 def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
-              on_load_error: Callable[[BaseException], None] | None = None) -> Starlette:
+              on_load_error: Callable[[BaseException], None] | None = None, drain: Drain | None = None) -> Starlette:
     """The app over ``service``. When the service is not loaded yet, it is loaded on a thread at startup
-    (``/ready`` answers 503 meanwhile); ``on_load_error`` is called if that fails."""
+    (``/ready`` answers 503 meanwhile); ``on_load_error`` is called if that fails. ``drain``: the server's stop
+    (its own by default, ``app.state.drain``), begun by whoever runs the app."""
     metrics = Metrics()
+    drain = drain or Drain()
     batcher = Batcher(service.score, max_batch=options.max_batch, max_wait_s=options.max_wait_ms / 1000,
                       max_queue=options.max_queue, metrics=metrics)
     limits = service.limits
@@ -78,6 +83,8 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
         return JSONResponse({"status": "ok", "protocol": 1})
 
     async def ready(request: Request) -> Response:
+        if drain.draining:
+            return JSONResponse({"ready": False, "draining": True}, status_code=503)
         if service.ready:
             return JSONResponse({"ready": True})
         return JSONResponse({"ready": False, "error": str(service.load_error) if service.load_error else None},
@@ -112,10 +119,16 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
             if unsupported is not None:
                 raise unsupported
             require_ready()
-            body = await _read_body(request, limits)
-            key, samples = await run_in_threadpool(_decode, service, body, fmt, limits)
-            n = len(samples)
-            answer = await batcher.submit(key, samples)
+            if not drain.enter():
+                raise _Refused(503, "draining", "this server is stopping; send the request to another one",
+                               {"Retry-After": "1"})
+            try:
+                body = await _read_body(request, limits)
+                key, samples = await run_in_threadpool(_decode, service, body, fmt, limits)
+                n = len(samples)
+                answer = await batcher.submit(key, samples)
+            finally:
+                drain.leave()
             metrics.request("/v1/score", 200, time.monotonic() - started, samples=n)
             return Response(dumps(answer, fmt), media_type=MSGPACK if fmt == "msgpack" else JSON)
         except WireError as exc:
@@ -155,7 +168,7 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
     routes = [Route("/health", health), Route("/ready", ready), Route("/v1/rewards", rewards),
               Route("/v1/score", score, methods=["POST"]), Route("/metrics", metrics_text)]
     app = Starlette(routes=routes, lifespan=lifespan)
-    app.state.service, app.state.metrics, app.state.batcher = service, metrics, batcher
+    app.state.service, app.state.metrics, app.state.batcher, app.state.drain = service, metrics, batcher, drain
     return app
 
 

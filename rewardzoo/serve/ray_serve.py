@@ -6,19 +6,31 @@ in its constructor, so Serve routes to it only once it is ready) and the same St
 included; Serve spreads requests over the replicas. The HTTP wire format is unchanged, so the ``remote``
 reward and :mod:`rewardzoo.transport.client` talk to either server alike. (Ray moves the config to the replicas with
 its own serialisation inside the cluster; nothing received on the HTTP port is unpickled.)
+
+``serve --ray`` stops on SIGTERM by draining, as the uvicorn server does (:mod:`~rewardzoo.serve.drain`): the
+driver takes SIGTERM from Ray's own handler (which dumps a C++ stack and dies), relays it through a
+:class:`DrainSignal` actor to every replica (each one's ``/ready`` answers 503 and its new requests are refused
+from then), waits until each replica has answered its requests in flight, shuts Serve and the Ray instance
+it started down, and exits 0.
 """
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
+import threading
 import time
+import uuid
 from typing import Any, Mapping
 
+import ray
 from ray import serve
 
 from ..config import RewardConfig, resolve_config
 from ..jobs.description import ServeJob
 from ..transport.wire import WireLimits
+from .drain import DRAINED_NOTICE, Drain, cut_notice
 from .options import ServeOptions, binding_notice
 
 #: Requests a replica takes at once; its own batcher merges them, so this is well above Serve's default.
@@ -29,53 +41,121 @@ MAX_ONGOING_REQUESTS = 256
 class RewardServeReplica:
     """One replica: the service (models loaded here) and its ASGI app."""
 
-    def __init__(self, config: RewardConfig, split: str, options: ServeOptions, limits: WireLimits) -> None:
+    def __init__(self, config: RewardConfig, split: str, options: ServeOptions, limits: WireLimits,
+                 drain_signal: Any = None, drain_timeout_s: float = 0.0) -> None:
         from .service import RewardService
 
         self._service = RewardService(config, split=split, limits=limits).load()
         self._options = options
+        self._drain = Drain()
+        if drain_signal is not None:
+            threading.Thread(target=_follow_drain, args=(drain_signal, self._drain, drain_timeout_s), daemon=True,
+                             name="rewardzoo-serve-drain").start()
 
     def __serve_build_asgi_app__(self) -> Any:
         from .app import build_app
 
-        return build_app(self._service, self._options)
+        return build_app(self._service, self._options, drain=self._drain)
+
+
+@ray.remote(num_cpus=0)
+class DrainSignal:
+    """The driver's SIGTERM, relayed to the replicas (:meth:`wait` returns once it came), and which replicas
+    have answered their requests in flight since (:meth:`drained`)."""
+
+    def __init__(self) -> None:
+        self._begun = asyncio.Event()
+        self._drained: set[str] = set()
+
+    async def begin(self) -> None:
+        self._begun.set()
+
+    async def wait(self) -> None:
+        await self._begun.wait()
+
+    async def drained(self, replica: str) -> int:
+        """Count ``replica`` as drained (with no ``replica``: only ask); how many have drained."""
+        if replica:
+            self._drained.add(replica)
+        return len(self._drained)
+
+
+def _follow_drain(drain_signal: Any, drain: Drain, timeout_s: float) -> None:
+    """A replica's thread: wait for the driver's SIGTERM, drain, say so."""
+    try:
+        ray.get(drain_signal.wait.remote())
+    except ray.exceptions.RayError:  # the driver (which owns the signal) is gone: Serve stops the replica
+        return
+    drain.begin()
+    if drain.wait_idle(timeout_s):
+        ray.get(drain_signal.drained.remote(uuid.uuid4().hex))
 
 
 def reward_deployment(config: RewardConfig | str | Mapping[str, Any], *, split: str = "train", replicas: int = 1,
                       gpus_per_replica: float = 0, cpus_per_replica: float = 1,
                       options: ServeOptions = ServeOptions(), limits: WireLimits = WireLimits(),
-                      name: str = "rewardzoo") -> Any:
+                      name: str = "rewardzoo", drain_signal: Any = None,
+                      drain_timeout_s: float = ServeJob.drain_timeout_s) -> Any:
     """A bound Serve application (``serve.run(reward_deployment("rewards.yaml"), route_prefix="/")``).
 
     The config is read here, on the driver, and travels to the replicas as data (so a YAML file need
-    not exist on the other nodes; model paths must).
+    not exist on the other nodes; model paths must). ``drain_signal``: a :class:`DrainSignal` actor whose
+    ``begin`` makes every replica drain (at most ``drain_timeout_s``), as ``serve --ray`` does on SIGTERM.
     """
     config = resolve_config(config)
     config.specs(split)  # check the split before any replica starts
     deployment = serve.deployment(RewardServeReplica, name=name, num_replicas=replicas,
                                   max_ongoing_requests=MAX_ONGOING_REQUESTS,
                                   ray_actor_options={"num_gpus": gpus_per_replica, "num_cpus": cpus_per_replica})
-    return deployment.bind(config, split, options, limits)
+    return deployment.bind(config, split, options, limits, drain_signal, drain_timeout_s)
 
 
 def run_ray(config_source: Any, job: ServeJob, options: ServeOptions, limits: WireLimits) -> int:
-    """``rewardzoo serve --ray``: start (or join) Ray as the Ray engine does, deploy, serve until interrupted."""
-    import ray
-
+    """``rewardzoo serve --ray``: start (or join) Ray as the Ray engine does, deploy, serve until interrupted or,
+    on SIGTERM, drained; 1 when the drain timed out."""
     from ..ray.startup import ensure_ray  # the one start-up: a fresh local instance unless an address is given
 
     ensure_ray(job.address, quiet=False)
-    serve.start(http_options={"host": job.host, "port": job.port})
-    app = reward_deployment(config_source, split=job.split, replicas=job.replicas,
-                            gpus_per_replica=job.gpus_per_replica, cpus_per_replica=job.cpus_per_replica,
-                            options=options, limits=limits)
-    serve.run(app, name="rewardzoo", route_prefix="/")
-    print(binding_notice(job.host, job.port, options.token is not None) + f" (Ray Serve, {job.replicas} "
-          f"replica(s); Ray at {ray.get_runtime_context().gcs_address})", file=sys.stderr, flush=True)
+    terms: list[int] = []  # Ray's handler of SIGTERM is replaced once Ray is up (it installs it at start)
+    previous = signal.signal(signal.SIGTERM, lambda sig, frame: terms.append(sig))
+    undrained = 0
     try:
-        while True:
-            time.sleep(3600)
+        drain_signal = DrainSignal.remote()
+        serve.start(http_options={"host": job.host, "port": job.port})
+        app = reward_deployment(config_source, split=job.split, replicas=job.replicas,
+                                gpus_per_replica=job.gpus_per_replica, cpus_per_replica=job.cpus_per_replica,
+                                options=options, limits=limits, drain_signal=drain_signal,
+                                drain_timeout_s=job.drain_timeout_s)
+        serve.run(app, name="rewardzoo", route_prefix="/")
+        print(binding_notice(job.host, job.port, options.token is not None) + f" (Ray Serve, {job.replicas} "
+              f"replica(s); Ray at {ray.get_runtime_context().gcs_address})", file=sys.stderr, flush=True)
+        while not terms:
+            time.sleep(0.5)
+        undrained = _drain_replicas(drain_signal, job.replicas, job.drain_timeout_s)
     except KeyboardInterrupt:
-        serve.shutdown()
-        ray.shutdown()
+        pass
+    finally:
+        if previous is not None:  # None: Ray's own, not installed from Python
+            signal.signal(signal.SIGTERM, previous)
+    serve.shutdown()
+    ray.shutdown()
+    if undrained:
+        print(cut_notice(undrained, job.drain_timeout_s, "replica(s) with requests"), file=sys.stderr, flush=True)
+        return 1
+    if terms:
+        print(DRAINED_NOTICE, file=sys.stderr, flush=True)
     return 0
+
+
+def _drain_replicas(drain_signal: Any, replicas: int, timeout_s: float) -> int:
+    """Make every replica drain; how many had not drained within ``timeout_s``."""
+    print(f"rewardzoo serve: SIGTERM, draining {replicas} replica(s)", file=sys.stderr, flush=True)
+    ray.get(drain_signal.begin.remote())
+    deadline = time.monotonic() + timeout_s + 1.0  # the replicas' own waits are bounded by timeout_s
+    drained = 0
+    while time.monotonic() < deadline:
+        drained = ray.get(drain_signal.drained.remote(""))
+        if drained >= replicas:
+            return 0
+        time.sleep(0.1)
+    return replicas - drained

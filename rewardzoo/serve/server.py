@@ -38,6 +38,8 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--max-frames", type=int, default=d.max_frames, help="frames per video")
     p.add_argument("--max-audio-seconds", type=float, default=d.max_audio_seconds, help="seconds per audio clip")
     p.add_argument("--token-env", metavar="NAME", help="environment variable holding the bearer token clients must send")
+    p.add_argument("--drain-timeout-s", type=float, default=d.drain_timeout_s,
+                   help="on SIGTERM, how long to wait for the requests in flight before exiting anyway (exit 1)")
     p.add_argument("--log-level", default=d.log_level, choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--ray", action="store_true", help="serve with Ray Serve (pip install 'rewardzoo[serve-ray]')")
     p.add_argument("--replicas", type=int, default=d.replicas, help="(ray) replicas, each loading the models once")
@@ -56,7 +58,7 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, "WireLimits"]:
                  "max_connections"):
         if getattr(job, name) <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(job, name)}")
-    for name in ("max_request_mb", "max_audio_seconds"):
+    for name in ("max_request_mb", "max_audio_seconds", "drain_timeout_s"):
         if not getattr(job, name) > 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(job, name)}")
     if job.max_wait_ms < 0:
@@ -79,7 +81,8 @@ def token_from_env(name: str | None) -> str | None:
 
 
 def serve_command(job: ServeJob) -> int:
-    """``rewardzoo serve``: serve ``job`` under uvicorn (or Ray Serve) until interrupted."""
+    """``rewardzoo serve``: serve ``job`` under uvicorn (or Ray Serve) until interrupted or, on SIGTERM, drained
+    (:mod:`~rewardzoo.serve.drain`)."""
     options, limits = serve_options(job)
     source = config_source(job.config)
     if job.ray:
@@ -89,23 +92,31 @@ def serve_command(job: ServeJob) -> int:
     import uvicorn
 
     from .app import build_app
+    from .drain import DRAINED_NOTICE, Drain, cut_notice
     from .service import RewardService
+    from .uvicorn_server import DrainingServer
 
     service = RewardService(source, split=job.split, limits=limits)
     failed: list[BaseException] = []
-    server: uvicorn.Server | None = None
+    server: DrainingServer | None = None
+    drain = Drain()
 
     def on_load_error(exc: BaseException) -> None:
         failed.append(exc)
         if server is not None:
             server.should_exit = True
 
-    app = build_app(service, options, on_load_error=on_load_error)
-    server = uvicorn.Server(uvicorn.Config(app, host=job.host, port=job.port, log_level=job.log_level,
+    app = build_app(service, options, on_load_error=on_load_error, drain=drain)
+    server = DrainingServer(uvicorn.Config(app, host=job.host, port=job.port, log_level=job.log_level,
                                            access_log=False, lifespan="on", timeout_keep_alive=30,
-                                           limit_concurrency=job.max_connections))
+                                           limit_concurrency=job.max_connections), drain, job.drain_timeout_s)
     print(binding_notice(job.host, job.port, options.token is not None), file=sys.stderr, flush=True)
     server.run()
     if failed:
         raise RewardZooError(f"loading the rewards failed: {failed[0]}") from failed[0]
+    if server.cut:
+        print(cut_notice(server.cut, job.drain_timeout_s), file=sys.stderr, flush=True)
+        os._exit(1)  # the cut requests' model calls still hold the model thread, which exit would wait for
+    if drain.draining:
+        print(DRAINED_NOTICE, file=sys.stderr, flush=True)
     return 0

@@ -1,8 +1,10 @@
-"""A test reward for the serving tests: slow on purpose, to fill the server's queue."""
+"""Test rewards for the serving tests: slow on purpose (to fill the server's queue), slow to load, failing to load,
+and held in flight until the test releases it."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from rewardzoo.rewards.base import Inputs, PointwiseReward
 
@@ -48,3 +50,23 @@ class FailsToLoad(PointwiseReward):
 
     def __call__(self, prompt, **_):
         raise AssertionError("never called")
+
+
+class HeldLength(PointwiseReward):
+    """Score = len(prompt); each call touches ``started`` and then waits (at most ``hold_s``) until ``release``
+    exists: a request the test keeps in flight for as long as it needs."""
+
+    inputs = Inputs(("prompt",))
+    modality = "text"
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", started: str = "", release: str = "",
+                 hold_s: float = 60.0):
+        super().__init__(model_path, device, dtype)
+        self.started, self.release, self.hold_s = Path(started), Path(release), hold_s
+
+    def __call__(self, prompt, **_):
+        self.started.touch()
+        deadline = time.monotonic() + self.hold_s
+        while not self.release.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return [float(len(p)) for p in prompt]

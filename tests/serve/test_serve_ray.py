@@ -99,6 +99,8 @@ def test_the_ray_command_passes_its_options_to_the_deployment(config, monkeypatc
     monkeypatch.setattr(ray, "init", lambda **kw: seen.setdefault("init", kw))
     monkeypatch.setattr(ray, "shutdown", lambda: seen.setdefault("ray_shutdown", True))
     monkeypatch.setattr(ray, "get_runtime_context", lambda: argparse.Namespace(gcs_address="10.0.0.1:6379"))
+    drain_signal = object()
+    monkeypatch.setattr(ray_serve, "DrainSignal", argparse.Namespace(remote=lambda: drain_signal))
 
     def interrupt(_):
         raise KeyboardInterrupt
@@ -117,5 +119,6 @@ def test_the_ray_command_passes_its_options_to_the_deployment(config, monkeypatc
     deployment = app._bound_deployment
     assert deployment.num_replicas == 3 and deployment.ray_actor_options["num_gpus"] == 0.5
     assert deployment.init_args[2].max_batch == 7 and deployment.init_args[1] == "train"
+    assert deployment.init_args[4:] == (drain_signal, 25.0)  # SIGTERM drains the replicas (test_serve_stop)
     assert seen["serve_shutdown"] and seen["ray_shutdown"]
     assert "this machine only" in capsys.readouterr().err
