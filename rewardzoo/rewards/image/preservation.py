@@ -47,26 +47,26 @@ def ssim_map(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     g = torch.exp(-(t ** 2) / (2 * SSIM_SIGMA ** 2))
     g = (g / g.sum()).to(x.dtype)
     c = x.shape[1]
-
-    def blur(v: torch.Tensor) -> torch.Tensor:  # separable, 'valid': no padding, so no border rule
-        v = F.conv2d(v, g.view(1, 1, 1, -1).expand(c, 1, 1, -1), groups=c)
-        return F.conv2d(v, g.view(1, 1, -1, 1).expand(c, 1, -1, 1), groups=c)
-
-    ux, uy = blur(x), blur(y)
-    vx, vy, vxy = blur(x * x) - ux * ux, blur(y * y) - uy * uy, blur(x * y) - ux * uy
+    stack = torch.cat([x, y, x * x, y * y, x * y], dim=1)  # one separable 'valid' blur for the five moments
+    stack = F.conv2d(stack, g.view(1, 1, 1, -1).expand(5 * c, 1, 1, -1), groups=5 * c)
+    ux, uy, uxx, uyy, uxy = F.conv2d(stack, g.view(1, 1, -1, 1).expand(5 * c, 1, -1, 1), groups=5 * c).split(c, dim=1)
+    vx, vy, vxy = uxx - ux * ux, uyy - uy * uy, uxy - ux * uy
     return ((2 * ux * uy + SSIM_C1) * (2 * vxy + SSIM_C2)) / ((ux * ux + uy * uy + SSIM_C1) * (vx + vy + SSIM_C2))
 
 
 def pixel_metric(metric: str, result: torch.Tensor, source: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """``metric`` of results vs sources (B, 3, H, W) in [0, 1] over the pixels where ``keep`` (B, H, W) is True."""
+    """``metric`` (float64) of uint8 results vs sources (B, 3, H, W) over the pixels where ``keep`` (B, H, W) is True.
+
+    PSNR and L1 sum exact integer differences (then scale by 255 or 255^2); SSIM runs in float32 on [0, 1] values.
+    """
     if metric == "ssim":
-        per_pixel = ssim_map(result, source).mean(dim=1)
+        per_pixel = ssim_map(result.float().div_(255), source.float().div_(255)).mean(dim=1)
         keep = keep[:, SSIM_RADIUS:-SSIM_RADIUS, SSIM_RADIUS:-SSIM_RADIUS]
-    else:
-        diff = result - source
-        per_pixel = (diff.abs() if metric == "l1" else diff * diff).mean(dim=1)
-    w = keep.to(per_pixel.dtype)
-    mean = (per_pixel * w).sum(dim=(1, 2)) / w.sum(dim=(1, 2))
+        return ((per_pixel * keep).sum(dim=(1, 2)).double() / keep.sum(dim=(1, 2)).double())
+    diff = result.to(torch.int32) - source.to(torch.int32)
+    diff = diff.abs_() if metric == "l1" else diff.square_()
+    total = (diff.sum(dim=1) * keep).sum(dim=(1, 2), dtype=torch.int64).double()
+    mean = total / (3 * keep.sum(dim=(1, 2)).double() * (255.0 if metric == "l1" else 255.0 ** 2))
     return 10 * torch.log10(1 / mean.clamp_min(MSE_FLOOR)) if metric == "psnr" else mean
 
 
@@ -151,10 +151,8 @@ class EditPreservation(PointwiseReward):
         for i, r in enumerate(results):
             by_size.setdefault(tuple(r.shape), []).append(i)
         for idx in by_size.values():
-            x = torch.stack([results[i] for i in idx]).float().div_(255)
-            y = torch.stack([sources[i] for i in idx]).float().div_(255)
-            m = torch.stack([keeps[i] for i in idx])
-            scores[idx] = pixel_metric(self.metric, x, y, m).double().cpu()
+            x, y = torch.stack([results[i] for i in idx]), torch.stack([sources[i] for i in idx])
+            scores[idx] = pixel_metric(self.metric, x, y, torch.stack([keeps[i] for i in idx])).cpu()
         return scores
 
     def _feature_scores(self, results: list, sources: list, keeps: list) -> torch.Tensor:
