@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..rewards.vlm.llava_checkpoint import LLAVA_QWEN_CHAT_TEMPLATE
+from ..rewards.vlm import llava_checkpoint
 from .common import made_dir
 
 #: Tiny tile grid (SigLIP image size 28, patch 14: 2x2 patches = 4 tokens per tile).
@@ -70,7 +70,8 @@ def tiny_llava_onevision_processor(tokenizer=None):
     return LlavaOnevisionProcessor(
         image_processor=LlavaOnevisionImageProcessor(**_SIGLIP_PREPROCESS, image_grid_pinpoints=TINY_PINPOINTS),
         video_processor=LlavaOnevisionVideoProcessor(**_SIGLIP_PREPROCESS), tokenizer=tokenizer,
-        num_image_tokens=4, vision_feature_select_strategy="full", chat_template=LLAVA_QWEN_CHAT_TEMPLATE)
+        num_image_tokens=4, vision_feature_select_strategy="full",
+        chat_template=llava_checkpoint.LLAVA_QWEN_CHAT_TEMPLATE)
 
 
 def llava_name(key: str) -> str:
@@ -111,7 +112,8 @@ def tiny_llava_onevision_dirs(root, *, seed: int = 0) -> dict[str, Path]:
                                                                 **_SIGLIP_PREPROCESS}), encoding="utf-8")
     text = config.text_config.to_dict()
     original = {**text, "architectures": ["LlavaQwenForCausalLM"], "model_type": "llava",
-                "mm_vision_tower": str(tower), "mm_projector_type": "mlp2x_gelu", "mm_hidden_size": vision["hidden_size"],
+                "mm_vision_tower": str(tower), "mm_projector_type": "mlp2x_gelu",
+                "mm_hidden_size": vision["hidden_size"],
                 "mm_vision_select_layer": -2, "mm_vision_select_feature": "patch",
                 "mm_patch_merge_type": "spatial_unpad", "image_aspect_ratio": "anyres_max_9",
                 "image_grid_pinpoints": TINY_PINPOINTS, "mm_use_im_start_end": False, "mm_use_im_patch_token": False,

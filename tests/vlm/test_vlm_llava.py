@@ -108,6 +108,7 @@ def test_prompts_token_ids_and_answers_match_transformers_called_directly(llava_
         expected.append(answer)
     assert backbone.generate(queries, max_new_tokens=8) == expected
     assert len(set(expected)) > 1  # the answers depend on the input
+    assert load_vlm(llava_dirs["transformers"]).generate(queries, max_new_tokens=8) == expected  # its own layout too
 
 
 def test_a_system_prompt_replaces_the_default_one(llava_dirs):
