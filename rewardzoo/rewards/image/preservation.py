@@ -57,15 +57,15 @@ def ssim_map(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def pixel_metric(metric: str, result: torch.Tensor, source: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """``metric`` (float64) of uint8 results vs sources (B, 3, H, W) over the pixels where ``keep`` (B, H, W) is True.
 
-    PSNR and L1 sum exact integer differences (then scale by 255 or 255^2); SSIM runs in float32 on [0, 1] values.
+    PSNR and L1 sum the exact 8-bit differences (then scale by 255 or 255^2); SSIM runs in float32 on [0, 1] values.
     """
     if metric == "ssim":
         per_pixel = ssim_map(result.float().div_(255), source.float().div_(255)).mean(dim=1)
         keep = keep[:, SSIM_RADIUS:-SSIM_RADIUS, SSIM_RADIUS:-SSIM_RADIUS]
         return ((per_pixel * keep).sum(dim=(1, 2)).double() / keep.sum(dim=(1, 2)).double())
-    diff = result.to(torch.int32) - source.to(torch.int32)
-    diff = diff.abs_() if metric == "l1" else diff.square_()
-    total = (diff.sum(dim=1) * keep).sum(dim=(1, 2), dtype=torch.int64).double()
+    diff = result.float().sub_(source.float())  # integer-valued: each pixel's channel sum (< 2^24) is exact in float32
+    per_pixel = (diff.abs_() if metric == "l1" else diff.square_()).sum(dim=1).mul_(keep)
+    total = per_pixel.double().sum(dim=(1, 2))
     mean = total / (3 * keep.sum(dim=(1, 2)).double() * (255.0 if metric == "l1" else 255.0 ** 2))
     return 10 * torch.log10(1 / mean.clamp_min(MSE_FLOOR)) if metric == "psnr" else mean
 
