@@ -126,6 +126,11 @@ def test_dino_is_the_cosine_of_the_backbones_cls_tokens_and_pastes_the_edit_regi
     inside_only[EDIT] = res[EDIT]
     masked = reward(image=[t(inside_only)], condition_images=[[t(src), t(mask)]]).rewards
     assert float(masked[0]) == pytest.approx(1.0, abs=1e-5)
+    # a result of another size is compared as a whole; with a mask it cannot be
+    small = t(res[:48])
+    assert -1 <= float(reward(image=[small], condition_images=[[t(src)]]).rewards[0]) <= 1
+    with pytest.raises(InputError, match="the edit mask marks pixels of both"):
+        reward(image=[small], condition_images=[[t(src), t(mask)]])
 
 
 def test_clip_is_the_cosine_of_the_backbones_image_features(oc_dir):

@@ -118,12 +118,12 @@ class EditPreservation(PointwiseReward):
         dev = torch.device(self.device)
         results, sources, keeps = [], [], []
         for i, (result, edit) in enumerate(zip(image, edits)):
-            if result.shape != edit.source.shape:
-                if self.metric in PIXEL_METRICS:
-                    raise InputError(f"the result is {result.shape[2]}x{result.shape[1]}, its source "
-                                     f"(condition_images[0]) {edit.source.shape[2]}x{edit.source.shape[1]}: "
-                                     f"{self.metric} compares them pixel for pixel, so they must be the same size",
-                                     field="image", sample=i)
+            if result.shape != edit.source.shape and (self.metric in PIXEL_METRICS or edit.mask is not None):
+                why = (f"{self.metric} compares them pixel for pixel" if self.metric in PIXEL_METRICS
+                       else "the edit mask marks pixels of both")
+                raise InputError(f"the result is {result.shape[2]}x{result.shape[1]}, its source (condition_images[0]) "
+                                 f"{edit.source.shape[2]}x{edit.source.shape[1]}: {why}, so they must be the same size",
+                                 field="image", sample=i)
             keep = (torch.ones(result.shape[1:], dtype=torch.bool) if edit.mask is None
                     else ~torch.from_numpy(edit.mask))
             if not keep.any() or (self.metric == "ssim" and not _ssim_region(keep).any()):
