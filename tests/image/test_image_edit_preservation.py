@@ -155,7 +155,8 @@ def test_a_manifest_carries_the_source_and_the_mask(tmp_path):
     (tmp_path / "cfg.yaml").write_text("rewards:\n  - name: edit_preservation\n    kwargs: {metric: psnr}\n")
     assert main(["score", str(tmp_path / "cfg.yaml"), "--input", str(tmp_path / "edits.jsonl"),
                  "--out", str(tmp_path / "out.jsonl"), "-q"]) == 0
-    got = [json.loads(line)["rewards"]["edit_preservation"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    got = [json.loads(line)["rewards"]["edit_preservation"] for line in lines]
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
 

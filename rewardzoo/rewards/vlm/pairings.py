@@ -84,8 +84,9 @@ VIDEO_VLM_JUDGE = (
 # ------------------------------------------------------------------------------------------ unified_reward_2
 _UR2 = ("UnifiedReward ff6f520 (inference_qwen/UnifiedReward-2.0-inference/point_score_ACS_image_generation.py, "
         "vllm_server.sh, vllm_qwen/vllm_request.py)")
-_UR2_PREF_GRPO = ("Pref-GRPO 3e787f6 (fastvideo/rewards/dispatcher.py `unifiedreward`, fastvideo/rewards/unifiedreward.py, "
-                  "vllm_utils/vllm_server_UnifiedReward.sh, vllm_utils/vllm_request.py)")
+_UR2_PREF_GRPO = ("Pref-GRPO 3e787f6 (fastvideo/rewards/dispatcher.py `unifiedreward`, "
+                  "fastvideo/rewards/unifiedreward.py, vllm_utils/vllm_server_UnifiedReward.sh, "
+                  "vllm_utils/vllm_request.py)")
 _UR2_REQUEST = ("request `{\"do_sample\": False, \"max_tokens\": 4096}`: vLLM does not read `do_sample`, so the "
                 "server's default sampling (the checkpoint's generation config)")
 _UR2_SERVED = "JPEG quality 95 data URL, no resize; the vLLM server's Qwen3-VL processing"

@@ -6,8 +6,8 @@ each one the VLM sees the image and ``'{question} Answer in one word.'``; its pr
 answer position for the first token of ``v`` (the VQAScore path, :meth:`~rewardzoo.rewards.vlm.backend.LocalVLM.
 answer_probs`). The variants are GenEval2's (``evaluation.py`` ``soft_tifa``, commit a6e82d2): for a question
 starting "How many", the answer, capitalised, each with a leading space, and the number word's digits with and
-without a space (``"four"`` -> ``four Four ␣four ␣Four 4 ␣4``); otherwise the answer capitalised and in lower case,
-each with and without a leading space (``"Yes"`` -> ``Yes yes ␣yes ␣Yes``). The score is the mean of ``p`` over the
+without a space (``"four"`` -> ``four Four ␣four ␣Four 4 ␣4``); otherwise the answer capitalised and in lower
+case, each with and without a leading space (``"Yes"`` -> ``Yes yes ␣yes ␣Yes``). The score is the mean of ``p`` over the
 questions (Soft-TIFA AM), or with ``aggregate: geometric`` their geometric mean (Soft-TIFA GM).
 """
 
