@@ -7,8 +7,8 @@ answer position for the first token of ``v`` (the VQAScore path, :meth:`~rewardz
 answer_probs`). The variants are GenEval2's (``evaluation.py`` ``soft_tifa``, commit a6e82d2): for a question
 starting "How many", the answer, capitalised, each with a leading space, and the number word's digits with and
 without a space (``"four"`` -> ``four Four ␣four ␣Four 4 ␣4``); otherwise the answer capitalised and in lower
-case, each with and without a leading space (``"Yes"`` -> ``Yes yes ␣yes ␣Yes``). The score is the mean of ``p`` over the
-questions (Soft-TIFA AM), or with ``aggregate: geometric`` their geometric mean (Soft-TIFA GM).
+case, each with and without a leading space (``"Yes"`` -> ``Yes yes ␣yes ␣Yes``). The score is the mean of ``p``
+over the questions (Soft-TIFA AM), or with ``aggregate: geometric`` their geometric mean (Soft-TIFA GM).
 """
 
 from __future__ import annotations
