@@ -84,8 +84,15 @@ def test_a_default_model_with_another_references_template_is_caught():
 
 
 def _in_effect(name, preset):
-    """(model id, template key) of the reward built as the row's setting says, read from the reward itself."""
+    """(model id, template key) of the reward built as the row's setting says, read from the reward itself
+    (a reward model, which has no endpoint backend and needs its checkpoint to be built: from its class, the
+    base model it reads and the fixed template it scores with)."""
     cls = _class_of(name)
+    if not hasattr(cls, "judge_options"):
+        templates = importlib.import_module(cls.__module__).TEMPLATES
+        keys = [key for key, text in templates.items() if text == cls.template]
+        assert len(keys) == 1 and preset is None
+        return cls.default_base, keys[0]
     kwargs = dict(ENDPOINT, **({"preset": preset} if preset else {}))
     reward = rewardzoo.load_reward({"name": name, "kwargs": kwargs})
     templates = importlib.import_module(cls.__module__).TEMPLATES

@@ -81,11 +81,26 @@ VIDEO_VLM_JUDGE = (
             "8 frames at `round(linspace(0, T - 1, 8))`, declared at fps 2.0", reference="-"),
 )
 
+# ------------------------------------------------------------------------------------------ edit_reward
+_EDIT_REWARD = ("EditReward edb027e (EditReward/inference_edit.py `EditRewardInferencer`, "
+                "config/EditReward-Qwen2.5-7B-VL.yaml)")
+
+EDIT_REWARD = (
+    Pairing("reference", _EDIT_REWARD, "Qwen/Qwen2.5-VL-7B-Instruct (base; the EditReward checkpoint as model_path)", "edit_reward",
+            "no generation: one forward per dimension, mu at `<|Reward|>`, heads averaged",
+            "source and edited: qwen-vl-utils smart resize, min = max = 256 * 28 * 28 pixels (PIL bicubic)"),
+    Pairing("default", "rewardzoo", "Qwen/Qwen2.5-VL-7B-Instruct (base; the EditReward checkpoint as model_path)", "edit_reward",
+            "no generation: both dimensions in one forward, mu at `<|Reward|>`, heads averaged",
+            "source and edited: smart resize, min = max = 256 * 28 * 28 pixels (PIL bicubic)",
+            reference=_EDIT_REWARD),
+)
+
 #: Reward name -> its rows (reference rows first).
 PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "unified_reward": UNIFIED_REWARD,
     "vlm_judge": VLM_JUDGE,
     "video_vlm_judge": VIDEO_VLM_JUDGE,
+    "edit_reward": EDIT_REWARD,
 }
 
 
