@@ -88,7 +88,7 @@ def _in_effect(name, preset):
     (a reward model, which has no endpoint backend and needs its checkpoint to be built: from its class, the
     base model it reads and the fixed template it scores with)."""
     cls = _class_of(name)
-    if not hasattr(cls, "judge_options"):
+    if hasattr(cls, "default_base"):
         templates = importlib.import_module(cls.__module__).TEMPLATES
         keys = [key for key, text in templates.items() if text == cls.template]
         assert len(keys) == 1 and preset is None
