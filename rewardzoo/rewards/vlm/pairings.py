@@ -135,6 +135,19 @@ UNIFIED_REWARD_EDIT_PAIRWISE = (
             "greedy, max_new_tokens 4096", "as given; endpoint: JPEG quality 95", reference=_URE_PAIR),
 )
 
+# ------------------------------------------------------------------------------------------ videoscore2
+_VS2 = "VideoScore2 e6abe26 (vs2_inference.py)"
+
+VIDEOSCORE2 = (
+    Pairing("reference", _VS2, "TIGER-Lab/VideoScore2", "videoscore2",
+            "sampling, temperature 0.7, max_new_tokens 1024; soft scores from the score tokens' logits",
+            "qwen-vl-utils `fetch_video` defaults", "qwen-vl-utils at `fps` 2.0 from the file (`smart_nframes`)"),
+    Pairing("default", "rewardzoo", "TIGER-Lab/VideoScore2", "videoscore2",
+            "greedy, max_new_tokens 1024; soft scores by a teacher-forced pass",
+            "frames as given; the processor's pixel bounds (endpoint: PNG, one image part per frame)",
+            "8 frames at `round(linspace(0, T - 1, 8))`, declared at fps 2.0", reference=_VS2),
+)
+
 #: Reward name -> its rows (reference rows first).
 PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "unified_reward": UNIFIED_REWARD,
@@ -144,6 +157,7 @@ PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "edit_score": EDIT_SCORE,
     "unified_reward_edit": UNIFIED_REWARD_EDIT,
     "unified_reward_edit_pairwise": UNIFIED_REWARD_EDIT_PAIRWISE,
+    "videoscore2": VIDEOSCORE2,
 }
 
 
