@@ -1,8 +1,9 @@
 """`rewardzoo demo`: score generated example media with every reward that needs no download.
 
 The media are made on the fly (a few kB of arithmetic, nothing bundled): three images of increasing
-detail, three short videos (static, smoothly moving, strobing) and three audio clips (a tone, noise,
-a clipped tone).
+detail, three short videos (static, smoothly moving, strobing), three audio clips (a tone, noise,
+a clipped tone) and three edits of the gradient (one square redrawn inside its mask, the same without the mask,
+the whole image redrawn).
 """
 
 from __future__ import annotations
@@ -51,6 +52,17 @@ def demo_samples() -> list[tuple[str, Sample]]:
     reference = tone.astype(np.float32)
     out += [(label, Sample(audio=a.astype(np.float32), audio_sample_rate=SR, condition_audio=reference,
                            condition_audio_sample_rate=SR, dataset="audio")) for label, a in clips]
+    # edits of the flat gradient: a square redrawn inside its mask (the rest untouched), then the whole image redrawn
+    source = (gradient * 255).astype(np.uint8)
+    mask = np.zeros((256, 256), np.uint8)
+    mask[96:160, 96:160] = 255
+    square = source.copy()
+    square[96:160, 96:160] = (noise[96:160, 96:160] * 255).astype(np.uint8)
+    redrawn = (noise * 255).astype(np.uint8)
+    edits = [("square redrawn, masked", square, [source, mask]), ("square redrawn, no mask", square, [source]),
+             ("whole image redrawn", redrawn, [source, mask])]
+    out += [(label, Sample(image=img, condition_images=conds, prompt="replace the centre with noise", dataset="edit"))
+            for label, img, conds in edits]
     return out
 
 
@@ -78,7 +90,7 @@ def run_demo() -> str:
     result = RewardProcessor(specs)([s for _, s in labelled])
     sections = ["rewardzoo demo: generated media scored by every reward that needs no download (configs/demo.yaml).\n"
                 "Higher is better in every column; the group rewards compare the three images by JPEG size."]
-    for dataset in ("image", "video", "audio"):
+    for dataset in ("image", "video", "audio", "edit"):
         rows = [i for i, (_, s) in enumerate(labelled) if s.dataset == dataset]
         names = [spec.name for spec in specs if spec.applies_to(dataset)]
         if not names:

@@ -76,7 +76,7 @@ def _edit_input(conds: Any, i: int) -> EditInput:
         raise InputError("edit inputs are read from decoded images, got a path (declare condition_images in "
                          "the reward's Inputs)", field="condition_images", sample=i)
     try:
-        pixels = image_to_uint8(conds[1]).astype(np.int16)
+        pixels = image_to_uint8(conds[1])
     except InputError as exc:
         raise InputError(f"the edit mask (condition_images[1]): {exc.message}", field="condition_images",
                          sample=i) from None
@@ -84,9 +84,13 @@ def _edit_input(conds: Any, i: int) -> EditInput:
     if (mw, mh) != (sw, sh):
         raise InputError(f"the edit mask (condition_images[1]) is {mw}x{mh}, the source image (condition_images[0]) "
                          f"is {sw}x{sh}; they must be the same size", field="condition_images", sample=i)
-    spread = int((pixels.max(axis=-1) - pixels.min(axis=-1)).max())
+    r, g, b = pixels[..., 0], pixels[..., 1], pixels[..., 2]
+    if np.array_equal(r, g) and np.array_equal(r, b):  # the usual gray mask: one channel says it all
+        return EditInput(source, r >= MASK_THRESHOLD)
+    r, g, b = r.astype(np.int16), g.astype(np.int16), b.astype(np.int16)
+    spread = int(max(np.abs(r - g).max(), np.abs(r - b).max(), np.abs(g - b).max()))
     if spread > GRAY_TOLERANCE:
         raise InputError(f"the edit mask (condition_images[1]) must be grayscale (white where the edit may change "
                          f"the image), got colours (channels differ by up to {spread} levels)",
                          field="condition_images", sample=i)
-    return EditInput(source, pixels.mean(axis=-1) >= MASK_THRESHOLD)
+    return EditInput(source, (r + g + b) >= 3 * MASK_THRESHOLD)

@@ -297,3 +297,28 @@ def test_a_reward_the_loader_refuses_fails_with_the_local_message(tmp_path, caps
     assert _score(config, path, tmp_path / "ray.jsonl", "--engine", "ray") != 0
     assert capsys.readouterr().err.strip().splitlines()[-1] == local
     assert "NoSuchReward" in local and not (tmp_path / "ray.jsonl").exists()
+
+
+def test_an_edit_rows_source_and_mask_arrive_as_encoded_bytes(tmp_path):
+    """A Ray row of an edit (condition_images = [source, mask] as Parquet bytes) scores as the files do locally,
+    and as scikit-image's PSNR outside the mask says."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pytest.importorskip("skimage")
+    from tests.image.media import edit_files
+
+    rows, want = edit_files(tmp_path, n=4)
+    (tmp_path / "edits.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    config = tmp_path / "cfg.yaml"
+    config.write_text("rewards:\n  - name: edit_preservation\n    kwargs: {metric: psnr}\n")
+    encoded = [{**r, "image": (tmp_path / r["image"]).read_bytes(),
+                "condition_images": [(tmp_path / c).read_bytes() for c in r["condition_images"]]} for r in rows]
+    pq.write_table(pa.Table.from_pylist(encoded), tmp_path / "edits.parquet")
+    assert _score(config, tmp_path / "edits.jsonl", tmp_path / "local.jsonl") == 0
+    assert _score(config, tmp_path / "edits.parquet", tmp_path / "bytes.jsonl", "--engine", "ray",
+                  "--chunk-size", 2) == 0
+    local = (tmp_path / "local.jsonl").read_bytes()
+    assert (tmp_path / "bytes.jsonl").read_bytes() == local
+    got = [json.loads(line)["rewards"]["edit_preservation"] for line in local.decode().splitlines()]
+    np.testing.assert_allclose(got, want, rtol=1e-5)

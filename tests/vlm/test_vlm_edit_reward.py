@@ -12,8 +12,6 @@ hidden state at ``<|Reward|>``, that dimension's head applied by hand, the heads
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -22,6 +20,9 @@ from PIL import Image
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.rewards.vlm import edit_reward as er
 from rewardzoo.testing import EDIT_REWARD_HEADS, tiny_edit_reward_dirs
+
+# EditReward's vendored fetch_image resizes PIL images as qwen-vl-utils does (HPSv3's test writes it from the source)
+from .test_vlm_hpsv3 import _qwen_vl_utils_resize
 
 PIXELS = 112 * 112  # the test's min = max pixels (EditReward's own: 256 * 28 * 28)
 SIZES = [(64, 80), (100, 60), (56, 56), (90, 120)]  # (h, w): mixed sizes, one batch
@@ -129,19 +130,6 @@ def reward(published):
 def _images(seed, sizes=SIZES):
     rng = np.random.default_rng(seed)
     return [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for h, w in sizes]
-
-
-def _qwen_vl_utils_resize(img, pixels):
-    """EditReward's vendored ``fetch_image``: ``smart_resize`` (factor 28, min = max = ``pixels``), PIL bicubic."""
-    w, h = img.size
-    hb, wb = max(28, round(h / 28) * 28), max(28, round(w / 28) * 28)
-    if hb * wb > pixels:
-        beta = math.sqrt(h * w / pixels)
-        hb, wb = math.floor(h / beta / 28) * 28, math.floor(w / beta / 28) * 28
-    elif hb * wb < pixels:
-        beta = math.sqrt(pixels / (h * w))
-        hb, wb = math.ceil(h * beta / 28) * 28, math.ceil(w * beta / 28) * 28
-    return img.convert("RGB").resize((wb, hb), Image.BICUBIC)
 
 
 def _head(state, x):

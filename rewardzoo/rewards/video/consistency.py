@@ -10,23 +10,18 @@ consistency CLIP image features. Identical frames give 1.0.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import replace
 from typing import Any, ClassVar, Sequence
 
 import torch
 import torch.nn.functional as F
-from torchvision.transforms import InterpolationMode
-from torchvision.transforms import functional as TF
 
-from ...errors import ConfigError, InputError
+from ...errors import InputError
+from ...shared.dino import IMAGENET_MEAN, IMAGENET_STD, load_dino_backbone
 from ...shared.options import positive_int
 from ...shared.video import check_num_frames, check_temporal
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .vbench import CLIP_MEAN, CLIP_STD, check_preset, preset_num_frames, vbench_transform
-
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def vbench_consistency(features: torch.Tensor) -> float:
@@ -72,7 +67,8 @@ class FrameConsistency(PointwiseReward):
 
 
 class SubjectConsistency(FrameConsistency):
-    """VBench subject consistency on DINO features (CLS token of the last layer, after its norm).
+    """VBench subject consistency on DINO features (CLS token of the last layer, after its norm;
+    :mod:`rewardzoo.shared.dino`, shared with ``group_diversity``).
 
     Preprocessing as VBench: shorter side resized to ``resize`` (224, bilinear, no antialias), no
     crop, ImageNet mean/std. ``model_path``: any transformers ViT/DINOv2 checkpoint (hub id or
@@ -88,23 +84,9 @@ class SubjectConsistency(FrameConsistency):
         self.preset = check_preset(preset)
         super().__init__(model_path or self.default_model, device, dtype,
                          num_frames=preset_num_frames(self.preset, num_frames, 16), frame_batch_size=frame_batch_size)
-        from transformers import AutoModel
-
         self.resize = positive_int(resize, "kwargs.resize")
-        try:
-            try:  # ViT's pooler (dense + tanh) is unused: the feature is the normed CLS token
-                model = AutoModel.from_pretrained(self.model_path, dtype=self.dtype, add_pooling_layer=False)
-            except TypeError:  # architectures without that option (DINOv2)
-                model = AutoModel.from_pretrained(self.model_path, dtype=self.dtype)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot load a DINO model from '{self.model_path}': {exc}", field="model_path") from None
-        self.model = model.to(self.device).eval()
-        # transformers' ViT needs to be told to interpolate position embeddings for non-square inputs;
-        # DINOv2 always does.
-        params = inspect.signature(self.model.forward).parameters
-        self._forward_kwargs = {"interpolate_pos_encoding": True} if "interpolate_pos_encoding" in params else {}
-        self._mean = torch.tensor(IMAGENET_MEAN, device=self.device).view(1, 3, 1, 1)
-        self._std = torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1)
+        self.backbone = load_dino_backbone(self.model_path, self.device, self.dtype)
+        self.model = self.backbone.model
 
     def preprocess(self, frames: torch.Tensor) -> torch.Tensor:
         """(T, 3, H, W) in [0, 1] -> normalised model input, shorter side ``resize``."""
@@ -112,13 +94,10 @@ class SubjectConsistency(FrameConsistency):
             x = vbench_transform(frames.to(self.device), size=self.resize, interpolation="bilinear", crop=False,
                                  mean=IMAGENET_MEAN, std=IMAGENET_STD)
             return x.to(self.dtype)
-        x = frames.to(self.device, torch.float32)
-        x = TF.resize(x, self.resize, interpolation=InterpolationMode.BILINEAR, antialias=False)
-        return ((x - self._mean) / self._std).to(self.dtype)
+        return self.backbone.preprocess(frames, self.resize)
 
     def features(self, frames: torch.Tensor) -> torch.Tensor:
-        out = self.model(pixel_values=self.preprocess(frames), **self._forward_kwargs)
-        return out.last_hidden_state[:, 0]
+        return self.backbone.features(self.preprocess(frames))
 
 
 class BackgroundConsistency(FrameConsistency):
