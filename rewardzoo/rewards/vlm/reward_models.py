@@ -193,6 +193,10 @@ def sequential_positions(attention_mask: Any) -> Any:
     return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
+#: The (B, L) per-token entries a Qwen-VL processor's batch may hold (moved by :func:`right_aligned`).
+TOKEN_KEYS = ("input_ids", "token_type_ids", "mm_token_type_ids")
+
+
 def right_aligned(batch: Any) -> tuple[dict, Any]:
     """A left-padded batch with each row's tokens moved to its start (pads after them) and no attention mask,
     and the positions ``0 .. L-1`` (B, L) for it.
@@ -200,7 +204,7 @@ def right_aligned(batch: Any) -> tuple[dict, Any]:
     For a causal decoder that reads the hidden state of a row's own tokens this is exact: a token attends only
     to earlier ones, all of them real, and its position is its index, as :func:`sequential_positions` gives it.
     Without a padding mask, attention takes the causal kernel (on the CPU much faster than a masked one on long
-    prompts). Every (B, L) tensor of the batch moves with its row; media tensors keep their order.
+    prompts). The per-token tensors (:data:`TOKEN_KEYS`) move with their row; media tensors keep their order.
     """
     import torch
 
@@ -208,8 +212,8 @@ def right_aligned(batch: Any) -> tuple[dict, Any]:
     b, length = mask.shape
     shift = (length - mask.long().sum(dim=1)).unsqueeze(1)  # pads before each row's tokens
     index = (torch.arange(length, device=mask.device).unsqueeze(0) + shift) % length
-    moved = {k: (torch.gather(v, 1, index) if torch.is_tensor(v) and tuple(v.shape) == (b, length) else v)
-             for k, v in batch.items() if k != "attention_mask"}
+    moved = {k: torch.gather(v, 1, index) if k in TOKEN_KEYS else v for k, v in batch.items()
+             if k != "attention_mask"}
     return moved, torch.arange(length, device=mask.device).expand(b, length)
 
 
