@@ -113,7 +113,7 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
     templates: ClassVar[dict[str, tuple[str, str]]] = TEMPLATES
     defaults: ClassVar[dict[str, Any]] = DEFAULTS
     presets: ClassVar[dict[str, dict[str, Any]]] = PRESETS
-    score_range: ClassVar[int] = SCORE_RANGE
+    answer_range: ClassVar[int] = SCORE_RANGE  # the rubric's 0..N answer scale
     endpoint_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
@@ -141,9 +141,9 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
         if isinstance(found, Failure):
             return found
         scores, reasoning = found
-        value = min(scores) / (self.score_range / 10)
+        value = min(scores) / (self.answer_range / 10)
         if not 0.0 <= value <= 10.0:
-            return Failure("unparseable", f"score {min(scores):g} is outside [0, {self.score_range}]", text)
+            return Failure("unparseable", f"score {min(scores):g} is outside [0, {self.answer_range}]", text)
         return value, scores, reasoning
 
     def __call__(self, prompt: Sequence[str], image: Sequence[Any], condition_images: Sequence[Any] | None = None,
@@ -168,7 +168,7 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
         ok = lambda x: not isinstance(x, Failure)  # noqa: E731
         extras["semantic_consistency"] = [sc[0] if ok(sc) else nan for sc, _ in parts]
         extras["perceptual_quality"] = [pq[0] if ok(pq) else nan for _, pq in parts]
-        unit = self.score_range / 10
+        unit = self.answer_range / 10
         extras["prompt_following"] = [sc[1][0] / unit if ok(sc) and len(sc[1]) > 1 else nan for sc, _ in parts]
         extras["consistency"] = [sc[1][1] / unit if ok(sc) and len(sc[1]) > 1 else nan for sc, _ in parts]
         extras["sc_reasoning"] = [sc[2] if ok(sc) else "" for sc, _ in parts]
