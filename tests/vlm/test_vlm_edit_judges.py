@@ -364,3 +364,17 @@ def test_edit_score_through_an_endpoint_answers_as_locally(vlm_dirs):
             "<instruction>", PROMPTS[0]))
     finally:
         server.close()
+
+
+def test_through_the_engine_a_bad_mask_names_the_reward_and_the_global_sample(vlm_dirs):
+    from rewardzoo.loader import RewardLoader
+    from rewardzoo.processor import RewardProcessor
+
+    proc = RewardProcessor([{"name": "es", "reward_model": "edit_score", "model_path": vlm_dirs["qwen2_5_vl"],
+                             "batch_size": 2, "kwargs": OPTS}], RewardLoader())
+    sources, edited = _edits(8, n=4)
+    samples = [{"prompt": "add a hat", "image": e, "condition_images": [s]} for s, e in zip(sources, edited)]
+    samples[3]["condition_images"] = [sources[3], Image.new("L", (5, 5), 255)]
+    with pytest.raises(InputError) as info:
+        proc(samples)
+    assert (info.value.reward, info.value.field, info.value.sample) == ("es", "condition_images", 3)
