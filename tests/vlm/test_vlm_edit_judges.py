@@ -11,6 +11,7 @@ and request shapes, re-computed here from the references' code.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import math
@@ -231,8 +232,8 @@ def test_out_of_range_is_a_failure_naming_the_input(vlm_dirs):
         reward(prompt=PROMPTS[:1], image=edited, condition_images=[[s] for s in sources])
 
 
-def _editscore_reference_prompt(processor, n_images, text):
-    """EditScore's ``apply_chat_template`` (editscore/mllm_tools/qwen25vl.py) with the processor's image tokens."""
+def _editscore_reference_prompt(n_images, text):
+    """EditScore's ``apply_chat_template`` (editscore/mllm_tools/qwen25vl.py): the prompt it renders."""
     t = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
     t += "".join(f"<img{i}>: <|vision_start|><|image_pad|><|vision_end|>" for i in range(1, n_images + 1))
     return t + f"{text}<|im_end|>\n<|im_start|>assistant\n"
@@ -249,7 +250,7 @@ def test_local_backend_runs_editscores_qwen25vl_path_batched(vlm_dirs):
     processor = AutoProcessor.from_pretrained(path)
 
     def answer(images, text):
-        inputs = processor(text=[_editscore_reference_prompt(processor, len(images), text)], images=images,
+        inputs = processor(text=[_editscore_reference_prompt(len(images), text)], images=images,
                            padding=True, return_tensors="pt")
         with torch.no_grad():
             ids = model.generate(**inputs, max_new_tokens=8, do_sample=False)
@@ -263,15 +264,22 @@ def test_local_backend_runs_editscores_qwen25vl_path_batched(vlm_dirs):
     assert single.extras["sc_answer"] == sc[1:] and single.extras["pq_answer"] == pq[1:]
 
 
-def test_unified_reward_edit_through_an_endpoint_sends_the_releases_request(vlm_dirs):
-    path = vlm_dirs["qwen2_5_vl"]
+@contextlib.contextmanager
+def local_and_remote(path, name, served):
+    """(server, the reward on the local backend, the reward through the test server on the same model, edits)."""
     server = ChatServer(path)
     try:
-        local = rewardzoo.load_reward({"name": "unified_reward_edit", "model_path": path, "kwargs": OPTS})
-        remote = rewardzoo.load_reward({"name": "unified_reward_edit", "kwargs": {
-            **OPTS, "backend": "openai", "endpoint": {"url": server.url, "model": "UnifiedReward",
-                                                      "max_concurrency": 1}}})
-        sources, edited = _edits(4, size=(56, 56))
+        local = rewardzoo.load_reward({"name": name, "model_path": path, "kwargs": OPTS})
+        remote = rewardzoo.load_reward({"name": name, "kwargs": {
+            **OPTS, "backend": "openai", "endpoint": {"url": server.url, "model": served, "max_concurrency": 1}}})
+        yield server, local, remote, _edits(4, size=(56, 56))
+    finally:
+        server.close()
+
+
+def test_unified_reward_edit_through_an_endpoint_sends_the_releases_request(vlm_dirs):
+    with local_and_remote(vlm_dirs["qwen2_5_vl"], "unified_reward_edit", "UnifiedReward") as (
+            server, local, remote, (sources, edited)):
         cond = [[s] for s in sources]
         out_remote = remote(prompt=PROMPTS, image=edited, condition_images=cond)
         bodies = [b["body"] for b in server.bodies]
@@ -292,8 +300,6 @@ def test_unified_reward_edit_through_an_endpoint_sends_the_releases_request(vlm_
         # locally on the same model (images as PNG-exact pixels there, so only the request shape is compared)
         out_local = local(prompt=PROMPTS, image=edited, condition_images=cond)
         assert len(out_local.extras["sc_answer"]) == len(out_remote.extras["sc_answer"]) == 2
-    finally:
-        server.close()
 
 
 def test_bad_edit_inputs_are_typed_errors_naming_the_sample(vlm_dirs):
@@ -344,14 +350,8 @@ def test_pairwise_reward_judges_every_pair_of_a_group(vlm_dirs):
 
 def test_edit_score_through_an_endpoint_answers_as_locally(vlm_dirs):
     """The labelled images go as text and image_url parts in order; the server renders what the local backend does."""
-    path = vlm_dirs["qwen2_5_vl"]
-    server = ChatServer(path)
-    try:
-        local = rewardzoo.load_reward({"name": "edit_score", "model_path": path, "kwargs": OPTS})
-        remote = rewardzoo.load_reward({"name": "edit_score", "kwargs": {
-            **OPTS, "backend": "openai", "endpoint": {"url": server.url, "model": "EditScore-7B",
-                                                      "max_concurrency": 1}}})
-        sources, edited = _edits(7, size=(56, 56))
+    with local_and_remote(vlm_dirs["qwen2_5_vl"], "edit_score", "EditScore-7B") as (
+            server, local, remote, (sources, edited)):
         cond = [[s] for s in sources]
         out_remote = remote(prompt=PROMPTS, image=edited, condition_images=cond)
         out_local = local(prompt=PROMPTS, image=edited, condition_images=cond)
@@ -360,10 +360,8 @@ def test_edit_score_through_an_endpoint_answers_as_locally(vlm_dirs):
         content = server.bodies[0]["body"]["messages"][-1]["content"]
         assert [p["type"] for p in content] == ["text", "image_url", "text", "image_url", "text"]
         assert [content[0]["text"], content[2]["text"]] == ["<img1>: ", "<img2>: "]
-        assert server.prompts[0] == _editscore_reference_prompt(None, 2, REF_SC_PROMPT.replace(
+        assert server.prompts[0] == _editscore_reference_prompt(2, REF_SC_PROMPT.replace(
             "<instruction>", PROMPTS[0]))
-    finally:
-        server.close()
 
 
 def test_through_the_engine_a_bad_mask_names_the_reward_and_the_global_sample(vlm_dirs):
