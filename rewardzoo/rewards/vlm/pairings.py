@@ -148,6 +148,41 @@ VIDEOSCORE2 = (
             "8 frames at `round(linspace(0, T - 1, 8))`, declared at fps 2.0", reference=_VS2),
 )
 
+# ------------------------------------------------------------------------------------------ unified_reward_2
+_UR2 = ("UnifiedReward ff6f520 (inference_qwen/UnifiedReward-2.0-inference/point_score_ACS_image_generation.py, "
+        "vllm_server.sh, vllm_qwen/vllm_request.py)")
+_UR2_PREF_GRPO = ("Pref-GRPO 3e787f6 (fastvideo/rewards/dispatcher.py `unifiedreward`, fastvideo/rewards/unifiedreward.py, "
+                  "vllm_utils/vllm_server_UnifiedReward.sh, vllm_utils/vllm_request.py)")
+_UR2_REQUEST = ("request `{\"do_sample\": False, \"max_tokens\": 4096}`: vLLM does not read `do_sample`, so the "
+                "server's default sampling (the checkpoint's generation config)")
+_UR2_SERVED = "JPEG quality 95 data URL, no resize; the vLLM server's Qwen3-VL processing"
+
+UNIFIED_REWARD_2 = (
+    Pairing("reference", _UR2, "CodeGoat24/UnifiedReward-2.0-qwen3vl-8b (Qwen3-VL)", "unified_reward_2",
+            _UR2_REQUEST + "; prints the text (no parse)", _UR2_SERVED),
+    Pairing("reference", _UR2_PREF_GRPO, "CodeGoat24/UnifiedReward-2.0-qwen3vl-8b (Qwen3-VL)", "unified_reward_2",
+            _UR2_REQUEST + "; the three numbers by `(\\w+) Score \\(1-5\\):`, a missing one the batch mean, "
+            "weighted per dimension", _UR2_SERVED),
+    Pairing("default", "rewardzoo", "CodeGoat24/UnifiedReward-2.0-qwen3vl-8b (Qwen3-VL)", "unified_reward_2",
+            "greedy, max_new_tokens 512; Pref-GRPO's parse, a missing dimension unparseable; weights 1, 1, 1 / 5",
+            "no resize; the processor's pixel bounds (endpoint: PNG, or JPEG 95 with `image_format: jpeg`)",
+            reference=_UR2_PREF_GRPO),
+)
+
+# ------------------------------------------------------------------------------------------ tifa_vqa
+_SOFT_TIFA = "GenEval2 a6e82d2 (evaluation.py `soft_tifa`)"
+
+TIFA_VQA = (
+    Pairing("reference", _SOFT_TIFA, "Qwen/Qwen3-VL-8B-Instruct", "geneval2",
+            "`generate(max_new_tokens=1, do_sample=False, output_scores=True)` per question: softmax of the first "
+            "step's scores, summed over the answer variants' first tokens; mean (AM) or geometric mean (GM)",
+            "the image file through the processor's chat template; its default pixel bounds, `dtype=\"auto\"`"),
+    Pairing("default", "rewardzoo", "Qwen/Qwen3-VL-8B-Instruct", "geneval2",
+            "one left-padded forward pass over a call's (image, question) pairs: softmax at the first answer "
+            "position, summed over the variants' first tokens; `aggregate: mean` (AM) or `geometric` (GM)",
+            "image as given; the processor's pixel bounds", reference=_SOFT_TIFA),
+)
+
 #: Reward name -> its rows (reference rows first).
 PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "unified_reward": UNIFIED_REWARD,
@@ -158,6 +193,8 @@ PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "unified_reward_edit": UNIFIED_REWARD_EDIT,
     "unified_reward_edit_pairwise": UNIFIED_REWARD_EDIT_PAIRWISE,
     "videoscore2": VIDEOSCORE2,
+    "unified_reward_2": UNIFIED_REWARD_2,
+    "tifa_vqa": TIFA_VQA,
 }
 
 

@@ -44,6 +44,29 @@ UNIFIED_REWARD_QWEN_RELEASE = (
     'Text Caption: [{prompt}]'
 )
 
+#: UnifiedReward-2.0 pointwise image prompt (alignment, coherence, style from 1 to 5): the ``problem`` of
+#: UnifiedReward's inference_qwen/UnifiedReward-2.0-inference/point_score_ACS_image_generation.py (commit ff6f520),
+#: also Pref-GRPO's ``get_unifiedreward_image_template`` (fastvideo/rewards/templates.py, commit 3e787f6).
+UNIFIED_REWARD_2_IMAGE = (
+    'You are presented with a generated image and its associated text caption. '
+    'Your task is to analyze the image across multiple dimensions in relation to the caption. Specifically:\n'
+    'Provide overall assessments for the image along the following axes (each rated from 1 to 5):\n'
+    '- Alignment Score: How well the image matches the caption in terms of content.\n'
+    '- Coherence Score: How logically consistent the image is (absence of visual glitches, object distortions, '
+    'etc.).\n'
+    '- Style Score: How aesthetically appealing the image looks, regardless of caption accuracy.\n\n'
+    'Output your evaluation using the format below:\n\n'
+    'Alignment Score (1-5): X\n'
+    'Coherence Score (1-5): Y\n'
+    'Style Score (1-5): Z\n\n'
+    'Your task is provided as follows:\n'
+    'Text Caption: [{prompt}]'
+)
+
+#: Soft-TIFA's question to the VLM (GenEval2 evaluation.py ``soft_tifa``, commit a6e82d2): ``{question}`` is one
+#: atomic question of the prompt.
+SOFT_TIFA_QUESTION = '{question} Answer in one word.'
+
 #: UnifiedReward-Think pairwise image prompt of Pref-GRPO (the two images come first, in order).
 UNIFIED_REWARD_THINK_IMAGE = (
     'You are an objective and precise evaluator for image quality comparison. I will provide '
