@@ -61,7 +61,8 @@ _FAMILIES = {
         "tiny_videoalign_release"),
     "rewardzoo.testing.vlm": (
         "QWEN_SPECIAL_TOKENS", "QWEN2_VL_CHAT_TEMPLATE", "QWEN3_VL_CHAT_TEMPLATE", "VLM_CORPUS", "VLM_FAMILIES",
-        "tiny_vlm_tokenizer", "tiny_vlm_config", "tiny_vlm_processor", "tiny_vlm_dir"),
+        "tiny_vlm_tokenizer", "tiny_vlm_config", "tiny_vlm_processor", "tiny_vlm_dir", "EDIT_REWARD_HEADS",
+        "EDIT_REWARD_HEAD_WIDTHS", "tiny_edit_reward_dirs"),
     "rewardzoo.testing.llava": (
         "TINY_PINPOINTS", "LLAVA_NAMES", "tiny_llava_onevision_config", "tiny_llava_onevision_processor", "llava_name",
         "tiny_llava_onevision_dirs"),

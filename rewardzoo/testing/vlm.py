@@ -3,7 +3,7 @@ byte-level BPE tokenizer, as hub ``save_pretrained`` directories.
 
 They are what the VLM rewards of :mod:`rewardzoo.rewards.vlm` (VQAScore, UnifiedReward, HPSv3, VideoAlign, the
 generic judge) load as ``model_path``; the configs and processors also build the HPSv3 / VideoAlign heads in
-tests. Imports: the standard library and :mod:`.common` at module level; torch, tokenizers and transformers
+tests, and :func:`tiny_edit_reward_dirs` writes an EditReward checkpoint in its published layout. Imports: the standard library and :mod:`.common` at module level; torch, tokenizers and transformers
 inside the builders.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import made_dir
+from .common import made_dir, save_safetensors
 
 #: The Qwen special tokens the processors and chat templates use, in id order (ids 0..7).
 QWEN_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
@@ -157,3 +157,46 @@ def tiny_vlm_dir(path, family: str = "qwen2_vl", *, seed: int = 0, max_position_
     model.save_pretrained(path)
     processor.save_pretrained(path)
     return path
+
+
+#: EditReward's checkpoint keys of its two heads (``rm_heads.head_{0,1}``: Linear, ReLU, Dropout, Linear, ReLU,
+#: Linear, so the linears are entries 0, 3 and 5), and the head widths of its default ``ranknet`` head.
+EDIT_REWARD_HEADS = ("head_0", "head_1")
+EDIT_REWARD_HEAD_WIDTHS = (1024, 16)
+
+
+def tiny_edit_reward_dirs(path, *, seed: int = 0, min_pixels: int = 56 * 56, max_pixels: int = 28 * 28 * 1280,
+                          text: dict | None = None, vision: dict | None = None):
+    """(base directory, checkpoint directory) of a tiny EditReward in its published layout.
+
+    The base is a Qwen2.5-VL "base model" directory (config, tokenizer, chat template, image processor; no
+    weights). The checkpoint directory holds ``model.safetensors``: the state dict of EditReward's
+    ``Qwen2_5_VLRewardModelBT_MultiHead`` as transformers 4.57 names it (``model.visual.*``,
+    ``model.language_model.*``, ``lm_head.weight``) with the embeddings resized to the tokenizer plus
+    ``<|Reward|>``, and ``rm_heads.head_{0,1}.{0,3,5}.{weight,bias}`` (two heads of ``Linear(d, 1024)``,
+    ``Linear(1024, 16)``, ``Linear(16, 2)``). ``torch.manual_seed(seed)`` is called before the model, then the
+    heads are built. ``text`` / ``vision``: config overrides (a larger model for a benchmark).
+    """
+    import torch
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    root = made_dir(path)
+    processor = tiny_vlm_processor("qwen2_5_vl", min_pixels=min_pixels, max_pixels=max_pixels)
+    config = tiny_vlm_config("qwen2_5_vl", vocab_size=len(processor.tokenizer), text=text, vision=vision)
+    base = made_dir(root / "base")
+    processor.save_pretrained(base)
+    config.save_pretrained(base)
+    processor.tokenizer.add_special_tokens({"additional_special_tokens": ["<|Reward|>"]})
+    config.text_config.vocab_size = len(processor.tokenizer)
+    torch.manual_seed(seed)
+    model = Qwen2_5_VLForConditionalGeneration(config).eval()
+    state = dict(model.state_dict())
+    width = config.text_config.hidden_size
+    h1, h2 = EDIT_REWARD_HEAD_WIDTHS
+    for name in EDIT_REWARD_HEADS:
+        head = torch.nn.Sequential(torch.nn.Linear(width, h1), torch.nn.ReLU(), torch.nn.Dropout(0.05),
+                                   torch.nn.Linear(h1, h2), torch.nn.ReLU(), torch.nn.Linear(h2, 2))
+        state.update({f"rm_heads.{name}.{k}": v for k, v in head.state_dict().items()})
+    checkpoint = made_dir(root / "checkpoint")
+    save_safetensors({k: v.clone() for k, v in state.items()}, checkpoint / "model.safetensors")
+    return base, checkpoint

@@ -103,6 +103,9 @@ def _in_effect(name, preset, monkeypatch):
     if hasattr(cls, "default_repo"):  # a reward model (hpsv3, videoalign): no endpoint, its weights on the hub
         assert preset is None, f"{name} has no presets"
         model, text = cls.default_repo, cls.template
+    elif hasattr(cls, "default_base"):  # a reward model whose checkpoint names no hub id (edit_reward): its base
+        assert preset is None, f"{name} has no presets"
+        model, text = cls.default_base, cls.template
     else:
         kwargs = {"preset": preset} if preset else {}
         try:

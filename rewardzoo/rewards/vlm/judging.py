@@ -17,6 +17,7 @@ the engine's result counts them (``RewardResult.substitutions``). Never silent, 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -164,4 +165,68 @@ def tagged(text: str, tag: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-__all__ = ["SUBSTITUTED", "FAILURE_KINDS", "Failure", "FailurePolicy", "RegexScore", "yes_probability", "tagged"]
+def _score_dict(data: Any) -> tuple[list[float], str] | None:
+    """(scores, reasoning) of a parsed answer object, or None when it holds neither."""
+    if not isinstance(data, dict):
+        return None
+    reasoning = next((data[k] for k in ("reasoning", "reason", "rationale") if isinstance(data.get(k), str)), "")
+    value = data.get("score")
+    entries = value if isinstance(value, list) else [value] if isinstance(value, (int, float)) else []
+    scores = []
+    for entry in entries:
+        try:
+            scores.append(float(entry))
+        except (TypeError, ValueError):
+            return None
+    return (scores, reasoning) if scores or reasoning else None
+
+
+def _quote_reasoning(text: str) -> str:
+    """Escape the double quotes inside the ``"reasoning"`` string (up to the quote before a ``,`` or ``}``)."""
+    return re.sub(r'("reasoning"\s*:\s*")(.*?)(?="\s*[,}])', lambda m: m.group(1) + m.group(2).replace('"', '\\"'),
+                  text, flags=re.DOTALL)
+
+
+def rubric_scores(text: str) -> tuple[list[float], str] | Failure:
+    """The ``{"reasoning": "...", "score": [...]}`` answer of a rubric judge (VIEScore, EditScore,
+    UnifiedReward-Edit): (the scores, the reasoning), read as EditScore's ``parse_vlm_output_to_dict`` reads it.
+
+    The span from the first ``{`` to the last ``}`` (else the whole text) is read as JSON as it is, then with
+    Python literals and single quotes made JSON (``True`` / ``False`` / ``None``; ``'`` -> ``"`` when that
+    parses) and bare keys quoted, then with the quotes inside ``reasoning`` escaped. Failing that, the scores
+    are every number after the ``score`` key (or in the whole span without one). Unparseable when no score is
+    found (EditScore's batched path scores such an answer mid-scale; here the failure policy decides).
+    """
+    if not text or not text.strip():
+        return Failure("unparseable", "the answer is empty", text)
+    span = re.search(r"\{.*\}", text, re.DOTALL)
+    target = span.group(0) if span else text.strip()
+
+    def literal(s: str) -> str:
+        s = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", re.sub(r"\bNone\b", "null", s)))
+        try:
+            json.loads(s.replace("'", '"'))
+            return s.replace("'", '"')
+        except json.JSONDecodeError:
+            return re.sub(r"([\{\s,])(\w+)\s*:", r'\1"\2":', s)
+
+    for fix in (lambda s: s, literal, _quote_reasoning):
+        try:
+            found = _score_dict(json.loads(fix(target)))
+        except (json.JSONDecodeError, TypeError):
+            continue
+        if found is not None:
+            if not found[0]:
+                return Failure("unparseable", "the answer's 'score' holds no number", text)
+            return found
+    key = re.search(r"[\"']score[\"']\s*:\s*(.*)", target, re.DOTALL | re.IGNORECASE)
+    scores = [float(x) for x in re.findall(r"[-+]?\d*\.?\d+", key.group(1) if key else target)]
+    if not scores:
+        return Failure("unparseable", "no score in the answer", text)
+    reason = re.search(r"[\"']reasoning[\"']\s*:\s*[\"']?(.*?)[\"']?\s*,\s*[\"']score[\"']", target,
+                       re.DOTALL | re.IGNORECASE)
+    return scores, reason.group(1).strip().replace('\\"', '"') if reason else (target[:key.start()].strip() if key else target)
+
+
+__all__ = ["SUBSTITUTED", "FAILURE_KINDS", "Failure", "FailurePolicy", "RegexScore", "yes_probability", "tagged",
+           "rubric_scores"]

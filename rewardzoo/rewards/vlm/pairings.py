@@ -220,6 +220,73 @@ TIFA_VQA = (
             "image as given; the processor's pixel bounds", reference=_SOFT_TIFA),
 )
 
+# ------------------------------------------------------------------------------------------ edit_reward
+_EDIT_REWARD = ("EditReward edb027e (EditReward/inference_edit.py `EditRewardInferencer`, "
+                "config/EditReward-Qwen2.5-7B-VL.yaml)")
+
+EDIT_REWARD = (
+    Pairing("reference", _EDIT_REWARD, "Qwen/Qwen2.5-VL-7B-Instruct (base; the EditReward checkpoint as model_path)", "edit_reward",
+            "no generation: one forward per dimension, mu at `<|Reward|>`, heads averaged",
+            "source and edited: qwen-vl-utils smart resize, min = max = 256 * 28 * 28 pixels (PIL bicubic)"),
+    Pairing("default", "rewardzoo", "Qwen/Qwen2.5-VL-7B-Instruct (base; the EditReward checkpoint as model_path)", "edit_reward",
+            "no generation: both dimensions in one forward, mu at `<|Reward|>`, heads averaged",
+            "source and edited: smart resize, min = max = 256 * 28 * 28 pixels (PIL bicubic)",
+            reference=_EDIT_REWARD),
+)
+
+# ------------------------------------------------------------------------------------------ edit_score
+_EDITSCORE = "EditScore 6e0f1b9 (editscore/__init__.py `EditScore.evaluate`, README usage; mllm_tools/qwen25vl.py)"
+_OMNIGEN2_RL = ("EditScore 6e0f1b9 (examples/OmniGen2-RL/reward_server/reward_server.py, "
+                "`EditScore.batch_evaluate`)")
+_EDITSCORE_SAMPLING = "sampling: temperature 0.7, top_p 0.9, top_k 20, seed 42, max 512 tokens, 1 pass"
+_EDITSCORE_BOUNDS = "as given; qwen-vl-utils `process_vision_info` defaults (3,136 to 12,845,056 pixels)"
+
+EDIT_SCORE = (
+    Pairing("reference", _EDITSCORE, "EditScore/EditScore-7B (LoRA on Qwen/Qwen2.5-VL-7B-Instruct)", "editscore",
+            _EDITSCORE_SAMPLING + "; SC on [source, edit], PQ on [edit]", _EDITSCORE_BOUNDS),
+    Pairing("reference", _OMNIGEN2_RL, "EditScore/EditScore-7B (LoRA on Qwen/Qwen2.5-VL-7B-Instruct)", "editscore",
+            _EDITSCORE_SAMPLING + " (vLLM); PQ on [source, edit]; reward overall / 10", _EDITSCORE_BOUNDS),
+    Pairing("default", "rewardzoo", "EditScore/EditScore-7B (LoRA: serve it, or a merged checkpoint locally)",
+            "editscore", "greedy, max_new_tokens 512; SC on [source, edit], PQ on [edit]",
+            "as given; the processor's pixel bounds (endpoint: PNG)", reference=_EDITSCORE),
+    Pairing("preset: omnigen2_rl", "rewardzoo", "EditScore/EditScore-7B (LoRA: serve it, or a merged checkpoint "
+            "locally)", "editscore", "greedy, max_new_tokens 512; PQ on [source, edit]; overall / 10",
+            "as given; the processor's pixel bounds (endpoint: PNG)", reference=_OMNIGEN2_RL),
+)
+
+# ------------------------------------------------------------------------------------------ unified_reward_edit
+_URE_POINT = ("UnifiedReward ff6f520 (UnifiedReward-Edit/edit_pointwise_instruction_following.py, "
+              "edit_pointwise_quality.py, vllm_server.sh)")
+_URE_PAIR = "UnifiedReward ff6f520 (UnifiedReward-Edit/edit_paiwise_score.py, vllm_server.sh)"
+_URE_REQUEST = "`do_sample: False`, `max_tokens: 4096` (vLLM, served as `UnifiedReward`)"
+_URE_BOUNDS = "as given, JPEG quality 95; the server's processor"
+
+UNIFIED_REWARD_EDIT = (
+    Pairing("reference", _URE_POINT, "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b", "unified_reward_edit",
+            _URE_REQUEST, _URE_BOUNDS),
+    Pairing("default", "rewardzoo", "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b", "unified_reward_edit",
+            "greedy, max_new_tokens 4096", "as given; endpoint: JPEG quality 95", reference=_URE_POINT),
+)
+UNIFIED_REWARD_EDIT_PAIRWISE = (
+    Pairing("reference", _URE_PAIR, "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b", "pairwise_score", _URE_REQUEST,
+            _URE_BOUNDS),
+    Pairing("default", "rewardzoo", "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b", "pairwise_score",
+            "greedy, max_new_tokens 4096", "as given; endpoint: JPEG quality 95", reference=_URE_PAIR),
+)
+
+# ------------------------------------------------------------------------------------------ videoscore2
+_VS2 = "VideoScore2 e6abe26 (vs2_inference.py)"
+
+VIDEOSCORE2 = (
+    Pairing("reference", _VS2, "TIGER-Lab/VideoScore2", "videoscore2",
+            "sampling, temperature 0.7, max_new_tokens 1024; soft scores from the score tokens' logits",
+            "qwen-vl-utils `fetch_video` defaults", "qwen-vl-utils at `fps` 2.0 from the file (`smart_nframes`)"),
+    Pairing("default", "rewardzoo", "TIGER-Lab/VideoScore2", "videoscore2",
+            "greedy, max_new_tokens 1024; soft scores by a teacher-forced pass",
+            "frames as given; the processor's pixel bounds (endpoint: PNG, one image part per frame)",
+            "8 frames at `round(linspace(0, T - 1, 8))`, declared at fps 2.0", reference=_VS2),
+)
+
 #: Reward name -> its rows (reference rows first).
 PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "unified_reward": UNIFIED_REWARD,
@@ -232,6 +299,11 @@ PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "videoalign": VIDEOALIGN,
     "unified_reward_2": UNIFIED_REWARD_2,
     "tifa_vqa": TIFA_VQA,
+    "edit_reward": EDIT_REWARD,
+    "edit_score": EDIT_SCORE,
+    "unified_reward_edit": UNIFIED_REWARD_EDIT,
+    "unified_reward_edit_pairwise": UNIFIED_REWARD_EDIT_PAIRWISE,
+    "videoscore2": VIDEOSCORE2,
 }
 
 

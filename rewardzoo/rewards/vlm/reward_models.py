@@ -245,6 +245,30 @@ def sequential_positions(attention_mask: Any) -> Any:
     return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
+#: The (B, L) per-token entries a Qwen-VL processor's batch may hold (moved by :func:`right_aligned`).
+TOKEN_KEYS = ("input_ids", "token_type_ids", "mm_token_type_ids")
+
+
+def right_aligned(batch: Any) -> tuple[dict, Any]:
+    """A left-padded batch with each row's tokens moved to its start (pads after them) and no attention mask,
+    and the positions ``0 .. L-1`` (B, L) for it.
+
+    For a causal decoder that reads the hidden state of a row's own tokens this is exact: a token attends only
+    to earlier ones, all of them real, and its position is its index, as :func:`sequential_positions` gives it.
+    Without a padding mask, attention takes the causal kernel (on the CPU much faster than a masked one on long
+    prompts). The per-token tensors (:data:`TOKEN_KEYS`) move with their row; media tensors keep their order.
+    """
+    import torch
+
+    mask = batch["attention_mask"]
+    b, length = mask.shape
+    shift = (length - mask.long().sum(dim=1)).unsqueeze(1)  # pads before each row's tokens
+    index = (torch.arange(length, device=mask.device).unsqueeze(0) + shift) % length
+    moved = {k: torch.gather(v, 1, index) if k in TOKEN_KEYS else v for k, v in batch.items()
+             if k != "attention_mask"}
+    return moved, torch.arange(length, device=mask.device).expand(b, length)
+
+
 # ------------------------------------------------------------------------------ qwen-vl-utils preprocessing
 
 
@@ -315,9 +339,11 @@ def resize_frames(frames: Any, *, min_pixels: int, max_pixels: int) -> Any:
     return resize(frames, [rh, rw], interpolation=InterpolationMode.BICUBIC, antialias=True)
 
 
-def reward_processor(base: str, tokens: Sequence[str], *, family: str) -> tuple[Any, list[int], Any]:
+def reward_processor(base: str, tokens: Sequence[str], *, family: str, model_type: str = "qwen2_vl"
+                     ) -> tuple[Any, list[int], Any]:
     """The processor of the base model a reward model was trained from, with the reward's special
-    ``tokens`` added, their ids, and the base's config (which must be a Qwen2-VL one)."""
+    ``tokens`` added, their ids, and the base's config (which must be of ``model_type``: Qwen2-VL for
+    HPSv3 and VideoAlign, ``qwen2_5_vl`` for EditReward)."""
     from transformers import AutoConfig
 
     from .backbone import load_vlm_processor
@@ -330,8 +356,9 @@ def reward_processor(base: str, tokens: Sequence[str], *, family: str) -> tuple[
     except Exception as exc:
         raise ConfigError(f"cannot read the config of '{base}': {type(exc).__name__}: {exc}",
                           field="kwargs.base_model") from exc
-    if getattr(config, "model_type", None) != "qwen2_vl":
-        raise ConfigError(f"{family} is a Qwen2-VL reward model; '{base}' is a '{config.model_type}' model",
+    if getattr(config, "model_type", None) != model_type:
+        shown = {"qwen2_vl": "Qwen2-VL", "qwen2_5_vl": "Qwen2.5-VL"}.get(model_type, model_type)
+        raise ConfigError(f"{family} is a {shown} reward model; '{base}' is a '{config.model_type}' model",
                           field="kwargs.base_model")
     return processor, ids, config
 
@@ -347,9 +374,11 @@ def read_checkpoint(checkpoint: Any) -> dict[str, Any]:
 
 
 def reward_backbone(state: Mapping[str, Any], processor: Any, config: Any, *, checkpoint: Any, base: str,
-                    family: str, dtype: Any, device: str, attn_implementation: str | None = None) -> tuple[Any, dict]:
+                    family: str, dtype: Any, device: str, attn_implementation: str | None = None,
+                    head_prefix: str = "rm_head.") -> tuple[Any, dict]:
     """The backbone built from ``config`` and loaded with ``state`` (the published keys), and the head's
-    tensors; the checkpoint's vocabulary must be the base tokenizer's plus the reward tokens."""
+    tensors (the keys under ``head_prefix``); the checkpoint's vocabulary must be the base tokenizer's plus
+    the reward tokens."""
     rows = embedding_rows(state)
     if rows != len(processor.tokenizer):
         raise ConfigError(f"'{checkpoint}' has {rows} token embeddings; the tokenizer of '{base}' with {family}'s "
@@ -357,4 +386,4 @@ def reward_backbone(state: Mapping[str, Any], processor: Any, config: Any, *, ch
                           "trained on?)", field="model_path")
     resize_vocabulary(config, rows)
     model = build_backbone(config, dtype=dtype, device=device, attn_implementation=attn_implementation)
-    return model, load_backbone(model, state, where=str(checkpoint))
+    return model, load_backbone(model, state, where=str(checkpoint), head_prefix=head_prefix)

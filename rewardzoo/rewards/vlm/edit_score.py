@@ -1,0 +1,188 @@
+"""EditScore (VectorSpaceLab, 2025): a VIEScore-style rubric judge of image edits, Qwen2.5-VL / Qwen3-VL fine-tunes.
+
+Each edit is judged twice, with EditScore's VIEScore prompts at ``score_range: 25``:
+
+- **SC** (semantic consistency): the source and the edited image, labelled ``<img1>:`` / ``<img2>:`` as
+  EditScore's own chat template writes them, and the rules asking for ``[editing success, over-editing]``;
+- **PQ** (perceptual quality): the edited image (``evaluate``; OmniGen2-RL's reward server, through
+  ``batch_evaluate``, shows both images) and the rules asking for ``[naturalness, artifacts]``.
+
+Each answer is ``{"reasoning": ..., "score": [...]}`` (read by :func:`~rewardzoo.rewards.vlm.judging.rubric_scores`);
+``SC = min(SC scores) / 2.5``, ``PQ = min(PQ scores) / 2.5`` (both on 0-10) and ``overall = sqrt(SC * PQ)``
+(EditScore's ``evaluate``). :class:`RubricEditJudge` holds that scheme; ``unified_reward_edit`` runs it with
+UnifiedReward-Edit's prompts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, ClassVar, Sequence
+
+from ...errors import ConfigError
+from ...shared.clip import check_pairs
+from ...shared.editing import edit_inputs
+from ...shared.options import positive_int
+from ..base import Inputs, PointwiseReward, RewardOutput
+from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, fill
+from .judging import Failure, rubric_scores
+
+# VectorSpaceLab/EditScore editscore/vie_prompts.py, as EditScore.__init__ joins them (``score_range`` in for 10)
+CONTEXT = """You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.
+All the input images are AI-generated. All human in the images are AI-generated too. so you need not worry about the privacy confidentials.
+
+IMPORTANT: You will have to give your output in this way (Keep your reasoning concise and short.):
+{
+"reasoning" : "...",
+"score" : [...]
+}
+"""
+TWO_IMAGE_EDIT_RULE = """RULES:
+
+Two images will be provided: The first being the original AI-generated image and the second being an edited version of the first.
+The objective is to evaluate how successfully the editing instruction has been executed in the second image.
+
+Note that sometimes the two images might look identical due to the failure of image edit.
+"""
+SC_RULE = """
+From scale 0 to 10: 
+A score from 0 to 10 will be given based on the success of the editing. (0 indicates that the scene in the edited image does not follow the editing instruction at all. 10 indicates that the scene in the edited image follow the editing instruction text perfectly.)
+A second score from 0 to 10 will rate the degree of overediting in the second image. (0 indicates that the scene in the edited image is completely different from the original. 10 indicates that the edited image can be recognized as a minimal edited yet effective version of original.)
+Put the score in a list such that output score = [score1, score2], where 'score1' evaluates the editing success and 'score2' evaluates the degree of overediting.
+
+Editing instruction: <instruction>
+"""
+PQ_RULE = """RULES:
+
+The image is an AI-generated image.
+The objective is to evaluate how successfully the image has been generated.
+
+From scale 0 to 10: 
+A score from 0 to 10 will be given based on image naturalness. 
+(
+    0 indicates that the scene in the image does not look natural at all or give a unnatural feeling such as wrong sense of distance, or wrong shadow, or wrong lighting. 
+    10 indicates that the image looks natural.
+)
+A second score from 0 to 10 will rate the image artifacts. 
+(
+    0 indicates that the image contains a large portion of distortion, or watermark, or scratches, or blurred faces, or unusual body parts, or subjects not harmonized. 
+    10 indicates the image has no artifacts.
+)
+Put the score in a list such that output score = [naturalness, artifacts]
+"""
+#: EditScore's score range (its README and OmniGen2-RL run 25).
+SCORE_RANGE = 25
+
+
+def editscore_prompts(score_range: int = SCORE_RANGE) -> tuple[str, str]:
+    """(SC prompt with ``{prompt}`` for the instruction, PQ prompt), as ``EditScore.__init__`` builds them."""
+    sc = "\n".join([CONTEXT, TWO_IMAGE_EDIT_RULE, SC_RULE.replace("10", str(score_range))])
+    pq = "\n".join([CONTEXT, PQ_RULE.replace("10", str(score_range))])
+    return sc.replace("<instruction>", "{prompt}"), pq
+
+
+def _labelled(n: int) -> str:
+    """EditScore's ``apply_chat_template`` image run: ``<img1>: <image><img2>: <image>...``."""
+    return "".join(f"<img{i}>: <image>" for i in range(1, n + 1))
+
+
+_SC, _PQ = editscore_prompts()
+#: Named templates: (SC text, PQ text) with the images where ``<image>`` stands.
+TEMPLATES = {"editscore": (_labelled(2) + _SC, _labelled(1) + _PQ)}
+#: What each pairing sets: the template, whether the PQ query shows the source too, and the score's divisor.
+DEFAULTS = {"model": "EditScore/EditScore-7B", "template": "editscore", "pq_source": False, "scale": 1.0}
+PRESETS = {"omnigen2_rl": {"model": "EditScore/EditScore-7B", "template": "editscore", "pq_source": True,
+                           "scale": 10.0,
+                           "templates": (_labelled(2) + _SC, _labelled(2) + _PQ)}}
+
+
+class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
+    """An SC / PQ rubric judge of edits (module docstring): ``sqrt(SC * PQ) / scale`` with SC, PQ on 0-10.
+
+    Inputs: ``prompt`` (the instruction), ``image`` (the edited result), ``condition_images`` (the source
+    first; a mask is checked and not shown). Extras: ``semantic_consistency`` (SC), ``perceptual_quality`` (PQ),
+    ``prompt_following`` and ``consistency`` (the SC answer's two scores / 2.5 when it gives two, else NaN),
+    ``sc_reasoning`` / ``pq_reasoning`` (texts), ``sc_answer`` / ``pq_answer`` (the judge's answers),
+    ``substituted`` / ``failure``. An answer with no score, or an SC
+    or PQ outside [0, 10], is unparseable (``on_failure`` decides). Subclasses set the templates, defaults and
+    presets.
+    """
+
+    inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "condition_images"))
+    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
+    templates: ClassVar[dict[str, tuple[str, str]]] = TEMPLATES
+    defaults: ClassVar[dict[str, Any]] = DEFAULTS
+    presets: ClassVar[dict[str, dict[str, Any]]] = PRESETS
+    answer_range: ClassVar[int] = SCORE_RANGE  # the rubric's 0..N answer scale
+    endpoint_defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 preset: str | None = None, max_new_tokens: int = 512, **options: Any) -> None:
+        super().__init__(model_path, device, dtype)
+        judge_options = self.judge_options_of(options)
+        if preset is not None and preset not in self.presets:
+            raise ConfigError(f"{self.name}: preset must be null or one of {sorted(self.presets)}, got {preset!r}",
+                              field="kwargs.preset")
+        self.preset = preset
+        chosen = self.presets.get(preset, self.defaults)
+        self.default_model = chosen["model"]
+        self.template = self.templates[chosen["template"]]
+        self.queries_text = chosen.get("templates", self.template)
+        self.pq_source = bool(chosen["pq_source"])
+        self.scale = float(chosen["scale"])
+        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
+        if self.endpoint_defaults and judge_options.endpoint is not None:
+            judge_options = replace(judge_options, endpoint={**self.endpoint_defaults, **judge_options.endpoint})
+        self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
+
+    def dimension(self, text: str) -> tuple[float, list[float], str] | Failure:
+        """(min score / (range / 10), the scores, the reasoning) of one answer, or a Failure."""
+        found = rubric_scores(text)
+        if isinstance(found, Failure):
+            return found
+        scores, reasoning = found
+        value = min(scores) / (self.answer_range / 10)
+        if not 0.0 <= value <= 10.0:
+            return Failure("unparseable", f"score {min(scores):g} is outside [0, {self.answer_range}]", text)
+        return value, scores, reasoning
+
+    def __call__(self, prompt: Sequence[str], image: Sequence[Any], condition_images: Sequence[Any] | None = None,
+                 **_: Any) -> RewardOutput:
+        edits = edit_inputs(condition_images)
+        prompts = check_prompts(prompt, check_pairs(image=image, condition_images=edits))
+        sc_text, pq_text = self.queries_text
+        n = len(image)
+        queries = self.queries_of([fill(sc_text, p) for p in prompts], [[e.source, im] for e, im in zip(edits, image)])
+        queries += self.queries_of([pq_text] * n, [[e.source, im] if self.pq_source else [im]
+                                                   for e, im in zip(edits, image)])
+        answers = self.backend.generate(queries, max_new_tokens=self.max_new_tokens)
+        outcomes, parts = [], []
+        for sc_answer, pq_answer in zip(answers[:n], answers[n:]):
+            sc = sc_answer if isinstance(sc_answer, Failure) else self.dimension(sc_answer)
+            pq = pq_answer if isinstance(pq_answer, Failure) else self.dimension(pq_answer)
+            failed = next((x for x in (sc, pq) if isinstance(x, Failure)), None)
+            outcomes.append(failed if failed else math.sqrt(sc[0] * pq[0]) / self.scale)
+            parts.append((sc, pq))
+        scores, extras = self.resolve(outcomes)
+        nan = float("nan")
+        ok = lambda x: not isinstance(x, Failure)  # noqa: E731
+        extras["semantic_consistency"] = [sc[0] if ok(sc) else nan for sc, _ in parts]
+        extras["perceptual_quality"] = [pq[0] if ok(pq) else nan for _, pq in parts]
+        unit = self.answer_range / 10
+        extras["prompt_following"] = [sc[1][0] / unit if ok(sc) and len(sc[1]) > 1 else nan for sc, _ in parts]
+        extras["consistency"] = [sc[1][1] / unit if ok(sc) and len(sc[1]) > 1 else nan for sc, _ in parts]
+        extras["sc_reasoning"] = [sc[2] if ok(sc) else "" for sc, _ in parts]
+        extras["pq_reasoning"] = [pq[2] if ok(pq) else "" for _, pq in parts]
+        text = lambda a: a.answer or "" if isinstance(a, Failure) else a  # noqa: E731
+        extras["sc_answer"] = [text(a) for a in answers[:n]]
+        extras["pq_answer"] = [text(a) for a in answers[n:]]
+        return RewardOutput(scores, extras=extras)
+
+
+class EditScore(RubricEditJudge):
+    """EditScore: ``overall = sqrt(SC * PQ)`` on 0-10 (``preset: omnigen2_rl``: OmniGen2-RL's reward, PQ shown
+    both images, ``overall / 10``). See :class:`RubricEditJudge` for inputs and extras. Options: ``preset``,
+    ``max_new_tokens`` (512, EditScore's), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
+    The released models are LoRA adapters on Qwen2.5-VL-7B / Qwen3-VL: serve the adapter (vLLM ``--lora-modules``)
+    and name it in ``endpoint.model``, or give the local backend a merged checkpoint as ``model_path``.
+    """

@@ -1,0 +1,151 @@
+"""UnifiedReward-Edit (Wang et al., 2025): UnifiedReward's editing judges, pointwise and pairwise, as released in
+``UnifiedReward-Edit/`` (served by vLLM as ``UnifiedReward``, images as JPEG quality 95 before the text,
+``do_sample: False``, ``max_tokens: 4096``).
+
+- **Pointwise** (``edit_pointwise_instruction_following.py``, ``edit_pointwise_quality.py``): EditScore's two
+  VIEScore prompts at scale 0-25 (a blank line more in the output format, trailing commas), the source and the
+  edited image for instruction following, the edited image alone for quality. The release prints the answers;
+  rewardzoo scores them as EditScore does (:class:`~rewardzoo.rewards.vlm.edit_score.RubricEditJudge`):
+  ``sqrt(SC * PQ)`` on 0-10.
+- **Pairwise** (``edit_paiwise_score.py``): the source and two edits with the instruction; the answer scores each
+  edit, read as the release's comment says (the first two decimal numbers, pattern ``([0-9]+\\.[0-9]+)``); the
+  higher wins, equal scores tie. :class:`UnifiedRewardEditJudge` answers the pairs of a group for
+  :class:`~rewardzoo.rewards.group.ranking.PairwiseWinRate` (``unified_reward_edit_pairwise``). The release's
+  ``edit_pairwise_rank.py`` prompt states no answer format to parse and is not offered.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any, ClassVar, Sequence
+
+from ...shared.options import positive_int
+from ..base import Inputs
+from ..group.ranking import PairwiseWinRate
+from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, fill
+from .edit_score import RubricEditJudge
+from .judging import Failure
+
+#: UnifiedReward ff6f520, UnifiedReward-Edit/edit_pointwise_instruction_following.py: ``problem`` (the
+#: instruction where ``{prompt}`` stands).
+INSTRUCTION_FOLLOWING = (
+    "You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.\nAll the input images are AI-generated. All human in the images are AI-generated too. so you need not worry about the privacy confidentials.\n\nIMPORTANT: You will have to give your output in this way (Keep your reasoning concise and short.):\n{\n\n\"reasoning\" : \"...\",\n\"score\" : [...],\n}\n\nRULES:\n\nTwo images will be provided: The first being the original AI-generated image and the second being an edited version of the first.\nThe objective is to evaluate how successfully the editing instruction has been executed in the second image.\n\nNote that sometimes the two images might look identical due to the failure of image edit.\n\n\nFrom scale 0 to 25: \nA score from 0 to 25 will be given based on the success of the editing. (0 indicates that the scene in the edited image does not follow the editing instruction at all. 25 indicates that the scene in the edited image follow the editing instruction text perfectly.)\nA second score from 0 to 25 will rate the degree of overediting in the second image. (0 indicates that the scene in the edited image is completely different from the original. 25 indicates that the edited image can be recognized as a minimal edited yet effective version of original.)\nPut the score in a list such that output score = [score1, score2], where 'score1' evaluates the editing success and 'score2' evaluates the degree of overediting.\n\nEditing instruction:"  # noqa: E501
+    "{prompt}\n")
+#: ``edit_pointwise_quality.py``: ``problem``.
+QUALITY = (
+    "You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.\nAll the input images are AI-generated. All human in the images are AI-generated too. so you need not worry about the privacy confidentials.\n\nIMPORTANT: You will have to give your output in this way (Keep your reasoning concise and short.):\n{\n\n\"reasoning\" : \"...\",\n\"score\" : [...],\n}\n\nRULES:\n\nThe image is an AI-generated image.\nThe objective is to evaluate how successfully the image has been generated.\n\nFrom scale 0 to 25: \nA score from 0 to 25 will be given based on image naturalness. \n(\n    0 indicates that the scene in the image does not look natural at all or give a unnatural feeling such as wrong sense of distance, or wrong shadow, or wrong lighting. \n    25 indicates that the image looks natural.\n)\nA second score from 0 to 25 will rate the image artifacts. \n(\n    0 indicates that the image contains a large portion of distortion, or watermark, or scratches, or blurred faces, or unusual body parts, or subjects not harmonized. \n    25 indicates the image has no artifacts.\n)\nPut the score in a list such that output score = [naturalness, artifacts]\n")  # noqa: E501
+#: ``edit_paiwise_score.py``: ``problem`` (an f-string; ``{prompt}`` where it puts the instruction).
+PAIRWISE_SCORE = (
+    "You are tasked with assigning scores to two edited images, comparing each with the original source image. \n\nThe score should reflect both how well the model executed the instructions and the overall quality of the edit, including its visual appeal for both images.\n\n**Inputs Provided:**\n- Source Image (before editing)\n- Edited Image 1 (after applying the instruction)\n- Edited Image 2 (after applying the instruction)\n- Text Instruction\n\n### Evaluation Criteria for Each Image:\n\n1. **Instruction Fidelity**  \nAssess how accurately the edits align with the given instruction. The following aspects should be considered:\n- **Semantic Accuracy:** Does the edited image reflect the correct objects and changes as described in the instruction? For example, if instructed to replace \"apples with oranges,\" ensure that oranges appear instead of other fruits.\n- **Completeness of Changes:** Ensure all parts of the instruction are fully addressed. For multi-step instructions, verify that every change is made as specified.\n- **Exclusivity of Changes:** Confirm that only the specified changes were made. Other elements of the image should remain consistent with the original.\n\n2. **Visual Integrity & Realism**  \nEvaluate the visual quality of the edited image, taking into account technical accuracy and aesthetic appeal:\n- **Realism & Physical Consistency:** Does the edit respect the laws of physics and scene consistency, including lighting, shadows, and perspective?\n- **Artifact-Free Quality:** Look for any technical flaws such as blurring, pixel misalignment, unnatural textures, or visible seams. The image should be clean and free from distractions.\n- **Aesthetic Harmony:** The image should maintain a pleasing visual balance, with careful attention to composition, color harmony, and overall appeal. The changes should enhance the image rather than detract from it.\n\n### Scoring Guidelines:\n- The score can range from **positive to negative** based on how well the edit follows the instruction and maintains visual quality.\n- A **higher score** indicates a strong adherence to the instruction, clean edits, and a high-quality final result.\n- A **negative score** reflects significant issues, such as errors in the edits, missing parts, over-editing, or visual artifacts that compromise the result.\n\nPlease provide the scores for each image based on the evaluation of the above aspects.\n\nText instruction - "  # noqa: E501
+    "{prompt}\n")
+
+TEMPLATES = {"unified_reward_edit": (INSTRUCTION_FOLLOWING, QUALITY), "pairwise_score": PAIRWISE_SCORE}
+DEFAULT_MODEL = "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b"
+#: The release's request: images as JPEG quality 95 (``_encode_image``).
+ENDPOINT_DEFAULTS = {"image_format": "jpeg", "jpeg_quality": 95}
+#: The release's score pattern (the comment closing ``edit_paiwise_score.py``).
+DECIMAL = r"([0-9]+\.[0-9]+)"
+
+
+class UnifiedRewardEdit(RubricEditJudge):
+    """UnifiedReward-Edit pointwise: ``sqrt(SC * PQ)`` on 0-10 from its instruction-following and quality answers.
+
+    Inputs and extras: :class:`~rewardzoo.rewards.vlm.edit_score.RubricEditJudge`'s. Options: ``max_new_tokens``
+    (4096, the release's ``max_tokens``), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
+    """
+
+    templates: ClassVar[dict[str, tuple[str, str]]] = {"unified_reward_edit": TEMPLATES["unified_reward_edit"]}
+    defaults: ClassVar[dict[str, Any]] = {"model": DEFAULT_MODEL, "template": "unified_reward_edit",
+                                          "pq_source": False, "scale": 1.0}
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    endpoint_defaults: ClassVar[dict[str, Any]] = ENDPOINT_DEFAULTS
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 max_new_tokens: int = 4096, **options: Any) -> None:
+        super().__init__(model_path, device, dtype, max_new_tokens=max_new_tokens, **options)
+
+
+def pairwise_verdict(text: str) -> float | Failure:
+    """P(first edit beats the second) from a pairwise-score answer: the first two decimals compared."""
+    found = re.findall(DECIMAL, text)
+    if len(found) < 2:
+        return Failure("unparseable", f"fewer than two scores matching {DECIMAL!r}", text)
+    first, second = float(found[0]), float(found[1])
+    return 1.0 if first > second else 0.0 if first < second else 0.5
+
+
+class UnifiedRewardEditJudge(VLMJudgeMixin):
+    """The pairwise judge: ``judge_pairs([(first, second), ...]) -> (P(first beats second) per pair, extras)``.
+
+    ``first`` / ``second``: dicts of ``prompt``, ``image`` (the edit) and ``condition_images`` (the source first;
+    the first sample's source and instruction are used: a group edits one source). Options: ``max_new_tokens``
+    (4096), ``max_batch`` (pairs per local generate call, 16), the backend and failure options. Per-pair extras:
+    ``substituted``, ``tie``.
+    """
+
+    thread_safe: ClassVar[bool] = True
+    default_model: ClassVar[str | None] = DEFAULT_MODEL
+    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
+    required_fields = ("prompt", "image", "condition_images")
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 max_new_tokens: int = 4096, max_batch: int = 16, name: str = "unified_reward_edit_pairwise",
+                 **options: Any) -> None:
+        judge_options = self.judge_options_of(options)
+        self.template = PAIRWISE_SCORE
+        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
+        self.max_batch = positive_int(max_batch, "kwargs.max_batch")
+        if judge_options.endpoint is not None:
+            judge_options = replace(judge_options, endpoint={**ENDPOINT_DEFAULTS, **judge_options.endpoint})
+        self.setup_judge(name, judge_options, model_path=model_path, device=device, dtype=dtype)
+
+    def judge_pairs(self, pairs: Sequence[tuple[dict, dict]]) -> tuple[list[float], dict[str, list[float]]]:
+        from ...shared.editing import edit_inputs
+
+        sources = edit_inputs([first["condition_images"] for first, _ in pairs])
+        queries = self.queries_of([fill(self.template, first["prompt"]) for first, _ in pairs],
+                                  [[src.source, first["image"], second["image"]]
+                                   for src, (first, second) in zip(sources, pairs)])
+        step = len(queries) if self.backend.kind == "openai" else self.max_batch
+        answers = [a for i in range(0, len(queries), step)
+                   for a in self.backend.generate(queries[i:i + step], max_new_tokens=self.max_new_tokens)]
+        outcomes = [a if isinstance(a, Failure) else pairwise_verdict(a) for a in answers]
+        scores, extras = self.resolve(outcomes)
+        ties = [1.0 if not isinstance(o, Failure) and o == 0.5 else 0.0 for o in outcomes]
+        return [float(s) for s in scores], {"substituted": list(extras["substituted"]), "tie": ties}
+
+    def __call__(self, first: dict, second: dict) -> float:
+        """One pair (the per-pair protocol of PairwiseWinRate)."""
+        return self.judge_pairs([(first, second)])[0][0]
+
+
+class UnifiedRewardEditPairwise(PairwiseWinRate):
+    """Pref-GRPO's pairwise win rate over the edits of a group with :class:`UnifiedRewardEditJudge`.
+
+    Inputs: ``prompt``, ``image``, ``condition_images`` and ``group_id``. Range [0, 1]. Extras: ``wins``, and per
+    sample ``substituted`` / ``tie``.
+    """
+
+    inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "condition_images", "group_id"))
+
+    @classmethod
+    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
+                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        return kwargs, {}  # the judge is its own model, loaded in __init__
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 max_new_tokens: int = 4096, max_batch: int = 16, **options: Any) -> None:
+        BackendOptions.of(type(self), options, UnifiedRewardEditJudge.judge_options)
+        judge = UnifiedRewardEditJudge(model_path, device, dtype, max_new_tokens=max_new_tokens, max_batch=max_batch,
+                                       **options)
+        super().__init__(None, device, dtype, judge=judge)
+        self.model_path = model_path
+        self.judge_name = "unified_reward_edit_pairwise"
+        self.io_bound = judge.io_bound
+        self.template, self.backend = judge.template, judge.backend  # what it runs, as a pointwise judge says
+
+    @property
+    def substitutions(self) -> int:
+        """Pair verdicts substituted since this reward was built."""
+        return self.judge.substitutions

@@ -1,0 +1,165 @@
+"""VideoScore2 (He et al., 2025; TIGER-AI-Lab): a generative video judge that reasons first, then scores three
+dimensions, as its ``vs2_inference.py`` runs it.
+
+The video, then VideoScore2's query (the prompt inserted) asking for ``visual quality: <v_score>;
+text-to-video alignment: <t_score>, physical/common-sense consistency: <p_score>``. The judge writes its
+reasoning and the three integer scores; the hard scores are the groups of the reference's pattern
+:data:`SCORES` (first match, case-insensitive, across lines). The reference reports **soft** scores: for each
+dimension, at the answer token of the first digit after the dimension's label, the probabilities ``p_s`` of the
+tokens ``"1"`` .. ``"5"`` (softmax over the vocabulary), and ``soft = argmax_s p_s * max_s p_s / sum_s p_s``.
+Here those probabilities come from a second, teacher-forced pass over the query with the answer up to that digit
+as the assistant's prefix (one batched ``answer_probs`` call for all samples and dimensions): the same
+distribution the generation step saw (the prefix is the answer's text up to the digit: the tokens before the
+score token for Qwen's tokenizers, which give every digit a token of its own). ``soft: false`` keeps the hard
+integers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from ...errors import ConfigError
+from ...shared.options import positive_int
+from ..base import Inputs, PointwiseReward, RewardOutput
+from .backbone import VLMQuery
+from .common import VLMJudgeMixin, check_prompts, fill
+from .judging import Failure
+
+#: TIGER-AI-Lab/VideoScore2 ``vs2_inference.py``: ``VS2_QUERY_TEMPLATE`` (``$t2v_prompt`` -> ``{prompt}``), with the
+#: indentation the triple-quoted literal carries inside ``main``.
+QUERY = """
+    You are an expert for evaluating AI-generated videos from three dimensions:
+    (1) visual quality – clarity, smoothness, artifacts;
+    (2) text-to-video alignment – fidelity to the prompt;
+    (3) physical/common-sense consistency – naturalness and physics plausibility.
+
+    Video prompt: {prompt}
+
+    Please output in this format:
+    visual quality: <v_score>; 
+    text-to-video alignment: <t_score>, 
+    physical/common-sense consistency: <p_score>
+    """
+TEMPLATES = {"videoscore2": QUERY}
+#: The reference's score pattern (``re.DOTALL | re.IGNORECASE``).
+SCORES = (r"visual quality:\s*(\d+).*?text-to-video alignment:\s*(\d+).*?physical/common-sense consistency:\s*"
+          r"(\d+)")
+#: (extra name, the label the reference looks for before each score token).
+DIMENSIONS = (("visual_quality", "visual quality:"), ("text_alignment", "text-to-video alignment:"),
+              ("physical_consistency", "physical/common-sense consistency:"))
+DIGITS = tuple(str(s) for s in range(1, 6))
+
+
+def hard_scores(text: str) -> tuple[int, int, int] | Failure:
+    """The three integers of the reference's pattern, or a Failure."""
+    match = re.search(SCORES, text, re.DOTALL | re.IGNORECASE)
+    if match is None:
+        return Failure("unparseable", "no 'visual quality: N ... text-to-video alignment: N ... physical/common-sense "
+                                      "consistency: N' in the answer", text)
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+
+def score_prefix(text: str, label: str) -> str | None:
+    """The answer up to (not including) the first digit after the first ``label`` (the reference's
+    ``find_score_token_index_by_prompt``: an optional ``(N) `` or newline before the label), or None."""
+    match = re.search(r"(?:\(\d+\)\s*|\n\s*)?" + re.escape(label), text, flags=re.IGNORECASE)
+    if match is None:
+        return None
+    digit = re.search(r"\d", text[match.end():])
+    return None if digit is None else text[:match.end() + digit.start()]
+
+
+def soft_score(probs: Sequence[float]) -> float | Failure:
+    """``argmax_s p_s * max p / sum p`` over the probabilities of ``"1"`` .. ``"5"`` (the reference's
+    ``ll_based_soft_score_normed``; its 4-decimal rounding left out)."""
+    p = np.asarray(probs, dtype=np.float64)
+    total = float(p.sum())
+    if total <= 0.0:
+        return Failure("unparseable", "none of the score tokens 1-5 has a probability at the score position")
+    best = int(np.argmax(p))
+    return (best + 1) * float(p[best]) / total
+
+
+class VideoScore2(VLMJudgeMixin, PointwiseReward):
+    """VideoScore2: the mean (``weights``) of its three dimension scores, soft by default (module docstring).
+
+    Inputs: ``video`` and ``prompt``. Range [0, 5] (soft scores lie in (0, 5]; hard ones in 1..5). Extras:
+    ``visual_quality``, ``text_alignment``, ``physical_consistency`` (the dimension scores), ``reasoning`` (the
+    answer before the scores), ``judgement`` (the whole answer), ``substituted`` / ``failure``. A hard score
+    outside 1..5 is unparseable. Options: ``soft`` (true), ``weights`` (three non-negative numbers, default
+    equal), ``max_new_tokens`` (1024, the reference's), ``num_frames`` (8) and ``fps`` (2.0, the reference's
+    ``infer_fps``), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
+    """
+
+    inputs: ClassVar[Inputs] = Inputs(("prompt", "video"), num_frames=8)
+    media: ClassVar[str] = "video"
+    default_model: ClassVar[str | None] = "TIGER-Lab/VideoScore2"
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
+                 soft: bool = True, weights: Sequence[float] | None = None, max_new_tokens: int = 1024,
+                 **options: Any) -> None:
+        super().__init__(model_path, device, dtype)
+        judge_options = self.judge_options_of(options)
+        if not isinstance(soft, bool):
+            raise ConfigError(f"{self.name}: soft must be true or false, got {soft!r}", field="kwargs.soft")
+        self.soft = soft
+        weights = (1.0, 1.0, 1.0) if weights is None else weights
+        if (isinstance(weights, str) or len(weights) != 3 or any(
+                isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0 for w in weights) or sum(weights) <= 0):
+            raise ConfigError(f"{self.name}: weights must be three non-negative numbers, not all 0, got {weights!r}",
+                              field="kwargs.weights")
+        self.weights = np.asarray(weights, dtype=np.float64) / float(sum(weights))
+        self.template = QUERY
+        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
+        self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
+        self.inputs = Inputs(("prompt", "video"), num_frames=self.num_frames)
+
+    def __call__(self, prompt: Sequence[str], video: Sequence[Any], **_: Any) -> RewardOutput:
+        prompts = check_prompts(prompt, len(video))
+        queries = self.queries_of([fill(self.template, p) for p in prompts], [[v] for v in video])
+        answers = self.backend.generate(queries, max_new_tokens=self.max_new_tokens)
+        dims: list[list[float] | Failure] = []
+        for answer in answers:
+            hard = answer if isinstance(answer, Failure) else hard_scores(answer)
+            if not isinstance(hard, Failure) and not all(1 <= h <= 5 for h in hard):
+                hard = Failure("unparseable", f"scores {hard} are not all in 1..5", answer)
+            dims.append(hard if isinstance(hard, Failure) else [float(h) for h in hard])
+        if self.soft:
+            self._soften(queries, answers, dims)
+        outcomes = [d if isinstance(d, Failure) else float(np.dot(self.weights, d)) for d in dims]
+        scores, extras = self.resolve(outcomes)
+        for k, (name, _) in enumerate(DIMENSIONS):
+            extras[name] = [float("nan") if isinstance(d, Failure) else d[k] for d in dims]
+        text = [a.answer or "" if isinstance(a, Failure) else a for a in answers]
+        starts = [re.search(r"visual quality:", t, re.IGNORECASE) for t in text]
+        extras["reasoning"] = [t[:m.start()].strip() if m else t.strip() for t, m in zip(text, starts)]
+        extras["judgement"] = text
+        return RewardOutput(scores, extras=extras)
+
+    def _soften(self, queries: list[VLMQuery], answers: list[Any], dims: list[Any]) -> None:
+        """Replace each parsed sample's hard scores with the soft ones (in place), one teacher-forced batch."""
+        asks, where = [], []
+        for i, (query, answer) in enumerate(zip(queries, answers)):
+            if isinstance(dims[i], Failure):
+                continue
+            for k, (_, label) in enumerate(DIMENSIONS):
+                prefix = score_prefix(answer, label)
+                if prefix is None:
+                    dims[i] = Failure("unparseable", f"no score token after {label!r}", answer)
+                    break
+                asks.append(VLMQuery(query.content, system=query.system, answer_prefix=prefix))
+                where.append((i, k))
+        if not asks:
+            return
+        probs = self.backend.answer_probs(asks, list(DIGITS))
+        for (i, k), p in zip(where, probs):
+            if isinstance(dims[i], Failure):
+                continue
+            value = p if isinstance(p, Failure) else soft_score(p)
+            if isinstance(value, Failure):
+                dims[i] = value
+            else:
+                dims[i][k] = value

@@ -1,0 +1,199 @@
+"""videoscore2 against TIGER-AI-Lab/VideoScore2 e6abe26 ``vs2_inference.py``: its query, its score pattern, its
+score-token search and soft score, re-written here from its code; the soft pass against transformers' own logits
+at the score token (the distribution the reference reads from ``generate(output_scores=True)``)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForImageTextToText, AutoProcessor
+
+import rewardzoo
+from rewardzoo.errors import RewardOutputError
+from rewardzoo.rewards.vlm import videoscore2 as vs2
+from rewardzoo.rewards.vlm.judging import Failure
+
+# TIGER-AI-Lab/VideoScore2 e6abe26bf694c293023cb3863bd6c657128766ac, vs2_inference.py, main(): VS2_QUERY_TEMPLATE
+# (a string.Template; the literal as written inside main, its indentation included).
+REF_QUERY = """
+    You are an expert for evaluating AI-generated videos from three dimensions:
+    (1) visual quality – clarity, smoothness, artifacts;
+    (2) text-to-video alignment – fidelity to the prompt;
+    (3) physical/common-sense consistency – naturalness and physics plausibility.
+
+    Video prompt: $t2v_prompt
+
+    Please output in this format:
+    visual quality: <v_score>; 
+    text-to-video alignment: <t_score>, 
+    physical/common-sense consistency: <p_score>
+    """
+REF_PATTERN = r"visual quality:\s*(\d+).*?text-to-video alignment:\s*(\d+).*?physical/common-sense consistency:\s*(\d+)"
+LABELS = ("visual quality:", "text-to-video alignment:", "physical/common-sense consistency:")
+
+
+def test_the_query_is_the_references():
+    from string import Template
+
+    assert vs2.QUERY.replace("{prompt}", "a dog runs") == Template(REF_QUERY).substitute(t2v_prompt="a dog runs")
+    assert vs2.SCORES == REF_PATTERN
+
+
+ANSWERS = [
+    "The motion is smooth.\nvisual quality: 4;\ntext-to-video alignment: 3,\nphysical/common-sense consistency: 5",
+    "Visual Quality: 2; Text-to-Video Alignment: 2, Physical/Common-Sense Consistency: 1",
+    "(1) visual quality: 5; (2) text-to-video alignment: 4, (3) physical/common-sense consistency: 4",
+    "visual quality: 4; text-to-video alignment: three",
+]
+#: The same answers with each score right after its colon. Qwen's tokenizers split every digit into its own
+#: token (the space before it is a token of its own), so the reference's score token is the digit and the prefix
+#: ends with the space; the tiny byte-level BPE here merges " 4" into one token, so the tests that follow the
+#: reference token by token write the scores without the space (both rules then pick the same step).
+TIGHT = [a.replace(": ", ":") for a in ANSWERS[:3]]
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_hard_scores_are_the_references_pattern(answer):
+    m = re.search(REF_PATTERN, answer, re.DOTALL | re.IGNORECASE)
+    got = vs2.hard_scores(answer)
+    if m is None:
+        assert isinstance(got, Failure)
+    else:
+        assert got == tuple(int(m.group(i)) for i in (1, 2, 3))
+
+
+def reference_index(prompt_text, tokenizer, gen_ids):
+    """vs2_inference.py ``find_score_token_index_by_prompt``, re-written from its steps."""
+    gen_str = tokenizer.decode(gen_ids, skip_special_tokens=False)
+    m = re.search(r"(?:\(\d+\)\s*|\n\s*)?" + re.escape(prompt_text), gen_str, flags=re.IGNORECASE)
+    if not m:
+        return -1
+    d = re.search(r"\d", gen_str[m.end():])
+    if not d:
+        return -1
+    target = gen_str[:m.end() + d.start() + 1]
+    for i in range(len(gen_ids)):
+        if tokenizer.decode(gen_ids[:i + 1], skip_special_tokens=False) == target:
+            return i
+    return -1
+
+
+def reference_soft(logits, tokenizer):
+    """vs2_inference.py ``ll_based_soft_score_normed`` (without its rounding) on one step's logits."""
+    pairs = []
+    for s in range(1, 6):
+        ids = tokenizer.encode(str(s), add_special_tokens=False)
+        if len(ids) == 1:
+            pairs.append((s, float(np.exp(torch.log_softmax(logits, dim=-1)[ids[0]].item()))))
+    values, probs = zip(*pairs)
+    best = values[probs.index(max(probs))]
+    return best * max(probs) / sum(probs)
+
+
+@pytest.fixture(scope="module")
+def tiny(vlm_dirs):
+    path = vlm_dirs["qwen2_5_vl"]
+    return path, AutoProcessor.from_pretrained(path), AutoModelForImageTextToText.from_pretrained(path).eval()
+
+
+@pytest.mark.parametrize("answer", TIGHT)
+def test_the_score_prefix_ends_where_the_references_score_token_starts(tiny, answer):
+    _, processor, _ = tiny
+    tok = processor.tokenizer
+    ids = tok.encode(answer, add_special_tokens=False)
+    for label in LABELS:
+        index = reference_index(label, tok, ids)
+        assert index >= 0
+        assert tok.decode(ids[:index]) == vs2.score_prefix(answer, label)
+        assert tok.decode(ids[index:index + 1]).strip().isdigit()
+
+
+def test_soft_score_is_the_references_formula(tiny):
+    _, processor, _ = tiny
+    tok = processor.tokenizer
+    logits = torch.randn(len(tok), generator=torch.Generator().manual_seed(0)) * 3
+    probs = torch.softmax(logits, dim=-1)[[tok.encode(d, add_special_tokens=False)[0] for d in vs2.DIGITS]]
+    assert vs2.soft_score(probs.tolist()) == pytest.approx(reference_soft(logits, tok), rel=1e-6)  # float32 softmax
+
+
+class CannedGenerate:
+    """The local backend with its generation replaced by fixed answers (a random tiny model writes no scores)."""
+
+    def __init__(self, backend, answers):
+        self.backend, self.answers = backend, answers
+        self.kind, self.io_bound = backend.kind, backend.io_bound
+
+    def generate(self, queries, *, max_new_tokens):
+        return self.answers[:len(queries)]
+
+    def answer_probs(self, queries, answers):
+        return self.backend.answer_probs(queries, answers)
+
+
+def test_soft_scores_read_the_models_distribution_at_the_score_token(tiny, video_frames):
+    path, processor, model = tiny
+    reward = rewardzoo.load_reward({"name": "videoscore2", "model_path": path, "kwargs": {"num_frames": 4}})
+    answers = [TIGHT[0], TIGHT[2]]
+    reward.backend = CannedGenerate(reward.backend, answers)
+    prompts = ["a dog runs", "a red car"]
+    out = reward(prompt=prompts, video=video_frames)
+    tok = processor.tokenizer
+    for i, (frames, prompt, answer) in enumerate(zip(video_frames, prompts, answers)):
+        msgs = [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": vs2.QUERY.replace(
+            "{prompt}", prompt)}]}]
+        rendered = processor.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        soft = []
+        for label in LABELS:
+            ids = tok.encode(answer, add_special_tokens=False)
+            index = reference_index(label, tok, ids)
+            inputs = processor(text=[rendered + tok.decode(ids[:index])], videos=[list(frames)], return_tensors="pt",
+                               videos_kwargs={"do_sample_frames": False, "video_metadata": [{
+                                   "fps": 2.0, "total_num_frames": len(frames), "duration": len(frames) / 2.0,
+                                   "frames_indices": list(range(len(frames)))}]})
+            with torch.no_grad():
+                logits = model(**inputs).logits[0, -1].float()
+            soft.append(reference_soft(logits, tok))
+        got = [out.extras[name][i] for name, _ in vs2.DIMENSIONS]
+        np.testing.assert_allclose(got, soft, atol=1e-5)
+        assert out.rewards[i] == pytest.approx(np.mean(soft), abs=1e-5)
+    assert out.extras["reasoning"][0] == "The motion is smooth."
+    assert out.extras["judgement"] == answers
+
+
+def test_hard_mode_weights_and_failures(tiny, video_frames):
+    path, _, _ = tiny
+    reward = rewardzoo.load_reward({"name": "videoscore2", "model_path": path,
+                                    "kwargs": {"num_frames": 4, "soft": False, "weights": [2, 1, 1]}})
+    reward.backend = CannedGenerate(reward.backend, [ANSWERS[0], ANSWERS[1]])
+    out = reward(prompt=["a", "b"], video=video_frames)
+    np.testing.assert_allclose(out.rewards, [(2 * 4 + 3 + 5) / 4, (2 * 2 + 2 + 1) / 4])
+    reward.backend = CannedGenerate(reward.backend.backend, [ANSWERS[0], "visual quality: 7; text-to-video "
+                                                             "alignment: 3, physical/common-sense consistency: 3"])
+    with pytest.raises(RewardOutputError):
+        reward(prompt=["a", "b"], video=video_frames)
+
+
+def test_through_an_endpoint_it_answers_as_locally(tiny, video_frames):
+    from .openai_server import ChatServer
+
+    path, _, _ = tiny
+    server = ChatServer(path)
+    try:
+        opts = {"num_frames": 4, "soft": False, "max_new_tokens": 6, "on_failure": {"substitute": 0.0}}
+        local = rewardzoo.load_reward({"name": "videoscore2", "model_path": path, "kwargs": opts})
+        remote = rewardzoo.load_reward({"name": "videoscore2", "kwargs": {
+            **opts, "backend": "openai", "endpoint": {"url": server.url, "model": "VideoScore2", "max_concurrency": 1}}})
+        prompts = ["a dog runs", "a red car"]
+        out_remote = remote(prompt=prompts, video=video_frames)
+        content = server.bodies[0]["body"]["messages"][-1]["content"]
+        assert [p["type"] for p in content] == ["image_url"] * 4 + ["text"]  # the frames, then the query
+        assert content[-1]["text"] == vs2.QUERY.replace("{prompt}", prompts[0])
+        assert len(out_remote.extras["judgement"]) == 2
+        assert list(out_remote.extras["substituted"]) == [1.0, 1.0]  # a random tiny model writes no scores
+        out_local = local(prompt=prompts, video=video_frames)
+        assert list(out_local.extras["substituted"]) == [1.0, 1.0]
+    finally:
+        server.close()
