@@ -18,7 +18,8 @@ from pathlib import Path
 
 #: Import names of the distributions whose name does not say it (otherwise the name with ``_`` for ``-``).
 IMPORT_NAMES = {"open-clip-torch": "open_clip", "opencv-python-headless": "cv2", "pyyaml": "yaml",
-                "pillow": "PIL", "scikit-learn": "sklearn", "levenshtein": "Levenshtein"}
+                "pillow": "PIL", "scikit-learn": "sklearn", "scikit-image": "skimage",
+                "levenshtein": "Levenshtein"}
 
 _PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 _EXTRA_CLAUSE = re.compile(r"\(?\s*extra\s*==\s*['\"]([^'\"]+)['\"]\s*\)?")

@@ -63,8 +63,9 @@ def test_class_agrees_with_the_card_and_does_not_restate_it(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_prompt_conditioned_agrees_with_the_fields_the_class_reads(name):
-    """The lint's ``prompt_conditioned`` is what the class declares: the prompt (or geneval's metadata, the
-    prompt's parsed spec); unstated only for composites whose base decides it and for ``remote``."""
+    """The lint's ``prompt_conditioned`` is what the class declares: the prompt (or, for geneval and tifa_vqa,
+    the metadata that holds what the prompt asks for: its parsed spec, its questions); unstated only for
+    composites whose base decides it and for ``remote``."""
     info = builtin()[name]
     if not extra_installed(info.extra, info.add_ons):
         pytest.skip(f"extra '{info.extra}' not installed")
@@ -72,7 +73,8 @@ def test_prompt_conditioned_agrees_with_the_fields_the_class_reads(name):
     if info.prompt_conditioned is None:
         assert fields <= {"group_id"} or info.kind == "per-instance"
     else:
-        assert info.prompt_conditioned == bool(fields & ({"prompt", "metadata"} if name == "geneval" else {"prompt"}))
+        assert info.prompt_conditioned == bool(fields & ({"prompt", "metadata"} if name in ("geneval", "tifa_vqa")
+                                                           else {"prompt"}))
 
 
 def test_demo_config_covers_every_reward_that_needs_no_download():
