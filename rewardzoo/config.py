@@ -100,13 +100,18 @@ class EnvironmentSpec:
     Either ``python``: an existing interpreter (a path); or ``requirements`` (pip requirement strings) and
     ``system_site_packages`` (the parent's packages visible under the child's own): a venv rewardzoo builds
     once under its cache folder. ``start_timeout_s`` bounds a worker's start-up (models built);
-    ``max_restarts`` how often a worker that died is started again over a run; ``shared_memory: false`` sends
-    the media through the socket even on the same host (for comparison)."""
+    ``call_timeout_s`` how long one call waits for the worker's answer (None: for ever) before the worker is
+    killed (the call is not retried: a hang would repeat); ``max_restarts`` how often a worker that died or
+    was killed is started again over a run; ``shared_memory: false`` sends the media through the socket even on
+    the same host (for comparison)."""
 
     python: str | None = None
     requirements: tuple[str, ...] = ()
     system_site_packages: bool = False
     start_timeout_s: float = 300.0
+    #: An hour: far beyond one batch of any reward a trainer waits for (calls are chunks of batch_size),
+    #: short enough that a hung worker becomes an error instead of a run that never ends.
+    call_timeout_s: float | None = 3600.0
     max_restarts: int = 3
     shared_memory: bool = True
 
@@ -118,8 +123,8 @@ class EnvironmentSpec:
             ", system_site_packages" if self.system_site_packages else "")
 
 
-ENVIRONMENT_KEYS = ("python", "requirements", "system_site_packages", "start_timeout_s", "max_restarts",
-                    "shared_memory")
+ENVIRONMENT_KEYS = ("python", "requirements", "system_site_packages", "start_timeout_s", "call_timeout_s",
+                    "max_restarts", "shared_memory")
 
 
 def parse_environment(value: Any, entry: str | None = None) -> EnvironmentSpec | None:
@@ -155,11 +160,15 @@ def parse_environment(value: Any, entry: str | None = None) -> EnvironmentSpec |
     if python is not None and "system_site_packages" in value:
         raise err("'system_site_packages' applies to a built environment ('requirements'), not to 'python'")
     timeout = positive_float(value.get("start_timeout_s", 300.0), "environment.start_timeout_s", entry=entry)
+    call_timeout = value.get("call_timeout_s", EnvironmentSpec.call_timeout_s)
+    if call_timeout is not None:  # null: no bound
+        call_timeout = positive_float(call_timeout, "environment.call_timeout_s", entry=entry)
     restarts = value.get("max_restarts", 3)
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
         raise err(f"'max_restarts' must be a non-negative integer, got {restarts!r}")
     return EnvironmentSpec(python=python, requirements=tuple(r.strip() for r in requirements or ()),
-                           system_site_packages=ssp, start_timeout_s=timeout, max_restarts=restarts, shared_memory=shm)
+                           system_site_packages=ssp, start_timeout_s=timeout, call_timeout_s=call_timeout,
+                           max_restarts=restarts, shared_memory=shm)
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(RewardSpec))
@@ -396,6 +405,8 @@ def json_schema() -> dict[str, Any]:
                                         "description": "a venv rewardzoo builds once (cached)"},
                        "system_site_packages": {"type": "boolean"},
                        "start_timeout_s": {"type": "number", "exclusiveMinimum": 0},
+                       "call_timeout_s": {"type": ["number", "null"], "exclusiveMinimum": 0,
+                                          "description": "seconds a call waits for the worker (null: no bound)"},
                        "max_restarts": {"type": "integer", "minimum": 0}, "shared_memory": {"type": "boolean"}},
         "oneOf": [{"required": ["python"]}, {"required": ["requirements"]}]}]}
     entry = {

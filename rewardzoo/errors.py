@@ -206,7 +206,8 @@ class RunnerStateError(RewardZooError, RuntimeError):
 
 class WorkerError(RewardExecutionError):
     """A reward's worker process (``environment:``) failed: it did not start within its ``start_timeout_s``,
-    crashed at import, died mid-call (after its restart and one retry), or answered something malformed.
+    crashed at import, died mid-call (after its restart and one retry), did not answer a call within its
+    ``call_timeout_s`` (it was killed), or answered something malformed.
     ``entry`` is the config entry, ``environment`` the environment (as its spec describes it), ``stderr`` the
     worker's last stderr lines; the message names all three."""
 

@@ -8,7 +8,10 @@ and stderr go to a file; its last lines are in every error about it.
 
 Lifecycle: the entries it was sent are built again after a restart; a worker that dies (the connection closes,
 the process exits) is restarted, at most ``max_restarts`` times over its life, each counted in
-:attr:`Worker.restarts` and logged, and the call that met the death is retried once. A worker stops when
+:attr:`Worker.restarts` and logged, and the call that met the death is retried once. A call that waits longer
+than ``call_timeout_s`` for its answer kills the worker's process group (the worker runs in its own, so what the
+reward started goes too) and is a :class:`~rewardzoo.errors.WorkerError`, not retried (a hang would repeat); the
+next call starts the worker again, counted as a restart. A worker stops when
 :meth:`Worker.close` is called (by the last entry that uses it, :meth:`rewardzoo.loader.RewardLoader.close`), at
 interpreter exit (``atexit``), and when this process dies in any way, SIGKILL included: it watches a pipe whose
 other end only this process holds (and on Linux asks for a parent-death signal when started from the main
@@ -22,6 +25,7 @@ import logging
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -65,6 +69,7 @@ class Worker:
         self._watch_fd: int | None = None
         self._folder: Path | None = None
         self._stderr_path: Path | None = None
+        self._timed_out = False  # killed after a call timed out: starting it again is a restart
         self.closed = False
 
     # -- what callers use ----------------------------------------------------------------------------
@@ -80,29 +85,35 @@ class Worker:
         """Build ``entry`` (a plain entry mapping) in the worker; its answer (see :meth:`ask`): the served row and
         record, or the error the worker met building it. A restarted worker builds the entries it held again."""
         with self._lock:
-            answer = self.ask({"op": "load", "entry": entry}, entry=name, timeout=self.env.start_timeout_s)
+            answer = self.ask({"op": "load", "entry": entry}, entry=name, bound="start_timeout_s")
             if "ok" in answer:
                 self._entries[entry["name"]] = entry
             return answer
 
-    def ask(self, message: dict[str, Any], *, entry: str | None, timeout: float | None = None,
+    def ask(self, message: dict[str, Any], *, entry: str | None, bound: str = "call_timeout_s",
             shared: str | None = None) -> dict[str, Any]:
         """Send one message and return the worker's answer map (``{"ok": ...}`` or ``{"error": ...}``),
-        starting the worker when needed. ``shared``: the key of the message whose large arrays go through shared
-        memory (when the worker has it). A worker that dies meanwhile is restarted (bounded) and asked once
-        more; WorkerError when it dies again, cannot be restarted, or does not start."""
+        starting the worker when needed. ``bound``: the environment's setting that bounds the wait for the
+        answer. ``shared``: the key of the message whose large arrays go through shared memory (when the worker
+        has it). A worker that dies meanwhile is restarted (bounded) and asked once more; WorkerError when it
+        dies again, cannot be restarted, does not start, or does not answer within the bound (then it is killed
+        and the message is not sent again)."""
         with self._lock:
             if self.closed:
                 raise WorkerError("the worker was closed", entry=entry, environment=self.env.describe())
             for attempt in (1, 2):
                 try:
                     if self._channel is None:
+                        if self._timed_out:
+                            self._count_restart("the worker was killed after a call ran past call_timeout_s",
+                                                entry, "", then="")
+                            self._timed_out = False
                         self._start(entry)
                     sent, fds = message, ()
                     if shared is not None and self._shared is not None:
                         packed, fds = self._shared.pack(message[shared])
                         sent = {**message, shared: packed}
-                    return self._exchange(sent, fds, timeout, entry)
+                    return self._exchange(sent, fds, bound, entry)
                 except WorkerDied as exc:
                     stderr = self.stderr_tail
                     code = self._reap()
@@ -110,17 +121,21 @@ class Worker:
                     if attempt == 2:
                         raise WorkerError(f"{what} again when the call was retried after a restart", entry=entry,
                                           environment=self.env.describe(), stderr=stderr) from None
-                    if self.restarts >= self.env.max_restarts:
-                        raise WorkerError(f"{what}; it was restarted {self.restarts} time(s) already "
-                                          f"(max_restarts: {self.env.max_restarts})", entry=entry,
-                                          environment=self.env.describe(), stderr=stderr) from None
-                    self.restarts += 1
-                    log.warning("rewardzoo: %s (%s); restarting it (restart %d of at most %d) and retrying the "
-                                "call once", what, self.env.describe(), self.restarts, self.env.max_restarts)
+                    self._count_restart(what, entry, stderr, then=" and retrying the call once")
                 except BaseException:  # KeyboardInterrupt, a malformed frame: the stream is out of step
                     self._stop(kill=True)  # nobody waits for what it is doing
                     raise
             raise AssertionError("unreachable")
+
+    def _count_restart(self, what: str, entry: str | None, stderr: str, *, then: str) -> None:
+        """Count the restart ``what`` calls for; WorkerError when ``max_restarts`` are used up."""
+        if self.restarts >= self.env.max_restarts:
+            raise WorkerError(f"{what}; it was restarted {self.restarts} time(s) already "
+                              f"(max_restarts: {self.env.max_restarts})", entry=entry,
+                              environment=self.env.describe(), stderr=stderr) from None
+        self.restarts += 1
+        log.warning("rewardzoo: %s (%s); restarting it (restart %d of at most %d)%s", what, self.env.describe(),
+                    self.restarts, self.env.max_restarts, then)
 
     def reset(self) -> None:
         """Stop the process (not counted as a restart); the next call starts it again."""
@@ -158,7 +173,8 @@ class Worker:
         try:
             with open(self._stderr_path, "wb") as err:
                 self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=environ,
-                                              pass_fds=(read_fd,) if os.name == "posix" else ())
+                                              pass_fds=(read_fd,) if os.name == "posix" else (),
+                                              start_new_session=os.name == "posix")  # its group: killed whole
         except OSError as exc:
             os.close(read_fd)
             os.close(write_fd)
@@ -173,7 +189,7 @@ class Worker:
         finally:
             listener.close()
         channel = Channel(sock)
-        hello, _ = self._recv_within(channel, self.env.start_timeout_s, entry, "to say hello")
+        hello, _ = self._recv_within(channel, "start_timeout_s", entry, "to say hello")
         if hello.get("op") != "hello" or not secrets.compare_digest(str(hello.get("token", "")), token):
             channel.close()
             self._stop()
@@ -183,7 +199,7 @@ class Worker:
         self._shared = SharedBuffer() if self.env.shared_memory and channel.passes_fds and SharedBuffer.available() \
             else None
         for name, spec in list(self._entries.items()):  # after a restart: build what it held again
-            answer = self._exchange({"op": "load", "entry": spec}, (), self.env.start_timeout_s, entry)
+            answer = self._exchange({"op": "load", "entry": spec}, (), "start_timeout_s", entry)
             if "error" in answer:
                 raise WorkerError(f"the restarted worker could not build entry '{name}' again: "
                                   f"{answer['error'].get('message')}", entry=entry, environment=self.env.describe(),
@@ -208,16 +224,15 @@ class Worker:
                         "(it was stopped)")
                 raise WorkerError(what, entry=entry, environment=self.env.describe(), stderr=stderr)
 
-    def _recv_within(self, channel: Channel, timeout: float | None, entry: str | None, doing: str
+    def _recv_within(self, channel: Channel, bound: str, entry: str | None, doing: str
                      ) -> tuple[dict[str, Any], list[int]]:
-        channel.sock.settimeout(timeout)
+        """The next message, waiting at most the environment's ``bound`` (a setting name; its value None: for
+        ever); past it the worker is killed."""
+        channel.sock.settimeout(getattr(self.env, bound))
         try:
             return channel.recv()
         except (socket.timeout, TimeoutError):
-            stderr = self.stderr_tail
-            self._stop(kill=True)
-            raise WorkerError(f"the worker took longer than start_timeout_s={timeout:g} s {doing} (it was stopped)",
-                              entry=entry, environment=self.env.describe(), stderr=stderr) from None
+            raise self._too_long(bound, entry, doing) from None
         except (ChannelClosed, ConnectionError, OSError) as exc:
             raise WorkerDied(str(exc), self._proc.pid if self._proc else None) from None
         except ValueError as exc:  # not a MessagePack map: the stream is out of step
@@ -229,14 +244,28 @@ class Worker:
             if channel.sock.fileno() != -1:
                 channel.sock.settimeout(None)
 
-    def _exchange(self, message: dict[str, Any], fds: tuple[int, ...], timeout: float | None,
+    def _too_long(self, bound: str, entry: str | None, doing: str) -> WorkerError:
+        """The worker ran past the environment's ``bound``: it is killed, and this is the error to raise."""
+        stderr = self.stderr_tail
+        self._stop(kill=True)
+        what = "it was stopped"
+        if bound == "call_timeout_s":
+            self._timed_out = True
+            what = "it was killed; the call is not retried (a hang would repeat), the next call starts it again"
+        return WorkerError(f"the worker took longer than {bound}={getattr(self.env, bound):g} s {doing} ({what})",
+                           entry=entry, environment=self.env.describe(), stderr=stderr)
+
+    def _exchange(self, message: dict[str, Any], fds: tuple[int, ...], bound: str,
                   entry: str | None = None) -> dict[str, Any]:
-        channel = self._channel
+        channel, doing = self._channel, f"to answer '{message.get('op')}'"
+        channel.sock.settimeout(getattr(self.env, bound))  # a worker that stops reading blocks the send too
         try:
             channel.send(message, fds)
+        except (socket.timeout, TimeoutError):
+            raise self._too_long(bound, entry, doing) from None
         except (ConnectionError, OSError) as exc:
             raise WorkerDied(str(exc), self._proc.pid if self._proc else None) from None
-        answer, _ = self._recv_within(channel, timeout, entry, f"to answer '{message.get('op')}'")
+        answer, _ = self._recv_within(channel, bound, entry, doing)
         return answer
 
     def _reap(self) -> str:
@@ -262,7 +291,9 @@ class Worker:
             self._shared = None
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
-            if kill:
+            if kill and os.name == "posix":  # its whole group (what the reward started too), while its
+                os.killpg(proc.pid, signal.SIGKILL)  # pid, not yet reaped, still names that group
+            elif kill:
                 proc.kill()
             for then in (proc.terminate, proc.kill):  # an idle worker exits when its connection closes
                 try:

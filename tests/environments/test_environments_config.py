@@ -55,3 +55,24 @@ def test_the_schema_describes_environments():
     for bad in ({"python": "/p", "requirements": ["x"]}, {"pythn": "/p"}, {}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({"rewards": [{"name": "a", "environment": bad}]}, schema)
+
+
+def test_call_timeout_s_defaults_to_an_hour_and_null_lifts_it():
+    def env(**extra):
+        config = load_config({"rewards": [{"name": "r", "environment": {"python": "/x", **extra}}]})
+        return config.rewards[0].environment
+
+    assert env().call_timeout_s == 3600.0 and env(call_timeout_s=None).call_timeout_s is None
+    assert env(call_timeout_s="90").call_timeout_s == 90.0 and env(call_timeout_s=90) != env()
+    for bad in (0, -1, "soon", True, float("inf")):
+        with pytest.raises(ConfigError, match="positive finite number") as err:
+            env(call_timeout_s=bad)
+        assert (err.value.entry, err.value.field) == ("r", "environment.call_timeout_s")
+    jsonschema = pytest.importorskip("jsonschema")
+    for good in (None, 0.5, 600):
+        jsonschema.validate({"rewards": [{"name": "a", "environment": {"python": "/p", "call_timeout_s": good}}]},
+                            json_schema())
+    for bad in (0, "soon"):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"rewards": [{"name": "a", "environment": {"python": "/p", "call_timeout_s": bad}}]},
+                                json_schema())

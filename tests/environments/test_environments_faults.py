@@ -4,7 +4,10 @@ last stderr lines; no worker left running (the process table is checked after ev
 from __future__ import annotations
 
 import os
+import re
+import signal
 import sys
+import time
 
 import pytest
 
@@ -12,7 +15,7 @@ from rewardzoo.config import load_config
 from rewardzoo.errors import ConfigError, RewardExecutionError, WorkerError
 from rewardzoo.loader import RewardLoader
 
-from .conftest import HERE, here_env, needs_linux, worker_pids
+from .conftest import HERE, alive, gone_within, here_env, needs_linux, worker_pids
 
 pytestmark = [needs_linux, pytest.mark.usefixtures("no_leftover_workers")]
 
@@ -57,6 +60,50 @@ def test_a_worker_that_hangs_at_start_is_stopped_after_start_timeout_s():
         _load(f"{HERE}:HangsAtStart", start_timeout_s=3)
     assert "HangsAtStart: loading forever" in err.value.stderr and err.value.entry == "broken"
     assert worker_pids() == set()
+
+
+def _hangs_in_first_call(tmp_path, **env):
+    config = load_config({"rewards": [{"name": "broken", "reward_model": f"{HERE}:HangsInFirstCall", "device": "cpu",
+                                       "kwargs": {"marker": str(tmp_path / "calls")}, "environment": here_env(**env)}]})
+    return RewardLoader().load(config.rewards[0]), config.rewards[0].environment, tmp_path / "calls"
+
+
+def test_a_worker_that_hangs_in_a_call_is_killed_after_call_timeout_s_and_the_call_is_not_retried(tmp_path):
+    reward, env, calls = _hangs_in_first_call(tmp_path, call_timeout_s=2)
+    first, helper = reward.worker.pid, None
+    try:
+        start = time.monotonic()
+        with pytest.raises(WorkerError, match=r"longer than call_timeout_s=2 s to answer 'score' \(it was killed; "
+                                              r"the call is not retried") as err:
+            reward(prompt=["a", "b"])
+        elapsed = time.monotonic() - start
+        helper = int(re.search(r"helper pid (\d+)", err.value.stderr).group(1))
+        _names_all(err.value, env, "HangsInFirstCall: hanging in the call")
+        assert 2.0 <= elapsed < 2.0 + 10.0  # one wait of call_timeout_s, then the kill
+        assert calls.read_text().split() == [str(first)]  # called once: not retried
+        assert worker_pids() == set() and reward.worker.pid is None
+        assert gone_within(helper, 5.0), "the process the reward started outlived its killed worker"
+        assert reward.worker.restarts == 0
+        out = reward(prompt=["a", "b"])  # a fresh worker, counted as a restart
+        second = reward.worker.pid
+        assert list(out.rewards) == [1.0, 1.0] and second not in (None, first) and reward.worker.restarts == 1
+        assert calls.read_text().split() == [str(first), str(second)]
+    finally:
+        if helper is not None and alive(helper):
+            os.kill(helper, signal.SIGKILL)
+        reward.close()
+
+
+def test_a_worker_killed_after_a_call_timeout_restarts_within_max_restarts(tmp_path):
+    reward, env, calls = _hangs_in_first_call(tmp_path, call_timeout_s=1, max_restarts=0)
+    with pytest.raises(WorkerError, match="longer than call_timeout_s=1 s"):
+        reward(prompt=["a"])
+    with pytest.raises(WorkerError, match=r"killed after a call ran past call_timeout_s; it was restarted 0 "
+                                          r"time\(s\) already \(max_restarts: 0\)") as err:
+        reward(prompt=["a"])
+    assert err.value.entry == "broken" and env.describe() in str(err.value)
+    assert len(calls.read_text().split()) == 1 and reward.worker.pid is None
+    reward.close()
 
 
 def test_a_worker_that_dies_in_every_call_fails_after_one_restart_and_retry():

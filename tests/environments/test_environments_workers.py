@@ -193,6 +193,7 @@ def test_keyboard_interrupt_during_a_call_stops_the_worker():
     parent = _parent("Brightness", then, kwargs="{'delay_s': 60}")
     try:
         pids = [int(p) for p in parent.stdout.readline().split()]
+        parent.stdout.readline()  # the folders line: read here, or communicate() sees it only when it came late
         out, err = parent.communicate(timeout=30)
         assert out.split() == ["interrupted", "None"], err  # the worker was stopped before the exception left
         assert gone_within(pids[0], 2)

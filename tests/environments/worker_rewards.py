@@ -113,3 +113,25 @@ class Raises(PointwiseReward):
 
     def __call__(self, prompt):
         raise RuntimeError("the reward's own bug")
+
+
+class HangsInFirstCall(PointwiseReward):
+    """Writes a line per call into ``marker``; in the first call it starts a helper process (as a reward that
+    runs a tool might) and then hangs; later calls score 1.0 per prompt."""
+
+    inputs = Inputs(("prompt",))
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", marker: str = ""):
+        super().__init__(model_path, device, dtype)
+        self.marker = Path(marker)
+
+    def __call__(self, prompt):
+        with open(self.marker, "a") as out:
+            out.write(f"{os.getpid()}\n")
+        if len(self.marker.read_text().splitlines()) == 1:
+            import subprocess
+
+            helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            print(f"HangsInFirstCall: hanging in the call (helper pid {helper.pid})", file=sys.stderr, flush=True)
+            time.sleep(600)
+        return RewardOutput([1.0] * len(prompt), {"pid": np.full(len(prompt), float(os.getpid()))})
