@@ -56,6 +56,15 @@ def sample_indices(total: int, num_frames: int | None, *, floor: bool = False) -
     return [int(i) for i in (np.floor(points) if floor else np.rint(points))]
 
 
+def stride_indices(total: int, num_frames: int) -> list[int]:
+    """``int(i * T / K)`` for ``i < K``: K frames at the start of K equal strides of the video (the last frame
+    not always included), as UnifiedReward's ``read_video_frames`` picks them; the video needs ``T >= K``
+    (fewer frames would repeat indices: a ValueError)."""
+    if num_frames <= 0 or total < num_frames:
+        raise ValueError(f"stride_indices needs 0 < num_frames <= total, got {num_frames} of {total}")
+    return [i * total // num_frames for i in range(num_frames)]
+
+
 def check_num_frames(num_frames: Any) -> int | None:
     """Validate a reward's ``num_frames`` option: a positive int, or None for every frame."""
     return positive_int(num_frames, "num_frames", allow_none=True)

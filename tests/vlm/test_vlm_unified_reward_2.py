@@ -42,15 +42,15 @@ PROMPTS = ["a cat on a mat", "a photo of a dog"]
 OPTS = {"max_new_tokens": 8, "on_failure": {"substitute": 0.0}}
 
 
-def pref_grpo_dimensions(texts):
+def pref_grpo_dimensions(texts, names=("Alignment", "Coherence", "Style")):
     """Pref-GRPO 3e787f6 ``extract_normalized_rewards``: ``re.findall`` of its pattern, one dict per response (the
     last match of a name wins), the raw numbers per dimension (a missing one is imputed with the batch mean there;
-    these texts have all three)."""
+    these texts have all three), keyed by the lower-cased name."""
     pattern = r"(\w+) Score \(1-5\):\s*([0-5](?:\.\d+)?)"
     out = []
     for text in texts:
         scores = {key: float(value) for key, value in re.findall(pattern, text)}
-        out.append({"alignment": scores["Alignment"], "coherence": scores["Coherence"], "style": scores["Style"]})
+        out.append({name.lower(): scores[name] for name in names})
     return out
 
 
@@ -63,14 +63,16 @@ JUDGEMENTS = [
 
 
 class Canned:
-    """A backend that answers with the given texts (the parse and combination, without a model)."""
+    """A backend that answers with the given texts and keeps the queries (the parse and combination, without a
+    model)."""
 
     io_bound = False
 
     def __init__(self, texts):
-        self.texts = texts
+        self.texts, self.queries = texts, []
 
     def generate(self, queries, *, max_new_tokens):
+        self.queries.extend(queries)
         return list(self.texts[:len(queries)])
 
 
@@ -117,15 +119,15 @@ def test_bad_weights_are_config_errors(vlm_dirs, weights):
                                "kwargs": {"weights": weights}})
 
 
-def _direct(path, prompt, img, max_new_tokens):
-    """transformers alone: the image part then UnifiedReward-2.0's problem (as the reference's request orders its
+def direct_judgement(path, images, problem, max_new_tokens):
+    """transformers alone: the image parts then the problem text (as the reference's request orders its
     content), the processor's chat template, greedy generate, the new tokens decoded."""
     processor = AutoProcessor.from_pretrained(path)
     model = AutoModelForImageTextToText.from_pretrained(path).eval()
-    messages = [{"role": "user", "content": [{"type": "image", "image": img},
-                                             {"type": "text", "text": UR2_PROBLEM.replace("{prompt}", prompt)}]}]
-    text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    inputs = processor(text=[text], images=[img], padding=True, return_tensors="pt")
+    content = [{"type": "image", "image": img} for img in images] + [{"type": "text", "text": problem}]
+    text = processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                         add_generation_prompt=True)
+    inputs = processor(text=[text], images=list(images), padding=True, return_tensors="pt")
     with torch.no_grad():
         ids = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
     return processor.batch_decode(ids[:, inputs.input_ids.shape[1]:], skip_special_tokens=True,
@@ -136,7 +138,8 @@ def test_the_local_backend_and_the_endpoint_give_transformers_own_judgement(vlm_
     path = vlm_dirs["qwen3_vl"]
     local = rewardzoo.load_reward({"name": "unified_reward_2", "model_path": path, "kwargs": OPTS})
     out = local(prompt=PROMPTS, image=images[:2])
-    expected = [_direct(path, p, im, 8) for p, im in zip(PROMPTS, images)]
+    expected = [direct_judgement(path, [im], UR2_PROBLEM.replace("{prompt}", p), 8)
+                for p, im in zip(PROMPTS, images)]
     assert out.extras["judgement"] == expected
     server = ChatServer(path)
     try:

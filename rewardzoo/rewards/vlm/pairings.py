@@ -206,6 +206,24 @@ UNIFIED_REWARD_2 = (
             reference=_UR2_PREF_GRPO),
 )
 
+# ------------------------------------------------------------------------------------------ video_unified_reward_2
+_UR2_VIDEO = ("UnifiedReward ff6f520 (inference_qwen/UnifiedReward-2.0-inference/point_score_APS_video_generation.py, "
+              "vllm_server.sh, vllm_qwen/vllm_request.py)")
+_UR2_STRIDE = "16 at `int(i * T / 16)` (cv2, sequential read), each an image before the text"
+
+VIDEO_UNIFIED_REWARD_2 = (
+    Pairing("reference", _UR2_VIDEO, "CodeGoat24/UnifiedReward-2.0-qwen3vl-8b (Qwen3-VL)", "unified_reward_2_video",
+            _UR2_REQUEST + "; prints the text (no parse)",
+            "each frame a JPEG file (cv2), sent as a JPEG quality 95 data URL, no resize; the vLLM server's "
+            "Qwen3-VL processing", _UR2_STRIDE),
+    Pairing("default", "rewardzoo", "CodeGoat24/UnifiedReward-2.0-qwen3vl-8b (Qwen3-VL)", "unified_reward_2_video",
+            "greedy, max_new_tokens 512; Pref-GRPO's image parse over Alignment / Physics / Style, a missing "
+            "dimension unparseable; weights 1, 1, 1 / 5",
+            "no resize; the processor's pixel bounds (endpoint: PNG, or JPEG 95 with `image_format: jpeg`)",
+            "16 at `int(i * T / 16)` (every frame decoded, the judge picks), each an image before the text; "
+            "fewer than 16: an input error", reference=_UR2_VIDEO),
+)
+
 # ------------------------------------------------------------------------------------------ tifa_vqa
 _SOFT_TIFA = "GenEval2 a6e82d2 (evaluation.py `soft_tifa`)"
 
@@ -298,6 +316,7 @@ PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "hpsv3": HPSV3,
     "videoalign": VIDEOALIGN,
     "unified_reward_2": UNIFIED_REWARD_2,
+    "video_unified_reward_2": VIDEO_UNIFIED_REWARD_2,
     "tifa_vqa": TIFA_VQA,
     "edit_reward": EDIT_REWARD,
     "edit_score": EDIT_SCORE,

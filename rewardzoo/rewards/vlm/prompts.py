@@ -65,6 +65,24 @@ UNIFIED_REWARD_2_IMAGE = (
     'Text Caption: [{prompt}]'
 )
 
+#: UnifiedReward-2.0 pointwise video prompt (alignment, physics, style from 1 to 5), asked after the sampled frames
+#: (one image each): the ``problem`` of UnifiedReward's
+#: inference_qwen/UnifiedReward-2.0-inference/point_score_APS_video_generation.py (commit ff6f520).
+UNIFIED_REWARD_2_VIDEO = (
+    'You are presented with a generated video and its associated text caption. '
+    'Your task is to analyze the video across multiple dimensions in relation to the caption. Specifically:\n'
+    'Provide overall assessments for the video along the following axes (each rated from 1 to 5):\n'
+    '- Alignment Score: How well the video matches the caption in terms of content.\n'
+    '- Physics Score: How well the gravity, movements, collisions, and interactions make physical sense.\n'
+    '- Style Score: How visually appealing the video looks, regardless of caption accuracy.\n\n'
+    'Output your evaluation using the format below:\n\n'
+    'Alignment Score (1-5): X\n'
+    'Physics Score (1-5): Y\n'
+    'Style Score (1-5): Z\n\n'
+    'Your task is provided as follows:\n'
+    'Text Caption: [{prompt}]'
+)
+
 #: Soft-TIFA's question to the VLM (GenEval2 evaluation.py ``soft_tifa``, commit a6e82d2): ``{question}`` is one
 #: atomic question of the prompt.
 SOFT_TIFA_QUESTION = '{question} Answer in one word.'

@@ -1,4 +1,4 @@
-"""UnifiedReward-2.0 pointwise scoring: alignment, coherence and style, each from 1 to 5, in one judgement.
+"""UnifiedReward-2.0 pointwise scoring: alignment, coherence (physics for videos) and style, 1 to 5, in one judgement.
 
 The judge answers UnifiedReward-2.0's prompt (:data:`~rewardzoo.rewards.vlm.prompts.UNIFIED_REWARD_2_IMAGE`) with
 ``Alignment Score (1-5): X``, ``Coherence Score (1-5): Y`` and ``Style Score (1-5): Z``. The numbers are read as
@@ -6,6 +6,11 @@ Pref-GRPO reads them (``fastvideo/rewards/unifiedreward.py``, commit 3e787f6): e
 ``(\\w+) Score \\(1-5\\):\\s*([0-5](?:\\.\\d+)?)``, the last one per dimension name. The score is the configured
 combination ``sum_d w_d x_d / (5 sum_d w_d)`` (default weights 1, 1, 1: the mean over 5); the three raw numbers
 are the extras ``alignment``, ``coherence`` and ``style``, the generated text ``judgement``.
+
+The video form (:class:`VideoUnifiedReward2`) is the same judge with UnifiedReward-2.0's video prompt
+(:data:`~rewardzoo.rewards.vlm.prompts.UNIFIED_REWARD_2_VIDEO`), whose dimensions are ``Alignment``, ``Physics``
+and ``Style``: 16 frames at ``int(i * T / 16)`` (UnifiedReward's ``read_video_frames``), each sent as an image
+before the text, as ``point_score_APS_video_generation.py`` (commit ff6f520) sends them.
 """
 
 from __future__ import annotations
@@ -14,37 +19,40 @@ import math
 import re
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ...errors import ConfigError
+from ...errors import ConfigError, InputError
 from ...shared.media import to_pil_rgb
 from ...shared.options import positive_int
+from ...shared.video import stride_indices
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
 from .judging import Failure
-from .prompts import UNIFIED_REWARD_2_IMAGE
+from .prompts import UNIFIED_REWARD_2_IMAGE, UNIFIED_REWARD_2_VIDEO
 
-#: Named templates: UnifiedReward-2.0's pointwise image prompt.
-TEMPLATES = {"unified_reward_2": UNIFIED_REWARD_2_IMAGE}
+#: Named templates: UnifiedReward-2.0's pointwise image and video prompts.
+TEMPLATES = {"unified_reward_2": UNIFIED_REWARD_2_IMAGE, "unified_reward_2_video": UNIFIED_REWARD_2_VIDEO}
 #: What runs by default: UnifiedReward-2.0 on Qwen3-VL-8B (the model UnifiedReward's and Pref-GRPO's vLLM scripts
 #: serve) with its prompt.
 DEFAULTS = {"model": "CodeGoat24/UnifiedReward-2.0-qwen3vl-8b", "template": "unified_reward_2"}
 #: The dimensions, as the judge names them, and their extras.
 DIMENSIONS = {"Alignment": "alignment", "Coherence": "coherence", "Style": "style"}
+#: The video prompt's dimensions (physics where the image prompt has coherence).
+VIDEO_DIMENSIONS = {"Alignment": "alignment", "Physics": "physics", "Style": "style"}
 #: Pref-GRPO's pattern (``extract_normalized_rewards``): a dimension name and its number.
 DIMENSION_SCORE = r"(\w+) Score \(1-5\):\s*([0-5](?:\.\d+)?)"
 TOP = 5.0
 
 
-def parse_dimensions(text: str) -> dict[str, float] | Failure:
-    """``{extra name: number}`` for the three dimensions of one judgement, or a Failure (one missing, or a number
-    above 5, which the pattern reads but the scale has not)."""
+def parse_dimensions(text: str, dimensions: Mapping[str, str] = DIMENSIONS) -> dict[str, float] | Failure:
+    """``{extra name: number}`` for the three ``dimensions`` (judge's name -> extra) of one judgement, or a
+    Failure (one missing, or a number above 5, which the pattern reads but the scale has not)."""
     found = {name: float(value) for name, value in re.findall(DIMENSION_SCORE, text)}  # the last match wins
-    missing = [name for name in DIMENSIONS if name not in found]
+    missing = [name for name in dimensions if name not in found]
     if missing:
         return Failure("unparseable", f"no '{missing[0]} Score (1-5): N' in the judgement", text)
-    over = [name for name in DIMENSIONS if found[name] > TOP]
+    over = [name for name in dimensions if found[name] > TOP]
     if over:
         return Failure("unparseable", f"{over[0]} Score {found[over[0]]:g} is above 5", text)
-    return {key: found[name] for name, key in DIMENSIONS.items()}
+    return {key: found[name] for name, key in dimensions.items()}
 
 
 class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
@@ -60,20 +68,22 @@ class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
     inputs: ClassVar[Inputs] = Inputs(("prompt", "image"))
     default_model: ClassVar[str | None] = DEFAULTS["model"]
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
+    default_template: ClassVar[str] = DEFAULTS["template"]
+    dimensions: ClassVar[Mapping[str, str]] = DIMENSIONS
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  weights: Mapping[str, float] | None = None, template: str | None = None, max_new_tokens: int = 512,
                  **options: Any) -> None:
         super().__init__(model_path, device, dtype)
         judge_options = self.judge_options_of(options)
-        template = DEFAULTS["template"] if template is None else template
+        template = self.default_template if template is None else template
         self.template = check_template(TEMPLATES.get(template, template), self.name)
         self.weights = self._weights(weights)
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
 
     def _weights(self, weights: Mapping[str, float] | None) -> dict[str, float]:
-        keys = tuple(DIMENSIONS.values())
+        keys = tuple(self.dimensions.values())
         if weights is None:
             return dict.fromkeys(keys, 1.0)
         bad = [k for k in weights if k not in keys] if isinstance(weights, Mapping) else ["(not a mapping)"]
@@ -89,12 +99,49 @@ class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
         return sum(self.weights[k] * dims[k] for k in self.weights) / (TOP * sum(self.weights.values()))
 
     def __call__(self, prompt: Sequence[str], image: Sequence[Any], **_: Any) -> RewardOutput:
-        prompts = check_prompts(prompt, len(image))
-        queries = self.queries_of([fill(self.template, p) for p in prompts], [[to_pil_rgb(m)] for m in image])
+        return self.judge_media(prompt, [[to_pil_rgb(m)] for m in image])
+
+    def judge_media(self, prompt: Sequence[str], media: Sequence[Sequence[Any]]) -> RewardOutput:
+        """Scores and extras of one batch: ``media[i]`` the images of sample i (one, or a video's frames), sent
+        before the filled template."""
+        prompts = check_prompts(prompt, len(media))
+        queries = self.queries_of([fill(self.template, p) for p in prompts], media)
         answers = self.backend.generate(queries, max_new_tokens=self.max_new_tokens)
-        parsed = [a if isinstance(a, Failure) else parse_dimensions(a) for a in answers]
+        parsed = [a if isinstance(a, Failure) else parse_dimensions(a, self.dimensions) for a in answers]
         scores, extras = self.resolve([p if isinstance(p, Failure) else self.combine(p) for p in parsed])
-        for key in DIMENSIONS.values():
+        for key in self.dimensions.values():
             extras[key] = [math.nan if isinstance(p, Failure) else p[key] for p in parsed]
         extras["judgement"] = [a.answer or "" if isinstance(a, Failure) else a for a in answers]
         return RewardOutput(scores, extras=extras)
+
+
+class VideoUnifiedReward2(UnifiedReward2):
+    """UnifiedReward-2.0 pointwise on a video: the weighted mean of alignment, physics and style (each 1-5) over 5.
+
+    Inputs: ``video`` and ``prompt``. The judge sees ``num_frames`` frames (default 16) at ``int(i * T / K)``, as
+    UnifiedReward's video script picks them, each as an image, in order, before the text; the video layer hands
+    over every frame and the judge picks them. A video with fewer than ``num_frames`` frames is an InputError
+    naming the sample (the reference would send fewer frames than asked). Options as :class:`UnifiedReward2`
+    with ``weights`` over ``alignment`` / ``physics`` / ``style``, ``template`` ``unified_reward_2_video``, and
+    ``num_frames``. Extras: ``alignment``, ``physics``, ``style`` and ``judgement``.
+    """
+
+    inputs: ClassVar[Inputs] = Inputs(("prompt", "video"))  # every frame: the judge picks its own
+    media: ClassVar[str] = "video"
+    default_num_frames: ClassVar[int | None] = 16
+    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o != "fps")  # frames go as images
+    default_template: ClassVar[str] = "unified_reward_2_video"
+    dimensions: ClassVar[Mapping[str, str]] = VIDEO_DIMENSIONS
+
+    def media_part(self, value: Any) -> Any:
+        return to_pil_rgb(value)  # each sampled frame an image of its own, as UnifiedReward sends them
+
+    def __call__(self, prompt: Sequence[str], video: Sequence[Any], **_: Any) -> RewardOutput:
+        picked = []
+        for i, value in enumerate(video):
+            frames = list(value)
+            if len(frames) < self.num_frames:
+                raise InputError(f"the judge samples {self.num_frames} frames at int(i * T / {self.num_frames}), "
+                                 f"the video has {len(frames)}", reward=self.name, field="video", sample=i)
+            picked.append([frames[k] for k in stride_indices(len(frames), self.num_frames)])
+        return self.judge_media(prompt, picked)
