@@ -16,7 +16,7 @@ TINY = "rewardzoo-tiny"
 class TinyReferenceHPSv2(ReferenceHPSv2):
     """``clip_model``: a directory of ``rewardzoo.testing.tiny_open_clip_dir`` (its ``open_clip_config.json``)."""
 
-    def prepare_model(self, img_score, clip_model):
+    def install_model(self, img_score, clip_model):
         from hpsv2.src.open_clip import factory
 
         config = json.loads((Path(clip_model) / "open_clip_config.json").read_text())

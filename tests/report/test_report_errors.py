@@ -79,7 +79,8 @@ def test_a_malformed_manifest_line(synthetic, tmp_path):
 
 def test_scores_from_another_manifest_are_caught_by_the_config(demo, tmp_path):
     rows = [json.loads(line) for line in demo.manifest.read_text().splitlines()]
-    rows[0], rows[-1] = rows[-1], rows[0]  # an audio line where an image was scored
+    audio = max(i for i, row in enumerate(rows) if row.get("dataset") == "audio")
+    rows[0], rows[audio] = rows[audio], rows[0]  # an audio line where an image was scored
     manifest = write_manifest(demo.folder / "swapped.jsonl", rows)
     with pytest.raises(ReportMismatchError) as err:
         build_report(demo.scores, manifest=manifest, config="demo", out=tmp_path / "r.html")

@@ -25,7 +25,7 @@ class ReferenceHPSv2(PointwiseReward):
 
     The checkpoint is found as rewardzoo's ``hpsv2`` finds it (``model_path``: a file, a directory or hub
     repository holding the version's file; default ``xswu/HPSv2``). The package builds its own open_clip
-    ``ViT-H-14`` (:meth:`prepare_model` may put another architecture in its place) and, as published, loads the
+    ``ViT-H-14`` (:meth:`install_model` may put another architecture in its place) and, as published, loads the
     checkpoint again on every call; it runs on ``device`` in float32 (``dtype`` is not applied). The package keeps
     its model in module globals, so a process holds one such reward.
     """
@@ -46,9 +46,9 @@ class ReferenceHPSv2(PointwiseReward):
         self.version = version
         self.checkpoint = resolve_weights_file(model_path or HPSv2.default_repo, filename=HPSv2.files[version])
         img_score.device = device  # the package's module-level choice (CUDA when present)
-        self.prepare_model(img_score, clip_model)
+        self.install_model(img_score, clip_model)
 
-    def prepare_model(self, img_score: Any, clip_model: str) -> None:
+    def install_model(self, img_score: Any, clip_model: str) -> None:
         """Before the first call. The package builds ``ViT-H-14`` itself (``img_score.initialize_model``, under its
         own CUDA autocast: ``autocast`` is taken for rewardzoo's options and not used); another architecture needs
         a subclass that puts its model in ``img_score.model_dict``."""
