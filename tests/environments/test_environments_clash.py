@@ -24,14 +24,15 @@ import rewardzoo  # noqa: E402
 from rewardzoo.config import load_config  # noqa: E402
 from rewardzoo.environments.venvs import interpreter  # noqa: E402
 from rewardzoo.processor import RewardProcessor  # noqa: E402
+from rewardzoo.rewards.references import IMAGE_REWARD  # noqa: E402
 
 from .conftest import needs_linux  # noqa: E402
 
 pytestmark = [needs_linux, pytest.mark.usefixtures("no_leftover_workers")]
 
-#: What the image-reward package needs to import as published, with transformers 4 (4.50 removed the helpers
-#: its med.py imports from transformers.modeling_utils; diffusers, which its ReFL imports, needs 4.48+).
-CLASH = ["transformers>=4.48,<4.50", "timm==0.6.13", "image-reward==1.5", "clip-anytorch", "fairscale"]
+#: What the image-reward package needs to import as published, with transformers 4: the table of reference
+#: packages says why (rewardzoo.rewards.references.IMAGE_REWARD), written once there.
+CLASH = list(IMAGE_REWARD.requirements)
 PROMPTS = ["a photo of a red dog", "two cats on a table",
            " ".join(["a very detailed painting of a big red house"] * 5), "blue sky over the sea"]
 
