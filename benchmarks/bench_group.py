@@ -53,7 +53,7 @@ def bench_overhead(n: int, repeats: int = 2000) -> dict:
     import timeit
 
     from rewardzoo import load_reward
-    from rewardzoo.registry import register
+    from rewardzoo.catalog.registry import register
     from rewardzoo.rewards.base import Inputs, PointwiseReward
 
     @register("bench_group_free")

@@ -81,7 +81,7 @@ def bench_preprocess(oc_dir: Path, runs: int) -> dict:
     f32 = u8.float() / 255
     cfg = PreprocessConfig(size=224)
     pil_tf = open_clip.image_transform(224, is_train=False, mean=OPENAI_CLIP_MEAN, std=OPENAI_CLIP_STD)
-    from rewardzoo.shared.fields import convert_field
+    from rewardzoo.core.fields import convert_field
 
     t = interleaved_medians({
         "pil": lambda: torch.stack([pil_tf(im) for im in images]),
@@ -186,7 +186,7 @@ from PIL import Image
 import rewardzoo.shared.clip as clip
 from rewardzoo import RewardProcessor, Sample
 oc_dir, head, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-from rewardzoo.loader import RewardLoader
+from rewardzoo.core.loader import RewardLoader
 loader = RewardLoader()
 a = loader.load({"name": "clip_score", "model_path": oc_dir, "device": "cpu"})
 if mode == "separate":

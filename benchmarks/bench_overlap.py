@@ -4,7 +4,7 @@
   server spends 300 ms per call on the prompts (``serve_rewards:FixedCostText``, one request) and the local
   ``jpeg_compressibility`` on the images (of similar cost on this machine, measured alone too). The processor
   call (the remote entry on its own thread, the local one on the caller's) against the same processor's entries
-  scored one after the other (``rewardzoo.engine.score_specs(..., overlap=False)``, what a processor call did
+  scored one after the other (``rewardzoo.core.engine.score_specs(..., overlap=False)``, what a processor call did
   before), interleaved, identical scores checked.
 - async: the same for two ``async_reward: true`` entries on the CPU (one per thread; the CUDA side streams are
   checked by ``scripts/gpu_check_overlap.py`` on a machine with a GPU): ``jpeg_compressibility`` and the
@@ -33,7 +33,7 @@ SERVER_MS = 300.0
 
 def one_by_one(proc, samples):
     """The processor's result with its entries scored in turn on this thread (no overlap)."""
-    from rewardzoo.engine import ConversionCache, ScoreTable, score_specs
+    from rewardzoo.core.engine import ConversionCache, ScoreTable, score_specs
 
     table = ScoreTable(proc.specs, samples, proc.advantage)
     score_specs(proc.specs, proc.rewards, table, ConversionCache(samples), overlap=False)

@@ -41,7 +41,7 @@ def bench_overhead(repeats: int, n: int = 64, size: int = 512, batch: int = 16) 
     def processed():
         proc(samples)
 
-    from rewardzoo.shared.fields import protected
+    from rewardzoo.core.fields import protected
 
     def protection():  # what the processor adds so that no reward can write over another's input
         for _ in rewards:

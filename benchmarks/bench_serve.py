@@ -108,7 +108,7 @@ def write_config(root: Path) -> dict[str, Path]:
 
 def bench_roundtrip(configs: dict[str, Path], repeats: int) -> list[dict]:
     import rewardzoo
-    from rewardzoo.transport.client import RewardClient
+    from rewardzoo.serve.client import RewardClient
 
     samples = [rewardzoo.Sample(image=img) for img in textured(32, 512)]
     figs = []
@@ -140,7 +140,7 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int) -> list[dict]:
 
 def bench_batching(config: Path, kind: str, repeats: int, requests_per_client: int) -> dict:
     import rewardzoo
-    from rewardzoo.transport.client import RewardClient
+    from rewardzoo.serve.client import RewardClient
 
     clients, per_request = 8, 4
     images = textured(clients * per_request, 64, seed=1)

@@ -61,7 +61,7 @@ def bench_reward_phase(repeats: int, n: int) -> list[dict]:
 
     from rewardzoo import testing as rzt
     from rewardzoo.integrations import trl_reward_funcs
-    from rewardzoo.loader import RewardLoader
+    from rewardzoo.core.loader import RewardLoader
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:

@@ -58,7 +58,7 @@ def bench_ocr(n: int, repeats: int) -> dict:
     from rapidocr_onnxruntime import RapidOCR
 
     from rewardzoo import build_processors
-    from rewardzoo.sample import Sample
+    from rewardzoo.spec.sample import Sample
     from rewardzoo.rewards.image.ocr import DetectorSettings
     from rewardzoo.rewards.image.text_match import match_score, quoted_target
 

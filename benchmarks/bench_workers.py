@@ -62,7 +62,7 @@ def entry(root: Path, name: str, environment: dict | None) -> dict:
 
 def bench_roundtrip(root: Path, repeats: int) -> list[dict]:
     import rewardzoo
-    from rewardzoo.processor import RewardProcessor
+    from rewardzoo.core.processor import RewardProcessor
 
     samples = [rewardzoo.Sample(image=img) for img in textured(32, 512)]
     local = RewardProcessor([entry(root, "local", None)])
@@ -93,9 +93,9 @@ def bench_roundtrip(root: Path, repeats: int) -> list[dict]:
 def bench_startup(root: Path, repeats: int) -> list[dict]:
     import json
 
-    from rewardzoo.loader import RewardLoader
+    from rewardzoo.core.loader import RewardLoader
 
-    script = ("import json, sys; from rewardzoo.loader import RewardLoader; "
+    script = ("import json, sys; from rewardzoo.core.loader import RewardLoader; "
               f"RewardLoader().load(json.loads({json.dumps(json.dumps(entry(root, 'local', None)))}))")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     cold, started = [], []
@@ -117,7 +117,7 @@ def bench_startup(root: Path, repeats: int) -> list[dict]:
 
 def bench_restart(root: Path, repeats: int, startup_s: float) -> list[dict]:
     import rewardzoo
-    from rewardzoo.processor import RewardProcessor
+    from rewardzoo.core.processor import RewardProcessor
 
     samples = [rewardzoo.Sample(image=img) for img in textured(32, 512, seed=3)]
     processor = RewardProcessor([entry(root, "worker", {**ENVIRONMENT, "max_restarts": repeats})])
@@ -158,7 +158,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         os.environ.setdefault("REWARDZOO_ENVS", str(root / "envs"))
-        from rewardzoo.config import parse_environment
+        from rewardzoo.spec.config import parse_environment
         from rewardzoo.environments.venvs import interpreter
 
         interpreter(parse_environment(ENVIRONMENT))  # built once, before anything is timed

@@ -9,14 +9,13 @@ The public face is small and light (importing it does not import torch)::
     result = train([rewardzoo.Sample(image="a.png", prompt="a cat")])
     result.rewards, result.total, result.applied
 
-The package is built in layers, lowest first; a module imports only its own layer and those below it
-(``tests/core/test_core_imports.py`` holds the table and checks it, import statements, ``importlib`` strings and
-lazy names alike): ``errors``; ``shared/`` (what rewards share); ``transport/`` (wire format, HTTP client,
-served-reward plumbing); the contract (``rewards/base.py``, ``rewards/info.py``); the rewards (``rewards/``);
-the core (config, registry, loader, engine, processor and its siblings, ``environments/``); ``jobs/``; the front
-doors (``cli``, ``serve/``, ``ray/``, ``integrations/``, ``report/``, ``transport/client.py``,
-``environments/child.py``), which nothing below imports;
-``testing``. This root holds ``__version__`` and the public names, each imported on first use.
+The package is built in layers, lowest first, a folder each; a module imports only its own layer and those
+below it (``tests/core/test_core_imports.py`` holds the table and checks it): ``errors``, ``shared/``, ``spec/``
+(value types), ``transport/``, ``rewards/`` (the contract in ``base`` and ``info``, then the families),
+``environments/``, ``catalog/`` (cards and registry), ``core/`` (resolution, loader, engine, processors),
+``monitor/``, ``jobs/``, the front doors (``cli/``, ``serve/``, ``ray/``, ``integrations/``, ``report/``), which
+nothing below imports, and ``testing/``. This root holds ``__version__`` and the public names, each imported on
+first use.
 """
 
 from __future__ import annotations
@@ -26,29 +25,29 @@ from .shared.imports import lazy_getattr
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Sample": "rewardzoo.sample",
-    "RewardSpec": "rewardzoo.config",
-    "RewardConfig": "rewardzoo.config",
-    "load_config": "rewardzoo.config",
-    "RewardLoader": "rewardzoo.loader",
-    "RewardProcessor": "rewardzoo.processor",
+    "Sample": "rewardzoo.spec.sample",
+    "RewardSpec": "rewardzoo.spec.config",
+    "RewardConfig": "rewardzoo.spec.config",
+    "load_config": "rewardzoo.core.resolve",
+    "RewardLoader": "rewardzoo.core.loader",
+    "RewardProcessor": "rewardzoo.core.processor",
     "RewardMonitor": "rewardzoo.monitor",
-    "RewardResult": "rewardzoo.engine",
-    "load_reward": "rewardzoo.api",
-    "differentiable": "rewardzoo.differentiable",
+    "RewardResult": "rewardzoo.core.engine",
+    "load_reward": "rewardzoo.core.api",
+    "differentiable": "rewardzoo.core.differentiable",
     "Inputs": "rewardzoo.rewards.base",
     "RewardInfo": "rewardzoo.rewards.info",
-    "AsyncRewardRunner": "rewardzoo.async_runner",
+    "AsyncRewardRunner": "rewardzoo.core.async_runner",
     "RewardTimeoutError": "rewardzoo.errors",
     "RunnerClosedError": "rewardzoo.errors",
     "RunnerStateError": "rewardzoo.errors",
-    "DistributedRewardProcessor": "rewardzoo.distributed",
+    "DistributedRewardProcessor": "rewardzoo.core.distributed",
     "RemoteRankError": "rewardzoo.errors",
-    "rank_ordered": "rewardzoo.distributed",
-    "build_processors": "rewardzoo.api",
-    "list_rewards": "rewardzoo.registry",
-    "register": "rewardzoo.registry",
-    "resolve": "rewardzoo.registry",
+    "rank_ordered": "rewardzoo.core.distributed",
+    "build_processors": "rewardzoo.core.api",
+    "list_rewards": "rewardzoo.catalog.registry",
+    "register": "rewardzoo.catalog.registry",
+    "resolve": "rewardzoo.catalog.registry",
     "PointwiseReward": "rewardzoo.rewards.base",
     "GroupwiseReward": "rewardzoo.rewards.base",
     "RewardOutput": "rewardzoo.rewards.base",

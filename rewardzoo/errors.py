@@ -196,11 +196,11 @@ class RewardExecutionError(_CallError, RuntimeError):
 
 
 class RunnerClosedError(RewardZooError, RuntimeError):
-    """An :class:`~rewardzoo.async_runner.AsyncRewardRunner` was used after ``close()``."""
+    """An :class:`~rewardzoo.core.async_runner.AsyncRewardRunner` was used after ``close()``."""
 
 
 class RunnerStateError(RewardZooError, RuntimeError):
-    """An :class:`~rewardzoo.async_runner.AsyncRewardRunner` call out of turn: ``add`` while the round's
+    """An :class:`~rewardzoo.core.async_runner.AsyncRewardRunner` call out of turn: ``add`` while the round's
     results are being read (``ready``/``results``, until ``finalize``), or an iterator of a finished round."""
 
 

@@ -40,7 +40,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from rewardzoo.rewards.vlm.pairings import PAIRINGS  # noqa: E402  (pure data: no torch)
+from rewardzoo.rewards.vlm.pairings import PAIRINGS  # noqa: E402  (pure data: no torch
 
 CARDS = ROOT / "rewardzoo" / "model_cards"
 RESULTS = ROOT / "benchmarks" / "results"

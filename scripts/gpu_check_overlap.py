@@ -82,7 +82,7 @@ def calibrate(ms: float) -> int:
 
 
 def one_by_one(proc, samples):
-    from rewardzoo.engine import ConversionCache, ScoreTable, score_specs
+    from rewardzoo.core.engine import ConversionCache, ScoreTable, score_specs
 
     table = ScoreTable(proc.specs, samples, proc.advantage)
     score_specs(proc.specs, proc.rewards, table, ConversionCache(samples), overlap=False)

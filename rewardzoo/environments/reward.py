@@ -16,7 +16,7 @@ from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from ..config import RewardSpec
+from ..spec.config import RewardSpec
 from ..errors import ConfigError, InputError, RegistryError, RewardExecutionError, RewardOutputError, WorkerError
 from ..rewards.base import Reward, RewardOutput
 from ..rewards.info import PER_INSTANCE, RewardInfo

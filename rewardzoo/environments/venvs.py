@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .. import __version__
-from ..config import EnvironmentSpec
+from ..spec.config import EnvironmentSpec
 from ..errors import ConfigError
 
 #: What every worker needs besides its reward's own requirements (rewardzoo's core dependencies and msgpack).

@@ -1,6 +1,6 @@
 """Worker processes: one per environment in this process, started on first use, never outliving it.
 
-A :class:`Worker` starts ``python -m rewardzoo.environments.child`` from its environment's interpreter
+A :class:`Worker` starts ``python -m rewardzoo.serve.worker`` from its environment's interpreter
 (:func:`~rewardzoo.environments.venvs.interpreter`), with rewardzoo's own folder first on its ``PYTHONPATH`` so
 that it runs this rewardzoo's code, and waits for it to connect back on a Unix socket in a private folder
 (loopback TCP where there are no Unix sockets) within the environment's ``start_timeout_s``. The worker's stdout
@@ -12,7 +12,7 @@ the process exits) is restarted, at most ``max_restarts`` times over its life, e
 than ``call_timeout_s`` for its answer kills the worker's process group (the worker runs in its own, so what the
 reward started goes too) and is a :class:`~rewardzoo.errors.WorkerError`, not retried (a hang would repeat); the
 next call starts the worker again, counted as a restart. A worker stops when
-:meth:`Worker.close` is called (by the last entry that uses it, :meth:`rewardzoo.loader.RewardLoader.close`), at
+:meth:`Worker.close` is called (by the last entry that uses it, :meth:`rewardzoo.core.loader.RewardLoader.close`), at
 interpreter exit (``atexit``), and when this process dies in any way, SIGKILL included: it watches a pipe whose
 other end only this process holds (and on Linux asks for a parent-death signal when started from the main
 thread; the signal follows the starting *thread*). A ``KeyboardInterrupt`` while waiting on it stops it.
@@ -36,7 +36,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from ..config import EnvironmentSpec
+from ..spec.config import EnvironmentSpec
 from ..errors import ConfigError, WorkerError
 from .channel import Channel, ChannelClosed, SharedBuffer
 from .venvs import interpreter, tail
@@ -165,7 +165,7 @@ class Worker:
         environ = {**os.environ, "REWARDZOO_WORKER_TOKEN": token, "PYTHONUNBUFFERED": "1",
                    "PYTHONPATH": os.pathsep.join([_package_path(self._folder),
                                                   *filter(None, [os.environ.get("PYTHONPATH")])])}
-        command = [python, "-m", "rewardzoo.environments.child", "--address", address]
+        command = [python, "-m", "rewardzoo.serve.worker", "--address", address]
         if os.name == "posix":
             command += ["--watch-fd", str(read_fd)]
             if threading.current_thread() is threading.main_thread():

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..differentiable import differentiable
+from ..core.differentiable import differentiable
 from ..errors import ConfigError, InputError
-from ..loader import RewardLoader
+from ..core.loader import RewardLoader
 from .common import ConfigSource
 
 INPUT_RANGES = ("unit", "signed")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import threading
 from typing import Any, Mapping, Sequence
 
-from ..config import ConfigSource, RewardSpec, resolve_config
+from ..spec.config import ConfigSource, RewardSpec
+from ..core.resolve import resolve_config
 from ..errors import InputError
-from ..sample import Sample
+from ..spec.sample import Sample
 
 #: Anything an adapter takes as its config: a YAML path, a mapping, or a loaded config.
 
@@ -52,7 +53,7 @@ def combined_result(parts: Sequence[Any]) -> Any:
     ``total`` the sum of the parts' totals (NaN where no part applied)."""
     import numpy as np
 
-    from ..engine import RewardResult
+    from ..core.engine import RewardResult
 
     first = parts[0]
     totals = np.stack([p.total.astype(np.float64) for p in parts])

@@ -7,8 +7,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..loader import RewardLoader
-from ..processor import RewardProcessor
+from ..core.loader import RewardLoader
+from ..core.processor import RewardProcessor
 from .common import ConfigSource, image_samples, require_scored, specs_of
 
 

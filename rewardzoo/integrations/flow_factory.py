@@ -29,12 +29,12 @@ its default ``cuda`` means this rank's device (``accelerator.device``), or the C
 model card says it runs on the CPU only. ``batch_size`` is the spec's. ``weight``, ``async_reward`` and
 ``num_workers`` stay with Flow-Factory, which weighs, batches and threads the calls.
 
-A call goes through a one-spec :class:`~rewardzoo.processor.RewardProcessor`, so media are converted, inputs
+A call goes through a one-spec :class:`~rewardzoo.core.processor.RewardProcessor`, so media are converted, inputs
 checked and scores validated as everywhere in rewardzoo, and errors are rewardzoo's. Media arrive as
 Flow-Factory's tensors (``use_tensor_inputs = True``), converted once, by rewardzoo, to what the reward
 declares. Scores return as ``RewardModelOutput.rewards`` (float32) with the reward's extras (e.g. ``jpeg_kb``)
 in ``extra_info`` (for direct calls: Flow-Factory's own processor keeps only the rewards). All adapters of a
-process share one :class:`~rewardzoo.loader.RewardLoader`, so each model is built once (a ``group_rank``
+process share one :class:`~rewardzoo.core.loader.RewardLoader`, so each model is built once (a ``group_rank``
 over ``pickscore`` and a ``pickscore`` entry share PickScore).
 
 A :class:`~rewardzoo.monitor.RewardMonitor` is fed from what Flow-Factory's ``RewardProcessor.compute_rewards``
@@ -52,15 +52,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 import torch
 from flow_factory.rewards import GroupwiseRewardModel, PointwiseRewardModel, RewardModelOutput
 
-from ..config import RewardSpec, parse_spec
-from ..engine import RewardResult
+from ..spec.config import RewardSpec
+from ..core.resolve import parse_spec
+from ..core.engine import RewardResult
 from ..errors import ConfigError, InputError, RegistryError
-from ..loader import RewardLoader
-from ..processor import RewardProcessor
-from ..registry import lookup, resolve
+from ..core.loader import RewardLoader
+from ..core.processor import RewardProcessor
+from ..catalog.registry import lookup, resolve
 from ..rewards.base import Reward, is_text_extra
 from ..rewards.info import KINDS
-from ..sample import Sample
+from ..spec.sample import Sample
 
 if TYPE_CHECKING:
     from accelerate import Accelerator

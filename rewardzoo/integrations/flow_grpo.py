@@ -19,8 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..loader import RewardLoader
-from ..processor import RewardProcessor
+from ..core.loader import RewardLoader
+from ..core.processor import RewardProcessor
 from .common import ConfigSource, image_samples, require_scored, specs_of
 
 

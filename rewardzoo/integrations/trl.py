@@ -41,13 +41,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..async_runner import DaemonPool
-from ..distributed import DistributedRewardProcessor
-from ..engine import RewardResult
+from ..core.async_runner import DaemonPool
+from ..core.distributed import DistributedRewardProcessor
+from ..core.engine import RewardResult
 from ..errors import ConfigError, InputError
-from ..loader import RewardLoader
+from ..core.loader import RewardLoader
 from ..rewards.base import is_text_extra
-from ..sample import Sample, field_names
+from ..spec.sample import Sample, field_names
 from .common import ConfigSource, MonitorFeed, specs_of
 
 _SAMPLE_FIELDS = set(field_names())

@@ -9,9 +9,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..config import RewardSpec, parse_spec
+from ..spec.config import RewardSpec
+from ..core.resolve import parse_spec
 from ..errors import ConfigError, did_you_mean
-from ..sample import Sample
+from ..spec.sample import Sample
 
 #: The reference stream's name: the entry's with this suffix.
 REFERENCE_SUFFIX = "@reference"
@@ -73,7 +74,7 @@ def find_spec(specs: Sequence[RewardSpec], name: str) -> RewardSpec:
 def compare_reference(spec: RewardSpec, samples: Sequence[Sample], labels: Sequence[str],
                       reference: Mapping[str, Any] | bool = True) -> Comparison:
     """Score ``samples`` with ``spec`` in this process and with its reference (see :func:`reference_specs`)."""
-    from ..processor import RewardProcessor
+    from ..core.processor import RewardProcessor
 
     ours, ref = reference_specs(spec, reference)
     with RewardProcessor([ours, ref]) as processor:

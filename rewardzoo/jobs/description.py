@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Mapping, TypeVar
 
 if TYPE_CHECKING:
-    from ..config import ConfigSource
+    from ..spec.config import ConfigSource
 
 J = TypeVar("J")
 
@@ -21,7 +21,7 @@ def from_options(cls: type[J], options: Mapping[str, Any]) -> J:
 class ScoreJob:
     """``rewardzoo score``: score the rows of ``input`` with the rewards of ``config`` into ``out``.
 
-    ``config``: anything :func:`~rewardzoo.config.config_source` takes (kept as given: the report names it);
+    ``config``: anything :func:`~rewardzoo.core.resolve.config_source` takes (kept as given: the report names it);
     ``input``: a JSONL manifest, or with ``engine="ray"`` also a Parquet file; ``out``: JSONL (one line per
     input row), or with the Ray engine also ``.parquet``; ``split``: train or eval rewards; ``chunk_size``:
     samples per processor call (groups kept whole); ``allow_unscored``: score although some rows' dataset

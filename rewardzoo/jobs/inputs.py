@@ -1,7 +1,7 @@
 """The rows of a score job's input, each with its label: a JSONL manifest's 'line N' (1-based) or a table's
 'row N' (0-based, a Parquet file's or a Ray Dataset's).
 
-A JSONL manifest is read by :func:`~rewardzoo.manifest.read_manifest_rows` (the one manifest reader). A Parquet
+A JSONL manifest is read by :func:`~rewardzoo.jobs.manifest.read_manifest_rows` (the one manifest reader). A Parquet
 file is read column by column: its non-binary columns here, its binary media columns (encoded image / video /
 audio bytes) only where they are scored (the Ray engine's actors read them from the file). ``pyarrow`` is
 imported only for a Parquet input.
@@ -16,14 +16,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import InputError, RewardZooError
-from ..manifest import (
-    MEDIA_FIELDS,
-    MEDIA_LIST_FIELDS,
-    ManifestError,
-    read_manifest_rows,
-    resolve_paths,
-)
-from ..sample import Sample
+from .manifest import MEDIA_FIELDS, MEDIA_LIST_FIELDS, ManifestError, read_manifest_rows, resolve_paths
+from ..spec.sample import Sample
 
 MEDIA = MEDIA_FIELDS + MEDIA_LIST_FIELDS
 

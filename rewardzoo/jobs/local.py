@@ -13,7 +13,7 @@ from .plan import ScoreRun, plan_job
 def run_local(job: ScoreJob) -> ScoreRun:
     """Plan ``job``, score its chunks (a progress line on a terminal unless ``quiet``) and write ``job.out``
     (JSONL, one line per input row). An error about samples names their lines."""
-    from ..processor import RewardProcessor
+    from ..core.processor import RewardProcessor
 
     plan = plan_job(job)
     rows = plan.rows

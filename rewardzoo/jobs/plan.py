@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..config import RewardConfig, RewardSpec, config_source, load_config
-from ..engine import unscored
+from ..spec.config import RewardConfig, RewardSpec
+from ..core.resolve import config_source, load_config
+from ..core.engine import unscored
 from ..errors import RewardZooError, did_you_mean
-from ..sample import Sample
+from ..spec.sample import Sample
 from .description import ScoreJob
 from .inputs import InputRows, read_input
 from .output import check_output
@@ -20,7 +21,7 @@ from .output import check_output
 
 @dataclass(frozen=True)
 class Plan:
-    """A checked score job: its config ``source`` (as :func:`~rewardzoo.config.config_source` found it), the
+    """A checked score job: its config ``source`` (as :func:`~rewardzoo.core.resolve.config_source` found it), the
     output and report paths, the reward specs of its split, its input rows and their chunks (index lists)."""
 
     job: ScoreJob

@@ -1,7 +1,7 @@
 """RewardMonitor: each step's scores -> a flat dict of metrics and named alarms, optionally a JSONL log.
 
-Per update (one :class:`~rewardzoo.engine.RewardResult` of a split, ``train`` or ``eval``, at a step), with
-the statistics' definitions of :mod:`rewardzoo.score_stats` (the report's):
+Per update (one :class:`~rewardzoo.core.engine.RewardResult` of a split, ``train`` or ``eval``, at a step), with
+the statistics' definitions of :mod:`rewardzoo.shared.score_stats` (the report's):
 
 - ``{split}/{reward}/n|mean|std|min|p5|p25|median|p75|p95|max`` over the samples the reward scored, and the
   same for ``{split}/total``;
@@ -10,7 +10,7 @@ the statistics' definitions of :mod:`rewardzoo.score_stats` (the report's):
   group-relative scores reach their bounds by construction);
 - ``{split}/{reward}/group_std`` (mean within-group population std) and ``{split}/{reward}/inseparable``
   (share of groups with at least two scored members whose scores span at most
-  :data:`~rewardzoo.score_stats.INSEPARABLE_REL` x the step's std; :func:`~rewardzoo.score_stats.group_spread`), when the samples carry ``group_id``;
+  :data:`~rewardzoo.shared.score_stats.INSEPARABLE_REL` x the step's std; :func:`~rewardzoo.shared.score_stats.group_spread`), when the samples carry ``group_id``;
 - ``{split}/corr/{a}/{b}``: Pearson's r of two rewards over the samples both scored (3 or more, neither
   constant);
 - for each eval reward ``e``, once the window holds 3 train steps and 3 eval steps of ``e``:
@@ -41,8 +41,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import ConfigError, InputError
-from ..score_stats import QUANTILE_LABELS, group_spread, summarize
-from .settings import MonitorSettings, parse_monitor
+from ..shared.score_stats import QUANTILE_LABELS, group_spread, summarize
+from ..spec.monitor import MonitorSettings, parse_monitor
 
 SPLITS = ("train", "eval")
 #: Fewest steps (per series) a trend is fitted on.
@@ -77,7 +77,7 @@ class Alarm:
 class RewardMonitor:
     """Training-time watch over reward scores; see the module docstring for every metric and alarm.
 
-    ``config``: a reward config (anything :func:`rewardzoo.config.resolve_config` takes; its ``monitor:``
+    ``config``: a reward config (anything :func:`rewardzoo.core.resolve.resolve_config` takes; its ``monitor:``
     section gives the thresholds and the log, its streams the facts — direction, score range — from the
     cards) or None. ``settings``: a ``monitor:`` mapping or :class:`MonitorSettings` that replaces the
     config's section. ``facts``: per stream name, a :class:`RewardFacts` (or a mapping of its fields) that
@@ -88,7 +88,7 @@ class RewardMonitor:
                  facts: Mapping[str, RewardFacts | Mapping[str, Any]] | None = None) -> None:
         cfg = None
         if config is not None:
-            from ..config import resolve_config
+            from ..core.resolve import resolve_config
 
             cfg = resolve_config(config)
         self.settings = parse_monitor(settings) if settings is not None else (
@@ -306,7 +306,7 @@ class RewardMonitor:
 
 
 def _card_facts(cfg: Any) -> dict[str, RewardFacts]:
-    from ..registry import lookup
+    from ..catalog.registry import lookup
 
     facts: dict[str, RewardFacts] = {}
     for spec in (*cfg.rewards, *cfg.eval_rewards):

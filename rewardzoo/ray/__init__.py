@@ -17,10 +17,10 @@ How a run goes
    *paths*) as JSON, about 130 bytes per input row; never pixels. A Parquet file's binary media columns (encoded
    image / video / audio bytes) are read by the actors themselves, from the file, for the rows of their chunk.
 3. **Actors score chunks.** ``map_batches(ChunkScorer, compute=ActorPoolStrategy(size=--actors))``: each actor
-   builds the :class:`~rewardzoo.processor.RewardProcessor` once (each unique model loaded once per actor) and
+   builds the :class:`~rewardzoo.core.processor.RewardProcessor` once (each unique model loaded once per actor) and
    scores one chunk per call, decoding its media itself. Inside a chunk the processor batches as it does locally:
    each pointwise stream in plain batches of its ``batch_size`` over the chunk's applicable rows, each groupwise
-   stream once per complete group (:func:`~rewardzoo.engine.call_plan`). Each actor has up to
+   stream once per complete group (:func:`~rewardzoo.core.engine.call_plan`). Each actor has up to
    ``CHUNKS_IN_FLIGHT_PER_ACTOR`` (4) chunks queued: with Ray Data's default of 2, an actor waited for its next
    chunk about 1 s in every 7 s on the 2-core machine.
 4. **Results, on the driver.** Each chunk comes back as one small JSON string (its records), in completion order;

@@ -15,7 +15,7 @@ from typing import Any
 
 import ray
 
-from ..config import resolve_config
+from ..core.resolve import resolve_config
 from ..errors import RewardZooError
 from ..jobs.description import ScoreJob
 from ..jobs.inputs import InputRows, has_bytes, read_input, rows_of_records
@@ -39,7 +39,7 @@ class ChunkScorer:
     """
 
     def __init__(self, specs: list, parquet: str | None = None, binary: tuple[str, ...] = ()) -> None:
-        from ..processor import RewardProcessor
+        from ..core.processor import RewardProcessor
 
         try:  # a config the loader refuses fails the job with the local command's message, not an actor crash
             self.processor, self.error = RewardProcessor(specs), ""

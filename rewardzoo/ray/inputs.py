@@ -16,7 +16,7 @@ import tempfile
 from typing import Any, Sequence
 
 from ..errors import InputError
-from ..manifest import MEDIA_FIELDS, MEDIA_LIST_FIELDS
+from ..jobs.manifest import MEDIA_FIELDS, MEDIA_LIST_FIELDS
 
 
 class ParquetMedia:

@@ -40,7 +40,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ..config import RewardConfig
+    from ..spec.config import RewardConfig
     from ..jobs.inputs import InputRows
 
 __all__ = ["build_report", "build_report_from_records", "build_training_report", "cmd_report", "add_report_arguments", "ReportInputError", "ScoreFileError",

@@ -11,12 +11,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..config import RewardConfig, RewardSpec, resolve_config
+from ..spec.config import RewardConfig, RewardSpec
+from ..core.resolve import resolve_config
 from ..errors import UnknownConfigError
-from ..manifest import ManifestError, read_manifest
-from ..registry import info, lookup
+from ..jobs.manifest import ManifestError, read_manifest
+from ..catalog.registry import info, lookup
 from ..rewards.info import RewardInfo
-from ..sample import Sample
+from ..spec.sample import Sample
 from .errors import ManifestFileError, ReportConfigError, ReportMismatchError
 from .scores import ScoreTable
 

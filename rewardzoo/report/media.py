@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ..sample import Sample
+from ..spec.sample import Sample
 
 THUMB_SIDE = 160
 VIDEO_FRAMES = 3

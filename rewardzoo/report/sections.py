@@ -6,14 +6,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..sample import Sample
+from ..spec.sample import Sample
 from .inputs import ManifestRows, RewardMeta, finite_range
 from .media import MediaEmbedder, describe_limits, sample_text
 from .page import anchor, esc, fmt, num, table, text_cell
 from .plots import MAX_SCATTER_POINTS, correlation_heatmap, group_spread_histogram, histogram, paired_scatter
 from .scores import ScoreTable
-from .stats import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, INSEPARABLE_REL, QUANTILE_LABELS, QUANTILES,
-                    best_and_worst, disagreements, group_spread, paired_bootstrap, spearman_matrix, summarize)
+from .stats import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    CONFIDENCE,
+    INSEPARABLE_REL,
+    QUANTILE_LABELS,
+    QUANTILES,
+    best_and_worst,
+    disagreements,
+    group_spread,
+    paired_bootstrap,
+    spearman_matrix,
+    summarize,
+)
 
 #: Reward pairs shown in the disagreement section, and samples per direction (at most ``--top``).
 DISAGREEMENT_PAIRS = 3

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..score_stats import (  # noqa: F401  (the report's definitions, shared with the monitor)
+from ..shared.score_stats import (  # noqa: F401  (the report's definitions, shared with the monitor)
     INSEPARABLE_REL,
     QUANTILE_LABELS,
     QUANTILES,

@@ -13,7 +13,7 @@ import datetime as dt
 import numpy as np
 
 from ..monitor.log import MonitorLog
-from ..score_stats import INSEPARABLE_REL
+from ..shared.score_stats import INSEPARABLE_REL
 from .page import anchor, document, esc, num, table, text_cell
 
 SPLITS = ("train", "eval")

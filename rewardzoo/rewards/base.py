@@ -46,7 +46,7 @@ _TEXT_FIELDS = ("prompt", "completion", "metadata", "dataset", "group_id")
 @dataclass(frozen=True)
 class Inputs:
     """What a reward receives: its fields and the form its media arrive in. Read in one place
-    (``rewardzoo.shared.fields``); two rewards with equal needs for a field share its conversion.
+    (``rewardzoo.core.fields``); two rewards with equal needs for a field share its conversion.
 
     - ``fields``: the declared fields, from :data:`KNOWN_FIELDS`.
     - ``images``: ``image`` and each of ``condition_images`` as ``"pil"`` (RGB PIL), ``"float"``

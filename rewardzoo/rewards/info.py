@@ -24,11 +24,11 @@ class RewardInfo:
     ``mps``; None: any torch device). ``default_dtype``: the dtype ``dtype: auto`` (the config default)
     picks per device kind, the reference's precision there (``{"cuda": "bfloat16"}``; kinds not listed
     run float32). ``differentiable``: it has a differentiable path (``score_pixels``,
-    used by :func:`rewardzoo.differentiable`). ``add_ons``: modules it needs beside its extra, installed with
+    used by :func:`rewardzoo.core.differentiable`). ``add_ons``: modules it needs beside its extra, installed with
     ``pip install --no-deps`` as its card says (their own requirements clash with the extra's). ``card``: the model card file (None for rewards without one);
     ``source``: ``"rewardzoo"``, ``"plugin <distribution>"``, ``"user"`` or ``"python path"``.
 
-    Facts the config lint reads (:mod:`rewardzoo.lint`; None: the card does not say): ``typical_range``, where
+    Facts the config lint reads (:mod:`rewardzoo.cli.lint`; None: the card does not say): ``typical_range``, where
     most scores of real outputs fall at the card's default settings (its card says where the figures come
     from); ``prompt_conditioned``, the score depends on the sample's prompt (or on what the prompt asks for, in
     its metadata); ``near_constant_in_group``, samples generated for one prompt almost always get the same

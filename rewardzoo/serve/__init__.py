@@ -1,13 +1,11 @@
-"""Serving rewards over HTTP: ``rewardzoo serve CONFIG`` (uvicorn) or ``--ray`` (Ray Serve).
+"""Serving rewards over HTTP, and the clients and workers that speak the same protocol.
 
-- :class:`~rewardzoo.serve.service.RewardService` — the loaded processor, the reward list, batch scoring;
-- :func:`~rewardzoo.serve.app.build_app` — the ASGI app (Starlette) over a service;
-- :func:`~rewardzoo.serve.ray_serve.reward_deployment` — the same app as a Ray Serve application, for users
-  who compose their own Serve applications.
+- ``service`` — the loaded processor, the reward list, batch scoring; ``app`` — the ASGI app (Starlette);
+  ``server`` / ``uvicorn_server`` / ``ray_serve`` — ``rewardzoo serve`` and ``--ray``;
+- ``client`` — :class:`RewardClient` and :func:`multi_score`, a server called from your own loop;
+- ``worker`` — the main of an ``environment:`` worker process (the same service over a socket).
 
-The wire format is :mod:`rewardzoo.transport.wire`; the clients are :mod:`rewardzoo.transport.client` and the
-``remote`` reward. Importing this package imports no server library. A front door: it may import every layer
-below it (the core, the transport, ...; see :mod:`rewardzoo`); nothing but another front door imports it.
+A front door: may import every layer below (see :mod:`rewardzoo`). Importing it imports no server library.
 """
 
 from __future__ import annotations
@@ -19,6 +17,8 @@ _LAZY = {
     "build_app": "rewardzoo.serve.app",
     "ServeOptions": "rewardzoo.serve.options",
     "reward_deployment": "rewardzoo.serve.ray_serve",
+    "RewardClient": "rewardzoo.serve.client",
+    "multi_score": "rewardzoo.serve.client",
 }
 
 __all__ = sorted(_LAZY)

@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..errors import InputError, RewardZooError
-from ..sample import Sample
+from ..spec.sample import Sample
 from ..transport.wire import JSON, MSGPACK, WireError, WireLimits, decode_request, dumps, error_payload, format_of
 from .batching import Batcher, Overloaded
 from .drain import Drain

@@ -4,7 +4,7 @@ users who compose their own Serve applications.
 Each replica builds the same :class:`~rewardzoo.serve.service.RewardService` (models loaded once per replica,
 in its constructor, so Serve routes to it only once it is ready) and the same Starlette app, batching
 included; Serve spreads requests over the replicas. The HTTP wire format is unchanged, so the ``remote``
-reward and :mod:`rewardzoo.transport.client` talk to either server alike. (Ray moves the config to the replicas with
+reward and :mod:`rewardzoo.serve.client` talk to either server alike. (Ray moves the config to the replicas with
 its own serialisation inside the cluster; nothing received on the HTTP port is unpickled.)
 
 ``serve --ray`` stops on SIGTERM by draining, as the uvicorn server does (:mod:`~rewardzoo.serve.drain`): the
@@ -27,7 +27,8 @@ from typing import Any, Mapping
 import ray
 from ray import serve
 
-from ..config import RewardConfig, resolve_config
+from ..spec.config import RewardConfig
+from ..core.resolve import resolve_config
 from ..jobs.description import ServeJob
 from ..transport.wire import WireLimits
 from .drain import DRAINED_NOTICE, Drain, cut_notice

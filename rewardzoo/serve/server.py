@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from ..config import config_source
+from ..core.resolve import config_source
 from ..errors import ConfigError, RewardZooError
 from ..jobs.description import ServeJob
 from .options import ServeOptions, binding_notice

@@ -16,12 +16,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..config import RewardConfig, RewardSpec, load_config
+from ..spec.config import RewardConfig, RewardSpec
+from ..core.resolve import load_config
 from ..errors import did_you_mean
-from ..loader import RewardLoader
-from ..processor import RewardProcessor
+from ..core.loader import RewardLoader
+from ..core.processor import RewardProcessor
 from ..rewards.base import is_text_extra
-from ..sample import Sample
+from ..spec.sample import Sample
 from ..transport.wire import PROTOCOL, WireError, WireLimits, encode_result
 
 

@@ -1,13 +1,9 @@
-"""What rewards share: media conversion and I/O, devices and dtypes, safe weight loading, options, the common backbones.
+"""What rewards share: media conversion and I/O, devices and dtypes, safe weights, options, common backbones.
 
-- ``media``, ``fields``, ``image_ops``, ``video``, ``audio``, ``files`` — media conversion and I/O;
-- ``editing`` — an image edit's inputs (source image, optional edit mask), read once for every editing reward;
-- ``device`` — devices and dtypes (and one CUDA side stream per device); ``weights`` — safe weight loading; ``options`` — option checks;
-- ``imports`` — objects named by a Python path, and the light packages' lazy attributes;
-- ``clip``, ``dino``, ``onnx`` — the backbones several reward families use (CLIP / open_clip, DINO ViTs, ONNX
-  Runtime sessions).
+- ``media``, ``image_ops``, ``video``, ``audio``, ``files``, ``editing`` — media conversion and I/O;
+- ``device`` — devices, dtypes, CUDA side streams; ``weights`` — safe weight loading; ``options`` — option checks;
+- ``imports`` — objects named by a Python path, lazy attributes; ``score_stats`` — score summaries;
+- ``clip``, ``dino``, ``onnx`` — backbones several reward families use.
 
-May import only :mod:`rewardzoo.errors`. Heavy backends (torch, decoders) are imported inside the functions that
-need them. Code used by one family lives beside it (``rewards/vlm/``, ``rewards/image/``), the network transport
-in :mod:`rewardzoo.transport`.
+May import only :mod:`rewardzoo.errors`; heavy backends are imported inside the functions that need them.
 """

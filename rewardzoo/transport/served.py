@@ -1,6 +1,6 @@
 """A connection to a ``rewardzoo serve`` server: its reward list, and samples scored over the wire format.
 
-The one client code under both the ``remote`` reward and :mod:`rewardzoo.transport.client`: requests go
+The one client code under both the ``remote`` reward and :mod:`rewardzoo.serve.client`: requests go
 through :class:`~rewardzoo.transport.http.HttpClient` (retries with backoff on connection errors, 408, 429 and 5xx,
 Retry-After honoured); samples travel in :mod:`rewardzoo.transport.wire`, split into requests of at most the
 server's ``max_samples`` with every group kept whole in one request.

@@ -13,11 +13,7 @@ import torch
 import torchaudio.functional as taf
 
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.rewards.audio.dnsmos import (
-    DNSMOS,
-    PersonalizedDNSMOS,
-    slaney_mel_filterbank,
-)
+from rewardzoo.rewards.audio.dnsmos import DNSMOS, PersonalizedDNSMOS, slaney_mel_filterbank
 
 from .signals import noise, speech_like, tone
 

@@ -12,13 +12,13 @@ from torchmetrics.functional.audio import scale_invariant_signal_distortion_rati
 
 from rewardzoo import RewardProcessor, load_config
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.manifest import read_manifest
-from rewardzoo.registry import example_config
+from rewardzoo.jobs.manifest import read_manifest
+from rewardzoo.catalog.registry import example_config
 from rewardzoo.rewards.audio.reference import PESQ, SISDR, STOI, si_sdr
 from rewardzoo.rewards.base import KNOWN_FIELDS, Inputs
-from rewardzoo.sample import Sample
+from rewardzoo.spec.sample import Sample
 from rewardzoo.shared.audio import prepare_audio, resample
-from rewardzoo.shared.fields import convert_field
+from rewardzoo.core.fields import convert_field
 
 from .signals import noise, speech_like
 
@@ -185,7 +185,7 @@ def test_stoi_refuses_too_little_active_signal():
 
 
 def test_demo_samples_carry_a_reference_and_keep_their_media():
-    from rewardzoo.demo import demo_samples
+    from rewardzoo.cli.demo import demo_samples
 
     audio = [s for _, s in demo_samples() if s.dataset == "audio"]
     assert audio and all(s.condition_audio is not None and s.condition_audio_sample_rate == s.audio_sample_rate

@@ -14,11 +14,11 @@ import torch
 
 from rewardzoo import RewardProcessor, load_config
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.registry import example_config
+from rewardzoo.catalog.registry import example_config
 from rewardzoo.rewards.audio.duration import SpeechDurationRatio
 from rewardzoo.rewards.audio.repetition import Repetition
 from rewardzoo.rewards.audio.silence import SilenceRatio
-from rewardzoo.sample import Sample
+from rewardzoo.spec.sample import Sample
 from rewardzoo.shared.audio import prepare_audio
 
 silero_vad = pytest.importorskip("silero_vad")
@@ -195,7 +195,7 @@ def test_repeated_ngrams_counts_what_the_text_does_not_repeat():
 
 
 def test_repetition_over_the_asr_reward_of_a_stream_shares_its_model(tmp_path, speech):
-    from rewardzoo.loader import RewardLoader
+    from rewardzoo.core.loader import RewardLoader
     from rewardzoo.rewards.audio.repetition import repeated_ngrams
     from rewardzoo.testing import tiny_whisper_dir
 

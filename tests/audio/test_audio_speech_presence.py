@@ -11,9 +11,9 @@ import torch
 
 from rewardzoo import RewardProcessor, load_config
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.registry import example_config
+from rewardzoo.catalog.registry import example_config
 from rewardzoo.rewards.audio.vad import SpeechPresence, presence
-from rewardzoo.sample import Sample
+from rewardzoo.spec.sample import Sample
 from rewardzoo.shared.audio import prepare_audio
 
 from .signals import noise, tone

@@ -7,13 +7,7 @@ import math
 
 import numpy as np
 
-from rewardzoo.rewards.base import (
-    GroupwiseReward,
-    Inputs,
-    PointwiseReward,
-    Reward,
-    RewardOutput,
-)
+from rewardzoo.rewards.base import GroupwiseReward, Inputs, PointwiseReward, Reward, RewardOutput
 from rewardzoo.rewards.info import PER_INSTANCE
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rewardzoo import RewardProcessor, Sample, load_config
-from rewardzoo.api import build_processors
+from rewardzoo.core.api import build_processors
 from rewardzoo.errors import ConfigError, InputError
 
 from ..clients import client_module

@@ -11,8 +11,8 @@ from PIL import Image
 
 from rewardzoo.cli import main
 from rewardzoo.jobs import group_preserving_chunks
-from rewardzoo.registry import entries
-from rewardzoo.sample import Sample
+from rewardzoo.catalog.registry import entries
+from rewardzoo.spec.sample import Sample
 
 
 def _jpeg_kb(path) -> float:

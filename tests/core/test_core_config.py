@@ -8,9 +8,10 @@ import textwrap
 import pytest
 
 from rewardzoo import load_config
-from rewardzoo.config import RewardSpec, json_schema, parse_spec
+from rewardzoo.spec.config import RewardSpec, json_schema
+from rewardzoo.core.resolve import parse_spec
 from rewardzoo.errors import ConfigError
-from rewardzoo.resources import data_dir
+from rewardzoo.catalog.resources import data_dir
 
 
 def test_yaml_file_with_eval_fallback_and_defaults(tmp_path):

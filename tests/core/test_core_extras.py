@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rewardzoo import extras
-from rewardzoo.extras import canonical, distribution_of, extra_modules, import_name, requirements
-from rewardzoo.registry import builtin, missing_modules
+from rewardzoo.catalog import extras
+from rewardzoo.catalog.extras import canonical, distribution_of, extra_modules, import_name, requirements
+from rewardzoo.catalog.registry import builtin, missing_modules
 
 PROJECT = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
 DECLARED = PROJECT["optional-dependencies"]
@@ -102,8 +102,8 @@ def test_add_ons_are_facts_of_the_rewards_that_need_them():
 def test_the_demo_names_a_missing_add_on_and_the_card_not_the_extra(monkeypatch):
     import dataclasses
 
-    import rewardzoo.demo as demo
-    from rewardzoo.config import load_config
+    import rewardzoo.cli.demo as demo
+    from rewardzoo.core.resolve import load_config
 
     entry = dataclasses.replace(builtin()["jpeg_compressibility"], add_ons=("no_such_module_zz",))
     monkeypatch.setattr(demo, "info", lambda name: entry if name == "jpeg_compressibility" else builtin()[name])

@@ -19,8 +19,14 @@ from PIL import Image
 
 from rewardzoo import RewardProcessor, Sample, load_config
 from rewardzoo.cli import main
-from rewardzoo.errors import (ConfigError, InputError, RegistryError, RewardExecutionError, RewardOutputError,
-                              RunnerClosedError)
+from rewardzoo.errors import (
+    ConfigError,
+    InputError,
+    RegistryError,
+    RewardExecutionError,
+    RewardOutputError,
+    RunnerClosedError,
+)
 
 from ..optional import torch
 from .rewards import Broken, MeanPixel, MetadataValue, Mutator, PeakAmplitude, PromptLength, path
@@ -189,7 +195,7 @@ def test_a_timed_out_call_does_not_keep_the_process_alive(tmp_path):
         from rewardzoo import RewardProcessor, Sample
         from rewardzoo.errors import RewardTimeoutError
         from rewardzoo.rewards.base import Inputs, PointwiseReward
-        import rewardzoo.registry as registry
+        import rewardzoo.catalog.registry as registry
 
         @registry.register("stuck_for_ever")
         class Stuck(PointwiseReward):
@@ -414,10 +420,10 @@ def test_trl_column_of_the_wrong_length_is_named():
 
 
 def test_a_cpu_only_base_under_a_wrapper_on_cuda_stays_on_the_cpu(monkeypatch):
-    import rewardzoo.loader
+    import rewardzoo.core.loader
 
     # pretend this machine has a GPU: auto resolves to cuda:0 and cuda:0 exists
-    monkeypatch.setattr(rewardzoo.loader, "resolve_device", lambda d: "cuda:0" if d in ("auto", "cuda") else d)
-    monkeypatch.setattr(rewardzoo.loader, "check_device", lambda d: d)
+    monkeypatch.setattr(rewardzoo.core.loader, "resolve_device", lambda d: "cuda:0" if d in ("auto", "cuda") else d)
+    monkeypatch.setattr(rewardzoo.core.loader, "check_device", lambda d: d)
     proc = RewardProcessor([{"name": "rank", "reward_model": "group_rank", "kwargs": {"base": "jpeg_incompressibility"}}])
     assert proc.rewards["rank"].device == "cuda:0" and proc.rewards["rank"].base.device == "cpu"

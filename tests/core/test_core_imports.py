@@ -2,7 +2,7 @@
 
 The graph is read from the source, never by importing it. An edge is:
 
-- an ``import`` statement, at module level or inside a function (``if TYPE_CHECKING:`` blocks excluded);
+- an ``import`` statement, at module level, inside a function or under ``if TYPE_CHECKING:``;
 - ``importlib.import_module("rewardzoo...")`` or ``import_path("rewardzoo...")`` with a string literal;
 - an entry of a lazy table handed to ``lazy_getattr`` (the package imports it on first attribute access);
 - a shipped card's ``implementation:`` (an edge from the registry, which imports it by that string).
@@ -27,17 +27,17 @@ REPO = Path(__file__).resolve().parents[2]
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("errors", ("rewardzoo.errors",)),
     ("shared", ("rewardzoo.shared",)),
+    ("spec", ("rewardzoo.spec",)),
     ("transport", ("rewardzoo.transport",)),
     ("contract", ("rewardzoo.rewards.base", "rewardzoo.rewards.info")),
     ("rewards", ("rewardzoo.rewards",)),
-    ("core", ("rewardzoo.advantages", "rewardzoo.api", "rewardzoo.async_runner", "rewardzoo.config",
-              "rewardzoo.demo", "rewardzoo.differentiable", "rewardzoo.distributed", "rewardzoo.engine", "rewardzoo.extras",
-              "rewardzoo.environments", "rewardzoo.lint", "rewardzoo.loader", "rewardzoo.manifest",
-              "rewardzoo.monitor", "rewardzoo.processor", "rewardzoo.registry", "rewardzoo.resources",
-              "rewardzoo.sample", "rewardzoo.score_stats", "rewardzoo.tables")),
+    ("environments", ("rewardzoo.environments",)),
+    ("catalog", ("rewardzoo.catalog",)),
+    ("core", ("rewardzoo.core",)),
+    ("monitor", ("rewardzoo.monitor",)),
     ("jobs", ("rewardzoo.jobs",)),
     ("front doors", ("rewardzoo.cli", "rewardzoo.serve", "rewardzoo.ray", "rewardzoo.integrations",
-                     "rewardzoo.report", "rewardzoo.transport.client", "rewardzoo.environments.child")),
+                     "rewardzoo.report")),
     ("testing", ("rewardzoo.testing",)),
     ("package", ("rewardzoo",)),  # the root: __version__ and the lazy public names
 )
@@ -54,11 +54,6 @@ def _modules(root: Path) -> dict[str, tuple[Path, bool]]:
         is_pkg = parts[-1] == "__init__"
         mods[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
     return mods
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def _target_module(path: str, known: set[str] | dict) -> str | None:
@@ -142,10 +137,6 @@ class _Edges:
         edges = self
 
         class Visitor(ast.NodeVisitor):
-            def visit_If(self, node: ast.If) -> None:
-                for child in (node.orelse if _is_type_checking(node.test) else [*node.body, *node.orelse]):
-                    self.visit(child)
-
             def visit_Import(self, node: ast.Import) -> None:
                 for alias in node.names:
                     edges._add("import", alias.name)
@@ -198,8 +189,8 @@ def edges_by_kind(root: Path = REPO) -> dict[str, dict[str, set[str]]]:
     for name, (path, is_pkg) in mods.items():
         for kind, targets in _Edges(name, path, is_pkg, known, lazy).kinds.items():
             graphs[kind][name] = targets
-    if "rewardzoo.registry" in known:
-        graphs["card"]["rewardzoo.registry"] = {m for t in card_targets(root).values()
+    if "rewardzoo.catalog.registry" in known:
+        graphs["card"]["rewardzoo.catalog.registry"] = {m for t in card_targets(root).values()
                                                 if (m := _target_module(t, known)) is not None}
     return graphs
 
@@ -268,14 +259,11 @@ def graph(graphs) -> dict[str, set[str]]:
 
 
 def _upward(graphs: dict[str, dict[str, set[str]]]) -> dict[str, list[str]]:
-    """Edges to a higher layer. A package's lazy names inside itself are exempt: they load on first use,
-    for the caller who asks (``rewardzoo.transport.RewardClient``)."""
+    """Edges to a higher layer, of every kind."""
     offending: dict[str, list[str]] = {}
     for kind, graph in graphs.items():
         for name, targets in graph.items():
             for target in targets:
-                if kind == "lazy" and target.startswith(name + "."):
-                    continue
                 if layer_of(target) > layer_of(name):
                     offending.setdefault(name, []).append(f"{target} ({kind}: {LAYERS[layer_of(name)][0]} "
                                                           f"-> {LAYERS[layer_of(target)][0]})")
@@ -284,13 +272,13 @@ def _upward(graphs: dict[str, dict[str, set[str]]]) -> dict[str, list[str]]:
 
 def test_the_walker_sees_the_known_edges(graphs):
     imports, lazy, cards = (graphs[k] for k in ("import", "lazy", "card"))
-    assert "rewardzoo.engine" in imports["rewardzoo.processor"]
-    assert "rewardzoo.rewards.base" in imports["rewardzoo.engine"]
-    assert "rewardzoo.async_runner" in imports["rewardzoo.processor"]  # a function-level import counts
-    assert "rewardzoo.processor" not in imports["rewardzoo.async_runner"]  # a TYPE_CHECKING import does not
-    assert "rewardzoo.processor" in lazy["rewardzoo"] and "rewardzoo.integrations" in lazy["rewardzoo"]
-    assert "rewardzoo.transport.client" in lazy["rewardzoo.transport"]
-    assert "rewardzoo.rewards.image.pickscore" in cards["rewardzoo.registry"]
+    assert "rewardzoo.core.engine" in imports["rewardzoo.core.processor"]
+    assert "rewardzoo.rewards.base" in imports["rewardzoo.core.engine"]
+    assert "rewardzoo.core.async_runner" in imports["rewardzoo.core.processor"]  # a function-level import counts
+    assert "rewardzoo.spec.config" in imports["rewardzoo.core.engine"]
+    assert "rewardzoo.core.processor" in lazy["rewardzoo"] and "rewardzoo.integrations" in lazy["rewardzoo"]
+    assert "rewardzoo.serve.client" in lazy["rewardzoo.serve"]
+    assert "rewardzoo.rewards.image.pickscore" in cards["rewardzoo.catalog.registry"]
     assert "rewardzoo.report.media" in imports["rewardzoo.report"]  # `from . import media`
     assert "rewardzoo" not in imports["rewardzoo.report"]  # `from .. import __version__`: the root's own name
 
@@ -319,8 +307,8 @@ def test_the_walker_reads_strings_and_lazy_names(tmp_path):
 
 def test_cycle_detection_finds_a_planted_cycle(graph):
     planted = {k: set(v) for k, v in graph.items()}
-    planted["rewardzoo.engine"].add("rewardzoo.processor")
-    assert any({"rewardzoo.engine", "rewardzoo.processor"} <= set(group) for group in cycles(planted))
+    planted["rewardzoo.core.engine"].add("rewardzoo.core.processor")
+    assert any({"rewardzoo.core.engine", "rewardzoo.core.processor"} <= set(group) for group in cycles(planted))
 
 
 def test_no_import_cycles(graph):
@@ -337,7 +325,7 @@ def test_no_module_imports_a_higher_layer(graphs):
 
 def test_the_layer_check_catches_a_planted_upward_edge(graphs):
     planted = {kind: {k: set(v) for k, v in g.items()} for kind, g in graphs.items()}
-    planted["string"]["rewardzoo.rewards.remote"].add("rewardzoo.engine")
+    planted["string"]["rewardzoo.rewards.remote"].add("rewardzoo.core.engine")
     planted["import"]["rewardzoo.shared.media"].add("rewardzoo.transport.wire")
     assert set(_upward(planted)) == {"rewardzoo.rewards.remote", "rewardzoo.shared.media"}
 
@@ -349,7 +337,9 @@ def test_only_front_doors_import_front_doors_and_nothing_imports_the_cli(graphs,
     importers = {name: sorted(t for t in targets if layer_of(t) == front and (name, t) not in lazy_reexports)
                  for name, targets in graph.items() if layer_of(name) != front}
     assert {k: v for k, v in importers.items() if v} == {}
-    assert sorted(name for name, targets in graph.items() if "rewardzoo.cli" in targets) == []
+    commands = ("rewardzoo.cli", "rewardzoo.cli.commands", "rewardzoo.cli.__main__")
+    assert sorted(name for name, targets in graph.items()
+                  if name not in commands and any(c in targets for c in commands)) == []
 
 
 def test_the_walker_reads_import_module_and_import_path_strings(tmp_path):
@@ -357,11 +347,11 @@ def test_the_walker_reads_import_module_and_import_path_strings(tmp_path):
     still reads them, in a planted module."""
     planted = tmp_path / "planted.py"
     planted.write_text("import importlib\nfrom rewardzoo.shared.imports import import_path\n\n\ndef f():\n"
-                       "    importlib.import_module('rewardzoo.engine')\n"
+                       "    importlib.import_module('rewardzoo.core.engine')\n"
                        "    return import_path('rewardzoo.cli:main')\n", encoding="utf-8")
     known = set(_modules(REPO))
     found = _Edges("rewardzoo.planted", planted, False, known, {}).kinds
-    assert found["string"] == {"rewardzoo.engine", "rewardzoo.cli"}
+    assert found["string"] == {"rewardzoo.core.engine", "rewardzoo.cli"}
 
 
 def test_cards_point_into_the_rewards_at_a_class_defined_there():

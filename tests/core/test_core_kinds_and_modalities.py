@@ -12,7 +12,7 @@ import pytest
 from rewardzoo import RewardProcessor, Sample
 from rewardzoo.cli import main
 from rewardzoo.errors import RegistryError
-from rewardzoo.registry import CARD_KINDS, builtin, info_from_card, list_rewards, resolve
+from rewardzoo.catalog.registry import CARD_KINDS, builtin, info_from_card, list_rewards, resolve
 from rewardzoo.rewards.base import GroupwiseReward, PointwiseReward
 from rewardzoo.rewards.info import KINDS, MODALITIES, PER_INSTANCE
 

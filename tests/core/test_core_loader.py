@@ -73,9 +73,9 @@ def test_constructor_refusals_name_the_entry():
 
 
 def test_dtype_auto_is_the_cards_reference_precision_per_device(tmp_path):
-    from rewardzoo.config import parse_spec
-    from rewardzoo.loader import dtype_for
-    from rewardzoo.registry import info_from_card
+    from rewardzoo.core.resolve import parse_spec
+    from rewardzoo.core.loader import dtype_for
+    from rewardzoo.catalog.registry import info_from_card
 
     auto = parse_spec({"name": "c", "reward_model": "clip_score"})
     assert auto.dtype == "auto"

@@ -8,7 +8,7 @@ from PIL import Image
 
 from rewardzoo.errors import InputError
 from rewardzoo.rewards.base import Inputs
-from rewardzoo.shared.fields import convert_field
+from rewardzoo.core.fields import convert_field
 from rewardzoo.shared.media import image_to_uint8, to_image_tensor, to_pil_rgb
 
 from ..optional import needs_torch, torch

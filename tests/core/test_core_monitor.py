@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import rewardzoo
-from rewardzoo.config import load_config
+from rewardzoo.core.resolve import load_config
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.monitor import RewardMonitor
-from rewardzoo.monitor.settings import MonitorSettings, parse_monitor
+from rewardzoo.spec.monitor import MonitorSettings, parse_monitor
 
 N, GROUP = 256, 8
 WINDOW = 10
@@ -147,7 +147,7 @@ def test_inseparable_alarm_and_the_log(tmp_path):
 def test_facts_come_from_the_cards_of_the_configured_rewards():
     mon = RewardMonitor({"rewards": ["jpeg_compressibility", "clip_score"], "monitor": {"window": 5}})
     assert mon.settings.window == 5
-    from rewardzoo.registry import info
+    from rewardzoo.catalog.registry import info
 
     assert mon.facts["clip_score"].score_range == tuple(info("clip_score").score_range)
     assert mon.facts["jpeg_compressibility"].higher_is_better is info("jpeg_compressibility").higher_is_better

@@ -135,7 +135,7 @@ def test_an_image_over_pils_pixel_limit_is_an_input_error_naming_reward_field_an
 
 
 def test_an_unexpected_conversion_failure_names_reward_field_and_sample(monkeypatch):
-    from rewardzoo.shared import fields
+    from rewardzoo.core import fields
 
     def broken(value, sample, reward):
         if value == "abc":

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from rewardzoo.config import load_config, parse_spec
+from rewardzoo.core.resolve import load_config, parse_spec
 from rewardzoo.errors import ConfigError
 from rewardzoo.jobs.compare_reference import REFERENCE_SUFFIX, find_spec, reference_specs
-from rewardzoo.registry import extra_installed, info
+from rewardzoo.catalog.registry import extra_installed, info
 from rewardzoo.rewards.base import Reward
 from rewardzoo.rewards.references import HPSV2, IMAGE_REWARD, REFERENCES
 from rewardzoo.shared.imports import import_path
@@ -65,7 +65,7 @@ def test_bad_references_are_config_errors_naming_the_entry_and_the_field(entry, 
 
 def test_the_schema_takes_reference_entries():
     jsonschema = pytest.importorskip("jsonschema")
-    from rewardzoo.config import json_schema
+    from rewardzoo.spec.config import json_schema
 
     validator = jsonschema.Draft202012Validator(json_schema())
     for value in (True, {"reward_model": "m:C", "environment": None}, {"environment": {"python": "/p"}}):

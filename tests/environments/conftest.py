@@ -12,7 +12,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = "tests.environments.worker_rewards"
-WORKER_MODULE = "rewardzoo.environments.child"
+WORKER_MODULE = "rewardzoo.serve.worker"
 
 
 def worker_pids() -> set[int]:

@@ -21,9 +21,9 @@ transformers = pytest.importorskip("transformers")
 from PIL import Image  # noqa: E402
 
 import rewardzoo  # noqa: E402
-from rewardzoo.config import load_config  # noqa: E402
+from rewardzoo.core.resolve import load_config  # noqa: E402
 from rewardzoo.environments.venvs import interpreter  # noqa: E402
-from rewardzoo.processor import RewardProcessor  # noqa: E402
+from rewardzoo.core.processor import RewardProcessor  # noqa: E402
 from rewardzoo.rewards.references import IMAGE_REWARD  # noqa: E402
 
 from .conftest import needs_linux  # noqa: E402
@@ -105,7 +105,7 @@ def test_the_package_in_its_environment_scores_as_image_reward_here(environment,
 
 
 def test_a_plugin_installed_only_in_the_worker_environment(environment):
-    from rewardzoo.registry import info
+    from rewardzoo.catalog.registry import info
 
     assert importlib.util.find_spec("rz_child_plugin") is None and info("child_words") is None  # not here
     config = load_config({"rewards": [{"name": "words", "reward_model": "child_words", "device": "cpu",

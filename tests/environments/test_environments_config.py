@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from rewardzoo.config import EnvironmentSpec, json_schema, load_config, parse_environment
+from rewardzoo.spec.config import EnvironmentSpec, json_schema, parse_environment
+from rewardzoo.core.resolve import load_config
 from rewardzoo.errors import ConfigError
 
 

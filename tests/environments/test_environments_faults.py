@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from rewardzoo.config import load_config
+from rewardzoo.core.resolve import load_config
 from rewardzoo.errors import ConfigError, RewardExecutionError, WorkerError
-from rewardzoo.loader import RewardLoader
+from rewardzoo.core.loader import RewardLoader
 
 from .conftest import HERE, alive, gone_within, here_env, needs_linux, worker_pids
 

@@ -41,7 +41,7 @@ def test_serve_scores_through_a_worker_that_stops_with_the_server(tmp_path):
 
 
 def test_the_distributed_processor_of_one_rank_scores_through_a_worker():
-    from rewardzoo.api import build_processors
+    from rewardzoo.core.api import build_processors
 
     config = {"rewards": [{"name": "bright", "reward_model": f"{HERE}:Brightness", "device": "cpu",
                            "environment": {"python": sys.executable}}]}

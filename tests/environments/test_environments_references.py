@@ -18,11 +18,12 @@ pytest.importorskip("open_clip")
 from PIL import Image  # noqa: E402
 
 import rewardzoo.testing as rzt  # noqa: E402
-from rewardzoo.config import parse_environment, parse_spec  # noqa: E402
+from rewardzoo.spec.config import parse_environment  # noqa: E402
+from rewardzoo.core.resolve import parse_spec
 from rewardzoo.environments.venvs import environment_dir  # noqa: E402
 from rewardzoo.jobs.compare_reference import compare_reference  # noqa: E402
 from rewardzoo.rewards.references import HPSV2  # noqa: E402
-from rewardzoo.sample import Sample  # noqa: E402
+from rewardzoo.spec.sample import Sample  # noqa: E402
 
 from .conftest import needs_linux  # noqa: E402
 from .test_environments_clash import environment  # noqa: E402,F401  (the transformers-4 environment)

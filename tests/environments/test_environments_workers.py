@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 import rewardzoo
-from rewardzoo.config import load_config
+from rewardzoo.core.resolve import load_config
 from rewardzoo.environments import workers
 from rewardzoo.environments.reward import WorkerReward
-from rewardzoo.loader import RewardLoader
-from rewardzoo.processor import RewardProcessor
+from rewardzoo.core.loader import RewardLoader
+from rewardzoo.core.processor import RewardProcessor
 
 from .conftest import HERE, REPO, alive, gone_within, here_env, needs_linux, worker_pids
 from .worker_rewards import brightness
@@ -137,7 +137,7 @@ def test_close_and_exit_stop_the_worker():
     assert gone_within(pid, 1)
     script = textwrap.dedent(f"""
         import sys
-        from rewardzoo.loader import RewardLoader
+        from rewardzoo.core.loader import RewardLoader
         reward = RewardLoader().load({{"name": "b", "reward_model": "{HERE}:Length",
                                        "device": "cpu", "environment": {{"python": sys.executable}}}})
         print(reward.worker.pid, flush=True)
@@ -150,7 +150,7 @@ def test_close_and_exit_stop_the_worker():
 
 _PARENT = """
 import os, signal, sys, threading, time
-from rewardzoo.loader import RewardLoader
+from rewardzoo.core.loader import RewardLoader
 def entry(timeout):  # two timeouts: two environments, two workers
     return {{"name": "b", "reward_model": "{here}:{cls}", "device": "cpu", "kwargs": {kwargs},
              "environment": {{"python": sys.executable, "start_timeout_s": timeout}}}}

@@ -9,12 +9,7 @@ import time
 
 import numpy as np
 
-from rewardzoo.rewards.base import (
-    GroupwiseReward,
-    Inputs,
-    PointwiseReward,
-    RewardOutput,
-)
+from rewardzoo.rewards.base import GroupwiseReward, Inputs, PointwiseReward, RewardOutput
 from rewardzoo.rewards.image.jpeg import jpeg_kilobytes
 
 

@@ -10,14 +10,8 @@ import warnings
 import numpy as np
 import pytest
 
-from rewardzoo import (
-    AsyncRewardRunner,
-    InputError,
-    RewardExecutionError,
-    RewardProcessor,
-    Sample,
-)
-from rewardzoo.async_runner import RewardTimeoutError, _Streams
+from rewardzoo import AsyncRewardRunner, InputError, RewardExecutionError, RewardProcessor, Sample
+from rewardzoo.core.async_runner import RewardTimeoutError, _Streams
 
 from .rewards import (
     Blocking,
@@ -287,10 +281,10 @@ def _settle(runner, limit: float = 10.0) -> None:
 def test_cuda_rewards_run_through_one_stream_per_device_after_the_samples_are_ready(monkeypatch):
     """Dispatch only (this machine has no GPU): a reward on cuda:1 goes through the stream wrapper with
     the event recorded when its samples were added; a CPU reward in the same config does not."""
-    import rewardzoo.loader
+    import rewardzoo.core.loader
 
     calls = []
-    monkeypatch.setattr(rewardzoo.loader, "check_device", lambda device: device)  # pretend cuda:1 exists
+    monkeypatch.setattr(rewardzoo.core.loader, "check_device", lambda device: device)  # pretend cuda:1 exists
     monkeypatch.setattr(_Streams, "ready_events", staticmethod(lambda devices: {d: f"event-{d}" for d in devices}))
 
     def fake_call(self, fn, device, event):

@@ -11,7 +11,7 @@ import pytest
 
 import rewardzoo
 from rewardzoo import DistributedRewardProcessor, RewardLoader, Sample
-from rewardzoo.distributed import rank_ordered
+from rewardzoo.core.distributed import rank_ordered
 
 from .rewards import Recorder, SlowInit, path
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rewardzoo import InputError, RewardExecutionError, RewardProcessor, Sample
-from rewardzoo.engine import ConversionCache, ScoreTable, score_specs
+from rewardzoo.core.engine import ConversionCache, ScoreTable, score_specs
 from rewardzoo.shared.device import DeviceStreams
 
 from .rewards import CardlessJpeg, CenteredValue, NumpyWork, Recorder, Rendezvous, ScratchReward, overlapping, path
@@ -131,10 +131,10 @@ def test_a_groupwise_async_entry_overlaps_and_scores_each_group():
 def test_overlapped_cuda_entries_run_on_their_devices_side_stream(monkeypatch):
     """Dispatch only (this machine has no GPU): an async entry on cuda:1 runs through the side-stream wrapper,
     after an event recorded on the caller's thread; a synchronous cuda entry and the CPU entries do not."""
-    import rewardzoo.loader
+    import rewardzoo.core.loader
 
     calls, recorded = [], []
-    monkeypatch.setattr(rewardzoo.loader, "check_device", lambda device: device)  # pretend the devices exist
+    monkeypatch.setattr(rewardzoo.core.loader, "check_device", lambda device: device)  # pretend the devices exist
 
     def fake_events(devices):
         recorded.append((tuple(devices), threading.current_thread().name))

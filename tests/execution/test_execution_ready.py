@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rewardzoo import RewardExecutionError, RewardProcessor, Sample
-from rewardzoo.engine import RewardResult
+from rewardzoo.core.engine import RewardResult
 from rewardzoo.errors import RewardTimeoutError, RunnerStateError
 
 from .rewards import Blocking, CenteredValue, Failing, NumpyWork, Recorder, path

@@ -40,7 +40,7 @@ def main() -> None:
     rank, world, port, outfile = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=timedelta(seconds=30))
-    from rewardzoo.distributed import DistributedRewardProcessor
+    from rewardzoo.core.distributed import DistributedRewardProcessor
 
     proc = DistributedRewardProcessor(SPECS)
     samples = meta_samples(ITEMS)

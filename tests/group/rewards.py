@@ -13,7 +13,7 @@ from typing import ClassVar
 import numpy as np
 
 from rewardzoo.errors import InputError
-from rewardzoo.registry import register
+from rewardzoo.catalog.registry import register
 from rewardzoo.rewards.base import Inputs, PointwiseReward, RewardOutput
 
 

@@ -1,7 +1,7 @@
 """The groupwise wrappers on 2 gloo ranks (CPU) give the single-process result, each group judged once.
 
 Groups are split across the ranks (samples alternate between them); the distributed processor
-(rewardzoo.distributed) gathers each group to one rank, which calls the wrapper once per group.
+(rewardzoo.core.distributed) gathers each group to one rank, which calls the wrapper once per group.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rewardzoo.processor import RewardProcessor
+from rewardzoo.core.processor import RewardProcessor
 
 from ..ranks import launch_ranks, load_result
 from .dist_worker import ITEMS, SPECS, rank_indices

@@ -17,15 +17,9 @@ from PIL import Image
 from scipy.stats import rankdata
 
 from rewardzoo import load_reward
-from rewardzoo.errors import (
-    ConfigError,
-    InputError,
-    RegistryError,
-    RewardExecutionError,
-    RewardOutputError,
-)
-from rewardzoo.loader import RewardLoader
-from rewardzoo.processor import RewardProcessor
+from rewardzoo.errors import ConfigError, InputError, RegistryError, RewardExecutionError, RewardOutputError
+from rewardzoo.core.loader import RewardLoader
+from rewardzoo.core.processor import RewardProcessor
 
 from .judges import MetaJudge
 from .rewards import meta_samples
@@ -422,7 +416,7 @@ def test_backend_failure_in_base_names_the_stream():
 
     reward = RewardLoader().load({"name": "g", **spec})
     assert isinstance(reward, GroupRank)
-    from rewardzoo.engine import call_reward
+    from rewardzoo.core.engine import call_reward
 
     with pytest.raises(RewardExecutionError, match="reward 'g': TypeError"):
         call_reward("g", reward, {"image": ["not a tensor"], "group_id": [0]}, [0])
@@ -441,7 +435,7 @@ def test_audio_base_gets_sample_rate_and_conversion_settings():
 def test_not_thread_safe_base_is_never_called_concurrently():
     from concurrent.futures import ThreadPoolExecutor
 
-    from rewardzoo.engine import call_reward
+    from rewardzoo.core.engine import call_reward
 
     loader = RewardLoader()
     base = loader.load({"name": "base", "reward_model": "group_test_unsafe"})
@@ -464,7 +458,7 @@ def test_not_thread_safe_base_is_never_called_concurrently():
 def test_yaml_exponent_without_dot_is_accepted():
     import yaml
 
-    from rewardzoo.config import load_config
+    from rewardzoo.core.resolve import load_config
 
     cfg = load_config(yaml.safe_load("rewards: [{name: g, reward_model: group_normalized, "
                                      "kwargs: {base: group_test_meta, ddof: 1, eps: 1e-8}}]"))

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from rewardzoo import RewardProcessor, Sample
 from rewardzoo.errors import InputError
-from rewardzoo.loader import RewardLoader
+from rewardzoo.core.loader import RewardLoader
 from rewardzoo.rewards.image.clip_score import ClipScore
 
 from .media import PROMPTS, make_images

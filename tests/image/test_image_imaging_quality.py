@@ -20,8 +20,8 @@ from PIL import Image
 
 from rewardzoo import load_reward
 from rewardzoo.errors import ConfigError
-from rewardzoo.processor import RewardProcessor
-from rewardzoo.sample import Sample
+from rewardzoo.core.processor import RewardProcessor
+from rewardzoo.spec.sample import Sample
 from rewardzoo.shared.video import sample_indices
 
 pyiqa = pytest.importorskip("pyiqa")

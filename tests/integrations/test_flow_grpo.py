@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rewardzoo import Sample  # noqa: E402
-from rewardzoo.api import build_processors  # noqa: E402
+from rewardzoo.core.api import build_processors  # noqa: E402
 from rewardzoo.errors import InputError  # noqa: E402
 from rewardzoo.integrations import flow_grpo_reward_fn  # noqa: E402
 

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.report import ReportConfigError, ReportDependencyError, ReportMismatchError, ScoreFileError, build_report
+from rewardzoo.report import (
+    ReportConfigError,
+    ReportDependencyError,
+    ReportMismatchError,
+    ScoreFileError,
+    build_report,
+)
 
 from .conftest import write_manifest, write_scores
 

@@ -18,7 +18,7 @@ pytest.importorskip("uvicorn")
 from PIL import Image  # noqa: E402
 
 import rewardzoo  # noqa: E402
-from rewardzoo.transport.client import RewardClient  # noqa: E402
+from rewardzoo.serve.client import RewardClient  # noqa: E402
 from rewardzoo.errors import HttpError, RewardExecutionError  # noqa: E402
 from rewardzoo.transport import wire  # noqa: E402
 

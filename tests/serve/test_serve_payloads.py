@@ -218,7 +218,7 @@ def test_refusals_are_counted_by_kind(server):
 
 def test_the_client_cuts_a_call_into_requests_within_the_size_limit(server, monkeypatch):
     import rewardzoo
-    from rewardzoo.transport.client import RewardClient
+    from rewardzoo.serve.client import RewardClient
     from rewardzoo.errors import InputError
 
     monkeypatch.setenv("RZ_TEST_TOKEN", TOKEN)

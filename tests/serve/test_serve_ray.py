@@ -16,7 +16,7 @@ pytest.importorskip("starlette")
 from PIL import Image  # noqa: E402
 
 import rewardzoo  # noqa: E402
-from rewardzoo.transport.client import RewardClient  # noqa: E402
+from rewardzoo.serve.client import RewardClient  # noqa: E402
 from rewardzoo.serve import ServeOptions, reward_deployment  # noqa: E402
 from rewardzoo.transport import wire  # noqa: E402
 

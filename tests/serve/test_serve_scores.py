@@ -1,5 +1,5 @@
 """Scores through ``rewardzoo serve`` equal the local processor's: image, video, audio and groupwise rewards on
-tiny random-init models, through :mod:`rewardzoo.transport.client`, the ``remote`` reward and flow_grpo's call.
+tiny random-init models, through :mod:`rewardzoo.serve.client`, the ``remote`` reward and flow_grpo's call.
 
 One server (a subprocess on a free port) serves every test of this module.
 """
@@ -22,7 +22,7 @@ from PIL import Image  # noqa: E402
 
 import rewardzoo  # noqa: E402
 from rewardzoo import testing as rzt  # noqa: E402
-from rewardzoo.transport.client import RewardClient, multi_score  # noqa: E402
+from rewardzoo.serve.client import RewardClient, multi_score  # noqa: E402
 from rewardzoo.errors import ConfigError  # noqa: E402
 
 from .helpers import Server  # noqa: E402
@@ -182,7 +182,7 @@ def test_a_remote_entry_of_a_served_groupwise_reward_is_groupwise_for_the_engine
                         "kwargs": {"url": server.url, "rewards": ["rank"]}}]}
     trainer = rewardzoo.build_processors(cfg)[0]
     rnk = trainer.rewards["rnk"]
-    from rewardzoo.registry import info
+    from rewardzoo.catalog.registry import info
 
     assert rnk.kind == "groupwise" and type(rnk).kind == info("remote").kind == "per-instance"
     samples = image_samples(7)

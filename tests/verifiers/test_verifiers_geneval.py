@@ -11,8 +11,15 @@ import numpy as np
 import pytest
 
 from rewardzoo.errors import InputError
-from rewardzoo.rewards.image.geneval_rules import (CLASS_NAMES, COLORS, Thresholds, evaluate, parse_metadata,
-                                                   relative_position, select_objects)
+from rewardzoo.rewards.image.geneval_rules import (
+    CLASS_NAMES,
+    COLORS,
+    Thresholds,
+    evaluate,
+    parse_metadata,
+    relative_position,
+    select_objects,
+)
 from rewardzoo.rewards.image.detections import Detections
 
 DATA = Path(__file__).parent / "data" / "geneval_metadata.jsonl"

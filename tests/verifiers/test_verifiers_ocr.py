@@ -287,7 +287,7 @@ def test_video_mean_over_positive_frames(video_reward, engine):
 
 def test_video_through_the_processor():
     from rewardzoo import build_processors
-    from rewardzoo.sample import Sample
+    from rewardzoo.spec.sample import Sample
 
     frames = np.stack([np.asarray(render_text("Hello World", 40, width=256, height=128))] * 5)
     train, _ = build_processors({"rewards": [{"name": "video_ocr", "device": "cpu",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rewardzoo.testing import CLIP_PREPROCESS, TINY_VIDEO_OPEN_CLIP  # noqa: F401  (re-exported)
+from rewardzoo.testing import CLIP_PREPROCESS, TINY_VIDEO_OPEN_CLIP  # noqa: F401  (re-exported
 
 T_FRAMES = 30
 STEP = 8  # frame i of the ramp clip is a flat gray of value STEP * i, so a decoded frame names its index

@@ -16,15 +16,11 @@ import torch.nn.functional as F
 from PIL import Image
 
 from rewardzoo.errors import InputError
-from rewardzoo.loader import RewardLoader
-from rewardzoo.processor import RewardProcessor
-from rewardzoo.rewards.video.consistency import (
-    BackgroundConsistency,
-    SubjectConsistency,
-    vbench_consistency,
-)
+from rewardzoo.core.loader import RewardLoader
+from rewardzoo.core.processor import RewardProcessor
+from rewardzoo.rewards.video.consistency import BackgroundConsistency, SubjectConsistency, vbench_consistency
 from rewardzoo.rewards.video.flickering import TemporalFlickering
-from rewardzoo.sample import Sample
+from rewardzoo.spec.sample import Sample
 from rewardzoo.shared.video import read_video, sample_indices
 
 from .media import textured_frames

@@ -145,7 +145,7 @@ def _open_clip(clip_dir):
 
 @pytest.mark.parametrize("t", [5, 19])
 def test_clip_t_preset_matches_vbench(clip_dir, t):
-    from rewardzoo.loader import RewardLoader
+    from rewardzoo.core.loader import RewardLoader
 
     model, size, tokenizer = _open_clip(clip_dir)
     videos = [frames_of(t, 70 + t), frames_of(3, 90)]
@@ -169,7 +169,7 @@ def test_clip_t_preset_matches_vbench(clip_dir, t):
 
 def test_aesthetic_preset_matches_vbench_with_v1_linear_head(clip_dir, aesthetic_head, tmp_path):
     from rewardzoo import testing as rzt
-    from rewardzoo.loader import RewardLoader
+    from rewardzoo.core.loader import RewardLoader
 
     model, size, _ = _open_clip(clip_dir)
     dim = int(model.text_projection.shape[1]) if hasattr(model, "text_projection") else None
@@ -198,7 +198,7 @@ def test_aesthetic_preset_matches_vbench_with_v1_linear_head(clip_dir, aesthetic
 
 
 def test_linear_head_loader_rejects_other_files(aesthetic_head, clip_dir, tmp_path):
-    from rewardzoo.loader import RewardLoader
+    from rewardzoo.core.loader import RewardLoader
     from rewardzoo.rewards.image.aesthetic import load_linear_aesthetic_head
 
     with pytest.raises(ConfigError, match="v1 linear head"):

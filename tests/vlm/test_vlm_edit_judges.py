@@ -332,8 +332,8 @@ def test_pairwise_verdict_without_two_scores_is_unparseable():
 
 
 def test_pairwise_reward_judges_every_pair_of_a_group(vlm_dirs):
-    from rewardzoo.loader import RewardLoader
-    from rewardzoo.processor import RewardProcessor
+    from rewardzoo.core.loader import RewardLoader
+    from rewardzoo.core.processor import RewardProcessor
 
     proc = RewardProcessor([{"name": "pw", "reward_model": "unified_reward_edit_pairwise",
                              "model_path": vlm_dirs["qwen2_5_vl"], "kwargs": OPTS}], RewardLoader())
@@ -365,8 +365,8 @@ def test_edit_score_through_an_endpoint_answers_as_locally(vlm_dirs):
 
 
 def test_through_the_engine_a_bad_mask_names_the_reward_and_the_global_sample(vlm_dirs):
-    from rewardzoo.loader import RewardLoader
-    from rewardzoo.processor import RewardProcessor
+    from rewardzoo.core.loader import RewardLoader
+    from rewardzoo.core.processor import RewardProcessor
 
     proc = RewardProcessor([{"name": "es", "reward_model": "edit_score", "model_path": vlm_dirs["qwen2_5_vl"],
                              "batch_size": 2, "kwargs": OPTS}], RewardLoader())

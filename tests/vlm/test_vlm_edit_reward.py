@@ -226,8 +226,8 @@ def test_checkpoint_problems_are_config_errors(published, tmp_path):
 
 def test_pairwise_form_is_the_winrate_of_the_scores(published):
     """The reference's pairwise inference scores both edits and compares: pairwise_winrate over edit_reward."""
-    from rewardzoo.loader import RewardLoader
-    from rewardzoo.processor import RewardProcessor
+    from rewardzoo.core.loader import RewardLoader
+    from rewardzoo.core.processor import RewardProcessor
 
     base, ckpt, *_ = published
     spec = {"reward_model": "edit_reward", "model_path": str(ckpt), "kwargs": {"base_model": str(base),

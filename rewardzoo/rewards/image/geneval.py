@@ -21,8 +21,17 @@ from .detections import Detections
 from ...shared.media import to_uint8_tensor
 from ...shared.options import choice, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .geneval_rules import (CLASS_NAMES, COLOR_TEMPLATES, COLORS, Requirements, Thresholds, color_requests,
-                            evaluate, parse_metadata, select_objects)
+from .geneval_rules import (
+    CLASS_NAMES,
+    COLOR_TEMPLATES,
+    COLORS,
+    Requirements,
+    Thresholds,
+    color_requests,
+    evaluate,
+    parse_metadata,
+    select_objects,
+)
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

@@ -19,7 +19,13 @@ import torch
 
 from ...errors import ConfigError, InputError
 from ...shared.clip import check_pairs, resolve_weights_file
-from ...shared.image_ops import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PreprocessConfig, preprocess_images, preprocess_pixels
+from ...shared.image_ops import (
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    PreprocessConfig,
+    preprocess_images,
+    preprocess_pixels,
+)
 from ...shared.options import positive_int
 from ...shared.weights import load_state_dict
 from ..base import Inputs, PointwiseReward, RewardOutput

@@ -31,8 +31,14 @@ from ...shared.media import to_pil_rgb
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .backbone import PixelBounds, VLMBackbone, VLMQuery
 from .hpsv3 import RATING_REQUEST, REWARD_TOKEN, RankNetHead
-from .reward_models import (check_prompt_text, read_checkpoint, resize_image, reward_backbone, reward_processor,
-                            right_aligned)
+from .reward_models import (
+    check_prompt_text,
+    read_checkpoint,
+    resize_image,
+    reward_backbone,
+    reward_processor,
+    right_aligned,
+)
 
 #: ``INSTRUCTION_EDIT_FOLLOWING`` (``EditReward/dataset/prompts.py``), read by head 0; ``{text_prompt}`` = the
 #: edit instruction.

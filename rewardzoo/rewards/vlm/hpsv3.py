@@ -18,8 +18,14 @@ from ...errors import ConfigError, InputError
 from ...shared.clip import check_pairs, resolve_weights_file
 from ...shared.media import to_pil_rgb
 from .backbone import PixelBounds, VLMBackbone, VLMQuery
-from .reward_models import (check_prompt_text, read_checkpoint, resize_image, reward_backbone,
-                                         reward_processor, sequential_positions)
+from .reward_models import (
+    check_prompt_text,
+    read_checkpoint,
+    resize_image,
+    reward_backbone,
+    reward_processor,
+    sequential_positions,
+)
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 #: HPSv3's instruction (``dataset/data_collator_qwen.py``), ``{text_prompt}`` = the prompt.

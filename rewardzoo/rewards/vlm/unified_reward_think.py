@@ -29,8 +29,12 @@ from ...shared.video import sample_indices
 from ..base import Inputs
 from ..group.ranking import PairwiseWinRate
 from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_template, fill
-from .prompts import (UNIFIED_REWARD_THINK_IMAGE, UNIFIED_REWARD_THINK_IMAGE_QWEN_7B, UNIFIED_REWARD_THINK_VIDEO,
-                      UNIFIED_REWARD_THINK_VIDEO_QWEN_7B)
+from .prompts import (
+    UNIFIED_REWARD_THINK_IMAGE,
+    UNIFIED_REWARD_THINK_IMAGE_QWEN_7B,
+    UNIFIED_REWARD_THINK_VIDEO,
+    UNIFIED_REWARD_THINK_VIDEO_QWEN_7B,
+)
 
 
 #: Named templates (the ``template`` option takes a key or your own text): Pref-GRPO's current ones and those it

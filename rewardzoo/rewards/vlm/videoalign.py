@@ -27,8 +27,18 @@ from ...shared.device import torch_dtype
 from ...shared.media import image_to_uint8
 from ...shared.video import prepare_video
 from .backbone import PixelBounds, Video, VLMBackbone, VLMQuery
-from .reward_models import (attach_lora, check_prompt_text, peft_parts, read_checkpoint, resize_frames,
-                            reward_backbone, reward_processor, sequential_positions, unwrap_peft, video_frame_indices)
+from .reward_models import (
+    attach_lora,
+    check_prompt_text,
+    peft_parts,
+    read_checkpoint,
+    resize_frames,
+    reward_backbone,
+    reward_processor,
+    sequential_positions,
+    unwrap_peft,
+    video_frame_indices,
+)
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 #: VideoAlign's ``DETAILED_PROMPT_WITH_SPECIAL_TOKEN`` (``prompt_template.py``), ``{text_prompt}`` = the prompt.

@@ -30,10 +30,11 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-from .config import ConfigSource, RewardConfig, RewardSpec, resolve_config
-from .errors import ConfigError
-from .registry import entries, lookup
-from .rewards.info import RewardInfo
+from ..spec.config import ConfigSource, RewardConfig, RewardSpec
+from ..core.resolve import resolve_config
+from ..errors import ConfigError
+from ..catalog.registry import entries, lookup
+from ..rewards.info import RewardInfo
 
 #: Code -> short name of every warning; codes are stable (new checks get new codes).
 CODES: dict[str, str] = {
@@ -226,7 +227,7 @@ def _still_video(dataset: str | None, rewards: list[_Reward]) -> Iterator[LintWa
 def lint_config(config: ConfigSource, *, dominance: float = DOMINANCE,
                 ignore: Sequence[str] = ()) -> list[LintWarning]:
     """The warnings for ``config`` (a YAML path, a shipped config or reward name, a mapping or a
-    :class:`~rewardzoo.config.RewardConfig`), in the order of :data:`CODES`, without those in ``ignore``
+    :class:`~rewardzoo.spec.config.RewardConfig`), in the order of :data:`CODES`, without those in ``ignore``
     (codes or names). ``dominance``: the share of the weighted spread above which RZ002 warns, in (0, 1].
     A config that does not parse is a :class:`~rewardzoo.errors.ConfigError`, as everywhere."""
     if not 0.0 < dominance <= 1.0:

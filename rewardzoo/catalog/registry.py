@@ -27,11 +27,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from .errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
+from ..errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
 from .extras import extra_modules
-from .rewards.info import KINDS, MODALITIES, PER_INSTANCE, RewardInfo
-from .shared.device import canonical_dtype
-from .shared.imports import import_path, split_path
+from ..rewards.info import KINDS, MODALITIES, PER_INSTANCE, RewardInfo
+from ..shared.device import canonical_dtype
+from ..shared.imports import import_path, split_path
 
 #: The kinds a card may state: an instance's, or that each instance decides its own.
 CARD_KINDS = (*KINDS, PER_INSTANCE)
@@ -264,7 +264,7 @@ def example_config(name: str) -> dict:
 
 
 def missing_modules(extra: str | None, add_ons: Sequence[str] = ()) -> list[str]:
-    """The modules of ``extra`` (:func:`rewardzoo.extras.extra_modules`), then ``add_ons`` (a reward's
+    """The modules of ``extra`` (:func:`rewardzoo.catalog.extras.extra_modules`), then ``add_ons`` (a reward's
     :attr:`~rewardzoo.rewards.info.RewardInfo.add_ons`), that cannot be imported (checked without importing)."""
     wanted = dict.fromkeys([*extra_modules().get(extra or "", ()), *add_ons])
     return [m for m in wanted if importlib.util.find_spec(m) is None]

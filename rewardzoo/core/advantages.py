@@ -20,9 +20,8 @@ from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import ConfigError, InputError
+from ..errors import InputError
 
-MODES = ("sum", "gdpo")
 SUM_EPS = 1e-4  # flow_grpo's PerPromptStatTracker
 GDPO_STD_FLOOR = 1e-6  # Flow-Factory's compute_gdpo and _global_mean_std
 
@@ -70,9 +69,3 @@ def normalize_then_sum(rewards: Mapping[str, np.ndarray], weights: Mapping[str, 
         values = combined[scored]
         advantages[scored] = (values - values.mean()) / max(values.std(), GDPO_STD_FLOOR)
     return advantages
-
-
-def check_mode(mode: Any, field: str = "advantage") -> str:
-    if mode not in MODES:
-        raise ConfigError(f"must be one of {', '.join(MODES)}, got {mode!r}", field=field)
-    return mode

@@ -18,12 +18,13 @@ import json
 import threading
 from typing import Any, Hashable
 
-from .config import RewardSpec, parse_spec
-from .errors import ConfigError, RegistryError, RewardZooError
-from .registry import canonical_target, describe, lookup, resolve
-from .rewards.base import Reward, check_kind
-from .shared.device import check_device, resolve_device
-from .shared.options import known_options
+from ..spec.config import RewardSpec
+from .resolve import parse_spec
+from ..errors import ConfigError, RegistryError, RewardZooError
+from ..catalog.registry import canonical_target, describe, lookup, resolve
+from ..rewards.base import Reward, check_kind
+from ..shared.device import check_device, resolve_device
+from ..shared.options import known_options
 
 
 class RewardLoader:
@@ -69,7 +70,7 @@ class RewardLoader:
         return list(self._instances.values())
 
     def _in_worker(self, spec: RewardSpec) -> Reward:
-        from .environments.reward import WorkerReward
+        from ..environments.reward import WorkerReward
 
         key = WorkerReward.identity(spec)
         with self._lock:

@@ -6,10 +6,11 @@ import contextlib
 import os
 from typing import Any, Mapping
 
-from .config import RewardConfig, resolve_config
+from ..spec.config import RewardConfig
+from .resolve import resolve_config
 from .loader import RewardLoader
 from .processor import RewardProcessor
-from .rewards.base import Reward
+from ..rewards.base import Reward
 
 
 def build_processors(config: RewardConfig | str | os.PathLike | Mapping[str, Any],
@@ -17,7 +18,7 @@ def build_processors(config: RewardConfig | str | os.PathLike | Mapping[str, Any
                      rank_ordered_loading: bool = False) -> tuple[RewardProcessor, RewardProcessor]:
     """(train, eval) processors over one loader: a model used by both is constructed once.
 
-    ``distributed=True`` gives :class:`~rewardzoo.distributed.DistributedRewardProcessor` instances
+    ``distributed=True`` gives :class:`~rewardzoo.core.distributed.DistributedRewardProcessor` instances
     (groupwise rewards see groups spread over ranks; ``group`` is the torch.distributed process group).
     ``rank_ordered_loading=True`` constructs the models on rank 0 first, then on the other ranks.
     """

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .errors import RegistryError, did_you_mean
+from ..errors import RegistryError, did_you_mean
 
-_HERE = Path(__file__).resolve().parent
+_HERE = Path(__file__).resolve().parents[1]  # the package folder
 EXAMPLE_SECTION = "## How to configure"
 
 

@@ -1,6 +1,6 @@
 """Differentiable rewards for reward-gradient fine-tuning (ReFL, DRaFT, AlignProp).
 
->>> f = rewardzoo.differentiable("rewards.yaml")                        # doctest: +SKIP
+>>> f = rewardzoo.core.differentiable("rewards.yaml")                        # doctest: +SKIP
 >>> total = f(pixels, prompts)             # (B,) tensor on the pixels' graph    # doctest: +SKIP
 >>> (-total.mean()).backward()             # gradients reach the generator       # doctest: +SKIP
 >>> f.last                                 # {stream name: (B,) tensor}          # doctest: +SKIP
@@ -27,18 +27,19 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .config import RewardConfig, RewardSpec, resolve_config
-from .errors import ConfigError, InputError
+from ..spec.config import RewardConfig, RewardSpec
+from .resolve import resolve_config
+from ..errors import ConfigError, InputError
 from .loader import RewardLoader
-from .registry import lookup
-from .rewards.base import Reward
+from ..catalog.registry import lookup
+from ..rewards.base import Reward
 
 __all__ = ["DifferentiableReward", "differentiable", "differentiable_names"]
 
 
 def differentiable_names() -> list[str]:
     """The registered rewards whose model card says ``differentiable: true``."""
-    from .registry import entries
+    from ..catalog.registry import entries
 
     return [name for name, info in entries().items() if info.differentiable]
 
@@ -140,7 +141,7 @@ def differentiable(config: RewardConfig | str | os.PathLike | Mapping[str, Any],
     """The differentiable total of a reward config (see the module docstring).
 
     ``config``: anything :func:`rewardzoo.load_config` accepts (a YAML path, a mapping, a loaded
-    :class:`~rewardzoo.config.RewardConfig`) or a reward name (``"clip_score"``). ``split``: which
+    :class:`~rewardzoo.spec.config.RewardConfig`) or a reward name (``"clip_score"``). ``split``: which
     list (``train`` or ``eval``). ``loader``: share built rewards (and so models) with processors.
     ``gradient_checkpointing``: recompute the image tower's transformer blocks in the backward pass.
     A reward that is not differentiable is a :class:`ConfigError` naming it (checked before any

@@ -25,8 +25,8 @@ environment: {...}            # optional: the environment of every entry that na
 ```
 A bare string entry (``- jpeg_compressibility``) is shorthand for ``{name: jpeg_compressibility}``.
 
-:func:`resolve_config` is the one reading of what a user names as a config (a YAML path, a shipped config, a
-reward name, a mapping, a loaded :class:`RewardConfig`), for every entry point.
+The value types and their strict parsing (importing only :mod:`rewardzoo.errors` and :mod:`rewardzoo.shared`);
+:mod:`rewardzoo.core.resolve` resolves what needs the registry (names, ``reference:`` entries).
 """
 
 from __future__ import annotations
@@ -36,15 +36,14 @@ import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
-from .errors import ConfigError, UnknownConfigError, did_you_mean
-from .shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
-from .shared.files import read_utf8
-from .shared.options import positive_float, positive_int
+from ..errors import ConfigError, did_you_mean
+from ..shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
+from ..shared.files import read_utf8
+from ..shared.options import positive_float, positive_int
+from .monitor import MonitorSettings, parse_monitor
 
-if TYPE_CHECKING:
-    from .monitor.settings import MonitorSettings
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ class RewardSpec:
 @dataclass(frozen=True)
 class RewardConfig:
     """Training and evaluation reward lists; ``eval_rewards`` falls back to ``rewards``. ``advantage``:
-    how ``result.advantages()`` combines several rewards (``sum`` or ``gdpo``, see rewardzoo.advantages);
+    how ``result.advantages()`` combines several rewards (``sum`` or ``gdpo``, see rewardzoo.core.advantages);
     ``monitor``: the ``monitor:`` section (:class:`~rewardzoo.monitor.MonitorSettings`), None when absent."""
 
     rewards: tuple[RewardSpec, ...]
@@ -177,20 +176,37 @@ ENTRY_KEYS = (*SPEC_FIELDS, "reference")
 TOP_LEVEL = ("rewards", "eval_rewards", "advantage", "monitor", "environment")
 
 
-def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
-    """Parse a YAML file (``yaml.safe_load``) or an already loaded mapping into a :class:`RewardConfig`."""
-    if isinstance(source, Mapping):
-        data = source
-    else:
-        import yaml
+def read_config_file(path: str | os.PathLike) -> Any:
+    """The data of a YAML (or JSON) config file, read with ``yaml.safe_load`` after its aliases are bounded."""
+    import yaml
 
-        path = Path(source)
-        text = read_utf8(path, "config", ConfigError)
-        try:
-            check_aliases(yaml.compose(text, Loader=yaml.SafeLoader), f"'{path}'")
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"'{path}' is not valid YAML: {exc}") from None
+    path = Path(path)
+    text = read_utf8(path, "config", ConfigError)
+    try:
+        check_aliases(yaml.compose(text, Loader=yaml.SafeLoader), f"'{path}'")
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"'{path}' is not valid YAML: {exc}") from None
+
+
+#: The ways ``result.advantages()`` combines several rewards (:mod:`rewardzoo.core.advantages`).
+ADVANTAGE_MODES = ("sum", "gdpo")
+
+
+def check_mode(mode: Any, field: str = "advantage") -> str:
+    """``mode`` if it is one of :data:`ADVANTAGE_MODES`, else a :class:`~rewardzoo.errors.ConfigError`."""
+    if mode not in ADVANTAGE_MODES:
+        raise ConfigError(f"must be one of {', '.join(ADVANTAGE_MODES)}, got {mode!r}", field=field)
+    return mode
+
+
+#: Expands an entry's ``reference:`` key into the entry it stands for (resolution, above this layer).
+ExpandEntry = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+
+
+def parse_config(data: Any, expand: ExpandEntry | None = None) -> RewardConfig:
+    """Validate a loaded config mapping into a :class:`RewardConfig` (no registry look-up: the names are
+    resolved by :func:`rewardzoo.core.resolve.load_config`)."""
     if not isinstance(data, Mapping):
         raise ConfigError("a reward config is a mapping with a 'rewards' list")
     for key in data:
@@ -199,28 +215,11 @@ def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
     if "rewards" not in data:
         raise ConfigError("the config has no 'rewards' list")
     environment = parse_environment(data.get("environment"))
-    train = parse_specs(data["rewards"], "rewards", environment)
-    evals = parse_specs(data["eval_rewards"], "eval_rewards", environment) if data.get("eval_rewards") is not None \
-        else train
-    _check_stream_references(train, evals)
-    from .advantages import check_mode
-    from .monitor.settings import parse_monitor
-
+    train = parse_specs(data["rewards"], "rewards", environment, expand)
+    evals = parse_specs(data["eval_rewards"], "eval_rewards", environment, expand) \
+        if data.get("eval_rewards") is not None else train
     monitor = parse_monitor(data["monitor"]) if data.get("monitor") is not None else None
     return RewardConfig(train, evals, check_mode(data.get("advantage", "sum")), monitor)
-
-
-def _check_stream_references(train: tuple[RewardSpec, ...], evals: tuple[RewardSpec, ...]) -> None:
-    """An eval entry whose reward_model is a training stream's name (not a reward) is a likely mix-up."""
-    from .registry import lookup
-
-    streams = {s.name: s for s in train}
-    for spec in evals:
-        target = streams.get(spec.reward_model)
-        if target is not None and target.reward_model != spec.reward_model and lookup(spec.reward_model) is None:
-            raise ConfigError(f"'{spec.reward_model}' is the name of a stream in 'rewards', not a reward; use its "
-                              f"reward_model '{target.reward_model}' (or repeat that entry in eval_rewards)",
-                              entry=spec.name, field="reward_model")
 
 
 #: The most values a config may hold once its YAML aliases are expanded (a real one holds a few hundred).
@@ -270,8 +269,8 @@ def _check_kwargs_size(value: Any, name: str) -> None:
             stack.extend(item)
 
 
-def parse_specs(entries: Any, section: str = "rewards", environment: EnvironmentSpec | None = None
-                ) -> tuple[RewardSpec, ...]:
+def parse_specs(entries: Any, section: str = "rewards", environment: EnvironmentSpec | None = None,
+                expand: ExpandEntry | None = None) -> tuple[RewardSpec, ...]:
     """Validate a list of reward entries; errors name the entry and the field. ``environment``: the config's,
     for entries that name none."""
     if not isinstance(entries, list):
@@ -281,7 +280,7 @@ def parse_specs(entries: Any, section: str = "rewards", environment: Environment
                           "would give every sample a null total)")
     specs, seen = [], set()
     for i, raw in enumerate(entries):
-        spec = parse_spec(raw, f"{section}[{i}]", environment)
+        spec = parse_spec(raw, f"{section}[{i}]", environment, expand)
         if spec.name in seen:
             raise ConfigError(f"duplicate reward name '{spec.name}' in '{section}'", entry=spec.name, field="name")
         seen.add(spec.name)
@@ -289,9 +288,11 @@ def parse_specs(entries: Any, section: str = "rewards", environment: Environment
     return tuple(specs)
 
 
-def parse_spec(raw: Any, where: str = "reward", environment: EnvironmentSpec | None = None) -> RewardSpec:
+def parse_spec(raw: Any, where: str = "reward", environment: EnvironmentSpec | None = None,
+               expand: ExpandEntry | None = None) -> RewardSpec:
     """Validate one reward entry (a mapping, or a bare name). ``environment``: the config's, used when the
-    entry has no ``environment`` key (``environment: null`` runs it in process)."""
+    entry has no ``environment`` key (``environment: null`` runs it in process); ``expand``: what turns a
+    ``reference:`` entry into the entry it stands for (without it, such an entry is an error)."""
     if isinstance(raw, str):
         raw = {"name": raw}
     if isinstance(raw, RewardSpec):
@@ -302,9 +303,10 @@ def parse_spec(raw: Any, where: str = "reward", environment: EnvironmentSpec | N
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"{where}: every reward entry needs a non-empty string 'name'", field="name")
     if "reference" in raw:  # scored by the reward's reference package, in its own environment
-        from .rewards.references import reference_entry
-
-        raw = reference_entry(raw)
+        if expand is None:
+            raise ConfigError("a 'reference' entry is resolved by load_config or the processor, not parsed alone",
+                              entry=name, field="reference")
+        raw = expand(raw)
     for key in raw:
         if key not in ENTRY_KEYS:
             raise ConfigError(f"unknown key{did_you_mean(str(key), ENTRY_KEYS)}", entry=name, field=str(key))
@@ -465,41 +467,3 @@ def schema_json() -> str:
 
 #: What a user may name as a config: a YAML path, a shipped config's or a reward's name, a mapping, a loaded config.
 ConfigSource = Union["RewardConfig", str, os.PathLike, Mapping[str, Any]]
-_CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
-
-
-def config_source(source: ConfigSource, *, reward: Literal["example", "entry"] = "example"
-                  ) -> "RewardConfig | str | os.PathLike | Path | Mapping[str, Any]":
-    """What ``source`` names, not yet loaded: a path as given (an existing file, or a name ending in .yaml, .yml
-    or .json); else a shipped use-case config (its path); else a reward's config. A reward name gives its model
-    card's example config (``reward="example"``: the CLI, the server, the report) or a one-entry config with the
-    reward's defaults (``reward="entry"``: :func:`rewardzoo.differentiable`, which also takes Python paths). A
-    mapping or a :class:`RewardConfig` is returned as it is. A name that is none of these is an
-    :class:`~rewardzoo.errors.UnknownConfigError` suggesting close shipped configs and reward names."""
-    if isinstance(source, (RewardConfig, Mapping)):
-        return source
-    if not isinstance(source, (str, os.PathLike)):
-        raise ConfigError(f"a config is a YAML path, a shipped config or reward name, a mapping or a RewardConfig, "
-                          f"got {type(source).__name__}")
-    name = os.fspath(source)
-    if Path(name).is_file() or name.endswith(_CONFIG_SUFFIXES):
-        return source
-    from .registry import entries, example_config, info
-    from .resources import data_dir
-
-    shipped = data_dir("configs") / f"{name}.yaml"
-    if shipped.is_file():
-        return shipped
-    if reward == "entry":
-        return {"rewards": [{"name": name}]}  # the registry names an unknown reward (with its did-you-mean)
-    if info(name) is not None:
-        return example_config(name)
-    known = [p.stem for p in data_dir("configs").glob("*.yaml")] + list(entries())
-    raise UnknownConfigError(f"config '{name}' is neither a file, a shipped config nor a reward name"
-                             f"{did_you_mean(name, known)}")
-
-
-def resolve_config(source: ConfigSource, *, reward: Literal["example", "entry"] = "example") -> RewardConfig:
-    """The :class:`RewardConfig` that ``source`` names (see :func:`config_source`)."""
-    found = config_source(source, reward=reward)
-    return found if isinstance(found, RewardConfig) else load_config(found)

@@ -16,9 +16,9 @@ For each configured reward stream:
 beside the others (an ``io_bound`` reward such as a served one or an endpoint judge, an entry with
 ``async_reward: true``) run on threads of their own, started first, with the result and the error of the
 calls one by one. The front ends — the synchronous
-:class:`~rewardzoo.processor.RewardProcessor`, the incremental
-:class:`~rewardzoo.async_runner.AsyncRewardRunner` and the cross-rank
-:class:`~rewardzoo.distributed.DistributedRewardProcessor` — only choose how the calls (jobs) run:
+:class:`~rewardzoo.core.processor.RewardProcessor`, the incremental
+:class:`~rewardzoo.core.async_runner.AsyncRewardRunner` and the cross-rank
+:class:`~rewardzoo.core.distributed.DistributedRewardProcessor` — only choose how the calls (jobs) run:
 inline, on worker threads, or exchanged between ranks. :class:`ConversionCache` and
 :func:`call_reward` are safe to use from several threads.
 """
@@ -29,16 +29,16 @@ import concurrent.futures as cf
 import threading
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from .config import RewardSpec
-from .errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
-from .rewards.base import Reward, invoke, is_text_extra, validate_scores
-from .sample import Sample
-from .shared.device import DeviceStreams
-from .shared.fields import convert_field, protected
+from ..spec.config import RewardSpec
+from ..errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
+from ..rewards.base import Reward, invoke, is_text_extra, validate_scores
+from ..spec.sample import Sample
+from ..shared.device import DeviceStreams
+from .fields import convert_field, protected
 
 Outcome = tuple[np.ndarray, dict[str, np.ndarray]]
 Job = Callable[[], Outcome]
@@ -74,9 +74,10 @@ class RewardResult:
     def advantages(self, mode: str | None = None, group_by: Sequence[Any] | None = None) -> np.ndarray:
         """Group-relative advantages, float32 (N,): ``mode`` ``"sum"`` (normalise the weighted total in
         each group, as flow_grpo) or ``"gdpo"`` (normalise each reward in each group, then the weighted
-        sum, as Flow-Factory); see :mod:`rewardzoo.advantages`. Groups are the samples' ``group_id``, or
+        sum, as Flow-Factory); see :mod:`rewardzoo.core.advantages`. Groups are the samples' ``group_id``, or
         ``group_by`` (one key per sample, e.g. the prompts). Never NaN: unscored samples get 0."""
-        from .advantages import check_mode, group_index, normalize_then_sum, sum_then_normalize
+        from ..spec.config import check_mode
+        from .advantages import group_index, normalize_then_sum, sum_then_normalize
 
         mode = check_mode(self.advantage_mode if mode is None else mode, "mode")
         keys = self.group_ids if group_by is None else list(group_by)
@@ -199,6 +200,23 @@ class ScoreTable:
 
     def result(self) -> RewardResult:
         return assemble(self.specs, self.samples, self.scores, self.masks, self.extras, self.advantage_mode)
+
+
+class ScoringFront(Protocol):
+    """What a front end over the engine offers the incremental runner (:class:`~rewardzoo.core.processor.RewardProcessor`
+    and its subclasses): its specs and loaded rewards, its default advantage mode, whether scoring is collective,
+    and how it fills a table."""
+
+    specs: tuple[RewardSpec, ...]
+    rewards: dict[str, Reward]
+    advantage: str
+
+    @property
+    def collective(self) -> bool: ...
+
+    def score_into(self, table: ScoreTable, cache: ConversionCache, *, skip: Iterable[str] = (),
+                   run_jobs: RunJobs = ..., error: BaseException | None = None,
+                   finish: Callable[[], None] | None = None) -> None: ...
 
 
 def run_inline(spec: RewardSpec, reward: Reward, jobs: Sequence[Job]) -> list[Outcome]:

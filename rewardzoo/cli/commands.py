@@ -9,13 +9,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Sequence
 
-from .errors import RewardZooError
-from .jobs.description import ScoreJob
-from .report import add_report_arguments
-from .rewards.info import MODALITIES
+from ..errors import RewardZooError
+from ..jobs.description import ScoreJob
+from ..report import add_report_arguments
+from ..rewards.info import MODALITIES
 
 if TYPE_CHECKING:
-    from .jobs.plan import ScoreRun
+    from ..jobs.plan import ScoreRun
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -128,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .registry import list_rewards
+    from ..catalog.registry import list_rewards
 
     rows = list_rewards(args.modality)
     if args.json:
@@ -147,14 +147,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_card(args: argparse.Namespace) -> int:
-    from .registry import card_path
+    from ..catalog.registry import card_path
 
     sys.stdout.write(card_path(args.name).read_text(encoding="utf-8"))
     return 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from .config import schema_json
+    from ..spec.config import schema_json
 
     print(schema_json())
     return 0
@@ -177,9 +177,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
 def cmd_compare_reference(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from .config import parse_spec, resolve_config
-    from .jobs.compare_reference import compare_reference, find_spec
-    from .manifest import read_manifest
+    from ..core.resolve import parse_spec, resolve_config
+    from ..jobs.compare_reference import compare_reference, find_spec
+    from ..jobs.manifest import read_manifest
 
     if args.config:
         spec = find_spec(resolve_config(args.config).specs(args.split), args.name)
@@ -210,8 +210,8 @@ def cmd_compare_reference(args: argparse.Namespace) -> int:
 
 
 def cmd_env_build(args: argparse.Namespace) -> int:
-    from .config import resolve_config
-    from .environments.venvs import environment_key, interpreter
+    from ..core.resolve import resolve_config
+    from ..environments.venvs import environment_key, interpreter
 
     config = resolve_config(args.config)
     envs = list(dict.fromkeys(s.environment for s in (*config.rewards, *config.eval_rewards) if s.environment))
@@ -225,7 +225,7 @@ def cmd_env_build(args: argparse.Namespace) -> int:
 
 
 def cmd_env_list(args: argparse.Namespace) -> int:
-    from .environments.venvs import cache_root, list_environments
+    from ..environments.venvs import cache_root, list_environments
 
     rows = list_environments()
     if args.json:
@@ -245,7 +245,7 @@ def cmd_env_list(args: argparse.Namespace) -> int:
 
 
 def cmd_env_remove(args: argparse.Namespace) -> int:
-    from .environments.venvs import list_environments, remove_environment
+    from ..environments.venvs import list_environments, remove_environment
 
     if args.all == bool(args.keys):
         raise RewardZooError("name the environments to remove (`rewardzoo env list` shows their keys) or --all")
@@ -255,7 +255,7 @@ def cmd_env_remove(args: argparse.Namespace) -> int:
 
 
 def _add_serve_arguments(p: argparse.ArgumentParser) -> None:
-    from .serve.server import add_serve_arguments  # light: imports no server library
+    from ..serve.server import add_serve_arguments  # light: imports no server library
 
     add_serve_arguments(p)
 
@@ -268,8 +268,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise RewardZooError(f"rewardzoo serve needs {', '.join(missing)}: pip install 'rewardzoo[serve]'")
     if args.ray and (importlib.util.find_spec("ray") is None or importlib.util.find_spec("ray.serve") is None):
         raise RewardZooError("rewardzoo serve --ray needs Ray Serve: pip install 'rewardzoo[serve-ray]'")
-    from .jobs.description import ServeJob
-    from .serve.server import serve_command
+    from ..jobs.description import ServeJob
+    from ..serve.server import serve_command
 
     return serve_command(ServeJob.from_options(vars(args)))
 
@@ -282,13 +282,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from .jobs.local import run_local
+    from ..jobs.local import run_local
 
     job = ScoreJob.from_options(vars(args))
     run = _score_with_ray(job) if job.engine == "ray" else run_local(job)
     plan = run.plan
     if plan.report is not None:
-        from .report import build_report_from_records
+        from ..report import build_report_from_records
 
         jsonl = plan.rows.unit == "line"  # a Parquet input's media are not the report's to read
         build_report_from_records(run.records, scores_path=plan.out, manifest=plan.job.input if jsonl else None,
@@ -304,7 +304,7 @@ def _score_with_ray(job: ScoreJob) -> "ScoreRun":
         importlib.import_module("ray.data")  # Ray Data itself, before the engine that needs it
     except ImportError:
         raise RewardZooError("--engine ray needs Ray Data: pip install 'rewardzoo[ray]'") from None
-    from .ray.engine import score_with_ray
+    from ..ray.engine import score_with_ray
 
     return score_with_ray(job)
 
@@ -316,6 +316,3 @@ def _range(bounds) -> str:
 def _num(x: float) -> str:
     return ("inf" if x > 0 else "-inf") if math.isinf(x) else f"{x:g}"
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -21,7 +21,7 @@ IMPORT_NAMES = {"open-clip-torch": "open_clip", "opencv-python-headless": "cv2",
                 "pillow": "PIL", "scikit-learn": "sklearn", "scikit-image": "skimage",
                 "levenshtein": "Levenshtein"}
 
-_PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+_PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 _EXTRA_CLAUSE = re.compile(r"\(?\s*extra\s*==\s*['\"]([^'\"]+)['\"]\s*\)?")
 
 

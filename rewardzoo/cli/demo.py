@@ -12,10 +12,11 @@ import math
 
 import numpy as np
 
-from .config import RewardSpec, load_config
-from .registry import info, missing_modules
-from .resources import config_path
-from .sample import Sample
+from ..spec.config import RewardSpec
+from ..core.resolve import load_config
+from ..catalog.registry import info, missing_modules
+from ..catalog.resources import config_path
+from ..spec.sample import Sample
 from .tables import format_table
 
 SR = 16000
@@ -84,7 +85,7 @@ def runnable_specs(specs: tuple[RewardSpec, ...]) -> tuple[list[RewardSpec], lis
 
 def run_demo() -> str:
     """Score the demo media and return the printed report."""
-    from .processor import RewardProcessor
+    from ..core.processor import RewardProcessor
 
     specs, skipped = runnable_specs(load_config(config_path("demo")).rewards)
     labelled = demo_samples()

@@ -18,12 +18,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..engine import RewardResult, as_samples
+from ..core.engine import RewardResult, as_samples
 from ..errors import InputError
 from ..integrations.common import image_samples
-from ..sample import Sample
-from .http import RetryPolicy
-from .served import ServedRewards
+from ..spec.sample import Sample
+from ..transport.http import RetryPolicy
+from ..transport.served import ServedRewards
 
 __all__ = ["RewardClient", "multi_score"]
 

@@ -16,7 +16,7 @@ import numpy as np
 from PIL import Image
 
 from ..errors import InputError
-from .media import is_tensor
+from ..shared.media import is_tensor
 
 if TYPE_CHECKING:
     from ..rewards.base import Inputs
@@ -42,7 +42,7 @@ def _metadata(value: Any, sample, wants: Inputs) -> str:
 
 
 def _image(value: Any, sample, wants: Inputs):
-    from .media import check_pixels, to_image_tensor, to_pil_rgb, to_uint8_tensor
+    from ..shared.media import check_pixels, to_image_tensor, to_pil_rgb, to_uint8_tensor
 
     value = check_pixels(value, wants.max_pixels)
     if wants.images == "pil":
@@ -51,14 +51,14 @@ def _image(value: Any, sample, wants: Inputs):
 
 
 def _video(value: Any, sample, wants: Inputs):
-    from .video import prepare_video
+    from ..shared.video import prepare_video
 
     return prepare_video(value, as_tensor=wants.frames == "float", num_frames=wants.num_frames,
                          max_frames=wants.max_frames, max_pixels=wants.max_pixels)
 
 
 def _audio(value: Any, sample, wants: Inputs):
-    from .audio import prepare_audio
+    from ..shared.audio import prepare_audio
 
     return prepare_audio(value, sample_rate=sample.audio_sample_rate, target_rate=wants.sample_rate,
                          mono=wants.mono, as_tensor=wants.audio == "tensor", max_seconds=wants.max_seconds)
@@ -67,7 +67,7 @@ def _audio(value: Any, sample, wants: Inputs):
 def _condition_audio(value: Any, sample, wants: Inputs):
     """The reference clip, converted exactly like ``audio`` (same rate, mixdown, form and limit);
     an array's rate is ``condition_audio_sample_rate``."""
-    from .audio import prepare_audio
+    from ..shared.audio import prepare_audio
 
     try:
         return prepare_audio(value, sample_rate=getattr(sample, "condition_audio_sample_rate", None),

@@ -12,7 +12,7 @@ with ``async_reward: true``:
   ``distributed.py``).
 
 Synchronous specs are scored on the caller's thread during ``finalize``, while the pools finish.
-``finalize`` returns the :class:`~rewardzoo.processor.RewardResult` that ``processor(all_samples)``
+``finalize`` returns the :class:`~rewardzoo.core.processor.RewardResult` that ``processor(all_samples)``
 would return, raises the first worker error (naming the reward), and raises
 :class:`RewardTimeoutError` instead of hanging when ``timeout`` seconds pass. The runner is reusable
 after ``finalize``; ``close()`` (or leaving a ``with`` block) stops its threads.
@@ -51,17 +51,29 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Se
 
 import numpy as np
 
-from .engine import (ConversionCache, Job, Outcome, RewardResult, ScoreTable, applicable_mask, as_samples, assemble,
-                     call_plan, check_required, group_indices, run_call)
-from .errors import InputError, RewardTimeoutError, RunnerClosedError, RunnerStateError
-from .rewards.base import Reward
-from .sample import Sample
-from .shared.device import DeviceStreams as _Streams
-from .shared.options import positive_float, positive_int
+from .engine import (
+    ConversionCache,
+    Job,
+    Outcome,
+    RewardResult,
+    ScoreTable,
+    ScoringFront,
+    applicable_mask,
+    as_samples,
+    assemble,
+    call_plan,
+    check_required,
+    group_indices,
+    run_call,
+)
+from ..errors import InputError, RewardTimeoutError, RunnerClosedError, RunnerStateError
+from ..rewards.base import Reward
+from ..spec.sample import Sample
+from ..shared.device import DeviceStreams as _Streams
+from ..shared.options import positive_float, positive_int
 
 if TYPE_CHECKING:
-    from .config import RewardSpec
-    from .processor import RewardProcessor
+    from ..spec.config import RewardSpec
 
 
 _WARNED: set[tuple[str, type]] = set()
@@ -140,7 +152,7 @@ class AsyncRewardRunner:
     scored while the round is still being generated (single process only).
     """
 
-    def __init__(self, processor: "RewardProcessor", *, timeout: float | None = None,
+    def __init__(self, processor: "ScoringFront", *, timeout: float | None = None,
                  group_size: int | None = None) -> None:
         if timeout is not None:
             timeout = positive_float(timeout, "timeout")
@@ -163,7 +175,7 @@ class AsyncRewardRunner:
 
         Returns the indices these samples have in the round (and in the final result). A malformed
         sample, or one that lacks a field an async reward requires, is reported here with its index in
-        the round; with a :class:`~rewardzoo.distributed.DistributedRewardProcessor` across ranks, at
+        the round; with a :class:`~rewardzoo.core.distributed.DistributedRewardProcessor` across ranks, at
         ``finalize`` instead, so that every rank fails at the same point.
         """
         self._check_open()
@@ -226,7 +238,7 @@ class AsyncRewardRunner:
     def results(self, *, ordered: bool = True) -> Iterator[tuple[int, "RewardResult"]]:
         """``(index, row)`` for each sample of the round once every stream that applies to it scored it.
 
-        ``row`` is the one-sample :class:`~rewardzoo.processor.RewardResult` of sample ``index``: the
+        ``row`` is the one-sample :class:`~rewardzoo.core.processor.RewardResult` of sample ``index``: the
         numbers of ``finalize()``'s row ``index`` (its extras: the keys the calls so far reported).
         ``ordered=True``: in input order, each as soon as it and all samples before it are complete;
         ``ordered=False``: in the order the samples complete (:meth:`ready`). Seals the round (see the

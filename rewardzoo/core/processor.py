@@ -1,6 +1,6 @@
 """The synchronous front end: score a batch of samples with a list of reward specs, calls inline.
 
-The steps themselves live in :mod:`rewardzoo.engine`. A front end decides how calls run; this one
+The steps themselves live in :mod:`rewardzoo.core.engine`. A front end decides how calls run; this one
 runs them on the caller's thread. :class:`RewardProcessor` is also the base of the other front ends:
 :meth:`RewardProcessor.score_into` is where a subclass (the cross-rank processor) changes how a
 batch is scored, and :attr:`RewardProcessor.collective` says whether every rank must take part in
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from .config import RewardSpec, parse_specs
+from ..spec.config import RewardSpec
+from .resolve import parse_specs
 from .engine import ConversionCache, RewardResult, RunJobs, ScoreTable, as_samples, run_inline, score_specs
-from .errors import InputError
+from ..errors import InputError
 from .loader import RewardLoader
-from .rewards.base import Reward
-from .sample import Sample
+from ..rewards.base import Reward
+from ..spec.sample import Sample
 
 if TYPE_CHECKING:
     from .async_runner import AsyncRewardRunner
@@ -33,7 +34,7 @@ class RewardProcessor:
 
     def __init__(self, specs: Sequence[RewardSpec | Mapping | str], loader: RewardLoader | None = None, *,
                  advantage: str = "sum") -> None:
-        from .advantages import check_mode
+        from ..spec.config import check_mode
 
         self.specs: tuple[RewardSpec, ...] = parse_specs(list(specs))
         self.advantage = check_mode(advantage)  # the default mode of result.advantages()
@@ -85,7 +86,7 @@ class RewardProcessor:
             finish()
 
     def incremental(self, *, timeout: float | None = None, group_size: int | None = None) -> "AsyncRewardRunner":
-        """An :class:`~rewardzoo.async_runner.AsyncRewardRunner` over this processor (``add`` then ``finalize``)."""
+        """An :class:`~rewardzoo.core.async_runner.AsyncRewardRunner` over this processor (``add`` then ``finalize``)."""
         from .async_runner import AsyncRewardRunner
 
         return AsyncRewardRunner(self, timeout=timeout, group_size=group_size)

@@ -31,11 +31,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .engine import (ConversionCache, Outcome, RunJobs, ScoreTable, build_fields, call_reward, run_inline,
-                     score_specs)
-from .errors import InputError, RemoteRankError, RewardExecutionError
+from .engine import ConversionCache, Outcome, RunJobs, ScoreTable, build_fields, call_reward, run_inline, score_specs
+from ..errors import InputError, RemoteRankError, RewardExecutionError
 from .processor import RewardProcessor
-from .rewards.base import Reward
+from ..rewards.base import Reward
 
 
 def _dist():

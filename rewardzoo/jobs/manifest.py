@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-from .errors import InputError
-from .shared.files import decode_utf8, regular_file
-from .sample import Sample
+from ..errors import InputError
+from ..shared.files import decode_utf8, regular_file
+from ..spec.sample import Sample
 
 MEDIA_FIELDS = ("image", "video", "audio", "condition_audio")
 MEDIA_LIST_FIELDS = ("condition_images", "condition_videos")

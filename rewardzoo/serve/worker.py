@@ -1,4 +1,4 @@
-"""A worker's main: ``python -m rewardzoo.environments.child --address ADDR [--watch-fd N]``, in the
+"""A worker's main: ``python -m rewardzoo.serve.worker --address ADDR [--watch-fd N]``, in the
 environment's interpreter. A front door, like ``serve``: it builds the entries it is sent with a
 :class:`~rewardzoo.serve.service.RewardService` (one loader: equal models are built once) and answers score
 messages (:mod:`rewardzoo.environments.channel`) with the same response maps the server sends.
@@ -24,13 +24,14 @@ import threading
 import traceback
 from typing import Any, Sequence
 
-from ..config import RewardConfig, parse_specs
+from ..spec.config import RewardConfig
+from ..core.resolve import parse_specs
 from ..errors import ConfigError, InputError, RegistryError, RewardOutputError
-from ..loader import RewardLoader
-from ..sample import Sample
-from ..serve.service import RewardService
+from ..core.loader import RewardLoader
+from ..spec.sample import Sample
+from .service import RewardService
 from ..transport.wire import WireLimits, decode_request_map
-from .channel import Channel, ChannelClosed, SharedView
+from ..environments.channel import Channel, ChannelClosed, SharedView
 
 _OPEN = WireLimits(max_request_bytes=None, max_samples=None, max_pixels=None, max_request_pixels=None,
                    max_frames=None, max_audio_seconds=None)  # the rewards' own limits apply, in their engine
@@ -182,7 +183,7 @@ def serve(channel: Channel, worker: Worker) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rewardzoo.environments.child")
+    parser = argparse.ArgumentParser(prog="python -m rewardzoo.serve.worker")
     parser.add_argument("--address", required=True)
     parser.add_argument("--watch-fd", type=int, default=None)
     parser.add_argument("--parent-death-signal", action="store_true")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .errors import InputError, did_you_mean
+from ..errors import InputError, did_you_mean
 
 
 @dataclass

@@ -1,0 +1,7 @@
+"""``python -m rewardzoo.cli``."""
+
+import sys
+
+from .commands import main
+
+sys.exit(main())
