@@ -1,5 +1,5 @@
 """The command line: the subparser `add_report_arguments` builds, and `rewardzoo report` / `score --report`
-once rewardzoo/cli.py registers them (skipped until then)."""
+once rewardzoo/cli/commands.py registers them (skipped until then)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from rewardzoo import cli
+from rewardzoo.cli import commands as cli
 from rewardzoo.errors import RewardZooError
 from rewardzoo.report import DEFAULT_TOP, add_report_arguments, cmd_report
 
@@ -48,7 +48,7 @@ def _wired(command: str, option: str | None = None) -> bool:
     return option is None or any(option in a.option_strings for a in sub.choices[command]._actions)
 
 
-@pytest.mark.skipif(not _wired("report"), reason="`rewardzoo report` is not registered in rewardzoo/cli.py yet")
+@pytest.mark.skipif(not _wired("report"), reason="`rewardzoo report` is not registered in rewardzoo/cli/commands.py yet")
 def test_rewardzoo_report(synthetic, tmp_path, capsys):
     out = tmp_path / "r.html"
     assert cli.main(["report", str(synthetic.scores), "-m", str(synthetic.manifest), "-o", str(out)]) == 0
@@ -59,7 +59,7 @@ def test_rewardzoo_report(synthetic, tmp_path, capsys):
     assert err.startswith("rewardzoo: error: score file") and "line 1" in err and "Traceback" not in err
 
 
-@pytest.mark.skipif(not _wired("score", "--report"), reason="`rewardzoo score --report` is not in rewardzoo/cli.py yet")
+@pytest.mark.skipif(not _wired("score", "--report"), reason="`rewardzoo score --report` is not in rewardzoo/cli/commands.py yet")
 def test_score_with_report(demo, tmp_path):
     out, html = tmp_path / "s.jsonl", tmp_path / "r.html"
     assert cli.main(["score", "demo", "-i", str(demo.manifest), "-o", str(out), "-q", "--report", str(html)]) == 0

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from rewardzoo import cli
+from rewardzoo.cli import commands as cli
 from rewardzoo.monitor import RewardMonitor
 from rewardzoo.monitor.log import MonitorLogError, read_monitor_log
 from rewardzoo.report import build_training_report

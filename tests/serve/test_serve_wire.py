@@ -140,8 +140,8 @@ def test_serve_refuses_an_unset_token_variable_and_warns_when_bound_beyond_this_
 
 def test_importing_the_package_the_client_and_the_remote_reward_imports_no_server_library():
     code = ("import sys, rewardzoo, rewardzoo.serve, rewardzoo.serve.client, rewardzoo.rewards.remote,"
-            " rewardzoo.cli;"
-            "rewardzoo.cli._parser();"
+            " rewardzoo.cli.commands;"
+            "rewardzoo.cli.commands._parser();"
             "print(sorted(m for m in ('starlette', 'uvicorn', 'ray', 'msgpack', 'fastapi') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment(),
                          cwd=str(ROOT), timeout=120)
