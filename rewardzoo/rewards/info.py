@@ -24,7 +24,7 @@ class RewardInfo:
     ``mps``; None: any torch device). ``default_dtype``: the dtype ``dtype: auto`` (the config default)
     picks per device kind, the reference's precision there (``{"cuda": "bfloat16"}``; kinds not listed
     run float32). ``differentiable``: it has a differentiable path (``score_pixels``,
-    used by :func:`rewardzoo.core.differentiable`). ``add_ons``: modules it needs beside its extra, installed with
+    used by :func:`rewardzoo.differentiable`). ``add_ons``: modules it needs beside its extra, installed with
     ``pip install --no-deps`` as its card says (their own requirements clash with the extra's). ``card``: the model card file (None for rewards without one);
     ``source``: ``"rewardzoo"``, ``"plugin <distribution>"``, ``"user"`` or ``"python path"``.
 
