@@ -13,8 +13,8 @@ palm_rlhf = pytest.importorskip("palm_rlhf_pytorch", reason="palm-rlhf-pytorch i
                                 "(pip install palm-rlhf-pytorch)")
 
 from rewardzoo.errors import ConfigError, InputError  # noqa: E402
-from rewardzoo.rewards.text.backbones import (
-    # noqa: E402     Backbone,
+from rewardzoo.rewards.text.backbones import (  # noqa: E402
+    Backbone,
     PaLMBackbone,
     as_backbone,
     from_negative_padding,
