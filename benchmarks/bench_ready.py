@@ -64,7 +64,7 @@ def bench() -> dict:
         def iterate(side: str, rows):
             start = time.perf_counter()
             runner.add(samples)
-            for k, (index, row) in enumerate(rows()):
+            for k, (_index, _row) in enumerate(rows()):
                 if k == 0:
                     first[side].append(time.perf_counter() - start)
             runner.finalize()

@@ -10,7 +10,7 @@ The public face is small and light (importing it does not import torch)::
     result.rewards, result.total, result.applied
 
 The package is built in layers, lowest first, a folder each; a module imports only its own layer and those
-below it (``tests/core/test_core_imports.py`` holds the table and checks it): ``errors``, ``shared/``, ``spec/``
+below it (``tests/no_extras/test_core_imports.py`` holds the table and checks it): ``errors``, ``shared/``, ``spec/``
 (value types), ``transport/``, ``rewards/`` (the contract in ``base`` and ``info``, then the families),
 ``environments/``, ``catalog/`` (cards and registry), ``core/`` (resolution, loader, engine, processors),
 ``monitor/``, ``jobs/``, the front doors (``cli/``, ``serve/``, ``ray/``, ``integrations/``, ``report/``), which

@@ -13,7 +13,7 @@ Parquet file's 'row 6'; a request keeps 'sample i'). This module imports nothing
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 
 class RewardZooError(Exception):
@@ -47,6 +47,7 @@ class RegistryError(RewardZooError, LookupError):
 
     entry: str | None = None
     field: str | None = None
+    bare: str  # the message without the entry prefix, set by in_entry
 
     def in_entry(self, entry: str, field: str) -> "RegistryError":
         """A copy that names the config entry and field it came from (replacing an inner entry's)."""
@@ -107,7 +108,7 @@ class InputError(RewardZooError, ValueError):
         own = self.sample
         if indices is not None and own is not None:
             own = indices[own] if 0 <= own < len(indices) else None
-        own_field = (renamed or {}).get(self.field, self.field)
+        own_field = (renamed or {}).get(self.field, self.field) if self.field is not None else None
         err = type(self).__new__(type(self))
         InputError.__init__(err, prefix + self.message + suffix,
                             reward=self.reward if self.reward is not None else reward,
@@ -129,6 +130,9 @@ def describe_samples(samples: Sequence[int], label: Callable[[int], str] | None 
     return f"sample{'s' if len(samples) > 1 else ''} {', '.join(shown)}{more}"
 
 
+_E = TypeVar("_E", bound="_CallError")
+
+
 class _CallError(RewardZooError):
     """An error about one reward call: names the reward and the samples of the call it concerns.
 
@@ -138,7 +142,7 @@ class _CallError(RewardZooError):
 
     def __init__(self, message: str, *, reward: str | None = None, samples: Sequence[int] | None = None):
         self.message, self.reward = message, reward
-        self.samples = tuple(int(i) for i in samples) if samples is not None else None  # type: ignore[misc]
+        self.samples = tuple(int(i) for i in samples) if samples is not None else None
         super().__init__(self._format())
 
     def _format(self, label: Callable[[int], str] | None = None) -> str:
@@ -149,14 +153,14 @@ class _CallError(RewardZooError):
         """The message with each sample index replaced by ``label(index)`` (e.g. 'line 7')."""
         return self._format(label)
 
-    def _copy(self, **changes: object) -> "_CallError":
+    def _copy(self: _E, **changes: object) -> _E:
         err = type(self).__new__(type(self))
         err.__dict__.update(self.__dict__)
         err.__dict__.update(changes)
         Exception.__init__(err, err._format())
         return err
 
-    def located(self, *, reward: str | None = None, indices: Sequence[int] | None = None) -> "_CallError":
+    def located(self: _E, *, reward: str | None = None, indices: Sequence[int] | None = None) -> _E:
         """A copy placed in the caller's frame: naming ``reward`` when it names none, and the caller's samples
         ``indices`` (the call's); this error itself when it already names its samples (an inner call's)."""
         if self.samples is not None:
@@ -227,7 +231,7 @@ class RemoteRankError(RewardExecutionError):
     """Another rank failed during a cross-rank reward exchange (names that rank and its reward)."""
 
     def __init__(self, message: str, *, rank: int, reward: str | None = None):
-        self.rank, self.reward, self.message, self.samples = rank, reward, message, None  # type: ignore[misc]
+        self.rank, self.reward, self.message, self.samples = rank, reward, message, None
         RuntimeError.__init__(self, message)  # the message already names the reward
 
     def _format(self, label: Callable[[int], str] | None = None) -> str:

@@ -36,7 +36,7 @@ WORDS = ["a cat on a mat", "a photo of a dog", "two cats", "a red car", "a dog o
 def videos(n: int, seed: int = 0) -> tuple[list[list[Image.Image]], list[str]]:
     rng = np.random.default_rng(seed)
     out = []
-    for i in range(n):
+    for _i in range(n):
         t, h, w = int(rng.integers(5, 13)), int(rng.integers(56, 200)), int(rng.integers(56, 200))
         out.append([Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for _ in range(t)])
     return out, [WORDS[i % len(WORDS)] for i in range(n)]

@@ -13,7 +13,7 @@ from .processor import RewardProcessor
 from ..rewards.base import Reward
 
 
-def build_processors(config: RewardConfig | str | os.PathLike | Mapping[str, Any],
+def build_processors(config: RewardConfig | str | os.PathLike[str] | Mapping[str, Any],
                      loader: RewardLoader | None = None, *, distributed: bool = False, group: Any = None,
                      rank_ordered_loading: bool = False) -> tuple[RewardProcessor, RewardProcessor]:
     """(train, eval) processors over one loader: a model used by both is constructed once.
@@ -24,7 +24,7 @@ def build_processors(config: RewardConfig | str | os.PathLike | Mapping[str, Any
     """
     config = resolve_config(config)
     loader = loader or RewardLoader()
-    ordered = contextlib.nullcontext()
+    ordered: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
     if distributed or rank_ordered_loading:
         from .distributed import DistributedRewardProcessor, rank_ordered
 

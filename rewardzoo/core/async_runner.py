@@ -504,7 +504,7 @@ class AsyncRewardRunner:
 
     def _abort(self) -> None:
         """Cancel queued calls and drop the round; pools whose threads may still be busy are replaced."""
-        for name, future in self._futures:
+        for _name, future in self._futures:
             future.cancel()
         busy = {name for name, f in self._futures if not f.done()}
         for name in busy:

@@ -136,7 +136,7 @@ class DifferentiableReward:
         return f"DifferentiableReward({', '.join(self.rewards)}, gradient_checkpointing={self.gradient_checkpointing})"
 
 
-def differentiable(config: RewardConfig | str | os.PathLike | Mapping[str, Any], *, split: str = "train",
+def differentiable(config: RewardConfig | str | os.PathLike[str] | Mapping[str, Any], *, split: str = "train",
                    loader: RewardLoader | None = None, gradient_checkpointing: bool = False) -> DifferentiableReward:
     """The differentiable total of a reward config (see the module docstring).
 

@@ -274,7 +274,7 @@ def score_specs(specs: Sequence[RewardSpec], rewards: Mapping[str, Reward], tabl
             errors[pos] = exc
     if errors:
         raise errors[min(errors)]
-    for pos, spec, reward, plan in planned:
+    for pos, spec, _reward, plan in planned:
         for chunk, outcome in zip(plan, outcomes[pos]):
             table.put(spec.name, chunk, *outcome)
     return local_groups

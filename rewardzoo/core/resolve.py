@@ -36,7 +36,7 @@ def parse_specs(entries: Any, section: str = "rewards", environment: Environment
     return values.parse_specs(entries, section, environment, _expand_reference)
 
 
-def load_config(source: str | os.PathLike | Mapping[str, Any]) -> RewardConfig:
+def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> RewardConfig:
     """Parse a YAML file (``yaml.safe_load``) or an already loaded mapping into a :class:`RewardConfig`."""
     data = source if isinstance(source, Mapping) else values.read_config_file(source)
     config = values.parse_config(data, _expand_reference)
@@ -58,7 +58,7 @@ def _check_stream_references(train: tuple[RewardSpec, ...], evals: tuple[RewardS
 
 
 def config_source(source: ConfigSource, *, reward: Literal["example", "entry"] = "example"
-                  ) -> "RewardConfig | str | os.PathLike | Path | Mapping[str, Any]":
+                  ) -> "RewardConfig | str | os.PathLike[str] | Path | Mapping[str, Any]":
     """What ``source`` names, not yet loaded: a path as given (an existing file, or a name ending in .yaml, .yml
     or .json); else a shipped use-case config (its path); else a reward's config. A reward name gives its model
     card's example config (``reward="example"``: the CLI, the server, the report) or a one-entry config with the

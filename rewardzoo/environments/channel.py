@@ -164,7 +164,7 @@ class SharedView:
             data = value.get("data")
             if isinstance(data, dict) and "shm" in data:
                 offset, length = data["shm"]
-                if self.map is None or not (0 <= offset and offset + length <= len(self.map)):
+                if self.map is None or not (offset >= 0 and offset + length <= len(self.map)):
                     raise ValueError("a shared-memory array outside the shared buffer")
                 value["data"] = memoryview(self.map)[offset:offset + length]  # read in place, not copied
                 return value

@@ -28,7 +28,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -213,7 +212,7 @@ class Worker:
                 sock, _ = listener.accept()
                 sock.settimeout(None)
                 return sock
-            except (socket.timeout, BlockingIOError):
+            except (TimeoutError, BlockingIOError):
                 pass
             code = self._proc.poll()
             if code is not None or time.monotonic() > deadline:
@@ -231,7 +230,7 @@ class Worker:
         channel.sock.settimeout(getattr(self.env, bound))
         try:
             return channel.recv()
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise self._too_long(bound, entry, doing) from None
         except (ChannelClosed, ConnectionError, OSError) as exc:
             raise WorkerDied(str(exc), self._proc.pid if self._proc else None) from None
@@ -261,7 +260,7 @@ class Worker:
         channel.sock.settimeout(getattr(self.env, bound))  # a worker that stops reading blocks the send too
         try:
             channel.send(message, fds)
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise self._too_long(bound, entry, doing) from None
         except (ConnectionError, OSError) as exc:
             raise WorkerDied(str(exc), self._proc.pid if self._proc else None) from None

@@ -259,7 +259,7 @@ def write_video(path: str | os.PathLike, frames: Any, fps: float = 24, gop: int 
     import av
 
     arr = video_to_uint8(frames)
-    t, h, w, _ = arr.shape
+    _t, h, w, _ = arr.shape
     path = Path(path)
     with av.open(str(path), "w") as container:
         stream = container.add_stream(codec, rate=_rate(fps), options=dict(options or {}))

@@ -27,8 +27,8 @@ class Sample:
     video: Any = None
     audio: Any = None
     audio_sample_rate: int | None = None
-    condition_images: list | None = None
-    condition_videos: list | None = None
+    condition_images: list[Any] | None = None
+    condition_videos: list[Any] | None = None
     condition_audio: Any = None
     condition_audio_sample_rate: int | None = None
     dataset: str | None = None
@@ -44,7 +44,7 @@ class Sample:
             raise InputError(f"dataset must be a str, got {type(self.dataset).__name__}", field="dataset")
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Sample":
+    def from_dict(cls, data: dict[str, Any]) -> "Sample":
         """Build a sample from a mapping with the same keys as a manifest line (unknown keys are errors)."""
         names = field_names()
         for key in data:

@@ -21,7 +21,6 @@ import email.utils
 import http.client
 import json
 import os
-import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -172,7 +171,7 @@ class HttpClient:
                 sent = True
                 answer = conn.getresponse()
                 data = answer.read()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 self._drop_connection()
                 if sent:
                     raise HttpError(url, status=None, attempts=attempt,

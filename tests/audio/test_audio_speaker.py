@@ -46,7 +46,7 @@ def test_scores_match_transformers_embeddings(reward, model_dir):
         want = torch.nn.functional.cosine_similarity(_direct(model_dir, x), _direct(model_dir, y), dim=0)
         assert got[i] == pytest.approx(float(want), abs=1e-5)
     assert got[3] == pytest.approx(1.0, abs=1e-5)  # identical clips
-    assert np.all((-1.0 <= got) & (got <= 1.0))
+    assert np.all((got >= -1.0) & (got <= 1.0))
 
 
 def test_identical_clips_score_one_through_the_processor_at_other_rates(reward, model_dir):

@@ -18,7 +18,6 @@ import pytest
 
 import rewardzoo
 from rewardzoo.core.resolve import load_config
-from rewardzoo.environments import workers
 from rewardzoo.environments.reward import WorkerReward
 from rewardzoo.core.loader import RewardLoader
 from rewardzoo.core.processor import RewardProcessor

@@ -137,7 +137,7 @@ def test_a_dead_peer_makes_the_survivor_fail_not_hang(ranks):
 
 
 def test_rank_ordered_loading_and_one_construction_per_identity(ranks):
-    (start0, end0), = ranks[0]["built"]  # train and eval SlowInit specs share one instance
-    (start1, end1), = ranks[1]["built"]
+    (_start0, end0), = ranks[0]["built"]  # train and eval SlowInit specs share one instance
+    (start1, _end1), = ranks[1]["built"]
     assert start1 >= end0  # rank 1 started only after rank 0 had finished
     assert ranks[0]["constructions"] == ranks[1]["constructions"] == 2  # SlowInit + one jpeg

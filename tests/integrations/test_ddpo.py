@@ -22,7 +22,7 @@ def test_fp32_scores_equal_ddpo_pytorchs_jpeg_rewards():
     ours = ddpo_reward_fn({"rewards": [{"name": "jpeg_incompressibility"}]})
     images = _images(0)
     theirs, _ = rewards.jpeg_incompressibility()(images, ["p"] * 4, [{}] * 4)
-    total, meta = ours(images, ["p"] * 4, [{}] * 4)
+    total, _meta = ours(images, ["p"] * 4, [{}] * 4)
     np.testing.assert_allclose(total, theirs, rtol=1e-6)
     assert torch.as_tensor(total).shape == (4,)
 

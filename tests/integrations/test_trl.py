@@ -15,7 +15,7 @@ datasets = pytest.importorskip("datasets")
 from rewardzoo.integrations import trl_reward_funcs  # noqa: E402
 from rewardzoo.testing import tiny_text_models, word_tokenizer  # noqa: E402
 
-from ..core.rewards import PromptLength, path  # noqa: E402
+from ..no_extras.rewards import PromptLength, path  # noqa: E402
 
 
 @pytest.fixture(scope="module")

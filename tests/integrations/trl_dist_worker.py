@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import torch.distributed as dist
 
-from ..core.rewards import MetadataValue, path
+from ..no_extras.rewards import MetadataValue, path
 from ..ranks import finish_rank, run_rank
 
 CONFIG = {"rewards": [

@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'rewardzoo[ray]')")
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG = "rewards:\n  - name: len\n    reward_model: tests.core.rewards:PromptLength\n"
+CONFIG = "rewards:\n  - name: len\n    reward_model: tests.no_extras.rewards:PromptLength\n"
 WHERE = re.compile(r"rewardzoo: scored 3 rows \(0 resumed\) in [\d.]+ s, [\d.]+ rows/s, on (.+?)"
                    r"(?: \([\d.]+ s of it in ray.init and ray.shutdown\))?$")
 

@@ -94,7 +94,7 @@ def test_a_raising_reward_fails_the_job_without_retrying_forever(tmp_path, capsy
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(json.dumps({"prompt": "p" * i}) for i in range(4)) + "\n")
     config = tmp_path / "cfg.yaml"
-    config.write_text("rewards:\n  - name: bad\n    reward_model: tests.core.rewards:Broken\n    kwargs: {mode: raise}\n")
+    config.write_text("rewards:\n  - name: bad\n    reward_model: tests.no_extras.rewards:Broken\n    kwargs: {mode: raise}\n")
     assert _score(config, path, tmp_path / "o.jsonl", "--engine", "ray") != 0
     err = capsys.readouterr().err
     assert "reward 'bad'" in err and "ZeroDivisionError: boom" in err and "line 1" in err
@@ -122,7 +122,7 @@ def test_resume_after_killing_the_driver_equals_a_local_run(tmp_path, capsys):
     config = tmp_path / "cfg.yaml"
     config.write_text("rewards:\n  - name: len\n    reward_model: tests.ray.rewards:SlowLength\n"
                       "    kwargs: {delay: 0.4}\n  - name: rank\n    reward_model: group_rank\n"
-                      "    kwargs: {base: tests.core.rewards:PromptLength}\n")
+                      "    kwargs: {base: tests.no_extras.rewards:PromptLength}\n")
     out = tmp_path / "ray.jsonl"
     partial = tmp_path / "ray.jsonl.partial.jsonl"
     address = ray.get_runtime_context().gcs_address
@@ -280,7 +280,7 @@ def test_parquet_bytes_outside_the_media_columns_are_refused_before_scoring(tmp_
 
     pq.write_table(pa.Table.from_pylist([{"prompt": b"abc"}]), tmp_path / "in.parquet")
     config = tmp_path / "cfg.yaml"
-    config.write_text("rewards:\n  - name: len\n    reward_model: tests.core.rewards:PromptLength\n")
+    config.write_text("rewards:\n  - name: len\n    reward_model: tests.no_extras.rewards:PromptLength\n")
     assert _score(config, tmp_path / "in.parquet", tmp_path / "o.jsonl", "--engine", "ray") != 0
     err = capsys.readouterr().err
     assert "column 'prompt' holds bytes" in err and "image, video, audio" in err
@@ -291,7 +291,7 @@ def test_a_reward_the_loader_refuses_fails_with_the_local_message(tmp_path, caps
     path = tmp_path / "m.jsonl"
     path.write_text(json.dumps({"prompt": "p"}) + "\n")
     config = tmp_path / "cfg.yaml"
-    config.write_text("rewards:\n  - name: bad\n    reward_model: tests.core.rewards:NoSuchReward\n")
+    config.write_text("rewards:\n  - name: bad\n    reward_model: tests.no_extras.rewards:NoSuchReward\n")
     assert _score(config, path, tmp_path / "local.jsonl") != 0
     local = capsys.readouterr().err.strip().splitlines()[-1]
     assert _score(config, path, tmp_path / "ray.jsonl", "--engine", "ray") != 0

@@ -17,7 +17,7 @@ def _manifest(tmp_path: Path) -> tuple[Path, Path]:
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(json.dumps({"prompt": "p" * i}) for i in range(3)) + "\n")
     config = tmp_path / "cfg.yaml"
-    config.write_text("rewards:\n  - name: len\n    reward_model: tests.core.rewards:PromptLength\n")
+    config.write_text("rewards:\n  - name: len\n    reward_model: tests.no_extras.rewards:PromptLength\n")
     return path, config
 
 

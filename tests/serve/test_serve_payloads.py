@@ -170,7 +170,7 @@ def test_there_are_at_least_25_hostile_payloads():
 def test_hostile_payload_is_refused_and_the_server_keeps_serving(server, case_id):
     marker = str(server.root / "pwned")
     case = next(c for c in cases(marker) if c[0] == case_id)
-    name, payload, headers, status, words, limit = _prepared(case, marker)
+    _name, payload, headers, status, words, limit = _prepared(case, marker)
     before = server.metrics(TOKEN)["rewardzoo_samples_total"]
     got, answer, _ = request(server.url, "POST", "/v1/score", payload, headers)
     assert got == status, answer[:300]
@@ -203,7 +203,7 @@ def test_health_and_ready_need_no_token_but_the_rest_does(server):
     assert request(server.url, "GET", "/health")[0] == 200
     assert request(server.url, "GET", "/ready")[0] == 200
     for path in ("/v1/rewards", "/metrics"):
-        status, answer, headers = request(server.url, "GET", path)
+        status, _answer, headers = request(server.url, "GET", path)
         assert status == 401 and headers.get("www-authenticate") == "Bearer"
         assert request(server.url, "GET", path, headers=AUTH)[0] == 200
     assert request(server.url, "GET", "/v1/score", headers=AUTH)[0] == 405

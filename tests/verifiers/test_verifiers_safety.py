@@ -48,7 +48,7 @@ def reward():
 
 
 def test_labels_are_nudenets():
-    assert LABELS == tuple(vars(nudenet.nudenet)["__labels"])
+    assert tuple(vars(nudenet.nudenet)["__labels"]) == LABELS
     assert set(EXPOSED) == {c for c in LABELS if "EXPOSED" in c} and len(EXPOSED) == 9
 
 

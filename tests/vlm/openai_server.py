@@ -128,8 +128,8 @@ class ChatServer:
                     items.append(self.queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
-            key = lambda it: (int(it[0].get("max_tokens", 16)), bool(it[0].get("logprobs")),  # noqa: E731
-                              int(it[0].get("top_logprobs", 0)))
+            key = lambda it: (  # noqa: E731
+                int(it[0].get("max_tokens", 16)), bool(it[0].get("logprobs")), int(it[0].get("top_logprobs", 0)))
             for k in {key(it) for it in items}:
                 group = [it for it in items if key(it) == k]
                 try:

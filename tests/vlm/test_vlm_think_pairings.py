@@ -244,7 +244,7 @@ def endpoint_reward(server, **kwargs):
 
 
 def recorded(server, since):
-    return sorted((json.dumps(b["body"], sort_keys=True) for b in server.bodies[since:]))
+    return sorted(json.dumps(b["body"], sort_keys=True) for b in server.bodies[since:])
 
 
 CASES = [  # preset, media, the request's decoding fields as Pref-GRPO sends them, its template

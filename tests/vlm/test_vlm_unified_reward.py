@@ -16,7 +16,6 @@ import io
 import re
 
 import numpy as np
-import pytest
 import torch
 from PIL import Image
 from transformers import AutoModelForImageTextToText, AutoProcessor

@@ -163,7 +163,7 @@ def test_fixed_num_frames(published):
 
 
 def test_released_layout_variants_and_config_errors(published, tmp_path):
-    released, base, lora, _ = published
+    released, base, _lora, _ = published
     with pytest.raises(ConfigError, match="source_fps"):
         VideoAlign(model_path=str(released))
     with pytest.raises(ConfigError, match="checkpoint-3"):

@@ -267,7 +267,7 @@ def convert_to_safetensors(src: str | os.PathLike, dst: str | os.PathLike) -> Pa
     """
     from safetensors.torch import save_file
 
-    state = torch.load(str(src), map_location="cpu", weights_only=False)  # noqa: S614 - explicit, documented opt-in
+    state = torch.load(str(src), map_location="cpu", weights_only=False)  # an explicit, documented opt-in
     state = state.get("state_dict", state) if isinstance(state, dict) else state
     tensors = {k: v.contiguous() for k, v in state.items() if isinstance(v, torch.Tensor)}
     save_file(tensors, str(dst))

@@ -125,7 +125,7 @@ def reference_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
         if key not in REFERENCE_KEYS:
             raise ConfigError(f"unknown key '{key}'{did_you_mean(str(key), REFERENCE_KEYS)}; keys: "
                               f"{', '.join(REFERENCE_KEYS)}", entry=name, field="reference")
-    if "reward_model" not in given or "environment" not in given and "environment" not in out:
+    if "reward_model" not in given or ("environment" not in given and "environment" not in out):
         ref = reference_of(str(entry.get("reward_model") or name), entry=name)
         given.setdefault("reward_model", ref.wrapper)
         if "environment" not in out:

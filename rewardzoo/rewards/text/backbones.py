@@ -143,7 +143,7 @@ class TinyTransformer(nn.Module):
     def hidden_states(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
                       inputs_embeds: Tensor | None = None) -> Tensor:
         inputs_embeds = embedded(self, input_ids, inputs_embeds)
-        b, n, _ = inputs_embeds.shape
+        _b, n, _ = inputs_embeds.shape
         if n > self.max_len:
             raise InputError(f"sequence length {n} exceeds max_len {self.max_len}", field="input_ids")
         mask = full_mask(inputs_embeds[..., 0], attention_mask)

@@ -47,7 +47,7 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 template: str | None = None, max_new_tokens: int = 512, resize: Sequence[int] | None | str = "auto",
+                 template: str | None = None, max_new_tokens: int = 512, resize: Sequence[int] | str | None = "auto",
                  preset: str | None = None, **options: Any) -> None:
         super().__init__(model_path, device, dtype)
         judge_options = self.judge_options_of(options)

@@ -21,7 +21,7 @@ def test_registry_names_are_lowercase_and_resolve_case_insensitively():
     assert registry.resolve("JPEG_Compressibility") is JpegCompressibility
 
 
-@pytest.mark.parametrize("target", ["tests.core.rewards:PromptLength", "tests.core.rewards.PromptLength"])
+@pytest.mark.parametrize("target", ["tests.no_extras.rewards:PromptLength", "tests.no_extras.rewards.PromptLength"])
 def test_python_path_fallback(target):
     assert registry.resolve(target) is PromptLength
 
@@ -33,7 +33,7 @@ def test_unknown_name_lists_close_matches():
 
 def test_path_to_missing_attribute_or_module():
     with pytest.raises(RegistryError, match="has no attribute 'Nope'"):
-        registry.resolve("tests.core.rewards:Nope")
+        registry.resolve("tests.no_extras.rewards:Nope")
     with pytest.raises(RegistryError, match="cannot import module 'no_such_pkg_zz.mod'"):
         registry.resolve("no_such_pkg_zz.mod:Thing")
 
@@ -73,11 +73,11 @@ def test_entry_point_plugins_are_found(tmp_path, monkeypatch):
     dist = tmp_path / "zoo_plugin-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: zoo-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[rewardzoo.rewards]\nPlugin_Len = tests.core.rewards:PromptLength\n")
+    (dist / "entry_points.txt").write_text("[rewardzoo.rewards]\nPlugin_Len = tests.no_extras.rewards:PromptLength\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(registry, "_PLUGINS", None)
     assert registry.resolve("plugin_len") is PromptLength
-    assert registry.canonical_target("plugin_len") == "tests.core.rewards:PromptLength"
+    assert registry.canonical_target("plugin_len") == "tests.no_extras.rewards:PromptLength"
     monkeypatch.setattr(registry, "_PLUGINS", None)
 
 

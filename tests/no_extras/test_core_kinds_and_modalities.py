@@ -55,7 +55,7 @@ def test_a_kind_is_decided_once_by_a_per_instance_class_only():
 
 
 def test_cards_listing_and_classes_agree_on_kinds(capsys):
-    assert CARD_KINDS == (*KINDS, PER_INSTANCE)
+    assert (*KINDS, PER_INSTANCE) == CARD_KINDS
     remote = builtin()["remote"]
     assert remote.kind == PER_INSTANCE and resolve("remote").kind == PER_INSTANCE
     assert not issubclass(resolve("remote"), (PointwiseReward, GroupwiseReward))  # no subclass lie

@@ -1,4 +1,4 @@
-"""Reset the call counters of the test rewards in tests/core/rewards.py before each test."""
+"""Reset the call counters of the test rewards in tests/no_extras/rewards.py before each test."""
 
 import pytest
 

@@ -104,6 +104,6 @@ def test_a_reward_has_its_configured_name_from_the_start_of_init():
     NamesItself.seen.clear()
     built = RewardLoader().load({"name": "n", "reward_model": path(NamesItself)})
     assert built.name == path(NamesItself).lower() and NamesItself.seen == [built.name, built.name]
-    with pytest.raises(ConfigError, match=r"entry 'n'.*tests\.core\.rewards:namesitself: refused"):
+    with pytest.raises(ConfigError, match=r"entry 'n'.*tests\.no_extras\.rewards:namesitself: refused"):
         RewardLoader().load({"name": "n", "reward_model": path(NamesItself), "kwargs": {"refuse": True}})
     assert NamesItself().name == "NamesItself"  # built directly: its class name, as before

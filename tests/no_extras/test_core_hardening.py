@@ -127,11 +127,11 @@ def test_numpy_inputs_arrive_read_only_and_a_write_names_the_reward_and_samples(
                 a *= 0.0
             return [0.0] * len(audio)
 
-    import tests.core.rewards as mod
+    import tests.no_extras.rewards as mod
     mod.Zeroing = Zeroing
     try:
         audio = np.full((1, 100), 0.5, np.float32)
-        proc = RewardProcessor([{"name": "zero", "reward_model": "tests.core.rewards:Zeroing"}])
+        proc = RewardProcessor([{"name": "zero", "reward_model": "tests.no_extras.rewards:Zeroing"}])
         with pytest.raises(RewardExecutionError, match=r"reward 'zero': ValueError.*read-only.*\(sample 0\)"):
             proc([Sample(audio=audio, audio_sample_rate=16000)])
         assert (audio == 0.5).all()
@@ -151,11 +151,11 @@ def test_tensor_inputs_are_copies():
                 t.zero_()
             return [0.0] * len(image)
 
-    import tests.core.rewards as mod
+    import tests.no_extras.rewards as mod
     mod.TensorZeroing = TensorZeroing
     try:
         t = torch.full((3, 4, 4), 0.5)
-        RewardProcessor([{"name": "z", "reward_model": "tests.core.rewards:TensorZeroing"}])([Sample(image=t)])
+        RewardProcessor([{"name": "z", "reward_model": "tests.no_extras.rewards:TensorZeroing"}])([Sample(image=t)])
         assert bool((t == 0.5).all())
     finally:
         del mod.TensorZeroing
@@ -177,7 +177,7 @@ def test_a_named_pipe_as_a_media_path_is_refused_not_read(tmp_path, field):
         pytest.importorskip("soundfile")
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    reward = "jpeg_incompressibility" if field == "image" else "tests.core.rewards:PeakAmplitude"
+    reward = "jpeg_incompressibility" if field == "image" else "tests.no_extras.rewards:PeakAmplitude"
     out = _run_bounded(f"""
         from rewardzoo import RewardProcessor, Sample
         from rewardzoo.errors import InputError
