@@ -276,7 +276,8 @@ EDIT_SCORE = (
 _URE_POINT = ("UnifiedReward ff6f520 (UnifiedReward-Edit/edit_pointwise_instruction_following.py, "
               "edit_pointwise_quality.py, vllm_server.sh)")
 _URE_PAIR = "UnifiedReward ff6f520 (UnifiedReward-Edit/edit_paiwise_score.py, vllm_server.sh)"
-_URE_REQUEST = "`do_sample: False`, `max_tokens: 4096` (vLLM, served as `UnifiedReward`)"
+_URE_REQUEST = ("request `{\"do_sample\": False, \"max_tokens\": 4096}` (vLLM, served as `UnifiedReward`): vLLM does "
+                "not read `do_sample`, so the server's default sampling (the checkpoint's generation config)")
 _URE_BOUNDS = "as given, JPEG quality 95; the server's processor"
 
 UNIFIED_REWARD_EDIT = (
