@@ -45,7 +45,9 @@ def test_the_mask_makes_the_score_blind_to_the_edit_and_sees_damage_outside_it()
                     condition_images=[[t(src), t(mask)]] * 4).rewards
     assert float(scores[0]) == pytest.approx(float(scores[1]), abs=1e-9)  # the edit region is not looked at
     assert float(scores[2]) < float(scores[0]) - 3
-    assert float(scores[3]) == 100.0  # untouched: the MSE floor, finite
+    kept = int((mask < 128).sum())
+    # untouched: scikit-image gives inf; the score is one 8-bit value off by one over K, finite
+    assert float(scores[3]) == pytest.approx(10 * np.log10(3 * kept * 255.0 ** 2), rel=1e-12)
     unmasked = reward(image=[t(res)], condition_images=[[t(src)]]).rewards
     assert float(unmasked[0]) < float(scores[0]) - 3  # without the mask the redrawn region counts
 
@@ -65,7 +67,22 @@ def test_direction_and_range_follow_the_metric():
                             {"name": "psnr", "reward_model": "edit_preservation", "kwargs": {"metric": "psnr"}}])
     l1, psnr = (proc.rewards[n].info for n in ("l1", "psnr"))
     assert (l1.higher_is_better, l1.score_range) == (False, (0.0, 1.0))
-    assert (psnr.higher_is_better, psnr.score_range) == (True, (0.0, 100.0))
+    assert (psnr.higher_is_better, psnr.score_range) == (True, (0.0, 160.0))
+
+
+def test_psnr_has_no_100_db_cap_one_value_off_by_one_equals_scikit_image():
+    """The issue's case: one value off by one in a 512x512 image is 107.09 dB in scikit-image
+    (``peak_signal_noise_ratio``); the identical image (inf there) scores the same, the largest finite value."""
+    from skimage.metrics import peak_signal_noise_ratio
+
+    rng = np.random.default_rng(0)
+    src = rng.integers(0, 255, size=(512, 512, 3), dtype=np.uint8)
+    off = src.copy()
+    off[100, 200, 1] += 1
+    want = peak_signal_noise_ratio(src.astype(np.float64) / 255, off.astype(np.float64) / 255, data_range=1)
+    assert want == pytest.approx(107.09, abs=5e-3)
+    got = EditPreservation(metric="psnr")(image=[t(off), t(src)], condition_images=[[t(src)], [t(src)]]).rewards
+    np.testing.assert_allclose(got, [want, want], rtol=1e-12)
 
 
 @pytest.mark.parametrize("conds, image, field, words", [

@@ -264,6 +264,35 @@ def test_local_backend_runs_editscores_qwen25vl_path_batched(vlm_dirs):
     assert single.extras["sc_answer"] == sc[1:] and single.extras["pq_answer"] == pq[1:]
 
 
+def test_local_qwen3vl_runs_editscores_qwen3vl_path_without_image_labels(vlm_dirs):
+    """EditScore 6e0f1b9 ``mllm_tools/qwen3vl.py`` 52-70: messages with the images, then the text, through the
+    processor's own ``apply_chat_template(tokenize=True)`` (no ``<imgN>: `` labels); greedy here, one query at a
+    time, against the reward's batch."""
+    path = vlm_dirs["qwen3_vl"]
+    reward = rewardzoo.load_reward({"name": "edit_score", "model_path": path, "kwargs": OPTS})
+    assert all("<img1>" not in t for t in reward.queries_text)
+    sources, edited = _edits(4)
+    out = reward(prompt=PROMPTS, image=edited, condition_images=[[s] for s in sources])
+    model = AutoModelForImageTextToText.from_pretrained(path).eval()
+    processor = AutoProcessor.from_pretrained(path)
+
+    def answer(images, text):
+        messages = [{"role": "user", "content": [{"type": "image", "image": im} for im in images]
+                     + [{"type": "text", "text": text}]}]
+        inputs = processor.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
+                                               return_dict=True, return_tensors="pt")
+        with torch.no_grad():
+            ids = model.generate(**inputs, max_new_tokens=8, do_sample=False)
+        return processor.batch_decode(ids[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True,
+                                      clean_up_tokenization_spaces=False)[0].strip()
+
+    sc = [answer([s, e], REF_SC_PROMPT.replace("<instruction>", p)) for s, e, p in zip(sources, edited, PROMPTS)]
+    pq = [answer([e], REF_PQ_PROMPT) for e in edited]
+    assert out.extras["sc_answer"] == sc and out.extras["pq_answer"] == pq
+    labelled = rewardzoo.load_reward({"name": "edit_score", "model_path": vlm_dirs["qwen2_5_vl"], "kwargs": OPTS})
+    assert all(t.startswith("<img1>: <image>") for t in labelled.queries_text)
+
+
 @contextlib.contextmanager
 def local_and_remote(path, name, served):
     """(server, the reward on the local backend, the reward through the test server on the same model, edits)."""

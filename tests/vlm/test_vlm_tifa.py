@@ -125,3 +125,21 @@ def test_missing_or_malformed_questions_name_reward_field_and_global_sample(qwen
         proc([good, good, {"image": images[1], "metadata": metadata}])
     assert (info.value.reward, info.value.field, info.value.sample) == ("tifa", "metadata", 2)
     assert words in str(info.value)
+
+
+def test_the_aggregate_is_not_capped_at_one_as_in_geneval2():
+    """GenEval2 a6e82d2 ``evaluation.py`` 187-190: ``sum(s)/len(s)`` (AM) or ``gmean(s)`` (GM) of the per-question
+    sums as they are; a sum passes 1 when variants share a first token, and the score follows it."""
+    from scipy.stats import gmean
+
+    from rewardzoo.rewards.base import validate_scores
+    from rewardzoo.rewards.vlm.tifa import TifaVQA
+
+    probs = np.array([1.6, 0.9, 1.2])
+    for aggregate, want in (("mean", sum(probs) / len(probs)), ("geometric", gmean(probs))):
+        reward = object.__new__(TifaVQA)
+        reward.aggregate = aggregate
+        assert reward.combine(probs) == pytest.approx(want, rel=1e-12)
+        assert want > 1
+    card = rewardzoo.RewardInfo.of_class(TifaVQA)
+    np.testing.assert_allclose(validate_scores([1.2333], 1, "tifa_vqa", card.score_range)[0], [1.2333])

@@ -90,7 +90,7 @@ def reference_soft(logits, tokenizer):
             pairs.append((s, float(np.exp(torch.log_softmax(logits, dim=-1)[ids[0]].item()))))
     values, probs = zip(*pairs)
     best = values[probs.index(max(probs))]
-    return best * max(probs) / sum(probs)
+    return best * (max(probs) / sum(probs) if sum(probs) > 0 else 0)
 
 
 @pytest.fixture(scope="module")
@@ -129,13 +129,14 @@ class CannedGenerate:
     def generate(self, queries, *, max_new_tokens):
         return self.answers[:len(queries)]
 
-    def answer_probs(self, queries, answers):
-        return self.backend.answer_probs(queries, answers)
+    def answer_probs(self, queries, answers, **kw):
+        return self.backend.answer_probs(queries, answers, **kw)
 
 
 def test_soft_scores_read_the_models_distribution_at_the_score_token(tiny, video_frames):
     path, processor, model = tiny
-    reward = rewardzoo.load_reward({"name": "videoscore2", "model_path": path, "kwargs": {"num_frames": 4}})
+    reward = rewardzoo.load_reward({"name": "videoscore2", "model_path": path,
+                                    "kwargs": {"num_frames": 4, "temperature": None}})
     answers = [TIGHT[0], TIGHT[2]]
     reward.backend = CannedGenerate(reward.backend, answers)
     prompts = ["a dog runs", "a red car"]
@@ -197,3 +198,91 @@ def test_through_an_endpoint_it_answers_as_locally(tiny, video_frames):
         assert list(out_local.extras["substituted"]) == [1.0, 1.0]
     finally:
         server.close()
+
+
+def test_the_temperature_moves_the_soft_score_as_in_the_issue():
+    """A "4" one logit ahead of a "3" (the other digits far below): 2.92 from the raw softmax, 3.23 from the
+    reference's logits / 0.7."""
+    logits = np.array([-30.0, -30.0, 0.0, 1.0, -30.0])
+    raw = np.exp(logits) / np.exp(logits).sum()
+    assert vs2.soft_score(raw) == pytest.approx(4 * np.e / (1 + np.e), rel=1e-9) == pytest.approx(2.92, abs=5e-3)
+    warm = np.exp(logits / 0.7)
+    assert vs2.soft_score(warm / warm.sum()) == pytest.approx(3.23, abs=5e-3)
+
+
+def reference_sampled_logits(logits, input_ids, *, temperature, repetition_penalty, top_k):
+    """The scores ``generate(do_sample=True, temperature=...)`` reports for one step, written out from
+    transformers' documented processors in their order: repetition penalty over the ids so far (divide a
+    positive logit, multiply a negative one), the temperature, top-k (all below the k-th largest to -inf)."""
+    x = logits.clone()
+    seen = torch.unique(input_ids)
+    x[seen] = torch.where(x[seen] > 0, x[seen] / repetition_penalty, x[seen] * repetition_penalty)
+    x = x / temperature
+    kth = torch.topk(x, top_k).values[-1]
+    return x.masked_fill(x < kth, float("-inf"))
+
+
+@pytest.fixture(scope="module")
+def sampled_tiny(tiny, tmp_path_factory):
+    """The tiny Qwen2.5-VL with a generation config that sets sampling processors, as a checkpoint's may."""
+    import shutil
+    from transformers import GenerationConfig
+
+    path, processor, _ = tiny
+    out = tmp_path_factory.mktemp("vs2_gen") / "model"
+    shutil.copytree(path, out)
+    GenerationConfig(do_sample=True, repetition_penalty=1.05, top_k=250).save_pretrained(out)
+    return str(out), processor, AutoModelForImageTextToText.from_pretrained(out).eval()
+
+
+def test_by_default_the_soft_scores_read_the_references_sampled_distribution(sampled_tiny, video_frames):
+    """vs2_inference.py 103-113: ``generate(do_sample=True, temperature=0.7)``'s ``scores`` at the score token,
+    re-computed from the raw logits with the checkpoint's repetition penalty and top-k, then
+    ``ll_based_soft_score_normed``; a hard score outside 1..5 still has its soft score, as there."""
+    path, processor, model = sampled_tiny
+    reward = rewardzoo.load_reward({"name": "videoscore2", "model_path": path, "kwargs": {"num_frames": 4}})
+    out_of_range = TIGHT[2].replace("alignment:4", "alignment:7")
+    answers = [TIGHT[0], out_of_range]
+    reward.backend = CannedGenerate(reward.backend, answers)
+    prompts = ["a dog runs", "a red car"]
+    before = torch.get_rng_state()
+    out = reward(prompt=prompts, video=video_frames)
+    assert torch.equal(torch.get_rng_state(), before)  # the token drawn for the scores leaves no trace
+    tok = processor.tokenizer
+    finite = []
+    for i, (frames, prompt, answer) in enumerate(zip(video_frames, prompts, answers)):
+        msgs = [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": vs2.QUERY.replace(
+            "{prompt}", prompt)}]}]
+        rendered = processor.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        soft = []
+        for label in LABELS:
+            ids = tok.encode(answer, add_special_tokens=False)
+            index = reference_index(label, tok, ids)
+            inputs = processor(text=[rendered + tok.decode(ids[:index])], videos=[list(frames)], return_tensors="pt",
+                               videos_kwargs={"do_sample_frames": False, "video_metadata": [{
+                                   "fps": 2.0, "total_num_frames": len(frames), "duration": len(frames) / 2.0,
+                                   "frames_indices": list(range(len(frames)))}]})
+            with torch.no_grad():
+                logits = model(**inputs).logits[0, -1].float()
+            scores = reference_sampled_logits(logits, inputs["input_ids"][0], temperature=0.7,
+                                              repetition_penalty=1.05, top_k=250)
+            digit_ids = [tok.encode(d, add_special_tokens=False)[0] for d in vs2.DIGITS]
+            finite.append(int(torch.isfinite(scores[digit_ids]).sum()))
+            soft.append(reference_soft(scores, tok))
+        got = [out.extras[name][i] for name, _ in vs2.DIMENSIONS]
+        np.testing.assert_allclose(got, soft, atol=1e-5)
+        assert out.rewards[i] == pytest.approx(np.mean(soft), abs=1e-5)
+    assert 2 <= min(finite) and max(finite) < 5  # top-k masks some digits, the temperature weighs the rest
+
+
+@pytest.mark.parametrize("answer, want", [
+    ("(1) visual quality – clarity, smoothness, artifacts: 4\n(2) text-to-video alignment – fidelity to the prompt: "
+     "3\n(3) physical/common-sense consistency – naturalness and physics plausibility: 2", (4, 3, 2)),
+    ("visual quality: 5; text-to-video alignment: 4, physical/common-sense consistency: 1", (5, 4, 1)),
+])
+def test_answers_that_copy_the_dimension_lines_parse(answer, want):
+    """The shape seen in a public run log; the reference's own pattern, tried first, still decides the rest."""
+    assert vs2.hard_scores(answer) == want
+    for label, value in zip(LABELS, want):
+        prefix = vs2.score_prefix(answer, label)
+        assert answer[len(prefix)] == str(value)

@@ -4,8 +4,10 @@ The counter-reward against edits that redraw the whole image. With the result ``
 in [0, 1], RGB) and ``K`` the pixels outside the edit mask (every pixel without a mask;
 :mod:`rewardzoo.shared.editing` reads source and mask), ``metric`` is one of:
 
-- ``psnr``: ``10 log10(1 / max(MSE_K, 1e-10))`` in dB, ``MSE_K`` the mean squared difference over ``K`` and
-  the three channels (an untouched image scores 100);
+- ``psnr``: ``10 log10(1 / max(MSE_K, 1 / (3 |K| 255^2)))`` in dB, ``MSE_K`` the mean squared difference over
+  ``K`` and the three channels: scikit-image's ``peak_signal_noise_ratio(data_range=1)`` wherever the images differ
+  on ``K``; an image identical on ``K`` (inf there) scores the largest value an 8-bit pair of that size reaches,
+  one value off by one (107.09 dB for 512x512 without a mask);
 - ``ssim``: the mean over ``K`` and the channels of the SSIM map of Wang et al. (2004): 11x11 Gaussian window,
   sigma 1.5, ``C1 = 0.01^2``, ``C2 = 0.03^2``, population (co)variances, as scikit-image's
   ``structural_similarity(..., gaussian_weights=True, use_sample_covariance=False, data_range=1)``; like
@@ -31,12 +33,13 @@ from ..base import Inputs, PointwiseReward, RewardOutput
 from ..info import RewardInfo
 
 #: metric -> (higher_is_better, score range) of an instance scoring it.
+#: PSNR's bound: 10 log10(3 |K| 255^2) stays below it up to 5e10 kept pixels.
+PSNR_MAX = 160.0
 METRICS: Mapping[str, tuple[bool, tuple[float, float]]] = {
-    "psnr": (True, (0.0, 100.0)), "ssim": (True, (-1.0, 1.0)), "l1": (False, (0.0, 1.0)),
+    "psnr": (True, (0.0, PSNR_MAX)), "ssim": (True, (-1.0, 1.0)), "l1": (False, (0.0, 1.0)),
     "dino": (True, (-1.0, 1.0)), "clip": (True, (-1.0, 1.0)),
 }
 PIXEL_METRICS = ("psnr", "ssim", "l1")
-MSE_FLOOR = 1e-10
 SSIM_SIGMA, SSIM_RADIUS = 1.5, 5  # scikit-image's gaussian window: truncate 3.5 -> radius int(3.5 * 1.5 + 0.5)
 SSIM_C1, SSIM_C2 = 0.01 ** 2, 0.03 ** 2
 
@@ -66,8 +69,10 @@ def pixel_metric(metric: str, result: torch.Tensor, source: torch.Tensor, keep: 
     diff = result.float().sub_(source.float())  # integer-valued: each pixel's channel sum (< 2^24) is exact in float32
     per_pixel = (diff.abs_() if metric == "l1" else diff.square_()).sum(dim=1).mul_(keep)
     total = per_pixel.double().sum(dim=(1, 2))
+    if metric == "psnr":  # an 8-bit squared difference is 0 or >= 1: flooring the sum at 1 changes only identical pairs
+        total = total.clamp_min(1.0)
     mean = total / (3 * keep.sum(dim=(1, 2)).double() * (255.0 if metric == "l1" else 255.0 ** 2))
-    return 10 * torch.log10(1 / mean.clamp_min(MSE_FLOOR)) if metric == "psnr" else mean
+    return -10 * torch.log10(mean) if metric == "psnr" else mean
 
 
 class EditPreservation(PointwiseReward):

@@ -225,27 +225,37 @@ class VLMBackbone:
 
     @torch.no_grad()
     def first_scores(self, queries: Sequence[VLMQuery], *, pixels: PixelBounds = PixelBounds(),
-                     images_kwargs: Mapping[str, Any] | None = None) -> torch.Tensor:
+                     images_kwargs: Mapping[str, Any] | None = None,
+                     sampling: Mapping[str, Any] | None = None) -> torch.Tensor:
         """float32 (B, V): the scores ``generate(max_new_tokens=1, do_sample=False, output_scores=True)``
         reports for the first answer token, i.e. the logits after the logits processors the checkpoint's
         generation config sets for greedy decoding (``repetition_penalty`` etc.; left padding is ignored by
-        them), as t2v_metrics reads them. Equal to :meth:`last_logits` when the config sets none."""
+        them), as t2v_metrics reads them. Equal to :meth:`last_logits` when the config sets none. With
+        ``sampling`` (e.g. ``{"temperature": 0.7}``) the scores of ``generate(do_sample=True, **sampling)``
+        instead: the logits divided by the temperature, then the sampling warpers of the checkpoint's generation
+        config (its ``top_k``, transformers' default 50, ``top_p``, ...), masked tokens at -inf; the token
+        drawn is discarded and torch's global random state is left as it was."""
         batch = self.encode(queries, pixels=pixels, images_kwargs=images_kwargs)
-        with self.lock:
-            out = self.model.generate(**batch, max_new_tokens=1, do_sample=False, num_beams=1, temperature=1.0,
-                                      top_p=None, top_k=None, output_scores=True, return_dict_in_generate=True,
-                                      pad_token_id=self.tokenizer.pad_token_id)
+        decoding: dict[str, Any] = ({"do_sample": False, "temperature": 1.0, "top_p": None, "top_k": None}
+                                    if sampling is None else {"do_sample": True, **sampling})
+        with self.lock, torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            out = self.model.generate(**batch, max_new_tokens=1, num_beams=1, **decoding, output_scores=True,
+                                      return_dict_in_generate=True, pad_token_id=self.tokenizer.pad_token_id)
         return out.scores[0].float()
 
     def answer_logprobs(self, queries: Sequence[VLMQuery], answers: Sequence[str], *,
                         pixels: PixelBounds = PixelBounds(), temperature: float = 1.0,
-                        processed: bool = False, images_kwargs: Mapping[str, Any] | None = None) -> torch.Tensor:
+                        processed: bool = False, images_kwargs: Mapping[str, Any] | None = None,
+                        sampling: Mapping[str, Any] | None = None) -> torch.Tensor:
         """float32 (B, len(answers)): ``log softmax(logits / temperature)`` over the whole vocabulary at the
         first answer position, at the first token of each answer; ``processed``: of :meth:`first_scores`
-        instead of the raw logits; ``images_kwargs`` as :meth:`encode` takes them."""
+        instead of the raw logits (``sampling``: its sampled form); ``images_kwargs`` as :meth:`encode` takes
+        them."""
         ids = self.first_token_ids(answers)
-        logits = (self.first_scores if processed else self.last_logits)(queries, pixels=pixels,
-                                                                         images_kwargs=images_kwargs)
+        if processed or sampling is not None:
+            logits = self.first_scores(queries, pixels=pixels, images_kwargs=images_kwargs, sampling=sampling)
+        else:
+            logits = self.last_logits(queries, pixels=pixels, images_kwargs=images_kwargs)
         return torch.log_softmax(logits / float(temperature), dim=-1)[:, ids].cpu()
 
     @torch.no_grad()

@@ -53,12 +53,14 @@ class LocalVLM:
                                            pixels=self.pixels, sampling=sampling))
 
     def answer_probs(self, queries: Sequence[VLMQuery], answers: Sequence[str], *, processed: bool = False,
-                     resized: bool = False) -> list[np.ndarray | Failure]:
+                     resized: bool = False, sampling: Mapping[str, Any] | None = None) -> list[np.ndarray | Failure]:
         """``processed``: from the scores ``generate(output_scores=True)`` reports (the checkpoint's
-        generation-config processors applied); ``resized``: the images are already at their final size (the
+        generation-config processors applied); ``sampling`` (e.g. ``{"temperature": 0.7}``): from those of
+        ``generate(do_sample=True, **sampling)``; ``resized``: the images are already at their final size (the
         processor does not resize them)."""
         logp = self.backbone.answer_logprobs(queries, answers, pixels=self.pixels, processed=processed,
-                                             images_kwargs={"do_resize": False} if resized else None)
+                                             images_kwargs={"do_resize": False} if resized else None,
+                                             sampling=sampling)
         return list(logp.double().exp().numpy())
 
     def close(self) -> None:

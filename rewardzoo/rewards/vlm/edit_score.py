@@ -86,6 +86,15 @@ def _labelled(n: int) -> str:
     return "".join(f"<img{i}>: <image>" for i in range(1, n + 1))
 
 
+def unlabelled(template: str) -> str:
+    """A template's images without their ``<imgN>: `` labels: how EditScore's Qwen3-VL tools show them (the
+    processor's own chat template, images then text: ``mllm_tools/qwen3vl.py`` 55-63, ``qwen3vl_vllm.py``
+    102-109)."""
+    for i in range(9, 0, -1):
+        template = template.replace(f"<img{i}>: <image>", "<image>")
+    return template
+
+
 _SC, _PQ = editscore_prompts()
 #: Named templates: (SC text, PQ text) with the images where ``<image>`` stands.
 TEMPLATES = {"editscore": (_labelled(2) + _SC, _labelled(1) + _PQ)}
@@ -115,6 +124,8 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
     presets: ClassVar[dict[str, dict[str, Any]]] = PRESETS
     answer_range: ClassVar[int] = SCORE_RANGE  # the rubric's 0..N answer scale
     endpoint_defaults: ClassVar[dict[str, Any]] = {}
+    #: Whether the ``<imgN>: `` labels follow the model (EditScore: Qwen2.5-VL with them, Qwen3-VL without).
+    labels_follow_model: ClassVar[bool] = False
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  preset: str | None = None, max_new_tokens: int = 512, **options: Any) -> None:
@@ -134,6 +145,9 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
         if self.endpoint_defaults and judge_options.endpoint is not None:
             judge_options = replace(judge_options, endpoint={**self.endpoint_defaults, **judge_options.endpoint})
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
+        if self.labels_follow_model and str(getattr(getattr(self.backend, "backbone", None), "model_type",
+                                                    "")).startswith("qwen3"):
+            self.queries_text = tuple(unlabelled(t) for t in self.queries_text)
 
     def dimension(self, text: str) -> tuple[float, list[float], str] | Failure:
         """(min score / (range / 10), the scores, the reasoning) of one answer, or a Failure."""
@@ -184,5 +198,9 @@ class EditScore(RubricEditJudge):
     both images, ``overall / 10``). See :class:`RubricEditJudge` for inputs and extras. Options: ``preset``,
     ``max_new_tokens`` (512, EditScore's), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
     The released models are LoRA adapters on Qwen2.5-VL-7B / Qwen3-VL: serve the adapter (vLLM ``--lora-modules``)
-    and name it in ``endpoint.model``, or give the local backend a merged checkpoint as ``model_path``.
+    and name it in ``endpoint.model``, or give the local backend a merged checkpoint as ``model_path``. A local
+    Qwen3-VL checkpoint gets the images without the ``<imgN>: `` labels, as EditScore's Qwen3-VL tools send them;
+    an endpoint always gets the labels (its model type is not known here).
     """
+
+    labels_follow_model: ClassVar[bool] = True

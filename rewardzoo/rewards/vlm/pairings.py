@@ -276,7 +276,8 @@ EDIT_SCORE = (
 _URE_POINT = ("UnifiedReward ff6f520 (UnifiedReward-Edit/edit_pointwise_instruction_following.py, "
               "edit_pointwise_quality.py, vllm_server.sh)")
 _URE_PAIR = "UnifiedReward ff6f520 (UnifiedReward-Edit/edit_paiwise_score.py, vllm_server.sh)"
-_URE_REQUEST = "`do_sample: False`, `max_tokens: 4096` (vLLM, served as `UnifiedReward`)"
+_URE_REQUEST = ("request `{\"do_sample\": False, \"max_tokens\": 4096}` (vLLM, served as `UnifiedReward`): vLLM does "
+                "not read `do_sample`, so the server's default sampling (the checkpoint's generation config)")
 _URE_BOUNDS = "as given, JPEG quality 95; the server's processor"
 
 UNIFIED_REWARD_EDIT = (
@@ -297,10 +298,13 @@ _VS2 = "VideoScore2 e6abe26 (vs2_inference.py)"
 
 VIDEOSCORE2 = (
     Pairing("reference", _VS2, "TIGER-Lab/VideoScore2", "videoscore2",
-            "sampling, temperature 0.7, max_new_tokens 1024; soft scores from the score tokens' logits",
+            "`generate(do_sample=True, temperature=0.7)`, max_new_tokens 1024, float32 weights; soft scores from "
+            "`gen_out.scores` at the score tokens: logits / 0.7 and the checkpoint's generation-config warpers "
+            "(top-k, transformers' default 50, top-p, repetition penalty)",
             "qwen-vl-utils `fetch_video` defaults", "qwen-vl-utils at `fps` 2.0 from the file (`smart_nframes`)"),
     Pairing("default", "rewardzoo", "TIGER-Lab/VideoScore2", "videoscore2",
-            "greedy, max_new_tokens 1024; soft scores by a teacher-forced pass",
+            "greedy, max_new_tokens 1024; soft scores by a teacher-forced pass through "
+            "`generate(do_sample=True, temperature=0.7)`'s scores (the same logits / 0.7 and warpers)",
             "frames as given; the processor's pixel bounds (endpoint: PNG, one image part per frame)",
             "8 frames at `round(linspace(0, T - 1, 8))`, declared at fps 2.0", reference=_VS2),
 )

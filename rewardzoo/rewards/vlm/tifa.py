@@ -8,7 +8,9 @@ answer_probs`). The variants are GenEval2's (``evaluation.py`` ``soft_tifa``, co
 starting "How many", the answer, capitalised, each with a leading space, and the number word's digits with and
 without a space (``"four"`` -> ``four Four ␣four ␣Four 4 ␣4``); otherwise the answer capitalised and in lower
 case, each with and without a leading space (``"Yes"`` -> ``Yes yes ␣yes ␣Yes``). The score is the mean of ``p``
-over the questions (Soft-TIFA AM), or with ``aggregate: geometric`` their geometric mean (Soft-TIFA GM).
+over the questions (Soft-TIFA AM), or with ``aggregate: geometric`` their geometric mean (Soft-TIFA GM), not capped
+at 1 (as GenEval2: variants whose first tokens coincide each count, so a sum may pass 1; at most 6, the most
+variants a question has).
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def read_questions(metadata: Any, sample: int) -> list[tuple[str, str]]:
 class TifaVQA(VLMJudgeMixin, PointwiseReward):
     """Soft-TIFA: the mean over a sample's questions of the VLM's probability of each right answer.
 
-    Inputs: ``image`` and ``metadata`` (``{"questions": [{"question", "answer"}, ...]}``). Range [0, 1]; higher is
-    better. Options: ``aggregate`` (``mean``, Soft-TIFA AM, or ``geometric``, Soft-TIFA GM), ``template``
+    Inputs: ``image`` and ``metadata`` (``{"questions": [{"question", "answer"}, ...]}``). Range [0, 6] (above 1
+    only when answer variants share a first token); higher is better. Options: ``aggregate`` (``mean``, Soft-TIFA
+    AM, or ``geometric``, Soft-TIFA GM), ``template``
     (``geneval2`` or your own text with ``{question}``), the backend options of :mod:`rewardzoo.rewards.vlm.common`.
     Every (image, question) pair of a call is scored in one batch. Extras: ``question_probs`` (a JSON list of the
     per-question probabilities, in the questions' order; ``""`` for a failed sample), ``min_prob`` and
@@ -128,10 +131,9 @@ class TifaVQA(VLMJudgeMixin, PointwiseReward):
         return RewardOutput(scores, extras=extras)
 
     def combine(self, probs: np.ndarray) -> float:
-        """One sample's score from its per-question probabilities: their mean (or geometric mean), at most 1
-        (variants sharing a first token count once per variant, as in GenEval2, so a sum may pass 1)."""
+        """One sample's score from its per-question probabilities: their mean (or geometric mean), not capped
+        (GenEval2 a6e82d2 ``evaluation.py`` 187-190 averages the sums as they are; variants sharing a first token
+        count once per variant there, so a question's sum, and the score, may pass 1)."""
         if self.aggregate == "mean":
-            value = float(probs.mean())
-        else:
-            value = 0.0 if (probs <= 0).any() else float(np.exp(np.log(probs).mean()))
-        return min(max(value, 0.0), 1.0)
+            return float(probs.mean())
+        return 0.0 if (probs <= 0).any() else float(np.exp(np.log(probs).mean()))

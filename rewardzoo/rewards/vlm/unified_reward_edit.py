@@ -11,7 +11,8 @@
   edit, read as the release's comment says (the first two decimal numbers, pattern ``([0-9]+\\.[0-9]+)``); the
   higher wins, equal scores tie. :class:`UnifiedRewardEditJudge` answers the pairs of a group for
   :class:`~rewardzoo.rewards.group.ranking.PairwiseWinRate` (``unified_reward_edit_pairwise``). The release's
-  ``edit_pairwise_rank.py`` prompt states no answer format to parse and is not offered.
+  ``edit_pairwise_rank.py`` prompt, which Pref-GRPO 3e787f6 reads for "Edited image 1/2 is better"
+  (``templates.py`` 238-239, ``unifiedreward_edit_pairwise.py`` 13-60), is not offered yet.
 """
 
 from __future__ import annotations

@@ -6,12 +6,20 @@ text-to-video alignment: <t_score>, physical/common-sense consistency: <p_score>
 reasoning and the three integer scores; the hard scores are the groups of the reference's pattern
 :data:`SCORES` (first match, case-insensitive, across lines). The reference reports **soft** scores: for each
 dimension, at the answer token of the first digit after the dimension's label, the probabilities ``p_s`` of the
-tokens ``"1"`` .. ``"5"`` (softmax over the vocabulary), and ``soft = argmax_s p_s * max_s p_s / sum_s p_s``.
-Here those probabilities come from a second, teacher-forced pass over the query with the answer up to that digit
-as the assistant's prefix (one batched ``answer_probs`` call for all samples and dimensions): the same
-distribution the generation step saw (the prefix is the answer's text up to the digit: the tokens before the
-score token for Qwen's tokenizers, which give every digit a token of its own). ``soft: false`` keeps the hard
-integers.
+tokens ``"1"`` .. ``"5"``, and ``soft = argmax_s p_s * max_s p_s / sum_s p_s``. The reference reads ``p`` from the
+``scores`` of ``generate(do_sample=True, temperature=0.7, output_scores=True)`` (``vs2_inference.py`` 103-113):
+the logits divided by 0.7, then the sampling warpers of the checkpoint's generation config (its ``top_k``,
+transformers' default 50, ``top_p``, ``repetition_penalty``), a softmax over what is left. Here those
+probabilities come from a second, teacher-forced pass over the query with the answer up to that digit as the
+assistant's prefix (one batched ``answer_probs`` call for all samples and dimensions, through the same
+``generate`` settings, ``temperature`` 0.7 by default; ``temperature: null`` reads the raw softmax instead):
+the distribution the generation step saw (the prefix is the answer's text up to the digit: the tokens before
+the score token for Qwen's tokenizers, which give every digit a token of its own). ``soft: false`` keeps the
+hard integers.
+
+Beyond the reference's pattern, an answer the reference leaves unparsed because it copies the query's
+dimension lines (``(1) visual quality – clarity, smoothness, artifacts: 4``) is read by :data:`LOOSE_SCORES`
+(each label, any text but a colon or a newline, a colon, the score); the reference's pattern is tried first.
 """
 
 from __future__ import annotations
@@ -47,6 +55,11 @@ TEMPLATES = {"videoscore2": QUERY}
 #: The reference's score pattern (``re.DOTALL | re.IGNORECASE``).
 SCORES = (r"visual quality:\s*(\d+).*?text-to-video alignment:\s*(\d+).*?physical/common-sense consistency:\s*"
           r"(\d+)")
+#: The fallback when :data:`SCORES` finds nothing: each label may be followed by a description before its colon.
+LOOSE_SCORES = (r"visual quality[^:\n]*:\s*(\d+).*?text-to-video alignment[^:\n]*:\s*(\d+).*?"
+                r"physical/common-sense consistency[^:\n]*:\s*(\d+)")
+#: The reference's generate temperature (``vs2_inference.py``: ``temperature = 0.7``).
+REFERENCE_TEMPERATURE = 0.7
 #: (extra name, the label the reference looks for before each score token).
 DIMENSIONS = (("visual_quality", "visual quality:"), ("text_alignment", "text-to-video alignment:"),
               ("physical_consistency", "physical/common-sense consistency:"))
@@ -55,7 +68,8 @@ DIGITS = tuple(str(s) for s in range(1, 6))
 
 def hard_scores(text: str) -> tuple[int, int, int] | Failure:
     """The three integers of the reference's pattern, or a Failure."""
-    match = re.search(SCORES, text, re.DOTALL | re.IGNORECASE)
+    match = (re.search(SCORES, text, re.DOTALL | re.IGNORECASE)
+             or re.search(LOOSE_SCORES, text, re.DOTALL | re.IGNORECASE))
     if match is None:
         return Failure("unparseable", "no 'visual quality: N ... text-to-video alignment: N ... physical/common-sense "
                                       "consistency: N' in the answer", text)
@@ -64,21 +78,25 @@ def hard_scores(text: str) -> tuple[int, int, int] | Failure:
 
 def score_prefix(text: str, label: str) -> str | None:
     """The answer up to (not including) the first digit after the first ``label`` (the reference's
-    ``find_score_token_index_by_prompt``: an optional ``(N) `` or newline before the label), or None."""
+    ``find_score_token_index_by_prompt``: an optional ``(N) `` or newline before the label), or None; without the
+    label and its colon, the label, any text but a colon or a newline, then a colon (:data:`LOOSE_SCORES`)."""
     match = re.search(r"(?:\(\d+\)\s*|\n\s*)?" + re.escape(label), text, flags=re.IGNORECASE)
+    if match is None:
+        match = re.search(re.escape(label.rstrip(":")) + r"[^:\n]*:", text, flags=re.IGNORECASE)
     if match is None:
         return None
     digit = re.search(r"\d", text[match.end():])
     return None if digit is None else text[:match.end() + digit.start()]
 
 
-def soft_score(probs: Sequence[float]) -> float | Failure:
+def soft_score(probs: Sequence[float]) -> float:
     """``argmax_s p_s * max p / sum p`` over the probabilities of ``"1"`` .. ``"5"`` (the reference's
-    ``ll_based_soft_score_normed``; its 4-decimal rounding left out)."""
+    ``ll_based_soft_score_normed``; its 4-decimal rounding left out): 0 when every digit has probability 0 (all
+    masked by the sampling warpers), as there (``normalized_prob = 0`` when ``total_prob`` is 0)."""
     p = np.asarray(probs, dtype=np.float64)
     total = float(p.sum())
     if total <= 0.0:
-        return Failure("unparseable", "none of the score tokens 1-5 has a probability at the score position")
+        return 0.0
     best = int(np.argmax(p))
     return (best + 1) * float(p[best]) / total
 
@@ -89,7 +107,9 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
     Inputs: ``video`` and ``prompt``. Range [0, 5] (soft scores lie in (0, 5]; hard ones in 1..5). Extras:
     ``visual_quality``, ``text_alignment``, ``physical_consistency`` (the dimension scores), ``reasoning`` (the
     answer before the scores), ``judgement`` (the whole answer), ``substituted`` / ``failure``. A hard score
-    outside 1..5 is unparseable. Options: ``soft`` (true), ``weights`` (three non-negative numbers, default
+    outside 1..5 is unparseable with ``soft: false``; with ``soft: true`` it still has its soft score, as in the
+    reference. Options: ``soft`` (true), ``temperature`` (0.7, the reference's: the soft scores' distribution;
+    null: the raw softmax), ``weights`` (three non-negative numbers, default
     equal), ``max_new_tokens`` (1024, the reference's), ``num_frames`` (8) and ``fps`` (2.0, the reference's
     ``infer_fps``), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
     """
@@ -99,13 +119,18 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
     default_model: ClassVar[str | None] = "TIGER-Lab/VideoScore2"
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 soft: bool = True, weights: Sequence[float] | None = None, max_new_tokens: int = 1024,
-                 **options: Any) -> None:
+                 soft: bool = True, temperature: float | None = REFERENCE_TEMPERATURE,
+                 weights: Sequence[float] | None = None, max_new_tokens: int = 1024, **options: Any) -> None:
         super().__init__(model_path, device, dtype)
         judge_options = self.judge_options_of(options)
         if not isinstance(soft, bool):
             raise ConfigError(f"{self.name}: soft must be true or false, got {soft!r}", field="kwargs.soft")
         self.soft = soft
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+                                        or not 0 < temperature < float("inf")):
+            raise ConfigError(f"{self.name}: temperature must be a positive number or null, got {temperature!r}",
+                              field="kwargs.temperature")
+        self.temperature = None if temperature is None else float(temperature)
         weights = (1.0, 1.0, 1.0) if weights is None else weights
         if (isinstance(weights, str) or len(weights) != 3 or any(
                 isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0 for w in weights) or sum(weights) <= 0):
@@ -124,7 +149,7 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
         dims: list[list[float] | Failure] = []
         for answer in answers:
             hard = answer if isinstance(answer, Failure) else hard_scores(answer)
-            if not isinstance(hard, Failure) and not all(1 <= h <= 5 for h in hard):
+            if not self.soft and not isinstance(hard, Failure) and not all(1 <= h <= 5 for h in hard):
                 hard = Failure("unparseable", f"scores {hard} are not all in 1..5", answer)
             dims.append(hard if isinstance(hard, Failure) else [float(h) for h in hard])
         if self.soft:
@@ -154,12 +179,24 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
                 where.append((i, k))
         if not asks:
             return
-        probs = self.backend.answer_probs(asks, list(DIGITS))
+        probs = self._digit_probs(asks)
         for (i, k), p in zip(where, probs):
             if isinstance(dims[i], Failure):
                 continue
-            value = p if isinstance(p, Failure) else soft_score(p)
-            if isinstance(value, Failure):
-                dims[i] = value
+            if isinstance(p, Failure):
+                dims[i] = p
             else:
-                dims[i][k] = value
+                dims[i][k] = soft_score(p)
+
+    def _digit_probs(self, asks: list[VLMQuery]) -> list[Any]:
+        """The probabilities of ``"1"`` .. ``"5"`` at each score token, from the distribution ``temperature``
+        names. Locally: the scores of ``generate(do_sample=True, temperature=...)`` (the checkpoint's warpers
+        with it). An endpoint reports raw log-probabilities: ``p ** (1 / T)`` there (the softmax's normaliser
+        cancels in ``max p / sum p``), without the checkpoint's top-k / top-p / repetition penalty."""
+        if self.temperature is None:
+            return self.backend.answer_probs(asks, list(DIGITS))
+        if self.backend.kind == "transformers":
+            return self.backend.answer_probs(asks, list(DIGITS), sampling={"temperature": self.temperature})
+        probs = self.backend.answer_probs(asks, list(DIGITS))
+        return [p if isinstance(p, Failure) else np.asarray(p, dtype=np.float64) ** (1.0 / self.temperature)
+                for p in probs]
