@@ -220,6 +220,17 @@ async def _all(futures: list["asyncio.Future[RewardResult]"]) -> list[RewardResu
 
 
 # ------------------------------------------------------------------------- what the adapters share
+def plain_value(value: Any) -> Any:
+    """Plain dicts and lists from a trainer's config containers (OmegaConf's DictConfig / ListConfig)."""
+    from collections.abc import Mapping as _Mapping, Sequence as _Sequence
+
+    if isinstance(value, _Mapping) or (hasattr(value, "items") and hasattr(value, "keys")):
+        return {str(k): plain_value(v) for k, v in value.items()}
+    if isinstance(value, _Sequence) and not isinstance(value, (str, bytes)) or type(value).__name__ == "ListConfig":
+        return [plain_value(v) for v in value]
+    return value
+
+
 _SCORERS: dict[str, BatchedScorer] = {}
 _SCORERS_LOCK = threading.Lock()
 
@@ -233,6 +244,7 @@ def scorer_for(rewards: Any, split: str = "train", *, max_wait_ms: float = MAX_W
 
     from .common import specs_of
 
+    rewards = plain_value(rewards)
     key = json.dumps([rewards, split, max_wait_ms, group_size, group_timeout_s], sort_keys=True, default=str)
     with _SCORERS_LOCK:
         scorer = _SCORERS.get(key)

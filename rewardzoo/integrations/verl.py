@@ -39,7 +39,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError, InputError
 from ..spec.sample import Sample, field_names
-from .gather import GROUP_TIMEOUT_S, MAX_WAIT_S, score_dict, scorer_for
+from .gather import GROUP_TIMEOUT_S, MAX_WAIT_S, plain_value, score_dict, scorer_for
 
 #: rewardzoo field <- verl source, used when the source is present (``fields`` overrides each).
 DEFAULT_FIELDS = {"completion": "solution_str", "prompt": "extra_info.prompt", "dataset": "data_source",
@@ -103,5 +103,5 @@ async def compute_score(data_source: Any = None, solution_str: str | None = None
                         group_timeout_s=group_timeout_s)
     arguments = {"data_source": data_source, "solution_str": solution_str, "ground_truth": ground_truth,
                  "extra_info": extra_info}
-    sample, step = sample_from_call(arguments, fields, DEFAULT_FIELDS, ("extra_info", "ground_truth"))
+    sample, step = sample_from_call(arguments, plain_value(fields), DEFAULT_FIELDS, ("extra_info", "ground_truth"))
     return score_dict(await scorer.score(sample, step))
