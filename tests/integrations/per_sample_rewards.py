@@ -15,13 +15,17 @@ def words(text: str) -> float:
 
 class Words(PointwiseReward):
     """Words in the completion; the size of the call it was scored in as the extra ``batch``. A completion
-    holding ``boom`` raises (a backend failing on one sample)."""
+    holding the word ``fail_on`` raises (a backend failing on one sample)."""
 
     inputs = Inputs(("completion",))
     score_range = (0.0, 1e6)
 
+    def __init__(self, model_path=None, device="cpu", dtype="float32", fail_on: str = "boom"):
+        super().__init__(model_path, device, dtype)
+        self.fail_on = fail_on
+
     def __call__(self, completion):
-        if any("boom" in c for c in completion):
+        if any(self.fail_on in c.split() for c in completion):
             raise ValueError("this completion explodes")
         return RewardOutput([words(c) for c in completion], {"batch": np.full(len(completion), len(completion), float)})
 

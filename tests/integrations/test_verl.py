@@ -36,7 +36,8 @@ def models(tmp_path_factory):
 
 
 def entries(models):
-    return [{"name": "words", "reward_model": "tests.integrations.per_sample_rewards:Words", "batch_size": 4},
+    return [{"name": "words", "reward_model": "tests.integrations.per_sample_rewards:Words", "batch_size": 4,
+             "kwargs": {"fail_on": "question"}},  # a word of the tiny tokenizer
             {"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu",
              "weight": 0.5}]
 
@@ -67,7 +68,7 @@ def test_reward_loop_worker_scores_as_the_processor(python, models):
 
 
 def test_a_failing_sample_fails_the_batch_in_verl_with_rewardzoos_error(python, models):
-    out = run_in(python, "verl_checks.py", job(models, "worker", SAMPLES[:2] + [("why", "boom", 2)]))
+    out = run_in(python, "verl_checks.py", job(models, "worker", SAMPLES[:2] + [("why", "a question", 2)]))
     assert out.get("error") == "RewardExecutionError" and "words" in out["message"] and "explodes" in out["message"]
 
 
