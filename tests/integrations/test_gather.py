@@ -92,3 +92,24 @@ def test_from_threads_too():
     with cf.ThreadPoolExecutor(8) as pool:
         rows = list(pool.map(lambda i: s.score_sync(Sample(completion="w " * i), timeout=30), range(1, 9)))
     assert [r.rewards["words"][0] for r in rows] == list(range(1, 9))
+
+
+def test_trl_functions_read_a_scheduled_weight_at_trainer_state_global_step():
+    """TRL's reward_weights are fixed: a scheduled entry gets 1 there and its function returns score x weight(step)."""
+    from types import SimpleNamespace
+
+    from rewardzoo.integrations.trl import trl_reward_funcs
+
+    config = {"rewards": [{"name": "words", "reward_model": WORDS,
+                           "weight": {"schedule": "cosine", "start": 1.0, "end": 0.0, "steps": 8, "after": 2}},
+                          {"name": "fixed", "reward_model": WORDS, "weight": 3.0}]}
+    (scheduled, fixed), weights = trl_reward_funcs(config)
+    assert weights == [1.0, 3.0]
+    completions = ["a b", "a b c d"]
+    for step in (0, 4, 6, 10, 50):
+        state = SimpleNamespace(global_step=step)
+        frac = min(max((step - 2) / 8, 0.0), 1.0)
+        w = 0.0 + (1.0 - 0.0) * (1 + np.cos(np.pi * frac)) / 2
+        assert scheduled(prompts=["p", "p"], completions=completions, trainer_state=state) == \
+            pytest.approx([2 * w, 4 * w])
+        assert fixed(prompts=["p", "p"], completions=completions, trainer_state=state) == [2.0, 4.0]
