@@ -161,7 +161,8 @@ def _dominant_weight(dataset: str | None, rewards: list[_Reward], dominance: flo
     spread = {}
     for r in rewards:
         typical = r.info.typical_range if r.info is not None else None
-        weight = r.spec.weight_for(dataset)
+        # a scheduled weight: its larger end (the schedule passes through every value between)
+        weight = max((r.spec.weight_for(dataset, step) for step in (0, 2**62)), key=abs)
         if typical is not None and weight != 0.0:
             spread[r.spec.name] = (abs(weight) * (typical[1] - typical[0]), weight, typical)
     if len(spread) < 2:

@@ -213,8 +213,9 @@ class AsyncRewardRunner:
             raise
         return range(start, len(self._samples))
 
-    def finalize(self) -> "RewardResult":
+    def finalize(self, *, step: int | None = None) -> "RewardResult":
         """Flush the pointwise tails, score what is left, wait for the workers; the round's result.
+        ``step``: the trainer's step, at which scheduled weights are read (as ``processor(samples, step=...)``).
 
         Equal to ``processor(all added samples)`` (after ``ready``/``results``, the rows they yielded
         were its rows). Raises the first worker error, :class:`RewardTimeoutError` after ``timeout``
@@ -223,7 +224,7 @@ class AsyncRewardRunner:
         self._check_open()
         deadline = self._deadline()
         try:
-            self._seal(deadline)
+            self._seal(deadline, step)
             while not self._errors and not self._complete():
                 self._advance(deadline)
             if self._errors:
@@ -235,7 +236,7 @@ class AsyncRewardRunner:
         self._reset()
         return result
 
-    def results(self, *, ordered: bool = True) -> Iterator[tuple[int, "RewardResult"]]:
+    def results(self, *, ordered: bool = True, step: int | None = None) -> Iterator[tuple[int, "RewardResult"]]:
         """``(index, row)`` for each sample of the round once every stream that applies to it scored it.
 
         ``row`` is the one-sample :class:`~rewardzoo.core.processor.RewardResult` of sample ``index``: the
@@ -247,15 +248,15 @@ class AsyncRewardRunner:
         self._check_open()
         deadline = self._deadline()
         try:
-            self._seal(deadline)
+            self._seal(deadline, step)
         except BaseException:
             self._abort()
             raise
         return self._iterate(ordered, deadline, self._round)
 
-    def ready(self) -> Iterator[tuple[int, "RewardResult"]]:
+    def ready(self, *, step: int | None = None) -> Iterator[tuple[int, "RewardResult"]]:
         """``results(ordered=False)``: each sample's ``(index, row)`` as soon as it is complete."""
-        return self.results(ordered=False)
+        return self.results(ordered=False, step=step)
 
     @property
     def num_samples(self) -> int:
@@ -369,13 +370,14 @@ class AsyncRewardRunner:
                 self._submit(spec, reward, list(self._waiting[spec.name]), events)
                 self._waiting[spec.name].clear()
 
-    def _seal(self, deadline: float | None) -> None:
-        """End the round's additions: flush, gate every spec, queue the synchronous calls (once per round)."""
+    def _seal(self, deadline: float | None, step: int | None = None) -> None:
+        """End the round's additions: flush, gate every spec, queue the synchronous calls (once per round);
+        ``step`` (the first one given in a round) is the one its scheduled weights are read at."""
         if self._table is not None:
             return
         samples, specs = self._samples, self.processor.specs
         self._flush()
-        table = ScoreTable(specs, samples, self.processor.advantage)
+        table = ScoreTable(specs, samples, self.processor.advantage, step)
         if self.processor.collective:  # every rank takes part in the exchange: the whole round is scored here
             self._score_collective(table, deadline)
         else:
@@ -479,7 +481,7 @@ class AsyncRewardRunner:
         return assemble(t.specs, t.samples[one], {k: v[one] for k, v in t.scores.items()},
                         {k: v[one] for k, v in t.masks.items()},
                         {k: {kk: vv[one].copy() for kk, vv in v.items()} for k, v in t.extras.items()},
-                        t.advantage_mode)
+                        t.advantage_mode, t.step)
 
     def _wait(self, futures: list[tuple[str, cf.Future]], deadline: float | None) -> None:
         """Wait for ``futures``; raise the first error in submission order, or a timeout naming the rewards."""

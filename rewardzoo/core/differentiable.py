@@ -77,7 +77,7 @@ class DifferentiableReward:
     ``prompts``: one string per sample (for rewards that read ``prompt``); ``fields``: the other
     fields rewards declare (e.g. ``condition_images``: per sample one or a list of float tensors
     (3, H, W)). ``dataset``: one dataset name for the batch or one per sample (weights and
-    ``applicable_datasets``). ``return_parts=True`` returns ``(total, {stream name: (B,) tensor})``;
+    ``applicable_datasets``); ``step``: the trainer's step, for scheduled weights. ``return_parts=True`` returns ``(total, {stream name: (B,) tensor})``;
     the parts of the last call are also kept in :attr:`last` (on the graph: do not keep them across
     steps). Attributes: ``specs``, ``rewards`` (stream name -> built reward), ``gradient_checkpointing``.
     """
@@ -90,7 +90,7 @@ class DifferentiableReward:
         self.last: dict[str, Any] = {}
 
     def __call__(self, pixels: Any, prompts: Sequence[str] | None = None, *, dataset: Any = None,
-                 return_parts: bool = False, **fields: Any) -> Any:
+                 return_parts: bool = False, step: int | None = None, **fields: Any) -> Any:
         import torch
 
         if not isinstance(pixels, torch.Tensor) or not pixels.is_floating_point() or pixels.ndim not in (4, 5):
@@ -120,7 +120,7 @@ class DifferentiableReward:
                 if fld not in given:
                     raise InputError(f"reward '{spec.name}' needs '{fld}' (one per sample)", field=fld)
                 wanted[fld] = given[fld]
-            weights = [spec.weight_for(d) if spec.applies_to(d) else 0.0 for d in datasets]
+            weights = [spec.weight_for(d, step) if spec.applies_to(d) else 0.0 for d in datasets]
             score = reward.score_pixels(pixels, gradient_checkpointing=self.gradient_checkpointing, **wanted)
             parts[spec.name] = score
             if all(w == 0.0 for w in weights):

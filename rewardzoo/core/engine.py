@@ -34,7 +34,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Protocol, Sequenc
 import numpy as np
 
 from ..spec.config import RewardSpec
-from ..errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
+from ..errors import ConfigError, InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
 from ..rewards.base import Reward, invoke, is_text_extra, validate_scores
 from ..spec.sample import Sample
 from ..shared.device import DeviceStreams
@@ -67,6 +67,8 @@ class RewardResult:
     group_ids: list[Any] = field(default_factory=list)
     #: The default of :meth:`advantages` (the config's ``advantage:``).
     advantage_mode: str = "sum"
+    #: The trainer step the weights were read at (``processor(samples, step=...)``; None when not given).
+    step: int | None = None
 
     def __len__(self) -> int:
         return len(self.total)
@@ -174,8 +176,10 @@ class ConversionCache:
 class ScoreTable:
     """Per-reward score vectors of one batch as they fill in; :meth:`result` assembles them."""
 
-    def __init__(self, specs: Sequence[RewardSpec], samples: Sequence[Sample], advantage_mode: str = "sum") -> None:
+    def __init__(self, specs: Sequence[RewardSpec], samples: Sequence[Sample], advantage_mode: str = "sum",
+                 step: int | None = None) -> None:
         self.specs, self.samples, self.advantage_mode = specs, samples, advantage_mode
+        self.step = check_step(step)
         self.scores: dict[str, np.ndarray] = {}
         self.masks: dict[str, np.ndarray] = {}
         self.extras: dict[str, dict[str, np.ndarray]] = {}
@@ -187,7 +191,7 @@ class ScoreTable:
         self.scores[spec.name] = np.full(len(self.samples), np.nan)
         indices = np.flatnonzero(mask).tolist()
         check_required(spec.name, reward, self.samples, indices)
-        check_weights(spec, self.samples, indices)
+        check_weights(spec, self.samples, indices, self.step)
         return indices
 
     def put(self, name: str, indices: Sequence[int], scores: np.ndarray, extras: Mapping[str, np.ndarray]) -> None:
@@ -199,7 +203,8 @@ class ScoreTable:
             spec_extras.setdefault(key, empty)[list(indices)] = val
 
     def result(self) -> RewardResult:
-        return assemble(self.specs, self.samples, self.scores, self.masks, self.extras, self.advantage_mode)
+        return assemble(self.specs, self.samples, self.scores, self.masks, self.extras, self.advantage_mode,
+                        self.step)
 
 
 class ScoringFront(Protocol):
@@ -328,9 +333,23 @@ def check_required(name: str, reward: Reward, samples: Sequence[Sample], indices
                 raise InputError("missing required field", reward=name, field=fld, sample=i)
 
 
-def check_weights(spec: RewardSpec, samples: Sequence[Sample], indices: Iterable[int]) -> None:
+def check_step(step: Any) -> int | None:
+    """A trainer step: None or an integer >= 0 (numpy integers too); InputError naming ``step`` otherwise."""
+    if step is None:
+        return None
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+        raise InputError(f"the trainer step must be an integer >= 0 or None, got {step!r}", field="step")
+    return int(step)
+
+
+def check_weights(spec: RewardSpec, samples: Sequence[Sample], indices: Iterable[int], step: int | None = None
+                  ) -> None:
     """With per-dataset weights, every sample the reward applies to must have a weight (0 is one):
-    a misspelt key would otherwise weigh the reward 0 silently."""
+    a misspelt key would otherwise weigh the reward 0 silently. A scheduled weight needs the step."""
+    if step is None and spec.scheduled:
+        raise ConfigError("the weight follows a schedule over the trainer's step; pass the step "
+                          "(processor(samples, step=...); the trainer adapters pass their global step)",
+                          entry=spec.name, field="weight")
     if not isinstance(spec.weight, Mapping):
         return
     for i in indices:
@@ -403,8 +422,9 @@ def call_reward(name: str, reward: Reward, fields: dict[str, list], indices: Seq
 
 def assemble(specs: Sequence[RewardSpec], samples: Sequence[Sample], scores: Mapping[str, np.ndarray],
              masks: Mapping[str, np.ndarray], extras: Mapping[str, dict[str, np.ndarray]] | None = None,
-             advantage_mode: str = "sum") -> RewardResult:
-    """Combine per-reward scores (float64, NaN where not applicable) into a :class:`RewardResult`."""
+             advantage_mode: str = "sum", step: int | None = None) -> RewardResult:
+    """Combine per-reward scores (float64, NaN where not applicable) into a :class:`RewardResult`; scheduled
+    weights are read at ``step``."""
     n = len(samples)
     total = np.zeros(n)
     any_applied = np.zeros(n, dtype=bool)
@@ -415,7 +435,7 @@ def assemble(specs: Sequence[RewardSpec], samples: Sequence[Sample], scores: Map
         weight_of[spec.name] = np.zeros(n, dtype=np.float32)
         if not mask.any():
             continue
-        weights = np.array([spec.weight_for(s.dataset) for s in samples])
+        weights = np.array([spec.weight_for(s.dataset, step) if m else 0.0 for s, m in zip(samples, mask)])
         weight_of[spec.name][mask] = weights[mask]
         total[mask] += weights[mask] * scores[spec.name][mask]
         any_applied |= mask
@@ -426,4 +446,5 @@ def assemble(specs: Sequence[RewardSpec], samples: Sequence[Sample], scores: Map
                         total=total.astype(np.float32), applied=applied,
                         extras={k: {kk: vv if is_text_extra(vv) else vv.astype(np.float32) for kk, vv in v.items()}
                                 for k, v in (extras or {}).items()},
-                        weights=weight_of, group_ids=[s.group_id for s in samples], advantage_mode=advantage_mode)
+                        weights=weight_of, group_ids=[s.group_id for s in samples], advantage_mode=advantage_mode,
+                        step=step)

@@ -59,14 +59,16 @@ class RewardProcessor:
         """Whether scoring is a collective operation (every rank must call at the same point)."""
         return False
 
-    def __call__(self, samples: Iterable[Sample | Mapping[str, Any]]) -> RewardResult:
+    def __call__(self, samples: Iterable[Sample | Mapping[str, Any]], *, step: int | None = None) -> RewardResult:
+        """Score ``samples``; ``step``: the trainer's global step, at which scheduled weights
+        (``weight: {schedule: ...}``) are read (``result.weights`` holds the weight each sample got)."""
         try:
             samples, error = as_samples(samples), None
         except InputError as exc:
             if not self.collective:
                 raise
             samples, error = [], exc  # every rank must still reach the exchange; then all of them raise
-        table = ScoreTable(self.specs, samples, self.advantage)
+        table = ScoreTable(self.specs, samples, self.advantage, step)
         self.score_into(table, ConversionCache(samples), error=error)
         return table.result()
 

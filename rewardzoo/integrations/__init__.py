@@ -7,6 +7,12 @@
 - :mod:`~rewardzoo.integrations.flow_grpo` — flow_grpo's ``multi_score`` slot: :func:`flow_grpo_reward_fn`;
 - :mod:`~rewardzoo.integrations.flow_factory` — Flow-Factory ``reward_model:`` classes:
   :class:`RewardZooPointwise`, :class:`RewardZooGroupwise` (importing them imports Flow-Factory);
+- :mod:`~rewardzoo.integrations.verl` — verl's reward loop ``custom_reward_function``: ``compute_score``
+  (``path: pkg://rewardzoo.integrations.verl``);
+- :mod:`~rewardzoo.integrations.verl_omni` — verl-omni's visual reward managers: ``compute_score``
+  (``path: pkg://rewardzoo.integrations.verl_omni``);
+- :mod:`~rewardzoo.integrations.gather` — what those two share: per-sample calls gathered into batches;
+- OpenRLHF's ``--reward.remote_url`` is served by ``rewardzoo serve`` (``POST /get_reward``);
 
 Each takes its config as anything :func:`rewardzoo.load_config` accepts (a path, a mapping, a loaded
 config). Importing this package imports no trainer; each adapter imports only what it needs. A front door: it

@@ -63,7 +63,7 @@ def combined_result(parts: Sequence[Any]) -> Any:
     return RewardResult(rewards={k: v for p in parts for k, v in p.rewards.items()}, total=total, applied=applied,
                         extras={k: v for p in parts for k, v in p.extras.items()},
                         weights={k: v for p in parts for k, v in p.weights.items()},
-                        group_ids=list(first.group_ids), advantage_mode=first.advantage_mode)
+                        group_ids=list(first.group_ids), advantage_mode=first.advantage_mode, step=first.step)
 
 
 class MonitorFeed:

@@ -21,6 +21,10 @@ prompt), so groupwise rewards see their groups, across ranks too when ``torch.di
 initialised. A reward's extras are logged through TRL's ``log_metric`` as ``NAME/KEY`` (their mean over
 the samples the reward applied to).
 
+A scheduled weight (``weight: {schedule: linear, ...}``) is read at ``trainer_state.global_step``: TRL's own
+``reward_weights`` are fixed, so such a function gets weight 1 there and returns its scores times the weight
+of that step (``result.weights``); every call passes TRL's global step to the processor.
+
 ``monitor=RewardMonitor(config)`` feeds a :class:`~rewardzoo.monitor.RewardMonitor`: once every function of a
 step has scored (TRL calls them one after another, or gathers them), their results are combined and passed
 to ``monitor.update`` at ``trainer_state.global_step``, and the metrics are logged through ``log_metric`` as
@@ -171,17 +175,18 @@ def trl_reward_funcs(config: ConfigSource, split: str = "train", loader: RewardL
         processor = DistributedRewardProcessor([spec], loader)
         funcs.append(_trl_coroutine(processor, spec.name, tokenizer, group_by, exchange_lane, feed) if concurrent
                      else _trl_function(processor, spec.name, tokenizer, group_by, feed))
-        weights.append(float(spec.weight))
+        weights.append(1.0 if spec.scheduled else float(spec.weight))  # scheduled: applied in the function
     return funcs, weights
 
 
 def _score(processor: DistributedRewardProcessor, tokenizer: Any, group_by: str | None, prompts: Any,
            completions: Any, columns: Mapping[str, Any]) -> RewardResult:
-    return processor(trl_samples(prompts, completions, columns, tokenizer=tokenizer, group_by=group_by))
+    step = getattr(columns.get("trainer_state"), "global_step", None)
+    return processor(trl_samples(prompts, completions, columns, tokenizer=tokenizer, group_by=group_by), step=step)
 
 
-def _answer(result: RewardResult, name: str, columns: Mapping[str, Any], feed: MonitorFeed | None
-            ) -> list[float | None]:
+def _answer(result: RewardResult, name: str, columns: Mapping[str, Any], feed: MonitorFeed | None,
+            scheduled: bool = False) -> list[float | None]:
     """TRL's return value for stream ``name``; its numeric extras (and, completing a step, the monitor's
     metrics) logged through ``log_metric`` first."""
     log_metric = columns.get("log_metric")
@@ -198,7 +203,10 @@ def _answer(result: RewardResult, name: str, columns: Mapping[str, Any], feed: M
             finite = values[~np.isnan(values)]
             if finite.size:
                 log_metric(f"{name}/{key}", float(finite.mean()))
-    return [None if np.isnan(v) else float(v) for v in result.rewards[name]]
+    scores = result.rewards[name]
+    if scheduled:
+        scores = scores * result.weights[name]  # TRL's weight for this function is 1 (see trl_reward_funcs)
+    return [None if np.isnan(v) else float(v) for v in scores]
 
 
 def _named(func: Callable, name: str) -> Callable:
@@ -210,7 +218,7 @@ def _trl_function(processor: DistributedRewardProcessor, name: str, tokenizer: A
                   feed: MonitorFeed | None) -> Callable[..., list[float | None]]:
     def reward_func(prompts=None, completions=None, completion_ids=None, **columns) -> list[float | None]:
         result = _score(processor, tokenizer, group_by, prompts, completions, columns)
-        return _answer(result, name, columns, feed)
+        return _answer(result, name, columns, feed, processor.specs[0].scheduled)
 
     return _named(reward_func, name)
 
@@ -239,6 +247,7 @@ def _trl_coroutine(processor: DistributedRewardProcessor, name: str, tokenizer: 
         # lane receives the same sequence of calls on every rank
         lane = exchange_lane if processor.exchanges_groups else own_lane
         result = await lane.submit(partial(_score, processor, tokenizer, group_by, prompts, completions, columns))
-        return _answer(result, name, columns, feed)  # on TRL's loop thread, as its logging expects
+        # on TRL's loop thread, as its logging expects
+        return _answer(result, name, columns, feed, processor.specs[0].scheduled)
 
     return _named(reward_func, name)

@@ -3,6 +3,8 @@
 Endpoints (the wire format is :mod:`rewardzoo.transport.wire`):
 
 - ``POST /v1/score`` — samples in, per-reward vectors, totals, applied lists, weights and extras out;
+- ``POST /get_reward`` — OpenRLHF's remote reward model protocol (``{"query", "prompts", "labels"}`` in,
+  ``{"rewards", "scores", "extra_logs"}`` out; each query split at its prompt), same auth and limits;
 - ``GET /v1/rewards`` — the served rewards with their kind, fields, direction and score range, and the limits;
 - ``GET /health`` — the process answers; ``GET /ready`` — 200 once the models are loaded, 503 before and
   while the server drains to stop (``{"ready": false, "draining": true}``; :mod:`~rewardzoo.serve.drain`);
@@ -32,12 +34,13 @@ from starlette.routing import Route
 
 from ..errors import InputError, RewardZooError
 from ..spec.sample import Sample
-from ..transport.wire import JSON, MSGPACK, WireError, WireLimits, decode_request, dumps, error_payload, format_of
+from ..transport.wire import (JSON, MSGPACK, WireError, WireLimits, decode_request, dumps, error_payload, format_of,
+                              loads)
 from .batching import Batcher, Overloaded
 from .drain import Drain
 from .metrics import Metrics
 from .options import ServeOptions
-from .service import RewardService
+from .service import RewardService, openrlhf_answer, openrlhf_samples
 
 log = logging.getLogger("rewardzoo.serve")
 #: A body declared larger than this is refused without reading it (the connection is closed); smaller
@@ -148,6 +151,42 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
         metrics.request("/v1/score", status, time.monotonic() - started, error=kind)
         return _error_response(status, kind, message, limit, fmt, headers)
 
+    async def get_reward(request: Request) -> Response:
+        """OpenRLHF's remote reward model protocol (``--reward.remote_url``), see ``service.openrlhf_samples``."""
+        started, n = time.monotonic(), 0
+        try:
+            authorize(request)
+            require_ready()
+            if not drain.enter():
+                raise _Refused(503, "draining", "this server is stopping; send the request to another one",
+                               {"Retry-After": "1"})
+            try:
+                body = await _read_body(request, limits)
+                samples = await run_in_threadpool(
+                    lambda: openrlhf_samples(loads(body, "json", limits), limits))
+                n = len(samples)
+                answer = openrlhf_answer(await batcher.submit(service.names, samples))
+            finally:
+                drain.leave()
+            metrics.request("/get_reward", 200, time.monotonic() - started, samples=n)
+            return Response(dumps(answer, "json"), media_type=JSON)
+        except WireError as exc:
+            status, kind, message, limit, headers = exc.status, exc.kind, str(exc), exc.limit, {}
+        except _Refused as exc:
+            status, kind, message, limit, headers = exc.status, exc.kind, exc.message, None, exc.headers
+        except Overloaded as exc:
+            status, kind, message, limit = 503, "overloaded", str(exc), "max_queue"
+            headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
+        except InputError as exc:
+            status, kind, message, limit, headers = 422, "input", str(exc), None, {}
+        except RewardZooError as exc:
+            status, kind, message, limit, headers = 500, "execution", str(exc), None, {}
+        except Exception as exc:  # a bug: keep serving, say what failed, log the traceback
+            log.exception("get_reward request failed")
+            status, kind, message, limit, headers = 500, "internal", f"{type(exc).__name__}: {exc}", None, {}
+        metrics.request("/get_reward", status, time.monotonic() - started, error=kind)
+        return _error_response(status, kind, message, limit, "json", headers)
+
     def load() -> None:
         try:
             service.load()
@@ -166,7 +205,8 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
         batcher.close()
 
     routes = [Route("/health", health), Route("/ready", ready), Route("/v1/rewards", rewards),
-              Route("/v1/score", score, methods=["POST"]), Route("/metrics", metrics_text)]
+              Route("/v1/score", score, methods=["POST"]), Route("/get_reward", get_reward, methods=["POST"]),
+              Route("/metrics", metrics_text)]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.service, app.state.metrics, app.state.batcher, app.state.drain = service, metrics, batcher, drain
     return app

@@ -85,7 +85,7 @@ class RewardService:
                          "score_range": [_bound(b) for b in info.score_range], "summary": info.summary,
                          "fields": list(reward.inputs.fields), "applicable_datasets":
                              list(spec.applicable_datasets) if spec.applicable_datasets is not None else None,
-                         "weight": dict(spec.weight) if isinstance(spec.weight, Mapping) else spec.weight,
+                         "weight": _weight_json(spec.weight),
                          "batch_size": spec.batch_size})
         return {"protocol": PROTOCOL, "rewards": rows, "limits": self.limits.as_dict()}
 
@@ -140,6 +140,59 @@ def slice_result(result: Any, a: int, b: int) -> dict[str, Any]:
             extras[name] = kept
     return encode_result({k: v[a:b] for k, v in result.rewards.items()}, result.total[a:b], result.applied[a:b],
                          {k: v[a:b] for k, v in result.weights.items()}, extras)
+
+
+def _weight_json(weight: Any) -> Any:
+    """A weight as JSON: a number, a schedule's mapping, or dataset -> either."""
+    if isinstance(weight, Mapping):
+        return {k: _weight_json(v) for k, v in weight.items()}
+    return dict(vars(weight)) if hasattr(weight, "schedule") else weight
+
+
+# ---------------------------------------------------------------------- OpenRLHF's remote reward model
+def openrlhf_samples(data: Any, limits: WireLimits) -> list[Sample]:
+    """Samples of OpenRLHF's ``POST /get_reward`` body ``{"query": [...], "prompts": [...], "labels": [...]}``:
+    each query (prompt + response, as OpenRLHF decodes it, special tokens kept) split at the prompt it starts
+    with into ``prompt`` and ``completion``; a label goes into ``metadata`` as ``{"label": ...}``. WireError:
+    400 for a malformed body, 413 over ``max_samples``, 422 (naming the index) for a query that does not start
+    with its prompt."""
+    if not isinstance(data, dict):
+        raise WireError("the body must be a JSON object with 'query' and 'prompts' (OpenRLHF's remote reward model)")
+    unknown = sorted(set(data) - {"query", "prompts", "labels"})
+    if unknown:
+        raise WireError(f"unknown key '{unknown[0]}'; OpenRLHF sends query, prompts and labels", field=unknown[0])
+    queries, prompts, labels = data.get("query"), data.get("prompts"), data.get("labels")
+    for name, values in (("query", queries), ("prompts", prompts)):
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise WireError(f"'{name}' must be a list of strings", field=name)
+    limits.over("max_samples", len(queries), f"the request's {len(queries)} queries")
+    if labels is None:
+        labels = [None] * len(queries)
+    if not isinstance(labels, list) or len(prompts) != len(queries) or len(labels) != len(queries):
+        raise WireError(f"query, prompts and labels must be lists of the same length, got {len(queries)}, "
+                        f"{len(prompts)} and {len(labels) if isinstance(labels, list) else labels!r}", field="prompts")
+    samples = []
+    for i, (query, prompt, label) in enumerate(zip(queries, prompts, labels)):
+        if not query.startswith(prompt):
+            raise WireError(f"query {i} does not start with its prompt (OpenRLHF's query is prompt + response); "
+                            f"prompt {prompt[:60]!r}, query {query[:60]!r}", field="query", kind="input",
+                            status=422).located(sample=i)
+        samples.append(Sample(prompt=prompt, completion=query[len(prompt):],
+                              metadata={"label": label} if label is not None else None))
+    return samples
+
+
+def openrlhf_answer(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"rewards", "scores", "extra_logs"}`` from a score response map: the weighted total as both rewards and
+    scores (OpenRLHF reads ``scores`` for filtering, ``rewards`` for the advantage) and each reward's scores in
+    ``extra_logs``. A sample no reward applies to is an error (OpenRLHF has no "not applicable")."""
+    from ..errors import InputError
+
+    total = answer["total"]
+    for i, value in enumerate(total):
+        if value is None:
+            raise InputError("no served reward applies to this sample", sample=i)
+    return {"rewards": list(total), "scores": list(total), "extra_logs": {k: list(v) for k, v in answer["rewards"].items()}}
 
 
 def _bound(x: float) -> float | str:

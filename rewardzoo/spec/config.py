@@ -10,7 +10,8 @@ rewards:                      # training rewards
     device: auto              # auto (CUDA when available), cpu, cuda, cuda:N, mps
     batch_size: 16
     applicable_datasets: [t2i]      # null = every dataset
-    weight: {t2i: 1.0}        # number, or dataset -> number (keys within applicable_datasets)
+    weight: {t2i: 1.0}        # number, or dataset -> number (keys within applicable_datasets); either may be a
+                              # schedule over the trainer's step: {schedule: linear, start: 0.0, end: 1.0, steps: 1000}
     async_reward: false
     num_workers: 1
     kwargs: {}                # passed to the reward's constructor
@@ -46,6 +47,41 @@ from .monitor import MonitorSettings, parse_monitor
 
 
 
+SCHEDULES = ("linear", "cosine", "step")
+SCHEDULE_KEYS = ("schedule", "start", "end", "steps", "after")
+
+
+@dataclass(frozen=True)
+class WeightSchedule:
+    """A weight that changes with the trainer's step: ``start`` until step ``after``, ``end`` from step
+    ``after + steps`` on, and in between, with progress ``p = (step - after) / steps`` in [0, 1]:
+
+    - ``linear``: ``start + (end - start) * p``;
+    - ``cosine``: ``end + (start - end) * (1 + cos(pi * p)) / 2`` (flat at both ends);
+    - ``step``: ``start`` while ``p < 1``, then ``end`` (a switch at step ``after + steps``).
+
+    ``steps`` >= 1 and ``after`` >= 0 are integers; ``start`` and ``end`` finite numbers (any sign).
+    """
+
+    schedule: str
+    start: float
+    end: float
+    steps: int
+    after: int = 0
+
+    def at(self, step: int) -> float:
+        """The weight at trainer step ``step`` (an integer >= 0)."""
+        p = min(1.0, max(0.0, (step - self.after) / self.steps))
+        if self.schedule == "linear":
+            return self.start + (self.end - self.start) * p
+        if self.schedule == "cosine":
+            return self.end + (self.start - self.end) * (1.0 + math.cos(math.pi * p)) / 2.0
+        return self.start if p < 1.0 else self.end
+
+
+Weight = Union[float, WeightSchedule]
+
+
 @dataclass(frozen=True)
 class RewardSpec:
     """One configured reward stream. ``name`` identifies the stream; ``reward_model`` the implementation."""
@@ -57,7 +93,8 @@ class RewardSpec:
     device: str = "auto"
     batch_size: int = 16
     applicable_datasets: tuple[str, ...] | None = None
-    weight: float | Mapping[str, float] = 1.0
+    #: a number, a :class:`WeightSchedule`, or a mapping dataset -> either
+    weight: Weight | Mapping[str, Weight] = 1.0
     async_reward: bool = False
     num_workers: int = 1
     kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -68,11 +105,23 @@ class RewardSpec:
         """Whether samples of ``dataset`` are scored by this reward."""
         return self.applicable_datasets is None or dataset in self.applicable_datasets
 
-    def weight_for(self, dataset: str | None) -> float:
-        """Weight of this reward in the total for a sample of ``dataset`` (mapping misses weigh 0)."""
-        if isinstance(self.weight, Mapping):
-            return float(self.weight.get(dataset, 0.0))
-        return float(self.weight)
+    @property
+    def scheduled(self) -> bool:
+        """Whether the weight (or one of its per-dataset weights) follows a schedule over the trainer's step."""
+        values = self.weight.values() if isinstance(self.weight, Mapping) else [self.weight]
+        return any(isinstance(w, WeightSchedule) for w in values)
+
+    def weight_for(self, dataset: str | None, step: int | None = None) -> float:
+        """Weight of this reward in the total for a sample of ``dataset`` (mapping misses weigh 0) at trainer
+        step ``step``; a scheduled weight needs the step (ConfigError naming the entry without it)."""
+        weight = self.weight.get(dataset, 0.0) if isinstance(self.weight, Mapping) else self.weight
+        if isinstance(weight, WeightSchedule):
+            if step is None:
+                raise ConfigError("the weight follows a schedule over the trainer's step; pass the step "
+                                  "(processor(samples, step=...); the trainer adapters pass their global step)",
+                                  entry=self.name, field="weight")
+            return weight.at(step)
+        return float(weight)
 
 
 @dataclass(frozen=True)
@@ -383,22 +432,56 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _weight(value: Any, datasets: tuple[str, ...] | None, err) -> float | dict[str, float]:
+def _weight(value: Any, datasets: tuple[str, ...] | None, err) -> Weight | dict[str, Weight]:
     if _number(value):
         return float(value)
+    if isinstance(value, Mapping) and "schedule" in value:
+        return _schedule(value, "weight", err)
     if isinstance(value, Mapping) and value:
+        out: dict[str, Weight] = {}
         for key, w in value.items():
-            if not isinstance(key, str) or not _number(w):
-                raise err("weight", f"per-dataset weights map dataset names to finite numbers; bad item {key!r}: {w!r}")
+            if not isinstance(key, str) or not (_number(w) or isinstance(w, Mapping)):
+                raise err("weight", f"per-dataset weights map dataset names to finite numbers or schedules; bad "
+                                    f"item {key!r}: {w!r}")
             if datasets is not None and key not in datasets:
                 raise err("weight", f"weight for dataset '{key}' which is not in applicable_datasets {list(datasets)}")
-        return {k: float(w) for k, w in value.items()}
-    raise err("weight", f"must be a finite number or a non-empty mapping dataset -> number, got {value!r}")
+            out[key] = _schedule(w, f"weight.{key}", err) if isinstance(w, Mapping) else float(w)
+        return out
+    raise err("weight", f"must be a finite number, a schedule {{schedule: linear|cosine|step, start, end, steps, "
+                        f"after}} or a non-empty mapping dataset -> either, got {value!r}")
+
+
+def _schedule(value: Mapping[str, Any], where: str, err) -> WeightSchedule:
+    """``{schedule: linear|cosine|step, start, end, steps, after}`` (``after`` optional, default 0)."""
+    for key in value:
+        if key not in SCHEDULE_KEYS:
+            raise err(f"{where}.{key}", f"unknown schedule key{did_you_mean(str(key), SCHEDULE_KEYS)}; a schedule "
+                                        f"has {', '.join(SCHEDULE_KEYS)}")
+    kind = value.get("schedule")
+    if kind not in SCHEDULES:
+        raise err(f"{where}.schedule", f"must be one of {', '.join(SCHEDULES)}, got {kind!r}"
+                                       f"{did_you_mean(str(kind), SCHEDULES)}")
+    for key in ("start", "end", "steps"):
+        if key not in value:
+            raise err(f"{where}.{key}", f"a {kind} schedule needs '{key}'")
+    for key in ("start", "end"):
+        if not _number(value[key]):
+            raise err(f"{where}.{key}", f"must be a finite number, got {value[key]!r}")
+    steps, after = value["steps"], value.get("after", 0)
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise err(f"{where}.steps", f"must be an integer >= 1 (trainer steps from start to end), got {steps!r}")
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise err(f"{where}.after", f"must be an integer >= 0 (the step the schedule begins at), got {after!r}")
+    return WeightSchedule(kind, float(value["start"]), float(value["end"]), steps, after)
 
 
 def json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a reward config file, for editors validating YAML."""
     number = {"type": "number"}
+    schedule = {"type": "object", "additionalProperties": False, "required": ["schedule", "start", "end", "steps"],
+                "properties": {"schedule": {"enum": list(SCHEDULES)}, "start": number, "end": number,
+                               "steps": {"type": "integer", "minimum": 1}, "after": {"type": "integer", "minimum": 0}},
+                "description": "a weight over the trainer's step (rewardzoo.spec.config.WeightSchedule)"}
     strings = {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
     environment = {"oneOf": [{"type": "null"}, {
         "type": "object", "additionalProperties": False,
@@ -424,7 +507,8 @@ def json_schema() -> dict[str, Any]:
             "batch_size": {"type": "integer", "minimum": 1},
             "applicable_datasets": {"oneOf": [{"type": "null"}, {"type": "string"},
                                               {"type": "array", "items": {"type": "string"}, "minItems": 1}]},
-            "weight": {"oneOf": [number, {"type": "object", "additionalProperties": number, "minProperties": 1}]},
+            "weight": {"oneOf": [number, schedule, {"type": "object", "additionalProperties": {
+                "oneOf": [number, schedule]}, "minProperties": 1}]},
             "async_reward": {"type": "boolean"},
             "num_workers": {"type": "integer", "minimum": 1},
             "kwargs": {"type": "object"},
