@@ -13,7 +13,7 @@ from rewardzoo.core.resolve import load_config
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.spec.sample import Sample
 
-LENGTH = "tests.core.rewards:PromptLength"
+LENGTH = "tests.no_extras.rewards:PromptLength"
 
 
 def expected(kind: str, start: float, end: float, steps: int, after: int, step: int) -> float:
