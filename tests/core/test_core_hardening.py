@@ -231,6 +231,36 @@ def test_exploding_or_recursive_yaml_is_refused_before_any_work(tmp_path, yaml_t
     assert "bad.yaml" in str(info.value) and time.monotonic() - start < 5
 
 
+DEEP = 20_000  # levels: a 40 KB file
+
+
+@pytest.mark.parametrize("yaml_text", [
+    "rewards: " + "[" * DEEP + "]" * DEEP + "\n",  # past PyYAML's recursion: it used to be a RecursionError
+    "rewards:\n  - name: loudness\n    kwargs: {k: " + "{a: " * 150 + "1" + "}" * 150 + "}\n",  # parses, too deep
+])
+@pytest.mark.parametrize("command", ["lint", "score"])
+def test_deeply_nested_yaml_does_not_parse_exit_2_one_line(tmp_path, capsys, yaml_text, command):
+    config = tmp_path / "deep.yaml"
+    config.write_text(yaml_text)
+    manifest = _write_manifest(tmp_path, [{"prompt": "a"}])
+    args = [command, str(config)] + (["-i", str(manifest), "-o", str(tmp_path / "o.jsonl")] if command == "score" else [])
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "deep.yaml' does not parse: its YAML nests deeper than 100 levels" in err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("content", ["{\"prompt\": " + "[" * 100_000 + "]" * 100_000 + "}",
+                                     "[" * 100_000 + "]" * 100_000])
+def test_a_deeply_nested_manifest_line_is_the_line_n_error(tmp_path, content):
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({"prompt": "a"}) + "\n" + content + "\n")
+    code, err = _score(_config(tmp_path, [{"name": "prompt_len", "reward_model": path(PromptLength)}]), "-i",
+                       manifest, "-o", tmp_path / "o.jsonl")
+    assert code == 2 and err.strip() == "rewardzoo: error: line 2: not a manifest line: its JSON nests deeper " \
+                                        "than the parser allows"
+
+
 def test_shared_containers_in_python_kwargs_are_bounded_too():
     leaf = list(range(10))
     for _ in range(6):

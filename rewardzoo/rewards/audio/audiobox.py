@@ -66,9 +66,8 @@ def _plain_checkpoint(path: str) -> Any:
     except pickle.UnpicklingError as exc:
         raise ConfigError(
             f"refusing to unpickle '{path}': it holds more than tensors and plain values ({refused_reason(exc)}). "
-            "Convert it "
-            "once, in a Python session where you trust the file: `torch.load(SRC, weights_only=False)`, build the "
-            "model as the package's AesPredictor does, `model.save_pretrained(DIR)` (config.json + "
+            "Convert it once, in a Python session where you trust the file: `torch.load(SRC, weights_only=False)`, "
+            "build the model as the package's AesPredictor does, `model.save_pretrained(DIR)` (config.json + "
             "model.safetensors); then give DIR as model_path", field="model_path") from None
 
 
