@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from rewardzoo import cli
+from rewardzoo.cli import commands as cli
 from rewardzoo.errors import RewardZooError
 from rewardzoo.report import DEFAULT_TOP, add_report_arguments, cmd_report
 
