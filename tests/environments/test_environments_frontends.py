@@ -19,7 +19,7 @@ pytestmark = [needs_linux, pytest.mark.usefixtures("no_leftover_workers")]
 def test_serve_scores_through_a_worker_that_stops_with_the_server(tmp_path):
     pytest.importorskip("starlette")
     pytest.importorskip("uvicorn")
-    from rewardzoo.transport import RewardClient
+    from rewardzoo.serve.client import RewardClient
     from tests.serve.helpers import Server
 
     config = tmp_path / "served.yaml"
