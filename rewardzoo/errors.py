@@ -199,6 +199,15 @@ class RewardExecutionError(_CallError, RuntimeError):
     original is the cause)."""
 
 
+class OutputWriteError(RewardZooError):
+    """An output file could not be written (a full disk, a quota, a lost mount): names the file and the reason,
+    and where the work done so far was kept. ``errno`` is the operating system's error number."""
+
+    def __init__(self, message: str, *, errno: int | None = None):
+        self.errno = errno
+        super().__init__(message)
+
+
 class RunnerClosedError(RewardZooError, RuntimeError):
     """An :class:`~rewardzoo.core.async_runner.AsyncRewardRunner` was used after ``close()``."""
 

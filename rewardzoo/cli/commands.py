@@ -70,7 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="(ray) join this Ray cluster ('auto': the one `ray start` ran here) instead "
                    "of starting a local instance; default: $RAY_ADDRESS when set (Ray jobs set it)")
     p.add_argument("--resume", action="store_true",
-                   help="(ray) keep the rows of an interrupted run (OUT.partial.jsonl) and score the rest")
+                   help="keep the rows of an interrupted run of the same job (OUT.partial.jsonl: same input, "
+                        "config entries and split, else refused) and score the rest")
     p.set_defaults(func=cmd_score)
 
     add_report_arguments(sub.add_parser("report", help="write a self-contained HTML report of a score file or a RewardMonitor log"))

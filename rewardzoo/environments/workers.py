@@ -74,7 +74,7 @@ class Worker:
     # -- what callers use ----------------------------------------------------------------------------
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+        return self._proc.pid if self._proc is not None and not _exited(self._proc) else None
 
     @property
     def stderr_tail(self) -> str:
@@ -156,7 +156,8 @@ class Worker:
             raise ConfigError("entries with an environment need msgpack here: pip install msgpack (or "
                               "'rewardzoo[serve]')", entry=entry, field="environment")
         python = interpreter(self.env)
-        self._folder = Path(tempfile.mkdtemp(prefix="rewardzoo-worker-"))
+        clean_stale_folders()
+        self._folder = _private_folder()
         self._stderr_path = self._folder / "stderr.log"
         token = secrets.token_hex(16)
         listener, address = _listen(self._folder)
@@ -214,10 +215,12 @@ class Worker:
                 return sock
             except (TimeoutError, BlockingIOError):
                 pass
-            code = self._proc.poll()
-            if code is not None or time.monotonic() > deadline:
+            proc = self._proc
+            exited = _exited(proc)
+            if exited or time.monotonic() > deadline:
                 stderr = self.stderr_tail
                 self._stop(kill=True)
+                code = proc.returncode if exited else None
                 what = (f"the worker exited with status {code} before it connected" if code is not None else
                         f"the worker did not connect within start_timeout_s={self.env.start_timeout_s:g} s "
                         "(it was stopped)")
@@ -271,10 +274,7 @@ class Worker:
         """Forget the dead worker; ' with status N' (or a signal) when its exit is known."""
         proc = self._proc
         if proc is not None:
-            try:
-                proc.wait(2.0)  # its connection closes a moment before it exits
-            except subprocess.TimeoutExpired:
-                pass
+            _wait_exited(proc, 2.0)  # its connection closes a moment before it exits
         self._stop()
         code = proc.returncode if proc is not None else None
         if code is None:
@@ -289,17 +289,16 @@ class Worker:
             self._shared.close()
             self._shared = None
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            if kill and os.name == "posix":  # its whole group (what the reward started too), while its
-                os.killpg(proc.pid, signal.SIGKILL)  # pid, not yet reaped, still names that group
-            elif kill:
-                proc.kill()
-            for then in (proc.terminate, proc.kill):  # an idle worker exits when its connection closes
-                try:
-                    proc.wait(_STOP_GRACE_S)
-                    break
-                except subprocess.TimeoutExpired:
+        if proc is not None and proc.returncode is None:
+            if not _exited(proc):
+                if kill:
+                    proc.kill()
+                for then in (proc.terminate, proc.kill):  # an idle worker exits when its connection closes
+                    if _wait_exited(proc, _STOP_GRACE_S):
+                        break
                     then()
+                _wait_exited(proc, None)
+            _kill_group(proc)  # what the reward started goes too, on close, restart and timeout alike
             proc.wait()
         if self._watch_fd is not None:
             os.close(self._watch_fd)
@@ -322,16 +321,110 @@ def _package_path(folder: Path) -> str:
     return str(link_dir)
 
 
+#: The bytes of a Unix socket path that fit every platform's ``sun_path`` (104-108 bytes).
+_MAX_SOCKET_PATH = 100
+_FOLDER_PREFIX = "rewardzoo-worker-"
+#: Where a private folder goes when the temp dir's path is too long for a socket path in it.
+_SHORT_BASES = ("/tmp", "/dev/shm")
+
+
+def _private_folder() -> Path:
+    """A new 0700 folder for one worker (its socket, its stderr), named after this process (see
+    :func:`clean_stale_folders`): in the temp dir, or in a short base when a socket path there would be too long."""
+    prefix = f"{_FOLDER_PREFIX}{os.getpid()}-"
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    if not hasattr(socket, "AF_UNIX") or len(str(folder / "worker.sock").encode()) < _MAX_SOCKET_PATH:
+        return folder
+    for base in _SHORT_BASES:
+        if os.path.isdir(base) and os.access(base, os.W_OK | os.X_OK) and \
+                len(os.path.join(base, prefix + "x" * 8, "worker.sock").encode()) < _MAX_SOCKET_PATH:
+            folder.rmdir()
+            return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    return folder
+
+
 def _listen(folder: Path) -> tuple[socket.socket, str]:
-    if hasattr(socket, "AF_UNIX"):
-        path = str(folder / "worker.sock")
-        if len(path.encode()) < 100:  # sun_path is 104-108 bytes
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            listener.bind(path)
-            listener.listen(1)
-            return listener, path
+    """A listener on a Unix socket in the worker's private (0700) folder; loopback TCP (with a warning: any local
+    user could connect first; the token keeps them from posing as the worker) only where there is none."""
+    path = str(folder / "worker.sock")
+    if hasattr(socket, "AF_UNIX") and len(path.encode()) < _MAX_SOCKET_PATH:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(1)
+        return listener, path
     listener = socket.create_server(("127.0.0.1", 0))
-    return listener, f"tcp:127.0.0.1:{listener.getsockname()[1]}"
+    port = listener.getsockname()[1]
+    why = "this platform has no Unix sockets" if not hasattr(socket, "AF_UNIX") else \
+        f"the socket path '{path}' is too long and no short private folder could be made"
+    log.warning("rewardzoo: the worker connects back over loopback TCP (127.0.0.1:%d): %s; set TMPDIR to a short "
+                "folder to use a Unix socket", port, why)
+    return listener, f"tcp:127.0.0.1:{port}"
+
+
+def clean_stale_folders() -> list[Path]:
+    """Remove the private folders that workers of dead processes of this user left in the temp dirs (a parent and
+    a worker that were both SIGKILLed); a folder of a live process, another user's or an unnamed one stays."""
+    removed = []
+    for base in dict.fromkeys([tempfile.gettempdir(), *_SHORT_BASES]):
+        try:
+            candidates = list(Path(base).glob(f"{_FOLDER_PREFIX}*-*"))
+        except OSError:
+            continue
+        for folder in candidates:
+            owner = folder.name[len(_FOLDER_PREFIX):].split("-", 1)[0]
+            try:
+                stat = folder.lstat()
+                if not owner.isdigit() or not folder.is_dir() or folder.is_symlink() or \
+                        (hasattr(os, "getuid") and stat.st_uid != os.getuid()) or _process_alive(int(owner)):
+                    continue
+            except OSError:
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process holds that pid
+        return True
+    return True
+
+
+def _exited(proc: subprocess.Popen) -> bool:
+    """Whether the worker has exited, without reaping it (its pid, a zombie, still names its process group)."""
+    if proc.returncode is not None:
+        return True
+    if hasattr(os, "waitid") and hasattr(os, "WNOWAIT"):
+        try:
+            return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return proc.poll() is not None
+    return proc.poll() is not None
+
+
+def _wait_exited(proc: subprocess.Popen, timeout: float | None) -> bool:
+    """Wait up to ``timeout`` s (None: for ever) for the worker to exit, unreaped; whether it did."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not _exited(proc):
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL what is left of the worker's process group (the processes its reward started). Only while the worker
+    is unreaped: its zombie keeps the group's id from naming anything else."""
+    if os.name != "posix" or proc.returncode is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()

@@ -7,6 +7,7 @@
 - :mod:`~rewardzoo.jobs.plan` — a score job's planning: the config, the output checks, the rows, the dataset
   checks and the group-preserving chunks;
 - :mod:`~rewardzoo.jobs.output` — the one output check and the one atomic writer (JSONL, Parquet, HTML);
+- :mod:`~rewardzoo.jobs.partial` — a job's resumable records (``OUT.partial.jsonl``), fingerprinted;
 - :mod:`~rewardzoo.jobs.local` — the local run: the planned chunks through one processor, the records written.
 
 Importing the package is light (its names are imported on first use).
@@ -25,6 +26,7 @@ _LAZY = {
     "Plan": "rewardzoo.jobs.plan", "ScoreRun": "rewardzoo.jobs.plan", "plan_job": "rewardzoo.jobs.plan",
     "check_datasets": "rewardzoo.jobs.plan", "group_preserving_chunks": "rewardzoo.jobs.plan",
     "run_local": "rewardzoo.jobs.local",
+    "PartialFile": "rewardzoo.jobs.partial", "partial_path": "rewardzoo.jobs.partial",
     "check_output": "rewardzoo.jobs.output", "write_atomically": "rewardzoo.jobs.output",
     "write_jsonl": "rewardzoo.jobs.output", "write_scores_parquet": "rewardzoo.jobs.output",
     "write_text": "rewardzoo.jobs.output",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import RewardZooError
+from ..errors import OutputWriteError, RewardZooError
 from .description import ScoreJob
 from .output import write_jsonl
+from .partial import PartialFile, fingerprint, kept_note, partial_path
 from .plan import ScoreRun, plan_job
 
 
@@ -16,24 +17,38 @@ def run_local(job: ScoreJob) -> ScoreRun:
     from ..core.processor import RewardProcessor
 
     plan = plan_job(job)
-    rows = plan.rows
+    rows, n = plan.rows, len(plan.rows.samples)
+    partial = PartialFile(partial_path(plan.out), fingerprint(job.input, plan.specs, job.split), n)
+    kept = partial.resume() if job.resume else {}
+    chunks = [c for c in plan.chunks if not all(i in kept for i in c)]
     processor = RewardProcessor(plan.specs)
-    records: list = [None] * len(rows.samples)
+    records: list = [kept.get(i) for i in range(n)]
     show = not job.quiet and sys.stderr.isatty()
-    done = 0
-    for chunk in plan.chunks:
-        try:
-            result = processor([rows.samples[i] for i in chunk])
-        except RewardZooError as exc:
-            if not exc.samples:
-                raise
-            raise RewardZooError(exc.with_label(lambda i, chunk=chunk: rows.label(chunk[i]))) from exc
-        for i, record in zip(chunk, result.records()):
-            records[i] = record
-        done += len(chunk)
+    done = n - sum(len(c) for c in chunks)
+    try:
+        for chunk in chunks:
+            try:
+                result = processor([rows.samples[i] for i in chunk])
+            except RewardZooError as exc:
+                if not exc.samples:
+                    raise
+                raise RewardZooError(exc.with_label(lambda i, chunk=chunk: rows.label(chunk[i]))) from exc
+            scored = result.records()
+            partial.add(chunk, scored, resumed=job.resume)
+            for i, record in zip(chunk, scored):
+                records[i] = record
+            done += len(chunk)
+            if show:
+                print(f"\rscored {done}/{n} samples", end="", file=sys.stderr, flush=True)
         if show:
-            print(f"\rscored {done}/{len(rows.samples)} samples", end="", file=sys.stderr, flush=True)
-    if show:
-        print(file=sys.stderr)
-    write_jsonl(plan.out, records)
+            print(file=sys.stderr)
+        write_jsonl(plan.out, records)
+    except OutputWriteError as exc:
+        raise kept_note(exc, partial, done) from None
+    except RewardZooError as exc:
+        raise kept_note(exc, partial, done) from exc
+    finally:
+        processor.close()
+        partial.close()
+    partial.finish()
     return ScoreRun(plan, records)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import InputError
-from ..shared.files import decode_utf8, regular_file
+from ..shared.files import NESTED_TOO_DEEPLY, decode_utf8, regular_file
 from ..spec.sample import Sample
 
 MEDIA_FIELDS = ("image", "video", "audio", "condition_audio")
@@ -54,6 +54,8 @@ def _lines(path: Path) -> Iterator[tuple[int, dict]]:
                 data = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ManifestError(f"not valid JSON: {exc}", sample=lineno) from None
+            except RecursionError:
+                raise ManifestError(f"not a manifest line: {NESTED_TOO_DEEPLY}", sample=lineno) from None
             if not isinstance(data, dict):
                 raise ManifestError("each line must be a JSON object", sample=lineno)
             yield lineno, data

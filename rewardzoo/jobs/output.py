@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from ..errors import RewardZooError
+from ..errors import OutputWriteError, RewardZooError
 
 
 def check_output(out: Path, inputs: Mapping[str, Path], *, holds: str = "the scores", option: str = "--out",
@@ -50,16 +50,29 @@ def file_mode() -> int:
 
 def write_atomically(path: Path, write: Callable[[str], None]) -> None:
     """Write ``path`` atomically: ``write(tmp)`` fills a temporary file beside it, which then replaces it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise write_failed(path, exc) from None
     os.close(fd)
     try:
         os.chmod(tmp, file_mode())
         write(tmp)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise write_failed(path, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_failed(path: Path, exc: OSError, what: str = "") -> OutputWriteError:
+    """The typed error of a failed write of ``path`` (``what`` it held, when not the file itself)."""
+    held = f" ({what})" if what else ""
+    return OutputWriteError(f"cannot write '{path}'{held}: {exc.strerror or exc}; nothing was replaced",
+                            errno=exc.errno)
 
 
 def write_text(path: Path, text: str) -> None:

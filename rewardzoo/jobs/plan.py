@@ -17,6 +17,7 @@ from ..spec.sample import Sample
 from .description import ScoreJob
 from .inputs import InputRows, read_input
 from .output import check_output
+from .partial import partial_path
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,17 @@ def plan_job(job: ScoreJob) -> Plan:
         raise RewardZooError("--actors must be positive")
     source = config_source(job.config)
     config_file = {"the config": Path(source)} if isinstance(source, (str, os.PathLike)) else {}
-    out = check_output(Path(job.out), {"--input": Path(job.input), **config_file})
+    inputs = {"--input": Path(job.input), **config_file}
+    out = check_output(Path(job.out), inputs)
+    partial = partial_path(out)
+    for what, path in inputs.items():
+        if partial.resolve() == path.resolve():
+            raise RewardZooError(f"--out '{out}' keeps its partial records in '{partial}', which is {what}; "
+                                 "write the scores to another file")
     report = _report_path(job, out, ray)
     specs = (source if isinstance(source, RewardConfig) else load_config(source)).specs(job.split)
     rows = read_input(job.input, tables=ray)
+    check_not_media(rows, {"--out": out, "--out's partial file": partial, **({"--report": report} if report else {})})
     check_datasets(specs, rows, job.allow_unscored)
     return Plan(job, source, out, report, specs, rows, group_preserving_chunks(rows.samples, job.chunk_size))
 
@@ -69,6 +77,26 @@ def _report_path(job: ScoreJob, out: Path, ray: bool) -> Path | None:
     if report.resolve() == out.resolve():
         raise RewardZooError(f"--report '{report}' is --out; write the report to another file")
     return check_output(report, {"--input": Path(job.input), "--out": out}, option="--report", holds="the report")
+
+
+def check_not_media(rows: InputRows, outputs: dict[str, Path]) -> None:
+    """Refuse an output that is one of the media files the rows name (by resolved path, not contents)."""
+    from .manifest import MEDIA_FIELDS, MEDIA_LIST_FIELDS
+
+    targets = {os.path.realpath(path): what for what, path in outputs.items()}
+    names = {os.path.basename(t) for t in targets}
+    for i, row in enumerate(rows.rows):
+        for key in (*MEDIA_FIELDS, *MEDIA_LIST_FIELDS):
+            value = row.get(key)
+            for media in value if isinstance(value, list) else [value]:
+                if not isinstance(media, str):
+                    continue
+                if os.path.basename(media) not in names and not os.path.islink(media):
+                    continue  # cheap: only a path with an output's name (or a link) can be that output
+                what = targets.get(os.path.realpath(media))
+                if what is not None:
+                    raise RewardZooError(f"{what} '{outputs[what]}' is the {key} of {rows.label(i)}; write it to "
+                                         "another file (an input is never overwritten)")
 
 
 def check_datasets(specs: Sequence[RewardSpec], rows: InputRows, allow: bool) -> None:

@@ -74,7 +74,7 @@ def is_monitor_log(path: str | os.PathLike) -> bool:
                 if raw.strip():
                     row = json.loads(raw)
                     return isinstance(row, dict) and "step" in row and "metrics" in row
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return False
 

@@ -16,10 +16,11 @@ from typing import Any
 import ray
 
 from ..core.resolve import resolve_config
-from ..errors import RewardZooError
+from ..errors import OutputWriteError, RewardZooError
 from ..jobs.description import ScoreJob
 from ..jobs.inputs import InputRows, has_bytes, read_input, rows_of_records
 from ..jobs.output import write_jsonl, write_scores_parquet
+from ..jobs.partial import PartialFile, fingerprint, kept_note, partial_path
 from ..jobs.plan import ScoreRun, group_preserving_chunks, plan_job
 from .inputs import ParquetMedia, decoded
 from .startup import ensure_ray
@@ -138,21 +139,6 @@ def score_dataset(dataset_or_path, config, *, split: str = "train", chunk_size: 
     return scored.flat_map(explode)
 
 
-def _read_partial(path: Path, n: int) -> dict[int, dict]:
-    done: dict[int, dict] = {}
-    if not path.exists():
-        return done
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:  # a line cut by the interruption
-                continue
-            if isinstance(row, dict) and isinstance(row.get("index"), int) and 0 <= row["index"] < n:
-                done[row["index"]] = row["record"]
-    return done
-
-
 def score_with_ray(job: ScoreJob) -> ScoreRun:
     """``rewardzoo score --engine ray``: the job's plan (the local command's checks), then its chunks on an actor
     pool; writes ``job.out`` (JSONL, or Parquet for a ``.parquet`` path) and returns the records."""
@@ -160,10 +146,8 @@ def score_with_ray(job: ScoreJob) -> ScoreRun:
     plan = plan_job(job)
     rows, out, n = plan.rows, plan.out, len(plan.rows.samples)
     specs = list(plan.specs)
-    partial = out.with_name(out.name + ".partial.jsonl")
-    done = _read_partial(partial, n) if job.resume else {}
-    if not job.resume:
-        partial.unlink(missing_ok=True)
+    partial = PartialFile(partial_path(out), fingerprint(job.input, specs, job.split), n)
+    done = partial.resume() if job.resume else {}
     chunks = [c for c in plan.chunks if not all(i in done for i in c)]
     ray_start = time.perf_counter()
     where = ensure_ray(job.address, job.quiet)
@@ -173,27 +157,31 @@ def score_with_ray(job: ScoreJob) -> ScoreRun:
         scored_rows = 0
         if chunks:
             ds = scored_chunks(rows, chunks, specs, job.actors, job.gpus_per_actor, job.cpus_per_actor)
-            with partial.open("a", encoding="utf-8") as fh:
-                for row in ds.iter_rows():
-                    if row["error"]:
-                        raise RewardZooError(row["error"])
-                    chunk = chunks[row["chunk"]]
-                    for i, record in zip(chunk, json.loads(row["records"])):
-                        done[i] = record
-                        fh.write(json.dumps({"index": i, "record": record}) + "\n")
-                    fh.flush()
-                    scored_rows += len(chunk)
+            for row in ds.iter_rows():
+                if row["error"]:
+                    raise kept_note(RewardZooError(row["error"]), partial, len(done))
+                chunk = chunks[row["chunk"]]
+                scored = json.loads(row["records"])
+                partial.add(chunk, scored, resumed=job.resume)
+                done.update(zip(chunk, scored))
+                scored_rows += len(chunk)
+    except OutputWriteError as exc:
+        raise kept_note(exc, partial, len(done)) from None
     finally:
+        partial.close()
         if where is not None:
             stop = time.perf_counter()
             ray.shutdown()
             ray_own += time.perf_counter() - stop
     records = [done[i] for i in range(n)]
-    if out.suffix == ".parquet":
-        write_scores_parquet(out, records, [s.name for s in specs])
-    else:
-        write_jsonl(out, records)
-    partial.unlink(missing_ok=True)
+    try:
+        if out.suffix == ".parquet":
+            write_scores_parquet(out, records, [s.name for s in specs])
+        else:
+            write_jsonl(out, records)
+    except OutputWriteError as exc:
+        raise kept_note(exc, partial, len(done)) from None
+    partial.finish()
     wall = time.perf_counter() - start
     print(f"rewardzoo: scored {scored_rows} rows ({n - scored_rows} resumed) in {wall:.1f} s, "
           f"{scored_rows / wall if wall else 0:.1f} rows/s, on {where or 'the running Ray session'}"

@@ -39,7 +39,8 @@ def _figure(width: float, height: float) -> Iterator:
     matplotlib, Figure = _matplotlib()
     # a salt per figure keeps the ids of clip paths and markers unique across the SVGs of one page
     style = {"svg.fonttype": "none", "svg.hashsalt": f"rz{next(_COUNTER)}", "font.size": 8,
-             "font.family": "sans-serif", "axes.spines.top": False, "axes.spines.right": False}
+             "font.family": "sans-serif", "axes.spines.top": False, "axes.spines.right": False,
+             "text.parse_math": False}  # names are data: a `$` in a dataset or stream name is no math
     with matplotlib.rc_context(style):
         fig = Figure(figsize=(width, height), layout="constrained")
         yield fig

@@ -6,7 +6,8 @@ messages (:mod:`rewardzoo.environments.channel`) with the same response maps the
 It connects to the parent at ``ADDR`` (a Unix socket path, or ``tcp:127.0.0.1:PORT``) and proves itself with the
 token in ``$REWARDZOO_WORKER_TOKEN``. It never outlives the parent: the watched pipe ``--watch-fd`` reaches end of
 file when the parent dies (however it dies), and on Linux a parent-death signal (SIGTERM) is asked for too; a
-worker whose parent died removes the private folder the parent made for it. The parent stops it by closing the
+worker whose parent died removes the private folder the parent made for it and kills its own process group (what
+its rewards started); the parent kills that group when it stops or restarts the worker. The parent stops it by closing the
 connection. Ctrl-C goes to the parent (which stops the worker); SIGTERM drains: a call in flight finishes and is
 answered, then exit 0 (after a moment's wait, up to 2 s, to tell a dying parent from a live one).
 """
@@ -60,9 +61,20 @@ def _parent_gone() -> bool:
 
 
 def _clean_up_after_parent(gone: bool = False) -> None:
-    """A parent that died (SIGKILL) could not remove this worker's folder: the worker does."""
-    if _State.folder is not None and (gone or _parent_gone()):
-        shutil.rmtree(_State.folder, ignore_errors=True)
+    """A parent that died (SIGKILL) could not remove this worker's folder nor stop what its rewards started: the
+    worker does both (the second ends this process too)."""
+    if gone or _parent_gone():
+        if _State.folder is not None:
+            shutil.rmtree(_State.folder, ignore_errors=True)
+        _kill_own_group()
+
+
+def _kill_own_group() -> None:
+    """SIGKILL this worker's process group (the parent started it as the leader of its own): the processes its
+    rewards started, and this one."""
+    if os.name == "posix" and os.getpgrp() == os.getpid():
+        sys.stderr.flush()
+        os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 def _on_term(signum: int, frame: Any) -> None:

@@ -49,6 +49,10 @@ def read_utf8(path: str | os.PathLike, what: str, error: type[Exception] = Input
     return decode_utf8(p.read_bytes(), f"{what} '{p}'", error)
 
 
+#: The error of a JSON line nested deeper than the parser's recursion allows (a hostile file, not data).
+NESTED_TOO_DEEPLY = "its JSON nests deeper than the parser allows"
+
+
 def json_object_line(text: str, error: Callable[[str], Exception]) -> dict[str, Any]:
     """One JSONL line parsed into a dict; ``error(message)`` (bound to the file and line) when it is not valid
     JSON or not an object."""
@@ -56,6 +60,8 @@ def json_object_line(text: str, error: Callable[[str], Exception]) -> dict[str, 
         row = json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise error(NESTED_TOO_DEEPLY) from None
     if not isinstance(row, dict):
         raise error(f"each line must be a JSON object, got {type(row).__name__}")
     return row

@@ -31,7 +31,7 @@ def load_state_dict(path: str | os.PathLike, *, map_location: str = "cpu", key: 
         try:
             state = torch.load(str(path), map_location=map_location, weights_only=True)
         except pickle.UnpicklingError as exc:
-            raise InputError(f"refusing to unpickle '{path}': it holds more than tensors ({exc}); "
+            raise InputError(f"refusing to unpickle '{path}': it holds more than tensors ({refused_reason(exc)}); "
                              "convert it to safetensors") from None
     if key is not None:
         if not isinstance(state, dict) or key not in state:
@@ -44,6 +44,16 @@ def load_state_dict(path: str | os.PathLike, *, map_location: str = "cpu", key: 
     if not isinstance(state, dict):
         raise InputError(f"'{path}' does not hold a state dict (got {type(state).__name__})")
     return state
+
+
+def refused_reason(exc: Exception) -> str:
+    """The part of ``torch.load(weights_only=True)``'s refusal that says what the file needs ('Unsupported
+    global: GLOBAL pkg.Class ...'), without torch's advice to reload it with ``weights_only=False``."""
+    import re
+
+    text = str(exc)
+    found = re.search(r"(Unsupported global: GLOBAL [\w.]+|Unsupported operand[^.]*|Trying to [^.]*)", text)
+    return found.group(1) if found else (text.strip().splitlines() or [type(exc).__name__])[-1][:200]
 
 
 def strip_prefix(state: Mapping[str, Any], prefixes: Sequence[str] = ("module.",)) -> dict[str, Any]:

@@ -236,6 +236,8 @@ def read_config_file(path: str | os.PathLike) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"'{path}' is not valid YAML: {exc}") from None
+    except RecursionError:  # PyYAML's composer recurses once per level, before any depth can be checked
+        raise ConfigError(f"'{path}' does not parse: its YAML nests deeper than {MAX_DEPTH} levels") from None
 
 
 #: The ways ``result.advantages()`` combines several rewards (:mod:`rewardzoo.core.advantages`).
@@ -273,6 +275,8 @@ def parse_config(data: Any, expand: ExpandEntry | None = None) -> RewardConfig:
 
 #: The most values a config may hold once its YAML aliases are expanded (a real one holds a few hundred).
 MAX_VALUES = 100_000
+#: Levels of nesting a config may have (a reward config needs a handful; a deep one only exhausts the stack).
+MAX_DEPTH = 100
 
 
 def check_aliases(node: Any, where: str) -> None:
@@ -287,6 +291,8 @@ def check_aliases(node: Any, where: str) -> None:
             return sizes[key]
         if key in open_nodes:
             raise ConfigError(f"{where}: a YAML alias refers to a node that contains it (a recursive anchor)")
+        if len(open_nodes) >= MAX_DEPTH:
+            raise ConfigError(f"{where} does not parse: its YAML nests deeper than {MAX_DEPTH} levels")
         open_nodes.add(key)
         children = n.value if isinstance(n.value, list) else []
         total = 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -71,3 +73,23 @@ def test_bad_input(tiny):
         assert (exc.value.field, exc.value.sample) == ("audio", 1)
     with pytest.raises(ConfigError):
         AudioboxAesthetics(model_path=str(tiny["hub"]), axis="XX")
+
+
+class _NotATensor:  # a class a pickle-requiring checkpoint names (what a crafted file would run code through)
+    def __init__(self, value):
+        self.value = value
+
+
+def test_a_checkpoint_that_needs_unpickling_is_refused_with_how_to_convert_it(tiny, tmp_path):
+    ckpt = torch.load(str(tiny["pth"]), weights_only=True)  # the plain training checkpoint loads safely
+    assert set(ckpt) == {"state_dict", "model_cfg", "target_transform"}
+    ckpt["model_cfg"] = {**ckpt["model_cfg"], "extra": _NotATensor(1)}
+    crafted = tmp_path / "crafted.pth"
+    torch.save(ckpt, crafted)
+    with pytest.raises(pickle.UnpicklingError):  # the file does need more than weights_only allows
+        torch.load(str(crafted), weights_only=True)
+    with pytest.raises(ConfigError) as exc:
+        AudioboxAesthetics(model_path=str(crafted))
+    message = str(exc.value)
+    assert exc.value.field == "model_path" and "refusing to unpickle" in message and str(crafted) in message
+    assert "save_pretrained" in message and "_NotATensor" in message

@@ -135,3 +135,21 @@ class HangsInFirstCall(PointwiseReward):
             print(f"HangsInFirstCall: hanging in the call (helper pid {helper.pid})", file=sys.stderr, flush=True)
             time.sleep(600)
         return RewardOutput([1.0] * len(prompt), {"pid": np.full(len(prompt), float(os.getpid()))})
+
+
+class StartsChild(PointwiseReward):
+    """Starts a long ``sleep`` child when built and writes its pid to ``pidfile`` (a reward that runs a server or
+    a tool process); scores the prompt length."""
+
+    inputs = Inputs(("prompt",))
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", pidfile: str = ""):
+        import subprocess
+
+        super().__init__(model_path, device, dtype)
+        self.child = subprocess.Popen(["sleep", "300"])
+        with open(pidfile, "w") as fh:
+            fh.write(str(self.child.pid))
+
+    def __call__(self, prompt, **_):
+        return [float(len(p)) for p in prompt]

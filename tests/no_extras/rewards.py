@@ -164,3 +164,24 @@ class NamesItself(PointwiseReward):
 
     def __call__(self, prompt, **_):
         return [0.0] * len(prompt)
+
+
+class Tripwire(PointwiseReward):
+    """The prompt's length; each call appends its prompts to ``log`` (a file), and a call that meets the prompt
+    ``trip`` raises while the file ``armed`` exists (an interruption at a chosen row, that a rerun can pass)."""
+
+    inputs = Inputs(("prompt",))
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", log: str = "", armed: str = "",
+                 trip: str = ""):
+        super().__init__(model_path, device, dtype)
+        self.log, self.armed, self.trip = log, armed, trip
+
+    def __call__(self, prompt, **_):
+        import os
+
+        if self.trip in prompt and os.path.exists(self.armed):
+            raise RuntimeError("interrupted on purpose")
+        with open(self.log, "a", encoding="utf-8") as fh:
+            fh.write("".join(p + "\n" for p in prompt))
+        return [float(len(p)) for p in prompt]

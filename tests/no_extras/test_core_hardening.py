@@ -29,7 +29,7 @@ from rewardzoo.errors import (
 )
 
 from ..optional import torch
-from .rewards import Broken, MeanPixel, MetadataValue, Mutator, PeakAmplitude, PromptLength, path
+from .rewards import Broken, MeanPixel, MetadataValue, Mutator, PeakAmplitude, PromptLength, Tripwire, path
 
 SUBPROCESS_LIMIT = 60  # seconds; the bounded wait of every test that could hang
 
@@ -231,6 +231,36 @@ def test_exploding_or_recursive_yaml_is_refused_before_any_work(tmp_path, yaml_t
     assert "bad.yaml" in str(info.value) and time.monotonic() - start < 5
 
 
+DEEP = 20_000  # levels: a 40 KB file
+
+
+@pytest.mark.parametrize("yaml_text", [
+    "rewards: " + "[" * DEEP + "]" * DEEP + "\n",  # past PyYAML's recursion: it used to be a RecursionError
+    "rewards:\n  - name: loudness\n    kwargs: {k: " + "{a: " * 150 + "1" + "}" * 150 + "}\n",  # parses, too deep
+])
+@pytest.mark.parametrize("command", ["lint", "score"])
+def test_deeply_nested_yaml_does_not_parse_exit_2_one_line(tmp_path, capsys, yaml_text, command):
+    config = tmp_path / "deep.yaml"
+    config.write_text(yaml_text)
+    manifest = _write_manifest(tmp_path, [{"prompt": "a"}])
+    args = [command, str(config)] + (["-i", str(manifest), "-o", str(tmp_path / "o.jsonl")] if command == "score" else [])
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "deep.yaml' does not parse: its YAML nests deeper than 100 levels" in err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("content", ["{\"prompt\": " + "[" * 100_000 + "]" * 100_000 + "}",
+                                     "[" * 100_000 + "]" * 100_000])
+def test_a_deeply_nested_manifest_line_is_the_line_n_error(tmp_path, content):
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({"prompt": "a"}) + "\n" + content + "\n")
+    code, err = _score(_config(tmp_path, [{"name": "prompt_len", "reward_model": path(PromptLength)}]), "-i",
+                       manifest, "-o", tmp_path / "o.jsonl")
+    assert code == 2 and err.strip() == "rewardzoo: error: line 2: not a manifest line: its JSON nests deeper " \
+                                        "than the parser allows"
+
+
 def test_shared_containers_in_python_kwargs_are_bounded_too():
     leaf = list(range(10))
     for _ in range(6):
@@ -427,3 +457,115 @@ def test_a_cpu_only_base_under_a_wrapper_on_cuda_stays_on_the_cpu(monkeypatch):
     monkeypatch.setattr(rewardzoo.core.loader, "check_device", lambda d: d)
     proc = RewardProcessor([{"name": "rank", "reward_model": "group_rank", "kwargs": {"base": "jpeg_incompressibility"}}])
     assert proc.rewards["rank"].device == "cuda:0" and proc.rewards["rank"].base.device == "cpu"
+
+
+# -- resumable runs, outputs that are inputs, a full disk ---------------------------------------------------------
+
+
+def _tripwire_job(tmp_path, n=12):
+    manifest = _write_manifest(tmp_path, [{"prompt": "p" * (i + 1)} for i in range(n)])
+    log, armed = tmp_path / "calls.log", tmp_path / "armed"
+    config = _config(tmp_path, [{"name": "len", "reward_model": path(Tripwire), "batch_size": 2,
+                                 "kwargs": {"log": str(log), "armed": str(armed), "trip": "p" * 8}}])
+    return manifest, config, log, armed
+
+
+def test_an_interrupted_local_run_resumes_to_the_uninterrupted_output_scoring_only_the_rest(tmp_path):
+    manifest, config, log, armed = _tripwire_job(tmp_path)
+    out, partial = tmp_path / "o.jsonl", tmp_path / "o.jsonl.partial.jsonl"
+    armed.touch()
+    code, err = _score(config, "-i", manifest, "-o", out, "--chunk-size", 2)
+    assert code == 2 and "interrupted on purpose" in err and "the 6 rows scored so far are kept" in err
+    assert not out.exists() and len(partial.read_text().splitlines()) == 1 + 6  # the header and rows 1-6
+    armed.unlink()
+    log.write_text("")
+    assert _score(config, "-i", manifest, "-o", out, "--chunk-size", 2, "--resume") == (0, "")
+    assert log.read_text().split() == ["p" * k for k in range(7, 13)]  # rows 1-6 were not scored again
+    assert not partial.exists()
+    assert _score(config, "-i", manifest, "-o", tmp_path / "whole.jsonl", "--chunk-size", 2)[0] == 0
+    assert out.read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
+    assert [json.loads(line)["rewards"]["len"] for line in out.read_text().splitlines()] == list(range(1, 13))
+
+
+@pytest.mark.parametrize("change, named", [
+    ("manifest", "the input file's contents"), ("config", "the config's reward entries"), ("split", "the split")])
+def test_resume_with_another_jobs_partial_file_is_refused_naming_what_differs(tmp_path, change, named):
+    manifest, config, log, armed = _tripwire_job(tmp_path)
+    out, partial = tmp_path / "o.jsonl", tmp_path / "o.jsonl.partial.jsonl"
+    armed.touch()
+    assert _score(config, "-i", manifest, "-o", out, "--chunk-size", 2)[0] == 2
+    armed.unlink()
+    before = partial.read_bytes()
+    args = ["--chunk-size", 2, "--resume"]
+    if change == "manifest":
+        manifest.write_text(manifest.read_text().replace('"p"', '"q"'))
+    elif change == "config":
+        config.write_text(config.read_text().replace("batch_size: 2", "batch_size: 3"))
+    else:
+        config.write_text(config.read_text().replace("rewards:", "eval_rewards:", 1) + "rewards: [loudness]\n")
+        args += ["--split", "eval"]
+    code, err = _score(config, "-i", manifest, "-o", out, *args)
+    assert code == 2 and "was written by another job" in err and named in err, err
+    assert partial.read_bytes() == before and not out.exists()
+
+
+def test_a_partial_file_without_a_fingerprint_is_refused(tmp_path):
+    manifest, config, _, _ = _tripwire_job(tmp_path)
+    (tmp_path / "o.jsonl.partial.jsonl").write_text(json.dumps({"index": 0, "record": {"total": 99.0}}) + "\n")
+    code, err = _score(config, "-i", manifest, "-o", tmp_path / "o.jsonl", "--resume")
+    assert code == 2 and "not a rewardzoo partial file" in err
+
+
+@pytest.mark.parametrize("field", ["image", "condition_images"])
+def test_an_out_or_report_that_is_a_media_file_of_the_manifest_is_refused_and_kept(tmp_path, field):
+    media = tmp_path / "media"
+    media.mkdir()
+    image = media / "cat.png"
+    Image.new("RGB", (8, 8), (200, 10, 10)).save(image)
+    original = image.read_bytes()
+    value = "media/cat.png" if field == "image" else ["media/cat.png"]
+    manifest = _write_manifest(tmp_path, [{"prompt": "a", "image": "media/other.png"}, {"prompt": "b", field: value}])
+    config = _config(tmp_path, [{"name": "len", "reward_model": path(PromptLength)}])
+    for args, option in ((["-o", tmp_path / "media" / ".." / "media" / "cat.png"], "--out"),
+                         (["-o", tmp_path / "s.jsonl", "--report", image], "--report")):
+        code, err = _score(config, "-i", manifest, *args)
+        assert code == 2 and f"{option} '" in err and f"is the {field} of line 2" in err, err
+        assert image.read_bytes() == original
+    link = tmp_path / "link.png"
+    link.symlink_to(image)
+    manifest.write_text(json.dumps({"prompt": "b", field: "link.png" if field == "image" else ["link.png"]}) + "\n")
+    code, err = _score(config, "-i", manifest, "-o", image)
+    assert code == 2 and "line 1" in err and image.read_bytes() == original
+
+
+def test_a_full_disk_is_a_one_line_error_and_the_scored_rows_stay_resumable(tmp_path, monkeypatch):
+    import errno
+
+    from rewardzoo.jobs import output
+
+    manifest, config, log, _ = _tripwire_job(tmp_path, n=6)
+    out = tmp_path / "o.jsonl"
+
+    with monkeypatch.context() as m:  # the final write meets a full disk (the partial rows are on disk already)
+        m.setattr(output, "json", type("J", (), {"dumps": staticmethod(lambda r: (_ for _ in ()).throw(
+            OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))}))
+        code, err = _score(config, "-i", manifest, "-o", out, "--chunk-size", 2)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"cannot write '{out}': No space left on device" in err and "the 6 rows scored so far are kept" in err
+    assert not out.exists() and not list(tmp_path.glob(".o.jsonl.*"))
+    log.write_text("")
+    assert _score(config, "-i", manifest, "-o", out, "--resume") == (0, "")
+    assert log.read_text() == "" and len(out.read_text().splitlines()) == 6  # nothing scored twice
+
+
+def test_enospc_on_dev_full_names_the_file(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    from rewardzoo.errors import OutputWriteError
+    from rewardzoo.jobs.partial import PartialFile
+
+    partial = PartialFile(tmp_path / "p.jsonl", {"manifest": "", "config": "", "rewards": [], "split": "train"}, 3)
+    partial._fh = open("/dev/full", "w", encoding="utf-8")
+    with pytest.raises(OutputWriteError, match="No space left on device") as info:
+        partial.add([0, 1, 2], [{"total": 1.0}] * 3, resumed=False)
+    assert str(tmp_path / "p.jsonl") in str(info.value)

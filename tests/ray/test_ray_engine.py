@@ -142,14 +142,28 @@ def test_resume_after_killing_the_driver_equals_a_local_run(tmp_path, capsys):
     finally:
         if driver.poll() is None:
             driver.kill()
-    kept = len(partial.read_text().splitlines())
+    kept = len(partial.read_text().splitlines()) - 1  # its first line is the job's fingerprint
     assert 8 <= kept < n and not out.exists()
+    other = tmp_path / "other.yaml"  # another job's partial rows are never taken: refused, naming what differs
+    other.write_text(config.read_text().replace("delay: 0.4", "delay: 0.3"))
+    before = partial.read_bytes()
+    assert _score(other, path, out, "--engine", "ray", "--chunk-size", 1, "--resume") == 2
+    assert "was written by another job: the config's reward entries" in capsys.readouterr().err
+    assert partial.read_bytes() == before and not out.exists()
     assert _score(config, path, out, "--engine", "ray", "--chunk-size", 1, "--resume") == 0
     err = capsys.readouterr().err
     assert f"scored {n - kept} rows ({kept} resumed)" in err
     assert _score(config, path, tmp_path / "local.jsonl", "--chunk-size", 1) == 0
     assert out.read_bytes() == (tmp_path / "local.jsonl").read_bytes()
     assert not partial.exists()
+
+
+def test_a_manifest_named_like_the_partial_file_is_refused_and_kept(manifest, tmp_path):
+    root, path, config = manifest
+    named = tmp_path / "o.jsonl.partial.jsonl"
+    named.write_bytes(path.read_bytes())
+    assert _score(config, named, tmp_path / "o.jsonl", "--engine", "ray") == 2
+    assert named.read_bytes() == path.read_bytes() and not (tmp_path / "o.jsonl").exists()
 
 
 def test_score_dataset_returns_a_ray_dataset(manifest):

@@ -41,6 +41,7 @@ def _lines(tmp_path, *lines, name="s.jsonl"):
     ([json.dumps({**GOOD, "extra": 1})], 1, ["unknown key(s) 'extra'"]),
     ([json.dumps({**GOOD, "rewards": {}})], 1, ["non-empty object"]),
     ([json.dumps(GOOD), b"\xff\xfe"], 2, ["not UTF-8"]),
+    ([json.dumps(GOOD), '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"], 2, ["nests deeper than the parser allows"]),
 ])
 def test_a_bad_score_file_names_file_and_line(tmp_path, lines, line, words):
     path = _lines(tmp_path, *lines)

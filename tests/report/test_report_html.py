@@ -152,3 +152,18 @@ def test_importing_the_package_stays_light():
             "print(sorted(m for m in ('matplotlib', 'scipy', 'torch') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+def test_dollar_signs_in_stream_and_dataset_names_are_text_not_mathtext(tmp_path):
+    """`$` opens matplotlib's mathtext: an unbalanced one (`e$\\frac{$`) in a name used to crash the report."""
+    from .conftest import write_manifest, write_scores
+
+    names = {"e$\\frac{$": np.array([0.1, 0.5, 0.9, 0.3]), "b$x$": np.array([1.0, 0.2, 0.4, 0.8])}
+    scores = write_scores(tmp_path / "s.jsonl", names)
+    manifest = write_manifest(tmp_path / "m.jsonl", [{"prompt": f"p{i}", "dataset": "d$\\frac{$" if i % 2 else "$"}
+                                                     for i in range(4)])
+    page = build_report(scores, manifest=manifest, out=tmp_path / "r.html").read_text("utf-8")
+    root, errors = parse(page)
+    assert errors == []
+    svg_text = " ".join(t.get_text() for svg in root.find_all("svg") for t in svg.find_all("text"))
+    assert "e$\\frac{$" in svg_text and "b$x$" in svg_text  # drawn as written, not as math

@@ -26,6 +26,7 @@ import torch
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
 from ...shared.options import positive_int
+from ...shared.weights import refused_reason
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 DEFAULT_MODEL = "facebook/audiobox-aesthetics"
@@ -45,7 +46,7 @@ def load_aes_model(path: str) -> Any:
     except ImportError:
         raise MissingExtraError("audiobox_aesthetics", "audiobox_aesthetics", "audio") from None
     if os.path.isfile(path) and Path(path).suffix in (".pth", ".pt", ".ckpt"):
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        ckpt = _plain_checkpoint(path)
         keys = ("proj_num_layer", "proj_ln", "proj_act_fn", "proj_dropout", "nth_layer", "use_weighted_layer_sum",
                 "precision", "normalize_embed", "output_dim")
         model = AesMultiOutput(**{k: ckpt["model_cfg"][k] for k in keys}, target_transform=ckpt["target_transform"])
@@ -53,6 +54,21 @@ def load_aes_model(path: str) -> Any:
         model.load_state_dict(state)
         return model
     return AesMultiOutput.from_pretrained(path)
+
+
+def _plain_checkpoint(path: str) -> Any:
+    """A ``.pth`` checkpoint read with ``torch.load(weights_only=True)`` (tensors and plain values, as the
+    package's own ``AesPredictor`` reads it); one that holds more is refused, never unpickled."""
+    import pickle
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise ConfigError(
+            f"refusing to unpickle '{path}': it holds more than tensors and plain values ({refused_reason(exc)}). "
+            "Convert it once, in a Python session where you trust the file: `torch.load(SRC, weights_only=False)`, "
+            "build the model as the package's AesPredictor does, `model.save_pretrained(DIR)` (config.json + "
+            "model.safetensors); then give DIR as model_path", field="model_path") from None
 
 
 class AudioboxAesthetics(PointwiseReward):
