@@ -51,7 +51,8 @@ class ScoreJob:
 class ServeJob:
     """``rewardzoo serve``: serve the rewards of ``config`` over HTTP at ``host``:``port``.
 
-    The batching and request limits (``max_*``), the bearer token's environment variable (``token_env``), the
+    The batching and request limits (``max_*``), the connection timeouts (``*_timeout_s``), TLS
+    (``ssl_keyfile``, ``ssl_certfile``), the bearer token's environment variable (``token_env``), the
     log level, how long a SIGTERM waits for the requests in flight (``drain_timeout_s``), and with ``ray`` Ray
     Serve's ``replicas``, ``gpus_per_replica``, ``cpus_per_replica`` and the
     cluster ``address`` to join (default: a local instance).
@@ -66,6 +67,12 @@ class ServeJob:
     max_queue: int = 4096
     max_request_mb: float = 64.0
     max_connections: int = 256
+    max_decoded_mb: float = 1024.0
+    idle_timeout_s: float = 5.0
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 60.0
+    ssl_keyfile: str | None = None
+    ssl_certfile: str | None = None
     max_samples: int = 512
     max_pixels: int = 4096 * 4096
     max_frames: int = 2048

@@ -26,6 +26,9 @@ AUDIO_SECONDS = 3.0
 AUDIO_RATE = 8000
 #: The longest audio file read for a waveform picture (longer files are not decoded).
 AUDIO_MAX_SECONDS = 600.0
+#: The most pixels of an image decoded for a thumbnail (after a JPEG's reduced-scale decoding); larger images are
+#: refused from their header, before anything is decoded.
+THUMB_MAX_PIXELS = 40_000_000
 #: Characters of embedded media per page.
 MEDIA_BUDGET = 12_000_000
 TEXT_CHARS = 300
@@ -51,10 +54,14 @@ def _jpeg(img: Image.Image) -> bytes:
 
 
 def image_thumbnail(path: Any) -> str:
-    """An ``<img>`` of the image at ``path``, at most :data:`THUMB_SIDE` px."""
-    from ..shared.media import to_pil_rgb
+    """An ``<img>`` of the image at ``path``, at most :data:`THUMB_SIDE` px; a JPEG is decoded at a reduced scale,
+    and an image over :data:`THUMB_MAX_PIXELS` (read from its header) is refused before it is decoded."""
+    from ..shared.media import check_pixels, is_path, open_image, to_pil_rgb
 
-    img = to_pil_rgb(path)
+    if is_path(path):
+        img = to_pil_rgb(open_image(path, THUMB_MAX_PIXELS, draft=(THUMB_SIDE, THUMB_SIDE)))
+    else:
+        img = to_pil_rgb(check_pixels(path, THUMB_MAX_PIXELS))
     img.thumbnail((THUMB_SIDE, THUMB_SIDE), Image.Resampling.LANCZOS)
     return f'<img class="thumb" alt="image" src="{_data_uri("image/jpeg", _jpeg(img))}">'
 

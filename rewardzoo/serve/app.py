@@ -13,8 +13,9 @@ Endpoints (the wire format is :mod:`rewardzoo.transport.wire`):
 With a token every endpoint except ``/health`` and ``/ready`` needs ``Authorization: Bearer <token>``
 (compared in constant time). Refusals are 4xx with ``{"error": {"kind", "message", "limit"}}``: 400
 malformed, 401/403 auth, 413 a limit, 415 a body that is not MessagePack or JSON, 422 a sample the rewards
-cannot take; 503 with Retry-After while loading, when the queue is full or while draining; 500 when a reward
-fails.
+cannot take; 503 with Retry-After while loading, when the queue is full, when ``max_in_flight`` score requests
+are in flight, when the decoded-media budget (:mod:`~rewardzoo.serve.memory`) has no room within its wait, or
+while draining; 500 when a reward fails. ``/health`` and ``/ready`` are never refused for load.
 """
 
 from __future__ import annotations
@@ -27,17 +28,17 @@ import time
 from typing import Callable
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..errors import InputError, RewardZooError
 from ..spec.sample import Sample
-from ..transport.wire import (JSON, MSGPACK, WireError, WireLimits, decode_request, dumps, error_payload, format_of,
-                              loads)
+from ..transport.wire import (JSON, MSGPACK, WireError, WireLimits, decode_request_map, decoded_bytes,
+                              dumps, error_payload, format_of, loads)
 from .batching import Batcher, Overloaded
 from .drain import Drain
+from .memory import DecodeBudget, DecodeBusy
 from .metrics import Metrics
 from .options import ServeOptions
 from .service import RewardService, openrlhf_answer, openrlhf_samples
@@ -65,6 +66,16 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
                       max_queue=options.max_queue, metrics=metrics)
     limits = service.limits
     metrics.ready = int(service.ready)
+    budget = DecodeBudget(options.max_decoded_bytes, options.decode_wait_s)
+    in_flight = [0]
+    decoders: list = []  # the thread limiter of parsing and decoding, made on the loop at first use
+
+    async def in_decoder(fn: Callable, *args):
+        import anyio
+
+        if not decoders:
+            decoders.append(anyio.CapacityLimiter(options.decode_threads))
+        return await anyio.to_thread.run_sync(fn, *args, limiter=decoders[0])
 
     def authorize(request: Request) -> None:
         if options.token is None:
@@ -122,15 +133,25 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
             if unsupported is not None:
                 raise unsupported
             require_ready()
+            if in_flight[0] >= options.max_in_flight:
+                raise _Refused(503, "overloaded", f"the server has {in_flight[0]} score requests in flight (its "
+                               f"limit max_in_flight={options.max_in_flight}); retry later", {"Retry-After": "1"})
             if not drain.enter():
                 raise _Refused(503, "draining", "this server is stopping; send the request to another one",
                                {"Retry-After": "1"})
+            in_flight[0] += 1
             try:
                 body = await _read_body(request, limits)
-                key, samples = await run_in_threadpool(_decode, service, body, fmt, limits)
-                n = len(samples)
-                answer = await batcher.submit(key, samples)
+                data = await in_decoder(loads, body, fmt, limits)
+                del body
+                async with budget.hold(decoded_bytes(data, limits)):
+                    key, samples = await in_decoder(_decode, service, data, limits)
+                    del data
+                    n = len(samples)
+                    answer = await batcher.submit(key, samples)
+                    del samples
             finally:
+                in_flight[0] -= 1
                 drain.leave()
             metrics.request("/v1/score", 200, time.monotonic() - started, samples=n)
             return Response(dumps(answer, fmt), media_type=MSGPACK if fmt == "msgpack" else JSON)
@@ -141,6 +162,11 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
         except Overloaded as exc:
             status, kind, message, limit = 503, "overloaded", str(exc), "max_queue"
             headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
+        except DecodeBusy as exc:
+            status, kind, message, limit = 503, "overloaded", str(exc), "max_decoded_bytes"
+            headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
+        except ClientDisconnect:  # the client went away (or its body timed out): nobody to answer
+            status, kind, message, limit, headers = 499, "disconnected", "the client disconnected", None, {}
         except InputError as exc:
             status, kind, message, limit, headers = 422, "input", str(exc), None, {}
         except RewardZooError as exc:
@@ -157,9 +183,13 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
         try:
             authorize(request)
             require_ready()
+            if in_flight[0] >= options.max_in_flight:
+                raise _Refused(503, "overloaded", f"the server has {in_flight[0]} score requests in flight (its "
+                               f"limit max_in_flight={options.max_in_flight}); retry later", {"Retry-After": "1"})
             if not drain.enter():
                 raise _Refused(503, "draining", "this server is stopping; send the request to another one",
                                {"Retry-After": "1"})
+            in_flight[0] += 1
             try:
                 body = await _read_body(request, limits)
                 samples = await run_in_threadpool(
@@ -167,6 +197,7 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
                 n = len(samples)
                 answer = openrlhf_answer(await batcher.submit(service.names, samples))
             finally:
+                in_flight[0] -= 1
                 drain.leave()
             metrics.request("/get_reward", 200, time.monotonic() - started, samples=n)
             return Response(dumps(answer, "json"), media_type=JSON)
@@ -209,6 +240,7 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
               Route("/metrics", metrics_text)]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.service, app.state.metrics, app.state.batcher, app.state.drain = service, metrics, batcher, drain
+    app.state.decode_budget = budget
     return app
 
 
@@ -232,8 +264,8 @@ async def _read_body(request: Request, limits: WireLimits) -> bytes:
     return b"".join(chunks)
 
 
-def _decode(service: RewardService, body: bytes, fmt: str, limits: WireLimits) -> tuple[tuple[str, ...], list[Sample]]:
-    request = decode_request(body, fmt, limits)
+def _decode(service: RewardService, data: object, limits: WireLimits) -> tuple[tuple[str, ...], list[Sample]]:
+    request = decode_request_map(data, limits)
     key = service.key(request.rewards)
     samples = []
     for i, fields in enumerate(request.samples):

@@ -9,16 +9,25 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class ServeOptions:
     """Batching and queue of a server; ``token``: the bearer token clients must send (None: none).
+    ``max_in_flight``: score requests at once (reading, decoding, queued or scored) before new ones get 503
+    (``/health`` and ``/ready`` are never refused); ``max_decoded_bytes``: decoded media held at once across
+    requests (a request waits up to ``decode_wait_s`` for its share, then gets 503; None: no bound);
+    ``decode_threads``: requests parsed and decoded at once.
     The request limits are the service's :class:`~rewardzoo.transport.wire.WireLimits`."""
 
     max_batch: int = 64
     max_wait_ms: float = 5.0
     max_queue: int = 4096
+    max_in_flight: int = 256
+    max_decoded_bytes: int | None = 2 ** 30
+    decode_wait_s: float = 5.0
+    decode_threads: int = 4
     token: str | None = field(default=None, repr=False)
 
 
-def binding_notice(host: str, port: int, token: bool) -> str:
-    """What the server says at start about who can reach it."""
+def binding_notice(host: str, port: int, token: bool, tls: bool = False) -> str:
+    """What the server says at start about who can reach it (and a warning when a token would travel in clear
+    beyond this machine)."""
     try:
         local = ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -26,4 +35,7 @@ def binding_notice(host: str, port: int, token: bool) -> str:
     reach = ("this machine only (pass --host 0.0.0.0 to accept other machines)" if local else
              "OTHER MACHINES too" + ("" if token else "; no --token-env is set, so anyone who reaches the port "
                                                       "can use the models"))
-    return f"rewardzoo serve: listening on http://{host}:{port} — reachable from {reach}"
+    if not local and token and not tls:
+        reach += ("\nrewardzoo serve: WARNING: the bearer token and the samples travel unencrypted; pass "
+                  "--ssl-keyfile/--ssl-certfile or put a TLS proxy in front")
+    return f"rewardzoo serve: listening on {'https' if tls else 'http'}://{host}:{port} — reachable from {reach}"

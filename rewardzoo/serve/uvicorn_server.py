@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import time
@@ -47,3 +48,71 @@ class DrainingServer(uvicorn.Server):
                 self.force_exit = True  # the rest are cancelled, not waited for
                 return True
         return await super().on_tick(counter)
+
+
+def guarded_protocol(header_timeout_s: float, body_timeout_s: float, max_header_bytes: int = 64 * 1024) -> type:
+    """uvicorn's HTTP protocol (httptools, or h11 without it) with the read deadlines uvicorn lacks.
+
+    A connection that has begun a request must deliver its headers within ``header_timeout_s`` (and at most
+    ``max_header_bytes`` of them), and its body within ``body_timeout_s`` of the headers; past either it gets
+    408 (431 for headers too large) and is closed. A connection that sends nothing is closed after uvicorn's
+    ``timeout_keep_alive`` (the idle timeout), on its first request as after a response. While the app works on a
+    request nothing is timed (the model's time is the client's timeout to set).
+    """
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class GuardedProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        def connection_made(self, transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._phase, self._timer, self._header_bytes = "idle", None, 0
+            self._arm(self.timeout_keep_alive, 0, "")  # silent from the start: the idle timeout
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._phase in ("idle", "headers"):
+                self._header_bytes += len(data)
+            super().data_received(data)
+            if self.transport.is_closing():
+                return self._disarm()
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                if cycle.more_body and self._phase != "body":
+                    self._phase = "body"
+                    self._arm(body_timeout_s, 408, f"the request body did not arrive within {body_timeout_s:g} s")
+                elif not cycle.more_body and self._phase != "app":
+                    self._phase = "app"
+                    self._disarm()
+                return
+            if self._phase != "headers":  # the first bytes of a request (the previous one, if any, is answered)
+                self._phase, self._header_bytes = "headers", len(data)
+                self._arm(header_timeout_s, 408, f"the request headers did not arrive within {header_timeout_s:g} s")
+            if self._header_bytes > max_header_bytes:
+                self._refuse(431, f"the request headers are over {max_header_bytes} bytes")
+
+        def _arm(self, seconds: float, status: int, message: str) -> None:
+            self._disarm()
+            self._timer = self.loop.call_later(seconds, self._refuse, status, message)
+
+        def _disarm(self) -> None:
+            if getattr(self, "_timer", None) is not None:
+                self._timer.cancel()
+                self._timer = None
+
+        def _refuse(self, status: int, message: str) -> None:
+            self._disarm()
+            if self.transport.is_closing():
+                return
+            cycle = self.cycle
+            if status and (cycle is None or cycle.response_complete or not cycle.response_started):
+                body = json.dumps({"protocol": 1, "error": {"kind": "timeout" if status == 408 else "limit",
+                                                            "message": message, "limit": None}}).encode()
+                reason = {408: "Request Timeout", 431: "Request Header Fields Too Large"}[status]
+                self.transport.write(f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+                                     f"connection: close\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
+            log.info("rewardzoo serve: closed a connection: %s", message or "idle")
+            self.transport.close()
+
+    return GuardedProtocol

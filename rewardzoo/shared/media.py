@@ -30,13 +30,21 @@ def is_tensor(value: Any) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "detach")
 
 
-def open_image(path: str | os.PathLike) -> Image.Image:
-    """Read an image file fully (so the file handle is closed); InputError when it cannot be read."""
+def open_image(path: str | os.PathLike, max_pixels: int | None = None,
+               draft: tuple[int, int] | None = None) -> Image.Image:
+    """Read an image file fully (so the file handle is closed); InputError when it cannot be read, or when its
+    header says it has more than ``max_pixels`` pixels (checked before anything is decoded). ``draft``: a JPEG
+    is decoded at the smallest scale (1/2 .. 1/8) still at least this size (for thumbnails)."""
     path = regular_file(path, "image")
     try:
         with Image.open(path) as img:
+            if draft is not None:
+                img.draft("RGB", draft)
+            _check_size(img.size, max_pixels)
             img.load()
             return img
+    except InputError:
+        raise
     except FileNotFoundError:
         raise InputError(f"image file not found: '{path}'") from None
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
@@ -51,9 +59,9 @@ def check_pixels(value: Any, max_pixels: int | None) -> Any:
     if max_pixels is None:
         return value
     if is_path(value):
-        value = open_image(value)
+        return open_image(value, max_pixels)  # measured from the file's header, decoded only when within
     if isinstance(value, Image.Image):
-        w, h = value.size
+        w, h = value.size  # a lazily opened image is not decoded by asking its size
     else:
         shape = tuple(getattr(value, "shape", ()))
         if len(shape) == 3 and (is_tensor(value) or (shape[0] in (1, 3) and shape[-1] not in (1, 3, 4))):
@@ -61,10 +69,15 @@ def check_pixels(value: Any, max_pixels: int | None) -> Any:
         if len(shape) < 2:
             return value  # not an image: the conversion says what is wrong with it
         h, w = shape[0], shape[1]
-    if h * w > max_pixels:
+    _check_size((w, h), max_pixels)
+    return value
+
+
+def _check_size(size: tuple[int, int], max_pixels: int | None) -> None:
+    w, h = size
+    if max_pixels is not None and h * w > max_pixels:
         raise InputError(f"the image is {w}x{h} = {w * h} pixels, more than this reward's limit of {max_pixels} "
                          "(raise it with `limits: {pixels: ...}` in the config entry)")
-    return value
 
 
 def image_to_uint8(value: Any) -> np.ndarray:

@@ -12,7 +12,10 @@ keep-alive connection per thread, retries what is worth retrying and raises
   (a hanging server is not asked again: the caller learns of it after one timeout, not after
   ``attempts`` of them).
 
-Nothing here logs a header or a body; an error names the URL, the status or reason and the tries.
+An answer is read up to ``max_response_bytes`` (default 256 MiB; None: no cap): a longer one (by its
+Content-Length or as it arrives) is an :class:`~rewardzoo.errors.HttpError` naming the cap, not retried, and the
+connection is dropped. Nothing here logs a header or a body; an error names the URL, the status or reason and
+the tries.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError, HttpError
 from ..shared.options import positive_float, positive_int
+
+#: The largest answer read by default (a server's answer is bounded by what we asked; this bounds a hostile one).
+MAX_RESPONSE_BYTES = 256 * 2 ** 20
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -105,11 +111,13 @@ class HttpClient:
     """Requests to one server (``base_url``), with retries, keep-alive and bounded concurrency.
 
     ``label`` names the server in errors (default: the URL). ``headers`` go with every request
-    (e.g. :func:`bearer_headers`); they never appear in an error or a repr.
+    (e.g. :func:`bearer_headers`); they never appear in an error or a repr. ``max_response_bytes``: the
+    longest answer read (None: no cap).
     """
 
     def __init__(self, base_url: str, *, policy: RetryPolicy | None = None, headers: Mapping[str, str] | None = None,
-                 max_concurrency: int = 8, label: str | None = None):
+                 max_concurrency: int = 8, label: str | None = None,
+                 max_response_bytes: int | None = MAX_RESPONSE_BYTES):
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"must be an http:// or https:// URL, got {base_url!r}", field="url")
@@ -119,6 +127,8 @@ class HttpClient:
         self.policy = policy or RetryPolicy()
         self.max_concurrency = positive_int(max_concurrency, "max_concurrency")
         self.label = label or self.base_url
+        self.max_response_bytes = None if max_response_bytes is None else positive_int(max_response_bytes,
+                                                                                       "max_response_bytes")
         self._headers = dict(headers or {})
         self._local = threading.local()
         self._connections: list[http.client.HTTPConnection] = []
@@ -170,7 +180,7 @@ class HttpClient:
                 conn.request(method, target, body=body, headers=all_headers)
                 sent = True
                 answer = conn.getresponse()
-                data = answer.read()
+                data = self._read(answer, url, attempt)
             except TimeoutError:
                 self._drop_connection()
                 if sent:
@@ -197,6 +207,19 @@ class HttpClient:
                 raise HttpError(url, status=status, attempts=attempt, reason=reason, body=data)
             _sleep(self.policy.wait_before(attempt, retry_after))
             attempt += 1
+
+    def _read(self, answer: http.client.HTTPResponse, url: str, attempt: int) -> bytes:
+        cap = self.max_response_bytes
+        if cap is None:
+            return answer.read()
+        declared = answer.getheader("content-length", "")
+        data = b"" if declared.strip().isdigit() and int(declared) > cap else answer.read(cap + 1)
+        if len(data) > cap or not data and declared.strip().isdigit() and int(declared) > cap:
+            self._drop_connection()
+            raise HttpError(url, status=answer.status, attempts=attempt,
+                            reason=f"the answer is over max_response_bytes={cap} (the client's cap on what it "
+                                   "reads; raise it if the server is trusted)")
+        return data
 
     def post_json(self, path: str, payload: Any, **kwargs: Any) -> Any:
         """POST ``payload`` as JSON; the decoded JSON answer."""

@@ -127,7 +127,8 @@ def loads(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> Any:
         size = max(len(body), 1)
         try:
             return msgpack.unpackb(body, raw=False, strict_map_key=True, use_list=True, ext_hook=_no_ext,
-                                   max_bin_len=size, max_str_len=size, max_array_len=size, max_map_len=size)
+                                   object_pairs_hook=_str_keyed, max_bin_len=size, max_str_len=size,
+                                   max_array_len=size, max_map_len=size)
         except _NoExt as exc:
             raise WireError(str(exc)) from None
         except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
@@ -146,6 +147,14 @@ class _NoExt(Exception):
 
 def _no_ext(code: int, data: bytes) -> Any:
     raise _NoExt(f"MessagePack extension type {code} is not part of the protocol")
+
+
+def _str_keyed(pairs: list) -> dict:
+    """A MessagePack map whose keys are all strings (a ``bin`` key is refused: the protocol's keys are text)."""
+    for key, _ in pairs:
+        if not isinstance(key, str):
+            raise _NoExt(f"MessagePack map keys must be strings, got {type(key).__name__} {key!r:.40}")
+    return dict(pairs)
 
 
 def _no_constant(name: str) -> Any:
@@ -289,9 +298,9 @@ def decode_request_map(data: Any, limits: WireLimits = WireLimits()) -> ScoreReq
     if not isinstance(data, dict):
         raise WireError("the body must be a map with 'protocol' and 'samples'", kind="protocol")
     check_protocol(data)
-    unknown = sorted(set(data) - {"protocol", "rewards", "samples"})
+    unknown = sorted(map(repr, set(data) - {"protocol", "rewards", "samples"}))
     if unknown:
-        raise WireError(f"unknown request key(s) {unknown}; keys: protocol, rewards, samples", kind="protocol")
+        raise WireError(f"unknown request key(s) {', '.join(unknown)}; keys: protocol, rewards, samples", kind="protocol")
     rewards = data.get("rewards")
     if rewards is not None and (not isinstance(rewards, list) or not rewards
                                 or not all(isinstance(r, str) for r in rewards)):
@@ -309,6 +318,39 @@ def decode_request_map(data: Any, limits: WireLimits = WireLimits()) -> ScoreReq
             raise (exc if isinstance(exc, WireError) else WireError(exc.message, field=exc.field)).located(
                 sample=i) from None
     return ScoreRequest(rewards, out)
+
+
+def decoded_bytes(data: Any, limits: WireLimits = WireLimits()) -> int:
+    """An upper bound of the memory decoding a parsed request map's PNGs will hold, from their headers alone:
+    3 bytes per pixel kept (RGB) plus 4 per pixel of the largest one (its decoded mode, before conversion).
+    Raw arrays are views over the received bytes (0). Malformed parts and images over ``limits`` count 0, and
+    the total at most what ``max_request_pixels`` allows: decoding refuses those before holding them."""
+    sizes: list[int] = []
+
+    def image(obj: Any) -> None:
+        if isinstance(obj, dict) and obj.get("format") == "png" and isinstance(obj.get("data"), (bytes, bytearray)):
+            try:
+                w, h = png_size(obj["data"])
+            except WireError:
+                return
+            if limits.max_pixels is None or w * h <= limits.max_pixels:
+                sizes.append(w * h)
+
+    samples = data.get("samples") if isinstance(data, dict) else None
+    for sample in samples if isinstance(samples, list) else []:
+        if not isinstance(sample, dict):
+            continue
+        image(sample.get("image"))
+        videos = [sample.get("video")] + (sample["condition_videos"] if isinstance(sample.get("condition_videos"),
+                                                                                 list) else [])
+        images = sample["condition_images"] if isinstance(sample.get("condition_images"), list) else []
+        for video in videos:
+            if isinstance(video, dict) and isinstance(video.get("frames"), list):
+                images = images + video["frames"]
+        for obj in images:
+            image(obj)
+    total = sum(sizes) if limits.max_request_pixels is None else min(sum(sizes), limits.max_request_pixels)
+    return 3 * total + 4 * max(sizes, default=0)
 
 
 def check_protocol(data: Mapping[str, Any]) -> None:
@@ -432,7 +474,7 @@ def decode_image(obj: Any, limits: WireLimits = WireLimits(), budget: _PixelBudg
         try:
             with Image.open(io.BytesIO(data), formats=["PNG"]) as img:
                 img.load()
-                return img.convert("RGB") if img.mode != "RGB" else img.copy()
+                return img.convert("RGB") if img.mode != "RGB" else img
         except (OSError, SyntaxError, ValueError, Image.DecompressionBombError, EOFError) as exc:
             raise WireError(f"the PNG cannot be decoded: {exc}"[:300], field=key) from None
     if fmt == "raw":

@@ -30,6 +30,7 @@ from rewardzoo.errors import (
 
 from ..optional import torch
 from .rewards import Broken, MeanPixel, MetadataValue, Mutator, PeakAmplitude, PromptLength, Tripwire, path
+from .rewards import path as path_of
 
 SUBPROCESS_LIMIT = 60  # seconds; the bounded wait of every test that could hang
 
@@ -569,3 +570,71 @@ def test_enospc_on_dev_full_names_the_file(tmp_path):
     with pytest.raises(OutputWriteError, match="No space left on device") as info:
         partial.add([0, 1, 2], [{"total": 1.0}] * 3, resumed=False)
     assert str(tmp_path / "p.jsonl") in str(info.value)
+
+
+# ------------------------------------------------------------------------- decoded before checked (issue 37)
+def _huge_header_jpeg(tmp_path, side=13000):
+    """A tiny JPEG whose frame header (SOF0) says side x side: what a decoder would allocate ~500 MB for."""
+    import io
+
+    buf = io.BytesIO()
+    Image.new("RGB", (16, 16)).save(buf, "JPEG")
+    data = bytearray(buf.getvalue())
+    sof = data.index(b"\xff\xc0")
+    data[sof + 5:sof + 9] = side.to_bytes(2, "big") + side.to_bytes(2, "big")
+    path = tmp_path / "huge.jpg"
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _huge_header_png(tmp_path, side=13000):
+    import io
+    import struct
+    import zlib
+
+    buf = io.BytesIO()
+    Image.new("RGB", (16, 16)).save(buf, "PNG")
+    data = bytearray(buf.getvalue())
+    ihdr = bytearray(data[12:29])
+    ihdr[4:12] = struct.pack(">II", side, side)
+    data[12:29] = ihdr
+    data[29:33] = struct.pack(">I", zlib.crc32(bytes(ihdr)))
+    path = tmp_path / "huge.png"
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.fixture
+def decodes(monkeypatch):
+    """The images whose pixels were decoded (ImageFile.load calls), by size."""
+    from PIL import ImageFile
+
+    seen = []
+    original = ImageFile.ImageFile.load
+
+    def load(self):
+        seen.append(self.size)
+        return original(self)
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", load)
+    return seen
+
+
+def test_a_13000_square_jpeg_is_refused_from_its_header_before_decoding(tmp_path, decodes):
+    path = _huge_header_jpeg(tmp_path)
+    proc = RewardProcessor([{"name": "pixel", "reward_model": path_of(MeanPixel)}])
+    with pytest.raises(InputError, match=r"sample 0.*13000x13000 = 169000000 pixels.*limit of 40000000"):
+        proc([Sample(image=str(path))])
+    assert (13000, 13000) not in decodes
+
+
+def test_report_thumbnails_refuse_huge_images_from_the_header_and_decode_jpegs_reduced(tmp_path, decodes):
+    from rewardzoo.report.media import THUMB_SIDE, image_thumbnail
+
+    with pytest.raises(InputError, match="13000x13000"):
+        image_thumbnail(_huge_header_png(tmp_path))
+    assert (13000, 13000) not in decodes
+    big = tmp_path / "big.jpg"
+    Image.new("RGB", (3200, 2400), (200, 10, 10)).save(big, "JPEG")
+    assert image_thumbnail(big).startswith('<img class="thumb"')
+    assert decodes and max(w for w, _ in decodes) <= 2 * THUMB_SIDE * 2  # decoded at 1/8 scale, not 3200 wide

@@ -210,3 +210,30 @@ def test_policy_from_options_and_retry_after_dates():
     assert parse_retry_after("soon") is None and parse_retry_after(None) is None
     with pytest.raises(ConfigError, match="http"):
         HttpClient("ftp://example.org")
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_an_answer_over_the_cap_is_an_error_naming_it_and_is_not_retried(server, waits, declared, monkeypatch):
+    import http.client as hc
+
+    server.answers = [(200, {}, b"x" * 5000, 0.0)]
+    if not declared:  # the cap holds as the answer arrives too, not only from Content-Length
+        original = hc.HTTPResponse.getheader
+        monkeypatch.setattr(hc.HTTPResponse, "getheader", lambda self, name, default=None: default
+                            if name.lower() == "content-length" else original(self, name, default))
+    with HttpClient(server.url, max_response_bytes=4096) as client, \
+            pytest.raises(HttpError, match="max_response_bytes=4096") as info:
+        client.get_json("/big")
+    monkeypatch.undo()
+    assert info.value.attempts == 1 and len(server.seen) == 1 and waits == []
+    with HttpClient(server.url, max_response_bytes=8192) as client:  # within the cap: read
+        server.answers = [(200, {}, b'{"n": "' + b"y" * 5000 + b'"}', 0.0)]
+        assert len(client.get_json("/big")["n"]) == 5000
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 405, 413, 415, 422])
+def test_client_errors_are_never_retried(server, waits, status):
+    server.default = (status, {"Retry-After": "1"}, b'{"error": {"message": "no"}}', 0.0)
+    with HttpClient(server.url, policy=RetryPolicy(attempts=4)) as client, pytest.raises(HttpError) as info:
+        client.post_json("/score", {})
+    assert (info.value.status, info.value.attempts, len(server.seen), waits) == (status, 1, 1, [])

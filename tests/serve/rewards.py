@@ -70,3 +70,13 @@ class HeldLength(PointwiseReward):
         while not self.release.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         return [float(len(p)) for p in prompt]
+
+
+class ImageWidth(PointwiseReward):
+    """Score = the image's width (PIL images: nothing converted, so the server's memory is its decoding's)."""
+
+    inputs = Inputs(("image",), images="pil")
+    modality = "image"
+
+    def __call__(self, image, **_):
+        return [float(im.width) for im in image]
