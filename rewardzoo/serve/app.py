@@ -192,8 +192,7 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
             in_flight[0] += 1
             try:
                 body = await _read_body(request, limits)
-                samples = await run_in_threadpool(
-                    lambda: openrlhf_samples(loads(body, "json", limits), limits))
+                samples = await in_decoder(lambda: openrlhf_samples(loads(body, "json", limits), limits))
                 n = len(samples)
                 answer = openrlhf_answer(await batcher.submit(service.names, samples))
             finally:
