@@ -128,11 +128,7 @@ class UnifiedRewardEditPairwise(PairwiseWinRate):
     """
 
     inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "condition_images", "group_id"))
-
-    @classmethod
-    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
-                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        return kwargs, {}  # the judge is its own model, loaded in __init__
+    has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  max_new_tokens: int = 4096, max_batch: int = 16, **options: Any) -> None:
