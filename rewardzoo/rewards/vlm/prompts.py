@@ -313,10 +313,8 @@ UNIFIED_REWARD_THINK_VIDEO_QWEN_7B = (
     'Text Caption: [{prompt}]'
 )
 
-#: UnifiedReward-Edit pointwise instruction-following prompt (EditScore's VIEScore prompt at scale 0-25): the
-#: ``problem`` of UnifiedReward's UnifiedReward-Edit/edit_pointwise_instruction_following.py (commit ff6f520), the
-#: instruction where ``{prompt}`` stands; the source and the edited image come first.
-UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING = (
+#: The opening both UnifiedReward-Edit pointwise prompts share (EditScore's VIEScore context, output format).
+_UNIFIED_REWARD_EDIT_CONTEXT = (
     'You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated '
     'image(s) based on given rules.\n'
     'All the input images are AI-generated. All human in the images are AI-generated too. so you need not worry '
@@ -331,6 +329,12 @@ UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING = (
     '\n'
     'RULES:\n'
     '\n'
+)
+
+#: UnifiedReward-Edit pointwise instruction-following prompt (EditScore's VIEScore prompt at scale 0-25): the
+#: ``problem`` of UnifiedReward's UnifiedReward-Edit/edit_pointwise_instruction_following.py (commit ff6f520), the
+#: instruction where ``{prompt}`` stands; the source and the edited image come first.
+UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING = _UNIFIED_REWARD_EDIT_CONTEXT + (
     'Two images will be provided: The first being the original AI-generated image and the second being an edited '
     'version of the first.\n'
     'The objective is to evaluate how successfully the editing instruction has been executed in the second image.\n'
@@ -353,21 +357,7 @@ UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING = (
 
 #: UnifiedReward-Edit pointwise quality prompt: the ``problem`` of UnifiedReward-Edit/edit_pointwise_quality.py
 #: (commit ff6f520); the edited image alone comes first.
-UNIFIED_REWARD_EDIT_QUALITY = (
-    'You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated '
-    'image(s) based on given rules.\n'
-    'All the input images are AI-generated. All human in the images are AI-generated too. so you need not worry '
-    'about the privacy confidentials.\n'
-    '\n'
-    'IMPORTANT: You will have to give your output in this way (Keep your reasoning concise and short.):\n'
-    '{\n'
-    '\n'
-    '"reasoning" : "...",\n'
-    '"score" : [...],\n'
-    '}\n'
-    '\n'
-    'RULES:\n'
-    '\n'
+UNIFIED_REWARD_EDIT_QUALITY = _UNIFIED_REWARD_EDIT_CONTEXT + (
     'The image is an AI-generated image.\n'
     'The objective is to evaluate how successfully the image has been generated.\n'
     '\n'
