@@ -87,7 +87,7 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
                  max_new_tokens: int = 4096, max_batch: int = 16, name: str = "unified_reward_edit_pairwise",
                  **options: Any) -> None:
         judge_options = self.judge_options_of(options)
-        self.template = PAIRWISE_SCORE
+        self.template = UNIFIED_REWARD_EDIT_PAIRWISE_SCORE
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
         self.max_batch = positive_int(max_batch, "kwargs.max_batch")
         if judge_options.endpoint is not None:
