@@ -1,22 +1,13 @@
 """Adapters for trainers that call rewards through their own protocol, one module per trainer.
 
-- :mod:`~rewardzoo.integrations.trl` — TRL ``GRPOTrainer(reward_funcs=...)``: :func:`trl_reward_funcs`;
-- :mod:`~rewardzoo.integrations.ddpo` — ddpo-pytorch / AlignProp ``reward_fn``: :func:`ddpo_reward_fn`;
-- :mod:`~rewardzoo.integrations.alignprop` — AlignProp / DRaFT / ReFL differentiable ``reward_fn``:
-  :func:`alignprop_reward_fn`;
-- :mod:`~rewardzoo.integrations.flow_grpo` — flow_grpo's ``multi_score`` slot: :func:`flow_grpo_reward_fn`;
-- :mod:`~rewardzoo.integrations.flow_factory` — Flow-Factory ``reward_model:`` classes:
-  :class:`RewardZooPointwise`, :class:`RewardZooGroupwise` (importing them imports Flow-Factory);
-- :mod:`~rewardzoo.integrations.verl` — verl's reward loop ``custom_reward_function``: ``compute_score``
-  (``path: pkg://rewardzoo.integrations.verl``);
-- :mod:`~rewardzoo.integrations.verl_omni` — verl-omni's visual reward managers: ``compute_score``
-  (``path: pkg://rewardzoo.integrations.verl_omni``);
-- :mod:`~rewardzoo.integrations.gather` — what those two share: per-sample calls gathered into batches;
-- OpenRLHF's ``--reward.remote_url`` is served by ``rewardzoo serve`` (``POST /get_reward``);
+``trl`` (:func:`trl_reward_funcs`), ``ddpo`` (:func:`ddpo_reward_fn`), ``alignprop`` (:func:`alignprop_reward_fn`,
+differentiable), ``flow_grpo`` (:func:`flow_grpo_reward_fn`), ``flow_factory`` (:class:`RewardZooPointwise`,
+:class:`RewardZooGroupwise`; importing them imports Flow-Factory), ``verl`` and ``verl_omni`` (``compute_score``
+for their reward loops), ``gather`` (per-sample calls gathered into batches); ``common`` — what they share. Each
+takes its config as anything :func:`rewardzoo.load_config` accepts; importing this package imports no trainer.
+OpenRLHF's ``--reward.remote_url`` is served by ``rewardzoo serve`` (``POST /get_reward``).
 
-Each takes its config as anything :func:`rewardzoo.load_config` accepts (a path, a mapping, a loaded
-config). Importing this package imports no trainer; each adapter imports only what it needs. A front door: it
-may import every layer below it (see :mod:`rewardzoo`); nothing but another front door imports it.
+A front door: may import every layer below (see :mod:`rewardzoo`); nothing but another front door imports it.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ from ..core.processor import RewardProcessor
 from ..catalog.registry import lookup, resolve
 from ..rewards.base import Reward, is_text_extra
 from ..rewards.info import KINDS
-from ..spec.sample import Sample
+from ..spec.sample import Sample, samples_of
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
@@ -171,16 +171,11 @@ def _samples(fields: Mapping[str, Any], *, groupwise: bool = False) -> list[Samp
         raise InputError(f"no sample fields were passed (Flow-Factory passes {', '.join(FF_FIELDS)})")
     if len(set(lengths.values())) != 1:
         raise InputError(f"expected lists of one value per sample, got lengths {lengths}")
-    samples = []
-    for i in range(next(iter(lengths.values()))):
-        row = {k: v[i] for k, v in columns.items()}
-        if groupwise:
+    rows = [{k: v[i] for k, v in columns.items()} for i in range(next(iter(lengths.values())))]
+    if groupwise:
+        for row in rows:
             row["group_id"] = row.get("prompt", 0)
-        try:
-            samples.append(Sample(**row))
-        except InputError as exc:
-            raise exc.located(sample=i) from None
-    return samples
+    return samples_of(rows)
 
 
 def _output(result: RewardResult, name: str) -> RewardModelOutput:

@@ -1,19 +1,13 @@
-"""The job layer, between the front ends (``cli``, ``serve``, ``ray``) and the engine.
+"""A scoring job, between the front doors (``cli``, ``serve``, ``ray``, ``report``) and the core.
 
-- :mod:`~rewardzoo.jobs.description` — what a job is: :class:`ScoreJob` (``rewardzoo score``) and
-  :class:`ServeJob` (``rewardzoo serve``), frozen dataclasses the front ends fill from their options;
-- :mod:`~rewardzoo.jobs.inputs` — the rows of a JSONL manifest or a Parquet file with their labels ('line N',
-  'row N');
-- :mod:`~rewardzoo.jobs.plan` — a score job's planning: the config, the output checks, the rows, the dataset
-  checks and the group-preserving chunks;
-- :mod:`~rewardzoo.jobs.output` — the one output check and the one atomic writer (JSONL, Parquet, HTML);
-- :mod:`~rewardzoo.jobs.partial` — a job's resumable records (``OUT.partial.jsonl``), fingerprinted;
-- :mod:`~rewardzoo.jobs.local` — the local run: the planned chunks through one processor, the records written.
+- ``description`` — :class:`ScoreJob` / :class:`ServeJob`, what a job is; ``manifest`` — the JSONL manifest
+  reader; ``inputs`` — a manifest's or Parquet file's rows with their labels ('line N', 'row N');
+- ``plan`` — the config, output and dataset checks and the group-preserving chunks; ``output`` — the one output
+  check and atomic writer; ``partial`` — a job's fingerprinted resumable records;
+  ``local`` — the local run; ``compare_reference`` — rewardzoo against a reference.
 
-Importing the package is light (its names are imported on first use).
-
-This package may import the core (errors, config, engine, processor, manifest, sample, registry, resources) and
-``shared``; never ``cli``, ``serve``, ``ray``, ``report`` or ``integrations``, which import it.
+May import :mod:`rewardzoo.monitor`, :mod:`rewardzoo.core` and every layer below; never a front door. Importing
+the package is light (its names are imported on first use).
 """
 
 from __future__ import annotations

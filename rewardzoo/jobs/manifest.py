@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Iterator
 
 from ..errors import InputError
-from ..shared.files import NESTED_TOO_DEEPLY, decode_utf8, regular_file
+from ..shared.files import jsonl_objects, regular_file
 from ..spec.sample import Sample
 
 MEDIA_FIELDS = ("image", "video", "audio", "condition_audio")
@@ -29,7 +27,8 @@ def read_manifest_rows(path: str | Path) -> tuple[list[Sample], list[int], list[
     a manifest file. Blank lines are skipped; a :class:`ManifestError` names the line (``sample``) and field."""
     path = regular_file(path, "manifest")
     samples, lines, rows = [], [], []
-    for lineno, data in _lines(path):
+    for lineno, data in jsonl_objects(path, lambda message, line: ManifestError(message, sample=line),
+                                      f"manifest '{path}'"):
         try:
             rows.append(resolve_paths(data, path.parent))
             samples.append(Sample.from_dict(rows[-1]))
@@ -37,28 +36,6 @@ def read_manifest_rows(path: str | Path) -> tuple[list[Sample], list[int], list[
             raise ManifestError(exc.message, field=exc.field, sample=lineno) from None
         lines.append(lineno)
     return samples, lines, rows
-
-
-def _lines(path: Path) -> Iterator[tuple[int, dict]]:
-    offset = 0
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                line = decode_utf8(raw, f"manifest '{path}'", offset=offset, with_line=False)
-            except InputError as exc:
-                raise ManifestError(exc.message, sample=lineno) from None
-            offset += len(raw)
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ManifestError(f"not valid JSON: {exc}", sample=lineno) from None
-            except RecursionError:
-                raise ManifestError(f"not a manifest line: {NESTED_TOO_DEEPLY}", sample=lineno) from None
-            if not isinstance(data, dict):
-                raise ManifestError("each line must be a JSON object", sample=lineno)
-            yield lineno, data
 
 
 def resolve_paths(data: dict, root: Path) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..shared.files import json_object_line, regular_file
+from ..shared.files import jsonl_objects, regular_file
 
 LINE_KEYS = ("step", "split", "metrics", "alarms", "inseparable_groups")
 
@@ -83,20 +83,14 @@ def read_monitor_log(path: str | os.PathLike) -> MonitorLog:
     """Read and check a monitor log; :class:`MonitorLogError` names the file and line of the first problem."""
     path = regular_file(path, "monitor log", MonitorLogError)
     log = MonitorLog(path)
-    with path.open("r", encoding="utf-8", errors="strict") as fh:
-        try:
-            for lineno, text in enumerate(fh, start=1):
-                if text.strip():
-                    _add(log, _parse(text, path, lineno), path, lineno)
-        except UnicodeDecodeError:
-            raise MonitorLogError("is not UTF-8 text", path=path) from None
+    for lineno, row in jsonl_objects(path, lambda message, line: MonitorLogError(message, path=path, line=line)):
+        _add(log, _checked(row, path, lineno), path, lineno)
     if log.lines == 0:
         raise MonitorLogError("is empty; RewardMonitor writes one line per update", path=path)
     return log
 
 
-def _parse(text: str, path: Path, lineno: int) -> dict[str, Any]:
-    row = json_object_line(text, lambda message: MonitorLogError(message, path=path, line=lineno))
+def _checked(row: dict[str, Any], path: Path, lineno: int) -> dict[str, Any]:
     missing = [k for k in LINE_KEYS if k not in row]
     unknown = [k for k in row if k not in LINE_KEYS]
     if missing or unknown:

@@ -1,4 +1,4 @@
-"""Ray Data engine of ``rewardzoo score --engine ray`` and :func:`score_dataset` (design: the package docstring)."""
+"""Ray Data engine of ``rewardzoo score --engine ray`` and :func:`score_dataset` (design: docs/ray.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The one Ray start-up of rewardzoo, for the Ray Data engine (``score --engine ray``) and Ray Serve
 (``serve --ray``): join the cluster at ``--address`` or ``RAY_ADDRESS`` (which Ray jobs set), else start a fresh
-local instance (design: the package docstring)."""
+local instance (design: docs/ray.md)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,12 @@
-"""`rewardzoo report`: one self-contained HTML page about a score file.
+"""`rewardzoo report`: one self-contained HTML page about a score file or a training log.
 
-    rewardzoo report SCORES.jsonl [--manifest MANIFEST.jsonl] [--config CONFIG] [--out report.html]
-                     [--compare OTHER_SCORES.jsonl] [--top K]
+This module holds the builders (:func:`build_report`, :func:`build_report_from_records`,
+:func:`build_training_report`) and the command (:func:`cmd_report`); ``scores`` and ``inputs`` read and check the
+inputs, ``stats``, ``plots``, ``sections``, ``media`` and ``page`` make the page, ``training`` the training page.
+Light to import: matplotlib and SciPy (the ``report`` extra) come when a page is built. What a page holds:
+``docs/report.md``.
 
-The page holds, per reward, its statistics, a histogram and the best and worst samples with their media;
-across rewards, a Spearman matrix and the samples two rewards disagree on; per group, how well each
-reward separates the members; with ``--compare``, paired differences and win rates with bootstrap
-intervals. It opens offline: charts are inline SVG, media are downscaled base64 ``data:`` URIs, there is
-no script and no external reference. Importing this package is light; matplotlib and SciPy (the
-``report`` extra) are imported when a report is built.
-
-Given a training log (the JSONL a :class:`~rewardzoo.monitor.RewardMonitor` writes) instead of a score file,
-``rewardzoo report monitor.jsonl`` builds the training page (:func:`build_training_report`,
-:mod:`rewardzoo.report.training`): curves over the steps per reward, the alarms on the timeline, the groups
-that turned inseparable.
-
-``rewardzoo score --report`` builds the same page from the records it holds in memory
-(:func:`build_report_from_records`), without reading the files back. A front door: it may import every layer
-below it, the job layer included (its output check and atomic writer; see :mod:`rewardzoo`); nothing but another
+A front door: may import every layer below, the job layer included (see :mod:`rewardzoo`); nothing but another
 front door imports it.
 """
 

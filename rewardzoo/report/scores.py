@@ -11,7 +11,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..shared.files import json_object_line, regular_file
+from ..shared.files import jsonl_objects, regular_file
 from .errors import ScoreFileError
 
 #: The keys of one score line; ``id`` is optional and matches rows in compare mode.
@@ -50,18 +50,8 @@ def scores_of_records(records: Sequence[Mapping], path: str | os.PathLike) -> Sc
 
 
 def _file_rows(path: Path) -> Iterator[tuple[int, dict]]:
-    offset = 0
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ScoreFileError(f"is not UTF-8 text: byte {offset + exc.start} is 0x{raw[exc.start]:02x}; "
-                                     "save it as UTF-8", path=path, line=lineno) from None
-            offset += len(raw)
-            if not text.strip():
-                continue
-            yield lineno, _parse_line(text, path, lineno)
+    for lineno, row in jsonl_objects(path, lambda message, line: ScoreFileError(message, path=path, line=line)):
+        yield lineno, _checked_line(row, path, lineno)
 
 
 def _table(path: Path, rows: Iterable[tuple[int, dict]]) -> ScoreTable:
@@ -111,8 +101,7 @@ def _error_at(path: str | os.PathLike):
     return make
 
 
-def _parse_line(text: str, path: Path, lineno: int) -> dict:
-    row = json_object_line(text, lambda message: ScoreFileError(message, path=path, line=lineno))
+def _checked_line(row: dict, path: Path, lineno: int) -> dict:
     missing = [k for k in REQUIRED_KEYS if k not in row]
     if missing:
         hint = (" — this looks like a manifest; pass the file `rewardzoo score -o` wrote"

@@ -1,8 +1,10 @@
-"""Reward implementations, one family per file, grouped by modality; the contract is in ``base`` and ``info``.
+"""Reward implementations: the contract, then one family per file, grouped by modality.
 
-The contract (``base``: Reward, Inputs, invoke, validation; ``info``: RewardInfo) may import only
-:mod:`rewardzoo.errors` and :mod:`rewardzoo.shared`. The families (``image/``, ``video/``, ``audio/``,
-``group/``, ``text/``, ``vlm/``, ``remote``) may import the contract, each other, :mod:`rewardzoo.shared`,
-:mod:`rewardzoo.transport` (wire, http, served) and :mod:`rewardzoo.errors`; never the engine, the config or a
-front door. A helper used by one family lives beside it (``vlm/judging.py``, ``image/detections.py``).
+- ``base`` and ``info`` — the contract (Reward, Inputs, invoke, score validation; RewardInfo), a layer of its own;
+- ``image/``, ``video/``, ``audio/``, ``text/``, ``group/``, ``vlm/``, ``references/``, ``remote`` — the families;
+  a helper one family uses lives beside it (``vlm/judging.py``, ``image/detections.py``).
+
+The contract may import :mod:`rewardzoo.transport`, :mod:`rewardzoo.spec`, :mod:`rewardzoo.shared` and
+:mod:`rewardzoo.errors` (it uses the last two); the families also the contract and each other. Never the catalog,
+the core or a front door. The layers: ``docs/architecture.md``.
 """

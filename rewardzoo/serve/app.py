@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..errors import InputError, RewardZooError
-from ..spec.sample import Sample
+from ..spec.sample import Sample, samples_of
 from ..transport.wire import (JSON, MSGPACK, WireError, WireLimits, decode_request_map, decoded_bytes,
                               dumps, error_payload, format_of, loads)
 from .batching import Batcher, Overloaded
@@ -266,13 +266,10 @@ async def _read_body(request: Request, limits: WireLimits) -> bytes:
 def _decode(service: RewardService, data: object, limits: WireLimits) -> tuple[tuple[str, ...], list[Sample]]:
     request = decode_request_map(data, limits)
     key = service.key(request.rewards)
-    samples = []
-    for i, fields in enumerate(request.samples):
-        try:
-            samples.append(Sample(**fields))
-        except InputError as exc:
-            raise WireError(exc.message, field=exc.field, kind="input", status=422).located(sample=i) from None
-    return key, samples
+    try:
+        return key, samples_of(request.samples)
+    except InputError as exc:
+        raise WireError(exc.message, field=exc.field, sample=exc.sample, kind="input", status=422) from None
 
 
 def _error_response(status: int, kind: str, message: str, limit: str | None, fmt: str,

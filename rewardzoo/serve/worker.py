@@ -29,7 +29,7 @@ from ..spec.config import RewardConfig
 from ..core.resolve import parse_specs
 from ..errors import ConfigError, InputError, RegistryError, RewardOutputError
 from ..core.loader import RewardLoader
-from ..spec.sample import Sample
+from ..spec.sample import samples_of
 from .service import RewardService
 from ..transport.wire import WireLimits, decode_request_map
 from ..environments.channel import Channel, ChannelClosed, SharedView
@@ -138,12 +138,7 @@ class Worker:
 
     def score(self, message: dict[str, Any]) -> dict[str, Any]:
         request = decode_request_map(self.shared.unpack(message["request"]), _OPEN)
-        samples = []
-        for i, fields in enumerate(request.samples):
-            try:
-                samples.append(Sample(**fields))
-            except InputError as exc:
-                raise exc.located(sample=i) from None
+        samples = samples_of(request.samples)
         answer = self.service.score(self.service.key(request.rewards), [samples])[0]
         if isinstance(answer, BaseException):
             raise answer

@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from ..errors import ConfigError, InputError
 from .device import torch_dtype
 from .image_ops import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PreprocessConfig, preprocess_images, preprocess_pixels
+from .weights import loading
 
 BACKENDS = ("auto", "open_clip", "transformers")
 
@@ -405,16 +406,12 @@ def _load_open_clip(source: str, model_path: str, pretrained: str | None):
     name = f"local-dir:{source}" if Path(source).is_dir() else source
     tag_cfg = open_clip.get_pretrained_cfg(name, pretrained) if pretrained and not Path(str(pretrained)).exists() \
         and not name.startswith(("local-dir:", "hf-hub:")) else {}
-    try:
+    with loading(f"open_clip model '{model_path}'{f' (pretrained {pretrained!r})' if pretrained else ''}"):
         # open_clip 3.x only warns when a tag was trained with QuickGELU (OpenAI weights) but the architecture
         # config says GELU; the model would then silently compute different features. Follow the tag.
         model = open_clip.create_model(name, pretrained=pretrained, device="cpu", precision="fp32",
                                        force_quick_gelu=bool(tag_cfg.get("quick_gelu", False)))
         tokenizer = open_clip.get_tokenizer(name)
-    except Exception as exc:
-        raise ConfigError(f"cannot load open_clip model '{model_path}'"
-                          f"{f' (pretrained {pretrained!r})' if pretrained else ''}: {type(exc).__name__}: {exc}",
-                          field="model_path") from exc
     cfg = dict(getattr(model.visual, "preprocess_cfg", {}) or {})
     size = cfg.get("size", getattr(model.visual, "image_size", 224))
     if isinstance(size, (tuple, list)):
@@ -431,17 +428,12 @@ def _load_transformers(source: str, model_path: str, processor_path: str | None)
     from transformers import AutoTokenizer, CLIPImageProcessor, CLIPModel
 
     proc = processor_path or source
-    try:
+    with loading(f"transformers CLIPModel '{model_path}'"):
         model = CLIPModel.from_pretrained(source)
-    except Exception as exc:
-        raise ConfigError(f"cannot load transformers CLIPModel '{model_path}': {type(exc).__name__}: {exc}",
-                          field="model_path") from exc
-    try:
+    with loading(f"the CLIP tokenizer/image processor from '{proc}'",
+                 field="kwargs" if processor_path else "model_path"):
         tokenizer = AutoTokenizer.from_pretrained(proc)
         improc = CLIPImageProcessor.from_pretrained(proc)
-    except Exception as exc:
-        raise ConfigError(f"cannot load the CLIP tokenizer/image processor from '{proc}': {type(exc).__name__}: "
-                          f"{exc}", field="kwargs" if processor_path else "model_path") from exc
     crop = improc.crop_size if getattr(improc, "do_center_crop", True) else improc.size
     size = next(v for v in (_size_field(crop, "height"), _size_field(crop, "shortest_edge"),
                             crop if isinstance(crop, int) else None) if v)
@@ -512,11 +504,9 @@ def resolve_weights_file(model_path: str | os.PathLike, filename: str | None = N
 
         target = Path(torch.hub.get_dir()) / "checkpoints" / unquote(Path(urlparse(text).path).name)
         if not target.is_file():
-            try:
+            with loading(f"'{text}'", verb="download"):
                 target.parent.mkdir(parents=True, exist_ok=True)
                 torch.hub.download_url_to_file(text, str(target), progress=False)
-            except Exception as exc:
-                raise ConfigError(f"cannot download '{text}': {type(exc).__name__}: {exc}", field="model_path") from exc
         return str(target)
     parts = text.strip("/").split("/")
     if len(parts) < 2 or text.startswith((".", "/", "~")):
@@ -524,10 +514,7 @@ def resolve_weights_file(model_path: str | os.PathLike, filename: str | None = N
     repo, name = "/".join(parts[:2]), "/".join(parts[2:]) or filename
     if not name:
         raise ConfigError(f"'{text}' names a hub repository but no file in it", field="model_path")
-    try:
+    with loading(f"'{name}' from the hub repository '{repo}' (and '{text}' is not a local file)", verb="fetch"):
         from huggingface_hub import hf_hub_download
 
         return hf_hub_download(repo, name)
-    except Exception as exc:
-        raise ConfigError(f"cannot fetch '{name}' from the hub repository '{repo}' (and '{text}' is not a local "
-                          f"file): {type(exc).__name__}: {exc}", field="model_path") from exc

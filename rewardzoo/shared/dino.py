@@ -16,7 +16,7 @@ import torch
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
-from ..errors import ConfigError
+from .weights import loading
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -32,13 +32,11 @@ class DinoBackbone:
         from transformers import AutoModel
 
         self.model_path, self.device, self.dtype = model_path, torch.device(device), dtype
-        try:
+        with loading(f"a DINO model from '{model_path}'"):
             try:  # ViT's pooler (dense + tanh) is unused: the feature is the normed CLS token
                 model = AutoModel.from_pretrained(model_path, dtype=dtype, add_pooling_layer=False)
             except TypeError:  # architectures without that option (DINOv2)
                 model = AutoModel.from_pretrained(model_path, dtype=dtype)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot load a DINO model from '{model_path}': {exc}", field="model_path") from None
         self.model = model.to(self.device).eval()
         # transformers' ViT needs to be told to interpolate position embeddings for non-square inputs;
         # DINOv2 always does.

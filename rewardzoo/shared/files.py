@@ -1,5 +1,5 @@
 """Reading files without surprises: regular files only (a named pipe would block for ever), UTF-8 text
-with an error that names the file and the offending byte."""
+with an error that names the file and the offending byte, JSONL with errors that name the line."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import InputError
 
@@ -30,16 +30,16 @@ def regular_file(path: str | os.PathLike, what: str, error: type[Exception] = In
     return p
 
 
-def decode_utf8(data: bytes, where: str, error: type[Exception] = InputError, *, offset: int = 0,
+def decode_utf8(data: bytes, where: str, error: Callable[[str], Exception] = InputError, *, offset: int = 0,
                 with_line: bool = True) -> str:
-    """``data`` decoded as UTF-8; ``error`` naming ``where``, the byte offset (``offset`` + position in
-    ``data``) and, ``with_line``, the line otherwise."""
+    """``data`` decoded as UTF-8; ``error`` naming ``where`` (empty when the error names the file itself), the
+    byte offset (``offset`` + position in ``data``) and, ``with_line``, the line otherwise."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         lineno = data[:exc.start].count(b"\n") + 1
         line = f" (line {lineno})" if with_line else ""
-        raise error(f"{where} is not UTF-8 text: byte {offset + exc.start}{line} is "
+        raise error(f"{f'{where} ' if where else ''}is not UTF-8 text: byte {offset + exc.start}{line} is "
                     f"0x{data[exc.start]:02x}; save it as UTF-8") from None
 
 
@@ -53,15 +53,24 @@ def read_utf8(path: str | os.PathLike, what: str, error: type[Exception] = Input
 NESTED_TOO_DEEPLY = "its JSON nests deeper than the parser allows"
 
 
-def json_object_line(text: str, error: Callable[[str], Exception]) -> dict[str, Any]:
-    """One JSONL line parsed into a dict; ``error(message)`` (bound to the file and line) when it is not valid
-    JSON or not an object."""
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except RecursionError:
-        raise error(NESTED_TOO_DEEPLY) from None
-    if not isinstance(row, dict):
-        raise error(f"each line must be a JSON object, got {type(row).__name__}")
-    return row
+def jsonl_objects(path: Path, error: Callable[[str, int], Exception], where: str = ""
+                  ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSONL file, one a line, as ``(1-based line number, object)``; blank lines are
+    skipped. ``error(message, line)`` (bound to the file by the caller) when a line is not UTF-8 (the message
+    names the byte; ``where`` names the file in it where the error does not), not valid JSON or not an object."""
+    offset = 0
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            text = decode_utf8(raw, where, lambda message: error(message, lineno), offset=offset, with_line=False)
+            offset += len(raw)
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise error(f"not valid JSON ({exc.msg} at column {exc.colno})", lineno) from None
+            except RecursionError:
+                raise error(f"not a JSON object line: {NESTED_TOO_DEEPLY}", lineno) from None
+            if not isinstance(row, dict):
+                raise error(f"each line must be a JSON object, got {type(row).__name__}", lineno)
+            yield lineno, row

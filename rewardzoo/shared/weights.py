@@ -1,12 +1,14 @@
-"""Safe weight loading: safetensors, or ``torch.load(weights_only=True)``; never arbitrary unpickling."""
+"""Safe weight loading: safetensors, or ``torch.load(weights_only=True)``; never arbitrary unpickling. A model,
+tokenizer or config that a library cannot load becomes a ConfigError naming what, where and why (:func:`loading`)."""
 
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 
 
 def load_state_dict(path: str | os.PathLike, *, map_location: str = "cpu", key: str | None = None) -> dict[str, Any]:
@@ -67,3 +69,19 @@ def strip_prefix(state: Mapping[str, Any], prefixes: Sequence[str] = ("module.",
         if out and all(k.startswith(prefix) for k in out):
             out = {k[len(prefix):]: v for k, v in out.items()}
     return out
+
+
+@contextmanager
+def loading(what: str, *, field: str = "model_path", verb: str = "load") -> Iterator[None]:
+    """Around a library's loading call (``from_pretrained``, ``create_model``, a state dict into a module): any
+    failure becomes ``ConfigError("cannot {verb} {what}: {Type}: {message}", field=field)``, chained to the cause.
+
+    ``what`` names the thing and its path (``"the BERT tokenizer '/ckpt'"``); the loader adds the reward's entry.
+    A ConfigError raised inside (already naming its field) passes through unchanged.
+    """
+    try:
+        yield
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"cannot {verb} {what}: {type(exc).__name__}: {exc}", field=field) from exc

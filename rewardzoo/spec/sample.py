@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from ..errors import InputError, did_you_mean
 
@@ -51,6 +51,18 @@ class Sample:
             if key not in names:
                 raise InputError(f"unknown field{did_you_mean(key, names)}; known: {', '.join(names)}", field=key)
         return cls(**data)
+
+
+def samples_of(rows: Iterable[Mapping[str, Any]]) -> list[Sample]:
+    """One :class:`Sample` per mapping of fields (a request's, a trainer's batch); an InputError names the field
+    and the index of the row it came from."""
+    samples = []
+    for i, row in enumerate(rows):
+        try:
+            samples.append(Sample(**row))
+        except InputError as exc:
+            raise exc.located(sample=i) from None
+    return samples
 
 
 def field_names() -> tuple[str, ...]:

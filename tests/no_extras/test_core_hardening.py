@@ -258,8 +258,8 @@ def test_a_deeply_nested_manifest_line_is_the_line_n_error(tmp_path, content):
     manifest.write_text(json.dumps({"prompt": "a"}) + "\n" + content + "\n")
     code, err = _score(_config(tmp_path, [{"name": "prompt_len", "reward_model": path(PromptLength)}]), "-i",
                        manifest, "-o", tmp_path / "o.jsonl")
-    assert code == 2 and err.strip() == "rewardzoo: error: line 2: not a manifest line: its JSON nests deeper " \
-                                        "than the parser allows"
+    assert code == 2 and err.strip() == "rewardzoo: error: line 2: not a JSON object line: its JSON nests " \
+                                        "deeper than the parser allows"
 
 
 def test_shared_containers_in_python_kwargs_are_bounded_too():

@@ -6,8 +6,8 @@ import pytest
 torch = pytest.importorskip("torch")
 from safetensors.torch import save_file
 
-from rewardzoo.errors import InputError
-from rewardzoo.shared.weights import load_state_dict
+from rewardzoo.errors import ConfigError, InputError
+from rewardzoo.shared.weights import load_state_dict, loading
 
 
 @pytest.mark.parametrize("wrapper", [None, "state_dict", "model"])
@@ -30,3 +30,27 @@ def test_arbitrary_pickles_are_refused(tmp_path):
     torch.save({"w": torch.zeros(2), "obj": InputError("not a tensor")}, tmp_path / "evil.pt")
     with pytest.raises(InputError, match="refusing to unpickle"):
         load_state_dict(tmp_path / "evil.pt")
+
+
+def test_a_failing_load_is_a_config_error_naming_what_where_and_why(tmp_path):
+    bad = tmp_path / "head.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(Exception) as direct:  # the library's own failure, for comparison
+        torch.load(str(bad), weights_only=True)
+    with pytest.raises(ConfigError) as err:
+        with loading(f"the head '{bad}'", field="kwargs.head"):
+            torch.load(str(bad), weights_only=True)
+    cause = direct.value
+    assert str(err.value) == f"field 'kwargs.head': cannot load the head '{bad}': {type(cause).__name__}: {cause}"
+    assert err.value.field == "kwargs.head" and type(err.value.__cause__) is type(cause)
+    with pytest.raises(ConfigError, match=r"^field 'model_path': cannot fetch 'x/y' from the hub: OSError: offline$"):
+        with loading("'x/y' from the hub", verb="fetch"):
+            raise OSError("offline")
+
+
+def test_a_config_error_inside_a_load_passes_through_unchanged():
+    inner = ConfigError("'x' is a 'gpt2' model", field="kwargs.base_model")
+    with pytest.raises(ConfigError) as err:
+        with loading("the VLM 'x'"):
+            raise inner
+    assert err.value is inner

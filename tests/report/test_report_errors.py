@@ -142,3 +142,26 @@ def test_missing_report_extra(monkeypatch, synthetic, tmp_path):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
     with pytest.raises(ReportDependencyError, match=r"pip install 'rewardzoo\[report\]'"):
         build_report(synthetic.scores, out=tmp_path / "r.html")
+
+
+@pytest.mark.parametrize("reader", ["manifest", "scores", "monitor log"])
+@pytest.mark.parametrize("bad, words", [
+    (b'{"a": \xe9}', ["is not UTF-8 text", "is 0xe9"]),
+    (b"{not json", ["not valid JSON", "at column 2"]),
+    (b'["a list"]', ["each line must be a JSON object, got list"]),
+])
+def test_every_jsonl_reader_names_the_line_and_the_byte_alike(tmp_path, reader, bad, words):
+    from rewardzoo.jobs.manifest import read_manifest
+    from rewardzoo.monitor.log import read_monitor_log
+    from rewardzoo.report.scores import read_scores
+
+    first = (json.dumps({"prompt": "a cat"}) if reader == "manifest" else json.dumps(GOOD) if reader == "scores"
+             else json.dumps({"step": 0, "split": "train", "metrics": {}, "alarms": [], "inseparable_groups": {}}))
+    path = _lines(tmp_path, first, "", bad)
+    read = {"manifest": read_manifest, "scores": read_scores, "monitor log": read_monitor_log}[reader]
+    with pytest.raises(InputError) as err:
+        read(path)
+    message = err.value.with_label(lambda i: f"line {i}")  # a manifest's error counts lines as samples
+    if bad.startswith(b'{"a": \xe9'):  # the offset in the file: the first two lines, then 6 bytes in
+        words = [*words, f"byte {len(first) + 2 + 6}"]
+    assert "line 3" in message and all(word in message for word in words), message

@@ -28,6 +28,7 @@ from rewardzoo.errors import InputError, RewardOutputError
 from rewardzoo.rewards.vlm import edit_score as es
 from rewardzoo.rewards.vlm import unified_reward_edit as ure
 from rewardzoo.rewards.vlm.judging import Failure, rubric_scores
+from rewardzoo.rewards.vlm.prompts import UNIFIED_REWARD_EDIT_PAIRWISE_SCORE
 
 from .openai_server import ChatServer
 
@@ -96,8 +97,8 @@ def test_templates_equal_the_reference_source():
     assert pq == "<img1>: <image>" + REF_PQ_PROMPT
     assert es.PRESETS["omnigen2_rl"]["templates"][1] == "<img1>: <image><img2>: <image>" + REF_PQ_PROMPT
     assert ure.TEMPLATES["unified_reward_edit"] == (REF_URE_IF.replace("{instruction}", "{prompt}"), REF_URE_QUALITY)
-    assert ure.PAIRWISE_SCORE.startswith(REF_URE_PAIRWISE_HEAD)
-    assert ure.PAIRWISE_SCORE.endswith(REF_URE_PAIRWISE_TAIL.replace("{instruction}", "{prompt}"))
+    assert UNIFIED_REWARD_EDIT_PAIRWISE_SCORE.startswith(REF_URE_PAIRWISE_HEAD)
+    assert UNIFIED_REWARD_EDIT_PAIRWISE_SCORE.endswith(REF_URE_PAIRWISE_TAIL.replace("{instruction}", "{prompt}"))
 
 
 # ------------------------------------------------------------------------------------------ the parse rule
@@ -374,7 +375,7 @@ def test_pairwise_reward_judges_every_pair_of_a_group(vlm_dirs):
     res = proc(samples)
     np.testing.assert_allclose(res.rewards["pw"], [1.0, 0.25, 0.25])
     assert [len(q.images) for q in judge.backend.queries] == [3, 3, 3]
-    assert judge.backend.queries[0].content[-1] == ure.PAIRWISE_SCORE.replace("{prompt}", "add a hat")
+    assert judge.backend.queries[0].content[-1] == UNIFIED_REWARD_EDIT_PAIRWISE_SCORE.replace("{prompt}", "add a hat")
 
 
 def test_edit_score_through_an_endpoint_answers_as_locally(vlm_dirs):

@@ -82,12 +82,17 @@ class GroupwiseOverBase(GroupwiseReward):
 
     inputs: ClassVar[Inputs] = Inputs(("group_id",))
     base_required: ClassVar[bool] = True
+    #: False for a wrapper whose judge is its own model, built in ``__init__`` from ``model_path``: no ``base``
+    #: option, no inner rewards (the contract's default).
+    has_base: ClassVar[bool] = True
 
     @classmethod
     def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
                       ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """The ``base`` option as a reward entry (inheriting device and dtype); its ``batch_size``
         becomes the constructor's ``base_batch_size``."""
+        if not cls.has_base:
+            return super().inner_rewards(kwargs, model_path=model_path, device=device, dtype=dtype)
         base = kwargs.pop("base", None)
         if model_path is not None:
             raise ConfigError(f"{cls.__name__} has no weights of its own; set model_path inside 'base' "

@@ -20,6 +20,7 @@ from ...shared.clip import check_pairs, load_clip_backbone
 from .detections import Detections
 from ...shared.media import to_uint8_tensor
 from ...shared.options import choice, positive_int
+from ...shared.weights import loading
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .geneval_rules import (
     CLASS_NAMES,
@@ -82,11 +83,8 @@ class GenEval(PointwiseReward):
             raise ConfigError(f"background must be a grey level 0-255, got {background!r}", field="kwargs")
         self.background = background
         path = str(model_path or self.default_model)
-        try:
+        with loading(f"Mask2Former '{path}'"):
             model = Mask2FormerForUniversalSegmentation.from_pretrained(path)
-        except Exception as exc:
-            raise ConfigError(f"cannot load Mask2Former '{path}': {type(exc).__name__}: {exc}",
-                              field="model_path") from exc
         self.class_names = _geneval_names(model.config, path)
         self.detector = model.to(device=device, dtype=self.dtype).eval().requires_grad_(False)
         self.mean, self.std = _normalisation(path)

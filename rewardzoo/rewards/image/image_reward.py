@@ -27,7 +27,7 @@ from ...shared.image_ops import (
     preprocess_pixels,
 )
 from ...shared.options import positive_int
-from ...shared.weights import load_state_dict
+from ...shared.weights import load_state_dict, loading
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 #: ImageReward's normalisation of the MLP output (``ImageReward.py``: ``self.mean``, ``self.std``).
@@ -249,11 +249,8 @@ def _bert_tokenizer(path: str):
     """BLIP's tokenizer: BERT's, plus ``[DEC]`` as bos and ``[ENC]`` as an extra special token (init_tokenizer)."""
     from transformers import BertTokenizer
 
-    try:
+    with loading(f"the BERT tokenizer '{path}'", field="kwargs"):
         tok = BertTokenizer.from_pretrained(path)
-    except Exception as exc:
-        raise ConfigError(f"cannot load the BERT tokenizer '{path}': {type(exc).__name__}: {exc}",
-                          field="kwargs") from exc
     tok.add_special_tokens({"bos_token": "[DEC]"})
     tok.add_special_tokens({"additional_special_tokens": ["[ENC]"]})
     return tok

@@ -82,17 +82,14 @@ class DynamicDegree(PointwiseReward):
                               "(e.g. Raft_Large_Weights.C_T_V1 saved with torch.save)", field="model_path")
         from torchvision.models.optical_flow import raft_large, raft_small
 
-        from ...shared.weights import load_state_dict, strip_prefix
+        from ...shared.weights import load_state_dict, loading, strip_prefix
 
         self.fps = None if fps is None else float(fps)
         self.iters = positive_int(iters, "kwargs.iters")
         model = (raft_large if arch == "large" else raft_small)(weights=None, progress=False)
-        try:
+        with loading(f"a torchvision RAFT-{arch} state dict from '{model_path}'"):
             state = strip_prefix(load_state_dict(model_path), ("module.",))
             model.load_state_dict(state, strict=True)
-        except (InputError, RuntimeError, OSError) as exc:
-            raise ConfigError(f"cannot load a torchvision RAFT-{arch} state dict from '{model_path}': {exc}",
-                              field="model_path") from None
         self.model = model.to(self.device, self.dtype).eval()
 
     def pair_scores(self, frames: torch.Tensor) -> list[float]:

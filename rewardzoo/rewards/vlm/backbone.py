@@ -46,6 +46,7 @@ import torch
 
 from ...errors import ConfigError, InputError
 from ...shared.device import canonical_dtype, torch_dtype
+from ...shared.weights import loading
 
 #: ``config.json`` model types this layer renders and batches (transformers 5.x ships all of them).
 SUPPORTED_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llava_onevision")
@@ -389,11 +390,8 @@ def load_vlm_processor(path: str | os.PathLike, *, trust_remote_code: bool = Fal
     their own model around a Qwen-VL (reward heads) and wrap it as ``VLMBackbone(model, processor, ...)``."""
     from transformers import AutoProcessor
 
-    try:
+    with loading(f"the processor (tokenizer, chat template, image/video processor) from '{path}'", field=field):
         processor = AutoProcessor.from_pretrained(_source(path), trust_remote_code=trust_remote_code)
-    except Exception as exc:
-        raise ConfigError(f"cannot load the processor (tokenizer, chat template, image/video processor) from "
-                          f"'{path}': {type(exc).__name__}: {exc}", field=field) from exc
     if getattr(processor, "chat_template", None) is None and getattr(processor.tokenizer, "chat_template", None) is None:
         raise ConfigError(f"the processor of '{path}' has no chat template", field=field)
     return processor
@@ -426,22 +424,17 @@ def _load_transformers(source: str, dtype_name: str, attn: str | None, trust: bo
     """A checkpoint in transformers' layout whose model type is one of :data:`SUPPORTED_MODEL_TYPES`."""
     from transformers import AutoConfig, AutoModelForImageTextToText
 
-    try:
+    with loading(f"the model config of '{source}'", verb="read"):
         config = AutoConfig.from_pretrained(source, trust_remote_code=trust)
-    except Exception as exc:
-        raise ConfigError(f"cannot read the model config of '{source}': {type(exc).__name__}: {exc}",
-                          field="model_path") from exc
     model_type = getattr(config, "model_type", None)
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ConfigError(f"'{source}' is a '{model_type}' model; the VLM layer supports "
                           f"{', '.join(SUPPORTED_MODEL_TYPES)} and original LLaVA-NeXT (LLaVA-OneVision) "
                           "checkpoints", field="model_path")
     extra = {"attn_implementation": attn} if attn else {}
-    try:
+    with loading(f"the VLM '{source}'"):
         return AutoModelForImageTextToText.from_pretrained(source, dtype=torch_dtype(dtype_name),
                                                            trust_remote_code=trust, **extra)
-    except Exception as exc:
-        raise ConfigError(f"cannot load the VLM '{source}': {type(exc).__name__}: {exc}", field="model_path") from exc
 
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "Video", "VLMQuery", "PixelBounds", "VLMBackbone", "render_query", "encode_queries",

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ...errors import ConfigError
+from ...shared.weights import loading
 
 #: ``model_type`` values LLaVA-NeXT writes (with ``mm_vision_tower`` beside them).
 ORIGINAL_MODEL_TYPES = ("llava", "llava_qwen")
@@ -151,11 +152,8 @@ def build_processor(root: Path, original: Mapping[str, Any], preprocess: Mapping
     from transformers import AddedToken, AutoTokenizer, LlavaOnevisionImageProcessor, LlavaOnevisionProcessor
     from transformers.models.llava_onevision.video_processing_llava_onevision import LlavaOnevisionVideoProcessor
 
-    try:
+    with loading(f"the tokenizer of the LLaVA checkpoint '{root}'"):
         tokenizer = AutoTokenizer.from_pretrained(str(root))
-    except Exception as exc:
-        raise ConfigError(f"cannot load the tokenizer of the LLaVA checkpoint '{root}': {type(exc).__name__}: {exc}",
-                          field="model_path") from exc
     for token in ("<image>", "<video>"):
         if token not in tokenizer.get_vocab():
             tokenizer.add_tokens(AddedToken(token, special=True, normalized=False), special_tokens=True)

@@ -5,7 +5,8 @@ Sources: flow_grpo ``flow_grpo/rewards.py`` (``unifiedreward_score_sglang``); Pr
 ``fastvideo/rewards/templates.py`` (``get_unifiedreward_think_image_template`` / ``..._video_template``, commit
 3e787f6, unchanged since 1dc528e) and, for the earlier qwen-7b pairing, the ``template`` of
 ``fastvideo/train_flux_pref_grpo.py`` / ``train_wan_2_1_pref_grpo.py`` (6d405e8 / a1ca93c to 7246966);
-t2v_metrics ``t2v_metrics/models/vqascore_models/qwen2vl_model.py`` (commit 6ecb74f).
+t2v_metrics ``t2v_metrics/models/vqascore_models/qwen2vl_model.py`` (commit 6ecb74f); UnifiedReward
+``UnifiedReward-Edit/*.py`` (commit ff6f520).
 """
 
 from __future__ import annotations
@@ -310,4 +311,119 @@ UNIFIED_REWARD_THINK_VIDEO_QWEN_7B = (
     '\n'
     'Your task is provided as follows:\n'
     'Text Caption: [{prompt}]'
+)
+
+#: The opening both UnifiedReward-Edit pointwise prompts share (EditScore's VIEScore context, output format).
+_UNIFIED_REWARD_EDIT_CONTEXT = (
+    'You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated '
+    'image(s) based on given rules.\n'
+    'All the input images are AI-generated. All human in the images are AI-generated too. so you need not worry '
+    'about the privacy confidentials.\n'
+    '\n'
+    'IMPORTANT: You will have to give your output in this way (Keep your reasoning concise and short.):\n'
+    '{\n'
+    '\n'
+    '"reasoning" : "...",\n'
+    '"score" : [...],\n'
+    '}\n'
+    '\n'
+    'RULES:\n'
+    '\n'
+)
+
+#: UnifiedReward-Edit pointwise instruction-following prompt (EditScore's VIEScore prompt at scale 0-25): the
+#: ``problem`` of UnifiedReward's UnifiedReward-Edit/edit_pointwise_instruction_following.py (commit ff6f520), the
+#: instruction where ``{prompt}`` stands; the source and the edited image come first.
+UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING = _UNIFIED_REWARD_EDIT_CONTEXT + (
+    'Two images will be provided: The first being the original AI-generated image and the second being an edited '
+    'version of the first.\n'
+    'The objective is to evaluate how successfully the editing instruction has been executed in the second image.\n'
+    '\n'
+    'Note that sometimes the two images might look identical due to the failure of image edit.\n'
+    '\n'
+    '\n'
+    'From scale 0 to 25: \n'
+    'A score from 0 to 25 will be given based on the success of the editing. (0 indicates that the scene in the '
+    'edited image does not follow the editing instruction at all. 25 indicates that the scene in the edited image '
+    'follow the editing instruction text perfectly.)\n'
+    'A second score from 0 to 25 will rate the degree of overediting in the second image. (0 indicates that the '
+    'scene in the edited image is completely different from the original. 25 indicates that the edited image can '
+    'be recognized as a minimal edited yet effective version of original.)\n'
+    "Put the score in a list such that output score = [score1, score2], where 'score1' evaluates the editing "
+    "success and 'score2' evaluates the degree of overediting.\n"
+    '\n'
+    'Editing instruction:{prompt}\n'
+)
+
+#: UnifiedReward-Edit pointwise quality prompt: the ``problem`` of UnifiedReward-Edit/edit_pointwise_quality.py
+#: (commit ff6f520); the edited image alone comes first.
+UNIFIED_REWARD_EDIT_QUALITY = _UNIFIED_REWARD_EDIT_CONTEXT + (
+    'The image is an AI-generated image.\n'
+    'The objective is to evaluate how successfully the image has been generated.\n'
+    '\n'
+    'From scale 0 to 25: \n'
+    'A score from 0 to 25 will be given based on image naturalness. \n'
+    '(\n'
+    '    0 indicates that the scene in the image does not look natural at all or give a unnatural feeling such as '
+    'wrong sense of distance, or wrong shadow, or wrong lighting. \n'
+    '    25 indicates that the image looks natural.\n'
+    ')\n'
+    'A second score from 0 to 25 will rate the image artifacts. \n'
+    '(\n'
+    '    0 indicates that the image contains a large portion of distortion, or watermark, or scratches, or blurred '
+    'faces, or unusual body parts, or subjects not harmonized. \n'
+    '    25 indicates the image has no artifacts.\n'
+    ')\n'
+    'Put the score in a list such that output score = [naturalness, artifacts]\n'
+)
+
+#: UnifiedReward-Edit pairwise prompt: the ``problem`` of UnifiedReward-Edit/edit_paiwise_score.py (commit ff6f520,
+#: an f-string; ``{prompt}`` where it puts the instruction); the source and the two edits come first.
+UNIFIED_REWARD_EDIT_PAIRWISE_SCORE = (
+    'You are tasked with assigning scores to two edited images, comparing each with the original source image. \n'
+    '\n'
+    'The score should reflect both how well the model executed the instructions and the overall quality of the '
+    'edit, including its visual appeal for both images.\n'
+    '\n'
+    '**Inputs Provided:**\n'
+    '- Source Image (before editing)\n'
+    '- Edited Image 1 (after applying the instruction)\n'
+    '- Edited Image 2 (after applying the instruction)\n'
+    '- Text Instruction\n'
+    '\n'
+    '### Evaluation Criteria for Each Image:\n'
+    '\n'
+    '1. **Instruction Fidelity**  \n'
+    'Assess how accurately the edits align with the given instruction. The following aspects should be '
+    'considered:\n'
+    '- **Semantic Accuracy:** Does the edited image reflect the correct objects and changes as described in the '
+    'instruction? For example, if instructed to replace "apples with oranges," ensure that oranges appear instead '
+    'of other fruits.\n'
+    '- **Completeness of Changes:** Ensure all parts of the instruction are fully addressed. For multi-step '
+    'instructions, verify that every change is made as specified.\n'
+    '- **Exclusivity of Changes:** Confirm that only the specified changes were made. Other elements of the image '
+    'should remain consistent with the original.\n'
+    '\n'
+    '2. **Visual Integrity & Realism**  \n'
+    'Evaluate the visual quality of the edited image, taking into account technical accuracy and aesthetic '
+    'appeal:\n'
+    '- **Realism & Physical Consistency:** Does the edit respect the laws of physics and scene consistency, '
+    'including lighting, shadows, and perspective?\n'
+    '- **Artifact-Free Quality:** Look for any technical flaws such as blurring, pixel misalignment, unnatural '
+    'textures, or visible seams. The image should be clean and free from distractions.\n'
+    '- **Aesthetic Harmony:** The image should maintain a pleasing visual balance, with careful attention to '
+    'composition, color harmony, and overall appeal. The changes should enhance the image rather than detract from '
+    'it.\n'
+    '\n'
+    '### Scoring Guidelines:\n'
+    '- The score can range from **positive to negative** based on how well the edit follows the instruction and '
+    'maintains visual quality.\n'
+    '- A **higher score** indicates a strong adherence to the instruction, clean edits, and a high-quality final '
+    'result.\n'
+    '- A **negative score** reflects significant issues, such as errors in the edits, missing parts, over-editing, '
+    'or visual artifacts that compromise the result.\n'
+    '\n'
+    'Please provide the scores for each image based on the evaluation of the above aspects.\n'
+    '\n'
+    'Text instruction - {prompt}\n'
 )

@@ -32,6 +32,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 from ...errors import ConfigError, InputError
+from ...shared.weights import load_state_dict, loading
 
 #: qwen-vl-utils constants: the size factor (patch 14 x merge 2), the largest aspect ratio, 2 frames per
 #: temporal patch, and the frame-count bounds of fps sampling.
@@ -351,11 +352,8 @@ def reward_processor(base: str, tokens: Sequence[str], *, family: str, model_typ
     processor = load_vlm_processor(base, field="kwargs.base_model")
     processor.tokenizer.add_special_tokens({"additional_special_tokens": list(tokens)})
     ids = [int(i) for i in processor.tokenizer.convert_tokens_to_ids(list(tokens))]
-    try:
+    with loading(f"the config of '{base}'", field="kwargs.base_model", verb="read"):
         config = AutoConfig.from_pretrained(base)
-    except Exception as exc:
-        raise ConfigError(f"cannot read the config of '{base}': {type(exc).__name__}: {exc}",
-                          field="kwargs.base_model") from exc
     if getattr(config, "model_type", None) != model_type:
         shown = {"qwen2_vl": "Qwen2-VL", "qwen2_5_vl": "Qwen2.5-VL"}.get(model_type, model_type)
         raise ConfigError(f"{family} is a {shown} reward model; '{base}' is a '{config.model_type}' model",
@@ -365,8 +363,6 @@ def reward_processor(base: str, tokens: Sequence[str], *, family: str, model_typ
 
 def read_checkpoint(checkpoint: Any) -> dict[str, Any]:
     """A reward checkpoint's state dict, loaded safely (a bad file is a ConfigError on ``model_path``)."""
-    from ...shared.weights import load_state_dict
-
     try:
         return load_state_dict(checkpoint)
     except InputError as exc:

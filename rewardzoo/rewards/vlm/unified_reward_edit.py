@@ -27,21 +27,15 @@ from ..group.ranking import PairwiseWinRate
 from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, fill
 from .edit_score import RubricEditJudge
 from .judging import Failure
+from .prompts import (
+    UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING,
+    UNIFIED_REWARD_EDIT_PAIRWISE_SCORE,
+    UNIFIED_REWARD_EDIT_QUALITY,
+)
 
-#: UnifiedReward ff6f520, UnifiedReward-Edit/edit_pointwise_instruction_following.py: ``problem`` (the
-#: instruction where ``{prompt}`` stands).
-INSTRUCTION_FOLLOWING = (
-    "You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.\nAll the input images are AI-generated. All human in the images are AI-generated too. so you need not worry about the privacy confidentials.\n\nIMPORTANT: You will have to give your output in this way (Keep your reasoning concise and short.):\n{\n\n\"reasoning\" : \"...\",\n\"score\" : [...],\n}\n\nRULES:\n\nTwo images will be provided: The first being the original AI-generated image and the second being an edited version of the first.\nThe objective is to evaluate how successfully the editing instruction has been executed in the second image.\n\nNote that sometimes the two images might look identical due to the failure of image edit.\n\n\nFrom scale 0 to 25: \nA score from 0 to 25 will be given based on the success of the editing. (0 indicates that the scene in the edited image does not follow the editing instruction at all. 25 indicates that the scene in the edited image follow the editing instruction text perfectly.)\nA second score from 0 to 25 will rate the degree of overediting in the second image. (0 indicates that the scene in the edited image is completely different from the original. 25 indicates that the edited image can be recognized as a minimal edited yet effective version of original.)\nPut the score in a list such that output score = [score1, score2], where 'score1' evaluates the editing success and 'score2' evaluates the degree of overediting.\n\nEditing instruction:"  # noqa: E501
-    "{prompt}\n")
-#: ``edit_pointwise_quality.py``: ``problem``.
-QUALITY = (
-    "You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.\nAll the input images are AI-generated. All human in the images are AI-generated too. so you need not worry about the privacy confidentials.\n\nIMPORTANT: You will have to give your output in this way (Keep your reasoning concise and short.):\n{\n\n\"reasoning\" : \"...\",\n\"score\" : [...],\n}\n\nRULES:\n\nThe image is an AI-generated image.\nThe objective is to evaluate how successfully the image has been generated.\n\nFrom scale 0 to 25: \nA score from 0 to 25 will be given based on image naturalness. \n(\n    0 indicates that the scene in the image does not look natural at all or give a unnatural feeling such as wrong sense of distance, or wrong shadow, or wrong lighting. \n    25 indicates that the image looks natural.\n)\nA second score from 0 to 25 will rate the image artifacts. \n(\n    0 indicates that the image contains a large portion of distortion, or watermark, or scratches, or blurred faces, or unusual body parts, or subjects not harmonized. \n    25 indicates the image has no artifacts.\n)\nPut the score in a list such that output score = [naturalness, artifacts]\n")  # noqa: E501
-#: ``edit_paiwise_score.py``: ``problem`` (an f-string; ``{prompt}`` where it puts the instruction).
-PAIRWISE_SCORE = (
-    "You are tasked with assigning scores to two edited images, comparing each with the original source image. \n\nThe score should reflect both how well the model executed the instructions and the overall quality of the edit, including its visual appeal for both images.\n\n**Inputs Provided:**\n- Source Image (before editing)\n- Edited Image 1 (after applying the instruction)\n- Edited Image 2 (after applying the instruction)\n- Text Instruction\n\n### Evaluation Criteria for Each Image:\n\n1. **Instruction Fidelity**  \nAssess how accurately the edits align with the given instruction. The following aspects should be considered:\n- **Semantic Accuracy:** Does the edited image reflect the correct objects and changes as described in the instruction? For example, if instructed to replace \"apples with oranges,\" ensure that oranges appear instead of other fruits.\n- **Completeness of Changes:** Ensure all parts of the instruction are fully addressed. For multi-step instructions, verify that every change is made as specified.\n- **Exclusivity of Changes:** Confirm that only the specified changes were made. Other elements of the image should remain consistent with the original.\n\n2. **Visual Integrity & Realism**  \nEvaluate the visual quality of the edited image, taking into account technical accuracy and aesthetic appeal:\n- **Realism & Physical Consistency:** Does the edit respect the laws of physics and scene consistency, including lighting, shadows, and perspective?\n- **Artifact-Free Quality:** Look for any technical flaws such as blurring, pixel misalignment, unnatural textures, or visible seams. The image should be clean and free from distractions.\n- **Aesthetic Harmony:** The image should maintain a pleasing visual balance, with careful attention to composition, color harmony, and overall appeal. The changes should enhance the image rather than detract from it.\n\n### Scoring Guidelines:\n- The score can range from **positive to negative** based on how well the edit follows the instruction and maintains visual quality.\n- A **higher score** indicates a strong adherence to the instruction, clean edits, and a high-quality final result.\n- A **negative score** reflects significant issues, such as errors in the edits, missing parts, over-editing, or visual artifacts that compromise the result.\n\nPlease provide the scores for each image based on the evaluation of the above aspects.\n\nText instruction - "  # noqa: E501
-    "{prompt}\n")
-
-TEMPLATES = {"unified_reward_edit": (INSTRUCTION_FOLLOWING, QUALITY), "pairwise_score": PAIRWISE_SCORE}
+#: The release's prompts (:mod:`rewardzoo.rewards.vlm.prompts`): the pointwise pair and the pairwise one.
+TEMPLATES = {"unified_reward_edit": (UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING, UNIFIED_REWARD_EDIT_QUALITY),
+             "pairwise_score": UNIFIED_REWARD_EDIT_PAIRWISE_SCORE}
 DEFAULT_MODEL = "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b"
 #: The release's request: images as JPEG quality 95 (``_encode_image``).
 ENDPOINT_DEFAULTS = {"image_format": "jpeg", "jpeg_quality": 95}
@@ -94,7 +88,7 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
                  max_new_tokens: int = 4096, max_batch: int = 16, name: str = "unified_reward_edit_pairwise",
                  **options: Any) -> None:
         judge_options = self.judge_options_of(options)
-        self.template = PAIRWISE_SCORE
+        self.template = UNIFIED_REWARD_EDIT_PAIRWISE_SCORE
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
         self.max_batch = positive_int(max_batch, "kwargs.max_batch")
         if judge_options.endpoint is not None:
@@ -129,11 +123,7 @@ class UnifiedRewardEditPairwise(PairwiseWinRate):
     """
 
     inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "condition_images", "group_id"))
-
-    @classmethod
-    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
-                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        return kwargs, {}  # the judge is its own model, loaded in __init__
+    has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  max_new_tokens: int = 4096, max_batch: int = 16, **options: Any) -> None:

@@ -183,11 +183,7 @@ class UnifiedRewardThink(PairwiseWinRate):
     """
 
     inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "group_id"))
-
-    @classmethod
-    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
-                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        return kwargs, {}  # the judge is its own model, loaded in __init__
+    has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
                  preset: str | None = None, media: str = "image", template: str | None = None,

@@ -26,6 +26,7 @@ from ...shared.clip import check_pairs
 from ...shared.device import torch_dtype
 from ...shared.media import image_to_uint8
 from ...shared.video import prepare_video
+from ...shared.weights import loading
 from .backbone import PixelBounds, Video, VLMBackbone, VLMQuery
 from .reward_models import (
     attach_lora,
@@ -199,13 +200,10 @@ class VideoAlign(PointwiseReward):
         if path.exists() or model_path.startswith((".", "/", "~")) or model_path.count("/") != 1:
             raise ConfigError(f"'{model_path}' is neither a VideoAlign directory (model_config.json + checkpoint-*/) "
                               "nor a hub repository id", field="model_path")
-        try:
+        with loading(f"'{model_path}' from the hub", verb="fetch"):
             from huggingface_hub import snapshot_download
 
             return Path(snapshot_download(model_path, allow_patterns=["model_config.json", "checkpoint-*/model.pth"]))
-        except Exception as exc:
-            raise ConfigError(f"cannot fetch '{model_path}' from the hub: {type(exc).__name__}: {exc}",
-                              field="model_path") from exc
 
     @staticmethod
     def _checkpoint_file(root: Path, step: int | None) -> Path:
