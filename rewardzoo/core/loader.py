@@ -18,16 +18,17 @@ import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterator
+from typing import Any, Hashable, Iterable, Iterator
 
 from ..spec.config import RewardSpec
 from .resolve import parse_spec
 from ..errors import ConfigError, RegistryError, RewardZooError
 from ..catalog.registry import Found, find
-from ..rewards.base import Reward, check_kind
+from ..rewards.base import Reward, before_call, check_kind
 from ..rewards.info import RewardInfo
 from ..shared.device import check_device, resolve_device
 from ..shared.options import known_options
+from .residency import Residency
 
 #: Where a registry error is reported: the entry the user wrote and its field.
 Label = tuple[str, str]
@@ -98,6 +99,8 @@ class RewardLoader:
         self._instances: dict[Hashable, Reward] = {}
         self._lock = threading.RLock()
         self.constructions = 0
+        self.residency = Residency()
+        self._offload: dict[int, set[str]] = {}  # id(instance) -> the offload modes of the entries using it
 
     @staticmethod
     def identity(spec: RewardSpec) -> Hashable:
@@ -115,8 +118,32 @@ class RewardLoader:
         resolved = resolve_reward(spec, label)
         with self._lock:
             if resolved.identity not in self._instances:
-                self._instances[resolved.identity] = self._construct(resolved, label)
-            return self._instances[resolved.identity]
+                built = self._instances[resolved.identity] = self._construct(resolved, label)
+                before_call(built, lambda: self.wake([built]))
+            reward = self._instances[resolved.identity]
+            self._offload.setdefault(id(reward), set()).add(spec.offload)
+            if spec.offload == "none":  # an entry that keeps the model resident: awake from now on
+                self.wake([reward])
+            return reward
+
+    def offload(self, reward: Reward) -> str:
+        """Where ``reward``'s weights go when its entries sleep: ``none`` when any entry using it says so, else
+        ``cpu`` when any says so, else ``drop``."""
+        modes = self._offload.get(id(reward), {"none"})
+        return "none" if "none" in modes else "cpu" if "cpu" in modes else "drop"
+
+    def sleep(self, rewards: Iterable[Reward]) -> None:
+        """Put ``rewards`` to sleep as their entries' ``offload`` says (rewardzoo.core.residency); weights that a
+        reward with ``offload: none`` also holds stay awake."""
+        with self._lock:
+            plan = [(r, self.offload(r)) for r in rewards if self.offload(r) != "none"]
+            if plan:
+                self.residency.sleep(plan, keep=[r for r in self.instances if self.offload(r) == "none"])
+
+    def wake(self, rewards: Iterable[Reward]) -> None:
+        """Bring ``rewards``' weights back to their devices (a no-op for awake ones)."""
+        for reward in rewards:
+            self.residency.wake([reward], getattr(reward, "name", None))
 
     @property
     def instances(self) -> list[Reward]:
@@ -145,6 +172,8 @@ class RewardLoader:
             held = [key for key in self._instances if isinstance(key, tuple) and key[:1] == ("environment",)]
             for key in held:
                 self._instances.pop(key).close()
+            self.wake(self.instances)
+            self.residency.close()
 
     def _construct(self, resolved: ResolvedReward, label: Label | None) -> Reward:
         spec, cls = resolved.spec, resolved.implementation
@@ -155,7 +184,8 @@ class RewardLoader:
                                               dtype=spec.dtype)
             _check_options(cls, kwargs, inner)
             for param, entry in inner.items():
-                inner_spec = parse_spec({"name": f"{spec.name}.{param}", **entry}, f"{spec.name}: {param}")
+                inner_spec = parse_spec({"name": f"{spec.name}.{param}", "offload": spec.offload, **entry},
+                                        f"{spec.name}: {param}")
                 # a registry error names the entry the user wrote, not the inner one
                 kwargs[param] = self.load(inner_spec, label=label or (spec.name, f"kwargs.{param}"))
             instance = cls.named(spec.reward_model.lower(), model_path=spec.model_path, device=resolved.device,

@@ -1,0 +1,198 @@
+"""Residency: where a loaded reward's weights live between reward phases (an entry's ``offload:``).
+
+``none``: on their device for the life of the processor. ``cpu``: moved to CPU memory (pinned where CUDA is
+present) by :meth:`Residency.sleep`, back to their device at the next call. ``drop``: freed; the first drop
+writes the weights once to a process-private safetensors file (inference weights never change), and a wake
+re-reads them memory-mapped, into the same ``Parameter`` / buffer objects (the module skeleton, tokenizers and
+processors are kept; nothing is downloaded or rebuilt).
+
+Residency belongs to the loaded model, not to a reward class: the weights are the tensors of the ``torch.nn``
+modules reachable from a reward instance (its attributes, inner rewards, lists and dicts of them, rewardzoo
+helper objects), found generically. A tensor shared by several loaded rewards (train/eval dedup, shared
+backbones) sleeps once; one used by an entry with ``offload: none`` stays awake. A model-free reward has no
+tensors: sleeping it does nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..errors import RewardZooError
+from ..rewards.base import Reward
+
+_MAX_DEPTH = 4
+
+
+class WakeError(RewardZooError, RuntimeError):
+    """A sleeping reward's weights could not be brought back (names the reward and the file); it stays asleep."""
+
+
+def reward_modules(reward: Reward) -> list[Any]:
+    """The ``torch.nn.Module`` objects reachable from ``reward`` (attributes, inner rewards, containers, rewardzoo
+    helper objects), each once; none when torch is not imported (a model-free reward never imports it)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    found: dict[int, Any] = {}
+    seen: set[int] = set()
+
+    def walk(obj: Any, depth: int) -> None:
+        if id(obj) in seen or depth > _MAX_DEPTH:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, torch.nn.Module):
+            found.setdefault(id(obj), obj)
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            for item in obj:
+                walk(item, depth + 1)
+        elif isinstance(obj, dict):
+            for item in obj.values():
+                walk(item, depth + 1)
+        elif isinstance(obj, Reward) or type(obj).__module__.startswith("rewardzoo."):
+            for item in getattr(obj, "__dict__", {}).values():
+                walk(item, depth + 1)
+
+    walk(reward, 0)
+    return list(found.values())
+
+
+def module_tensors(modules: Iterable[Any]) -> list[Any]:
+    """The parameters and buffers of ``modules`` (submodules included), each tensor object once."""
+    out: dict[int, Any] = {}
+    for module in modules:
+        for tensor in (*module.parameters(), *module.buffers()):
+            out.setdefault(id(tensor), tensor)
+    return list(out.values())
+
+
+@dataclass
+class _Asleep:
+    tensor: Any  # the Parameter / buffer object itself, kept (the skeleton)
+    device: Any
+    mode: str
+    key: str
+
+
+class Residency:
+    """The sleep state of the tensors of one loader's rewards (see the module docstring); thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._asleep: dict[int, _Asleep] = {}
+        self._tensors: dict[int, list[Any]] = {}
+        self._spill: str | None = None  # the safetensors file of dropped weights
+        self._spilled: set[str] = set()
+
+    def tensors(self, reward: Reward) -> list[Any]:
+        with self._lock:
+            if id(reward) not in self._tensors:
+                self._tensors[id(reward)] = module_tensors(reward_modules(reward))
+            return self._tensors[id(reward)]
+
+    def weight_bytes(self, reward: Reward) -> int:
+        """The bytes of the reward's parameters and buffers on their device now (0 while dropped)."""
+        return sum(t.data.numel() * t.data.element_size() for t in self.tensors(reward))
+
+    def is_asleep(self, reward: Reward) -> bool:
+        with self._lock:
+            return any(id(t) in self._asleep for t in self.tensors(reward))
+
+    def sleep(self, plan: Iterable[tuple[Reward, str]], keep: Iterable[Reward] = ()) -> None:
+        """Put each ``(reward, mode)`` to sleep (``cpu`` or ``drop``), except the tensors ``keep`` holds."""
+        with self._lock:
+            kept = {id(t) for r in keep for t in self.tensors(r)}
+            todo: dict[int, tuple[Any, str]] = {}
+            for reward, mode in plan:
+                for tensor in self.tensors(reward):
+                    if id(tensor) not in kept and id(tensor) not in self._asleep:
+                        old = todo.get(id(tensor))
+                        todo[id(tensor)] = (tensor, "cpu" if old and old[1] == "cpu" else mode)
+            if not todo:
+                return
+            import torch
+
+            dropped = {f"t{id(t)}": t for t, mode in todo.values() if mode == "drop"}
+            self._write_spill({k: t for k, t in dropped.items() if k not in self._spilled})
+            pin = torch.cuda.is_available()
+            for tensor, mode in todo.values():
+                key = f"t{id(tensor)}"
+                record = _Asleep(tensor, tensor.data.device, mode, key)
+                if mode == "drop":
+                    tensor.data = torch.empty(0, dtype=tensor.dtype, device="cpu")
+                elif tensor.data.device.type != "cpu":
+                    host = tensor.data.to("cpu")
+                    tensor.data = host.pin_memory() if pin else host
+                self._asleep[id(tensor)] = record
+
+    def wake(self, rewards: Iterable[Reward], name: str | None = None) -> None:
+        """Bring the tensors of ``rewards`` back to their devices (a no-op for awake ones). WakeError (the reward
+        ``name``, the file) when dropped weights cannot be read back; then they all stay asleep."""
+        if not self._asleep:  # the common case (no entry offloads, or all awake): nothing to walk
+            return
+        with self._lock:
+            todo = [self._asleep[id(t)] for r in rewards for t in self.tensors(r) if id(t) in self._asleep]
+            if not todo:
+                return
+            dropped = [rec for rec in todo if rec.mode == "drop"]
+            loaded: dict[str, Any] = {}
+            if dropped:
+                loaded = self._read_spill([rec.key for rec in dropped], name)
+            for rec in todo:
+                if rec.mode == "drop":
+                    rec.tensor.data = loaded[rec.key].to(rec.device)
+                elif rec.tensor.data.device != rec.device:
+                    rec.tensor.data = rec.tensor.data.to(rec.device, non_blocking=True)
+                self._asleep.pop(id(rec.tensor), None)
+            if any(rec.device.type == "cuda" for rec in todo):
+                import torch
+
+                torch.cuda.synchronize()
+
+    def _write_spill(self, tensors: dict[str, Any]) -> None:
+        if not tensors:
+            return
+        from safetensors.torch import load_file, save_file
+
+        folder = tempfile.mkdtemp(prefix="rewardzoo-drop-")
+        path = os.path.join(folder, "weights.safetensors")
+        previous = load_file(self._spill) if self._spill and self._spilled else {}
+        keep = {k: v for k, v in previous.items()}
+        keep.update({k: t.data.detach().to("cpu").contiguous() for k, t in tensors.items()})
+        save_file(keep, path)
+        del keep, previous
+        if self._spill:
+            _remove(self._spill)
+        self._spill = path
+        self._spilled |= set(tensors) | self._spilled
+
+    def _read_spill(self, keys: list[str], name: str | None) -> dict[str, Any]:
+        from safetensors import safe_open
+
+        path = self._spill
+        who = f"reward '{name}'" if name else "a reward"
+        if path is None or not os.path.isfile(path):
+            raise WakeError(f"{who} cannot wake: its dropped weights' file {path} is gone; it stays asleep")
+        try:
+            with safe_open(path, framework="pt", device="cpu") as f:
+                return {key: f.get_tensor(key) for key in keys}
+        except Exception as exc:  # a truncated or replaced file
+            raise WakeError(f"{who} cannot wake: reading {path} failed ({exc}); it stays asleep") from exc
+
+    def close(self) -> None:
+        if self._spill:
+            _remove(self._spill)
+            self._spill = None
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+        os.rmdir(os.path.dirname(path))
+    except OSError:
+        pass
