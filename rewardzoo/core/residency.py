@@ -39,6 +39,17 @@ def reward_modules(reward: Reward) -> list[Any]:
     torch = sys.modules.get("torch")
     if torch is None:
         return []
+    return _reachable(reward, lambda obj: isinstance(obj, torch.nn.Module))
+
+
+def reward_sessions(reward: Reward) -> list[Any]:
+    """The ONNX sessions (:class:`~rewardzoo.shared.onnx.ReleasableSession`) reachable from ``reward``."""
+    from ..shared.onnx import ReleasableSession
+
+    return _reachable(reward, lambda obj: isinstance(obj, ReleasableSession))
+
+
+def _reachable(reward: Reward, wanted: Any) -> list[Any]:
     found: dict[int, Any] = {}
     seen: set[int] = set()
 
@@ -46,7 +57,7 @@ def reward_modules(reward: Reward) -> list[Any]:
         if id(obj) in seen or depth > _MAX_DEPTH:
             return
         seen.add(id(obj))
-        if isinstance(obj, torch.nn.Module):
+        if wanted(obj):
             found.setdefault(id(obj), obj)
         elif isinstance(obj, (list, tuple, set, frozenset)):
             for item in obj:
@@ -88,6 +99,14 @@ class Residency:
         self._tensors: dict[int, list[Any]] = {}
         self._spill: str | None = None  # the safetensors file of dropped weights
         self._spilled: set[str] = set()
+        self._sessions: dict[int, list[Any]] = {}
+        self._released: dict[int, Any] = {}  # id(session) -> the released ONNX session
+
+    def sessions(self, reward: Reward) -> list[Any]:
+        with self._lock:
+            if id(reward) not in self._sessions:
+                self._sessions[id(reward)] = reward_sessions(reward)
+            return self._sessions[id(reward)]
 
     def tensors(self, reward: Reward) -> list[Any]:
         with self._lock:
@@ -101,11 +120,20 @@ class Residency:
 
     def is_asleep(self, reward: Reward) -> bool:
         with self._lock:
-            return any(id(t) in self._asleep for t in self.tensors(reward))
+            return any(id(t) in self._asleep for t in self.tensors(reward)) or \
+                any(id(s) in self._released for s in self.sessions(reward))
 
     def sleep(self, plan: Iterable[tuple[Reward, str]], keep: Iterable[Reward] = ()) -> None:
         """Put each ``(reward, mode)`` to sleep (``cpu`` or ``drop``), except the tensors ``keep`` holds."""
+        plan = list(plan)
+        keep = list(keep)
         with self._lock:
+            kept_sessions = {id(s) for r in keep for s in self.sessions(r)}
+            for reward, _ in plan:  # an ONNX session is released (both modes) and recreated from its file
+                for session in self.sessions(reward):
+                    if id(session) not in kept_sessions and not session.released:
+                        session.release()
+                        self._released[id(session)] = session
             kept = {id(t) for r in keep for t in self.tensors(r)}
             todo: dict[int, tuple[Any, str]] = {}
             for reward, mode in plan:
@@ -133,9 +161,19 @@ class Residency:
     def wake(self, rewards: Iterable[Reward], name: str | None = None) -> None:
         """Bring the tensors of ``rewards`` back to their devices (a no-op for awake ones). WakeError (the reward
         ``name``, the file) when dropped weights cannot be read back; then they all stay asleep."""
-        if not self._asleep:  # the common case (no entry offloads, or all awake): nothing to walk
+        if not self._asleep and not self._released:  # the common case (no entry offloads): nothing to walk
             return
         with self._lock:
+            rewards = list(rewards)
+            for reward in rewards:
+                for session in self.sessions(reward):
+                    if id(session) in self._released:
+                        try:
+                            session.restore()
+                        except Exception as exc:  # the model file gone since load
+                            who = f"reward '{name}'" if name else "a reward"
+                            raise WakeError(f"{who} cannot wake: {exc}; it stays asleep") from exc
+                        del self._released[id(session)]
             todo = [self._asleep[id(t)] for r in rewards for t in self.tensors(r) if id(t) in self._asleep]
             if not todo:
                 return
