@@ -57,8 +57,8 @@ def bench_speed(oc_dir: Path, runs: int) -> dict:
     import rewardzoo
 
     entry = {"name": "clip_score", "model_path": str(oc_dir), "device": "cpu", "kwargs": {"prefix": ""}}
-    f = rewardzoo.core.differentiable({"rewards": [entry]})
-    fc = rewardzoo.core.differentiable({"rewards": [entry]}, gradient_checkpointing=True)
+    f = rewardzoo.differentiable({"rewards": [entry]})
+    fc = rewardzoo.differentiable({"rewards": [entry]}, gradient_checkpointing=True)
     reward = f.rewards["clip_score"]
     pixels = smooth_images(8, 512, seed=0)
     images = list(pixels.unbind(0))
@@ -84,7 +84,7 @@ import torch
 torch.set_num_threads(1)
 import rewardzoo
 oc_dir, n, size, ckpt = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
-f = rewardzoo.core.differentiable({"rewards": [{"name": "clip_score", "model_path": oc_dir, "device": "cpu",
+f = rewardzoo.differentiable({"rewards": [{"name": "clip_score", "model_path": oc_dir, "device": "cpu",
                                            "kwargs": {"prefix": ""}}]}, gradient_checkpointing=ckpt)
 prompts = ["a photo of a thing number %d" % i for i in range(n)]
 g = torch.Generator().manual_seed(0)
@@ -158,7 +158,7 @@ def bench_parity(tmp: Path, oc_dir: Path) -> dict:
     }
     out = {}
     for name, (entry, pixels, fields, call) in cases.items():
-        f = rewardzoo.core.differentiable({"rewards": [{"name": name, **cpu, **entry}]})
+        f = rewardzoo.differentiable({"rewards": [{"name": name, **cpu, **entry}]})
         out[name] = _diff(f, name, pixels, fields, call)
     return out
 

@@ -2,7 +2,7 @@
 
 A small seeded conv-net "sampler" maps fixed noise to images in a few refinement steps; as in DRaFT-K,
 only the last ``K`` steps keep their graph (the earlier ones run without gradients), the reward is
-``rewardzoo.core.differentiable(...)`` on the final pixels (float, in [0, 1], on the same device), and the
+``rewardzoo.differentiable(...)`` on the final pixels (float, in [0, 1], on the same device), and the
 loss is ``-reward.mean()``. The reward is ``clip_score`` on a tiny random CLIP written by
 ``rewardzoo.testing.tiny_open_clip_dir`` (offline, seconds on a CPU), so the numbers only show the
 mechanics: the reward rises as the generator follows its gradient, while the reward model stays frozen.
@@ -54,7 +54,7 @@ def main(steps: int = 40, seed: int = 0, k: int = 1, lr: float = 3e-3, quiet: bo
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         clip_dir = tiny_open_clip_dir(os.path.join(tmp, "tiny-clip"), seed=seed)
-        reward = rewardzoo.core.differentiable({"rewards": [
+        reward = rewardzoo.differentiable({"rewards": [
             {"name": "clip_score", "model_path": str(clip_dir), "device": "cpu", "kwargs": {"prefix": ""}}]})
         sampler = TinySampler()
         opt = torch.optim.Adam(sampler.parameters(), lr=lr)

@@ -38,7 +38,7 @@ def main() -> int:
         prompts = [f"a photo of thing {i}" for i in range(8)]
         ok = True
         for checkpointing in (False, True):
-            f = rewardzoo.core.differentiable(config, gradient_checkpointing=checkpointing)
+            f = rewardzoo.differentiable(config, gradient_checkpointing=checkpointing)
             x = pixels.clone().requires_grad_(True)
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -53,7 +53,7 @@ def main() -> int:
             grad_ok = bool(torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0)
             out[f"{key}_grad_ok"] = grad_ok
             ok &= grad_ok
-        f32 = rewardzoo.core.differentiable(config)
+        f32 = rewardzoo.differentiable(config)
         with torch.no_grad():
             exact = f32(pixels, prompts)
             with torch.autocast("cuda", dtype=torch.bfloat16):

@@ -1,6 +1,6 @@
 """Differentiable rewards for reward-gradient fine-tuning (ReFL, DRaFT, AlignProp).
 
->>> f = rewardzoo.core.differentiable("rewards.yaml")                        # doctest: +SKIP
+>>> f = rewardzoo.differentiable("rewards.yaml")                        # doctest: +SKIP
 >>> total = f(pixels, prompts)             # (B,) tensor on the pixels' graph    # doctest: +SKIP
 >>> (-total.mean()).backward()             # gradients reach the generator       # doctest: +SKIP
 >>> f.last                                 # {stream name: (B,) tensor}          # doctest: +SKIP

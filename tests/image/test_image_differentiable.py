@@ -104,7 +104,7 @@ def _reward_parameters(f) -> list[torch.Tensor]:
 
 @pytest.mark.parametrize("name", ALL)
 def test_gradient_reaches_the_pixels_and_not_the_reward(name, entries):
-    f = rewardzoo.core.differentiable({"rewards": [entries(name)]})
+    f = rewardzoo.differentiable({"rewards": [entries(name)]})
     pixels = _pixels(name).requires_grad_(True)
     total, parts = f(pixels, return_parts=True, **_fields(name, 3))
     assert total.shape == (3,) and set(parts) == {name} and f.last is parts
@@ -118,7 +118,7 @@ def test_gradient_reaches_the_pixels_and_not_the_reward(name, entries):
 
 @pytest.mark.parametrize("name", ALL)
 def test_directional_derivative_matches_finite_difference_in_float64(name, entries):
-    f = rewardzoo.core.differentiable({"rewards": [entries(name, "float64")]})
+    f = rewardzoo.differentiable({"rewards": [entries(name, "float64")]})
     fields = _fields(name, 2, dtype=torch.float64)
     x = _pixels(name, 2, dtype=torch.float64, size=(40, 52)).requires_grad_(True)
     f(x, **fields).sum().backward()
@@ -142,7 +142,7 @@ def _no_grad_scores(f, name: str, images, fields: dict) -> np.ndarray:
 
 @pytest.mark.parametrize("name", ALL)
 def test_parity_with_the_no_grad_call_on_float_tensors(name, entries):
-    f = rewardzoo.core.differentiable({"rewards": [entries(name)]})
+    f = rewardzoo.differentiable({"rewards": [entries(name)]})
     n = 4
     pixels = _pixels(name, n, seed=3, size=(96, 80))
     fields = _fields(name, n)
@@ -154,7 +154,7 @@ def test_parity_with_the_no_grad_call_on_float_tensors(name, entries):
 
 @pytest.mark.parametrize("name", IMAGE_REWARDS)
 def test_parity_with_the_no_grad_call_on_pil_images(name, entries):
-    f = rewardzoo.core.differentiable({"rewards": [entries(name)]})
+    f = rewardzoo.differentiable({"rewards": [entries(name)]})
     rng = np.random.default_rng(4)
     # smooth-ish images, as decoded photos are: a random low-resolution picture upsampled
     pil = [Image.fromarray(rng.integers(0, 256, (12, 10, 3), dtype=np.uint8)).resize((100, 120), Image.BICUBIC)
@@ -182,7 +182,7 @@ def test_image_reward_parity_bound_still_fails_a_preprocessing_mismatch(change, 
     differentiable path (the no-grad path keeps the right one) exceeds the mean bound."""
     import dataclasses
 
-    f = rewardzoo.core.differentiable({"rewards": [entries("image_reward")]})
+    f = rewardzoo.differentiable({"rewards": [entries("image_reward")]})
     reward = f.rewards["image_reward"]
     pixels, fields = _pixels("image_reward", 4, seed=3, size=(96, 80)), _fields("image_reward", 4)
     ref = _no_grad_scores(f, "image_reward", list(pixels.unbind(0)), fields)
@@ -198,7 +198,7 @@ def test_image_reward_parity_bound_still_fails_a_preprocessing_mismatch(change, 
 def test_video_samples_frames_as_the_no_grad_path(entries):
     from rewardzoo.shared.video import sample_indices
 
-    f = rewardzoo.core.differentiable({"rewards": [entries("video_clip_score")]})
+    f = rewardzoo.differentiable({"rewards": [entries("video_clip_score")]})
     videos = torch.rand(2, 7, 3, 64, 72, generator=torch.Generator().manual_seed(2))
     keep = sample_indices(7, 3)
     ours = f(videos, PROMPTS[:2]).detach().double().numpy()
@@ -208,7 +208,7 @@ def test_video_samples_frames_as_the_no_grad_path(entries):
 
 @pytest.mark.parametrize("name", ALL)
 def test_the_path_never_leaves_the_device(name, entries):
-    f = rewardzoo.core.differentiable({"rewards": [entries(name)]})  # loaded before the guard (tokenizers, weights)
+    f = rewardzoo.differentiable({"rewards": [entries(name)]})  # loaded before the guard (tokenizers, weights)
     pixels = _pixels(name, 2).requires_grad_(True)
     fields = _fields(name, 2)
     f(pixels, **fields)  # warm-up: text embeddings etc. are computed the same way inside the guard
@@ -229,7 +229,7 @@ def test_the_path_never_leaves_the_device(name, entries):
 
 @pytest.mark.parametrize("name", ALL)
 def test_works_under_bfloat16_autocast(name, entries):
-    f = rewardzoo.core.differentiable({"rewards": [entries(name)]})
+    f = rewardzoo.differentiable({"rewards": [entries(name)]})
     pixels = _pixels(name, 2).requires_grad_(True)
     fields = _fields(name, 2)
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -249,8 +249,8 @@ def _vision_blocks(reward) -> list:
 
 @pytest.mark.parametrize("name", ["clip_score", "pickscore", "image_reward"])  # open_clip, transformers, BLIP towers
 def test_gradient_checkpointing_recomputes_the_blocks_and_keeps_the_gradient(name, entries):
-    plain = rewardzoo.core.differentiable({"rewards": [entries(name)]})
-    ckpt = rewardzoo.core.differentiable({"rewards": [entries(name)]}, gradient_checkpointing=True)
+    plain = rewardzoo.differentiable({"rewards": [entries(name)]})
+    ckpt = rewardzoo.differentiable({"rewards": [entries(name)]}, gradient_checkpointing=True)
     blocks = _vision_blocks(ckpt.rewards[name])
     # the CLIP rewards share one backbone per model; image_reward loads its own model per call
     hooked = list({id(b): b for b in [*blocks, *_vision_blocks(plain.rewards[name])]}.values())
@@ -283,7 +283,7 @@ def test_gradient_checkpointing_recomputes_the_blocks_and_keeps_the_gradient(nam
 def test_weighted_total_and_parts(entries):
     cfg = {"rewards": [{**entries("clip_score"), "weight": 0.5},
                        {**entries("laion_aesthetic"), "weight": {"t2i": 2.0}, "applicable_datasets": ["t2i"]}]}
-    f = rewardzoo.core.differentiable(cfg)
+    f = rewardzoo.differentiable(cfg)
     pixels = _pixels("clip_score", 3)
     total, parts = f(pixels, PROMPTS[:3], dataset=["t2i", "other", "t2i"], return_parts=True)
     weights = torch.tensor([2.0, 0.0, 2.0])
@@ -292,14 +292,14 @@ def test_weighted_total_and_parts(entries):
 
 def test_a_reward_name_is_a_config():
     with pytest.raises(ConfigError, match="jpeg_compressibility.*not differentiable"):
-        rewardzoo.core.differentiable("jpeg_compressibility")
+        rewardzoo.differentiable("jpeg_compressibility")
 
 
 @pytest.mark.parametrize("name", ["jpeg_compressibility", "dnsmos", "loudness", "group_rank",
                                   "video_subject_consistency"])
 def test_non_differentiable_rewards_are_refused_by_name(name):
     with pytest.raises(ConfigError) as exc:
-        rewardzoo.core.differentiable({"rewards": [{"name": f"my_{name}", "reward_model": name}]})
+        rewardzoo.differentiable({"rewards": [{"name": f"my_{name}", "reward_model": name}]})
     assert name in str(exc.value) and f"my_{name}" in str(exc.value) and "not differentiable" in str(exc.value)
 
 
@@ -317,10 +317,10 @@ def test_every_card_states_differentiable():
 
 
 def test_wrong_pixels_are_input_errors(entries):
-    f = rewardzoo.core.differentiable({"rewards": [entries("clip_score")]})
+    f = rewardzoo.differentiable({"rewards": [entries("clip_score")]})
     with pytest.raises(InputError, match="float pixels"):
         f(torch.zeros(2, 3, 8, 8, dtype=torch.uint8), PROMPTS[:2])
     with pytest.raises(InputError, match="videos"):
-        rewardzoo.core.differentiable({"rewards": [entries("video_clip_score")]})(torch.rand(2, 3, 8, 8), PROMPTS[:2])
+        rewardzoo.differentiable({"rewards": [entries("video_clip_score")]})(torch.rand(2, 3, 8, 8), PROMPTS[:2])
     with pytest.raises(InputError, match="prompt"):
         f(torch.rand(2, 3, 8, 8))

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("open_clip")
 
-from rewardzoo.core import differentiable
+from rewardzoo import differentiable
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.integrations import alignprop_reward_fn
 from rewardzoo.testing import aesthetic_head_file, tiny_open_clip_dir

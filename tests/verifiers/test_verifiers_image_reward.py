@@ -174,7 +174,7 @@ def test_through_the_processor_equals_the_reference(checkpoint, reference):
 def test_rewardzoo_differentiable_drives_it(checkpoint, reward):
     import rewardzoo
 
-    f = rewardzoo.core.differentiable({"rewards": [{"name": "image_reward", "model_path": str(checkpoint[0])}]})
+    f = rewardzoo.differentiable({"rewards": [{"name": "image_reward", "model_path": str(checkpoint[0])}]})
     pixels = torch.rand(2, 3, SIZE, SIZE, generator=torch.Generator().manual_seed(2)).requires_grad_(True)
     total = f(pixels, PROMPTS[:2])
     total.sum().backward()
