@@ -28,7 +28,7 @@ from ..rewards.base import Reward, before_call, check_kind
 from ..rewards.info import RewardInfo
 from ..shared.device import check_device, resolve_device
 from ..shared.options import known_options
-from .residency import Residency
+from .residency import process_residency
 
 #: Where a registry error is reported: the entry the user wrote and its field.
 Label = tuple[str, str]
@@ -99,7 +99,7 @@ class RewardLoader:
         self._instances: dict[Hashable, Reward] = {}
         self._lock = threading.RLock()
         self.constructions = 0
-        self.residency = Residency()
+        self.residency = process_residency()
         self._offload: dict[int, set[str]] = {}  # id(instance) -> the offload modes of the entries using it
 
     @staticmethod
@@ -119,7 +119,7 @@ class RewardLoader:
         with self._lock:
             if resolved.identity not in self._instances:
                 built = self._instances[resolved.identity] = self._construct(resolved, label)
-                before_call(built, lambda: self.wake([built]))
+                before_call(built, self.residency.wake_reward)
             reward = self._instances[resolved.identity]
             self._offload.setdefault(id(reward), set()).add(spec.offload)
             if spec.offload == "none":  # an entry that keeps the model resident: awake from now on
@@ -173,7 +173,6 @@ class RewardLoader:
             for key in held:
                 self._instances.pop(key).close()
             self.wake(self.instances)
-            self.residency.close()
 
     def _construct(self, resolved: ResolvedReward, label: Label | None) -> Reward:
         spec, cls = resolved.spec, resolved.implementation

@@ -9,15 +9,18 @@ processors are kept; nothing is downloaded or rebuilt).
 Residency belongs to the loaded model, not to a reward class: the weights are the tensors of the ``torch.nn``
 modules reachable from a reward instance (its attributes, inner rewards, lists and dicts of them, rewardzoo
 helper objects), found generically. A tensor shared by several loaded rewards (train/eval dedup, shared
-backbones) sleeps once; one used by an entry with ``offload: none`` stays awake. A model-free reward has no
+backbones) sleeps once; one used by an entry with ``offload: none`` of the same loader stays awake. The state is
+one per process (:func:`process_residency`), so a model shared across loaders wakes through any of them. A model-free reward has no
 tensors: sleeping it does nothing.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -96,23 +99,24 @@ class Residency:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._asleep: dict[int, _Asleep] = {}
-        self._tensors: dict[int, list[Any]] = {}
-        self._spill: str | None = None  # the safetensors file of dropped weights
-        self._spilled: set[str] = set()
-        self._sessions: dict[int, list[Any]] = {}
+        self._tensors: "weakref.WeakKeyDictionary[Reward, list[Any]]" = weakref.WeakKeyDictionary()
+        self._count = itertools.count()
+        self._folder: str | None = None  # where dropped weights are written (safetensors, once per tensor)
+        self._files: dict[str, str] = {}  # tensor key -> its file
+        self._sessions: "weakref.WeakKeyDictionary[Reward, list[Any]]" = weakref.WeakKeyDictionary()
         self._released: dict[int, Any] = {}  # id(session) -> the released ONNX session
 
     def sessions(self, reward: Reward) -> list[Any]:
         with self._lock:
-            if id(reward) not in self._sessions:
-                self._sessions[id(reward)] = reward_sessions(reward)
-            return self._sessions[id(reward)]
+            if reward not in self._sessions:
+                self._sessions[reward] = reward_sessions(reward)
+            return self._sessions[reward]
 
     def tensors(self, reward: Reward) -> list[Any]:
         with self._lock:
-            if id(reward) not in self._tensors:
-                self._tensors[id(reward)] = module_tensors(reward_modules(reward))
-            return self._tensors[id(reward)]
+            if reward not in self._tensors:
+                self._tensors[reward] = module_tensors(reward_modules(reward))
+            return self._tensors[reward]
 
     def weight_bytes(self, reward: Reward) -> int:
         """The bytes of the reward's parameters and buffers on their device now (0 while dropped)."""
@@ -145,11 +149,11 @@ class Residency:
                 return
             import torch
 
-            dropped = {f"t{id(t)}": t for t, mode in todo.values() if mode == "drop"}
-            self._write_spill({k: t for k, t in dropped.items() if k not in self._spilled})
+            dropped = {self._key(t): t for t, mode in todo.values() if mode == "drop"}
+            self._write_spill({k: t for k, t in dropped.items() if k not in self._files})
             pin = torch.cuda.is_available()
             for tensor, mode in todo.values():
-                key = f"t{id(tensor)}"
+                key = self._key(tensor)
                 record = _Asleep(tensor, tensor.data.device, mode, key)
                 if mode == "drop":
                     tensor.data = torch.empty(0, dtype=tensor.dtype, device="cpu")
@@ -192,45 +196,79 @@ class Residency:
 
                 torch.cuda.synchronize()
 
+    def wake_reward(self, reward: Reward) -> None:
+        """Wake one reward (the hook the loader sets on every reward it builds)."""
+        self.wake([reward], getattr(reward, "name", None))
+
+    def _key(self, tensor: Any) -> str:
+        """The tensor's key in the drop file, kept on the tensor itself (an id could be reused by a new tensor)."""
+        key = getattr(tensor, "_rewardzoo_residency_key", None)
+        if key is None:
+            key = f"t{next(self._count)}"
+            tensor._rewardzoo_residency_key = key
+        return key
+
     def _write_spill(self, tensors: dict[str, Any]) -> None:
+        """Write newly dropped tensors to a file of their own (weights written once, kept until exit)."""
         if not tensors:
             return
-        from safetensors.torch import load_file, save_file
+        from safetensors.torch import save_file
 
-        folder = tempfile.mkdtemp(prefix="rewardzoo-drop-")
-        path = os.path.join(folder, "weights.safetensors")
-        previous = load_file(self._spill) if self._spill and self._spilled else {}
-        keep = {k: v for k, v in previous.items()}
-        keep.update({k: t.data.detach().to("cpu").contiguous() for k, t in tensors.items()})
-        save_file(keep, path)
-        del keep, previous
-        if self._spill:
-            _remove(self._spill)
-        self._spill = path
-        self._spilled |= set(tensors) | self._spilled
+        folder = self._folder or tempfile.mkdtemp(prefix="rewardzoo-drop-")
+        self._folder = folder
+        path = os.path.join(folder, f"weights-{next(self._count)}.safetensors")
+        save_file({k: t.data.detach().to("cpu").contiguous() for k, t in tensors.items()}, path)
+        for key in tensors:
+            self._files[key] = path
 
     def _read_spill(self, keys: list[str], name: str | None) -> dict[str, Any]:
         from safetensors import safe_open
 
-        path = self._spill
         who = f"reward '{name}'" if name else "a reward"
-        if path is None or not os.path.isfile(path):
-            raise WakeError(f"{who} cannot wake: its dropped weights' file {path} is gone; it stays asleep")
-        try:
-            with safe_open(path, framework="pt", device="cpu") as f:
-                return {key: f.get_tensor(key) for key in keys}
-        except Exception as exc:  # a truncated or replaced file
-            raise WakeError(f"{who} cannot wake: reading {path} failed ({exc}); it stays asleep") from exc
+        out: dict[str, Any] = {}
+        by_file: dict[str, list[str]] = {}
+        for key in keys:
+            by_file.setdefault(self._files[key], []).append(key)
+        for path, wanted in by_file.items():
+            if not os.path.isfile(path):
+                raise WakeError(f"{who} cannot wake: its dropped weights' file {path} is gone; it stays asleep")
+            try:
+                with safe_open(path, framework="pt", device="cpu") as f:
+                    out.update({key: f.get_tensor(key) for key in wanted})
+            except Exception as exc:  # a truncated or replaced file
+                raise WakeError(f"{who} cannot wake: reading {path} failed ({exc}); it stays asleep") from exc
+        return out
+
+    def files(self, reward: Reward) -> list[str]:
+        """The files holding the dropped weights of ``reward`` (empty while nothing of it was dropped)."""
+        return sorted({self._files[self._key(t)] for t in self.tensors(reward) if self._key(t) in self._files})
 
     def close(self) -> None:
-        if self._spill:
-            _remove(self._spill)
-            self._spill = None
+        for path in set(self._files.values()):
+            _remove(path)
+        if self._folder:
+            _remove(self._folder)
+
+
+_PROCESS: Residency | None = None
+_PROCESS_LOCK = threading.Lock()
+
+
+def process_residency() -> Residency:
+    """The one :class:`Residency` of this process, shared by every loader: a model cached across loaders (a VLM
+    backbone, a CLIP tower) that one loader put to sleep is woken by a call through any other."""
+    global _PROCESS
+    with _PROCESS_LOCK:
+        if _PROCESS is None:
+            import atexit
+
+            _PROCESS = Residency()
+            atexit.register(_PROCESS.close)
+        return _PROCESS
 
 
 def _remove(path: str) -> None:
     try:
-        os.remove(path)
-        os.rmdir(os.path.dirname(path))
+        os.rmdir(path) if os.path.isdir(path) else os.remove(path)
     except OSError:
         pass

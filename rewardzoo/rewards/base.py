@@ -299,7 +299,8 @@ _BEFORE_CALL: "weakref.WeakKeyDictionary[Reward, Any]" = weakref.WeakKeyDictiona
 
 
 def before_call(reward: Reward, hook: Any) -> None:
-    """Run ``hook()`` before every :func:`invoke` of ``reward`` (the loader's: wake a sleeping reward)."""
+    """Run ``hook(reward)`` before every :func:`invoke` of ``reward`` (the loader's: wake a sleeping reward). The
+    hook must not hold the reward (it is the value of a weak-keyed table)."""
     _BEFORE_CALL[reward] = hook
 
 
@@ -312,7 +313,7 @@ def invoke(reward: Reward, fields: Mapping[str, Sequence[Any]]) -> Any:
     """
     hook = _BEFORE_CALL.get(reward)
     if hook is not None:
-        hook()
+        hook(reward)
     if reward.thread_safe:
         return reward(**fields)
     with instance_lock(reward):

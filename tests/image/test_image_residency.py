@@ -91,7 +91,7 @@ def test_a_wake_whose_file_is_gone_names_the_reward_and_the_file_and_stays_aslee
     processor = RewardProcessor([{"name": "r", "reward_model": "clip_score", "model_path": str(oc_dir),
                                   "device": "cpu", "offload": "drop"}])
     residency = processor.loader.residency
-    spill = residency._spill
+    [spill] = residency.files(processor.rewards["r"])
     os.remove(spill)
     with pytest.raises(WakeError, match=f"reward 'clip_score'.*{spill}.*stays asleep"):
         processor(_samples())
