@@ -104,3 +104,19 @@ def test_offload_is_parsed_strictly_and_does_nothing_on_a_model_free_reward():
     processor = RewardProcessor([{"name": "j", "reward_model": "jpeg_compressibility", "offload": "drop"}])
     assert not processor.loader.residency.is_asleep(processor.rewards["j"])
     assert np.isfinite(processor(_samples(2)).rewards["j"]).all()
+
+
+def test_the_async_runner_wakes_a_round_and_sleeps_at_finalize(oc_dir):
+    entry = {"name": "r", "reward_model": "clip_score", "model_path": str(oc_dir), "device": "cpu",
+             "async_reward": True, "batch_size": 2}
+    samples = _samples()
+    expected = RewardProcessor([entry])(samples).rewards["r"]
+    processor = RewardProcessor([{**entry, "offload": "drop"}])
+    reward, residency = processor.rewards["r"], processor.loader.residency
+    runner = processor.incremental(timeout=60)
+    runner.add(samples[:2])
+    assert not residency.is_asleep(reward)  # woken before dispatch
+    runner.add(samples[2:])
+    result = runner.finalize()
+    np.testing.assert_array_equal(result.rewards["r"], expected)
+    assert residency.is_asleep(reward)
