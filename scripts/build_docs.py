@@ -55,7 +55,7 @@ PAIRING = "## Reference pairing"
 SCRIPT_ORDER = ("bench_processor.py", "bench_execution.py", "bench_group.py", "bench_image.py", "bench_audio.py",
                 "bench_video.py", "bench_text.py", "bench_integrations.py", "bench_differentiable.py",
                 "bench_speech.py", "bench_report.py", "bench_ray.py", "bench_vlm.py", "bench_verifiers.py",
-                "bench_geneval.py", "bench_imaging_quality.py", "bench_serve.py")
+                "bench_geneval.py", "bench_imaging_quality.py", "bench_serve.py", "bench_residency.py")
 #: A measured-looking number in hand-written Speed prose: a decimal, "x1.2", or a number with a unit.
 MEASURED = re.compile(r"(?<![\w.])(?:\d+\.\d+|x\d+(?:\.\d+)?|\d+(?:\.\d+)?\s*(?:ms|us|µs|s|x|MB|GB|kB|KB|%|"
                       r"img/s|clips/s|frames/s)(?![\w/]))")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
@@ -293,49 +293,79 @@ def _as_target(path: str) -> str:
     return "{}:{}".format(*split_path(path))
 
 
+@dataclass(frozen=True)
+class Found:
+    """What the registry knows of one configured reward name, from one look-up (:func:`find`).
+
+    ``target``: the implementation path (``module:Class``) it resolves to; ``card``: its record (a card, a plugin,
+    a registration; None for a Python path no card describes); ``registered``: the class a user registered under
+    the name. Nothing is imported until :meth:`load_class`.
+    """
+
+    name: str
+    target: str
+    card: RewardInfo | None
+    registered: type | None = None
+
+    def load_class(self) -> type:
+        """Import and return the reward class (MissingExtraError names the extra that provides a missing module)."""
+        if self.registered is not None:
+            return self.registered
+        try:
+            return import_path(self.target)
+        except RegistryError as exc:
+            cause = exc.__cause__
+            module_name = split_path(self.target)[0]
+            if isinstance(cause, ModuleNotFoundError):
+                missing = (cause.name or "").split(".")[0]
+                if missing and missing != module_name.split(".")[0]:
+                    extra = self.card.extra if self.card is not None else _extra_for(missing)
+                    raise MissingExtraError(self.name, missing, extra) from cause
+            raise RegistryError(f"reward '{self.name}': {exc}") from cause
+
+    def record(self, cls: type) -> RewardInfo:
+        """The record a built instance of ``cls`` carries as ``reward.info``: the card's, else the class's."""
+        if self.card is not None:
+            return self.card
+        return info_for_class(cls, self.name.rsplit(":", 1)[-1].rsplit(".", 1)[-1])
+
+
+def find(name: str) -> Found:
+    """Everything the registry knows of a reward name or Python path, in one look-up; RegistryError (with a
+    did-you-mean) for a name that is neither registered nor a Python path."""
+    index = _index()
+    found = index.get(name.lower())
+    if found is not None:
+        registered = _USER.get(name.lower())
+        return Found(name, found.implementation, found, registered[0] if registered else None)
+    if ":" in name or "." in name:
+        target = _as_target(name)
+        return Found(name, target, next((e for e in index.values() if e.implementation == target), None))
+    raise RegistryError(f"unknown reward '{name}'{did_you_mean(name.lower(), index)}; "
+                        "`rewardzoo list` shows all rewards")
+
+
 def canonical_target(name: str) -> str:
     """The implementation path a reward name resolves to (card, plugin, user or Python path)."""
-    found = info(name)
-    if found is not None:
-        return found.implementation
-    if ":" in name or "." in name:
-        return _as_target(name)
-    raise RegistryError(f"unknown reward '{name}'{did_you_mean(name.lower(), _index())}; "
-                        "`rewardzoo list` shows all rewards")
+    return find(name).target
 
 
 def lookup(name: str) -> RewardInfo | None:
     """The record of a reward named by a registered name, or by the Python path of a class with a card."""
-    found = info(name)
-    if found is None and (":" in name or "." in name):
-        target = _as_target(name)
-        found = next((e for e in _index().values() if e.implementation == target), None)
-    return found
+    try:
+        return find(name).card
+    except RegistryError:
+        return None
 
 
 def describe(name: str, cls: type) -> RewardInfo:
     """The record a built instance of ``cls``, configured as ``name``, carries as ``reward.info``."""
-    found = lookup(name)
-    return found if found is not None else info_for_class(cls, name.rsplit(":", 1)[-1].rsplit(".", 1)[-1])
+    return find(name).record(cls)
 
 
 def resolve(name: str) -> type:
     """Import and return the reward class for a registered name or a Python path."""
-    key = name.lower()
-    if key in _USER:
-        return _USER[key][0]
-    target = canonical_target(name)
-    entry = info(name)
-    try:
-        return import_path(target)
-    except RegistryError as exc:
-        cause = exc.__cause__
-        module_name = split_path(target)[0]
-        if isinstance(cause, ModuleNotFoundError):
-            missing = (cause.name or "").split(".")[0]
-            if missing and missing != module_name.split(".")[0]:
-                raise MissingExtraError(name, missing, entry.extra if entry else _extra_for(missing)) from cause
-        raise RegistryError(f"reward '{name}': {exc}") from cause
+    return find(name).load_class()
 
 
 def _extra_for(module: str) -> str | None:

@@ -183,6 +183,8 @@ class AsyncRewardRunner:
             raise RunnerStateError("add() after ready()/results() began reading this round's results: call "
                                    "finalize() first; the next round starts after it")
         start = len(self._samples)
+        if not self._samples:
+            self.processor.wake()  # a round starts: wake before dispatching to the workers
         try:
             new = as_samples(samples, start=start)  # errors name the index in the round
             self._samples.extend(new)
@@ -232,8 +234,10 @@ class AsyncRewardRunner:
             result = self._table.result()
         except BaseException:
             self._abort()
+            self.processor.phase_done()
             raise
         self._reset()
+        self.processor.phase_done()  # the round is the reward phase: entries with `offload` sleep again
         return result
 
     def results(self, *, ordered: bool = True, step: int | None = None) -> Iterator[tuple[int, "RewardResult"]]:

@@ -31,6 +31,7 @@ from ..spec.config import RewardConfig, RewardSpec
 from .resolve import resolve_config
 from ..errors import ConfigError, InputError
 from .loader import RewardLoader
+from .residency import reward_modules
 from ..catalog.registry import lookup
 from ..rewards.base import Reward
 
@@ -52,25 +53,6 @@ def _check_differentiable(spec: RewardSpec) -> None:
                           f"{', '.join(differentiable_names())}", entry=spec.name, field="reward_model")
 
 
-def _torch_modules(reward: Any, seen: set[int] | None = None) -> list[Any]:
-    """Every torch module a reward holds (its backbone's model, heads, inner rewards' modules)."""
-    import torch
-
-    seen = set() if seen is None else seen
-    if id(reward) in seen:
-        return []
-    seen.add(id(reward))
-    found = []
-    for value in vars(reward).values():
-        if isinstance(value, torch.nn.Module):
-            found.append(value)
-        elif isinstance(value, Reward):
-            found.extend(_torch_modules(value, seen))
-        elif isinstance(getattr(value, "model", None), torch.nn.Module):  # a ClipBackbone
-            found.append(value.model)
-    return found
-
-
 class DifferentiableReward:
     """``f(pixels, prompts=None, *, dataset=None, return_parts=False, **fields) -> (B,)`` total.
 
@@ -83,7 +65,8 @@ class DifferentiableReward:
     """
 
     def __init__(self, specs: Sequence[RewardSpec], rewards: Sequence[Reward], *,
-                 gradient_checkpointing: bool = False) -> None:
+                 gradient_checkpointing: bool = False, loader: RewardLoader | None = None) -> None:
+        self.loader = loader or RewardLoader()
         self.specs = tuple(specs)
         self.rewards = {spec.name: reward for spec, reward in zip(self.specs, rewards)}
         self.gradient_checkpointing = bool(gradient_checkpointing)
@@ -107,6 +90,8 @@ class DifferentiableReward:
             given["prompt"] = list(prompts)
         parts: dict[str, Any] = {}
         total = None
+        # a sleeping reward wakes (the graph needs its weights until backward: it sleeps only when asked)
+        self.loader.wake(self.rewards.values())
         for spec in self.specs:
             reward = self.rewards[spec.name]
             media = "video" if "video" in reward.inputs.fields else "image"
@@ -131,6 +116,11 @@ class DifferentiableReward:
             total = pixels.new_zeros(n) * pixels.reshape(n, -1).sum(-1)  # on the graph, all zero
         self.last = parts
         return (total, parts) if return_parts else total
+
+    def sleep(self) -> None:
+        """Put the rewards of entries with ``offload`` to sleep (after the backward pass of a step); the next
+        call wakes them."""
+        self.loader.sleep(self.rewards.values())
 
     def __repr__(self) -> str:
         return f"DifferentiableReward({', '.join(self.rewards)}, gradient_checkpointing={self.gradient_checkpointing})"
@@ -160,7 +150,7 @@ def differentiable(config: RewardConfig | str | os.PathLike[str] | Mapping[str, 
         if not callable(getattr(reward, "score_pixels", None)):
             raise ConfigError(f"reward '{spec.reward_model}' has no differentiable path (no `score_pixels` method)",
                               entry=spec.name, field="reward_model")
-        for module in _torch_modules(reward):
+        for module in reward_modules(reward):
             module.eval().requires_grad_(False)  # frozen: no gradient accumulates in the reward's parameters
         rewards.append(reward)
-    return DifferentiableReward(specs, rewards, gradient_checkpointing=gradient_checkpointing)
+    return DifferentiableReward(specs, rewards, gradient_checkpointing=gradient_checkpointing, loader=loader)

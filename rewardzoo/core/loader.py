@@ -16,15 +16,77 @@ from __future__ import annotations
 import inspect
 import json
 import threading
-from typing import Any, Hashable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Hashable, Iterable, Iterator
 
 from ..spec.config import RewardSpec
 from .resolve import parse_spec
 from ..errors import ConfigError, RegistryError, RewardZooError
-from ..catalog.registry import canonical_target, describe, lookup, resolve
-from ..rewards.base import Reward, check_kind
+from ..catalog.registry import Found, find
+from ..rewards.base import Reward, before_call, check_kind
+from ..rewards.info import RewardInfo
 from ..shared.device import check_device, resolve_device
 from ..shared.options import known_options
+from .residency import process_residency
+
+#: Where a registry error is reported: the entry the user wrote and its field.
+Label = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ResolvedReward:
+    """One spec resolved once (:func:`resolve_reward`): everything the loader reads after the registry.
+
+    ``implementation``: the reward class; ``record``: its card's record (what a built instance carries as
+    ``reward.info``); ``device`` / ``dtype``: where and in what precision it runs; ``identity``: the model identity
+    (entries with equal identities share one instance, see the module docstring).
+    """
+
+    spec: RewardSpec
+    implementation: type
+    record: RewardInfo
+    device: str
+    dtype: str
+    identity: Hashable
+
+
+def resolve_reward(spec: RewardSpec, label: Label | None = None) -> ResolvedReward:
+    """Resolve ``spec`` with one registry look-up; a registry error names ``label`` (default: the entry's
+    ``reward_model``)."""
+    with registry_errors(label or (spec.name, "reward_model")):
+        found = find(spec.reward_model)
+        device = device_for(spec, found.card)
+        dtype = dtype_for(spec, device, found.card)
+        identity = (found.target, spec.model_path, dtype, device, _kwargs_key(spec), tuple(sorted(spec.limits.items())))
+        cls = _reward_class(found)
+    return ResolvedReward(spec, cls, found.record(cls), device, dtype, identity)
+
+
+@contextmanager
+def registry_errors(label: Label) -> Iterator[None]:
+    """The one place a registry error is relabelled with the config entry (and field) it came from; an error
+    that already names an entry (an inner reward's, labelled on its way up) passes unchanged."""
+    try:
+        yield
+    except RegistryError as exc:
+        if exc.entry is not None:
+            raise
+        raise exc.in_entry(*label) from exc.__cause__
+
+
+def _reward_class(found: Found) -> type:
+    cls = found.load_class()
+    if not (isinstance(cls, type) and issubclass(cls, Reward)):
+        raise RegistryError(f"'{found.name}' resolves to {cls!r}, which is not a rewardzoo Reward subclass")
+    return cls
+
+
+def _kwargs_key(spec: RewardSpec) -> str:
+    try:
+        return json.dumps(spec.kwargs, sort_keys=True, default=repr)
+    except TypeError as exc:
+        raise ConfigError(f"kwargs are not comparable: {exc}", entry=spec.name, field="kwargs") from None
 
 
 class RewardLoader:
@@ -37,48 +99,65 @@ class RewardLoader:
         self._instances: dict[Hashable, Reward] = {}
         self._lock = threading.RLock()
         self.constructions = 0
+        self.residency = process_residency()
+        self._offload: dict[int, set[str]] = {}  # id(instance) -> the offload modes of the entries using it
 
     @staticmethod
     def identity(spec: RewardSpec) -> Hashable:
         """The model identity of a spec (see the module docstring)."""
-        try:
-            kwargs = json.dumps(spec.kwargs, sort_keys=True, default=repr)
-        except TypeError as exc:
-            raise ConfigError(f"kwargs are not comparable: {exc}", entry=spec.name, field="kwargs") from None
-        limits = tuple(sorted(spec.limits.items()))
-        device = device_for(spec)
-        return (canonical_target(spec.reward_model), spec.model_path, dtype_for(spec, device), device, kwargs, limits)
+        return resolve_reward(spec).identity
 
-    def load(self, spec: RewardSpec | dict | str) -> Reward:
+    def load(self, spec: RewardSpec | dict | str, *, label: Label | None = None) -> Reward:
         """The shared instance for ``spec``, constructing it on first use. An entry with ``environment:`` is a
         :class:`~rewardzoo.environments.reward.WorkerReward`: built in its environment's worker process, nothing
-        of it imported here."""
+        of it imported here. ``label``: the entry and field a registry error names (an inner reward's: its
+        wrapper's entry)."""
         spec = parse_spec(spec) if not isinstance(spec, RewardSpec) else spec
         if spec.environment is not None:
-            return self._in_worker(spec)
-        try:
-            key = self.identity(spec)
-        except RegistryError as exc:
-            raise exc.in_entry(spec.name, "reward_model") from exc.__cause__
+            return self._in_worker(spec, label or (spec.name, "reward_model"))
+        resolved = resolve_reward(spec, label)
         with self._lock:
-            if key not in self._instances:
-                self._instances[key] = self._construct(spec, device=key[3], dtype=key[2])
-            return self._instances[key]
+            if resolved.identity not in self._instances:
+                built = self._instances[resolved.identity] = self._construct(resolved, label)
+                before_call(built, self.residency.wake_reward)
+            reward = self._instances[resolved.identity]
+            self._offload.setdefault(id(reward), set()).add(spec.offload)
+            if spec.offload == "none":  # an entry that keeps the model resident: awake from now on
+                self.wake([reward])
+            return reward
+
+    def offload(self, reward: Reward) -> str:
+        """Where ``reward``'s weights go when its entries sleep: ``none`` when any entry using it says so, else
+        ``cpu`` when any says so, else ``drop``."""
+        modes = self._offload.get(id(reward), {"none"})
+        return "none" if "none" in modes else "cpu" if "cpu" in modes else "drop"
+
+    def sleep(self, rewards: Iterable[Reward]) -> None:
+        """Put ``rewards`` to sleep as their entries' ``offload`` says (rewardzoo.core.residency); weights that a
+        reward with ``offload: none`` also holds stay awake."""
+        with self._lock:
+            plan = [(r, self.offload(r)) for r in rewards if self.offload(r) != "none"]
+            if plan:
+                self.residency.sleep(plan, keep=[r for r in self.instances if self.offload(r) == "none"])
+
+    def wake(self, rewards: Iterable[Reward]) -> None:
+        """Bring ``rewards``' weights back to their devices (a no-op for awake ones)."""
+        for reward in rewards:
+            self.residency.wake([reward], getattr(reward, "name", None))
 
     @property
     def instances(self) -> list[Reward]:
         return list(self._instances.values())
 
-    def _in_worker(self, spec: RewardSpec) -> Reward:
+    def _in_worker(self, spec: RewardSpec, label: Label) -> Reward:
         from ..environments.reward import WorkerReward
 
         key = WorkerReward.identity(spec)
         with self._lock:
             if key not in self._instances:
                 try:
-                    self._instances[key] = WorkerReward(spec)
-                except RegistryError as exc:
-                    raise exc.in_entry(spec.name, "reward_model") from exc.__cause__
+                    with registry_errors(label):
+                        self._instances[key] = WorkerReward(spec)
                 except ConfigError as exc:  # the environment's (its interpreter, its build): name the entry
                     if exc.entry is not None:
                         raise
@@ -93,14 +172,10 @@ class RewardLoader:
             held = [key for key in self._instances if isinstance(key, tuple) and key[:1] == ("environment",)]
             for key in held:
                 self._instances.pop(key).close()
+            self.wake(self.instances)
 
-    def _construct(self, spec: RewardSpec, device: str, dtype: str) -> Reward:
-        try:
-            cls = resolve(spec.reward_model)
-        except RegistryError as exc:
-            raise exc.in_entry(spec.name, "reward_model") from exc.__cause__
-        if not (isinstance(cls, type) and issubclass(cls, Reward)):
-            raise RegistryError(f"'{spec.reward_model}' resolves to {cls!r}, which is not a rewardzoo Reward subclass")
+    def _construct(self, resolved: ResolvedReward, label: Label | None) -> Reward:
+        spec, cls = resolved.spec, resolved.implementation
         try:
             # inner rewards inherit the entry's device as written (``auto`` stays ``auto``), so a CPU-only base
             # under a wrapper that resolved to CUDA still runs where its card says it can
@@ -108,13 +183,12 @@ class RewardLoader:
                                               dtype=spec.dtype)
             _check_options(cls, kwargs, inner)
             for param, entry in inner.items():
-                inner_spec = parse_spec({"name": f"{spec.name}.{param}", **entry}, f"{spec.name}: {param}")
-                try:
-                    kwargs[param] = self.load(inner_spec)
-                except RegistryError as exc:  # name the entry the user wrote, not the inner one
-                    raise exc.in_entry(spec.name, f"kwargs.{param}") from exc.__cause__
-            instance = cls.named(spec.reward_model.lower(), model_path=spec.model_path, device=device, dtype=dtype,
-                                 **kwargs)
+                inner_spec = parse_spec({"name": f"{spec.name}.{param}", "offload": spec.offload, **entry},
+                                        f"{spec.name}: {param}")
+                # a registry error names the entry the user wrote, not the inner one
+                kwargs[param] = self.load(inner_spec, label=label or (spec.name, f"kwargs.{param}"))
+            instance = cls.named(spec.reward_model.lower(), model_path=spec.model_path, device=resolved.device,
+                                 dtype=resolved.dtype, **kwargs)
         except ConfigError as exc:
             if exc.entry is not None:
                 raise
@@ -124,7 +198,7 @@ class RewardLoader:
         except (TypeError, ValueError) as exc:  # a constructor refusing its options: name the entry
             raise ConfigError(f"{cls.__name__} could not be built: {exc}", entry=spec.name) from exc
         check_kind(instance)
-        instance.info = describe(spec.reward_model, cls)
+        instance.info = resolved.record
         if spec.limits:
             instance.inputs = instance.inputs.with_limits(spec.limits)
         self.constructions += 1
@@ -134,20 +208,18 @@ class RewardLoader:
 _RESERVED = ("self", "model_path", "device", "dtype")
 
 
-def dtype_for(spec: RewardSpec, device: str) -> str:
+def dtype_for(spec: RewardSpec, device: str, card: RewardInfo | None) -> str:
     """The dtype a spec's reward runs in: the configured one, or for ``auto`` (the default) its model
-    card's ``default_dtype`` on ``device``'s kind (the reference's precision there), else float32."""
+    ``card``'s ``default_dtype`` on ``device``'s kind (the reference's precision there), else float32."""
     if spec.dtype != "auto":
         return spec.dtype
-    found = lookup(spec.reward_model)
-    return found.dtype_on(device) if found is not None else "float32"
+    return card.dtype_on(device) if card is not None else "float32"
 
 
-def device_for(spec: RewardSpec) -> str:
+def device_for(spec: RewardSpec, card: RewardInfo | None) -> str:
     """The device a spec's reward runs on, checked against this machine and against the devices its
-    model card says it can use (``auto`` picks CUDA only for a reward that can use it)."""
-    found = lookup(spec.reward_model)
-    kinds = found.devices if found is not None else None
+    model ``card`` says it can use (``auto`` picks CUDA only for a reward that can use it)."""
+    kinds = card.devices if card is not None else None
     requested = spec.device
     if requested == "auto" and kinds is not None and "cuda" not in kinds:
         requested = "cpu"  # also spares a CPU-only reward the torch import

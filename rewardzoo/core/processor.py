@@ -9,7 +9,8 @@ each call.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..spec.config import RewardSpec
 from .resolve import parse_specs
@@ -41,6 +42,33 @@ class RewardProcessor:
         self._owns_loader = loader is None
         self.loader = loader or RewardLoader()
         self.rewards: dict[str, Reward] = {spec.name: self.loader.load(spec) for spec in self.specs}
+        self._held = 0  # open `awake()` blocks
+        self.sleep()
+
+    def sleep(self) -> None:
+        """Put the rewards of entries with ``offload: cpu|drop`` to sleep (their weights off the device); those
+        with ``offload: none`` (or sharing a model with such an entry) stay. A call wakes what it needs."""
+        self.loader.sleep(self.rewards.values())
+
+    def wake(self) -> None:
+        """Bring every sleeping reward of this processor back to its device (a call does it by itself)."""
+        self.loader.wake(self.rewards.values())
+
+    @contextmanager
+    def awake(self) -> Iterator["RewardProcessor"]:
+        """Keep the rewards awake across several calls (one reward phase); asleep again at the end."""
+        self.wake()
+        self._held += 1
+        try:
+            yield self
+        finally:
+            self._held -= 1
+            self.phase_done()
+
+    def phase_done(self) -> None:
+        """The end of a reward phase: entries with ``offload`` go back to sleep (unless inside ``awake()``)."""
+        if self._held == 0:
+            self.sleep()
 
     def close(self) -> None:
         """Stop the worker processes of this processor's ``environment:`` entries (when it made its loader; a
@@ -69,7 +97,10 @@ class RewardProcessor:
                 raise
             samples, error = [], exc  # every rank must still reach the exchange; then all of them raise
         table = ScoreTable(self.specs, samples, self.advantage, step)
-        self.score_into(table, ConversionCache(samples), error=error)
+        try:
+            self.score_into(table, ConversionCache(samples), error=error)
+        finally:
+            self.phase_done()
         return table.result()
 
     def score_into(self, table: ScoreTable, cache: ConversionCache, *, skip: Iterable[str] = (),

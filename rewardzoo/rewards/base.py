@@ -295,12 +295,25 @@ def instance_lock(reward: Reward) -> threading.Lock:
         return lock
 
 
+_BEFORE_CALL: "weakref.WeakKeyDictionary[Reward, Any]" = weakref.WeakKeyDictionary()
+
+
+def before_call(reward: Reward, hook: Any) -> None:
+    """Run ``hook(reward)`` before every :func:`invoke` of ``reward`` (the loader's: wake a sleeping reward). The
+    hook must not hold the reward (it is the value of a weak-keyed table)."""
+    _BEFORE_CALL[reward] = hook
+
+
 def invoke(reward: Reward, fields: Mapping[str, Sequence[Any]]) -> Any:
     """Call ``reward(**fields)``; under its instance lock when its class is not ``thread_safe``.
 
     The one way rewards are called, by the engine and by composites calling their inner rewards, so a
-    reward shared between streams and wrappers never runs twice at once unless it says it may.
+    reward shared between streams and wrappers never runs twice at once unless it says it may. A reward the
+    loader put to sleep is woken first (:func:`before_call`).
     """
+    hook = _BEFORE_CALL.get(reward)
+    if hook is not None:
+        hook(reward)
     if reward.thread_safe:
         return reward(**fields)
     with instance_lock(reward):

@@ -27,15 +27,47 @@ def providers_for(device: str) -> list[Any]:
     return ["CPUExecutionProvider"]
 
 
+class ReleasableSession:
+    """An ``onnxruntime.InferenceSession`` that can be released (its weights freed) and recreated from the same
+    file, with the same options (a reward's ``offload:``, rewardzoo.core.residency). Attribute access (``run``,
+    ``get_inputs``) reaches the session, recreating it first when it was released."""
+
+    def __init__(self, path: str | os.PathLike, threads: int | None, device: str) -> None:
+        self.path, self.threads, self.device = os.fspath(path), threads, device
+        self._session: Any = _new_session(self.path, threads, device)
+
+    @property
+    def released(self) -> bool:
+        return self._session is None
+
+    def release(self) -> None:
+        self._session = None
+
+    def restore(self) -> None:
+        """Recreate the session; ConfigError naming the file when it is gone."""
+        if self._session is None:
+            self._session = _new_session(self.path, self.threads, self.device)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        self.restore()
+        return getattr(self._session, name)
+
+
 def onnx_session(path: str | os.PathLike, *, threads: int | None = None, device: str = "cpu") -> Any:
-    """An ``onnxruntime.InferenceSession`` for the model file ``path``.
+    """An ``onnxruntime.InferenceSession`` for the model file ``path`` (as a :class:`ReleasableSession`).
 
     ``threads``: intra-op threads (None = onnxruntime's default, one per physical core); inter-op
     parallelism stays at 1, as these models are single chains of operators.
     """
+    threads = positive_int(threads, "kwargs.threads", allow_none=True)
+    return ReleasableSession(path, threads, device)
+
+
+def _new_session(path: str, threads: int | None, device: str) -> Any:
     import onnxruntime as ort
 
-    threads = positive_int(threads, "kwargs.threads", allow_none=True)
     if not os.path.isfile(path):
         raise ConfigError(f"ONNX model file not found: '{path}'", field="model_path")
     options = ort.SessionOptions()

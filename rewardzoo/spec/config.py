@@ -16,6 +16,8 @@ rewards:                      # training rewards
     num_workers: 1
     kwargs: {}                # passed to the reward's constructor
     limits: {seconds: 600}    # input limits (seconds of audio, frames, pixels); null lifts one
+    offload: none             # between reward phases: none (stay resident), cpu (weights in CPU memory),
+                              # drop (weights freed, re-read on wake); see docs/residency.md
     environment: {python: /opt/envs/ir/bin/python}   # run in a worker process of another environment, or
     # environment: {requirements: ["transformers<5"], system_site_packages: true}  (built once, cached)
     reference: true           # score with the reward's reference package instead (its own environment)
@@ -100,6 +102,7 @@ class RewardSpec:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     limits: Mapping[str, float | int | None] = field(default_factory=dict)
     environment: "EnvironmentSpec | None" = None
+    offload: str = "none"
 
     def applies_to(self, dataset: str | None) -> bool:
         """Whether samples of ``dataset`` are scored by this reward."""
@@ -403,10 +406,18 @@ def parse_spec(raw: Any, where: str = "reward", environment: EnvironmentSpec | N
     _check_kwargs_size(kwargs, name)
     limits = _limits(raw.get("limits"), err, name)
     own = parse_environment(raw["environment"], name) if "environment" in raw else environment
+    offload = raw.get("offload", "none")
+    if offload not in OFFLOAD_MODES:
+        raise err("offload", f"must be one of {', '.join(OFFLOAD_MODES)}, got {offload!r}"
+                             f"{did_you_mean(str(offload), OFFLOAD_MODES)}")
     return RewardSpec(name=name, reward_model=reward_model, model_path=model_path, dtype=dtype, device=device,
                       batch_size=batch_size, applicable_datasets=datasets, weight=weight,
                       async_reward=async_reward, num_workers=num_workers, kwargs=dict(kwargs), limits=limits,
-                      environment=own)
+                      environment=own, offload=offload)
+
+
+#: Where a reward's weights live between reward phases (rewardzoo.core.residency).
+OFFLOAD_MODES = ("none", "cpu", "drop")
 
 
 LIMIT_KEYS = ("seconds", "frames", "pixels")
@@ -523,6 +534,8 @@ def json_schema() -> dict[str, Any]:
                                       "frames": {"type": ["integer", "null"], "minimum": 1},
                                       "pixels": {"type": ["integer", "null"], "minimum": 1}}},
             "environment": environment,
+            "offload": {"enum": ["none", "cpu", "drop"],
+                        "description": "weights between reward phases: resident, in CPU memory, or freed"},
             "reference": {"oneOf": [{"type": "boolean"}, {
                 "type": "object", "additionalProperties": False,
                 "properties": {"reward_model": {"type": "string", "minLength": 1}, "environment": environment,

@@ -97,9 +97,9 @@ def _fields(name: str, n: int, *, dtype=torch.float32, seed: int = 1) -> dict:
 
 
 def _reward_parameters(f) -> list[torch.Tensor]:
-    from rewardzoo.core.differentiable import _torch_modules
+    from rewardzoo.core.residency import reward_modules
 
-    return [p for r in f.rewards.values() for m in _torch_modules(r) for p in m.parameters()]
+    return [p for r in f.rewards.values() for m in reward_modules(r) for p in m.parameters()]
 
 
 @pytest.mark.parametrize("name", ALL)

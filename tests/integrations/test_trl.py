@@ -234,3 +234,29 @@ def test_a_monitor_fed_by_trls_real_training_steps(models, tmp_path):
     logged = [entry for entry in trainer.state.log_history if "monitor/train/rank/mean" in entry]
     assert [entry["monitor/train/rank/mean"] for entry in logged] == \
         pytest.approx([line["metrics"]["train/rank/mean"] for line in lines])
+
+
+def test_an_offloaded_reward_sleeps_between_grpo_steps_and_scores_as_a_resident_one(models, tmp_path):
+    from transformers import TrainerCallback
+
+    from rewardzoo import RewardLoader, RewardProcessor
+    from rewardzoo.integrations.trl import trl_samples
+
+    entry = {**_classifier_config(models)["rewards"][0], "offload": "drop"}
+    loader = RewardLoader()
+    funcs, _ = trl_reward_funcs({"rewards": [entry]}, loader=loader, tokenizer=word_tokenizer())
+    calls, between = [], []
+
+    class Residency(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            reward = loader.instances[0]
+            between.append((loader.residency.is_asleep(reward), loader.residency.weight_bytes(reward)))
+
+    trainer = _trainer(models, [_spy(funcs[0], calls, lambda kw: (kw["prompts"], kw["completions"]))], tmp_path)
+    trainer.add_callback(Residency())
+    trainer.train()
+    assert trainer.state.global_step == 2 and between == [(True, 0), (True, 0)]  # off the device between steps
+    resident = RewardProcessor([{k: v for k, v in entry.items() if k != "offload"}])
+    for _, (prompts, completions), out in calls:
+        expected = resident(trl_samples(prompts, completions, {}, tokenizer=word_tokenizer())).rewards["rm"]
+        assert np.asarray(out, dtype=np.float32).tobytes() == expected.tobytes()

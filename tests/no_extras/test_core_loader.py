@@ -74,8 +74,11 @@ def test_constructor_refusals_name_the_entry():
 
 def test_dtype_auto_is_the_cards_reference_precision_per_device(tmp_path):
     from rewardzoo.core.resolve import parse_spec
-    from rewardzoo.core.loader import dtype_for
-    from rewardzoo.catalog.registry import info_from_card
+    from rewardzoo.core.loader import dtype_for as card_dtype
+    from rewardzoo.catalog.registry import info_from_card, lookup
+
+    def dtype_for(spec, device):
+        return card_dtype(spec, device, lookup(spec.reward_model))
 
     auto = parse_spec({"name": "c", "reward_model": "clip_score"})
     assert auto.dtype == "auto"
@@ -107,3 +110,38 @@ def test_a_reward_has_its_configured_name_from_the_start_of_init():
     with pytest.raises(ConfigError, match=r"entry 'n'.*tests\.no_extras\.rewards:namesitself: refused"):
         RewardLoader().load({"name": "n", "reward_model": path(NamesItself), "kwargs": {"refuse": True}})
     assert NamesItself().name == "NamesItself"  # built directly: its class name, as before
+
+
+def test_a_load_consults_the_registry_once_and_reads_the_resolved_record(monkeypatch):
+    from rewardzoo.catalog import registry
+    from rewardzoo.core import loader as loader_module
+
+    calls = []
+    real = registry.find
+
+    def counting(name):
+        calls.append(name)
+        return real(name)
+
+    monkeypatch.setattr(loader_module, "find", counting)
+    for name in ("lookup", "canonical_target", "resolve", "describe", "info"):  # nothing else is asked
+        monkeypatch.setattr(registry, name, lambda *a, **k: pytest.fail("the loader asked the registry again"))
+    reward = RewardLoader().load({"name": "j", "reward_model": "jpeg_compressibility", "device": "cpu"})
+    assert calls == ["jpeg_compressibility"]
+    assert reward.info.name == "jpeg_compressibility" and reward.device == "cpu" and reward.dtype_name == "float32"
+    from rewardzoo.core.resolve import parse_spec
+
+    resolved = loader_module.resolve_reward(parse_spec({"name": "j", "reward_model": "jpeg_compressibility"}))
+    assert resolved.record is reward.info and resolved.implementation is type(reward)
+    assert resolved.identity[0] == "rewardzoo.rewards.image.jpeg:JpegCompressibility"
+
+
+def test_registry_errors_name_the_entry_once_relabelled():
+    with pytest.raises(RegistryError, match="entry 'q', field 'reward_model': unknown reward 'jpeg_compresibility'"
+                                            ".*did you mean 'jpeg_compressibility'") as err:
+        RewardLoader().load({"name": "q", "reward_model": "jpeg_compresibility"})
+    assert (err.value.entry, err.value.field) == ("q", "reward_model")
+    # an inner reward's: the entry the user wrote and the option that named it
+    with pytest.raises(RegistryError, match="entry 'ranked', field 'kwargs.base': unknown reward 'no_such'") as err:
+        RewardLoader().load({"name": "ranked", "reward_model": "group_rank", "kwargs": {"base": "no_such"}})
+    assert (err.value.entry, err.value.field) == ("ranked", "kwargs.base")

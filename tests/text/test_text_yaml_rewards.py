@@ -216,3 +216,14 @@ def test_truncation_keeps_the_completion(tmp_path, text_models, tokenizer):
     assert batch.response_mask[0].tolist() == [False] * 3 + [True] * 3
     long = encoder(["the"], ["one two three four five six seven eight"])
     assert long.input_ids.shape == (1, 6) and long.prompt_lengths.item() == 0
+
+
+@pytest.mark.parametrize("mode", ["cpu", "drop"])
+def test_sequence_reward_scores_after_a_wake_are_bit_identical(text_models, mode):
+    entry = {"name": "s", "reward_model": "sequence_reward", "model_path": text_models["gpt2_cls"], "device": "cpu"}
+    expected = RewardProcessor([entry])(samples()).rewards["s"]
+    sleeper = RewardProcessor([{**entry, "offload": mode}])
+    reward, residency = sleeper.rewards["s"], sleeper.loader.residency
+    assert residency.is_asleep(reward) and (residency.weight_bytes(reward) == 0) == (mode == "drop")
+    assert sleeper(samples()).rewards["s"].tobytes() == expected.tobytes()
+    assert residency.is_asleep(reward)

@@ -88,3 +88,16 @@ def test_classes_are_checked():
         NudeNetSafety(classes="FEET_EXPOSED")
     with pytest.raises(ConfigError):
         NudeNetSafety(classes=[])
+
+
+def test_an_offloaded_onnx_reward_releases_its_session_and_scores_the_same_after(images):
+    from rewardzoo import RewardProcessor
+
+    entry = {"name": "n", "reward_model": "nsfw_safety", "device": "cpu"}
+    batch = [{"image": im} for im in images[:3]]
+    expected = RewardProcessor([entry])(batch).rewards["n"]
+    sleeper = RewardProcessor([{**entry, "offload": "drop"}])
+    session = sleeper.rewards["n"].session
+    assert sleeper.loader.residency.is_asleep(sleeper.rewards["n"]) and session.released
+    assert sleeper(batch).rewards["n"].tobytes() == expected.tobytes()
+    assert session.released  # asleep again after the phase

@@ -120,3 +120,16 @@ def test_direct_calls_accept_tensors_as_the_media_conversion_reads_them(vqascore
     tensor = to_uint8_tensor(images[0]).float() / 255.0
     np.testing.assert_allclose(vqascore(prompt=["a cat"], image=[tensor]).rewards,
                                vqascore(prompt=["a cat"], image=images[:1]).rewards)
+
+
+@pytest.mark.parametrize("mode", ["cpu", "drop"])
+def test_a_qwen_vl_judge_scores_bit_identically_after_a_wake(vlm_dir, images, prompts, mode):
+    entry = {"name": "v", "reward_model": "vqascore", "model_path": vlm_dir, "device": "cpu"}
+    batch = [{"image": im, "prompt": p} for im, p in zip(images[:2], prompts[:2])]
+    expected = rewardzoo.RewardProcessor([entry])(batch).rewards["v"]
+    sleeper = rewardzoo.RewardProcessor([{**entry, "offload": mode}])
+    reward, residency = sleeper.rewards["v"], sleeper.loader.residency
+    assert residency.is_asleep(reward) and (residency.weight_bytes(reward) == 0) == (mode == "drop")
+    assert sleeper(batch).rewards["v"].tobytes() == expected.tobytes()
+    assert residency.is_asleep(reward)
+    sleeper.wake()  # the backbone is cached across loaders: leave it awake for the other tests

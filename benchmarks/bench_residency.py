@@ -1,0 +1,119 @@
+"""Residency on the CPU (issue 38): a ``drop`` reward's weights leave the process; waking beats a cold load;
+``offload: cpu`` costs nothing on a CPU-only machine.
+
+The reward: ``sequence_reward`` over a random-init GPT-2 classifier of ~250 MB (float32), saved with
+``save_pretrained`` (safetensors) and loaded through the loader as a user would.
+
+1. RSS after ``processor.sleep()`` with ``offload: drop``: the fall in resident memory over the parameter bytes
+   (goal >= 0.9).
+2. Wake from ``drop`` against a cold load of the same entry (new loader: build + read the checkpoint), each followed
+   by one read of every weight (either side may map its file lazily); goal <= 0.3x.
+3. A reward phase (one call on 8 samples) with ``offload: cpu`` against ``offload: none``, interleaved; goal <= 1.05x.
+
+Run: python benchmarks/bench_residency.py [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from results_io import figure, measure, write_results
+from timing import interleaved
+
+SAMPLES = [{"prompt": "the cat sat", "completion": "on the mat and the dog ran"} for _ in range(8)]
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def _touch(processor) -> float:
+    """Read every weight once: both sides may map checkpoint pages lazily, so both pay for reading them here."""
+    residency = processor.loader.residency
+    return sum(float(t.data.sum()) for r in processor.rewards.values() for t in residency.tensors(r))
+
+
+def _build(root: Path) -> str:
+    import torch
+    from transformers import GPT2ForSequenceClassification
+
+    from rewardzoo.testing.text import gpt2_config, word_tokenizer
+
+    torch.manual_seed(0)
+    model = GPT2ForSequenceClassification(gpt2_config(n_embd=1024, n_layer=5, n_head=8, num_labels=1))
+    path = root / "rm"
+    model.save_pretrained(path)
+    word_tokenizer().save_pretrained(path)
+    return str(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    from rewardzoo import RewardLoader, RewardProcessor
+
+    with tempfile.TemporaryDirectory() as root:
+        path = _build(Path(root))
+        entry = {"name": "rm", "reward_model": "sequence_reward", "model_path": path, "device": "cpu"}
+        gc.collect()
+
+        start = time.perf_counter()
+        _touch(RewardProcessor([entry], RewardLoader()))
+        cold_s = time.perf_counter() - start
+        gc.collect()
+        drop = RewardProcessor([{**entry, "offload": "drop"}], RewardLoader())
+        with drop.awake():
+            drop(SAMPLES)
+            param_bytes = drop.loader.residency.weight_bytes(drop.rewards["rm"])
+            gc.collect()
+            awake = _rss()
+        gc.collect()
+        asleep = _rss()
+        freed = (awake - asleep) / param_bytes
+        wakes = []
+        for _ in range(args.repeats):
+            drop.sleep()
+            start = time.perf_counter()
+            drop.wake()
+            _touch(drop)
+            wakes.append(time.perf_counter() - start)
+        colds = [cold_s]
+        for _ in range(min(3, args.repeats) - 1):
+            start = time.perf_counter()
+            _touch(RewardProcessor([entry], RewardLoader()))
+            colds.append(time.perf_counter() - start)
+        wake_s, cold_s = statistics.median(wakes), statistics.median(colds)
+        drop.close()
+
+        none = RewardProcessor([entry], RewardLoader())
+        cpu = RewardProcessor([{**entry, "offload": "cpu"}], RewardLoader())
+        phase, ratios = interleaved({"none": lambda: none(SAMPLES), "cpu": lambda: cpu(SAMPLES)}, args.repeats)
+
+    mb = param_bytes / 2**20
+    figures = [
+        figure("residency.drop.rss", f"RSS freed by sleep() with offload: drop, sequence_reward {mb:.0f} MB float32",
+               measure("RSS freed", (awake - asleep) / 2**20, "MB"), baseline=measure("parameter bytes", mb, "MB"),
+               ratio=freed, ratio_label="freed / parameter bytes", goal=">= 0.9", rewards=["sequence_reward"]),
+        figure("residency.drop.wake", f"wake from offload: drop vs a cold load, sequence_reward {mb:.0f} MB",
+               measure("drop wake", wake_s * 1e3, "ms"), baseline=measure("cold load", cold_s * 1e3, "ms"),
+               ratio=wake_s / cold_s, ratio_label="wake / cold load", goal="<= 0.3", rewards=["sequence_reward"]),
+        figure("residency.cpu.phase", f"reward phase (8 samples) with offload: cpu vs none on the CPU, {mb:.0f} MB",
+               measure("offload: cpu", phase["cpu"] * 1e3, "ms"), baseline=measure("offload: none", phase["none"] * 1e3,
+                                                                                    "ms"),
+               ratio=ratios["cpu"], ratio_label="cpu / none (median per repetition)", goal="<= 1.05",
+               rewards=["sequence_reward"]),
+    ]
+    for f in figures:
+        print(f["id"], f["value"], f["baseline"], f["ratio"])
+    write_results(__file__, figures)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+"""Residency: where a loaded reward's weights live between reward phases (an entry's ``offload:``).
+
+``none``: on their device for the life of the processor. ``cpu``: moved to CPU memory (pinned where CUDA is
+present) by :meth:`Residency.sleep`, back to their device at the next call. ``drop``: freed; the first drop
+writes the weights once to a process-private safetensors file (inference weights never change), and a wake
+re-reads them memory-mapped, into the same ``Parameter`` / buffer objects (the module skeleton, tokenizers and
+processors are kept; nothing is downloaded or rebuilt).
+
+Residency belongs to the loaded model, not to a reward class: the weights are the tensors of the ``torch.nn``
+modules reachable from a reward instance (its attributes, inner rewards, lists and dicts of them, rewardzoo
+helper objects), found generically. A tensor shared by several loaded rewards (train/eval dedup, shared
+backbones) sleeps once; one used by an entry with ``offload: none`` of the same loader stays awake. The state is
+one per process (:func:`process_residency`), so a model shared across loaders wakes through any of them. A model-free reward has no
+tensors: sleeping it does nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..errors import RewardZooError
+from ..rewards.base import Reward
+
+_MAX_DEPTH = 4
+
+
+class WakeError(RewardZooError, RuntimeError):
+    """A sleeping reward's weights could not be brought back (names the reward and the file); it stays asleep."""
+
+
+def reward_modules(reward: Reward) -> list[Any]:
+    """The ``torch.nn.Module`` objects reachable from ``reward`` (attributes, inner rewards, containers, rewardzoo
+    helper objects), each once; none when torch is not imported (a model-free reward never imports it)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    return _reachable(reward, lambda obj: isinstance(obj, torch.nn.Module))
+
+
+def reward_sessions(reward: Reward) -> list[Any]:
+    """The ONNX sessions (:class:`~rewardzoo.shared.onnx.ReleasableSession`) reachable from ``reward``."""
+    from ..shared.onnx import ReleasableSession
+
+    return _reachable(reward, lambda obj: isinstance(obj, ReleasableSession))
+
+
+def _reachable(reward: Reward, wanted: Any) -> list[Any]:
+    found: dict[int, Any] = {}
+    seen: set[int] = set()
+
+    def walk(obj: Any, depth: int) -> None:
+        if id(obj) in seen or depth > _MAX_DEPTH:
+            return
+        seen.add(id(obj))
+        if wanted(obj):
+            found.setdefault(id(obj), obj)
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            for item in obj:
+                walk(item, depth + 1)
+        elif isinstance(obj, dict):
+            for item in obj.values():
+                walk(item, depth + 1)
+        elif isinstance(obj, Reward) or type(obj).__module__.startswith("rewardzoo."):
+            for item in getattr(obj, "__dict__", {}).values():
+                walk(item, depth + 1)
+
+    walk(reward, 0)
+    return list(found.values())
+
+
+def module_tensors(modules: Iterable[Any]) -> list[Any]:
+    """The parameters and buffers of ``modules`` (submodules included), each tensor object once."""
+    out: dict[int, Any] = {}
+    for module in modules:
+        for tensor in (*module.parameters(), *module.buffers()):
+            out.setdefault(id(tensor), tensor)
+    return list(out.values())
+
+
+@dataclass
+class _Asleep:
+    tensor: Any  # the Parameter / buffer object itself, kept (the skeleton)
+    device: Any
+    mode: str
+    key: str
+
+
+class Residency:
+    """The sleep state of the tensors of one loader's rewards (see the module docstring); thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._asleep: dict[int, _Asleep] = {}
+        self._tensors: "weakref.WeakKeyDictionary[Reward, list[Any]]" = weakref.WeakKeyDictionary()
+        self._count = itertools.count()
+        self._folder: str | None = None  # where dropped weights are written (safetensors, once per tensor)
+        self._files: dict[str, str] = {}  # tensor key -> its file
+        self._sessions: "weakref.WeakKeyDictionary[Reward, list[Any]]" = weakref.WeakKeyDictionary()
+        self._released: dict[int, Any] = {}  # id(session) -> the released ONNX session
+
+    def sessions(self, reward: Reward) -> list[Any]:
+        with self._lock:
+            if reward not in self._sessions:
+                self._sessions[reward] = reward_sessions(reward)
+            return self._sessions[reward]
+
+    def tensors(self, reward: Reward) -> list[Any]:
+        with self._lock:
+            if reward not in self._tensors:
+                self._tensors[reward] = module_tensors(reward_modules(reward))
+            return self._tensors[reward]
+
+    def weight_bytes(self, reward: Reward) -> int:
+        """The bytes of the reward's parameters and buffers on their device now (0 while dropped)."""
+        return sum(t.data.numel() * t.data.element_size() for t in self.tensors(reward))
+
+    def is_asleep(self, reward: Reward) -> bool:
+        with self._lock:
+            return any(id(t) in self._asleep for t in self.tensors(reward)) or \
+                any(id(s) in self._released for s in self.sessions(reward))
+
+    def sleep(self, plan: Iterable[tuple[Reward, str]], keep: Iterable[Reward] = ()) -> None:
+        """Put each ``(reward, mode)`` to sleep (``cpu`` or ``drop``), except the tensors ``keep`` holds."""
+        plan = list(plan)
+        keep = list(keep)
+        with self._lock:
+            kept_sessions = {id(s) for r in keep for s in self.sessions(r)}
+            for reward, _ in plan:  # an ONNX session is released (both modes) and recreated from its file
+                for session in self.sessions(reward):
+                    if id(session) not in kept_sessions and not session.released:
+                        session.release()
+                        self._released[id(session)] = session
+            kept = {id(t) for r in keep for t in self.tensors(r)}
+            todo: dict[int, tuple[Any, str]] = {}
+            for reward, mode in plan:
+                for tensor in self.tensors(reward):
+                    if id(tensor) not in kept and id(tensor) not in self._asleep:
+                        old = todo.get(id(tensor))
+                        todo[id(tensor)] = (tensor, "cpu" if old and old[1] == "cpu" else mode)
+            if not todo:
+                return
+            import torch
+
+            dropped = {self._key(t): t for t, mode in todo.values() if mode == "drop"}
+            self._write_spill({k: t for k, t in dropped.items() if k not in self._files})
+            pin = torch.cuda.is_available()
+            for tensor, mode in todo.values():
+                key = self._key(tensor)
+                record = _Asleep(tensor, tensor.data.device, mode, key)
+                if mode == "drop":
+                    tensor.data = torch.empty(0, dtype=tensor.dtype, device="cpu")
+                elif tensor.data.device.type != "cpu":
+                    host = tensor.data.to("cpu")
+                    tensor.data = host.pin_memory() if pin else host
+                self._asleep[id(tensor)] = record
+
+    def wake(self, rewards: Iterable[Reward], name: str | None = None) -> None:
+        """Bring the tensors of ``rewards`` back to their devices (a no-op for awake ones). WakeError (the reward
+        ``name``, the file) when dropped weights cannot be read back; then they all stay asleep."""
+        if not self._asleep and not self._released:  # the common case (no entry offloads): nothing to walk
+            return
+        with self._lock:
+            rewards = list(rewards)
+            for reward in rewards:
+                for session in self.sessions(reward):
+                    if id(session) in self._released:
+                        try:
+                            session.restore()
+                        except Exception as exc:  # the model file gone since load
+                            who = f"reward '{name}'" if name else "a reward"
+                            raise WakeError(f"{who} cannot wake: {exc}; it stays asleep") from exc
+                        del self._released[id(session)]
+            todo = [self._asleep[id(t)] for r in rewards for t in self.tensors(r) if id(t) in self._asleep]
+            if not todo:
+                return
+            dropped = [rec for rec in todo if rec.mode == "drop"]
+            loaded: dict[str, Any] = {}
+            if dropped:
+                loaded = self._read_spill([rec.key for rec in dropped], name)
+            for rec in todo:
+                if rec.mode == "drop":
+                    rec.tensor.data = loaded[rec.key].to(rec.device)
+                elif rec.tensor.data.device != rec.device:
+                    rec.tensor.data = rec.tensor.data.to(rec.device, non_blocking=True)
+                self._asleep.pop(id(rec.tensor), None)
+            if any(rec.device.type == "cuda" for rec in todo):
+                import torch
+
+                torch.cuda.synchronize()
+
+    def wake_reward(self, reward: Reward) -> None:
+        """Wake one reward (the hook the loader sets on every reward it builds)."""
+        self.wake([reward], getattr(reward, "name", None))
+
+    def _key(self, tensor: Any) -> str:
+        """The tensor's key in the drop file, kept on the tensor itself (an id could be reused by a new tensor)."""
+        key = getattr(tensor, "_rewardzoo_residency_key", None)
+        if key is None:
+            key = f"t{next(self._count)}"
+            tensor._rewardzoo_residency_key = key
+        return key
+
+    def _write_spill(self, tensors: dict[str, Any]) -> None:
+        """Write newly dropped tensors to a file of their own (weights written once, kept until exit)."""
+        if not tensors:
+            return
+        from safetensors.torch import save_file
+
+        folder = self._folder or tempfile.mkdtemp(prefix="rewardzoo-drop-")
+        self._folder = folder
+        path = os.path.join(folder, f"weights-{next(self._count)}.safetensors")
+        save_file({k: t.data.detach().to("cpu").contiguous() for k, t in tensors.items()}, path)
+        for key in tensors:
+            self._files[key] = path
+
+    def _read_spill(self, keys: list[str], name: str | None) -> dict[str, Any]:
+        from safetensors import safe_open
+
+        who = f"reward '{name}'" if name else "a reward"
+        out: dict[str, Any] = {}
+        by_file: dict[str, list[str]] = {}
+        for key in keys:
+            by_file.setdefault(self._files[key], []).append(key)
+        for path, wanted in by_file.items():
+            if not os.path.isfile(path):
+                raise WakeError(f"{who} cannot wake: its dropped weights' file {path} is gone; it stays asleep")
+            try:
+                with safe_open(path, framework="pt", device="cpu") as f:
+                    out.update({key: f.get_tensor(key) for key in wanted})
+            except Exception as exc:  # a truncated or replaced file
+                raise WakeError(f"{who} cannot wake: reading {path} failed ({exc}); it stays asleep") from exc
+        return out
+
+    def files(self, reward: Reward) -> list[str]:
+        """The files holding the dropped weights of ``reward`` (empty while nothing of it was dropped)."""
+        return sorted({self._files[self._key(t)] for t in self.tensors(reward) if self._key(t) in self._files})
+
+    def close(self) -> None:
+        for path in set(self._files.values()):
+            _remove(path)
+        if self._folder:
+            _remove(self._folder)
+
+
+_PROCESS: Residency | None = None
+_PROCESS_LOCK = threading.Lock()
+
+
+def process_residency() -> Residency:
+    """The one :class:`Residency` of this process, shared by every loader: a model cached across loaders (a VLM
+    backbone, a CLIP tower) that one loader put to sleep is woken by a call through any other."""
+    global _PROCESS
+    with _PROCESS_LOCK:
+        if _PROCESS is None:
+            import atexit
+
+            _PROCESS = Residency()
+            atexit.register(_PROCESS.close)
+        return _PROCESS
+
+
+def _remove(path: str) -> None:
+    try:
+        os.rmdir(path) if os.path.isdir(path) else os.remove(path)
+    except OSError:
+        pass
