@@ -32,7 +32,7 @@ class RewardProcessor:
     >>> result = proc([Sample(image="a.png", prompt="a cat")])             # doctest: +SKIP
     """
 
-    def __init__(self, specs: Sequence[RewardSpec | Mapping | str], loader: RewardLoader | None = None, *,
+    def __init__(self, specs: Sequence[RewardSpec | Mapping[str, Any] | str], loader: RewardLoader | None = None, *,
                  advantage: str = "sum") -> None:
         from ..spec.config import check_mode
 
@@ -61,13 +61,13 @@ class RewardProcessor:
 
     def __call__(self, samples: Iterable[Sample | Mapping[str, Any]]) -> RewardResult:
         try:
-            samples, error = as_samples(samples), None
+            batch, error = as_samples(samples), None
         except InputError as exc:
             if not self.collective:
                 raise
-            samples, error = [], exc  # every rank must still reach the exchange; then all of them raise
-        table = ScoreTable(self.specs, samples, self.advantage)
-        self.score_into(table, ConversionCache(samples), error=error)
+            batch, error = [], exc  # every rank must still reach the exchange; then all of them raise
+        table = ScoreTable(self.specs, batch, self.advantage)
+        self.score_into(table, ConversionCache(batch), error=error)
         return table.result()
 
     def score_into(self, table: ScoreTable, cache: ConversionCache, *, skip: Iterable[str] = (),
