@@ -96,7 +96,7 @@ def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "reward
                       prefers_still_video=get("prefers_still_video", (bool,), False))
 
 
-def _typical_range(value: list | None, bounds: tuple[float, float], bad: Callable[[str, str], RegistryError]
+def _typical_range(value: list[Any] | None, bounds: tuple[float, float], bad: Callable[[str, str], RegistryError]
                    ) -> tuple[float, float] | None:
     """A card's ``typical_range`` ``[low, high]``: finite, low < high, inside its ``score_range``."""
     if value is None:
@@ -110,14 +110,14 @@ def _typical_range(value: list | None, bounds: tuple[float, float], bad: Callabl
     return lo, hi
 
 
-def _add_ons(value: list | None, bad: Callable[[str, str], RegistryError]) -> tuple[str, ...]:
+def _add_ons(value: list[Any] | None, bad: Callable[[str, str], RegistryError]) -> tuple[str, ...]:
     """A card's ``add_ons`` list of module names."""
     if value is not None and (not value or not all(isinstance(m, str) and m.isidentifier() for m in value)):
         raise bad("add_ons", f"must be a non-empty list of module names, got {value!r}")
     return tuple(value or ())
 
 
-def _default_dtype(value: Mapping[str, Any] | None, bad: Callable[[str, str], RegistryError]) -> dict | None:
+def _default_dtype(value: Mapping[str, Any] | None, bad: Callable[[str, str], RegistryError]) -> dict[str, str] | None:
     """A card's ``default_dtype`` mapping (device kind -> dtype name), validated and canonical."""
     if value is None:
         return None
@@ -246,14 +246,14 @@ def card_path(name: str) -> Path:
     return found.card
 
 
-def read_card(name: str) -> tuple[dict, str]:
+def read_card(name: str) -> tuple[dict[str, Any], str]:
     """(front matter, markdown body) of a named reward's model card."""
     from .resources import read_card_file
 
     return read_card_file(card_path(name))
 
 
-def example_config(name: str) -> dict:
+def example_config(name: str) -> dict[str, Any]:
     """A reward's example config (from its card's How-to-configure section), as ``load_config`` takes it."""
     from .resources import example_yaml, load_yaml_text
 
@@ -284,7 +284,7 @@ def row(entry: RewardInfo) -> dict[str, Any]:
                 implementation=entry.implementation, source=entry.source)
 
 
-def list_rewards(modality: str | None = None) -> list[dict]:
+def list_rewards(modality: str | None = None) -> list[dict[str, Any]]:
     """Listing rows as dicts (name, modality, kind, extra, higher_is_better, score_range, installed, ...)."""
     return [row(e) for e in entries().values() if not modality or e.modality == modality]
 

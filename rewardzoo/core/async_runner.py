@@ -47,7 +47,7 @@ import time
 import warnings
 from collections import deque
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from ..spec.config import RewardSpec
 
 
+_T = TypeVar("_T")
 _WARNED: set[tuple[str, type]] = set()
 _WARNED_LOCK = threading.Lock()
 
@@ -102,13 +103,13 @@ class DaemonPool:
     """
 
     def __init__(self, workers: int, name: str) -> None:
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[cf.Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True) for i in range(workers)]
         for thread in self._threads:
             thread.start()
 
-    def submit(self, fn: Callable[[], Any]) -> cf.Future:
-        future: cf.Future = cf.Future()
+    def submit(self, fn: Callable[[], _T]) -> cf.Future[_T]:
+        future: cf.Future[_T] = cf.Future()
         self._queue.put((future, fn))
         return future
 
@@ -151,6 +152,8 @@ class AsyncRewardRunner:
     ``group_size``: samples per group, when known; complete groups of async groupwise rewards are then
     scored while the round is still being generated (single process only).
     """
+
+    _deferred: Exception | None  # declared here because add() assigns it before _reset() appears
 
     def __init__(self, processor: "ScoringFront", *, timeout: float | None = None,
                  group_size: int | None = None) -> None:
@@ -231,6 +234,7 @@ class AsyncRewardRunner:
                 self._advance(deadline)
             if self._errors:
                 raise self._errors[0]
+            assert self._table is not None  # _seal set it
             result = self._table.result()
         except BaseException:
             self._abort()
@@ -292,10 +296,10 @@ class AsyncRewardRunner:
         self._cache = ConversionCache(self._samples)
         self._waiting: dict[str, list[int]] = {s.name: [] for s in self._async}
         self._open_groups: dict[str, dict[Any, list[int]]] = {s.name: {} for s in self._async}
-        self._complete_groups: dict[str, set] = {s.name: set() for s in self._async}
-        self._futures: list[tuple[str, cf.Future]] = []
+        self._complete_groups: dict[str, set[Any]] = {s.name: set() for s in self._async}
+        self._futures: list[tuple[str, cf.Future[Outcome]]] = []
         self._deferred: Exception | None = None
-        self._done: list[tuple[str, list[int], cf.Future]] = []  # calls whose outcome is not in the table yet
+        self._done: list[tuple[str, list[int], cf.Future[Outcome]]] = []  # calls whose outcome is not in the table yet
         # set when the round is sealed (by ready/results/finalize):
         self._table: ScoreTable | None = None
         self._inline: deque[tuple[str, list[int], Job]] = deque()  # synchronous calls still to run
@@ -309,7 +313,7 @@ class AsyncRewardRunner:
         if self._closed:
             raise RunnerClosedError("this AsyncRewardRunner was closed; start another with processor.incremental()")
 
-    def _add_groupwise(self, spec: "RewardSpec", reward: Reward, indices: list[int], events: dict) -> None:
+    def _add_groupwise(self, spec: "RewardSpec", reward: Reward, indices: list[int], events: dict[str, Any]) -> None:
         groups, complete = self._open_groups[spec.name], self._complete_groups[spec.name]
         for key, members in group_indices(spec.name, self._samples, indices).items():
             if key in complete:  # its group_size samples were already scored
@@ -332,13 +336,15 @@ class AsyncRewardRunner:
             pool = self._pools[spec.name] = DaemonPool(self._workers[spec.name], f"rewardzoo-{spec.name}")
         return pool
 
-    def _task(self, name: str, reward: Reward, fn: Callable[[], Outcome], events: dict) -> Callable[[], Outcome]:
+    def _task(self, name: str, reward: Reward, fn: Callable[[], Outcome], events: dict[str, Any]
+              ) -> Callable[[], Outcome]:
         if not _Streams.is_cuda(reward):
             return fn
         device = str(reward.device)
         return lambda: self._streams.call(fn, device, events.get(device))
 
-    def _submit(self, spec: "RewardSpec", reward: Reward, indices: list[int], events: dict) -> cf.Future:
+    def _submit(self, spec: "RewardSpec", reward: Reward, indices: list[int], events: dict[str, Any]
+                ) -> cf.Future[Outcome]:
         cache = self._cache
         fn = self._task(spec.name, reward, lambda: run_call(spec.name, reward, indices, cache), events)
         future = self._pool(spec).submit(fn)
@@ -421,7 +427,7 @@ class AsyncRewardRunner:
                 self._wait_any(deadline)
                 return
             name, chunk, job = self._inline.popleft()
-            future: cf.Future = cf.Future()
+            future: cf.Future[Outcome] = cf.Future()
             try:
                 future.set_result(job())
             except Exception as exc:  # raised when the iteration reaches the chunk's samples
@@ -431,11 +437,12 @@ class AsyncRewardRunner:
         for name, chunk, future in self._done:  # in submission order
             if not future.done():
                 waiting.append((name, chunk, future))
-            elif future.exception() is not None:
-                self._errors.append(future.exception())
+            elif (error := future.exception()) is not None:
+                self._errors.append(error)
                 for i in chunk:
-                    self._failed.setdefault(i, future.exception())
+                    self._failed.setdefault(i, error)
             else:
+                assert self._table is not None  # calls are taken in only after _seal
                 self._table.put(name, chunk, *future.result())
                 self._need[chunk] -= 1
                 self._order.extend(i for i in chunk if self._need[i] == 0 and i not in self._failed)
@@ -482,12 +489,13 @@ class AsyncRewardRunner:
     def _row(self, i: int) -> RewardResult:
         """Row ``i`` of the table as a one-sample result (the arithmetic of ``finalize``'s, element by element)."""
         t, one = self._table, slice(i, i + 1)
+        assert t is not None  # rows are read only after _seal
         return assemble(t.specs, t.samples[one], {k: v[one] for k, v in t.scores.items()},
                         {k: v[one] for k, v in t.masks.items()},
                         {k: {kk: vv[one].copy() for kk, vv in v.items()} for k, v in t.extras.items()},
                         t.advantage_mode, t.step)
 
-    def _wait(self, futures: list[tuple[str, cf.Future]], deadline: float | None) -> None:
+    def _wait(self, futures: list[tuple[str, cf.Future[Outcome]]], deadline: float | None) -> None:
         """Wait for ``futures``; raise the first error in submission order, or a timeout naming the rewards."""
         pending = {f for _, f in futures}
         while pending:
@@ -500,10 +508,10 @@ class AsyncRewardRunner:
             if pending and left is not None and left <= 0:
                 raise self._timeout_error([(n, f) for n, f in futures if f in pending])
         for _, future in futures:
-            if future.done() and not future.cancelled() and future.exception() is not None:
-                raise future.exception()
+            if future.done() and not future.cancelled() and (error := future.exception()) is not None:
+                raise error
 
-    def _timeout_error(self, pending: list[tuple[str, cf.Future]]) -> RewardTimeoutError:
+    def _timeout_error(self, pending: list[tuple[str, cf.Future[Outcome]]]) -> RewardTimeoutError:
         names = sorted({n for n, _ in pending})
         return RewardTimeoutError(f"{len(pending)} call(s) still running after the runner's timeout of "
                                   f"{self.timeout} s", reward=", ".join(names))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 from ..spec.config import RewardConfig, RewardSpec
 from .resolve import resolve_config
@@ -51,6 +51,13 @@ def _check_differentiable(spec: RewardSpec) -> None:
         raise ConfigError(f"reward '{spec.reward_model}' is not differentiable (its model card says "
                           f"`differentiable: false`; see its Limitations); differentiable rewards: "
                           f"{', '.join(differentiable_names())}", entry=spec.name, field="reward_model")
+
+
+class _PixelScorer(Protocol):
+    """A reward with a differentiable path (``differentiable()`` checks it has one; past the pixels, the
+    fields it takes differ from reward to reward)."""
+
+    def score_pixels(self, pixels: Any, *, gradient_checkpointing: bool = ..., **fields: Any) -> Any: ...
 
 
 class DifferentiableReward:
@@ -106,7 +113,8 @@ class DifferentiableReward:
                     raise InputError(f"reward '{spec.name}' needs '{fld}' (one per sample)", field=fld)
                 wanted[fld] = given[fld]
             weights = [spec.weight_for(d, step) if spec.applies_to(d) else 0.0 for d in datasets]
-            score = reward.score_pixels(pixels, gradient_checkpointing=self.gradient_checkpointing, **wanted)
+            scorer = cast("_PixelScorer", reward)  # differentiable() checked it has score_pixels
+            score = scorer.score_pixels(pixels, gradient_checkpointing=self.gradient_checkpointing, **wanted)
             parts[spec.name] = score
             if all(w == 0.0 for w in weights):
                 continue

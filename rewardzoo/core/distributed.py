@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -36,8 +36,16 @@ from ..errors import InputError, RemoteRankError, RewardExecutionError
 from .processor import RewardProcessor
 from ..rewards.base import Reward
 
+if TYPE_CHECKING:
+    from ..spec.config import RewardSpec
+    from ..spec.sample import Sample
+    from .loader import RewardLoader
 
-def _dist():
+#: One rank's share of a split group: (rank, member indices on that rank, their fields; None: this rank's own).
+_Part = tuple[int, Sequence[int], "dict[str, list[Any]] | None"]
+
+
+def _dist() -> Any:  # torch.distributed (the type check reads torch as Any)
     import torch.distributed as dist
 
     return dist
@@ -49,7 +57,7 @@ def is_distributed(group: Any = None) -> bool:
         dist = _dist()
     except ImportError:
         return False
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1
+    return bool(dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1)
 
 
 @dataclass
@@ -109,11 +117,11 @@ class GroupExchange:
 
     @property
     def rank(self) -> int:
-        return _dist().get_rank(self.group)
+        return int(_dist().get_rank(self.group))
 
     @property
     def world_size(self) -> int:
-        return _dist().get_world_size(self.group)
+        return int(_dist().get_world_size(self.group))
 
     def _gather(self, obj: Any) -> list[Any]:
         out: list[Any] = [None] * self.world_size
@@ -163,7 +171,9 @@ class GroupExchange:
             return
         self._exchange(processor, groupwise, local, cache, table, error, run_jobs, finish)
 
-    def _exchange(self, processor, groupwise, local, cache, table, error, run_jobs, finish) -> None:
+    def _exchange(self, processor: RewardProcessor, groupwise: list[RewardSpec], local: dict[str, dict[Any, list[int]]],
+                  cache: ConversionCache, table: ScoreTable, error: BaseException | None, run_jobs: RunJobs,
+                  finish: Callable[[], None] | None) -> None:
         me = self.rank
         keys = {s.name: [(k, len(m)) for k, m in local.get(s.name, {}).items()] for s in groupwise}
         everyone = self._round(keys, error)
@@ -222,7 +232,7 @@ class GroupExchange:
                 table.put(name, members, scores, extras)
 
     @staticmethod
-    def _member_payload(name: str, reward: Reward, members: list[int], samples, cache: ConversionCache
+    def _member_payload(name: str, reward: Reward, members: list[int], samples: Sequence[Sample], cache: ConversionCache
                         ) -> dict[str, Any]:
         """What travels for this rank's members of a split group: declared fields, dataset, group_id."""
         return {"index": list(members),
@@ -230,8 +240,8 @@ class GroupExchange:
                 "dataset": [samples[i].dataset for i in members],
                 "group_id": [samples[i].group_id for i in members]}
 
-    def _call_group(self, name: str, reward: Reward, parts, cache: ConversionCache) -> Outcome:
-        fields: dict[str, list] = {}
+    def _call_group(self, name: str, reward: Reward, parts: Sequence[_Part], cache: ConversionCache) -> Outcome:
+        fields: dict[str, list[Any]] = {}
         labels: list[tuple[int, int]] = []
         for rank, members, remote in parts:
             part = build_fields(name, reward, members, cache) if remote is None else remote
@@ -261,7 +271,8 @@ class DistributedRewardProcessor(RewardProcessor):
     construct the models on rank 0 first, then on the other ranks (see :func:`rank_ordered`).
     """
 
-    def __init__(self, specs, loader=None, *, group: Any = None, rank_ordered_loading: bool = False,
+    def __init__(self, specs: Sequence[RewardSpec | Mapping[str, Any] | str], loader: RewardLoader | None = None, *,
+                 group: Any = None, rank_ordered_loading: bool = False,
                  advantage: str = "sum") -> None:
         self.exchange = GroupExchange(group)
         with rank_ordered(group) if rank_ordered_loading else contextlib.nullcontext():

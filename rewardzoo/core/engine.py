@@ -189,7 +189,7 @@ class ScoreTable:
         mask = applicable_mask(spec, self.samples)
         self.masks[spec.name] = mask
         self.scores[spec.name] = np.full(len(self.samples), np.nan)
-        indices = np.flatnonzero(mask).tolist()
+        indices: list[int] = np.flatnonzero(mask).tolist()
         check_required(spec.name, reward, self.samples, indices)
         check_weights(spec, self.samples, indices, self.step)
         return indices
@@ -306,9 +306,9 @@ def _stream_runner(spec: RewardSpec, reward: Reward, plan: list[list[int]], cach
     return partial(run_jobs, spec, reward, jobs)
 
 
-def _in_background(fn: Callable[[], Any], name: str) -> "cf.Future":
+def _in_background(fn: Callable[[], Any], name: str) -> "cf.Future[Any]":
     """``fn()`` on a daemon thread of its own (it never keeps the process from exiting); its future."""
-    future: cf.Future = cf.Future()
+    future: cf.Future[Any] = cf.Future()
 
     def work() -> None:
         future.set_running_or_notify_cancel()
@@ -385,9 +385,9 @@ def group_indices(name: str, samples: Sequence[Sample], indices: Iterable[int]) 
     return groups
 
 
-def build_fields(name: str, reward: Reward, indices: Sequence[int], cache: ConversionCache) -> dict[str, list]:
+def build_fields(name: str, reward: Reward, indices: Sequence[int], cache: ConversionCache) -> dict[str, list[Any]]:
     """Keyword arguments of one reward call: each declared field as a list over ``indices``."""
-    fields: dict[str, list] = {}
+    fields: dict[str, list[Any]] = {}
     for fld in reward.inputs.fields:
         values = [cache.get(i, fld, reward, name) for i in indices]
         if fld in ("audio", "condition_audio"):
@@ -403,7 +403,7 @@ def run_call(name: str, reward: Reward, indices: Sequence[int], cache: Conversio
     return call_reward(name, reward, build_fields(name, reward, indices, cache), indices)
 
 
-def call_reward(name: str, reward: Reward, fields: dict[str, list], indices: Sequence[int]) -> Outcome:
+def call_reward(name: str, reward: Reward, fields: dict[str, list[Any]], indices: Sequence[int]) -> Outcome:
     """Call a reward (:func:`~rewardzoo.rewards.base.invoke`) and validate its output, score range
     included; errors carry the stream name and the caller's sample indices."""
     try:

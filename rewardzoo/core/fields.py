@@ -20,15 +20,16 @@ from ..shared.media import is_tensor
 
 if TYPE_CHECKING:
     from ..rewards.base import Inputs
+    from ..spec.sample import Sample
 
 
-def _text(value: Any, sample, wants: Inputs) -> str:
+def _text(value: Any, sample: Sample, wants: Inputs) -> str:
     if not isinstance(value, str):
         raise InputError(f"expected a string, got {type(value).__name__}")
     return value
 
 
-def _metadata(value: Any, sample, wants: Inputs) -> str:
+def _metadata(value: Any, sample: Sample, wants: Inputs) -> str:
     if isinstance(value, str):
         try:
             json.loads(value)
@@ -41,7 +42,7 @@ def _metadata(value: Any, sample, wants: Inputs) -> str:
         raise InputError(f"metadata cannot be encoded as JSON: {exc}") from None
 
 
-def _image(value: Any, sample, wants: Inputs):
+def _image(value: Any, sample: Sample, wants: Inputs) -> Any:
     from ..shared.media import check_pixels, to_image_tensor, to_pil_rgb, to_uint8_tensor
 
     value = check_pixels(value, wants.max_pixels)
@@ -50,21 +51,21 @@ def _image(value: Any, sample, wants: Inputs):
     return to_uint8_tensor(value) if wants.images == "uint8" else to_image_tensor(value)
 
 
-def _video(value: Any, sample, wants: Inputs):
+def _video(value: Any, sample: Sample, wants: Inputs) -> Any:
     from ..shared.video import prepare_video
 
     return prepare_video(value, as_tensor=wants.frames == "float", num_frames=wants.num_frames,
                          max_frames=wants.max_frames, max_pixels=wants.max_pixels)
 
 
-def _audio(value: Any, sample, wants: Inputs):
+def _audio(value: Any, sample: Sample, wants: Inputs) -> tuple[Any, int]:
     from ..shared.audio import prepare_audio
 
     return prepare_audio(value, sample_rate=sample.audio_sample_rate, target_rate=wants.sample_rate,
                          mono=wants.mono, as_tensor=wants.audio == "tensor", max_seconds=wants.max_seconds)
 
 
-def _condition_audio(value: Any, sample, wants: Inputs):
+def _condition_audio(value: Any, sample: Sample, wants: Inputs) -> tuple[Any, int]:
     """The reference clip, converted exactly like ``audio`` (same rate, mixdown, form and limit);
     an array's rate is ``condition_audio_sample_rate``."""
     from ..shared.audio import prepare_audio
@@ -78,8 +79,8 @@ def _condition_audio(value: Any, sample, wants: Inputs):
                          .replace("audio ", "condition audio ", 1)) from None
 
 
-def _nested(convert: Callable) -> Callable:
-    def inner(value: Any, sample, wants: Inputs) -> list:
+def _nested(convert: Callable[[Any, Sample, Inputs], Any]) -> Callable[[Any, Sample, Inputs], list[Any]]:
+    def inner(value: Any, sample: Sample, wants: Inputs) -> list[Any]:
         items = list(value) if isinstance(value, (list, tuple)) else [value]
         if not items:
             raise InputError("empty list of condition media")
@@ -88,7 +89,7 @@ def _nested(convert: Callable) -> Callable:
     return inner
 
 
-def _passthrough(value: Any, sample, wants: Inputs) -> Any:
+def _passthrough(value: Any, sample: Sample, wants: Inputs) -> Any:
     return value
 
 
@@ -107,7 +108,7 @@ CONVERTERS: dict[str, Callable[[Any, Any, Any], Any]] = {
 }
 
 
-def convert_field(field: str, value: Any, sample, wants: Inputs) -> Any:
+def convert_field(field: str, value: Any, sample: Sample, wants: Inputs) -> Any:
     """Convert one raw value as ``wants`` asks; InputError (without location) when it is unusable."""
     try:
         converter = CONVERTERS[field]

@@ -33,7 +33,7 @@ class RewardProcessor:
     >>> result = proc([Sample(image="a.png", prompt="a cat")])             # doctest: +SKIP
     """
 
-    def __init__(self, specs: Sequence[RewardSpec | Mapping | str], loader: RewardLoader | None = None, *,
+    def __init__(self, specs: Sequence[RewardSpec | Mapping[str, Any] | str], loader: RewardLoader | None = None, *,
                  advantage: str = "sum") -> None:
         from ..spec.config import check_mode
 
@@ -91,14 +91,14 @@ class RewardProcessor:
         """Score ``samples``; ``step``: the trainer's global step, at which scheduled weights
         (``weight: {schedule: ...}``) are read (``result.weights`` holds the weight each sample got)."""
         try:
-            samples, error = as_samples(samples), None
+            batch, error = as_samples(samples), None
         except InputError as exc:
             if not self.collective:
                 raise
-            samples, error = [], exc  # every rank must still reach the exchange; then all of them raise
-        table = ScoreTable(self.specs, samples, self.advantage, step)
+            batch, error = [], exc  # every rank must still reach the exchange; then all of them raise
+        table = ScoreTable(self.specs, batch, self.advantage, step)
         try:
-            self.score_into(table, ConversionCache(samples), error=error)
+            self.score_into(table, ConversionCache(batch), error=error)
         finally:
             self.phase_done()
         return table.result()

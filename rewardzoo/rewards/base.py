@@ -86,7 +86,8 @@ class Inputs:
 
     def with_limits(self, limits: Mapping[str, float | int | None]) -> "Inputs":
         """These needs with a config entry's ``limits`` (``seconds``, ``frames``, ``pixels``) applied."""
-        return replace(self, **{f"max_{key}": value for key, value in limits.items()})
+        changes: dict[str, Any] = {f"max_{key}": value for key, value in limits.items()}
+        return replace(self, **changes)
 
     @classmethod
     def tensors(cls, fields: Sequence[str], **settings: Any) -> "Inputs":
@@ -184,7 +185,7 @@ class Reward:
         it raises while it is built name the reward as configured (the loader builds every reward so)."""
         self = cls.__new__(cls)
         self.name = name
-        self.__init__(**kwargs)
+        cls.__init__(self, **kwargs)
         return self
 
     def decide_kind(self, kind: str) -> None:
@@ -198,7 +199,7 @@ class Reward:
             raise TypeError(f"{owner}: this instance's kind is decided already ({self.kind})")
         if kind not in KINDS:
             raise ValueError(f"{owner}: kind must be one of {KINDS}, got {kind!r}")
-        self.kind = kind
+        vars(self)["kind"] = kind  # the instance's own, over the class's PER_INSTANCE
 
     @classmethod
     def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
@@ -227,7 +228,7 @@ class Reward:
         self.__dict__["_info"] = value
 
     @property
-    def dtype(self):
+    def dtype(self) -> Any:
         """The torch dtype named by the spec (imports torch on first use)."""
         from ..shared.device import torch_dtype
 
@@ -374,7 +375,8 @@ def _within(scores: np.ndarray, score_range: tuple[float, float], reward: str) -
             f"returned {scores[idx[0]]!r} for {len(idx)} of {len(scores)} input(s), outside its declared "
             f"score_range [{lo}, {hi}] (see its model card; check the reward's options)", reward=reward,
             inputs=idx.tolist())
-    return np.clip(scores, lo, hi)
+    clipped: np.ndarray = np.clip(scores, lo, hi)
+    return clipped
 
 
 def _as_vector(value: Any, n: int, reward: str, what: str) -> np.ndarray:

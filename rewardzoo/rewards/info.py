@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 #: The media a reward scores (a card's ``modality``); ``any`` for rewards of every medium (a composite over a
 #: base reward, a served one). Whether a reward scores samples alone or in groups is its ``kind``, not this.
@@ -70,7 +70,8 @@ class RewardInfo:
                    summary=((reward_cls.__doc__ or "").strip().splitlines() or [""])[0],
                    modality=getattr(reward_cls, "modality", "any"), kind=getattr(reward_cls, "kind", "") or "pointwise",
                    extra=None, higher_is_better=bool(getattr(reward_cls, "higher_is_better", True)),
-                   score_range=tuple(float(b) for b in getattr(reward_cls, "score_range", (-math.inf, math.inf))),
+                   score_range=cast("tuple[float, float]",
+                                    tuple(float(b) for b in getattr(reward_cls, "score_range", (-math.inf, math.inf)))),
                    download=False, source=source)
 
     #: Facts an instance may learn at construction and carry over its card's (:meth:`refined`).
