@@ -312,7 +312,8 @@ class Found:
         if self.registered is not None:
             return self.registered
         try:
-            return import_path(self.target)
+            cls: type = import_path(self.target)
+            return cls
         except RegistryError as exc:
             cause = exc.__cause__
             module_name = split_path(self.target)[0]
