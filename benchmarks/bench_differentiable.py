@@ -30,10 +30,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from results_io import figure, measure, write_results  # noqa: E402
-from timing import interleaved  # noqa: E402
+import numpy as np
+import torch
+from results_io import figure, measure, write_results
+from timing import interleaved
 
 # ViT-B/32 sizes with a 768-d embedding (as bench_image.py), so the LAION aesthetic head fits too.
 B32_768 = {"embed_dim": 768,

@@ -158,7 +158,7 @@ def bench_batching(config: Path, kind: str, repeats: int, requests_per_client: i
             try:
                 for _ in range(requests_per_client):
                     pools[name][c].score(batches[c])
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 errors.append(exc)
 
         threads = [threading.Thread(target=run, args=(c,)) for c in range(clients)]

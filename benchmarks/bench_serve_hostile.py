@@ -30,7 +30,7 @@ import msgpack
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results_io import figure, measure, print_figures, write_results  # noqa: E402
+from results_io import figure, measure, print_figures, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 REWARD = '''from rewardzoo.rewards.base import Inputs, PointwiseReward

@@ -60,8 +60,8 @@ def bench_reward_phase(repeats: int, n: int) -> list[dict]:
     import torch
 
     from rewardzoo import testing as rzt
-    from rewardzoo.integrations import trl_reward_funcs
     from rewardzoo.core.loader import RewardLoader
+    from rewardzoo.integrations import trl_reward_funcs
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:

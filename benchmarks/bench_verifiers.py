@@ -58,9 +58,9 @@ def bench_ocr(n: int, repeats: int) -> dict:
     from rapidocr_onnxruntime import RapidOCR
 
     from rewardzoo import build_processors
-    from rewardzoo.spec.sample import Sample
     from rewardzoo.rewards.image.ocr import DetectorSettings
     from rewardzoo.rewards.image.text_match import match_score, quoted_target
+    from rewardzoo.spec.sample import Sample
 
     images, prompts = rendered(n)
     samples = [Sample(image=img, prompt=p) for img, p in zip(images, prompts)]

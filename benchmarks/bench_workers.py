@@ -158,8 +158,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         os.environ.setdefault("REWARDZOO_ENVS", str(root / "envs"))
-        from rewardzoo.spec.config import parse_environment
         from rewardzoo.environments.venvs import interpreter
+        from rewardzoo.spec.config import parse_environment
 
         interpreter(parse_environment(ENVIRONMENT))  # built once, before anything is timed
         figs = bench_roundtrip(root, repeats)

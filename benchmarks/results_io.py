@@ -32,9 +32,9 @@ import math
 import os
 import platform
 import sys
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
-from typing import Iterable
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -73,7 +73,7 @@ def machine() -> str:
         try:
             if torch.cuda.is_available():
                 desc += f", {torch.cuda.get_device_name(0)}"
-        except Exception:  # noqa: BLE001 - a description must not fail a benchmark
+        except Exception:
             pass
     return desc
 

@@ -13,7 +13,8 @@ Parquet file's 'row 6'; a request keeps 'sample i'). This module imports nothing
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Iterable, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 
 class RewardZooError(Exception):
@@ -49,7 +50,7 @@ class RegistryError(RewardZooError, LookupError):
     field: str | None = None
     bare: str  # the message without the entry prefix, set by in_entry
 
-    def in_entry(self, entry: str, field: str) -> "RegistryError":
+    def in_entry(self, entry: str, field: str) -> RegistryError:
         """A copy that names the config entry and field it came from (replacing an inner entry's)."""
         bare = self.__dict__.get("bare", str(self))
         err = type(self).__new__(type(self))
@@ -96,7 +97,7 @@ class InputError(RewardZooError, ValueError):
 
     def located(self, *, reward: str | None = None, field: str | None = None, sample: int | None = None,
                 indices: Sequence[int] | None = None, renamed: Mapping[str, str] | None = None, prefix: str = "",
-                suffix: str = "") -> "InputError":
+                suffix: str = "") -> InputError:
         """A copy of this error placed in the caller's frame: the one way errors are re-located.
 
         ``reward``, ``field`` and ``sample`` fill in the parts this error does not name yet (parts it
@@ -185,7 +186,7 @@ class RewardOutputError(_CallError, ValueError):
         self.inputs = tuple(int(i) for i in inputs) if inputs is not None else None
         super().__init__(message, reward=reward, samples=samples)
 
-    def remapped(self, positions: Sequence[int]) -> "RewardOutputError":
+    def remapped(self, positions: Sequence[int]) -> RewardOutputError:
         """A copy whose inputs are positions in the enclosing call (a composite's inner call -> its own)."""
         return self._copy(inputs=tuple(int(positions[i]) for i in self.inputs) if self.inputs else None)
 

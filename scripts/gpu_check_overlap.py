@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewardzoo.rewards.base import Inputs, PointwiseReward  # noqa: E402
+from rewardzoo.rewards.base import Inputs, PointwiseReward
 
 #: (tag, start, end, stream id) of every call of :class:`Busy`.
 CALLS: list[tuple[str, float, float, int]] = []

@@ -71,7 +71,7 @@ def main() -> int:
                 nbytes = proc.loader.residency.weight_bytes(proc.rewards["rm"])
                 out["allocated_awake"] = torch.cuda.memory_allocated()
             out[f"allocated_asleep_{mode}"] = torch.cuda.memory_allocated()
-            wake = min(_timed(lambda: (proc.sleep(), proc.wake())[1]) for _ in range(3))
+            wake = min(_timed(lambda p=proc: (p.sleep(), p.wake())[1]) for _ in range(3))
             checks[f"{mode}_scores_equal"] = proc(SAMPLES).rewards["rm"].tobytes() == expected.tobytes()
             out[f"{mode}_wake_s"] = wake
             proc.close()

@@ -18,7 +18,7 @@ import random
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from rewardzoo.rewards.image.ocr import OCR, DETECTOR_PRESETS, DetectorSettings
+from rewardzoo.rewards.image.ocr import DETECTOR_PRESETS, OCR, DetectorSettings
 
 WORDS = ["Hello World", "OPEN 24 HOURS", "rewardzoo", "Fresh Coffee", "Grand Opening", "Sale 50%", "Flow GRPO",
          "Bakery", "No Parking", "Welcome Home", "EXIT", "Library", "Hot Pizza", "Summer 2025", "Taxi",

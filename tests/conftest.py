@@ -8,11 +8,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-import sys  # noqa: E402
+import sys
+from pathlib import Path
 
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
+import pytest
 
 
 def pytest_configure(config):

@@ -23,15 +23,16 @@ from __future__ import annotations
 import importlib.util
 import math
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from ..errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
-from .extras import extra_modules
 from ..rewards.info import KINDS, MODALITIES, PER_INSTANCE, RewardInfo
 from ..shared.device import canonical_dtype
 from ..shared.imports import import_path, split_path
+from .extras import extra_modules
 
 #: The kinds a card may state: an instance's, or that each instance decides its own.
 CARD_KINDS = (*KINDS, PER_INSTANCE)

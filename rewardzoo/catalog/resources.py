@@ -35,7 +35,7 @@ def load_yaml_text(text: str) -> Any:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~15x faster
-    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader either way
+    return yaml.load(text, Loader=loader)
 
 
 def read_card_file(path: Path) -> tuple[dict, str]:

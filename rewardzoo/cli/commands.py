@@ -7,7 +7,8 @@ import json
 import math
 import os
 import sys
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import RewardZooError
 from ..jobs.description import ScoreJob
@@ -297,7 +298,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _score_with_ray(job: ScoreJob) -> "ScoreRun":
+def _score_with_ray(job: ScoreJob) -> ScoreRun:
     """The Ray engine's run of ``job``, or the pip command when Ray Data is missing."""
     import importlib
 

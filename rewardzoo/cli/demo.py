@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 
-from ..spec.config import RewardSpec
-from ..core.resolve import load_config
 from ..catalog.registry import info, missing_modules
 from ..catalog.resources import config_path
+from ..core.resolve import load_config
+from ..spec.config import RewardSpec
 from ..spec.sample import Sample
 from .tables import format_table
 

@@ -27,14 +27,15 @@ Imports: the config, the registry, the errors and the reward records (rewards.in
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
-from ..spec.config import ConfigSource, RewardConfig, RewardSpec
+from ..catalog.registry import entries, lookup
 from ..core.resolve import resolve_config
 from ..errors import ConfigError
-from ..catalog.registry import entries, lookup
 from ..rewards.info import RewardInfo
+from ..spec.config import ConfigSource, RewardConfig, RewardSpec
 
 #: Code -> short name of every warning; codes are stable (new checks get new codes).
 CODES: dict[str, str] = {
@@ -84,10 +85,10 @@ class _Reward:
 
     spec: RewardSpec
     info: RewardInfo | None
-    base: "_Reward | None"
+    base: _Reward | None
 
     @property
-    def leaf(self) -> "_Reward":
+    def leaf(self) -> _Reward:
         return self.base.leaf if self.base is not None else self
 
     def fact(self, name: str) -> Any:

@@ -16,7 +16,8 @@ applies to gets advantage 0 and is left out of every statistic.
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from ..rewards.base import Reward
 from ..spec.config import RewardConfig
-from .resolve import resolve_config
 from .loader import RewardLoader
 from .processor import RewardProcessor
-from ..rewards.base import Reward
+from .resolve import resolve_config
 
 
 def build_processors(config: RewardConfig | str | os.PathLike[str] | Mapping[str, Any],

@@ -46,11 +46,17 @@ import threading
 import time
 import warnings
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from ..errors import InputError, RewardTimeoutError, RunnerClosedError, RunnerStateError
+from ..rewards.base import Reward
+from ..shared.device import DeviceStreams as _Streams
+from ..shared.options import positive_float, positive_int
+from ..spec.sample import Sample
 from .engine import (
     ConversionCache,
     Job,
@@ -66,11 +72,6 @@ from .engine import (
     group_indices,
     run_call,
 )
-from ..errors import InputError, RewardTimeoutError, RunnerClosedError, RunnerStateError
-from ..rewards.base import Reward
-from ..spec.sample import Sample
-from ..shared.device import DeviceStreams as _Streams
-from ..shared.options import positive_float, positive_int
 
 if TYPE_CHECKING:
     from ..spec.config import RewardSpec
@@ -81,7 +82,7 @@ _WARNED: set[tuple[str, type]] = set()
 _WARNED_LOCK = threading.Lock()
 
 
-def effective_workers(spec: "RewardSpec", reward: Reward) -> int:
+def effective_workers(spec: RewardSpec, reward: Reward) -> int:
     """``num_workers``, or 1 for a reward whose class is not thread-safe (warns once per stream and class)."""
     if reward.thread_safe or spec.num_workers == 1:
         return spec.num_workers
@@ -155,7 +156,7 @@ class AsyncRewardRunner:
 
     _deferred: Exception | None  # declared here because add() assigns it before _reset() appears
 
-    def __init__(self, processor: "ScoringFront", *, timeout: float | None = None,
+    def __init__(self, processor: ScoringFront, *, timeout: float | None = None,
                  group_size: int | None = None) -> None:
         if timeout is not None:
             timeout = positive_float(timeout, "timeout")
@@ -218,7 +219,7 @@ class AsyncRewardRunner:
             raise
         return range(start, len(self._samples))
 
-    def finalize(self, *, step: int | None = None) -> "RewardResult":
+    def finalize(self, *, step: int | None = None) -> RewardResult:
         """Flush the pointwise tails, score what is left, wait for the workers; the round's result.
         ``step``: the trainer's step, at which scheduled weights are read (as ``processor(samples, step=...)``).
 
@@ -244,7 +245,7 @@ class AsyncRewardRunner:
         self.processor.phase_done()  # the round is the reward phase: entries with `offload` sleep again
         return result
 
-    def results(self, *, ordered: bool = True, step: int | None = None) -> Iterator[tuple[int, "RewardResult"]]:
+    def results(self, *, ordered: bool = True, step: int | None = None) -> Iterator[tuple[int, RewardResult]]:
         """``(index, row)`` for each sample of the round once every stream that applies to it scored it.
 
         ``row`` is the one-sample :class:`~rewardzoo.core.processor.RewardResult` of sample ``index``: the
@@ -262,7 +263,7 @@ class AsyncRewardRunner:
             raise
         return self._iterate(ordered, deadline, self._round)
 
-    def ready(self, *, step: int | None = None) -> Iterator[tuple[int, "RewardResult"]]:
+    def ready(self, *, step: int | None = None) -> Iterator[tuple[int, RewardResult]]:
         """``results(ordered=False)``: each sample's ``(index, row)`` as soon as it is complete."""
         return self.results(ordered=False, step=step)
 
@@ -284,7 +285,7 @@ class AsyncRewardRunner:
         self._pools.clear()
         self._closed = True
 
-    def __enter__(self) -> "AsyncRewardRunner":
+    def __enter__(self) -> AsyncRewardRunner:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -313,7 +314,7 @@ class AsyncRewardRunner:
         if self._closed:
             raise RunnerClosedError("this AsyncRewardRunner was closed; start another with processor.incremental()")
 
-    def _add_groupwise(self, spec: "RewardSpec", reward: Reward, indices: list[int], events: dict[str, Any]) -> None:
+    def _add_groupwise(self, spec: RewardSpec, reward: Reward, indices: list[int], events: dict[str, Any]) -> None:
         groups, complete = self._open_groups[spec.name], self._complete_groups[spec.name]
         for key, members in group_indices(spec.name, self._samples, indices).items():
             if key in complete:  # its group_size samples were already scored
@@ -330,7 +331,7 @@ class AsyncRewardRunner:
                                  reward=spec.name, field="group_id", sample=members[self.group_size])
             self._submit(spec, reward, members, events)
 
-    def _pool(self, spec: "RewardSpec") -> DaemonPool:
+    def _pool(self, spec: RewardSpec) -> DaemonPool:
         pool = self._pools.get(spec.name)
         if pool is None:
             pool = self._pools[spec.name] = DaemonPool(self._workers[spec.name], f"rewardzoo-{spec.name}")
@@ -343,7 +344,7 @@ class AsyncRewardRunner:
         device = str(reward.device)
         return lambda: self._streams.call(fn, device, events.get(device))
 
-    def _submit(self, spec: "RewardSpec", reward: Reward, indices: list[int], events: dict[str, Any]
+    def _submit(self, spec: RewardSpec, reward: Reward, indices: list[int], events: dict[str, Any]
                 ) -> cf.Future[Outcome]:
         cache = self._cache
         fn = self._task(spec.name, reward, lambda: run_call(spec.name, reward, indices, cache), events)
@@ -352,7 +353,7 @@ class AsyncRewardRunner:
         self._done.append((spec.name, indices, future))
         return future
 
-    def run_jobs(self, spec: "RewardSpec", reward: Reward, jobs: Sequence[Job],
+    def run_jobs(self, spec: RewardSpec, reward: Reward, jobs: Sequence[Job],
                  deadline: float | None = None) -> list[Outcome]:
         """Run prepared calls of ``spec`` (on its pool when async) and return their outcomes in order."""
         if not spec.async_reward:

@@ -27,13 +27,13 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast
 
-from ..spec.config import RewardConfig, RewardSpec
-from .resolve import resolve_config
+from ..catalog.registry import lookup
 from ..errors import ConfigError, InputError
+from ..rewards.base import Reward
+from ..spec.config import RewardConfig, RewardSpec
 from .loader import RewardLoader
 from .residency import reward_modules
-from ..catalog.registry import lookup
-from ..rewards.base import Reward
+from .resolve import resolve_config
 
 __all__ = ["DifferentiableReward", "differentiable", "differentiable_names"]
 

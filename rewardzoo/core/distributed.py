@@ -25,16 +25,17 @@ Group ids are compared as explicit ``(type, value)`` pairs: ``7`` and ``"7"`` ar
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .engine import ConversionCache, Outcome, RunJobs, ScoreTable, build_fields, call_reward, run_inline, score_specs
 from ..errors import InputError, RemoteRankError, RewardExecutionError
-from .processor import RewardProcessor
 from ..rewards.base import Reward
+from .engine import ConversionCache, Outcome, RunJobs, ScoreTable, build_fields, call_reward, run_inline, score_specs
+from .processor import RewardProcessor
 
 if TYPE_CHECKING:
     from ..spec.config import RewardSpec

@@ -27,17 +27,18 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import threading
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Hashable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-from ..spec.config import RewardSpec
 from ..errors import ConfigError, InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
 from ..rewards.base import Reward, invoke, is_text_extra, validate_scores
-from ..spec.sample import Sample
 from ..shared.device import DeviceStreams
+from ..spec.config import RewardSpec
+from ..spec.sample import Sample
 from .fields import convert_field, protected
 
 Outcome = tuple[np.ndarray, dict[str, np.ndarray]]
@@ -310,7 +311,7 @@ def _stream_runner(spec: RewardSpec, reward: Reward, plan: list[list[int]], cach
     return partial(run_jobs, spec, reward, jobs)
 
 
-def _in_background(fn: Callable[[], Any], name: str) -> "cf.Future[Any]":
+def _in_background(fn: Callable[[], Any], name: str) -> cf.Future[Any]:
     """``fn()`` on a daemon thread of its own (it never keeps the process from exiting); its future."""
     future: cf.Future[Any] = cf.Future()
 

@@ -10,7 +10,8 @@ declaration's media forms are read (the engine reads only its ``fields``).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image

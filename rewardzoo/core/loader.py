@@ -16,19 +16,20 @@ from __future__ import annotations
 import inspect
 import json
 import threading
+from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Iterator
+from typing import Any
 
-from ..spec.config import RewardSpec
-from .resolve import parse_spec
-from ..errors import ConfigError, RegistryError, RewardZooError
 from ..catalog.registry import Found, find
+from ..errors import ConfigError, RegistryError, RewardZooError
 from ..rewards.base import Reward, before_call, check_kind
 from ..rewards.info import RewardInfo
 from ..shared.device import check_device, resolve_device
 from ..shared.options import known_options
+from ..spec.config import RewardSpec
 from .residency import process_residency
+from .resolve import parse_spec
 
 #: Where a registry error is reported: the entry the user wrote and its field.
 Label = tuple[str, str]

@@ -9,16 +9,17 @@ each call.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..spec.config import RewardSpec
-from .resolve import parse_specs
-from .engine import ConversionCache, RewardResult, RunJobs, ScoreTable, as_samples, run_inline, score_specs
 from ..errors import InputError
-from .loader import RewardLoader
 from ..rewards.base import Reward
+from ..spec.config import RewardSpec
 from ..spec.sample import Sample
+from .engine import ConversionCache, RewardResult, RunJobs, ScoreTable, as_samples, run_inline, score_specs
+from .loader import RewardLoader
+from .resolve import parse_specs
 
 if TYPE_CHECKING:
     from .async_runner import AsyncRewardRunner
@@ -55,7 +56,7 @@ class RewardProcessor:
         self.loader.wake(self.rewards.values())
 
     @contextmanager
-    def awake(self) -> Iterator["RewardProcessor"]:
+    def awake(self) -> Iterator[RewardProcessor]:
         """Keep the rewards awake across several calls (one reward phase); asleep again at the end."""
         self.wake()
         self._held += 1
@@ -76,7 +77,7 @@ class RewardProcessor:
         if self._owns_loader:
             self.loader.close()
 
-    def __enter__(self) -> "RewardProcessor":
+    def __enter__(self) -> RewardProcessor:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -118,7 +119,7 @@ class RewardProcessor:
         if finish is not None:
             finish()
 
-    def incremental(self, *, timeout: float | None = None, group_size: int | None = None) -> "AsyncRewardRunner":
+    def incremental(self, *, timeout: float | None = None, group_size: int | None = None) -> AsyncRewardRunner:
         """An :class:`~rewardzoo.core.async_runner.AsyncRewardRunner` over this processor (``add`` then ``finalize``)."""
         from .async_runner import AsyncRewardRunner
 

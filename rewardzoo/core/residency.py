@@ -21,8 +21,9 @@ import os
 import tempfile
 import threading
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import RewardZooError
 from ..rewards.base import Reward
@@ -99,11 +100,11 @@ class Residency:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._asleep: dict[int, _Asleep] = {}
-        self._tensors: "weakref.WeakKeyDictionary[Reward, list[Any]]" = weakref.WeakKeyDictionary()
+        self._tensors: weakref.WeakKeyDictionary[Reward, list[Any]] = weakref.WeakKeyDictionary()
         self._count = itertools.count()
         self._folder: str | None = None  # where dropped weights are written (safetensors, once per tensor)
         self._files: dict[str, str] = {}  # tensor key -> its file
-        self._sessions: "weakref.WeakKeyDictionary[Reward, list[Any]]" = weakref.WeakKeyDictionary()
+        self._sessions: weakref.WeakKeyDictionary[Reward, list[Any]] = weakref.WeakKeyDictionary()
         self._released: dict[int, Any] = {}  # id(session) -> the released ONNX session
 
     def sessions(self, reward: Reward) -> list[Any]:

@@ -9,8 +9,9 @@ config through :func:`resolve_config`, and every spec given as a mapping through
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from ..errors import ConfigError, UnknownConfigError, did_you_mean
 from ..spec import config as values
@@ -58,7 +59,7 @@ def _check_stream_references(train: tuple[RewardSpec, ...], evals: tuple[RewardS
 
 
 def config_source(source: ConfigSource, *, reward: Literal["example", "entry"] = "example"
-                  ) -> "RewardConfig | str | os.PathLike[str] | Path | Mapping[str, Any]":
+                  ) -> RewardConfig | str | os.PathLike[str] | Path | Mapping[str, Any]:
     """What ``source`` names, not yet loaded: a path as given (an existing file, or a name ending in .yaml, .yml
     or .json); else a shipped use-case config (its path); else a reward's config. A reward name gives its model
     card's example config (``reward="example"``: the CLI, the server, the report) or a one-entry config with the

@@ -12,15 +12,16 @@ that fails as a :class:`~rewardzoo.errors.WorkerError` naming the entry, the env
 from __future__ import annotations
 
 import json
-from typing import Any, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..spec.config import RewardSpec
 from ..errors import ConfigError, InputError, RegistryError, RewardExecutionError, RewardOutputError, WorkerError
 from ..rewards.base import Reward, RewardOutput
 from ..rewards.info import PER_INSTANCE, RewardInfo
 from ..rewards.remote import served_facts, served_inputs
+from ..spec.config import RewardSpec
 from ..transport.wire import PROTOCOL, decode_result, encode_sample
 from . import workers
 

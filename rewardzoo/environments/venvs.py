@@ -26,12 +26,12 @@ import site
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from .. import __version__
-from ..spec.config import EnvironmentSpec
 from ..errors import ConfigError
+from ..spec.config import EnvironmentSpec
 
 #: What every worker needs besides its reward's own requirements (rewardzoo's core dependencies and msgpack).
 WORKER_REQUIREMENTS = ("numpy>=1.24", "pillow>=9.5", "pyyaml>=6.0", "msgpack>=1.0")

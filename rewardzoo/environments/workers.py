@@ -35,8 +35,8 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from ..spec.config import EnvironmentSpec
 from ..errors import ConfigError, WorkerError
+from ..spec.config import EnvironmentSpec
 from .channel import Channel, ChannelClosed, SharedBuffer
 from .venvs import interpreter, tail
 
@@ -427,7 +427,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-_LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
 _POOL: dict[EnvironmentSpec, Worker] = {}
 _POOL_LOCK = threading.Lock()
 

@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.differentiable import differentiable
-from ..errors import ConfigError, InputError
 from ..core.loader import RewardLoader
+from ..errors import ConfigError, InputError
 from .common import ConfigSource
 
 INPUT_RANGES = ("unit", "signed")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from ..spec.config import ConfigSource, RewardSpec
 from ..core.resolve import resolve_config
 from ..errors import InputError
+from ..spec.config import ConfigSource, RewardSpec
 from ..spec.sample import Sample
 
 #: Anything an adapter takes as its config: a YAML path, a mapping, or a loaded config.

@@ -3,7 +3,7 @@ TRL's former DDPOTrainer)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -47,20 +47,21 @@ Importing this module imports Flow-Factory; ``import rewardzoo`` does not.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from flow_factory.rewards import GroupwiseRewardModel, PointwiseRewardModel, RewardModelOutput
 
-from ..spec.config import RewardSpec
-from ..core.resolve import parse_spec
+from ..catalog.registry import lookup, resolve
 from ..core.engine import RewardResult
-from ..errors import ConfigError, InputError, RegistryError
 from ..core.loader import RewardLoader
 from ..core.processor import RewardProcessor
-from ..catalog.registry import lookup, resolve
+from ..core.resolve import parse_spec
+from ..errors import ConfigError, InputError, RegistryError
 from ..rewards.base import Reward, is_text_extra
 from ..rewards.info import KINDS
+from ..spec.config import RewardSpec
 from ..spec.sample import Sample, samples_of
 
 if TYPE_CHECKING:

@@ -15,7 +15,8 @@ DanceGRPO scores a list of PIL images and their captions inline; with rewardzoo 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

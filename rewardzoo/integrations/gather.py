@@ -22,8 +22,9 @@ import asyncio
 import concurrent.futures as cf
 import threading
 import time
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Sequence
+from typing import Any
 
 from ..core.engine import RewardResult
 from ..core.loader import RewardLoader
@@ -166,7 +167,7 @@ class SampleGatherer:
         self.calls += 1
         try:
             result = self.processor([c.sample for c in calls], step=calls[0].step)
-        except Exception as exc:  # noqa: BLE001 - delivered to the calls it belongs to
+        except Exception as exc:
             if len(calls) > 1 and not self.groupwise:
                 for call in calls:  # one by one: each error reaches its own call
                     self._score([call])
@@ -210,7 +211,7 @@ class BatchedScorer:
         return {name: g.calls for name, g in self.gatherers.items()}
 
 
-async def _all(futures: list["asyncio.Future[RewardResult]"]) -> list[RewardResult]:
+async def _all(futures: list[asyncio.Future[RewardResult]]) -> list[RewardResult]:
     """Every stream's row; the first error (in stream order) once all have finished."""
     done = await asyncio.gather(*futures, return_exceptions=True)
     for item in done:
@@ -222,11 +223,12 @@ async def _all(futures: list["asyncio.Future[RewardResult]"]) -> list[RewardResu
 # ------------------------------------------------------------------------- what the adapters share
 def plain_value(value: Any) -> Any:
     """Plain dicts and lists from a trainer's config containers (OmegaConf's DictConfig / ListConfig)."""
-    from collections.abc import Mapping as _Mapping, Sequence as _Sequence
+    from collections.abc import Mapping as _Mapping
+    from collections.abc import Sequence as _Sequence
 
     if isinstance(value, _Mapping) or (hasattr(value, "items") and hasattr(value, "keys")):
         return {str(k): plain_value(v) for k, v in value.items()}
-    if isinstance(value, _Sequence) and not isinstance(value, (str, bytes)) or type(value).__name__ == "ListConfig":
+    if (isinstance(value, _Sequence) and not isinstance(value, (str, bytes))) or type(value).__name__ == "ListConfig":
         return [plain_value(v) for v in value]
     return value
 

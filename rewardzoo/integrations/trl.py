@@ -40,16 +40,17 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..core.async_runner import DaemonPool
 from ..core.distributed import DistributedRewardProcessor
 from ..core.engine import RewardResult
-from ..errors import ConfigError, InputError
 from ..core.loader import RewardLoader
+from ..errors import ConfigError, InputError
 from ..rewards.base import is_text_extra
 from ..spec.sample import Sample, field_names
 from .common import ConfigSource, MonitorFeed, specs_of
@@ -231,7 +232,7 @@ class _Lane:
         self._pool: DaemonPool | None = None
         self._lock = threading.Lock()
 
-    def submit(self, fn: Callable[[], Any]) -> "asyncio.Future[Any]":
+    def submit(self, fn: Callable[[], Any]) -> asyncio.Future[Any]:
         with self._lock:
             if self._pool is None:
                 self._pool = DaemonPool(1, self.name)

@@ -35,7 +35,8 @@ error that says so).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..spec.sample import Sample, field_names

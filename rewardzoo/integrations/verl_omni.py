@@ -26,7 +26,8 @@ error of an entry without ``required: true`` to 0, so set ``required: true``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import InputError
 from ..spec.sample import Sample

@@ -4,14 +4,15 @@ own environment), with the per-sample differences and their maximum."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..spec.config import RewardSpec
 from ..core.resolve import parse_spec
 from ..errors import ConfigError, did_you_mean
+from ..spec.config import RewardSpec
 from ..spec.sample import Sample
 
 #: The reference stream's name: the entry's with this suffix.

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from ..spec.config import ConfigSource
@@ -29,7 +30,7 @@ class ScoreJob:
     ``actors``, ``gpus_per_actor``, ``cpus_per_actor``, ``address`` (a cluster to join) and ``resume``.
     """
 
-    config: "ConfigSource"
+    config: ConfigSource
     input: str
     out: str
     split: Literal["train", "eval"] = "train"
@@ -58,7 +59,7 @@ class ServeJob:
     cluster ``address`` to join (default: a local instance).
     """
 
-    config: "ConfigSource"
+    config: ConfigSource
     host: str = "127.0.0.1"
     port: int = 8765
     split: Literal["train", "eval"] = "train"

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import InputError, RewardZooError
-from .manifest import MEDIA_FIELDS, MEDIA_LIST_FIELDS, ManifestError, read_manifest_rows, resolve_paths
 from ..spec.sample import Sample
+from .manifest import MEDIA_FIELDS, MEDIA_LIST_FIELDS, ManifestError, read_manifest_rows, resolve_paths
 
 MEDIA = MEDIA_FIELDS + MEDIA_LIST_FIELDS
 

@@ -14,8 +14,9 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import RewardZooError
 from .output import file_mode, write_failed

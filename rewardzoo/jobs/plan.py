@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from ..spec.config import RewardConfig, RewardSpec
-from ..core.resolve import config_source, load_config
 from ..core.engine import unscored
+from ..core.resolve import config_source, load_config
 from ..errors import RewardZooError, did_you_mean
+from ..spec.config import RewardConfig, RewardSpec
 from ..spec.sample import Sample
 from .description import ScoreJob
 from .inputs import InputRows, read_input

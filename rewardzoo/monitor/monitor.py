@@ -35,8 +35,9 @@ import math
 import os
 import threading
 from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -156,7 +157,7 @@ class RewardMonitor:
                 self._log.close()
                 self._log = None
 
-    def __enter__(self) -> "RewardMonitor":
+    def __enter__(self) -> RewardMonitor:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -64,7 +64,7 @@ class ChunkScorer:
         if self.media is not None:
             try:
                 cells_of = self.media.rows(indices)
-            except Exception as exc:  # noqa: BLE001 - a file gone or unreadable: the job's error, not a retry
+            except Exception as exc:
                 return "", f"cannot read the media columns of '{self.media.file_path}': {type(exc).__name__}: {exc}"
             rows = [{**row, **cells} for row, cells in zip(rows, cells_of)]
         if media:  # encoded media of a Ray Dataset's rows, pickled by this job's driver (Ray's own transport)

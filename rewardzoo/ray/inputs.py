@@ -13,7 +13,8 @@ import bisect
 import io
 import os
 import tempfile
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import InputError
 from ..jobs.manifest import MEDIA_FIELDS, MEDIA_LIST_FIELDS
@@ -69,7 +70,7 @@ def _decode(key: str, value: Any, index: int, folder: str, k: int) -> Any:
 
         try:
             return Image.open(io.BytesIO(value))
-        except Exception as exc:  # noqa: BLE001 - any decoder failure is a bad input row
+        except Exception as exc:
             raise InputError(f"cannot read image bytes: {type(exc).__name__}: {exc}", field=key,
                              sample=index) from None
     fd, path = tempfile.mkstemp(prefix=f"{index}-{key}-{k}-", dir=folder)

@@ -16,8 +16,9 @@ import argparse
 import datetime as dt
 import os
 import platform
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     ManifestFileError,
@@ -29,8 +30,8 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ..spec.config import RewardConfig
     from ..jobs.inputs import InputRows
+    from ..spec.config import RewardConfig
 
 __all__ = ["build_report", "build_report_from_records", "build_training_report", "cmd_report", "add_report_arguments", "ReportInputError", "ScoreFileError",
            "ManifestFileError", "ReportMismatchError", "ReportConfigError", "ReportDependencyError"]
@@ -40,7 +41,7 @@ MAX_TOP = 50
 
 
 def build_report(scores_path: str | os.PathLike, *, manifest: str | os.PathLike | None = None,
-                 config: str | os.PathLike | Mapping[str, Any] | "RewardConfig" | None = None,
+                 config: str | os.PathLike | Mapping[str, Any] | RewardConfig | None = None,
                  out: str | os.PathLike = "report.html", compare: str | os.PathLike | None = None,
                  top: int = DEFAULT_TOP) -> Path:
     """Write the HTML report of ``scores_path`` (a ``rewardzoo score`` output) to ``out`` and return its path.
@@ -62,8 +63,8 @@ def build_report(scores_path: str | os.PathLike, *, manifest: str | os.PathLike 
 
 
 def build_report_from_records(records: Sequence[Mapping[str, Any]], *, scores_path: str | os.PathLike,
-                              manifest: str | os.PathLike | None = None, rows: "InputRows | None" = None,
-                              config: str | os.PathLike | Mapping[str, Any] | "RewardConfig" | None = None,
+                              manifest: str | os.PathLike | None = None, rows: InputRows | None = None,
+                              config: str | os.PathLike | Mapping[str, Any] | RewardConfig | None = None,
                               out: str | os.PathLike = "report.html", top: int = DEFAULT_TOP) -> Path:
     """:func:`build_report` of scores still in memory (``rewardzoo score --report``): ``records`` are the lines
     just written to ``scores_path``, ``rows`` the manifest ``manifest``'s rows as the job read them; the page is

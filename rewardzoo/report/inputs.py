@@ -5,18 +5,19 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from ..spec.config import RewardConfig, RewardSpec
+from ..catalog.registry import info, lookup
 from ..core.resolve import resolve_config
 from ..errors import UnknownConfigError
 from ..jobs.manifest import ManifestError, read_manifest
-from ..catalog.registry import info, lookup
 from ..rewards.info import RewardInfo
+from ..spec.config import RewardConfig, RewardSpec
 from ..spec.sample import Sample
 from .errors import ManifestFileError, ReportConfigError, ReportMismatchError
 from .scores import ScoreTable

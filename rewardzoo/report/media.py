@@ -149,7 +149,7 @@ class MediaEmbedder:
                 continue
             try:
                 parts.append(make(value))
-            except Exception as exc:  # noqa: BLE001 - an unreadable file is a note on the page, not a failed report
+            except Exception as exc:
                 self.failed += 1
                 why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 parts.append(f'<span class="note">{kind} not shown: {html.escape(why[:200])}</span>')

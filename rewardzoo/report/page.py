@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import math
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 CSS = """
 :root { --fg: #1d2330; --muted: #5f6b7a; --line: #d9dee5; --bg-alt: #f5f7fa; --accent: #2c5d9e; }

@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import itertools
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 

@@ -10,6 +10,7 @@ for each, the first step at which a reward could not tell its members apart, and
 from __future__ import annotations
 
 import datetime as dt
+
 import numpy as np
 
 from ..monitor.log import MonitorLog

@@ -26,8 +26,9 @@ from __future__ import annotations
 import math
 import threading
 import weakref
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Hashable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -84,17 +85,17 @@ class Inputs:
             if value not in forms:
                 raise ValueError(f"Inputs.{name} must be one of {forms}, got {value!r}")
 
-    def with_limits(self, limits: Mapping[str, float | int | None]) -> "Inputs":
+    def with_limits(self, limits: Mapping[str, float | int | None]) -> Inputs:
         """These needs with a config entry's ``limits`` (``seconds``, ``frames``, ``pixels``) applied."""
         changes: dict[str, Any] = {f"max_{key}": value for key, value in limits.items()}
         return replace(self, **changes)
 
     @classmethod
-    def tensors(cls, fields: Sequence[str], **settings: Any) -> "Inputs":
+    def tensors(cls, fields: Sequence[str], **settings: Any) -> Inputs:
         """Every medium as a float tensor (images, frames) or tensor (audio)."""
         return cls(tuple(fields), images="float", frames="float", audio="tensor", **settings)
 
-    def with_fields(self, fields: Sequence[str]) -> "Inputs":
+    def with_fields(self, fields: Sequence[str]) -> Inputs:
         """The same media forms for other fields (composites add ``group_id`` to their base's)."""
         return replace(self, fields=tuple(dict.fromkeys(fields)))
 
@@ -158,7 +159,7 @@ class Reward:
     io_bound: bool = False
     kind: ClassVar[str] = ""
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "Reward":
+    def __new__(cls, *args: Any, **kwargs: Any) -> Reward:
         # Flow-Factory's dotted-path fallback builds whatever class its `reward_model:` names as
         # Class(config=RewardArguments, accelerator=Accelerator): refused here, before a subclass's
         # __init__ would fail on `config` with a bare TypeError.
@@ -180,7 +181,7 @@ class Reward:
         self.name: str = vars(self).get("name", type(self).__name__)  # set before __init__ by :meth:`named`
 
     @classmethod
-    def named(cls, name: str, /, **kwargs: Any) -> "Reward":
+    def named(cls, name: str, /, **kwargs: Any) -> Reward:
         """``cls(**kwargs)`` called ``name`` (its registry name) from the start of ``__init__``, so the errors
         it raises while it is built name the reward as configured (the loader builds every reward so)."""
         self = cls.__new__(cls)
@@ -280,7 +281,7 @@ class GroupwiseReward(Reward):
     kind: ClassVar[str] = "groupwise"
 
 
-_CALL_LOCKS: "weakref.WeakKeyDictionary[Reward, threading.Lock]" = weakref.WeakKeyDictionary()
+_CALL_LOCKS: weakref.WeakKeyDictionary[Reward, threading.Lock] = weakref.WeakKeyDictionary()
 _CALL_LOCKS_GUARD = threading.Lock()
 
 
@@ -296,7 +297,7 @@ def instance_lock(reward: Reward) -> threading.Lock:
         return lock
 
 
-_BEFORE_CALL: "weakref.WeakKeyDictionary[Reward, Any]" = weakref.WeakKeyDictionary()
+_BEFORE_CALL: weakref.WeakKeyDictionary[Reward, Any] = weakref.WeakKeyDictionary()
 
 
 def before_call(reward: Reward, hook: Any) -> None:

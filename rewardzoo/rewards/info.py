@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, cast
+from typing import Any, cast
 
 #: The media a reward scores (a card's ``modality``); ``any`` for rewards of every medium (a composite over a
 #: base reward, a served one). Whether a reward scores samples alone or in groups is its ``kind``, not this.
@@ -62,7 +63,7 @@ class RewardInfo:
         return (self.default_dtype or {}).get(device.split(":")[0], "float32")
 
     @classmethod
-    def of_class(cls, reward_cls: type, name: str | None = None, *, source: str = "python path") -> "RewardInfo":
+    def of_class(cls, reward_cls: type, name: str | None = None, *, source: str = "python path") -> RewardInfo:
         """The record of a class that has no model card: its optional ``higher_is_better``,
         ``score_range`` and ``modality`` attributes, else the defaults (higher is better, any score)."""
         return cls(name=(name or reward_cls.__name__).lower(),
@@ -77,7 +78,7 @@ class RewardInfo:
     #: Facts an instance may learn at construction and carry over its card's (:meth:`refined`).
     INSTANCE_FACTS = ("kind", "modality", "higher_is_better", "score_range", "summary")
 
-    def refined(self, facts: Mapping[str, Any]) -> "RewardInfo":
+    def refined(self, facts: Mapping[str, Any]) -> RewardInfo:
         """This record with facts one instance learned when it was built (a ``remote`` reward's kind,
         direction and score range come from the server it calls); the card stays the record of the reward
         itself. Only :data:`INSTANCE_FACTS` may change; ValueError for anything else or a bad value."""

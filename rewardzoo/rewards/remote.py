@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError, HttpError, InputError, RewardExecutionError, did_you_mean
-from ..transport.http import RetryPolicy
 from ..shared.options import positive_float, positive_int
+from ..transport.http import RetryPolicy
 from ..transport.served import ServedRewards
 from .base import Inputs, Reward, RewardOutput
 from .info import PER_INSTANCE, RewardInfo

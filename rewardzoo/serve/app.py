@@ -25,7 +25,7 @@ import hmac
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
@@ -34,8 +34,18 @@ from starlette.routing import Route
 
 from ..errors import InputError, RewardZooError
 from ..spec.sample import Sample, samples_of
-from ..transport.wire import (JSON, MSGPACK, WireError, WireLimits, decode_request_map, decoded_bytes,
-                              dumps, error_payload, format_of, loads)
+from ..transport.wire import (
+    JSON,
+    MSGPACK,
+    WireError,
+    WireLimits,
+    decode_request_map,
+    decoded_bytes,
+    dumps,
+    error_payload,
+    format_of,
+    loads,
+)
 from .batching import Batcher, Overloaded
 from .drain import Drain
 from .memory import DecodeBudget, DecodeBusy

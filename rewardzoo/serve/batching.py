@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any
 
 from .metrics import Metrics
 

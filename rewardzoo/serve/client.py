@@ -13,8 +13,9 @@ flow_grpo's ``multi_score(device, score_dict)`` slot, speaking the safe format i
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields as dataclass_fields
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +72,7 @@ class RewardClient:
     def close(self) -> None:
         self.server.close()
 
-    def __enter__(self) -> "RewardClient":
+    def __enter__(self) -> RewardClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

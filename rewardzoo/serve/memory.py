@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from ..transport.wire import WireError
 

@@ -22,14 +22,15 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import ray
 from ray import serve
 
-from ..spec.config import RewardConfig
 from ..core.resolve import resolve_config
 from ..jobs.description import ServeJob
+from ..spec.config import RewardConfig
 from ..transport.wire import WireLimits
 from .drain import DRAINED_NOTICE, Drain, cut_notice
 from .options import ServeOptions, binding_notice

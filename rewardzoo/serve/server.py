@@ -63,7 +63,7 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
-def serve_options(job: ServeJob) -> tuple[ServeOptions, "WireLimits"]:
+def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
     """The server's options and request limits of a serve job."""
     from ..transport.wire import WireLimits
 

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..spec.config import RewardConfig, RewardSpec
-from ..core.resolve import load_config
-from ..errors import did_you_mean
 from ..core.loader import RewardLoader
 from ..core.processor import RewardProcessor
+from ..core.resolve import load_config
+from ..errors import did_you_mean
 from ..rewards.base import is_text_extra
+from ..spec.config import RewardConfig, RewardSpec
 from ..spec.sample import Sample
 from ..transport.wire import PROTOCOL, WireError, WireLimits, encode_result
 
@@ -45,7 +46,7 @@ class RewardService:
     def names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.specs)
 
-    def load(self) -> "RewardService":
+    def load(self) -> RewardService:
         """Build every served model (each unique model once); sets :attr:`ready`."""
         try:
             self._processors[self.names] = RewardProcessor(self.specs, self.loader, advantage=self.config.advantage)

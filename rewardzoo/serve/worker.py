@@ -23,16 +23,17 @@ import socket
 import sys
 import threading
 import traceback
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from ..spec.config import RewardConfig
-from ..core.resolve import parse_specs
-from ..errors import ConfigError, InputError, RegistryError, RewardOutputError
 from ..core.loader import RewardLoader
-from ..spec.sample import samples_of
-from .service import RewardService
-from ..transport.wire import WireLimits, decode_request_map
+from ..core.resolve import parse_specs
 from ..environments.channel import Channel, ChannelClosed, SharedView
+from ..errors import ConfigError, InputError, RegistryError, RewardOutputError
+from ..spec.config import RewardConfig
+from ..spec.sample import samples_of
+from ..transport.wire import WireLimits, decode_request_map
+from .service import RewardService
 
 _OPEN = WireLimits(max_request_bytes=None, max_samples=None, max_pixels=None, max_request_pixels=None,
                    max_frames=None, max_audio_seconds=None)  # the rewards' own limits apply, in their engine

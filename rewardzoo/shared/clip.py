@@ -36,8 +36,9 @@ import json
 import os
 import threading
 import weakref
+from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Any, Hashable, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -49,7 +50,7 @@ from .weights import loading
 
 BACKENDS = ("auto", "open_clip", "transformers")
 
-_CACHE: "weakref.WeakValueDictionary[Hashable, ClipBackbone]" = weakref.WeakValueDictionary()
+_CACHE: weakref.WeakValueDictionary[Hashable, ClipBackbone] = weakref.WeakValueDictionary()
 _CACHE_LOCK = threading.Lock()
 
 

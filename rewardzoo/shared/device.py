@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib.util
 import re
 import threading
-from typing import Any, Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 

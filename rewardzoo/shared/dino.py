@@ -21,7 +21,7 @@ from .weights import loading
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
-_CACHE: dict[tuple[str, str, str], "DinoBackbone"] = {}
+_CACHE: dict[tuple[str, str, str], DinoBackbone] = {}
 _LOCK = threading.Lock()
 
 

@@ -17,8 +17,9 @@ adds the reward and maps the index onto the caller's (global) one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image

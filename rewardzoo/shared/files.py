@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..errors import InputError
 
@@ -61,7 +62,7 @@ def jsonl_objects(path: Path, error: Callable[[str, int], Exception], where: str
     offset = 0
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
-            text = decode_utf8(raw, where, lambda message: error(message, lineno), offset=offset, with_line=False)
+            text = decode_utf8(raw, where, lambda message, line=lineno: error(message, line), offset=offset, with_line=False)
             offset += len(raw)
             if not text.strip():
                 continue

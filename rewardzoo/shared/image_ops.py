@@ -28,8 +28,9 @@ Unusable input raises :class:`~rewardzoo.errors.InputError` naming the field and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -75,7 +76,7 @@ class PreprocessConfig:
         object.__setattr__(self, "mean", tuple(float(m) for m in self.mean))
         object.__setattr__(self, "std", tuple(float(s) for s in self.std))
 
-    def replace(self, **changes: Any) -> "PreprocessConfig":
+    def replace(self, **changes: Any) -> PreprocessConfig:
         """A copy with some fields changed (e.g. ``resize_mode="longest"`` for HPSv2)."""
         from dataclasses import replace
 

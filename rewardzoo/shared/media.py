@@ -11,7 +11,8 @@ and sample.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError

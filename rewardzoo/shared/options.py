@@ -7,7 +7,8 @@ reward's own option. The loader adds the config entry's name.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..errors import ConfigError, did_you_mean
 

@@ -24,16 +24,17 @@ from __future__ import annotations
 import bisect
 import os
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from ..errors import InputError
 from .files import regular_file
-from .options import positive_int
 from .media import check_pixels, image_to_uint8, is_path, is_tensor, to_image_tensor
+from .options import positive_int
 
 BACKENDS = ("auto", "decord", "pyav")
 _DECORD_PREFIX = re.compile(r"^\[[\d:]+\] \S+:\d+: ")

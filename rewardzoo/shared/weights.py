@@ -4,9 +4,10 @@ tokenizer or config that a library cannot load becomes a ConfigError naming what
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..errors import ConfigError, InputError
 

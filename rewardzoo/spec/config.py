@@ -37,17 +37,16 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Union
 
 from ..errors import ConfigError, did_you_mean
 from ..shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
 from ..shared.files import read_utf8
 from ..shared.options import positive_float, positive_int
 from .monitor import MonitorSettings, parse_monitor
-
-
 
 SCHEDULES = ("linear", "cosine", "step")
 SCHEDULE_KEYS = ("schedule", "start", "end", "steps", "after")
@@ -81,7 +80,7 @@ class WeightSchedule:
         return self.start if p < 1.0 else self.end
 
 
-Weight = Union[float, WeightSchedule]
+Weight = float | WeightSchedule
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ class RewardSpec:
     num_workers: int = 1
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     limits: Mapping[str, float | int | None] = field(default_factory=dict)
-    environment: "EnvironmentSpec | None" = None
+    environment: EnvironmentSpec | None = None
     offload: str = "none"
 
     def applies_to(self, dataset: str | None) -> bool:
@@ -136,7 +135,7 @@ class RewardConfig:
     rewards: tuple[RewardSpec, ...]
     eval_rewards: tuple[RewardSpec, ...]
     advantage: str = "sum"
-    monitor: "MonitorSettings | None" = None
+    monitor: MonitorSettings | None = None
 
     def specs(self, split: str = "train") -> tuple[RewardSpec, ...]:
         if split not in ("train", "eval"):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..errors import InputError, did_you_mean
 
@@ -44,7 +45,7 @@ class Sample:
             raise InputError(f"dataset must be a str, got {type(self.dataset).__name__}", field="dataset")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Sample":
+    def from_dict(cls, data: dict[str, Any]) -> Sample:
         """Build a sample from a mapping with the same keys as a manifest line (unknown keys are errors)."""
         names = field_names()
         for key in data:

@@ -99,8 +99,13 @@ def tiny_whisper_dir(path, *, seed: int = 0, num_mel_bins: int = 80, d_model: in
     ``torch.manual_seed(seed)`` precedes the model.
     """
     import torch
-    from transformers import (WhisperConfig, WhisperFeatureExtractor, WhisperForConditionalGeneration,
-                              WhisperProcessor, WhisperTokenizer)
+    from transformers import (
+        WhisperConfig,
+        WhisperFeatureExtractor,
+        WhisperForConditionalGeneration,
+        WhisperProcessor,
+        WhisperTokenizer,
+    )
 
     path = made_dir(path)
     vocab = {ch: i for i, ch in enumerate(_byte_alphabet())}
@@ -186,8 +191,13 @@ def tiny_wav2vec2_ctc_dir(path, *, seed: int = 0) -> Path:
     ``torch.manual_seed(seed)`` precedes the model.
     """
     import torch
-    from transformers import (Wav2Vec2Config, Wav2Vec2CTCTokenizer, Wav2Vec2FeatureExtractor, Wav2Vec2ForCTC,
-                              Wav2Vec2Processor)
+    from transformers import (
+        Wav2Vec2Config,
+        Wav2Vec2CTCTokenizer,
+        Wav2Vec2FeatureExtractor,
+        Wav2Vec2ForCTC,
+        Wav2Vec2Processor,
+    )
 
     path = made_dir(path)
     vocab = {tok: i for i, tok in enumerate(["<pad>", "<s>", "</s>", "<unk>", "|", *"abcdefghijklmnopqrstuvwxyz'"])}

@@ -3,8 +3,9 @@ dict as safetensors. Imports: the standard library at module level; safetensors 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 
 def made_dir(path: str | Path) -> Path:

@@ -26,9 +26,10 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, HttpError
@@ -54,7 +55,7 @@ class RetryPolicy:
     retry_statuses: frozenset[int] = field(default=frozenset({408, 429, 500, 502, 503, 504}))
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any], *, owner: str) -> "RetryPolicy":
+    def from_options(cls, options: Mapping[str, Any], *, owner: str) -> RetryPolicy:
         """A policy from reward kwargs: ``retries`` (tries after the first), ``backoff_s``,
         ``max_backoff_s``, ``timeout_s``; other keys are ignored (the caller checks its own)."""
         kwargs: dict[str, Any] = {}
@@ -214,7 +215,7 @@ class HttpClient:
             return answer.read()
         declared = answer.getheader("content-length", "")
         data = b"" if declared.strip().isdigit() and int(declared) > cap else answer.read(cap + 1)
-        if len(data) > cap or not data and declared.strip().isdigit() and int(declared) > cap:
+        if len(data) > cap or (not data and declared.strip().isdigit() and int(declared) > cap):
             self._drop_connection()
             raise HttpError(url, status=answer.status, attempts=attempt,
                             reason=f"the answer is over max_response_bytes={cap} (the client's cap on what it "
@@ -269,7 +270,7 @@ class HttpClient:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def __enter__(self) -> "HttpClient":
+    def __enter__(self) -> HttpClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

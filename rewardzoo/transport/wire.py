@@ -33,8 +33,9 @@ import json
 import math
 import struct
 import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ class WireError(InputError):
         self.status, self.kind, self.limit = status, kind, limit
         super().__init__(message, field=field, sample=sample)
 
-    def located(self, **where: Any) -> "WireError":  # keep status, kind and limit through re-location
+    def located(self, **where: Any) -> WireError:  # keep status, kind and limit through re-location
         err = super().located(**where)
         err.status, err.kind, err.limit = self.status, self.kind, self.limit
         return err

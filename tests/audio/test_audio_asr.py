@@ -10,9 +10,9 @@ from transformers.models.whisper.english_normalizer import (
 )
 
 from rewardzoo import RewardProcessor
-from rewardzoo.spec.config import RewardSpec
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.rewards.audio.asr import ASRAccuracy, ASRCharAccuracy, ASRWordAccuracy, accuracy
+from rewardzoo.spec.config import RewardSpec
 from rewardzoo.spec.sample import Sample
 from rewardzoo.testing import tiny_whisper_dir
 

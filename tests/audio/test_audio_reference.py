@@ -11,14 +11,14 @@ import torch
 from torchmetrics.functional.audio import scale_invariant_signal_distortion_ratio
 
 from rewardzoo import RewardProcessor, load_config
+from rewardzoo.catalog.registry import example_config
+from rewardzoo.core.fields import convert_field
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.jobs.manifest import read_manifest
-from rewardzoo.catalog.registry import example_config
 from rewardzoo.rewards.audio.reference import PESQ, SISDR, STOI, si_sdr
 from rewardzoo.rewards.base import KNOWN_FIELDS, Inputs
-from rewardzoo.spec.sample import Sample
 from rewardzoo.shared.audio import prepare_audio, resample
-from rewardzoo.core.fields import convert_field
+from rewardzoo.spec.sample import Sample
 
 from .signals import noise, speech_like
 

@@ -8,9 +8,9 @@ import torch
 from transformers import Wav2Vec2FeatureExtractor, WavLMForXVector
 
 from rewardzoo import RewardProcessor
-from rewardzoo.spec.config import RewardSpec
 from rewardzoo.errors import InputError
 from rewardzoo.rewards.audio.speaker import SpeakerSimilarity
+from rewardzoo.spec.config import RewardSpec
 from rewardzoo.spec.sample import Sample
 from rewardzoo.testing import tiny_wavlm_xvector_dir
 

@@ -13,13 +13,13 @@ import soundfile as sf
 import torch
 
 from rewardzoo import RewardProcessor, load_config
-from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.catalog.registry import example_config
+from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.rewards.audio.duration import SpeechDurationRatio
 from rewardzoo.rewards.audio.repetition import Repetition
 from rewardzoo.rewards.audio.silence import SilenceRatio
-from rewardzoo.spec.sample import Sample
 from rewardzoo.shared.audio import prepare_audio
+from rewardzoo.spec.sample import Sample
 
 silero_vad = pytest.importorskip("silero_vad")
 

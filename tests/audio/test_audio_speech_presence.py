@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from rewardzoo import RewardProcessor, load_config
-from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.catalog.registry import example_config
+from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.rewards.audio.vad import SpeechPresence, presence
-from rewardzoo.spec.sample import Sample
 from rewardzoo.shared.audio import prepare_audio
+from rewardzoo.spec.sample import Sample
 
 from .signals import noise, tone
 

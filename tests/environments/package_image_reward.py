@@ -6,7 +6,8 @@ extra."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rewardzoo.rewards.base import RewardOutput
 from tests.verifiers.image_reward_tiny import TinyReferenceImageReward

@@ -18,15 +18,15 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-import rewardzoo  # noqa: E402
-from rewardzoo.core.resolve import load_config  # noqa: E402
-from rewardzoo.environments.venvs import interpreter  # noqa: E402
-from rewardzoo.core.processor import RewardProcessor  # noqa: E402
-from rewardzoo.rewards.references import IMAGE_REWARD  # noqa: E402
+import rewardzoo
+from rewardzoo.core.processor import RewardProcessor
+from rewardzoo.core.resolve import load_config
+from rewardzoo.environments.venvs import interpreter
+from rewardzoo.rewards.references import IMAGE_REWARD
 
-from .conftest import needs_linux  # noqa: E402
+from .conftest import needs_linux
 
 pytestmark = [needs_linux, pytest.mark.usefixtures("no_leftover_workers")]
 

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from rewardzoo.spec.config import EnvironmentSpec, json_schema, parse_environment
 from rewardzoo.core.resolve import load_config
 from rewardzoo.errors import ConfigError
+from rewardzoo.spec.config import EnvironmentSpec, json_schema, parse_environment
 
 
 @pytest.mark.parametrize("value, message", [

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
+from rewardzoo.core.loader import RewardLoader
 from rewardzoo.core.resolve import load_config
 from rewardzoo.errors import ConfigError, RewardExecutionError, WorkerError
-from rewardzoo.core.loader import RewardLoader
 
 from .conftest import HERE, alive, gone_within, here_env, needs_linux, worker_pids
 

@@ -10,14 +10,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
 from rewardzoo.core.loader import RewardLoader
 from rewardzoo.core.resolve import load_config
 from rewardzoo.environments import workers
-from rewardzoo.spec.sample import Sample
 
 from .conftest import HERE, REPO, alive, gone_within, here_env, needs_linux
 

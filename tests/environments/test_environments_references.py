@@ -15,18 +15,18 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("open_clip")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-import rewardzoo.testing as rzt  # noqa: E402
-from rewardzoo.spec.config import parse_environment  # noqa: E402
+import rewardzoo.testing as rzt
 from rewardzoo.core.resolve import parse_spec
-from rewardzoo.environments.venvs import environment_dir  # noqa: E402
-from rewardzoo.jobs.compare_reference import compare_reference  # noqa: E402
-from rewardzoo.rewards.references import HPSV2  # noqa: E402
-from rewardzoo.spec.sample import Sample  # noqa: E402
+from rewardzoo.environments.venvs import environment_dir
+from rewardzoo.jobs.compare_reference import compare_reference
+from rewardzoo.rewards.references import HPSV2
+from rewardzoo.spec.config import parse_environment
+from rewardzoo.spec.sample import Sample
 
-from .conftest import needs_linux  # noqa: E402
-from .test_environments_clash import environment  # noqa: E402,F401  (the transformers-4 environment)
+from .conftest import needs_linux
+from .test_environments_clash import environment  # noqa: F401  (the transformers-4 environment)
 
 pytestmark = [needs_linux, pytest.mark.usefixtures("no_leftover_workers")]
 

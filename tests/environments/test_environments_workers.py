@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import rewardzoo
-from rewardzoo.core.resolve import load_config
-from rewardzoo.environments.reward import WorkerReward
 from rewardzoo.core.loader import RewardLoader
 from rewardzoo.core.processor import RewardProcessor
+from rewardzoo.core.resolve import load_config
+from rewardzoo.environments.reward import WorkerReward
 
 from .conftest import HERE, REPO, alive, gone_within, here_env, needs_linux, worker_pids
 from .worker_rewards import brightness

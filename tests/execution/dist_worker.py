@@ -16,8 +16,8 @@ import torch.distributed as dist
 
 import rewardzoo
 from rewardzoo import DistributedRewardProcessor, RewardLoader
-from rewardzoo.core.resolve import load_config
 from rewardzoo.core.distributed import rank_ordered
+from rewardzoo.core.resolve import load_config
 
 from .rewards import (
     CenteredValue,

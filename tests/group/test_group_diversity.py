@@ -13,11 +13,11 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 open_clip = pytest.importorskip("open_clip")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from rewardzoo import RewardProcessor, Sample, load_reward  # noqa: E402
-from rewardzoo import testing as rzt  # noqa: E402
-from rewardzoo.errors import ConfigError, InputError  # noqa: E402
+from rewardzoo import RewardProcessor, Sample, load_reward
+from rewardzoo import testing as rzt
+from rewardzoo.errors import ConfigError, InputError
 
 SIDE = 64  # the tiny CLIP's input size: no resize, so PIL and tensor preprocessing agree
 

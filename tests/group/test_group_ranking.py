@@ -17,9 +17,9 @@ from PIL import Image
 from scipy.stats import rankdata
 
 from rewardzoo import load_reward
-from rewardzoo.errors import ConfigError, InputError, RegistryError, RewardExecutionError, RewardOutputError
 from rewardzoo.core.loader import RewardLoader
 from rewardzoo.core.processor import RewardProcessor
+from rewardzoo.errors import ConfigError, InputError, RegistryError, RewardExecutionError, RewardOutputError
 
 from .judges import MetaJudge
 from .rewards import meta_samples

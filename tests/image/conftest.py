@@ -23,8 +23,8 @@ torch = pytest.importorskip("torch")
 open_clip = pytest.importorskip("open_clip")
 transformers = pytest.importorskip("transformers")
 
-from rewardzoo import testing as rzt  # noqa: E402
-from rewardzoo.testing import (  # noqa: E402,F401  (re-exported for the image tests)
+from rewardzoo import testing as rzt
+from rewardzoo.testing import (  # noqa: F401  (re-exported for the image tests)
     CLIP_PREPROCESS,
     EMBED_DIM,
     IMAGE_SIZE,

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from rewardzoo import RewardProcessor, Sample
-from rewardzoo.errors import InputError
 from rewardzoo.core.loader import RewardLoader
+from rewardzoo.errors import InputError
 from rewardzoo.rewards.image.clip_score import ClipScore
 
 from .media import PROMPTS, make_images

@@ -19,7 +19,7 @@ from rewardzoo.rewards.image.preservation import EditPreservation
 
 pytest.importorskip("skimage.metrics", reason="scikit-image is the reference (pip install scikit-image)")
 
-from .media import EDIT, edit_files, edit_pair, reference, t  # noqa: E402
+from .media import EDIT, edit_files, edit_pair, reference, t
 
 
 @pytest.mark.parametrize("metric", ["psnr", "ssim", "l1"])

@@ -19,13 +19,13 @@ import torchvision.transforms as T
 from PIL import Image
 
 from rewardzoo import load_reward
-from rewardzoo.errors import ConfigError
 from rewardzoo.core.processor import RewardProcessor
-from rewardzoo.spec.sample import Sample
+from rewardzoo.errors import ConfigError
 from rewardzoo.shared.video import sample_indices
+from rewardzoo.spec.sample import Sample
 
 pyiqa = pytest.importorskip("pyiqa")
-from pyiqa.archs.musiq_arch import MUSIQ  # noqa: E402
+from pyiqa.archs.musiq_arch import MUSIQ
 
 ARCH = {"hidden_size": 32, "mlp_dim": 64, "num_heads": 2, "num_layers": 2}
 

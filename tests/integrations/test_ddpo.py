@@ -7,9 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rewardzoo.integrations import ddpo_reward_fn  # noqa: E402
+from rewardzoo.integrations import ddpo_reward_fn
 
-from ..clients import client_module  # noqa: E402
+from ..clients import client_module
 
 
 def _images(seed: int, dtype=torch.float32) -> torch.Tensor:

@@ -7,12 +7,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rewardzoo import Sample  # noqa: E402
-from rewardzoo.core.api import build_processors  # noqa: E402
-from rewardzoo.errors import InputError  # noqa: E402
-from rewardzoo.integrations import flow_grpo_reward_fn  # noqa: E402
+from rewardzoo import Sample
+from rewardzoo.core.api import build_processors
+from rewardzoo.errors import InputError
+from rewardzoo.integrations import flow_grpo_reward_fn
 
-from ..clients import client_module  # noqa: E402
+from ..clients import client_module
 
 CONFIG = {"rewards": [{"name": "jpeg_compressibility", "weight": 0.7}]}
 

@@ -9,9 +9,9 @@ import asyncio
 import numpy as np
 import pytest
 
+from rewardzoo.core.resolve import load_config
 from rewardzoo.errors import InputError, RewardExecutionError
 from rewardzoo.integrations.gather import BatchedScorer
-from rewardzoo.core.resolve import load_config
 from rewardzoo.spec.sample import Sample
 
 from .per_sample_rewards import words

@@ -12,10 +12,10 @@ torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl", reason="TRL is not installed (the dev extra brings it)")
 datasets = pytest.importorskip("datasets")
 
-from rewardzoo.integrations import trl_reward_funcs  # noqa: E402
-from rewardzoo.testing import tiny_text_models, word_tokenizer  # noqa: E402
+from rewardzoo.integrations import trl_reward_funcs
+from rewardzoo.testing import tiny_text_models, word_tokenizer
 
-from ..no_extras.rewards import PromptLength, path  # noqa: E402
+from ..no_extras.rewards import PromptLength, path
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,11 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from rewardzoo.core.processor import RewardProcessor  # noqa: E402
-from rewardzoo.core.resolve import load_config  # noqa: E402
-from rewardzoo.spec.sample import Sample  # noqa: E402
+from rewardzoo.core.processor import RewardProcessor
+from rewardzoo.core.resolve import load_config
+from rewardzoo.spec.sample import Sample
 
-from .trainer_envs import run_in, verl_python  # noqa: E402
+from .trainer_envs import run_in, verl_python
 
 SAMPLES = [("what is the answer", "the answer is yes", 0), ("what is the answer", "no", 0),
            ("how fast", "the cat ran fast because so", 1), ("how fast", "slow", 1),

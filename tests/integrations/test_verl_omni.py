@@ -17,11 +17,11 @@ import pytest
 
 pytest.importorskip("torch")
 
-from rewardzoo.core.processor import RewardProcessor  # noqa: E402
-from rewardzoo.core.resolve import load_config  # noqa: E402
-from rewardzoo.spec.sample import Sample  # noqa: E402
+from rewardzoo.core.processor import RewardProcessor
+from rewardzoo.core.resolve import load_config
+from rewardzoo.spec.sample import Sample
 
-from .trainer_envs import REPO, run_in, verl_python  # noqa: E402
+from .trainer_envs import REPO, run_in, verl_python
 
 SNAPSHOT = REPO.parent / "shared" / "clients" / "verl_omni_src"
 if not (SNAPSHOT / "verl_omni" / "reward_loop").is_dir():

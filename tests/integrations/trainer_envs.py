@@ -32,7 +32,7 @@ def verl_python(tmp_path_factory) -> str:
             "requirements": list(VERL_REQUIREMENTS)}}]}).rewards[0].environment
         try:
             python = interpreter(spec)
-        except Exception as exc:  # noqa: BLE001 - the reason goes into the skip
+        except Exception as exc:
             pytest.skip(f"the verl test environment could not be built: {str(exc)[-600:]}")
     return python
 

@@ -17,7 +17,6 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 from transformers import AutoTokenizer
-
 from verl import DataProto
 
 
@@ -70,7 +69,7 @@ def main() -> None:
         worker = RewardLoopWorker(cfg)
         try:
             outputs = get_event_loop().run_until_complete(worker.compute_score_batch(data))
-        except Exception as exc:  # noqa: BLE001 - the test reads what verl raised
+        except Exception as exc:
             print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
             return
         print(json.dumps({"outputs": [{"reward_score": plain(o["reward_score"]),
@@ -78,7 +77,6 @@ def main() -> None:
                                       for o in outputs]}))
         return
     import ray
-
     from verl.experimental.reward_loop.reward_loop import RewardLoopManager
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,

@@ -83,8 +83,8 @@ def test_demo_config_covers_every_reward_that_needs_no_download():
 
 
 def test_a_card_with_a_bad_front_matter_is_refused_with_its_file_and_key(tmp_path):
-    from rewardzoo.errors import RegistryError
     from rewardzoo.catalog.registry import info_from_card
+    from rewardzoo.errors import RegistryError
 
     meta, _ = read_card("loudness")
     for key, value, match in (("score_range", [1, 0], "low < high"), ("kind", "pairwise", "kind"),

@@ -8,10 +8,10 @@ import textwrap
 import pytest
 
 from rewardzoo import load_config
-from rewardzoo.spec.config import RewardSpec, json_schema
+from rewardzoo.catalog.resources import data_dir
 from rewardzoo.core.resolve import parse_spec
 from rewardzoo.errors import ConfigError
-from rewardzoo.catalog.resources import data_dir
+from rewardzoo.spec.config import RewardSpec, json_schema
 
 
 def test_yaml_file_with_eval_fallback_and_defaults(tmp_path):

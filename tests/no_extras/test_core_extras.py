@@ -3,10 +3,10 @@ checkout's pyproject.toml and from an installation's metadata."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from rewardzoo.catalog import extras
 from rewardzoo.catalog.extras import canonical, distribution_of, extra_modules, import_name, requirements

@@ -491,7 +491,7 @@ def test_an_interrupted_local_run_resumes_to_the_uninterrupted_output_scoring_on
 @pytest.mark.parametrize("change, named", [
     ("manifest", "the input file's contents"), ("config", "the config's reward entries"), ("split", "the split")])
 def test_resume_with_another_jobs_partial_file_is_refused_naming_what_differs(tmp_path, change, named):
-    manifest, config, log, armed = _tripwire_job(tmp_path)
+    manifest, config, _log, armed = _tripwire_job(tmp_path)
     out, partial = tmp_path / "o.jsonl", tmp_path / "o.jsonl.partial.jsonl"
     armed.touch()
     assert _score(config, "-i", manifest, "-o", out, "--chunk-size", 2)[0] == 2

@@ -16,11 +16,11 @@ from PIL import Image
 
 import rewardzoo
 from rewardzoo.cli import main
-from rewardzoo.spec.config import RewardConfig
 from rewardzoo.core.resolve import config_source, load_config, resolve_config
 from rewardzoo.errors import InputError, RewardExecutionError, RewardOutputError, RewardZooError, UnknownConfigError
 from rewardzoo.jobs import ScoreJob, check_output, plan_job, read_input, write_jsonl, write_scores_parquet, write_text
 from rewardzoo.jobs.output import write_atomically
+from rewardzoo.spec.config import RewardConfig
 
 PACKAGE = Path(rewardzoo.__file__).parent
 RECORDS = [{"rewards": {"jpeg": 1.5}, "total": 1.5, "applied": ["jpeg"]},

@@ -73,9 +73,9 @@ def test_constructor_refusals_name_the_entry():
 
 
 def test_dtype_auto_is_the_cards_reference_precision_per_device(tmp_path):
-    from rewardzoo.core.resolve import parse_spec
-    from rewardzoo.core.loader import dtype_for as card_dtype
     from rewardzoo.catalog.registry import info_from_card, lookup
+    from rewardzoo.core.loader import dtype_for as card_dtype
+    from rewardzoo.core.resolve import parse_spec
 
     def dtype_for(spec, device):
         return card_dtype(spec, device, lookup(spec.reward_model))

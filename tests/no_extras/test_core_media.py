@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from rewardzoo.core.fields import convert_field
 from rewardzoo.errors import InputError
 from rewardzoo.rewards.base import Inputs
-from rewardzoo.core.fields import convert_field
 from rewardzoo.shared.media import image_to_uint8, to_image_tensor, to_pil_rgb
 
 from ..optional import needs_torch, torch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 torch = pytest.importorskip("torch")
 from safetensors.torch import save_file
 

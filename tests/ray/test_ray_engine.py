@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -159,7 +159,7 @@ def test_resume_after_killing_the_driver_equals_a_local_run(tmp_path, capsys):
 
 
 def test_a_manifest_named_like_the_partial_file_is_refused_and_kept(manifest, tmp_path):
-    root, path, config = manifest
+    _root, path, config = manifest
     named = tmp_path / "o.jsonl.partial.jsonl"
     named.write_bytes(path.read_bytes())
     assert _score(config, named, tmp_path / "o.jsonl", "--engine", "ray") == 2

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from typing import Iterator
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
@@ -13,15 +13,15 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 class Node:
     tag: str
     attrs: dict[str, str]
-    children: list["Node"] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
 
-    def iter(self) -> Iterator["Node"]:
+    def iter(self) -> Iterator[Node]:
         yield self
         for child in self.children:
             yield from child.iter()
 
-    def find_all(self, tag: str | None = None, **attrs: str) -> list["Node"]:
+    def find_all(self, tag: str | None = None, **attrs: str) -> list[Node]:
         """Descendants (and self) with ``tag`` whose attributes contain ``attrs`` (``class_`` matches a class)."""
         found = []
         for node in self.iter():
@@ -37,7 +37,7 @@ class Node:
                 found.append(node)
         return found
 
-    def find(self, tag: str | None = None, **attrs: str) -> "Node":
+    def find(self, tag: str | None = None, **attrs: str) -> Node:
         found = self.find_all(tag, **attrs)
         assert found, f"no <{tag}> with {attrs}"
         return found[0]

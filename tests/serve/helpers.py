@@ -39,7 +39,7 @@ class Server:
         self.log = log or config.with_suffix(f".{self.port}.log")
         self.proc: subprocess.Popen | None = None
 
-    def start(self, wait: bool = True) -> "Server":
+    def start(self, wait: bool = True) -> Server:
         self._log = open(self.log, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "rewardzoo.cli", "serve", str(self.config),
                                       "--port", str(self.port), *self.args], stdout=self._log,

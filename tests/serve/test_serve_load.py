@@ -15,14 +15,14 @@ pytest.importorskip("msgpack")
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-import rewardzoo  # noqa: E402
-from rewardzoo.serve.client import RewardClient  # noqa: E402
-from rewardzoo.errors import HttpError, RewardExecutionError  # noqa: E402
-from rewardzoo.transport import wire  # noqa: E402
+import rewardzoo
+from rewardzoo.errors import HttpError, RewardExecutionError
+from rewardzoo.serve.client import RewardClient
+from rewardzoo.transport import wire
 
-from .helpers import Server, free_port, request  # noqa: E402
+from .helpers import Server, free_port, request
 
 JPEG = "rewards:\n  - name: jpeg\n    reward_model: jpeg_compressibility\n"
 CLIENTS, REQUESTS, PER_REQUEST = 8, 50, 2

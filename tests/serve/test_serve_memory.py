@@ -14,10 +14,10 @@ msgpack = pytest.importorskip("msgpack")
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from rewardzoo.serve.memory import DecodeBudget, DecodeBusy  # noqa: E402
-from rewardzoo.transport import wire  # noqa: E402
+from rewardzoo.serve.memory import DecodeBudget, DecodeBusy
+from rewardzoo.transport import wire
 
-from .helpers import Server, request  # noqa: E402
+from .helpers import Server, request
 
 SIDE, PER_REQUEST, CONCURRENT = 1024, 16, 8
 MIB = 2 ** 20

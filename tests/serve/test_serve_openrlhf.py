@@ -17,13 +17,13 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 agent = pytest.importorskip("openrlhf.utils.agent", reason="OpenRLHF (pip install --no-deps openrlhf==0.11.2)")
 
-import yaml  # noqa: E402
+import yaml
 
-from rewardzoo.core.processor import RewardProcessor  # noqa: E402
-from rewardzoo.core.resolve import load_config  # noqa: E402
-from rewardzoo.spec.sample import Sample  # noqa: E402
+from rewardzoo.core.processor import RewardProcessor
+from rewardzoo.core.resolve import load_config
+from rewardzoo.spec.sample import Sample
 
-from .helpers import Server, environment, error_of, request  # noqa: E402
+from .helpers import Server, environment, error_of, request
 
 PAIRS = [("<bos> <user> what is the answer <assistant> ", "the answer is yes <eos>"),
          ("<bos> <user> how fast <assistant> ", "the cat ran fast <eos>"),

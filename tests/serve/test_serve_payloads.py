@@ -17,11 +17,11 @@ msgpack = pytest.importorskip("msgpack")
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from rewardzoo.transport import wire  # noqa: E402
+from rewardzoo.transport import wire
 
-from .helpers import Server, environment, request  # noqa: E402
+from .helpers import Server, environment, request
 
 TOKEN = "test-token-7f3a"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -221,8 +221,8 @@ def test_refusals_are_counted_by_kind(server):
 
 def test_the_client_cuts_a_call_into_requests_within_the_size_limit(server, monkeypatch):
     import rewardzoo
-    from rewardzoo.serve.client import RewardClient
     from rewardzoo.errors import InputError
+    from rewardzoo.serve.client import RewardClient
 
     monkeypatch.setenv("RZ_TEST_TOKEN", TOKEN)
     rng = np.random.default_rng(3)

@@ -13,14 +13,14 @@ serve = pytest.importorskip("ray.serve", reason="Ray Serve is not installed (pip
 pytest.importorskip("msgpack")
 pytest.importorskip("starlette")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-import rewardzoo  # noqa: E402
-from rewardzoo.serve.client import RewardClient  # noqa: E402
-from rewardzoo.serve import ServeOptions, reward_deployment  # noqa: E402
-from rewardzoo.transport import wire  # noqa: E402
+import rewardzoo
+from rewardzoo.serve import ServeOptions, reward_deployment
+from rewardzoo.serve.client import RewardClient
+from rewardzoo.transport import wire
 
-from .helpers import ROOT, Server, free_port, request  # noqa: E402
+from .helpers import ROOT, Server, free_port, request
 
 CONFIG = ("rewards:\n  - name: jpeg\n    reward_model: jpeg_compressibility\n    batch_size: 3\n"
           "  - name: rank\n    reward_model: group_rank\n    kwargs: {base: jpeg_incompressibility}\n")
@@ -87,8 +87,8 @@ def test_the_remote_reward_through_ray_serve_equals_local_scoring(ray_url, confi
 def test_the_ray_command_passes_its_options_to_the_deployment(config, monkeypatch, capsys):
     """``rewardzoo serve --ray``'s wiring, with Ray's start and run replaced (a second Ray instance in this
     module would be a second cluster on the machine); the deployment itself is the one tested above."""
-    from rewardzoo.serve import ray_serve
     from rewardzoo.jobs import ServeJob
+    from rewardzoo.serve import ray_serve
     from rewardzoo.serve.server import add_serve_arguments, serve_options
 
     seen: dict = {}

@@ -18,14 +18,14 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 pytest.importorskip("msgpack")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-import rewardzoo  # noqa: E402
-from rewardzoo import testing as rzt  # noqa: E402
-from rewardzoo.serve.client import RewardClient, multi_score  # noqa: E402
-from rewardzoo.errors import ConfigError  # noqa: E402
+import rewardzoo
+from rewardzoo import testing as rzt
+from rewardzoo.errors import ConfigError
+from rewardzoo.serve.client import RewardClient, multi_score
 
-from .helpers import Server  # noqa: E402
+from .helpers import Server
 
 
 @pytest.fixture(scope="module")

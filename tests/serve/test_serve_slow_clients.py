@@ -15,7 +15,7 @@ pytest.importorskip("msgpack")
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from .helpers import Server, request  # noqa: E402
+from .helpers import Server, request
 
 IDLE_SOCKETS = 260
 IDLE_S, HEADER_S, BODY_S = 1.0, 2.0, 2.0
@@ -78,7 +78,7 @@ def test_slowloris_headers_get_408_after_the_header_deadline(server):
                 if not chunk:
                     break
                 answer += chunk
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:  # reset once closed
                 break

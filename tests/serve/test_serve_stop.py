@@ -18,10 +18,10 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 psutil = pytest.importorskip("psutil")
 
-from rewardzoo.serve.drain import DRAINED_NOTICE, Drain  # noqa: E402
-from rewardzoo.transport import wire  # noqa: E402
+from rewardzoo.serve.drain import DRAINED_NOTICE, Drain
+from rewardzoo.transport import wire
 
-from .helpers import Server, get, request  # noqa: E402
+from .helpers import Server, get, request
 
 PROMPT = "abcdef"
 #: The longest any one wait of these tests takes (each loop below is bounded by it, in steps of 0.05-0.1 s).

@@ -15,9 +15,9 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 x509 = pytest.importorskip("cryptography.x509")
 
-from rewardzoo.serve.options import binding_notice  # noqa: E402
+from rewardzoo.serve.options import binding_notice
 
-from .helpers import READY_WITHIN_S, Server  # noqa: E402
+from .helpers import READY_WITHIN_S, Server
 
 
 def self_signed(folder):

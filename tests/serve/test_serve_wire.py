@@ -12,15 +12,15 @@ import pytest
 
 pytest.importorskip("msgpack")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from rewardzoo.errors import ConfigError, InputError  # noqa: E402
-from rewardzoo.rewards.info import RewardInfo  # noqa: E402
-from rewardzoo.rewards.remote import served_facts, served_inputs  # noqa: E402
-from rewardzoo.transport import wire  # noqa: E402
-from rewardzoo.transport.served import concat_results, in_order, request_chunks  # noqa: E402
+from rewardzoo.errors import ConfigError, InputError
+from rewardzoo.rewards.info import RewardInfo
+from rewardzoo.rewards.remote import served_facts, served_inputs
+from rewardzoo.transport import wire
+from rewardzoo.transport.served import concat_results, in_order, request_chunks
 
-from .helpers import ROOT, environment  # noqa: E402
+from .helpers import ROOT, environment
 
 RNG = np.random.default_rng(0)
 

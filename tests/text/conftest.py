@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
     collect_ignore_glob = ["test_text_*.py"]  # the `text` extra is not installed
 
-from rewardzoo.testing import (  # noqa: E402,F401  (re-exported for the text tests)
+from rewardzoo.testing import (  # noqa: F401  (re-exported for the text tests)
     CHAT_TEMPLATE,
     SPECIALS,
     VOCAB,
@@ -23,7 +23,7 @@ from rewardzoo.testing import (  # noqa: E402,F401  (re-exported for the text te
     gpt2_config,
     llama_config,
 )
-from rewardzoo.testing import word_tokenizer as build_tokenizer  # noqa: E402
+from rewardzoo.testing import word_tokenizer as build_tokenizer
 
 
 @pytest.fixture(scope="session")

@@ -12,16 +12,16 @@ import torch.nn.functional as F
 palm_rlhf = pytest.importorskip("palm_rlhf_pytorch", reason="palm-rlhf-pytorch is not installed "
                                 "(pip install palm-rlhf-pytorch)")
 
-from rewardzoo.errors import ConfigError, InputError  # noqa: E402
-from rewardzoo.rewards.text.backbones import (  # noqa: E402
+from rewardzoo.errors import ConfigError, InputError
+from rewardzoo.rewards.text.backbones import (
     Backbone,
     PaLMBackbone,
     as_backbone,
     from_negative_padding,
 )
-from rewardzoo.rewards.text.implicit_prm import ImplicitPRM  # noqa: E402
-from rewardzoo.rewards.text.lora import LoRALinear  # noqa: E402
-from rewardzoo.rewards.text.sequence_reward import SequenceRewardModel  # noqa: E402
+from rewardzoo.rewards.text.implicit_prm import ImplicitPRM
+from rewardzoo.rewards.text.lora import LoRALinear
+from rewardzoo.rewards.text.sequence_reward import SequenceRewardModel
 
 PaLM, PalmRewardModel, PalmImplicitPRM = palm_rlhf.PaLM, palm_rlhf.RewardModel, palm_rlhf.ImplicitPRM
 
@@ -31,7 +31,7 @@ PROMPT_LENS = [3, 1, 2]
 TOL = dict(atol=1e-5, rtol=1e-5)
 
 
-def tiny_palm(seed: int = 0, **kw) -> "PaLM":
+def tiny_palm(seed: int = 0, **kw) -> PaLM:
     torch.manual_seed(seed)
     return PaLM(num_tokens=VOCAB, dim=32, depth=2, heads=4, dim_head=8, **kw).eval()
 

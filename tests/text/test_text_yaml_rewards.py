@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from rewardzoo.core.processor import RewardProcessor
 from rewardzoo.core.resolve import load_config
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.core.processor import RewardProcessor
 
 PAIRS = [("what is one", "one"), ("why the cat sat on the mat", "because the cat is good so the cat sat"),
          ("", "yes"), ("how", ""), ("the dog ran fast", "no the dog ran slow then the dog sat")]

@@ -16,7 +16,6 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 
-
 def render_text(text: str, size: int = 48, *, background=(255, 255, 255), ink=(0, 0, 0), angle: float = 0.0,
                 width: int = 512, height: int = 512) -> Image.Image:
     """``text`` drawn in Pillow's default scalable font, centred, rotated by ``angle`` degrees."""

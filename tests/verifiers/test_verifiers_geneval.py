@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from rewardzoo.errors import InputError
+from rewardzoo.rewards.image.detections import Detections
 from rewardzoo.rewards.image.geneval_rules import (
     CLASS_NAMES,
     COLORS,
@@ -20,7 +21,6 @@ from rewardzoo.rewards.image.geneval_rules import (
     relative_position,
     select_objects,
 )
-from rewardzoo.rewards.image.detections import Detections
 
 DATA = Path(__file__).parent / "data" / "geneval_metadata.jsonl"
 SIZE = (100, 80)  # width, height
@@ -201,8 +201,8 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("open_clip")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from rewardzoo import testing as rzt  # noqa: E402
-from rewardzoo.rewards.image.geneval import GenEval, _masked_crop  # noqa: E402
+from rewardzoo import testing as rzt
+from rewardzoo.rewards.image.geneval import GenEval, _masked_crop
 
 DOG_ID = CLASS_NAMES.index("dog")
 

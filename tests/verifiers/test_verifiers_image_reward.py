@@ -18,12 +18,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from rewardzoo.errors import ConfigError, InputError  # noqa: E402
-from rewardzoo.rewards.image.image_reward import RAW_MEAN, RAW_STD, ImageReward, convert_to_safetensors  # noqa: E402
+from rewardzoo.errors import ConfigError, InputError
+from rewardzoo.rewards.image.image_reward import RAW_MEAN, RAW_STD, ImageReward, convert_to_safetensors
 
-from .image_reward_tiny import MED, SIZE, build_reference, reference_available, write_tiny_checkpoint  # noqa: E402
+from .image_reward_tiny import MED, SIZE, build_reference, reference_available, write_tiny_checkpoint
 
 PROMPTS = ["a photo of a red dog", "two cats on a table",
            " ".join(["a very detailed painting of a big red house"] * 5),  # > 35 tokens: truncated

@@ -17,12 +17,12 @@ from PIL import Image
 Levenshtein = pytest.importorskip("Levenshtein")
 rapidocr = pytest.importorskip("rapidocr_onnxruntime")
 
-from rewardzoo import load_reward  # noqa: E402
-from rewardzoo.errors import ConfigError, InputError  # noqa: E402
-from rewardzoo.rewards.image.ocr import OCR, VideoOCR, recognised_text  # noqa: E402
-from rewardzoo.rewards.image.text_match import capped_distance, levenshtein, match_score, quoted_target  # noqa: E402
+from rewardzoo import load_reward
+from rewardzoo.errors import ConfigError, InputError
+from rewardzoo.rewards.image.ocr import OCR, VideoOCR, recognised_text
+from rewardzoo.rewards.image.text_match import capped_distance, levenshtein, match_score, quoted_target
 
-from .media import render_text  # noqa: E402
+from .media import render_text
 
 #: (text, font size, background, ink, rotation in degrees)
 CASES = [

@@ -15,13 +15,18 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from rewardzoo.cli import main  # noqa: E402
-from rewardzoo.rewards.image.image_reward import ImageReward  # noqa: E402
+from rewardzoo.cli import main
+from rewardzoo.rewards.image.image_reward import ImageReward
 
-from .image_reward_tiny import SIZE, TinyReferenceImageReward, build_reference, reference_available  # noqa: E402
-from .image_reward_tiny import write_tiny_checkpoint  # noqa: E402
+from .image_reward_tiny import (
+    SIZE,
+    TinyReferenceImageReward,
+    build_reference,
+    reference_available,
+    write_tiny_checkpoint,
+)
 
 pytestmark = pytest.mark.skipif(not reference_available(), reason="pip install --no-deps image-reward fairscale")
 

@@ -12,11 +12,11 @@ import pytest
 
 nudenet = pytest.importorskip("nudenet")
 
-from rewardzoo import load_reward  # noqa: E402
-from rewardzoo.errors import ConfigError  # noqa: E402
-from rewardzoo.rewards.image.safety import EXPOSED, LABELS, NudeNetSafety  # noqa: E402
+from rewardzoo import load_reward
+from rewardzoo.errors import ConfigError
+from rewardzoo.rewards.image.safety import EXPOSED, LABELS, NudeNetSafety
 
-from .media import benign_photos, synthetic_images  # noqa: E402
+from .media import benign_photos, synthetic_images
 
 
 @pytest.fixture(scope="module")

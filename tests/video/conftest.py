@@ -8,10 +8,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("av")
 pytest.importorskip("transformers")
 
-from rewardzoo import testing as rzt  # noqa: E402
-from rewardzoo.shared.video import write_video  # noqa: E402
+from rewardzoo import testing as rzt
+from rewardzoo.shared.video import write_video
 
-from .media import CLIP_PREPROCESS, TINY_CLIP, ramp_frames, textured_frames  # noqa: E402,F401
+from .media import CLIP_PREPROCESS, TINY_CLIP, ramp_frames, textured_frames
 
 
 @pytest.fixture(scope="session")

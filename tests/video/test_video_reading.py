@@ -15,10 +15,10 @@ from PIL import Image
 av = pytest.importorskip("av")
 torch = pytest.importorskip("torch")
 
-from rewardzoo.errors import InputError  # noqa: E402
-from rewardzoo.shared import video as V  # noqa: E402
+from rewardzoo.errors import InputError
+from rewardzoo.shared import video as V
 
-from .media import T_FRAMES, frame_index, ramp_frames, textured_frames  # noqa: E402
+from .media import T_FRAMES, frame_index, ramp_frames, textured_frames
 
 CLIPS = ["ramp_longgop.mp4", "ramp_gop12.mp4", "ramp_gop12.mkv"]
 

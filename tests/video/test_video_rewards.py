@@ -15,13 +15,13 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from rewardzoo.errors import InputError
 from rewardzoo.core.loader import RewardLoader
 from rewardzoo.core.processor import RewardProcessor
+from rewardzoo.errors import InputError
 from rewardzoo.rewards.video.consistency import BackgroundConsistency, SubjectConsistency, vbench_consistency
 from rewardzoo.rewards.video.flickering import TemporalFlickering
-from rewardzoo.spec.sample import Sample
 from rewardzoo.shared.video import read_video, sample_indices
+from rewardzoo.spec.sample import Sample
 
 from .media import textured_frames
 

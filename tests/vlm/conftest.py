@@ -19,9 +19,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from rewardzoo.testing import VLM_FAMILIES, tiny_vlm_dir  # noqa: E402
+from rewardzoo.testing import VLM_FAMILIES, tiny_vlm_dir
 
 
 @pytest.fixture(scope="session")

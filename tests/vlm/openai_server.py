@@ -44,7 +44,7 @@ class ChatServer:
         self.bodies: list[dict] = []
         self.max_batch, self.batch_wait_s = max_batch, batch_wait_s
         self.batches: list[int] = []
-        self.queue: "queue.Queue" = queue.Queue()
+        self.queue: queue.Queue = queue.Queue()
         if max_batch > 1:
             threading.Thread(target=self._batch_worker, daemon=True).start()
         server = self

@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("transformers")
 
-import rewardzoo  # noqa: E402
-from rewardzoo.errors import ConfigError  # noqa: E402
-from rewardzoo.rewards.vlm.common import ALL_OPTIONS, BackendOptions  # noqa: E402
+import rewardzoo
+from rewardzoo.errors import ConfigError
+from rewardzoo.rewards.vlm.common import ALL_OPTIONS, BackendOptions
 
 JUDGES = {"vqascore": "VQAScore", "video_vqascore": "VideoVQAScore", "unified_reward": "UnifiedReward",
           "vlm_judge": "VLMJudge", "video_vlm_judge": "VideoVLMJudge", "unified_reward_think": "UnifiedRewardThink"}

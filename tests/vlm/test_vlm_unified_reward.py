@@ -30,9 +30,9 @@ from .test_vlm_llava import direct, direct_answer, llava_dirs, llava_qwen_prompt
 # one field `{prompt}` left as the placeholder (the literal's text as written, cut at its \n escapes).
 FLOW_GRPO_QUESTION = (
     "<image>\n"
-    "You are given a text caption and a generated image based on that caption. Your task is to evaluate this image based on two key criteria:\n"  # noqa: E501
-    "1. Alignment with the Caption: Assess how well this image aligns with the provided caption. Consider the accuracy of depicted objects, their relationships, and attributes as described in the caption.\n"  # noqa: E501
-    "2. Overall Image Quality: Examine the visual quality of this image, including clarity, detail preservation, color accuracy, and overall aesthetic appeal.\n"  # noqa: E501
+    "You are given a text caption and a generated image based on that caption. Your task is to evaluate this image based on two key criteria:\n"
+    "1. Alignment with the Caption: Assess how well this image aligns with the provided caption. Consider the accuracy of depicted objects, their relationships, and attributes as described in the caption.\n"
+    "2. Overall Image Quality: Examine the visual quality of this image, including clarity, detail preservation, color accuracy, and overall aesthetic appeal.\n"
     "Based on the above criteria, assign a score from 1 to 5 after \'Final Score:\'.\n"
     "Your task is provided as follows:\n"
     "Text Caption: [{prompt}]"
@@ -40,10 +40,10 @@ FLOW_GRPO_QUESTION = (
 # UnifiedReward ff6f520, inference_qwen/image_generation/qwen_point_score_image_generation.py: the text part of
 # `messages` (an f-string; `{prompt}` left as the placeholder; cut at its \n escapes).
 QWEN_RELEASE_TEXT = (
-    'You are given a text caption and a generated image based on that caption. Your task is to evaluate this image based on two key criteria:\n'  # noqa: E501
-    '1. Alignment with the Caption: Assess how well this image aligns with the provided caption. Consider the accuracy of depicted objects, their relationships, and attributes as described in the caption.\n'  # noqa: E501
-    '2. Overall Image Quality: Examine the visual quality of this image, including clarity, detail preservation, color accuracy, and overall aesthetic appeal.\n'  # noqa: E501
-    'Extract key elements from the provided text caption, evaluate their presence in the generated image using the format: \'element (type): value\' (where value=0 means not generated, and value=1 means generated), and assign a score from 1 to 5 after \'Final Score:\'.\n'  # noqa: E501
+    'You are given a text caption and a generated image based on that caption. Your task is to evaluate this image based on two key criteria:\n'
+    '1. Alignment with the Caption: Assess how well this image aligns with the provided caption. Consider the accuracy of depicted objects, their relationships, and attributes as described in the caption.\n'
+    '2. Overall Image Quality: Examine the visual quality of this image, including clarity, detail preservation, color accuracy, and overall aesthetic appeal.\n'
+    'Extract key elements from the provided text caption, evaluate their presence in the generated image using the format: \'element (type): value\' (where value=0 means not generated, and value=1 means generated), and assign a score from 1 to 5 after \'Final Score:\'.\n'
     'Your task is provided as follows:\n'
     'Text Caption: [{prompt}]'
 )

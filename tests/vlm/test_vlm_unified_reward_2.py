@@ -29,7 +29,7 @@ UR2_PROBLEM = (
     "Your task is to analyze the image across multiple dimensions in relation to the caption. Specifically:\n"
     "Provide overall assessments for the image along the following axes (each rated from 1 to 5):\n"
     "- Alignment Score: How well the image matches the caption in terms of content.\n"
-    "- Coherence Score: How logically consistent the image is (absence of visual glitches, object distortions, etc.).\n"  # noqa: E501
+    "- Coherence Score: How logically consistent the image is (absence of visual glitches, object distortions, etc.).\n"
     "- Style Score: How aesthetically appealing the image looks, regardless of caption accuracy.\n\n"
     "Output your evaluation using the format below:\n\n"
     "Alignment Score (1-5): X\n"

@@ -268,8 +268,8 @@ def test_direct_calls_take_arrays_and_tensors(reward):
 def test_processor_scores_video_files_and_reports_the_extras(published, tmp_path):
     """Through the engine: an mp4 path is decoded (every frame) and scored like its decoded frames."""
     from rewardzoo.core.processor import RewardProcessor
-    from rewardzoo.spec.sample import Sample
     from rewardzoo.shared.video import read_video, write_video
+    from rewardzoo.spec.sample import Sample
 
     released, *_ = published
     frames = np.stack([np.asarray(f) for f in _videos(8, [(8, 64, 96)])[0]])

@@ -15,8 +15,9 @@ is mixed to mono and resampled to the processor's rate.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch

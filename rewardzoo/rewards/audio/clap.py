@@ -12,8 +12,9 @@ Preprocessing, made deterministic for use as a reward:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch

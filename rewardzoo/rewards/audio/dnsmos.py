@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import onnxruntime  # noqa: F401  (a missing audio extra fails at import, before any model is read)

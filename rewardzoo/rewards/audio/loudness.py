@@ -21,7 +21,8 @@ loudness is taken as :data:`GATED_LUFS` (-70, the absolute gate), so the score s
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy.signal import lfilter

@@ -13,7 +13,8 @@ there and must not turn into an arbitrary number.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch

@@ -20,8 +20,9 @@ the text itself repeats), ``score = 1 - repeated``.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch

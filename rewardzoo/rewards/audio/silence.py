@@ -10,7 +10,8 @@ max_pause)`` (the whole clip when it has no speech), over the clip's duration: `
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -10,7 +10,8 @@ probabilities into speech segments with the configured thresholds, exactly as
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch

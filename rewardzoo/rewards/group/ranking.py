@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 

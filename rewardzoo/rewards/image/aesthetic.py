@@ -9,7 +9,8 @@ loads as is. Scores are roughly 1-10 (higher is more aesthetic).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn

@@ -7,7 +7,8 @@ and clamps only after averaging over the batch; a reward needs the per-sample cl
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import torch
 

@@ -6,8 +6,8 @@ on hand-built detections without torch or a model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -67,7 +67,7 @@ class Detections:
             object.__setattr__(self, name, value)
 
     @classmethod
-    def empty(cls, image_size: tuple[int, int], *, with_masks: bool = False) -> "Detections":
+    def empty(cls, image_size: tuple[int, int], *, with_masks: bool = False) -> Detections:
         """No detections on an image of ``image_size`` (width, height)."""
         width, height = image_size
         masks = np.zeros((0, height, width), dtype=bool) if with_masks else None
@@ -76,7 +76,7 @@ class Detections:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def select(self, keep: np.ndarray | Sequence[int] | Sequence[bool]) -> "Detections":
+    def select(self, keep: np.ndarray | Sequence[int] | Sequence[bool]) -> Detections:
         """The detections picked by a boolean mask of length N or by integer indices (in that order)."""
         keep = np.asarray(keep)
         if keep.dtype == np.bool_:
@@ -95,7 +95,7 @@ class Detections:
         return Detections(tuple(self.labels[i] for i in index), self.scores[index], self.boxes[index],
                           self.image_size, None if self.masks is None else self.masks[index])
 
-    def of_class(self, name: str) -> "Detections":
+    def of_class(self, name: str) -> Detections:
         """The detections labelled ``name``."""
         return self.select(np.array([label == name for label in self.labels], dtype=bool))
 

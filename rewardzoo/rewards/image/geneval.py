@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -17,11 +18,11 @@ import torch.nn.functional as F
 
 from ...errors import ConfigError, InputError
 from ...shared.clip import check_pairs, load_clip_backbone
-from .detections import Detections
 from ...shared.media import to_uint8_tensor
 from ...shared.options import choice, positive_int
 from ...shared.weights import loading
 from ..base import Inputs, PointwiseReward, RewardOutput
+from .detections import Detections
 from .geneval_rules import (
     CLASS_NAMES,
     COLOR_TEMPLATES,

@@ -25,8 +25,9 @@ score, reproduced by :func:`flow_grpo_partial`, and a stricter verdict with exac
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

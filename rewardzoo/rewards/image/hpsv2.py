@@ -8,7 +8,8 @@ OpenAI CLIP normalisation — not a centre crop.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import torch
 
@@ -16,7 +17,6 @@ from ...errors import ConfigError
 from ...shared.clip import check_pairs, load_clip_backbone, resolve_weights_file
 from ...shared.device import autocast_context, autocast_dtype
 from ..base import Inputs, PointwiseReward, RewardOutput
-
 
 #: HPSv2's ``img_score.py`` scores under ``torch.cuda.amp.autocast()`` (float16) with float32 weights.
 REFERENCE_AUTOCAST = {"cuda": "float16"}

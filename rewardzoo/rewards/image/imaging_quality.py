@@ -10,7 +10,8 @@ the weights are loaded here (``weights_only=True`` or safetensors), never throug
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 from torchvision.transforms import functional as TF

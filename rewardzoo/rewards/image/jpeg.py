@@ -8,14 +8,14 @@
 from __future__ import annotations
 
 import io
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar
 
 from PIL import Image
 
 from ...errors import ConfigError, InputError
 from ...shared.options import positive_float
 from ..base import Inputs, PointwiseReward, RewardOutput
-
 
 #: The JPEG format's largest width or height.
 JPEG_MAX_SIDE = 65_535

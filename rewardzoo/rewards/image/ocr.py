@@ -21,9 +21,10 @@ flow_grpo runs), rapidocr's ``config.yaml`` under ``preset: rapidocr``; each can
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,8 +32,8 @@ from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.media import images_to_uint8
 from ...shared.onnx import onnx_session
 from ...shared.options import choice, known_options, positive_float, positive_int
-from .text_match import capped_distance, normalize, quoted_target
 from ..base import Inputs, PointwiseReward, RewardOutput
+from .text_match import capped_distance, normalize, quoted_target
 
 ENGINES = ("rapidocr", "paddleocr")
 
@@ -66,7 +67,7 @@ class DetectorSettings:
     det_db_score_mode: str = "fast"
     det_normalize: str = "paddleocr"
 
-    def checked(self) -> "DetectorSettings":
+    def checked(self) -> DetectorSettings:
         """These settings, or a ConfigError naming the first invalid one (``kwargs.<name>``)."""
         positive_int(self.det_limit_side_len, "kwargs.det_limit_side_len")
         choice(self.det_limit_type, "kwargs.det_limit_type", ("max", "min"))

@@ -9,8 +9,9 @@ preference probabilities; that is a groupwise use left to the group rewards.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import torch
 

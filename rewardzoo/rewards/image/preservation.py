@@ -21,7 +21,8 @@ Pixel metrics need the result at the source's size; images of one size are score
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F

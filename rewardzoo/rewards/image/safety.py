@@ -12,17 +12,18 @@ network as one batch (its batch dimension is dynamic).
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError, MissingExtraError
-from .detections import Detections
 from ...shared.media import images_to_uint8
 from ...shared.onnx import onnx_session
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
+from .detections import Detections
 
 #: NudeNet 3.4's class names, in the order of the 320n head's class channels.
 LABELS = (

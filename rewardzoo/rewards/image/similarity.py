@@ -6,7 +6,8 @@ subject-driven generation (reference images, as DreamBooth's CLIP-I metric).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import torch
 

@@ -13,8 +13,9 @@ shared helpers and the errors; this package module itself imports nothing heavy.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ...errors import ConfigError, did_you_mean
 

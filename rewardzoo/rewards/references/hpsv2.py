@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from ...errors import ConfigError
 from ...shared.clip import check_pairs, resolve_weights_file

@@ -5,7 +5,8 @@ transformers 5)."""
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from ...shared.clip import check_pairs
 from ...shared.media import to_pil_rgb

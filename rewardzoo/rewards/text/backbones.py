@@ -181,7 +181,7 @@ class HFBackbone(nn.Module):
 
     @classmethod
     def from_pretrained(cls, path: str, *, causal_lm: bool = False, dtype: Any = None,
-                        trust_remote_code: bool = False) -> "HFBackbone":
+                        trust_remote_code: bool = False) -> HFBackbone:
         """Load ``AutoModelForCausalLM`` (``causal_lm=True``) or ``AutoModel`` from a hub id or local directory."""
         from transformers import AutoModel, AutoModelForCausalLM
 
@@ -277,7 +277,7 @@ class PaLMBackbone(nn.Module):
         self.finetune_scope = finetune_scope
 
     @classmethod
-    def create(cls, *, finetune_scope: str | None = None, **palm_kwargs: Any) -> "PaLMBackbone":
+    def create(cls, *, finetune_scope: str | None = None, **palm_kwargs: Any) -> PaLMBackbone:
         """Build a fresh ``PaLM(**palm_kwargs)`` (``num_tokens``, ``dim``, ``depth``, ``heads``, ``dim_head``, ...)."""
         return cls(_palm_class()(**palm_kwargs), finetune_scope=finetune_scope)
 

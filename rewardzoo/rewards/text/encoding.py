@@ -10,8 +10,9 @@ Too long pairs lose prompt tokens from the left first, then completion tokens fr
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor

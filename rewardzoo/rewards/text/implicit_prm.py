@@ -8,8 +8,9 @@ shape (B, n - 1), zero where masked. Outcome reward: ``Q = sum_t mask_t * r_t``.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -81,7 +82,7 @@ class ImplicitPRM(nn.Module):
             raise ConfigError(f"beta must be > 0, got {beta!r}")
         self.beta = float(beta)
 
-    def train(self, mode: bool = True) -> "ImplicitPRM":
+    def train(self, mode: bool = True) -> ImplicitPRM:
         super().train(mode)
         self.ref_model.eval()  # the reference never drops out
         return self

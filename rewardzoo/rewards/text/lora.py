@@ -8,7 +8,7 @@ Works on ``nn.Linear`` and on transformers' ``Conv1D`` (GPT-2 style, weight stor
 from __future__ import annotations
 
 import math
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from torch import Tensor, nn
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -21,8 +22,8 @@ from torch import Tensor, nn
 from ...errors import ConfigError, InputError
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .backbones import HFBackbone, TinyTransformer, as_backbone, full_mask, position_ids
-from .lora import add_lora, lora_parameters
 from .encoding import PairEncoder, default_max_length, load_tokenizer
+from .lora import add_lora, lora_parameters
 
 CONFIG_NAME = "rewardzoo_reward.json"
 WEIGHTS_NAME = "rewardzoo_reward.safetensors"
@@ -283,7 +284,7 @@ class SequenceRewardModel(nn.Module):
             tokenizer.save_pretrained(directory)
 
     @classmethod
-    def from_pretrained(cls, directory: str | Path, *, trust_remote_code: bool = False) -> "SequenceRewardModel":
+    def from_pretrained(cls, directory: str | Path, *, trust_remote_code: bool = False) -> SequenceRewardModel:
         """Rebuild a model written by :meth:`save_pretrained` (weights via safetensors)."""
         from safetensors.torch import load_model
 

@@ -10,8 +10,9 @@ consistency CLIP image features. Identical frames give 1.0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F

@@ -10,7 +10,8 @@ exceed ``thres`` (checked pair by pair as VBench does).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch

@@ -10,8 +10,9 @@ Every frame of a call's videos goes to the image reward together (in chunks of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import torch

@@ -7,7 +7,8 @@ frame as VBench does; the default samples ``num_frames`` (8) uniformly, like the
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 

@@ -39,8 +39,9 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -51,7 +52,7 @@ from ...shared.weights import loading
 #: ``config.json`` model types this layer renders and batches (transformers 5.x ships all of them).
 SUPPORTED_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llava_onevision")
 
-_CACHE: "weakref.WeakValueDictionary[Hashable, VLMBackbone]" = weakref.WeakValueDictionary()
+_CACHE: weakref.WeakValueDictionary[Hashable, VLMBackbone] = weakref.WeakValueDictionary()
 _CACHE_LOCK = threading.Lock()
 
 
@@ -89,7 +90,7 @@ class VLMQuery:
 
     @classmethod
     def of(cls, text: str, *, image: Any = None, images: Sequence[Any] = (), video: Video | None = None,
-           system: str | None = None, media_first: bool = True) -> "VLMQuery":
+           system: str | None = None, media_first: bool = True) -> VLMQuery:
         """The common query: media (``image``, then ``images``, then ``video``) and one text, media first
         (the order of t2v_metrics, UnifiedReward and HPSv3) unless ``media_first=False``."""
         media: list[Any] = ([image] if image is not None else []) + list(images) + ([video] if video is not None else [])

@@ -16,14 +16,15 @@ produces a Failure: an exception there is a bug or bad input and is raised.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError
-from .judging import Failure
 from ...shared.options import choice, positive_int
 from .backbone import PixelBounds, VLMBackbone, VLMQuery, load_vlm
+from .judging import Failure
 
 BACKENDS = ("transformers", "openai")
 

@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import inspect
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from ...errors import ConfigError, InputError
-from .judging import Failure, FailurePolicy
 from ...shared.media import to_pil_rgb
 from ...shared.options import known_options, positive_float
-from .backbone import Video, VLMQuery
-from .backend import build_backend
 from ...shared.video import check_num_frames
 from ..base import Reward
-
+from .backbone import Video, VLMQuery
+from .backend import build_backend
+from .judging import Failure, FailurePolicy
 
 #: Where a template places an image: LLaVA's ``DEFAULT_IMAGE_TOKEN`` (with the newline after it, which LLaVA's
 #: prompts and the chat templates of LLaVA-OneVision and SGLang's ``chatml-llava`` emit with each image part).
@@ -94,7 +94,7 @@ class BackendOptions:
                                                  "trust_remote_code", "min_pixels", "max_pixels")
 
     @classmethod
-    def of(cls, owner: type, options: Mapping[str, Any], accepted: Sequence[str]) -> "BackendOptions":
+    def of(cls, owner: type, options: Mapping[str, Any], accepted: Sequence[str]) -> BackendOptions:
         """The ``options`` given to ``owner``'s constructor besides its own keyword-only ones; ConfigError
         naming the first that is neither one of them nor ``accepted`` (listing ``owner``'s options, as the
         loader does for any reward)."""

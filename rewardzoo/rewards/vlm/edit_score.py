@@ -16,8 +16,9 @@ UnifiedReward-Edit's prompts.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from ...errors import ConfigError
 from ...shared.clip import check_pairs

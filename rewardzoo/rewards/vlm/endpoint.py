@@ -25,15 +25,16 @@ from __future__ import annotations
 import base64
 import io
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError, HttpError
-from ...transport.http import HttpClient, RetryPolicy, bearer_headers
-from .judging import Failure
 from ...shared.options import choice, positive_int
+from ...transport.http import HttpClient, RetryPolicy, bearer_headers
 from .backbone import Video, VLMQuery
+from .judging import Failure
 
 #: Keys of the ``endpoint:`` mapping in a reward's kwargs.
 ENDPOINT_KEYS = ("url", "model", "api_key_env", "max_concurrency", "retries", "backoff_s", "max_backoff_s",
@@ -73,7 +74,7 @@ class OpenAIVLM:
                                  max_concurrency=max_concurrency, label=f"{owner} endpoint")
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any], *, owner: str, default_model: str | None = None) -> "OpenAIVLM":
+    def from_options(cls, options: Mapping[str, Any], *, owner: str, default_model: str | None = None) -> OpenAIVLM:
         """Build from a reward's ``endpoint:`` mapping (keys :data:`ENDPOINT_KEYS`; ``model`` defaults to the
         reward's ``model_path``, the name vLLM serves a hub id under)."""
         if not isinstance(options, Mapping) or "url" not in options:

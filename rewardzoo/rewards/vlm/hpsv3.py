@@ -10,13 +10,15 @@ reward model's forward numbers them (see :mod:`rewardzoo.rewards.vlm.reward_mode
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import torch
 
 from ...errors import ConfigError, InputError
 from ...shared.clip import check_pairs, resolve_weights_file
 from ...shared.media import to_pil_rgb
+from ..base import Inputs, PointwiseReward, RewardOutput
 from .backbone import PixelBounds, VLMBackbone, VLMQuery
 from .reward_models import (
     check_prompt_text,
@@ -26,7 +28,6 @@ from .reward_models import (
     reward_processor,
     sequential_positions,
 )
-from ..base import Inputs, PointwiseReward, RewardOutput
 
 #: HPSv3's instruction (``dataset/data_collator_qwen.py``), ``{text_prompt}`` = the prompt.
 INSTRUCTION = """
@@ -80,7 +81,7 @@ class RankNetHead(torch.nn.Sequential):
                          torch.nn.ReLU(), torch.nn.Linear(h2, out))
 
     @classmethod
-    def from_state(cls, state: dict[str, torch.Tensor], hidden_size: int, where: str) -> "RankNetHead":
+    def from_state(cls, state: dict[str, torch.Tensor], hidden_size: int, where: str) -> RankNetHead:
         want = {f"{i}.{p}" for i in HEAD_LINEARS for p in ("weight", "bias")}
         if set(state) != want:
             raise ConfigError(f"'{where}' has rm_head keys {sorted(state)}, not HPSv3's ranknet head {sorted(want)}",

@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class FailurePolicy:
 
     @classmethod
     def from_option(cls, value: Any, *, owner: str, score_range: tuple[float, float] | None = None
-                    ) -> "FailurePolicy":
+                    ) -> FailurePolicy:
         """Read ``on_failure``: None or ``"error"`` -> raise; ``{substitute: VALUE}`` -> substitute a finite
         number (within ``score_range`` when given). ConfigError naming ``kwargs.on_failure`` otherwise."""
         if value is None or value == "error":

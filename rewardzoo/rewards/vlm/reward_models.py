@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ...errors import ConfigError, InputError
 from ...shared.weights import load_state_dict, loading

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 

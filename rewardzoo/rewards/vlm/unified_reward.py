@@ -10,14 +10,15 @@ generated text is kept as the per-sample extra ``judgement``.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from .judging import Failure, RegexScore
 from ...shared.media import to_pil_rgb
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
+from .judging import Failure, RegexScore
 from .prompts import UNIFIED_REWARD_FLOW_GRPO, UNIFIED_REWARD_QWEN_RELEASE
 
 #: Named templates: the UnifiedReward-qwen release's inference prompt (the default) and flow_grpo's question.

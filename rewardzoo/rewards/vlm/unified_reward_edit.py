@@ -18,8 +18,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from ...shared.options import positive_int
 from ..base import Inputs

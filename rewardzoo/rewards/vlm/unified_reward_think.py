@@ -18,24 +18,24 @@ earlier pairing (``UnifiedReward-Think-qwen-7b`` with the short templates and ``
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from .judging import Failure, tagged
 from ...shared.media import to_pil_rgb
 from ...shared.options import choice, positive_int
 from ...shared.video import sample_indices
 from ..base import Inputs
 from ..group.ranking import PairwiseWinRate
 from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_template, fill
+from .judging import Failure, tagged
 from .prompts import (
     UNIFIED_REWARD_THINK_IMAGE,
     UNIFIED_REWARD_THINK_IMAGE_QWEN_7B,
     UNIFIED_REWARD_THINK_VIDEO,
     UNIFIED_REWARD_THINK_VIDEO_QWEN_7B,
 )
-
 
 #: Named templates (the ``template`` option takes a key or your own text): Pref-GRPO's current ones and those it
 #: served UnifiedReward-Think-qwen-7b with, per media.

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -27,6 +28,7 @@ from ...shared.device import torch_dtype
 from ...shared.media import image_to_uint8
 from ...shared.video import prepare_video
 from ...shared.weights import loading
+from ..base import Inputs, PointwiseReward, RewardOutput
 from .backbone import PixelBounds, Video, VLMBackbone, VLMQuery
 from .reward_models import (
     attach_lora,
@@ -40,7 +42,6 @@ from .reward_models import (
     unwrap_peft,
     video_frame_indices,
 )
-from ..base import Inputs, PointwiseReward, RewardOutput
 
 #: VideoAlign's ``DETAILED_PROMPT_WITH_SPECIAL_TOKEN`` (``prompt_template.py``), ``{text_prompt}`` = the prompt.
 PROMPT_TEMPLATE = """

@@ -25,7 +25,8 @@ dimension lines (``(1) visual quality – clarity, smoothness, artifacts: 4``) i
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 

@@ -12,13 +12,14 @@ Two parse rules:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from .judging import Failure, RegexScore, yes_probability
 from ...shared.options import choice, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .common import VLMJudgeMixin, check_prompts, check_template, fill
+from .judging import Failure, RegexScore, yes_probability
 
 _REGEX_KEYS = ("regex", "low", "high", "group")
 

@@ -20,15 +20,16 @@ resize.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from .judging import Failure, yes_probability
 from ...shared.media import to_pil_rgb
 from ...shared.options import choice
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .common import VLMJudgeMixin, check_prompts, check_template, fill
+from .judging import Failure, yes_probability
 from .prompts import VQASCORE_ANSWER, VQASCORE_QUESTION
 from .reward_models import resize_image
 
