@@ -57,8 +57,9 @@ print(time.perf_counter() - t0)
 def first_call(side: str, repeats: int, env: dict | None = None) -> list[float]:
     times = []
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-c", FIRST_CALL[side]], capture_output=True, text=True, check=True,
-                             env=env)
+        out = subprocess.run(
+            [sys.executable, "-c", FIRST_CALL[side]], capture_output=True, text=True, check=True, env=env
+        )
         times.append(float(out.stdout.strip().splitlines()[-1]))
     return times
 
@@ -82,8 +83,11 @@ def clips(n: int, seconds: float, rate: int, channels: int = 1, seed: int = 0) -
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer clips and runs")
-    parser.add_argument("--cold-numba", action="store_true",
-                        help="also time speechmos's first call with an empty numba cache (librosa's JIT, ~15 s)")
+    parser.add_argument(
+        "--cold-numba",
+        action="store_true",
+        help="also time speechmos's first call with an empty numba cache (librosa's JIT, ~15 s)",
+    )
     args = parser.parse_args()
     runs, n_clips, fresh = (3, 4, 2) if args.quick else (5, 8, 3)
 
@@ -91,29 +95,53 @@ def main() -> None:
     first = {side: statistics.median(first_call(side, fresh)) for side in FIRST_CALL}
     figs = []
     speechmos = measure("speechmos", first["speechmos"], "s")
-    figs += [figure("audio.dnsmos.first_call", "DNSMOS first call in a fresh process (import, model load, one 10 s "
-                    f"clip at 16 kHz), numba cache warm; median of {fresh} processes",
-                    measure("rewardzoo", first["rewardzoo"], "s"), baseline=speechmos,
-                    ratio=first["speechmos"] / first["rewardzoo"], ratio_label="x faster", goal="<= 2 s",
-                    rewards=["dnsmos"], notes="mostly torch's import"),
-             figure("audio.dnsmos.first_call_torch_imported", "DNSMOS first call in a fresh process with torch "
-                    f"already imported (as inside a trainer); median of {fresh} processes",
-                    measure("rewardzoo", first["rewardzoo (torch already imported)"], "s"), baseline=speechmos,
-                    ratio=first["speechmos"] / first["rewardzoo (torch already imported)"], ratio_label="x faster",
-                    rewards=["dnsmos"])]
+    figs += [
+        figure(
+            "audio.dnsmos.first_call",
+            "DNSMOS first call in a fresh process (import, model load, one 10 s "
+            f"clip at 16 kHz), numba cache warm; median of {fresh} processes",
+            measure("rewardzoo", first["rewardzoo"], "s"),
+            baseline=speechmos,
+            ratio=first["speechmos"] / first["rewardzoo"],
+            ratio_label="x faster",
+            goal="<= 2 s",
+            rewards=["dnsmos"],
+            notes="mostly torch's import",
+        ),
+        figure(
+            "audio.dnsmos.first_call_torch_imported",
+            "DNSMOS first call in a fresh process with torch "
+            f"already imported (as inside a trainer); median of {fresh} processes",
+            measure("rewardzoo", first["rewardzoo (torch already imported)"], "s"),
+            baseline=speechmos,
+            ratio=first["speechmos"] / first["rewardzoo (torch already imported)"],
+            ratio_label="x faster",
+            rewards=["dnsmos"],
+        ),
+    ]
     for side in ("rewardzoo", "rewardzoo (torch already imported)"):
-        print(f"  speechmos {first['speechmos']:.2f} s | {side} {first[side]:.2f} s | "
-              f"ratio {first['speechmos'] / first[side]:.2f}x")
+        print(
+            f"  speechmos {first['speechmos']:.2f} s | {side} {first[side]:.2f} s | "
+            f"ratio {first['speechmos'] / first[side]:.2f}x"
+        )
     if args.cold_numba:
         with tempfile.TemporaryDirectory() as cache:
             cold = first_call("speechmos", 1, env={**os.environ, "NUMBA_CACHE_DIR": cache})[0]
-        print(f"  speechmos with an empty numba cache: {cold:.2f} s | ratio to rewardzoo "
-              f"{cold / first['rewardzoo']:.2f}x")
-        figs.append(figure("audio.dnsmos_cold.first_call", "DNSMOS first call in a fresh process, speechmos with an "
-                           "empty numba cache (librosa's JIT) vs rewardzoo's warm first call",
-                           measure("rewardzoo", first["rewardzoo"], "s"),
-                           baseline=measure("speechmos, cold numba cache", cold, "s"),
-                           ratio=cold / first["rewardzoo"], ratio_label="x faster", rewards=["dnsmos"]))
+        print(
+            f"  speechmos with an empty numba cache: {cold:.2f} s | ratio to rewardzoo {cold / first['rewardzoo']:.2f}x"
+        )
+        figs.append(
+            figure(
+                "audio.dnsmos_cold.first_call",
+                "DNSMOS first call in a fresh process, speechmos with an "
+                "empty numba cache (librosa's JIT) vs rewardzoo's warm first call",
+                measure("rewardzoo", first["rewardzoo"], "s"),
+                baseline=measure("speechmos, cold numba cache", cold, "s"),
+                ratio=cold / first["rewardzoo"],
+                ratio_label="x faster",
+                rewards=["dnsmos"],
+            )
+        )
 
     from speechmos import dnsmos as reference
 
@@ -121,57 +149,107 @@ def main() -> None:
 
     reward = DNSMOS()
     batch = clips(n_clips, 10.0, 16000)
-    t_ref, t_ours = paired(lambda: [reference.run(x, 16000) for x in batch],
-                           lambda: reward(audio=batch, audio_sample_rate=[16000] * len(batch)), runs)
+    t_ref, t_ours = paired(
+        lambda: [reference.run(x, 16000) for x in batch],
+        lambda: reward(audio=batch, audio_sample_rate=[16000] * len(batch)),
+        runs,
+    )
     print(f"DNSMOS steady state, {n_clips} clips of 10 s at 16 kHz, median of {runs}:")
-    print(f"  speechmos {n_clips / t_ref:.2f} clips/s | rewardzoo {n_clips / t_ours:.2f} clips/s | "
-          f"ratio {t_ref / t_ours:.2f}x")
-    figs.append(figure("audio.dnsmos.steady", f"DNSMOS steady state, {n_clips} clips of 10 s at 16 kHz (speechmos: "
-                       f"one `run` per clip; rewardzoo: one call per batch), median of {runs} interleaved runs",
-                       measure("rewardzoo", n_clips / t_ours, "clips/s"),
-                       baseline=measure("speechmos", n_clips / t_ref, "clips/s"), ratio=t_ref / t_ours,
-                       ratio_label="x faster", goal=">= 1.0x", rewards=["dnsmos"]))
+    print(
+        f"  speechmos {n_clips / t_ref:.2f} clips/s | rewardzoo {n_clips / t_ours:.2f} clips/s | "
+        f"ratio {t_ref / t_ours:.2f}x"
+    )
+    figs.append(
+        figure(
+            "audio.dnsmos.steady",
+            f"DNSMOS steady state, {n_clips} clips of 10 s at 16 kHz (speechmos: "
+            f"one `run` per clip; rewardzoo: one call per batch), median of {runs} interleaved runs",
+            measure("rewardzoo", n_clips / t_ours, "clips/s"),
+            baseline=measure("speechmos", n_clips / t_ref, "clips/s"),
+            ratio=t_ref / t_ours,
+            ratio_label="x faster",
+            goal=">= 1.0x",
+            rewards=["dnsmos"],
+        )
+    )
     batch44 = clips(n_clips, 10.0, 44100, seed=1)
-    t_16, t_44 = paired(lambda: reward(audio=batch, audio_sample_rate=[16000] * len(batch)),
-                        lambda: reward(audio=batch44, audio_sample_rate=[44100] * len(batch44)), runs)
-    print(f"  rewardzoo at 44.1 kHz (incl. resampling to 16 kHz): {n_clips / t_44:.2f} clips/s "
-          f"({t_16 / t_44:.2f}x its 16 kHz speed in the same runs)")
-    figs.append(figure("audio.dnsmos.resample_44k", f"DNSMOS on {n_clips} clips of 10 s at 44.1 kHz (incl. resampling "
-                       f"to 16 kHz) vs the same call at 16 kHz, median of {runs} interleaved runs",
-                       measure("rewardzoo at 44.1 kHz", n_clips / t_44, "clips/s"),
-                       baseline=measure("rewardzoo at 16 kHz", n_clips / t_16, "clips/s"), ratio=t_16 / t_44,
-                       ratio_label="x the 16 kHz speed", rewards=["dnsmos"]))
+    t_16, t_44 = paired(
+        lambda: reward(audio=batch, audio_sample_rate=[16000] * len(batch)),
+        lambda: reward(audio=batch44, audio_sample_rate=[44100] * len(batch44)),
+        runs,
+    )
+    print(
+        f"  rewardzoo at 44.1 kHz (incl. resampling to 16 kHz): {n_clips / t_44:.2f} clips/s "
+        f"({t_16 / t_44:.2f}x its 16 kHz speed in the same runs)"
+    )
+    figs.append(
+        figure(
+            "audio.dnsmos.resample_44k",
+            f"DNSMOS on {n_clips} clips of 10 s at 44.1 kHz (incl. resampling "
+            f"to 16 kHz) vs the same call at 16 kHz, median of {runs} interleaved runs",
+            measure("rewardzoo at 44.1 kHz", n_clips / t_44, "clips/s"),
+            baseline=measure("rewardzoo at 16 kHz", n_clips / t_16, "clips/s"),
+            ratio=t_16 / t_44,
+            ratio_label="x the 16 kHz speed",
+            rewards=["dnsmos"],
+        )
+    )
 
     import pyloudnorm
 
     from rewardzoo.rewards.audio.loudness import Loudness
 
     loud = Loudness()
-    for key, label, data, rate in (("mono_16k", "16 x 5 s mono 16 kHz", clips(16, 5.0, 16000, seed=2), 16000),
-                                   ("stereo_48k", "60 s stereo 48 kHz", clips(1, 60.0, 48000, channels=2, seed=3),
-                                    48000)):
+    for key, label, data, rate in (
+        ("mono_16k", "16 x 5 s mono 16 kHz", clips(16, 5.0, 16000, seed=2), 16000),
+        ("stereo_48k", "60 s stereo 48 kHz", clips(1, 60.0, 48000, channels=2, seed=3), 48000),
+    ):
         t_ref, t_ours = paired(
             lambda: [pyloudnorm.Meter(rate).integrated_loudness(np.asarray(x, np.float64).T) for x in data],
-            lambda: loud(audio=data, audio_sample_rate=[rate] * len(data)), runs)
-        print(f"Loudness, {label}: pyloudnorm {t_ref * 1000:.1f} ms | rewardzoo {t_ours * 1000:.1f} ms | "
-              f"ratio {t_ref / t_ours:.2f}x")
-        figs.append(figure(f"audio.loudness.{key}", f"integrated loudness (BS.1770-4), {label}, median of {runs} "
-                           "interleaved runs", measure("rewardzoo", t_ours * 1000, "ms"),
-                           baseline=measure("pyloudnorm", t_ref * 1000, "ms"), ratio=t_ref / t_ours,
-                           ratio_label="x faster", rewards=["loudness"]))
+            lambda: loud(audio=data, audio_sample_rate=[rate] * len(data)),
+            runs,
+        )
+        print(
+            f"Loudness, {label}: pyloudnorm {t_ref * 1000:.1f} ms | rewardzoo {t_ours * 1000:.1f} ms | "
+            f"ratio {t_ref / t_ours:.2f}x"
+        )
+        figs.append(
+            figure(
+                f"audio.loudness.{key}",
+                f"integrated loudness (BS.1770-4), {label}, median of {runs} interleaved runs",
+                measure("rewardzoo", t_ours * 1000, "ms"),
+                baseline=measure("pyloudnorm", t_ref * 1000, "ms"),
+                ratio=t_ref / t_ours,
+                ratio_label="x faster",
+                rewards=["loudness"],
+            )
+        )
 
     from rewardzoo.rewards.audio.clipping import AudioClipping
 
     stereo = clips(8, 10.0, 48000, channels=2, seed=4)
-    t_base, t_clip = paired(lambda: [np.mean(np.abs(x) >= 1.0) for x in stereo],
-                            lambda: AudioClipping()(audio=stereo, audio_sample_rate=[48000] * len(stereo)), runs)
-    print(f"Clipping, 8 x 10 s stereo 48 kHz: bare NumPy count {t_base * 1000:.1f} ms | rewardzoo "
-          f"{t_clip * 1000:.1f} ms (incl. input checks) | ratio {t_base / t_clip:.2f}x")
-    figs.append(figure("audio.clipping.stereo_48k", "clipping fraction, 8 clips of 10 s stereo 48 kHz: the reward "
-                       "(incl. its input checks) vs a bare `np.mean(np.abs(x) >= 1.0)` per clip, median of "
-                       f"{runs} interleaved runs", measure("rewardzoo", t_clip * 1000, "ms"),
-                       baseline=measure("bare NumPy", t_base * 1000, "ms"), ratio=t_base / t_clip,
-                       ratio_label="x faster", rewards=["audio_clipping"]))
+    t_base, t_clip = paired(
+        lambda: [np.mean(np.abs(x) >= 1.0) for x in stereo],
+        lambda: AudioClipping()(audio=stereo, audio_sample_rate=[48000] * len(stereo)),
+        runs,
+    )
+    print(
+        f"Clipping, 8 x 10 s stereo 48 kHz: bare NumPy count {t_base * 1000:.1f} ms | rewardzoo "
+        f"{t_clip * 1000:.1f} ms (incl. input checks) | ratio {t_base / t_clip:.2f}x"
+    )
+    figs.append(
+        figure(
+            "audio.clipping.stereo_48k",
+            "clipping fraction, 8 clips of 10 s stereo 48 kHz: the reward "
+            "(incl. its input checks) vs a bare `np.mean(np.abs(x) >= 1.0)` per clip, median of "
+            f"{runs} interleaved runs",
+            measure("rewardzoo", t_clip * 1000, "ms"),
+            baseline=measure("bare NumPy", t_base * 1000, "ms"),
+            ratio=t_base / t_clip,
+            ratio_label="x faster",
+            rewards=["audio_clipping"],
+        )
+    )
     parts = ["audio.dnsmos", "audio.loudness", "audio.clipping"] + (["audio.dnsmos_cold"] if args.cold_numba else [])
     write_results(__file__, figs, parts=parts)
 

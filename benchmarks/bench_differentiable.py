@@ -36,12 +36,21 @@ from results_io import figure, measure, write_results
 from timing import interleaved
 
 # ViT-B/32 sizes with a 768-d embedding (as bench_image.py), so the LAION aesthetic head fits too.
-B32_768 = {"embed_dim": 768,
-           "vision_cfg": {"image_size": 224, "layers": 12, "width": 768, "patch_size": 32},
-           "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 512, "heads": 8, "layers": 12}}
-PROMPTS = ["a red cube on a wooden table", "a photo of a dog in the snow", "two cats sleeping on a sofa",
-           "a watercolour of a lighthouse", "an astronaut riding a horse", "a bowl of ramen, studio light",
-           "a city street at night in the rain", "a portrait of an old man"]
+B32_768 = {
+    "embed_dim": 768,
+    "vision_cfg": {"image_size": 224, "layers": 12, "width": 768, "patch_size": 32},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 512, "heads": 8, "layers": 12},
+}
+PROMPTS = [
+    "a red cube on a wooden table",
+    "a photo of a dog in the snow",
+    "two cats sleeping on a sofa",
+    "a watercolour of a lighthouse",
+    "an astronaut riding a horse",
+    "a bowl of ramen, studio light",
+    "a city street at night in the rain",
+    "a portrait of an old man",
+]
 
 
 def smooth_images(n: int, size: int, seed: int, frames: int | None = None) -> torch.Tensor:
@@ -71,11 +80,17 @@ def bench_speed(oc_dir: Path, runs: int) -> dict:
             x = pixels.clone().requires_grad_(True)
             fn(x, PROMPTS).sum().backward()
             return x.grad
+
         return run
 
     med, ratios = interleaved({"nograd": nograd, "grad": fwd_bwd(f), "ckpt": fwd_bwd(fc)}, runs)
-    return {"nograd_ms": med["nograd"] * 1e3, "fwd_bwd_ms": med["grad"] * 1e3, "ckpt_fwd_bwd_ms": med["ckpt"] * 1e3,
-            "ratio": ratios["grad"], "ckpt_ratio": ratios["ckpt"]}
+    return {
+        "nograd_ms": med["nograd"] * 1e3,
+        "fwd_bwd_ms": med["grad"] * 1e3,
+        "ckpt_fwd_bwd_ms": med["ckpt"] * 1e3,
+        "ratio": ratios["grad"],
+        "ckpt_ratio": ratios["ckpt"],
+    }
 
 
 MEMORY_CHILD = r"""
@@ -112,9 +127,13 @@ def bench_memory(oc_dir: Path) -> dict:
     out = {}
     for n, size in ((8, 512), (32, 224)):
         for ckpt in (False, True):
-            res = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(oc_dir), str(n), str(size), str(int(ckpt))],
-                                 check=True, capture_output=True, text=True,
-                                 env={**os.environ, "OMP_NUM_THREADS": "1", **MALLOC_ENV})
+            res = subprocess.run(
+                [sys.executable, "-c", MEMORY_CHILD, str(oc_dir), str(n), str(size), str(int(ckpt))],
+                check=True,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "OMP_NUM_THREADS": "1", **MALLOC_ENV},
+            )
             out[f"{n}x{size}_{'ckpt' if ckpt else 'plain'}"] = json.loads(res.stdout.strip().splitlines()[-1])
     return out
 
@@ -143,18 +162,38 @@ def bench_parity(tmp: Path, oc_dir: Path) -> dict:
     p8, p4 = PROMPTS, PROMPTS[:4]
     cpu = {"device": "cpu"}
     cases = {
-        "clip_score": ({"model_path": str(oc_dir), "kwargs": {"prefix": ""}}, smooth_images(8, 512, seed=0),
-                       {"prompts": p8}, {"prompt": p8}),
+        "clip_score": (
+            {"model_path": str(oc_dir), "kwargs": {"prefix": ""}},
+            smooth_images(8, 512, seed=0),
+            {"prompts": p8},
+            {"prompt": p8},
+        ),
         "pickscore": ({"model_path": str(hf)}, images, {"prompts": p8}, {"prompt": p8}),
-        "hpsv2": ({"model_path": str(hps), "kwargs": {"clip_model": str(tiny)}}, images, {"prompts": p8},
-                  {"prompt": p8}),
+        "hpsv2": (
+            {"model_path": str(hps), "kwargs": {"clip_model": str(tiny)}},
+            images,
+            {"prompts": p8},
+            {"prompt": p8},
+        ),
         "laion_aesthetic": ({"model_path": str(head), "kwargs": {"clip_model": str(tiny)}}, images, {}, {}),
-        "clip_image_similarity": ({"model_path": str(tiny)}, images, {"condition_images": conds},
-                                  {"condition_images": conds}),
-        "video_clip_score": ({"model_path": str(tiny), "kwargs": {"prefix": "", "num_frames": 4}}, videos,
-                             {"prompts": p4}, {"prompt": p4}),
-        "video_aesthetic": ({"model_path": str(head), "kwargs": {"clip_model": str(tiny), "num_frames": 4}}, videos,
-                            {}, {}),
+        "clip_image_similarity": (
+            {"model_path": str(tiny)},
+            images,
+            {"condition_images": conds},
+            {"condition_images": conds},
+        ),
+        "video_clip_score": (
+            {"model_path": str(tiny), "kwargs": {"prefix": "", "num_frames": 4}},
+            videos,
+            {"prompts": p4},
+            {"prompt": p4},
+        ),
+        "video_aesthetic": (
+            {"model_path": str(head), "kwargs": {"clip_model": str(tiny), "num_frames": 4}},
+            videos,
+            {},
+            {},
+        ),
     }
     out = {}
     for name, (entry, pixels, fields, call) in cases.items():
@@ -192,38 +231,67 @@ def figures(results: dict) -> list[dict]:
     out = []
     if "speed" in results:
         s = results["speed"]
-        work = ("8 float images 512x512 requiring grad + 8 prompts, ViT-B/32-sized random-init open_clip model, "
-                "1 torch thread, median of interleaved runs")
+        work = (
+            "8 float images 512x512 requiring grad + 8 prompts, ViT-B/32-sized random-init open_clip model, "
+            "1 torch thread, median of interleaved runs"
+        )
         base = measure("no-grad call", s["nograd_ms"], "ms")
-        out.append(figure("differentiable.speed.fwd_bwd_vs_nograd",
-                          f"`clip_score` differentiable forward + backward to the pixels vs the no-grad call; {work}",
-                          measure("forward + backward", s["fwd_bwd_ms"], "ms"), baseline=base, ratio=s["ratio"],
-                          ratio_label="x the no-grad time", rewards=["clip_score"]))
-        out.append(figure("differentiable.speed.ckpt_fwd_bwd_vs_nograd",
-                          f"`clip_score` forward + backward with gradient checkpointing vs the no-grad call; {work}",
-                          measure("forward + backward, checkpointed", s["ckpt_fwd_bwd_ms"], "ms"), baseline=base,
-                          ratio=s["ckpt_ratio"], ratio_label="x the no-grad time", rewards=["clip_score"]))
+        out.append(
+            figure(
+                "differentiable.speed.fwd_bwd_vs_nograd",
+                f"`clip_score` differentiable forward + backward to the pixels vs the no-grad call; {work}",
+                measure("forward + backward", s["fwd_bwd_ms"], "ms"),
+                baseline=base,
+                ratio=s["ratio"],
+                ratio_label="x the no-grad time",
+                rewards=["clip_score"],
+            )
+        )
+        out.append(
+            figure(
+                "differentiable.speed.ckpt_fwd_bwd_vs_nograd",
+                f"`clip_score` forward + backward with gradient checkpointing vs the no-grad call; {work}",
+                measure("forward + backward, checkpointed", s["ckpt_fwd_bwd_ms"], "ms"),
+                baseline=base,
+                ratio=s["ckpt_ratio"],
+                ratio_label="x the no-grad time",
+                rewards=["clip_score"],
+            )
+        )
     if "memory" in results:
         m = results["memory"]
         for key, what in (("8x512", "8 images 512x512"), ("32x224", "32 images 224x224")):
             plain, ckpt = m[f"{key}_plain"]["peak_above_mb"], m[f"{key}_ckpt"]["peak_above_mb"]
-            out.append(figure(
-                f"differentiable.memory.peak_{key}",
-                f"`clip_score` forward + backward, peak RSS above the RSS before it: gradient checkpointing of the "
-                f"vision tower vs none; {what}, ViT-B/32-sized random-init open_clip model, fresh process each",
-                measure("checkpointed", ckpt, "MB"), baseline=measure("no checkpointing", plain, "MB"),
-                ratio=plain / ckpt if ckpt > 0 else None, ratio_label="x less", rewards=["clip_score"]))
+            out.append(
+                figure(
+                    f"differentiable.memory.peak_{key}",
+                    f"`clip_score` forward + backward, peak RSS above the RSS before it: gradient checkpointing of the "
+                    f"vision tower vs none; {what}, ViT-B/32-sized random-init open_clip model, fresh process each",
+                    measure("checkpointed", ckpt, "MB"),
+                    baseline=measure("no checkpointing", plain, "MB"),
+                    ratio=plain / ckpt if ckpt > 0 else None,
+                    ratio_label="x less",
+                    rewards=["clip_score"],
+                )
+            )
     if "parity" in results:
         for name, d in results["parity"].items():
-            where = ("8 images 512x512, ViT-B/32-sized random-init model" if name == "clip_score"
-                     else ("4 videos of 4 frames 256x256" if name.startswith("video") else "8 images 256x256")
-                     + ", tiny random-init test model")
+            where = (
+                "8 images 512x512, ViT-B/32-sized random-init model"
+                if name == "clip_score"
+                else ("4 videos of 4 frames 256x256" if name.startswith("video") else "8 images 256x256")
+                + ", tiny random-init test model"
+            )
             for stat in ("max", "mean"):
-                out.append(figure(
-                    f"differentiable.parity.{name}.{stat}",
-                    f"`{name}` differentiable vs no-grad score on the same float images: {stat} |difference| "
-                    f"(mean |score| {d['score_mean']:.3g}); {where}",
-                    measure("difference", d[stat], ""), rewards=[name]))
+                out.append(
+                    figure(
+                        f"differentiable.parity.{name}.{stat}",
+                        f"`{name}` differentiable vs no-grad score on the same float images: {stat} |difference| "
+                        f"(mean |score| {d['score_mean']:.3g}); {where}",
+                        measure("difference", d[stat], ""),
+                        rewards=[name],
+                    )
+                )
     return out
 
 

@@ -57,8 +57,16 @@ def skimage_scores(metric: str, data: list[tuple]) -> list[float]:
         if metric == "psnr":
             scores.append(peak_signal_noise_ratio(x[keep], y[keep], data_range=1.0))
         else:
-            _, full = structural_similarity(x, y, channel_axis=-1, gaussian_weights=True, sigma=1.5,
-                                            use_sample_covariance=False, data_range=1.0, full=True)
+            _, full = structural_similarity(
+                x,
+                y,
+                channel_axis=-1,
+                gaussian_weights=True,
+                sigma=1.5,
+                use_sample_covariance=False,
+                data_range=1.0,
+                full=True,
+            )
             scores.append(float(full[5:-5, 5:-5].mean(-1)[keep[5:-5, 5:-5]].mean()))
     return scores
 
@@ -73,19 +81,26 @@ def bench(metric: str, data: list[tuple], repeats: int) -> dict:
     samples = [Sample(image=res, condition_images=[src] if mask is None else [src, mask]) for src, res, mask in data]
     ours = proc(samples).rewards["edit_preservation"]
     diff = float(np.abs(ours - np.asarray(skimage_scores(metric, data))).max())
-    times, _ = interleaved({"scikit-image per pair": lambda: skimage_scores(metric, data),
-                            "rewardzoo": lambda: proc(samples)}, repeats)
+    times, _ = interleaved(
+        {"scikit-image per pair": lambda: skimage_scores(metric, data), "rewardzoo": lambda: proc(samples)}, repeats
+    )
     base, mine = times["scikit-image per pair"], times["rewardzoo"]
-    print(f"edit_preservation {metric}, {len(data)} pairs {SIZE}x{SIZE}: scikit-image {base:.3f} s | rewardzoo "
-          f"{mine:.3f} s ({base / mine:.2f}x) | max |difference| {diff:.2g}")
-    return figure(f"edit.preservation.{metric}",
-                  f"`edit_preservation` ({metric}, half the pairs masked) through the processor vs scikit-image per "
-                  f"pair; {len(data)} pairs {SIZE}x{SIZE} (NumPy uint8), {torch.get_num_threads()} torch thread(s), "
-                  f"median of {repeats} interleaved runs",
-                  measure("rewardzoo", len(data) / mine, "pairs/s"),
-                  baseline=measure("scikit-image per pair", len(data) / base, "pairs/s"), ratio=base / mine,
-                  ratio_label="x faster", rewards=["edit_preservation"],
-                  notes=f"max |score difference| {diff:.2g}")
+    print(
+        f"edit_preservation {metric}, {len(data)} pairs {SIZE}x{SIZE}: scikit-image {base:.3f} s | rewardzoo "
+        f"{mine:.3f} s ({base / mine:.2f}x) | max |difference| {diff:.2g}"
+    )
+    return figure(
+        f"edit.preservation.{metric}",
+        f"`edit_preservation` ({metric}, half the pairs masked) through the processor vs scikit-image per "
+        f"pair; {len(data)} pairs {SIZE}x{SIZE} (NumPy uint8), {torch.get_num_threads()} torch thread(s), "
+        f"median of {repeats} interleaved runs",
+        measure("rewardzoo", len(data) / mine, "pairs/s"),
+        baseline=measure("scikit-image per pair", len(data) / base, "pairs/s"),
+        ratio=base / mine,
+        ratio_label="x faster",
+        rewards=["edit_preservation"],
+        notes=f"max |score difference| {diff:.2g}",
+    )
 
 
 def main() -> None:

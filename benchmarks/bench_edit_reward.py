@@ -36,7 +36,11 @@ def edits(n: int, seed: int = 0):
 
     rng = np.random.default_rng(seed)
     image = lambda i: Image.fromarray(rng.integers(0, 256, (64 + 8 * (i % 3), 72, 3), dtype=np.uint8))  # noqa: E731
-    return [image(i) for i in range(n)], [image(i) for i in range(n)], [f"add object {i} to the table" for i in range(n)]
+    return (
+        [image(i) for i in range(n)],
+        [image(i) for i in range(n)],
+        [f"add object {i} to the table" for i in range(n)],
+    )
 
 
 def bench(root: Path, repeats: int) -> dict:
@@ -50,8 +54,9 @@ def bench(root: Path, repeats: int) -> dict:
     from rewardzoo.testing import EDIT_REWARD_HEADS, tiny_edit_reward_dirs
 
     base, ckpt = tiny_edit_reward_dirs(root / "edit_reward", seed=0)
-    reward = rewardzoo.load_reward({"name": "edit_reward", "model_path": str(ckpt),
-                                    "kwargs": {"base_model": str(base), "pixels": PIXELS}})
+    reward = rewardzoo.load_reward(
+        {"name": "edit_reward", "model_path": str(ckpt), "kwargs": {"base_model": str(base), "pixels": PIXELS}}
+    )
     state = load_file(str(ckpt / "model.safetensors"))
     processor = AutoProcessor.from_pretrained(base)
     processor.tokenizer.add_special_tokens({"additional_special_tokens": ["<|Reward|>"]})
@@ -64,10 +69,17 @@ def bench(root: Path, repeats: int) -> dict:
     for name in EDIT_REWARD_HEADS:
         d, h1 = state[f"rm_heads.{name}.0.weight"].T.shape
         h2 = state[f"rm_heads.{name}.3.weight"].shape[0]
-        head = torch.nn.Sequential(torch.nn.Linear(d, h1), torch.nn.ReLU(), torch.nn.Dropout(0.05),
-                                   torch.nn.Linear(h1, h2), torch.nn.ReLU(), torch.nn.Linear(h2, 2)).eval()
-        head.load_state_dict({k[len(f"rm_heads.{name}."):]: v for k, v in state.items()
-                              if k.startswith(f"rm_heads.{name}.")})
+        head = torch.nn.Sequential(
+            torch.nn.Linear(d, h1),
+            torch.nn.ReLU(),
+            torch.nn.Dropout(0.05),
+            torch.nn.Linear(h1, h2),
+            torch.nn.ReLU(),
+            torch.nn.Linear(h2, 2),
+        ).eval()
+        head.load_state_dict(
+            {k[len(f"rm_heads.{name}.") :]: v for k, v in state.items() if k.startswith(f"rm_heads.{name}.")}
+        )
         heads.append(head)
     sources, edited, prompts = edits(N)
 
@@ -76,14 +88,23 @@ def bench(root: Path, repeats: int) -> dict:
         for src, img, prompt in zip(sources, edited, prompts):
             per_head = []
             for dim, head in enumerate(heads):
-                msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "image"},
-                                                     {"type": "text", "text": edit_reward_text(prompt, dim)}]}]
+                msgs = [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "image"},
+                            {"type": "image"},
+                            {"type": "text", "text": edit_reward_text(prompt, dim)},
+                        ],
+                    }
+                ]
                 text = processor.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
                 pair = [resize_image(im, min_pixels=PIXELS, max_pixels=PIXELS) for im in (src, img)]
                 batch = processor(text=[text], images=pair, padding=True, return_tensors="pt")
                 with torch.inference_mode():
-                    hidden = model.model(**batch, position_ids=torch.arange(batch["input_ids"].shape[1])[None]
-                                         ).last_hidden_state
+                    hidden = model.model(
+                        **batch, position_ids=torch.arange(batch["input_ids"].shape[1])[None]
+                    ).last_hidden_state
                     per_head.append(head(hidden[batch["input_ids"] == reward_id].float())[0])
             out.append(float(torch.stack(per_head).mean(dim=0)[0]))
         return out
@@ -93,19 +114,27 @@ def bench(root: Path, repeats: int) -> dict:
     diff = float(np.max(np.abs(np.array(reference_loop()) - np.asarray(batched()))))
     times, ratios = interleaved({"reference loop": reference_loop, "batched": batched}, repeats)
     ratio = 1.0 / ratios["batched"]
-    print(f"edit_reward batch {N}: loop {times['reference loop'] * 1e3:.1f} ms | batched {times['batched'] * 1e3:.1f} ms"
-          f" | {ratio:.2f}x (max |score difference| {diff:.1e})")
-    return figure("edit_reward.batched", f"`edit_reward` on {N} (source, edited, instruction) edits, tiny random-init "
-                  "Qwen2.5-VL, CPU, 1 torch thread: one forward over both dimensions (rows right-aligned, no padding mask) vs the reference's "
-                  "loop (one pair at a time, one forward per dimension, transformers alone), median of "
-                  f"{repeats} interleaved runs (median per-run ratio); max |score difference| {diff:.1e}",
-                  measure("rewardzoo batched", times["batched"] * 1e3, "ms"),
-                  baseline=measure("reference loop", times["reference loop"] * 1e3, "ms"), ratio=ratio,
-                  ratio_label="x faster", goal=">= 3x", rewards=["edit_reward"],
-                  notes="a tiny model measures per-call overhead and batching, not a 7B checkpoint; each row is "
-                        "~1,400 text tokens (the tiny 400-entry BPE spells the instructions out), so on one CPU "
-                        "thread the forward passes dominate and cost the same batched or not; a shared, noisy "
-                        "machine")
+    print(
+        f"edit_reward batch {N}: loop {times['reference loop'] * 1e3:.1f} ms | batched {times['batched'] * 1e3:.1f} ms"
+        f" | {ratio:.2f}x (max |score difference| {diff:.1e})"
+    )
+    return figure(
+        "edit_reward.batched",
+        f"`edit_reward` on {N} (source, edited, instruction) edits, tiny random-init "
+        "Qwen2.5-VL, CPU, 1 torch thread: one forward over both dimensions (rows right-aligned, no padding mask) vs the reference's "
+        "loop (one pair at a time, one forward per dimension, transformers alone), median of "
+        f"{repeats} interleaved runs (median per-run ratio); max |score difference| {diff:.1e}",
+        measure("rewardzoo batched", times["batched"] * 1e3, "ms"),
+        baseline=measure("reference loop", times["reference loop"] * 1e3, "ms"),
+        ratio=ratio,
+        ratio_label="x faster",
+        goal=">= 3x",
+        rewards=["edit_reward"],
+        notes="a tiny model measures per-call overhead and batching, not a 7B checkpoint; each row is "
+        "~1,400 text tokens (the tiny 400-entry BPE spells the instructions out), so on one CPU "
+        "thread the forward passes dominate and cost the same batched or not; a shared, noisy "
+        "machine",
+    )
 
 
 def main() -> None:

@@ -114,8 +114,12 @@ def bench_overlap() -> dict:
                 runner.finalize()
 
             t_sync, t_async = _median(run_sync), _median(run_async)
-            out[gen_name] = {"generate_cost_s": gen_cost, "sync_s": t_sync, "async_s": t_async,
-                             "ratio": t_async / t_sync}
+            out[gen_name] = {
+                "generate_cost_s": gen_cost,
+                "sync_s": t_sync,
+                "async_s": t_async,
+                "ratio": t_async / t_sync,
+            }
     # the result is the same either way
     with async_proc.incremental() as runner:
         for batch in batches:
@@ -147,8 +151,9 @@ def _gather_worker(rank: int, port: str, out_path: str) -> None:
 
     from rewardzoo import DistributedRewardProcessor
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-                            timeout=timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2, timeout=timedelta(seconds=60)
+    )
     results = {}
     for reward in ("bench_centered_jpeg", "bench_centered_value"):
         specs = [{"name": "g", "reward_model": reward}]
@@ -159,8 +164,11 @@ def _gather_worker(rank: int, port: str, out_path: str) -> None:
             dist.barrier()
             return _median(fn)
 
-        results[reward] = {"plain_s": timed(lambda: plain(local)), "local_s": timed(lambda: dproc(local)),
-                           "split_s": timed(lambda: dproc(split))}
+        results[reward] = {
+            "plain_s": timed(lambda: plain(local)),
+            "local_s": timed(lambda: dproc(local)),
+            "split_s": timed(lambda: dproc(split)),
+        }
     if rank == 0:
         with open(out_path, "w") as f:
             json.dump(results, f)
@@ -174,8 +182,9 @@ def bench_gather() -> dict:
         port = str(s.getsockname()[1])
     with tempfile.TemporaryDirectory() as tmp:
         out_path = os.path.join(tmp, "gather.json")
-        procs = [subprocess.Popen([sys.executable, __file__, "--gather-rank", str(r), port, out_path])
-                 for r in range(2)]
+        procs = [
+            subprocess.Popen([sys.executable, __file__, "--gather-rank", str(r), port, out_path]) for r in range(2)
+        ]
         for p in procs:
             p.wait(timeout=300)
         with open(out_path) as f:
@@ -183,14 +192,23 @@ def bench_gather() -> dict:
     for r in results.values():
         r["split_over_local"] = r["split_s"] / r["local_s"]
         r["local_over_plain"] = r["local_s"] / r["plain_s"]
-    return {"groups": GROUPS, "group_size": GROUP_SIZE, "samples_per_rank": GROUPS * GROUP_SIZE // 2,
-            "image": "64x64", **results}
+    return {
+        "groups": GROUPS,
+        "group_size": GROUP_SIZE,
+        "samples_per_rank": GROUPS * GROUP_SIZE // 2,
+        "image": "64x64",
+        **results,
+    }
 
 
-GENERATORS = {"sleep": "a GPU sampler: the host waits for the device",
-              "numpy": "a single-threaded CPU NumPy sampler competing for the cores"}
-GATHER_REWARDS = {"bench_centered_jpeg": "group-centred JPEG size (the images travel)",
-                  "bench_centered_value": "group-centred metadata value (a JSON string travels)"}
+GENERATORS = {
+    "sleep": "a GPU sampler: the host waits for the device",
+    "numpy": "a single-threaded CPU NumPy sampler competing for the cores",
+}
+GATHER_REWARDS = {
+    "bench_centered_jpeg": "group-centred JPEG size (the images travel)",
+    "bench_centered_value": "group-centred metadata value (a JSON string travels)",
+}
 
 
 def overlap_figures(r: dict) -> list[dict]:
@@ -198,35 +216,55 @@ def overlap_figures(r: dict) -> list[dict]:
     out = []
     for gen, what in GENERATORS.items():
         g = r[gen]
-        out.append(figure(
-            f"execution.overlap.{gen}",
-            f"async overlap: {r['rounds']} rounds of {r['batch']} images {r['image']}x{r['image']}, "
-            f"`jpeg_incompressibility` async with 1 worker; generator `{gen}` ({what}) costs "
-            f"{g['generate_cost_s'] * 1e3:.0f} ms per batch, scoring one batch {r['score_cost_s'] * 1e3:.0f} ms",
-            measure("async", g["async_s"], "s"), baseline=measure("sync", g["sync_s"], "s"), ratio=g["ratio"],
-            ratio_label="async / sync", goal="<= 0.65" if gen == "sleep" else None,
-            notes=f"ideal ratio {ideal:.2f} for {r['rounds']} rounds" if gen == "sleep" else
-            "the generator and the reward compete for the same cores"))
+        out.append(
+            figure(
+                f"execution.overlap.{gen}",
+                f"async overlap: {r['rounds']} rounds of {r['batch']} images {r['image']}x{r['image']}, "
+                f"`jpeg_incompressibility` async with 1 worker; generator `{gen}` ({what}) costs "
+                f"{g['generate_cost_s'] * 1e3:.0f} ms per batch, scoring one batch {r['score_cost_s'] * 1e3:.0f} ms",
+                measure("async", g["async_s"], "s"),
+                baseline=measure("sync", g["sync_s"], "s"),
+                ratio=g["ratio"],
+                ratio_label="async / sync",
+                goal="<= 0.65" if gen == "sleep" else None,
+                notes=f"ideal ratio {ideal:.2f} for {r['rounds']} rounds"
+                if gen == "sleep"
+                else "the generator and the reward compete for the same cores",
+            )
+        )
     return out
 
 
 def gather_figures(r: dict) -> list[dict]:
-    work = (f"2 gloo ranks on CPU, {r['groups']} groups of {r['group_size']} ({r['samples_per_rank']} samples per "
-            f"rank, images {r['image']}), times on rank 0")
+    work = (
+        f"2 gloo ranks on CPU, {r['groups']} groups of {r['group_size']} ({r['samples_per_rank']} samples per "
+        f"rank, images {r['image']}), times on rank 0"
+    )
     out = []
     for reward, what in GATHER_REWARDS.items():
         g, key = r[reward], reward.removeprefix("bench_centered_")
-        out.append(figure(
-            f"execution.gather.{key}.split_over_local",
-            f"cross-rank group exchange, {what}: every group split 4+4 over the ranks vs every group on one rank; "
-            + work, measure("split", g["split_s"] * 1e3, "ms"), baseline=measure("local", g["local_s"] * 1e3, "ms"),
-            ratio=g["split_over_local"], ratio_label="split / local"))
-        out.append(figure(
-            f"execution.gather.{key}.local_over_plain",
-            f"DistributedRewardProcessor with all-local groups vs the single-process RewardProcessor, {what}; "
-            + work, measure("distributed, local groups", g["local_s"] * 1e3, "ms"),
-            baseline=measure("plain", g["plain_s"] * 1e3, "ms"), ratio=g["local_over_plain"],
-            ratio_label="local / plain"))
+        out.append(
+            figure(
+                f"execution.gather.{key}.split_over_local",
+                f"cross-rank group exchange, {what}: every group split 4+4 over the ranks vs every group on one rank; "
+                + work,
+                measure("split", g["split_s"] * 1e3, "ms"),
+                baseline=measure("local", g["local_s"] * 1e3, "ms"),
+                ratio=g["split_over_local"],
+                ratio_label="split / local",
+            )
+        )
+        out.append(
+            figure(
+                f"execution.gather.{key}.local_over_plain",
+                f"DistributedRewardProcessor with all-local groups vs the single-process RewardProcessor, {what}; "
+                + work,
+                measure("distributed, local groups", g["local_s"] * 1e3, "ms"),
+                baseline=measure("plain", g["plain_s"] * 1e3, "ms"),
+                ratio=g["local_over_plain"],
+                ratio_label="local / plain",
+            )
+        )
     return out
 
 
@@ -239,22 +277,30 @@ def main(argv: list[str]) -> None:
     print(f"rewardzoo {rewardzoo.__version__}, {os.cpu_count()} CPU cores, medians of {REPEATS} after warm-up")
     if "overlap" in parts:
         r = bench_overlap()
-        print(f"\n[overlap] {r['rounds']} rounds x {r['batch']} images {r['image']}x{r['image']}, "
-              f"scoring one batch {r['score_cost_s'] * 1e3:.0f} ms")
+        print(
+            f"\n[overlap] {r['rounds']} rounds x {r['batch']} images {r['image']}x{r['image']}, "
+            f"scoring one batch {r['score_cost_s'] * 1e3:.0f} ms"
+        )
         for gen in ("sleep", "numpy"):
             g = r[gen]
-            print(f"  generator={gen:5s} (gen {g['generate_cost_s'] * 1e3:.0f} ms/batch): sync {g['sync_s']:.2f} s, "
-                  f"async {g['async_s']:.2f} s, async/sync = {g['ratio']:.2f}")
+            print(
+                f"  generator={gen:5s} (gen {g['generate_cost_s'] * 1e3:.0f} ms/batch): sync {g['sync_s']:.2f} s, "
+                f"async {g['async_s']:.2f} s, async/sync = {g['ratio']:.2f}"
+            )
         figures += overlap_figures(r)
     if "gather" in parts:
         r = bench_gather()
-        print(f"\n[gather] 2 gloo ranks, {r['groups']} groups of {r['group_size']}, {r['samples_per_rank']} "
-              f"samples per rank, images {r['image']} (times on rank 0)")
+        print(
+            f"\n[gather] 2 gloo ranks, {r['groups']} groups of {r['group_size']}, {r['samples_per_rank']} "
+            f"samples per rank, images {r['image']} (times on rank 0)"
+        )
         for reward in ("bench_centered_jpeg", "bench_centered_value"):
             g = r[reward]
-            print(f"  {reward:21s}: plain {g['plain_s'] * 1e3:.1f} ms, local {g['local_s'] * 1e3:.1f} ms, "
-                  f"split {g['split_s'] * 1e3:.1f} ms; split/local = {g['split_over_local']:.2f}, "
-                  f"local/plain = {g['local_over_plain']:.2f}")
+            print(
+                f"  {reward:21s}: plain {g['plain_s'] * 1e3:.1f} ms, local {g['local_s'] * 1e3:.1f} ms, "
+                f"split {g['split_s'] * 1e3:.1f} ms; split/local = {g['split_over_local']:.2f}, "
+                f"local/plain = {g['local_over_plain']:.2f}"
+            )
         figures += gather_figures(r)
     write_results(__file__, figures, parts=[f"execution.{p}" for p in parts])
 

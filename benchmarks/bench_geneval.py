@@ -36,14 +36,36 @@ def build_detector(path: Path, model: str) -> str:
     from rewardzoo.rewards.image.geneval_rules import CLASS_NAMES
 
     if model == "tiny":
-        swin = SwinConfig(embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1], window_size=4,
-                          drop_path_rate=0.0, out_features=["stage1", "stage2", "stage3", "stage4"])
-        cfg = Mask2FormerConfig(backbone_config=swin, feature_size=32, mask_feature_size=32, hidden_dim=32,
-                                encoder_feedforward_dim=64, encoder_layers=1, decoder_layers=2, num_attention_heads=2,
-                                dim_feedforward=64, num_queries=12, num_labels=80)
+        swin = SwinConfig(
+            embed_dim=16,
+            depths=[1, 1, 1, 1],
+            num_heads=[1, 1, 1, 1],
+            window_size=4,
+            drop_path_rate=0.0,
+            out_features=["stage1", "stage2", "stage3", "stage4"],
+        )
+        cfg = Mask2FormerConfig(
+            backbone_config=swin,
+            feature_size=32,
+            mask_feature_size=32,
+            hidden_dim=32,
+            encoder_feedforward_dim=64,
+            encoder_layers=1,
+            decoder_layers=2,
+            num_attention_heads=2,
+            dim_feedforward=64,
+            num_queries=12,
+            num_labels=80,
+        )
     else:
-        swin = SwinConfig(embed_dim=96, depths=[2, 2, 18, 2], num_heads=[3, 6, 12, 24], window_size=7,
-                          drop_path_rate=0.0, out_features=["stage1", "stage2", "stage3", "stage4"])
+        swin = SwinConfig(
+            embed_dim=96,
+            depths=[2, 2, 18, 2],
+            num_heads=[3, 6, 12, 24],
+            window_size=7,
+            drop_path_rate=0.0,
+            out_features=["stage1", "stage2", "stage3", "stage4"],
+        )
         cfg = Mask2FormerConfig(backbone_config=swin, num_labels=80)
     torch.manual_seed(0)
     net = Mask2FormerForUniversalSegmentation(cfg).eval()
@@ -68,34 +90,61 @@ def bench(n: int, repeats: int, model: str) -> dict:
         single = GenEval(detector, clip_model=str(clip), clip_pretrained=None, detector_batch=1)
     rng = np.random.default_rng(0)
     images = [torch.from_numpy(rng.integers(0, 256, (3, 512, 512), dtype=np.uint8)) for _ in range(n)]
-    metadata = [json.dumps({"tag": "colors", "include": [{"class": "dog", "count": 1, "color": "red"}]})
-                if i % 2 == 0 else
-                json.dumps({"tag": "counting", "include": [{"class": "dog", "count": 2}],
-                            "exclude": [{"class": "dog", "count": 3}]}) for i in range(n)]
+    metadata = [
+        json.dumps({"tag": "colors", "include": [{"class": "dog", "count": 1, "color": "red"}]})
+        if i % 2 == 0
+        else json.dumps(
+            {"tag": "counting", "include": [{"class": "dog", "count": 2}], "exclude": [{"class": "dog", "count": 3}]}
+        )
+        for i in range(n)
+    ]
     batched_out = reward(image=images, metadata=metadata)
     looped = [reward(image=[im], metadata=[m]).rewards[0] for im, m in zip(images, metadata)]
     same = list(batched_out.rewards) == looped == list(single(image=images, metadata=metadata).rewards)
-    times, _ = interleaved({
-        "per-image loop": lambda: [reward(image=[im], metadata=[m]) for im, m in zip(images, metadata)],
-        "batched": lambda: reward(image=images, metadata=metadata),
-        "detector_batch 1": lambda: single(image=images, metadata=metadata)}, repeats)
+    times, _ = interleaved(
+        {
+            "per-image loop": lambda: [reward(image=[im], metadata=[m]) for im, m in zip(images, metadata)],
+            "batched": lambda: reward(image=images, metadata=metadata),
+            "detector_batch 1": lambda: single(image=images, metadata=metadata),
+        },
+        repeats,
+    )
     loop, batched, one = times["per-image loop"], times["batched"], times["detector_batch 1"]
-    print(f"geneval ({model}), {n} images 512x512: loop {loop:.3f} s | batched {batched:.3f} s ({loop / batched:.2f}x) | "
-          f"detector_batch 1 {one:.3f} s ({loop / one:.2f}x) | same scores: {same}")
+    print(
+        f"geneval ({model}), {n} images 512x512: loop {loop:.3f} s | batched {batched:.3f} s ({loop / batched:.2f}x) | "
+        f"detector_batch 1 {one:.3f} s ({loop / one:.2f}x) | same scores: {same}"
+    )
     label = "tiny random Mask2Former" if model == "tiny" else "random Mask2Former Swin-S (the published architecture)"
     key = model.replace("-", "_")
-    workload = (f"geneval end to end on {n} RGB images 512x512 (detector at shorter side 800, colour crops through "
-                f"a tiny CLIP), {label}, {torch.get_num_threads()} torch thread(s)")
+    workload = (
+        f"geneval end to end on {n} RGB images 512x512 (detector at shorter side 800, colour crops through "
+        f"a tiny CLIP), {label}, {torch.get_num_threads()} torch thread(s)"
+    )
     notes = f"scores identical to the per-image calls: {same}"
-    return [figure(f"geneval.end_to_end.{key}", f"{workload}: one call vs the same reward called per image, median of "
-                   f"{repeats} interleaved runs", measure("rewardzoo batched", n / batched, "images/s"),
-                   baseline=measure("per-image calls", n / loop, "images/s"), ratio=loop / batched,
-                   ratio_label="x faster", rewards=["geneval"], notes=notes),
-            figure(f"geneval.end_to_end.{key}_detector_batch_1", f"{workload}: one call with `detector_batch: 1` (one "
-                   "detector forward per image, CLIP crops still batched) vs the same reward called per image, median "
-                   f"of {repeats} interleaved runs", measure("rewardzoo detector_batch 1", n / one, "images/s"),
-                   baseline=measure("per-image calls", n / loop, "images/s"), ratio=loop / one,
-                   ratio_label="x faster", rewards=["geneval"], notes=notes)]
+    return [
+        figure(
+            f"geneval.end_to_end.{key}",
+            f"{workload}: one call vs the same reward called per image, median of {repeats} interleaved runs",
+            measure("rewardzoo batched", n / batched, "images/s"),
+            baseline=measure("per-image calls", n / loop, "images/s"),
+            ratio=loop / batched,
+            ratio_label="x faster",
+            rewards=["geneval"],
+            notes=notes,
+        ),
+        figure(
+            f"geneval.end_to_end.{key}_detector_batch_1",
+            f"{workload}: one call with `detector_batch: 1` (one "
+            "detector forward per image, CLIP crops still batched) vs the same reward called per image, median "
+            f"of {repeats} interleaved runs",
+            measure("rewardzoo detector_batch 1", n / one, "images/s"),
+            baseline=measure("per-image calls", n / loop, "images/s"),
+            ratio=loop / one,
+            ratio_label="x faster",
+            rewards=["geneval"],
+            notes=notes,
+        ),
+    ]
 
 
 def main() -> None:
@@ -111,7 +160,9 @@ def main() -> None:
     repeats = 3 if args.quick else 5
     if args.model == "swin-s":
         repeats = 1 if args.quick else 3
-    write_results(__file__, bench(16, repeats, args.model), parts=[f"geneval.end_to_end.{args.model.replace('-', '_')}"])
+    write_results(
+        __file__, bench(16, repeats, args.model), parts=[f"geneval.end_to_end.{args.model.replace('-', '_')}"]
+    )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,12 @@ from timing import interleaved
 def make_images(total: int, size: int) -> list[Image.Image]:
     rng = np.random.default_rng(0)
     smooth = np.linspace(0, 1, size)[None, :, None] * np.ones((size, 1, 3))
-    return [Image.fromarray((np.clip(smooth + rng.normal(size=(size, size, 3)) * (0.02 + 0.2 * i / total), 0, 1)
-                             * 255).astype(np.uint8)) for i in range(total)]
+    return [
+        Image.fromarray(
+            (np.clip(smooth + rng.normal(size=(size, size, 3)) * (0.02 + 0.2 * i / total), 0, 1) * 255).astype(np.uint8)
+        )
+        for i in range(total)
+    ]
 
 
 def bench_size(images, n: int, repeats: int) -> dict:
@@ -38,8 +42,9 @@ def bench_size(images, n: int, repeats: int) -> dict:
     procs = {
         "base": RewardProcessor([{"name": "s", "reward_model": base, "batch_size": n}]),
         "winrate_hard": RewardProcessor([{"name": "s", "reward_model": "pairwise_winrate", "kwargs": {"base": base}}]),
-        "winrate_soft": RewardProcessor([{"name": "s", "reward_model": "pairwise_winrate",
-                                          "kwargs": {"base": base, "mode": "soft"}}]),
+        "winrate_soft": RewardProcessor(
+            [{"name": "s", "reward_model": "pairwise_winrate", "kwargs": {"base": base, "mode": "soft"}}]
+        ),
         "rank": RewardProcessor([{"name": "s", "reward_model": "group_rank", "kwargs": {"base": base}}]),
         "normalized": RewardProcessor([{"name": "s", "reward_model": "group_normalized", "kwargs": {"base": base}}]),
     }
@@ -65,8 +70,12 @@ def bench_overhead(n: int, repeats: int = 2000) -> dict:
 
     meta = [json.dumps({"score": i}) for i in range(n)]
     out = {}
-    for key, name, kw in (("winrate_hard", "pairwise_winrate", {}), ("winrate_soft", "pairwise_winrate", {"mode": "soft"}),
-                          ("rank", "group_rank", {}), ("normalized", "group_normalized", {})):
+    for key, name, kw in (
+        ("winrate_hard", "pairwise_winrate", {}),
+        ("winrate_soft", "pairwise_winrate", {"mode": "soft"}),
+        ("rank", "group_rank", {}),
+        ("normalized", "group_normalized", {}),
+    ):
         wrapper = load_reward({"name": name, "device": "cpu"}, base="bench_group_free", **kw)  # built by the loader
         t_w = min(timeit.repeat(lambda: wrapper(metadata=meta, group_id=[0] * n), number=repeats, repeat=5))
         t_b = min(timeit.repeat(lambda: wrapper.base(metadata=meta), number=repeats, repeat=5))
@@ -83,10 +92,14 @@ def main() -> None:
     images = make_images(args.total, args.size)
     rows = [bench_size(images, n, args.repeats) for n in (4, 16, 64)]
     keys = ("winrate_hard", "winrate_soft", "rank", "normalized")
-    print(f"base: jpeg_incompressibility, {args.total} images {args.size}x{args.size}, processor path, "
-          f"{args.repeats} paired repetitions; ratio = median of (wrapper / base alone) per repetition")
-    print("| n | groups | base alone | pairwise_winrate BT hard | ratio | BT soft | ratio | group_rank | ratio "
-          "| group_normalized | ratio |")
+    print(
+        f"base: jpeg_incompressibility, {args.total} images {args.size}x{args.size}, processor path, "
+        f"{args.repeats} paired repetitions; ratio = median of (wrapper / base alone) per repetition"
+    )
+    print(
+        "| n | groups | base alone | pairwise_winrate BT hard | ratio | BT soft | ratio | group_rank | ratio "
+        "| group_normalized | ratio |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         t, q = r["times"], r["ratios"]
@@ -103,9 +116,12 @@ def main() -> None:
     write_results(__file__, figures(rows, overheads, args))
 
 
-WRAPPERS = {"winrate_hard": ("pairwise_winrate", "`pairwise_winrate` (Bradley-Terry, hard)"),
-            "winrate_soft": ("pairwise_winrate", "`pairwise_winrate` (Bradley-Terry, soft)"),
-            "rank": ("group_rank", "`group_rank`"), "normalized": ("group_normalized", "`group_normalized`")}
+WRAPPERS = {
+    "winrate_hard": ("pairwise_winrate", "`pairwise_winrate` (Bradley-Terry, hard)"),
+    "winrate_soft": ("pairwise_winrate", "`pairwise_winrate` (Bradley-Terry, soft)"),
+    "rank": ("group_rank", "`group_rank`"),
+    "normalized": ("group_normalized", "`group_normalized`"),
+}
 
 
 def figures(rows: list[dict], overheads: dict[int, dict], args) -> list[dict]:
@@ -113,20 +129,31 @@ def figures(rows: list[dict], overheads: dict[int, dict], args) -> list[dict]:
     for key, (reward, what) in WRAPPERS.items():
         for r in rows:
             t, q, n = r["times"], r["ratios"], r["n"]
-            out.append(figure(
-                f"group.processor.{key}.n{n}",
-                f"{what} over `jpeg_incompressibility` vs the base alone (same number of calls), groups of {n}, "
-                f"{args.total} images {args.size}x{args.size}, through the processor",
-                measure(reward, t[key] * 1e3, "ms"), baseline=measure("base alone", t["base"] * 1e3, "ms"),
-                ratio=q[key], ratio_label="wrapper / base", rewards=[reward],
-                goal="<= 1.2" if key == "winrate_hard" and n == 16 else None,
-                notes=f"median of {args.repeats} paired per-repetition ratios"))
+            out.append(
+                figure(
+                    f"group.processor.{key}.n{n}",
+                    f"{what} over `jpeg_incompressibility` vs the base alone (same number of calls), groups of {n}, "
+                    f"{args.total} images {args.size}x{args.size}, through the processor",
+                    measure(reward, t[key] * 1e3, "ms"),
+                    baseline=measure("base alone", t["base"] * 1e3, "ms"),
+                    ratio=q[key],
+                    ratio_label="wrapper / base",
+                    rewards=[reward],
+                    goal="<= 1.2" if key == "winrate_hard" and n == 16 else None,
+                    notes=f"median of {args.repeats} paired per-repetition ratios",
+                )
+            )
     for key, (reward, what) in WRAPPERS.items():
         for n, o in overheads.items():
-            out.append(figure(
-                f"group.own_time.{key}.n{n}",
-                f"{what}: the wrapper's own time per group of {n} (direct call minus the base call, a base that "
-                f"costs nothing)", measure("per group", o[key] * 1e6, "us"), rewards=[reward]))
+            out.append(
+                figure(
+                    f"group.own_time.{key}.n{n}",
+                    f"{what}: the wrapper's own time per group of {n} (direct call minus the base call, a base that "
+                    f"costs nothing)",
+                    measure("per group", o[key] * 1e6, "us"),
+                    rewards=[reward],
+                )
+            )
     return out
 
 

@@ -68,28 +68,43 @@ def main() -> None:
         torch.save(net.state_dict(), path)
         model = MUSIQ(pretrained_model_path=path)  # VBench's construction
         model.training = False
-        reward = load_reward({"name": "video_imaging_quality", "model_path": path, "device": "cpu"},
-                             preset="vbench")
+        reward = load_reward({"name": "video_imaging_quality", "model_path": path, "device": "cpu"}, preset="vbench")
     ref = vbench_scores(model, vbench_videos)
     got = reward(video=ours_videos).rewards
     diff = float(np.max(np.abs(np.asarray(got) - np.asarray(ref))))
-    times, _ = interleaved({"VBench loop": lambda: vbench_scores(model, vbench_videos),
-                            "rewardzoo": lambda: reward(video=ours_videos)}, repeats)
+    times, _ = interleaved(
+        {"VBench loop": lambda: vbench_scores(model, vbench_videos), "rewardzoo": lambda: reward(video=ours_videos)},
+        repeats,
+    )
     base, ours = times["VBench loop"], times["rewardzoo"]
     n = VIDEOS * FRAMES
-    print(f"video_imaging_quality, {n} frames: VBench loop {base:.2f} s | rewardzoo {ours:.2f} s | "
-          f"{base / ours:.2f}x; max |score difference| {diff:.2e}")
-    workload = (f"{VIDEOS} videos x {FRAMES} frames {HEIGHT}x{WIDTH}, pyiqa MUSIQ at its published size (random init), "
-                "CPU, 2 torch threads")
+    print(
+        f"video_imaging_quality, {n} frames: VBench loop {base:.2f} s | rewardzoo {ours:.2f} s | "
+        f"{base / ours:.2f}x; max |score difference| {diff:.2e}"
+    )
+    workload = (
+        f"{VIDEOS} videos x {FRAMES} frames {HEIGHT}x{WIDTH}, pyiqa MUSIQ at its published size (random init), "
+        "CPU, 2 torch threads"
+    )
     figs = [
-        figure("imaging_quality.video.vbench_loop", f"`video_imaging_quality` (`preset: vbench`, frames of one size "
-               f"batched) vs VBench's frame-by-frame loop on the same model; {workload}, median of {repeats} "
-               "interleaved repetitions", measure("rewardzoo", n / ours, "frames/s"),
-               baseline=measure("VBench loop", n / base, "frames/s"), ratio=base / ours, ratio_label="x faster",
-               rewards=["video_imaging_quality", "imaging_quality"]),
-        figure("imaging_quality.video.agreement", f"`video_imaging_quality` (`preset: vbench`) vs VBench's loop: max "
-               f"|score difference| (mean score {float(np.mean(ref)):.3f}); {workload}",
-               measure("difference", diff, ""), rewards=["video_imaging_quality", "imaging_quality"]),
+        figure(
+            "imaging_quality.video.vbench_loop",
+            f"`video_imaging_quality` (`preset: vbench`, frames of one size "
+            f"batched) vs VBench's frame-by-frame loop on the same model; {workload}, median of {repeats} "
+            "interleaved repetitions",
+            measure("rewardzoo", n / ours, "frames/s"),
+            baseline=measure("VBench loop", n / base, "frames/s"),
+            ratio=base / ours,
+            ratio_label="x faster",
+            rewards=["video_imaging_quality", "imaging_quality"],
+        ),
+        figure(
+            "imaging_quality.video.agreement",
+            f"`video_imaging_quality` (`preset: vbench`) vs VBench's loop: max "
+            f"|score difference| (mean score {float(np.mean(ref)):.3f}); {workload}",
+            measure("difference", diff, ""),
+            rewards=["video_imaging_quality", "imaging_quality"],
+        ),
     ]
     write_results(__file__, figs)
 

@@ -54,8 +54,17 @@ def bench_update(repeats: int, tmp: str) -> list[dict]:
 
     clip_dir = rzt.tiny_open_clip_dir(f"{tmp}/tiny-open-clip", seed=0)
     torch.set_num_threads(2)
-    proc = RewardProcessor([{"name": "clip", "reward_model": "clip_score", "model_path": str(clip_dir),
-                             "device": "cpu", "batch_size": 256}])
+    proc = RewardProcessor(
+        [
+            {
+                "name": "clip",
+                "reward_model": "clip_score",
+                "model_path": str(clip_dir),
+                "device": "cpu",
+                "batch_size": 256,
+            }
+        ]
+    )
     images = [rng.integers(0, 256, (64, 64, 3), dtype=np.uint8) for _ in range(N)]
     samples = [Sample(image=im, prompt=f"a photo of thing {i % 64}", group_id=groups[i]) for i, im in enumerate(images)]
     # the reward is slow next to the update: time it a few times, the update many times per repetition
@@ -68,12 +77,20 @@ def bench_update(repeats: int, tmp: str) -> list[dict]:
         update()
     cpu = (time.process_time() - cpu0) / (per * 4)
     workload = f"{N:,} samples, {REWARDS} rewards, groups of {GROUP}"
-    return [figure("monitor.update.per_step", f"RewardMonitor.update per step ({workload}) vs clip_score (tiny "
-                   f"open_clip, 64x64 images) through the processor on the same {N:,} samples",
-                   measure("update", upd * 1e3, "ms"), baseline=measure("clip_score reward", rew * 1e3, "ms"),
-                   ratio=upd / rew, ratio_label="update / reward", goal="< 5 ms",
-                   notes=f"the update is timed 50 times per repetition (median per call); its CPU time per call "
-                         f"(process_time, less sensitive to a loaded machine) is {cpu * 1e3:.2f} ms")]
+    return [
+        figure(
+            "monitor.update.per_step",
+            f"RewardMonitor.update per step ({workload}) vs clip_score (tiny "
+            f"open_clip, 64x64 images) through the processor on the same {N:,} samples",
+            measure("update", upd * 1e3, "ms"),
+            baseline=measure("clip_score reward", rew * 1e3, "ms"),
+            ratio=upd / rew,
+            ratio_label="update / reward",
+            goal="< 5 ms",
+            notes=f"the update is timed 50 times per repetition (median per call); its CPU time per call "
+            f"(process_time, less sensitive to a loaded machine) is {cpu * 1e3:.2f} ms",
+        )
+    ]
 
 
 def bench_diversity(repeats: int, tmp: str) -> list[dict]:
@@ -86,13 +103,18 @@ def bench_diversity(repeats: int, tmp: str) -> list[dict]:
     from rewardzoo import testing as rzt
 
     torch.set_num_threads(2)
-    path = rzt.tiny_dino_dirs(f"{tmp}/dino", seed=0, vit_config=dict(hidden_size=192, num_hidden_layers=2,
-                                                                     num_attention_heads=3, intermediate_size=768))["vit"]
+    path = rzt.tiny_dino_dirs(
+        f"{tmp}/dino",
+        seed=0,
+        vit_config=dict(hidden_size=192, num_hidden_layers=2, num_attention_heads=3, intermediate_size=768),
+    )["vit"]
     reward = load_reward({"name": "group_diversity", "model_path": path, "device": "cpu"})
     rng = np.random.default_rng(1)
     groups = 4
-    images = [torch.from_numpy(rng.integers(0, 256, (3, 224, 224), dtype=np.uint8)).float() / 255
-              for _ in range(groups * GROUP)]
+    images = [
+        torch.from_numpy(rng.integers(0, 256, (3, 224, 224), dtype=np.uint8)).float() / 255
+        for _ in range(groups * GROUP)
+    ]
     gids = [i // GROUP for i in range(len(images))]
     model = reward.embedder.dino.model
     mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
@@ -118,12 +140,18 @@ def bench_diversity(repeats: int, tmp: str) -> list[dict]:
 
     np.testing.assert_allclose(ours(), per_image(), rtol=1e-4, atol=1e-6)
     times, ratios = interleaved({"per_image": per_image, "ours": ours}, repeats)
-    return [figure("monitor.group_diversity.groups_of_16",
-                   f"group_diversity (DINO ViT 2x192, 224x224) on {groups} groups of {GROUP} images, one call, vs "
-                   "calling the backbone once per image",
-                   measure("group_diversity", times["ours"] * 1e3, "ms"),
-                   baseline=measure("backbone per image", times["per_image"] * 1e3, "ms"),
-                   ratio=1 / ratios["ours"], ratio_label="x faster", rewards=["group_diversity"])]
+    return [
+        figure(
+            "monitor.group_diversity.groups_of_16",
+            f"group_diversity (DINO ViT 2x192, 224x224) on {groups} groups of {GROUP} images, one call, vs "
+            "calling the backbone once per image",
+            measure("group_diversity", times["ours"] * 1e3, "ms"),
+            baseline=measure("backbone per image", times["per_image"] * 1e3, "ms"),
+            ratio=1 / ratios["ours"],
+            ratio_label="x faster",
+            rewards=["group_diversity"],
+        )
+    ]
 
 
 def main() -> None:

@@ -44,26 +44,49 @@ def bench_call(url: str, samples: list, repeats: int, *, async_entries: bool) ->
     import rewardzoo
 
     extra = {"async_reward": True} if async_entries else {}
-    proc = rewardzoo.RewardProcessor([
-        {"name": "served", "reward_model": "remote", "batch_size": len(samples), **extra,
-         "kwargs": {"url": url, "rewards": ["judge"]}},
-        {"name": "jpeg", "reward_model": "jpeg_compressibility", "batch_size": len(samples), **extra}])
+    proc = rewardzoo.RewardProcessor(
+        [
+            {
+                "name": "served",
+                "reward_model": "remote",
+                "batch_size": len(samples),
+                **extra,
+                "kwargs": {"url": url, "rewards": ["judge"]},
+            },
+            {"name": "jpeg", "reward_model": "jpeg_compressibility", "batch_size": len(samples), **extra},
+        ]
+    )
     overlapped, in_turn = proc(samples), one_by_one(proc, samples)
     for name in proc.rewards:
         np.testing.assert_array_equal(overlapped.rewards[name], in_turn.rewards[name], err_msg=name)
     local_only = rewardzoo.RewardProcessor([proc.specs[1]])
-    med, ratios = interleaved({"one by one": lambda: one_by_one(proc, samples), "overlapped": lambda: proc(samples),
-                               "local alone": lambda: local_only(samples)}, repeats)
+    med, ratios = interleaved(
+        {
+            "one by one": lambda: one_by_one(proc, samples),
+            "overlapped": lambda: proc(samples),
+            "local alone": lambda: local_only(samples),
+        },
+        repeats,
+    )
     kind = "async" if async_entries else "remote"
-    what = ("two `async_reward: true` entries on the CPU" if async_entries else
-            "a `remote` entry (io-bound) and a local entry")
-    return figure(f"overlap.{kind}", f"one processor call of 160 prompted images 512x512: {what}: a served reward "
-                  f"whose server spends {SERVER_MS:.0f} ms per call + `jpeg_compressibility` (alone: "
-                  f"{med['local alone'] * 1e3:.0f} ms), overlapped vs scored one after the other (median of {repeats} "
-                  "paired ratios)",
-                  measure("overlapped", med["overlapped"] * 1e3, "ms"),
-                  baseline=measure("one by one", med["one by one"] * 1e3, "ms"), ratio=ratios["overlapped"],
-                  ratio_label="overlapped / one by one", goal="<= 0.6x", rewards=["remote"])
+    what = (
+        "two `async_reward: true` entries on the CPU"
+        if async_entries
+        else "a `remote` entry (io-bound) and a local entry"
+    )
+    return figure(
+        f"overlap.{kind}",
+        f"one processor call of 160 prompted images 512x512: {what}: a served reward "
+        f"whose server spends {SERVER_MS:.0f} ms per call + `jpeg_compressibility` (alone: "
+        f"{med['local alone'] * 1e3:.0f} ms), overlapped vs scored one after the other (median of {repeats} "
+        "paired ratios)",
+        measure("overlapped", med["overlapped"] * 1e3, "ms"),
+        baseline=measure("one by one", med["one by one"] * 1e3, "ms"),
+        ratio=ratios["overlapped"],
+        ratio_label="overlapped / one by one",
+        goal="<= 0.6x",
+        rewards=["remote"],
+    )
 
 
 def main() -> None:
@@ -78,8 +101,20 @@ def main() -> None:
     samples = [rewardzoo.Sample(prompt="p" * (i % 9 + 1), image=img) for i, img in enumerate(textured(160, 512))]
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "judge.yaml"
-        config.write_text(yaml.safe_dump({"rewards": [{"name": "judge", "reward_model": "serve_rewards:FixedCostText",
-                                                       "batch_size": 256, "kwargs": {"call_ms": SERVER_MS}}]}))
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "rewards": [
+                        {
+                            "name": "judge",
+                            "reward_model": "serve_rewards:FixedCostText",
+                            "batch_size": 256,
+                            "kwargs": {"call_ms": SERVER_MS},
+                        }
+                    ]
+                }
+            )
+        )
         server = Server(config, "--max-wait-ms", "2")
         try:
             figs = [bench_call(server.url, samples, repeats, async_entries=flag) for flag in (False, True)]

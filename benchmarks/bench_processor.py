@@ -26,8 +26,10 @@ def bench_overhead(repeats: int, n: int = 64, size: int = 512, batch: int = 16) 
 
     rng = np.random.default_rng(0)
     base = rng.random((size, size, 3))
-    images = [Image.fromarray((np.clip(base + 0.1 * i / n * rng.random((size, size, 3)), 0, 1) * 255).astype(np.uint8))
-              for i in range(n)]
+    images = [
+        Image.fromarray((np.clip(base + 0.1 * i / n * rng.random((size, size, 3)), 0, 1) * 255).astype(np.uint8))
+        for i in range(n)
+    ]
     specs = [{"name": name, "batch_size": batch} for name in ("jpeg_compressibility", "jpeg_incompressibility")]
     proc = RewardProcessor(specs)
     samples = [Sample(image=img) for img in images]
@@ -36,7 +38,7 @@ def bench_overhead(repeats: int, n: int = 64, size: int = 512, batch: int = 16) 
     def direct():
         for reward in rewards:
             for i in range(0, n, batch):
-                reward(image=images[i:i + batch])
+                reward(image=images[i : i + batch])
 
     def processed():
         proc(samples)
@@ -50,8 +52,13 @@ def bench_overhead(repeats: int, n: int = 64, size: int = 512, batch: int = 16) 
 
     medians, ratios = interleaved({"direct": direct, "processor": processed, "protection": protection}, repeats)
     direct_s, proc_s = medians["direct"], medians["processor"]
-    return {"direct_s": direct_s, "processor_s": proc_s, "ratio": ratios["processor"],
-            "protection_s": medians["protection"], "protection_ratio": medians["protection"] / direct_s}
+    return {
+        "direct_s": direct_s,
+        "processor_s": proc_s,
+        "ratio": ratios["processor"],
+        "protection_s": medians["protection"],
+        "protection_ratio": medians["protection"] / direct_s,
+    }
 
 
 def bench_import(repeats: int) -> dict:
@@ -74,33 +81,56 @@ def main() -> None:
     i = bench_import(args.repeats)
     print("| measurement | baseline | rewardzoo | ratio |")
     print("|---|---|---|---|")
-    print(f"| JPEG rewards, 64 images 512x512, batch 16 | direct calls {o['direct_s'] * 1e3:.1f} ms | "
-          f"processor {o['processor_s'] * 1e3:.1f} ms | {o['ratio']:.3f} |")
-    print(f"| `import rewardzoo; list_rewards()` (fresh process) | bare python {i['bare_python_s'] * 1e3:.0f} ms | "
-          f"{i['import_and_list_s'] * 1e3:.0f} ms | +{i['import_only_s'] * 1e3:.0f} ms over bare |")
+    print(
+        f"| JPEG rewards, 64 images 512x512, batch 16 | direct calls {o['direct_s'] * 1e3:.1f} ms | "
+        f"processor {o['processor_s'] * 1e3:.1f} ms | {o['ratio']:.3f} |"
+    )
+    print(
+        f"| `import rewardzoo; list_rewards()` (fresh process) | bare python {i['bare_python_s'] * 1e3:.0f} ms | "
+        f"{i['import_and_list_s'] * 1e3:.0f} ms | +{i['import_only_s'] * 1e3:.0f} ms over bare |"
+    )
     jpeg = ["jpeg_compressibility", "jpeg_incompressibility"]
-    write_results(__file__, [
-        figure("processor.overhead.jpeg_rewards",
-               "processor overhead: both JPEG rewards through RewardProcessor vs direct reward calls on the same "
-               "batches, 64 images 512x512, batch 16",
-               measure("processor", o["processor_s"] * 1e3, "ms"), baseline=measure("direct calls", o["direct_s"] * 1e3, "ms"),
-               ratio=o["ratio"], ratio_label="processor / direct", goal="<= 1.05", rewards=jpeg,
-               notes=f"median of {args.repeats} paired per-repetition ratios; includes the per-call protection of "
-                     "the inputs"),
-        figure("processor.overhead.input_protection",
-               "input protection alone: a read-only view of each of the 64 PIL images 512x512 for each of the two "
-               "rewards, against the direct reward calls",
-               measure("protection", o["protection_s"] * 1e3, "ms"), baseline=measure("direct calls", o["direct_s"] * 1e3, "ms"),
-               ratio=o["protection_ratio"], ratio_label="protection / direct", rewards=jpeg),
-        figure("processor.import.import_and_list",
-               "`import rewardzoo; rewardzoo.list_rewards()` in a fresh interpreter vs a bare interpreter start",
-               measure("import + list", i["import_and_list_s"] * 1e3, "ms"),
-               baseline=measure("bare python", i["bare_python_s"] * 1e3, "ms"),
-               notes=f"best of {args.repeats} alternating starts"),
-        figure("processor.import.import_only",
-               "cost of `import rewardzoo; rewardzoo.list_rewards()` over a bare interpreter start",
-               measure("import + list - bare", i["import_only_s"] * 1e3, "ms"), goal="< 300 ms"),
-    ])
+    write_results(
+        __file__,
+        [
+            figure(
+                "processor.overhead.jpeg_rewards",
+                "processor overhead: both JPEG rewards through RewardProcessor vs direct reward calls on the same "
+                "batches, 64 images 512x512, batch 16",
+                measure("processor", o["processor_s"] * 1e3, "ms"),
+                baseline=measure("direct calls", o["direct_s"] * 1e3, "ms"),
+                ratio=o["ratio"],
+                ratio_label="processor / direct",
+                goal="<= 1.05",
+                rewards=jpeg,
+                notes=f"median of {args.repeats} paired per-repetition ratios; includes the per-call protection of "
+                "the inputs",
+            ),
+            figure(
+                "processor.overhead.input_protection",
+                "input protection alone: a read-only view of each of the 64 PIL images 512x512 for each of the two "
+                "rewards, against the direct reward calls",
+                measure("protection", o["protection_s"] * 1e3, "ms"),
+                baseline=measure("direct calls", o["direct_s"] * 1e3, "ms"),
+                ratio=o["protection_ratio"],
+                ratio_label="protection / direct",
+                rewards=jpeg,
+            ),
+            figure(
+                "processor.import.import_and_list",
+                "`import rewardzoo; rewardzoo.list_rewards()` in a fresh interpreter vs a bare interpreter start",
+                measure("import + list", i["import_and_list_s"] * 1e3, "ms"),
+                baseline=measure("bare python", i["bare_python_s"] * 1e3, "ms"),
+                notes=f"best of {args.repeats} alternating starts",
+            ),
+            figure(
+                "processor.import.import_only",
+                "cost of `import rewardzoo; rewardzoo.list_rewards()` over a bare interpreter start",
+                measure("import + list - bare", i["import_only_s"] * 1e3, "ms"),
+                goal="< 300 ms",
+            ),
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -87,8 +87,8 @@ def _make(folder: Path, n: int, size: int = 512) -> tuple[Path, Path]:
 def _halves(manifest: Path) -> tuple[Path, Path]:
     lines = manifest.read_text().splitlines(keepends=True)
     a, b = manifest.with_suffix(".a.jsonl"), manifest.with_suffix(".b.jsonl")
-    a.write_text("".join(lines[:len(lines) // 2]))
-    b.write_text("".join(lines[len(lines) // 2:]))
+    a.write_text("".join(lines[: len(lines) // 2]))
+    b.write_text("".join(lines[len(lines) // 2 :]))
     return a, b
 
 
@@ -99,30 +99,59 @@ def _configs(folder: Path) -> dict[str, tuple[Path, list[str], str]]:
     jpeg.write_text("rewards:\n" + "".join(f"  - name: {r}\n    batch_size: 16\n" for r in JPEG))
     clip = folder / "clip.yaml"
     clip_dir = tiny_open_clip_dir(folder / "tiny_clip")
-    clip.write_text(f"rewards:\n  - name: clip_score\n    model_path: {str(clip_dir)!r}\n    device: cpu\n"
-                    "    batch_size: 16\n")
-    return {"jpeg": (jpeg, JPEG, "both JPEG rewards"),
-            "clip": (clip, ["clip_score"], "`clip_score` on a tiny open_clip model (ViT, 1 layer, 64 px input)")}
+    clip.write_text(
+        f"rewards:\n  - name: clip_score\n    model_path: {str(clip_dir)!r}\n    device: cpu\n    batch_size: 16\n"
+    )
+    return {
+        "jpeg": (jpeg, JPEG, "both JPEG rewards"),
+        "clip": (clip, ["clip_score"], "`clip_score` on a tiny open_clip model (ViT, 1 layer, 64 px input)"),
+    }
 
 
 def _command(config: Path, manifest: Path, out: Path, chunk: int, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "rewardzoo.cli", "score", str(config), "-i", str(manifest), "-o", str(out), "-q",
-            "--chunk-size", str(chunk), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "rewardzoo.cli",
+        "score",
+        str(config),
+        "-i",
+        str(manifest),
+        "-o",
+        str(out),
+        "-q",
+        "--chunk-size",
+        str(chunk),
+        *extra,
+    ]
 
 
 def _runner(*commands: list[str], env: dict | None = None):
     """Runs the commands at once (one for a plain side, two for ``split2``) and waits for all."""
+
     def run() -> None:
         procs = [subprocess.Popen(c, cwd=ROOT, env=env, stderr=subprocess.DEVNULL) for c in commands]
         if any(p.wait() != 0 for p in procs):
             raise RuntimeError(f"a run failed: {commands}")
+
     return run
 
 
 def _phases(config: Path, one: Path, repeats: int) -> dict[str, float]:
-    runs = [json.loads(subprocess.run([sys.executable, "-c", PHASES, str(one), str(config)], check=True, cwd=ROOT,
-                                      capture_output=True, text=True).stdout.strip().splitlines()[-1])
-            for _ in range(repeats)]
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", PHASES, str(one), str(config)],
+                check=True,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+        for _ in range(repeats)
+    ]
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
@@ -134,19 +163,41 @@ def _joining(config: Path, one: Path, folder: Path, chunk: int, repeats: int) ->
     address_file = Path("/tmp/ray/ray_current_cluster")
     before = address_file.read_text() if address_file.exists() else None
     with log.open("w") as fh:
-        head = subprocess.Popen(["ray", "start", "--head", "--block", "--num-cpus", str(os.cpu_count()), "--port",
-                                 "0", "--include-dashboard", "false"], stdout=fh, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+        head = subprocess.Popen(
+            [
+                "ray",
+                "start",
+                "--head",
+                "--block",
+                "--num-cpus",
+                str(os.cpu_count()),
+                "--port",
+                "0",
+                "--include-dashboard",
+                "false",
+            ],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 60
         while not (found := re.search(r"ray start --address='([^']+)'", log.read_text())):
             if time.monotonic() > deadline or head.poll() is not None:
                 raise RuntimeError(f"`ray start` did not come up: {log.read_text()[-2000:]}")
             time.sleep(0.2)
-        times = interleaved_runs({
-            "local": _runner(_command(config, one, folder / "j_local.jsonl", chunk)),
-            "join": _runner(_command(config, one, folder / "j_ray.jsonl", chunk, "--engine", "ray", "--address",
-                                     found[1]), env=env)}, repeats, warmup=1)
+        times = interleaved_runs(
+            {
+                "local": _runner(_command(config, one, folder / "j_local.jsonl", chunk)),
+                "join": _runner(
+                    _command(config, one, folder / "j_ray.jsonl", chunk, "--engine", "ray", "--address", found[1]),
+                    env=env,
+                ),
+            },
+            repeats,
+            warmup=1,
+        )
     finally:
         head.send_signal(signal.SIGINT)
         try:
@@ -170,8 +221,11 @@ def _workload(name: str, config: Path, manifests: dict[str, Path], folder: Path,
         for side, extra in (("local", ()), ("ray2", ("--engine", "ray", "--actors", "2")), ("ray1", one_actor)):
             outs[side, size] = folder / f"{name}_{side}_{size}.jsonl"
             fns[side, size] = _runner(_command(config, manifest, outs[side, size], c, *extra))
-        fns["split2", size] = _runner(_command(config, a, folder / f"{name}_a.jsonl", c),
-                                      _command(config, b, folder / f"{name}_b.jsonl", c), env=one_thread)
+        fns["split2", size] = _runner(
+            _command(config, a, folder / f"{name}_a.jsonl", c),
+            _command(config, b, folder / f"{name}_b.jsonl", c),
+            env=one_thread,
+        )
     times = interleaved_runs(fns, repeats, warmup=0)
     for size in manifests:
         ref = outs["local", size].read_bytes()
@@ -181,8 +235,10 @@ def _workload(name: str, config: Path, manifests: dict[str, Path], folder: Path,
 
 def _per_repetition(times: dict, side: str, kind: str) -> list[float]:
     """local / side per repetition, on the added N rows (``throughput``) or on N rows (``e2e``)."""
+
     def added(s: str) -> list[float]:
         return [b - a for a, b in zip(times[s, "n"], times[s, "2n"])]
+
     local, other = (added("local"), added(side)) if kind == "throughput" else (times["local", "n"], times[side, "n"])
     return [x / y for x, y in zip(local, other)]
 
@@ -211,75 +267,121 @@ def main() -> None:
         one.write_text(manifests["n"].read_text().splitlines()[0] + "\n")
         configs = _configs(folder)
         jpeg_config = configs["jpeg"][0]
-        start = interleaved_runs({  # Ray's own fixed cost: the JPEG rewards need no torch
-            "local": _runner(_command(jpeg_config, one, folder / "one_local.jsonl", c)),
-            "ray": _runner(_command(jpeg_config, one, folder / "one_ray.jsonl", c, "--engine", "ray"))},
-            args.repeats, warmup=0)
+        start = interleaved_runs(
+            {  # Ray's own fixed cost: the JPEG rewards need no torch
+                "local": _runner(_command(jpeg_config, one, folder / "one_local.jsonl", c)),
+                "ray": _runner(_command(jpeg_config, one, folder / "one_ray.jsonl", c, "--engine", "ray")),
+            },
+            args.repeats,
+            warmup=0,
+        )
         one_local, one_ray = statistics.median(start["local"]), statistics.median(start["ray"])
         phases = _phases(jpeg_config, one, args.repeats)
         join_local, join_ray = _joining(jpeg_config, one, folder, c, args.repeats)
-        print(f"start-up {one_ray - one_local:.2f} s (joining a cluster {join_ray - join_local:.2f} s); phases "
-              + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()), file=sys.stderr)
+        print(
+            f"start-up {one_ray - one_local:.2f} s (joining a cluster {join_ray - join_local:.2f} s); phases "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()),
+            file=sys.stderr,
+        )
         for name in only:
             config, rewards, what = configs[name]
             times = _workload(name, config, manifests, folder, c, args.repeats)
             med = {key: statistics.median(v) for key, v in times.items()}
             rate = {s: (med[s, "2n"] - med[s, "n"]) / n * 1000 for s in ("local", "ray2", "ray1", "split2")}
             fixed = {s: med[s, "n"] - rate[s] * n / 1000 for s in rate}
-            reps = {(s, k): _per_repetition(times, s, k)
-                    for s in ("ray2", "ray1", "split2") for k in ("throughput", "e2e")}
-            print(f"{name}: per repetition " + "; ".join(f"{s} {k} " + " ".join(f"{r:.2f}" for r in v)
-                                                         for (s, k), v in reps.items()), file=sys.stderr)
+            reps = {
+                (s, k): _per_repetition(times, s, k) for s in ("ray2", "ray1", "split2") for k in ("throughput", "e2e")
+            }
+            print(
+                f"{name}: per repetition "
+                + "; ".join(f"{s} {k} " + " ".join(f"{r:.2f}" for r in v) for (s, k), v in reps.items()),
+                file=sys.stderr,
+            )
             tp = {s: statistics.median(reps[s, "throughput"]) for s in ("ray2", "split2")}
             e2e = {s: statistics.median(reps[s, "e2e"]) for s in ("ray2", "split2")}
             tp1, e2e1 = 1 / statistics.median(reps["ray1", "throughput"]), 1 / statistics.median(reps["ray1", "e2e"])
-            print(f"{name}: s per 1000 added rows " + ", ".join(f"{s} {v:.2f}" for s, v in rate.items())
-                  + " | fixed " + ", ".join(f"{s} {v:.1f}" for s, v in fixed.items())
-                  + f" | throughput x2 {tp['ray2']:.2f}x (two processes {tp['split2']:.2f}x), x1 {tp1:.2f}"
-                  + f" | end to end x2 {e2e['ray2']:.2f}x (two processes {e2e['split2']:.2f}x), x1 {e2e1:.2f}",
-                  file=sys.stderr)
+            print(
+                f"{name}: s per 1000 added rows "
+                + ", ".join(f"{s} {v:.2f}" for s, v in rate.items())
+                + " | fixed "
+                + ", ".join(f"{s} {v:.1f}" for s, v in fixed.items())
+                + f" | throughput x2 {tp['ray2']:.2f}x (two processes {tp['split2']:.2f}x), x1 {tp1:.2f}"
+                + f" | end to end x2 {e2e['ray2']:.2f}x (two processes {e2e['split2']:.2f}x), x1 {e2e1:.2f}",
+                file=sys.stderr,
+            )
             work = f"{n} PNG images 512x512, {what}, chunk {c}"
-            fixed_note = (f"fixed costs (the {n}-row time less {n} rows at the side's throughput): local "
-                          f"{fixed['local']:.1f} s, 2 actors {fixed['ray2']:.1f} s, 1 actor {fixed['ray1']:.1f} s")
+            fixed_note = (
+                f"fixed costs (the {n}-row time less {n} rows at the side's throughput): local "
+                f"{fixed['local']:.1f} s, 2 actors {fixed['ray2']:.1f} s, 1 actor {fixed['ray1']:.1f} s"
+            )
             figures += [
-                figure(f"ray.{name}.throughput.actors2",
-                       f"`--engine ray --actors 2` vs `rewardzoo score` in one process, throughput: the time {n} "
-                       f"more rows add, {work}", measure("ray, 2 actors", rate["ray2"], "s / 1000 rows"),
-                       baseline=measure("local", rate["local"], "s / 1000 rows"), ratio=tp["ray2"],
-                       ratio_label="x faster", goal=">= 1.6x", rewards=rewards,
-                       notes=f"{_spread(reps['ray2', 'throughput'])}; two local processes on halves of the rows "
-                             f"(the ideal for two workers on these 2 cores, no engine): {tp['split2']:.2f}x; "
-                             f"{fixed_note}"),
-                figure(f"ray.{name}.overhead.actors1",
-                       f"`--engine ray --actors 1` vs `rewardzoo score` in one process, throughput: the time {n} "
-                       f"more rows add, {work}",
-                       measure("ray, 1 actor", rate["ray1"], "s / 1000 rows"),
-                       baseline=measure("local", rate["local"], "s / 1000 rows"), ratio=tp1,
-                       ratio_label="ray / local", goal="<= 1.25", rewards=rewards,
-                       notes=f"{_spread(reps['ray1', 'throughput'], invert=True)}; {fixed_note}"),
-                figure(f"ray.{name}.end_to_end.actors2",
-                       f"`--engine ray --actors 2` vs `rewardzoo score` in one process, end to end on {n} rows, "
-                       f"{work}", measure("ray, 2 actors", med["ray2", "n"], "s"),
-                       baseline=measure("local", med["local", "n"], "s"), ratio=e2e["ray2"], ratio_label="x faster",
-                       rewards=rewards,
-                       notes=f"Ray's fixed costs included; {_spread(reps['ray2', 'e2e'])}; two local processes on "
-                             f"halves: {e2e['split2']:.2f}x; "
-                             f"1 actor: {e2e1:.2f} the local time"),
+                figure(
+                    f"ray.{name}.throughput.actors2",
+                    f"`--engine ray --actors 2` vs `rewardzoo score` in one process, throughput: the time {n} "
+                    f"more rows add, {work}",
+                    measure("ray, 2 actors", rate["ray2"], "s / 1000 rows"),
+                    baseline=measure("local", rate["local"], "s / 1000 rows"),
+                    ratio=tp["ray2"],
+                    ratio_label="x faster",
+                    goal=">= 1.6x",
+                    rewards=rewards,
+                    notes=f"{_spread(reps['ray2', 'throughput'])}; two local processes on halves of the rows "
+                    f"(the ideal for two workers on these 2 cores, no engine): {tp['split2']:.2f}x; "
+                    f"{fixed_note}",
+                ),
+                figure(
+                    f"ray.{name}.overhead.actors1",
+                    f"`--engine ray --actors 1` vs `rewardzoo score` in one process, throughput: the time {n} "
+                    f"more rows add, {work}",
+                    measure("ray, 1 actor", rate["ray1"], "s / 1000 rows"),
+                    baseline=measure("local", rate["local"], "s / 1000 rows"),
+                    ratio=tp1,
+                    ratio_label="ray / local",
+                    goal="<= 1.25",
+                    rewards=rewards,
+                    notes=f"{_spread(reps['ray1', 'throughput'], invert=True)}; {fixed_note}",
+                ),
+                figure(
+                    f"ray.{name}.end_to_end.actors2",
+                    f"`--engine ray --actors 2` vs `rewardzoo score` in one process, end to end on {n} rows, {work}",
+                    measure("ray, 2 actors", med["ray2", "n"], "s"),
+                    baseline=measure("local", med["local", "n"], "s"),
+                    ratio=e2e["ray2"],
+                    ratio_label="x faster",
+                    rewards=rewards,
+                    notes=f"Ray's fixed costs included; {_spread(reps['ray2', 'e2e'])}; two local processes on "
+                    f"halves: {e2e['split2']:.2f}x; "
+                    f"1 actor: {e2e1:.2f} the local time",
+                ),
             ]
-    figures.append(figure(
-        "ray.startup.local_instance",
-        "fixed cost of `--engine ray` over local on a one-row manifest (start the local Ray instance, the actor "
-        "pool, stop it), JPEG rewards", measure("start-up", one_ray - one_local, "s"),
-        baseline=measure("local, one row", one_local, "s"),
-        rewards=[], notes="phases in one process: " + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items())))
-    figures.append(figure(
-        "ray.startup.joining_a_cluster",
-        "fixed cost of `--engine ray --address ADDR` over local on a one-row manifest, joining a running `ray start` "
-        "cluster on this machine (connect, the actor pool, disconnect), JPEG rewards",
-        measure("start-up", join_ray - join_local, "s"), baseline=measure("local, one row", join_local, "s"),
-        rewards=[], notes="what each job pays once the cluster is up"))
-    write_results(__file__, figures, parts=None if set(only) == {"jpeg", "clip"} else
-                  ["ray.startup"] + [f"ray.{w}" for w in only], path=args.results)
+    figures.append(
+        figure(
+            "ray.startup.local_instance",
+            "fixed cost of `--engine ray` over local on a one-row manifest (start the local Ray instance, the actor "
+            "pool, stop it), JPEG rewards",
+            measure("start-up", one_ray - one_local, "s"),
+            baseline=measure("local, one row", one_local, "s"),
+            rewards=[],
+            notes="phases in one process: " + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()),
+        )
+    )
+    figures.append(
+        figure(
+            "ray.startup.joining_a_cluster",
+            "fixed cost of `--engine ray --address ADDR` over local on a one-row manifest, joining a running `ray start` "
+            "cluster on this machine (connect, the actor pool, disconnect), JPEG rewards",
+            measure("start-up", join_ray - join_local, "s"),
+            baseline=measure("local, one row", join_local, "s"),
+            rewards=[],
+            notes="what each job pays once the cluster is up",
+        )
+    )
+    write_results(
+        __file__,
+        figures,
+        parts=None if set(only) == {"jpeg", "clip"} else ["ray.startup"] + [f"ray.{w}" for w in only],
+        path=args.results,
+    )
 
 
 if __name__ == "__main__":

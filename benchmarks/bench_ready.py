@@ -51,12 +51,17 @@ def _samples() -> list[Sample]:
 
 def bench() -> dict:
     a = {"async_reward": True, "num_workers": 1, "batch_size": BATCH}
-    proc = RewardProcessor([{"name": "jpeg", "reward_model": "jpeg_incompressibility", **a},
-                            {"name": "judge", "reward_model": "bench_slow_judge", **a}])
+    proc = RewardProcessor(
+        [
+            {"name": "jpeg", "reward_model": "jpeg_incompressibility", **a},
+            {"name": "judge", "reward_model": "bench_slow_judge", **a},
+        ]
+    )
     samples = _samples()
     expected = proc(samples)
     first: dict[str, list[float]] = {"ready": [], "ordered": []}
     with proc.incremental(timeout=120) as runner:
+
         def run_finalize():
             runner.add(samples)
             runner.finalize()
@@ -69,47 +74,68 @@ def bench() -> dict:
                     first[side].append(time.perf_counter() - start)
             runner.finalize()
 
-        times = interleaved_runs({"finalize": run_finalize,
-                                  "ready": lambda: iterate("ready", runner.ready),
-                                  "ordered": lambda: iterate("ordered", runner.results)}, REPEATS)
+        times = interleaved_runs(
+            {
+                "finalize": run_finalize,
+                "ready": lambda: iterate("ready", runner.ready),
+                "ordered": lambda: iterate("ordered", runner.results),
+            },
+            REPEATS,
+        )
         # the rows are finalize()'s numbers
         runner.add(samples)
         rows = dict(runner.ready())
         result = runner.finalize()
     for name in expected.rewards:
         assert np.array_equal(result.rewards[name], expected.rewards[name], equal_nan=True)
-        assert np.array_equal(np.concatenate([rows[i].rewards[name] for i in range(N)]), result.rewards[name],
-                              equal_nan=True)
+        assert np.array_equal(
+            np.concatenate([rows[i].rewards[name] for i in range(N)]), result.rewards[name], equal_nan=True
+        )
     assert np.array_equal(np.concatenate([rows[i].total for i in range(N)]), result.total)
     out = {"finalize_s": statistics.median(times["finalize"])}
     for side in ("ready", "ordered"):
         firsts = first[side][1:]  # the warm-up's first
-        out[side] = {"first_s": statistics.median(firsts), "all_s": statistics.median(times[side]),
-                     "ratio": statistics.median(f / t for f, t in zip(firsts, times["finalize"])),
-                     "all_ratio": statistics.median(a / t for a, t in zip(times[side], times["finalize"]))}
+        out[side] = {
+            "first_s": statistics.median(firsts),
+            "all_s": statistics.median(times[side]),
+            "ratio": statistics.median(f / t for f, t in zip(firsts, times["finalize"])),
+            "all_ratio": statistics.median(a / t for a, t in zip(times[side], times["finalize"])),
+        }
     return out
 
 
 def figures(r: dict) -> list[dict]:
-    work = (f"{N} samples (images {SIZE}x{SIZE}), two async streams of batch {BATCH}: `jpeg_incompressibility` "
-            f"and a judge that sleeps {SLOW_S * 1e3:.0f} ms per call ({N // BATCH} calls)")
+    work = (
+        f"{N} samples (images {SIZE}x{SIZE}), two async streams of batch {BATCH}: `jpeg_incompressibility` "
+        f"and a judge that sleeps {SLOW_S * 1e3:.0f} ms per call ({N // BATCH} calls)"
+    )
     ideal = 1 / (N // BATCH)
     out = []
     for side, how in (("ready", "`runner.ready()`"), ("ordered", "`runner.results(ordered=True)`")):
         g = r[side]
-        out.append(figure(
-            f"execution.ready.first_{side}",
-            f"time to the first row of {how} vs `finalize()`; " + work,
-            measure("first row", g["first_s"] * 1e3, "ms"), baseline=measure("finalize()", r["finalize_s"] * 1e3, "ms"),
-            ratio=g["ratio"], ratio_label="first row / finalize", goal="<= 0.25" if side == "ready" else None,
-            notes=f"ideal ratio {ideal:.3f}: one of the judge's {N // BATCH} calls"))
+        out.append(
+            figure(
+                f"execution.ready.first_{side}",
+                f"time to the first row of {how} vs `finalize()`; " + work,
+                measure("first row", g["first_s"] * 1e3, "ms"),
+                baseline=measure("finalize()", r["finalize_s"] * 1e3, "ms"),
+                ratio=g["ratio"],
+                ratio_label="first row / finalize",
+                goal="<= 0.25" if side == "ready" else None,
+                notes=f"ideal ratio {ideal:.3f}: one of the judge's {N // BATCH} calls",
+            )
+        )
     g = r["ready"]
-    out.append(figure(
-        "execution.ready.all_rows",
-        "all rows of `runner.ready()`, then `finalize()`, vs `finalize()` alone (the cost of the rows); " + work,
-        measure("ready() + finalize()", g["all_s"] * 1e3, "ms"),
-        baseline=measure("finalize()", r["finalize_s"] * 1e3, "ms"), ratio=g["all_ratio"],
-        ratio_label="ready / finalize"))
+    out.append(
+        figure(
+            "execution.ready.all_rows",
+            "all rows of `runner.ready()`, then `finalize()`, vs `finalize()` alone (the cost of the rows); " + work,
+            measure("ready() + finalize()", g["all_s"] * 1e3, "ms"),
+            baseline=measure("finalize()", r["finalize_s"] * 1e3, "ms"),
+            ratio=g["all_ratio"],
+            ratio_label="ready / finalize",
+        )
+    )
     return out
 
 
@@ -119,8 +145,10 @@ def main() -> None:
     print(f"finalize(): {r['finalize_s'] * 1e3:.0f} ms")
     for side in ("ready", "ordered"):
         g = r[side]
-        print(f"  {side:8s}: first row {g['first_s'] * 1e3:.0f} ms ({g['ratio']:.3f} of finalize), "
-              f"all rows + finalize {g['all_s'] * 1e3:.0f} ms ({g['all_ratio']:.2f})")
+        print(
+            f"  {side:8s}: first row {g['first_s'] * 1e3:.0f} ms ({g['ratio']:.3f} of finalize), "
+            f"all rows + finalize {g['all_s'] * 1e3:.0f} ms ({g['all_ratio']:.2f})"
+        )
     write_results(__file__, figures(r))
 
 

@@ -25,8 +25,14 @@ from PIL import Image
 from results_io import figure, measure, write_results
 from timing import interleaved
 
-NAMES = ("jpeg_compressibility", "jpeg_incompressibility", "group_rank", "group_normalized", "pairwise_winrate",
-         "clip_score")
+NAMES = (
+    "jpeg_compressibility",
+    "jpeg_incompressibility",
+    "group_rank",
+    "group_normalized",
+    "pairwise_winrate",
+    "clip_score",
+)
 
 
 def make_inputs(folder: Path, rows: int) -> tuple[Path, Path, Path]:
@@ -43,15 +49,26 @@ def make_inputs(folder: Path, rows: int) -> tuple[Path, Path, Path]:
     other = {name: values + 0.05 + 0.3 * rng.normal(size=rows) for name, values in columns.items()}
     with (folder / "manifest.jsonl").open("w") as fh:
         for i in range(rows):
-            fh.write(json.dumps({"image": f"img{i % 20}.png", "prompt": f"prompt {i // 8}",
-                                 "dataset": "t2i" if i % 3 else "edit", "group_id": i // 8}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "image": f"img{i % 20}.png",
+                        "prompt": f"prompt {i // 8}",
+                        "dataset": "t2i" if i % 3 else "edit",
+                        "group_id": i // 8,
+                    }
+                )
+                + "\n"
+            )
     for path, cols in ((folder / "scores.jsonl", columns), (folder / "scores_b.jsonl", other)):
         with path.open("w") as fh:
             for i in range(rows):
                 rewards = {n: None if np.isnan(v[i]) else float(v[i]) for n, v in cols.items()}
                 applied = [n for n, v in rewards.items() if v is not None]
-                fh.write(json.dumps({"rewards": rewards, "total": sum(rewards[n] for n in applied),
-                                     "applied": applied}) + "\n")
+                fh.write(
+                    json.dumps({"rewards": rewards, "total": sum(rewards[n] for n in applied), "applied": applied})
+                    + "\n"
+                )
     return folder / "manifest.jsonl", folder / "scores.jsonl", folder / "scores_b.jsonl"
 
 
@@ -80,41 +97,71 @@ def main() -> None:
         folder = Path(tmp)
         manifest, scores, other = make_inputs(folder, args.rows)
         plain, compared = folder / "plain.html", folder / "compare.html"
-        medians, ratios = interleaved({
-            "baseline": lambda: json_numpy_summary(scores),
-            "report": lambda: build_report(scores, manifest=manifest, out=plain),
-        }, args.repeats)
-        c_medians, c_ratios = interleaved({
-            "baseline": lambda: json_numpy_summary(scores, other),
-            "report": lambda: build_report(scores, manifest=manifest, compare=other, out=compared),
-        }, args.repeats)
+        medians, ratios = interleaved(
+            {
+                "baseline": lambda: json_numpy_summary(scores),
+                "report": lambda: build_report(scores, manifest=manifest, out=plain),
+            },
+            args.repeats,
+        )
+        c_medians, c_ratios = interleaved(
+            {
+                "baseline": lambda: json_numpy_summary(scores, other),
+                "report": lambda: build_report(scores, manifest=manifest, compare=other, out=compared),
+            },
+            args.repeats,
+        )
         size, c_size = plain.stat().st_size / 1e6, compared.stat().st_size / 1e6
     rows = f"{args.rows:,} rows"
     print("| measurement | baseline | rewardzoo | ratio |")
     print("|---|---|---|---|")
-    print(f"| report, {rows} + manifest | json + NumPy summary {medians['baseline']:.2f} s | "
-          f"{medians['report']:.2f} s | {ratios['report']:.1f}x |")
-    print(f"| report --compare, {rows} | json + NumPy summary of both {c_medians['baseline']:.2f} s | "
-          f"{c_medians['report']:.2f} s | {c_ratios['report']:.1f}x |")
+    print(
+        f"| report, {rows} + manifest | json + NumPy summary {medians['baseline']:.2f} s | "
+        f"{medians['report']:.2f} s | {ratios['report']:.1f}x |"
+    )
+    print(
+        f"| report --compare, {rows} | json + NumPy summary of both {c_medians['baseline']:.2f} s | "
+        f"{c_medians['report']:.2f} s | {c_ratios['report']:.1f}x |"
+    )
     print(f"| HTML size | | {size:.2f} MB (compare: {c_size:.2f} MB) | |")
-    workload = (f"{rows}, 6 rewards (one 10 % null), 2 datasets, groups of 8, manifest of 256x256 PNGs, --top 8")
+    workload = f"{rows}, 6 rewards (one 10 % null), 2 datasets, groups of 8, manifest of 256x256 PNGs, --top 8"
     notes = f"median of {args.repeats} interleaved runs after a warm-up; ratio: median of per-run ratios"
-    write_results(__file__, [
-        figure("report.build.plain", f"`rewardzoo report` with --manifest, {workload}, vs reading the score file "
-                                     "with json.loads and a NumPy summary per reward",
-               measure("build_report", medians["report"], "s"),
-               baseline=measure("json + NumPy summary", medians["baseline"], "s"),
-               ratio=ratios["report"], ratio_label="report / json summary", goal="< 30 s", notes=notes),
-        figure("report.build.compare", f"`rewardzoo report` with --manifest and --compare (1,000 bootstrap "
-                                       f"resamples per reward), {workload}, vs reading both score files the same way",
-               measure("build_report --compare", c_medians["report"], "s"),
-               baseline=measure("json + NumPy summary of both", c_medians["baseline"], "s"),
-               ratio=c_ratios["report"], ratio_label="report / json summary", goal="< 30 s", notes=notes),
-        figure("report.size.plain", f"HTML size of the report, {workload}", measure("HTML", size, "MB"),
-               goal="< 20 MB"),
-        figure("report.size.compare", f"HTML size of the --compare report, {workload}", measure("HTML", c_size, "MB"),
-               goal="< 20 MB"),
-    ])
+    write_results(
+        __file__,
+        [
+            figure(
+                "report.build.plain",
+                f"`rewardzoo report` with --manifest, {workload}, vs reading the score file "
+                "with json.loads and a NumPy summary per reward",
+                measure("build_report", medians["report"], "s"),
+                baseline=measure("json + NumPy summary", medians["baseline"], "s"),
+                ratio=ratios["report"],
+                ratio_label="report / json summary",
+                goal="< 30 s",
+                notes=notes,
+            ),
+            figure(
+                "report.build.compare",
+                f"`rewardzoo report` with --manifest and --compare (1,000 bootstrap "
+                f"resamples per reward), {workload}, vs reading both score files the same way",
+                measure("build_report --compare", c_medians["report"], "s"),
+                baseline=measure("json + NumPy summary of both", c_medians["baseline"], "s"),
+                ratio=c_ratios["report"],
+                ratio_label="report / json summary",
+                goal="< 30 s",
+                notes=notes,
+            ),
+            figure(
+                "report.size.plain", f"HTML size of the report, {workload}", measure("HTML", size, "MB"), goal="< 20 MB"
+            ),
+            figure(
+                "report.size.compare",
+                f"HTML size of the --compare report, {workload}",
+                measure("HTML", c_size, "MB"),
+                goal="< 20 MB",
+            ),
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -98,17 +98,36 @@ def main() -> None:
 
     mb = param_bytes / 2**20
     figures = [
-        figure("residency.drop.rss", f"RSS freed by sleep() with offload: drop, sequence_reward {mb:.0f} MB float32",
-               measure("RSS freed", (awake - asleep) / 2**20, "MB"), baseline=measure("parameter bytes", mb, "MB"),
-               ratio=freed, ratio_label="freed / parameter bytes", goal=">= 0.9", rewards=["sequence_reward"]),
-        figure("residency.drop.wake", f"wake from offload: drop vs a cold load, sequence_reward {mb:.0f} MB",
-               measure("drop wake", wake_s * 1e3, "ms"), baseline=measure("cold load", cold_s * 1e3, "ms"),
-               ratio=wake_s / cold_s, ratio_label="wake / cold load", goal="<= 0.3", rewards=["sequence_reward"]),
-        figure("residency.cpu.phase", f"reward phase (8 samples) with offload: cpu vs none on the CPU, {mb:.0f} MB",
-               measure("offload: cpu", phase["cpu"] * 1e3, "ms"), baseline=measure("offload: none", phase["none"] * 1e3,
-                                                                                    "ms"),
-               ratio=ratios["cpu"], ratio_label="cpu / none (median per repetition)", goal="<= 1.05",
-               rewards=["sequence_reward"]),
+        figure(
+            "residency.drop.rss",
+            f"RSS freed by sleep() with offload: drop, sequence_reward {mb:.0f} MB float32",
+            measure("RSS freed", (awake - asleep) / 2**20, "MB"),
+            baseline=measure("parameter bytes", mb, "MB"),
+            ratio=freed,
+            ratio_label="freed / parameter bytes",
+            goal=">= 0.9",
+            rewards=["sequence_reward"],
+        ),
+        figure(
+            "residency.drop.wake",
+            f"wake from offload: drop vs a cold load, sequence_reward {mb:.0f} MB",
+            measure("drop wake", wake_s * 1e3, "ms"),
+            baseline=measure("cold load", cold_s * 1e3, "ms"),
+            ratio=wake_s / cold_s,
+            ratio_label="wake / cold load",
+            goal="<= 0.3",
+            rewards=["sequence_reward"],
+        ),
+        figure(
+            "residency.cpu.phase",
+            f"reward phase (8 samples) with offload: cpu vs none on the CPU, {mb:.0f} MB",
+            measure("offload: cpu", phase["cpu"] * 1e3, "ms"),
+            baseline=measure("offload: none", phase["none"] * 1e3, "ms"),
+            ratio=ratios["cpu"],
+            ratio_label="cpu / none (median per repetition)",
+            goal="<= 1.05",
+            rewards=["sequence_reward"],
+        ),
     ]
     for f in figures:
         print(f["id"], f["value"], f["baseline"], f["ratio"])

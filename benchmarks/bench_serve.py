@@ -60,11 +60,19 @@ class Server:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "benchmarks")]), "HF_HUB_OFFLINE": "1",
-               "OMP_NUM_THREADS": "1"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "benchmarks")]),
+            "HF_HUB_OFFLINE": "1",
+            "OMP_NUM_THREADS": "1",
+        }
         self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, "-m", "rewardzoo.cli", "serve", str(config), "--port",
-                                      str(self.port), *args], env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "rewardzoo.cli", "serve", str(config), "--port", str(self.port), *args],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -94,10 +102,28 @@ def write_config(root: Path) -> dict[str, Path]:
 
     oc = rzt.tiny_open_clip_dir(root / "tiny-open-clip", seed=0)
     head = rzt.aesthetic_head_file(root / "head.safetensors", seed=7)
-    fixed = {"rewards": [{"name": "fixed", "reward_model": "serve_rewards:FixedCostPerCall", "batch_size": 64,
-                          "kwargs": {"call_ms": 20.0}}]}
-    model = {"rewards": [{"name": "aesthetic", "reward_model": "laion_aesthetic", "model_path": str(head),
-                          "device": "cpu", "batch_size": 64, "kwargs": {"clip_model": str(oc)}}]}
+    fixed = {
+        "rewards": [
+            {
+                "name": "fixed",
+                "reward_model": "serve_rewards:FixedCostPerCall",
+                "batch_size": 64,
+                "kwargs": {"call_ms": 20.0},
+            }
+        ]
+    }
+    model = {
+        "rewards": [
+            {
+                "name": "aesthetic",
+                "reward_model": "laion_aesthetic",
+                "model_path": str(head),
+                "device": "cpu",
+                "batch_size": 64,
+                "kwargs": {"clip_model": str(oc)},
+            }
+        ]
+    }
     jpeg = {"rewards": [{"name": "jpeg", "reward_model": "jpeg_compressibility", "batch_size": 64}]}
     paths = {"model": root / "model.yaml", "jpeg": root / "jpeg.yaml", "fixed": root / "fixed.yaml"}
     paths["fixed"].write_text(yaml.safe_dump(fixed))
@@ -120,21 +146,30 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int) -> list[dict]:
             want = local(samples).total
             np.testing.assert_array_equal(png.score(samples).total, want)
             np.testing.assert_array_equal(raw.score(samples).total, want)
-            times, ratios = interleaved({"local": lambda: local(samples), "png": lambda: png.score(samples),
-                                         "raw": lambda: raw.score(samples)}, repeats=repeats)
+            times, ratios = interleaved(
+                {"local": lambda: local(samples), "png": lambda: png.score(samples), "raw": lambda: raw.score(samples)},
+                repeats=repeats,
+            )
             png.close()
             raw.close()
         finally:
             server.stop()
         for fmt in ("png", "raw"):
             goal = "<= 1.15x" if kind == "model" else None
-            figs.append(figure(
-                f"serve.roundtrip.{kind}.{fmt}",
-                f"`{reward}`{' (tiny open_clip)' if kind == 'model' else ''}: 32 images 512x512 in one request "
-                f"({fmt.upper()} images) through a server on this machine vs scored in the process "
-                f"(median of {repeats} paired ratios)",
-                measure(f"server ({fmt})", times[fmt] * 1e3, "ms"), baseline=measure("in process", times["local"] * 1e3, "ms"),
-                ratio=ratios[fmt], ratio_label="server / in process", goal=goal, rewards=["remote"]))
+            figs.append(
+                figure(
+                    f"serve.roundtrip.{kind}.{fmt}",
+                    f"`{reward}`{' (tiny open_clip)' if kind == 'model' else ''}: 32 images 512x512 in one request "
+                    f"({fmt.upper()} images) through a server on this machine vs scored in the process "
+                    f"(median of {repeats} paired ratios)",
+                    measure(f"server ({fmt})", times[fmt] * 1e3, "ms"),
+                    baseline=measure("in process", times["local"] * 1e3, "ms"),
+                    ratio=ratios[fmt],
+                    ratio_label="server / in process",
+                    goal=goal,
+                    rewards=["remote"],
+                )
+            )
     return figs
 
 
@@ -144,12 +179,15 @@ def bench_batching(config: Path, kind: str, repeats: int, requests_per_client: i
 
     clients, per_request = 8, 4
     images = textured(clients * per_request, 64, seed=1)
-    batches = [[rewardzoo.Sample(image=img) for img in images[c * per_request:(c + 1) * per_request]]
-               for c in range(clients)]
+    batches = [
+        [rewardzoo.Sample(image=img) for img in images[c * per_request : (c + 1) * per_request]] for c in range(clients)
+    ]
     batched = Server(config, "--max-batch", "64", "--max-wait-ms", "10")
     single = Server(config, "--max-batch", str(per_request), "--max-wait-ms", "0")
-    pools = {name: [RewardClient(s.url, image_format="raw") for _ in range(clients)]
-             for name, s in (("single", single), ("batched", batched))}
+    pools = {
+        name: [RewardClient(s.url, image_format="raw") for _ in range(clients)]
+        for name, s in (("single", single), ("batched", batched))
+    }
 
     def burst(name: str) -> None:
         errors: list = []
@@ -170,8 +208,9 @@ def bench_batching(config: Path, kind: str, repeats: int, requests_per_client: i
             raise errors[0]
 
     try:
-        times, ratios = interleaved({"single": lambda: burst("single"), "batched": lambda: burst("batched")},
-                                    repeats=repeats)
+        times, ratios = interleaved(
+            {"single": lambda: burst("single"), "batched": lambda: burst("batched")}, repeats=repeats
+        )
     finally:
         for pool in pools.values():
             for client in pool:
@@ -179,16 +218,23 @@ def bench_batching(config: Path, kind: str, repeats: int, requests_per_client: i
         batched.stop()
         single.stop()
     n = clients * per_request * requests_per_client
-    what = ("`laion_aesthetic` on the tiny open_clip (CPU, one thread: compute grows with the batch)" if kind == "model"
-            else "a reward whose call costs 20 ms whatever its size (`benchmarks/serve_rewards.py`, as a GPU model "
-                 "below saturation)")
-    return figure(f"serve.batching.{kind}",
-                  f"8 clients x {requests_per_client} requests of 4 images 64x64, {what}: throughput with server-side "
-                  f"batching (--max-batch 64 --max-wait-ms 10) vs each request alone (median of {repeats} paired ratios)",
-                  measure("batched", n / times["batched"], "samples/s"),
-                  baseline=measure("each request alone", n / times["single"], "samples/s"),
-                  ratio=1 / ratios["batched"], ratio_label="x the throughput", goal=">= 2x" if kind == "fixed" else None,
-                  rewards=["remote"])
+    what = (
+        "`laion_aesthetic` on the tiny open_clip (CPU, one thread: compute grows with the batch)"
+        if kind == "model"
+        else "a reward whose call costs 20 ms whatever its size (`benchmarks/serve_rewards.py`, as a GPU model "
+        "below saturation)"
+    )
+    return figure(
+        f"serve.batching.{kind}",
+        f"8 clients x {requests_per_client} requests of 4 images 64x64, {what}: throughput with server-side "
+        f"batching (--max-batch 64 --max-wait-ms 10) vs each request alone (median of {repeats} paired ratios)",
+        measure("batched", n / times["batched"], "samples/s"),
+        baseline=measure("each request alone", n / times["single"], "samples/s"),
+        ratio=1 / ratios["batched"],
+        ratio_label="x the throughput",
+        goal=">= 2x" if kind == "fixed" else None,
+        rewards=["remote"],
+    )
 
 
 def bench_wire(repeats: int) -> list[dict]:
@@ -200,24 +246,37 @@ def bench_wire(repeats: int) -> list[dict]:
     arr = np.asarray(img)
 
     def roundtrip(image_format: str) -> None:
-        body = msgpack.packb({"protocol": 1, "samples": [{"image": wire.encode_image(arr, image_format)}]},
-                             use_bin_type=True)
+        body = msgpack.packb(
+            {"protocol": 1, "samples": [{"image": wire.encode_image(arr, image_format)}]}, use_bin_type=True
+        )
         wire.decode_request(body, "msgpack")
 
     def pickled() -> None:
         pickle.loads(pickle.dumps({"images": [arr]}))
 
     inner = 20
-    times, ratios = interleaved({"pickle": lambda: [pickled() for _ in range(inner)],
-                                 "raw": lambda: [roundtrip("raw") for _ in range(inner)],
-                                 "png": lambda: [roundtrip("png") for _ in range(inner)]}, repeats=repeats)
+    times, ratios = interleaved(
+        {
+            "pickle": lambda: [pickled() for _ in range(inner)],
+            "raw": lambda: [roundtrip("raw") for _ in range(inner)],
+            "png": lambda: [roundtrip("png") for _ in range(inner)],
+        },
+        repeats=repeats,
+    )
     figs = []
     for fmt in ("raw", "png"):
-        figs.append(figure(f"serve.wire.{fmt}", f"encode + decode of one 512x512 RGB image: wire format ({fmt}, "
-                           "MessagePack, limits checked) vs pickle dumps + loads of the array",
-                           measure(f"wire {fmt}", times[fmt] / inner * 1e6, "us"),
-                           baseline=measure("pickle", times["pickle"] / inner * 1e6, "us"),
-                           ratio=ratios[fmt], ratio_label="wire / pickle", rewards=["remote"]))
+        figs.append(
+            figure(
+                f"serve.wire.{fmt}",
+                f"encode + decode of one 512x512 RGB image: wire format ({fmt}, "
+                "MessagePack, limits checked) vs pickle dumps + loads of the array",
+                measure(f"wire {fmt}", times[fmt] / inner * 1e6, "us"),
+                baseline=measure("pickle", times["pickle"] / inner * 1e6, "us"),
+                ratio=ratios[fmt],
+                ratio_label="wire / pickle",
+                rewards=["remote"],
+            )
+        )
     return figs
 
 

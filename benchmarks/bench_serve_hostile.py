@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_io import figure, measure, print_figures, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
-REWARD = '''from rewardzoo.rewards.base import Inputs, PointwiseReward
+REWARD = """from rewardzoo.rewards.base import Inputs, PointwiseReward
 
 
 class ImageWidth(PointwiseReward):
@@ -42,7 +42,7 @@ class ImageWidth(PointwiseReward):
 
     def __call__(self, image, **_):
         return [float(im.width) for im in image]
-'''
+"""
 
 
 def free_port() -> int:
@@ -83,13 +83,16 @@ def vm(pid: int, key: str) -> float:
 class Served:
     def __init__(self, tree: Path, folder: Path):
         self.port = free_port()
-        env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{folder}", "OMP_NUM_THREADS": "1",
-               "HF_HUB_OFFLINE": "1"}
+        env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{folder}", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
         (folder / "w.yaml").write_text("rewards:\n  - name: w\n    reward_model: bench_hostile_reward:ImageWidth\n")
         self.log = open(folder / f"serve.{self.port}.log", "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "rewardzoo.cli", "serve", str(folder / "w.yaml"),
-                                      "--port", str(self.port)], env=env, cwd=str(folder), stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "rewardzoo.cli", "serve", str(folder / "w.yaml"), "--port", str(self.port)],
+            env=env,
+            cwd=str(folder),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 120
         while get(self.port, "/ready", 5)[0] != 200:
             if time.monotonic() > deadline or self.proc.poll() is not None:
@@ -122,8 +125,9 @@ def png_attack(tree: Path, folder: Path, concurrent: int) -> dict:
     from rewardzoo.transport.wire import png_bytes
 
     black = png_bytes(np.zeros((4096, 4096, 3), np.uint8), level=9)
-    body = msgpack.packb({"protocol": 1, "samples": [{"image": {"format": "png", "data": black}}] * 16},
-                         use_bin_type=True)
+    body = msgpack.packb(
+        {"protocol": 1, "samples": [{"image": {"format": "png", "data": black}}] * 16}, use_bin_type=True
+    )
     server = Served(tree, folder)
     try:
         base = vm(server.proc.pid, "VmRSS")
@@ -138,16 +142,20 @@ def png_attack(tree: Path, folder: Path, concurrent: int) -> dict:
         peak, after = vm(server.proc.pid, "VmHWM"), vm(server.proc.pid, "VmRSS")
     finally:
         server.stop()
-    return {"wire_kb": len(body) / 1024, "rss_before_mb": base, "peak_mb": peak, "rss_after_mb": after,
-            "statuses": sorted(map(str, statuses)),
-            "health_median_ms": statistics.median(ms for _, ms in health) if health else None,
-            "health_max_ms": max((ms for _, ms in health), default=None),
-            "health_statuses": sorted({s for s, _ in health})}
+    return {
+        "wire_kb": len(body) / 1024,
+        "rss_before_mb": base,
+        "peak_mb": peak,
+        "rss_after_mb": after,
+        "statuses": sorted(map(str, statuses)),
+        "health_median_ms": statistics.median(ms for _, ms in health) if health else None,
+        "health_max_ms": max((ms for _, ms in health), default=None),
+        "health_statuses": sorted({s for s, _ in health}),
+    }
 
 
 def extract(rev: str, into: Path) -> Path:
-    data = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "rewardzoo"], check=True,
-                          capture_output=True).stdout
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "rewardzoo"], check=True, capture_output=True).stdout
     tarfile.open(fileobj=io.BytesIO(data)).extractall(into)
     return into
 
@@ -164,24 +172,35 @@ def main() -> None:
         (tmp / "bench_hostile_reward.py").write_text(REWARD)
         trees = {"before": extract(args.before, tmp / "before"), "after": ROOT}
         for name, tree in trees.items():
-            results[name] = {"idle": idle_connections(tree, tmp, args.idle),
-                             "png": png_attack(tree, tmp, args.concurrent)}
+            results[name] = {
+                "idle": idle_connections(tree, tmp, args.idle),
+                "png": png_attack(tree, tmp, args.concurrent),
+            }
             print(name, results[name], flush=True)
     b, a = results["before"], results["after"]
     figs = [
-        figure("serve.hostile.health_idle", f"/health median latency with {args.idle} idle connections open "
-               f"(statuses before {b['idle']['statuses']}, after {a['idle']['statuses']})",
-               measure("after", a["idle"]["median_ms"], "ms"), baseline=measure("before", b["idle"]["median_ms"], "ms"),
-               notes="before: uvicorn's limit_concurrency counted the idle sockets and answered 503"),
-        figure("serve.hostile.png_peak_rss", f"server peak RSS, {args.concurrent} concurrent requests of 16 black "
-               f"4096x4096 PNGs ({a['png']['wire_kb']:.0f} kB each; statuses before {b['png']['statuses']}, "
-               f"after {a['png']['statuses']})",
-               measure("after", a["png"]["peak_mb"], "MB"), baseline=measure("before", b["png"]["peak_mb"], "MB"),
-               ratio=b["png"]["peak_mb"] / a["png"]["peak_mb"], ratio_label="x less memory",
-               notes=f"RSS after the attack: before {b['png']['rss_after_mb']:.0f} MB, after "
-                     f"{a['png']['rss_after_mb']:.0f} MB; /health during it: before median "
-                     f"{b['png']['health_median_ms']:.1f} ms (max {b['png']['health_max_ms']:.0f}), after "
-                     f"{a['png']['health_median_ms']:.1f} ms (max {a['png']['health_max_ms']:.0f})"),
+        figure(
+            "serve.hostile.health_idle",
+            f"/health median latency with {args.idle} idle connections open "
+            f"(statuses before {b['idle']['statuses']}, after {a['idle']['statuses']})",
+            measure("after", a["idle"]["median_ms"], "ms"),
+            baseline=measure("before", b["idle"]["median_ms"], "ms"),
+            notes="before: uvicorn's limit_concurrency counted the idle sockets and answered 503",
+        ),
+        figure(
+            "serve.hostile.png_peak_rss",
+            f"server peak RSS, {args.concurrent} concurrent requests of 16 black "
+            f"4096x4096 PNGs ({a['png']['wire_kb']:.0f} kB each; statuses before {b['png']['statuses']}, "
+            f"after {a['png']['statuses']})",
+            measure("after", a["png"]["peak_mb"], "MB"),
+            baseline=measure("before", b["png"]["peak_mb"], "MB"),
+            ratio=b["png"]["peak_mb"] / a["png"]["peak_mb"],
+            ratio_label="x less memory",
+            notes=f"RSS after the attack: before {b['png']['rss_after_mb']:.0f} MB, after "
+            f"{a['png']['rss_after_mb']:.0f} MB; /health during it: before median "
+            f"{b['png']['health_median_ms']:.1f} ms (max {b['png']['health_max_ms']:.0f}), after "
+            f"{a['png']['health_median_ms']:.1f} ms (max {a['png']['health_max_ms']:.0f})",
+        ),
     ]
     print_figures(figs)
     print(write_results(__file__, figs))

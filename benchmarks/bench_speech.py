@@ -57,17 +57,28 @@ def bench_asr(n: int, repeats: int) -> dict:
         reward = ASRWordAccuracy(model_path=str(tiny_whisper_dir(Path(tmp) / "w", seed=5)), max_new_tokens=16)
     clips = speech_clips(n, 5.0)
     prompts = ["each clip is five seconds of synthetic speech"] * n
-    times, _ = interleaved({
-        "per-clip loop": lambda: [reward(audio=[c], audio_sample_rate=[RATE], prompt=[p]) for c, p in zip(clips, prompts)],
-        "batched": lambda: reward(audio=clips, audio_sample_rate=[RATE] * n, prompt=prompts)}, repeats)
+    times, _ = interleaved(
+        {
+            "per-clip loop": lambda: [
+                reward(audio=[c], audio_sample_rate=[RATE], prompt=[p]) for c, p in zip(clips, prompts)
+            ],
+            "batched": lambda: reward(audio=clips, audio_sample_rate=[RATE] * n, prompt=prompts),
+        },
+        repeats,
+    )
     loop, batched = times["per-clip loop"], times["batched"]
     print(f"asr_wer, {n} clips of 5 s: loop {loop:.3f} s | batched {batched:.3f} s | {loop / batched:.2f}x")
-    return figure("speech.asr_wer.batched", f"asr_wer on {n} clips of 5 s at 16 kHz, tiny random Whisper (16 new tokens "
-                  f"max): one batched call vs a per-clip loop, median of {repeats} interleaved runs",
-                  measure("rewardzoo batched", n / batched, "clips/s"),
-                  baseline=measure("per-clip loop", n / loop, "clips/s"), ratio=loop / batched,
-                  ratio_label="x faster", rewards=["asr_wer", "asr_cer"],
-                  notes="a tiny model: measures batching, not a real checkpoint's speed")
+    return figure(
+        "speech.asr_wer.batched",
+        f"asr_wer on {n} clips of 5 s at 16 kHz, tiny random Whisper (16 new tokens "
+        f"max): one batched call vs a per-clip loop, median of {repeats} interleaved runs",
+        measure("rewardzoo batched", n / batched, "clips/s"),
+        baseline=measure("per-clip loop", n / loop, "clips/s"),
+        ratio=loop / batched,
+        ratio_label="x faster",
+        rewards=["asr_wer", "asr_cer"],
+        notes="a tiny model: measures batching, not a real checkpoint's speed",
+    )
 
 
 def bench_vad(n: int, repeats: int) -> dict:
@@ -80,16 +91,26 @@ def bench_vad(n: int, repeats: int) -> dict:
     model = load_silero_vad()
     clips = speech_clips(n, 5.0, seed=1)
     tensors = [torch.from_numpy(c) for c in clips]
-    times, _ = interleaved({
-        "silero-vad per clip": lambda: [get_speech_timestamps(t, model, sampling_rate=RATE) for t in tensors],
-        "rewardzoo": lambda: reward(audio=clips, audio_sample_rate=[RATE] * n)}, repeats)
+    times, _ = interleaved(
+        {
+            "silero-vad per clip": lambda: [get_speech_timestamps(t, model, sampling_rate=RATE) for t in tensors],
+            "rewardzoo": lambda: reward(audio=clips, audio_sample_rate=[RATE] * n),
+        },
+        repeats,
+    )
     ref, ours = times["silero-vad per clip"], times["rewardzoo"]
     print(f"speech_presence, {n} clips of 5 s: silero-vad {ref:.3f} s | rewardzoo {ours:.3f} s | {ref / ours:.2f}x")
-    return figure("speech.speech_presence.batched", f"speech_presence on {n} clips of 5 s at 16 kHz: the reward (Silero "
-                  "windows of all clips batched) vs silero-vad `get_speech_timestamps` per clip, median of "
-                  f"{repeats} interleaved runs", measure("rewardzoo", n / ours, "clips/s"),
-                  baseline=measure("silero-vad per clip", n / ref, "clips/s"), ratio=ref / ours,
-                  ratio_label="x faster", rewards=["speech_presence"])
+    return figure(
+        "speech.speech_presence.batched",
+        f"speech_presence on {n} clips of 5 s at 16 kHz: the reward (Silero "
+        "windows of all clips batched) vs silero-vad `get_speech_timestamps` per clip, median of "
+        f"{repeats} interleaved runs",
+        measure("rewardzoo", n / ours, "clips/s"),
+        baseline=measure("silero-vad per clip", n / ref, "clips/s"),
+        ratio=ref / ours,
+        ratio_label="x faster",
+        rewards=["speech_presence"],
+    )
 
 
 def bench_si_sdr(n: int, repeats: int) -> dict:
@@ -103,17 +124,30 @@ def bench_si_sdr(n: int, repeats: int) -> dict:
     outs = [(r + 0.1 * rng.standard_normal(r.size)).astype(np.float32) for r in refs]
     reward = SISDR()
     preds, target = torch.from_numpy(np.stack(outs)).double(), torch.from_numpy(np.stack(refs)).double()
-    times, _ = interleaved({
-        "torchmetrics": lambda: scale_invariant_signal_distortion_ratio(preds, target, zero_mean=True),
-        "rewardzoo": lambda: reward(audio=outs, audio_sample_rate=[RATE] * n, condition_audio=refs,
-                                    condition_audio_sample_rate=[RATE] * n)}, repeats)
+    times, _ = interleaved(
+        {
+            "torchmetrics": lambda: scale_invariant_signal_distortion_ratio(preds, target, zero_mean=True),
+            "rewardzoo": lambda: reward(
+                audio=outs, audio_sample_rate=[RATE] * n, condition_audio=refs, condition_audio_sample_rate=[RATE] * n
+            ),
+        },
+        repeats,
+    )
     ref, ours = times["torchmetrics"], times["rewardzoo"]
-    print(f"si_sdr, {n} clips of 10 s: torchmetrics {ref * 1e3:.1f} ms | rewardzoo {ours * 1e3:.1f} ms | {ref / ours:.2f}x")
-    return figure("speech.si_sdr.batch", f"SI-SDR on {n} clips of 10 s at 16 kHz, float64: the reward (input checks, "
-                  "centring, padding) vs torchmetrics `scale_invariant_signal_distortion_ratio` on the stacked "
-                  f"tensors, median of {repeats} interleaved runs", measure("rewardzoo", ours * 1e3, "ms"),
-                  baseline=measure("torchmetrics", ref * 1e3, "ms"), ratio=ref / ours, ratio_label="x faster",
-                  rewards=["si_sdr"])
+    print(
+        f"si_sdr, {n} clips of 10 s: torchmetrics {ref * 1e3:.1f} ms | rewardzoo {ours * 1e3:.1f} ms | {ref / ours:.2f}x"
+    )
+    return figure(
+        "speech.si_sdr.batch",
+        f"SI-SDR on {n} clips of 10 s at 16 kHz, float64: the reward (input checks, "
+        "centring, padding) vs torchmetrics `scale_invariant_signal_distortion_ratio` on the stacked "
+        f"tensors, median of {repeats} interleaved runs",
+        measure("rewardzoo", ours * 1e3, "ms"),
+        baseline=measure("torchmetrics", ref * 1e3, "ms"),
+        ratio=ref / ours,
+        ratio_label="x faster",
+        rewards=["si_sdr"],
+    )
 
 
 def main() -> None:

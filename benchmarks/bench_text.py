@@ -25,6 +25,7 @@ from rewardzoo.shared.device import resolve_device
 
 def timed_pair(first, second, device: str, repeats: int) -> tuple[float, float]:
     """Median seconds of ``first`` and ``second``, run alternately so background load hits both alike."""
+
     def once(fn) -> float:
         if device.startswith("cuda"):
             torch.cuda.synchronize()
@@ -61,8 +62,16 @@ def main() -> None:
     from rewardzoo.testing import gpt2_config
 
     torch.manual_seed(0)
-    config = gpt2_config(vocab_size=4096, n_positions=args.max_len, bos_token_id=0, eos_token_id=0, pad_token_id=None,
-                         n_embd=args.dim, n_layer=args.layers, n_head=max(args.dim // 64, 1))
+    config = gpt2_config(
+        vocab_size=4096,
+        n_positions=args.max_len,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=None,
+        n_embd=args.dim,
+        n_layer=args.layers,
+        n_head=max(args.dim // 64, 1),
+    )
     lm = GPT2LMHeadModel(config).eval()
     gen = torch.Generator().manual_seed(0)
     lengths = torch.randint(args.min_len, args.max_len + 1, (args.batch,), generator=gen).tolist()
@@ -74,40 +83,63 @@ def main() -> None:
         ids[i, : len(s)], mask[i, : len(s)] = s, True
     ids, mask = ids.to(device), mask.to(device)
     singles = [s[None].to(device) for s in seqs]
-    print(f"device {device}, torch threads {torch.get_num_threads()}, GPT-2 {args.layers}x{args.dim}, "
-          f"batch {args.batch}, lengths {min(lengths)}-{max(lengths)} (mean {sum(lengths) / len(lengths):.0f}), "
-          f"median of {args.repeats} alternating runs after warm-up")
+    print(
+        f"device {device}, torch threads {torch.get_num_threads()}, GPT-2 {args.layers}x{args.dim}, "
+        f"batch {args.batch}, lengths {min(lengths)}-{max(lengths)} (mean {sum(lengths) / len(lengths):.0f}), "
+        f"median of {args.repeats} alternating runs after warm-up"
+    )
 
     rm = SequenceRewardModel(HFBackbone(lm)).to(device)
     prm = ImplicitPRM(HFBackbone(lm), HFBackbone(GPT2LMHeadModel(config).eval())).to(device).eval()
     cases = {
-        "SequenceRewardModel": (lambda: rm.score(ids, mask).rewards,
-                                lambda: torch.cat([rm.score(s).rewards for s in singles])),
-        "ImplicitPRM outcome": (lambda: prm.outcome_reward(ids, mask),
-                                lambda: torch.cat([prm.outcome_reward(s) for s in singles])),
+        "SequenceRewardModel": (
+            lambda: rm.score(ids, mask).rewards,
+            lambda: torch.cat([rm.score(s).rewards for s in singles]),
+        ),
+        "ImplicitPRM outcome": (
+            lambda: prm.outcome_reward(ids, mask),
+            lambda: torch.cat([prm.outcome_reward(s) for s in singles]),
+        ),
     }
-    keys = {"SequenceRewardModel": ("sequence_reward", "`SequenceRewardModel` (scalar head, `sequence_reward`)"),
-            "ImplicitPRM outcome": ("implicit_prm", "`ImplicitPRM` outcome reward (policy + reference, "
-                                                    "`implicit_prm`)")}
+    keys = {
+        "SequenceRewardModel": ("sequence_reward", "`SequenceRewardModel` (scalar head, `sequence_reward`)"),
+        "ImplicitPRM outcome": ("implicit_prm", "`ImplicitPRM` outcome reward (policy + reference, `implicit_prm`)"),
+    }
     pad = 1 - sum(lengths) / (args.batch * n)
-    work = (f"{args.batch} sequences of {min(lengths)}-{max(lengths)} tokens ({pad:.0%} of the padded batch is "
-            f"padding), random-init GPT-2 {args.layers}x{args.dim}, vocabulary {config.vocab_size}, device {device}, "
-            f"{torch.get_num_threads()} torch thread(s), median of {args.repeats} alternating runs")
+    work = (
+        f"{args.batch} sequences of {min(lengths)}-{max(lengths)} tokens ({pad:.0%} of the padded batch is "
+        f"padding), random-init GPT-2 {args.layers}x{args.dim}, vocabulary {config.vocab_size}, device {device}, "
+        f"{torch.get_num_threads()} torch thread(s), median of {args.repeats} alternating runs"
+    )
     figures = []
     with torch.no_grad():
         for name, (batched, loop) in cases.items():
             diff = (batched() - loop()).abs().max().item()
             t_batch, t_loop = timed_pair(batched, loop, device, args.repeats)
-            print(f"{name:22s} padded batch {t_batch * 1e3:8.1f} ms | per-sequence loop {t_loop * 1e3:8.1f} ms | "
-                  f"speed-up x{t_loop / t_batch:5.2f} | max |diff| {diff:.1e}")
+            print(
+                f"{name:22s} padded batch {t_batch * 1e3:8.1f} ms | per-sequence loop {t_loop * 1e3:8.1f} ms | "
+                f"speed-up x{t_loop / t_batch:5.2f} | max |diff| {diff:.1e}"
+            )
             reward, what = keys[name]
-            figures.append(figure(f"text.{reward}.padded_vs_loop", f"{what}: one padded batch vs a per-sequence loop; "
-                                  + work, measure("padded batch", t_batch * 1e3, "ms"),
-                                  baseline=measure("per-sequence loop", t_loop * 1e3, "ms"), ratio=t_loop / t_batch,
-                                  ratio_label="x speed-up (loop / padded)", rewards=[reward]))
-            figures.append(figure(f"text.{reward}.max_diff", f"{what}: max |difference| between the padded batch "
-                                  "and the per-sequence loop; " + work, measure("difference", diff, ""),
-                                  rewards=[reward]))
+            figures.append(
+                figure(
+                    f"text.{reward}.padded_vs_loop",
+                    f"{what}: one padded batch vs a per-sequence loop; " + work,
+                    measure("padded batch", t_batch * 1e3, "ms"),
+                    baseline=measure("per-sequence loop", t_loop * 1e3, "ms"),
+                    ratio=t_loop / t_batch,
+                    ratio_label="x speed-up (loop / padded)",
+                    rewards=[reward],
+                )
+            )
+            figures.append(
+                figure(
+                    f"text.{reward}.max_diff",
+                    f"{what}: max |difference| between the padded batch and the per-sequence loop; " + work,
+                    measure("difference", diff, ""),
+                    rewards=[reward],
+                )
+            )
     write_results(__file__, figures)
 
 

@@ -32,12 +32,24 @@ SERVER_DELAY_MS = 300.0
 
 
 def _config(server_url: str, clip_dir: Path) -> dict:
-    return {"rewards": [
-        {"name": "served", "reward_model": "remote", "batch_size": 64,
-         "kwargs": {"url": server_url, "rewards": ["slow"]}},
-        {"name": "clip", "reward_model": "clip_score", "model_path": str(clip_dir), "device": "cpu", "batch_size": 64},
-        {"name": "ocr", "reward_model": "ocr", "device": "cpu", "batch_size": 64, "kwargs": {"threads": 1}},
-    ]}
+    return {
+        "rewards": [
+            {
+                "name": "served",
+                "reward_model": "remote",
+                "batch_size": 64,
+                "kwargs": {"url": server_url, "rewards": ["slow"]},
+            },
+            {
+                "name": "clip",
+                "reward_model": "clip_score",
+                "model_path": str(clip_dir),
+                "device": "cpu",
+                "batch_size": 64,
+            },
+            {"name": "ocr", "reward_model": "ocr", "device": "cpu", "batch_size": 64, "kwargs": {"threads": 1}},
+        ]
+    }
 
 
 def _trainer(policy: str, funcs: list, out: Path):
@@ -49,11 +61,24 @@ def _trainer(policy: str, funcs: list, out: Path):
 
     tokenizer = word_tokenizer()
     tokenizer.padding_side = "left"
-    args = trl.GRPOConfig(output_dir=str(out), per_device_train_batch_size=2, num_generations=2, max_steps=1,
-                          report_to="none", use_cpu=True, save_strategy="no", bf16=False, disable_tqdm=True)
-    return trl.GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(policy), reward_funcs=funcs, args=args,
-                           train_dataset=datasets.Dataset.from_dict({"prompt": ["a", "b"]}),
-                           processing_class=tokenizer)
+    args = trl.GRPOConfig(
+        output_dir=str(out),
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_steps=1,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        bf16=False,
+        disable_tqdm=True,
+    )
+    return trl.GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(policy),
+        reward_funcs=funcs,
+        args=args,
+        train_dataset=datasets.Dataset.from_dict({"prompt": ["a", "b"]}),
+        processing_class=tokenizer,
+    )
 
 
 def bench_reward_phase(repeats: int, n: int) -> list[dict]:
@@ -66,9 +91,20 @@ def bench_reward_phase(repeats: int, n: int) -> list[dict]:
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        (root / "slow.yaml").write_text(yaml.safe_dump({"rewards": [
-            {"name": "slow", "reward_model": "serve_rewards:FixedCostPerCall", "batch_size": 64,
-             "kwargs": {"call_ms": SERVER_DELAY_MS}}]}))
+        (root / "slow.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "rewards": [
+                        {
+                            "name": "slow",
+                            "reward_model": "serve_rewards:FixedCostPerCall",
+                            "batch_size": 64,
+                            "kwargs": {"call_ms": SERVER_DELAY_MS},
+                        }
+                    ]
+                }
+            )
+        )
         server = Server(root / "slow.yaml")
         try:
             config = _config(server.url, rzt.tiny_open_clip_dir(root / "clip", seed=0))
@@ -76,8 +112,10 @@ def bench_reward_phase(repeats: int, n: int) -> list[dict]:
             loader = RewardLoader()  # one model of each reward, shared by every side
             plain, _ = trl_reward_funcs(config, loader=loader)
             concurrent, _ = trl_reward_funcs(config, loader=loader, concurrent=True)
-            trainers = {"concurrent": _trainer(policy, concurrent, root / "c"),
-                        "sequential": _trainer(policy, plain, root / "s")}
+            trainers = {
+                "concurrent": _trainer(policy, concurrent, root / "c"),
+                "sequential": _trainer(policy, plain, root / "s"),
+            }
             trainers.update({f"{f.__name__} alone": _trainer(policy, [f], root / f.__name__) for f in plain})
             images, prompts = rendered(n, 224)
             inputs = [{"prompt": p, "image": img} for p, img in zip(prompts, images)]
@@ -98,25 +136,40 @@ def bench_reward_phase(repeats: int, n: int) -> list[dict]:
     bound = statistics.median(max(rep) / sum(rep) for rep in zip(*(times[k] for k in alone)))
     for k, v in med.items():
         print(f"   {k:16s} {v * 1e3:8.1f} ms")
-    print(f"   concurrent / sequential {ratio:.3f} (max / sum of the rewards alone {bound:.3f}); "
-          f"concurrent / slowest alone ({slowest}) {to_slowest:.3f}")
-    workload = (f"{n} rendered 224x224 text images: a served reward sleeping {SERVER_DELAY_MS:.0f} ms per call, "
-                "a tiny `clip_score`, `ocr` (CPU, 1 thread)")
+    print(
+        f"   concurrent / sequential {ratio:.3f} (max / sum of the rewards alone {bound:.3f}); "
+        f"concurrent / slowest alone ({slowest}) {to_slowest:.3f}"
+    )
+    workload = (
+        f"{n} rendered 224x224 text images: a served reward sleeping {SERVER_DELAY_MS:.0f} ms per call, "
+        "a tiny `clip_score`, `ocr` (CPU, 1 thread)"
+    )
     alone_ms = ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in alone.items())
     notes = f"median of {repeats} paired per-repetition ratios; {alone_ms}"
-    return [figure("integrations.trl_async.concurrent_vs_sequential",
-                   f"TRL reward phase (`GRPOTrainer._calculate_rewards`), `trl_reward_funcs(concurrent=True)` vs "
-                   f"plain functions; {workload}",
-                   measure("concurrent", med["concurrent"] * 1e3, "ms"),
-                   baseline=measure("sequential", med["sequential"] * 1e3, "ms"), ratio=ratio,
-                   ratio_label="concurrent / sequential", goal="<= 0.5",
-                   notes=f"{notes}; max / sum of the rewards alone, per repetition (what full overlap would give) {bound:.2f}"),
-            figure("integrations.trl_async.concurrent_vs_slowest",
-                   f"TRL reward phase with concurrent functions vs its slowest reward alone ({slowest.split()[0]}); "
-                   f"{workload}",
-                   measure("concurrent, all three", med["concurrent"] * 1e3, "ms"),
-                   baseline=measure(f"{slowest}", med[slowest] * 1e3, "ms"), ratio=to_slowest,
-                   ratio_label="all three / slowest alone", goal="<= 1.1", notes=notes)]
+    return [
+        figure(
+            "integrations.trl_async.concurrent_vs_sequential",
+            f"TRL reward phase (`GRPOTrainer._calculate_rewards`), `trl_reward_funcs(concurrent=True)` vs "
+            f"plain functions; {workload}",
+            measure("concurrent", med["concurrent"] * 1e3, "ms"),
+            baseline=measure("sequential", med["sequential"] * 1e3, "ms"),
+            ratio=ratio,
+            ratio_label="concurrent / sequential",
+            goal="<= 0.5",
+            notes=f"{notes}; max / sum of the rewards alone, per repetition (what full overlap would give) {bound:.2f}",
+        ),
+        figure(
+            "integrations.trl_async.concurrent_vs_slowest",
+            f"TRL reward phase with concurrent functions vs its slowest reward alone ({slowest.split()[0]}); "
+            f"{workload}",
+            measure("concurrent, all three", med["concurrent"] * 1e3, "ms"),
+            baseline=measure(f"{slowest}", med[slowest] * 1e3, "ms"),
+            ratio=to_slowest,
+            ratio_label="all three / slowest alone",
+            goal="<= 1.1",
+            notes=notes,
+        ),
+    ]
 
 
 def main() -> None:

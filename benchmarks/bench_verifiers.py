@@ -31,8 +31,16 @@ from timing import interleaved
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-WORDS = ["Hello World", "OPEN 24 HOURS", "rewardzoo", "Fresh Coffee", "Grand Opening", "Sale 50%",
-         "Welcome Home", "Good Morning"]
+WORDS = [
+    "Hello World",
+    "OPEN 24 HOURS",
+    "rewardzoo",
+    "Fresh Coffee",
+    "Grand Opening",
+    "Sale 50%",
+    "Welcome Home",
+    "Good Morning",
+]
 
 
 def rendered(n: int, size: int = 512):
@@ -81,13 +89,19 @@ def bench_ocr(n: int, repeats: int) -> dict:
     loop, proc = times["per-image loop"], times["processor"]
     ratio = 1 / ratios["processor"]
     print(f"ocr, {n} images 512x512: per-image loop {loop:.2f} s | processor {proc:.2f} s | {ratio:.2f}x")
-    return figure("verifiers.ocr.processor", f"`ocr` on {n} rendered 512x512 images through the processor (one call) vs "
-                  "`RapidOCR(**settings)(image, use_cls=False)` once per image plus the formula (flow_grpo's pattern), "
-                  f"same PP-OCRv4 weights and detector settings, ONNX Runtime default threads, median of {repeats} interleaved runs",
-                  measure("rewardzoo processor", n / proc, "images/s"),
-                  baseline=measure("per-image engine loop", n / loop, "images/s"), ratio=ratio,
-                  ratio_label="x faster", goal=">= 1.5x", rewards=["ocr", "video_ocr"],
-                  notes="identical scores on both sides (checked); detection one image per call on the CPU")
+    return figure(
+        "verifiers.ocr.processor",
+        f"`ocr` on {n} rendered 512x512 images through the processor (one call) vs "
+        "`RapidOCR(**settings)(image, use_cls=False)` once per image plus the formula (flow_grpo's pattern), "
+        f"same PP-OCRv4 weights and detector settings, ONNX Runtime default threads, median of {repeats} interleaved runs",
+        measure("rewardzoo processor", n / proc, "images/s"),
+        baseline=measure("per-image engine loop", n / loop, "images/s"),
+        ratio=ratio,
+        ratio_label="x faster",
+        goal=">= 1.5x",
+        rewards=["ocr", "video_ocr"],
+        notes="identical scores on both sides (checked); detection one image per call on the CPU",
+    )
 
 
 def bench_det_stacking(n: int, repeats: int) -> dict:
@@ -97,18 +111,29 @@ def bench_det_stacking(n: int, repeats: int) -> dict:
     images, prompts = rendered(n)
     single, stacked = OCR(det_batch_size=1), OCR(det_batch_size=8)
     assert single(image=images, prompt=prompts).rewards == stacked(image=images, prompt=prompts).rewards
-    times, ratios = interleaved({"one image per call": lambda: single(image=images, prompt=prompts),
-                                 "stacks of 8": lambda: stacked(image=images, prompt=prompts)}, repeats)
+    times, ratios = interleaved(
+        {
+            "one image per call": lambda: single(image=images, prompt=prompts),
+            "stacks of 8": lambda: stacked(image=images, prompt=prompts),
+        },
+        repeats,
+    )
     one, eight = times["one image per call"], times["stacks of 8"]
     ratio = 1 / ratios["stacks of 8"]
     print(f"ocr detector stacking, {n} images: 1 per call {one:.2f} s | 8 per call {eight:.2f} s | {ratio:.2f}x")
-    return figure("verifiers.ocr.det_stacking", f"`ocr` on {n} rendered 512x512 images: the PP-OCRv4 detector on stacks "
-                  "of 8 images (512x512 each: PaddleOCR's det_limit_side_len 960, limit type max) vs one image per "
-                  "call, on the CPU, ONNX Runtime default threads, median "
-                  f"of {repeats} interleaved runs", measure("det_batch_size 8", n / eight, "images/s"),
-                  baseline=measure("det_batch_size 1", n / one, "images/s"), ratio=ratio,
-                  ratio_label="x the speed of one image per call", rewards=["ocr"],
-                  notes="why det_batch_size defaults to 1 on the CPU")
+    return figure(
+        "verifiers.ocr.det_stacking",
+        f"`ocr` on {n} rendered 512x512 images: the PP-OCRv4 detector on stacks "
+        "of 8 images (512x512 each: PaddleOCR's det_limit_side_len 960, limit type max) vs one image per "
+        "call, on the CPU, ONNX Runtime default threads, median "
+        f"of {repeats} interleaved runs",
+        measure("det_batch_size 8", n / eight, "images/s"),
+        baseline=measure("det_batch_size 1", n / one, "images/s"),
+        ratio=ratio,
+        ratio_label="x the speed of one image per call",
+        rewards=["ocr"],
+        notes="why det_batch_size defaults to 1 on the CPU",
+    )
 
 
 FIRST_CALL = {
@@ -116,21 +141,24 @@ FIRST_CALL = {
         "from rewardzoo import load_reward\n"
         "r = load_reward({'name': 'ocr', 'device': 'cpu'})\n"
         "r(image=[img], prompt=['a sign that says \"Hello World\"'])\n",
-        "import numpy as np\nfrom rapidocr_onnxruntime import RapidOCR\n"
-        "RapidOCR()(np.asarray(img), use_cls=False)\n"),
+        "import numpy as np\nfrom rapidocr_onnxruntime import RapidOCR\nRapidOCR()(np.asarray(img), use_cls=False)\n",
+    ),
     "nsfw_safety": (
         "from rewardzoo import load_reward\n"
         "r = load_reward({'name': 'nsfw_safety', 'device': 'cpu'})\n"
         "r(image=[img])\n",
-        "from nudenet import NudeDetector\nNudeDetector().detect(path)\n"),
+        "from nudenet import NudeDetector\nNudeDetector().detect(path)\n",
+    ),
 }
 
 
 def first_call_seconds(body: str, image_path: str) -> float:
     """Seconds from process start-up to the end of ``body`` (an image is opened first, outside the clock)."""
-    code = ("import time\nfrom PIL import Image\n"
-            f"path = {image_path!r}\nimg = Image.open(path).convert('RGB')\nimg.load()\n"
-            "t0 = time.perf_counter()\n" + body + "print(time.perf_counter() - t0)\n")
+    code = (
+        "import time\nfrom PIL import Image\n"
+        f"path = {image_path!r}\nimg = Image.open(path).convert('RGB')\nimg.load()\n"
+        "t0 = time.perf_counter()\n" + body + "print(time.perf_counter() - t0)\n"
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     return float(out.stdout.strip().splitlines()[-1])
@@ -150,10 +178,19 @@ def bench_first_call(processes: int) -> list[dict]:
             o, r = statistics.median(ours), statistics.median(ref)
             label = "RapidOCR()" if name == "ocr" else "nudenet.NudeDetector()"
             print(f"{name} first call: {label} {r:.2f} s | rewardzoo {o:.2f} s")
-            figs.append(figure(f"verifiers.{name}.first_call", f"`{name}` first call in a fresh process (imports, "
-                               f"model load, one 512x512 image) vs {label} doing the same; median of {processes} "
-                               "processes", measure("rewardzoo", o, "s"), baseline=measure(label, r, "s"),
-                               ratio=r / o, ratio_label="x faster", rewards=[name] + (["video_ocr"] if name == "ocr" else [])))
+            figs.append(
+                figure(
+                    f"verifiers.{name}.first_call",
+                    f"`{name}` first call in a fresh process (imports, "
+                    f"model load, one 512x512 image) vs {label} doing the same; median of {processes} "
+                    "processes",
+                    measure("rewardzoo", o, "s"),
+                    baseline=measure(label, r, "s"),
+                    ratio=r / o,
+                    ratio_label="x faster",
+                    rewards=[name] + (["video_ocr"] if name == "ocr" else []),
+                )
+            )
     return figs
 
 

@@ -43,13 +43,26 @@ def main() -> None:
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         clip_dir = rzt.tiny_open_clip_dir(Path(tmp) / "clip", seed=0)
-        specs = load_config({"rewards": [{"name": "clip", "reward_model": "clip_score", "model_path": str(clip_dir),
-                                          "device": "cpu", "batch_size": N}]}).rewards
+        specs = load_config(
+            {
+                "rewards": [
+                    {
+                        "name": "clip",
+                        "reward_model": "clip_score",
+                        "model_path": str(clip_dir),
+                        "device": "cpu",
+                        "batch_size": N,
+                    }
+                ]
+            }
+        ).rewards
         loader = RewardLoader()
         processor = RewardProcessor(specs, loader)
         scorer = BatchedScorer(specs, loader, max_wait_s=0.005)
-        samples = [Sample(image=rng.integers(0, 256, (64, 64, 3), dtype=np.uint8), prompt=f"a photo number {i}")
-                   for i in range(N)]
+        samples = [
+            Sample(image=rng.integers(0, 256, (64, 64, 3), dtype=np.uint8), prompt=f"a photo number {i}")
+            for i in range(N)
+        ]
         pool = cf.ThreadPoolExecutor(8)
 
         async def gathered_calls():
@@ -67,20 +80,32 @@ def main() -> None:
         reference = one_call()
         np.testing.assert_allclose(gathered(), reference, atol=1e-5)
         np.testing.assert_allclose(per_sample(), reference, atol=1e-5)
-        medians, ratios = interleaved({"gathered": gathered, "per_sample": per_sample, "one_call": one_call},
-                                      args.repeats)
+        medians, ratios = interleaved(
+            {"gathered": gathered, "per_sample": per_sample, "one_call": one_call}, args.repeats
+        )
         pool.shutdown()
     title = f"{N} concurrent per-sample calls, tiny clip_score (CPU, 64x64 images), batch_size {N}"
     figures = [
-        figure("verl.gathered_vs_per_sample", f"{title}: gathered batches vs one processor call per sample",
-               measure("gathered", N / medians["gathered"], "samples/s"),
-               baseline=measure("one call per sample", N / medians["per_sample"], "samples/s"),
-               ratio=ratios["per_sample"], ratio_label="x throughput", goal=">= 4x", rewards=["clip_score"]),
-        figure("verl.gathered_vs_one_call", f"{title}: gathered batches vs one processor call over all {N}",
-               measure("gathered", medians["gathered"] * 1000, "ms"),
-               baseline=measure("one call", medians["one_call"] * 1000, "ms"),
-               ratio=1.0 / ratios["one_call"], ratio_label="gathered/one call", goal="<= 1.2x",
-               rewards=["clip_score"]),
+        figure(
+            "verl.gathered_vs_per_sample",
+            f"{title}: gathered batches vs one processor call per sample",
+            measure("gathered", N / medians["gathered"], "samples/s"),
+            baseline=measure("one call per sample", N / medians["per_sample"], "samples/s"),
+            ratio=ratios["per_sample"],
+            ratio_label="x throughput",
+            goal=">= 4x",
+            rewards=["clip_score"],
+        ),
+        figure(
+            "verl.gathered_vs_one_call",
+            f"{title}: gathered batches vs one processor call over all {N}",
+            measure("gathered", medians["gathered"] * 1000, "ms"),
+            baseline=measure("one call", medians["one_call"] * 1000, "ms"),
+            ratio=1.0 / ratios["one_call"],
+            ratio_label="gathered/one call",
+            goal="<= 1.2x",
+            rewards=["clip_score"],
+        ),
     ]
     print_figures(figures)
     write_results(__file__, figures)

@@ -61,12 +61,22 @@ def bench_vqascore(model_dir: str, repeats: int) -> dict:
     def t2v_metrics_loop():
         out = []
         for image, prompt in zip(images, prompts):
-            messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": QUESTION.format(prompt)}]}]
+            messages = [
+                {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": QUESTION.format(prompt)}]}
+            ]
             text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             inputs = processor(text=[text], images=[image], padding=True, return_tensors="pt")
             with torch.inference_mode():
-                gen = model.generate(**inputs, max_new_tokens=1, do_sample=False, output_scores=True,
-                                     return_dict_in_generate=True, temperature=None, top_p=None, top_k=None)
+                gen = model.generate(
+                    **inputs,
+                    max_new_tokens=1,
+                    do_sample=False,
+                    output_scores=True,
+                    return_dict_in_generate=True,
+                    temperature=None,
+                    top_p=None,
+                    top_k=None,
+                )
             out.append(float(torch.softmax(gen.scores[0][0], dim=-1)[yes]))
         return out
 
@@ -74,15 +84,24 @@ def bench_vqascore(model_dir: str, repeats: int) -> dict:
     diff = float(np.max(np.abs(np.array(t2v_metrics_loop()) - batched())))
     times, ratios = interleaved({"t2v_metrics loop": t2v_metrics_loop, "batched": batched}, repeats)
     ratio = 1.0 / ratios["batched"]
-    print(f"vqascore batch 8: loop {times['t2v_metrics loop'] * 1e3:.1f} ms | batched {times['batched'] * 1e3:.1f} ms"
-          f" | {ratio:.2f}x (max |score difference| {diff:.1e})")
-    return figure("vlm.vqascore.batched", "`vqascore` on 8 (image, prompt) pairs, tiny random-init Qwen2-VL, CPU, "
-                  "1 torch thread: one left-padded forward pass vs t2v_metrics' pattern (one generate of 1 token "
-                  f"per pair, transformers alone), median of {repeats} interleaved runs (median per-run ratio); "
-                  f"max |score difference| {diff:.1e}", measure("rewardzoo batched", times["batched"] * 1e3, "ms"),
-                  baseline=measure("t2v_metrics loop", times["t2v_metrics loop"] * 1e3, "ms"), ratio=ratio,
-                  ratio_label="x faster", goal=">= 3x", rewards=["vqascore", "video_vqascore", "vlm_judge"],
-                  notes="a tiny model measures per-call overhead and batching, not a 7B checkpoint")
+    print(
+        f"vqascore batch 8: loop {times['t2v_metrics loop'] * 1e3:.1f} ms | batched {times['batched'] * 1e3:.1f} ms"
+        f" | {ratio:.2f}x (max |score difference| {diff:.1e})"
+    )
+    return figure(
+        "vlm.vqascore.batched",
+        "`vqascore` on 8 (image, prompt) pairs, tiny random-init Qwen2-VL, CPU, "
+        "1 torch thread: one left-padded forward pass vs t2v_metrics' pattern (one generate of 1 token "
+        f"per pair, transformers alone), median of {repeats} interleaved runs (median per-run ratio); "
+        f"max |score difference| {diff:.1e}",
+        measure("rewardzoo batched", times["batched"] * 1e3, "ms"),
+        baseline=measure("t2v_metrics loop", times["t2v_metrics loop"] * 1e3, "ms"),
+        ratio=ratio,
+        ratio_label="x faster",
+        goal=">= 3x",
+        rewards=["vqascore", "video_vqascore", "vlm_judge"],
+        notes="a tiny model measures per-call overhead and batching, not a 7B checkpoint",
+    )
 
 
 def bench_endpoint(model_dir: str, repeats: int) -> dict:
@@ -99,23 +118,36 @@ def bench_endpoint(model_dir: str, repeats: int) -> dict:
     concurrent = OpenAIVLM(server.url, model_dir, max_concurrency=8)
     try:
         same = sequential.generate(queries, max_new_tokens=8) == concurrent.generate(queries, max_new_tokens=8)
-        times, ratios = interleaved({"sequential": lambda: sequential.generate(queries, max_new_tokens=8),
-                                     "8 in flight": lambda: concurrent.generate(queries, max_new_tokens=8)}, repeats)
+        times, ratios = interleaved(
+            {
+                "sequential": lambda: sequential.generate(queries, max_new_tokens=8),
+                "8 in flight": lambda: concurrent.generate(queries, max_new_tokens=8),
+            },
+            repeats,
+        )
     finally:
         sequential.close()
         concurrent.close()
         server.close()
     ratio = 1.0 / ratios["8 in flight"]
-    print(f"endpoint 16 requests: sequential {times['sequential']:.3f} s | 8 in flight {times['8 in flight']:.3f} s | "
-          f"{ratio:.2f}x (same answers: {same}; server batches {sorted(set(server.batches))})")
-    return figure("vlm.endpoint.concurrency", "OpenAI-compatible backend, 16 chat completions (image + prompt, 8 new "
-                  "tokens) against a local server on 127.0.0.1 running the tiny Qwen2-VL and batching concurrent "
-                  f"requests (up to 8): 8 requests in flight vs 1, median of {repeats} interleaved runs; same "
-                  f"answers: {same}", measure("8 in flight", 16 / times["8 in flight"], "requests/s"),
-                  baseline=measure("sequential", 16 / times["sequential"], "requests/s"), ratio=ratio,
-                  ratio_label="x faster", goal=">= 3x",
-                  rewards=["unified_reward", "unified_reward_think", "vlm_judge", "vqascore"],
-                  notes="the server is the test suite's batching stand-in for vLLM/SGLang (tests/vlm/openai_server.py)")
+    print(
+        f"endpoint 16 requests: sequential {times['sequential']:.3f} s | 8 in flight {times['8 in flight']:.3f} s | "
+        f"{ratio:.2f}x (same answers: {same}; server batches {sorted(set(server.batches))})"
+    )
+    return figure(
+        "vlm.endpoint.concurrency",
+        "OpenAI-compatible backend, 16 chat completions (image + prompt, 8 new "
+        "tokens) against a local server on 127.0.0.1 running the tiny Qwen2-VL and batching concurrent "
+        f"requests (up to 8): 8 requests in flight vs 1, median of {repeats} interleaved runs; same "
+        f"answers: {same}",
+        measure("8 in flight", 16 / times["8 in flight"], "requests/s"),
+        baseline=measure("sequential", 16 / times["sequential"], "requests/s"),
+        ratio=ratio,
+        ratio_label="x faster",
+        goal=">= 3x",
+        rewards=["unified_reward", "unified_reward_think", "vlm_judge", "vqascore"],
+        notes="the server is the test suite's batching stand-in for vLLM/SGLang (tests/vlm/openai_server.py)",
+    )
 
 
 _MEMORY_SCRIPT = r"""
@@ -146,29 +178,51 @@ print(json.dumps({"peak_above_mb": rss("VmHWM:") - before, "param_mb": sum(stora
 def bench_memory(model_dir: str) -> dict:
     out = {}
     for mode in ("two", "shared"):
-        res = subprocess.run([sys.executable, "-c", _MEMORY_SCRIPT, model_dir, mode, str(ROOT)], capture_output=True,
-                             text=True, check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+        res = subprocess.run(
+            [sys.executable, "-c", _MEMORY_SCRIPT, model_dir, mode, str(ROOT)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=dict(os.environ, OMP_NUM_THREADS="1"),
+        )
         out[mode] = json.loads(res.stdout.strip().splitlines()[-1])
     two, shared = out["two"]["peak_above_mb"], out["shared"]["peak_above_mb"]
     params = out["two"]["param_mb"], out["shared"]["param_mb"]
-    print(f"memory vqascore + unified_reward: two loads {two:.0f} MB | shared backbone {shared:.0f} MB | "
-          f"{two / shared:.2f}x (weights held {params[0]:.0f} vs {params[1]:.0f} MB; shared: {out['shared']['shared']})")
-    return figure("vlm.memory.shared_backbone", "`vqascore` + `unified_reward` on one model: peak RSS above the "
-                  "process start while building both, one shared backbone (the loader's cache) vs two separate "
-                  "loads; random-init Qwen2-VL, hidden 512, 4 layers, saved in bf16 and loaded in fp32 (weights "
-                  f"held: {params[0]:.0f} MB vs {params[1]:.0f} MB), each in a fresh process",
-                  measure("shared backbone", shared, "MB"), baseline=measure("two loads", two, "MB"),
-                  ratio=two / shared, ratio_label="x less memory", rewards=["vqascore", "unified_reward"])
+    print(
+        f"memory vqascore + unified_reward: two loads {two:.0f} MB | shared backbone {shared:.0f} MB | "
+        f"{two / shared:.2f}x (weights held {params[0]:.0f} vs {params[1]:.0f} MB; shared: {out['shared']['shared']})"
+    )
+    return figure(
+        "vlm.memory.shared_backbone",
+        "`vqascore` + `unified_reward` on one model: peak RSS above the "
+        "process start while building both, one shared backbone (the loader's cache) vs two separate "
+        "loads; random-init Qwen2-VL, hidden 512, 4 layers, saved in bf16 and loaded in fp32 (weights "
+        f"held: {params[0]:.0f} MB vs {params[1]:.0f} MB), each in a fresh process",
+        measure("shared backbone", shared, "MB"),
+        baseline=measure("two loads", two, "MB"),
+        ratio=two / shared,
+        ratio_label="x less memory",
+        rewards=["vqascore", "unified_reward"],
+    )
 
 
 def memory_model(root: Path) -> str:
     from rewardzoo.testing import tiny_vlm_config, tiny_vlm_dir, tiny_vlm_processor
 
     processor = tiny_vlm_processor("qwen2_vl")
-    config = tiny_vlm_config("qwen2_vl", vocab_size=len(processor.tokenizer), vision={"hidden_size": 512}, text={
-        "hidden_size": 512, "intermediate_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 8,
-        "num_key_value_heads": 4, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
-                                                      "mrope_section": [8, 12, 12]}})  # sums to head_dim / 2
+    config = tiny_vlm_config(
+        "qwen2_vl",
+        vocab_size=len(processor.tokenizer),
+        vision={"hidden_size": 512},
+        text={
+            "hidden_size": 512,
+            "intermediate_size": 2048,
+            "num_hidden_layers": 4,
+            "num_attention_heads": 8,
+            "num_key_value_heads": 4,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [8, 12, 12]},
+        },
+    )  # sums to head_dim / 2
     path = tiny_vlm_dir(root / "memory", "qwen2_vl", config=config, processor=processor)
     from transformers import AutoModelForImageTextToText
 

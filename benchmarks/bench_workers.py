@@ -53,8 +53,14 @@ def entry(root: Path, name: str, environment: dict | None) -> dict:
 
     oc = rzt.tiny_open_clip_dir(root / "tiny-open-clip", seed=0)
     head = rzt.aesthetic_head_file(root / "head.safetensors", seed=7)
-    out = {"name": name, "reward_model": "laion_aesthetic", "model_path": str(head), "device": "cpu",
-           "batch_size": 64, "kwargs": {"clip_model": str(oc)}}
+    out = {
+        "name": name,
+        "reward_model": "laion_aesthetic",
+        "model_path": str(head),
+        "device": "cpu",
+        "batch_size": 64,
+        "kwargs": {"clip_model": str(oc)},
+    }
     if environment is not None:
         out["environment"] = environment
     return out
@@ -74,19 +80,27 @@ def bench_roundtrip(root: Path, repeats: int) -> list[dict]:
         np.testing.assert_allclose(socket_only(samples).total, want, rtol=1e-6)
         assert shared.rewards["worker"].worker._shared is not None
         assert socket_only.rewards["worker"].worker._shared is None
-        times, ratios = interleaved({"local": lambda: local(samples), "shm": lambda: shared(samples),
-                                     "socket": lambda: socket_only(samples)}, repeats=repeats)
+        times, ratios = interleaved(
+            {"local": lambda: local(samples), "shm": lambda: shared(samples), "socket": lambda: socket_only(samples)},
+            repeats=repeats,
+        )
     finally:
         shared.close()
         socket_only.close()
     figs = []
     for path, label in (("shm", "shared memory"), ("socket", "socket only")):
-        figs.append(figure(
-            f"workers.roundtrip.{path}",
-            f"`laion_aesthetic` (tiny open_clip): 32 images 512x512 through a worker of another environment "
-            f"({label}) vs the same entry in process (median of {repeats} paired ratios)",
-            measure(f"worker ({label})", times[path] * 1e3, "ms"), baseline=measure("in process", times["local"] * 1e3, "ms"),
-            ratio=ratios[path], ratio_label="worker / in process", goal="<= 1.2x" if path == "shm" else "<= 3x"))
+        figs.append(
+            figure(
+                f"workers.roundtrip.{path}",
+                f"`laion_aesthetic` (tiny open_clip): 32 images 512x512 through a worker of another environment "
+                f"({label}) vs the same entry in process (median of {repeats} paired ratios)",
+                measure(f"worker ({label})", times[path] * 1e3, "ms"),
+                baseline=measure("in process", times["local"] * 1e3, "ms"),
+                ratio=ratios[path],
+                ratio_label="worker / in process",
+                goal="<= 1.2x" if path == "shm" else "<= 3x",
+            )
+        )
     return figs
 
 
@@ -95,8 +109,10 @@ def bench_startup(root: Path, repeats: int) -> list[dict]:
 
     from rewardzoo.core.loader import RewardLoader
 
-    script = ("import json, sys; from rewardzoo.core.loader import RewardLoader; "
-              f"RewardLoader().load(json.loads({json.dumps(json.dumps(entry(root, 'local', None)))}))")
+    script = (
+        "import json, sys; from rewardzoo.core.loader import RewardLoader; "
+        f"RewardLoader().load(json.loads({json.dumps(json.dumps(entry(root, 'local', None)))}))"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     cold, started = [], []
     for _ in range(repeats):  # interleaved by hand: a fresh interpreter each side
@@ -108,11 +124,18 @@ def bench_startup(root: Path, repeats: int) -> list[dict]:
         started.append(time.perf_counter() - t0)
         reward.close()
     c, s = statistics.median(cold), statistics.median(started)
-    return [figure("workers.startup",
-                   f"worker start-up (process, imports, `laion_aesthetic` tiny open_clip built, ready) vs loading the "
-                   f"entry in process in a fresh interpreter (median of {repeats})",
-                   measure("worker start-up", s, "s"), baseline=measure("in-process load, cold", c, "s"),
-                   ratio=s / c, ratio_label="worker / in process", goal="<= 1.5x")]
+    return [
+        figure(
+            "workers.startup",
+            f"worker start-up (process, imports, `laion_aesthetic` tiny open_clip built, ready) vs loading the "
+            f"entry in process in a fresh interpreter (median of {repeats})",
+            measure("worker start-up", s, "s"),
+            baseline=measure("in-process load, cold", c, "s"),
+            ratio=s / c,
+            ratio_label="worker / in process",
+            goal="<= 1.5x",
+        )
+    ]
 
 
 def bench_restart(root: Path, repeats: int, startup_s: float) -> list[dict]:
@@ -138,12 +161,19 @@ def bench_restart(root: Path, repeats: int, startup_s: float) -> list[dict]:
     finally:
         processor.close()
     n, r = statistics.median(normal), statistics.median(restarted)
-    return [figure("workers.restart",
-                   f"a call that finds its worker SIGKILLed (restart, model rebuilt, call retried) vs a worker's "
-                   f"start-up plus a normal call, 32 images 512x512, `laion_aesthetic` tiny open_clip (median of "
-                   f"{repeats}; a normal call alone: {n * 1e3:.0f} ms)",
-                   measure("restart + retried call", r, "s"), baseline=measure("start-up + a call", startup_s + n, "s"),
-                   ratio=r / (startup_s + n), ratio_label="restart / (start-up + call)", goal="<= 1.2x")]
+    return [
+        figure(
+            "workers.restart",
+            f"a call that finds its worker SIGKILLed (restart, model rebuilt, call retried) vs a worker's "
+            f"start-up plus a normal call, 32 images 512x512, `laion_aesthetic` tiny open_clip (median of "
+            f"{repeats}; a normal call alone: {n * 1e3:.0f} ms)",
+            measure("restart + retried call", r, "s"),
+            baseline=measure("start-up + a call", startup_s + n, "s"),
+            ratio=r / (startup_s + n),
+            ratio_label="restart / (start-up + call)",
+            goal="<= 1.2x",
+        )
+    ]
 
 
 def main() -> None:

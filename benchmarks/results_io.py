@@ -54,12 +54,29 @@ def measure(label: str, value: float, unit: str) -> dict:
     return {"label": label, "value": _round(value), "unit": unit}
 
 
-def figure(id: str, title: str, value: dict, *, baseline: dict | None = None, ratio: float | None = None,
-           ratio_label: str | None = None, goal: str | None = None, rewards: Iterable[str] = (),
-           notes: str | None = None) -> dict:
+def figure(
+    id: str,
+    title: str,
+    value: dict,
+    *,
+    baseline: dict | None = None,
+    ratio: float | None = None,
+    ratio_label: str | None = None,
+    goal: str | None = None,
+    rewards: Iterable[str] = (),
+    notes: str | None = None,
+) -> dict:
     """A figure record (see the module docstring); ``value`` / ``baseline`` come from :func:`measure`."""
-    fig = {"id": id, "title": title, "baseline": baseline, "value": value, "ratio": _round(ratio),
-           "ratio_label": ratio_label if ratio is not None else None, "goal": goal, "rewards": sorted(rewards)}
+    fig = {
+        "id": id,
+        "title": title,
+        "baseline": baseline,
+        "value": value,
+        "ratio": _round(ratio),
+        "ratio_label": ratio_label if ratio is not None else None,
+        "goal": goal,
+        "rewards": sorted(rewards),
+    }
     if notes:
         fig["notes"] = notes
     return fig
@@ -89,12 +106,15 @@ def print_figures(figures: list[dict]) -> None:
     """One line per figure: its id, value against baseline, and ratio."""
     for f in figures:
         base = f["baseline"]
-        print(f"{f['id']}: {f['value']['value']} {f['value']['unit']} vs {base['value']} {base['unit']} -> "
-              f"{f['ratio']} {f['ratio_label']}")
+        print(
+            f"{f['id']}: {f['value']['value']} {f['value']['unit']} vs {base['value']} {base['unit']} -> "
+            f"{f['ratio']} {f['ratio_label']}"
+        )
 
 
-def write_results(script: str, figures: list[dict], *, parts: Iterable[str] | None = None,
-                  path: Path | None = None) -> Path:
+def write_results(
+    script: str, figures: list[dict], *, parts: Iterable[str] | None = None, path: Path | None = None
+) -> Path:
     """Write ``figures`` to ``benchmarks/results/<stem of script>.json`` and return the path.
 
     ``parts``: id prefixes this run measured. Figures of the previous file whose id starts with none of
@@ -134,9 +154,14 @@ def write_results(script: str, figures: list[dict], *, parts: Iterable[str] | No
         if kept:  # the commands that wrote the kept figures, then this one
             commands = list(dict.fromkeys([*str(previous.get("command") or "").split("; "), command]))
             commands = [c for c in commands if c]
-    record = {"script": name, "date": max(f["date"] for f in all_figures) if all_figures else today,
-              "machine": machine(), "torch": torch_version(),
-              "command": "; ".join(commands), "figures": all_figures}
+    record = {
+        "script": name,
+        "date": max(f["date"] for f in all_figures) if all_figures else today,
+        "machine": machine(),
+        "torch": torch_version(),
+        "command": "; ".join(commands),
+        "figures": all_figures,
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dumps(record), encoding="utf-8")
     print(f"\nwrote {len(new)} figures to {path}" + (f" (kept {len(kept)} from the previous run)" if kept else ""))
@@ -145,10 +170,13 @@ def write_results(script: str, figures: list[dict], *, parts: Iterable[str] | No
 
 def dumps(record: dict) -> str:
     """JSON with one line per key of the record and of each figure (short, readable diffs)."""
+
     def one(v) -> str:
         return json.dumps(v, ensure_ascii=False)
 
     head = [f" {one(k)}: {one(v)}" for k, v in record.items() if k != "figures"]
-    figs = ["  {\n" + ",\n".join(f"   {one(k)}: {one(v)}" for k, v in f.items()) + "\n  }"
-            for f in record.get("figures", [])]
+    figs = [
+        "  {\n" + ",\n".join(f"   {one(k)}: {one(v)}" for k, v in f.items()) + "\n  }"
+        for f in record.get("figures", [])
+    ]
     return "{\n" + ",\n".join(head + [' "figures": [\n' + ",\n".join(figs) + "\n ]"]) + "\n}\n"

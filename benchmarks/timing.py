@@ -16,15 +16,16 @@ def interleaved_runs(fns: dict[str, Callable[[], object]], repeats: int, warmup:
             fn()
     times: dict[str, list[float]] = {k: [] for k in keys}
     for r in range(repeats):
-        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+        for k in keys[r % len(keys) :] + keys[: r % len(keys)]:
             t0 = time.perf_counter()
             fns[k]()
             times[k].append(time.perf_counter() - t0)
     return times
 
 
-def interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1
-                ) -> tuple[dict[str, float], dict[str, float]]:
+def interleaved(
+    fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1
+) -> tuple[dict[str, float], dict[str, float]]:
     """(median seconds per side, median over repetitions of side / first side).
 
     The per-repetition ratio against the first side (:func:`interleaved_runs`) cancels most of the drift.

@@ -54,8 +54,13 @@ def main(steps: int = 40, seed: int = 0, k: int = 1, lr: float = 3e-3, quiet: bo
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         clip_dir = tiny_open_clip_dir(os.path.join(tmp, "tiny-clip"), seed=seed)
-        reward = rewardzoo.differentiable({"rewards": [
-            {"name": "clip_score", "model_path": str(clip_dir), "device": "cpu", "kwargs": {"prefix": ""}}]})
+        reward = rewardzoo.differentiable(
+            {
+                "rewards": [
+                    {"name": "clip_score", "model_path": str(clip_dir), "device": "cpu", "kwargs": {"prefix": ""}}
+                ]
+            }
+        )
         sampler = TinySampler()
         opt = torch.optim.Adam(sampler.parameters(), lr=lr)
         noise = torch.randn(len(PROMPTS), 3, 64, 64, generator=torch.Generator().manual_seed(seed))
@@ -73,8 +78,7 @@ def main(steps: int = 40, seed: int = 0, k: int = 1, lr: float = 3e-3, quiet: bo
         frozen = all(p.grad is None for r in reward.rewards.values() for p in r.backbone.model.parameters())
     result = {"first": history[0], "last": history[-1], "history": history, "reward_frozen": frozen}
     if not quiet:
-        print(f"reward {result['first']:.4f} -> {result['last']:.4f} in {steps} steps "
-              f"(reward model frozen: {frozen})")
+        print(f"reward {result['first']:.4f} -> {result['last']:.4f} in {steps} steps (reward model frozen: {frozen})")
     return result
 
 

@@ -76,8 +76,7 @@ class InputError(RewardZooError, ValueError):
     ``samples`` is the same as a tuple, as every error of the family has it.
     """
 
-    def __init__(self, message: str, *, reward: str | None = None, field: str | None = None,
-                 sample: int | None = None):
+    def __init__(self, message: str, *, reward: str | None = None, field: str | None = None, sample: int | None = None):
         self.message, self.reward, self.field, self.sample = message, reward, field, sample
         super().__init__(self._format())
 
@@ -95,9 +94,17 @@ class InputError(RewardZooError, ValueError):
     def samples(self) -> tuple[int, ...] | None:  # type: ignore[override]
         return None if self.sample is None else (self.sample,)
 
-    def located(self, *, reward: str | None = None, field: str | None = None, sample: int | None = None,
-                indices: Sequence[int] | None = None, renamed: Mapping[str, str] | None = None, prefix: str = "",
-                suffix: str = "") -> InputError:
+    def located(
+        self,
+        *,
+        reward: str | None = None,
+        field: str | None = None,
+        sample: int | None = None,
+        indices: Sequence[int] | None = None,
+        renamed: Mapping[str, str] | None = None,
+        prefix: str = "",
+        suffix: str = "",
+    ) -> InputError:
         """A copy of this error placed in the caller's frame: the one way errors are re-located.
 
         ``reward``, ``field`` and ``sample`` fill in the parts this error does not name yet (parts it
@@ -111,10 +118,13 @@ class InputError(RewardZooError, ValueError):
             own = indices[own] if 0 <= own < len(indices) else None
         own_field = (renamed or {}).get(self.field, self.field) if self.field is not None else None
         err = type(self).__new__(type(self))
-        InputError.__init__(err, prefix + self.message + suffix,
-                            reward=self.reward if self.reward is not None else reward,
-                            field=own_field if own_field is not None else field,
-                            sample=own if own is not None else sample)
+        InputError.__init__(
+            err,
+            prefix + self.message + suffix,
+            reward=self.reward if self.reward is not None else reward,
+            field=own_field if own_field is not None else field,
+            sample=own if own is not None else sample,
+        )
         return err
 
     def with_label(self, label: Callable[[int], str]) -> str:
@@ -181,8 +191,14 @@ class RewardOutputError(_CallError, ValueError):
     ``inputs``: the positions within the call of the offending scores, when known (see :meth:`located`).
     """
 
-    def __init__(self, message: str, *, reward: str | None = None, inputs: Sequence[int] | None = None,
-                 samples: Sequence[int] | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        reward: str | None = None,
+        inputs: Sequence[int] | None = None,
+        samples: Sequence[int] | None = None,
+    ):
         self.inputs = tuple(int(i) for i in inputs) if inputs is not None else None
         super().__init__(message, reward=reward, samples=samples)
 
@@ -225,12 +241,20 @@ class WorkerError(RewardExecutionError):
     ``entry`` is the config entry, ``environment`` the environment (as its spec describes it), ``stderr`` the
     worker's last stderr lines; the message names all three."""
 
-    def __init__(self, message: str, *, entry: str | None, environment: str, stderr: str = "",
-                 samples: Sequence[int] | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        entry: str | None,
+        environment: str,
+        stderr: str = "",
+        samples: Sequence[int] | None = None,
+    ):
         self.entry, self.environment, self.stderr = entry, environment, stderr
         tail = "\n".join("  | " + line for line in stderr.splitlines()) if stderr.strip() else "  | (nothing)"
-        super().__init__(f"{message} [{environment}]; the worker's last stderr lines:\n{tail}", reward=entry,
-                         samples=samples)
+        super().__init__(
+            f"{message} [{environment}]; the worker's last stderr lines:\n{tail}", reward=entry, samples=samples
+        )
 
 
 class RewardTimeoutError(RewardExecutionError, TimeoutError):

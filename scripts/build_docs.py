@@ -52,13 +52,31 @@ NOTE = "<!-- written by scripts/build_docs.py from {source}: edit the source and
 SPEED = "## Speed"
 PAIRING = "## Reference pairing"
 #: Scripts in the order the README lists them; others follow alphabetically.
-SCRIPT_ORDER = ("bench_processor.py", "bench_execution.py", "bench_group.py", "bench_image.py", "bench_audio.py",
-                "bench_video.py", "bench_text.py", "bench_integrations.py", "bench_differentiable.py",
-                "bench_speech.py", "bench_report.py", "bench_ray.py", "bench_vlm.py", "bench_verifiers.py",
-                "bench_geneval.py", "bench_imaging_quality.py", "bench_serve.py", "bench_residency.py")
+SCRIPT_ORDER = (
+    "bench_processor.py",
+    "bench_execution.py",
+    "bench_group.py",
+    "bench_image.py",
+    "bench_audio.py",
+    "bench_video.py",
+    "bench_text.py",
+    "bench_integrations.py",
+    "bench_differentiable.py",
+    "bench_speech.py",
+    "bench_report.py",
+    "bench_ray.py",
+    "bench_vlm.py",
+    "bench_verifiers.py",
+    "bench_geneval.py",
+    "bench_imaging_quality.py",
+    "bench_serve.py",
+    "bench_residency.py",
+)
 #: A measured-looking number in hand-written Speed prose: a decimal, "x1.2", or a number with a unit.
-MEASURED = re.compile(r"(?<![\w.])(?:\d+\.\d+|x\d+(?:\.\d+)?|\d+(?:\.\d+)?\s*(?:ms|us|µs|s|x|MB|GB|kB|KB|%|"
-                      r"img/s|clips/s|frames/s)(?![\w/]))")
+MEASURED = re.compile(
+    r"(?<![\w.])(?:\d+\.\d+|x\d+(?:\.\d+)?|\d+(?:\.\d+)?\s*(?:ms|us|µs|s|x|MB|GB|kB|KB|%|"
+    r"img/s|clips/s|frames/s)(?![\w/]))"
+)
 
 
 class DocsError(Exception):
@@ -106,8 +124,9 @@ def load_results() -> list[dict]:
 
 def validate(cards: dict[str, dict], runs: list[dict]) -> None:
     seen: dict[str, str] = {}
-    problems = [f"rewardzoo/rewards/vlm/pairings.py names '{name}', which has no card" for name in PAIRINGS
-                if name not in cards]
+    problems = [
+        f"rewardzoo/rewards/vlm/pairings.py names '{name}', which has no card" for name in PAIRINGS if name not in cards
+    ]
     for run in runs:
         for fig in run["figures"]:
             if fig["id"] in seen:
@@ -182,22 +201,28 @@ def run_line(run: dict) -> str:
 
 # ------------------------------------------------------------------------------------------ blocks
 def reward_table(cards: dict[str, dict]) -> str:
-    lines = ["| reward | modality | kind | extra | range | better | weights | what it scores |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| reward | modality | kind | extra | range | better | weights | what it scores |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, meta in sorted(cards.items()):
         lo, hi = (float(b) for b in meta["score_range"])
         weights = "from a hub / local path" if meta.get("download", True) else "none needed"
-        lines.append(f"| `{name}` | {meta['modality']} | {meta['kind']} | {meta.get('extra') or 'core'} | "
-                     f"[{bound(lo)}, {bound(hi)}] | {'higher' if meta['higher_is_better'] else 'lower'} | "
-                     f"{weights} | {cell(meta.get('summary', ''))} |")
+        lines.append(
+            f"| `{name}` | {meta['modality']} | {meta['kind']} | {meta.get('extra') or 'core'} | "
+            f"[{bound(lo)}, {bound(hi)}] | {'higher' if meta['higher_is_better'] else 'lower'} | "
+            f"{weights} | {cell(meta.get('summary', ''))} |"
+        )
     return "\n".join(lines)
 
 
 def references_table() -> str:
     from rewardzoo.rewards.references import REFERENCES
 
-    lines = ["| reward | reference package | runs in its own environment | why it needs one / why not |",
-             "|---|---|---|---|"]
+    lines = [
+        "| reward | reference package | runs in its own environment | why it needs one / why not |",
+        "|---|---|---|---|",
+    ]
     for name, ref in sorted(REFERENCES.items()):
         runs = f"yes: `{'`, `'.join(ref.requirements)}`" if ref.runs else "no"
         lines.append(f"| `{name}` | {ref.package} | {runs} | {cell(ref.why)} |")
@@ -210,11 +235,13 @@ def reference_block(name: str) -> str:
     ref = REFERENCES[name]
     if not ref.runs:
         return f"The reference package, {ref.package}, is not wrapped here. Why: {ref.why}."
-    return (f"`reference: true` on an entry scores it with the reference package, {ref.package}, through its own "
-            f"API (`{ref.wrapper}`), in an environment rewardzoo builds once from `{'`, `'.join(ref.requirements)}` "
-            f"(with this environment's torch: `system_site_packages`). It needs one because it {ref.why}. "
-            f"`rewardzoo compare-reference {name} --input samples.jsonl` scores the same samples both ways and "
-            f"prints the per-sample differences and their maximum.")
+    return (
+        f"`reference: true` on an entry scores it with the reference package, {ref.package}, through its own "
+        f"API (`{ref.wrapper}`), in an environment rewardzoo builds once from `{'`, `'.join(ref.requirements)}` "
+        f"(with this environment's torch: `system_site_packages`). It needs one because it {ref.why}. "
+        f"`rewardzoo compare-reference {name} --input samples.jsonl` scores the same samples both ways and "
+        f"prints the per-sample differences and their maximum."
+    )
 
 
 REFERENCE_SECTION = "## Reference package"
@@ -229,15 +256,22 @@ def reference_card_text(text: str, name: str, block: str, where: str) -> str:
 
 
 def figures_table(figures: list[dict], *, script_column: bool) -> list[str]:
-    head = "| what | script | date | baseline | rewardzoo | ratio | goal |" if script_column else \
-        "| measurement | baseline | rewardzoo | ratio | goal | run |"
+    head = (
+        "| what | script | date | baseline | rewardzoo | ratio | goal |"
+        if script_column
+        else "| measurement | baseline | rewardzoo | ratio | goal | run |"
+    )
     lines = [head, "|---" * head.count(" | ") + "|---|"]
     for fig in figures:
         cells = [what(fig)]
         if script_column:
             cells += [f"`{fig['script']}`", fig["date"]]
-        cells += [cell(side(fig.get("baseline"))), cell(side(fig["value"])), cell(ratio(fig)),
-                  cell(fig.get("goal") or "")]
+        cells += [
+            cell(side(fig.get("baseline"))),
+            cell(side(fig["value"])),
+            cell(ratio(fig)),
+            cell(fig.get("goal") or ""),
+        ]
         if not script_column:
             cells.append(f"`{fig['script']}` {fig['date']}")
         lines.append("| " + " | ".join(cells) + " |")
@@ -252,8 +286,11 @@ def benchmark_block(runs: list[dict], *, goals_only: bool) -> str:
     lines += [""] + figures_table(figures, script_column=True)
     if goals_only:
         total = sum(len(run["figures"]) for run in runs)
-        lines += ["", f"The figures measured against a goal; all {total} are in `benchmarks/README.md`, and "
-                      "each reward's in its model card."]
+        lines += [
+            "",
+            f"The figures measured against a goal; all {total} are in `benchmarks/README.md`, and "
+            "each reward's in its model card.",
+        ]
     return "\n".join(lines)
 
 
@@ -270,22 +307,30 @@ def speed_block(name: str, runs: list[dict]) -> str:
 def runs_block(runs: list[dict]) -> str:
     lines = ["| script | results | latest run | machine | torch | figures |", "|---|---|---|---|---|---|"]
     for run in runs:
-        lines.append(f"| `{run['script']}` | `{rel(run['path'], BENCH_README.parent)}` | {run['date']} | "
-                     f"{cell(run['machine'])} | {run.get('torch') or ''} | {len(run['figures'])} |")
+        lines.append(
+            f"| `{run['script']}` | `{rel(run['path'], BENCH_README.parent)}` | {run['date']} | "
+            f"{cell(run['machine'])} | {run.get('torch') or ''} | {len(run['figures'])} |"
+        )
     return "\n".join(lines)
 
 
 def pairing_block(name: str) -> str:
     """The reward's rows of :data:`PAIRINGS` as a table; a default or preset row names what it reproduces."""
+
     def code(text: str) -> str:  # an id or key in backticks, a note after it as it is
         head, sep, note = text.partition(" (")
         return text if " " in head or head == "-" or head.startswith("`") else f"`{head}`{sep}{note}"
 
-    lines = ["| setting | source | model | template | decoding | image bounds | frames |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| setting | source | model | template | decoding | image bounds | frames |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in PAIRINGS[name]:
-        source = row.source if row.reference in (None, "-") else \
-            f"{row.source} (reproduces {row.reference.split(' (', 1)[0]})"
+        source = (
+            row.source
+            if row.reference in (None, "-")
+            else f"{row.source} (reproduces {row.reference.split(' (', 1)[0]})"
+        )
         cells = (row.setting, source, code(row.model), code(row.template), row.decoding, row.image_bounds, row.frames)
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     return "\n".join(lines)
@@ -301,7 +346,7 @@ def splice(text: str, marker: str, content: str, where: str) -> str:
     j = text.find(END, i)
     if j < 0:
         raise DocsError(f"{where}: no '{END}' after '{start}'")
-    return text[:i + len(start)] + "\n" + content.strip("\n") + "\n" + text[j:]
+    return text[: i + len(start)] + "\n" + content.strip("\n") + "\n" + text[j:]
 
 
 def speed_section(text: str, where: str) -> tuple[int, int]:
@@ -309,7 +354,7 @@ def speed_section(text: str, where: str) -> tuple[int, int]:
     m = re.search(rf"^{re.escape(SPEED)}[ \t]*$", text, re.M)
     if not m:
         raise DocsError(f"{where}: no '{SPEED}' section")
-    nxt = re.search(r"^## ", text[m.end():], re.M)
+    nxt = re.search(r"^## ", text[m.end() :], re.M)
     return m.start(), (m.end() + nxt.start()) if nxt else len(text)
 
 
@@ -328,7 +373,7 @@ def card_text(text: str, name: str, block: str, where: str) -> str:
     section = text[a:b]
     if "<!-- generated: speed -->" not in section:  # first generation: append the block to the section
         body = section.rstrip("\n")
-        trailing = section[len(body):] or "\n"
+        trailing = section[len(body) :] or "\n"
         section = f"{body}\n\n<!-- generated: speed -->\n{END}{trailing}"
     return text[:a] + splice(section, "speed", block, where) + text[b:]
 
@@ -339,9 +384,11 @@ def prose_problems(text: str, where: str) -> list[str]:
     section = text[a:b]
     i = section.find("<!-- generated: speed -->")
     j = section.find(END, i)
-    prose = section if i < 0 or j < 0 else section[:i] + section[j + len(END):]
-    return [f"{where}: the Speed prose has the hand-written figure '{m.group(0)}' (make it a benchmark figure)"
-            for m in MEASURED.finditer(prose)]
+    prose = section if i < 0 or j < 0 else section[:i] + section[j + len(END) :]
+    return [
+        f"{where}: the Speed prose has the hand-written figure '{m.group(0)}' (make it a benchmark figure)"
+        for m in MEASURED.finditer(prose)
+    ]
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -357,22 +404,35 @@ def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
     table = NOTE.format(source="the model cards' front matter") + "\n" + reward_table(cards)
     bench = NOTE.format(source="benchmarks/results/*.json") + "\n" + benchmark_block(runs, goals_only=True)
     references = NOTE.format(source="rewardzoo/rewards/references/__init__.py") + "\n" + references_table()
-    out = {README: lambda t: splice(splice(splice(t, "reward table", table, "README.md"),
-                                           "benchmark figures", bench, "README.md"),
-                                    "reference packages", references, "README.md"),
-           BENCH_README: lambda t: splice(t, "benchmark runs", NOTE.format(source="benchmarks/results/*.json")
-                                          + "\n" + runs_block(runs) + "\n\n" + benchmark_block(runs, goals_only=False),
-                                          "benchmarks/README.md")}
+    out = {
+        README: lambda t: splice(
+            splice(splice(t, "reward table", table, "README.md"), "benchmark figures", bench, "README.md"),
+            "reference packages",
+            references,
+            "README.md",
+        ),
+        BENCH_README: lambda t: splice(
+            t,
+            "benchmark runs",
+            NOTE.format(source="benchmarks/results/*.json")
+            + "\n"
+            + runs_block(runs)
+            + "\n\n"
+            + benchmark_block(runs, goals_only=False),
+            "benchmarks/README.md",
+        ),
+    }
     pairing_note = NOTE.format(source="rewardzoo/rewards/vlm/pairings.py")
     for name in cards:
         block = NOTE.format(source="benchmarks/results/*.json") + "\n" + speed_block(name, runs)
         where = f"rewardzoo/model_cards/{name}.md"
         if name in PAIRINGS:
             pairing = pairing_note + "\n" + pairing_block(name)
-            out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block, p=pairing, w=where:
-                                         card_text(pairing_text(t, p, w), n, b, w))
+            out[CARDS / f"{name}.md"] = lambda t, n=name, b=block, p=pairing, w=where: card_text(
+                pairing_text(t, p, w), n, b, w
+            )
         else:
-            out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block, w=where: card_text(t, n, b, w))
+            out[CARDS / f"{name}.md"] = lambda t, n=name, b=block, w=where: card_text(t, n, b, w)
 
     from rewardzoo.rewards.references import REFERENCES
 
@@ -381,14 +441,18 @@ def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
             raise DocsError(f"rewardzoo/rewards/references: '{name}' has no card")
         block = NOTE.format(source="rewardzoo/rewards/references/__init__.py") + "\n" + reference_block(name)
         speed = out[CARDS / f"{name}.md"]
-        out[CARDS / f"{name}.md"] = (lambda t, n=name, b=block, f=speed:
-                                     reference_card_text(f(t), n, b, f"rewardzoo/model_cards/{n}.md"))
+        out[CARDS / f"{name}.md"] = lambda t, n=name, b=block, f=speed: reference_card_text(
+            f(t), n, b, f"rewardzoo/model_cards/{n}.md"
+        )
     return out
 
 
 def short_diff(old: str, new: str, name: str, limit: int = 30) -> str:
-    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"{name} (committed)",
-                                      f"{name} (generated)", n=1, lineterm=""))
+    lines = list(
+        difflib.unified_diff(
+            old.splitlines(), new.splitlines(), f"{name} (committed)", f"{name} (generated)", n=1, lineterm=""
+        )
+    )
     more = f"\n... {len(lines) - limit} more diff lines" if len(lines) > limit else ""
     return "\n".join(lines[:limit]) + more
 

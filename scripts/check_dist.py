@@ -29,8 +29,9 @@ LICENSE = "Apache-2.0"
 
 def tracked_package_files() -> set[str]:
     """Paths (relative to the repository) of the files git tracks under ``rewardzoo/``."""
-    out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "rewardzoo/"], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z", "rewardzoo/"], check=True, capture_output=True, text=True
+    ).stdout
     files = {p for p in out.split("\0") if p and (ROOT / p).is_file()}  # a deletion not yet committed is gone
     if not files:
         raise SystemExit("git tracks no file under rewardzoo/: run this from a git checkout")
@@ -61,7 +62,7 @@ def metadata_problems(wheel: Path, dist: Path) -> list[str]:
         if meta.get("License-Expression") != LICENSE:
             problems.append(f"License-Expression is {meta.get('License-Expression')!r}, not {LICENSE!r}")
         if meta.get("License"):
-            problems.append("the deprecated License field is set (use an SPDX `license = \"...\"` string)")
+            problems.append('the deprecated License field is set (use an SPDX `license = "..."` string)')
         licence_file = meta_name.replace("METADATA", "licenses/LICENSE")
         if licence_file not in zf.namelist():
             problems.append(f"{wheel.name} lacks {licence_file}")
@@ -81,8 +82,11 @@ def metadata_problems(wheel: Path, dist: Path) -> list[str]:
     else:
         if not rendered or "<h2" not in rendered:
             problems.append("the long description did not render to HTML")
-    twine = subprocess.run([sys.executable, "-m", "twine", "check", "--strict",
-                            *map(str, sorted(dist.glob("rewardzoo-*")))], capture_output=True, text=True)
+    twine = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, sorted(dist.glob("rewardzoo-*")))],
+        capture_output=True,
+        text=True,
+    )
     if twine.returncode != 0:
         problems.append(f"twine check failed:\n{twine.stdout}{twine.stderr}")
     return problems
@@ -105,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check_dist: {problem}", file=sys.stderr)
     if not problems:
         what = f"{wheels[0].name}" + (f" and {sdists[0].name}" if sdists else "")
-        print(f"check_dist: {what} hold the {len(tracked)} tracked files under rewardzoo/"
-              + ("; metadata and README render checked" if sdists else ""))
+        print(
+            f"check_dist: {what} hold the {len(tracked)} tracked files under rewardzoo/"
+            + ("; metadata and README render checked" if sdists else "")
+        )
     return 1 if problems else 0
 
 

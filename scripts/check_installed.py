@@ -39,16 +39,21 @@ def run(*args: str) -> str:
     exe = Path(sys.executable).parent / "rewardzoo"
     done = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
-        raise SystemExit(f"check_installed: `rewardzoo {' '.join(args)}` exited {done.returncode}:\n"
-                         f"{done.stdout[-3000:]}{done.stderr[-3000:]}")
+        raise SystemExit(
+            f"check_installed: `rewardzoo {' '.join(args)}` exited {done.returncode}:\n"
+            f"{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
     return done.stdout
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--extra", help="the extra this environment was installed with (all, dev, ...)")
-    parser.add_argument("--demo-complete", action="store_true",
-                        help="fail when the demo skips a reward for a module an installed extra requires")
+    parser.add_argument(
+        "--demo-complete",
+        action="store_true",
+        help="fail when the demo skips a reward for a module an installed extra requires",
+    )
     args = parser.parse_args(argv)
 
     import rewardzoo
@@ -58,14 +63,17 @@ def main(argv: list[str] | None = None) -> int:
 
     where = Path(rewardzoo.__file__).resolve()
     if CHECKOUT in where.parents:
-        raise SystemExit(f"check_installed: rewardzoo was imported from the checkout ({where}); run this from "
-                         "another folder with the environment's interpreter")
+        raise SystemExit(
+            f"check_installed: rewardzoo was imported from the checkout ({where}); run this from "
+            "another folder with the environment's interpreter"
+        )
     reqs = requirements()
     optional = set().union(*(deps for extra, deps in reqs.items() if extra)) - reqs[None]
     installed = reqs.get(canonical(args.extra), set()) if args.extra else reqs[None]
     if args.extra and canonical(args.extra) not in reqs:
-        raise SystemExit(f"check_installed: rewardzoo has no extra {args.extra!r} (extras: "
-                         f"{sorted(e for e in reqs if e)})")
+        raise SystemExit(
+            f"check_installed: rewardzoo has no extra {args.extra!r} (extras: {sorted(e for e in reqs if e)})"
+        )
     problems: list[str] = []
     tolerated: dict[str, set[str]] = {}
 
@@ -79,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         elif dist not in allowed:
             problems.append(f"{where_}: needs '{name}', which no extra that could hold it requires")
         elif dist in installed:
-            problems.append(f"{where_}: needs '{name}', which the installed extra {args.extra or 'core'!r} "
-                            "requires but is missing")
+            problems.append(
+                f"{where_}: needs '{name}', which the installed extra {args.extra or 'core'!r} requires but is missing"
+            )
         else:
             tolerated.setdefault(dist, set()).add(where_)
 
@@ -106,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"card {name} ({entry.implementation}): {type(exc).__name__}: {exc}")
 
     # every module of the package
-    modules = ["rewardzoo"] + [m.name for m in pkgutil.walk_packages(rewardzoo.__path__, "rewardzoo.",
-                                                                     onerror=lambda n: None)]
+    modules = ["rewardzoo"] + [
+        m.name for m in pkgutil.walk_packages(rewardzoo.__path__, "rewardzoo.", onerror=lambda n: None)
+    ]
     for module in modules:
         try:
             importlib.import_module(module)
@@ -130,9 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         return 1
     notes = "; ".join(f"{d} (needed by {len(w)})" for d, w in sorted(tolerated.items()))
-    print(f"check_installed: rewardzoo {metadata.version('rewardzoo')} at {where.parent}: list, {len(cards)} "
-          f"cards, demo and {len(modules)} modules checked" + (f"; optional, not installed (modules and cards that need it): {notes}" if notes else "")
-          + (f"\ncheck_installed: the demo skipped {skipped.group(1)}" if skipped else ""))
+    print(
+        f"check_installed: rewardzoo {metadata.version('rewardzoo')} at {where.parent}: list, {len(cards)} "
+        f"cards, demo and {len(modules)} modules checked"
+        + (f"; optional, not installed (modules and cards that need it): {notes}" if notes else "")
+        + (f"\ncheck_installed: the demo skipped {skipped.group(1)}" if skipped else "")
+    )
     return 0
 
 

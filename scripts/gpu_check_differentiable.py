@@ -59,7 +59,8 @@ def main() -> int:
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 half = f32(pixels, prompts)
         nograd = rewardzoo.RewardProcessor(config["rewards"])(
-            [rewardzoo.Sample(image=p, prompt=t) for p, t in zip(pixels, prompts)]).rewards["clip_score"]
+            [rewardzoo.Sample(image=p, prompt=t) for p, t in zip(pixels, prompts)]
+        ).rewards["clip_score"]
         out["bf16_max_abs_diff"] = float((half.float() - exact).abs().max())
         out["parity_max_abs_diff"] = float((exact.cpu() - torch.as_tensor(nograd)).abs().max())
         ok &= out["bf16_max_abs_diff"] < 0.05 and out["parity_max_abs_diff"] < 2.5e-3

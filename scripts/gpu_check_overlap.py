@@ -41,8 +41,16 @@ class Busy(PointwiseReward):
 
     inputs = Inputs(("prompt",))
 
-    def __init__(self, model_path=None, device="cpu", dtype="float32", cycles: int = 0, seconds: float = 0.0,
-                 value: float = 1.0, tag: str = ""):
+    def __init__(
+        self,
+        model_path=None,
+        device="cpu",
+        dtype="float32",
+        cycles: int = 0,
+        seconds: float = 0.0,
+        value: float = 1.0,
+        tag: str = "",
+    ):
         super().__init__(model_path, device, dtype)
         self.cycles, self.seconds, self.value, self.tag = cycles, seconds, value, tag
 
@@ -117,14 +125,31 @@ def main() -> int:
     else:
         cost = {"seconds": args.ms / 1e3}
         a_dev, b_dev, b_async = "cpu", "cpu", False
-    out["mode"] = (f"{a_dev} + {b_dev}, both async_reward" if b_async else
-                   f"{a_dev} side stream (async_reward) + {b_dev} current stream (synchronous entry)" if cuda else
-                   "cpu (async_reward, own thread) + cpu (synchronous entry, caller's thread)")
-    proc = rewardzoo.RewardProcessor([
-        {"name": "a", "reward_model": busy, "device": a_dev, "async_reward": True,
-         "kwargs": {**cost, "value": 1.0, "tag": "a"}},
-        {"name": "b", "reward_model": busy, "device": b_dev, "async_reward": b_async,
-         "kwargs": {**cost, "value": 2.0, "tag": "b"}}])
+    out["mode"] = (
+        f"{a_dev} + {b_dev}, both async_reward"
+        if b_async
+        else f"{a_dev} side stream (async_reward) + {b_dev} current stream (synchronous entry)"
+        if cuda
+        else "cpu (async_reward, own thread) + cpu (synchronous entry, caller's thread)"
+    )
+    proc = rewardzoo.RewardProcessor(
+        [
+            {
+                "name": "a",
+                "reward_model": busy,
+                "device": a_dev,
+                "async_reward": True,
+                "kwargs": {**cost, "value": 1.0, "tag": "a"},
+            },
+            {
+                "name": "b",
+                "reward_model": busy,
+                "device": b_dev,
+                "async_reward": b_async,
+                "kwargs": {**cost, "value": 2.0, "tag": "b"},
+            },
+        ]
+    )
     samples = [rewardzoo.Sample(prompt=f"p{i}") for i in range(4)]
     proc(samples)  # warm-up: streams created, kernels loaded
     CALLS.clear()
@@ -138,7 +163,7 @@ def main() -> int:
     out["scores_identical"] = all(np.array_equal(overlapped.rewards[n], in_turn.rewards[n]) for n in ("a", "b"))
     times: dict[str, list[float]] = {"one by one": [], "overlapped": []}
     for r in range(args.repeats):
-        for key in (["one by one", "overlapped"] if r % 2 == 0 else ["overlapped", "one by one"]):
+        for key in ["one by one", "overlapped"] if r % 2 == 0 else ["overlapped", "one by one"]:
             start = time.perf_counter()
             proc(samples) if key == "overlapped" else one_by_one(proc, samples)
             times[key].append(time.perf_counter() - start)

@@ -53,12 +53,16 @@ def main() -> int:
     if not torch.cuda.is_available():
         print(json.dumps({"error": "no CUDA device"}))
         return 1
-    out: dict = {"machine": f"{platform.system()} {platform.machine()}, {torch.cuda.get_device_name(0)}",
-                 "torch": torch.__version__}
+    out: dict = {
+        "machine": f"{platform.system()} {platform.machine()}, {torch.cuda.get_device_name(0)}",
+        "torch": torch.__version__,
+    }
     with tempfile.TemporaryDirectory() as root:
         torch.manual_seed(0)
         path = Path(root) / "rm"
-        GPT2ForSequenceClassification(gpt2_config(n_embd=2048, n_layer=20, n_head=16, num_labels=1)).save_pretrained(path)
+        GPT2ForSequenceClassification(gpt2_config(n_embd=2048, n_layer=20, n_head=16, num_labels=1)).save_pretrained(
+            path
+        )
         word_tokenizer().save_pretrained(path)
         entry = {"name": "rm", "reward_model": "sequence_reward", "model_path": str(path), "device": "cuda"}
         out["allocated_before_load"] = torch.cuda.memory_allocated()
@@ -82,8 +86,9 @@ def main() -> int:
         out["drop_wake_over_cold_load"] = out["drop_wake_s"] / cold
         checks["cpu_wake_le_1.3x_bandwidth"] = out["cpu_wake_over_bandwidth"] <= 1.3
         checks["drop_wake_le_0.3x_cold"] = out["drop_wake_over_cold_load"] <= 0.3
-        checks["asleep_frees_the_weights"] = all(out["allocated_awake"] - out[f"allocated_asleep_{m}"] >= 0.9 * nbytes
-                                                 for m in ("cpu", "drop"))
+        checks["asleep_frees_the_weights"] = all(
+            out["allocated_awake"] - out[f"allocated_asleep_{m}"] >= 0.9 * nbytes for m in ("cpu", "drop")
+        )
     out["checks"] = checks
     out["date"] = time.strftime("%Y-%m-%d")
     (ROOT / "benchmarks" / "results" / "gpu_check_residency.json").write_text(json.dumps(out, indent=2) + "\n")

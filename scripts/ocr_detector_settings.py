@@ -20,9 +20,24 @@ from PIL import Image, ImageDraw, ImageFont
 
 from rewardzoo.rewards.image.ocr import DETECTOR_PRESETS, OCR, DetectorSettings
 
-WORDS = ["Hello World", "OPEN 24 HOURS", "rewardzoo", "Fresh Coffee", "Grand Opening", "Sale 50%", "Flow GRPO",
-         "Bakery", "No Parking", "Welcome Home", "EXIT", "Library", "Hot Pizza", "Summer 2025", "Taxi",
-         "Good Morning"]
+WORDS = [
+    "Hello World",
+    "OPEN 24 HOURS",
+    "rewardzoo",
+    "Fresh Coffee",
+    "Grand Opening",
+    "Sale 50%",
+    "Flow GRPO",
+    "Bakery",
+    "No Parking",
+    "Welcome Home",
+    "EXIT",
+    "Library",
+    "Hot Pizza",
+    "Summer 2025",
+    "Taxi",
+    "Good Morning",
+]
 
 
 def rendered_set(n: int, seed: int = 0) -> tuple[list[Image.Image], list[str]]:
@@ -56,8 +71,10 @@ def main() -> None:
     args = parser.parse_args()
     images, prompts = rendered_set(args.images)
     paddle, rapid = DetectorSettings(), DETECTOR_PRESETS["rapidocr"]
-    rows = [("defaults (PaddleOCR 2.x detector settings)", {}),
-            ("preset: rapidocr (all settings)", {"preset": "rapidocr"})]
+    rows = [
+        ("defaults (PaddleOCR 2.x detector settings)", {}),
+        ("preset: rapidocr (all settings)", {"preset": "rapidocr"}),
+    ]
     for name in ("det_limit_side_len", "det_db_box_thresh", "det_db_unclip_ratio", "use_dilation", "det_normalize"):
         change = {name: getattr(rapid, name)}
         if name == "det_limit_side_len":
@@ -66,8 +83,9 @@ def main() -> None:
         rows.append((label, change))
     base = None
     print(f"{len(images)} rendered 512x512 images, exact quoted targets")
-    print("| detector settings | mean score | mean abs change | largest change of one score "
-          "| images whose text changed |")
+    print(
+        "| detector settings | mean score | mean abs change | largest change of one score | images whose text changed |"
+    )
     print("|---|---|---|---|---|")
     for label, kwargs in rows:
         out = OCR(**kwargs)(image=images, prompt=prompts)
@@ -78,8 +96,9 @@ def main() -> None:
             continue
         delta = np.abs(scores - base[0])
         changed = sum(a != b for a, b in zip(texts, base[1]))
-        print(f"| {label} | {scores.mean():.4f} | {delta.mean():.4f} | {delta.max():.4f} "
-              f"| {changed} of {len(images)} |")
+        print(
+            f"| {label} | {scores.mean():.4f} | {delta.mean():.4f} | {delta.max():.4f} | {changed} of {len(images)} |"
+        )
 
 
 if __name__ == "__main__":

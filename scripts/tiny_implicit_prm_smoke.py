@@ -38,8 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--beta", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backbone", choices=("tiny", "palm"), default="tiny",
-                        help="tiny: the built-in transformer; palm: a palm-rlhf-pytorch PaLM")
+    parser.add_argument(
+        "--backbone",
+        choices=("tiny", "palm"),
+        default="tiny",
+        help="tiny: the built-in transformer; palm: a palm-rlhf-pytorch PaLM",
+    )
     args = parser.parse_args(argv)
     if not valid_device(args.device):
         parser.error(f"unknown device '{args.device}'; use auto, cpu, cuda, cuda:N or mps")
@@ -69,11 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     checks["dense_shape"] = tuple(out.process_rewards.shape) == (len(lengths), n - 1)
     checks["starts_at_zero"] = bool((out.process_rewards == 0).all())
     out.loss.backward()
-    checks["grad_reaches_model"] = any(p.grad is not None and bool(p.grad.abs().sum() > 0)
-                                       for p in prm.model.parameters())
+    checks["grad_reaches_model"] = any(
+        p.grad is not None and bool(p.grad.abs().sum() > 0) for p in prm.model.parameters()
+    )
     checks["no_grad_on_reference"] = all(p.grad is None and not p.requires_grad for p in prm.ref_model.parameters())
-    print(f"dense rewards {tuple(out.process_rewards.shape)} for input {tuple(ids.shape)}; "
-          f"loss {out.loss.item():.4f}")
+    print(f"dense rewards {tuple(out.process_rewards.shape)} for input {tuple(ids.shape)}; loss {out.loss.item():.4f}")
 
     outcomes = {}
     for label in (1.0, 0.0):
@@ -92,14 +96,22 @@ def main(argv: list[str] | None = None) -> int:
         moved = out.outcome_rewards > start if label == 1.0 else out.outcome_rewards < start
         checks[f"label_{int(label)}_moves_outcome"] = bool(moved.all())
         checks[f"label_{int(label)}_masked_positions_zero"] = bool((out.process_rewards[~out.mask] == 0).all())
-        print(f"label {int(label)}: outcome {[round(v, 4) for v in start.tolist()]} -> "
-              f"{[round(v, 4) for v in out.outcome_rewards.tolist()]}")
+        print(
+            f"label {int(label)}: outcome {[round(v, 4) for v in start.tolist()]} -> "
+            f"{[round(v, 4) for v in out.outcome_rewards.tolist()]}"
+        )
 
     for name, ok in checks.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {name}")
-    summary = {"device": device, "backbone": args.backbone, "dense_shape": [len(lengths), n - 1],
-               "outcome_label_1": outcomes[1.0], "outcome_label_0": outcomes[0.0], "checks": checks,
-               "ok": all(checks.values())}
+    summary = {
+        "device": device,
+        "backbone": args.backbone,
+        "dense_shape": [len(lengths), n - 1],
+        "outcome_label_1": outcomes[1.0],
+        "outcome_label_0": outcomes[0.0],
+        "checks": checks,
+        "ok": all(checks.values()),
+    }
     print(json.dumps(summary))
     return 0 if summary["ok"] else 1
 

@@ -65,8 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backbone", choices=("tiny", "palm"), default="tiny",
-                        help="tiny: the built-in transformer; palm: a palm-rlhf-pytorch PaLM")
+    parser.add_argument(
+        "--backbone",
+        choices=("tiny", "palm"),
+        default="tiny",
+        help="tiny: the built-in transformer; palm: a palm-rlhf-pytorch PaLM",
+    )
     args = parser.parse_args(argv)
     if not valid_device(args.device):
         parser.error(f"unknown device '{args.device}'; use auto, cpu, cuda, cuda:N or mps")
@@ -83,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
 
     scalar = SequenceRewardModel(backbone, lora_scope="reward", lora_r=4)
     labels = torch.linspace(-1.0, 1.0, len(lengths), device=device)
-    before, after = train(scalar, args.steps, 1e-2, input_ids=ids, attention_mask=mask,
-                          prompt_lengths=prompt_lengths, labels=labels)
+    before, after = train(
+        scalar, args.steps, 1e-2, input_ids=ids, attention_mask=mask, prompt_lengths=prompt_lengths, labels=labels
+    )
     checks["scalar_loss_decreases"] = after < before
     rewards = scalar.score(ids, mask, prompt_lengths=prompt_lengths).rewards
     checks["scalar_rewards_shape"] = tuple(rewards.shape) == (len(lengths),)
@@ -93,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     bins = 5
     binned = SequenceRewardModel(backbone, num_bins=bins, bin_values=[1, 2, 3, 4, 5])
     classes = torch.tensor([0, 1, 2, 3, 4, 2], device=device)
-    ce_before, ce_after = train(binned, args.steps, 1e-2, input_ids=ids, attention_mask=mask,
-                                prompt_lengths=prompt_lengths, labels=classes)
+    ce_before, ce_after = train(
+        binned, args.steps, 1e-2, input_ids=ids, attention_mask=mask, prompt_lengths=prompt_lengths, labels=classes
+    )
     checks["binned_loss_decreases"] = ce_after < ce_before
     out = binned.score(ids, mask, prompt_lengths=prompt_lengths)
     gen = lambda: torch.Generator(device=device).manual_seed(args.seed)  # noqa: E731
@@ -102,19 +108,31 @@ def main(argv: list[str] | None = None) -> int:
     again = binned.score(ids, mask, prompt_lengths=prompt_lengths, sample_bins=True, generator=gen()).bin_ids
     checks["binned_logits_shape"] = tuple(out.logits.shape) == (len(lengths), bins)
     checks["binned_no_ids_unless_asked"] = out.bin_ids is None
-    checks["binned_sampled_ids"] = (tuple(sampled.shape) == (len(lengths),) and sampled.dtype == torch.long
-                                    and bool(((sampled >= 0) & (sampled < bins)).all()))
+    checks["binned_sampled_ids"] = (
+        tuple(sampled.shape) == (len(lengths),)
+        and sampled.dtype == torch.long
+        and bool(((sampled >= 0) & (sampled < bins)).all())
+    )
     checks["binned_sampling_reproducible"] = bool(torch.equal(sampled, again))
     checks["binned_rewards_in_bin_range"] = bool(((out.rewards >= 1) & (out.rewards <= 5)).all())
     checks["caller_backbone_untouched"] = not any("adapters" in name for name, _ in backbone.named_modules())
-    print(f"binned: CE {ce_before:.4f} -> {ce_after:.4f}; logits {tuple(out.logits.shape)}; "
-          f"sampled ids {sampled.tolist()}; expected values {[round(v, 3) for v in out.rewards.tolist()]}")
+    print(
+        f"binned: CE {ce_before:.4f} -> {ce_after:.4f}; logits {tuple(out.logits.shape)}; "
+        f"sampled ids {sampled.tolist()}; expected values {[round(v, 3) for v in out.rewards.tolist()]}"
+    )
 
     for name, ok in checks.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {name}")
-    summary = {"device": device, "backbone": args.backbone, "scalar_loss": [before, after],
-               "binned_loss": [ce_before, ce_after], "logits_shape": list(out.logits.shape),
-               "sampled_ids": sampled.tolist(), "checks": checks, "ok": all(checks.values())}
+    summary = {
+        "device": device,
+        "backbone": args.backbone,
+        "scalar_loss": [before, after],
+        "binned_loss": [ce_before, ce_after],
+        "logits_shape": list(out.logits.shape),
+        "sampled_ids": sampled.tolist(),
+        "checks": checks,
+        "ok": all(checks.values()),
+    }
     print(json.dumps(summary))
     return 0 if summary["ok"] else 1
 

@@ -54,21 +54,31 @@ def main() -> None:
     released, *_ = tiny_videoalign_release(tempfile.mkdtemp(), max_pixels=MAX_PIXELS)
     clips, prompts = videos(args.videos)
     print(f"{args.videos} random videos on the tiny VideoAlign build; largest |difference| (Overall; VQ, MQ, TA)")
-    print("| backbone | merged vs unmerged LoRA | head float32 vs bfloat16 | default vs reference arithmetic "
-          "| spread of Overall (std) |")
+    print(
+        "| backbone | merged vs unmerged LoRA | head float32 vs bfloat16 | default vs reference arithmetic "
+        "| spread of Overall (std) |"
+    )
     print("|---|---|---|---|---|")
     for dtype in ("float32", "bfloat16"):
+
         def run(**kw):
-            return scores(VideoAlign(model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS,
-                                     dtype=dtype, **kw), clips, prompts)
+            return scores(
+                VideoAlign(model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS, dtype=dtype, **kw),
+                clips,
+                prompts,
+            )
+
         merged, unmerged = run(), run(merge_lora=False)
         unmerged_bf16_head = run(merge_lora=False, head_dtype="bfloat16")
 
         def diff(a, b):
             d = np.abs(a - b).max(axis=0)
             return f"{d[0]:.2e} ({', '.join(f'{x:.1e}' for x in d[1:])})"
-        print(f"| {dtype} | {diff(merged, unmerged)} | {diff(unmerged, unmerged_bf16_head)} "
-              f"| {diff(merged, unmerged_bf16_head)} | {merged[:, 0].std():.3f} |")
+
+        print(
+            f"| {dtype} | {diff(merged, unmerged)} | {diff(unmerged, unmerged_bf16_head)} "
+            f"| {diff(merged, unmerged_bf16_head)} | {merged[:, 0].std():.3f} |"
+        )
 
 
 if __name__ == "__main__":

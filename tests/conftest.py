@@ -24,8 +24,10 @@ def pytest_configure(config):
     checkout = Path(__file__).resolve().parents[1]
     where = Path(rewardzoo.__file__).resolve()
     if checkout in where.parents:
-        raise pytest.UsageError(f"REWARDZOO_TEST_INSTALLED is set but rewardzoo was imported from the checkout "
-                                f"({where}): run pytest with -P and --import-mode=append, as scripts/test does")
+        raise pytest.UsageError(
+            f"REWARDZOO_TEST_INSTALLED is set but rewardzoo was imported from the checkout "
+            f"({where}): run pytest with -P and --import-mode=append, as scripts/test does"
+        )
 
 
 @pytest.fixture(autouse=True, scope="module")

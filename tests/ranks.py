@@ -28,17 +28,29 @@ def free_port() -> int:
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def launch_ranks(worker: str, out_dir: Path, *, world: int = 2, timeout: float = 120.0
-                 ) -> tuple[list[int], list[str], list[Path]]:
+def launch_ranks(
+    worker: str, out_dir: Path, *, world: int = 2, timeout: float = 120.0
+) -> tuple[list[int], list[str], list[Path]]:
     """Run the ranks of module ``worker`` to completion; (return codes, logs, result files). Fails the
     test if they hang."""
     port = str(free_port())
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
     files = [out_dir / f"rank{r}.pkl" for r in range(world)]
-    procs = [subprocess.Popen([sys.executable, "-m", worker, str(r), str(world), port, str(files[r])], env=env,
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for r in range(world)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", worker, str(r), str(world), port, str(files[r])],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(world)
+    ]
     start, logs = time.monotonic(), []
     try:
         for p in procs:

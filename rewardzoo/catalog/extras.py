@@ -17,9 +17,15 @@ from functools import cache
 from pathlib import Path
 
 #: Import names of the distributions whose name does not say it (otherwise the name with ``_`` for ``-``).
-IMPORT_NAMES = {"open-clip-torch": "open_clip", "opencv-python-headless": "cv2", "pyyaml": "yaml",
-                "pillow": "PIL", "scikit-learn": "sklearn", "scikit-image": "skimage",
-                "levenshtein": "Levenshtein"}
+IMPORT_NAMES = {
+    "open-clip-torch": "open_clip",
+    "opencv-python-headless": "cv2",
+    "pyyaml": "yaml",
+    "pillow": "PIL",
+    "scikit-learn": "sklearn",
+    "scikit-image": "skimage",
+    "levenshtein": "Levenshtein",
+}
 
 _PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 _EXTRA_CLAUSE = re.compile(r"\(?\s*extra\s*==\s*['\"]([^'\"]+)['\"]\s*\)?")
@@ -50,8 +56,11 @@ def _lines() -> list[tuple[str, str, str | None]]:
         project = tomllib.loads(_PYPROJECT.read_text(encoding="utf-8")).get("project", {})
         if project.get("name") == "rewardzoo":
             groups = {None: project.get("dependencies", []), **project.get("optional-dependencies", {})}
-            return [(spec, marker.strip(), extra) for extra, specs in groups.items()
-                    for spec, _, marker in (line.partition(";") for line in specs)]
+            return [
+                (spec, marker.strip(), extra)
+                for extra, specs in groups.items()
+                for spec, _, marker in (line.partition(";") for line in specs)
+            ]
     from importlib.metadata import PackageNotFoundError, requires
 
     try:
@@ -105,8 +114,11 @@ def extra_modules() -> dict[str, tuple[str, ...]]:
     pyproject.toml declares."""
     found = _closure()
     core = set(found.get(None, {}))
-    return {extra: tuple(import_name(d) for d, always in deps.items() if always and d not in core)
-            for extra, deps in found.items() if extra is not None}
+    return {
+        extra: tuple(import_name(d) for d, always in deps.items() if always and d not in core)
+        for extra, deps in found.items()
+        if extra is not None
+    }
 
 
 __all__ = ["IMPORT_NAMES", "canonical", "distribution_of", "extra_modules", "import_name", "requirements"]

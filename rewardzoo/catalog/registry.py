@@ -42,8 +42,9 @@ CARD_FACTS = ("modality", "higher_is_better", "score_range", "extra")
 
 
 # ------------------------------------------------------------------------------------------ records
-def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "rewardzoo",
-                   implementation: str | None = None) -> RewardInfo:
+def info_from_card(
+    meta: Mapping[str, Any], card: Path, *, source: str = "rewardzoo", implementation: str | None = None
+) -> RewardInfo:
     """Validate a card's front matter into a :class:`RewardInfo`; RegistryError names the card and key."""
 
     def bad(key: str, why: str) -> RegistryError:
@@ -82,23 +83,34 @@ def info_from_card(meta: Mapping[str, Any], card: Path, *, source: str = "reward
     devices = get("devices", (list, type(None)), None)
     if devices is not None and (not devices or any(d not in DEVICE_KINDS for d in devices)):
         raise bad("devices", f"must be a non-empty list of {DEVICE_KINDS}, got {devices!r}")
-    return RewardInfo(name=name.lower(), implementation=impl, summary=get("summary", (str,)),
-                      modality=modality, kind=kind, extra=extra,
-                      higher_is_better=get("higher_is_better", (bool,)), score_range=(lo, hi),
-                      download=get("download", (bool,)), devices=tuple(devices) if devices else None,
-                      license=get("license", (str,), None),
-                      reference=get("reference", (dict,), None), card=card, source=source,
-                      differentiable=get("differentiable", (bool,), False),
-                      default_dtype=_default_dtype(get("default_dtype", (dict, type(None)), None), bad),
-                      add_ons=_add_ons(get("add_ons", (list, type(None)), None), bad),
-                      typical_range=_typical_range(get("typical_range", (list, type(None)), None), (lo, hi), bad),
-                      prompt_conditioned=get("prompt_conditioned", (bool, type(None)), None),
-                      near_constant_in_group=get("near_constant_in_group", (bool,), False),
-                      prefers_still_video=get("prefers_still_video", (bool,), False))
+    return RewardInfo(
+        name=name.lower(),
+        implementation=impl,
+        summary=get("summary", (str,)),
+        modality=modality,
+        kind=kind,
+        extra=extra,
+        higher_is_better=get("higher_is_better", (bool,)),
+        score_range=(lo, hi),
+        download=get("download", (bool,)),
+        devices=tuple(devices) if devices else None,
+        license=get("license", (str,), None),
+        reference=get("reference", (dict,), None),
+        card=card,
+        source=source,
+        differentiable=get("differentiable", (bool,), False),
+        default_dtype=_default_dtype(get("default_dtype", (dict, type(None)), None), bad),
+        add_ons=_add_ons(get("add_ons", (list, type(None)), None), bad),
+        typical_range=_typical_range(get("typical_range", (list, type(None)), None), (lo, hi), bad),
+        prompt_conditioned=get("prompt_conditioned", (bool, type(None)), None),
+        near_constant_in_group=get("near_constant_in_group", (bool,), False),
+        prefers_still_video=get("prefers_still_video", (bool,), False),
+    )
 
 
-def _typical_range(value: list[Any] | None, bounds: tuple[float, float], bad: Callable[[str, str], RegistryError]
-                   ) -> tuple[float, float] | None:
+def _typical_range(
+    value: list[Any] | None, bounds: tuple[float, float], bad: Callable[[str, str], RegistryError]
+) -> tuple[float, float] | None:
     """A card's ``typical_range`` ``[low, high]``: finite, low < high, inside its ``score_range``."""
     if value is None:
         return None
@@ -188,9 +200,18 @@ def _plugin_info(ep: Any) -> RewardInfo:
     source = f"plugin {dist.metadata['Name']}" if dist is not None else "plugin"
     card = find_plugin_card(ep)
     if card is None:
-        return RewardInfo(name=ep.name.lower(), implementation=_as_target(ep.value), summary="(no model card)",
-                          modality="any", kind="pointwise", extra=None, higher_is_better=True,
-                          score_range=(-math.inf, math.inf), download=False, source=source)
+        return RewardInfo(
+            name=ep.name.lower(),
+            implementation=_as_target(ep.value),
+            summary="(no model card)",
+            modality="any",
+            kind="pointwise",
+            extra=None,
+            higher_is_better=True,
+            score_range=(-math.inf, math.inf),
+            download=False,
+            source=source,
+        )
     meta = read_card_file(card)[0]
     return info_from_card({**meta, "name": ep.name}, card, source=source, implementation=_as_target(ep.value))
 
@@ -279,10 +300,19 @@ def extra_installed(extra: str | None, add_ons: Sequence[str] = ()) -> bool:
 
 def row(entry: RewardInfo) -> dict[str, Any]:
     """A JSON-ready listing row (``rewardzoo list --json``)."""
-    return dict(name=entry.name, modality=entry.modality, kind=entry.kind, extra=entry.extra,
-                higher_is_better=entry.higher_is_better, score_range=list(entry.score_range),
-                download=entry.download, installed=extra_installed(entry.extra, entry.add_ons), summary=entry.summary,
-                implementation=entry.implementation, source=entry.source)
+    return dict(
+        name=entry.name,
+        modality=entry.modality,
+        kind=entry.kind,
+        extra=entry.extra,
+        higher_is_better=entry.higher_is_better,
+        score_range=list(entry.score_range),
+        download=entry.download,
+        installed=extra_installed(entry.extra, entry.add_ons),
+        summary=entry.summary,
+        implementation=entry.implementation,
+        source=entry.source,
+    )
 
 
 def list_rewards(modality: str | None = None) -> list[dict[str, Any]]:
@@ -343,8 +373,9 @@ def find(name: str) -> Found:
     if ":" in name or "." in name:
         target = _as_target(name)
         return Found(name, target, next((e for e in index.values() if e.implementation == target), None))
-    raise RegistryError(f"unknown reward '{name}'{did_you_mean(name.lower(), index)}; "
-                        "`rewardzoo list` shows all rewards")
+    raise RegistryError(
+        f"unknown reward '{name}'{did_you_mean(name.lower(), index)}; `rewardzoo list` shows all rewards"
+    )
 
 
 def canonical_target(name: str) -> str:

@@ -50,32 +50,53 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="score a JSONL manifest with the rewards of a config")
     p.add_argument("config", help="YAML config path, a reward name (its card's example config) or a shipped config")
-    p.add_argument("--input", "-i", required=True,
-                   help="JSONL manifest (media paths relative to it); with --engine ray also Parquet (media as "
-                        "paths or encoded bytes)")
-    p.add_argument("--out", "-o", required=True,
-                   help="JSONL output, one line per input line; with --engine ray also .parquet")
+    p.add_argument(
+        "--input",
+        "-i",
+        required=True,
+        help="JSONL manifest (media paths relative to it); with --engine ray also Parquet (media as "
+        "paths or encoded bytes)",
+    )
+    p.add_argument(
+        "--out", "-o", required=True, help="JSONL output, one line per input line; with --engine ray also .parquet"
+    )
     p.add_argument("--split", choices=["train", "eval"], default=ScoreJob.split)
-    p.add_argument("--chunk-size", type=int, default=ScoreJob.chunk_size,
-                   help="samples per processor call (groups kept whole)")
-    p.add_argument("--allow-unscored", action="store_true",
-                   help="score a manifest although some samples' dataset matches no reward (their total is null; "
-                        "their count goes to stderr)")
+    p.add_argument(
+        "--chunk-size", type=int, default=ScoreJob.chunk_size, help="samples per processor call (groups kept whole)"
+    )
+    p.add_argument(
+        "--allow-unscored",
+        action="store_true",
+        help="score a manifest although some samples' dataset matches no reward (their total is null; "
+        "their count goes to stderr)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--report", metavar="HTML", help="also write an HTML report of the scores (see `rewardzoo report`)")
-    p.add_argument("--engine", choices=["local", "ray"], default=ScoreJob.engine,
-                   help="local: this process; ray: an actor pool on Ray Data (pip install 'rewardzoo[ray]')")
+    p.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default=ScoreJob.engine,
+        help="local: this process; ray: an actor pool on Ray Data (pip install 'rewardzoo[ray]')",
+    )
     p.add_argument("--actors", type=int, default=ScoreJob.actors, help="(ray) actors, each with its own processor")
     p.add_argument("--gpus-per-actor", type=float, default=ScoreJob.gpus_per_actor, help="(ray) GPUs per actor")
     p.add_argument("--cpus-per-actor", type=float, default=ScoreJob.cpus_per_actor, help="(ray) CPUs per actor")
-    p.add_argument("--address", help="(ray) join this Ray cluster ('auto': the one `ray start` ran here) instead "
-                   "of starting a local instance; default: $RAY_ADDRESS when set (Ray jobs set it)")
-    p.add_argument("--resume", action="store_true",
-                   help="keep the rows of an interrupted run of the same job (OUT.partial.jsonl: same input, "
-                        "config entries and split, else refused) and score the rest")
+    p.add_argument(
+        "--address",
+        help="(ray) join this Ray cluster ('auto': the one `ray start` ran here) instead "
+        "of starting a local instance; default: $RAY_ADDRESS when set (Ray jobs set it)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the rows of an interrupted run of the same job (OUT.partial.jsonl: same input, "
+        "config entries and split, else refused) and score the rest",
+    )
     p.set_defaults(func=cmd_score)
 
-    add_report_arguments(sub.add_parser("report", help="write a self-contained HTML report of a score file or a RewardMonitor log"))
+    add_report_arguments(
+        sub.add_parser("report", help="write a self-contained HTML report of a score file or a RewardMonitor log")
+    )
 
     p = sub.add_parser("serve", help="serve a config's rewards over HTTP (pip install 'rewardzoo[serve]')")
     _add_serve_arguments(p)
@@ -90,27 +111,50 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lint", help="warn about a config that invites reward hacking (exit 1 on warnings, for CI)")
     p.add_argument("config", help="YAML config path, a reward name (its card's example config) or a shipped config")
     p.add_argument("--json", action="store_true", help="print the warnings as a JSON list")
-    p.add_argument("--ignore", action="append", default=[], metavar="CODE",
-                   help="leave out a warning by code or name (repeatable), e.g. RZ004 or no-gold-check")
-    p.add_argument("--dominance", type=float, default=None,
-                   help="share of the weighted typical spread above which one reward dominates (default 0.8)")
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="leave out a warning by code or name (repeatable), e.g. RZ004 or no-gold-check",
+    )
+    p.add_argument(
+        "--dominance",
+        type=float,
+        default=None,
+        help="share of the weighted typical spread above which one reward dominates (default 0.8)",
+    )
     p.set_defaults(func=cmd_lint)
 
-    p = sub.add_parser("compare-reference", help="score samples with rewardzoo's implementation of a reward and "
-                       "with its reference package (in its own environment); print the differences")
+    p = sub.add_parser(
+        "compare-reference",
+        help="score samples with rewardzoo's implementation of a reward and "
+        "with its reference package (in its own environment); print the differences",
+    )
     p.add_argument("name", help="a reward name, or with --config the name of one of its entries")
     p.add_argument("--input", "-i", required=True, help="JSONL manifest (media paths relative to it)")
     p.add_argument("--config", help="the config holding the entry NAME (its model path, options, device)")
     p.add_argument("--split", choices=["train", "eval"], default="train", help="(with --config) its split")
-    p.add_argument("--model-path", help="the weights both implementations read (default: the entry's, or the "
-                   "reward's own download)")
-    p.add_argument("--reference-model", metavar="MODULE:CLASS",
-                   help="the wrapper that calls the reference package (default: rewardzoo's for the reward)")
+    p.add_argument(
+        "--model-path",
+        help="the weights both implementations read (default: the entry's, or the reward's own download)",
+    )
+    p.add_argument(
+        "--reference-model",
+        metavar="MODULE:CLASS",
+        help="the wrapper that calls the reference package (default: rewardzoo's for the reward)",
+    )
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--reference-python", metavar="PATH",
-                       help="run the reference with this interpreter (default: the environment rewardzoo builds)")
-    where.add_argument("--in-process", action="store_true",
-                       help="run the reference in this process (the reference package must import here)")
+    where.add_argument(
+        "--reference-python",
+        metavar="PATH",
+        help="run the reference with this interpreter (default: the environment rewardzoo builds)",
+    )
+    where.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the reference in this process (the reference package must import here)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_compare_reference)
 
@@ -142,8 +186,18 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     table = [["name", "modality", "kind", "extra", "higher", "range", "installed", "summary"]]
     for r in rows:
-        table.append([r["name"], r["modality"], r["kind"], r["extra"] or "-", "yes" if r["higher_is_better"] else "no",
-                      _range(r["score_range"]), "yes" if r["installed"] else "no", r["summary"]])
+        table.append(
+            [
+                r["name"],
+                r["modality"],
+                r["kind"],
+                r["extra"] or "-",
+                "yes" if r["higher_is_better"] else "no",
+                _range(r["score_range"]),
+                "yes" if r["installed"] else "no",
+                r["summary"],
+            ]
+        )
     print(format_table(table))
     return 0
 
@@ -203,8 +257,12 @@ def cmd_compare_reference(args: argparse.Namespace) -> int:
 
     table = [["sample", "rewardzoo", "reference", "difference"]]
     for row in found.as_dict()["samples"]:
-        table.append([row["sample"], *("-" if row[k] is None else f"{row[k]:.6g}"
-                                       for k in ("rewardzoo", "reference", "difference"))])
+        table.append(
+            [
+                row["sample"],
+                *("-" if row[k] is None else f"{row[k]:.6g}" for k in ("rewardzoo", "reference", "difference")),
+            ]
+        )
     print(f"{found.name}: rewardzoo vs {found.where}")
     print(format_table(table))
     print(f"max |difference|: {found.max_abs_difference:.3g} over {len(found.labels)} samples")
@@ -240,8 +298,18 @@ def cmd_env_list(args: argparse.Namespace) -> int:
 
     table = [["key", "requirements", "system_site_packages", "python", "rewardzoo", "MB", "created", "path"]]
     for r in rows:
-        table.append([r["key"], " ".join(r["requirements"]), "yes" if r["system_site_packages"] else "no", r["python"],
-                      r["rewardzoo"], f"{r['size_mb']:g}", r["created"], r["path"]])
+        table.append(
+            [
+                r["key"],
+                " ".join(r["requirements"]),
+                "yes" if r["system_site_packages"] else "no",
+                r["python"],
+                r["rewardzoo"],
+                f"{r['size_mb']:g}",
+                r["created"],
+                r["path"],
+            ]
+        )
     print(format_table(table))
     return 0
 
@@ -293,8 +361,14 @@ def cmd_score(args: argparse.Namespace) -> int:
         from ..report import build_report_from_records
 
         jsonl = plan.rows.unit == "line"  # a Parquet input's media are not the report's to read
-        build_report_from_records(run.records, scores_path=plan.out, manifest=plan.job.input if jsonl else None,
-                                  rows=plan.rows if jsonl else None, config=job.config, out=plan.report)
+        build_report_from_records(
+            run.records,
+            scores_path=plan.out,
+            manifest=plan.job.input if jsonl else None,
+            rows=plan.rows if jsonl else None,
+            config=job.config,
+            out=plan.report,
+        )
     return 0
 
 
@@ -317,4 +391,3 @@ def _range(bounds) -> str:
 
 def _num(x: float) -> str:
     return ("inf" if x > 0 else "-inf") if math.isinf(x) else f"{x:g}"
-

@@ -35,7 +35,7 @@ def demo_samples() -> list[tuple[str, Sample]]:
     static = np.repeat((gradient[None, :64, :64] * 255).astype(np.uint8), frames, axis=0)
     moving = np.zeros((frames, 64, 64, 3), np.uint8)
     for t in range(frames):
-        moving[t, 20:36, 4 + 3 * t:20 + 3 * t] = 255
+        moving[t, 20:36, 4 + 3 * t : 20 + 3 * t] = 255
     strobe = np.zeros((frames, 64, 64, 3), np.uint8)
     strobe[::2] = 255
     videos = [("static video", static), ("moving square", moving), ("strobe video", strobe)]
@@ -46,14 +46,28 @@ def demo_samples() -> list[tuple[str, Sample]]:
     clipped = np.clip(1.6 * np.sin(2 * math.pi * 220 * t), -1.0, 1.0)
     clips = [("440 Hz tone", tone), ("white noise", hiss), ("clipped tone", clipped)]
 
-    out = [(label, Sample(image=img.astype(np.float32), prompt=label, dataset="image", group_id="images"))
-           for label, img in images]
+    out = [
+        (label, Sample(image=img.astype(np.float32), prompt=label, dataset="image", group_id="images"))
+        for label, img in images
+    ]
     out += [(label, Sample(video=v, prompt=label, dataset="video")) for label, v in videos]
     # every clip is compared with the clean 440 Hz tone by the reference-based rewards (si_sdr, pesq, stoi); its
     # label is the text speech_duration_ratio times
     reference = tone.astype(np.float32)
-    out += [(label, Sample(audio=a.astype(np.float32), audio_sample_rate=SR, prompt=label, condition_audio=reference,
-                           condition_audio_sample_rate=SR, dataset="audio")) for label, a in clips]
+    out += [
+        (
+            label,
+            Sample(
+                audio=a.astype(np.float32),
+                audio_sample_rate=SR,
+                prompt=label,
+                condition_audio=reference,
+                condition_audio_sample_rate=SR,
+                dataset="audio",
+            ),
+        )
+        for label, a in clips
+    ]
     # edits of the flat gradient: a square redrawn inside its mask (the rest untouched), then the whole image redrawn
     source = (gradient * 255).astype(np.uint8)
     mask = np.zeros((256, 256), np.uint8)
@@ -61,10 +75,15 @@ def demo_samples() -> list[tuple[str, Sample]]:
     square = source.copy()
     square[96:160, 96:160] = (noise[96:160, 96:160] * 255).astype(np.uint8)
     redrawn = (noise * 255).astype(np.uint8)
-    edits = [("square redrawn, masked", square, [source, mask]), ("square redrawn, no mask", square, [source]),
-             ("whole image redrawn", redrawn, [source, mask])]
-    out += [(label, Sample(image=img, condition_images=conds, prompt="replace the centre with noise", dataset="edit"))
-            for label, img, conds in edits]
+    edits = [
+        ("square redrawn, masked", square, [source, mask]),
+        ("square redrawn, no mask", square, [source]),
+        ("whole image redrawn", redrawn, [source, mask]),
+    ]
+    out += [
+        (label, Sample(image=img, condition_images=conds, prompt="replace the centre with noise", dataset="edit"))
+        for label, img, conds in edits
+    ]
     return out
 
 
@@ -90,8 +109,10 @@ def run_demo() -> str:
     specs, skipped = runnable_specs(load_config(config_path("demo")).rewards)
     labelled = demo_samples()
     result = RewardProcessor(specs)([s for _, s in labelled])
-    sections = ["rewardzoo demo: generated media scored by every reward that needs no download (configs/demo.yaml).\n"
-                "Higher is better in every column; the group rewards compare the three images by JPEG size."]
+    sections = [
+        "rewardzoo demo: generated media scored by every reward that needs no download (configs/demo.yaml).\n"
+        "Higher is better in every column; the group rewards compare the three images by JPEG size."
+    ]
     for dataset in ("image", "video", "audio", "edit"):
         rows = [i for i, (_, s) in enumerate(labelled) if s.dataset == dataset]
         names = [spec.name for spec in specs if spec.applies_to(dataset)]

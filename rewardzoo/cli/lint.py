@@ -123,12 +123,20 @@ def _base(spec: RewardSpec, info: RewardInfo | None) -> _Reward | None:
         return None
     if isinstance(base, str):
         base = {"reward_model": base}
-    if (not isinstance(base, Mapping) or not isinstance(base.get("reward_model"), str)
-            or not isinstance(base.get("kwargs") or {}, Mapping)):
-        raise ConfigError("'base' must be a reward name or a mapping with reward_model", entry=spec.name,
-                          field="kwargs.base")
-    inner = RewardSpec(name=f"{spec.name}.base", reward_model=base["reward_model"],
-                       model_path=base.get("model_path"), kwargs=dict(base.get("kwargs") or {}))
+    if (
+        not isinstance(base, Mapping)
+        or not isinstance(base.get("reward_model"), str)
+        or not isinstance(base.get("kwargs") or {}, Mapping)
+    ):
+        raise ConfigError(
+            "'base' must be a reward name or a mapping with reward_model", entry=spec.name, field="kwargs.base"
+        )
+    inner = RewardSpec(
+        name=f"{spec.name}.base",
+        reward_model=base["reward_model"],
+        model_path=base.get("model_path"),
+        kwargs=dict(base.get("kwargs") or {}),
+    )
     return _reward(inner)
 
 
@@ -151,11 +159,14 @@ def _no_prompt_reward(dataset: str | None, rewards: list[_Reward]) -> Iterator[L
     modalities = {r.fact("modality") for r in rewards} - {"any", None}
     examples = [n for n, e in entries().items() if e.prompt_conditioned and e.modality in modalities][:4]
     hint = f" (for {', '.join(sorted(modalities))}: {', '.join(examples)})" if examples else ""
-    yield LintWarning("RZ001", tuple(r.spec.name for r in rewards),
-                      "no training reward reads the prompt, so nothing rewards following it: the policy can "
-                      "drift to whatever these rewards like for any prompt",
-                      f"add a prompt-conditioned reward{hint}; the cards' `prompt_conditioned` says which",
-                      dataset)
+    yield LintWarning(
+        "RZ001",
+        tuple(r.spec.name for r in rewards),
+        "no training reward reads the prompt, so nothing rewards following it: the policy can "
+        "drift to whatever these rewards like for any prompt",
+        f"add a prompt-conditioned reward{hint}; the cards' `prompt_conditioned` says which",
+        dataset,
+    )
 
 
 def _dominant_weight(dataset: str | None, rewards: list[_Reward], dominance: float) -> Iterator[LintWarning]:
@@ -174,13 +185,17 @@ def _dominant_weight(dataset: str | None, rewards: list[_Reward], dominance: flo
         return
     balanced = ", ".join(f"{n}: {1.0 / (t[1] - t[0]):.3g}" for n, (_, _, t) in spread.items())
     shares = ", ".join(f"{n} {s / total:.0%}" for n, (s, _, _) in spread.items())
-    yield LintWarning("RZ002", (name,),
-                      f"'{name}' makes {top / total:.0%} of the weighted spread of the total (|weight| x the "
-                      f"width of the card's typical_range; {shares}), so the total and its group advantage "
-                      "follow it alone and the other rewards barely steer training",
-                      f"weights inversely proportional to the typical spreads give each reward an equal say "
-                      f"({balanced}; scale to taste), or use `advantage: gdpo`, which normalises each reward "
-                      "within its group before the weighted sum", dataset)
+    yield LintWarning(
+        "RZ002",
+        (name,),
+        f"'{name}' makes {top / total:.0%} of the weighted spread of the total (|weight| x the "
+        f"width of the card's typical_range; {shares}), so the total and its group advantage "
+        "follow it alone and the other rewards barely steer training",
+        f"weights inversely proportional to the typical spreads give each reward an equal say "
+        f"({balanced}; scale to taste), or use `advantage: gdpo`, which normalises each reward "
+        "within its group before the weighted sum",
+        dataset,
+    )
 
 
 def _group_over_constant(rewards: list[_Reward], advantage: str) -> Iterator[LintWarning]:
@@ -190,44 +205,55 @@ def _group_over_constant(rewards: list[_Reward], advantage: str) -> Iterator[Lin
         scored = r.leaf.info.name if r.leaf.info is not None else r.leaf.spec.reward_model
         if r.base is not None:
             how = f"the group wrapper '{r.info.name}' normalises"
-            fix = f"score '{scored}' as its own pointwise entry (a guard with a weight) instead of under '{r.info.name}'"
+            fix = (
+                f"score '{scored}' as its own pointwise entry (a guard with a weight) instead of under '{r.info.name}'"
+            )
         elif advantage == "gdpo":
             how = "`advantage: gdpo` z-scores each reward within its group and so normalises"
             fix = f"use `advantage: sum`, or leave '{scored}' out of training (keep it in eval_rewards)"
         else:
             continue
-        yield LintWarning("RZ003", (r.spec.name,),
-                          f"'{scored}' is near-constant within a group (its card's near_constant_in_group): "
-                          f"{how} a spread that is noise into advantages of +-1", fix)
+        yield LintWarning(
+            "RZ003",
+            (r.spec.name,),
+            f"'{scored}' is near-constant within a group (its card's near_constant_in_group): "
+            f"{how} a spread that is noise into advantages of +-1",
+            fix,
+        )
 
 
 def _no_gold_check(train: list[_Reward], evals: list[_Reward]) -> Iterator[LintWarning]:
     trained = {r.identity() for r in train}
     if any(r.identity() not in trained for r in evals):
         return
-    yield LintWarning("RZ004", tuple(r.spec.name for r in evals),
-                      "every evaluation reward is a training reward (eval_rewards absent or repeating them): a "
-                      "policy that games the training rewards looks like one that improves, since nothing "
-                      "measured outside the optimised signal can fall",
-                      "add to eval_rewards at least one reward the policy is not trained on that measures the "
-                      "same aim (a gold check, as GRPO-Guard compares proxy and gold): e.g. hpsv2 or "
-                      "image_reward when training on pickscore, another ASR checkpoint when training on asr_wer")
+    yield LintWarning(
+        "RZ004",
+        tuple(r.spec.name for r in evals),
+        "every evaluation reward is a training reward (eval_rewards absent or repeating them): a "
+        "policy that games the training rewards looks like one that improves, since nothing "
+        "measured outside the optimised signal can fall",
+        "add to eval_rewards at least one reward the policy is not trained on that measures the "
+        "same aim (a gold check, as GRPO-Guard compares proxy and gold): e.g. hpsv2 or "
+        "image_reward when training on pickscore, another ASR checkpoint when training on asr_wer",
+    )
 
 
 def _still_video(dataset: str | None, rewards: list[_Reward]) -> Iterator[LintWarning]:
     still = [r for r in rewards if r.fact("prefers_still_video")]
     if not still or any(r.names() & set(STILL_VIDEO_COUNTERS) for r in rewards):
         return
-    yield LintWarning("RZ005", tuple(r.spec.name for r in still),
-                      "a still video scores best on these rewards (their cards' prefers_still_video), so "
-                      "training on them without a motion or diversity term rewards videos that do not move",
-                      "add video_dynamic_degree (VBench's counterpart of its temporal-quality dimensions) or a "
-                      "diversity term (group_diversity, or diversity_weighted over a reward) for the same samples",
-                      dataset)
+    yield LintWarning(
+        "RZ005",
+        tuple(r.spec.name for r in still),
+        "a still video scores best on these rewards (their cards' prefers_still_video), so "
+        "training on them without a motion or diversity term rewards videos that do not move",
+        "add video_dynamic_degree (VBench's counterpart of its temporal-quality dimensions) or a "
+        "diversity term (group_diversity, or diversity_weighted over a reward) for the same samples",
+        dataset,
+    )
 
 
-def lint_config(config: ConfigSource, *, dominance: float = DOMINANCE,
-                ignore: Sequence[str] = ()) -> list[LintWarning]:
+def lint_config(config: ConfigSource, *, dominance: float = DOMINANCE, ignore: Sequence[str] = ()) -> list[LintWarning]:
     """The warnings for ``config`` (a YAML path, a shipped config or reward name, a mapping or a
     :class:`~rewardzoo.spec.config.RewardConfig`), in the order of :data:`CODES`, without those in ``ignore``
     (codes or names). ``dominance``: the share of the weighted spread above which RZ002 warns, in (0, 1].
@@ -236,8 +262,9 @@ def lint_config(config: ConfigSource, *, dominance: float = DOMINANCE,
         raise ConfigError(f"dominance must be in (0, 1], got {dominance!r}", field="dominance")
     unknown = [c for c in ignore if c not in CODES and c not in CODES.values()]
     if unknown:
-        raise ConfigError(f"unknown lint code(s) {unknown}; known: {', '.join(f'{c} {n}' for c, n in CODES.items())}",
-                          field="ignore")
+        raise ConfigError(
+            f"unknown lint code(s) {unknown}; known: {', '.join(f'{c} {n}' for c, n in CODES.items())}", field="ignore"
+        )
     cfg: RewardConfig = resolve_config(config)
     train = [_reward(s) for s in cfg.rewards]
     evals = [_reward(s) for s in cfg.eval_rewards]

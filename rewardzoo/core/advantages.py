@@ -33,8 +33,12 @@ def group_index(keys: Sequence[Any]) -> np.ndarray:
     out = np.empty(len(keys), dtype=np.int64)
     for i, key in enumerate(keys):
         if key is None:
-            raise InputError("advantages need a group for every sample: give group_id on the samples or "
-                             "group_by=[...] (e.g. the prompts)", field="group_id", sample=i)
+            raise InputError(
+                "advantages need a group for every sample: give group_id on the samples or "
+                "group_by=[...] (e.g. the prompts)",
+                field="group_id",
+                sample=i,
+            )
         out[i] = seen.setdefault((type(key).__name__, key), len(seen))
     return out
 
@@ -50,8 +54,9 @@ def sum_then_normalize(total: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return advantages
 
 
-def normalize_then_sum(rewards: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray],
-                       groups: np.ndarray) -> np.ndarray:
+def normalize_then_sum(
+    rewards: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray], groups: np.ndarray
+) -> np.ndarray:
     """``gdpo`` mode; ``rewards[k]`` NaN where reward k does not apply, ``weights[k]`` per sample."""
     n = len(groups)
     combined = np.zeros(n)

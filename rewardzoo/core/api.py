@@ -14,9 +14,14 @@ from .processor import RewardProcessor
 from .resolve import resolve_config
 
 
-def build_processors(config: RewardConfig | str | os.PathLike[str] | Mapping[str, Any],
-                     loader: RewardLoader | None = None, *, distributed: bool = False, group: Any = None,
-                     rank_ordered_loading: bool = False) -> tuple[RewardProcessor, RewardProcessor]:
+def build_processors(
+    config: RewardConfig | str | os.PathLike[str] | Mapping[str, Any],
+    loader: RewardLoader | None = None,
+    *,
+    distributed: bool = False,
+    group: Any = None,
+    rank_ordered_loading: bool = False,
+) -> tuple[RewardProcessor, RewardProcessor]:
     """(train, eval) processors over one loader: a model used by both is constructed once.
 
     ``distributed=True`` gives :class:`~rewardzoo.core.distributed.DistributedRewardProcessor` instances
@@ -34,10 +39,14 @@ def build_processors(config: RewardConfig | str | os.PathLike[str] | Mapping[str
     with ordered:
         mode = config.advantage
         if distributed:
-            return (DistributedRewardProcessor(config.rewards, loader, group=group, advantage=mode),
-                    DistributedRewardProcessor(config.eval_rewards, loader, group=group, advantage=mode))
-        return (RewardProcessor(config.rewards, loader, advantage=mode),
-                RewardProcessor(config.eval_rewards, loader, advantage=mode))
+            return (
+                DistributedRewardProcessor(config.rewards, loader, group=group, advantage=mode),
+                DistributedRewardProcessor(config.eval_rewards, loader, group=group, advantage=mode),
+            )
+        return (
+            RewardProcessor(config.rewards, loader, advantage=mode),
+            RewardProcessor(config.eval_rewards, loader, advantage=mode),
+        )
 
 
 def load_reward(entry: str | Mapping[str, Any], loader: RewardLoader | None = None, **kwargs: Any) -> Reward:

@@ -90,8 +90,12 @@ def effective_workers(spec: RewardSpec, reward: Reward) -> int:
         key = (spec.name, type(reward))
         if key not in _WARNED:
             _WARNED.add(key)
-            warnings.warn(f"reward '{spec.name}' ({type(reward).__name__}) is not thread-safe: it runs on one "
-                          f"thread, not num_workers={spec.num_workers}", RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"reward '{spec.name}' ({type(reward).__name__}) is not thread-safe: it runs on one "
+                f"thread, not num_workers={spec.num_workers}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
     return 1
 
 
@@ -156,8 +160,7 @@ class AsyncRewardRunner:
 
     _deferred: Exception | None  # declared here because add() assigns it before _reset() appears
 
-    def __init__(self, processor: ScoringFront, *, timeout: float | None = None,
-                 group_size: int | None = None) -> None:
+    def __init__(self, processor: ScoringFront, *, timeout: float | None = None, group_size: int | None = None) -> None:
         if timeout is not None:
             timeout = positive_float(timeout, "timeout")
         positive_int(group_size, "group_size", allow_none=True)
@@ -168,8 +171,9 @@ class AsyncRewardRunner:
         self._workers = {s.name: effective_workers(s, processor.rewards[s.name]) for s in self._async}
         self._pools: dict[str, DaemonPool] = {}
         self._streams = _Streams()
-        self._cuda_devices = sorted({str(processor.rewards[s.name].device) for s in self._async
-                                     if _Streams.is_cuda(processor.rewards[s.name])})
+        self._cuda_devices = sorted(
+            {str(processor.rewards[s.name].device) for s in self._async if _Streams.is_cuda(processor.rewards[s.name])}
+        )
         self._closed = False
         self._reset()
 
@@ -184,8 +188,10 @@ class AsyncRewardRunner:
         """
         self._check_open()
         if self._table is not None:
-            raise RunnerStateError("add() after ready()/results() began reading this round's results: call "
-                                   "finalize() first; the next round starts after it")
+            raise RunnerStateError(
+                "add() after ready()/results() began reading this round's results: call "
+                "finalize() first; the next round starts after it"
+            )
         start = len(self._samples)
         if not self._samples:
             self.processor.wake()  # a round starts: wake before dispatching to the workers
@@ -206,7 +212,7 @@ class AsyncRewardRunner:
                     waiting = self._waiting[spec.name]
                     waiting.extend(indices)
                     while len(waiting) >= spec.batch_size:
-                        chunk, waiting[:] = waiting[:spec.batch_size], waiting[spec.batch_size:]
+                        chunk, waiting[:] = waiting[: spec.batch_size], waiting[spec.batch_size :]
                         self._submit(spec, reward, chunk, events)
         except Exception as exc:
             if not self.processor.collective:
@@ -318,8 +324,12 @@ class AsyncRewardRunner:
         groups, complete = self._open_groups[spec.name], self._complete_groups[spec.name]
         for key, members in group_indices(spec.name, self._samples, indices).items():
             if key in complete:  # its group_size samples were already scored
-                raise InputError(f"group {key[1]!r} has more than group_size={self.group_size} samples",
-                                 reward=spec.name, field="group_id", sample=members[0])
+                raise InputError(
+                    f"group {key[1]!r} has more than group_size={self.group_size} samples",
+                    reward=spec.name,
+                    field="group_id",
+                    sample=members[0],
+                )
             groups.setdefault(key, []).extend(members)
         if self.group_size is None or self.processor.collective:
             return
@@ -327,8 +337,12 @@ class AsyncRewardRunner:
             members = groups.pop(key)
             complete.add(key)
             if len(members) > self.group_size:
-                raise InputError(f"group {key[1]!r} has more than group_size={self.group_size} samples",
-                                 reward=spec.name, field="group_id", sample=members[self.group_size])
+                raise InputError(
+                    f"group {key[1]!r} has more than group_size={self.group_size} samples",
+                    reward=spec.name,
+                    field="group_id",
+                    sample=members[self.group_size],
+                )
             self._submit(spec, reward, members, events)
 
     def _pool(self, spec: RewardSpec) -> DaemonPool:
@@ -337,15 +351,17 @@ class AsyncRewardRunner:
             pool = self._pools[spec.name] = DaemonPool(self._workers[spec.name], f"rewardzoo-{spec.name}")
         return pool
 
-    def _task(self, name: str, reward: Reward, fn: Callable[[], Outcome], events: dict[str, Any]
-              ) -> Callable[[], Outcome]:
+    def _task(
+        self, name: str, reward: Reward, fn: Callable[[], Outcome], events: dict[str, Any]
+    ) -> Callable[[], Outcome]:
         if not _Streams.is_cuda(reward):
             return fn
         device = str(reward.device)
         return lambda: self._streams.call(fn, device, events.get(device))
 
-    def _submit(self, spec: RewardSpec, reward: Reward, indices: list[int], events: dict[str, Any]
-                ) -> cf.Future[Outcome]:
+    def _submit(
+        self, spec: RewardSpec, reward: Reward, indices: list[int], events: dict[str, Any]
+    ) -> cf.Future[Outcome]:
         cache = self._cache
         fn = self._task(spec.name, reward, lambda: run_call(spec.name, reward, indices, cache), events)
         future = self._pool(spec).submit(fn)
@@ -353,8 +369,9 @@ class AsyncRewardRunner:
         self._done.append((spec.name, indices, future))
         return future
 
-    def run_jobs(self, spec: RewardSpec, reward: Reward, jobs: Sequence[Job],
-                 deadline: float | None = None) -> list[Outcome]:
+    def run_jobs(
+        self, spec: RewardSpec, reward: Reward, jobs: Sequence[Job], deadline: float | None = None
+    ) -> list[Outcome]:
         """Run prepared calls of ``spec`` (on its pool when async) and return their outcomes in order."""
         if not spec.async_reward:
             return [job() for job in jobs]
@@ -397,8 +414,9 @@ class AsyncRewardRunner:
                 if not spec.async_reward:
                     reward = self.processor.rewards[spec.name]
                     for chunk in call_plan(spec, reward, samples, np.flatnonzero(table.masks[spec.name]).tolist()):
-                        self._inline.append((spec.name, chunk, partial(run_call, spec.name, reward, chunk,
-                                                                       self._cache)))
+                        self._inline.append(
+                            (spec.name, chunk, partial(run_call, spec.name, reward, chunk, self._cache))
+                        )
         need = np.zeros(len(samples), dtype=np.int64)
         if not self.processor.collective:
             for mask in table.masks.values():
@@ -410,9 +428,14 @@ class AsyncRewardRunner:
         # what this runner submitted itself: async pointwise streams; the groupwise streams go through
         # the processor's exchange, on this runner's pools
         own = {s.name for s in self._async if self.processor.rewards[s.name].kind != "groupwise"}
-        self.processor.score_into(table, self._cache, skip=own, error=self._deferred,
-                                  run_jobs=lambda spec, reward, jobs: self.run_jobs(spec, reward, jobs, deadline),
-                                  finish=lambda: self._wait(self._futures, deadline))
+        self.processor.score_into(
+            table,
+            self._cache,
+            skip=own,
+            error=self._deferred,
+            run_jobs=lambda spec, reward, jobs: self.run_jobs(spec, reward, jobs, deadline),
+            finish=lambda: self._wait(self._futures, deadline),
+        )
         self._wait(self._futures, deadline)
         for name, indices, future in self._done:
             table.put(name, indices, *future.result())
@@ -454,15 +477,20 @@ class AsyncRewardRunner:
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             raise self._timeout_error([(n, f) for n, _, f in self._done])
-        cf.wait([f for _, _, f in self._done], timeout=0.1 if left is None else min(0.1, left),
-                return_when=cf.FIRST_COMPLETED)
+        cf.wait(
+            [f for _, _, f in self._done],
+            timeout=0.1 if left is None else min(0.1, left),
+            return_when=cf.FIRST_COMPLETED,
+        )
 
     def _iterate(self, ordered: bool, deadline: float | None, round_id: object) -> Iterator[tuple[int, RewardResult]]:
         position = 0  # ordered: the next sample index; otherwise: the next entry of self._order
         while True:
             if self._round is not round_id:
-                raise RunnerStateError("this round's results were already finalized (or it failed); iterate over "
-                                       "ready()/results() of the current round")
+                raise RunnerStateError(
+                    "this round's results were already finalized (or it failed); iterate over "
+                    "ready()/results() of the current round"
+                )
             try:
                 if ordered:
                     if position == len(self._need):
@@ -491,10 +519,15 @@ class AsyncRewardRunner:
         """Row ``i`` of the table as a one-sample result (the arithmetic of ``finalize``'s, element by element)."""
         t, one = self._table, slice(i, i + 1)
         assert t is not None  # rows are read only after _seal
-        return assemble(t.specs, t.samples[one], {k: v[one] for k, v in t.scores.items()},
-                        {k: v[one] for k, v in t.masks.items()},
-                        {k: {kk: vv[one].copy() for kk, vv in v.items()} for k, v in t.extras.items()},
-                        t.advantage_mode, t.step)
+        return assemble(
+            t.specs,
+            t.samples[one],
+            {k: v[one] for k, v in t.scores.items()},
+            {k: v[one] for k, v in t.masks.items()},
+            {k: {kk: vv[one].copy() for kk, vv in v.items()} for k, v in t.extras.items()},
+            t.advantage_mode,
+            t.step,
+        )
 
     def _wait(self, futures: list[tuple[str, cf.Future[Outcome]]], deadline: float | None) -> None:
         """Wait for ``futures``; raise the first error in submission order, or a timeout naming the rewards."""
@@ -502,8 +535,9 @@ class AsyncRewardRunner:
         while pending:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             # short waits keep the main thread responsive to KeyboardInterrupt
-            done, pending = cf.wait(pending, timeout=0.1 if left is None else min(0.1, left),
-                                    return_when=cf.FIRST_EXCEPTION)
+            done, pending = cf.wait(
+                pending, timeout=0.1 if left is None else min(0.1, left), return_when=cf.FIRST_EXCEPTION
+            )
             if any(f.exception() is not None for f in done if not f.cancelled()):
                 break
             if pending and left is not None and left <= 0:
@@ -514,8 +548,10 @@ class AsyncRewardRunner:
 
     def _timeout_error(self, pending: list[tuple[str, cf.Future[Outcome]]]) -> RewardTimeoutError:
         names = sorted({n for n, _ in pending})
-        return RewardTimeoutError(f"{len(pending)} call(s) still running after the runner's timeout of "
-                                  f"{self.timeout} s", reward=", ".join(names))
+        return RewardTimeoutError(
+            f"{len(pending)} call(s) still running after the runner's timeout of {self.timeout} s",
+            reward=", ".join(names),
+        )
 
     def _abort(self) -> None:
         """Cancel queued calls and drop the round; pools whose threads may still be busy are replaced."""
@@ -527,4 +563,3 @@ class AsyncRewardRunner:
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
         self._reset()
-

@@ -48,9 +48,13 @@ def differentiable_names() -> list[str]:
 def _check_differentiable(spec: RewardSpec) -> None:
     info = lookup(spec.reward_model)
     if info is not None and not info.differentiable:
-        raise ConfigError(f"reward '{spec.reward_model}' is not differentiable (its model card says "
-                          f"`differentiable: false`; see its Limitations); differentiable rewards: "
-                          f"{', '.join(differentiable_names())}", entry=spec.name, field="reward_model")
+        raise ConfigError(
+            f"reward '{spec.reward_model}' is not differentiable (its model card says "
+            f"`differentiable: false`; see its Limitations); differentiable rewards: "
+            f"{', '.join(differentiable_names())}",
+            entry=spec.name,
+            field="reward_model",
+        )
 
 
 class _PixelScorer(Protocol):
@@ -71,23 +75,41 @@ class DifferentiableReward:
     steps). Attributes: ``specs``, ``rewards`` (stream name -> built reward), ``gradient_checkpointing``.
     """
 
-    def __init__(self, specs: Sequence[RewardSpec], rewards: Sequence[Reward], *,
-                 gradient_checkpointing: bool = False, loader: RewardLoader | None = None) -> None:
+    def __init__(
+        self,
+        specs: Sequence[RewardSpec],
+        rewards: Sequence[Reward],
+        *,
+        gradient_checkpointing: bool = False,
+        loader: RewardLoader | None = None,
+    ) -> None:
         self.loader = loader or RewardLoader()
         self.specs = tuple(specs)
         self.rewards = {spec.name: reward for spec, reward in zip(self.specs, rewards)}
         self.gradient_checkpointing = bool(gradient_checkpointing)
         self.last: dict[str, Any] = {}
 
-    def __call__(self, pixels: Any, prompts: Sequence[str] | None = None, *, dataset: Any = None,
-                 return_parts: bool = False, step: int | None = None, **fields: Any) -> Any:
+    def __call__(
+        self,
+        pixels: Any,
+        prompts: Sequence[str] | None = None,
+        *,
+        dataset: Any = None,
+        return_parts: bool = False,
+        step: int | None = None,
+        **fields: Any,
+    ) -> Any:
         import torch
 
         if not isinstance(pixels, torch.Tensor) or not pixels.is_floating_point() or pixels.ndim not in (4, 5):
-            what = f"{pixels.dtype} tensor of shape {tuple(pixels.shape)}" if isinstance(pixels, torch.Tensor) \
+            what = (
+                f"{pixels.dtype} tensor of shape {tuple(pixels.shape)}"
+                if isinstance(pixels, torch.Tensor)
                 else type(pixels).__name__
-            raise InputError(f"expected float pixels (B, 3, H, W) or videos (B, T, 3, H, W) in [0, 1], got {what}",
-                             field="image")
+            )
+            raise InputError(
+                f"expected float pixels (B, 3, H, W) or videos (B, T, 3, H, W) in [0, 1], got {what}", field="image"
+            )
         n = int(pixels.shape[0])
         datasets = list(dataset) if isinstance(dataset, (list, tuple)) else [dataset] * n
         if len(datasets) != n:
@@ -103,8 +125,11 @@ class DifferentiableReward:
             reward = self.rewards[spec.name]
             media = "video" if "video" in reward.inputs.fields else "image"
             if (media == "video") != (pixels.ndim == 5):
-                raise InputError(f"reward '{spec.name}' scores {'videos (B, T, 3, H, W)' if media == 'video' else 'images (B, 3, H, W)'}"
-                                 f", got pixels of shape {tuple(pixels.shape)}", field=media)
+                raise InputError(
+                    f"reward '{spec.name}' scores {'videos (B, T, 3, H, W)' if media == 'video' else 'images (B, 3, H, W)'}"
+                    f", got pixels of shape {tuple(pixels.shape)}",
+                    field=media,
+                )
             wanted = {}
             for fld in reward.inputs.fields:
                 if fld in ("image", "video"):
@@ -134,8 +159,13 @@ class DifferentiableReward:
         return f"DifferentiableReward({', '.join(self.rewards)}, gradient_checkpointing={self.gradient_checkpointing})"
 
 
-def differentiable(config: RewardConfig | str | os.PathLike[str] | Mapping[str, Any], *, split: str = "train",
-                   loader: RewardLoader | None = None, gradient_checkpointing: bool = False) -> DifferentiableReward:
+def differentiable(
+    config: RewardConfig | str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    split: str = "train",
+    loader: RewardLoader | None = None,
+    gradient_checkpointing: bool = False,
+) -> DifferentiableReward:
     """The differentiable total of a reward config (see the module docstring).
 
     ``config``: anything :func:`rewardzoo.load_config` accepts (a YAML path, a mapping, a loaded
@@ -146,8 +176,10 @@ def differentiable(config: RewardConfig | str | os.PathLike[str] | Mapping[str, 
     model is loaded).
     """
     if not isinstance(config, (RewardConfig, str, os.PathLike, Mapping)):
-        raise ConfigError(f"differentiable() takes a config path, a mapping, a RewardConfig or a reward name, got "
-                          f"{type(config).__name__}")
+        raise ConfigError(
+            f"differentiable() takes a config path, a mapping, a RewardConfig or a reward name, got "
+            f"{type(config).__name__}"
+        )
     specs = resolve_config(config, reward="entry").specs(split)
     for spec in specs:
         _check_differentiable(spec)
@@ -156,8 +188,11 @@ def differentiable(config: RewardConfig | str | os.PathLike[str] | Mapping[str, 
     for spec in specs:
         reward = loader.load(spec)
         if not callable(getattr(reward, "score_pixels", None)):
-            raise ConfigError(f"reward '{spec.reward_model}' has no differentiable path (no `score_pixels` method)",
-                              entry=spec.name, field="reward_model")
+            raise ConfigError(
+                f"reward '{spec.reward_model}' has no differentiable path (no `score_pixels` method)",
+                entry=spec.name,
+                field="reward_model",
+            )
         for module in reward_modules(reward):
             module.eval().requires_grad_(False)  # frozen: no gradient accumulates in the reward's parameters
         rewards.append(reward)

@@ -129,8 +129,10 @@ class GroupExchange:
         try:
             _dist().all_gather_object(out, obj, group=self.group)
         except RuntimeError as exc:  # a peer crashed, or the process group's timeout expired
-            raise RewardExecutionError(f"cross-rank reward exchange failed on rank {self.rank} (another rank "
-                                       f"crashed or did not reach the exchange in time): {exc}") from exc
+            raise RewardExecutionError(
+                f"cross-rank reward exchange failed on rank {self.rank} (another rank "
+                f"crashed or did not reach the exchange in time): {exc}"
+            ) from exc
         return out
 
     def _round(self, payload: Any, error: BaseException | None) -> list[Any]:
@@ -142,13 +144,24 @@ class GroupExchange:
             raise error
         for status, info in received:
             if status == "error":
-                raise RemoteRankError(f"rank {info['rank']} failed: {info['type']}: {info['message']}",
-                                      rank=info["rank"], reward=info["reward"])
+                raise RemoteRankError(
+                    f"rank {info['rank']} failed: {info['type']}: {info['message']}",
+                    rank=info["rank"],
+                    reward=info["reward"],
+                )
         return [item for _, item in received]
 
-    def score(self, processor: RewardProcessor, table: ScoreTable, cache: ConversionCache, *,
-              skip: Iterable[str] = (), run_jobs: RunJobs = run_inline, error: BaseException | None = None,
-              finish: Callable[[], None] | None = None) -> None:
+    def score(
+        self,
+        processor: RewardProcessor,
+        table: ScoreTable,
+        cache: ConversionCache,
+        *,
+        skip: Iterable[str] = (),
+        run_jobs: RunJobs = run_inline,
+        error: BaseException | None = None,
+        finish: Callable[[], None] | None = None,
+    ) -> None:
         """Fill ``table`` for every spec of ``processor``: pointwise locally (except names in ``skip``,
         already handled by the caller), groupwise through the exchange.
 
@@ -160,8 +173,9 @@ class GroupExchange:
         local: dict[str, dict[Any, list[int]]] = {}
         try:
             if error is None:
-                local = score_specs(processor.specs, processor.rewards, table, cache, skip=skip, run_jobs=run_jobs,
-                                    exchange_groups=True)
+                local = score_specs(
+                    processor.specs, processor.rewards, table, cache, skip=skip, run_jobs=run_jobs, exchange_groups=True
+                )
         except Exception as exc:
             error = exc
         if not groupwise:
@@ -172,9 +186,17 @@ class GroupExchange:
             return
         self._exchange(processor, groupwise, local, cache, table, error, run_jobs, finish)
 
-    def _exchange(self, processor: RewardProcessor, groupwise: list[RewardSpec], local: dict[str, dict[Any, list[int]]],
-                  cache: ConversionCache, table: ScoreTable, error: BaseException | None, run_jobs: RunJobs,
-                  finish: Callable[[], None] | None) -> None:
+    def _exchange(
+        self,
+        processor: RewardProcessor,
+        groupwise: list[RewardSpec],
+        local: dict[str, dict[Any, list[int]]],
+        cache: ConversionCache,
+        table: ScoreTable,
+        error: BaseException | None,
+        run_jobs: RunJobs,
+        finish: Callable[[], None] | None,
+    ) -> None:
         me = self.rank
         keys = {s.name: [(k, len(m)) for k, m in local.get(s.name, {}).items()] for s in groupwise}
         everyone = self._round(keys, error)
@@ -188,7 +210,8 @@ class GroupExchange:
                 for plan in plans[spec.name]:
                     if plan.split and me in plan.counts and plan.owner != me:
                         outgoing.setdefault(spec.name, {})[plan.key] = self._member_payload(
-                            spec.name, reward, local[spec.name][plan.key], table.samples, cache)
+                            spec.name, reward, local[spec.name][plan.key], table.samples, cache
+                        )
         except Exception as exc:
             error = exc
         received: list[Any] = [{} for _ in range(self.world_size)]
@@ -233,13 +256,16 @@ class GroupExchange:
                 table.put(name, members, scores, extras)
 
     @staticmethod
-    def _member_payload(name: str, reward: Reward, members: list[int], samples: Sequence[Sample], cache: ConversionCache
-                        ) -> dict[str, Any]:
+    def _member_payload(
+        name: str, reward: Reward, members: list[int], samples: Sequence[Sample], cache: ConversionCache
+    ) -> dict[str, Any]:
         """What travels for this rank's members of a split group: declared fields, dataset, group_id."""
-        return {"index": list(members),
-                "fields": _portable(build_fields(name, reward, members, cache)),
-                "dataset": [samples[i].dataset for i in members],
-                "group_id": [samples[i].group_id for i in members]}
+        return {
+            "index": list(members),
+            "fields": _portable(build_fields(name, reward, members, cache)),
+            "dataset": [samples[i].dataset for i in members],
+            "group_id": [samples[i].group_id for i in members],
+        }
 
     def _call_group(self, name: str, reward: Reward, parts: Sequence[_Part], cache: ConversionCache) -> Outcome:
         fields: dict[str, list[Any]] = {}
@@ -272,9 +298,15 @@ class DistributedRewardProcessor(RewardProcessor):
     construct the models on rank 0 first, then on the other ranks (see :func:`rank_ordered`).
     """
 
-    def __init__(self, specs: Sequence[RewardSpec | Mapping[str, Any] | str], loader: RewardLoader | None = None, *,
-                 group: Any = None, rank_ordered_loading: bool = False,
-                 advantage: str = "sum") -> None:
+    def __init__(
+        self,
+        specs: Sequence[RewardSpec | Mapping[str, Any] | str],
+        loader: RewardLoader | None = None,
+        *,
+        group: Any = None,
+        rank_ordered_loading: bool = False,
+        advantage: str = "sum",
+    ) -> None:
         self.exchange = GroupExchange(group)
         with rank_ordered(group) if rank_ordered_loading else contextlib.nullcontext():
             super().__init__(specs, loader, advantage=advantage)
@@ -290,9 +322,16 @@ class DistributedRewardProcessor(RewardProcessor):
         calls of every processor doing so must come in the same order on every rank."""
         return self.collective and any(self.rewards[s.name].kind == "groupwise" for s in self.specs)
 
-    def score_into(self, table: ScoreTable, cache: ConversionCache, *, skip: Iterable[str] = (),
-                   run_jobs: RunJobs = run_inline, error: BaseException | None = None,
-                   finish: Callable[[], None] | None = None) -> None:
+    def score_into(
+        self,
+        table: ScoreTable,
+        cache: ConversionCache,
+        *,
+        skip: Iterable[str] = (),
+        run_jobs: RunJobs = run_inline,
+        error: BaseException | None = None,
+        finish: Callable[[], None] | None = None,
+    ) -> None:
         if not self.exchange.active:
             return super().score_into(table, cache, skip=skip, run_jobs=run_jobs, error=error, finish=finish)
         self.exchange.score(self, table, cache, skip=skip, run_jobs=run_jobs, error=error, finish=finish)
@@ -328,6 +367,7 @@ def rank_ordered(group: Any = None) -> Iterator[None]:
         dist.broadcast_object_list(status, src=first, group=group)
         if status[0] is not None:
             info = status[0]
-            raise RemoteRankError(f"rank 0 failed while loading rewards: {info['type']}: {info['message']}",
-                                  rank=0, reward=info["reward"])
+            raise RemoteRankError(
+                f"rank 0 failed while loading rewards: {info['type']}: {info['message']}", rank=0, reward=info["reward"]
+            )
         yield

@@ -90,8 +90,11 @@ class RewardResult:
         if mode == "sum":
             out = sum_then_normalize(self.total.astype(np.float64), groups)
         else:
-            out = normalize_then_sum({k: v.astype(np.float64) for k, v in self.rewards.items()},
-                                     {k: v.astype(np.float64) for k, v in self.weights.items()}, groups)
+            out = normalize_then_sum(
+                {k: v.astype(np.float64) for k, v in self.rewards.items()},
+                {k: v.astype(np.float64) for k, v in self.weights.items()},
+                groups,
+            )
         return out.astype(np.float32)
 
     @property
@@ -99,8 +102,11 @@ class RewardResult:
         """Per reward, the scores a judge substituted for failed answers (``on_failure: {substitute: ...}``):
         the sum of its per-sample extra ``substituted`` (a pairwise judge counts each sample's substituted
         comparisons). Rewards without that extra are not listed."""
-        return {name: int(np.nansum(extra["substituted"])) for name, extra in self.extras.items()
-                if "substituted" in extra and not is_text_extra(extra["substituted"])}
+        return {
+            name: int(np.nansum(extra["substituted"]))
+            for name, extra in self.extras.items()
+            if "substituted" in extra and not is_text_extra(extra["substituted"])
+        }
 
     @property
     def unscored(self) -> list[int]:
@@ -111,8 +117,13 @@ class RewardResult:
         """One JSON-ready dict per sample: ``{"rewards": {name: float|None}, "total": float|None, "applied": [...]}``."""
         out = []
         for i in range(len(self)):
-            out.append({"rewards": {k: _json_number(v[i]) for k, v in self.rewards.items()},
-                        "total": _json_number(self.total[i]), "applied": list(self.applied[i])})
+            out.append(
+                {
+                    "rewards": {k: _json_number(v[i]) for k, v in self.rewards.items()},
+                    "total": _json_number(self.total[i]),
+                    "applied": list(self.applied[i]),
+                }
+            )
         return out
 
 
@@ -127,8 +138,11 @@ def as_samples(samples: Iterable[Sample | Mapping[str, Any]], *, start: int = 0)
     out = []
     for i, s in enumerate(samples, start=start):
         if not isinstance(s, (Sample, Mapping)):
-            raise InputError(f"each sample is a Sample or a mapping of its fields, got {type(s).__name__} {s!r:.60}; "
-                             "e.g. Sample(image='a.png', prompt='a cat')", sample=i)
+            raise InputError(
+                f"each sample is a Sample or a mapping of its fields, got {type(s).__name__} {s!r:.60}; "
+                "e.g. Sample(image='a.png', prompt='a cat')",
+                sample=i,
+            )
         try:
             out.append(s if isinstance(s, Sample) else Sample.from_dict(dict(s)))
         except InputError as exc:
@@ -169,16 +183,24 @@ class ConversionCache:
                 except RewardZooError:
                     raise
                 except Exception as exc:  # a media backend failing: name the reward, field and sample
-                    raise RewardExecutionError(f"converting field '{fld}' failed: {type(exc).__name__}: {exc}",
-                                               reward=reward_name, samples=[index]) from exc
+                    raise RewardExecutionError(
+                        f"converting field '{fld}' failed: {type(exc).__name__}: {exc}",
+                        reward=reward_name,
+                        samples=[index],
+                    ) from exc
             return self._values[key]
 
 
 class ScoreTable:
     """Per-reward score vectors of one batch as they fill in; :meth:`result` assembles them."""
 
-    def __init__(self, specs: Sequence[RewardSpec], samples: Sequence[Sample], advantage_mode: str = "sum",
-                 step: int | None = None) -> None:
+    def __init__(
+        self,
+        specs: Sequence[RewardSpec],
+        samples: Sequence[Sample],
+        advantage_mode: str = "sum",
+        step: int | None = None,
+    ) -> None:
         self.specs, self.samples, self.advantage_mode = specs, samples, advantage_mode
         self.step = check_step(step)
         self.scores: dict[str, np.ndarray] = {}
@@ -199,13 +221,15 @@ class ScoreTable:
         self.scores[name][list(indices)] = scores
         for key, val in extras.items():
             spec_extras = self.extras.setdefault(name, {})
-            empty = np.full(len(self.samples), None, dtype=object) if is_text_extra(val) else \
-                np.full(len(self.samples), np.nan)
+            empty = (
+                np.full(len(self.samples), None, dtype=object)
+                if is_text_extra(val)
+                else np.full(len(self.samples), np.nan)
+            )
             spec_extras.setdefault(key, empty)[list(indices)] = val
 
     def result(self) -> RewardResult:
-        return assemble(self.specs, self.samples, self.scores, self.masks, self.extras, self.advantage_mode,
-                        self.step)
+        return assemble(self.specs, self.samples, self.scores, self.masks, self.extras, self.advantage_mode, self.step)
 
 
 class ScoringFront(Protocol):
@@ -224,9 +248,16 @@ class ScoringFront(Protocol):
 
     def phase_done(self) -> None: ...
 
-    def score_into(self, table: ScoreTable, cache: ConversionCache, *, skip: Iterable[str] = (),
-                   run_jobs: RunJobs = ..., error: BaseException | None = None,
-                   finish: Callable[[], None] | None = None) -> None: ...
+    def score_into(
+        self,
+        table: ScoreTable,
+        cache: ConversionCache,
+        *,
+        skip: Iterable[str] = (),
+        run_jobs: RunJobs = ...,
+        error: BaseException | None = None,
+        finish: Callable[[], None] | None = None,
+    ) -> None: ...
 
 
 def run_inline(spec: RewardSpec, reward: Reward, jobs: Sequence[Job]) -> list[Outcome]:
@@ -234,9 +265,17 @@ def run_inline(spec: RewardSpec, reward: Reward, jobs: Sequence[Job]) -> list[Ou
     return [job() for job in jobs]
 
 
-def score_specs(specs: Sequence[RewardSpec], rewards: Mapping[str, Reward], table: ScoreTable,
-                cache: ConversionCache, *, skip: Iterable[str] = (), run_jobs: RunJobs = run_inline,
-                exchange_groups: bool = False, overlap: bool = True) -> dict[str, dict[Any, list[int]]]:
+def score_specs(
+    specs: Sequence[RewardSpec],
+    rewards: Mapping[str, Reward],
+    table: ScoreTable,
+    cache: ConversionCache,
+    *,
+    skip: Iterable[str] = (),
+    run_jobs: RunJobs = run_inline,
+    exchange_groups: bool = False,
+    overlap: bool = True,
+) -> dict[str, dict[Any, list[int]]]:
     """Score the local specs of a batch into ``table``: gate every spec, then call it.
 
     Specs named in ``skip`` are gated but not called (their caller scores them). With
@@ -266,9 +305,13 @@ def score_specs(specs: Sequence[RewardSpec], rewards: Mapping[str, Reward], tabl
         except Exception as exc:  # one by one, the streams before this one would still be called
             errors[pos] = exc
             break
-    background = {pos: _in_background(_stream_runner(spec, reward, plan, cache, run_jobs, side_stream=True),
-                                      f"rewardzoo-overlap-{spec.name}")
-                  for pos, spec, reward, plan in planned if overlap and len(planned) > 1 and overlaps(spec, reward)}
+    background = {
+        pos: _in_background(
+            _stream_runner(spec, reward, plan, cache, run_jobs, side_stream=True), f"rewardzoo-overlap-{spec.name}"
+        )
+        for pos, spec, reward, plan in planned
+        if overlap and len(planned) > 1 and overlaps(spec, reward)
+    }
     outcomes: dict[int, list[Outcome]] = {}
     for pos, spec, reward, plan in planned:
         if pos in background or min(errors, default=pos) < pos:  # one by one, an earlier failure ends the call
@@ -299,8 +342,15 @@ def overlaps(spec: RewardSpec, reward: Reward) -> bool:
 _STREAMS = DeviceStreams()
 
 
-def _stream_runner(spec: RewardSpec, reward: Reward, plan: list[list[int]], cache: ConversionCache,
-                   run_jobs: RunJobs, *, side_stream: bool) -> Callable[[], list[Outcome]]:
+def _stream_runner(
+    spec: RewardSpec,
+    reward: Reward,
+    plan: list[list[int]],
+    cache: ConversionCache,
+    run_jobs: RunJobs,
+    *,
+    side_stream: bool,
+) -> Callable[[], list[Outcome]]:
     """The calls of one stream, run by ``run_jobs``; with ``side_stream``, a CUDA reward's on its device's
     side stream, after the work the caller had queued there so far (recorded now, on the caller's thread)."""
     jobs: list[Job] = [partial(run_call, spec.name, reward, chunk, cache) for chunk in plan]
@@ -347,23 +397,29 @@ def check_step(step: Any) -> int | None:
     return int(step)
 
 
-def check_weights(spec: RewardSpec, samples: Sequence[Sample], indices: Iterable[int], step: int | None = None
-                  ) -> None:
+def check_weights(spec: RewardSpec, samples: Sequence[Sample], indices: Iterable[int], step: int | None = None) -> None:
     """With per-dataset weights, every sample the reward applies to must have a weight (0 is one):
     a misspelt key would otherwise weigh the reward 0 silently. A scheduled weight needs the step."""
     if step is None and spec.scheduled:
-        raise ConfigError("the weight follows a schedule over the trainer's step; pass the step "
-                          "(processor(samples, step=...); the trainer adapters pass their global step)",
-                          entry=spec.name, field="weight")
+        raise ConfigError(
+            "the weight follows a schedule over the trainer's step; pass the step "
+            "(processor(samples, step=...); the trainer adapters pass their global step)",
+            entry=spec.name,
+            field="weight",
+        )
     if not isinstance(spec.weight, Mapping):
         return
     for i in indices:
         dataset = samples[i].dataset
         if dataset not in spec.weight:
-            raise InputError(f"dataset {dataset!r} has no weight in entry '{spec.name}' (weights for "
-                             f"{sorted(spec.weight)}){did_you_mean(str(dataset), spec.weight)}; give it one (0 to score "
-                             "without counting it) or limit the entry with applicable_datasets", reward=spec.name,
-                             field="dataset", sample=i)
+            raise InputError(
+                f"dataset {dataset!r} has no weight in entry '{spec.name}' (weights for "
+                f"{sorted(spec.weight)}){did_you_mean(str(dataset), spec.weight)}; give it one (0 to score "
+                "without counting it) or limit the entry with applicable_datasets",
+                reward=spec.name,
+                field="dataset",
+                sample=i,
+            )
 
 
 def unscored(specs: Sequence[RewardSpec], samples: Sequence[Sample]) -> list[int]:
@@ -375,7 +431,7 @@ def call_plan(spec: RewardSpec, reward: Reward, samples: Sequence[Sample], indic
     """The index lists of the calls: pointwise chunks of at most batch_size, or one list per group."""
     if reward.kind == "groupwise":
         return list(group_indices(spec.name, samples, indices).values())
-    return [indices[i:i + spec.batch_size] for i in range(0, len(indices), spec.batch_size)]
+    return [indices[i : i + spec.batch_size] for i in range(0, len(indices), spec.batch_size)]
 
 
 def group_indices(name: str, samples: Sequence[Sample], indices: Iterable[int]) -> dict[Any, list[int]]:
@@ -384,8 +440,9 @@ def group_indices(name: str, samples: Sequence[Sample], indices: Iterable[int]) 
     for i in indices:
         gid = samples[i].group_id
         if gid is None:
-            raise InputError("groupwise reward needs a group_id on every sample", reward=name, field="group_id",
-                             sample=i)
+            raise InputError(
+                "groupwise reward needs a group_id on every sample", reward=name, field="group_id", sample=i
+            )
         groups.setdefault((type(gid).__name__, gid), []).append(i)
     return groups
 
@@ -425,9 +482,15 @@ def call_reward(name: str, reward: Reward, fields: dict[str, list[Any]], indices
         raise RewardExecutionError(f"{type(exc).__name__}: {exc}", reward=name, samples=indices) from exc
 
 
-def assemble(specs: Sequence[RewardSpec], samples: Sequence[Sample], scores: Mapping[str, np.ndarray],
-             masks: Mapping[str, np.ndarray], extras: Mapping[str, dict[str, np.ndarray]] | None = None,
-             advantage_mode: str = "sum", step: int | None = None) -> RewardResult:
+def assemble(
+    specs: Sequence[RewardSpec],
+    samples: Sequence[Sample],
+    scores: Mapping[str, np.ndarray],
+    masks: Mapping[str, np.ndarray],
+    extras: Mapping[str, dict[str, np.ndarray]] | None = None,
+    advantage_mode: str = "sum",
+    step: int | None = None,
+) -> RewardResult:
     """Combine per-reward scores (float64, NaN where not applicable) into a :class:`RewardResult`; scheduled
     weights are read at ``step``."""
     n = len(samples)
@@ -447,9 +510,16 @@ def assemble(specs: Sequence[RewardSpec], samples: Sequence[Sample], scores: Map
         for i in np.flatnonzero(mask):
             applied[i].append(spec.name)
     total[~any_applied] = np.nan
-    return RewardResult(rewards={k: v.astype(np.float32) for k, v in scores.items()},
-                        total=total.astype(np.float32), applied=applied,
-                        extras={k: {kk: vv if is_text_extra(vv) else vv.astype(np.float32) for kk, vv in v.items()}
-                                for k, v in (extras or {}).items()},
-                        weights=weight_of, group_ids=[s.group_id for s in samples], advantage_mode=advantage_mode,
-                        step=step)
+    return RewardResult(
+        rewards={k: v.astype(np.float32) for k, v in scores.items()},
+        total=total.astype(np.float32),
+        applied=applied,
+        extras={
+            k: {kk: vv if is_text_extra(vv) else vv.astype(np.float32) for kk, vv in v.items()}
+            for k, v in (extras or {}).items()
+        },
+        weights=weight_of,
+        group_ids=[s.group_id for s in samples],
+        advantage_mode=advantage_mode,
+        step=step,
+    )

@@ -55,15 +55,26 @@ def _image(value: Any, sample: Sample, wants: Inputs) -> Any:
 def _video(value: Any, sample: Sample, wants: Inputs) -> Any:
     from ..shared.video import prepare_video
 
-    return prepare_video(value, as_tensor=wants.frames == "float", num_frames=wants.num_frames,
-                         max_frames=wants.max_frames, max_pixels=wants.max_pixels)
+    return prepare_video(
+        value,
+        as_tensor=wants.frames == "float",
+        num_frames=wants.num_frames,
+        max_frames=wants.max_frames,
+        max_pixels=wants.max_pixels,
+    )
 
 
 def _audio(value: Any, sample: Sample, wants: Inputs) -> tuple[Any, int]:
     from ..shared.audio import prepare_audio
 
-    return prepare_audio(value, sample_rate=sample.audio_sample_rate, target_rate=wants.sample_rate,
-                         mono=wants.mono, as_tensor=wants.audio == "tensor", max_seconds=wants.max_seconds)
+    return prepare_audio(
+        value,
+        sample_rate=sample.audio_sample_rate,
+        target_rate=wants.sample_rate,
+        mono=wants.mono,
+        as_tensor=wants.audio == "tensor",
+        max_seconds=wants.max_seconds,
+    )
 
 
 def _condition_audio(value: Any, sample: Sample, wants: Inputs) -> tuple[Any, int]:
@@ -72,12 +83,20 @@ def _condition_audio(value: Any, sample: Sample, wants: Inputs) -> tuple[Any, in
     from ..shared.audio import prepare_audio
 
     try:
-        return prepare_audio(value, sample_rate=getattr(sample, "condition_audio_sample_rate", None),
-                             target_rate=wants.sample_rate, mono=wants.mono, as_tensor=wants.audio == "tensor",
-                             max_seconds=wants.max_seconds)
+        return prepare_audio(
+            value,
+            sample_rate=getattr(sample, "condition_audio_sample_rate", None),
+            target_rate=wants.sample_rate,
+            mono=wants.mono,
+            as_tensor=wants.audio == "tensor",
+            max_seconds=wants.max_seconds,
+        )
     except InputError as exc:
-        raise InputError(exc.message.replace("audio_sample_rate", "condition_audio_sample_rate")
-                         .replace("audio ", "condition audio ", 1)) from None
+        raise InputError(
+            exc.message.replace("audio_sample_rate", "condition_audio_sample_rate").replace(
+                "audio ", "condition audio ", 1
+            )
+        ) from None
 
 
 def _nested(convert: Callable[[Any, Sample, Inputs], Any]) -> Callable[[Any, Sample, Inputs], list[Any]]:

@@ -180,16 +180,23 @@ class RewardLoader:
         try:
             # inner rewards inherit the entry's device as written (``auto`` stays ``auto``), so a CPU-only base
             # under a wrapper that resolved to CUDA still runs where its card says it can
-            kwargs, inner = cls.inner_rewards(dict(spec.kwargs), model_path=spec.model_path, device=spec.device,
-                                              dtype=spec.dtype)
+            kwargs, inner = cls.inner_rewards(
+                dict(spec.kwargs), model_path=spec.model_path, device=spec.device, dtype=spec.dtype
+            )
             _check_options(cls, kwargs, inner)
             for param, entry in inner.items():
-                inner_spec = parse_spec({"name": f"{spec.name}.{param}", "offload": spec.offload, **entry},
-                                        f"{spec.name}: {param}")
+                inner_spec = parse_spec(
+                    {"name": f"{spec.name}.{param}", "offload": spec.offload, **entry}, f"{spec.name}: {param}"
+                )
                 # a registry error names the entry the user wrote, not the inner one
                 kwargs[param] = self.load(inner_spec, label=label or (spec.name, f"kwargs.{param}"))
-            instance = cls.named(spec.reward_model.lower(), model_path=spec.model_path, device=resolved.device,
-                                 dtype=resolved.dtype, **kwargs)
+            instance = cls.named(
+                spec.reward_model.lower(),
+                model_path=spec.model_path,
+                device=resolved.device,
+                dtype=resolved.dtype,
+                **kwargs,
+            )
         except ConfigError as exc:
             if exc.entry is not None:
                 raise
@@ -225,8 +232,12 @@ def device_for(spec: RewardSpec, card: RewardInfo | None) -> str:
     if requested == "auto" and kinds is not None and "cuda" not in kinds:
         requested = "cpu"  # also spares a CPU-only reward the torch import
     if kinds is not None and requested != "auto" and requested.split(":")[0] not in kinds:
-        raise ConfigError(f"'{spec.reward_model}' runs on {' or '.join(kinds)} only (its model card's devices); "
-                          f"remove device: {spec.device} or set it to {kinds[0]}", entry=spec.name, field="device")
+        raise ConfigError(
+            f"'{spec.reward_model}' runs on {' or '.join(kinds)} only (its model card's devices); "
+            f"remove device: {spec.device} or set it to {kinds[0]}",
+            entry=spec.name,
+            field="device",
+        )
     try:
         return check_device(resolve_device(requested))
     except ValueError as exc:

@@ -34,8 +34,13 @@ class RewardProcessor:
     >>> result = proc([Sample(image="a.png", prompt="a cat")])             # doctest: +SKIP
     """
 
-    def __init__(self, specs: Sequence[RewardSpec | Mapping[str, Any] | str], loader: RewardLoader | None = None, *,
-                 advantage: str = "sum") -> None:
+    def __init__(
+        self,
+        specs: Sequence[RewardSpec | Mapping[str, Any] | str],
+        loader: RewardLoader | None = None,
+        *,
+        advantage: str = "sum",
+    ) -> None:
         from ..spec.config import check_mode
 
         self.specs: tuple[RewardSpec, ...] = parse_specs(list(specs))
@@ -104,9 +109,16 @@ class RewardProcessor:
             self.phase_done()
         return table.result()
 
-    def score_into(self, table: ScoreTable, cache: ConversionCache, *, skip: Iterable[str] = (),
-                   run_jobs: RunJobs = run_inline, error: BaseException | None = None,
-                   finish: Callable[[], None] | None = None) -> None:
+    def score_into(
+        self,
+        table: ScoreTable,
+        cache: ConversionCache,
+        *,
+        skip: Iterable[str] = (),
+        run_jobs: RunJobs = run_inline,
+        error: BaseException | None = None,
+        finish: Callable[[], None] | None = None,
+    ) -> None:
         """Fill ``table`` for every spec except those in ``skip`` (already handled by the caller).
 
         ``run_jobs`` runs a stream's prepared calls; ``error`` is a failure the caller already had

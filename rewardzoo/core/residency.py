@@ -125,8 +125,9 @@ class Residency:
 
     def is_asleep(self, reward: Reward) -> bool:
         with self._lock:
-            return any(id(t) in self._asleep for t in self.tensors(reward)) or \
-                any(id(s) in self._released for s in self.sessions(reward))
+            return any(id(t) in self._asleep for t in self.tensors(reward)) or any(
+                id(s) in self._released for s in self.sessions(reward)
+            )
 
     def sleep(self, plan: Iterable[tuple[Reward, str]], keep: Iterable[Reward] = ()) -> None:
         """Put each ``(reward, mode)`` to sleep (``cpu`` or ``drop``), except the tensors ``keep`` holds."""

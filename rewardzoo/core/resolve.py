@@ -31,8 +31,9 @@ def parse_spec(raw: Any, where: str = "reward", environment: EnvironmentSpec | N
     return values.parse_spec(raw, where, environment, _expand_reference)
 
 
-def parse_specs(entries: Any, section: str = "rewards", environment: EnvironmentSpec | None = None
-                ) -> tuple[RewardSpec, ...]:
+def parse_specs(
+    entries: Any, section: str = "rewards", environment: EnvironmentSpec | None = None
+) -> tuple[RewardSpec, ...]:
     """:func:`rewardzoo.spec.config.parse_specs` with ``reference:`` entries resolved."""
     return values.parse_specs(entries, section, environment, _expand_reference)
 
@@ -53,13 +54,17 @@ def _check_stream_references(train: tuple[RewardSpec, ...], evals: tuple[RewardS
     for spec in evals:
         target = streams.get(spec.reward_model)
         if target is not None and target.reward_model != spec.reward_model and lookup(spec.reward_model) is None:
-            raise ConfigError(f"'{spec.reward_model}' is the name of a stream in 'rewards', not a reward; use its "
-                              f"reward_model '{target.reward_model}' (or repeat that entry in eval_rewards)",
-                              entry=spec.name, field="reward_model")
+            raise ConfigError(
+                f"'{spec.reward_model}' is the name of a stream in 'rewards', not a reward; use its "
+                f"reward_model '{target.reward_model}' (or repeat that entry in eval_rewards)",
+                entry=spec.name,
+                field="reward_model",
+            )
 
 
-def config_source(source: ConfigSource, *, reward: Literal["example", "entry"] = "example"
-                  ) -> RewardConfig | str | os.PathLike[str] | Path | Mapping[str, Any]:
+def config_source(
+    source: ConfigSource, *, reward: Literal["example", "entry"] = "example"
+) -> RewardConfig | str | os.PathLike[str] | Path | Mapping[str, Any]:
     """What ``source`` names, not yet loaded: a path as given (an existing file, or a name ending in .yaml, .yml
     or .json); else a shipped use-case config (its path); else a reward's config. A reward name gives its model
     card's example config (``reward="example"``: the CLI, the server, the report) or a one-entry config with the
@@ -69,8 +74,10 @@ def config_source(source: ConfigSource, *, reward: Literal["example", "entry"] =
     if isinstance(source, (RewardConfig, Mapping)):
         return source
     if not isinstance(source, (str, os.PathLike)):
-        raise ConfigError(f"a config is a YAML path, a shipped config or reward name, a mapping or a RewardConfig, "
-                          f"got {type(source).__name__}")
+        raise ConfigError(
+            f"a config is a YAML path, a shipped config or reward name, a mapping or a RewardConfig, "
+            f"got {type(source).__name__}"
+        )
     name = os.fspath(source)
     if Path(name).is_file() or name.endswith(_CONFIG_SUFFIXES):
         return source
@@ -85,8 +92,9 @@ def config_source(source: ConfigSource, *, reward: Literal["example", "entry"] =
     if info(name) is not None:
         return example_config(name)
     known = [p.stem for p in data_dir("configs").glob("*.yaml")] + list(entries())
-    raise UnknownConfigError(f"config '{name}' is neither a file, a shipped config nor a reward name"
-                             f"{did_you_mean(name, known)}")
+    raise UnknownConfigError(
+        f"config '{name}' is neither a file, a shipped config nor a reward name{did_you_mean(name, known)}"
+    )
 
 
 def resolve_config(source: ConfigSource, *, reward: Literal["example", "entry"] = "example") -> RewardConfig:

@@ -102,7 +102,7 @@ class SharedBuffer:
             self._grow(need)
         offset = 0
         for holder, view in views:
-            self.map[offset:offset + len(view)] = view
+            self.map[offset : offset + len(view)] = view
             holder["data"] = {"shm": [offset, len(view)]}
             offset += len(view)
         return packed, ((self.fd,) if fresh else ())
@@ -127,8 +127,11 @@ def _collect(value: Any, out: list[tuple[dict, memoryview]]) -> Any:
     ``out``."""
     if isinstance(value, dict):
         data = value.get("data")
-        if value.get("format") == "raw" and isinstance(data, (memoryview, bytes, bytearray)) \
-                and len(data) >= SHARED_MIN_BYTES:
+        if (
+            value.get("format") == "raw"
+            and isinstance(data, (memoryview, bytes, bytearray))
+            and len(data) >= SHARED_MIN_BYTES
+        ):
             holder = dict(value)
             out.append((holder, memoryview(data).cast("B")))
             return holder
@@ -166,7 +169,7 @@ class SharedView:
                 offset, length = data["shm"]
                 if self.map is None or not (offset >= 0 and offset + length <= len(self.map)):
                     raise ValueError("a shared-memory array outside the shared buffer")
-                value["data"] = memoryview(self.map)[offset:offset + length]  # read in place, not copied
+                value["data"] = memoryview(self.map)[offset : offset + length]  # read in place, not copied
                 return value
             for item in value.values():
                 self.unpack(item)

@@ -36,8 +36,11 @@ def child_entry(spec: RewardSpec) -> dict[str, Any]:
     try:
         json.dumps(entry, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"an entry that runs in its own environment needs plain-data kwargs (they are sent to "
-                          f"the worker): {exc}", entry=spec.name, field="kwargs") from None
+        raise ConfigError(
+            f"an entry that runs in its own environment needs plain-data kwargs (they are sent to the worker): {exc}",
+            entry=spec.name,
+            field="kwargs",
+        ) from None
     return entry
 
 
@@ -76,13 +79,20 @@ class WorkerReward(Reward):
         self.inputs = served_inputs({spec.name: row}, facts["kind"], {})
         self.device = record.get("device", spec.device)
         self.info = RewardInfo(
-            name=record["name"], implementation=record["implementation"], summary=facts["summary"],
-            modality=facts["modality"], kind=facts["kind"], extra=record.get("extra"),
-            higher_is_better=facts["higher_is_better"], score_range=tuple(facts["score_range"]),
-            download=bool(record.get("download")), devices=tuple(record["devices"]) if record.get("devices") else None,
-            license=record.get("license"), source=f"{record.get('source', 'python path')}, in a worker of the "
-                                                  f"{self.environment.describe()}",
-            differentiable=False)
+            name=record["name"],
+            implementation=record["implementation"],
+            summary=facts["summary"],
+            modality=facts["modality"],
+            kind=facts["kind"],
+            extra=record.get("extra"),
+            higher_is_better=facts["higher_is_better"],
+            score_range=tuple(facts["score_range"]),
+            download=bool(record.get("download")),
+            devices=tuple(record["devices"]) if record.get("devices") else None,
+            license=record.get("license"),
+            source=f"{record.get('source', 'python path')}, in a worker of the {self.environment.describe()}",
+            differentiable=False,
+        )
 
     def __call__(self, **fields: Sequence[Any]) -> RewardOutput:
         n = len(next(iter(fields.values())))
@@ -92,8 +102,10 @@ class WorkerReward(Reward):
                 samples.append(encode_sample({key: values[i] for key, values in fields.items()}, "raw"))
             except InputError as exc:
                 raise exc.located(sample=i) from None
-        message = {"op": "score", "request": {"protocol": PROTOCOL, "rewards": [self.entry["name"]],
-                                              "samples": samples}}
+        message = {
+            "op": "score",
+            "request": {"protocol": PROTOCOL, "rewards": [self.entry["name"]], "samples": samples},
+        }
 
         answer = self.worker.ask(message, entry=self.name, shared="request")
         if "error" in answer:
@@ -106,18 +118,28 @@ class WorkerReward(Reward):
         except (ValueError, KeyError, TypeError) as exc:
             stderr = self.worker.stderr_tail
             self.worker.reset()  # what it says next cannot be trusted: the next call starts it again
-            raise WorkerError(f"the worker's answer is malformed ({exc}); it was stopped", entry=self.name,
-                              environment=self.environment.describe(), stderr=stderr) from None
+            raise WorkerError(
+                f"the worker's answer is malformed ({exc}); it was stopped",
+                entry=self.name,
+                environment=self.environment.describe(),
+                stderr=stderr,
+            ) from None
         extras = result["extras"].get(self.entry["name"], {})
         return RewardOutput(scores, {k: (list(v) if v.dtype == object else v) for k, v in extras.items()})
 
     def _error(self, error: Mapping[str, Any], n: int | None) -> Exception:
         """The worker's error answer as the same kind of error here."""
         if not isinstance(error, Mapping):
-            return WorkerError(f"the worker's answer is malformed (error {error!r:.80})", entry=self.name,
-                               environment=self.environment.describe(), stderr=self.worker.stderr_tail)
-        kind, message = error.get("kind"), f"{error.get('message')} (in the worker of the " \
-                                            f"{self.environment.describe()})"
+            return WorkerError(
+                f"the worker's answer is malformed (error {error!r:.80})",
+                entry=self.name,
+                environment=self.environment.describe(),
+                stderr=self.worker.stderr_tail,
+            )
+        kind, message = (
+            error.get("kind"),
+            f"{error.get('message')} (in the worker of the {self.environment.describe()})",
+        )
         if kind == "input":
             return InputError(message, field=error.get("field"), sample=error.get("sample"))
         if kind == "config":
@@ -127,9 +149,12 @@ class WorkerReward(Reward):
         if kind == "output":
             return RewardOutputError(message, reward=self.name)
         if n is None:
-            return WorkerError(f"the worker could not build the entry: {error.get('type')}: {error.get('message')}",
-                               entry=self.name, environment=self.environment.describe(),
-                               stderr=self.worker.stderr_tail)
+            return WorkerError(
+                f"the worker could not build the entry: {error.get('type')}: {error.get('message')}",
+                entry=self.name,
+                environment=self.environment.describe(),
+                stderr=self.worker.stderr_tail,
+            )
         return RewardExecutionError(f"{error.get('type')}: {message}", reward=self.name)
 
     def close(self) -> None:

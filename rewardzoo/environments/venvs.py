@@ -51,9 +51,14 @@ def cache_root() -> Path:
 
 def environment_key(env: EnvironmentSpec) -> str:
     """The cache key of a built environment (its folder's name)."""
-    facts = {"requirements": sorted(env.requirements), "system_site_packages": env.system_site_packages,
-             "python": ".".join(map(str, sys.version_info[:3])), "implementation": sys.implementation.cache_tag,
-             "rewardzoo": __version__, "parent": sys.prefix if env.system_site_packages else None}
+    facts = {
+        "requirements": sorted(env.requirements),
+        "system_site_packages": env.system_site_packages,
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "implementation": sys.implementation.cache_tag,
+        "rewardzoo": __version__,
+        "parent": sys.prefix if env.system_site_packages else None,
+    }
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -90,14 +95,23 @@ def check_interpreter(path: str, env: EnvironmentSpec) -> str:
     if where.is_dir() or not os.access(where, os.X_OK):
         raise ConfigError(f"{env.describe()}: {path} is not an executable file", field="environment")
     try:
-        done = subprocess.run([str(where), "-c", "import sys; print(sys.version_info[0])"], capture_output=True,
-                              text=True, timeout=60, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [str(where), "-c", "import sys; print(sys.version_info[0])"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ConfigError(f"{env.describe()}: {path} is not a Python interpreter ({exc})", field="environment") \
-            from None
+        raise ConfigError(
+            f"{env.describe()}: {path} is not a Python interpreter ({exc})", field="environment"
+        ) from None
     if done.returncode != 0 or done.stdout.strip() != "3":
-        raise ConfigError(f"{env.describe()}: {path} is not a Python 3 interpreter (it answered "
-                          f"{(done.stdout + done.stderr).strip()[-300:]!r})", field="environment")
+        raise ConfigError(
+            f"{env.describe()}: {path} is not a Python 3 interpreter (it answered "
+            f"{(done.stdout + done.stderr).strip()[-300:]!r})",
+            field="environment",
+        )
     return str(where)
 
 
@@ -133,32 +147,67 @@ def _build(env: EnvironmentSpec, folder: Path, log: Callable[[str], None]) -> No
     start = time.monotonic()
     deadline = start + build_timeout_s()
     python = venv_python(folder)
-    steps = ([[uv, "venv", "--python", sys.executable, str(folder)],
-              [uv, "pip", "install", "--python", str(python), *env.requirements, *WORKER_REQUIREMENTS]] if uv else
-             [[sys.executable, "-m", "venv", "--without-pip", *(["--system-site-packages"] if env.system_site_packages
-                                                              else []), str(folder)],
-              None,  # the parent's packages, before pip looks at what is installed
-              [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-input",
-               "--disable-pip-version-check", *env.requirements, *WORKER_REQUIREMENTS]])
+    steps = (
+        [
+            [uv, "venv", "--python", sys.executable, str(folder)],
+            [uv, "pip", "install", "--python", str(python), *env.requirements, *WORKER_REQUIREMENTS],
+        ]
+        if uv
+        else [
+            [
+                sys.executable,
+                "-m",
+                "venv",
+                "--without-pip",
+                *(["--system-site-packages"] if env.system_site_packages else []),
+                str(folder),
+            ],
+            None,  # the parent's packages, before pip looks at what is installed
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "--python",
+                str(python),
+                "install",
+                "--no-input",
+                "--disable-pip-version-check",
+                *env.requirements,
+                *WORKER_REQUIREMENTS,
+            ],
+        ]
+    )
     for step in steps:
         if step is None:
             if env.system_site_packages:
                 _link_parent(folder)
             continue
         _run(step, env, folder, deadline)
-    marker = {"key": folder.name, "requirements": list(env.requirements),
-              "system_site_packages": env.system_site_packages, "python": ".".join(map(str, sys.version_info[:3])),
-              "rewardzoo": __version__, "built_with": "uv" if uv else "pip", "parent": sys.prefix,
-              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "build_s": round(time.monotonic() - start, 1)}
+    marker = {
+        "key": folder.name,
+        "requirements": list(env.requirements),
+        "system_site_packages": env.system_site_packages,
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "rewardzoo": __version__,
+        "built_with": "uv" if uv else "pip",
+        "parent": sys.prefix,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "build_s": round(time.monotonic() - start, 1),
+    }
     (folder / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
     log(f"built the environment in {time.monotonic() - start:.0f} s: {folder}")
 
 
 def _link_parent(folder: Path) -> None:
     """A .pth naming the parent's site-packages in the venv's own (they come after the venv's packages)."""
-    done = subprocess.run([str(venv_python(folder)), "-c", "import site; print(site.getsitepackages()[0])"],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=True)
+    done = subprocess.run(
+        [str(venv_python(folder)), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=True,
+    )
     own = Path(done.stdout.strip())
     parents = [p for p in site.getsitepackages() if Path(p).is_dir() and Path(p) != own]
     (own / _PARENT_PTH).write_text("".join(f"{p}\n" for p in parents), encoding="utf-8")
@@ -170,8 +219,13 @@ def _run(command: list[str], env: EnvironmentSpec, folder: Path, deadline: float
         out.write(f"$ {' '.join(command)}\n".encode())
         out.flush()
         try:
-            done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                  timeout=max(1.0, deadline - time.monotonic()))
+            done = subprocess.run(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=max(1.0, deadline - time.monotonic()),
+            )
             failed = done.returncode != 0 and f"exit status {done.returncode}"
         except subprocess.TimeoutExpired:
             failed = f"not finished within {build_timeout_s():g} s (REWARDZOO_ENV_BUILD_TIMEOUT_S)"
@@ -179,8 +233,11 @@ def _run(command: list[str], env: EnvironmentSpec, folder: Path, deadline: float
             failed = str(exc)
     if failed:
         shutil.rmtree(folder, ignore_errors=True)
-        raise ConfigError(f"building the {env.describe()} failed ({failed}); the build's last lines "
-                          f"(all of it in {log_path}):\n{tail(log_path)}", field="environment")
+        raise ConfigError(
+            f"building the {env.describe()} failed ({failed}); the build's last lines "
+            f"(all of it in {log_path}):\n{tail(log_path)}",
+            field="environment",
+        )
 
 
 def tail(path: Path, lines: int = TAIL_LINES) -> str:
@@ -205,7 +262,7 @@ def list_environments() -> list[dict]:
         except (OSError, ValueError):
             continue
         size = sum(f.stat().st_size for f in marker.parent.rglob("*") if f.is_file() and not f.is_symlink())
-        found.append({**record, "path": str(marker.parent), "size_mb": round(size / 2 ** 20, 1)})
+        found.append({**record, "path": str(marker.parent), "size_mb": round(size / 2**20, 1)})
     return sorted(found, key=lambda r: r.get("created", ""), reverse=True)
 
 
@@ -216,8 +273,10 @@ def remove_environment(key: str) -> Path:
     matches = [p for p in root.glob(f"{key}*") if p.is_dir()] if key and root.is_dir() else []
     if len(matches) != 1:
         known = ", ".join(sorted(p.name for p in root.glob("*") if p.is_dir())) if root.is_dir() else ""
-        raise ConfigError(f"{'no' if not matches else 'more than one'} built environment matches '{key}' in {root}"
-                          f"{'; built: ' + known if known else ''}")
+        raise ConfigError(
+            f"{'no' if not matches else 'more than one'} built environment matches '{key}' in {root}"
+            f"{'; built: ' + known if known else ''}"
+        )
     with _lock(matches[0].with_suffix(".lock")):
         shutil.rmtree(matches[0])
     for extra in (matches[0].with_suffix(".lock"), matches[0].parent / f"{matches[0].name}.log"):

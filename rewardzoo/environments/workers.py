@@ -89,8 +89,9 @@ class Worker:
                 self._entries[entry["name"]] = entry
             return answer
 
-    def ask(self, message: dict[str, Any], *, entry: str | None, bound: str = "call_timeout_s",
-            shared: str | None = None) -> dict[str, Any]:
+    def ask(
+        self, message: dict[str, Any], *, entry: str | None, bound: str = "call_timeout_s", shared: str | None = None
+    ) -> dict[str, Any]:
         """Send one message and return the worker's answer map (``{"ok": ...}`` or ``{"error": ...}``),
         starting the worker when needed. ``bound``: the environment's setting that bounds the wait for the
         answer. ``shared``: the key of the message whose large arrays go through shared memory (when the worker
@@ -104,8 +105,9 @@ class Worker:
                 try:
                     if self._channel is None:
                         if self._timed_out:
-                            self._count_restart("the worker was killed after a call ran past call_timeout_s",
-                                                entry, "", then="")
+                            self._count_restart(
+                                "the worker was killed after a call ran past call_timeout_s", entry, "", then=""
+                            )
                             self._timed_out = False
                         self._start(entry)
                     sent, fds = message, ()
@@ -118,8 +120,12 @@ class Worker:
                     code = self._reap()
                     what = f"the worker (pid {exc.pid}) died{code}"
                     if attempt == 2:
-                        raise WorkerError(f"{what} again when the call was retried after a restart", entry=entry,
-                                          environment=self.env.describe(), stderr=stderr) from None
+                        raise WorkerError(
+                            f"{what} again when the call was retried after a restart",
+                            entry=entry,
+                            environment=self.env.describe(),
+                            stderr=stderr,
+                        ) from None
                     self._count_restart(what, entry, stderr, then=" and retrying the call once")
                 except BaseException:  # KeyboardInterrupt, a malformed frame: the stream is out of step
                     self._stop(kill=True)  # nobody waits for what it is doing
@@ -129,12 +135,21 @@ class Worker:
     def _count_restart(self, what: str, entry: str | None, stderr: str, *, then: str) -> None:
         """Count the restart ``what`` calls for; WorkerError when ``max_restarts`` are used up."""
         if self.restarts >= self.env.max_restarts:
-            raise WorkerError(f"{what}; it was restarted {self.restarts} time(s) already "
-                              f"(max_restarts: {self.env.max_restarts})", entry=entry,
-                              environment=self.env.describe(), stderr=stderr) from None
+            raise WorkerError(
+                f"{what}; it was restarted {self.restarts} time(s) already (max_restarts: {self.env.max_restarts})",
+                entry=entry,
+                environment=self.env.describe(),
+                stderr=stderr,
+            ) from None
         self.restarts += 1
-        log.warning("rewardzoo: %s (%s); restarting it (restart %d of at most %d)%s", what, self.env.describe(),
-                    self.restarts, self.env.max_restarts, then)
+        log.warning(
+            "rewardzoo: %s (%s); restarting it (restart %d of at most %d)%s",
+            what,
+            self.env.describe(),
+            self.restarts,
+            self.env.max_restarts,
+            then,
+        )
 
     def reset(self) -> None:
         """Stop the process (not counted as a restart); the next call starts it again."""
@@ -153,8 +168,11 @@ class Worker:
         import importlib.util
 
         if importlib.util.find_spec("msgpack") is None:  # the channel's frames (the worker's env gets it built in)
-            raise ConfigError("entries with an environment need msgpack here: pip install msgpack (or "
-                              "'rewardzoo[serve]')", entry=entry, field="environment")
+            raise ConfigError(
+                "entries with an environment need msgpack here: pip install msgpack (or 'rewardzoo[serve]')",
+                entry=entry,
+                field="environment",
+            )
         python = interpreter(self.env)
         clean_stale_folders()
         self._folder = _private_folder()
@@ -162,9 +180,12 @@ class Worker:
         token = secrets.token_hex(16)
         listener, address = _listen(self._folder)
         read_fd, write_fd = os.pipe()  # the worker watches read_fd; write_fd dies with this process
-        environ = {**os.environ, "REWARDZOO_WORKER_TOKEN": token, "PYTHONUNBUFFERED": "1",
-                   "PYTHONPATH": os.pathsep.join([_package_path(self._folder),
-                                                  *filter(None, [os.environ.get("PYTHONPATH")])])}
+        environ = {
+            **os.environ,
+            "REWARDZOO_WORKER_TOKEN": token,
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": os.pathsep.join([_package_path(self._folder), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        }
         command = [python, "-m", "rewardzoo.serve.worker", "--address", address]
         if os.name == "posix":
             command += ["--watch-fd", str(read_fd)]
@@ -172,15 +193,22 @@ class Worker:
                 command.append("--parent-death-signal")
         try:
             with open(self._stderr_path, "wb") as err:
-                self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=environ,
-                                              pass_fds=(read_fd,) if os.name == "posix" else (),
-                                              start_new_session=os.name == "posix")  # its group: killed whole
+                self._proc = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=err,
+                    stderr=err,
+                    env=environ,
+                    pass_fds=(read_fd,) if os.name == "posix" else (),
+                    start_new_session=os.name == "posix",
+                )  # its group: killed whole
         except OSError as exc:
             os.close(read_fd)
             os.close(write_fd)
             listener.close()
-            raise WorkerError(f"the worker could not be started: {exc}", entry=entry,
-                              environment=self.env.describe()) from None
+            raise WorkerError(
+                f"the worker could not be started: {exc}", entry=entry, environment=self.env.describe()
+            ) from None
         os.close(read_fd)
         self._watch_fd = write_fd
         _LIVE.add(self)
@@ -193,17 +221,24 @@ class Worker:
         if hello.get("op") != "hello" or not secrets.compare_digest(str(hello.get("token", "")), token):
             channel.close()
             self._stop()
-            raise WorkerError("the process that connected is not the worker (wrong token)", entry=entry,
-                              environment=self.env.describe())
+            raise WorkerError(
+                "the process that connected is not the worker (wrong token)",
+                entry=entry,
+                environment=self.env.describe(),
+            )
         self._channel = channel
-        self._shared = SharedBuffer() if self.env.shared_memory and channel.passes_fds and SharedBuffer.available() \
-            else None
+        self._shared = (
+            SharedBuffer() if self.env.shared_memory and channel.passes_fds and SharedBuffer.available() else None
+        )
         for name, spec in list(self._entries.items()):  # after a restart: build what it held again
             answer = self._exchange({"op": "load", "entry": spec}, (), "start_timeout_s", entry)
             if "error" in answer:
-                raise WorkerError(f"the restarted worker could not build entry '{name}' again: "
-                                  f"{answer['error'].get('message')}", entry=entry, environment=self.env.describe(),
-                                  stderr=self.stderr_tail)
+                raise WorkerError(
+                    f"the restarted worker could not build entry '{name}' again: {answer['error'].get('message')}",
+                    entry=entry,
+                    environment=self.env.describe(),
+                    stderr=self.stderr_tail,
+                )
 
     def _accept(self, listener: socket.socket, entry: str | None) -> socket.socket:
         deadline = time.monotonic() + self.env.start_timeout_s
@@ -221,13 +256,17 @@ class Worker:
                 stderr = self.stderr_tail
                 self._stop(kill=True)
                 code = proc.returncode if exited else None
-                what = (f"the worker exited with status {code} before it connected" if code is not None else
-                        f"the worker did not connect within start_timeout_s={self.env.start_timeout_s:g} s "
-                        "(it was stopped)")
+                what = (
+                    f"the worker exited with status {code} before it connected"
+                    if code is not None
+                    else f"the worker did not connect within start_timeout_s={self.env.start_timeout_s:g} s "
+                    "(it was stopped)"
+                )
                 raise WorkerError(what, entry=entry, environment=self.env.describe(), stderr=stderr)
 
-    def _recv_within(self, channel: Channel, bound: str, entry: str | None, doing: str
-                     ) -> tuple[dict[str, Any], list[int]]:
+    def _recv_within(
+        self, channel: Channel, bound: str, entry: str | None, doing: str
+    ) -> tuple[dict[str, Any], list[int]]:
         """The next message, waiting at most the environment's ``bound`` (a setting name; its value None: for
         ever); past it the worker is killed."""
         channel.sock.settimeout(getattr(self.env, bound))
@@ -240,8 +279,12 @@ class Worker:
         except ValueError as exc:  # not a MessagePack map: the stream is out of step
             stderr = self.stderr_tail
             self._stop()
-            raise WorkerError(f"the worker answered a malformed message ({exc}); it was stopped", entry=entry,
-                              environment=self.env.describe(), stderr=stderr) from None
+            raise WorkerError(
+                f"the worker answered a malformed message ({exc}); it was stopped",
+                entry=entry,
+                environment=self.env.describe(),
+                stderr=stderr,
+            ) from None
         finally:
             if channel.sock.fileno() != -1:
                 channel.sock.settimeout(None)
@@ -254,11 +297,16 @@ class Worker:
         if bound == "call_timeout_s":
             self._timed_out = True
             what = "it was killed; the call is not retried (a hang would repeat), the next call starts it again"
-        return WorkerError(f"the worker took longer than {bound}={getattr(self.env, bound):g} s {doing} ({what})",
-                           entry=entry, environment=self.env.describe(), stderr=stderr)
+        return WorkerError(
+            f"the worker took longer than {bound}={getattr(self.env, bound):g} s {doing} ({what})",
+            entry=entry,
+            environment=self.env.describe(),
+            stderr=stderr,
+        )
 
-    def _exchange(self, message: dict[str, Any], fds: tuple[int, ...], bound: str,
-                  entry: str | None = None) -> dict[str, Any]:
+    def _exchange(
+        self, message: dict[str, Any], fds: tuple[int, ...], bound: str, entry: str | None = None
+    ) -> dict[str, Any]:
         channel, doing = self._channel, f"to answer '{message.get('op')}'"
         channel.sock.settimeout(getattr(self.env, bound))  # a worker that stops reading blocks the send too
         try:
@@ -336,8 +384,11 @@ def _private_folder() -> Path:
     if not hasattr(socket, "AF_UNIX") or len(str(folder / "worker.sock").encode()) < _MAX_SOCKET_PATH:
         return folder
     for base in _SHORT_BASES:
-        if os.path.isdir(base) and os.access(base, os.W_OK | os.X_OK) and \
-                len(os.path.join(base, prefix + "x" * 8, "worker.sock").encode()) < _MAX_SOCKET_PATH:
+        if (
+            os.path.isdir(base)
+            and os.access(base, os.W_OK | os.X_OK)
+            and len(os.path.join(base, prefix + "x" * 8, "worker.sock").encode()) < _MAX_SOCKET_PATH
+        ):
             folder.rmdir()
             return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
     return folder
@@ -354,10 +405,17 @@ def _listen(folder: Path) -> tuple[socket.socket, str]:
         return listener, path
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
-    why = "this platform has no Unix sockets" if not hasattr(socket, "AF_UNIX") else \
-        f"the socket path '{path}' is too long and no short private folder could be made"
-    log.warning("rewardzoo: the worker connects back over loopback TCP (127.0.0.1:%d): %s; set TMPDIR to a short "
-                "folder to use a Unix socket", port, why)
+    why = (
+        "this platform has no Unix sockets"
+        if not hasattr(socket, "AF_UNIX")
+        else f"the socket path '{path}' is too long and no short private folder could be made"
+    )
+    log.warning(
+        "rewardzoo: the worker connects back over loopback TCP (127.0.0.1:%d): %s; set TMPDIR to a short "
+        "folder to use a Unix socket",
+        port,
+        why,
+    )
     return listener, f"tcp:127.0.0.1:{port}"
 
 
@@ -371,11 +429,16 @@ def clean_stale_folders() -> list[Path]:
         except OSError:
             continue
         for folder in candidates:
-            owner = folder.name[len(_FOLDER_PREFIX):].split("-", 1)[0]
+            owner = folder.name[len(_FOLDER_PREFIX) :].split("-", 1)[0]
             try:
                 stat = folder.lstat()
-                if not owner.isdigit() or not folder.is_dir() or folder.is_symlink() or \
-                        (hasattr(os, "getuid") and stat.st_uid != os.getuid()) or _process_alive(int(owner)):
+                if (
+                    not owner.isdigit()
+                    or not folder.is_dir()
+                    or folder.is_symlink()
+                    or (hasattr(os, "getuid") and stat.st_uid != os.getuid())
+                    or _process_alive(int(owner))
+                ):
                     continue
             except OSError:
                 continue

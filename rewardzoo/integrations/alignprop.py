@@ -15,9 +15,15 @@ from .common import ConfigSource
 INPUT_RANGES = ("unit", "signed")
 
 
-def alignprop_reward_fn(config: ConfigSource, split: str = "train", loader: RewardLoader | None = None, *,
-                        input_range: str = "unit", dataset_key: str | None = None,
-                        gradient_checkpointing: bool = False) -> Callable[..., tuple[Any, dict]]:
+def alignprop_reward_fn(
+    config: ConfigSource,
+    split: str = "train",
+    loader: RewardLoader | None = None,
+    *,
+    input_range: str = "unit",
+    dataset_key: str | None = None,
+    gradient_checkpointing: bool = False,
+) -> Callable[..., tuple[Any, dict]]:
     """``reward_fn(images, prompts, metadata=None) -> (rewards (B,) tensor, differentiable, {})``.
 
     ``config``: anything :func:`rewardzoo.load_config` accepts, or a reward name; every reward in it
@@ -42,8 +48,9 @@ def alignprop_reward_fn(config: ConfigSource, split: str = "train", loader: Rewa
             datasets = []
             for i, meta in enumerate(metadata):
                 if not isinstance(meta, Mapping) or dataset_key not in meta:
-                    raise InputError(f"the prompt metadata has no '{dataset_key}' (dataset_key)", field="metadata",
-                                     sample=i)
+                    raise InputError(
+                        f"the prompt metadata has no '{dataset_key}' (dataset_key)", field="metadata", sample=i
+                    )
                 datasets.append(meta[dataset_key])
         if input_range == "signed":
             images = (images / 2 + 0.5).clamp(0, 1)

@@ -33,8 +33,9 @@ def image_samples(images: Any, prompts: Any, metadata: Any, dataset_key: str | N
         dataset = None
         if dataset_key is not None:
             if not isinstance(meta, Mapping) or dataset_key not in meta:
-                raise InputError(f"the prompt metadata has no '{dataset_key}' (dataset_key)", field="metadata",
-                                 sample=i)
+                raise InputError(
+                    f"the prompt metadata has no '{dataset_key}' (dataset_key)", field="metadata", sample=i
+                )
             dataset = meta[dataset_key]
         samples.append(Sample(image=image, prompt=prompt, metadata=meta, dataset=dataset))
     return samples
@@ -44,8 +45,10 @@ def require_scored(result: Any) -> None:
     """A trainer without a notion of "not applicable" needs a reward for every sample."""
     missing = result.unscored
     if missing:
-        raise InputError("no configured reward applies to this sample (check applicable_datasets and the "
-                         "adapter's dataset_key)", sample=missing[0])
+        raise InputError(
+            "no configured reward applies to this sample (check applicable_datasets and the adapter's dataset_key)",
+            sample=missing[0],
+        )
 
 
 def combined_result(parts: Sequence[Any]) -> Any:
@@ -61,10 +64,16 @@ def combined_result(parts: Sequence[Any]) -> Any:
     none = np.isnan(totals).all(axis=0)
     total = np.where(none, np.nan, np.nansum(totals, axis=0)).astype(np.float32)
     applied = [sum((list(p.applied[i]) for p in parts), []) for i in range(len(first))]
-    return RewardResult(rewards={k: v for p in parts for k, v in p.rewards.items()}, total=total, applied=applied,
-                        extras={k: v for p in parts for k, v in p.extras.items()},
-                        weights={k: v for p in parts for k, v in p.weights.items()},
-                        group_ids=list(first.group_ids), advantage_mode=first.advantage_mode, step=first.step)
+    return RewardResult(
+        rewards={k: v for p in parts for k, v in p.rewards.items()},
+        total=total,
+        applied=applied,
+        extras={k: v for p in parts for k, v in p.extras.items()},
+        weights={k: v for p in parts for k, v in p.weights.items()},
+        group_ids=list(first.group_ids),
+        advantage_mode=first.advantage_mode,
+        step=first.step,
+    )
 
 
 class MonitorFeed:

@@ -12,8 +12,9 @@ from ..core.processor import RewardProcessor
 from .common import ConfigSource, image_samples, require_scored, specs_of
 
 
-def ddpo_reward_fn(config: ConfigSource, split: str = "train", loader: RewardLoader | None = None, *,
-                   dataset_key: str | None = None) -> Callable[..., tuple[np.ndarray, dict]]:
+def ddpo_reward_fn(
+    config: ConfigSource, split: str = "train", loader: RewardLoader | None = None, *, dataset_key: str | None = None
+) -> Callable[..., tuple[np.ndarray, dict]]:
     """``reward_fn(images, prompts, prompt_metadata) -> (total (B,) float32, {"rewards": ..., "applied": ...})``.
 
     ``images``: float (B, 3, H, W) in [0, 1] (tensor or array) or a list of images. ``dataset_key``: the

@@ -83,15 +83,19 @@ def _target(config: RewardArguments, kind: str) -> str:
     """The reward the entry names under ``rewardzoo:``, checked to be a rewardzoo reward of ``kind``."""
     target = config.extra_kwargs.get("rewardzoo")
     if not isinstance(target, str) or not target.strip():
-        raise ConfigError("name the rewardzoo reward with `rewardzoo: NAME` (a registry name or a Python path)",
-                          entry=config.name, field="rewardzoo")
+        raise ConfigError(
+            "name the rewardzoo reward with `rewardzoo: NAME` (a registry name or a Python path)",
+            entry=config.name,
+            field="rewardzoo",
+        )
     try:
         cls = resolve(target)
     except RegistryError as exc:
         raise exc.in_entry(config.name, "rewardzoo") from exc.__cause__
     if not (isinstance(cls, type) and issubclass(cls, Reward)):
-        raise ConfigError(f"'{target}' resolves to {cls!r}, which is not a rewardzoo reward", entry=config.name,
-                          field="rewardzoo")
+        raise ConfigError(
+            f"'{target}' resolves to {cls!r}, which is not a rewardzoo reward", entry=config.name, field="rewardzoo"
+        )
     if cls.kind in KINDS:  # a per-instance kind is checked once the reward is built
         _check_kind(config, target, cls.kind, kind)
     return target
@@ -100,8 +104,11 @@ def _target(config: RewardArguments, kind: str) -> str:
 def _check_kind(config: RewardArguments, target: str, found: str, wanted: str) -> None:
     if found != wanted:
         other = "RewardZooGroupwise" if found == "groupwise" else "RewardZooPointwise"
-        raise ConfigError(f"'{target}' is a {found} reward; use reward_model: "
-                          f"rewardzoo.integrations.flow_factory.{other}", entry=config.name, field="rewardzoo")
+        raise ConfigError(
+            f"'{target}' is a {found} reward; use reward_model: rewardzoo.integrations.flow_factory.{other}",
+            entry=config.name,
+            field="rewardzoo",
+        )
 
 
 def _device(config: RewardArguments, ff_device: Any, target: str) -> str:
@@ -122,12 +129,22 @@ def _spec(config: RewardArguments, target: str, device: str) -> RewardSpec:
     options = {k: v for k, v in extras.items() if k not in OWN_KEYS}
     twice = sorted(set(options) & set(nested))
     if twice:
-        raise ConfigError(f"option(s) {twice} given both as keys of the entry and in 'kwargs'", entry=config.name,
-                          field="kwargs")
-    return parse_spec({"name": config.name, "reward_model": target, "model_path": extras.get("model_path"),
-                       "dtype": str(config.dtype).removeprefix("torch."), "device": device,
-                       "batch_size": config.batch_size, "kwargs": {**options, **nested},
-                       "limits": extras.get("limits")}, f"Flow-Factory reward '{config.name}'")
+        raise ConfigError(
+            f"option(s) {twice} given both as keys of the entry and in 'kwargs'", entry=config.name, field="kwargs"
+        )
+    return parse_spec(
+        {
+            "name": config.name,
+            "reward_model": target,
+            "model_path": extras.get("model_path"),
+            "dtype": str(config.dtype).removeprefix("torch."),
+            "device": device,
+            "batch_size": config.batch_size,
+            "kwargs": {**options, **nested},
+            "limits": extras.get("limits"),
+        },
+        f"Flow-Factory reward '{config.name}'",
+    )
 
 
 def _required_fields(reward: Reward, name: str, groupwise: bool) -> tuple[str, ...]:
@@ -135,8 +152,12 @@ def _required_fields(reward: Reward, name: str, groupwise: bool) -> tuple[str, .
     declared = [f for f in reward.inputs.fields if not (groupwise and f == "group_id")]
     missing = [f for f in declared if f not in FF_FIELDS]
     if missing:
-        raise ConfigError(f"'{reward.name}' needs {missing}, which Flow-Factory samples do not carry "
-                          f"(they have {', '.join(FF_FIELDS)})", entry=name, field="rewardzoo")
+        raise ConfigError(
+            f"'{reward.name}' needs {missing}, which Flow-Factory samples do not carry "
+            f"(they have {', '.join(FF_FIELDS)})",
+            entry=name,
+            field="rewardzoo",
+        )
     # FF's cross-rank gather rebuilds samples from these fields only and regroups them by a hash of the
     # prompt: without it every gathered sample would fall into one group.
     fields = (["prompt"] if groupwise else []) + declared + (["audio_sample_rate"] if "audio" in declared else [])
@@ -202,13 +223,26 @@ class _RewardZooModel:
         self.required_fields = _required_fields(self.reward, spec.name, self.kind == "groupwise")
         self.device = torch.device(self.reward.device)  # where FF moves the call's tensors
 
-    def __call__(self, prompt: Sequence[str] | None = None, image: Any = None, video: Any = None,
-                 audio: Any = None, audio_sample_rate: Sequence[int] | None = None,
-                 condition_images: Any = None, condition_videos: Any = None) -> RewardModelOutput:
+    def __call__(
+        self,
+        prompt: Sequence[str] | None = None,
+        image: Any = None,
+        video: Any = None,
+        audio: Any = None,
+        audio_sample_rate: Sequence[int] | None = None,
+        condition_images: Any = None,
+        condition_videos: Any = None,
+    ) -> RewardModelOutput:
         # explicit keywords: FF passes every sample field a `**kwargs` signature would accept (latents too)
-        fields = {"prompt": prompt, "image": image, "video": video, "audio": audio,
-                  "audio_sample_rate": audio_sample_rate, "condition_images": condition_images,
-                  "condition_videos": condition_videos}
+        fields = {
+            "prompt": prompt,
+            "image": image,
+            "video": video,
+            "audio": audio,
+            "audio_sample_rate": audio_sample_rate,
+            "condition_images": condition_images,
+            "condition_videos": condition_videos,
+        }
         samples = _samples(fields, groupwise=self.kind == "groupwise")
         return _output(self.processor(samples), self.spec_name)
 
@@ -234,8 +268,15 @@ class RewardZooGroupwise(_RewardZooModel, GroupwiseRewardModel):
     kind: ClassVar[str] = "groupwise"
 
 
-def monitor_step(monitor: Any, rewards: Mapping[str, Any], samples: Sequence[Any], step: int, *, split: str = "train",
-                 weights: Mapping[str, float] | None = None) -> dict[str, float]:
+def monitor_step(
+    monitor: Any,
+    rewards: Mapping[str, Any],
+    samples: Sequence[Any],
+    step: int,
+    *,
+    split: str = "train",
+    weights: Mapping[str, float] | None = None,
+) -> dict[str, float]:
     """Feed ``monitor`` one step of Flow-Factory rewards: ``rewards`` maps each reward name to its scores
     (a tensor or sequence aligned with ``samples``, as ``compute_rewards`` returns), ``samples`` are
     Flow-Factory samples (their ``unique_id`` is the group), ``weights`` each reward's weight in the total
@@ -257,8 +298,11 @@ def monitor_step(monitor: Any, rewards: Mapping[str, Any], samples: Sequence[Any
     total = np.zeros(n)
     for name, array in columns.items():
         total += float(weights.get(name, 1.0)) * array
-    result = RewardResult(rewards={k: v.astype(np.float32) for k, v in columns.items()},
-                          total=total.astype(np.float32), applied=[list(columns)] * n,
-                          weights={k: np.full(n, weights.get(k, 1.0), np.float32) for k in columns},
-                          group_ids=[getattr(s, "unique_id", None) for s in samples])
+    result = RewardResult(
+        rewards={k: v.astype(np.float32) for k, v in columns.items()},
+        total=total.astype(np.float32),
+        applied=[list(columns)] * n,
+        weights={k: np.full(n, weights.get(k, 1.0), np.float32) for k in columns},
+        group_ids=[getattr(s, "unique_id", None) for s in samples],
+    )
     return monitor.update(result, step, split=split)

@@ -25,8 +25,9 @@ from ..core.processor import RewardProcessor
 from .common import ConfigSource, image_samples, require_scored, specs_of
 
 
-def flow_grpo_reward_fn(config: ConfigSource, dataset_key: str | None = None, *, split: str = "train",
-                        loader: RewardLoader | None = None) -> Callable[..., tuple[dict[str, np.ndarray], dict]]:
+def flow_grpo_reward_fn(
+    config: ConfigSource, dataset_key: str | None = None, *, split: str = "train", loader: RewardLoader | None = None
+) -> Callable[..., tuple[dict[str, np.ndarray], dict]]:
     """``reward_fn(images, prompts, metadata, only_strict=True, **_) -> ({name: (B,), ..., "avg": (B,)}, {})``.
 
     ``images``: a (B, 3, H, W) float tensor in [0, 1] (as flow_grpo passes them), an array, or a list of
@@ -37,8 +38,9 @@ def flow_grpo_reward_fn(config: ConfigSource, dataset_key: str | None = None, *,
     """
     processor = RewardProcessor(specs_of(config, split), loader or RewardLoader())
 
-    def reward_fn(images: Any, prompts: Any, metadata: Any = None, only_strict: bool = True,
-                  **_: Any) -> tuple[dict[str, np.ndarray], dict]:
+    def reward_fn(
+        images: Any, prompts: Any, metadata: Any = None, only_strict: bool = True, **_: Any
+    ) -> tuple[dict[str, np.ndarray], dict]:
         result = processor(image_samples(images, prompts, metadata, dataset_key))
         require_scored(result)
         return {**result.rewards, "avg": result.total}, {}

@@ -53,11 +53,16 @@ class _Call:
 def result_row(result: RewardResult, i: int) -> RewardResult:
     """Row ``i`` of ``result`` as a one-sample result (copies: a caller may keep or change it)."""
     one = slice(i, i + 1)
-    return RewardResult(rewards={k: v[one].copy() for k, v in result.rewards.items()}, total=result.total[one].copy(),
-                        applied=[list(result.applied[i])],
-                        extras={k: {kk: vv[one].copy() for kk, vv in v.items()} for k, v in result.extras.items()},
-                        weights={k: v[one].copy() for k, v in result.weights.items()},
-                        group_ids=list(result.group_ids[one]), advantage_mode=result.advantage_mode, step=result.step)
+    return RewardResult(
+        rewards={k: v[one].copy() for k, v in result.rewards.items()},
+        total=result.total[one].copy(),
+        applied=[list(result.applied[i])],
+        extras={k: {kk: vv[one].copy() for kk, vv in v.items()} for k, v in result.extras.items()},
+        weights={k: v[one].copy() for k, v in result.weights.items()},
+        group_ids=list(result.group_ids[one]),
+        advantage_mode=result.advantage_mode,
+        step=result.step,
+    )
 
 
 class SampleGatherer:
@@ -70,8 +75,14 @@ class SampleGatherer:
     ``0..group_size-1`` are named missing one by one, other keys by count).
     """
 
-    def __init__(self, processor: RewardProcessor, *, max_wait_s: float = MAX_WAIT_S,
-                 group_size: int | None = None, group_timeout_s: float = GROUP_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        processor: RewardProcessor,
+        *,
+        max_wait_s: float = MAX_WAIT_S,
+        group_size: int | None = None,
+        group_timeout_s: float = GROUP_TIMEOUT_S,
+    ) -> None:
         if len(processor.specs) != 1:
             raise ConfigError(f"a gatherer scores one stream, got {len(processor.specs)}")
         self.processor = processor
@@ -81,9 +92,12 @@ class SampleGatherer:
         self.group_timeout_s = positive_float(group_timeout_s, "group_timeout_s")
         self.group_size = positive_int(group_size, "group_size", allow_none=True)
         if self.groupwise and self.group_size is None:
-            raise ConfigError("a groupwise reward behind per-sample calls needs the group size (samples per prompt; "
-                              "verl: actor_rollout_ref.rollout.n) to know when a group is complete",
-                              entry=self.spec.name, field="group_size")
+            raise ConfigError(
+                "a groupwise reward behind per-sample calls needs the group size (samples per prompt; "
+                "verl: actor_rollout_ref.rollout.n) to know when a group is complete",
+                entry=self.spec.name,
+                field="group_size",
+            )
         self._pending: list[_Call] = []
         self._groups: dict[tuple[Hashable, int | None], list[_Call]] = {}
         self._cond = threading.Condition()
@@ -98,14 +112,18 @@ class SampleGatherer:
         with self._cond:
             if self.groupwise:
                 if sample.group_id is None:
-                    raise InputError("a groupwise reward needs a group_id on every sample (verl: the sample's uid)",
-                                     reward=self.spec.name, field="group_id")
+                    raise InputError(
+                        "a groupwise reward needs a group_id on every sample (verl: the sample's uid)",
+                        reward=self.spec.name,
+                        field="group_id",
+                    )
                 self._groups.setdefault((sample.group_id, step), []).append(call)
             else:
                 self._pending.append(call)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=f"rewardzoo-gather-{self.spec.name}",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name=f"rewardzoo-gather-{self.spec.name}", daemon=True
+                )
                 self._thread.start()
             self._cond.notify()
         return call.future
@@ -136,8 +154,11 @@ class SampleGatherer:
         now = time.monotonic()
         if self.groupwise:
             complete = [k for k, calls in self._groups.items() if len(calls) >= self.group_size]
-            expired = [k for k, calls in self._groups.items()
-                       if len(calls) < self.group_size and now - calls[0].arrived >= self.group_timeout_s]
+            expired = [
+                k
+                for k, calls in self._groups.items()
+                if len(calls) < self.group_size and now - calls[0].arrived >= self.group_timeout_s
+            ]
             batches = [self._groups.pop(k) for k in complete]
             return batches, [(k[0], self._groups.pop(k)) for k in expired]
         if not self._pending:
@@ -146,7 +167,7 @@ class SampleGatherer:
         if not full and now - self._pending[0].arrived < self.max_wait_s:
             return [], []
         step = self._pending[0].step  # one step per processor call (scheduled weights)
-        batch = [c for c in self._pending if c.step == step][:self.spec.batch_size]
+        batch = [c for c in self._pending if c.step == step][: self.spec.batch_size]
         taken = {id(c) for c in batch}
         self._pending = [c for c in self._pending if id(c) not in taken]
         return [batch], []
@@ -157,9 +178,13 @@ class SampleGatherer:
             missing = f"missing members {sorted(set(range(self.group_size)) - set(members))}"
         else:
             missing = f"{self.group_size - len(calls)} missing"
-        error = InputError(f"group {group!r} has {len(calls)} of its {self.group_size} samples after "
-                           f"{self.group_timeout_s:g} s (arrived: {members}; {missing}); every sample of a group "
-                           "must reach the reward (check group_size)", reward=self.spec.name, field="group_id")
+        error = InputError(
+            f"group {group!r} has {len(calls)} of its {self.group_size} samples after "
+            f"{self.group_timeout_s:g} s (arrived: {members}; {missing}); every sample of a group "
+            "must reach the reward (check group_size)",
+            reward=self.spec.name,
+            field="group_id",
+        )
         for call in calls:
             call.future.set_exception(error)
 
@@ -186,13 +211,25 @@ class BatchedScorer:
     stream's score (NaN where it does not apply), its weight and the weighted total.
     """
 
-    def __init__(self, specs: Sequence[RewardSpec], loader: RewardLoader | None = None, *,
-                 max_wait_s: float = MAX_WAIT_S, group_size: int | None = None,
-                 group_timeout_s: float = GROUP_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        specs: Sequence[RewardSpec],
+        loader: RewardLoader | None = None,
+        *,
+        max_wait_s: float = MAX_WAIT_S,
+        group_size: int | None = None,
+        group_timeout_s: float = GROUP_TIMEOUT_S,
+    ) -> None:
         self.loader = loader or RewardLoader()
-        self.gatherers = {spec.name: SampleGatherer(RewardProcessor([spec], self.loader), max_wait_s=max_wait_s,
-                                                    group_size=group_size, group_timeout_s=group_timeout_s)
-                          for spec in specs}
+        self.gatherers = {
+            spec.name: SampleGatherer(
+                RewardProcessor([spec], self.loader),
+                max_wait_s=max_wait_s,
+                group_size=group_size,
+                group_timeout_s=group_timeout_s,
+            )
+            for spec in specs
+        }
 
     def submit(self, sample: Sample, step: int | None = None, member: Hashable | None = None) -> list[cf.Future]:
         return [g.submit(sample, step, member) for g in self.gatherers.values()]
@@ -201,8 +238,9 @@ class BatchedScorer:
         futures = [asyncio.wrap_future(f) for f in self.submit(sample, step, member)]
         return combined_result(await _all(futures))
 
-    def score_sync(self, sample: Sample, step: int | None = None, member: Hashable | None = None,
-                   timeout: float | None = None) -> RewardResult:
+    def score_sync(
+        self, sample: Sample, step: int | None = None, member: Hashable | None = None, timeout: float | None = None
+    ) -> RewardResult:
         return combined_result([f.result(timeout) for f in self.submit(sample, step, member)])
 
     @property
@@ -237,8 +275,14 @@ _SCORERS: dict[str, BatchedScorer] = {}
 _SCORERS_LOCK = threading.Lock()
 
 
-def scorer_for(rewards: Any, split: str = "train", *, max_wait_ms: float = MAX_WAIT_S * 1000,
-               group_size: int | None = None, group_timeout_s: float = GROUP_TIMEOUT_S) -> BatchedScorer:
+def scorer_for(
+    rewards: Any,
+    split: str = "train",
+    *,
+    max_wait_ms: float = MAX_WAIT_S * 1000,
+    group_size: int | None = None,
+    group_timeout_s: float = GROUP_TIMEOUT_S,
+) -> BatchedScorer:
     """The process's :class:`BatchedScorer` for a config (built on first use, then reused: a trainer passes the
     same keyword arguments on every call). ``rewards``: a YAML path, a list of entries (as under ``rewards:``)
     or a mapping with a ``rewards:`` key."""
@@ -252,12 +296,14 @@ def scorer_for(rewards: Any, split: str = "train", *, max_wait_ms: float = MAX_W
         scorer = _SCORERS.get(key)
         if scorer is None:
             if rewards is None:
-                raise ConfigError("name the rewards: reward_kwargs {rewards: PATH.yaml} or a list of entries",
-                                  field="rewards")
+                raise ConfigError(
+                    "name the rewards: reward_kwargs {rewards: PATH.yaml} or a list of entries", field="rewards"
+                )
             source = {"rewards": list(rewards)} if isinstance(rewards, (list, tuple)) else rewards
             wait = positive_float(max_wait_ms, "max_wait_ms") / 1000.0
-            scorer = _SCORERS[key] = BatchedScorer(specs_of(source, split), max_wait_s=wait, group_size=group_size,
-                                                   group_timeout_s=group_timeout_s)
+            scorer = _SCORERS[key] = BatchedScorer(
+                specs_of(source, split), max_wait_s=wait, group_size=group_size, group_timeout_s=group_timeout_s
+            )
         return scorer
 
 

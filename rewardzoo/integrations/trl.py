@@ -57,14 +57,17 @@ from .common import ConfigSource, MonitorFeed, specs_of
 
 _SAMPLE_FIELDS = set(field_names())
 #: TRL's own keyword arguments (not dataset columns).
-_TRL_RESERVED = {"prompts", "completions", "completion_ids", "trainer_state", "log_metric", "log_extra",
-                 "environments"}
+_TRL_RESERVED = {"prompts", "completions", "completion_ids", "trainer_state", "log_metric", "log_extra", "environments"}
 GROUP_BY = ("prompt",)
 
 
 def _is_conversation(value: Any) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, str) and bool(value) and \
-        all(isinstance(m, Mapping) and "content" in m for m in value)
+    return (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and bool(value)
+        and all(isinstance(m, Mapping) and "content" in m for m in value)
+    )
 
 
 def _content_text(content: Any) -> str:
@@ -72,8 +75,11 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, Sequence):
-        return "\n".join(str(part.get("text", "")) for part in content
-                         if isinstance(part, Mapping) and part.get("type", "text") == "text")
+        return "\n".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, Mapping) and part.get("type", "text") == "text"
+        )
     return str(content)
 
 
@@ -89,14 +95,16 @@ def render_pair(prompt: Any, completion: Any, tokenizer: Any = None) -> tuple[st
     """(prompt text, completion text) of one TRL pair, rendered as TRL renders it for reward models."""
     if tokenizer is None or not _is_conversation(prompt):
         return _plain(prompt), _plain(completion) if completion is not None else ""
-    messages = list(prompt) + (list(completion) if _is_conversation(completion) else
-                               [{"role": "assistant", "content": _plain(completion)}])
+    messages = list(prompt) + (
+        list(completion) if _is_conversation(completion) else [{"role": "assistant", "content": _plain(completion)}]
+    )
     full = tokenizer.apply_chat_template(messages, tokenize=False)
     ends_with_user = prompt[-1].get("role") == "user"
-    head = tokenizer.apply_chat_template(list(prompt), tokenize=False, add_generation_prompt=ends_with_user,
-                                         continue_final_message=not ends_with_user)
+    head = tokenizer.apply_chat_template(
+        list(prompt), tokenize=False, add_generation_prompt=ends_with_user, continue_final_message=not ends_with_user
+    )
     if full.startswith(head):
-        return head, full[len(head):]
+        return head, full[len(head) :]
     return full, ""  # a template that does not extend the prompt: score the whole rendering
 
 
@@ -104,14 +112,21 @@ def _group_key(prompt: Any) -> str:
     return prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
 
 
-def trl_samples(prompts: Sequence[Any] | None, completions: Sequence[Any] | None, columns: Mapping[str, Any],
-                *, tokenizer: Any = None, group_by: str | None = None) -> list[Sample]:
+def trl_samples(
+    prompts: Sequence[Any] | None,
+    completions: Sequence[Any] | None,
+    columns: Mapping[str, Any],
+    *,
+    tokenizer: Any = None,
+    group_by: str | None = None,
+) -> list[Sample]:
     """Samples from TRL's keyword arguments; dataset columns that are not sample fields go into metadata."""
     n = len(completions if completions is not None else prompts or [])
     for key, values in columns.items():
         if key not in _TRL_RESERVED and isinstance(values, (list, tuple)) and len(values) != n:
-            raise InputError(f"column '{key}' has {len(values)} values for {n} completions; TRL passes one per "
-                             "completion", field=key)
+            raise InputError(
+                f"column '{key}' has {len(values)} values for {n} completions; TRL passes one per completion", field=key
+            )
     samples = []
     for i in range(n):
         fields: dict[str, Any] = {}
@@ -135,17 +150,25 @@ def trl_samples(prompts: Sequence[Any] | None, completions: Sequence[Any] | None
             elif completions is not None:
                 fields["completion"] = _plain(completions[i])
             if extra and fields.get("metadata") is None:
-                fields["metadata"] = {k: v for k, v in extra.items()
-                                      if isinstance(v, (str, int, float, bool, type(None)))}
+                fields["metadata"] = {
+                    k: v for k, v in extra.items() if isinstance(v, (str, int, float, bool, type(None)))
+                }
             samples.append(Sample(**fields))
         except InputError as exc:
             raise exc.located(sample=i) from None
     return samples
 
 
-def trl_reward_funcs(config: ConfigSource, split: str = "train", loader: RewardLoader | None = None, *,
-                     tokenizer: Any = None, group_by: str | None = None, concurrent: bool = False,
-                     monitor: Any = None) -> tuple[list[Callable[..., Any]], list[float]]:
+def trl_reward_funcs(
+    config: ConfigSource,
+    split: str = "train",
+    loader: RewardLoader | None = None,
+    *,
+    tokenizer: Any = None,
+    group_by: str | None = None,
+    concurrent: bool = False,
+    monitor: Any = None,
+) -> tuple[list[Callable[..., Any]], list[float]]:
     """(reward functions, reward_weights) for TRL's GRPOTrainer, one function per configured reward.
 
     ``tokenizer``: renders conversational prompts with its chat template as TRL does (see the module
@@ -170,24 +193,38 @@ def trl_reward_funcs(config: ConfigSource, split: str = "train", loader: RewardL
     feed = MonitorFeed(monitor, [s.name for s in specs], split) if monitor is not None else None
     for spec in specs:
         if isinstance(spec.weight, Mapping):
-            raise ConfigError("TRL takes one weight per reward function; split per-dataset weights into one entry "
-                              "per dataset with applicable_datasets", entry=spec.name, field="weight")
+            raise ConfigError(
+                "TRL takes one weight per reward function; split per-dataset weights into one entry "
+                "per dataset with applicable_datasets",
+                entry=spec.name,
+                field="weight",
+            )
         # the distributed processor is the plain one until torch.distributed runs with several ranks
         processor = DistributedRewardProcessor([spec], loader)
-        funcs.append(_trl_coroutine(processor, spec.name, tokenizer, group_by, exchange_lane, feed) if concurrent
-                     else _trl_function(processor, spec.name, tokenizer, group_by, feed))
+        funcs.append(
+            _trl_coroutine(processor, spec.name, tokenizer, group_by, exchange_lane, feed)
+            if concurrent
+            else _trl_function(processor, spec.name, tokenizer, group_by, feed)
+        )
         weights.append(1.0 if spec.scheduled else float(spec.weight))  # scheduled: applied in the function
     return funcs, weights
 
 
-def _score(processor: DistributedRewardProcessor, tokenizer: Any, group_by: str | None, prompts: Any,
-           completions: Any, columns: Mapping[str, Any]) -> RewardResult:
+def _score(
+    processor: DistributedRewardProcessor,
+    tokenizer: Any,
+    group_by: str | None,
+    prompts: Any,
+    completions: Any,
+    columns: Mapping[str, Any],
+) -> RewardResult:
     step = getattr(columns.get("trainer_state"), "global_step", None)
     return processor(trl_samples(prompts, completions, columns, tokenizer=tokenizer, group_by=group_by), step=step)
 
 
-def _answer(result: RewardResult, name: str, columns: Mapping[str, Any], feed: MonitorFeed | None,
-            scheduled: bool = False) -> list[float | None]:
+def _answer(
+    result: RewardResult, name: str, columns: Mapping[str, Any], feed: MonitorFeed | None, scheduled: bool = False
+) -> list[float | None]:
     """TRL's return value for stream ``name``; its numeric extras (and, completing a step, the monitor's
     metrics) logged through ``log_metric`` first."""
     log_metric = columns.get("log_metric")
@@ -215,8 +252,9 @@ def _named(func: Callable, name: str) -> Callable:
     return func
 
 
-def _trl_function(processor: DistributedRewardProcessor, name: str, tokenizer: Any, group_by: str | None,
-                  feed: MonitorFeed | None) -> Callable[..., list[float | None]]:
+def _trl_function(
+    processor: DistributedRewardProcessor, name: str, tokenizer: Any, group_by: str | None, feed: MonitorFeed | None
+) -> Callable[..., list[float | None]]:
     def reward_func(prompts=None, completions=None, completion_ids=None, **columns) -> list[float | None]:
         result = _score(processor, tokenizer, group_by, prompts, completions, columns)
         return _answer(result, name, columns, feed, processor.specs[0].scheduled)
@@ -239,8 +277,14 @@ class _Lane:
         return asyncio.wrap_future(self._pool.submit(fn))
 
 
-def _trl_coroutine(processor: DistributedRewardProcessor, name: str, tokenizer: Any, group_by: str | None,
-                   exchange_lane: _Lane, feed: MonitorFeed | None) -> Callable[..., Any]:
+def _trl_coroutine(
+    processor: DistributedRewardProcessor,
+    name: str,
+    tokenizer: Any,
+    group_by: str | None,
+    exchange_lane: _Lane,
+    feed: MonitorFeed | None,
+) -> Callable[..., Any]:
     own_lane = _Lane(f"rewardzoo-trl-{name}")
 
     async def reward_func(prompts=None, completions=None, completion_ids=None, **columns) -> list[float | None]:

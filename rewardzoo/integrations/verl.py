@@ -43,8 +43,13 @@ from ..spec.sample import Sample, field_names
 from .gather import GROUP_TIMEOUT_S, MAX_WAIT_S, plain_value, score_dict, scorer_for
 
 #: rewardzoo field <- verl source, used when the source is present (``fields`` overrides each).
-DEFAULT_FIELDS = {"completion": "solution_str", "prompt": "extra_info.prompt", "dataset": "data_source",
-                  "group_id": "extra_info.uid", "step": "extra_info.global_steps"}
+DEFAULT_FIELDS = {
+    "completion": "solution_str",
+    "prompt": "extra_info.prompt",
+    "dataset": "data_source",
+    "group_id": "extra_info.uid",
+    "step": "extra_info.global_steps",
+}
 _TARGETS = set(field_names()) | {"step"}
 
 
@@ -61,16 +66,22 @@ def read_source(source: str, arguments: Mapping[str, Any]) -> tuple[bool, Any]:
     return value is not None, value
 
 
-def sample_from_call(arguments: Mapping[str, Any], fields: Mapping[str, str] | None, defaults: Mapping[str, str],
-                     metadata_sources: tuple[str, ...]) -> tuple[Sample, int | None]:
+def sample_from_call(
+    arguments: Mapping[str, Any],
+    fields: Mapping[str, str] | None,
+    defaults: Mapping[str, str],
+    metadata_sources: tuple[str, ...],
+) -> tuple[Sample, int | None]:
     """The rewardzoo sample (and trainer step) of one per-sample call; ``fields`` maps rewardzoo fields to
     sources (a source named there must be present); ``metadata`` gathers the plain values of ``metadata_sources``
     (mappings flattened: ``extra_info``'s keys) unless ``fields`` names a source for it."""
     given = dict(fields or {})
     for target, source in given.items():
         if target not in _TARGETS:
-            raise ConfigError(f"unknown rewardzoo field '{target}'; fields map one of {sorted(_TARGETS)} to a source",
-                              field=f"fields.{target}")
+            raise ConfigError(
+                f"unknown rewardzoo field '{target}'; fields map one of {sorted(_TARGETS)} to a source",
+                field=f"fields.{target}",
+            )
         if not isinstance(source, str) or not source:
             raise ConfigError("a source is a keyword name or extra_info.KEY", field=f"fields.{target}")
     values: dict[str, Any] = {}
@@ -93,16 +104,28 @@ def sample_from_call(arguments: Mapping[str, Any], fields: Mapping[str, str] | N
     return Sample(**values), step
 
 
-async def compute_score(data_source: Any = None, solution_str: str | None = None, ground_truth: Any = None,
-                        extra_info: Mapping[str, Any] | None = None, *, rewards: Any = None, split: str = "train",
-                        fields: Mapping[str, str] | None = None, max_wait_ms: float = MAX_WAIT_S * 1000,
-                        group_size: int | None = None, group_timeout_s: float = GROUP_TIMEOUT_S,
-                        **_: Any) -> dict[str, float]:
+async def compute_score(
+    data_source: Any = None,
+    solution_str: str | None = None,
+    ground_truth: Any = None,
+    extra_info: Mapping[str, Any] | None = None,
+    *,
+    rewards: Any = None,
+    split: str = "train",
+    fields: Mapping[str, str] | None = None,
+    max_wait_ms: float = MAX_WAIT_S * 1000,
+    group_size: int | None = None,
+    group_timeout_s: float = GROUP_TIMEOUT_S,
+    **_: Any,
+) -> dict[str, float]:
     """One sample's ``{"score": total, <reward>: score, ...}`` for verl's reward loop (see the module docstring).
     Keywords verl adds for its own reward models (``reward_router_address``, ...) are accepted and unused."""
-    scorer = scorer_for(rewards, split, max_wait_ms=max_wait_ms, group_size=group_size,
-                        group_timeout_s=group_timeout_s)
-    arguments = {"data_source": data_source, "solution_str": solution_str, "ground_truth": ground_truth,
-                 "extra_info": extra_info}
+    scorer = scorer_for(rewards, split, max_wait_ms=max_wait_ms, group_size=group_size, group_timeout_s=group_timeout_s)
+    arguments = {
+        "data_source": data_source,
+        "solution_str": solution_str,
+        "ground_truth": ground_truth,
+        "extra_info": extra_info,
+    }
     sample, step = sample_from_call(arguments, plain_value(fields), DEFAULT_FIELDS, ("extra_info", "ground_truth"))
     return score_dict(await scorer.score(sample, step))

@@ -40,15 +40,24 @@ def _media(solution_image: Any) -> dict[str, Any]:
 
     array = solution_image.detach().cpu().numpy() if hasattr(solution_image, "detach") else np.asarray(solution_image)
     if array.dtype != np.uint8 or array.ndim not in (3, 4) or array.shape[-3] not in (1, 3):
-        raise InputError(f"verl-omni passes a uint8 image (C, H, W) or video (T, C, H, W) in [0, 255]; got "
-                         f"{array.dtype} of shape {array.shape}", field="image")
+        raise InputError(
+            f"verl-omni passes a uint8 image (C, H, W) or video (T, C, H, W) in [0, 255]; got "
+            f"{array.dtype} of shape {array.shape}",
+            field="image",
+        )
     if array.ndim == 3:
         return {"image": np.ascontiguousarray(array.transpose(1, 2, 0))}
     return {"video": np.ascontiguousarray(array.transpose(0, 2, 3, 1))}
 
 
-def omni_sample(data_source: Any, solution_image: Any, ground_truth: Any, extra_info: Mapping[str, Any] | None,
-                prompt_key: str = "prompt", group_key: str | None = None) -> tuple[Sample, int | None]:
+def omni_sample(
+    data_source: Any,
+    solution_image: Any,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None,
+    prompt_key: str = "prompt",
+    group_key: str | None = None,
+) -> tuple[Sample, int | None]:
     """The rewardzoo sample (and trainer step, ``extra_info["global_steps"]``) of one verl-omni call."""
     info = dict(extra_info or {})
     fields: dict[str, Any] = _media(solution_image) if solution_image is not None else {}
@@ -71,14 +80,25 @@ def omni_sample(data_source: Any, solution_image: Any, ground_truth: Any, extra_
     return Sample(**fields), info.get("global_steps")
 
 
-async def compute_score(data_source: Any = None, solution_image: Any = None, ground_truth: Any = None,
-                        extra_info: Mapping[str, Any] | None = None, *, rewards: Any = None, split: str = "train",
-                        prompt_key: str = "prompt", group_key: str | None = None,
-                        max_wait_ms: float = MAX_WAIT_S * 1000, group_size: int | None = None,
-                        group_timeout_s: float = GROUP_TIMEOUT_S, **_: Any) -> dict[str, float]:
+async def compute_score(
+    data_source: Any = None,
+    solution_image: Any = None,
+    ground_truth: Any = None,
+    extra_info: Mapping[str, Any] | None = None,
+    *,
+    rewards: Any = None,
+    split: str = "train",
+    prompt_key: str = "prompt",
+    group_key: str | None = None,
+    max_wait_ms: float = MAX_WAIT_S * 1000,
+    group_size: int | None = None,
+    group_timeout_s: float = GROUP_TIMEOUT_S,
+    **_: Any,
+) -> dict[str, float]:
     """One sample's ``{"score": total, <reward>: score, ...}`` for verl-omni (see the module docstring). Keywords
     verl-omni adds for its own reward models (``reward_router_address``, ...) are accepted and unused."""
-    scorer = scorer_for(plain_value(rewards), split, max_wait_ms=max_wait_ms, group_size=group_size,
-                        group_timeout_s=group_timeout_s)
+    scorer = scorer_for(
+        plain_value(rewards), split, max_wait_ms=max_wait_ms, group_size=group_size, group_timeout_s=group_timeout_s
+    )
     sample, step = omni_sample(data_source, solution_image, ground_truth, extra_info, prompt_key, group_key)
     return score_dict(await scorer.score(sample, step))

@@ -15,14 +15,22 @@ from __future__ import annotations
 from ..shared.imports import lazy_getattr
 
 _LAZY = {
-    "ScoreJob": "rewardzoo.jobs.description", "ServeJob": "rewardzoo.jobs.description",
-    "InputRows": "rewardzoo.jobs.inputs", "read_input": "rewardzoo.jobs.inputs",
-    "Plan": "rewardzoo.jobs.plan", "ScoreRun": "rewardzoo.jobs.plan", "plan_job": "rewardzoo.jobs.plan",
-    "check_datasets": "rewardzoo.jobs.plan", "group_preserving_chunks": "rewardzoo.jobs.plan",
+    "ScoreJob": "rewardzoo.jobs.description",
+    "ServeJob": "rewardzoo.jobs.description",
+    "InputRows": "rewardzoo.jobs.inputs",
+    "read_input": "rewardzoo.jobs.inputs",
+    "Plan": "rewardzoo.jobs.plan",
+    "ScoreRun": "rewardzoo.jobs.plan",
+    "plan_job": "rewardzoo.jobs.plan",
+    "check_datasets": "rewardzoo.jobs.plan",
+    "group_preserving_chunks": "rewardzoo.jobs.plan",
     "run_local": "rewardzoo.jobs.local",
-    "PartialFile": "rewardzoo.jobs.partial", "partial_path": "rewardzoo.jobs.partial",
-    "check_output": "rewardzoo.jobs.output", "write_atomically": "rewardzoo.jobs.output",
-    "write_jsonl": "rewardzoo.jobs.output", "write_scores_parquet": "rewardzoo.jobs.output",
+    "PartialFile": "rewardzoo.jobs.partial",
+    "partial_path": "rewardzoo.jobs.partial",
+    "check_output": "rewardzoo.jobs.output",
+    "write_atomically": "rewardzoo.jobs.output",
+    "write_jsonl": "rewardzoo.jobs.output",
+    "write_scores_parquet": "rewardzoo.jobs.output",
     "write_text": "rewardzoo.jobs.output",
 }
 

@@ -44,20 +44,35 @@ class Comparison:
 
     def as_dict(self) -> dict[str, Any]:
         """The comparison as JSON-ready data (``rewardzoo compare-reference --json``)."""
+
         def num(x: float) -> float | None:
             return float(x) if np.isfinite(x) else None
 
-        return {"reward": self.name, "reference": self.where, "max_abs_difference": num(self.max_abs_difference),
-                "samples": [{"sample": label, "rewardzoo": num(a), "reference": num(b), "difference": num(a - b)}
-                            for label, a, b in zip(self.labels, self.ours, self.reference)]}
+        return {
+            "reward": self.name,
+            "reference": self.where,
+            "max_abs_difference": num(self.max_abs_difference),
+            "samples": [
+                {"sample": label, "rewardzoo": num(a), "reference": num(b), "difference": num(a - b)}
+                for label, a, b in zip(self.labels, self.ours, self.reference)
+            ],
+        }
 
 
 def reference_specs(spec: RewardSpec, reference: Mapping[str, Any] | bool = True) -> tuple[RewardSpec, RewardSpec]:
     """(rewardzoo's entry in this process, the reference's entry) for one config entry; ``reference`` is an
     entry's ``reference:`` value (true: the reward's known wrapper and environment). Both score every sample."""
-    entry = {"name": spec.name, "reward_model": spec.reward_model, "model_path": spec.model_path,
-             "dtype": spec.dtype, "device": spec.device, "batch_size": spec.batch_size, "kwargs": dict(spec.kwargs),
-             "limits": dict(spec.limits), "reference": reference}
+    entry = {
+        "name": spec.name,
+        "reward_model": spec.reward_model,
+        "model_path": spec.model_path,
+        "dtype": spec.dtype,
+        "device": spec.device,
+        "batch_size": spec.batch_size,
+        "kwargs": dict(spec.kwargs),
+        "limits": dict(spec.limits),
+        "reference": reference,
+    }
     ours = replace(spec, environment=None, applicable_datasets=None, weight=1.0)
     return ours, replace(parse_spec(entry), name=spec.name + REFERENCE_SUFFIX)  # errors name the user's entry
 
@@ -68,12 +83,16 @@ def find_spec(specs: Sequence[RewardSpec], name: str) -> RewardSpec:
         if spec.name == name:
             return spec
     names = [s.name for s in specs]
-    raise ConfigError(f"the config has no entry '{name}'{did_you_mean(name, names)}; its entries: "
-                      f"{', '.join(names)}", entry=name, field="name")
+    raise ConfigError(
+        f"the config has no entry '{name}'{did_you_mean(name, names)}; its entries: {', '.join(names)}",
+        entry=name,
+        field="name",
+    )
 
 
-def compare_reference(spec: RewardSpec, samples: Sequence[Sample], labels: Sequence[str],
-                      reference: Mapping[str, Any] | bool = True) -> Comparison:
+def compare_reference(
+    spec: RewardSpec, samples: Sequence[Sample], labels: Sequence[str], reference: Mapping[str, Any] | bool = True
+) -> Comparison:
     """Score ``samples`` with ``spec`` in this process and with its reference (see :func:`reference_specs`)."""
     from ..core.processor import RewardProcessor
 
@@ -81,5 +100,10 @@ def compare_reference(spec: RewardSpec, samples: Sequence[Sample], labels: Seque
     with RewardProcessor([ours, ref]) as processor:
         result = processor(list(samples))
     where = ref.environment.describe() if ref.environment is not None else "in this process"
-    return Comparison(spec.name, tuple(labels), np.asarray(result.rewards[ours.name], dtype=np.float64),
-                      np.asarray(result.rewards[ref.name], dtype=np.float64), f"{ref.reward_model} ({where})")
+    return Comparison(
+        spec.name,
+        tuple(labels),
+        np.asarray(result.rewards[ours.name], dtype=np.float64),
+        np.asarray(result.rewards[ref.name], dtype=np.float64),
+        f"{ref.reward_model} ({where})",
+    )

@@ -79,11 +79,16 @@ def read_parquet(path: Path) -> InputRows:
     binary = tuple(name for name in schema.names if _is_binary(schema.field(name).type))
     for name in binary:
         if name not in MEDIA:
-            raise RewardZooError(f"column '{name}' holds bytes; encoded bytes are supported for the media fields "
-                                 f"({', '.join(MEDIA)}) only")
+            raise RewardZooError(
+                f"column '{name}' holds bytes; encoded bytes are supported for the media fields "
+                f"({', '.join(MEDIA)}) only"
+            )
     light = [n for n in schema.names if n not in binary]
-    records = pq.read_table(path, columns=light).to_pylist() if light else \
-        [{} for _ in range(pq.ParquetFile(path).metadata.num_rows)]
+    records = (
+        pq.read_table(path, columns=light).to_pylist()
+        if light
+        else [{} for _ in range(pq.ParquetFile(path).metadata.num_rows)]
+    )
     out = rows_of_records(records, path.parent)
     if binary:
         out.parquet, out.binary = str(path.resolve()), binary
@@ -113,5 +118,6 @@ def rows_of_records(records: Sequence[dict], root: Path) -> InputRows:
 
 def has_bytes(value: Any) -> bool:
     """Whether a cell holds encoded media (bytes, or a list with bytes)."""
-    return isinstance(value, (bytes, bytearray)) or (isinstance(value, list) and any(
-        isinstance(v, (bytes, bytearray)) for v in value))
+    return isinstance(value, (bytes, bytearray)) or (
+        isinstance(value, list) and any(isinstance(v, (bytes, bytearray)) for v in value)
+    )

@@ -27,8 +27,9 @@ def read_manifest_rows(path: str | Path) -> tuple[list[Sample], list[int], list[
     a manifest file. Blank lines are skipped; a :class:`ManifestError` names the line (``sample``) and field."""
     path = regular_file(path, "manifest")
     samples, lines, rows = [], [], []
-    for lineno, data in jsonl_objects(path, lambda message, line: ManifestError(message, sample=line),
-                                      f"manifest '{path}'"):
+    for lineno, data in jsonl_objects(
+        path, lambda message, line: ManifestError(message, sample=line), f"manifest '{path}'"
+    ):
         try:
             rows.append(resolve_paths(data, path.parent))
             samples.append(Sample.from_dict(rows[-1]))

@@ -17,8 +17,15 @@ from pathlib import Path
 from ..errors import OutputWriteError, RewardZooError
 
 
-def check_output(out: Path, inputs: Mapping[str, Path], *, holds: str = "the scores", option: str = "--out",
-                 example: str | None = None, error: Callable[[str], Exception] = RewardZooError) -> Path:
+def check_output(
+    out: Path,
+    inputs: Mapping[str, Path],
+    *,
+    holds: str = "the scores",
+    option: str = "--out",
+    example: str | None = None,
+    error: Callable[[str], Exception] = RewardZooError,
+) -> Path:
     """Refuse, before any work, an output that would overwrite one of ``inputs`` (named by their keys) or
     cannot be written; returns ``out``. ``holds`` says what the file is for, ``example`` a file name the
     directory message suggests; ``error`` makes the exception (the report's family, or :class:`RewardZooError`)."""
@@ -27,8 +34,9 @@ def check_output(out: Path, inputs: Mapping[str, Path], *, holds: str = "the sco
         if resolved == path.resolve() or (path.exists() and out.exists() and out.samefile(path)):
             raise error(f"{option} '{out}' is {what}; write {holds} to another file")
     if out.is_dir():
-        raise error(f"{option} '{out}' is a directory; give a file path"
-                    + (f" such as {out / example}" if example else ""))
+        raise error(
+            f"{option} '{out}' is a directory; give a file path" + (f" such as {out / example}" if example else "")
+        )
     parent = resolved.parent
     existing = next(folder for folder in (parent, *parent.parents) if folder.exists())
     if not existing.is_dir():
@@ -71,8 +79,9 @@ def write_atomically(path: Path, write: Callable[[str], None]) -> None:
 def write_failed(path: Path, exc: OSError, what: str = "") -> OutputWriteError:
     """The typed error of a failed write of ``path`` (``what`` it held, when not the file itself)."""
     held = f" ({what})" if what else ""
-    return OutputWriteError(f"cannot write '{path}'{held}: {exc.strerror or exc}; nothing was replaced",
-                            errno=exc.errno)
+    return OutputWriteError(
+        f"cannot write '{path}'{held}: {exc.strerror or exc}; nothing was replaced", errno=exc.errno
+    )
 
 
 def write_text(path: Path, text: str) -> None:
@@ -82,10 +91,12 @@ def write_text(path: Path, text: str) -> None:
 
 def write_jsonl(path: Path, records: Sequence[object]) -> None:
     """One JSON line per record, atomically."""
+
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
             for record in records:
                 fh.write(json.dumps(record) + "\n")
+
     write_atomically(path, write)
 
 

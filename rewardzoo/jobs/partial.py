@@ -39,14 +39,23 @@ def _sha256(path: Path) -> str:
 
 def fingerprint(input_path: str | os.PathLike, specs: Sequence[Any], split: str) -> dict[str, Any]:
     """What makes two runs' records interchangeable: the same input bytes, the same reward specs, the same split."""
-    canonical = json.dumps([dataclasses.asdict(s) if dataclasses.is_dataclass(s) else s for s in specs],
-                           sort_keys=True, default=repr)
-    return {"manifest": _sha256(Path(input_path)), "config": hashlib.sha256(canonical.encode()).hexdigest(),
-            "rewards": [getattr(s, "name", str(s)) for s in specs], "split": split}
+    canonical = json.dumps(
+        [dataclasses.asdict(s) if dataclasses.is_dataclass(s) else s for s in specs], sort_keys=True, default=repr
+    )
+    return {
+        "manifest": _sha256(Path(input_path)),
+        "config": hashlib.sha256(canonical.encode()).hexdigest(),
+        "rewards": [getattr(s, "name", str(s)) for s in specs],
+        "split": split,
+    }
 
 
-_WHAT = {"manifest": "the input file's contents", "config": "the config's reward entries",
-         "rewards": "the reward streams", "split": "the split"}
+_WHAT = {
+    "manifest": "the input file's contents",
+    "config": "the config's reward entries",
+    "rewards": "the reward streams",
+    "split": "the split",
+}
 
 
 class PartialFile:
@@ -63,11 +72,16 @@ class PartialFile:
         done: dict[int, Any] = {}
         with self.path.open(encoding="utf-8", errors="replace") as fh:
             header = self._header(fh.readline())
-            differs = [f"{_WHAT[k]} ({_show(header.get(k))} then, {_show(self.stamp[k])} now)"
-                       for k in _WHAT if header.get(k) != self.stamp[k]]
+            differs = [
+                f"{_WHAT[k]} ({_show(header.get(k))} then, {_show(self.stamp[k])} now)"
+                for k in _WHAT
+                if header.get(k) != self.stamp[k]
+            ]
             if differs:
-                raise RewardZooError(f"--resume: '{self.path}' was written by another job: {'; '.join(differs)} "
-                                     "differ; delete it or run without --resume")
+                raise RewardZooError(
+                    f"--resume: '{self.path}' was written by another job: {'; '.join(differs)} "
+                    "differ; delete it or run without --resume"
+                )
             for line in fh:
                 try:
                     row = json.loads(line)
@@ -83,8 +97,10 @@ class PartialFile:
         except (json.JSONDecodeError, RecursionError):
             header = None
         if not isinstance(header, dict) or header.get("rewardzoo_partial") != VERSION:
-            raise RewardZooError(f"--resume: '{self.path}' is not a rewardzoo partial file of this version (no "
-                                 "fingerprint header); delete it or run without --resume")
+            raise RewardZooError(
+                f"--resume: '{self.path}' is not a rewardzoo partial file of this version (no "
+                "fingerprint header); delete it or run without --resume"
+            )
         return header
 
     def add(self, indices: Sequence[int], records: Sequence[Any], *, resumed: bool) -> None:
@@ -136,6 +152,8 @@ def kept_note(exc: RewardZooError, partial: PartialFile, done: int) -> RewardZoo
         return exc
     err = type(exc).__new__(type(exc))
     err.__dict__.update(exc.__dict__)
-    err.args = (f"{exc}; the {done} rows scored so far are kept in '{partial.path}': run the same command with "
-                "--resume to score only the rest",)
+    err.args = (
+        f"{exc}; the {done} rows scored so far are kept in '{partial.path}': run the same command with "
+        "--resume to score only the rest",
+    )
     return err

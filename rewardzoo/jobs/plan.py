@@ -58,8 +58,10 @@ def plan_job(job: ScoreJob) -> Plan:
     partial = partial_path(out)
     for what, path in inputs.items():
         if partial.resolve() == path.resolve():
-            raise RewardZooError(f"--out '{out}' keeps its partial records in '{partial}', which is {what}; "
-                                 "write the scores to another file")
+            raise RewardZooError(
+                f"--out '{out}' keeps its partial records in '{partial}', which is {what}; "
+                "write the scores to another file"
+            )
     report = _report_path(job, out, ray)
     specs = (source if isinstance(source, RewardConfig) else load_config(source)).specs(job.split)
     rows = read_input(job.input, tables=ray)
@@ -72,8 +74,9 @@ def _report_path(job: ScoreJob, out: Path, ray: bool) -> Path | None:
     if not job.report:
         return None
     if ray and out.suffix == ".parquet":
-        raise RewardZooError("--report reads a JSONL score file; give --out a .jsonl path, or run "
-                             "`rewardzoo report` on a JSONL output")
+        raise RewardZooError(
+            "--report reads a JSONL score file; give --out a .jsonl path, or run `rewardzoo report` on a JSONL output"
+        )
     report = Path(job.report)
     if report.resolve() == out.resolve():
         raise RewardZooError(f"--report '{report}' is --out; write the report to another file")
@@ -96,8 +99,10 @@ def check_not_media(rows: InputRows, outputs: dict[str, Path]) -> None:
                     continue  # cheap: only a path with an output's name (or a link) can be that output
                 what = targets.get(os.path.realpath(media))
                 if what is not None:
-                    raise RewardZooError(f"{what} '{outputs[what]}' is the {key} of {rows.label(i)}; write it to "
-                                         "another file (an input is never overwritten)")
+                    raise RewardZooError(
+                        f"{what} '{outputs[what]}' is the {key} of {rows.label(i)}; write it to "
+                        "another file (an input is never overwritten)"
+                    )
 
 
 def check_datasets(specs: Sequence[RewardSpec], rows: InputRows, allow: bool) -> None:
@@ -109,12 +114,16 @@ def check_datasets(specs: Sequence[RewardSpec], rows: InputRows, allow: bool) ->
     named = sorted({d for s in specs for d in (s.applicable_datasets or ())})
     if not allow:
         first = rows.samples[missing[0]].dataset
-        raise RewardZooError(f"{rows.label(missing[0])}, field 'dataset': {first!r} matches no reward of the config "
-                             f"(their datasets: {', '.join(named)}){did_you_mean(str(first), named)}; "
-                             f"{len(missing)} sample(s) would get a null total; pass --allow-unscored to score anyway")
+        raise RewardZooError(
+            f"{rows.label(missing[0])}, field 'dataset': {first!r} matches no reward of the config "
+            f"(their datasets: {', '.join(named)}){did_you_mean(str(first), named)}; "
+            f"{len(missing)} sample(s) would get a null total; pass --allow-unscored to score anyway"
+        )
     shown = ", ".join(str(rows.numbers[i]) for i in missing[:8]) + (" ..." if len(missing) > 8 else "")
-    print(f"rewardzoo: {len(missing)} sample(s) match no reward and get a null total ({rows.unit}s {shown})",
-          file=sys.stderr)
+    print(
+        f"rewardzoo: {len(missing)} sample(s) match no reward and get a null total ({rows.unit}s {shown})",
+        file=sys.stderr,
+    )
 
 
 def group_preserving_chunks(samples: Sequence[Sample], size: int) -> list[list[int]]:

@@ -57,7 +57,7 @@ class MonitorLog:
         for s, metric in self.series:
             prefix = f"{split}/"
             if s == split and metric.startswith(prefix) and metric.endswith("/mean"):
-                name = metric[len(prefix):-len("/mean")]
+                name = metric[len(prefix) : -len("/mean")]
                 if "/" not in name:
                     out.append(name)
         return out
@@ -94,17 +94,22 @@ def _checked(row: dict[str, Any], path: Path, lineno: int) -> dict[str, Any]:
     missing = [k for k in LINE_KEYS if k not in row]
     unknown = [k for k in row if k not in LINE_KEYS]
     if missing or unknown:
-        raise MonitorLogError(f"a monitor line has the keys {', '.join(LINE_KEYS)}; missing {missing}, unknown "
-                              f"{unknown}", path=path, line=lineno)
+        raise MonitorLogError(
+            f"a monitor line has the keys {', '.join(LINE_KEYS)}; missing {missing}, unknown {unknown}",
+            path=path,
+            line=lineno,
+        )
     step = row["step"]
     if isinstance(step, bool) or not isinstance(step, int):
         raise MonitorLogError(f"'step' must be an integer, got {step!r}", path=path, line=lineno)
     if row["split"] not in ("train", "eval"):
         raise MonitorLogError(f"'split' must be 'train' or 'eval', got {row['split']!r}", path=path, line=lineno)
-    if not isinstance(row["metrics"], dict) or not isinstance(row["alarms"], list) \
-            or not isinstance(row["inseparable_groups"], dict):
-        raise MonitorLogError("'metrics' and 'inseparable_groups' are objects, 'alarms' a list", path=path,
-                              line=lineno)
+    if (
+        not isinstance(row["metrics"], dict)
+        or not isinstance(row["alarms"], list)
+        or not isinstance(row["inseparable_groups"], dict)
+    ):
+        raise MonitorLogError("'metrics' and 'inseparable_groups' are objects, 'alarms' a list", path=path, line=lineno)
     return row
 
 
@@ -124,12 +129,17 @@ def _add(log: MonitorLog, row: dict[str, Any], path: Path, lineno: int) -> None:
     for alarm in row["alarms"]:
         if not isinstance(alarm, dict) or not isinstance(alarm.get("name"), str):
             raise MonitorLogError("each alarm is an object with a 'name'", path=path, line=lineno)
-        log.alarms.append(LoggedAlarm(step, split, alarm["name"], _number(alarm.get("value"), "alarm value", path,
-                                                                           lineno),
-                                      _number(alarm.get("threshold"), "alarm threshold", path, lineno),
-                                      str(alarm.get("message", ""))))
+        log.alarms.append(
+            LoggedAlarm(
+                step,
+                split,
+                alarm["name"],
+                _number(alarm.get("value"), "alarm value", path, lineno),
+                _number(alarm.get("threshold"), "alarm threshold", path, lineno),
+                str(alarm.get("message", "")),
+            )
+        )
     for reward, groups in row["inseparable_groups"].items():
         if not isinstance(groups, list):
-            raise MonitorLogError(f"inseparable_groups['{reward}'] must be a list of group ids", path=path,
-                                  line=lineno)
+            raise MonitorLogError(f"inseparable_groups['{reward}'] must be a list of group ids", path=path, line=lineno)
         log.inseparable.setdefault((split, str(reward)), []).append((step, [str(g) for g in groups]))

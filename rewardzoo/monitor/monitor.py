@@ -85,15 +85,23 @@ class RewardMonitor:
     overrides what the cards say. Thread-safe; one instance per run.
     """
 
-    def __init__(self, config: Any = None, *, settings: Mapping[str, Any] | MonitorSettings | None = None,
-                 facts: Mapping[str, RewardFacts | Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        config: Any = None,
+        *,
+        settings: Mapping[str, Any] | MonitorSettings | None = None,
+        facts: Mapping[str, RewardFacts | Mapping[str, Any]] | None = None,
+    ) -> None:
         cfg = None
         if config is not None:
             from ..core.resolve import resolve_config
 
             cfg = resolve_config(config)
-        self.settings = parse_monitor(settings) if settings is not None else (
-            cfg.monitor if cfg is not None and cfg.monitor is not None else MonitorSettings())
+        self.settings = (
+            parse_monitor(settings)
+            if settings is not None
+            else (cfg.monitor if cfg is not None and cfg.monitor is not None else MonitorSettings())
+        )
         self.facts: dict[str, RewardFacts] = _card_facts(cfg) if cfg is not None else {}
         for name, fact in (facts or {}).items():
             self.facts[name] = fact if isinstance(fact, RewardFacts) else RewardFacts(**dict(fact))
@@ -110,8 +118,9 @@ class RewardMonitor:
             try:
                 self._log = open(path, "a", encoding="utf-8")
             except OSError as exc:
-                raise ConfigError(f"cannot open the monitor log '{path}': {exc.strerror}",
-                                  field="monitor.log") from None
+                raise ConfigError(
+                    f"cannot open the monitor log '{path}': {exc.strerror}", field="monitor.log"
+                ) from None
 
     # -- public -----------------------------------------------------------------------------------
     def update(self, result: Any, step: int, *, split: str = "train") -> dict[str, float]:
@@ -131,8 +140,7 @@ class RewardMonitor:
             inseparable_groups: dict[str, list[str]] = {}
             columns = {**rewards, "total": total}
             for name, values in columns.items():
-                self._reward_metrics(split, name, values, codes, group_names, step, metrics, raised,
-                                     inseparable_groups)
+                self._reward_metrics(split, name, values, codes, group_names, step, metrics, raised, inseparable_groups)
             self._correlations(split, rewards, step, metrics, raised)
             if split == "train":
                 self._push(("train", "total"), step, total)
@@ -144,8 +152,13 @@ class RewardMonitor:
                 metrics[f"alarm/{alarm.name}"] = alarm.value
             self.alarms.extend(raised)
             if self._log is not None:
-                line = {"step": step, "split": split, "metrics": metrics,
-                        "alarms": [a.record() for a in raised], "inseparable_groups": inseparable_groups}
+                line = {
+                    "step": step,
+                    "split": split,
+                    "metrics": metrics,
+                    "alarms": [a.record() for a in raised],
+                    "inseparable_groups": inseparable_groups,
+                }
                 self._log.write(json.dumps(line, allow_nan=False, default=float) + "\n")
                 self._log.flush()
             return metrics
@@ -176,9 +189,18 @@ class RewardMonitor:
     def _oriented(self, name: str, values: np.ndarray) -> np.ndarray:
         return values if self.facts.get(name, RewardFacts()).higher_is_better else -values
 
-    def _reward_metrics(self, split: str, name: str, values: np.ndarray, codes: np.ndarray | None,
-                        group_names: list[str], step: int, metrics: dict[str, float], raised: list[Alarm],
-                        inseparable_groups: dict[str, list[str]]) -> None:
+    def _reward_metrics(
+        self,
+        split: str,
+        name: str,
+        values: np.ndarray,
+        codes: np.ndarray | None,
+        group_names: list[str],
+        step: int,
+        metrics: dict[str, float],
+        raised: list[Alarm],
+        inseparable_groups: dict[str, list[str]],
+    ) -> None:
         prefix = f"{split}/{name}"
         summary = summarize(values)
         metrics[f"{prefix}/n"] = float(summary.n)
@@ -196,9 +218,15 @@ class RewardMonitor:
             margin = self.settings.margin * (hi - lo)
             share = float(np.mean((scored <= lo + margin) | (scored >= hi - margin)))
             metrics[f"{prefix}/saturation"] = share
-            self._check(f"saturation/{prefix}", share, self.settings.saturation, step, raised,
-                        f"{share:.0%} of {split} '{name}' scores lie within {self.settings.margin:.0%} of a bound of "
-                        f"its score range [{lo:g}, {hi:g}]: the reward is saturating")
+            self._check(
+                f"saturation/{prefix}",
+                share,
+                self.settings.saturation,
+                step,
+                raised,
+                f"{share:.0%} of {split} '{name}' scores lie within {self.settings.margin:.0%} of a bound of "
+                f"its score range [{lo:g}, {hi:g}]: the reward is saturating",
+            )
         if codes is None:
             return
         spread = group_spread(values, codes)
@@ -210,12 +238,19 @@ class RewardMonitor:
         metrics[f"{prefix}/inseparable"] = share
         if flat.any():
             inseparable_groups[name] = [group_names[c] for c in spread.codes[flat][:MAX_LOGGED_GROUPS]]
-        self._check(f"inseparable/{prefix}", share, self.settings.inseparable, step, raised,
-                    f"{share:.0%} of the groups cannot be told apart by {split} '{name}' (their scores are equal): "
-                    "those groups give no group-relative signal")
+        self._check(
+            f"inseparable/{prefix}",
+            share,
+            self.settings.inseparable,
+            step,
+            raised,
+            f"{share:.0%} of the groups cannot be told apart by {split} '{name}' (their scores are equal): "
+            "those groups give no group-relative signal",
+        )
 
-    def _correlations(self, split: str, rewards: Mapping[str, np.ndarray], step: int, metrics: dict[str, float],
-                      raised: list[Alarm]) -> None:
+    def _correlations(
+        self, split: str, rewards: Mapping[str, np.ndarray], step: int, metrics: dict[str, float], raised: list[Alarm]
+    ) -> None:
         names = list(rewards)
         if len(names) < 2:
             return
@@ -244,9 +279,16 @@ class RewardMonitor:
                 metrics[f"{split}/corr/{a}/{b}"] = r
                 threshold = self.settings.conflict
                 if threshold is not None:
-                    self._check(f"conflict/{split}/{a}/{b}", -r, -threshold, step, raised,
-                                f"{split} rewards '{a}' and '{b}' disagree (Pearson r = {r:.2f}, both oriented so "
-                                "that higher is better): raising one lowers the other", shown=(r, threshold))
+                    self._check(
+                        f"conflict/{split}/{a}/{b}",
+                        -r,
+                        -threshold,
+                        step,
+                        raised,
+                        f"{split} rewards '{a}' and '{b}' disagree (Pearson r = {r:.2f}, both oriented so "
+                        "that higher is better): raising one lowers the other",
+                        shown=(r, threshold),
+                    )
 
     def _push(self, key: tuple[str, str], step: int, values: np.ndarray) -> None:
         scored = values[~np.isnan(values)]
@@ -279,7 +321,7 @@ class RewardMonitor:
         train = self._trend(("train", "total"), step)
         if train is not None:
             metrics["trend/train_total"] = train
-        for (split, name) in list(self._series):
+        for split, name in list(self._series):
             if split != "eval":
                 continue
             gold = self._trend(("eval", name), step)
@@ -290,12 +332,27 @@ class RewardMonitor:
                 continue
             divergence = min(train, -gold)
             metrics[f"divergence/{name}"] = divergence
-            self._check(f"divergence/{name}", divergence, self.settings.divergence, step, raised,
-                        f"over the last {self._window} steps the train total rose by {train:.2f} std while eval "
-                        f"reward '{name}' fell by {-gold:.2f} std: the policy may be hacking the training rewards")
+            self._check(
+                f"divergence/{name}",
+                divergence,
+                self.settings.divergence,
+                step,
+                raised,
+                f"over the last {self._window} steps the train total rose by {train:.2f} std while eval "
+                f"reward '{name}' fell by {-gold:.2f} std: the policy may be hacking the training rewards",
+            )
 
-    def _check(self, name: str, value: float, threshold: float | None, step: int, raised: list[Alarm],
-               message: str, *, shown: tuple[float, float] | None = None) -> None:
+    def _check(
+        self,
+        name: str,
+        value: float,
+        threshold: float | None,
+        step: int,
+        raised: list[Alarm],
+        message: str,
+        *,
+        shown: tuple[float, float] | None = None,
+    ) -> None:
         """Raise ``name`` when ``value > threshold`` holds and has not held within the last ``window`` steps."""
         if threshold is None or not value > threshold:
             return
@@ -313,8 +370,7 @@ def _card_facts(cfg: Any) -> dict[str, RewardFacts]:
     for spec in (*cfg.rewards, *cfg.eval_rewards):
         found = lookup(spec.reward_model)
         if found is not None:
-            facts.setdefault(spec.name, RewardFacts(bool(found.higher_is_better), tuple(found.score_range),
-                                                    found.kind))
+            facts.setdefault(spec.name, RewardFacts(bool(found.higher_is_better), tuple(found.score_range), found.kind))
     return facts
 
 
@@ -323,12 +379,14 @@ def _columns(result: Any) -> tuple[dict[str, np.ndarray], np.ndarray, list[Any]]
         rewards = {str(k): np.asarray(v, dtype=np.float64).reshape(-1) for k, v in result.rewards.items()}
         total = np.asarray(result.total, dtype=np.float64).reshape(-1)
     except (AttributeError, TypeError, ValueError) as exc:
-        raise InputError(f"the monitor takes a RewardResult (rewards, total, group_ids): {exc}",
-                         field="result") from None
+        raise InputError(
+            f"the monitor takes a RewardResult (rewards, total, group_ids): {exc}", field="result"
+        ) from None
     for name, values in rewards.items():
         if values.shape != total.shape:
-            raise InputError(f"reward '{name}' has {values.size} scores for {total.size} samples",
-                             field=f"rewards.{name}")
+            raise InputError(
+                f"reward '{name}' has {values.size} scores for {total.size} samples", field=f"rewards.{name}"
+            )
         bad = np.flatnonzero(np.isinf(values))
         if bad.size:
             raise InputError(f"reward '{name}' has an infinite score", field=f"rewards.{name}", sample=int(bad[0]))
@@ -344,8 +402,9 @@ def _group_codes(group_ids: Sequence[Any], n: int) -> tuple[np.ndarray | None, l
     if not group_ids or all(g is None for g in group_ids):
         return None, []
     seen: dict[tuple[type, Any], int] = {}
-    codes = np.fromiter((seen.setdefault(key, len(seen)) for key in zip(map(type, group_ids), group_ids)),
-                        dtype=np.int64, count=n)
+    codes = np.fromiter(
+        (seen.setdefault(key, len(seen)) for key in zip(map(type, group_ids), group_ids)), dtype=np.int64, count=n
+    )
     names = [str(gid) for _, gid in seen]
     none = seen.get((type(None), None))
     if none is not None:

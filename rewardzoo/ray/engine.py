@@ -50,12 +50,19 @@ class ChunkScorer:
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         if self.error:
-            return {"chunk": batch["chunk"], "records": [""] * len(batch["chunk"]),
-                    "error": [self.error] * len(batch["chunk"])}
+            return {
+                "chunk": batch["chunk"],
+                "records": [""] * len(batch["chunk"]),
+                "error": [self.error] * len(batch["chunk"]),
+            }
         records, errors = [], []
         for k in range(len(batch["chunk"])):
-            record, error = self._score(json.loads(batch["indices"][k]), json.loads(batch["labels"][k]),
-                                        json.loads(batch["rows"][k]), batch["media"][k])
+            record, error = self._score(
+                json.loads(batch["indices"][k]),
+                json.loads(batch["labels"][k]),
+                json.loads(batch["rows"][k]),
+                batch["media"][k],
+            )
             records.append(record)
             errors.append(error)
         return {"chunk": batch["chunk"], "records": records, "error": errors}
@@ -95,8 +102,15 @@ def chunk_dataset(rows: InputRows, chunks: list[list[int]]):
             row = rows.rows[i]
             media.append({key: v for key, v in row.items() if has_bytes(v)})
             light.append({key: v for key, v in row.items() if key not in media[-1]})
-        items.append({"chunk": k, "indices": json.dumps(chunk), "labels": json.dumps([rows.label(i) for i in chunk]),
-                      "rows": json.dumps(light), "media": pickle.dumps(media) if any(media) else b""})
+        items.append(
+            {
+                "chunk": k,
+                "indices": json.dumps(chunk),
+                "labels": json.dumps([rows.label(i) for i in chunk]),
+                "rows": json.dumps(light),
+                "media": pickle.dumps(media) if any(media) else b"",
+            }
+        )
     return ray.data.from_items(items, override_num_blocks=max(1, len(items)))
 
 
@@ -106,15 +120,30 @@ def scored_chunks(rows: InputRows, chunks: list[list[int]], specs: list, actors:
     ds, actors = chunk_dataset(rows, chunks), max(1, min(actors, len(chunks)))
     with warnings.catch_warnings():  # max_restarts / max_task_retries travel as ray_remote_args (deprecated name)
         warnings.filterwarnings("ignore", message=".*ray_remote_args.*")
-        return ds.map_batches(ChunkScorer, fn_constructor_args=(specs, rows.parquet, rows.binary), batch_size=1,
-                              batch_format="numpy", compute=ray.data.ActorPoolStrategy(
-                                  size=actors, max_tasks_in_flight_per_actor=CHUNKS_IN_FLIGHT_PER_ACTOR),
-                              num_gpus=gpus or None, num_cpus=cpus, max_restarts=MAX_RESTARTS,
-                              max_task_retries=MAX_RESTARTS)
+        return ds.map_batches(
+            ChunkScorer,
+            fn_constructor_args=(specs, rows.parquet, rows.binary),
+            batch_size=1,
+            batch_format="numpy",
+            compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=CHUNKS_IN_FLIGHT_PER_ACTOR),
+            num_gpus=gpus or None,
+            num_cpus=cpus,
+            max_restarts=MAX_RESTARTS,
+            max_task_retries=MAX_RESTARTS,
+        )
 
 
-def score_dataset(dataset_or_path, config, *, split: str = "train", chunk_size: int = 256, actors: int = 1,
-                  gpus_per_actor: float = 0, cpus_per_actor: float = 1, address: str | None = None):
+def score_dataset(
+    dataset_or_path,
+    config,
+    *,
+    split: str = "train",
+    chunk_size: int = 256,
+    actors: int = 1,
+    gpus_per_actor: float = 0,
+    cpus_per_actor: float = 1,
+    address: str | None = None,
+):
     """Score a JSONL manifest, a Parquet file or a Ray Dataset of manifest-like rows on Ray Data.
 
     Relative media paths are relative to the file's folder, or to the working directory for a Dataset (whose rows
@@ -183,7 +212,10 @@ def score_with_ray(job: ScoreJob) -> ScoreRun:
         raise kept_note(exc, partial, len(done)) from None
     partial.finish()
     wall = time.perf_counter() - start
-    print(f"rewardzoo: scored {scored_rows} rows ({n - scored_rows} resumed) in {wall:.1f} s, "
-          f"{scored_rows / wall if wall else 0:.1f} rows/s, on {where or 'the running Ray session'}"
-          + (f" ({ray_own:.1f} s of it in ray.init and ray.shutdown)" if where else ""), file=sys.stderr)
+    print(
+        f"rewardzoo: scored {scored_rows} rows ({n - scored_rows} resumed) in {wall:.1f} s, "
+        f"{scored_rows / wall if wall else 0:.1f} rows/s, on {where or 'the running Ray session'}"
+        + (f" ({ray_own:.1f} s of it in ray.init and ray.shutdown)" if where else ""),
+        file=sys.stderr,
+    )
     return ScoreRun(plan, records)

@@ -71,8 +71,7 @@ def _decode(key: str, value: Any, index: int, folder: str, k: int) -> Any:
         try:
             return Image.open(io.BytesIO(value))
         except Exception as exc:
-            raise InputError(f"cannot read image bytes: {type(exc).__name__}: {exc}", field=key,
-                             sample=index) from None
+            raise InputError(f"cannot read image bytes: {type(exc).__name__}: {exc}", field=key, sample=index) from None
     fd, path = tempfile.mkstemp(prefix=f"{index}-{key}-{k}-", dir=folder)
     with os.fdopen(fd, "wb") as fh:
         fh.write(value)

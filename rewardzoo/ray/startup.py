@@ -31,7 +31,7 @@ def ensure_ray(address: str | None, quiet: bool) -> str | None:
         ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": pythonpath}}, **kwargs)
         return f"the Ray cluster at {ray.get_runtime_context().gcs_address}"
     previous = os.environ.get("PYTHONPATH")  # the raylet and its workers inherit it at start; this process
-    os.environ["PYTHONPATH"] = pythonpath    # gets its own back
+    os.environ["PYTHONPATH"] = pythonpath  # gets its own back
     try:
         ray.init(address="local", num_cpus=os.cpu_count(), **kwargs)
     finally:

@@ -33,17 +33,33 @@ if TYPE_CHECKING:
     from ..jobs.inputs import InputRows
     from ..spec.config import RewardConfig
 
-__all__ = ["build_report", "build_report_from_records", "build_training_report", "cmd_report", "add_report_arguments", "ReportInputError", "ScoreFileError",
-           "ManifestFileError", "ReportMismatchError", "ReportConfigError", "ReportDependencyError"]
+__all__ = [
+    "build_report",
+    "build_report_from_records",
+    "build_training_report",
+    "cmd_report",
+    "add_report_arguments",
+    "ReportInputError",
+    "ScoreFileError",
+    "ManifestFileError",
+    "ReportMismatchError",
+    "ReportConfigError",
+    "ReportDependencyError",
+]
 
 DEFAULT_TOP = 8
 MAX_TOP = 50
 
 
-def build_report(scores_path: str | os.PathLike, *, manifest: str | os.PathLike | None = None,
-                 config: str | os.PathLike | Mapping[str, Any] | RewardConfig | None = None,
-                 out: str | os.PathLike = "report.html", compare: str | os.PathLike | None = None,
-                 top: int = DEFAULT_TOP) -> Path:
+def build_report(
+    scores_path: str | os.PathLike,
+    *,
+    manifest: str | os.PathLike | None = None,
+    config: str | os.PathLike | Mapping[str, Any] | RewardConfig | None = None,
+    out: str | os.PathLike = "report.html",
+    compare: str | os.PathLike | None = None,
+    top: int = DEFAULT_TOP,
+) -> Path:
     """Write the HTML report of ``scores_path`` (a ``rewardzoo score`` output) to ``out`` and return its path.
 
     ``manifest``: the manifest that was scored (adds media, prompts, datasets and groups); ``config``: the
@@ -58,14 +74,26 @@ def build_report(scores_path: str | os.PathLike, *, manifest: str | os.PathLike 
 
     out = _checked_output(out, scores_path, manifest, config, compare)
     scores = read_scores(scores_path)
-    return _build(scores, lambda: read_aligned_manifest(manifest, scores) if manifest is not None else None,
-                  config, out, compare, top)
+    return _build(
+        scores,
+        lambda: read_aligned_manifest(manifest, scores) if manifest is not None else None,
+        config,
+        out,
+        compare,
+        top,
+    )
 
 
-def build_report_from_records(records: Sequence[Mapping[str, Any]], *, scores_path: str | os.PathLike,
-                              manifest: str | os.PathLike | None = None, rows: InputRows | None = None,
-                              config: str | os.PathLike | Mapping[str, Any] | RewardConfig | None = None,
-                              out: str | os.PathLike = "report.html", top: int = DEFAULT_TOP) -> Path:
+def build_report_from_records(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    scores_path: str | os.PathLike,
+    manifest: str | os.PathLike | None = None,
+    rows: InputRows | None = None,
+    config: str | os.PathLike | Mapping[str, Any] | RewardConfig | None = None,
+    out: str | os.PathLike = "report.html",
+    top: int = DEFAULT_TOP,
+) -> Path:
     """:func:`build_report` of scores still in memory (``rewardzoo score --report``): ``records`` are the lines
     just written to ``scores_path``, ``rows`` the manifest ``manifest``'s rows as the job read them; the page is
     the one :func:`build_report` writes from the files."""
@@ -75,8 +103,18 @@ def build_report_from_records(records: Sequence[Mapping[str, Any]], *, scores_pa
 
     out = _checked_output(out, scores_path, manifest, config, None)
     scores = scores_of_records(records, scores_path)
-    return _build(scores, lambda: aligned_manifest(manifest, rows.samples, rows.numbers, scores)
-                  if manifest is not None and rows is not None else None, config, out, None, top)
+    return _build(
+        scores,
+        lambda: (
+            aligned_manifest(manifest, rows.samples, rows.numbers, scores)
+            if manifest is not None and rows is not None
+            else None
+        ),
+        config,
+        out,
+        None,
+        top,
+    )
 
 
 def build_training_report(log_path: str | os.PathLike, *, out: str | os.PathLike = "report.html") -> Path:
@@ -88,8 +126,13 @@ def build_training_report(log_path: str | os.PathLike, *, out: str | os.PathLike
     from ..monitor.log import read_monitor_log
     from .training import render_training
 
-    out = check_output(Path(out), {"the training log": Path(log_path)}, holds="the report", example="report.html",
-                       error=ReportInputError)
+    out = check_output(
+        Path(out),
+        {"the training log": Path(log_path)},
+        holds="the report",
+        example="report.html",
+        error=ReportInputError,
+    )
     log = read_monitor_log(log_path)
     write_text(out, render_training(log, _versions()))
     return out
@@ -109,8 +152,13 @@ def _checked_output(out: str | os.PathLike, scores: Any, manifest: Any, config: 
     inputs = {"the score file": scores, "--manifest": manifest, "--compare": compare}
     if isinstance(config, (str, os.PathLike)):
         inputs["--config"] = config
-    return check_output(Path(out), {k: Path(v) for k, v in inputs.items() if v is not None}, holds="the report",
-                        example="report.html", error=ReportInputError)
+    return check_output(
+        Path(out),
+        {k: Path(v) for k, v in inputs.items() if v is not None},
+        holds="the report",
+        example="report.html",
+        error=ReportInputError,
+    )
 
 
 def _build(scores, read_rows, config, out: Path, compare, top: int) -> Path:
@@ -130,8 +178,10 @@ def _build(scores, read_rows, config, out: Path, compare, top: int) -> Path:
     if compare is not None:
         other = read_scores(compare)
         if not set(other.names) & set(scores.names):
-            raise ReportMismatchError(f"the score files share no reward ('{scores.path}': {', '.join(scores.names)}; "
-                                      f"'{other.path}': {', '.join(other.names)})")
+            raise ReportMismatchError(
+                f"the score files share no reward ('{scores.path}': {', '.join(scores.names)}; "
+                f"'{other.path}': {', '.join(other.names)})"
+            )
         a_ids = scores.ids if scores.ids is not None else (rows.ids if rows is not None else None)
         comparison = Comparison(other, *match_rows(scores, a_ids, other))
     ctx = ReportContext(scores, metas, rows, label, top, media.MediaEmbedder(budget=media.MEDIA_BUDGET), comparison)
@@ -201,16 +251,30 @@ def _config_label(config: Any) -> str | None:
 # ---------------------------------------------------------------------------------------------- CLI
 def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Give ``parser`` (the ``report`` subparser) its arguments and :func:`cmd_report` as its function."""
-    parser.add_argument("scores", help="JSONL written by `rewardzoo score` (one line per manifest line), or a "
-                                       "training log written by RewardMonitor (curves, alarms, inseparable groups)")
+    parser.add_argument(
+        "scores",
+        help="JSONL written by `rewardzoo score` (one line per manifest line), or a "
+        "training log written by RewardMonitor (curves, alarms, inseparable groups)",
+    )
     parser.add_argument("--manifest", "-m", help="the manifest that was scored: adds media, prompts, datasets, groups")
-    parser.add_argument("--config", "-c", help="the config it was scored with (YAML path, shipped config or reward "
-                                               "name); default: reward facts from the registry by column name")
+    parser.add_argument(
+        "--config",
+        "-c",
+        help="the config it was scored with (YAML path, shipped config or reward "
+        "name); default: reward facts from the registry by column name",
+    )
     parser.add_argument("--out", "-o", default="report.html", help="HTML file to write (default: report.html)")
-    parser.add_argument("--compare", metavar="OTHER_SCORES", help="a second score file of the same samples: paired "
-                                                                  "differences and win rates (B = this file)")
-    parser.add_argument("--top", type=int, default=DEFAULT_TOP,
-                        help=f"best and worst samples shown per reward (0-{MAX_TOP}, default {DEFAULT_TOP})")
+    parser.add_argument(
+        "--compare",
+        metavar="OTHER_SCORES",
+        help="a second score file of the same samples: paired differences and win rates (B = this file)",
+    )
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=DEFAULT_TOP,
+        help=f"best and worst samples shown per reward (0-{MAX_TOP}, default {DEFAULT_TOP})",
+    )
     parser.set_defaults(func=cmd_report)
     return parser
 
@@ -220,14 +284,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..monitor.log import is_monitor_log
 
     if is_monitor_log(args.scores):
-        given = [flag for flag, value in (("--manifest", args.manifest), ("--config", args.config),
-                                          ("--compare", args.compare)) if value is not None]
+        given = [
+            flag
+            for flag, value in (("--manifest", args.manifest), ("--config", args.config), ("--compare", args.compare))
+            if value is not None
+        ]
         if given:
             raise ReportConfigError(f"{', '.join(given)} apply to a score file; '{args.scores}' is a training log")
         out = build_training_report(args.scores, out=args.out)
         print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
         return 0
-    out = build_report(args.scores, manifest=args.manifest, config=args.config, out=args.out,
-                       compare=args.compare, top=args.top)
+    out = build_report(
+        args.scores, manifest=args.manifest, config=args.config, out=args.out, compare=args.compare, top=args.top
+    )
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return 0

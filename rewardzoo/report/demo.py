@@ -36,8 +36,9 @@ def write_demo_manifest(folder: str | os.PathLike) -> Path:
                 if value is None or (media != name and values.get(media) is not None):
                     continue  # the rate of an array written to a file: the file carries it
                 if isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
-                    entry[name] = [_write(folder, f"{name}_{k}_{j}", name, v, values, written)
-                                   for j, v in enumerate(value)]
+                    entry[name] = [
+                        _write(folder, f"{name}_{k}_{j}", name, v, values, written) for j, v in enumerate(value)
+                    ]
                 elif isinstance(value, np.ndarray):
                     entry[name] = _write(folder, f"{name}_{k}", name, value, values, written)
                 else:

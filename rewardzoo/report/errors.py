@@ -43,5 +43,6 @@ class ReportDependencyError(RewardZooError, ImportError):
 
     def __init__(self, module: str):
         self.module = module
-        super().__init__(f"`rewardzoo report` needs the module '{module}', which is not installed: "
-                         "pip install 'rewardzoo[report]'")
+        super().__init__(
+            f"`rewardzoo report` needs the module '{module}', which is not installed: pip install 'rewardzoo[report]'"
+        )

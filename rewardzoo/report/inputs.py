@@ -69,26 +69,37 @@ def read_aligned_manifest(path: str | os.PathLike, scores: ScoreTable) -> Manife
     return aligned_manifest(path, samples, lines, scores)
 
 
-def aligned_manifest(path: str | os.PathLike, samples: list[Sample], lines: list[int],
-                     scores: ScoreTable) -> ManifestRows:
+def aligned_manifest(
+    path: str | os.PathLike, samples: list[Sample], lines: list[int], scores: ScoreTable
+) -> ManifestRows:
     """The manifest ``path`` (its samples and their lines, already read) checked against the scores."""
     if len(samples) != len(scores):
-        raise ReportMismatchError(f"the manifest '{path}' has {_count(len(samples), 'sample')} but the score file "
-                                  f"'{scores.path}' has {_count(len(scores), 'row')}; give the manifest the scores "
-                                  "were computed from (rows are matched by position)")
+        raise ReportMismatchError(
+            f"the manifest '{path}' has {_count(len(samples), 'sample')} but the score file "
+            f"'{scores.path}' has {_count(len(scores), 'row')}; give the manifest the scores "
+            "were computed from (rows are matched by position)"
+        )
     datasets = np.array([s.dataset for s in samples], dtype=object)
     groups = None
     if any(s.group_id is not None for s in samples):
         codes: dict[tuple[str, object], int] = {}
-        groups = np.array([-1 if s.group_id is None else codes.setdefault((type(s.group_id).__name__, s.group_id),
-                                                                          len(codes)) for s in samples], np.int64)
+        groups = np.array(
+            [
+                -1 if s.group_id is None else codes.setdefault((type(s.group_id).__name__, s.group_id), len(codes))
+                for s in samples
+            ],
+            np.int64,
+        )
     ids = [_metadata_id(s.metadata) for s in samples]
     ids = ids if ids and all(i is not None for i in ids) else None
     if ids is not None and scores.ids is not None:
         for k, (a, b) in enumerate(zip(scores.ids, ids)):
             if a != b:
-                raise ReportMismatchError(f"row id {a!r} differs from the manifest's metadata.id {b!r} on "
-                                          f"manifest line {lines[k]}", path=scores.path, line=int(scores.lines[k]))
+                raise ReportMismatchError(
+                    f"row id {a!r} differs from the manifest's metadata.id {b!r} on manifest line {lines[k]}",
+                    path=scores.path,
+                    line=int(scores.lines[k]),
+                )
     return ManifestRows(Path(path), samples, lines, datasets, groups, ids)
 
 
@@ -123,14 +134,20 @@ def reward_metas(scores: ScoreTable, config: RewardConfig | None, label: str = "
         specs = getattr(config, split)
         if {s.name for s in specs} == set(scores.names):
             by_name = {s.name: s for s in specs}
-            return [RewardMeta(n, by_name[n].reward_model, lookup(by_name[n].reward_model), by_name[n])
-                    for n in scores.names]
+            return [
+                RewardMeta(n, by_name[n].reward_model, lookup(by_name[n].reward_model), by_name[n])
+                for n in scores.names
+            ]
     raise ReportConfigError(
         f"the score file '{scores.path}' has the rewards {', '.join(scores.names)}, but {label} configures "
         f"{', '.join(s.name for s in config.rewards)}"
-        + (f" (eval_rewards: {', '.join(s.name for s in config.eval_rewards)})"
-           if config.eval_rewards != config.rewards else "")
-        + "; give the config the scores were computed with")
+        + (
+            f" (eval_rewards: {', '.join(s.name for s in config.eval_rewards)})"
+            if config.eval_rewards != config.rewards
+            else ""
+        )
+        + "; give the config the scores were computed with"
+    )
 
 
 def check_datasets(scores: ScoreTable, manifest: ManifestRows, metas: list[RewardMeta]) -> None:
@@ -145,7 +162,10 @@ def check_datasets(scores: ScoreTable, manifest: ManifestRows, metas: list[Rewar
             raise ReportMismatchError(
                 f"reward '{meta.name}' was applied, but the manifest's line {manifest.lines[k]} has dataset "
                 f"{manifest.datasets[k]!r}, which the config does not route to it ({', '.join(allowed)}); the "
-                "scores do not come from this manifest and config", path=scores.path, line=int(scores.lines[k]))
+                "scores do not come from this manifest and config",
+                path=scores.path,
+                line=int(scores.lines[k]),
+            )
 
 
 # ----------------------------------------------------------------------------------------- compare
@@ -157,16 +177,21 @@ def match_rows(a: ScoreTable, a_ids: list | None, b: ScoreTable) -> tuple[np.nda
         only_a = [i for i in pos_a if i not in pos_b]
         only_b = [i for i in pos_b if i not in pos_a]
         if only_a or only_b:
-            parts = [f"{len(ids)} id(s) only in '{t.path}' (e.g. {', '.join(repr(i) for i in ids[:3])})"
-                     for ids, t in ((only_a, a), (only_b, b)) if ids]
+            parts = [
+                f"{len(ids)} id(s) only in '{t.path}' (e.g. {', '.join(repr(i) for i in ids[:3])})"
+                for ids, t in ((only_a, a), (only_b, b))
+                if ids
+            ]
             raise ReportMismatchError("the two score files do not hold the same samples: " + "; ".join(parts))
         ia = np.arange(len(a))
         return ia, np.array([pos_b[i] for i in a_ids], np.int64), "by id"
     if len(a) != len(b):
-        raise ReportMismatchError(f"'{a.path}' has {_count(len(a), 'row')} and '{b.path}' has {len(b):,}: rows are "
-                                  "matched "
-                                  "by position, so both must score the same manifest (or give every row an 'id' "
-                                  "in both files)")
+        raise ReportMismatchError(
+            f"'{a.path}' has {_count(len(a), 'row')} and '{b.path}' has {len(b):,}: rows are "
+            "matched "
+            "by position, so both must score the same manifest (or give every row an 'id' "
+            "in both files)"
+        )
     return np.arange(len(a)), np.arange(len(b)), "by position"
 
 
@@ -174,8 +199,11 @@ def _unique_ids(ids: list, table: ScoreTable) -> dict:
     seen: dict = {}
     for k, i in enumerate(ids):
         if i in seen:
-            raise ReportMismatchError(f"id {i!r} is used twice (also on line {int(table.lines[seen[i]])})",
-                                      path=table.path, line=int(table.lines[k]))
+            raise ReportMismatchError(
+                f"id {i!r} is used twice (also on line {int(table.lines[seen[i]])})",
+                path=table.path,
+                line=int(table.lines[k]),
+            )
         seen[i] = k
     return seen
 

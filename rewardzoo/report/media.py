@@ -36,11 +36,13 @@ TEXT_CHARS = 300
 
 def describe_limits(budget: int = MEDIA_BUDGET) -> str:
     """The sampling rules, as the report states them."""
-    return (f"Images are downscaled to at most {THUMB_SIDE} px on the longer side (JPEG, quality {JPEG_QUALITY}); "
-            f"videos show {VIDEO_FRAMES} evenly spaced frames of at most {VIDEO_FRAME_SIDE} px; audio plays its first "
-            f"{AUDIO_SECONDS:g} s, mono, resampled to {AUDIO_RATE} Hz (16-bit WAV), next to a picture of its whole "
-            f"waveform; prompts and completions are cut at {TEXT_CHARS} characters. At most {budget / 1e6:g} MB of "
-            "media are embedded in all; past that, samples are listed without their media.")
+    return (
+        f"Images are downscaled to at most {THUMB_SIDE} px on the longer side (JPEG, quality {JPEG_QUALITY}); "
+        f"videos show {VIDEO_FRAMES} evenly spaced frames of at most {VIDEO_FRAME_SIDE} px; audio plays its first "
+        f"{AUDIO_SECONDS:g} s, mono, resampled to {AUDIO_RATE} Hz (16-bit WAV), next to a picture of its whole "
+        f"waveform; prompts and completions are cut at {TEXT_CHARS} characters. At most {budget / 1e6:g} MB of "
+        "media are embedded in all; past that, samples are listed without their media."
+    )
 
 
 def _data_uri(mime: str, data: bytes) -> str:
@@ -77,8 +79,9 @@ def video_strip(path: Any) -> str:
         tile.thumbnail((VIDEO_FRAME_SIDE, VIDEO_FRAME_SIDE), Image.Resampling.LANCZOS)
         tiles.append(tile)
     gap = 2
-    strip = Image.new("RGB", (sum(t.width for t in tiles) + gap * (len(tiles) - 1), max(t.height for t in tiles)),
-                      "white")
+    strip = Image.new(
+        "RGB", (sum(t.width for t in tiles) + gap * (len(tiles) - 1), max(t.height for t in tiles)), "white"
+    )
     x = 0
     for tile in tiles:
         strip.paste(tile, (x, 0))
@@ -109,8 +112,10 @@ def audio_player(path: Any) -> str:
         out.setframerate(int(rate))
         out.writeframes(pcm.tobytes())
     seconds = audio.shape[1] / source_rate
-    return (f'<img class="wave" alt="waveform of {seconds:.1f} s" src="{picture}">'
-            f'<audio controls preload="none" src="{_data_uri("audio/wav", buf.getvalue())}"></audio>')
+    return (
+        f'<img class="wave" alt="waveform of {seconds:.1f} s" src="{picture}">'
+        f'<audio controls preload="none" src="{_data_uri("audio/wav", buf.getvalue())}"></audio>'
+    )
 
 
 @dataclass

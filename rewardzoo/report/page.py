@@ -88,8 +88,9 @@ def text_cell(x: object) -> str:
 
 def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, css: str = "", numeric_from: int = 1) -> str:
     """A table from pre-rendered ``<td>`` cells; header cells from column ``numeric_from`` on align right."""
-    head = "".join(f'<th class="num">{esc(h)}</th>' if i >= numeric_from else f"<th>{esc(h)}</th>"
-                   for i, h in enumerate(header))
+    head = "".join(
+        f'<th class="num">{esc(h)}</th>' if i >= numeric_from else f"<th>{esc(h)}</th>" for i, h in enumerate(header)
+    )
     body = "".join("<tr>" + "".join(r) + "</tr>" for r in rows)
     cls = f' class="{css}"' if css else ""
     return f'<div class="scroll"><table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
@@ -103,7 +104,9 @@ def anchor(prefix: str, index: int, name: str) -> str:
 def document(title: str, header: str, nav: Sequence[tuple[str, str]], sections: Sequence[str]) -> str:
     """The whole page: one file, inline CSS, no script and no external reference."""
     links = "".join(f'<li><a href="#{esc(target)}">{esc(label)}</a></li>' for target, label in nav)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{esc(title)}</title><style>{CSS}</style></head>\n<body><header>{header}"
-            f"<nav><ul>{links}</ul></nav></header>\n<main>\n" + "\n".join(sections) + "\n</main></body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head>\n<body><header>{header}"
+        f"<nav><ul>{links}</ul></nav></header>\n<main>\n" + "\n".join(sections) + "\n</main></body></html>\n"
+    )

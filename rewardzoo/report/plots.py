@@ -38,9 +38,15 @@ def _matplotlib():
 def _figure(width: float, height: float) -> Iterator:
     matplotlib, Figure = _matplotlib()
     # a salt per figure keeps the ids of clip paths and markers unique across the SVGs of one page
-    style = {"svg.fonttype": "none", "svg.hashsalt": f"rz{next(_COUNTER)}", "font.size": 8,
-             "font.family": "sans-serif", "axes.spines.top": False, "axes.spines.right": False,
-             "text.parse_math": False}  # names are data: a `$` in a dataset or stream name is no math
+    style = {
+        "svg.fonttype": "none",
+        "svg.hashsalt": f"rz{next(_COUNTER)}",
+        "font.size": 8,
+        "font.family": "sans-serif",
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "text.parse_math": False,
+    }  # names are data: a `$` in a dataset or stream name is no math
     with matplotlib.rc_context(style):
         fig = Figure(figsize=(width, height), layout="constrained")
         yield fig
@@ -117,8 +123,15 @@ def correlation_heatmap(names: list[str], rho: np.ndarray) -> str:
             for j in range(k):
                 value = rho[i, j]
                 text = "n/a" if np.isnan(value) else f"{value:.2f}"
-                ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                        color="white" if not np.isnan(value) and abs(value) > 0.6 else "black")
+                ax.text(
+                    j,
+                    i,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if not np.isnan(value) and abs(value) > 0.6 else "black",
+                )
         fig.colorbar(image, ax=ax, shrink=0.8, label="Spearman rho")
         return _svg(fig)
 
@@ -157,8 +170,13 @@ def waveform_png(audio: np.ndarray, rate: int) -> bytes:
         return _png(fig)
 
 
-def step_curves(series: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
-                ylabel: str, *, alarms: Sequence[int] = (), hline: float | None = None) -> str:
+def step_curves(
+    series: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
+    ylabel: str,
+    *,
+    alarms: Sequence[int] = (),
+    hline: float | None = None,
+) -> str:
     """Lines over training steps (label -> steps, values, band low, band high; bands shaded), dashed red
     verticals at the ``alarms`` steps, an optional dotted horizontal at ``hline``."""
     with _figure(5.4, 2.4) as fig:

@@ -68,8 +68,12 @@ def _table(path: Path, rows: Iterable[tuple[int, dict]]) -> ScoreTable:
             index = {n: i for i, n in enumerate(names)}
             columns = [[] for _ in names]
         elif len(rewards) != len(names) or any(n not in index for n in rewards):
-            raise ScoreFileError(f"its rewards ({_names(rewards)}) differ from the first row's ({_names(names)}); "
-                                 "a score file holds the output of one config", path=path, line=lineno)
+            raise ScoreFileError(
+                f"its rewards ({_names(rewards)}) differ from the first row's ({_names(names)}); "
+                "a score file holds the output of one config",
+                path=path,
+                line=lineno,
+            )
         for name, value in rewards.items():
             columns[index[name]].append(_number(value, f"rewards.{name}", path, lineno))
         totals.append(_number(row["total"], "total", path, lineno))
@@ -80,39 +84,55 @@ def _table(path: Path, rows: Iterable[tuple[int, dict]]) -> ScoreTable:
     if names is None:
         raise ScoreFileError("is empty; `rewardzoo score` writes one line per manifest line", path=path)
     if ids and len(ids) != len(lines):
-        raise ScoreFileError(f"{len(ids)} of its {len(lines)} rows have an 'id'; give every row one or none",
-                             path=path)
+        raise ScoreFileError(f"{len(ids)} of its {len(lines)} rows have an 'id'; give every row one or none", path=path)
     n = len(lines)
     applied = {name: np.zeros(n, bool) for name in names}
     for row_index, members in enumerate(applied_rows):
         for k in members:
             applied[names[k]][row_index] = True
-    return ScoreTable(path=path, names=names, values={n: np.asarray(c, np.float64) for n, c in zip(names, columns)},
-                      applied=applied, total=np.asarray(totals, np.float64), lines=np.asarray(lines, np.int64),
-                      ids=ids or None)
+    return ScoreTable(
+        path=path,
+        names=names,
+        values={n: np.asarray(c, np.float64) for n, c in zip(names, columns)},
+        applied=applied,
+        total=np.asarray(totals, np.float64),
+        lines=np.asarray(lines, np.int64),
+        ids=ids or None,
+    )
 
 
 def _error_at(path: str | os.PathLike):
     """A ScoreFileError factory for :func:`regular_file`, whose messages already name the file."""
+
     def make(message: str) -> ScoreFileError:
         err = ScoreFileError(message, path=path)
         InputError.__init__(err, message)
         return err
+
     return make
 
 
 def _checked_line(row: dict, path: Path, lineno: int) -> dict:
     missing = [k for k in REQUIRED_KEYS if k not in row]
     if missing:
-        hint = (" — this looks like a manifest; pass the file `rewardzoo score -o` wrote"
-                if {"prompt", "image", "video", "audio", "completion"} & set(row) else "")
-        raise ScoreFileError(f"has no {', '.join(repr(k) for k in missing)} "
-                             f"(keys: {_names(row) or 'none'}), so it is not a rewardzoo score line{hint}",
-                             path=path, line=lineno)
+        hint = (
+            " — this looks like a manifest; pass the file `rewardzoo score -o` wrote"
+            if {"prompt", "image", "video", "audio", "completion"} & set(row)
+            else ""
+        )
+        raise ScoreFileError(
+            f"has no {', '.join(repr(k) for k in missing)} "
+            f"(keys: {_names(row) or 'none'}), so it is not a rewardzoo score line{hint}",
+            path=path,
+            line=lineno,
+        )
     unknown = [k for k in row if k not in REQUIRED_KEYS + OPTIONAL_KEYS]
     if unknown:
-        raise ScoreFileError(f"unknown key(s) {_names(unknown)}; a score line has rewards, total, applied "
-                             "(and optionally id)", path=path, line=lineno)
+        raise ScoreFileError(
+            f"unknown key(s) {_names(unknown)}; a score line has rewards, total, applied (and optionally id)",
+            path=path,
+            line=lineno,
+        )
     if not isinstance(row["rewards"], dict) or not row["rewards"]:
         raise ScoreFileError("'rewards' must be a non-empty object {name: number or null}", path=path, line=lineno)
     return row
@@ -122,8 +142,9 @@ def _number(value: object, field: str, path: Path, lineno: int) -> float:
     if value is None:
         return math.nan
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScoreFileError(f"'{field}' must be a number or null, got {type(value).__name__} {value!r:.40}",
-                             path=path, line=lineno)
+        raise ScoreFileError(
+            f"'{field}' must be a number or null, got {type(value).__name__} {value!r:.40}", path=path, line=lineno
+        )
     value = float(value)
     if not math.isfinite(value):
         raise ScoreFileError(f"'{field}' is {value}; rewardzoo writes finite numbers or null", path=path, line=lineno)
@@ -135,8 +156,9 @@ def _applied(value: object, index: dict[str, int], path: Path, lineno: int) -> l
         raise ScoreFileError("'applied' must be a list of reward names", path=path, line=lineno)
     unknown = [v for v in value if v not in index]
     if unknown:
-        raise ScoreFileError(f"'applied' names {_names(unknown)}, which are not among its rewards",
-                             path=path, line=lineno)
+        raise ScoreFileError(
+            f"'applied' names {_names(unknown)}, which are not among its rewards", path=path, line=lineno
+        )
     return [index[v] for v in value]
 
 

@@ -32,18 +32,40 @@ class Rendered:
     stderr: str
 
 
-def render_png(html: str | os.PathLike, png: str | os.PathLike, *, width: int = 1280, height: int = 2000,
-               timeout: float = 120, chromium: str | os.PathLike = CHROMIUM) -> Rendered:
+def render_png(
+    html: str | os.PathLike,
+    png: str | os.PathLike,
+    *,
+    width: int = 1280,
+    height: int = 2000,
+    timeout: float = 120,
+    chromium: str | os.PathLike = CHROMIUM,
+) -> Rendered:
     """Screenshot ``html`` into ``png`` (``width`` x ``height`` CSS pixels); raises ``RuntimeError`` when
     Chromium fails or outlives ``timeout`` seconds (its whole process group is killed)."""
     html, png = Path(html).resolve(), Path(png).resolve()
     with tempfile.TemporaryDirectory(prefix="rewardzoo-chromium-") as profile:
         netlog = Path(profile) / "netlog.json"
-        cmd = [os.fspath(chromium), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               "--hide-scrollbars", "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={profile}",
-               "--enable-logging=stderr", "--v=0", f"--log-net-log={netlog}", f"--screenshot={png}",
-               f"--window-size={width},{height}", html.as_uri()]
+        cmd = [
+            os.fspath(chromium),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            f"--log-net-log={netlog}",
+            f"--screenshot={png}",
+            f"--window-size={width},{height}",
+            html.as_uri(),
+        ]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             out, err = proc.communicate(timeout=timeout)

@@ -57,8 +57,11 @@ class ReportContext:
         return self.manifest.samples[row] if self.manifest is not None else None
 
     def __post_init__(self) -> None:
-        self._labels = (np.array([_dataset_label(d) for d in self.manifest.datasets], dtype=object)
-                        if self.manifest is not None else None)
+        self._labels = (
+            np.array([_dataset_label(d) for d in self.manifest.datasets], dtype=object)
+            if self.manifest is not None
+            else None
+        )
 
     def datasets(self, rows: np.ndarray) -> list[str]:
         """The datasets of ``rows`` in order of first appearance (empty without a manifest)."""
@@ -80,17 +83,26 @@ def _dataset_label(d: object) -> str:
 # ------------------------------------------------------------------------------------------- header
 def header(ctx: ReportContext, versions: dict[str, str], date: str) -> str:
     s, m = ctx.scores, ctx.manifest
-    facts = [("scores", str(s.path)), ("manifest", str(m.path) if m else "not given (no media, prompts or datasets)"),
-             ("config", ctx.config_label or "not given (reward facts from the registry by name)"),
-             ("rows", f"{len(s):,}"), ("rewards", str(len(s.names)))]
+    facts = [
+        ("scores", str(s.path)),
+        ("manifest", str(m.path) if m else "not given (no media, prompts or datasets)"),
+        ("config", ctx.config_label or "not given (reward facts from the registry by name)"),
+        ("rows", f"{len(s):,}"),
+        ("rewards", str(len(s.names))),
+    ]
     if m is not None:
         counts: dict[str, int] = {}
         for d in m.datasets:
             counts[_dataset_label(d)] = counts.get(_dataset_label(d), 0) + 1
         facts.append(("datasets", ", ".join(f"{k} ({v:,})" for k, v in counts.items())))
         if m.groups is not None:
-            facts.append(("groups", f"{int(np.unique(m.groups[m.groups >= 0]).size):,} (rows with a group_id: "
-                                    f"{int((m.groups >= 0).sum()):,})"))
+            facts.append(
+                (
+                    "groups",
+                    f"{int(np.unique(m.groups[m.groups >= 0]).size):,} (rows with a group_id: "
+                    f"{int((m.groups >= 0).sum()):,})",
+                )
+            )
     if ctx.comparison is not None:
         facts.append(("compared with", f"{ctx.comparison.scores.path} (rows matched {ctx.comparison.how})"))
     total = summarize(s.total)
@@ -101,15 +113,24 @@ def header(ctx: ReportContext, versions: dict[str, str], date: str) -> str:
     for i, meta in enumerate(ctx.metas):
         scored = int((~np.isnan(s.values[meta.name])).sum())
         info = meta.info
-        rows.append([f'<td><a href="#{ctx.reward_anchor(i)}">{esc(meta.name)}</a></td>', text_cell(meta.reward_model),
-                     text_cell(finite_range(meta.score_range)),
-                     text_cell(("higher" if meta.higher_is_better else "lower") if info else "higher (assumed)"),
-                     text_cell(info.modality if info else "unknown"), num(int(s.applied[meta.name].sum())), num(scored),
-                     text_cell(info.summary if info else "no registry record for this name")])
+        rows.append(
+            [
+                f'<td><a href="#{ctx.reward_anchor(i)}">{esc(meta.name)}</a></td>',
+                text_cell(meta.reward_model),
+                text_cell(finite_range(meta.score_range)),
+                text_cell(("higher" if meta.higher_is_better else "lower") if info else "higher (assumed)"),
+                text_cell(info.modality if info else "unknown"),
+                num(int(s.applied[meta.name].sum())),
+                num(scored),
+                text_cell(info.summary if info else "no registry record for this name"),
+            ]
+        )
     columns = ["reward", "reward model", "score range", "better", "modality", "applied", "scored", "what it scores"]
     rewards = table(columns, rows, numeric_from=99)
-    return (f"<h1>Reward report</h1><p class=\"muted\">What was scored, and how each reward behaved on it.</p>"
-            f'<table class="facts">{meta_rows}</table><h3>Rewards</h3>{rewards}')
+    return (
+        f'<h1>Reward report</h1><p class="muted">What was scored, and how each reward behaved on it.</p>'
+        f'<table class="facts">{meta_rows}</table><h3>Rewards</h3>{rewards}'
+    )
 
 
 # ------------------------------------------------------------------------------------------ rewards
@@ -124,9 +145,11 @@ def _sample_card(ctx: ReportContext, row: int, scores: list[tuple[str, float]]) 
             where += f" · {esc(sample.dataset)}"
     shown = " · ".join(f'{esc(n)} <span class="score">{fmt(v)}</span>' for n, v in scores)
     media = ctx.embedder.fragment(row, sample)
-    return (f'<figure class="sample" data-row="{row}" data-line="{line}"><div class="media">{media}</div>'
-            f"<figcaption>{shown}<br><span class=\"muted\">{where}</span></figcaption>"
-            f"{sample_text(sample)}</figure>")
+    return (
+        f'<figure class="sample" data-row="{row}" data-line="{line}"><div class="media">{media}</div>'
+        f'<figcaption>{shown}<br><span class="muted">{where}</span></figcaption>'
+        f"{sample_text(sample)}</figure>"
+    )
 
 
 def _stats_rows(ctx: ReportContext, meta: RewardMeta, subsets: list[tuple[str, np.ndarray]]) -> list[list[str]]:
@@ -135,8 +158,16 @@ def _stats_rows(ctx: ReportContext, meta: RewardMeta, subsets: list[tuple[str, n
     for label, mask in subsets:
         summary = summarize(x[mask])
         quantiles = summary.quantiles or (None,) * len(QUANTILES)
-        rows.append([text_cell(label), num(int(applied[mask].sum())), num(summary.n), num(summary.mean),
-                     num(summary.std), *(num(q) for q in quantiles)])
+        rows.append(
+            [
+                text_cell(label),
+                num(int(applied[mask].sum())),
+                num(summary.n),
+                num(summary.mean),
+                num(summary.std),
+                *(num(q) for q in quantiles),
+            ]
+        )
     return rows
 
 
@@ -146,14 +177,21 @@ def reward_section(ctx: ReportContext, index: int) -> str:
     scored = ~np.isnan(x)
     n = int(scored.sum())
     direction = "higher is better" if meta.higher_is_better else "lower is better"
-    about = (f"{esc(meta.info.summary.rstrip('.'))}. Score range {finite_range(meta.score_range)}, {direction}."
-             if meta.info else "No registry record: higher is assumed better, the score range is unknown.")
-    head = (f'<section class="reward" id="{ctx.reward_anchor(index)}" data-reward="{esc(meta.name)}">'
-            f"<h2>{esc(meta.name)}</h2><p>{about}</p>")
+    about = (
+        f"{esc(meta.info.summary.rstrip('.'))}. Score range {finite_range(meta.score_range)}, {direction}."
+        if meta.info
+        else "No registry record: higher is assumed better, the score range is unknown."
+    )
+    head = (
+        f'<section class="reward" id="{ctx.reward_anchor(index)}" data-reward="{esc(meta.name)}">'
+        f"<h2>{esc(meta.name)}</h2><p>{about}</p>"
+    )
     if n == 0:
         applied = int(ctx.scores.applied[meta.name].sum())
-        return (head + f'<p class="note">No sample was scored by this reward ({applied:,} of {len(x):,} rows list it '
-                "as applied): no statistics, histogram or samples.</p></section>")
+        return (
+            head + f'<p class="note">No sample was scored by this reward ({applied:,} of {len(x):,} rows list it '
+            "as applied): no statistics, histogram or samples.</p></section>"
+        )
     datasets = ctx.datasets(np.flatnonzero(scored))
     subsets = [("all", np.ones(len(x), bool))]
     if len(datasets) > 1:
@@ -162,32 +200,45 @@ def reward_section(ctx: ReportContext, index: int) -> str:
     parts = [head, table(header, _stats_rows(ctx, meta, subsets), css="stats")]
     values = x[scored]
     if np.ptp(values) == 0:
-        parts.append(f'<p class="note">All {n:,} scores are equal ({fmt(float(values[0]))}): the histogram has one bin '
-                     "and the samples below cannot be ranked (they are shown in row order).</p>")
+        parts.append(
+            f'<p class="note">All {n:,} scores are equal ({fmt(float(values[0]))}): the histogram has one bin '
+            "and the samples below cannot be ranked (they are shown in row order).</p>"
+        )
     if meta.score_range is not None:
         lo, hi = meta.score_range
         outside = int(((values < lo) | (values > hi)).sum())
         if outside:
-            parts.append(f'<p class="note">{outside:,} score(s) lie outside the declared range '
-                         f"{finite_range(meta.score_range)}: is the config right for this file?</p>")
+            parts.append(
+                f'<p class="note">{outside:,} score(s) lie outside the declared range '
+                f"{finite_range(meta.score_range)}: is the config right for this file?</p>"
+            )
     applied = ctx.scores.applied[meta.name]
     if (applied & ~scored).any():
-        parts.append(f'<p class="note">{int((applied & ~scored).sum()):,} row(s) list this reward as applied but have '
-                     "a null score; they are left out of the statistics.</p>")
+        parts.append(
+            f'<p class="note">{int((applied & ~scored).sum()):,} row(s) list this reward as applied but have '
+            "a null score; they are left out of the statistics.</p>"
+        )
     if (scored & ~applied).any():
-        parts.append(f'<p class="note">{int((scored & ~applied).sum()):,} row(s) have a score but do not list this '
-                     "reward as applied; their scores are counted.</p>")
+        parts.append(
+            f'<p class="note">{int((scored & ~applied).sum()):,} row(s) have a score but do not list this '
+            "reward as applied; their scores are counted.</p>"
+        )
     series = {d: x[ctx.dataset_mask(d) & scored] for d in datasets} if len(datasets) > 1 else {"all": values}
-    parts.append(f'<div class="charts"><figure>{histogram(series, meta.name)}'
-                 f"<figcaption>Histogram of the {n:,} scores"
-                 + (" per dataset (shared bins)" if len(series) > 1 else "") + "</figcaption></figure></div>")
+    parts.append(
+        f'<div class="charts"><figure>{histogram(series, meta.name)}'
+        f"<figcaption>Histogram of the {n:,} scores"
+        + (" per dataset (shared bins)" if len(series) > 1 else "")
+        + "</figcaption></figure></div>"
+    )
     best, worst = best_and_worst(x, meta.sign, ctx.top)
     for title, rows in ((f"Best {len(best)}", best), (f"Worst {len(worst)}", worst)):
         if rows:
             cards = "".join(_sample_card(ctx, r, [("score", float(x[r]))]) for r in rows)
             which = "best" if title.startswith("Best") else "worst"
-            parts.append(f'<h3>{title} <span class="muted">({direction})</span></h3>'
-                         f'<div class="samples" data-kind="{which}">{cards}</div>')
+            parts.append(
+                f'<h3>{title} <span class="muted">({direction})</span></h3>'
+                f'<div class="samples" data-kind="{which}">{cards}</div>'
+            )
     return "".join(parts) + "</section>"
 
 
@@ -206,26 +257,42 @@ def correlation_section(ctx: ReportContext) -> tuple[str, np.ndarray, list[int]]
     keep = _correlated(ctx)
     head = '<section id="correlation"><h2>Rank correlation between rewards</h2>'
     if len(keep) < 2:
-        return (head + '<p class="note">Fewer than two rewards have three or more scores: nothing to correlate.'
-                "</p></section>", np.zeros((0, 0)), keep)
+        return (
+            head + '<p class="note">Fewer than two rewards have three or more scores: nothing to correlate.'
+            "</p></section>",
+            np.zeros((0, 0)),
+            keep,
+        )
     names = [ctx.metas[i].name for i in keep]
     left_out = [m.name for i, m in enumerate(ctx.metas) if i not in keep]
     if left_out:
-        head += (f'<p class="note">Left out (fewer than 3 scores, or all equal: nothing to rank): '
-                 f"{esc(', '.join(left_out))}.</p>")
+        head += (
+            f'<p class="note">Left out (fewer than 3 scores, or all equal: nothing to rank): '
+            f"{esc(', '.join(left_out))}.</p>"
+        )
     rho, count = spearman_matrix([ctx.scores.values[n] for n in names])
     rows = []
     for i, name in enumerate(names):
-        rows.append([text_cell(name)] + [num(float(rho[i, j]), 3) if not np.isnan(rho[i, j]) else
-                                         '<td class="num" data-value="">n/a</td>' for j in range(len(names))])
+        rows.append(
+            [text_cell(name)]
+            + [
+                num(float(rho[i, j]), 3) if not np.isnan(rho[i, j]) else '<td class="num" data-value="">n/a</td>'
+                for j in range(len(names))
+            ]
+        )
     counts = [[text_cell(name)] + [num(int(count[i, j])) for j in range(len(names))] for i, name in enumerate(names)]
-    return (head + "<p>Spearman's rho over the rows both rewards scored (raw scores, not oriented: a lower-is-better "
-            "reward correlates negatively with a higher-is-better one that agrees with it). n/a: fewer than 3 common "
-            "rows, or a reward constant on them.</p>"
-            f'<div class="charts"><figure>{correlation_heatmap(names, rho)}</figure></div>'
-            + table(["rho", *names], rows, css="spearman")
-            + "<h3>Rows scored by both</h3>" + table(["n", *names], counts, css="pair-counts")
-            + "</section>", rho, keep)
+    return (
+        head + "<p>Spearman's rho over the rows both rewards scored (raw scores, not oriented: a lower-is-better "
+        "reward correlates negatively with a higher-is-better one that agrees with it). n/a: fewer than 3 common "
+        "rows, or a reward constant on them.</p>"
+        f'<div class="charts"><figure>{correlation_heatmap(names, rho)}</figure></div>'
+        + table(["rho", *names], rows, css="spearman")
+        + "<h3>Rows scored by both</h3>"
+        + table(["n", *names], counts, css="pair-counts")
+        + "</section>",
+        rho,
+        keep,
+    )
 
 
 def disagreement_section(ctx: ReportContext, rho: np.ndarray, keep: list[int]) -> str:
@@ -240,20 +307,30 @@ def disagreement_section(ctx: ReportContext, rho: np.ndarray, keep: list[int]) -
         return head + '<p class="note">No pair of rewards with a rank correlation: nothing to compare.</p></section>'
     pairs.sort(key=lambda p: p[0])
     k = min(ctx.top, DISAGREEMENT_SAMPLES)
-    parts = [head, f"<p>The {min(len(pairs), DISAGREEMENT_PAIRS)} pair(s) of rewards that agree least (lowest "
-                   "Spearman rho once both are oriented so that higher is better), and for each the rows ranked "
-                   f"high by one and low by the other: up to {k} per direction, by the gap between the two "
-                   "percentile ranks over the rows both scored.</p>"]
+    parts = [
+        head,
+        f"<p>The {min(len(pairs), DISAGREEMENT_PAIRS)} pair(s) of rewards that agree least (lowest "
+        "Spearman rho once both are oriented so that higher is better), and for each the rows ranked "
+        f"high by one and low by the other: up to {k} per direction, by the gap between the two "
+        "percentile ranks over the rows both scored.</p>",
+    ]
     for oriented, ma, mb in pairs[:DISAGREEMENT_PAIRS]:
         xa, xb = ctx.scores.values[ma.name], ctx.scores.values[mb.name]
         high_a, high_b = disagreements(xa, xb, ma.sign, mb.sign, k)
-        parts.append(f'<h3>{esc(ma.name)} vs {esc(mb.name)} <span class="muted">(oriented rho {oriented:.3f})</span>'
-                     "</h3><div class=\"pair\">")
-        for label, rows in ((f"good on {ma.name}, bad on {mb.name}", high_a),
-                            (f"good on {mb.name}, bad on {ma.name}", high_b)):
+        parts.append(
+            f'<h3>{esc(ma.name)} vs {esc(mb.name)} <span class="muted">(oriented rho {oriented:.3f})</span>'
+            '</h3><div class="pair">'
+        )
+        for label, rows in (
+            (f"good on {ma.name}, bad on {mb.name}", high_a),
+            (f"good on {mb.name}, bad on {ma.name}", high_b),
+        ):
             cards = "".join(_sample_card(ctx, r, [(ma.name, float(xa[r])), (mb.name, float(xb[r]))]) for r in rows)
-            parts.append(f"<div><p><b>{esc(label)}</b></p>"
-                         + (f'<div class="samples">{cards}</div>' if rows else '<p class="note">none</p>') + "</div>")
+            parts.append(
+                f"<div><p><b>{esc(label)}</b></p>"
+                + (f'<div class="samples">{cards}</div>' if rows else '<p class="note">none</p>')
+                + "</div>"
+            )
         parts.append("</div>")
     return "".join(parts) + "</section>"
 
@@ -268,19 +345,34 @@ def groups_section(ctx: ReportContext) -> str:
         if spread.stds.size == 0:
             rows.append([text_cell(meta.name), num(0), num(spread.skipped)] + ['<td class="num">—</td>'] * 4)
             continue
-        rows.append([text_cell(meta.name), num(int(spread.stds.size)), num(spread.skipped),
-                     num(float(np.mean(spread.stds))), num(float(np.median(spread.stds))), num(spread.threshold),
-                     num(spread.fraction_inseparable)])
-        charts.append(f"<figure>{group_spread_histogram(spread.stds, spread.threshold, 'within-group std')}"
-                      f"<figcaption>{esc(meta.name)}: {spread.stds.size:,} groups</figcaption></figure>")
-    return ('<section id="groups"><h2>Groups</h2>'
-            "<p>Groupwise training (GRPO) learns only from differences within a group. Per reward: the standard "
-            "deviation of the scores within each group (population std, groups with at least two scored members), "
-            f"and the fraction of groups the reward <b>cannot separate</b>: max − min within the group ≤ {rel:g} × "
-            "the reward's overall std (the threshold column). Single-scored groups are counted apart.</p>"
-            + table(["reward", "groups", "single-scored", "mean std", "median std", "threshold", "inseparable"],
-                    rows, css="groups")
-            + f'<div class="charts">{"".join(charts)}</div></section>')
+        rows.append(
+            [
+                text_cell(meta.name),
+                num(int(spread.stds.size)),
+                num(spread.skipped),
+                num(float(np.mean(spread.stds))),
+                num(float(np.median(spread.stds))),
+                num(spread.threshold),
+                num(spread.fraction_inseparable),
+            ]
+        )
+        charts.append(
+            f"<figure>{group_spread_histogram(spread.stds, spread.threshold, 'within-group std')}"
+            f"<figcaption>{esc(meta.name)}: {spread.stds.size:,} groups</figcaption></figure>"
+        )
+    return (
+        '<section id="groups"><h2>Groups</h2>'
+        "<p>Groupwise training (GRPO) learns only from differences within a group. Per reward: the standard "
+        "deviation of the scores within each group (population std, groups with at least two scored members), "
+        f"and the fraction of groups the reward <b>cannot separate</b>: max − min within the group ≤ {rel:g} × "
+        "the reward's overall std (the threshold column). Single-scored groups are counted apart.</p>"
+        + table(
+            ["reward", "groups", "single-scored", "mean std", "median std", "threshold", "inseparable"],
+            rows,
+            css="groups",
+        )
+        + f'<div class="charts">{"".join(charts)}</div></section>'
+    )
 
 
 # ------------------------------------------------------------------------------------------ compare
@@ -300,46 +392,71 @@ def compare_section(ctx: ReportContext) -> str:
             rows.append([text_cell(meta.name), num(0)] + ['<td class="num">—</td>'] * 8)
             continue
         both = ~np.isnan(xa) & ~np.isnan(xb)
-        rows.append([text_cell(meta.name), num(paired.n), num(float(xa[both].mean())), num(float(xb[both].mean())),
-                     num(paired.mean_diff), num(paired.mean_diff_ci[0]), num(paired.mean_diff_ci[1]),
-                     num(paired.win_rate), num(paired.win_rate_ci[0]), num(paired.win_rate_ci[1])])
-        charts.append(f"<figure>{paired_scatter(xa[both], xb[both], meta.name, meta.name)}"
-                      f"<figcaption>{esc(meta.name)}: {paired.n:,} pairs"
-                      + (f" ({MAX_SCATTER_POINTS:,} drawn at random)" if paired.n > MAX_SCATTER_POINTS else "")
-                      + "</figcaption></figure>")
+        rows.append(
+            [
+                text_cell(meta.name),
+                num(paired.n),
+                num(float(xa[both].mean())),
+                num(float(xb[both].mean())),
+                num(paired.mean_diff),
+                num(paired.mean_diff_ci[0]),
+                num(paired.mean_diff_ci[1]),
+                num(paired.win_rate),
+                num(paired.win_rate_ci[0]),
+                num(paired.win_rate_ci[1]),
+            ]
+        )
+        charts.append(
+            f"<figure>{paired_scatter(xa[both], xb[both], meta.name, meta.name)}"
+            f"<figcaption>{esc(meta.name)}: {paired.n:,} pairs"
+            + (f" ({MAX_SCATTER_POINTS:,} drawn at random)" if paired.n > MAX_SCATTER_POINTS else "")
+            + "</figcaption></figure>"
+        )
     notes = []
     if only_a:
         notes.append(f"only in A, not compared: {', '.join(only_a)}")
     if only_b:
         notes.append(f"only in B, not compared: {', '.join(only_b)}")
     lo, hi = 50 * (1 - CONFIDENCE), 100 - 50 * (1 - CONFIDENCE)
-    return ('<section id="compare"><h2>Compare: B against A</h2>'
-            f"<p>A is <code>{esc(ctx.scores.path.name)}</code>, B is <code>{esc(b.path.name)}</code>; rows matched "
-            f"{esc(comp.how)}, pairs where both scored. Mean difference is B − A. Win rate of B: the fraction of pairs "
-            "where B is better in the reward's direction (ties count one half). Intervals: "
-            f"{CONFIDENCE:.0%} percentile bootstrap ({lo:g}th and {hi:g}th percentiles) of "
-            f"{BOOTSTRAP_RESAMPLES:,} resamples of the pairs, seed {BOOTSTRAP_SEED} (a fresh generator "
-            "per reward).</p>"
-            + "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
-            + table(["reward", "pairs", "mean A", "mean B", "B − A", "CI low", "CI high", "win rate B", "CI low",
-                     "CI high"], rows, css="compare")
-            + f'<div class="charts">{"".join(charts)}</div></section>')
+    return (
+        '<section id="compare"><h2>Compare: B against A</h2>'
+        f"<p>A is <code>{esc(ctx.scores.path.name)}</code>, B is <code>{esc(b.path.name)}</code>; rows matched "
+        f"{esc(comp.how)}, pairs where both scored. Mean difference is B − A. Win rate of B: the fraction of pairs "
+        "where B is better in the reward's direction (ties count one half). Intervals: "
+        f"{CONFIDENCE:.0%} percentile bootstrap ({lo:g}th and {hi:g}th percentiles) of "
+        f"{BOOTSTRAP_RESAMPLES:,} resamples of the pairs, seed {BOOTSTRAP_SEED} (a fresh generator "
+        "per reward).</p>"
+        + "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
+        + table(
+            ["reward", "pairs", "mean A", "mean B", "B − A", "CI low", "CI high", "win rate B", "CI low", "CI high"],
+            rows,
+            css="compare",
+        )
+        + f'<div class="charts">{"".join(charts)}</div></section>'
+    )
 
 
 # ------------------------------------------------------------------------------------------- method
 def method_section(ctx: ReportContext) -> str:
     e = ctx.embedder
-    media = (f"{e.placed:,} media placed ({e.used / 1e6:.1f} MB)"
-             + (f", {e.over_budget:,} left out past the budget" if e.over_budget else "")
-             + (f", {e.failed:,} could not be read (noted at the sample)" if e.failed else "")) if ctx.manifest else \
-        "no manifest given: samples are listed by line, without media or prompts"
-    return ('<section id="method"><h2>How this report is computed</h2><ul>'
-            "<li>Statistics use every scored row (null scores are left out): std is the population std (ddof=0), "
-            "quantiles are NumPy's linear interpolation. Histograms use about √n shared bins (5 to 50), one bin "
-            "when all scores are equal.</li>"
-            f"<li>Best and worst samples: the top {ctx.top} and bottom {ctx.top} scored rows in the reward's "
-            "direction, ties in row order; with fewer than twice as many scores, the best get the larger half (the "
-            "two lists never share a row).</li>"
-            f"<li>Media: {esc(describe_limits(e.budget))} This page: {esc(media)}.</li>"
-            "<li>The exact value of every number in a table is in its cell's <code>data-value</code> attribute.</li>"
-            "</ul></section>")
+    media = (
+        (
+            f"{e.placed:,} media placed ({e.used / 1e6:.1f} MB)"
+            + (f", {e.over_budget:,} left out past the budget" if e.over_budget else "")
+            + (f", {e.failed:,} could not be read (noted at the sample)" if e.failed else "")
+        )
+        if ctx.manifest
+        else "no manifest given: samples are listed by line, without media or prompts"
+    )
+    return (
+        '<section id="method"><h2>How this report is computed</h2><ul>'
+        "<li>Statistics use every scored row (null scores are left out): std is the population std (ddof=0), "
+        "quantiles are NumPy's linear interpolation. Histograms use about √n shared bins (5 to 50), one bin "
+        "when all scores are equal.</li>"
+        f"<li>Best and worst samples: the top {ctx.top} and bottom {ctx.top} scored rows in the reward's "
+        "direction, ties in row order; with fewer than twice as many scores, the best get the larger half (the "
+        "two lists never share a row).</li>"
+        f"<li>Media: {esc(describe_limits(e.budget))} This page: {esc(media)}.</li>"
+        "<li>The exact value of every number in a table is in its cell's <code>data-value</code> attribute.</li>"
+        "</ul></section>"
+    )

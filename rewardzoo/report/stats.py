@@ -41,7 +41,7 @@ def best_and_worst(values: np.ndarray, sign: float, k: int) -> tuple[list[int], 
     order = rows[np.argsort(-sign * values[rows], kind="stable")]
     n_best = min(k, (order.size + 1) // 2)
     n_worst = min(k, order.size - n_best)
-    worst = order[order.size - n_worst:][::-1] if n_worst else order[:0]
+    worst = order[order.size - n_worst :][::-1] if n_worst else order[:0]
     return [int(r) for r in order[:n_best]], [int(r) for r in worst]
 
 
@@ -108,8 +108,9 @@ def wins(a: np.ndarray, b: np.ndarray, sign: float) -> np.ndarray:
     return (d > 0) + 0.5 * (d == 0)
 
 
-def paired_bootstrap(a: np.ndarray, b: np.ndarray, sign: float, *, resamples: int = BOOTSTRAP_RESAMPLES,
-                     seed: int = BOOTSTRAP_SEED) -> Paired | None:
+def paired_bootstrap(
+    a: np.ndarray, b: np.ndarray, sign: float, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> Paired | None:
     """Mean difference and win rate of B over A with percentile bootstrap intervals; None without pairs."""
     both = ~np.isnan(a) & ~np.isnan(b)
     a, b = a[both], b[both]

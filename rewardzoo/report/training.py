@@ -41,15 +41,20 @@ def render_training(log: MonitorLog, versions: dict[str, str]) -> str:
 
 def _header(log: MonitorLog, versions: dict[str, str], date: str) -> str:
     steps = sorted({s for steps, _ in log.series.values() for s in steps})
-    facts = [("log", str(log.path)), ("lines", f"{log.lines:,}"),
-             ("steps", f"{steps[0]} to {steps[-1]} ({len(steps):,} logged)" if steps else "none"),
-             ("train rewards", ", ".join(log.rewards("train")) or "none"),
-             ("eval rewards", ", ".join(log.rewards("eval")) or "none"),
-             ("alarms", f"{len(log.alarms):,}"),
-             ("made", f"{date} with " + ", ".join(f"{k} {v}" for k, v in versions.items()))]
+    facts = [
+        ("log", str(log.path)),
+        ("lines", f"{log.lines:,}"),
+        ("steps", f"{steps[0]} to {steps[-1]} ({len(steps):,} logged)" if steps else "none"),
+        ("train rewards", ", ".join(log.rewards("train")) or "none"),
+        ("eval rewards", ", ".join(log.rewards("eval")) or "none"),
+        ("alarms", f"{len(log.alarms):,}"),
+        ("made", f"{date} with " + ", ".join(f"{k} {v}" for k, v in versions.items())),
+    ]
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in facts)
-    return ("<h1>Training report</h1><p class=\"muted\">How the rewards moved during training, and the signs "
-            f"of reward hacking the monitor raised.</p><table class=\"facts\">{rows}</table>")
+    return (
+        '<h1>Training report</h1><p class="muted">How the rewards moved during training, and the signs '
+        f'of reward hacking the monitor raised.</p><table class="facts">{rows}</table>'
+    )
 
 
 def _arrays(log: MonitorLog, split: str, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -72,35 +77,68 @@ def _curve_section(log: MonitorLog, index: int, name: str) -> str:
         lo_steps, lo = _arrays(log, split, f"{split}/{name}/p25")
         hi_steps, hi = _arrays(log, split, f"{split}/{name}/p75")
         band = lo_steps.size == steps.size == hi_steps.size
-        series[f"{split} mean" + (" (p25-p75 band)" if band else "")] = (steps, mean, lo if band else None,
-                                                                         hi if band else None)
+        series[f"{split} mean" + (" (p25-p75 band)" if band else "")] = (
+            steps,
+            mean,
+            lo if band else None,
+            hi if band else None,
+        )
         last = {k: log.get(split, f"{split}/{name}/{k}")[1] for k in ("std", "saturation", "inseparable")}
-        rows.append([text_cell(split), num(int(steps.size)), num(float(mean[0])), num(float(mean[-1])),
-                     num(float(mean.max())), num(float(mean.min()))]
-                    + [num(v[-1] if v else None) for v in last.values()])
+        rows.append(
+            [
+                text_cell(split),
+                num(int(steps.size)),
+                num(float(mean[0])),
+                num(float(mean[-1])),
+                num(float(mean.max())),
+                num(float(mean.min())),
+            ]
+            + [num(v[-1] if v else None) for v in last.values()]
+        )
     chart = step_curves(series, name, alarms=_alarm_steps(log, name))
-    return (f'<section id="{anchor("curve", index, name)}"><h2>{esc(name)}</h2>'
-            f'<div class="charts"><figure>{chart}<figcaption>mean per step; red dashes: alarms naming '
-            f"{esc(name)}</figcaption></figure></div>"
-            + table(["split", "steps", "first mean", "last mean", "max mean", "min mean", "last std",
-                     "last saturation", "last inseparable"], rows) + "</section>")
+    return (
+        f'<section id="{anchor("curve", index, name)}"><h2>{esc(name)}</h2>'
+        f'<div class="charts"><figure>{chart}<figcaption>mean per step; red dashes: alarms naming '
+        f"{esc(name)}</figcaption></figure></div>"
+        + table(
+            [
+                "split",
+                "steps",
+                "first mean",
+                "last mean",
+                "max mean",
+                "min mean",
+                "last std",
+                "last saturation",
+                "last inseparable",
+            ],
+            rows,
+        )
+        + "</section>"
+    )
 
 
 def _alarms(log: MonitorLog) -> str:
     from .plots import alarm_timeline
 
     if not log.alarms:
-        return ('<section id="alarms"><h2>Alarms</h2><p>No alarm was raised: no saturation, inseparable groups, '
-                "conflicting rewards or proxy/gold divergence past the configured thresholds.</p></section>")
+        return (
+            '<section id="alarms"><h2>Alarms</h2><p>No alarm was raised: no saturation, inseparable groups, '
+            "conflicting rewards or proxy/gold divergence past the configured thresholds.</p></section>"
+        )
     steps = [s for steps, _ in log.series.values() for s in steps]
     chart = alarm_timeline([a.name for a in log.alarms], [a.step for a in log.alarms], (min(steps), max(steps)))
-    rows = [[num(a.step), text_cell(a.split), text_cell(a.name), num(a.value), num(a.threshold), text_cell(a.message)]
-            for a in log.alarms]
-    return ('<section id="alarms"><h2>Alarms</h2><p>Each alarm is raised at the step its condition starts to '
-            "hold (see the monitor's thresholds).</p>"
-            f'<div class="charts"><figure>{chart}<figcaption>alarms over the steps</figcaption></figure></div>'
-            + table(["step", "split", "alarm", "value", "threshold", "what it means"], rows, numeric_from=99)
-            + "</section>")
+    rows = [
+        [num(a.step), text_cell(a.split), text_cell(a.name), num(a.value), num(a.threshold), text_cell(a.message)]
+        for a in log.alarms
+    ]
+    return (
+        '<section id="alarms"><h2>Alarms</h2><p>Each alarm is raised at the step its condition starts to '
+        "hold (see the monitor's thresholds).</p>"
+        f'<div class="charts"><figure>{chart}<figcaption>alarms over the steps</figcaption></figure></div>'
+        + table(["step", "split", "alarm", "value", "threshold", "what it means"], rows, numeric_from=99)
+        + "</section>"
+    )
 
 
 def _trends(log: MonitorLog) -> str:
@@ -114,18 +152,25 @@ def _trends(log: MonitorLog) -> str:
         reward = metric.split("/", 1)[1]
         series = {}
         for split in SPLITS:
-            for name, label in ((metric, "divergence"), ("trend/train_total", "train total trend"),
-                                (f"trend/eval/{reward}", f"{reward} trend")):
+            for name, label in (
+                (metric, "divergence"),
+                ("trend/train_total", "train total trend"),
+                (f"trend/eval/{reward}", f"{reward} trend"),
+            ):
                 steps, values = _arrays(log, split, name)
                 if steps.size and label not in series:
                     series[label] = (steps, values, None, None)
         alarms = [a.step for a in log.alarms if a.name == metric]
-        charts.append(f"<figure>{step_curves(series, 'std over the window', alarms=alarms, hline=0.0)}"
-                      f"<figcaption>{esc(reward)}: proxy (train total) vs gold</figcaption></figure>")
-    return ('<section id="trends"><h2>Proxy vs gold</h2><p>Trends are the least-squares slope of the per-step '
-            "mean over the monitor's window, in per-sample standard deviations; the divergence is the smaller "
-            "of the train total's rise and the eval reward's fall (positive only while both happen).</p>"
-            f'<div class="charts">{"".join(charts)}</div></section>')
+        charts.append(
+            f"<figure>{step_curves(series, 'std over the window', alarms=alarms, hline=0.0)}"
+            f"<figcaption>{esc(reward)}: proxy (train total) vs gold</figcaption></figure>"
+        )
+    return (
+        '<section id="trends"><h2>Proxy vs gold</h2><p>Trends are the least-squares slope of the per-step '
+        "mean over the monitor's window, in per-sample standard deviations; the divergence is the smaller "
+        "of the train total's rise and the eval reward's fall (positive only while both happen).</p>"
+        f'<div class="charts">{"".join(charts)}</div></section>'
+    )
 
 
 def _groups(log: MonitorLog) -> str:
@@ -143,8 +188,15 @@ def _groups(log: MonitorLog) -> str:
         for g in ordered[:MAX_GROUP_ROWS]:
             rows.append([text_cell(split), text_cell(reward), text_cell(g), num(first[g]), num(count[g])])
         if len(ordered) > MAX_GROUP_ROWS:
-            rows.append([text_cell(split), text_cell(reward), text_cell(f"... and {len(ordered) - MAX_GROUP_ROWS} "
-                                                                        "more"), num(None), num(None)])
+            rows.append(
+                [
+                    text_cell(split),
+                    text_cell(reward),
+                    text_cell(f"... and {len(ordered) - MAX_GROUP_ROWS} more"),
+                    num(None),
+                    num(None),
+                ]
+            )
     for split in SPLITS:
         series = {}
         for name in log.rewards(split):
@@ -152,11 +204,18 @@ def _groups(log: MonitorLog) -> str:
             if steps.size:
                 series[name] = (steps, share, None, None)
         if series:
-            charts.append(f"<figure>{step_curves(series, 'share inseparable')}<figcaption>{split}: share of groups "
-                          "a reward cannot separate</figcaption></figure>")
-    body = (table(["split", "reward", "group", "first step", "steps inseparable"], rows, numeric_from=3)
-            if rows else "<p>No group turned inseparable.</p>")
-    return ('<section id="groups"><h2>Inseparable groups</h2><p>A group is inseparable at a step when a reward '
-            f"gives all its members the same score (max − min ≤ {INSEPARABLE_REL:g} × that step's std, the score "
-            "report's definition): a group-relative trainer learns nothing from it.</p>"
-            f'<div class="charts">{"".join(charts)}</div>{body}</section>')
+            charts.append(
+                f"<figure>{step_curves(series, 'share inseparable')}<figcaption>{split}: share of groups "
+                "a reward cannot separate</figcaption></figure>"
+            )
+    body = (
+        table(["split", "reward", "group", "first step", "steps inseparable"], rows, numeric_from=3)
+        if rows
+        else "<p>No group turned inseparable.</p>"
+    )
+    return (
+        '<section id="groups"><h2>Inseparable groups</h2><p>A group is inseparable at a step when a reward '
+        f"gives all its members the same score (max − min ≤ {INSEPARABLE_REL:g} × that step's std, the score "
+        "report's definition): a group-relative trainer learns nothing from it.</p>"
+        f'<div class="charts">{"".join(charts)}</div>{body}</section>'
+    )

@@ -36,8 +36,19 @@ from ..errors import ConfigError, RegistryError, RewardOutputError
 from .info import KINDS, PER_INSTANCE, RewardInfo
 
 #: Fields a reward may declare in its :class:`Inputs`.
-KNOWN_FIELDS = ("prompt", "completion", "image", "video", "audio", "condition_images",
-                "condition_videos", "condition_audio", "metadata", "dataset", "group_id")
+KNOWN_FIELDS = (
+    "prompt",
+    "completion",
+    "image",
+    "video",
+    "audio",
+    "condition_images",
+    "condition_videos",
+    "condition_audio",
+    "metadata",
+    "dataset",
+    "group_id",
+)
 IMAGE_FORMS = ("pil", "float", "uint8")
 FRAME_FORMS = ("pil", "float")
 AUDIO_FORMS = ("numpy", "tensor")
@@ -80,8 +91,11 @@ class Inputs:
         unknown = [f for f in self.fields if f not in KNOWN_FIELDS]
         if unknown or isinstance(self.fields, str):
             raise ValueError(f"unknown field(s) {unknown}; known: {', '.join(KNOWN_FIELDS)}")
-        for name, value, forms in (("images", self.images, IMAGE_FORMS), ("frames", self.frames, FRAME_FORMS),
-                                   ("audio", self.audio, AUDIO_FORMS)):
+        for name, value, forms in (
+            ("images", self.images, IMAGE_FORMS),
+            ("frames", self.frames, FRAME_FORMS),
+            ("audio", self.audio, AUDIO_FORMS),
+        ):
             if value not in forms:
                 raise ValueError(f"Inputs.{name} must be one of {forms}, got {value!r}")
 
@@ -171,8 +185,10 @@ class Reward:
         super().__init_subclass__(**kwargs)
         old = [name for name in _RETIRED if name in cls.__dict__]
         if old:
-            raise TypeError(f"{cls.__qualname__}: {', '.join(old)} are declared with `inputs = Inputs(...)` "
-                            "(rewardzoo.rewards.base.Inputs)")
+            raise TypeError(
+                f"{cls.__qualname__}: {', '.join(old)} are declared with `inputs = Inputs(...)` "
+                "(rewardzoo.rewards.base.Inputs)"
+            )
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32") -> None:
         self.model_path = model_path
@@ -194,8 +210,10 @@ class Reward:
         only a class declaring ``kind = PER_INSTANCE`` may. The engine reads ``reward.kind`` as for any reward."""
         owner = type(self).__qualname__
         if type(self).kind != PER_INSTANCE:
-            raise TypeError(f"{owner} is {type(self).kind or 'of no kind'} by its class; only a class declaring "
-                            f"kind = {PER_INSTANCE!r} decides its kind per instance")
+            raise TypeError(
+                f"{owner} is {type(self).kind or 'of no kind'} by its class; only a class declaring "
+                f"kind = {PER_INSTANCE!r} decides its kind per instance"
+            )
         if "kind" in vars(self):
             raise TypeError(f"{owner}: this instance's kind is decided already ({self.kind})")
         if kind not in KINDS:
@@ -203,8 +221,9 @@ class Reward:
         vars(self)["kind"] = kind  # the instance's own, over the class's PER_INSTANCE
 
     @classmethod
-    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
-                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    def inner_rewards(
+        cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """For composites: the rewards this one is built from, as reward entries to load.
 
         Given the configured ``kwargs`` (and the entry's model_path/device/dtype), return
@@ -239,7 +258,9 @@ class Reward:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model_path={self.model_path!r}, device={self.device!r}, dtype={self.dtype_name!r})"
+        return (
+            f"{type(self).__name__}(model_path={self.model_path!r}, device={self.device!r}, dtype={self.dtype_name!r})"
+        )
 
 
 _FLOW_FACTORY_ADAPTER = "rewardzoo.integrations.flow_factory.RewardZoo"
@@ -255,15 +276,19 @@ def _flow_factory_refusal(cls: type[Reward], config: Any) -> ConfigError:
         f"    reward_model: {adapter}{either}\n    rewardzoo: {cls.__module__}:{cls.__qualname__}\n"
         "keeping its other keys (the reward's options, batch_size, device, dtype); `rewardzoo:` also takes the "
         "reward's registry name (`rewardzoo list` shows them)",
-        entry=getattr(config, "name", None), field="reward_model")
+        entry=getattr(config, "name", None),
+        field="reward_model",
+    )
 
 
 def check_kind(reward: Reward) -> None:
     """RegistryError for a built instance of a per-instance class whose ``__init__`` did not
     :meth:`~Reward.decide_kind` (the engine would take it for pointwise)."""
     if reward.kind == PER_INSTANCE:
-        raise RegistryError(f"{type(reward).__qualname__} declares kind {PER_INSTANCE!r} but its __init__ did not "
-                            f"decide one of {KINDS} (Reward.decide_kind)")
+        raise RegistryError(
+            f"{type(reward).__qualname__} declares kind {PER_INSTANCE!r} but its __init__ did not "
+            f"decide one of {KINDS} (Reward.decide_kind)"
+        )
 
 
 class PointwiseReward(Reward):
@@ -327,8 +352,9 @@ def invoke(reward: Reward, fields: Mapping[str, Sequence[Any]]) -> Any:
 RANGE_TOLERANCE = 1e-5
 
 
-def validate_scores(output: Any, n: int, reward: str, score_range: tuple[float, float] | None = None
-                    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def validate_scores(
+    output: Any, n: int, reward: str, score_range: tuple[float, float] | None = None
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Check a reward's return value; give (float64 scores of shape (n,), extras).
 
     Raises :class:`RewardOutputError` naming the reward for a bare scalar, a wrong length or shape,
@@ -342,8 +368,11 @@ def validate_scores(output: Any, n: int, reward: str, score_range: tuple[float, 
     bad = ~np.isfinite(scores)
     if bad.any():
         idx = np.flatnonzero(bad)
-        raise RewardOutputError(f"returned non-finite scores ({scores[idx[0]]}) for {len(idx)} of {n} input(s)",
-                                reward=reward, inputs=idx.tolist())
+        raise RewardOutputError(
+            f"returned non-finite scores ({scores[idx[0]]}) for {len(idx)} of {n} input(s)",
+            reward=reward,
+            inputs=idx.tolist(),
+        )
     if score_range is not None:
         scores = _within(scores, score_range, reward)
     return scores, {key: _as_extra(val, n, reward, key) for key, val in extras.items()}
@@ -374,8 +403,10 @@ def _within(scores: np.ndarray, score_range: tuple[float, float], reward: str) -
         idx = np.flatnonzero(outside)
         raise RewardOutputError(
             f"returned {scores[idx[0]]!r} for {len(idx)} of {len(scores)} input(s), outside its declared "
-            f"score_range [{lo}, {hi}] (see its model card; check the reward's options)", reward=reward,
-            inputs=idx.tolist())
+            f"score_range [{lo}, {hi}] (see its model card; check the reward's options)",
+            reward=reward,
+            inputs=idx.tolist(),
+        )
     clipped: np.ndarray = np.clip(scores, lo, hi)
     return clipped
 
@@ -388,11 +419,13 @@ def _as_vector(value: Any, n: int, reward: str, what: str) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise RewardOutputError(f"returned {what} that are not numbers ({type(value).__name__}): {exc}",
-                                reward=reward) from None
+        raise RewardOutputError(
+            f"returned {what} that are not numbers ({type(value).__name__}): {exc}", reward=reward
+        ) from None
     if arr.ndim == 0:
         raise RewardOutputError(f"returned a bare scalar instead of {n} {what}", reward=reward)
     if arr.shape != (n,):
-        raise RewardOutputError(f"returned {what} of shape {tuple(arr.shape)} for {n} inputs (expected ({n},))",
-                                reward=reward)
+        raise RewardOutputError(
+            f"returned {what} of shape {tuple(arr.shape)} for {n} inputs (expected ({n},))", reward=reward
+        )
     return arr

@@ -66,14 +66,21 @@ class RewardInfo:
     def of_class(cls, reward_cls: type, name: str | None = None, *, source: str = "python path") -> RewardInfo:
         """The record of a class that has no model card: its optional ``higher_is_better``,
         ``score_range`` and ``modality`` attributes, else the defaults (higher is better, any score)."""
-        return cls(name=(name or reward_cls.__name__).lower(),
-                   implementation=f"{reward_cls.__module__}:{reward_cls.__qualname__}",
-                   summary=((reward_cls.__doc__ or "").strip().splitlines() or [""])[0],
-                   modality=getattr(reward_cls, "modality", "any"), kind=getattr(reward_cls, "kind", "") or "pointwise",
-                   extra=None, higher_is_better=bool(getattr(reward_cls, "higher_is_better", True)),
-                   score_range=cast("tuple[float, float]",
-                                    tuple(float(b) for b in getattr(reward_cls, "score_range", (-math.inf, math.inf)))),
-                   download=False, source=source)
+        return cls(
+            name=(name or reward_cls.__name__).lower(),
+            implementation=f"{reward_cls.__module__}:{reward_cls.__qualname__}",
+            summary=((reward_cls.__doc__ or "").strip().splitlines() or [""])[0],
+            modality=getattr(reward_cls, "modality", "any"),
+            kind=getattr(reward_cls, "kind", "") or "pointwise",
+            extra=None,
+            higher_is_better=bool(getattr(reward_cls, "higher_is_better", True)),
+            score_range=cast(
+                "tuple[float, float]",
+                tuple(float(b) for b in getattr(reward_cls, "score_range", (-math.inf, math.inf))),
+            ),
+            download=False,
+            source=source,
+        )
 
     #: Facts an instance may learn at construction and carry over its card's (:meth:`refined`).
     INSTANCE_FACTS = ("kind", "modality", "higher_is_better", "score_range", "summary")
@@ -84,8 +91,9 @@ class RewardInfo:
         itself. Only :data:`INSTANCE_FACTS` may change; ValueError for anything else or a bad value."""
         unknown = sorted(set(facts) - set(self.INSTANCE_FACTS))
         if unknown:
-            raise ValueError(f"an instance cannot change {unknown} of its record; it may refine "
-                             f"{', '.join(self.INSTANCE_FACTS)}")
+            raise ValueError(
+                f"an instance cannot change {unknown} of its record; it may refine {', '.join(self.INSTANCE_FACTS)}"
+            )
         facts = dict(facts)
         if "score_range" in facts:
             lo, hi = (float(b) for b in facts["score_range"])

@@ -18,20 +18,20 @@ from .info import PER_INSTANCE, RewardInfo
 
 class RemoteReward(Reward):
     """Scores computed by a rewardzoo server: ``score = sum_k w_k * s_k`` over the served rewards ``k``
-    this entry names (``rewards: [a]`` gives ``a``'s score as is; a mapping ``{a: 1.0, b: 0.5}`` weighs
-    several), each ``s_k`` exactly what the server's processor computes for that stream.
+        this entry names (``rewards: [a]`` gives ``a``'s score as is; a mapping ``{a: 1.0, b: 0.5}`` weighs
+        several), each ``s_k`` exactly what the server's processor computes for that stream.
 
-    Inputs: the union of the fields the named served rewards declare (``dataset`` too when the server routes
-    them by dataset; ``group_id`` when one is groupwise), taken from the server's reward list at
-    construction; media are sent as raw uint8 arrays (or PNG) and float32/int16 audio. Score range and direction
-    come from the server: ``[sum_k w_k lo_k, sum_k w_k hi_k]``; several named rewards must agree on
-    ``higher_is_better``. Its kind is the served rewards' (:data:`~rewardzoo.rewards.info.PER_INSTANCE`):
-groupwise when one of them is (one request per group), else pointwise.
-    With several named rewards each one's score is also reported as an extra under its served name.
+        Inputs: the union of the fields the named served rewards declare (``dataset`` too when the server routes
+        them by dataset; ``group_id`` when one is groupwise), taken from the server's reward list at
+        construction; media are sent as raw uint8 arrays (or PNG) and float32/int16 audio. Score range and direction
+        come from the server: ``[sum_k w_k lo_k, sum_k w_k hi_k]``; several named rewards must agree on
+        ``higher_is_better``. Its kind is the served rewards' (:data:`~rewardzoo.rewards.info.PER_INSTANCE`):
+    groupwise when one of them is (one request per group), else pointwise.
+        With several named rewards each one's score is also reported as an extra under its served name.
 
-    Failures are never scores: after the last retry (connection errors, 408, 429, 5xx, with backoff and
-    Retry-After) a :class:`~rewardzoo.errors.RewardExecutionError` names the server and the served rewards;
-    a served reward that does not apply to a sample on the server is an error, not a NaN.
+        Failures are never scores: after the last retry (connection errors, 408, 429, 5xx, with backoff and
+        Retry-After) a :class:`~rewardzoo.errors.RewardExecutionError` names the server and the served rewards;
+        a served reward that does not apply to a sample on the server is an error, not a NaN.
     """
 
     inputs = Inputs(("prompt",))
@@ -39,32 +39,58 @@ groupwise when one of them is (one request per group), else pointwise.
     io_bound = True  # its calls wait on the server: the engine overlaps them with the local streams
     kind = PER_INSTANCE
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 url: str, rewards: Sequence[str] | Mapping[str, float], timeout_s: float = 60.0,
-                 max_concurrency: int = 8, retries: int = 3, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
-                 token_env: str | None = None, format: str = "msgpack", image_format: str = "raw",
-                 ready_timeout_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        url: str,
+        rewards: Sequence[str] | Mapping[str, float],
+        timeout_s: float = 60.0,
+        max_concurrency: int = 8,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+        token_env: str | None = None,
+        format: str = "msgpack",
+        image_format: str = "raw",
+        ready_timeout_s: float = 300.0,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if model_path is not None:
-            raise ConfigError("a remote reward has no model_path (the server holds the models); remove it",
-                              field="model_path")
+            raise ConfigError(
+                "a remote reward has no model_path (the server holds the models); remove it", field="model_path"
+            )
         if not isinstance(url, str) or not url:
             raise ConfigError(f"must be the server's URL (http://host:port), got {url!r}", field="kwargs.url")
         self.weights = _weights(rewards)
-        policy = RetryPolicy.from_options({"retries": retries, "backoff_s": backoff_s,
-                                           "max_backoff_s": max_backoff_s, "timeout_s": timeout_s}, owner="remote")
-        self.server = ServedRewards(url, policy=policy, token_env=token_env,
-                                    max_concurrency=positive_int(max_concurrency, "kwargs.max_concurrency"),
-                                    fmt=format, image_format=image_format,
-                                    ready_timeout_s=positive_float(ready_timeout_s, "kwargs.ready_timeout_s"))
+        policy = RetryPolicy.from_options(
+            {"retries": retries, "backoff_s": backoff_s, "max_backoff_s": max_backoff_s, "timeout_s": timeout_s},
+            owner="remote",
+        )
+        self.server = ServedRewards(
+            url,
+            policy=policy,
+            token_env=token_env,
+            max_concurrency=positive_int(max_concurrency, "kwargs.max_concurrency"),
+            fmt=format,
+            image_format=image_format,
+            ready_timeout_s=positive_float(ready_timeout_s, "kwargs.ready_timeout_s"),
+        )
         try:
             rows = self.server.rows
         except HttpError as exc:
-            raise ConfigError(f"cannot read the reward list of the rewardzoo server: {exc}", field="kwargs.url") from exc
+            raise ConfigError(
+                f"cannot read the reward list of the rewardzoo server: {exc}", field="kwargs.url"
+            ) from exc
         missing = [name for name in self.weights if name not in rows]
         if missing:
-            raise ConfigError(f"the server {self.server.url} serves no reward '{missing[0]}'"
-                              f"{did_you_mean(missing[0], rows)}; it serves {', '.join(rows)}", field="kwargs.rewards")
+            raise ConfigError(
+                f"the server {self.server.url} serves no reward '{missing[0]}'"
+                f"{did_you_mean(missing[0], rows)}; it serves {', '.join(rows)}",
+                field="kwargs.rewards",
+            )
         self.served = {name: rows[name] for name in self.weights}
         self._facts = served_facts(self.served, self.weights, self.server.url)
         self.decide_kind(self._facts["kind"])  # groupwise: whole groups per call, as the served ones need
@@ -99,7 +125,10 @@ groupwise when one of them is (one request per group), else pointwise.
                 raise RewardExecutionError(
                     f"{self._label()}: served reward '{name}' does not apply to {missing.size} sample(s) (its "
                     f"applicable_datasets on the server: {self.served[name].get('applicable_datasets')}); limit this "
-                    "entry with applicable_datasets", reward=self.name, samples=missing.tolist())
+                    "entry with applicable_datasets",
+                    reward=self.name,
+                    samples=missing.tolist(),
+                )
             total += weight * scores
             served_extras = result["extras"].get(name, {})
             if len(self.weights) == 1:
@@ -107,8 +136,10 @@ groupwise when one of them is (one request per group), else pointwise.
             else:
                 extras[name] = scores
                 extras.update({f"{name}.{key}": value for key, value in served_extras.items()})
-        return RewardOutput(total, {k: (list(v) if v.dtype == object else v) for k, v in
-                                    ((k, np.asarray(v)) for k, v in extras.items())})
+        return RewardOutput(
+            total,
+            {k: (list(v) if v.dtype == object else v) for k, v in ((k, np.asarray(v)) for k, v in extras.items())},
+        )
 
     def _label(self) -> str:
         return f"rewardzoo server {self.server.url}, served reward(s) {', '.join(self.weights)}"
@@ -123,16 +154,24 @@ def _weights(rewards: Any) -> dict[str, float]:
     if isinstance(rewards, Mapping):
         out = {}
         for name, w in rewards.items():
-            if not isinstance(name, str) or isinstance(w, bool) or not isinstance(w, (int, float)) \
-                    or not math.isfinite(w) or w <= 0:
-                raise ConfigError(f"maps served reward names to positive weights; bad item {name!r}: {w!r}",
-                                  field="kwargs.rewards")
+            if (
+                not isinstance(name, str)
+                or isinstance(w, bool)
+                or not isinstance(w, (int, float))
+                or not math.isfinite(w)
+                or w <= 0
+            ):
+                raise ConfigError(
+                    f"maps served reward names to positive weights; bad item {name!r}: {w!r}", field="kwargs.rewards"
+                )
             out[name] = float(w)
     elif isinstance(rewards, (list, tuple)) and all(isinstance(r, str) for r in rewards):
         out = {name: 1.0 for name in rewards}
     else:
-        raise ConfigError(f"must be a list of served reward names or a mapping name -> weight, got {rewards!r}",
-                          field="kwargs.rewards")
+        raise ConfigError(
+            f"must be a list of served reward names or a mapping name -> weight, got {rewards!r}",
+            field="kwargs.rewards",
+        )
     if not out:
         raise ConfigError("name at least one served reward", field="kwargs.rewards")
     return out
@@ -144,15 +183,22 @@ def served_facts(rows: Mapping[str, Mapping[str, Any]], weights: Mapping[str, fl
     if len(directions) > 1:
         ups = [n for n, r in rows.items() if r["higher_is_better"]]
         downs = [n for n, r in rows.items() if not r["higher_is_better"]]
-        raise ConfigError(f"the served rewards disagree on higher_is_better ({', '.join(ups)} higher, "
-                          f"{', '.join(downs)} lower); name them in separate remote entries", field="kwargs.rewards")
+        raise ConfigError(
+            f"the served rewards disagree on higher_is_better ({', '.join(ups)} higher, "
+            f"{', '.join(downs)} lower); name them in separate remote entries",
+            field="kwargs.rewards",
+        )
     lo = sum(weights[n] * float(r["score_range"][0]) for n, r in rows.items())
     hi = sum(weights[n] * float(r["score_range"][1]) for n, r in rows.items())
     modalities = {r.get("modality", "any") for r in rows.values()}
     kind = "groupwise" if any(r.get("kind") == "groupwise" for r in rows.values()) else "pointwise"
-    return {"kind": kind, "modality": modalities.pop() if len(modalities) == 1 else "any",
-            "higher_is_better": directions.pop(), "score_range": (lo, hi),
-            "summary": f"served by {url}: " + " + ".join(f"{w:g} * {n}" if w != 1 else n for n, w in weights.items())}
+    return {
+        "kind": kind,
+        "modality": modalities.pop() if len(modalities) == 1 else "any",
+        "higher_is_better": directions.pop(),
+        "score_range": (lo, hi),
+        "summary": f"served by {url}: " + " + ".join(f"{w:g} * {n}" if w != 1 else n for n, w in weights.items()),
+    }
 
 
 def served_inputs(rows: Mapping[str, Mapping[str, Any]], kind: str, limits: Mapping[str, Any]) -> Inputs:
@@ -164,6 +210,13 @@ def served_inputs(rows: Mapping[str, Mapping[str, Any]], kind: str, limits: Mapp
     if kind == "groupwise":
         fields.append("group_id")
     fields = [f for f in dict.fromkeys(fields) if f != "audio_sample_rate"]
-    return Inputs(tuple(fields), images="pil", frames="pil", audio="numpy", mono=False,
-                  max_pixels=limits.get("max_pixels"), max_frames=limits.get("max_frames"),
-                  max_seconds=limits.get("max_audio_seconds"))
+    return Inputs(
+        tuple(fields),
+        images="pil",
+        frames="pil",
+        audio="numpy",
+        mono=False,
+        max_pixels=limits.get("max_pixels"),
+        max_frames=limits.get("max_frames"),
+        max_seconds=limits.get("max_audio_seconds"),
+    )

@@ -56,7 +56,7 @@ from .service import RewardService, openrlhf_answer, openrlhf_samples
 log = logging.getLogger("rewardzoo.serve")
 #: A body declared larger than this is refused without reading it (the connection is closed); smaller
 #: bodies over the limit are read and discarded so the client sees the 413 instead of a broken pipe.
-DRAIN_BYTES = 2 ** 30
+DRAIN_BYTES = 2**30
 
 
 class _Refused(Exception):
@@ -65,15 +65,25 @@ class _Refused(Exception):
         super().__init__(message)
 
 
-def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
-              on_load_error: Callable[[BaseException], None] | None = None, drain: Drain | None = None) -> Starlette:
+def build_app(
+    service: RewardService,
+    options: ServeOptions = ServeOptions(),
+    *,
+    on_load_error: Callable[[BaseException], None] | None = None,
+    drain: Drain | None = None,
+) -> Starlette:
     """The app over ``service``. When the service is not loaded yet, it is loaded on a thread at startup
     (``/ready`` answers 503 meanwhile); ``on_load_error`` is called if that fails. ``drain``: the server's stop
     (its own by default, ``app.state.drain``), begun by whoever runs the app."""
     metrics = Metrics()
     drain = drain or Drain()
-    batcher = Batcher(service.score, max_batch=options.max_batch, max_wait_s=options.max_wait_ms / 1000,
-                      max_queue=options.max_queue, metrics=metrics)
+    batcher = Batcher(
+        service.score,
+        max_batch=options.max_batch,
+        max_wait_s=options.max_wait_ms / 1000,
+        max_queue=options.max_queue,
+        metrics=metrics,
+    )
     limits = service.limits
     metrics.ready = int(service.ready)
     budget = DecodeBudget(options.max_decoded_bytes, options.decode_wait_s)
@@ -93,8 +103,9 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
         header = request.headers.get("authorization", "")
         scheme, _, given = header.partition(" ")
         if scheme.lower() != "bearer" or not given:
-            raise _Refused(401, "auth", "this server needs 'Authorization: Bearer <token>'",
-                           {"WWW-Authenticate": "Bearer"})
+            raise _Refused(
+                401, "auth", "this server needs 'Authorization: Bearer <token>'", {"WWW-Authenticate": "Bearer"}
+            )
         if not hmac.compare_digest(given.strip().encode(), options.token.encode()):
             raise _Refused(403, "auth", "the bearer token is not valid")
 
@@ -111,8 +122,11 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
             return JSONResponse({"ready": False, "draining": True}, status_code=503)
         if service.ready:
             return JSONResponse({"ready": True})
-        return JSONResponse({"ready": False, "error": str(service.load_error) if service.load_error else None},
-                            status_code=503, headers={"Retry-After": "2"})
+        return JSONResponse(
+            {"ready": False, "error": str(service.load_error) if service.load_error else None},
+            status_code=503,
+            headers={"Retry-After": "2"},
+        )
 
     async def rewards(request: Request) -> Response:
         started = time.monotonic()
@@ -144,11 +158,17 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
                 raise unsupported
             require_ready()
             if in_flight[0] >= options.max_in_flight:
-                raise _Refused(503, "overloaded", f"the server has {in_flight[0]} score requests in flight (its "
-                               f"limit max_in_flight={options.max_in_flight}); retry later", {"Retry-After": "1"})
+                raise _Refused(
+                    503,
+                    "overloaded",
+                    f"the server has {in_flight[0]} score requests in flight (its "
+                    f"limit max_in_flight={options.max_in_flight}); retry later",
+                    {"Retry-After": "1"},
+                )
             if not drain.enter():
-                raise _Refused(503, "draining", "this server is stopping; send the request to another one",
-                               {"Retry-After": "1"})
+                raise _Refused(
+                    503, "draining", "this server is stopping; send the request to another one", {"Retry-After": "1"}
+                )
             in_flight[0] += 1
             try:
                 body = await _read_body(request, limits)
@@ -194,11 +214,17 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
             authorize(request)
             require_ready()
             if in_flight[0] >= options.max_in_flight:
-                raise _Refused(503, "overloaded", f"the server has {in_flight[0]} score requests in flight (its "
-                               f"limit max_in_flight={options.max_in_flight}); retry later", {"Retry-After": "1"})
+                raise _Refused(
+                    503,
+                    "overloaded",
+                    f"the server has {in_flight[0]} score requests in flight (its "
+                    f"limit max_in_flight={options.max_in_flight}); retry later",
+                    {"Retry-After": "1"},
+                )
             if not drain.enter():
-                raise _Refused(503, "draining", "this server is stopping; send the request to another one",
-                               {"Retry-After": "1"})
+                raise _Refused(
+                    503, "draining", "this server is stopping; send the request to another one", {"Retry-After": "1"}
+                )
             in_flight[0] += 1
             try:
                 body = await _read_body(request, limits)
@@ -244,9 +270,14 @@ def build_app(service: RewardService, options: ServeOptions = ServeOptions(), *,
         yield
         batcher.close()
 
-    routes = [Route("/health", health), Route("/ready", ready), Route("/v1/rewards", rewards),
-              Route("/v1/score", score, methods=["POST"]), Route("/get_reward", get_reward, methods=["POST"]),
-              Route("/metrics", metrics_text)]
+    routes = [
+        Route("/health", health),
+        Route("/ready", ready),
+        Route("/v1/rewards", rewards),
+        Route("/v1/score", score, methods=["POST"]),
+        Route("/get_reward", get_reward, methods=["POST"]),
+        Route("/metrics", metrics_text),
+    ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.service, app.state.metrics, app.state.batcher, app.state.drain = service, metrics, batcher, drain
     app.state.decode_budget = budget
@@ -282,8 +313,10 @@ def _decode(service: RewardService, data: object, limits: WireLimits) -> tuple[t
         raise WireError(exc.message, field=exc.field, sample=exc.sample, kind="input", status=422) from None
 
 
-def _error_response(status: int, kind: str, message: str, limit: str | None, fmt: str,
-                    headers: dict[str, str] | None = None) -> Response:
+def _error_response(
+    status: int, kind: str, message: str, limit: str | None, fmt: str, headers: dict[str, str] | None = None
+) -> Response:
     payload = error_payload(kind, message, limit)
-    return Response(dumps(payload, fmt), status_code=status, headers=headers or {},
-                    media_type=MSGPACK if fmt == "msgpack" else JSON)
+    return Response(
+        dumps(payload, fmt), status_code=status, headers=headers or {}, media_type=MSGPACK if fmt == "msgpack" else JSON
+    )

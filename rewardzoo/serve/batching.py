@@ -26,8 +26,9 @@ class Overloaded(Exception):
 
     def __init__(self, queued: int, limit: int, retry_after: float):
         self.retry_after = retry_after
-        super().__init__(f"the server's queue holds {queued} samples (its limit max_queue={limit}); "
-                         f"retry in {retry_after:g} s")
+        super().__init__(
+            f"the server's queue holds {queued} samples (its limit max_queue={limit}); retry in {retry_after:g} s"
+        )
 
 
 @dataclass
@@ -45,8 +46,15 @@ class Batcher:
     result per request (an exception instance is raised to that request's caller).
     """
 
-    def __init__(self, run: Callable[[Hashable, list[Sequence[Any]]], list[Any]], *, max_batch: int = 64,
-                 max_wait_s: float = 0.005, max_queue: int = 4096, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        run: Callable[[Hashable, list[Sequence[Any]]], list[Any]],
+        *,
+        max_batch: int = 64,
+        max_wait_s: float = 0.005,
+        max_queue: int = 4096,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.run, self.max_batch, self.max_wait_s, self.max_queue = run, max_batch, max_wait_s, max_queue
         self.metrics = metrics or Metrics()
         self._queue: collections.deque[_Job] = collections.deque()
@@ -66,7 +74,9 @@ class Batcher:
         n = len(samples)
         if self._queued + n > self.max_queue and self._queued > 0:
             batches_ahead = max(1.0, self._queued / max(self.max_batch, 1))
-            raise Overloaded(self._queued, self.max_queue, round(min(30.0, max(1.0, batches_ahead * self._batch_seconds)), 1))
+            raise Overloaded(
+                self._queued, self.max_queue, round(min(30.0, max(1.0, batches_ahead * self._batch_seconds)), 1)
+            )
         job = _Job(key, samples, self._loop.create_future())
         self._queue.append(job)
         self._queued += n
@@ -115,8 +125,9 @@ class Batcher:
     async def _run(self, batch: list[_Job], size: int) -> None:
         started = time.monotonic()
         try:
-            results = await self._loop.run_in_executor(self._executor, self.run, batch[0].key,
-                                                       [j.samples for j in batch])
+            results = await self._loop.run_in_executor(
+                self._executor, self.run, batch[0].key, [j.samples for j in batch]
+            )
         except BaseException as exc:  # the runner itself failed: every request of the batch learns it
             results = [exc] * len(batch)
         elapsed = time.monotonic() - started

@@ -38,13 +38,34 @@ class RewardClient:
     photographs but ~12 ms of zlib per 512x512 image: worth it only on links slower than ~100 MB/s).
     Errors after the last retry are :class:`~rewardzoo.errors.HttpError`."""
 
-    def __init__(self, url: str, *, token_env: str | None = None, timeout_s: float = 60.0, retries: int = 3,
-                 backoff_s: float = 0.5, max_backoff_s: float = 8.0, max_concurrency: int = 8, fmt: str = "msgpack",
-                 image_format: str = "raw", ready_timeout_s: float = 300.0) -> None:
-        policy = RetryPolicy.from_options({"retries": retries, "backoff_s": backoff_s, "max_backoff_s": max_backoff_s,
-                                           "timeout_s": timeout_s}, owner="RewardClient")
-        self.server = ServedRewards(url, policy=policy, token_env=token_env, max_concurrency=max_concurrency, fmt=fmt,
-                                    image_format=image_format, ready_timeout_s=ready_timeout_s, owner="RewardClient")
+    def __init__(
+        self,
+        url: str,
+        *,
+        token_env: str | None = None,
+        timeout_s: float = 60.0,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+        max_concurrency: int = 8,
+        fmt: str = "msgpack",
+        image_format: str = "raw",
+        ready_timeout_s: float = 300.0,
+    ) -> None:
+        policy = RetryPolicy.from_options(
+            {"retries": retries, "backoff_s": backoff_s, "max_backoff_s": max_backoff_s, "timeout_s": timeout_s},
+            owner="RewardClient",
+        )
+        self.server = ServedRewards(
+            url,
+            policy=policy,
+            token_env=token_env,
+            max_concurrency=max_concurrency,
+            fmt=fmt,
+            image_format=image_format,
+            ready_timeout_s=ready_timeout_s,
+            owner="RewardClient",
+        )
 
     @property
     def rewards(self) -> list[dict[str, Any]]:
@@ -58,7 +79,9 @@ class RewardClient:
     def health(self) -> bool:
         return self.server.http.get_json("/health").get("status") == "ok"
 
-    def score(self, samples: Iterable[Sample | Mapping[str, Any]], rewards: Sequence[str] | None = None) -> RewardResult:
+    def score(
+        self, samples: Iterable[Sample | Mapping[str, Any]], rewards: Sequence[str] | None = None
+    ) -> RewardResult:
         """Score samples (``Sample`` objects or mappings of their fields) with the served rewards (or the
         named ones); a :class:`~rewardzoo.RewardResult` as the local processor gives."""
         samples = as_samples(samples)
@@ -66,8 +89,14 @@ class RewardClient:
             raise InputError("pass at least one sample")
         mappings = [{f.name: getattr(s, f.name) for f in dataclass_fields(s)} for s in samples]
         out = self.server.score(mappings, rewards)
-        return RewardResult(rewards=out["rewards"], total=out["total"], applied=out["applied"], extras=out["extras"],
-                            weights=out["weights"], group_ids=[s.group_id for s in samples])
+        return RewardResult(
+            rewards=out["rewards"],
+            total=out["total"],
+            applied=out["applied"],
+            extras=out["extras"],
+            weights=out["weights"],
+            group_ids=[s.group_id for s in samples],
+        )
 
     def close(self) -> None:
         self.server.close()
@@ -79,8 +108,9 @@ class RewardClient:
         self.close()
 
 
-def multi_score(url: str, score_dict: Mapping[str, float] | None = None, *, dataset_key: str | None = None,
-                **client_options: Any) -> Callable[..., tuple[dict[str, np.ndarray], dict]]:
+def multi_score(
+    url: str, score_dict: Mapping[str, float] | None = None, *, dataset_key: str | None = None, **client_options: Any
+) -> Callable[..., tuple[dict[str, np.ndarray], dict]]:
     """flow_grpo's ``multi_score(device, score_dict)`` against a server:
     ``reward_fn(images, prompts, metadata, only_strict=True) -> ({name: (B,), ..., "avg": (B,)}, {})``.
 
@@ -93,8 +123,9 @@ def multi_score(url: str, score_dict: Mapping[str, float] | None = None, *, data
     client = RewardClient(url, **client_options)
     names = list(score_dict) if score_dict is not None else None
 
-    def reward_fn(images: Any, prompts: Any, metadata: Any = None, only_strict: bool = True,
-                  **_: Any) -> tuple[dict[str, np.ndarray], dict]:
+    def reward_fn(
+        images: Any, prompts: Any, metadata: Any = None, only_strict: bool = True, **_: Any
+    ) -> tuple[dict[str, np.ndarray], dict]:
         result = client.score(image_samples(images, prompts, metadata, dataset_key), names)
         if score_dict is None:
             avg = result.total
@@ -104,8 +135,10 @@ def multi_score(url: str, score_dict: Mapping[str, float] | None = None, *, data
                 avg = avg + np.float32(weight) * result.rewards[name]
         bad = np.flatnonzero(np.isnan(avg))
         if bad.size:
-            raise InputError("no served reward gives this sample a score (check the server's applicable_datasets "
-                             "and dataset_key)", sample=int(bad[0]))
+            raise InputError(
+                "no served reward gives this sample a score (check the server's applicable_datasets and dataset_key)",
+                sample=int(bad[0]),
+            )
         return {**result.rewards, "avg": avg.astype(np.float32)}, {}
 
     reward_fn.client = client  # type: ignore[attr-defined]

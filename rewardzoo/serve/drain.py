@@ -65,5 +65,7 @@ class Drain:
 
 def cut_notice(cut: int, timeout_s: float, what: str = "request(s)") -> str:
     """What a server says when its drain timed out with ``cut`` ``what`` still busy."""
-    return (f"rewardzoo serve: the drain timed out after {timeout_s:g} s (--drain-timeout-s) with {cut} {what} "
-            f"in flight; they were cut")
+    return (
+        f"rewardzoo serve: the drain timed out after {timeout_s:g} s (--drain-timeout-s) with {cut} {what} "
+        f"in flight; they were cut"
+    )

@@ -22,8 +22,10 @@ class DecodeBusy(Exception):
 
     def __init__(self, needed: int, limit: int, retry_after: float = 1.0):
         self.retry_after = retry_after
-        super().__init__(f"the server's decoded media budget (max_decoded_bytes={limit}) is in use; this request "
-                         f"needs {needed} bytes; retry in {retry_after:g} s")
+        super().__init__(
+            f"the server's decoded media budget (max_decoded_bytes={limit}) is in use; this request "
+            f"needs {needed} bytes; retry in {retry_after:g} s"
+        )
 
 
 class DecodeBudget:
@@ -49,9 +51,13 @@ class DecodeBudget:
             self._take(n)
             return
         if n > self.limit:
-            raise WireError(f"the request's images need {n} bytes decoded, over the server's limit "
-                            f"max_decoded_bytes={self.limit}; send fewer or smaller images per request",
-                            status=413, kind="limit", limit="max_decoded_bytes")
+            raise WireError(
+                f"the request's images need {n} bytes decoded, over the server's limit "
+                f"max_decoded_bytes={self.limit}; send fewer or smaller images per request",
+                status=413,
+                kind="limit",
+                limit="max_decoded_bytes",
+            )
         if not self._waiters and self.used + n <= self.limit:
             self._take(n)
             return

@@ -64,23 +64,37 @@ class Metrics:
 
     def render(self) -> str:
         with self._lock:
-            out = ["# HELP rewardzoo_requests_total HTTP requests answered, by endpoint and status.",
-                   "# TYPE rewardzoo_requests_total counter"]
-            out += [f'rewardzoo_requests_total{{endpoint="{e}",status="{s}"}} {n}'
-                    for (e, s), n in sorted(self.requests.items())]
-            out += ["# HELP rewardzoo_samples_total Samples scored.", "# TYPE rewardzoo_samples_total counter",
-                    f"rewardzoo_samples_total {self.samples}",
-                    "# HELP rewardzoo_errors_total Refused or failed score requests, by kind.",
-                    "# TYPE rewardzoo_errors_total counter"]
+            out = [
+                "# HELP rewardzoo_requests_total HTTP requests answered, by endpoint and status.",
+                "# TYPE rewardzoo_requests_total counter",
+            ]
+            out += [
+                f'rewardzoo_requests_total{{endpoint="{e}",status="{s}"}} {n}'
+                for (e, s), n in sorted(self.requests.items())
+            ]
+            out += [
+                "# HELP rewardzoo_samples_total Samples scored.",
+                "# TYPE rewardzoo_samples_total counter",
+                f"rewardzoo_samples_total {self.samples}",
+                "# HELP rewardzoo_errors_total Refused or failed score requests, by kind.",
+                "# TYPE rewardzoo_errors_total counter",
+            ]
             out += [f'rewardzoo_errors_total{{kind="{k}"}} {n}' for k, n in sorted(self.errors.items())]
-            out += ["# HELP rewardzoo_request_seconds Latency of score requests.",
-                    "# TYPE rewardzoo_request_seconds histogram", *self.latency.lines("rewardzoo_request_seconds"),
-                    "# HELP rewardzoo_batch_samples Samples per model batch (several requests merged).",
-                    "# TYPE rewardzoo_batch_samples histogram", *self.batch_samples.lines("rewardzoo_batch_samples"),
-                    "# HELP rewardzoo_batch_requests Requests per model batch.",
-                    "# TYPE rewardzoo_batch_requests histogram", *self.batch_requests.lines("rewardzoo_batch_requests"),
-                    "# HELP rewardzoo_queue_samples Samples waiting in the queue.",
-                    "# TYPE rewardzoo_queue_samples gauge", f"rewardzoo_queue_samples {self.queued}",
-                    "# HELP rewardzoo_ready Whether the models are loaded.", "# TYPE rewardzoo_ready gauge",
-                    f"rewardzoo_ready {self.ready}"]
+            out += [
+                "# HELP rewardzoo_request_seconds Latency of score requests.",
+                "# TYPE rewardzoo_request_seconds histogram",
+                *self.latency.lines("rewardzoo_request_seconds"),
+                "# HELP rewardzoo_batch_samples Samples per model batch (several requests merged).",
+                "# TYPE rewardzoo_batch_samples histogram",
+                *self.batch_samples.lines("rewardzoo_batch_samples"),
+                "# HELP rewardzoo_batch_requests Requests per model batch.",
+                "# TYPE rewardzoo_batch_requests histogram",
+                *self.batch_requests.lines("rewardzoo_batch_requests"),
+                "# HELP rewardzoo_queue_samples Samples waiting in the queue.",
+                "# TYPE rewardzoo_queue_samples gauge",
+                f"rewardzoo_queue_samples {self.queued}",
+                "# HELP rewardzoo_ready Whether the models are loaded.",
+                "# TYPE rewardzoo_ready gauge",
+                f"rewardzoo_ready {self.ready}",
+            ]
             return "\n".join(out) + "\n"

@@ -19,7 +19,7 @@ class ServeOptions:
     max_wait_ms: float = 5.0
     max_queue: int = 4096
     max_in_flight: int = 256
-    max_decoded_bytes: int | None = 2 ** 30
+    max_decoded_bytes: int | None = 2**30
     decode_wait_s: float = 5.0
     decode_threads: int = 4
     token: str | None = field(default=None, repr=False)
@@ -32,10 +32,15 @@ def binding_notice(host: str, port: int, token: bool, tls: bool = False) -> str:
         local = ipaddress.ip_address(host).is_loopback
     except ValueError:
         local = host == "localhost"
-    reach = ("this machine only (pass --host 0.0.0.0 to accept other machines)" if local else
-             "OTHER MACHINES too" + ("" if token else "; no --token-env is set, so anyone who reaches the port "
-                                                      "can use the models"))
+    reach = (
+        "this machine only (pass --host 0.0.0.0 to accept other machines)"
+        if local
+        else "OTHER MACHINES too"
+        + ("" if token else "; no --token-env is set, so anyone who reaches the port can use the models")
+    )
     if not local and token and not tls:
-        reach += ("\nrewardzoo serve: WARNING: the bearer token and the samples travel unencrypted; pass "
-                  "--ssl-keyfile/--ssl-certfile or put a TLS proxy in front")
+        reach += (
+            "\nrewardzoo serve: WARNING: the bearer token and the samples travel unencrypted; pass "
+            "--ssl-keyfile/--ssl-certfile or put a TLS proxy in front"
+        )
     return f"rewardzoo serve: listening on {'https' if tls else 'http'}://{host}:{port} — reachable from {reach}"

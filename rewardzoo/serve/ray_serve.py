@@ -43,16 +43,27 @@ MAX_ONGOING_REQUESTS = 256
 class RewardServeReplica:
     """One replica: the service (models loaded here) and its ASGI app."""
 
-    def __init__(self, config: RewardConfig, split: str, options: ServeOptions, limits: WireLimits,
-                 drain_signal: Any = None, drain_timeout_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        config: RewardConfig,
+        split: str,
+        options: ServeOptions,
+        limits: WireLimits,
+        drain_signal: Any = None,
+        drain_timeout_s: float = 0.0,
+    ) -> None:
         from .service import RewardService
 
         self._service = RewardService(config, split=split, limits=limits).load()
         self._options = options
         self._drain = Drain()
         if drain_signal is not None:
-            threading.Thread(target=_follow_drain, args=(drain_signal, self._drain, drain_timeout_s), daemon=True,
-                             name="rewardzoo-serve-drain").start()
+            threading.Thread(
+                target=_follow_drain,
+                args=(drain_signal, self._drain, drain_timeout_s),
+                daemon=True,
+                name="rewardzoo-serve-drain",
+            ).start()
 
     def __serve_build_asgi_app__(self) -> Any:
         from .app import build_app
@@ -93,11 +104,19 @@ def _follow_drain(drain_signal: Any, drain: Drain, timeout_s: float) -> None:
         ray.get(drain_signal.drained.remote(uuid.uuid4().hex))
 
 
-def reward_deployment(config: RewardConfig | str | Mapping[str, Any], *, split: str = "train", replicas: int = 1,
-                      gpus_per_replica: float = 0, cpus_per_replica: float = 1,
-                      options: ServeOptions = ServeOptions(), limits: WireLimits = WireLimits(),
-                      name: str = "rewardzoo", drain_signal: Any = None,
-                      drain_timeout_s: float = ServeJob.drain_timeout_s) -> Any:
+def reward_deployment(
+    config: RewardConfig | str | Mapping[str, Any],
+    *,
+    split: str = "train",
+    replicas: int = 1,
+    gpus_per_replica: float = 0,
+    cpus_per_replica: float = 1,
+    options: ServeOptions = ServeOptions(),
+    limits: WireLimits = WireLimits(),
+    name: str = "rewardzoo",
+    drain_signal: Any = None,
+    drain_timeout_s: float = ServeJob.drain_timeout_s,
+) -> Any:
     """A bound Serve application (``serve.run(reward_deployment("rewards.yaml"), route_prefix="/")``).
 
     The config is read here, on the driver, and travels to the replicas as data (so a YAML file need
@@ -106,9 +125,13 @@ def reward_deployment(config: RewardConfig | str | Mapping[str, Any], *, split: 
     """
     config = resolve_config(config)
     config.specs(split)  # check the split before any replica starts
-    deployment = serve.deployment(RewardServeReplica, name=name, num_replicas=replicas,
-                                  max_ongoing_requests=MAX_ONGOING_REQUESTS,
-                                  ray_actor_options={"num_gpus": gpus_per_replica, "num_cpus": cpus_per_replica})
+    deployment = serve.deployment(
+        RewardServeReplica,
+        name=name,
+        num_replicas=replicas,
+        max_ongoing_requests=MAX_ONGOING_REQUESTS,
+        ray_actor_options={"num_gpus": gpus_per_replica, "num_cpus": cpus_per_replica},
+    )
     return deployment.bind(config, split, options, limits, drain_signal, drain_timeout_s)
 
 
@@ -124,13 +147,24 @@ def run_ray(config_source: Any, job: ServeJob, options: ServeOptions, limits: Wi
     try:
         drain_signal = DrainSignal.remote()
         serve.start(http_options={"host": job.host, "port": job.port})
-        app = reward_deployment(config_source, split=job.split, replicas=job.replicas,
-                                gpus_per_replica=job.gpus_per_replica, cpus_per_replica=job.cpus_per_replica,
-                                options=options, limits=limits, drain_signal=drain_signal,
-                                drain_timeout_s=job.drain_timeout_s)
+        app = reward_deployment(
+            config_source,
+            split=job.split,
+            replicas=job.replicas,
+            gpus_per_replica=job.gpus_per_replica,
+            cpus_per_replica=job.cpus_per_replica,
+            options=options,
+            limits=limits,
+            drain_signal=drain_signal,
+            drain_timeout_s=job.drain_timeout_s,
+        )
         serve.run(app, name="rewardzoo", route_prefix="/")
-        print(binding_notice(job.host, job.port, options.token is not None) + f" (Ray Serve, {job.replicas} "
-              f"replica(s); Ray at {ray.get_runtime_context().gcs_address})", file=sys.stderr, flush=True)
+        print(
+            binding_notice(job.host, job.port, options.token is not None) + f" (Ray Serve, {job.replicas} "
+            f"replica(s); Ray at {ray.get_runtime_context().gcs_address})",
+            file=sys.stderr,
+            flush=True,
+        )
         while not terms:
             time.sleep(0.5)
         undrained = _drain_replicas(drain_signal, job.replicas, job.drain_timeout_s)

@@ -23,43 +23,73 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of ``rewardzoo serve`` (their defaults: :class:`~rewardzoo.jobs.ServeJob`'s)."""
     d = ServeJob
     p.add_argument("config", help="YAML config path, a reward name (its card's example config) or a shipped config")
-    p.add_argument("--host", default=d.host,
-                   help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 accepts other machines)")
+    p.add_argument(
+        "--host",
+        default=d.host,
+        help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 accepts other machines)",
+    )
     p.add_argument("--port", type=int, default=d.port)
     p.add_argument("--split", choices=["train", "eval"], default=d.split)
     p.add_argument("--max-batch", type=int, default=d.max_batch, help="samples per model batch, merged across clients")
     p.add_argument("--max-wait-ms", type=float, default=d.max_wait_ms, help="how long a batch waits for more requests")
     p.add_argument("--max-queue", type=int, default=d.max_queue, help="queued samples before requests get 503")
     p.add_argument("--max-request-mb", type=float, default=d.max_request_mb, help="largest request body (MiB)")
-    p.add_argument("--max-connections", type=int, default=d.max_connections,
-                   help="score requests at once (reading, decoding, queued or scored) before new ones get 503; "
-                        "with the timeouts below this bounds the bodies held in memory (/health and /ready are "
-                        "never refused)")
-    p.add_argument("--max-decoded-mb", type=float, default=d.max_decoded_mb,
-                   help="decoded media (MiB) held at once across requests; a request waits briefly for its share, "
-                        "then gets 503 + Retry-After")
-    p.add_argument("--idle-timeout-s", type=float, default=d.idle_timeout_s,
-                   help="close a connection that sends nothing for this long (before a request or between them)")
-    p.add_argument("--header-timeout-s", type=float, default=d.header_timeout_s,
-                   help="a request's headers must arrive within this many seconds of its first byte (else 408)")
-    p.add_argument("--body-timeout-s", type=float, default=d.body_timeout_s,
-                   help="a request's body must arrive within this many seconds of its headers (else 408)")
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=d.max_connections,
+        help="score requests at once (reading, decoding, queued or scored) before new ones get 503; "
+        "with the timeouts below this bounds the bodies held in memory (/health and /ready are "
+        "never refused)",
+    )
+    p.add_argument(
+        "--max-decoded-mb",
+        type=float,
+        default=d.max_decoded_mb,
+        help="decoded media (MiB) held at once across requests; a request waits briefly for its share, "
+        "then gets 503 + Retry-After",
+    )
+    p.add_argument(
+        "--idle-timeout-s",
+        type=float,
+        default=d.idle_timeout_s,
+        help="close a connection that sends nothing for this long (before a request or between them)",
+    )
+    p.add_argument(
+        "--header-timeout-s",
+        type=float,
+        default=d.header_timeout_s,
+        help="a request's headers must arrive within this many seconds of its first byte (else 408)",
+    )
+    p.add_argument(
+        "--body-timeout-s",
+        type=float,
+        default=d.body_timeout_s,
+        help="a request's body must arrive within this many seconds of its headers (else 408)",
+    )
     p.add_argument("--ssl-keyfile", help="TLS private key (PEM): serve https")
     p.add_argument("--ssl-certfile", help="TLS certificate chain (PEM), with --ssl-keyfile")
     p.add_argument("--max-samples", type=int, default=d.max_samples, help="samples per request")
     p.add_argument("--max-pixels", type=int, default=d.max_pixels, help="pixels per image or video frame")
     p.add_argument("--max-frames", type=int, default=d.max_frames, help="frames per video")
     p.add_argument("--max-audio-seconds", type=float, default=d.max_audio_seconds, help="seconds per audio clip")
-    p.add_argument("--token-env", metavar="NAME", help="environment variable holding the bearer token clients must send")
-    p.add_argument("--drain-timeout-s", type=float, default=d.drain_timeout_s,
-                   help="on SIGTERM, how long to wait for the requests in flight before exiting anyway (exit 1)")
+    p.add_argument(
+        "--token-env", metavar="NAME", help="environment variable holding the bearer token clients must send"
+    )
+    p.add_argument(
+        "--drain-timeout-s",
+        type=float,
+        default=d.drain_timeout_s,
+        help="on SIGTERM, how long to wait for the requests in flight before exiting anyway (exit 1)",
+    )
     p.add_argument("--log-level", default=d.log_level, choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--ray", action="store_true", help="serve with Ray Serve (pip install 'rewardzoo[serve-ray]')")
     p.add_argument("--replicas", type=int, default=d.replicas, help="(ray) replicas, each loading the models once")
     p.add_argument("--gpus-per-replica", type=float, default=d.gpus_per_replica, help="(ray) GPUs per replica")
     p.add_argument("--cpus-per-replica", type=float, default=d.cpus_per_replica, help="(ray) CPUs per replica")
-    p.add_argument("--address", help="(ray) join this Ray cluster instead of starting a local one; default: "
-                   "$RAY_ADDRESS when set")
+    p.add_argument(
+        "--address", help="(ray) join this Ray cluster instead of starting a local one; default: $RAY_ADDRESS when set"
+    )
     return p
 
 
@@ -67,12 +97,27 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
     """The server's options and request limits of a serve job."""
     from ..transport.wire import WireLimits
 
-    for name in ("max_batch", "max_queue", "max_samples", "max_pixels", "max_frames", "port", "replicas",
-                 "max_connections"):
+    for name in (
+        "max_batch",
+        "max_queue",
+        "max_samples",
+        "max_pixels",
+        "max_frames",
+        "port",
+        "replicas",
+        "max_connections",
+    ):
         if getattr(job, name) <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(job, name)}")
-    for name in ("max_request_mb", "max_audio_seconds", "drain_timeout_s", "max_decoded_mb", "idle_timeout_s",
-                 "header_timeout_s", "body_timeout_s"):
+    for name in (
+        "max_request_mb",
+        "max_audio_seconds",
+        "drain_timeout_s",
+        "max_decoded_mb",
+        "idle_timeout_s",
+        "header_timeout_s",
+        "body_timeout_s",
+    ):
         if not getattr(job, name) > 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(job, name)}")
     if (job.ssl_keyfile is None) != (job.ssl_certfile is None):
@@ -82,12 +127,21 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
             raise ConfigError(f"--{name.replace('_', '-')} {getattr(job, name)}: no such file")
     if job.max_wait_ms < 0:
         raise ConfigError(f"--max-wait-ms must be 0 or more, got {job.max_wait_ms}")
-    limits = WireLimits(max_request_bytes=int(job.max_request_mb * 2 ** 20), max_samples=job.max_samples,
-                        max_pixels=job.max_pixels, max_frames=job.max_frames,
-                        max_audio_seconds=job.max_audio_seconds)
-    return ServeOptions(max_batch=job.max_batch, max_wait_ms=job.max_wait_ms, max_queue=job.max_queue,
-                        max_in_flight=job.max_connections, max_decoded_bytes=int(job.max_decoded_mb * 2 ** 20),
-                        token=token_from_env(job.token_env)), limits
+    limits = WireLimits(
+        max_request_bytes=int(job.max_request_mb * 2**20),
+        max_samples=job.max_samples,
+        max_pixels=job.max_pixels,
+        max_frames=job.max_frames,
+        max_audio_seconds=job.max_audio_seconds,
+    )
+    return ServeOptions(
+        max_batch=job.max_batch,
+        max_wait_ms=job.max_wait_ms,
+        max_queue=job.max_queue,
+        max_in_flight=job.max_connections,
+        max_decoded_bytes=int(job.max_decoded_mb * 2**20),
+        token=token_from_env(job.token_env),
+    ), limits
 
 
 def token_from_env(name: str | None) -> str | None:
@@ -130,13 +184,27 @@ def serve_command(job: ServeJob) -> int:
     # no uvicorn limit_concurrency: it counts idle connections and refuses /health too; the app limits score
     # requests (max_in_flight) and the protocol's deadlines close the connections that stall
     protocol = guarded_protocol(job.header_timeout_s, job.body_timeout_s)
-    server = DrainingServer(uvicorn.Config(app, host=job.host, port=job.port, log_level=job.log_level,
-                                           access_log=False, lifespan="on", http=protocol,
-                                           timeout_keep_alive=job.idle_timeout_s,  # type: ignore[arg-type]
-                                           ssl_keyfile=job.ssl_keyfile, ssl_certfile=job.ssl_certfile),
-                            drain, job.drain_timeout_s)
-    print(binding_notice(job.host, job.port, options.token is not None, tls=job.ssl_certfile is not None),
-          file=sys.stderr, flush=True)
+    server = DrainingServer(
+        uvicorn.Config(
+            app,
+            host=job.host,
+            port=job.port,
+            log_level=job.log_level,
+            access_log=False,
+            lifespan="on",
+            http=protocol,
+            timeout_keep_alive=job.idle_timeout_s,  # type: ignore[arg-type]
+            ssl_keyfile=job.ssl_keyfile,
+            ssl_certfile=job.ssl_certfile,
+        ),
+        drain,
+        job.drain_timeout_s,
+    )
+    print(
+        binding_notice(job.host, job.port, options.token is not None, tls=job.ssl_certfile is not None),
+        file=sys.stderr,
+        flush=True,
+    )
     server.run()
     if failed:
         raise RewardZooError(f"loading the rewards failed: {failed[0]}") from failed[0]

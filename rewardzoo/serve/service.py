@@ -31,8 +31,14 @@ class RewardService:
     """The served rewards of one config split. :meth:`load` builds the models (once); until it returns,
     :attr:`ready` is False."""
 
-    def __init__(self, config: RewardConfig | str | Mapping[str, Any], *, split: str = "train",
-                 limits: WireLimits = WireLimits(), loader: RewardLoader | None = None) -> None:
+    def __init__(
+        self,
+        config: RewardConfig | str | Mapping[str, Any],
+        *,
+        split: str = "train",
+        limits: WireLimits = WireLimits(),
+        loader: RewardLoader | None = None,
+    ) -> None:
         self.config = config if isinstance(config, RewardConfig) else load_config(config)
         self.specs: tuple[RewardSpec, ...] = self.config.specs(split)
         self.limits = limits
@@ -62,8 +68,12 @@ class RewardService:
             return self.names
         unknown = [r for r in rewards if r not in self.names]
         if unknown:
-            raise WireError(f"unknown reward '{unknown[0]}'{did_you_mean(unknown[0], self.names)}; this server "
-                            f"serves {', '.join(self.names)}", field="rewards", kind="input")
+            raise WireError(
+                f"unknown reward '{unknown[0]}'{did_you_mean(unknown[0], self.names)}; this server "
+                f"serves {', '.join(self.names)}",
+                field="rewards",
+                kind="input",
+            )
         wanted = set(rewards)
         return tuple(n for n in self.names if n in wanted)
 
@@ -81,13 +91,23 @@ class RewardService:
         for spec in self.specs:
             reward = base.rewards[spec.name]
             info = reward.info
-            rows.append({"name": spec.name, "reward_model": spec.reward_model, "kind": reward.kind,
-                         "modality": info.modality, "higher_is_better": info.higher_is_better,
-                         "score_range": [_bound(b) for b in info.score_range], "summary": info.summary,
-                         "fields": list(reward.inputs.fields), "applicable_datasets":
-                             list(spec.applicable_datasets) if spec.applicable_datasets is not None else None,
-                         "weight": _weight_json(spec.weight),
-                         "batch_size": spec.batch_size})
+            rows.append(
+                {
+                    "name": spec.name,
+                    "reward_model": spec.reward_model,
+                    "kind": reward.kind,
+                    "modality": info.modality,
+                    "higher_is_better": info.higher_is_better,
+                    "score_range": [_bound(b) for b in info.score_range],
+                    "summary": info.summary,
+                    "fields": list(reward.inputs.fields),
+                    "applicable_datasets": list(spec.applicable_datasets)
+                    if spec.applicable_datasets is not None
+                    else None,
+                    "weight": _weight_json(spec.weight),
+                    "batch_size": spec.batch_size,
+                }
+            )
         return {"protocol": PROTOCOL, "rewards": rows, "limits": self.limits.as_dict()}
 
     # -------------------------------------------------------------------------------------- scoring
@@ -139,8 +159,13 @@ def slice_result(result: Any, a: int, b: int) -> dict[str, Any]:
                 kept[key] = part
         if kept:
             extras[name] = kept
-    return encode_result({k: v[a:b] for k, v in result.rewards.items()}, result.total[a:b], result.applied[a:b],
-                         {k: v[a:b] for k, v in result.weights.items()}, extras)
+    return encode_result(
+        {k: v[a:b] for k, v in result.rewards.items()},
+        result.total[a:b],
+        result.applied[a:b],
+        {k: v[a:b] for k, v in result.weights.items()},
+        extras,
+    )
 
 
 def _weight_json(weight: Any) -> Any:
@@ -170,16 +195,26 @@ def openrlhf_samples(data: Any, limits: WireLimits) -> list[Sample]:
     if labels is None:
         labels = [None] * len(queries)
     if not isinstance(labels, list) or len(prompts) != len(queries) or len(labels) != len(queries):
-        raise WireError(f"query, prompts and labels must be lists of the same length, got {len(queries)}, "
-                        f"{len(prompts)} and {len(labels) if isinstance(labels, list) else labels!r}", field="prompts")
+        raise WireError(
+            f"query, prompts and labels must be lists of the same length, got {len(queries)}, "
+            f"{len(prompts)} and {len(labels) if isinstance(labels, list) else labels!r}",
+            field="prompts",
+        )
     samples = []
     for i, (query, prompt, label) in enumerate(zip(queries, prompts, labels)):
         if not query.startswith(prompt):
-            raise WireError(f"query {i} does not start with its prompt (OpenRLHF's query is prompt + response); "
-                            f"prompt {prompt[:60]!r}, query {query[:60]!r}", field="query", kind="input",
-                            status=422).located(sample=i)
-        samples.append(Sample(prompt=prompt, completion=query[len(prompt):],
-                              metadata={"label": label} if label is not None else None))
+            raise WireError(
+                f"query {i} does not start with its prompt (OpenRLHF's query is prompt + response); "
+                f"prompt {prompt[:60]!r}, query {query[:60]!r}",
+                field="query",
+                kind="input",
+                status=422,
+            ).located(sample=i)
+        samples.append(
+            Sample(
+                prompt=prompt, completion=query[len(prompt) :], metadata={"label": label} if label is not None else None
+            )
+        )
     return samples
 
 
@@ -193,7 +228,11 @@ def openrlhf_answer(answer: Mapping[str, Any]) -> dict[str, Any]:
     for i, value in enumerate(total):
         if value is None:
             raise InputError("no served reward applies to this sample", sample=i)
-    return {"rewards": list(total), "scores": list(total), "extra_logs": {k: list(v) for k, v in answer["rewards"].items()}}
+    return {
+        "rewards": list(total),
+        "scores": list(total),
+        "extra_logs": {k: list(v) for k, v in answer["rewards"].items()},
+    }
 
 
 def _bound(x: float) -> float | str:

@@ -107,11 +107,18 @@ def guarded_protocol(header_timeout_s: float, body_timeout_s: float, max_header_
                 return
             cycle = self.cycle
             if status and (cycle is None or cycle.response_complete or not cycle.response_started):
-                body = json.dumps({"protocol": 1, "error": {"kind": "timeout" if status == 408 else "limit",
-                                                            "message": message, "limit": None}}).encode()
+                body = json.dumps(
+                    {
+                        "protocol": 1,
+                        "error": {"kind": "timeout" if status == 408 else "limit", "message": message, "limit": None},
+                    }
+                ).encode()
                 reason = {408: "Request Timeout", 431: "Request Header Fields Too Large"}[status]
-                self.transport.write(f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-                                     f"connection: close\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
+                self.transport.write(
+                    f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+                    f"connection: close\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
             log.info("rewardzoo serve: closed a connection: %s", message or "idle")
             self.transport.close()
 

@@ -35,8 +35,14 @@ from ..spec.sample import samples_of
 from ..transport.wire import WireLimits, decode_request_map
 from .service import RewardService
 
-_OPEN = WireLimits(max_request_bytes=None, max_samples=None, max_pixels=None, max_request_pixels=None,
-                   max_frames=None, max_audio_seconds=None)  # the rewards' own limits apply, in their engine
+_OPEN = WireLimits(
+    max_request_bytes=None,
+    max_samples=None,
+    max_pixels=None,
+    max_request_pixels=None,
+    max_frames=None,
+    max_audio_seconds=None,
+)  # the rewards' own limits apply, in their engine
 
 
 class _State:
@@ -132,10 +138,24 @@ class Worker:
         row = next(r for r in service.reward_list()["rewards"] if r["name"] == entry["name"])
         reward = service.processor(service.names).rewards[entry["name"]]
         info = reward.info
-        facts = {key: getattr(info, key) for key in ("name", "implementation", "summary", "modality", "extra",
-                                                     "license", "source", "differentiable", "download")}
-        return {"row": row, "info": {**facts, "devices": list(info.devices) if info.devices else None,
-                                     "device": reward.device}}
+        facts = {
+            key: getattr(info, key)
+            for key in (
+                "name",
+                "implementation",
+                "summary",
+                "modality",
+                "extra",
+                "license",
+                "source",
+                "differentiable",
+                "download",
+            )
+        }
+        return {
+            "row": row,
+            "info": {**facts, "devices": list(info.devices) if info.devices else None, "device": reward.device},
+        }
 
     def score(self, message: dict[str, Any]) -> dict[str, Any]:
         request = decode_request_map(self.shared.unpack(message["request"]), _OPEN)
@@ -148,8 +168,15 @@ class Worker:
 
 def error_map(exc: BaseException) -> dict[str, Any]:
     """What the parent needs to raise the same kind of error (see rewardzoo.environments.reward)."""
-    kind = ("input" if isinstance(exc, InputError) else "config" if isinstance(exc, (ConfigError, RegistryError))
-            else "output" if isinstance(exc, RewardOutputError) else "execution")
+    kind = (
+        "input"
+        if isinstance(exc, InputError)
+        else "config"
+        if isinstance(exc, (ConfigError, RegistryError))
+        else "output"
+        if isinstance(exc, RewardOutputError)
+        else "execution"
+    )
     out = {"kind": kind, "type": type(exc).__name__, "message": getattr(exc, "message", None) or str(exc)}
     if isinstance(exc, InputError):
         out.update(field=exc.field, sample=exc.sample)
@@ -204,11 +231,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         _State.watch_fd = args.watch_fd
         threading.Thread(target=_watch, args=(args.watch_fd,), daemon=True, name="rewardzoo-parent-watch").start()
     if not args.address.startswith("tcp:") and os.path.basename(os.path.dirname(args.address)).startswith(
-            "rewardzoo-worker-"):
+        "rewardzoo-worker-"
+    ):
         _State.folder = os.path.dirname(args.address)
     channel = Channel(connect(args.address))
-    channel.send({"op": "hello", "token": os.environ.get("REWARDZOO_WORKER_TOKEN", ""), "pid": os.getpid(),
-                  "python": sys.version.split()[0], "executable": sys.executable})
+    channel.send(
+        {
+            "op": "hello",
+            "token": os.environ.get("REWARDZOO_WORKER_TOKEN", ""),
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "executable": sys.executable,
+        }
+    )
     try:
         return serve(channel, Worker())
     finally:

@@ -35,7 +35,7 @@ from .media import is_path, is_tensor
 #: Most channels an array may have; decides the (time, channels) rule above (7.1 surround = 8).
 MAX_CHANNELS = 8
 
-_INT_SCALE = {np.dtype(np.int16): 2.0 ** 15, np.dtype(np.int32): 2.0 ** 31}
+_INT_SCALE = {np.dtype(np.int16): 2.0**15, np.dtype(np.int32): 2.0**31}
 
 
 def check_sample_rate(rate: Any, what: str = "audio_sample_rate") -> int:
@@ -50,8 +50,10 @@ def check_sample_rate(rate: Any, what: str = "audio_sample_rate") -> int:
 def check_duration(samples: int, rate: int, max_seconds: float | None, where: str = "the audio") -> None:
     """InputError when ``samples`` at ``rate`` last longer than ``max_seconds`` (None: no limit)."""
     if max_seconds is not None and samples / rate > max_seconds:
-        raise InputError(f"{where} lasts {samples / rate:.1f} s, more than this reward's limit of {max_seconds:g} s "
-                         "(raise it with `limits: {seconds: ...}` in the config entry)")
+        raise InputError(
+            f"{where} lasts {samples / rate:.1f} s, more than this reward's limit of {max_seconds:g} s "
+            "(raise it with `limits: {seconds: ...}` in the config entry)"
+        )
 
 
 def read_audio_file(path: str | os.PathLike, max_seconds: float | None = None) -> tuple[np.ndarray, int]:
@@ -86,8 +88,10 @@ def to_float_channels(value: Any) -> np.ndarray:
             value = value.float()
         value = value.numpy()
     elif not isinstance(value, np.ndarray):
-        raise InputError(f"unsupported audio type {type(value).__name__}; use a file path, a NumPy array "
-                         "or a torch tensor (time,) or (channels, time)")
+        raise InputError(
+            f"unsupported audio type {type(value).__name__}; use a file path, a NumPy array "
+            "or a torch tensor (time,) or (channels, time)"
+        )
     arr = value
     if arr.dtype.kind == "f":
         arr = arr.astype(np.float32, copy=False)
@@ -102,13 +106,17 @@ def to_float_channels(value: Any) -> np.ndarray:
     elif arr.ndim == 2:
         rows, cols = arr.shape
         if rows > MAX_CHANNELS and cols > MAX_CHANNELS:
-            raise InputError(f"audio array of shape {tuple(arr.shape)} is ambiguous: a 2-D array is (channels, time) "
-                             f"or (time, channels) with at most {MAX_CHANNELS} channels")
+            raise InputError(
+                f"audio array of shape {tuple(arr.shape)} is ambiguous: a 2-D array is (channels, time) "
+                f"or (time, channels) with at most {MAX_CHANNELS} channels"
+            )
         if rows > MAX_CHANNELS:
             arr = arr.T  # (time, channels), soundfile's layout
     else:
-        raise InputError(f"audio arrays are (time,) or (channels, time); got shape {tuple(arr.shape)} "
-                         "(pass one clip per sample, not a batch)")
+        raise InputError(
+            f"audio arrays are (time,) or (channels, time); got shape {tuple(arr.shape)} "
+            "(pass one clip per sample, not a batch)"
+        )
     if arr.shape[1] == 0 or arr.shape[0] == 0:
         raise InputError("audio is empty (no samples)")
     if not np.isfinite(arr).all():
@@ -122,8 +130,10 @@ def load_audio(value: Any, sample_rate: Any = None, max_seconds: float | None = 
     if is_path(value):
         audio, rate = read_audio_file(value, max_seconds)
         if sample_rate is not None and check_sample_rate(sample_rate) != rate:
-            raise InputError(f"audio_sample_rate {sample_rate} contradicts the file's rate {rate} Hz ('{value}'); "
-                             "leave audio_sample_rate unset for files")
+            raise InputError(
+                f"audio_sample_rate {sample_rate} contradicts the file's rate {rate} Hz ('{value}'); "
+                "leave audio_sample_rate unset for files"
+            )
         if audio.shape[1] == 0:
             raise InputError(f"audio file '{value}' is empty (no samples)")
         if not np.isfinite(audio).all():
@@ -148,13 +158,20 @@ def resample(audio: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
         source = audio if audio.flags.writeable else audio.copy()  # a read-only view (a reward's input)
         out = ta_resample(torch.from_numpy(source), rate, target_rate)
     if out.shape[-1] == 0:
-        raise InputError(f"audio of {audio.shape[-1]} samples at {rate} Hz is empty after resampling to "
-                         f"{target_rate} Hz")
+        raise InputError(
+            f"audio of {audio.shape[-1]} samples at {rate} Hz is empty after resampling to {target_rate} Hz"
+        )
     return out.numpy()
 
 
-def prepare_audio(value: Any, sample_rate: Any = None, target_rate: int | None = None, mono: bool = True,
-                  as_tensor: bool = False, max_seconds: float | None = None) -> tuple[Any, int]:
+def prepare_audio(
+    value: Any,
+    sample_rate: Any = None,
+    target_rate: int | None = None,
+    mono: bool = True,
+    as_tensor: bool = False,
+    max_seconds: float | None = None,
+) -> tuple[Any, int]:
     """Convert one audio value for a reward: ``(audio, rate)``.
 
     ``audio`` is float32 ``(channels, time)`` — NumPy, or a CPU torch tensor when ``as_tensor`` — mixed
@@ -176,8 +193,9 @@ def prepare_audio(value: Any, sample_rate: Any = None, target_rate: int | None =
     return audio, rate
 
 
-def prepare_clips(audio: Any, audio_sample_rate: Any = None, target_rate: int | None = None,
-                  mono: bool = True, field: str = "audio") -> tuple[list[np.ndarray], list[int]]:
+def prepare_clips(
+    audio: Any, audio_sample_rate: Any = None, target_rate: int | None = None, mono: bool = True, field: str = "audio"
+) -> tuple[list[np.ndarray], list[int]]:
     """A reward call's ``audio`` / ``audio_sample_rate`` lists -> float32 NumPy clips ``(channels, time)`` and rates.
 
     Inside the processor the clips are already converted and this is a cheap check (no resampling);

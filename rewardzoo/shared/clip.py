@@ -71,8 +71,16 @@ class ClipBackbone:
       ``device``, ``dtype``.
     """
 
-    def __init__(self, backend: str, model: torch.nn.Module, tokenizer: Any, preprocess_config: PreprocessConfig,
-                 device: torch.device, dtype: torch.dtype, source: str) -> None:
+    def __init__(
+        self,
+        backend: str,
+        model: torch.nn.Module,
+        tokenizer: Any,
+        preprocess_config: PreprocessConfig,
+        device: torch.device,
+        dtype: torch.dtype,
+        source: str,
+    ) -> None:
         self.backend = backend
         self.model = model
         self.tokenizer = tokenizer
@@ -102,15 +110,19 @@ class ClipBackbone:
         return float(self.model.logit_scale.detach().float().exp())
 
     def __repr__(self) -> str:
-        return (f"ClipBackbone(backend={self.backend!r}, source={self.source!r}, device={str(self.device)!r}, "
-                f"dtype={self.dtype}, image_size={self.image_size}, embed_dim={self.embed_dim})")
+        return (
+            f"ClipBackbone(backend={self.backend!r}, source={self.source!r}, device={str(self.device)!r}, "
+            f"dtype={self.dtype}, image_size={self.image_size}, embed_dim={self.embed_dim})"
+        )
 
     # -- images ------------------------------------------------------------------------------------
-    def preprocess(self, images: Sequence[Any] | torch.Tensor, config: PreprocessConfig | None = None, *,
-                   field: str = "image") -> torch.Tensor:
+    def preprocess(
+        self, images: Sequence[Any] | torch.Tensor, config: PreprocessConfig | None = None, *, field: str = "image"
+    ) -> torch.Tensor:
         """Raw images -> (N, 3, S, S) model input on this device/dtype (see :mod:`image_ops`)."""
-        return preprocess_images(images, config or self.preprocess_config, device=self.device, dtype=self.dtype,
-                                 field=field)
+        return preprocess_images(
+            images, config or self.preprocess_config, device=self.device, dtype=self.dtype, field=field
+        )
 
     @torch.no_grad()
     def encode_image(self, pixels: torch.Tensor) -> torch.Tensor:
@@ -133,8 +145,9 @@ class ClipBackbone:
             return F.normalize(feats, dim=-1)
         return F.normalize(feats.float(), dim=-1)
 
-    def encode_pixels(self, pixels: torch.Tensor, config: PreprocessConfig | None = None, *,
-                      gradient_checkpointing: bool = False) -> torch.Tensor:
+    def encode_pixels(
+        self, pixels: torch.Tensor, config: PreprocessConfig | None = None, *, gradient_checkpointing: bool = False
+    ) -> torch.Tensor:
         """Differentiable: float pixels (N, 3, H, W) in [0, 1] -> L2-normalised float32 features (N, D).
 
         Preprocessing in float on the pixels' device (:func:`~rewardzoo.shared.image_ops.preprocess_pixels`:
@@ -154,16 +167,26 @@ class ClipBackbone:
         else:
             blocks = getattr(getattr(self.model.vision_model, "encoder", None), "layers", None)
         if blocks is None:
-            raise ConfigError(f"gradient checkpointing: no transformer blocks found in the image tower of "
-                              f"{self.source!r}", field="kwargs")
+            raise ConfigError(
+                f"gradient checkpointing: no transformer blocks found in the image tower of {self.source!r}",
+                field="kwargs",
+            )
         return list(blocks)
 
-    def encode_images(self, images: Sequence[Any] | torch.Tensor, config: PreprocessConfig | None = None, *,
-                      field: str = "image", chunk_size: int | None = None) -> torch.Tensor:
+    def encode_images(
+        self,
+        images: Sequence[Any] | torch.Tensor,
+        config: PreprocessConfig | None = None,
+        *,
+        field: str = "image",
+        chunk_size: int | None = None,
+    ) -> torch.Tensor:
         """Raw images -> L2-normalised float32 features (N, D); ``chunk_size`` bounds one forward pass."""
         n = len(images)
         step = chunk_size or n
-        outs = [self.encode_image(self.preprocess(images[i:i + step], config, field=field)) for i in range(0, n, step)]
+        outs = [
+            self.encode_image(self.preprocess(images[i : i + step], config, field=field)) for i in range(0, n, step)
+        ]
         return outs[0] if len(outs) == 1 else torch.cat(outs)
 
     # -- text --------------------------------------------------------------------------------------
@@ -190,10 +213,16 @@ class ClipBackbone:
             feats = self._open_clip_text(tokens.to(self.device))
         else:
             with self._tok_lock:
-                enc = self.tokenizer(texts, padding=True, truncation=True, return_tensors="pt",
-                                     max_length=self.model.config.text_config.max_position_embeddings)
-            out = self.model.text_model(input_ids=enc["input_ids"].to(self.device),
-                                        attention_mask=enc["attention_mask"].to(self.device))
+                enc = self.tokenizer(
+                    texts,
+                    padding=True,
+                    truncation=True,
+                    return_tensors="pt",
+                    max_length=self.model.config.text_config.max_position_embeddings,
+                )
+            out = self.model.text_model(
+                input_ids=enc["input_ids"].to(self.device), attention_mask=enc["attention_mask"].to(self.device)
+            )
             feats = self.model.text_projection(out.pooler_output)
         return F.normalize(feats.float(), dim=-1)
 
@@ -276,10 +305,17 @@ def _checkpointed(backbone: ClipBackbone):
                     block.__dict__.pop("forward", None)  # back to the class's forward
 
 
-def load_clip_backbone(model_path: str | os.PathLike | None, *, backend: str = "auto",
-                       device: str | torch.device = "cpu", dtype: str | torch.dtype = "float32",
-                       pretrained: str | None = None, checkpoint: str | os.PathLike | None = None,
-                       processor_path: str | os.PathLike | None = None, cache: bool = True) -> ClipBackbone:
+def load_clip_backbone(
+    model_path: str | os.PathLike | None,
+    *,
+    backend: str = "auto",
+    device: str | torch.device = "cpu",
+    dtype: str | torch.dtype = "float32",
+    pretrained: str | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    processor_path: str | os.PathLike | None = None,
+    cache: bool = True,
+) -> ClipBackbone:
     """Load (or fetch from the process cache) a CLIP backbone; see the module docstring for the forms.
 
     ``pretrained``: open_clip tag or weights file for an architecture name (ignored for directories and
@@ -301,10 +337,20 @@ def load_clip_backbone(model_path: str | os.PathLike | None, *, backend: str = "
     proc = os.fspath(processor_path) if processor_path is not None else None
     arch = resolved_backend == "open_clip" and not source.startswith("hf-hub:") and not Path(source).is_dir()
     if arch and pretrained is None and checkpoint is None:  # an architecture name alone means random weights
-        raise ConfigError(f"open_clip architecture '{model_path}' needs `pretrained` (a tag such as 'openai' or a "
-                          "weights file); refusing to score with random weights", field="model_path")
-    key = (resolved_backend, source, pretrained if arch else None,
-           None if ckpt is None else os.fspath(ckpt), proc, str(dev), str(dt))
+        raise ConfigError(
+            f"open_clip architecture '{model_path}' needs `pretrained` (a tag such as 'openai' or a "
+            "weights file); refusing to score with random weights",
+            field="model_path",
+        )
+    key = (
+        resolved_backend,
+        source,
+        pretrained if arch else None,
+        None if ckpt is None else os.fspath(ckpt),
+        proc,
+        str(dev),
+        str(dt),
+    )
     pretrained = pretrained if arch else None
     if not cache:
         return _load(resolved_backend, source, model_path, pretrained, ckpt, proc, dev, dt)
@@ -331,35 +377,51 @@ def _resolve(model_path: str, backend: str) -> tuple[str, str]:
         has_hf = _is_hf_clip_dir(path)
         if backend == "open_clip" or (backend == "auto" and has_oc):
             if not has_oc:
-                raise ConfigError(f"'{model_path}' has no open_clip_config.json (expected an open_clip hub-style "
-                                  "directory: open_clip_config.json + open_clip_model.safetensors)", field="model_path")
+                raise ConfigError(
+                    f"'{model_path}' has no open_clip_config.json (expected an open_clip hub-style "
+                    "directory: open_clip_config.json + open_clip_model.safetensors)",
+                    field="model_path",
+                )
             return "open_clip", src
         if backend == "transformers" or has_hf:
             if not (path / "config.json").is_file():
-                raise ConfigError(f"'{model_path}' has no config.json (expected a transformers CLIPModel directory)",
-                                  field="model_path")
+                raise ConfigError(
+                    f"'{model_path}' has no config.json (expected a transformers CLIPModel directory)",
+                    field="model_path",
+                )
             return "transformers", src
-        raise ConfigError(f"'{model_path}' is neither an open_clip directory (open_clip_config.json) nor a "
-                          "transformers CLIP directory (config.json with model_type 'clip')", field="model_path")
+        raise ConfigError(
+            f"'{model_path}' is neither an open_clip directory (open_clip_config.json) nor a "
+            "transformers CLIP directory (config.json with model_type 'clip')",
+            field="model_path",
+        )
     if path.exists():
-        raise ConfigError(f"'{model_path}' is a file; give an open_clip architecture name with `pretrained: "
-                          "<file>`, or a model directory", field="model_path")
+        raise ConfigError(
+            f"'{model_path}' is a file; give an open_clip architecture name with `pretrained: "
+            "<file>`, or a model directory",
+            field="model_path",
+        )
     if model_path.startswith("hf-hub:"):
         if backend == "transformers":
-            raise ConfigError("'hf-hub:' ids are open_clip repositories; drop the prefix for transformers",
-                              field="model_path")
+            raise ConfigError(
+                "'hf-hub:' ids are open_clip repositories; drop the prefix for transformers", field="model_path"
+            )
         return "open_clip", model_path
     if backend != "transformers" and _open_clip_arch(model_path) is not None:
         return "open_clip", _open_clip_arch(model_path)
     if "/" not in model_path or model_path.count("/") > 1 or model_path.startswith((".", "/", "~")):
-        raise ConfigError(f"'{model_path}' is not a local directory, a hub id (org/name) or an open_clip "
-                          "architecture (see open_clip.list_models())", field="model_path")
+        raise ConfigError(
+            f"'{model_path}' is not a local directory, a hub id (org/name) or an open_clip "
+            "architecture (see open_clip.list_models())",
+            field="model_path",
+        )
     if backend == "open_clip":
         return "open_clip", "hf-hub:" + model_path
     if backend == "transformers":
         return "transformers", model_path
-    return ("open_clip", "hf-hub:" + model_path) if _hub_has_open_clip_config(model_path) else ("transformers",
-                                                                                                 model_path)
+    return (
+        ("open_clip", "hf-hub:" + model_path) if _hub_has_open_clip_config(model_path) else ("transformers", model_path)
+    )
 
 
 def _is_hf_clip_dir(path: Path) -> bool:
@@ -389,8 +451,16 @@ def _hub_has_open_clip_config(repo_id: str) -> bool:
         return False
 
 
-def _load(backend: str, source: str, model_path: str, pretrained: str | None, checkpoint: str | None,
-          processor_path: str | None, device: torch.device, dtype: torch.dtype) -> ClipBackbone:
+def _load(
+    backend: str,
+    source: str,
+    model_path: str,
+    pretrained: str | None,
+    checkpoint: str | None,
+    processor_path: str | None,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> ClipBackbone:
     if backend == "open_clip":
         model, tokenizer, pp = _load_open_clip(source, model_path, pretrained)
     else:
@@ -405,13 +475,21 @@ def _load_open_clip(source: str, model_path: str, pretrained: str | None):
     import open_clip
 
     name = f"local-dir:{source}" if Path(source).is_dir() else source
-    tag_cfg = open_clip.get_pretrained_cfg(name, pretrained) if pretrained and not Path(str(pretrained)).exists() \
-        and not name.startswith(("local-dir:", "hf-hub:")) else {}
+    tag_cfg = (
+        open_clip.get_pretrained_cfg(name, pretrained)
+        if pretrained and not Path(str(pretrained)).exists() and not name.startswith(("local-dir:", "hf-hub:"))
+        else {}
+    )
     with loading(f"open_clip model '{model_path}'{f' (pretrained {pretrained!r})' if pretrained else ''}"):
         # open_clip 3.x only warns when a tag was trained with QuickGELU (OpenAI weights) but the architecture
         # config says GELU; the model would then silently compute different features. Follow the tag.
-        model = open_clip.create_model(name, pretrained=pretrained, device="cpu", precision="fp32",
-                                       force_quick_gelu=bool(tag_cfg.get("quick_gelu", False)))
+        model = open_clip.create_model(
+            name,
+            pretrained=pretrained,
+            device="cpu",
+            precision="fp32",
+            force_quick_gelu=bool(tag_cfg.get("quick_gelu", False)),
+        )
         tokenizer = open_clip.get_tokenizer(name)
     cfg = dict(getattr(model.visual, "preprocess_cfg", {}) or {})
     size = cfg.get("size", getattr(model.visual, "image_size", 224))
@@ -419,9 +497,14 @@ def _load_open_clip(source: str, model_path: str, pretrained: str | None):
         if size[0] != size[1]:
             raise ConfigError(f"non-square image size {tuple(size)} is not supported", field="model_path")
         size = size[0]
-    pp = PreprocessConfig(size=int(size), mean=tuple(cfg.get("mean", OPENAI_CLIP_MEAN)),
-                          std=tuple(cfg.get("std", OPENAI_CLIP_STD)), resize_mode=cfg.get("resize_mode", "shortest"),
-                          interpolation=cfg.get("interpolation", "bicubic"), fill=int(cfg.get("fill_color", 0)))
+    pp = PreprocessConfig(
+        size=int(size),
+        mean=tuple(cfg.get("mean", OPENAI_CLIP_MEAN)),
+        std=tuple(cfg.get("std", OPENAI_CLIP_STD)),
+        resize_mode=cfg.get("resize_mode", "shortest"),
+        interpolation=cfg.get("interpolation", "bicubic"),
+        fill=int(cfg.get("fill_color", 0)),
+    )
     return model, tokenizer, pp
 
 
@@ -431,16 +514,29 @@ def _load_transformers(source: str, model_path: str, processor_path: str | None)
     proc = processor_path or source
     with loading(f"transformers CLIPModel '{model_path}'"):
         model = CLIPModel.from_pretrained(source)
-    with loading(f"the CLIP tokenizer/image processor from '{proc}'",
-                 field="kwargs" if processor_path else "model_path"):
+    with loading(
+        f"the CLIP tokenizer/image processor from '{proc}'", field="kwargs" if processor_path else "model_path"
+    ):
         tokenizer = AutoTokenizer.from_pretrained(proc)
         improc = CLIPImageProcessor.from_pretrained(proc)
     crop = improc.crop_size if getattr(improc, "do_center_crop", True) else improc.size
-    size = next(v for v in (_size_field(crop, "height"), _size_field(crop, "shortest_edge"),
-                            crop if isinstance(crop, int) else None) if v)
+    size = next(
+        v
+        for v in (
+            _size_field(crop, "height"),
+            _size_field(crop, "shortest_edge"),
+            crop if isinstance(crop, int) else None,
+        )
+        if v
+    )
     resample = int(getattr(improc, "resample", 3))
-    pp = PreprocessConfig(size=int(size), mean=tuple(improc.image_mean), std=tuple(improc.image_std),
-                          resize_mode="shortest", interpolation="bilinear" if resample == 2 else "bicubic")
+    pp = PreprocessConfig(
+        size=int(size),
+        mean=tuple(improc.image_mean),
+        std=tuple(improc.image_std),
+        resize_mode="shortest",
+        interpolation="bilinear" if resample == 2 else "bicubic",
+    )
     return model, tokenizer, pp
 
 
@@ -460,8 +556,9 @@ def _load_checkpoint(model: torch.nn.Module, checkpoint: str) -> None:
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
-        raise ConfigError(f"checkpoint '{checkpoint}' does not fit the CLIP architecture: {exc}",
-                          field="model_path") from None
+        raise ConfigError(
+            f"checkpoint '{checkpoint}' does not fit the CLIP architecture: {exc}", field="model_path"
+        ) from None
 
 
 def check_pairs(**fields: Sequence[Any]) -> int:
@@ -476,8 +573,11 @@ def check_pairs(**fields: Sequence[Any]) -> int:
         if len(values) != n_first:
             short = name if len(values) < n_first else items[0][0]
             counts = ", ".join(f"{len(v)} {k}" for k, v in items)
-            raise InputError(f"mismatched input counts ({counts}): each image needs exactly one {name}",
-                             field=short, sample=min(len(values), n_first))
+            raise InputError(
+                f"mismatched input counts ({counts}): each image needs exactly one {name}",
+                field=short,
+                sample=min(len(values), n_first),
+            )
     return n_first
 
 
@@ -498,8 +598,9 @@ def resolve_weights_file(model_path: str | os.PathLike, filename: str | None = N
         found = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".pth", ".pt", ".bin"))
         if len(found) == 1 and not filename:
             return str(found[0])
-        raise ConfigError(f"'{text}' holds no weights file '{filename or '*.safetensors|*.pth|*.pt'}'",
-                          field="model_path")
+        raise ConfigError(
+            f"'{text}' holds no weights file '{filename or '*.safetensors|*.pth|*.pt'}'", field="model_path"
+        )
     if text.startswith(("http://", "https://")):
         from urllib.parse import unquote, urlparse
 

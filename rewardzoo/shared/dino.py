@@ -42,7 +42,8 @@ class DinoBackbone:
         # DINOv2 always does.
         params = inspect.signature(self.model.forward).parameters
         self._forward_kwargs: dict[str, Any] = (
-            {"interpolate_pos_encoding": True} if "interpolate_pos_encoding" in params else {})
+            {"interpolate_pos_encoding": True} if "interpolate_pos_encoding" in params else {}
+        )
         self._mean = torch.tensor(IMAGENET_MEAN, device=self.device).view(1, 3, 1, 1)
         self._std = torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1)
 

@@ -57,41 +57,55 @@ def image_size(value: Any) -> tuple[int, int]:
 def edit_inputs(condition_images: Sequence[Any] | None) -> list[EditInput]:
     """Each sample's :class:`EditInput` from its ``condition_images`` ([source] or [source, mask])."""
     if condition_images is None:
-        raise InputError("an edit needs its source image as condition_images[0]; none given",
-                         field="condition_images")
+        raise InputError("an edit needs its source image as condition_images[0]; none given", field="condition_images")
     return [_edit_input(conds, i) for i, conds in enumerate(condition_images)]
 
 
 def _edit_input(conds: Any, i: int) -> EditInput:
     conds = list(conds) if isinstance(conds, (list, tuple)) else [conds]
     if not conds or conds[0] is None:
-        raise InputError("an edit needs its source image as condition_images[0]; none given",
-                         field="condition_images", sample=i)
+        raise InputError(
+            "an edit needs its source image as condition_images[0]; none given", field="condition_images", sample=i
+        )
     if len(conds) > 2:
-        raise InputError(f"an edit takes condition_images [source] or [source, mask], got {len(conds)} images",
-                         field="condition_images", sample=i)
+        raise InputError(
+            f"an edit takes condition_images [source] or [source, mask], got {len(conds)} images",
+            field="condition_images",
+            sample=i,
+        )
     source = conds[0]
     if len(conds) == 1 or conds[1] is None:
         return EditInput(source)
     if is_path(source) or is_path(conds[1]):
-        raise InputError("edit inputs are read from decoded images, got a path (declare condition_images in "
-                         "the reward's Inputs)", field="condition_images", sample=i)
+        raise InputError(
+            "edit inputs are read from decoded images, got a path (declare condition_images in the reward's Inputs)",
+            field="condition_images",
+            sample=i,
+        )
     try:
         pixels = image_to_uint8(conds[1])
     except InputError as exc:
-        raise InputError(f"the edit mask (condition_images[1]): {exc.message}", field="condition_images",
-                         sample=i) from None
+        raise InputError(
+            f"the edit mask (condition_images[1]): {exc.message}", field="condition_images", sample=i
+        ) from None
     (mh, mw), (sw, sh) = pixels.shape[:2], image_size(source)
     if (mw, mh) != (sw, sh):
-        raise InputError(f"the edit mask (condition_images[1]) is {mw}x{mh}, the source image (condition_images[0]) "
-                         f"is {sw}x{sh}; they must be the same size", field="condition_images", sample=i)
+        raise InputError(
+            f"the edit mask (condition_images[1]) is {mw}x{mh}, the source image (condition_images[0]) "
+            f"is {sw}x{sh}; they must be the same size",
+            field="condition_images",
+            sample=i,
+        )
     r, g, b = pixels[..., 0], pixels[..., 1], pixels[..., 2]
     if np.array_equal(r, g) and np.array_equal(r, b):  # the usual gray mask: one channel says it all
         return EditInput(source, r >= MASK_THRESHOLD)
     r, g, b = r.astype(np.int16), g.astype(np.int16), b.astype(np.int16)
     spread = int(max(np.abs(r - g).max(), np.abs(r - b).max(), np.abs(g - b).max()))
     if spread > GRAY_TOLERANCE:
-        raise InputError(f"the edit mask (condition_images[1]) must be grayscale (white where the edit may change "
-                         f"the image), got colours (channels differ by up to {spread} levels)",
-                         field="condition_images", sample=i)
+        raise InputError(
+            f"the edit mask (condition_images[1]) must be grayscale (white where the edit may change "
+            f"the image), got colours (channels differ by up to {spread} levels)",
+            field="condition_images",
+            sample=i,
+        )
     return EditInput(source, (r + g + b) >= 3 * MASK_THRESHOLD)

@@ -7,6 +7,7 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +32,20 @@ def regular_file(path: str | os.PathLike, what: str, error: type[Exception] = In
     return p
 
 
-def decode_utf8(data: bytes, where: str, error: Callable[[str], Exception] = InputError, *, offset: int = 0,
-                with_line: bool = True) -> str:
+def decode_utf8(
+    data: bytes, where: str, error: Callable[[str], Exception] = InputError, *, offset: int = 0, with_line: bool = True
+) -> str:
     """``data`` decoded as UTF-8; ``error`` naming ``where`` (empty when the error names the file itself), the
     byte offset (``offset`` + position in ``data``) and, ``with_line``, the line otherwise."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        lineno = data[:exc.start].count(b"\n") + 1
+        lineno = data[: exc.start].count(b"\n") + 1
         line = f" (line {lineno})" if with_line else ""
-        raise error(f"{f'{where} ' if where else ''}is not UTF-8 text: byte {offset + exc.start}{line} is "
-                    f"0x{data[exc.start]:02x}; save it as UTF-8") from None
+        raise error(
+            f"{f'{where} ' if where else ''}is not UTF-8 text: byte {offset + exc.start}{line} is "
+            f"0x{data[exc.start]:02x}; save it as UTF-8"
+        ) from None
 
 
 def read_utf8(path: str | os.PathLike, what: str, error: type[Exception] = InputError) -> str:
@@ -54,15 +58,20 @@ def read_utf8(path: str | os.PathLike, what: str, error: type[Exception] = Input
 NESTED_TOO_DEEPLY = "its JSON nests deeper than the parser allows"
 
 
-def jsonl_objects(path: Path, error: Callable[[str, int], Exception], where: str = ""
-                  ) -> Iterator[tuple[int, dict[str, Any]]]:
+def _at_line(error: Callable[[str, int], Exception], line: int, message: str) -> Exception:
+    return error(message, line)
+
+
+def jsonl_objects(
+    path: Path, error: Callable[[str, int], Exception], where: str = ""
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """The JSON objects of a JSONL file, one a line, as ``(1-based line number, object)``; blank lines are
     skipped. ``error(message, line)`` (bound to the file by the caller) when a line is not UTF-8 (the message
     names the byte; ``where`` names the file in it where the error does not), not valid JSON or not an object."""
     offset = 0
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
-            text = decode_utf8(raw, where, lambda message, line=lineno: error(message, line), offset=offset, with_line=False)
+            text = decode_utf8(raw, where, partial(_at_line, error, lineno), offset=offset, with_line=False)
             offset += len(raw)
             if not text.strip():
                 continue

@@ -102,8 +102,7 @@ def _resize(batch: torch.Tensor, shape: tuple[int, int], interpolation: str, ant
         return batch
     if antialias and batch.device.type == "cpu" and batch.dtype == torch.uint8:
         return F.interpolate(batch, size=shape, mode=interpolation, antialias=True)
-    out = F.interpolate(batch.float(), size=shape, mode=interpolation, antialias=antialias,
-                        align_corners=False)
+    out = F.interpolate(batch.float(), size=shape, mode=interpolation, antialias=antialias, align_corners=False)
     return out.round_().clamp_(0, 255)
 
 
@@ -115,18 +114,23 @@ def _fit(batch: torch.Tensor, config: PreprocessConfig) -> torch.Tensor:
     s = config.size
     if config.resize_mode == "shortest":
         top, left = int(round((rh - s) / 2.0)), int(round((rw - s) / 2.0))
-        return batch[..., top:top + s, left:left + s]
+        return batch[..., top : top + s, left : left + s]
     if config.resize_mode == "longest" and (rh, rw) != (s, s):
         pad_h, pad_w = s - rh, s - rw
         out = batch.new_full((batch.shape[0], 3, s, s), config.fill)
-        out[..., pad_h // 2:pad_h // 2 + rh, pad_w // 2:pad_w // 2 + rw] = batch
+        out[..., pad_h // 2 : pad_h // 2 + rh, pad_w // 2 : pad_w // 2 + rw] = batch
         return out
     return batch
 
 
-def preprocess_images(images: Sequence[Any] | torch.Tensor, config: PreprocessConfig, *,
-                      device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32,
-                      field: str = "image") -> torch.Tensor:
+def preprocess_images(
+    images: Sequence[Any] | torch.Tensor,
+    config: PreprocessConfig,
+    *,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    field: str = "image",
+) -> torch.Tensor:
     """Images -> normalised model input ``(N, 3, S, S)`` on ``device`` in ``dtype``.
 
     ``images``: a sequence of images (see :func:`to_uint8_tensor`; sizes may differ) or one batched
@@ -152,7 +156,7 @@ def preprocess_images(images: Sequence[Any] | torch.Tensor, config: PreprocessCo
     else:
         groups = _group(images, device, field)
     if len(groups) == 1:
-        (_, batch), = groups.values()
+        ((_, batch),) = groups.values()
         return normalize(_fit(batch, config), config, dtype=dtype)
     fitted_dtype = torch.uint8 if device.type == "cpu" else torch.float32
     out = torch.empty((n, 3, config.size, config.size), dtype=fitted_dtype, device=device)
@@ -217,8 +221,9 @@ def normalize(pixels: torch.Tensor, config: PreprocessConfig, *, dtype: torch.dt
     return x if dtype == torch.float32 else x.to(dtype)
 
 
-def preprocess_pixels(pixels: torch.Tensor, config: PreprocessConfig, *, dtype: torch.dtype | None = None
-                      ) -> torch.Tensor:
+def preprocess_pixels(
+    pixels: torch.Tensor, config: PreprocessConfig, *, dtype: torch.dtype | None = None
+) -> torch.Tensor:
     """Differentiable preprocessing: float pixels (N, 3, H, W) in [0, 1] -> normalised (N, 3, S, S).
 
     The same steps, in the same order, as :func:`preprocess_images` (resize, antialiased unless
@@ -242,12 +247,11 @@ def preprocess_pixels(pixels: torch.Tensor, config: PreprocessConfig, *, dtype: 
     rh, rw = resized_shape(h, w, config)
     x = pixels
     if (rh, rw) != (h, w):
-        x = F.interpolate(x, size=(rh, rw), mode=config.interpolation, antialias=config.antialias,
-                          align_corners=False)
+        x = F.interpolate(x, size=(rh, rw), mode=config.interpolation, antialias=config.antialias, align_corners=False)
     s = config.size
     if config.resize_mode == "shortest":
         top, left = int(round((rh - s) / 2.0)), int(round((rw - s) / 2.0))
-        x = x[..., top:top + s, left:left + s]
+        x = x[..., top : top + s, left : left + s]
     elif config.resize_mode == "longest" and (rh, rw) != (s, s):
         pad_h, pad_w = s - rh, s - rw
         x = F.pad(x, (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2), value=config.fill / 255.0)

@@ -31,8 +31,9 @@ def is_tensor(value: Any) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "detach")
 
 
-def open_image(path: str | os.PathLike, max_pixels: int | None = None,
-               draft: tuple[int, int] | None = None) -> Image.Image:
+def open_image(
+    path: str | os.PathLike, max_pixels: int | None = None, draft: tuple[int, int] | None = None
+) -> Image.Image:
     """Read an image file fully (so the file handle is closed); InputError when it cannot be read, or when its
     header says it has more than ``max_pixels`` pixels (checked before anything is decoded). ``draft``: a JPEG
     is decoded at the smallest scale (1/2 .. 1/8) still at least this size (for thumbnails)."""
@@ -77,8 +78,10 @@ def check_pixels(value: Any, max_pixels: int | None) -> Any:
 def _check_size(size: tuple[int, int], max_pixels: int | None) -> None:
     w, h = size
     if max_pixels is not None and h * w > max_pixels:
-        raise InputError(f"the image is {w}x{h} = {w * h} pixels, more than this reward's limit of {max_pixels} "
-                         "(raise it with `limits: {pixels: ...}` in the config entry)")
+        raise InputError(
+            f"the image is {w}x{h} = {w * h} pixels, more than this reward's limit of {max_pixels} "
+            "(raise it with `limits: {pixels: ...}` in the config entry)"
+        )
 
 
 def image_to_uint8(value: Any) -> np.ndarray:
@@ -128,8 +131,9 @@ def to_uint8_tensor(value: Any, *, device: Any = None):
             t = t.unsqueeze(0)
         if t.ndim != 3 or t.shape[0] not in (1, 3, 4):
             hint = " (channels last?)" if t.ndim == 3 and t.shape[-1] in (1, 3, 4) else ""
-            raise InputError(f"image tensors are (C, H, W) with C in 1, 3, 4, or (H, W); got shape "
-                             f"{tuple(value.shape)}{hint}")
+            raise InputError(
+                f"image tensors are (C, H, W) with C in 1, 3, 4, or (H, W); got shape {tuple(value.shape)}{hint}"
+            )
         if 0 in t.shape:
             raise InputError(f"empty image of shape {tuple(value.shape)}")
         t = tensor_to_uint8(t)
@@ -169,8 +173,13 @@ def to_image_tensor(value: Any):
 
     A float tensor input in [0, 1] is returned at full precision (not quantised to 8 bits).
     """
-    if (is_tensor(value) and value.is_floating_point() and value.ndim == 3 and value.shape[0] in (1, 3)
-            and value.numel() > 0):
+    if (
+        is_tensor(value)
+        and value.is_floating_point()
+        and value.ndim == 3
+        and value.shape[0] in (1, 3)
+        and value.numel() > 0
+    ):
         t = value.detach()
         check_unit_range(t)
         return t.float().expand(3, -1, -1) if t.shape[0] == 1 else t.float()
@@ -221,8 +230,9 @@ def check_unit_range(values: Any) -> None:
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise InputError("image contains NaN or Inf values")
     if lo < -1e-6 or hi > 1 + 1e-6:
-        raise InputError(f"float image values must be in [0, 1]; got [{lo:.4g}, {hi:.4g}]"
-                         " (convert [-1, 1] outputs with (x + 1) / 2)")
+        raise InputError(
+            f"float image values must be in [0, 1]; got [{lo:.4g}, {hi:.4g}] (convert [-1, 1] outputs with (x + 1) / 2)"
+        )
 
 
 def _scale(unit: np.ndarray) -> np.ndarray:

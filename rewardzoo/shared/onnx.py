@@ -22,8 +22,12 @@ def providers_for(device: str) -> list[Any]:
         if "CUDAExecutionProvider" in ort.get_available_providers():
             index = int(str(device).partition(":")[2] or 0)
             return [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
-        warnings.warn(f"device '{device}' was asked for, but this onnxruntime has no CUDAExecutionProvider "
-                      "(install onnxruntime-gpu); the ONNX model runs on the CPU", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"device '{device}' was asked for, but this onnxruntime has no CUDAExecutionProvider "
+            "(install onnxruntime-gpu); the ONNX model runs on the CPU",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return ["CPUExecutionProvider"]
 
 

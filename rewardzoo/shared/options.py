@@ -37,8 +37,9 @@ def positive_float(value: Any, field: str, *, entry: str | None = None) -> float
 def choice(value: Any, field: str, options: tuple[str, ...], *, entry: str | None = None) -> str:
     """``value`` if it is one of ``options``."""
     if value not in options:
-        raise ConfigError(f"must be one of {', '.join(repr(o) for o in options)}, got {value!r}", entry=entry,
-                          field=field)
+        raise ConfigError(
+            f"must be one of {', '.join(repr(o) for o in options)}, got {value!r}", entry=entry, field=field
+        )
     return value
 
 
@@ -46,5 +47,7 @@ def known_options(owner: str, given: Iterable[str], options: Sequence[str]) -> N
     """ConfigError for the first of ``given`` that is not one of ``options`` (a reward's constructor options)."""
     for key in given:
         if key not in options:
-            raise ConfigError(f"{owner} has no option '{key}'{did_you_mean(key, options)}; "
-                              f"options: {', '.join(options) or 'none'}", field="kwargs")
+            raise ConfigError(
+                f"{owner} has no option '{key}'{did_you_mean(key, options)}; options: {', '.join(options) or 'none'}",
+                field="kwargs",
+            )

@@ -71,5 +71,6 @@ def group_spread(values: np.ndarray, groups: np.ndarray, rel: float = INSEPARABL
     stds = np.sqrt(np.add.reduceat((x - np.repeat(means, sizes)) ** 2, starts) / sizes)
     ranges = np.maximum.reduceat(x, starts) - np.minimum.reduceat(x, starts)
     many = sizes >= 2
-    return GroupSpread(stds[many], ranges[many], threshold, int((ranges[many] <= threshold).sum()),
-                       int((~many).sum()), g[starts][many])
+    return GroupSpread(
+        stds[many], ranges[many], threshold, int((ranges[many] <= threshold).sum()), int((~many).sum()), g[starts][many]
+    )

@@ -74,8 +74,11 @@ def check_num_frames(num_frames: Any) -> int | None:
 def check_temporal(frames: Any, sample: int) -> None:
     """InputError (field ``video``) unless the video has the 2 frames a temporal score needs."""
     if frames.shape[0] < 2:
-        raise InputError(f"a temporal score needs at least 2 frames, got {frames.shape[0]} (no temporal signal)",
-                         field="video", sample=sample)
+        raise InputError(
+            f"a temporal score needs at least 2 frames, got {frames.shape[0]} (no temporal signal)",
+            field="video",
+            sample=sample,
+        )
 
 
 # --------------------------------------------------------------------------------------------- files
@@ -84,12 +87,15 @@ def check_temporal(frames: Any, sample: int) -> None:
 def check_frame_count(count: int, max_frames: int | None, where: str = "the video") -> None:
     """InputError when a reward would receive more than ``max_frames`` frames (None: no limit)."""
     if max_frames is not None and count > max_frames:
-        raise InputError(f"{where} brings {count} frames, more than this reward's limit of {max_frames} "
-                         "(sample fewer with num_frames, or raise it with `limits: {frames: ...}`)")
+        raise InputError(
+            f"{where} brings {count} frames, more than this reward's limit of {max_frames} "
+            "(sample fewer with num_frames, or raise it with `limits: {frames: ...}`)"
+        )
 
 
-def read_video(path: str | os.PathLike, num_frames: int | None = None, *, backend: str = "auto",
-               max_frames: int | None = None) -> np.ndarray:
+def read_video(
+    path: str | os.PathLike, num_frames: int | None = None, *, backend: str = "auto", max_frames: int | None = None
+) -> np.ndarray:
     """Decode ``num_frames`` uniformly sampled frames (all when None) -> uint8 array (T, H, W, 3).
 
     ``backend``: ``"auto"`` (decord, then PyAV when decord is missing or fails on the file),
@@ -123,8 +129,9 @@ def read_video(path: str | os.PathLike, num_frames: int | None = None, *, backen
             raise exc.located(suffix=f" ({'; '.join(failures)})") from None
         raise
     except ImportError as exc:
-        raise InputError(f"cannot read video file '{path}': PyAV is not installed ({exc}); "
-                         "pip install 'rewardzoo[video]'") from None
+        raise InputError(
+            f"cannot read video file '{path}': PyAV is not installed ({exc}); pip install 'rewardzoo[video]'"
+        ) from None
     except Exception as exc:  # av.FFmpegError and friends
         why = "; ".join(failures + [f"PyAV: {_first_line(exc)}"])
         raise InputError(f"cannot read video file '{path}' (unreadable, truncated or not a video): {why}") from None
@@ -250,8 +257,15 @@ def _pyav_sampled(container, stream, num_frames: int) -> list[np.ndarray]:
     return out
 
 
-def write_video(path: str | os.PathLike, frames: Any, fps: float = 24, gop: int | None = None, *,
-                codec: str = "libx264", options: dict[str, str] | None = None) -> Path:
+def write_video(
+    path: str | os.PathLike,
+    frames: Any,
+    fps: float = 24,
+    gop: int | None = None,
+    *,
+    codec: str = "libx264",
+    options: dict[str, str] | None = None,
+) -> Path:
     """Encode ``frames`` (any video form :func:`prepare_video` accepts) to ``path`` with PyAV.
 
     ``gop``: distance between keyframes (None: the encoder's default, 250 for libx264).
@@ -295,8 +309,14 @@ def video_to_uint8(value: Any, num_frames: int | None = None) -> np.ndarray:
     return np.stack(out)
 
 
-def prepare_video(value: Any, *, as_tensor: bool = False, num_frames: int | None = None,
-                  max_frames: int | None = None, max_pixels: int | None = None):
+def prepare_video(
+    value: Any,
+    *,
+    as_tensor: bool = False,
+    num_frames: int | None = None,
+    max_frames: int | None = None,
+    max_pixels: int | None = None,
+):
     """Convert a video for a reward: RGB PIL frames, or a float32 tensor (T, 3, H, W) in [0, 1].
 
     ``num_frames``: keep that many uniformly sampled frames (None: all). A float tensor/array in
@@ -339,8 +359,10 @@ def _frame_list(value: Any) -> Sequence[Any]:
         if value.shape[0] == 0:
             raise InputError("the video has no frames (T = 0)")
         if value.ndim == 4 and value.shape[-1] not in (1, 3, 4):
-            raise InputError(f"a NumPy video is (T, H, W, C) with C in 1, 3, 4; got shape {tuple(value.shape)}"
-                             " (pass (T, C, H, W) data as a tensor)")
+            raise InputError(
+                f"a NumPy video is (T, H, W, C) with C in 1, 3, 4; got shape {tuple(value.shape)}"
+                " (pass (T, C, H, W) data as a tensor)"
+            )
         return value
     if is_tensor(value):
         if value.ndim not in (3, 4):
@@ -348,18 +370,24 @@ def _frame_list(value: Any) -> Sequence[Any]:
         if value.shape[0] == 0:
             raise InputError("the video has no frames (T = 0)")
         if value.ndim == 4 and value.shape[1] not in (1, 3, 4):
-            raise InputError(f"a video tensor is (T, C, H, W) with C in 1, 3, 4; got shape {tuple(value.shape)}"
-                             " (channels last? permute(0, 3, 1, 2))")
+            raise InputError(
+                f"a video tensor is (T, C, H, W) with C in 1, 3, 4; got shape {tuple(value.shape)}"
+                " (channels last? permute(0, 3, 1, 2))"
+            )
         return value
     if isinstance(value, Image.Image):
         raise InputError("a single image is not a video; pass a list of frames")
-    raise InputError(f"unsupported video type {type(value).__name__}; use a file path, a list of frames, "
-                     "a NumPy array (T, H, W, C) or a tensor (T, C, H, W)")
+    raise InputError(
+        f"unsupported video type {type(value).__name__}; use a file path, a list of frames, "
+        "a NumPy array (T, H, W, C) or a tensor (T, C, H, W)"
+    )
 
 
 def _check_sizes(sizes: Iterable[tuple[int, ...]]) -> None:
     sizes = list(sizes)
     if any(s != sizes[0] for s in sizes):
         distinct = sorted(set(sizes))
-        raise InputError(f"video frames differ in size: {', '.join('x'.join(map(str, s)) for s in distinct[:4])}"
-                         " (H x W); every frame must have the same size")
+        raise InputError(
+            f"video frames differ in size: {', '.join('x'.join(map(str, s)) for s in distinct[:4])}"
+            " (H x W); every frame must have the same size"
+        )

@@ -34,8 +34,10 @@ def load_state_dict(path: str | os.PathLike, *, map_location: str = "cpu", key: 
         try:
             state = torch.load(str(path), map_location=map_location, weights_only=True)
         except pickle.UnpicklingError as exc:
-            raise InputError(f"refusing to unpickle '{path}': it holds more than tensors ({refused_reason(exc)}); "
-                             "convert it to safetensors") from None
+            raise InputError(
+                f"refusing to unpickle '{path}': it holds more than tensors ({refused_reason(exc)}); "
+                "convert it to safetensors"
+            ) from None
     if key is not None:
         if not isinstance(state, dict) or key not in state:
             raise InputError(f"'{path}' has no entry '{key}'")
@@ -68,7 +70,7 @@ def strip_prefix(state: Mapping[str, Any], prefixes: Sequence[str] = ("module.",
     out = dict(state)
     for prefix in prefixes:
         if out and all(k.startswith(prefix) for k in out):
-            out = {k[len(prefix):]: v for k, v in out.items()}
+            out = {k[len(prefix) :]: v for k, v in out.items()}
     return out
 
 

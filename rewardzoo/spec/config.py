@@ -119,9 +119,12 @@ class RewardSpec:
         weight = self.weight.get(dataset, 0.0) if isinstance(self.weight, Mapping) else self.weight
         if isinstance(weight, WeightSchedule):
             if step is None:
-                raise ConfigError("the weight follows a schedule over the trainer's step; pass the step "
-                                  "(processor(samples, step=...); the trainer adapters pass their global step)",
-                                  entry=self.name, field="weight")
+                raise ConfigError(
+                    "the weight follows a schedule over the trainer's step; pass the step "
+                    "(processor(samples, step=...); the trainer adapters pass their global step)",
+                    entry=self.name,
+                    field="weight",
+                )
             return weight.at(step)
         return float(weight)
 
@@ -170,11 +173,19 @@ class EnvironmentSpec:
         if self.python is not None:
             return f"environment python={self.python}"
         return f"environment requirements=[{', '.join(self.requirements)}]" + (
-            ", system_site_packages" if self.system_site_packages else "")
+            ", system_site_packages" if self.system_site_packages else ""
+        )
 
 
-ENVIRONMENT_KEYS = ("python", "requirements", "system_site_packages", "start_timeout_s", "call_timeout_s",
-                    "max_restarts", "shared_memory")
+ENVIRONMENT_KEYS = (
+    "python",
+    "requirements",
+    "system_site_packages",
+    "start_timeout_s",
+    "call_timeout_s",
+    "max_restarts",
+    "shared_memory",
+)
 
 
 def parse_environment(value: Any, entry: str | None = None) -> EnvironmentSpec | None:
@@ -189,8 +200,9 @@ def parse_environment(value: Any, entry: str | None = None) -> EnvironmentSpec |
         raise err("must be a mapping: {python: /path/to/python} or {requirements: [...], system_site_packages: ...}")
     for key in value:
         if key not in ENVIRONMENT_KEYS:
-            raise err(f"unknown key '{key}'{did_you_mean(str(key), ENVIRONMENT_KEYS)}; keys: "
-                      f"{', '.join(ENVIRONMENT_KEYS)}")
+            raise err(
+                f"unknown key '{key}'{did_you_mean(str(key), ENVIRONMENT_KEYS)}; keys: {', '.join(ENVIRONMENT_KEYS)}"
+            )
     python, requirements = value.get("python"), value.get("requirements")
     if (python is None) == (requirements is None):
         raise err("name either 'python' (an existing interpreter) or 'requirements' (a venv rewardzoo builds)")
@@ -199,8 +211,11 @@ def parse_environment(value: Any, entry: str | None = None) -> EnvironmentSpec |
     if requirements is not None:
         if isinstance(requirements, str):
             requirements = [requirements]
-        if not isinstance(requirements, list) or not requirements \
-                or not all(isinstance(r, str) and r.strip() for r in requirements):
+        if (
+            not isinstance(requirements, list)
+            or not requirements
+            or not all(isinstance(r, str) and r.strip() for r in requirements)
+        ):
             raise err("'requirements' must be a non-empty list of pip requirement strings")
         if any(r.strip().startswith("-") for r in requirements):
             raise err("'requirements' are requirement strings, not pip options")
@@ -216,9 +231,15 @@ def parse_environment(value: Any, entry: str | None = None) -> EnvironmentSpec |
     restarts = value.get("max_restarts", 3)
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
         raise err(f"'max_restarts' must be a non-negative integer, got {restarts!r}")
-    return EnvironmentSpec(python=python, requirements=tuple(r.strip() for r in requirements or ()),
-                           system_site_packages=ssp, start_timeout_s=timeout, call_timeout_s=call_timeout,
-                           max_restarts=restarts, shared_memory=shm)
+    return EnvironmentSpec(
+        python=python,
+        requirements=tuple(r.strip() for r in requirements or ()),
+        system_site_packages=ssp,
+        start_timeout_s=timeout,
+        call_timeout_s=call_timeout,
+        max_restarts=restarts,
+        shared_memory=shm,
+    )
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(RewardSpec))
@@ -269,8 +290,11 @@ def parse_config(data: Any, expand: ExpandEntry | None = None) -> RewardConfig:
         raise ConfigError("the config has no 'rewards' list")
     environment = parse_environment(data.get("environment"))
     train = parse_specs(data["rewards"], "rewards", environment, expand)
-    evals = parse_specs(data["eval_rewards"], "eval_rewards", environment, expand) \
-        if data.get("eval_rewards") is not None else train
+    evals = (
+        parse_specs(data["eval_rewards"], "eval_rewards", environment, expand)
+        if data.get("eval_rewards") is not None
+        else train
+    )
     monitor = parse_monitor(data["monitor"]) if data.get("monitor") is not None else None
     return RewardConfig(train, evals, check_mode(data.get("advantage", "sum")), monitor)
 
@@ -301,8 +325,10 @@ def check_aliases(node: Any, where: str) -> None:
         for child in children:
             total += sum(size(c) for c in child) if isinstance(child, tuple) else size(child)
             if total > MAX_VALUES:
-                raise ConfigError(f"{where}: its YAML aliases expand to more than {MAX_VALUES} values; "
-                                  "write the values out instead of nesting aliases")
+                raise ConfigError(
+                    f"{where}: its YAML aliases expand to more than {MAX_VALUES} values; "
+                    "write the values out instead of nesting aliases"
+                )
         open_nodes.discard(key)
         sizes[key] = total
         return total
@@ -318,23 +344,32 @@ def _check_kwargs_size(value: Any, name: str) -> None:
         item = stack.pop()
         count += 1
         if count > MAX_VALUES:
-            raise ConfigError(f"kwargs expand to more than {MAX_VALUES} values (shared or recursive containers)",
-                              entry=name, field="kwargs")
+            raise ConfigError(
+                f"kwargs expand to more than {MAX_VALUES} values (shared or recursive containers)",
+                entry=name,
+                field="kwargs",
+            )
         if isinstance(item, Mapping):
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
 
 
-def parse_specs(entries: Any, section: str = "rewards", environment: EnvironmentSpec | None = None,
-                expand: ExpandEntry | None = None) -> tuple[RewardSpec, ...]:
+def parse_specs(
+    entries: Any,
+    section: str = "rewards",
+    environment: EnvironmentSpec | None = None,
+    expand: ExpandEntry | None = None,
+) -> tuple[RewardSpec, ...]:
     """Validate a list of reward entries; errors name the entry and the field. ``environment``: the config's,
     for entries that name none."""
     if not isinstance(entries, list):
         raise ConfigError(f"'{section}' must be a list of reward entries")
     if not entries:
-        raise ConfigError(f"'{section}' is empty: name at least one reward (a config that scores nothing "
-                          "would give every sample a null total)")
+        raise ConfigError(
+            f"'{section}' is empty: name at least one reward (a config that scores nothing "
+            "would give every sample a null total)"
+        )
     specs, seen = [], set()
     for i, raw in enumerate(entries):
         spec = parse_spec(raw, f"{section}[{i}]", environment, expand)
@@ -345,8 +380,9 @@ def parse_specs(entries: Any, section: str = "rewards", environment: Environment
     return tuple(specs)
 
 
-def parse_spec(raw: Any, where: str = "reward", environment: EnvironmentSpec | None = None,
-               expand: ExpandEntry | None = None) -> RewardSpec:
+def parse_spec(
+    raw: Any, where: str = "reward", environment: EnvironmentSpec | None = None, expand: ExpandEntry | None = None
+) -> RewardSpec:
     """Validate one reward entry (a mapping, or a bare name). ``environment``: the config's, used when the
     entry has no ``environment`` key (``environment: null`` runs it in process); ``expand``: what turns a
     ``reference:`` entry into the entry it stands for (without it, such an entry is an error)."""
@@ -361,8 +397,11 @@ def parse_spec(raw: Any, where: str = "reward", environment: EnvironmentSpec | N
         raise ConfigError(f"{where}: every reward entry needs a non-empty string 'name'", field="name")
     if "reference" in raw:  # scored by the reward's reference package, in its own environment
         if expand is None:
-            raise ConfigError("a 'reference' entry is resolved by load_config or the processor, not parsed alone",
-                              entry=name, field="reference")
+            raise ConfigError(
+                "a 'reference' entry is resolved by load_config or the processor, not parsed alone",
+                entry=name,
+                field="reference",
+            )
         raw = expand(raw)
     for key in raw:
         if key not in ENTRY_KEYS:
@@ -407,12 +446,26 @@ def parse_spec(raw: Any, where: str = "reward", environment: EnvironmentSpec | N
     own = parse_environment(raw["environment"], name) if "environment" in raw else environment
     offload = raw.get("offload", "none")
     if offload not in OFFLOAD_MODES:
-        raise err("offload", f"must be one of {', '.join(OFFLOAD_MODES)}, got {offload!r}"
-                             f"{did_you_mean(str(offload), OFFLOAD_MODES)}")
-    return RewardSpec(name=name, reward_model=reward_model, model_path=model_path, dtype=dtype, device=device,
-                      batch_size=batch_size, applicable_datasets=datasets, weight=weight,
-                      async_reward=async_reward, num_workers=num_workers, kwargs=dict(kwargs), limits=limits,
-                      environment=own, offload=offload)
+        raise err(
+            "offload",
+            f"must be one of {', '.join(OFFLOAD_MODES)}, got {offload!r}{did_you_mean(str(offload), OFFLOAD_MODES)}",
+        )
+    return RewardSpec(
+        name=name,
+        reward_model=reward_model,
+        model_path=model_path,
+        dtype=dtype,
+        device=device,
+        batch_size=batch_size,
+        applicable_datasets=datasets,
+        weight=weight,
+        async_reward=async_reward,
+        num_workers=num_workers,
+        kwargs=dict(kwargs),
+        limits=limits,
+        environment=own,
+        offload=offload,
+    )
 
 
 #: Where a reward's weights live between reward phases (rewardzoo.core.residency).
@@ -431,8 +484,9 @@ def _limits(value: Any, err, name: str) -> dict[str, float | int | None]:
     out: dict[str, float | int | None] = {}
     for key, limit in value.items():
         if key not in LIMIT_KEYS:
-            raise err("limits", f"unknown limit '{key}'{did_you_mean(str(key), LIMIT_KEYS)}; "
-                                f"limits: {', '.join(LIMIT_KEYS)}")
+            raise err(
+                "limits", f"unknown limit '{key}'{did_you_mean(str(key), LIMIT_KEYS)}; limits: {', '.join(LIMIT_KEYS)}"
+            )
         if limit is None:
             out[key] = None
         elif key == "seconds":
@@ -457,26 +511,36 @@ def _weight(value: Any, datasets: tuple[str, ...] | None, err) -> Weight | dict[
         out: dict[str, Weight] = {}
         for key, w in value.items():
             if not isinstance(key, str) or not (_number(w) or isinstance(w, Mapping)):
-                raise err("weight", f"per-dataset weights map dataset names to finite numbers or schedules; bad "
-                                    f"item {key!r}: {w!r}")
+                raise err(
+                    "weight",
+                    f"per-dataset weights map dataset names to finite numbers or schedules; bad item {key!r}: {w!r}",
+                )
             if datasets is not None and key not in datasets:
                 raise err("weight", f"weight for dataset '{key}' which is not in applicable_datasets {list(datasets)}")
             out[key] = _schedule(w, f"weight.{key}", err) if isinstance(w, Mapping) else float(w)
         return out
-    raise err("weight", f"must be a finite number, a schedule {{schedule: linear|cosine|step, start, end, steps, "
-                        f"after}} or a non-empty mapping dataset -> either, got {value!r}")
+    raise err(
+        "weight",
+        f"must be a finite number, a schedule {{schedule: linear|cosine|step, start, end, steps, "
+        f"after}} or a non-empty mapping dataset -> either, got {value!r}",
+    )
 
 
 def _schedule(value: Mapping[str, Any], where: str, err) -> WeightSchedule:
     """``{schedule: linear|cosine|step, start, end, steps, after}`` (``after`` optional, default 0)."""
     for key in value:
         if key not in SCHEDULE_KEYS:
-            raise err(f"{where}.{key}", f"unknown schedule key{did_you_mean(str(key), SCHEDULE_KEYS)}; a schedule "
-                                        f"has {', '.join(SCHEDULE_KEYS)}")
+            raise err(
+                f"{where}.{key}",
+                f"unknown schedule key{did_you_mean(str(key), SCHEDULE_KEYS)}; a schedule "
+                f"has {', '.join(SCHEDULE_KEYS)}",
+            )
     kind = value.get("schedule")
     if kind not in SCHEDULES:
-        raise err(f"{where}.schedule", f"must be one of {', '.join(SCHEDULES)}, got {kind!r}"
-                                       f"{did_you_mean(str(kind), SCHEDULES)}")
+        raise err(
+            f"{where}.schedule",
+            f"must be one of {', '.join(SCHEDULES)}, got {kind!r}{did_you_mean(str(kind), SCHEDULES)}",
+        )
     for key in ("start", "end", "steps"):
         if key not in value:
             raise err(f"{where}.{key}", f"a {kind} schedule needs '{key}'")
@@ -494,22 +558,46 @@ def _schedule(value: Mapping[str, Any], where: str, err) -> WeightSchedule:
 def json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a reward config file, for editors validating YAML."""
     number = {"type": "number"}
-    schedule = {"type": "object", "additionalProperties": False, "required": ["schedule", "start", "end", "steps"],
-                "properties": {"schedule": {"enum": list(SCHEDULES)}, "start": number, "end": number,
-                               "steps": {"type": "integer", "minimum": 1}, "after": {"type": "integer", "minimum": 0}},
-                "description": "a weight over the trainer's step (rewardzoo.spec.config.WeightSchedule)"}
+    schedule = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["schedule", "start", "end", "steps"],
+        "properties": {
+            "schedule": {"enum": list(SCHEDULES)},
+            "start": number,
+            "end": number,
+            "steps": {"type": "integer", "minimum": 1},
+            "after": {"type": "integer", "minimum": 0},
+        },
+        "description": "a weight over the trainer's step (rewardzoo.spec.config.WeightSchedule)",
+    }
     strings = {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
-    environment = {"oneOf": [{"type": "null"}, {
-        "type": "object", "additionalProperties": False,
-        "properties": {"python": {"type": "string", "minLength": 1, "description": "an existing interpreter"},
-                       "requirements": {"oneOf": [{"type": "string"}, strings],
-                                        "description": "a venv rewardzoo builds once (cached)"},
-                       "system_site_packages": {"type": "boolean"},
-                       "start_timeout_s": {"type": "number", "exclusiveMinimum": 0},
-                       "call_timeout_s": {"type": ["number", "null"], "exclusiveMinimum": 0,
-                                          "description": "seconds a call waits for the worker (null: no bound)"},
-                       "max_restarts": {"type": "integer", "minimum": 0}, "shared_memory": {"type": "boolean"}},
-        "oneOf": [{"required": ["python"]}, {"required": ["requirements"]}]}]}
+    environment = {
+        "oneOf": [
+            {"type": "null"},
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "python": {"type": "string", "minLength": 1, "description": "an existing interpreter"},
+                    "requirements": {
+                        "oneOf": [{"type": "string"}, strings],
+                        "description": "a venv rewardzoo builds once (cached)",
+                    },
+                    "system_site_packages": {"type": "boolean"},
+                    "start_timeout_s": {"type": "number", "exclusiveMinimum": 0},
+                    "call_timeout_s": {
+                        "type": ["number", "null"],
+                        "exclusiveMinimum": 0,
+                        "description": "seconds a call waits for the worker (null: no bound)",
+                    },
+                    "max_restarts": {"type": "integer", "minimum": 0},
+                    "shared_memory": {"type": "boolean"},
+                },
+                "oneOf": [{"required": ["python"]}, {"required": ["requirements"]}],
+            },
+        ]
+    }
     entry = {
         "type": "object",
         "additionalProperties": False,
@@ -521,25 +609,52 @@ def json_schema() -> dict[str, Any]:
             "dtype": {"enum": ["auto", *sorted(DTYPE_ALIASES)]},
             "device": {"type": "string", "pattern": r"^(auto|cpu|mps|cuda(:\d+)?)$"},
             "batch_size": {"type": "integer", "minimum": 1},
-            "applicable_datasets": {"oneOf": [{"type": "null"}, {"type": "string"},
-                                              {"type": "array", "items": {"type": "string"}, "minItems": 1}]},
-            "weight": {"oneOf": [number, schedule, {"type": "object", "additionalProperties": {
-                "oneOf": [number, schedule]}, "minProperties": 1}]},
+            "applicable_datasets": {
+                "oneOf": [
+                    {"type": "null"},
+                    {"type": "string"},
+                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                ]
+            },
+            "weight": {
+                "oneOf": [
+                    number,
+                    schedule,
+                    {"type": "object", "additionalProperties": {"oneOf": [number, schedule]}, "minProperties": 1},
+                ]
+            },
             "async_reward": {"type": "boolean"},
             "num_workers": {"type": "integer", "minimum": 1},
             "kwargs": {"type": "object"},
-            "limits": {"type": "object", "additionalProperties": False,
-                       "properties": {"seconds": {"type": ["number", "null"], "exclusiveMinimum": 0},
-                                      "frames": {"type": ["integer", "null"], "minimum": 1},
-                                      "pixels": {"type": ["integer", "null"], "minimum": 1}}},
+            "limits": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "seconds": {"type": ["number", "null"], "exclusiveMinimum": 0},
+                    "frames": {"type": ["integer", "null"], "minimum": 1},
+                    "pixels": {"type": ["integer", "null"], "minimum": 1},
+                },
+            },
             "environment": environment,
-            "offload": {"enum": ["none", "cpu", "drop"],
-                        "description": "weights between reward phases: resident, in CPU memory, or freed"},
-            "reference": {"oneOf": [{"type": "boolean"}, {
-                "type": "object", "additionalProperties": False,
-                "properties": {"reward_model": {"type": "string", "minLength": 1}, "environment": environment,
-                               "kwargs": {"type": "object"}}}],
-                "description": "score with the reward's reference package (true: the known wrapper and environment)"},
+            "offload": {
+                "enum": ["none", "cpu", "drop"],
+                "description": "weights between reward phases: resident, in CPU memory, or freed",
+            },
+            "reference": {
+                "oneOf": [
+                    {"type": "boolean"},
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "reward_model": {"type": "string", "minLength": 1},
+                            "environment": environment,
+                            "kwargs": {"type": "object"},
+                        },
+                    },
+                ],
+                "description": "score with the reward's reference package (true: the known wrapper and environment)",
+            },
         },
     }
     items = {"oneOf": [{"type": "string"}, entry]}
@@ -549,17 +664,25 @@ def json_schema() -> dict[str, Any]:
         "type": "object",
         "additionalProperties": False,
         "required": ["rewards"],
-        "properties": {"rewards": {"type": "array", "items": items},
-                       "eval_rewards": {"type": ["array", "null"], "items": items},
-                       "advantage": {"enum": ["sum", "gdpo"]}, "environment": environment,
-                       "monitor": {"type": ["object", "null"], "additionalProperties": False,
-                                   "properties": {"log": {"type": ["string", "null"]},
-                                                  "window": {"type": "integer", "minimum": 3},
-                                                  "saturation": {"type": ["number", "null"]},
-                                                  "margin": {"type": "number"},
-                                                  "inseparable": {"type": ["number", "null"]},
-                                                  "conflict": {"type": ["number", "null"]},
-                                                  "divergence": {"type": ["number", "null"]}}}},
+        "properties": {
+            "rewards": {"type": "array", "items": items},
+            "eval_rewards": {"type": ["array", "null"], "items": items},
+            "advantage": {"enum": ["sum", "gdpo"]},
+            "environment": environment,
+            "monitor": {
+                "type": ["object", "null"],
+                "additionalProperties": False,
+                "properties": {
+                    "log": {"type": ["string", "null"]},
+                    "window": {"type": "integer", "minimum": 3},
+                    "saturation": {"type": ["number", "null"]},
+                    "margin": {"type": "number"},
+                    "inseparable": {"type": ["number", "null"]},
+                    "conflict": {"type": ["number", "null"]},
+                    "divergence": {"type": ["number", "null"]},
+                },
+            },
+        },
     }
 
 

@@ -50,8 +50,9 @@ def parse_monitor(raw: Any) -> MonitorSettings:
     if isinstance(raw, MonitorSettings):
         return raw
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"'monitor' must be a mapping with keys {', '.join(KEYS)}, got {type(raw).__name__}",
-                          field="monitor")
+        raise ConfigError(
+            f"'monitor' must be a mapping with keys {', '.join(KEYS)}, got {type(raw).__name__}", field="monitor"
+        )
     for key in raw:
         if key not in KEYS:
             raise ConfigError(f"unknown key{did_you_mean(str(key), KEYS)}", field=f"monitor.{key}")
@@ -63,8 +64,9 @@ def parse_monitor(raw: Any) -> MonitorSettings:
     if "window" in raw:
         out["window"] = positive_int(raw["window"], "monitor.window")
         if out["window"] < 3:
-            raise ConfigError(f"must be at least 3 steps (a trend needs 3 points), got {out['window']}",
-                              field="monitor.window")
+            raise ConfigError(
+                f"must be at least 3 steps (a trend needs 3 points), got {out['window']}", field="monitor.window"
+            )
     for key in _SHARES:
         if key in raw:
             out[key] = _threshold(raw[key], key, 0.0, 1.0)
@@ -83,8 +85,12 @@ def parse_monitor(raw: Any) -> MonitorSettings:
 def _threshold(value: Any, key: str, lo: float, hi: float) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not lo <= value <= hi:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not lo <= value <= hi
+    ):
         bounds = f"from {lo:g} to {hi:g}" if math.isfinite(hi) else f"at least {lo:g}"
         raise ConfigError(f"must be a number {bounds} or null, got {value!r}", field=f"monitor.{key}")
     return float(value)

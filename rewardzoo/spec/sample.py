@@ -39,8 +39,7 @@ class Sample:
     def __post_init__(self) -> None:
         gid = self.group_id
         if gid is not None and (isinstance(gid, bool) or not isinstance(gid, (int, str))):
-            raise InputError(f"group_id must be an int or a str, got {type(gid).__name__} {gid!r}",
-                             field="group_id")
+            raise InputError(f"group_id must be an int or a str, got {type(gid).__name__} {gid!r}", field="group_id")
         if self.dataset is not None and not isinstance(self.dataset, str):
             raise InputError(f"dataset must be a str, got {type(self.dataset).__name__}", field="dataset")
 

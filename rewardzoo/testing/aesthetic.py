@@ -37,9 +37,16 @@ def _reference_aesthetic_mlp_class():
             def __init__(self, input_size: int = EMBED_DIM):
                 super().__init__()
                 nn = torch.nn
-                self.layers = nn.Sequential(nn.Linear(input_size, 1024), nn.Dropout(0.2), nn.Linear(1024, 128),
-                                            nn.Dropout(0.2), nn.Linear(128, 64), nn.Dropout(0.1), nn.Linear(64, 16),
-                                            nn.Linear(16, 1))
+                self.layers = nn.Sequential(
+                    nn.Linear(input_size, 1024),
+                    nn.Dropout(0.2),
+                    nn.Linear(1024, 128),
+                    nn.Dropout(0.2),
+                    nn.Linear(128, 64),
+                    nn.Dropout(0.1),
+                    nn.Linear(64, 16),
+                    nn.Linear(16, 1),
+                )
 
             def forward(self, x):
                 return self.layers(x)
@@ -114,4 +121,3 @@ def linear_aesthetic_head_file(path, *, seed: int = 11, input_size: int = EMBED_
     layer = torch.nn.Linear(input_size, 1)
     torch.save({k: v.detach().clone() for k, v in layer.state_dict().items()}, path)
     return path
-

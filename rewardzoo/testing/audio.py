@@ -35,14 +35,31 @@ def tiny_clap_dir(path, *, seed: int = 0) -> Path:
     vocab.setdefault("\u0120", len(vocab))
     (path / "vocab.json").write_text(json.dumps(vocab))
     tokenizer = RobertaTokenizer(vocab=vocab, merges=[])
-    text = dict(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                intermediate_size=32, max_position_embeddings=64, projection_dim=16)
-    audio = dict(depths=[1, 1], num_attention_heads=[1, 2], patch_embeds_hidden_size=8, hidden_size=16,
-                 projection_dim=16, window_size=8, spec_size=256, num_mel_bins=64, enable_fusion=False)
+    text = dict(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        projection_dim=16,
+    )
+    audio = dict(
+        depths=[1, 1],
+        num_attention_heads=[1, 2],
+        patch_embeds_hidden_size=8,
+        hidden_size=16,
+        projection_dim=16,
+        window_size=8,
+        spec_size=256,
+        num_mel_bins=64,
+        enable_fusion=False,
+    )
     torch.manual_seed(seed)
     ClapModel(ClapConfig(text_config=text, audio_config=audio, projection_dim=16)).eval().save_pretrained(path)
-    ClapProcessor(feature_extractor=ClapFeatureExtractor(truncation="rand_trunc", padding="repeatpad"),
-                  tokenizer=tokenizer).save_pretrained(path)
+    ClapProcessor(
+        feature_extractor=ClapFeatureExtractor(truncation="rand_trunc", padding="repeatpad"), tokenizer=tokenizer
+    ).save_pretrained(path)
     return path
 
 
@@ -58,15 +75,30 @@ def tiny_wavlm_xvector_dir(path, *, seed: int = 0) -> Path:
     from transformers import Wav2Vec2FeatureExtractor, WavLMConfig, WavLMForXVector
 
     path = made_dir(path)
-    config = WavLMConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-                         conv_dim=(8, 8), conv_stride=(5, 4), conv_kernel=(10, 8), num_conv_pos_embeddings=16,
-                         num_conv_pos_embedding_groups=2, feat_extract_norm="group", num_buckets=16,
-                         max_bucket_distance=64, tdnn_dim=(16, 16, 32), tdnn_kernel=(3, 3, 1),
-                         tdnn_dilation=(1, 2, 1), xvector_output_dim=8, apply_spec_augment=False)
+    config = WavLMConfig(
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        conv_dim=(8, 8),
+        conv_stride=(5, 4),
+        conv_kernel=(10, 8),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2,
+        feat_extract_norm="group",
+        num_buckets=16,
+        max_bucket_distance=64,
+        tdnn_dim=(16, 16, 32),
+        tdnn_kernel=(3, 3, 1),
+        tdnn_dilation=(1, 2, 1),
+        xvector_output_dim=8,
+        apply_spec_augment=False,
+    )
     torch.manual_seed(seed)
     WavLMForXVector(config).eval().save_pretrained(path)
-    Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0, do_normalize=True,
-                             return_attention_mask=True).save_pretrained(path)
+    Wav2Vec2FeatureExtractor(
+        feature_size=1, sampling_rate=16000, padding_value=0.0, do_normalize=True, return_attention_mask=True
+    ).save_pretrained(path)
     return path
 
 
@@ -84,8 +116,18 @@ def _byte_alphabet() -> list[str]:
     return out
 
 
-WHISPER_SPECIALS = ("<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|de|>", "<|translate|>", "<|transcribe|>",
-                    "<|startoflm|>", "<|startofprev|>", "<|nospeech|>", "<|notimestamps|>")
+WHISPER_SPECIALS = (
+    "<|endoftext|>",
+    "<|startoftranscript|>",
+    "<|en|>",
+    "<|de|>",
+    "<|translate|>",
+    "<|transcribe|>",
+    "<|startoflm|>",
+    "<|startofprev|>",
+    "<|nospeech|>",
+    "<|notimestamps|>",
+)
 
 
 def tiny_whisper_dir(path, *, seed: int = 0, num_mel_bins: int = 80, d_model: int = 16, layers: int = 1) -> Path:
@@ -115,15 +157,29 @@ def tiny_whisper_dir(path, *, seed: int = 0, num_mel_bins: int = 80, d_model: in
     (path / "merges.txt").write_text("#version: 0.2\n")
     tokenizer = WhisperTokenizer(str(path / "vocab.json"), str(path / "merges.txt"))
     tokenizer.add_special_tokens({"additional_special_tokens": list(WHISPER_SPECIALS[1:])})
-    processor = WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=num_mel_bins),
-                                 tokenizer=tokenizer)
+    processor = WhisperProcessor(
+        feature_extractor=WhisperFeatureExtractor(feature_size=num_mel_bins), tokenizer=tokenizer
+    )
     end = vocab["<|endoftext|>"]
-    config = WhisperConfig(vocab_size=len(vocab), num_mel_bins=num_mel_bins, d_model=d_model, encoder_layers=layers,
-                           decoder_layers=layers, encoder_attention_heads=2, decoder_attention_heads=2,
-                           encoder_ffn_dim=2 * d_model, decoder_ffn_dim=2 * d_model, max_source_positions=1500,
-                           max_target_positions=64, pad_token_id=end, bos_token_id=end, eos_token_id=end,
-                           decoder_start_token_id=vocab["<|startoftranscript|>"], suppress_tokens=[],
-                           begin_suppress_tokens=[])
+    config = WhisperConfig(
+        vocab_size=len(vocab),
+        num_mel_bins=num_mel_bins,
+        d_model=d_model,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=2 * d_model,
+        decoder_ffn_dim=2 * d_model,
+        max_source_positions=1500,
+        max_target_positions=64,
+        pad_token_id=end,
+        bos_token_id=end,
+        eos_token_id=end,
+        decoder_start_token_id=vocab["<|startoftranscript|>"],
+        suppress_tokens=[],
+        begin_suppress_tokens=[],
+    )
     torch.manual_seed(seed)
     model = WhisperForConditionalGeneration(config).eval()
     model.generation_config.forced_decoder_ids = None
@@ -141,15 +197,31 @@ def tiny_audiobox_wavlm_config():
     from audiobox_aesthetics.model.wavlm import WavLMConfig
 
     cfg = dict(vars(DEFAULT_AUDIO_CFG))
-    cfg.update(encoder_layers=2, encoder_embed_dim=16, encoder_ffn_embed_dim=32, encoder_attention_heads=2,
-               conv_feature_layers="[(8,10,5)] + [(8,3,2)] * 4 + [(8,2,2)] * 2", conv_pos=16, conv_pos_groups=2,
-               num_buckets=16, max_distance=64, encoder_layerdrop=0.0, dropout=0.0, attention_dropout=0.0,
-               dropout_input=0.0, dropout_features=0.0)
+    cfg.update(
+        encoder_layers=2,
+        encoder_embed_dim=16,
+        encoder_ffn_embed_dim=32,
+        encoder_attention_heads=2,
+        conv_feature_layers="[(8,10,5)] + [(8,3,2)] * 4 + [(8,2,2)] * 2",
+        conv_pos=16,
+        conv_pos_groups=2,
+        num_buckets=16,
+        max_distance=64,
+        encoder_layerdrop=0.0,
+        dropout=0.0,
+        attention_dropout=0.0,
+        dropout_input=0.0,
+        dropout_features=0.0,
+    )
     return WavLMConfig(cfg)
 
 
-AUDIOBOX_TARGETS = {"CE": {"mean": 5.5, "std": 1.5}, "CU": {"mean": 6.0, "std": 1.2},
-                    "PC": {"mean": 3.0, "std": 1.1}, "PQ": {"mean": 7.0, "std": 1.3}}
+AUDIOBOX_TARGETS = {
+    "CE": {"mean": 5.5, "std": 1.5},
+    "CU": {"mean": 6.0, "std": 1.2},
+    "PC": {"mean": 3.0, "std": 1.1},
+    "PQ": {"mean": 7.0, "std": 1.3},
+}
 
 
 def tiny_audiobox_checkpoint(path, *, seed: int = 0, layout: str = "hub") -> Path:
@@ -166,9 +238,17 @@ def tiny_audiobox_checkpoint(path, *, seed: int = 0, layout: str = "hub") -> Pat
     from audiobox_aesthetics.model import aes
 
     path = Path(path)
-    cfg = dict(proj_num_layer=1, proj_ln=False, proj_act_fn="gelu", proj_dropout=0.0,
-               nth_layer=aes.DEFAULT_AUDIO_CFG.encoder_layers + 1, use_weighted_layer_sum=True, precision="32",
-               normalize_embed=True, output_dim=1)
+    cfg = dict(
+        proj_num_layer=1,
+        proj_ln=False,
+        proj_act_fn="gelu",
+        proj_dropout=0.0,
+        nth_layer=aes.DEFAULT_AUDIO_CFG.encoder_layers + 1,
+        use_weighted_layer_sum=True,
+        precision="32",
+        normalize_embed=True,
+        output_dim=1,
+    )
     torch.manual_seed(seed)
     model = aes.AesMultiOutput(**cfg, target_transform=copy.deepcopy(AUDIOBOX_TARGETS)).eval()
     with torch.no_grad():  # distinct layer weights per axis, so the softmax mix matters
@@ -178,8 +258,14 @@ def tiny_audiobox_checkpoint(path, *, seed: int = 0, layout: str = "hub") -> Pat
         model.save_pretrained(path)
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": {f"model.{k}": v for k, v in model.state_dict().items()}, "model_cfg": cfg,
-                "target_transform": copy.deepcopy(AUDIOBOX_TARGETS)}, path)
+    torch.save(
+        {
+            "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
+            "model_cfg": cfg,
+            "target_transform": copy.deepcopy(AUDIOBOX_TARGETS),
+        },
+        path,
+    )
     return path
 
 
@@ -203,14 +289,26 @@ def tiny_wav2vec2_ctc_dir(path, *, seed: int = 0) -> Path:
     vocab = {tok: i for i, tok in enumerate(["<pad>", "<s>", "</s>", "<unk>", "|", *"abcdefghijklmnopqrstuvwxyz'"])}
     (path / "vocab.json").write_text(json.dumps(vocab))
     tokenizer = Wav2Vec2CTCTokenizer(str(path / "vocab.json"))
-    extractor = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0, do_normalize=True,
-                                         return_attention_mask=True)
-    config = Wav2Vec2Config(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                            intermediate_size=32, conv_dim=(8, 8), conv_stride=(5, 4), conv_kernel=(10, 8),
-                            num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, pad_token_id=0,
-                            feat_extract_norm="layer", do_stable_layer_norm=True, apply_spec_augment=False)
+    extractor = Wav2Vec2FeatureExtractor(
+        feature_size=1, sampling_rate=16000, padding_value=0.0, do_normalize=True, return_attention_mask=True
+    )
+    config = Wav2Vec2Config(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        conv_dim=(8, 8),
+        conv_stride=(5, 4),
+        conv_kernel=(10, 8),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2,
+        pad_token_id=0,
+        feat_extract_norm="layer",
+        do_stable_layer_norm=True,
+        apply_spec_augment=False,
+    )
     torch.manual_seed(seed)
     Wav2Vec2ForCTC(config).eval().save_pretrained(path)
     Wav2Vec2Processor(feature_extractor=extractor, tokenizer=tokenizer).save_pretrained(path)
     return path
-

@@ -31,9 +31,12 @@ TINY_VIDEO_OPEN_CLIP: dict = {
     "vision_cfg": {"image_size": IMAGE_SIZE, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
     "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
 }
-CLIP_PREPROCESS: dict = {"mean": [0.48145466, 0.4578275, 0.40821073],
-                         "std": [0.26862954, 0.26130258, 0.27577711],
-                         "interpolation": "bicubic", "resize_mode": "shortest"}
+CLIP_PREPROCESS: dict = {
+    "mean": [0.48145466, 0.4578275, 0.40821073],
+    "std": [0.26862954, 0.26130258, 0.27577711],
+    "interpolation": "bicubic",
+    "resize_mode": "shortest",
+}
 
 
 def tiny_open_clip_model(*, seed: int = 0, model_cfg: dict | None = None):
@@ -53,8 +56,9 @@ def tiny_open_clip_model(*, seed: int = 0, model_cfg: dict | None = None):
     return open_clip.CLIP(**cfg)
 
 
-def tiny_open_clip_dir(path, *, seed: int = 0, model_cfg: dict | None = None,
-                       preprocess_cfg: dict | None = None) -> Path:
+def tiny_open_clip_dir(
+    path, *, seed: int = 0, model_cfg: dict | None = None, preprocess_cfg: dict | None = None
+) -> Path:
     """Write a random-init open_clip model as a hub-style directory and return the directory.
 
     The directory holds ``open_clip_config.json`` (``{"model_cfg": ..., "preprocess_cfg": ...}``)
@@ -67,8 +71,9 @@ def tiny_open_clip_dir(path, *, seed: int = 0, model_cfg: dict | None = None,
     cfg = TINY_OPEN_CLIP if model_cfg is None else model_cfg
     model = tiny_open_clip_model(seed=seed, model_cfg=cfg)
     path = made_dir(path)
-    (path / "open_clip_config.json").write_text(json.dumps({
-        "model_cfg": cfg, "preprocess_cfg": CLIP_PREPROCESS if preprocess_cfg is None else preprocess_cfg}))
+    (path / "open_clip_config.json").write_text(
+        json.dumps({"model_cfg": cfg, "preprocess_cfg": CLIP_PREPROCESS if preprocess_cfg is None else preprocess_cfg})
+    )
     save_safetensors(model.state_dict(), path / "open_clip_model.safetensors")
     return path
 
@@ -87,7 +92,7 @@ def clip_tokenizer():
 
     with gzip.open(default_bpe()) as f:
         lines = f.read().decode("utf-8").split("\n")
-    merges = lines[1:49152 - 256 - 2 + 1]
+    merges = lines[1 : 49152 - 256 - 2 + 1]
     vocab = list(bytes_to_unicode().values())
     vocab = vocab + [v + "</w>" for v in vocab] + ["".join(m.split()) for m in merges]
     vocab += ["<|startoftext|>", "<|endoftext|>"]
@@ -104,12 +109,28 @@ def tiny_hf_clip_config():
     from transformers import CLIPConfig
 
     return CLIPConfig(
-        text_config={"vocab_size": 49408, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-                     "num_attention_heads": 2, "max_position_embeddings": 77, "bos_token_id": 49406,
-                     "eos_token_id": 49407, "pad_token_id": 49407},
-        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
-                       "image_size": IMAGE_SIZE, "patch_size": 16},
-        projection_dim=48, logit_scale_init_value=2.6592)
+        text_config={
+            "vocab_size": 49408,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "max_position_embeddings": 77,
+            "bos_token_id": 49406,
+            "eos_token_id": 49407,
+            "pad_token_id": 49407,
+        },
+        vision_config={
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "image_size": IMAGE_SIZE,
+            "patch_size": 16,
+        },
+        projection_dim=48,
+        logit_scale_init_value=2.6592,
+    )
 
 
 def tiny_hf_clip_dir(path, *, seed: int = 1, config=None, image_processor=None) -> Path:
@@ -132,8 +153,9 @@ def tiny_hf_clip_dir(path, *, seed: int = 1, config=None, image_processor=None) 
     path = Path(path)
     model.save_pretrained(path)
     if image_processor is None:
-        image_processor = CLIPImageProcessor(size={"shortest_edge": IMAGE_SIZE},
-                                             crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
+        image_processor = CLIPImageProcessor(
+            size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+        )
     CLIPProcessor(image_processor=image_processor, tokenizer=clip_tokenizer()).save_pretrained(path)
     return path
 
@@ -155,4 +177,3 @@ def hps_checkpoint(path, *, seed: int = 123, model_cfg: dict | None = None):
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"state_dict": model.state_dict()}, path)
     return path, model.eval()
-

@@ -35,24 +35,51 @@ LLAVA_NAMES = (
     ("model.language_model.", "model."),
     ("lm_head.", "lm_head."),
 )
-_SIGLIP_PREPROCESS = {"size": {"height": 28, "width": 28}, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
-                      "resample": 3, "rescale_factor": 1 / 255}
+_SIGLIP_PREPROCESS = {
+    "size": {"height": 28, "width": 28},
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "resample": 3,
+    "rescale_factor": 1 / 255,
+}
 
 
-def tiny_llava_onevision_config(*, vocab_size: int, image_token_id: int, video_token_id: int,
-                                initializer_range: float = 0.2):
+def tiny_llava_onevision_config(
+    *, vocab_size: int, image_token_id: int, video_token_id: int, initializer_range: float = 0.2
+):
     """A tiny ``LlavaOnevisionConfig``: Qwen2 text (width 32, 2 layers, 4 heads / 2 key-value), SigLIP tower
     (width 32, 1 layer, image 28, patch 14, no head), ``anyres_max_9`` on :data:`TINY_PINPOINTS`."""
     from transformers import LlavaOnevisionConfig, Qwen2Config, SiglipVisionConfig
 
-    text = Qwen2Config(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                       initializer_range=initializer_range, tie_word_embeddings=False)
-    vision = SiglipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                                image_size=28, patch_size=14, vision_use_head=False)
-    return LlavaOnevisionConfig(text_config=text, vision_config=vision, image_token_index=image_token_id,
-                                video_token_index=video_token_id, image_grid_pinpoints=TINY_PINPOINTS,
-                                vision_aspect_ratio="anyres_max_9", initializer_range=initializer_range)
+    text = Qwen2Config(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        initializer_range=initializer_range,
+        tie_word_embeddings=False,
+    )
+    vision = SiglipVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        image_size=28,
+        patch_size=14,
+        vision_use_head=False,
+    )
+    return LlavaOnevisionConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_index=image_token_id,
+        video_token_index=video_token_id,
+        image_grid_pinpoints=TINY_PINPOINTS,
+        vision_aspect_ratio="anyres_max_9",
+        initializer_range=initializer_range,
+    )
 
 
 def tiny_llava_onevision_processor(tokenizer=None):
@@ -69,16 +96,19 @@ def tiny_llava_onevision_processor(tokenizer=None):
         tokenizer.add_tokens(AddedToken(token, special=True, normalized=False), special_tokens=True)
     return LlavaOnevisionProcessor(
         image_processor=LlavaOnevisionImageProcessor(**_SIGLIP_PREPROCESS, image_grid_pinpoints=TINY_PINPOINTS),
-        video_processor=LlavaOnevisionVideoProcessor(**_SIGLIP_PREPROCESS), tokenizer=tokenizer,
-        num_image_tokens=4, vision_feature_select_strategy="full",
-        chat_template=llava_checkpoint.LLAVA_QWEN_CHAT_TEMPLATE)
+        video_processor=LlavaOnevisionVideoProcessor(**_SIGLIP_PREPROCESS),
+        tokenizer=tokenizer,
+        num_image_tokens=4,
+        vision_feature_select_strategy="full",
+        chat_template=llava_checkpoint.LLAVA_QWEN_CHAT_TEMPLATE,
+    )
 
 
 def llava_name(key: str) -> str:
     """The LLaVA-NeXT name of a transformers ``LlavaOnevisionForConditionalGeneration`` weight."""
     for new, old in LLAVA_NAMES:
         if key.startswith(new):
-            return old + key[len(new):]
+            return old + key[len(new) :]
     raise KeyError(key)
 
 
@@ -108,16 +138,26 @@ def tiny_llava_onevision_dirs(root, *, seed: int = 0) -> dict[str, Path]:
     vision = config.vision_config.to_dict()
     vision["num_hidden_layers"] += 1  # the tower as published; LLaVA-NeXT drops its last layer
     (tower / "config.json").write_text(json.dumps({"model_type": "siglip_vision_model", **vision}), encoding="utf-8")
-    (tower / "preprocessor_config.json").write_text(json.dumps({"image_processor_type": "SiglipImageProcessor",
-                                                                **_SIGLIP_PREPROCESS}), encoding="utf-8")
+    (tower / "preprocessor_config.json").write_text(
+        json.dumps({"image_processor_type": "SiglipImageProcessor", **_SIGLIP_PREPROCESS}), encoding="utf-8"
+    )
     text = config.text_config.to_dict()
-    original = {**text, "architectures": ["LlavaQwenForCausalLM"], "model_type": "llava",
-                "mm_vision_tower": str(tower), "mm_projector_type": "mlp2x_gelu",
-                "mm_hidden_size": vision["hidden_size"],
-                "mm_vision_select_layer": -2, "mm_vision_select_feature": "patch",
-                "mm_patch_merge_type": "spatial_unpad", "image_aspect_ratio": "anyres_max_9",
-                "image_grid_pinpoints": TINY_PINPOINTS, "mm_use_im_start_end": False, "mm_use_im_patch_token": False,
-                "tokenizer_padding_side": "right"}
+    original = {
+        **text,
+        "architectures": ["LlavaQwenForCausalLM"],
+        "model_type": "llava",
+        "mm_vision_tower": str(tower),
+        "mm_projector_type": "mlp2x_gelu",
+        "mm_hidden_size": vision["hidden_size"],
+        "mm_vision_select_layer": -2,
+        "mm_vision_select_feature": "patch",
+        "mm_patch_merge_type": "spatial_unpad",
+        "image_aspect_ratio": "anyres_max_9",
+        "image_grid_pinpoints": TINY_PINPOINTS,
+        "mm_use_im_start_end": False,
+        "mm_use_im_patch_token": False,
+        "tokenizer_padding_side": "right",
+    }
     (llava / "config.json").write_text(json.dumps(original), encoding="utf-8")
     state = {llava_name(k): v.contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(llava / "model.safetensors"))

@@ -26,15 +26,39 @@ VIDEOALIGN_NORM = {"VQ_mean": 0.1, "VQ_std": 2.0, "MQ_mean": -0.3, "MQ_std": 0.5
 def videoalign_model_config(base: str | Path, *, max_pixels: int, lora: bool = True, inference: bool = True) -> dict:
     """VideoAlign's ``model_config.json`` for a base model directory (the released keys, toy values)."""
     out = {
-        "data_config": {"meta_data": "train.csv", "data_dir": "videos", "meta_data_test": None,
-                        "max_frame_pixels": max_pixels, "num_frames": None, "fps": 2.0, "p_shuffle_frames": 0.0,
-                        "p_color_jitter": 0.0, "eval_dim": ["VQ", "MQ", "TA"], "prompt_template_type": "detailed_special",
-                        "add_noise": False, "sample_type": "uniform", "use_tied_data": True},
-        "model_config": {"model_name_or_path": str(base), "output_dim": 1, "use_special_tokens": True,
-                         "reward_token": "special", "torch_dtype": "bfloat16"},
-        "peft_lora_config": {"lora_enable": lora, "vision_lora": False, "lora_r": 4, "lora_alpha": 8,
-                             "lora_dropout": 0.05, "lora_namespan_exclude": ["lm_head", "rm_head", "embed_tokens", "visual"],
-                             "lora_task_type": "CAUSAL_LM", "use_rslora": False, "num_lora_modules": -1},
+        "data_config": {
+            "meta_data": "train.csv",
+            "data_dir": "videos",
+            "meta_data_test": None,
+            "max_frame_pixels": max_pixels,
+            "num_frames": None,
+            "fps": 2.0,
+            "p_shuffle_frames": 0.0,
+            "p_color_jitter": 0.0,
+            "eval_dim": ["VQ", "MQ", "TA"],
+            "prompt_template_type": "detailed_special",
+            "add_noise": False,
+            "sample_type": "uniform",
+            "use_tied_data": True,
+        },
+        "model_config": {
+            "model_name_or_path": str(base),
+            "output_dim": 1,
+            "use_special_tokens": True,
+            "reward_token": "special",
+            "torch_dtype": "bfloat16",
+        },
+        "peft_lora_config": {
+            "lora_enable": lora,
+            "vision_lora": False,
+            "lora_r": 4,
+            "lora_alpha": 8,
+            "lora_dropout": 0.05,
+            "lora_namespan_exclude": ["lm_head", "rm_head", "embed_tokens", "visual"],
+            "lora_task_type": "CAUSAL_LM",
+            "use_rslora": False,
+            "num_lora_modules": -1,
+        },
     }
     if inference:
         out["inference_config"] = dict(VIDEOALIGN_NORM)
@@ -43,14 +67,18 @@ def videoalign_model_config(base: str | Path, *, max_pixels: int, lora: bool = T
 
 def older_qwen2_vl_peft_key(key: str) -> str:
     """A transformers 5 PEFT key -> the older (< 4.52) Qwen2-VL layout of VideoAlign's model.pth."""
-    for new, old in (("base_model.model.model.language_model.", "base_model.model.model."),
-                     ("base_model.model.model.visual.", "base_model.model.visual.")):
+    for new, old in (
+        ("base_model.model.model.language_model.", "base_model.model.model."),
+        ("base_model.model.model.visual.", "base_model.model.visual."),
+    ):
         if key.startswith(new):
-            return old + key[len(new):]
+            return old + key[len(new) :]
     return key
 
 
-def tiny_videoalign_release(root: str | Path, *, seed: int = 11, max_pixels: int = 8 * 28 * 28) -> tuple[Path, Path, Any, Any]:
+def tiny_videoalign_release(
+    root: str | Path, *, seed: int = 11, max_pixels: int = 8 * 28 * 28
+) -> tuple[Path, Path, Any, Any]:
     """Write a tiny VideoAlign release under ``root``: (release directory, base directory, the PEFT model the
     checkpoint is the state of (LoRA unmerged, eval mode), the processor with the reward tokens).
 
@@ -74,9 +102,12 @@ def tiny_videoalign_release(root: str | Path, *, seed: int = 11, max_pixels: int
     model = Qwen2VLForConditionalGeneration(config).eval()
     model.rm_head = torch.nn.Linear(config.text_config.hidden_size, 1, bias=False)
     excluded = ("lm_head", "rm_head", "embed_tokens", "visual")
-    targets = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and not any(x in n for x in excluded)]
-    lora = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=targets,
-                                            init_lora_weights=False)).eval()
+    targets = [
+        n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and not any(x in n for x in excluded)
+    ]
+    lora = get_peft_model(
+        model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=targets, init_lora_weights=False)
+    ).eval()
     state = {older_qwen2_vl_peft_key(k): v.clone() for k, v in lora.state_dict().items()}
 
     released = root / "VideoReward"

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-WORDS = ("the a cat dog sat on mat ran fast slow good bad answer is yes no one two three four five six seven eight "
-         "nine ten what why how because so then <user> <assistant> question reward model").split()
+WORDS = (
+    "the a cat dog sat on mat ran fast slow good bad answer is yes no one two three four five six seven eight "
+    "nine ten what why how because so then <user> <assistant> question reward model"
+).split()
 SPECIALS = ["<pad>", "<unk>", "<bos>", "<eos>"]
 VOCAB = {tok: i for i, tok in enumerate(SPECIALS + WORDS)}
-CHAT_TEMPLATE = ("{% for m in messages %}<{{ m.role }}> {{ m.content }} {% endfor %}"
-                 "{% if add_generation_prompt %}<assistant> {% endif %}")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<{{ m.role }}> {{ m.content }} {% endfor %}"
+    "{% if add_generation_prompt %}<assistant> {% endif %}"
+)
 
 
 def word_tokenizer(bos: bool = True):
@@ -32,10 +36,12 @@ def word_tokenizer(bos: bool = True):
     tok = Tokenizer(models.WordLevel(vocab=VOCAB, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     if bos:
-        tok.post_processor = processors.TemplateProcessing(single="<bos> $A",
-                                                           special_tokens=[("<bos>", VOCAB["<bos>"])])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", bos_token="<bos>",
-                                   eos_token="<eos>")
+        tok.post_processor = processors.TemplateProcessing(
+            single="<bos> $A", special_tokens=[("<bos>", VOCAB["<bos>"])]
+        )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", bos_token="<bos>", eos_token="<eos>"
+    )
     fast.chat_template = CHAT_TEMPLATE
     return fast
 
@@ -50,8 +56,19 @@ def gpt2_config(**overrides):
     """
     from transformers import GPT2Config
 
-    base = dict(vocab_size=len(VOCAB), n_positions=64, n_embd=32, n_layer=2, n_head=4, bos_token_id=2,
-                eos_token_id=3, pad_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    base = dict(
+        vocab_size=len(VOCAB),
+        n_positions=64,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        bos_token_id=2,
+        eos_token_id=3,
+        pad_token_id=0,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+    )
     base.update(overrides)
     return GPT2Config(**base)
 
@@ -65,9 +82,18 @@ def llama_config(**overrides):
     """
     from transformers import LlamaConfig
 
-    base = dict(vocab_size=len(VOCAB), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, bos_token_id=2,
-                eos_token_id=3, pad_token_id=0)
+    base = dict(
+        vocab_size=len(VOCAB),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        bos_token_id=2,
+        eos_token_id=3,
+        pad_token_id=0,
+    )
     base.update(overrides)
     return LlamaConfig(**base)
 
@@ -99,9 +125,10 @@ def tiny_text_models(root, *, seed: int = 0, tokenizer=None) -> dict[str, str]:
         "gpt2_ref": _save_pretrained(GPT2LMHeadModel(gpt2_config()), tokenizer, root / "gpt2_ref"),
         "llama_policy": _save_pretrained(LlamaForCausalLM(llama_config()), tokenizer, root / "llama_policy"),
         "llama_ref": _save_pretrained(LlamaForCausalLM(llama_config()), tokenizer, root / "llama_ref"),
-        "gpt2_cls": _save_pretrained(GPT2ForSequenceClassification(gpt2_config(num_labels=1)), tokenizer,
-                                     root / "gpt2_cls"),
-        "gpt2_cls3": _save_pretrained(GPT2ForSequenceClassification(gpt2_config(num_labels=3)), tokenizer,
-                                      root / "gpt2_cls3"),
+        "gpt2_cls": _save_pretrained(
+            GPT2ForSequenceClassification(gpt2_config(num_labels=1)), tokenizer, root / "gpt2_cls"
+        ),
+        "gpt2_cls3": _save_pretrained(
+            GPT2ForSequenceClassification(gpt2_config(num_labels=3)), tokenizer, root / "gpt2_cls3"
+        ),
     }
-

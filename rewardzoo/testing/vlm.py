@@ -14,8 +14,16 @@ from pathlib import Path
 from .common import made_dir, save_safetensors
 
 #: The Qwen special tokens the processors and chat templates use, in id order (ids 0..7).
-QWEN_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-                       "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>")
+QWEN_SPECIAL_TOKENS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
 #: The Qwen2-VL / Qwen2.5-VL chat template, shortened (no tool calls, no numbered images): ChatML turns, a default
 #: system prompt, each image as ``<|vision_start|><|image_pad|><|vision_end|>`` and each video with ``<|video_pad|>``.
 QWEN2_VL_CHAT_TEMPLATE = (
@@ -25,11 +33,14 @@ QWEN2_VL_CHAT_TEMPLATE = (
     "{% for content in message['content'] %}{% if content['type'] == 'image' or 'image' in content %}"
     "<|vision_start|><|image_pad|><|vision_end|>{% elif content['type'] == 'video' or 'video' in content %}"
     "<|vision_start|><|video_pad|><|vision_end|>{% elif 'text' in content %}{{ content['text'] }}{% endif %}"
-    "{% endfor %}<|im_end|>\n{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    "{% endfor %}<|im_end|>\n{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 #: Qwen3-VL's template has no default system prompt (its processor adds the frame timestamps of videos).
 QWEN3_VL_CHAT_TEMPLATE = QWEN2_VL_CHAT_TEMPLATE.replace(
     "{% if loop.first and message['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
-    "{% endif %}", "")
+    "{% endif %}",
+    "",
+)
 #: Text the tiny byte-level BPE is trained on, so prompt words, answers and numbers are short token sequences.
 VLM_CORPUS = (
     'Does this figure show "a cat on a mat"? Please answer Yes or No. Yes No yes no',
@@ -52,16 +63,27 @@ def tiny_vlm_tokenizer(vocab_size: int = 400):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(QWEN_SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(QWEN_SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(list(VLM_CORPUS) * 20, trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     fast.add_special_tokens({"additional_special_tokens": list(QWEN_SPECIAL_TOKENS[1:])})
     return fast
 
 
-def tiny_vlm_config(family: str = "qwen2_vl", *, vocab_size: int, max_position_embeddings: int = 4096,
-                    initializer_range: float = 0.2, text: dict | None = None, vision: dict | None = None):
+def tiny_vlm_config(
+    family: str = "qwen2_vl",
+    *,
+    vocab_size: int,
+    max_position_embeddings: int = 4096,
+    initializer_range: float = 0.2,
+    text: dict | None = None,
+    vision: dict | None = None,
+):
     """A tiny ``Qwen2VLConfig`` / ``Qwen2_5_VLConfig`` / ``Qwen3VLConfig`` over :func:`tiny_vlm_tokenizer` ids.
 
     Text: width 32, 2 layers, 4 heads (2 key/value), head dim 8 with M-RoPE sections (1, 1, 2); vision:
@@ -73,43 +95,97 @@ def tiny_vlm_config(family: str = "qwen2_vl", *, vocab_size: int, max_position_e
     """
     ids = {t: i for i, t in enumerate(QWEN_SPECIAL_TOKENS)}
     text_overrides, vision_overrides = dict(text or {}), dict(vision or {})
-    text = dict(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=max_position_embeddings,
-                initializer_range=initializer_range, bos_token_id=ids["<|endoftext|>"],
-                eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
-                rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2]})
-    special = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-                   vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    text = dict(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=max_position_embeddings,
+        initializer_range=initializer_range,
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2]},
+    )
+    special = dict(
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+    )
     if family == "qwen2_vl":
         from transformers import Qwen2VLConfig
 
-        vision = dict(depth=1, embed_dim=32, hidden_size=32, num_heads=2, mlp_ratio=2, patch_size=14,
-                      spatial_merge_size=2, temporal_patch_size=2, initializer_range=initializer_range)
-        return Qwen2VLConfig(text_config={**text, **text_overrides}, vision_config={**vision, **vision_overrides},
-                             **special)
+        vision = dict(
+            depth=1,
+            embed_dim=32,
+            hidden_size=32,
+            num_heads=2,
+            mlp_ratio=2,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            initializer_range=initializer_range,
+        )
+        return Qwen2VLConfig(
+            text_config={**text, **text_overrides}, vision_config={**vision, **vision_overrides}, **special
+        )
     if family == "qwen2_5_vl":
         from transformers import Qwen2_5_VLConfig
 
-        vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=32, patch_size=14,
-                      spatial_merge_size=2, temporal_patch_size=2, window_size=56, fullatt_block_indexes=[1],
-                      initializer_range=initializer_range)
-        return Qwen2_5_VLConfig(text_config={**text, **text_overrides}, vision_config={**vision, **vision_overrides},
-                                **special)
+        vision = dict(
+            depth=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            out_hidden_size=32,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            window_size=56,
+            fullatt_block_indexes=[1],
+            initializer_range=initializer_range,
+        )
+        return Qwen2_5_VLConfig(
+            text_config={**text, **text_overrides}, vision_config={**vision, **vision_overrides}, **special
+        )
     if family == "qwen3_vl":
         from transformers import Qwen3VLConfig
 
-        text = dict(text, head_dim=8, rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                                       "mrope_section": [1, 1, 2], "mrope_interleaved": True})
-        vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=32, patch_size=16,
-                      spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
-                      deepstack_visual_indexes=[0], initializer_range=initializer_range)
-        return Qwen3VLConfig(text_config={**text, **text_overrides}, vision_config={**vision, **vision_overrides},
-                             **special)
+        text = dict(
+            text,
+            head_dim=8,
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": [1, 1, 2],
+                "mrope_interleaved": True,
+            },
+        )
+        vision = dict(
+            depth=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            out_hidden_size=32,
+            patch_size=16,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            num_position_embeddings=64,
+            deepstack_visual_indexes=[0],
+            initializer_range=initializer_range,
+        )
+        return Qwen3VLConfig(
+            text_config={**text, **text_overrides}, vision_config={**vision, **vision_overrides}, **special
+        )
     raise ValueError(f"family must be one of {VLM_FAMILIES}, got {family!r}")
 
 
-def tiny_vlm_processor(family: str = "qwen2_vl", *, tokenizer=None, min_pixels: int = 28 * 28,
-                       max_pixels: int = 112 * 112):
+def tiny_vlm_processor(
+    family: str = "qwen2_vl", *, tokenizer=None, min_pixels: int = 28 * 28, max_pixels: int = 112 * 112
+):
     """The family's real processor (``Qwen2VLProcessor`` / ``Qwen2_5_VLProcessor`` / ``Qwen3VLProcessor``) over
     :func:`tiny_vlm_tokenizer`, with pixel bounds small enough for a CPU test (images resized to at most
     ``max_pixels``) and the family's chat template (:data:`QWEN2_VL_CHAT_TEMPLATE` / :data:`QWEN3_VL_CHAT_TEMPLATE`)."""
@@ -122,22 +198,29 @@ def tiny_vlm_processor(family: str = "qwen2_vl", *, tokenizer=None, min_pixels: 
         from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
 
         size = {"shortest_edge": min_pixels, "longest_edge": max_pixels}
-        return Qwen3VLProcessor(image_processor=Qwen2VLImageProcessor(size=size, patch_size=16),
-                                video_processor=Qwen3VLVideoProcessor(size=size, patch_size=16),
-                                tokenizer=tokenizer, chat_template=QWEN3_VL_CHAT_TEMPLATE)
+        return Qwen3VLProcessor(
+            image_processor=Qwen2VLImageProcessor(size=size, patch_size=16),
+            video_processor=Qwen3VLVideoProcessor(size=size, patch_size=16),
+            tokenizer=tokenizer,
+            chat_template=QWEN3_VL_CHAT_TEMPLATE,
+        )
     if family == "qwen2_5_vl":
         from transformers import Qwen2_5_VLProcessor as Processor
     elif family == "qwen2_vl":
         from transformers import Qwen2VLProcessor as Processor
     else:
         raise ValueError(f"family must be one of {VLM_FAMILIES}, got {family!r}")
-    return Processor(image_processor=Qwen2VLImageProcessor(min_pixels=min_pixels, max_pixels=max_pixels),
-                     video_processor=Qwen2VLVideoProcessor(min_pixels=min_pixels, max_pixels=max_pixels),
-                     tokenizer=tokenizer, chat_template=QWEN2_VL_CHAT_TEMPLATE)
+    return Processor(
+        image_processor=Qwen2VLImageProcessor(min_pixels=min_pixels, max_pixels=max_pixels),
+        video_processor=Qwen2VLVideoProcessor(min_pixels=min_pixels, max_pixels=max_pixels),
+        tokenizer=tokenizer,
+        chat_template=QWEN2_VL_CHAT_TEMPLATE,
+    )
 
 
-def tiny_vlm_dir(path, family: str = "qwen2_vl", *, seed: int = 0, max_position_embeddings: int = 4096,
-                 config=None, processor=None) -> Path:
+def tiny_vlm_dir(
+    path, family: str = "qwen2_vl", *, seed: int = 0, max_position_embeddings: int = 4096, config=None, processor=None
+) -> Path:
     """Write a random-init Qwen-VL ``...ForConditionalGeneration`` and its processor with ``save_pretrained``.
 
     The directory is what ``AutoModelForImageTextToText`` / ``AutoProcessor.from_pretrained`` (and so
@@ -149,8 +232,11 @@ def tiny_vlm_dir(path, family: str = "qwen2_vl", *, seed: int = 0, max_position_
     from transformers import AutoModelForImageTextToText
 
     processor = tiny_vlm_processor(family) if processor is None else processor
-    config = tiny_vlm_config(family, vocab_size=len(processor.tokenizer),
-                             max_position_embeddings=max_position_embeddings) if config is None else config
+    config = (
+        tiny_vlm_config(family, vocab_size=len(processor.tokenizer), max_position_embeddings=max_position_embeddings)
+        if config is None
+        else config
+    )
     torch.manual_seed(seed)
     model = AutoModelForImageTextToText.from_config(config)
     path = made_dir(path)
@@ -165,8 +251,15 @@ EDIT_REWARD_HEADS = ("head_0", "head_1")
 EDIT_REWARD_HEAD_WIDTHS = (1024, 16)
 
 
-def tiny_edit_reward_dirs(path, *, seed: int = 0, min_pixels: int = 56 * 56, max_pixels: int = 28 * 28 * 1280,
-                          text: dict | None = None, vision: dict | None = None):
+def tiny_edit_reward_dirs(
+    path,
+    *,
+    seed: int = 0,
+    min_pixels: int = 56 * 56,
+    max_pixels: int = 28 * 28 * 1280,
+    text: dict | None = None,
+    vision: dict | None = None,
+):
     """(base directory, checkpoint directory) of a tiny EditReward in its published layout.
 
     The base is a Qwen2.5-VL "base model" directory (config, tokenizer, chat template, image processor; no
@@ -194,8 +287,14 @@ def tiny_edit_reward_dirs(path, *, seed: int = 0, min_pixels: int = 56 * 56, max
     width = config.text_config.hidden_size
     h1, h2 = EDIT_REWARD_HEAD_WIDTHS
     for name in EDIT_REWARD_HEADS:
-        head = torch.nn.Sequential(torch.nn.Linear(width, h1), torch.nn.ReLU(), torch.nn.Dropout(0.05),
-                                   torch.nn.Linear(h1, h2), torch.nn.ReLU(), torch.nn.Linear(h2, 2))
+        head = torch.nn.Sequential(
+            torch.nn.Linear(width, h1),
+            torch.nn.ReLU(),
+            torch.nn.Dropout(0.05),
+            torch.nn.Linear(h1, h2),
+            torch.nn.ReLU(),
+            torch.nn.Linear(h2, 2),
+        )
         state.update({f"rm_heads.{name}.{k}": v for k, v in head.state_dict().items()})
     checkpoint = made_dir(root / "checkpoint")
     save_safetensors({k: v.clone() for k, v in state.items()}, checkpoint / "model.safetensors")

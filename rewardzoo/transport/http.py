@@ -36,7 +36,7 @@ from ..errors import ConfigError, HttpError
 from ..shared.options import positive_float, positive_int
 
 #: The largest answer read by default (a server's answer is bounded by what we asked; this bounds a hostile one).
-MAX_RESPONSE_BYTES = 256 * 2 ** 20
+MAX_RESPONSE_BYTES = 256 * 2**20
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -90,8 +90,9 @@ class Response:
         try:
             return json.loads(self.body)
         except (ValueError, UnicodeDecodeError):
-            raise HttpError(self.url, status=self.status, attempts=1, reason="the body is not JSON",
-                            body=self.body) from None
+            raise HttpError(
+                self.url, status=self.status, attempts=1, reason="the body is not JSON", body=self.body
+            ) from None
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -116,9 +117,16 @@ class HttpClient:
     longest answer read (None: no cap).
     """
 
-    def __init__(self, base_url: str, *, policy: RetryPolicy | None = None, headers: Mapping[str, str] | None = None,
-                 max_concurrency: int = 8, label: str | None = None,
-                 max_response_bytes: int | None = MAX_RESPONSE_BYTES):
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        policy: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_concurrency: int = 8,
+        label: str | None = None,
+        max_response_bytes: int | None = MAX_RESPONSE_BYTES,
+    ):
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"must be an http:// or https:// URL, got {base_url!r}", field="url")
@@ -128,8 +136,9 @@ class HttpClient:
         self.policy = policy or RetryPolicy()
         self.max_concurrency = positive_int(max_concurrency, "max_concurrency")
         self.label = label or self.base_url
-        self.max_response_bytes = None if max_response_bytes is None else positive_int(max_response_bytes,
-                                                                                       "max_response_bytes")
+        self.max_response_bytes = (
+            None if max_response_bytes is None else positive_int(max_response_bytes, "max_response_bytes")
+        )
         self._headers = dict(headers or {})
         self._local = threading.local()
         self._connections: list[http.client.HTTPConnection] = []
@@ -165,8 +174,15 @@ class HttpClient:
 
     # -- requests ---------------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, body: bytes | None = None, *, headers: Mapping[str, str] | None = None,
-                timeout_s: float | None = None) -> Response:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> Response:
         """One request, retried per the policy; a 2xx :class:`Response` or :class:`HttpError`."""
         url = self.base_url + "/" + path.lstrip("/")
         target = self._prefix + "/" + path.lstrip("/")
@@ -185,8 +201,9 @@ class HttpClient:
             except TimeoutError:
                 self._drop_connection()
                 if sent:
-                    raise HttpError(url, status=None, attempts=attempt,
-                                    reason=f"no answer within {timeout:g} s") from None
+                    raise HttpError(
+                        url, status=None, attempts=attempt, reason=f"no answer within {timeout:g} s"
+                    ) from None
                 status, reason, data = None, f"could not connect within {timeout:g} s", b""
             except (OSError, http.client.HTTPException) as exc:
                 self._drop_connection()
@@ -217,9 +234,13 @@ class HttpClient:
         data = b"" if declared.strip().isdigit() and int(declared) > cap else answer.read(cap + 1)
         if len(data) > cap or (not data and declared.strip().isdigit() and int(declared) > cap):
             self._drop_connection()
-            raise HttpError(url, status=answer.status, attempts=attempt,
-                            reason=f"the answer is over max_response_bytes={cap} (the client's cap on what it "
-                                   "reads; raise it if the server is trusted)")
+            raise HttpError(
+                url,
+                status=answer.status,
+                attempts=attempt,
+                reason=f"the answer is over max_response_bytes={cap} (the client's cap on what it "
+                "reads; raise it if the server is trusted)",
+            )
         return data
 
     def post_json(self, path: str, payload: Any, **kwargs: Any) -> Any:
@@ -286,6 +307,5 @@ def bearer_headers(env_name: str | None, *, owner: str) -> dict[str, str]:
         raise ConfigError(f"must name an environment variable, got {env_name!r}", entry=owner, field="api_key_env")
     token = os.environ.get(env_name, "")
     if not token.strip():
-        raise ConfigError(f"the environment variable {env_name} is not set or empty", entry=owner,
-                          field="api_key_env")
+        raise ConfigError(f"the environment variable {env_name} is not set or empty", entry=owner, field="api_key_env")
     return {"Authorization": f"Bearer {token.strip()}"}

@@ -27,9 +27,18 @@ class ServedRewards:
     """The server at ``url``. ``listing`` is its ``GET /v1/rewards`` answer, read (waiting up to
     ``ready_timeout_s`` while it loads its models) on first use."""
 
-    def __init__(self, url: str, *, policy: RetryPolicy | None = None, token_env: str | None = None,
-                 max_concurrency: int = 8, fmt: str = "msgpack", image_format: str = "raw",
-                 ready_timeout_s: float = 300.0, owner: str = "remote") -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        policy: RetryPolicy | None = None,
+        token_env: str | None = None,
+        max_concurrency: int = 8,
+        fmt: str = "msgpack",
+        image_format: str = "raw",
+        ready_timeout_s: float = 300.0,
+        owner: str = "remote",
+    ) -> None:
         if fmt not in ("msgpack", "json"):
             raise ConfigError(f"must be 'msgpack' or 'json', got {fmt!r}", entry=owner, field="format")
         if image_format not in ("png", "raw"):
@@ -38,12 +47,20 @@ class ServedRewards:
             import importlib.util
 
             if importlib.util.find_spec("msgpack") is None:
-                raise ConfigError("format 'msgpack' needs the msgpack package: pip install 'rewardzoo[serve]' "
-                                  "(or set format: json)", entry=owner, field="format")
+                raise ConfigError(
+                    "format 'msgpack' needs the msgpack package: pip install 'rewardzoo[serve]' (or set format: json)",
+                    entry=owner,
+                    field="format",
+                )
         self.url = url.rstrip("/")
         self.fmt, self.image_format, self.ready_timeout_s = fmt, image_format, ready_timeout_s
-        self.http = HttpClient(self.url, policy=policy or RetryPolicy(), headers=bearer_headers(token_env, owner=owner),
-                               max_concurrency=max_concurrency, label=f"rewardzoo server {self.url}")
+        self.http = HttpClient(
+            self.url,
+            policy=policy or RetryPolicy(),
+            headers=bearer_headers(token_env, owner=owner),
+            max_concurrency=max_concurrency,
+            label=f"rewardzoo server {self.url}",
+        )
         self._listing: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
@@ -66,8 +83,9 @@ class ServedRewards:
                     raise
                 time.sleep(1.0)
         if not isinstance(data, dict) or not isinstance(data.get("rewards"), list):
-            raise HttpError(self.url + "/v1/rewards", status=200, attempts=1,
-                            reason="the answer is not a rewardzoo reward list")
+            raise HttpError(
+                self.url + "/v1/rewards", status=200, attempts=1, reason="the answer is not a rewardzoo reward list"
+            )
         for row in data["rewards"]:
             row["score_range"] = [float(b) for b in row["score_range"]]  # "inf" / "-inf" in JSON
         return data
@@ -93,8 +111,9 @@ class ServedRewards:
         answers = self.http.map(self._post, [body for _, body in requests])
         return in_order(concat_results(answers), [i for chunk, _ in requests for i in chunk])
 
-    def _encoded(self, samples: Sequence[Mapping[str, Any]], chunk: list[int], rewards: Sequence[str] | None
-                 ) -> list[tuple[list[int], bytes]]:
+    def _encoded(
+        self, samples: Sequence[Mapping[str, Any]], chunk: list[int], rewards: Sequence[str] | None
+    ) -> list[tuple[list[int], bytes]]:
         """``chunk`` as request bodies within the server's max_request_bytes: halved (groups whole) while too large."""
         try:
             body = encode_request([samples[i] for i in chunk], rewards, fmt=self.fmt, image_format=self.image_format)
@@ -105,9 +124,11 @@ class ServedRewards:
             return [(chunk, body)]
         groups = _units([samples[i] for i in chunk])
         if len(groups) == 1:
-            raise InputError(f"a request of {len(chunk)} sample(s) (one group or one sample) encodes to {len(body)} "
-                             f"bytes, over the server's limit max_request_bytes={limit}; send smaller media",
-                             sample=chunk[0])
+            raise InputError(
+                f"a request of {len(chunk)} sample(s) (one group or one sample) encodes to {len(body)} "
+                f"bytes, over the server's limit max_request_bytes={limit}; send smaller media",
+                sample=chunk[0],
+            )
         half = len(groups) // 2
         first = sorted(chunk[j] for unit in groups[:half] for j in unit)
         second = sorted(chunk[j] for unit in groups[half:] for j in unit)
@@ -117,12 +138,22 @@ class ServedRewards:
         kind = content_type(self.fmt)
         response = self.http.request("POST", "/v1/score", body, headers={"Content-Type": kind, "Accept": kind})
         try:
-            fmt = "msgpack" if response.headers.get("content-type", "").startswith(MSGPACK) else \
-                "json" if response.headers.get("content-type", "").startswith(JSON) else self.fmt
+            fmt = (
+                "msgpack"
+                if response.headers.get("content-type", "").startswith(MSGPACK)
+                else "json"
+                if response.headers.get("content-type", "").startswith(JSON)
+                else self.fmt
+            )
             return decode_result(loads(response.body, fmt, _ANSWERS))
         except (ValueError, InputError) as exc:
-            raise HttpError(response.url, status=response.status, attempts=1,
-                            reason=f"the answer is not a score response ({exc})", body=response.body) from None
+            raise HttpError(
+                response.url,
+                status=response.status,
+                attempts=1,
+                reason=f"the answer is not a score response ({exc})",
+                body=response.body,
+            ) from None
 
     def close(self) -> None:
         self.http.close()
@@ -144,8 +175,11 @@ def request_chunks(samples: Sequence[Mapping[str, Any]], max_samples: int | None
     current: list[int] = []
     for unit in _units(samples):
         if len(unit) > size:
-            raise InputError(f"a group of {len(unit)} samples is over the server's limit max_samples={max_samples}",
-                             field="group_id", sample=unit[0])
+            raise InputError(
+                f"a group of {len(unit)} samples is over the server's limit max_samples={max_samples}",
+                field="group_id",
+                sample=unit[0],
+            )
         if len(current) + len(unit) > size:
             chunks.append(sorted(current))
             current = []
@@ -164,10 +198,13 @@ def in_order(result: dict[str, Any], positions: list[int]) -> dict[str, Any]:
     def back(v: np.ndarray) -> np.ndarray:
         return v[inverse]
 
-    return {"rewards": {k: back(v) for k, v in result["rewards"].items()}, "total": back(result["total"]),
-            "weights": {k: back(v) for k, v in result["weights"].items()},
-            "applied": [result["applied"][i] for i in inverse],
-            "extras": {k: {kk: back(vv) for kk, vv in v.items()} for k, v in result["extras"].items()}}
+    return {
+        "rewards": {k: back(v) for k, v in result["rewards"].items()},
+        "total": back(result["total"]),
+        "weights": {k: back(v) for k, v in result["weights"].items()},
+        "applied": [result["applied"][i] for i in inverse],
+        "extras": {k: {kk: back(vv) for kk, vv in v.items()} for k, v in result["extras"].items()},
+    }
 
 
 def concat_results(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -178,8 +215,10 @@ def concat_results(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     def join(vectors: list[np.ndarray | None]) -> np.ndarray:
         text = any(v is not None and v.dtype == object for v in vectors)
-        filled = [v if v is not None else (np.full(n, None, dtype=object) if text else np.full(n, np.nan, np.float32))
-                  for v, n in zip(vectors, sizes)]
+        filled = [
+            v if v is not None else (np.full(n, None, dtype=object) if text else np.full(n, np.nan, np.float32))
+            for v, n in zip(vectors, sizes)
+        ]
         return np.concatenate(filled)
 
     names = list(dict.fromkeys(k for p in parts for k in p["rewards"]))
@@ -187,7 +226,12 @@ def concat_results(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for name in dict.fromkeys(k for p in parts for k in p["extras"]):
         keys = dict.fromkeys(kk for p in parts for kk in p["extras"].get(name, {}))
         extras[name] = {kk: join([p["extras"].get(name, {}).get(kk) for p in parts]) for kk in keys}
-    return {"rewards": {k: join([p["rewards"].get(k) for p in parts]) for k in names},
-            "total": join([p["total"] for p in parts]),
-            "weights": {k: join([p["weights"].get(k) for p in parts]) for k in names if any(k in p["weights"] for p in parts)},
-            "applied": [a for p in parts for a in p["applied"]], "extras": extras}
+    return {
+        "rewards": {k: join([p["rewards"].get(k) for p in parts]) for k in names},
+        "total": join([p["total"] for p in parts]),
+        "weights": {
+            k: join([p["weights"].get(k) for p in parts]) for k in names if any(k in p["weights"] for p in parts)
+        },
+        "applied": [a for p in parts for a in p["applied"]],
+        "extras": extras,
+    }

@@ -58,8 +58,16 @@ class WireError(InputError):
     ``kind`` a short word (``protocol``, ``format``, ``limit``, ``input``), ``limit`` the name of the limit
     it broke (one of :class:`WireLimits`' fields) or None."""
 
-    def __init__(self, message: str, *, status: int = 400, kind: str = "format", limit: str | None = None,
-                 field: str | None = None, sample: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 400,
+        kind: str = "format",
+        limit: str | None = None,
+        field: str | None = None,
+        sample: int | None = None,
+    ):
         self.status, self.kind, self.limit = status, kind, limit
         super().__init__(message, field=field, sample=sample)
 
@@ -73,12 +81,12 @@ class WireError(InputError):
 class WireLimits:
     """What one request may hold (the server's ``--max-*`` options); None lifts a limit."""
 
-    max_request_bytes: int | None = 64 * 2 ** 20
+    max_request_bytes: int | None = 64 * 2**20
     max_samples: int | None = 512
-    max_pixels: int | None = 4096 * 4096          # per image or frame
-    max_request_pixels: int | None = 2 ** 28       # decoded pixels over the whole request (~805 MB of RGB)
-    max_frames: int | None = 2048                  # per video
-    max_audio_seconds: float | None = 600.0       # per clip
+    max_pixels: int | None = 4096 * 4096  # per image or frame
+    max_request_pixels: int | None = 2**28  # decoded pixels over the whole request (~805 MB of RGB)
+    max_frames: int | None = 2048  # per video
+    max_audio_seconds: float | None = 600.0  # per clip
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,8 +96,9 @@ class WireLimits:
         limit = getattr(self, name)
         if limit is not None and value > limit:
             shown = f"{limit:g}" if isinstance(limit, float) else str(limit)
-            raise WireError(f"{what} is over the server's limit {name}={shown}", status=413, kind="limit",
-                            limit=name, **where)
+            raise WireError(
+                f"{what} is over the server's limit {name}={shown}", status=413, kind="limit", limit=name, **where
+            )
 
 
 # ---------------------------------------------------------------------------------------------- bodies
@@ -106,8 +115,11 @@ def format_of(content_type_header: str | None) -> str:
         return "msgpack"
     if kind == JSON:
         return "json"
-    raise WireError(f"unsupported Content-Type {kind or '(none)'!r}; send {MSGPACK} or {JSON} "
-                    "(pickles are never accepted)", status=415, kind="format")
+    raise WireError(
+        f"unsupported Content-Type {kind or '(none)'!r}; send {MSGPACK} or {JSON} (pickles are never accepted)",
+        status=415,
+        kind="format",
+    )
 
 
 def dumps(payload: Any, fmt: str) -> bytes:
@@ -127,9 +139,18 @@ def loads(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> Any:
 
         size = max(len(body), 1)
         try:
-            return msgpack.unpackb(body, raw=False, strict_map_key=True, use_list=True, ext_hook=_no_ext,
-                                   object_pairs_hook=_str_keyed, max_bin_len=size, max_str_len=size,
-                                   max_array_len=size, max_map_len=size)
+            return msgpack.unpackb(
+                body,
+                raw=False,
+                strict_map_key=True,
+                use_list=True,
+                ext_hook=_no_ext,
+                object_pairs_hook=_str_keyed,
+                max_bin_len=size,
+                max_str_len=size,
+                max_array_len=size,
+                max_map_len=size,
+            )
         except _NoExt as exc:
             raise WireError(str(exc)) from None
         except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
@@ -197,16 +218,20 @@ def png_bytes(arr: np.ndarray, level: int = 1) -> bytes:
     rows = np.ascontiguousarray(arr).reshape(h, w * c)
     filtered = np.empty((h, w * c + 1), dtype=np.uint8)
     filtered[:, 0] = 1  # filter type Sub
-    filtered[:, 1:c + 1] = rows[:, :c]
-    np.subtract(rows[:, c:], rows[:, :-c], out=filtered[:, c + 1:])  # uint8 arithmetic wraps modulo 256
+    filtered[:, 1 : c + 1] = rows[:, :c]
+    np.subtract(rows[:, c:], rows[:, :-c], out=filtered[:, c + 1 :])  # uint8 arithmetic wraps modulo 256
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     color = {1: 0, 3: 2, 4: 6}[c]
     header = struct.pack(">IIBBBBB", w, h, 8, color, 0, 0, 0)
-    return (_PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(filtered.tobytes(), level))
-            + chunk(b"IEND", b""))
+    return (
+        _PNG_SIGNATURE
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(filtered.tobytes(), level))
+        + chunk(b"IEND", b"")
+    )
 
 
 def raw_array(arr: np.ndarray, **extra: Any) -> dict[str, Any]:
@@ -261,13 +286,19 @@ def encode_sample(sample: Mapping[str, Any], image_format: str = "png") -> dict[
         elif key == "condition_audio":
             out[key] = encode_audio(value, sample.get("condition_audio_sample_rate"))
         else:
-            raise InputError(f"'{key}' is not a field of the wire format; fields: {', '.join(SAMPLE_FIELDS)}",
-                             field=key)
+            raise InputError(
+                f"'{key}' is not a field of the wire format; fields: {', '.join(SAMPLE_FIELDS)}", field=key
+            )
     return out
 
 
-def encode_request(samples: Sequence[Mapping[str, Any]], rewards: Sequence[str] | None = None, *,
-                   fmt: str = "msgpack", image_format: str = "png") -> bytes:
+def encode_request(
+    samples: Sequence[Mapping[str, Any]],
+    rewards: Sequence[str] | None = None,
+    *,
+    fmt: str = "msgpack",
+    image_format: str = "png",
+) -> bytes:
     """A score request body; errors name the sample."""
     encoded = []
     for i, sample in enumerate(samples):
@@ -275,8 +306,9 @@ def encode_request(samples: Sequence[Mapping[str, Any]], rewards: Sequence[str] 
             encoded.append(encode_sample(sample, image_format))
         except InputError as exc:
             raise exc.located(sample=i) from None
-    return dumps({"protocol": PROTOCOL, "rewards": list(rewards) if rewards is not None else None,
-                  "samples": encoded}, fmt)
+    return dumps(
+        {"protocol": PROTOCOL, "rewards": list(rewards) if rewards is not None else None, "samples": encoded}, fmt
+    )
 
 
 # -------------------------------------------------------------------------------------------- decoding
@@ -301,10 +333,13 @@ def decode_request_map(data: Any, limits: WireLimits = WireLimits()) -> ScoreReq
     check_protocol(data)
     unknown = sorted(map(repr, set(data) - {"protocol", "rewards", "samples"}))
     if unknown:
-        raise WireError(f"unknown request key(s) {', '.join(unknown)}; keys: protocol, rewards, samples", kind="protocol")
+        raise WireError(
+            f"unknown request key(s) {', '.join(unknown)}; keys: protocol, rewards, samples", kind="protocol"
+        )
     rewards = data.get("rewards")
-    if rewards is not None and (not isinstance(rewards, list) or not rewards
-                                or not all(isinstance(r, str) for r in rewards)):
+    if rewards is not None and (
+        not isinstance(rewards, list) or not rewards or not all(isinstance(r, str) for r in rewards)
+    ):
         raise WireError("'rewards' must be null or a non-empty list of reward names", field="rewards")
     samples = data.get("samples")
     if not isinstance(samples, list) or not samples:
@@ -317,7 +352,8 @@ def decode_request_map(data: Any, limits: WireLimits = WireLimits()) -> ScoreReq
             out.append(decode_sample(raw, limits, budget))
         except InputError as exc:
             raise (exc if isinstance(exc, WireError) else WireError(exc.message, field=exc.field)).located(
-                sample=i) from None
+                sample=i
+            ) from None
     return ScoreRequest(rewards, out)
 
 
@@ -342,8 +378,9 @@ def decoded_bytes(data: Any, limits: WireLimits = WireLimits()) -> int:
         if not isinstance(sample, dict):
             continue
         image(sample.get("image"))
-        videos = [sample.get("video")] + (sample["condition_videos"] if isinstance(sample.get("condition_videos"),
-                                                                                 list) else [])
+        videos = [sample.get("video")] + (
+            sample["condition_videos"] if isinstance(sample.get("condition_videos"), list) else []
+        )
         images = sample["condition_images"] if isinstance(sample.get("condition_images"), list) else []
         for video in videos:
             if isinstance(video, dict) and isinstance(video.get("frames"), list):
@@ -357,8 +394,11 @@ def decoded_bytes(data: Any, limits: WireLimits = WireLimits()) -> int:
 def check_protocol(data: Mapping[str, Any]) -> None:
     version = data.get("protocol")
     if version != PROTOCOL or isinstance(version, bool):
-        raise WireError(f"protocol version {version!r} is not supported; this server speaks protocol {PROTOCOL}",
-                        kind="protocol", field="protocol")
+        raise WireError(
+            f"protocol version {version!r} is not supported; this server speaks protocol {PROTOCOL}",
+            kind="protocol",
+            field="protocol",
+        )
 
 
 class _PixelBudget:
@@ -369,8 +409,9 @@ class _PixelBudget:
         """Count ``count`` images of ``pixels`` each against the per-image and per-request limits."""
         self.limits.over("max_pixels", pixels, what, field=field)
         self.used += pixels * count
-        self.limits.over("max_request_pixels", self.used, f"the request's decoded images ({self.used} pixels)",
-                         field=field)
+        self.limits.over(
+            "max_request_pixels", self.used, f"the request's decoded images ({self.used} pixels)", field=field
+        )
 
 
 def decode_sample(raw: Any, limits: WireLimits = WireLimits(), budget: _PixelBudget | None = None) -> dict[str, Any]:
@@ -429,10 +470,14 @@ def _data(obj: Mapping[str, Any], key: str) -> bytes | memoryview:
 def _shape(obj: Mapping[str, Any], key: str, ndims: Iterable[int]) -> tuple[int, ...]:
     shape = obj.get("shape")
     ndims = tuple(ndims)
-    if (not isinstance(shape, list) or len(shape) not in ndims
-            or not all(isinstance(d, int) and not isinstance(d, bool) and 0 < d < 2 ** 31 for d in shape)):
-        raise WireError(f"'shape' must be a list of {' or '.join(map(str, ndims))} positive ints, got {shape!r:.80}",
-                        field=key)
+    if (
+        not isinstance(shape, list)
+        or len(shape) not in ndims
+        or not all(isinstance(d, int) and not isinstance(d, bool) and 0 < d < 2**31 for d in shape)
+    ):
+        raise WireError(
+            f"'shape' must be a list of {' or '.join(map(str, ndims))} positive ints, got {shape!r:.80}", field=key
+        )
     return tuple(shape)
 
 
@@ -440,8 +485,9 @@ def _raw(obj: Mapping[str, Any], key: str, dtype: np.dtype, shape: tuple[int, ..
     data = _data(obj, key)
     expected = math.prod(shape) * dtype.itemsize
     if len(data) != expected:
-        raise WireError(f"'data' holds {len(data)} bytes; shape {list(shape)} of {dtype.name} needs {expected}",
-                        field=key)
+        raise WireError(
+            f"'data' holds {len(data)} bytes; shape {list(shape)} of {dtype.name} needs {expected}", field=key
+        )
     arr = np.frombuffer(data, dtype=dtype).reshape(shape)  # read-only, over the received bytes
     return arr if dtype.isnative else arr.astype(dtype.newbyteorder("="))
 
@@ -453,8 +499,9 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-def decode_image(obj: Any, limits: WireLimits = WireLimits(), budget: _PixelBudget | None = None,
-                 key: str = "image") -> Any:
+def decode_image(
+    obj: Any, limits: WireLimits = WireLimits(), budget: _PixelBudget | None = None, key: str = "image"
+) -> Any:
     """A wire image -> an RGB PIL image (PNG) or a uint8 array (raw)."""
     budget = budget or _PixelBudget(limits)
     if not isinstance(obj, dict):
@@ -468,8 +515,7 @@ def decode_image(obj: Any, limits: WireLimits = WireLimits(), budget: _PixelBudg
             raise exc.located(field=key) from None
         if width == 0 or height == 0:
             raise WireError(f"the PNG header says {width}x{height}: an empty image", field=key)
-        budget.take(width * height, f"the PNG image ({width}x{height} = {width * height} pixels, from its header)",
-                    key)
+        budget.take(width * height, f"the PNG image ({width}x{height} = {width * height} pixels, from its header)", key)
         from PIL import Image
 
         try:
@@ -489,8 +535,9 @@ def decode_image(obj: Any, limits: WireLimits = WireLimits(), budget: _PixelBudg
     raise WireError(f"image format {fmt!r} is not supported; use 'png' or 'raw'", field=key)
 
 
-def decode_video(obj: Any, limits: WireLimits = WireLimits(), budget: _PixelBudget | None = None,
-                 key: str = "video") -> Any:
+def decode_video(
+    obj: Any, limits: WireLimits = WireLimits(), budget: _PixelBudget | None = None, key: str = "video"
+) -> Any:
     """A wire video -> a list of frames (``frames``) or a uint8 array (T, H, W, C) (raw)."""
     budget = budget or _PixelBudget(limits)
     if not isinstance(obj, dict):
@@ -532,12 +579,22 @@ def decode_audio(obj: Any, limits: WireLimits = WireLimits(), key: str = "audio"
 
 
 # ------------------------------------------------------------------------------------------- responses
-def encode_result(rewards: Mapping[str, np.ndarray], total: np.ndarray, applied: Sequence[Sequence[str]],
-                  weights: Mapping[str, np.ndarray], extras: Mapping[str, Mapping[str, np.ndarray]]) -> dict[str, Any]:
+def encode_result(
+    rewards: Mapping[str, np.ndarray],
+    total: np.ndarray,
+    applied: Sequence[Sequence[str]],
+    weights: Mapping[str, np.ndarray],
+    extras: Mapping[str, Mapping[str, np.ndarray]],
+) -> dict[str, Any]:
     """The response map of a score request (NaN -> null)."""
-    return {"protocol": PROTOCOL, "rewards": {k: _numbers(v) for k, v in rewards.items()}, "total": _numbers(total),
-            "applied": [list(a) for a in applied], "weights": {k: _numbers(v) for k, v in weights.items()},
-            "extras": {k: {kk: _numbers(vv) for kk, vv in v.items()} for k, v in extras.items()}}
+    return {
+        "protocol": PROTOCOL,
+        "rewards": {k: _numbers(v) for k, v in rewards.items()},
+        "total": _numbers(total),
+        "applied": [list(a) for a in applied],
+        "weights": {k: _numbers(v) for k, v in weights.items()},
+        "extras": {k: {kk: _numbers(vv) for kk, vv in v.items()} for k, v in extras.items()},
+    }
 
 
 def _numbers(values: Any) -> list:
@@ -564,9 +621,12 @@ def decode_result(data: Any) -> dict[str, Any]:
                 return arr
             return np.array([math.nan if v is None else v for v in values], dtype=np.float32)
 
-        return {"rewards": {k: vec(v) for k, v in data["rewards"].items()}, "total": vec(data["total"]),
-                "weights": {k: vec(v) for k, v in data.get("weights", {}).items()},
-                "applied": [list(a) for a in data["applied"]],
-                "extras": {k: {kk: vec(vv) for kk, vv in v.items()} for k, v in data.get("extras", {}).items()}}
+        return {
+            "rewards": {k: vec(v) for k, v in data["rewards"].items()},
+            "total": vec(data["total"]),
+            "weights": {k: vec(v) for k, v in data.get("weights", {}).items()},
+            "applied": [list(a) for a in data["applied"]],
+            "extras": {k: {kk: vec(vv) for kk, vv in v.items()} for k, v in data.get("extras", {}).items()},
+        }
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"the score response is malformed: {type(exc).__name__}: {exc}") from None

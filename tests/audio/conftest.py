@@ -26,8 +26,9 @@ def speechmos_run():
     from speechmos import dnsmos as reference
 
     def run(x: np.ndarray, personalized: bool = False) -> dict:
-        out = reference.run(np.asarray(x, dtype=np.float32), 16000,
-                            model_type="dnsmos_personalized" if personalized else "dnsmos")
+        out = reference.run(
+            np.asarray(x, dtype=np.float32), 16000, model_type="dnsmos_personalized" if personalized else "dnsmos"
+        )
         return {"ovrl": out["ovrl_mos"], "sig": out["sig_mos"], "bak": out["bak_mos"], "p808": out["p808_mos"]}
 
     return run

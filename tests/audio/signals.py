@@ -26,8 +26,11 @@ def speech_like(rate: int, seconds: float, seed: int = 0, amp: float = 0.3) -> n
     x = np.zeros_like(t)
     for k in range(1, 40):
         fk = k * f0
-        weight = (np.exp(-((fk - 650) / 300) ** 2) + 0.6 * np.exp(-((fk - 1750) / 400) ** 2)
-                  + 0.3 * np.exp(-((fk - 2600) / 500) ** 2)) / k ** 0.5
+        weight = (
+            np.exp(-(((fk - 650) / 300) ** 2))
+            + 0.6 * np.exp(-(((fk - 1750) / 400) ** 2))
+            + 0.3 * np.exp(-(((fk - 2600) / 500) ** 2))
+        ) / k**0.5
         x += weight * np.sin(k * phase) * (fk < rate / 2)
     envelope = np.clip(np.sin(2 * np.pi * 2.7 * t + rng.uniform(0, 6)), 0, None) ** 0.6
     x = x * envelope + 0.004 * rng.standard_normal(t.size)

@@ -22,9 +22,16 @@ jiwer = pytest.importorskip("jiwer")
 
 RATE = 16000
 #: (reference, hypothesis) pairs, normalised texts; empty strings on either side.
-PAIRS = [("the cat sat on the mat", "the cat sat on the mat"), ("the cat sat on the mat", "the cat sat on a mat"),
-         ("the cat sat", "a dog ran fast and far away"), ("hello world", ""), ("", ""), ("", "some words"),
-         ("one two three four", "one three four five"), ("a", "b")]
+PAIRS = [
+    ("the cat sat on the mat", "the cat sat on the mat"),
+    ("the cat sat on the mat", "the cat sat on a mat"),
+    ("the cat sat", "a dog ran fast and far away"),
+    ("hello world", ""),
+    ("", ""),
+    ("", "some words"),
+    ("one two three four", "one three four five"),
+    ("a", "b"),
+]
 
 
 @pytest.mark.parametrize("metric", ["wer", "cer"])
@@ -48,8 +55,12 @@ def wer(whisper_dir):
 
 
 def _clips(n: int, seconds: float = 1.5) -> list[np.ndarray]:
-    return [(speech_like(RATE, seconds + 0.1 * i, seed=i) + noise(RATE, seconds + 0.1 * i, amp=0.02 * i, seed=i))
-            .astype(np.float32) for i in range(n)]
+    return [
+        (speech_like(RATE, seconds + 0.1 * i, seed=i) + noise(RATE, seconds + 0.1 * i, amp=0.02 * i, seed=i)).astype(
+            np.float32
+        )
+        for i in range(n)
+    ]
 
 
 def test_tiny_whisper_batched_equals_per_clip(wer):
@@ -70,8 +81,9 @@ def test_resampling_and_processor(whisper_dir, wer):
 
     clip = _clips(1)[0]
     clip44 = prepare_audio(clip, RATE, target_rate=44100)[0][0]
-    proc = RewardProcessor([RewardSpec(name="asr_wer", reward_model="asr_wer", model_path=str(whisper_dir),
-                                       kwargs={"max_new_tokens": 6})])
+    proc = RewardProcessor(
+        [RewardSpec(name="asr_wer", reward_model="asr_wer", model_path=str(whisper_dir), kwargs={"max_new_tokens": 6})]
+    )
     res = proc([Sample(audio=clip44, audio_sample_rate=44100, prompt="the cat")])
     assert 0.0 <= res.rewards["asr_wer"][0] <= 1.0 and "error_rate" in res.extras["asr_wer"]
 
@@ -101,8 +113,12 @@ def test_silence_is_an_empty_transcript_and_bad_input_is_typed(wer):
     assert out.extras["transcript"][1] == "" and out.rewards[1] == 0.0
     nan = ok.copy()
     nan[1] = np.nan
-    for clips, rates in (([ok, ok[:800]], [RATE] * 2), ([ok, nan], [RATE] * 2), ([ok, ok], [RATE, 0]),
-                         ([ok, np.zeros(31 * RATE, np.float32) + 0.1], [RATE] * 2)):
+    for clips, rates in (
+        ([ok, ok[:800]], [RATE] * 2),
+        ([ok, nan], [RATE] * 2),
+        ([ok, ok], [RATE, 0]),
+        ([ok, np.zeros(31 * RATE, np.float32) + 0.1], [RATE] * 2),
+    ):
         with pytest.raises(InputError) as exc:
             wer(audio=clips, audio_sample_rate=rates, prompt=["a", "b"])
         assert (exc.value.field, exc.value.sample) == ("audio", 1)
@@ -125,12 +141,24 @@ def test_tiny_ctc_checkpoint_batched_equals_per_clip(tmp_path):
 def test_the_transcript_reaches_the_result_as_a_text_extra(whisper_dir):
     from rewardzoo import RewardProcessor, Sample
 
-    proc = RewardProcessor([{"name": "wer", "reward_model": "asr_wer", "model_path": str(whisper_dir),
-                             "device": "cpu", "applicable_datasets": ["speech"], "batch_size": 2,
-                             "kwargs": {"max_new_tokens": 6}}])
+    proc = RewardProcessor(
+        [
+            {
+                "name": "wer",
+                "reward_model": "asr_wer",
+                "model_path": str(whisper_dir),
+                "device": "cpu",
+                "applicable_datasets": ["speech"],
+                "batch_size": 2,
+                "kwargs": {"max_new_tokens": 6},
+            }
+        ]
+    )
     clips = _clips(3)
-    samples = [Sample(audio=c, audio_sample_rate=RATE, prompt="the cat", dataset=d)
-               for c, d in zip(clips, ["speech", "other", "speech"])]
+    samples = [
+        Sample(audio=c, audio_sample_rate=RATE, prompt="the cat", dataset=d)
+        for c, d in zip(clips, ["speech", "other", "speech"])
+    ]
     result = proc(samples)
     texts = result.extras["wer"]["transcript"]
     assert texts.dtype == object and texts[1] is None and all(isinstance(texts[i], str) for i in (0, 2))

@@ -24,14 +24,20 @@ def tiny(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setattr(aes, "DEFAULT_AUDIO_CFG", tiny_audiobox_wavlm_config())
     root = tmp_path_factory.mktemp("aes")
-    paths = {"hub": tiny_audiobox_checkpoint(root / "hub"), "pth": tiny_audiobox_checkpoint(root / "m.pth", layout="pth")}
+    paths = {
+        "hub": tiny_audiobox_checkpoint(root / "hub"),
+        "pth": tiny_audiobox_checkpoint(root / "m.pth", layout="pth"),
+    }
     yield paths
     mp.undo()
 
 
 def _clips():
-    return [speech_like(RATE, 3.0, seed=1).astype(np.float32), noise(RATE, 12.5, amp=0.2, seed=2).astype(np.float32),
-            speech_like(22050, 21.0, seed=3).astype(np.float32)]
+    return [
+        speech_like(RATE, 3.0, seed=1).astype(np.float32),
+        noise(RATE, 12.5, amp=0.2, seed=2).astype(np.float32),
+        speech_like(22050, 21.0, seed=3).astype(np.float32),
+    ]
 
 
 def test_published_layout_keys(tiny):

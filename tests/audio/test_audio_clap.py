@@ -33,16 +33,24 @@ def _reference(model_dir: str, clips_48k: list[np.ndarray], prompts: list[str]) 
 
 
 def test_matches_model_forward(clap, tiny_clap_dir):
-    short = tone(48000, 3.7, freq=660).astype(np.float32)          # repeat-padded (the extractor's repeatpad)
+    short = tone(48000, 3.7, freq=660).astype(np.float32)  # repeat-padded (the extractor's repeatpad)
     exact = noise(48000, 10.0, amp=0.1, seed=1).astype(np.float32)
-    long = speech_like(48000, 12.5, seed=2).astype(np.float32)      # cut to its first 10 s
-    low_rate = speech_like(16000, 4.0, seed=3).astype(np.float32)   # resampled to 48 kHz
+    long = speech_like(48000, 12.5, seed=2).astype(np.float32)  # cut to its first 10 s
+    low_rate = speech_like(16000, 4.0, seed=3).astype(np.float32)  # resampled to 48 kHz
     stereo = np.stack([tone(48000, 5.0), noise(48000, 5.0, seed=4)]).astype(np.float32)
     prompts = ["a tone", "rain on a roof", "a person speaking", "a tone", "birds and a tone"]
-    ours = clap(audio=[short, exact, long, low_rate, stereo], prompt=prompts,
-                audio_sample_rate=[48000, 48000, 48000, 16000, 48000])
-    reference_clips = [short, exact, long[:480000], taf.resample(torch.from_numpy(low_rate), 16000, 48000).numpy(),
-                       stereo.mean(axis=0)]
+    ours = clap(
+        audio=[short, exact, long, low_rate, stereo],
+        prompt=prompts,
+        audio_sample_rate=[48000, 48000, 48000, 16000, 48000],
+    )
+    reference_clips = [
+        short,
+        exact,
+        long[:480000],
+        taf.resample(torch.from_numpy(low_rate), 16000, 48000).numpy(),
+        stereo.mean(axis=0),
+    ]
     np.testing.assert_allclose(ours, _reference(tiny_clap_dir, reference_clips, prompts), atol=1e-5)
     assert np.all(np.abs(ours) <= 1.0)
     assert len(set(np.round(ours, 6))) > 1  # the prompts and clips make a difference

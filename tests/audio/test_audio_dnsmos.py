@@ -28,8 +28,12 @@ def _assert_matches(ours, i: int, ref: dict) -> None:
 
 def test_filterbank_and_features_equal_librosa(dnsmos):
     librosa = pytest.importorskip("librosa")
-    np.testing.assert_allclose(slaney_mel_filterbank(16000, 321, 120),
-                               librosa.filters.mel(sr=16000, n_fft=321, n_mels=120), rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(
+        slaney_mel_filterbank(16000, 321, 120),
+        librosa.filters.mel(sr=16000, n_fft=321, n_mels=120),
+        rtol=1e-5,
+        atol=1e-9,
+    )
     segs = np.stack([speech_like(16000, 9.0, seed=3), noise(16000, 9.0, amp=0.05)]).astype(np.float32)
     ours = dnsmos.p808_features(torch.from_numpy(segs)).numpy()
     for seg, feat in zip(segs, ours):
@@ -82,8 +86,13 @@ def test_every_input_form_gives_the_same_score(dnsmos, tmp_path):
     x = np.clip(np.round(speech_like(16000, 2.3, seed=10) * 32768), -32768, 32767).astype(np.int16)
     sf.write(tmp_path / "c.wav", x, 16000, subtype="PCM_16")
     sf.write(tmp_path / "c.flac", np.stack([x, x], axis=1), 16000, subtype="PCM_16")
-    forms = [x, torch.from_numpy(x.copy()), (x / 32768.0).astype(np.float32), str(tmp_path / "c.wav"),
-             tmp_path / "c.flac"]
+    forms = [
+        x,
+        torch.from_numpy(x.copy()),
+        (x / 32768.0).astype(np.float32),
+        str(tmp_path / "c.wav"),
+        tmp_path / "c.flac",
+    ]
     rates = [16000, 16000, 16000, None, None]
     out = dnsmos(audio=forms, audio_sample_rate=rates)
     for key in KEYS:
@@ -125,5 +134,6 @@ def test_model_path_directory_loads_the_same_weights(dnsmos, tmp_path):
         shutil.copy(speechmos_model_dir() / "dnsmos_models" / name, tmp_path / name)
     x = noise(16000, 2.3, amp=0.05).astype(np.float32)
     local = DNSMOS(model_path=str(tmp_path))
-    np.testing.assert_array_equal(local(audio=[x], audio_sample_rate=[16000]).rewards,
-                                  dnsmos(audio=[x], audio_sample_rate=[16000]).rewards)
+    np.testing.assert_array_equal(
+        local(audio=[x], audio_sample_rate=[16000]).rewards, dnsmos(audio=[x], audio_sample_rate=[16000]).rewards
+    )

@@ -44,11 +44,17 @@ def test_float_forms_and_int32(tmp_path):
     rate = 16000
     x = (0.5 * speech_like(rate, 0.5)).astype(np.float32)
     sf.write(tmp_path / "f.wav", x, rate, subtype="FLOAT")
-    x32 = np.round(x.astype(np.float64) * 2 ** 31).astype(np.int32)
+    x32 = np.round(x.astype(np.float64) * 2**31).astype(np.int32)
     sf.write(tmp_path / "i.wav", x32, rate, subtype="PCM_32")
     ref32, _ = sf.read(tmp_path / "i.wav", dtype="float64")
-    for value in (x, x.astype(np.float64), torch.from_numpy(x), torch.from_numpy(x).to(torch.float16).float(),
-                  tmp_path / "f.wav", x[None, :]):
+    for value in (
+        x,
+        x.astype(np.float64),
+        torch.from_numpy(x),
+        torch.from_numpy(x).to(torch.float16).float(),
+        tmp_path / "f.wav",
+        x[None, :],
+    ):
         audio, _ = prepare_audio(value, None if not isinstance(value, (np.ndarray, torch.Tensor)) else rate)
         np.testing.assert_allclose(audio[0], x, atol=0 if not isinstance(value, torch.Tensor) else 1e-3)
     audio, _ = prepare_audio(x32, rate)
@@ -99,20 +105,23 @@ def test_uint8_pcm():
     np.testing.assert_allclose(audio[0], (x.astype(np.float64) - 128) / 128)
 
 
-@pytest.mark.parametrize("value, rate, match", [
-    (np.zeros(0, np.float32), 16000, "empty"),
-    (np.zeros((2, 0), np.float32), 16000, "empty"),
-    (np.array([0.1, np.nan, 0.2], np.float32), 16000, "NaN"),
-    (torch.tensor([0.0, float("inf")]), 16000, "NaN or infinite"),
-    (np.zeros(100, np.float32), None, "needs audio_sample_rate"),
-    (np.zeros(100, np.float32), 0, "positive integer"),
-    (np.zeros(100, np.float32), 16000.5, "positive integer"),
-    (np.zeros(100, np.float32), "16k", "positive integer"),
-    (np.zeros((2, 3, 100), np.float32), 16000, "shape"),
-    (np.zeros((20, 100), np.float32), 16000, "ambiguous"),
-    (np.zeros(100, np.int64), 16000, "sample type"),
-    ([0.0, 0.1], 16000, "unsupported audio type"),
-])
+@pytest.mark.parametrize(
+    "value, rate, match",
+    [
+        (np.zeros(0, np.float32), 16000, "empty"),
+        (np.zeros((2, 0), np.float32), 16000, "empty"),
+        (np.array([0.1, np.nan, 0.2], np.float32), 16000, "NaN"),
+        (torch.tensor([0.0, float("inf")]), 16000, "NaN or infinite"),
+        (np.zeros(100, np.float32), None, "needs audio_sample_rate"),
+        (np.zeros(100, np.float32), 0, "positive integer"),
+        (np.zeros(100, np.float32), 16000.5, "positive integer"),
+        (np.zeros(100, np.float32), "16k", "positive integer"),
+        (np.zeros((2, 3, 100), np.float32), 16000, "shape"),
+        (np.zeros((20, 100), np.float32), 16000, "ambiguous"),
+        (np.zeros(100, np.int64), 16000, "sample type"),
+        ([0.0, 0.1], 16000, "unsupported audio type"),
+    ],
+)
 def test_bad_arrays_raise_input_error(value, rate, match):
     with pytest.raises(InputError, match=match):
         prepare_audio(value, rate)

@@ -55,8 +55,14 @@ def test_loudness_input_forms_agree(tmp_path):
     stereo = np.stack([x, (x // 2).astype(np.int16)])
     sf.write(tmp_path / "s.wav", stereo.T, rate, subtype="PCM_16")
     sf.write(tmp_path / "s.flac", stereo.T, rate, subtype="PCM_16")
-    forms = [stereo, stereo.T, torch.from_numpy(stereo.copy()), stereo / 32768.0, tmp_path / "s.wav",
-             str(tmp_path / "s.flac")]
+    forms = [
+        stereo,
+        stereo.T,
+        torch.from_numpy(stereo.copy()),
+        stereo / 32768.0,
+        tmp_path / "s.wav",
+        str(tmp_path / "s.flac"),
+    ]
     out = Loudness()(audio=forms, audio_sample_rate=[rate] * 4 + [None, None])
     ref = pyloudnorm.Meter(rate).integrated_loudness((stereo / 32768.0).T.copy())
     np.testing.assert_allclose(out.extras["lufs"], ref, atol=0.01)

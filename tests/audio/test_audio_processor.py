@@ -18,8 +18,9 @@ RATE = 16000
 
 @pytest.fixture(scope="module")
 def processor():
-    specs = [spec for name in ("dnsmos", "loudness", "audio_clipping")
-             for spec in load_config(example_config(name)).rewards]
+    specs = [
+        spec for name in ("dnsmos", "loudness", "audio_clipping") for spec in load_config(example_config(name)).rewards
+    ]
     return RewardProcessor(specs)
 
 
@@ -43,10 +44,12 @@ def test_demo_media_scored_like_the_references(processor, speechmos_run):
 def test_errors_name_reward_field_and_sample(processor, tmp_path):
     good = Sample(audio=tone(RATE, 1.0).astype(np.float32), audio_sample_rate=RATE)
     (tmp_path / "bad.wav").write_bytes(b"RIFF0000WAVEjunk")
-    cases = [(Sample(audio=np.zeros(100, np.float32)), "needs audio_sample_rate"),
-             (Sample(audio=np.zeros(0, np.float32), audio_sample_rate=RATE), "empty"),
-             (Sample(audio=np.array([0.0, np.nan], np.float32), audio_sample_rate=RATE), "NaN"),
-             (Sample(audio=str(tmp_path / "bad.wav")), "cannot read audio file")]
+    cases = [
+        (Sample(audio=np.zeros(100, np.float32)), "needs audio_sample_rate"),
+        (Sample(audio=np.zeros(0, np.float32), audio_sample_rate=RATE), "empty"),
+        (Sample(audio=np.array([0.0, np.nan], np.float32), audio_sample_rate=RATE), "NaN"),
+        (Sample(audio=str(tmp_path / "bad.wav")), "cannot read audio file"),
+    ]
     for bad, match in cases:
         with pytest.raises(InputError, match=match) as info:
             processor([good, bad])

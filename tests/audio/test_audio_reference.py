@@ -34,8 +34,12 @@ def _pair(seconds: float = 2.0, rate: int = RATE, amp: float = 0.05, seed: int =
 
 
 def _call(reward, outs, refs, rate=RATE, ref_rate=None):
-    return reward(audio=outs, audio_sample_rate=[rate] * len(outs), condition_audio=refs,
-                  condition_audio_sample_rate=[ref_rate or rate] * len(refs))
+    return reward(
+        audio=outs,
+        audio_sample_rate=[rate] * len(outs),
+        condition_audio=refs,
+        condition_audio_sample_rate=[ref_rate or rate] * len(refs),
+    )
 
 
 # ------------------------------------------------------------------------------------------------ the field
@@ -76,9 +80,17 @@ def test_processor_passes_condition_audio_and_its_rate(tmp_path):
     out, ref = _pair(2.0)
     ref44 = resample(ref[None], RATE, 44100)[0]
     proc = RewardProcessor(load_config(example_config("si_sdr")).rewards)
-    res = proc([Sample(audio=out, audio_sample_rate=RATE, condition_audio=ref44, condition_audio_sample_rate=44100),
-                Sample(audio=out, audio_sample_rate=RATE, condition_audio=torch.from_numpy(ref),
-                       condition_audio_sample_rate=RATE)])
+    res = proc(
+        [
+            Sample(audio=out, audio_sample_rate=RATE, condition_audio=ref44, condition_audio_sample_rate=44100),
+            Sample(
+                audio=out,
+                audio_sample_rate=RATE,
+                condition_audio=torch.from_numpy(ref),
+                condition_audio_sample_rate=RATE,
+            ),
+        ]
+    )
     assert res.rewards["si_sdr"][1] == pytest.approx(_call(SISDR(), [out], [ref]).rewards[0], abs=1e-5)
     assert abs(res.rewards["si_sdr"][0] - res.rewards["si_sdr"][1]) < 0.5  # through 44.1 kHz and back
 
@@ -87,12 +99,20 @@ def test_missing_condition_audio_names_reward_field_and_sample():
     out, ref = _pair(1.0)
     proc = RewardProcessor(load_config(example_config("si_sdr")).rewards)
     with pytest.raises(InputError) as exc:
-        proc([Sample(audio=out, audio_sample_rate=RATE, condition_audio=ref, condition_audio_sample_rate=RATE),
-              Sample(audio=out, audio_sample_rate=RATE)])
+        proc(
+            [
+                Sample(audio=out, audio_sample_rate=RATE, condition_audio=ref, condition_audio_sample_rate=RATE),
+                Sample(audio=out, audio_sample_rate=RATE),
+            ]
+        )
     assert (exc.value.reward, exc.value.field, exc.value.sample) == ("si_sdr", "condition_audio", 1)
     with pytest.raises(InputError) as exc:
-        SISDR()(audio=[out, out], audio_sample_rate=[RATE] * 2, condition_audio=[ref, None],
-                condition_audio_sample_rate=[RATE] * 2)
+        SISDR()(
+            audio=[out, out],
+            audio_sample_rate=[RATE] * 2,
+            condition_audio=[ref, None],
+            condition_audio_sample_rate=[RATE] * 2,
+        )
     assert (exc.value.field, exc.value.sample) == ("condition_audio", 1)
 
 
@@ -111,8 +131,14 @@ def test_si_sdr_reward_batches_clips_of_different_lengths_exactly():
     pairs = [_pair(s, amp=a, seed=k) for k, (s, a) in enumerate([(1.0, 0.01), (2.5, 0.1), (0.7, 0.3)])]
     outs, refs = [p[0] for p in pairs], [p[1] for p in pairs]
     got = _call(SISDR(), outs, refs).rewards
-    want = [float(scale_invariant_signal_distortion_ratio(torch.from_numpy(o).double(), torch.from_numpy(r).double(),
-                                                          zero_mean=True)) for o, r in zip(outs, refs)]
+    want = [
+        float(
+            scale_invariant_signal_distortion_ratio(
+                torch.from_numpy(o).double(), torch.from_numpy(r).double(), zero_mean=True
+            )
+        )
+        for o, r in zip(outs, refs)
+    ]
     assert np.allclose(got, want, atol=1e-6)
     assert got[0] > got[1] > got[2]
     assert _call(SISDR(), [2.0 * refs[0]], [refs[0]]).rewards[0] > 140  # scale-invariant: a gain is no error
@@ -137,9 +163,12 @@ def test_bad_input_is_a_typed_error_naming_field_and_sample(cls):
     nan[10] = np.nan
     inf = out.copy()
     inf[5] = np.inf
-    cases = [([out, nan], [ref, ref], "audio"), ([out, inf], [ref, ref], "audio"),
-             ([out, out], [ref, np.zeros_like(ref)], "condition_audio"), ([out, np.zeros_like(out)], [ref, ref], "audio"),
-             ] + ([([out, out[:40]], [ref, ref[:40]], "audio")] if cls.min_seconds else [])  # SI-SDR has no minimum
+    cases = [
+        ([out, nan], [ref, ref], "audio"),
+        ([out, inf], [ref, ref], "audio"),
+        ([out, out], [ref, np.zeros_like(ref)], "condition_audio"),
+        ([out, np.zeros_like(out)], [ref, ref], "audio"),
+    ] + ([([out, out[:40]], [ref, ref[:40]], "audio")] if cls.min_seconds else [])  # SI-SDR has no minimum
     for outs, refs, fld in cases:
         with pytest.raises(InputError) as exc:
             _call(reward, outs, refs)
@@ -188,6 +217,7 @@ def test_demo_samples_carry_a_reference_and_keep_their_media():
     from rewardzoo.cli.demo import demo_samples
 
     audio = [s for _, s in demo_samples() if s.dataset == "audio"]
-    assert audio and all(s.condition_audio is not None and s.condition_audio_sample_rate == s.audio_sample_rate
-                         for s in audio)
+    assert audio and all(
+        s.condition_audio is not None and s.condition_audio_sample_rate == s.audio_sample_rate for s in audio
+    )
     np.testing.assert_array_equal(audio[0].condition_audio, audio[0].audio)  # the clean tone is the reference

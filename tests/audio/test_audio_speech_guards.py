@@ -24,8 +24,10 @@ from rewardzoo.spec.sample import Sample
 silero_vad = pytest.importorskip("silero_vad")
 
 RATE = 16000
-TEXT = ("Please call Stella. Ask her to bring these things with her from the store: six spoons of fresh snow peas, "
-        "five thick slabs of blue cheese, and maybe a snack for her brother Bob.")
+TEXT = (
+    "Please call Stella. Ask her to bring these things with her from the store: six spoons of fresh snow peas, "
+    "five thick slabs of blue cheese, and maybe a snack for her brother Bob."
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,7 @@ def test_duration_ratio_separates_truncation_and_padding(wav, speech):
     data, file_rate = sf.read(str(wav))
     seconds = data.shape[0] / file_rate
     expected = len(TEXT.split()) / 2.5  # 150 words a minute
-    truncated = speech[:speech.shape[0] // 3]
+    truncated = speech[: speech.shape[0] // 3]
     drawn_out = np.concatenate([speech, _pad(seconds * 1.5)])
     reward = SpeechDurationRatio()
     out = reward(audio=[str(wav), truncated, drawn_out], audio_sample_rate=[None, RATE, RATE], prompt=[TEXT] * 3)
@@ -94,14 +96,21 @@ def _silences_here(clip: np.ndarray, model) -> tuple[float, float, list[float]]:
 
 def test_silence_ratio_separates_padding_and_pauses_as_the_vad_sees_them(speech, vad_model):
     cut = 3 * RATE
-    clips = [speech, np.concatenate([_pad(2.0), speech, _pad(2.5)]),
-             np.concatenate([speech[:cut], _pad(2.0), speech[cut:]]), _pad(2.0)]
+    clips = [
+        speech,
+        np.concatenate([_pad(2.0), speech, _pad(2.5)]),
+        np.concatenate([speech[:cut], _pad(2.0), speech[cut:]]),
+        _pad(2.0),
+    ]
     out = SilenceRatio()(audio=clips, audio_sample_rate=[RATE] * len(clips))
     for i, clip in enumerate(clips):
         leading, trailing, pauses = _silences_here(clip, vad_model)
         seconds = clip.shape[0] / RATE
-        excess = (max(0, leading - 0.3) + max(0, trailing - 0.3) + sum(max(0, p - 0.75) for p in pauses)
-                  if i != 3 else seconds)
+        excess = (
+            max(0, leading - 0.3) + max(0, trailing - 0.3) + sum(max(0, p - 0.75) for p in pauses)
+            if i != 3
+            else seconds
+        )
         assert out.extras["leading"][i] == pytest.approx(leading, abs=1e-12)
         assert out.extras["trailing"][i] == pytest.approx(trailing, abs=1e-12)
         assert out.extras["internal"][i] == pytest.approx(sum(pauses), abs=1e-12)
@@ -126,8 +135,18 @@ def _repeated_here(clip: np.ndarray, min_lag=15, window=20, threshold=0.8, floor
     """The frame self-similarity re-computed: torchaudio's spectrogram and mel filters, NumPy windows."""
     import torchaudio.functional as AF
 
-    spec = torch.stft(torch.from_numpy(np.array(clip)), n_fft=512, hop_length=320, window=torch.hann_window(512),
-                      center=True, pad_mode="reflect", return_complex=True).abs() ** 2
+    spec = (
+        torch.stft(
+            torch.from_numpy(np.array(clip)),
+            n_fft=512,
+            hop_length=320,
+            window=torch.hann_window(512),
+            center=True,
+            pad_mode="reflect",
+            return_complex=True,
+        ).abs()
+        ** 2
+    )
     fb = AF.melscale_fbanks(257, 0.0, RATE / 2, 64, RATE)
     power = (spec.T @ fb).double().numpy()
     db = 10 * np.log10(power + 1e-10)
@@ -139,8 +158,8 @@ def _repeated_here(clip: np.ndarray, min_lag=15, window=20, threshold=0.8, floor
     n = x.shape[0]
     later = set()
     for lag in range(min_lag, n - window + 1):
-        both = voiced[:n - lag] & voiced[lag:]
-        d = np.sum(x[:n - lag] * x[lag:], axis=1) * both
+        both = voiced[: n - lag] & voiced[lag:]
+        d = np.sum(x[: n - lag] * x[lag:], axis=1) * both
         means = np.lib.stride_tricks.sliding_window_view(d, window).mean(axis=1)
         for t in np.flatnonzero(means >= threshold):
             later.update(range(t + lag, t + lag + window))
@@ -164,18 +183,25 @@ def test_repetition_separates_a_planted_loop(speech):
 
 
 def test_repetition_options_and_short_clips(speech):
-    assert Repetition()([speech[:RATE // 2]], [RATE]).rewards[0] == 1.0  # shorter than min_lag + window
+    assert Repetition()([speech[: RATE // 2]], [RATE]).rewards[0] == 1.0  # shorter than min_lag + window
     for bad in ({"threshold": 1.5}, {"window": 0}, {"min_lag": "x"}, {"model_path": "/x"}):
         with pytest.raises(ConfigError):
             Repetition(**bad)
 
 
 def test_guards_through_the_processor_from_their_cards(speech):
-    specs = [spec for name in ("speech_duration_ratio", "silence_ratio", "repetition")
-             for spec in load_config(example_config(name)).rewards]
+    specs = [
+        spec
+        for name in ("speech_duration_ratio", "silence_ratio", "repetition")
+        for spec in load_config(example_config(name)).rewards
+    ]
     padded = np.concatenate([_pad(12.0), speech])  # espeak-ng speaks ~3.3 words/s: 2.5 words/s needs 13 s
-    res = RewardProcessor(specs)([Sample(audio=speech, audio_sample_rate=RATE, prompt=TEXT),
-                                  Sample(audio=padded, audio_sample_rate=RATE, prompt=TEXT)])
+    res = RewardProcessor(specs)(
+        [
+            Sample(audio=speech, audio_sample_rate=RATE, prompt=TEXT),
+            Sample(audio=padded, audio_sample_rate=RATE, prompt=TEXT),
+        ]
+    )
     for name in ("speech_duration_ratio", "silence_ratio"):
         assert res.rewards[name][0] == 1.0 and res.rewards[name][1] < 1.0
     assert res.rewards["repetition"][0] == 1.0
@@ -202,15 +228,24 @@ def test_repetition_over_the_asr_reward_of_a_stream_shares_its_model(tmp_path, s
     path = str(tiny_whisper_dir(tmp_path / "whisper", seed=5))
     loader = RewardLoader()
     asr = loader.load({"name": "asr_wer", "model_path": path, "kwargs": {"max_new_tokens": 6}})
-    rep = loader.load({"name": "repetition", "kwargs": {"ngram": 1, "asr": {
-        "reward_model": "asr_wer", "model_path": path, "kwargs": {"max_new_tokens": 6}}}})
+    rep = loader.load(
+        {
+            "name": "repetition",
+            "kwargs": {
+                "ngram": 1,
+                "asr": {"reward_model": "asr_wer", "model_path": path, "kwargs": {"max_new_tokens": 6}},
+            },
+        }
+    )
     assert rep.asr is asr and loader.constructions == 2 and rep.inputs.fields == ("audio", "prompt")
-    clips = [speech[:2 * RATE], np.zeros(RATE, np.float32)]
+    clips = [speech[: 2 * RATE], np.zeros(RATE, np.float32)]
     out = rep(audio=clips, audio_sample_rate=[RATE] * 2, prompt=["please call stella", "nothing"])
     heard = [asr.transcribe([clips[0]])[0], ""]  # a silent clip is not transcribed
     assert out.extras["transcript"] == heard
-    expected = [repeated_ngrams(asr.normalize(h).split(), asr.normalize(t).split(), 1)
-                for h, t in zip(heard, ["please call stella", "nothing"])]
+    expected = [
+        repeated_ngrams(asr.normalize(h).split(), asr.normalize(t).split(), 1)
+        for h, t in zip(heard, ["please call stella", "nothing"])
+    ]
     np.testing.assert_allclose(out.rewards, 1.0 - np.asarray(expected))
     with pytest.raises(ConfigError, match="ASR reward"):
         loader.load({"name": "repetition", "kwargs": {"asr": "speech_presence"}})

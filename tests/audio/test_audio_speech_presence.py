@@ -53,8 +53,12 @@ def test_presence_formula():
 
 
 def test_speech_scores_clearly_above_silence_and_noise(reward, speech):
-    clips = [speech, np.zeros(3 * RATE, np.float32), noise(RATE, 3.0, amp=0.3).astype(np.float32),
-             tone(RATE, 3.0).astype(np.float32)]
+    clips = [
+        speech,
+        np.zeros(3 * RATE, np.float32),
+        noise(RATE, 3.0, amp=0.3).astype(np.float32),
+        tone(RATE, 3.0).astype(np.float32),
+    ]
     out = reward(audio=clips, audio_sample_rate=[RATE] * 4)
     assert out.rewards[0] > 0.5 and out.rewards[1] == 0.0 and out.rewards[2] < 0.1 and out.rewards[3] < 0.1
     assert out.extras["longest_silence"][1] == pytest.approx(3.0)
@@ -63,8 +67,13 @@ def test_speech_scores_clearly_above_silence_and_noise(reward, speech):
 
 def test_batched_call_equals_silero_vad_per_clip(reward, speech):
     pause = np.zeros(RATE, np.float32)
-    clips = [speech, np.concatenate([speech[:RATE * 2], pause, speech[RATE * 2:]]), speech[:RATE // 2],
-             np.concatenate([pause, speech[:RATE * 3]]), 0.2 * speech[RATE:]]
+    clips = [
+        speech,
+        np.concatenate([speech[: RATE * 2], pause, speech[RATE * 2 :]]),
+        speech[: RATE // 2],
+        np.concatenate([pause, speech[: RATE * 3]]),
+        0.2 * speech[RATE:],
+    ]
     out = reward(audio=clips, audio_sample_rate=[RATE] * len(clips))
     for i, clip in enumerate(clips):
         frac, gap = _reference(clip)
@@ -76,8 +85,12 @@ def test_batched_call_equals_silero_vad_per_clip(reward, speech):
 def test_through_the_processor_with_resampling(speech):
     clip44 = prepare_audio(speech, RATE, target_rate=44100)[0][0]
     proc = RewardProcessor(load_config(example_config("speech_presence")).rewards)
-    res = proc([Sample(audio=clip44, audio_sample_rate=44100), Sample(audio=np.zeros(RATE, np.float32),
-                                                                       audio_sample_rate=RATE)])
+    res = proc(
+        [
+            Sample(audio=clip44, audio_sample_rate=44100),
+            Sample(audio=np.zeros(RATE, np.float32), audio_sample_rate=RATE),
+        ]
+    )
     assert res.rewards["speech_presence"][0] > 0.5 and res.rewards["speech_presence"][1] == 0.0
     assert set(res.extras["speech_presence"]) == {"longest_silence"}
 

@@ -33,8 +33,12 @@ pytestmark = [needs_linux, pytest.mark.usefixtures("no_leftover_workers")]
 #: What the image-reward package needs to import as published, with transformers 4: the table of reference
 #: packages says why (rewardzoo.rewards.references.IMAGE_REWARD), written once there.
 CLASH = list(IMAGE_REWARD.requirements)
-PROMPTS = ["a photo of a red dog", "two cats on a table",
-           " ".join(["a very detailed painting of a big red house"] * 5), "blue sky over the sea"]
+PROMPTS = [
+    "a photo of a red dog",
+    "two cats on a table",
+    " ".join(["a very detailed painting of a big red house"] * 5),
+    "blue sky over the sea",
+]
 
 
 def _plugin_wheel(folder: Path) -> Path:
@@ -42,12 +46,13 @@ def _plugin_wheel(folder: Path) -> Path:
     files = {
         "rz_child_plugin/__init__.py": (
             "from rewardzoo.rewards.base import Inputs, PointwiseReward\n\n\n"
-            "class Words(PointwiseReward):\n    \"\"\"Words in the prompt.\"\"\"\n\n"
+            'class Words(PointwiseReward):\n    """Words in the prompt."""\n\n'
             "    inputs = Inputs(('prompt',))\n    score_range = (0.0, 1000.0)\n\n"
-            "    def __call__(self, prompt):\n        return [float(len(p.split())) for p in prompt]\n"),
+            "    def __call__(self, prompt):\n        return [float(len(p.split())) for p in prompt]\n"
+        ),
         "rz_child_plugin-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: rz-child-plugin\nVersion: 0.1\n",
         "rz_child_plugin-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\n"
-                                              "Tag: py3-none-any\n",
+        "Tag: py3-none-any\n",
         "rz_child_plugin-0.1.dist-info/entry_points.txt": "[rewardzoo.rewards]\nchild_words = rz_child_plugin:Words\n",
     }
     record = []
@@ -72,12 +77,14 @@ def environment(tmp_path_factory):
     root = Path(keep) / "worker-envs" if keep else tmp_path_factory.getbasetemp() / "worker-envs"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("REWARDZOO_ENVS", str(root))
-        env = {"requirements": [*CLASH, str(_plugin_wheel(root / "wheels"))], "system_site_packages": True,
-               "start_timeout_s": 120}
+        env = {
+            "requirements": [*CLASH, str(_plugin_wheel(root / "wheels"))],
+            "system_site_packages": True,
+            "start_timeout_s": 120,
+        }
         spec = load_config({"rewards": [{"name": "x", "environment": env}]}).rewards[0].environment
         interpreter(spec)
         yield env
-
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +99,20 @@ def checkpoint(tmp_path_factory):
 def test_the_package_in_its_environment_scores_as_image_reward_here(environment, checkpoint):
     rng = np.random.default_rng(0)
     images = [Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)) for _ in PROMPTS]
-    config = load_config({"rewards": [
-        {"name": "ours", "reward_model": "image_reward", "model_path": str(checkpoint), "device": "cpu"},
-        {"name": "package", "reward_model": "tests.environments.package_image_reward:PackageImageReward",
-         "model_path": str(checkpoint), "device": "cpu", "environment": environment}]})
+    config = load_config(
+        {
+            "rewards": [
+                {"name": "ours", "reward_model": "image_reward", "model_path": str(checkpoint), "device": "cpu"},
+                {
+                    "name": "package",
+                    "reward_model": "tests.environments.package_image_reward:PackageImageReward",
+                    "model_path": str(checkpoint),
+                    "device": "cpu",
+                    "environment": environment,
+                },
+            ]
+        }
+    )
     with RewardProcessor(config.rewards) as processor:
         result = processor([rewardzoo.Sample(image=img, prompt=p) for img, p in zip(images, PROMPTS)])
     assert transformers.__version__.startswith("5.")
@@ -108,8 +125,9 @@ def test_a_plugin_installed_only_in_the_worker_environment(environment):
     from rewardzoo.catalog.registry import info
 
     assert importlib.util.find_spec("rz_child_plugin") is None and info("child_words") is None  # not here
-    config = load_config({"rewards": [{"name": "words", "reward_model": "child_words", "device": "cpu",
-                                       "environment": environment}]})
+    config = load_config(
+        {"rewards": [{"name": "words", "reward_model": "child_words", "device": "cpu", "environment": environment}]}
+    )
     prompts = ["one", "two words", "and three words"]
     with RewardProcessor(config.rewards) as processor:
         result = processor([rewardzoo.Sample(prompt=p) for p in prompts])
@@ -131,8 +149,9 @@ def test_env_build_list_and_remove(environment, tmp_path, capsys):
     from rewardzoo.environments.venvs import cache_root, environment_key
 
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"rewards": [{"name": "a", "reward_model": "child_words",
-                                                   "environment": environment}]}))
+    config.write_text(
+        yaml.safe_dump({"rewards": [{"name": "a", "reward_model": "child_words", "environment": environment}]})
+    )
     key = environment_key(load_config(config).rewards[0].environment)
     assert main(["env", "build", str(config)]) == 0
     out = capsys.readouterr()
@@ -140,9 +159,18 @@ def test_env_build_list_and_remove(environment, tmp_path, capsys):
     assert out.out.split("\t")[:2] == [key, str(python)] and "building" not in out.err  # reused, not rebuilt
     spare = cache_root() / "feedc0de00000000"
     spare.mkdir()
-    (spare / "environment.json").write_text(json.dumps({"key": spare.name, "requirements": ["six"],
-                                                        "system_site_packages": False, "python": "3.11.7",
-                                                        "rewardzoo": rewardzoo.__version__, "created": "2000-01-01"}))
+    (spare / "environment.json").write_text(
+        json.dumps(
+            {
+                "key": spare.name,
+                "requirements": ["six"],
+                "system_site_packages": False,
+                "python": "3.11.7",
+                "rewardzoo": rewardzoo.__version__,
+                "created": "2000-01-01",
+            }
+        )
+    )
     assert main(["env", "list", "--json"]) == 0
     rows = {r["key"]: r for r in json.loads(capsys.readouterr().out)}
     assert set(rows) == {key, spare.name} and rows[key]["requirements"] == environment["requirements"]

@@ -20,8 +20,9 @@ pytestmark = [needs_linux, pytest.mark.usefixtures("no_leftover_workers")]
 
 
 def _load(cls: str, **env):
-    config = load_config({"rewards": [{"name": "broken", "reward_model": cls, "device": "cpu",
-                                       "environment": here_env(**env)}]})
+    config = load_config(
+        {"rewards": [{"name": "broken", "reward_model": cls, "device": "cpu", "environment": here_env(**env)}]}
+    )
     return RewardLoader().load(config.rewards[0]), config.rewards[0].environment
 
 
@@ -33,24 +34,31 @@ def _names_all(exc: WorkerError, env, stderr_line: str) -> None:
 
 def test_an_interpreter_that_does_not_exist_or_is_not_python(tmp_path):
     with pytest.raises(ConfigError, match="does not exist") as err:
-        RewardLoader().load({"name": "broken", "reward_model": f"{HERE}:Length",
-                             "environment": {"python": str(tmp_path / "nowhere" / "python")}})
+        RewardLoader().load(
+            {
+                "name": "broken",
+                "reward_model": f"{HERE}:Length",
+                "environment": {"python": str(tmp_path / "nowhere" / "python")},
+            }
+        )
     assert (err.value.entry, err.value.field) == ("broken", "environment")
     assert str(tmp_path / "nowhere") in str(err.value)
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho 'I am a shell script'\n")
     fake.chmod(0o755)
     with pytest.raises(ConfigError, match="is not a Python 3 interpreter.*shell script") as err:
-        RewardLoader().load({"name": "broken", "reward_model": f"{HERE}:Length",
-                             "environment": {"python": str(fake)}})
+        RewardLoader().load({"name": "broken", "reward_model": f"{HERE}:Length", "environment": {"python": str(fake)}})
     assert err.value.entry == "broken" and f"python={fake}" in str(err.value)
 
 
 def test_a_worker_that_crashes_at_import():
     with pytest.raises(WorkerError, match="died") as err:
         _load("tests.environments.crash_at_import:Reward")
-    _names_all(err.value, load_config({"rewards": [{"name": "x", "environment": here_env()}]}).rewards[0].environment,
-               "crash_at_import: aborting the interpreter")
+    _names_all(
+        err.value,
+        load_config({"rewards": [{"name": "x", "environment": here_env()}]}).rewards[0].environment,
+        "crash_at_import: aborting the interpreter",
+    )
     assert "exit status 3" in str(err.value)
 
 
@@ -62,8 +70,19 @@ def test_a_worker_that_hangs_at_start_is_stopped_after_start_timeout_s():
 
 
 def _hangs_in_first_call(tmp_path, **env):
-    config = load_config({"rewards": [{"name": "broken", "reward_model": f"{HERE}:HangsInFirstCall", "device": "cpu",
-                                       "kwargs": {"marker": str(tmp_path / "calls")}, "environment": here_env(**env)}]})
+    config = load_config(
+        {
+            "rewards": [
+                {
+                    "name": "broken",
+                    "reward_model": f"{HERE}:HangsInFirstCall",
+                    "device": "cpu",
+                    "kwargs": {"marker": str(tmp_path / "calls")},
+                    "environment": here_env(**env),
+                }
+            ]
+        }
+    )
     return RewardLoader().load(config.rewards[0]), config.rewards[0].environment, tmp_path / "calls"
 
 
@@ -72,8 +91,11 @@ def test_a_worker_that_hangs_in_a_call_is_killed_after_call_timeout_s_and_the_ca
     first, helper = reward.worker.pid, None
     try:
         start = time.monotonic()
-        with pytest.raises(WorkerError, match=r"longer than call_timeout_s=2 s to answer 'score' \(it was killed; "
-                                              r"the call is not retried") as err:
+        with pytest.raises(
+            WorkerError,
+            match=r"longer than call_timeout_s=2 s to answer 'score' \(it was killed; "
+            r"the call is not retried",
+        ) as err:
             reward(prompt=["a", "b"])
         elapsed = time.monotonic() - start
         helper = int(re.search(r"helper pid (\d+)", err.value.stderr).group(1))
@@ -97,8 +119,11 @@ def test_a_worker_killed_after_a_call_timeout_restarts_within_max_restarts(tmp_p
     reward, env, calls = _hangs_in_first_call(tmp_path, call_timeout_s=1, max_restarts=0)
     with pytest.raises(WorkerError, match="longer than call_timeout_s=1 s"):
         reward(prompt=["a"])
-    with pytest.raises(WorkerError, match=r"killed after a call ran past call_timeout_s; it was restarted 0 "
-                                          r"time\(s\) already \(max_restarts: 0\)") as err:
+    with pytest.raises(
+        WorkerError,
+        match=r"killed after a call ran past call_timeout_s; it was restarted 0 "
+        r"time\(s\) already \(max_restarts: 0\)",
+    ) as err:
         reward(prompt=["a"])
     assert err.value.entry == "broken" and env.describe() in str(err.value)
     assert len(calls.read_text().split()) == 1 and reward.worker.pid is None
@@ -149,9 +174,11 @@ def test_a_requirement_that_does_not_resolve_is_a_config_error_with_pips_last_li
     monkeypatch.setenv("REWARDZOO_ENVS", str(tmp_path / "envs"))
     monkeypatch.setenv("PIP_RETRIES", "0")
     monkeypatch.setenv("PIP_TIMEOUT", "15")
-    entry = {"name": "broken", "reward_model": f"{HERE}:Length",
-             "environment": {"requirements": ["rewardzoo-test-no-such-distribution==9.9.9"],
-                             "system_site_packages": True}}
+    entry = {
+        "name": "broken",
+        "reward_model": f"{HERE}:Length",
+        "environment": {"requirements": ["rewardzoo-test-no-such-distribution==9.9.9"], "system_site_packages": True},
+    }
     with pytest.raises(ConfigError, match="building the environment .* failed") as err:
         RewardLoader().load(entry)
     assert (err.value.entry, err.value.field) == ("broken", "environment")

@@ -23,8 +23,10 @@ def test_serve_scores_through_a_worker_that_stops_with_the_server(tmp_path):
     from tests.serve.helpers import Server
 
     config = tmp_path / "served.yaml"
-    config.write_text(f"rewards:\n  - name: bright\n    reward_model: {HERE}:Brightness\n    device: cpu\n"
-                      f"    environment: {{python: {sys.executable}}}\n")
+    config.write_text(
+        f"rewards:\n  - name: bright\n    reward_model: {HERE}:Brightness\n    device: cpu\n"
+        f"    environment: {{python: {sys.executable}}}\n"
+    )
     server = Server(config).start()
     try:
         rng = np.random.default_rng(3)
@@ -43,8 +45,16 @@ def test_serve_scores_through_a_worker_that_stops_with_the_server(tmp_path):
 def test_the_distributed_processor_of_one_rank_scores_through_a_worker():
     from rewardzoo.core.api import build_processors
 
-    config = {"rewards": [{"name": "bright", "reward_model": f"{HERE}:Brightness", "device": "cpu",
-                           "environment": {"python": sys.executable}}]}
+    config = {
+        "rewards": [
+            {
+                "name": "bright",
+                "reward_model": f"{HERE}:Brightness",
+                "device": "cpu",
+                "environment": {"python": sys.executable},
+            }
+        ]
+    }
     train, evals = build_processors(config, distributed=True)
     try:
         assert train.rewards["bright"] is evals.rewards["bright"]  # one instance, one worker

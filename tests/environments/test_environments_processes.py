@@ -23,8 +23,13 @@ pytestmark = [needs_linux, pytest.mark.usefixtures("no_leftover_workers")]
 
 
 def _entry(pidfile):
-    return {"name": "child", "reward_model": f"{HERE}:StartsChild", "device": "cpu",
-            "kwargs": {"pidfile": str(pidfile)}, "environment": here_env()}
+    return {
+        "name": "child",
+        "reward_model": f"{HERE}:StartsChild",
+        "device": "cpu",
+        "kwargs": {"pidfile": str(pidfile)},
+        "environment": here_env(),
+    }
 
 
 def _child(pidfile) -> int:
@@ -126,8 +131,15 @@ def test_a_worker_under_a_long_tmpdir_scores_over_a_unix_socket(tmp_path, monkey
     monkeypatch.setattr(workers.tempfile, "tempdir", str(long))
     loader = RewardLoader()
     try:
-        reward = loader.load(load_config({"rewards": [{"name": "len", "reward_model": f"{HERE}:Length",
-                                                       "device": "cpu", "environment": here_env()}]}).rewards[0])
+        reward = loader.load(
+            load_config(
+                {
+                    "rewards": [
+                        {"name": "len", "reward_model": f"{HERE}:Length", "device": "cpu", "environment": here_env()}
+                    ]
+                }
+            ).rewards[0]
+        )
         assert list(reward(completion=["ab"]).rewards) == [2.0]
         (worker,) = [w for w in workers._LIVE if w.pid is not None]
         import socket

@@ -35,8 +35,7 @@ PROMPTS = ["a photo of a red dog", "two cats on a table", "blue sky over the sea
 
 def samples(size: tuple[int, int], seed: int) -> list[Sample]:
     rng = np.random.default_rng(seed)
-    return [Sample(image=Image.fromarray(rng.integers(0, 256, (*size, 3), dtype=np.uint8)), prompt=p)
-            for p in PROMPTS]
+    return [Sample(image=Image.fromarray(rng.integers(0, 256, (*size, 3), dtype=np.uint8)), prompt=p) for p in PROMPTS]
 
 
 def test_the_image_reward_package_in_its_environment_against_image_reward_here(environment, tmp_path):
@@ -45,8 +44,12 @@ def test_the_image_reward_package_in_its_environment_against_image_reward_here(e
     state = write_tiny_checkpoint(tmp_path, seed=5)
     spec = parse_spec({"name": "ir", "reward_model": "image_reward", "model_path": str(tmp_path), "device": "cpu"})
     batch = samples((32, 32), seed=2)
-    found = compare_reference(spec, batch, ["a", "b", "c"], {
-        "reward_model": "tests.verifiers.image_reward_tiny:TinyReferenceImageReward", "environment": environment})
+    found = compare_reference(
+        spec,
+        batch,
+        ["a", "b", "c"],
+        {"reward_model": "tests.verifiers.image_reward_tiny:TinyReferenceImageReward", "environment": environment},
+    )
     assert "requirements=[" in found.where and "transformers>=4.48,<4.50" in found.where
     assert found.max_abs_difference < 1e-5 and np.std(found.ours) > 1e-3
     if reference_available():  # the same package model, here (transformers 5, helpers supplied)
@@ -68,13 +71,24 @@ def test_the_hpsv2_package_in_the_environment_the_table_names_against_hpsv2_here
     keep = os.environ.get("REWARDZOO_TEST_ENVS")  # a folder of its own: the clash test lists the worker-envs one
     root = Path(keep) / "reference-envs" if keep else tmp_path_factory.getbasetemp() / "reference-envs"
     clip_dir, checkpoint = hps_weights
-    spec = parse_spec({"name": "hps", "reward_model": "hpsv2", "model_path": str(checkpoint), "device": "cpu",
-                       "kwargs": {"clip_model": str(clip_dir)}})
+    spec = parse_spec(
+        {
+            "name": "hps",
+            "reward_model": "hpsv2",
+            "model_path": str(checkpoint),
+            "device": "cpu",
+            "kwargs": {"clip_model": str(clip_dir)},
+        }
+    )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("REWARDZOO_ENVS", str(root))
         batch = samples((64, 64), seed=3) + samples((80, 50), seed=4)  # at the model's size, and letterboxed
-        found = compare_reference(spec, batch, [str(i) for i in range(len(batch))],
-                                  {"reward_model": "tests.image.hpsv2_tiny:TinyReferenceHPSv2"})
+        found = compare_reference(
+            spec,
+            batch,
+            [str(i) for i in range(len(batch))],
+            {"reward_model": "tests.image.hpsv2_tiny:TinyReferenceHPSv2"},
+        )
         site = environment_dir(parse_environment(HPSV2.environment()))
     assert f"requirements=[{', '.join(HPSV2.requirements)}]" in found.where  # the table's environment
     assert list(site.glob("lib/python*/site-packages/pytest-7.2.0.dist-info"))  # its pins, not this process's

@@ -39,9 +39,20 @@ def _samples(images, dataset=None):
 
 def test_scores_come_from_the_worker_and_equal_the_computation_in_process():
     images = _images(5) + _images(2, size=256, seed=1)  # small ones in the frame, large ones in shared memory
-    config = load_config({"rewards": [
-        {"name": "bright", "reward_model": f"{HERE}:Brightness", "device": "cpu", "environment": here_env(), "batch_size": 3},
-        {"name": "local", "reward_model": f"{HERE}:Brightness", "device": "cpu"}]})
+    config = load_config(
+        {
+            "rewards": [
+                {
+                    "name": "bright",
+                    "reward_model": f"{HERE}:Brightness",
+                    "device": "cpu",
+                    "environment": here_env(),
+                    "batch_size": 3,
+                },
+                {"name": "local", "reward_model": f"{HERE}:Brightness", "device": "cpu"},
+            ]
+        }
+    )
     with RewardProcessor(config.rewards) as processor:
         result = processor(_samples(images))
         worker = processor.rewards["bright"].worker
@@ -56,8 +67,14 @@ def test_scores_come_from_the_worker_and_equal_the_computation_in_process():
 
 def test_the_socket_only_path_scores_the_same():
     images = _images(2, size=256, seed=2)
-    reward = RewardLoader().load({"name": "b", "reward_model": f"{HERE}:Brightness",
-                                  "device": "cpu", "environment": here_env(shared_memory=False)})
+    reward = RewardLoader().load(
+        {
+            "name": "b",
+            "reward_model": f"{HERE}:Brightness",
+            "device": "cpu",
+            "environment": here_env(shared_memory=False),
+        }
+    )
     try:
         out = reward(image=images, prompt=["a", "b"])
         np.testing.assert_allclose(out.rewards, brightness(images), rtol=1e-6)
@@ -68,10 +85,16 @@ def test_the_socket_only_path_scores_the_same():
 
 def test_entries_with_one_environment_share_one_worker_and_facts_come_from_it():
     env = here_env()
-    config = load_config({"environment": env, "rewards": [
-        {"name": "bright", "reward_model": f"{HERE}:Brightness", "kwargs": {"offset": 0.5}, "device": "cpu"},
-        {"name": "centred", "reward_model": f"{HERE}:Centred", "device": "cpu"},
-        {"name": "in_process", "reward_model": f"{HERE}:Length", "environment": None}]})
+    config = load_config(
+        {
+            "environment": env,
+            "rewards": [
+                {"name": "bright", "reward_model": f"{HERE}:Brightness", "kwargs": {"offset": 0.5}, "device": "cpu"},
+                {"name": "centred", "reward_model": f"{HERE}:Centred", "device": "cpu"},
+                {"name": "in_process", "reward_model": f"{HERE}:Length", "environment": None},
+            ],
+        }
+    )
     assert config.rewards[2].environment is None and config.rewards[0].environment == config.rewards[1].environment
     with RewardProcessor(config.rewards) as processor:
         bright, centred, local = (processor.rewards[n] for n in ("bright", "centred", "in_process"))
@@ -82,8 +105,10 @@ def test_entries_with_one_environment_share_one_worker_and_facts_come_from_it():
         assert bright.info.higher_is_better is False and bright.info.score_range == (0.0, 2.0)  # the class's, there
         assert set(bright.inputs.fields) == {"image", "prompt"}
         assert set(centred.inputs.fields) == {"completion", "group_id"}
-        samples = [rewardzoo.Sample(image=img, prompt="x", completion="a" * (i + 1), group_id=i // 2)
-                   for i, img in enumerate(_images(4))]
+        samples = [
+            rewardzoo.Sample(image=img, prompt="x", completion="a" * (i + 1), group_id=i // 2)
+            for i, img in enumerate(_images(4))
+        ]
         result = processor(samples)
         np.testing.assert_allclose(result.rewards["bright"], brightness([s.image for s in samples]) + 0.5, rtol=1e-6)
         np.testing.assert_allclose(result.rewards["centred"], [-0.5, 0.5, -0.5, 0.5])
@@ -93,9 +118,19 @@ def test_entries_with_one_environment_share_one_worker_and_facts_come_from_it():
 def test_async_runner_and_the_trl_adapter_score_through_workers():
     from rewardzoo.integrations import trl_reward_funcs
 
-    config = {"rewards": [{"name": "bright", "reward_model": f"{HERE}:Brightness", "async_reward": True,
-                           "device": "cpu", "environment": here_env(), "batch_size": 2},
-                          {"name": "length", "reward_model": f"{HERE}:Length", "device": "cpu", "environment": here_env()}]}
+    config = {
+        "rewards": [
+            {
+                "name": "bright",
+                "reward_model": f"{HERE}:Brightness",
+                "async_reward": True,
+                "device": "cpu",
+                "environment": here_env(),
+                "batch_size": 2,
+            },
+            {"name": "length", "reward_model": f"{HERE}:Length", "device": "cpu", "environment": here_env()},
+        ]
+    }
     images = _images(5)
     with RewardProcessor(load_config(config).rewards[:1]) as processor:
         with processor.incremental(timeout=60) as runner:
@@ -114,8 +149,15 @@ def test_async_runner_and_the_trl_adapter_score_through_workers():
 
 def test_a_worker_that_dies_mid_call_is_restarted_counted_and_the_call_retried(tmp_path, caplog):
     marker = tmp_path / "died"
-    reward = RewardLoader().load({"name": "flaky", "reward_model": f"{HERE}:DiesOnce",
-                                  "kwargs": {"marker": str(marker)}, "device": "cpu", "environment": here_env()})
+    reward = RewardLoader().load(
+        {
+            "name": "flaky",
+            "reward_model": f"{HERE}:DiesOnce",
+            "kwargs": {"marker": str(marker)},
+            "device": "cpu",
+            "environment": here_env(),
+        }
+    )
     try:
         first = reward.worker.pid
         images = _images(2, size=256, seed=4)  # in shared memory: the retry sends them again, to the new worker
@@ -130,7 +172,9 @@ def test_a_worker_that_dies_mid_call_is_restarted_counted_and_the_call_retried(t
 
 
 def test_close_and_exit_stop_the_worker():
-    reward = RewardLoader().load({"name": "b", "reward_model": f"{HERE}:Length", "device": "cpu", "environment": here_env()})
+    reward = RewardLoader().load(
+        {"name": "b", "reward_model": f"{HERE}:Length", "device": "cpu", "environment": here_env()}
+    )
     pid = reward.worker.pid
     reward.close()
     assert gone_within(pid, 1)
@@ -141,8 +185,14 @@ def test_close_and_exit_stop_the_worker():
                                        "device": "cpu", "environment": {{"python": sys.executable}}}})
         print(reward.worker.pid, flush=True)
     """)  # the script ends without closing anything: atexit stops the worker
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join([*sys.path, str(REPO)])})
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([*sys.path, str(REPO)])},
+    )
     assert done.returncode == 0, done.stderr
     assert gone_within(int(done.stdout.split()[-1]), 2)
 
@@ -166,8 +216,14 @@ print(*(r.worker._folder for r in held), flush=True)
 
 def _parent(cls: str, then: str, *, kwargs: str = "{}", two: bool = False) -> subprocess.Popen:
     script = _PARENT.format(here=HERE, cls=cls, kwargs=kwargs, then=then, two=two)
-    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join([*sys.path, str(REPO)])})
+    return subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([*sys.path, str(REPO)])},
+    )
 
 
 def test_a_sigkilled_parent_takes_its_workers_with_it():
@@ -186,9 +242,11 @@ def test_a_sigkilled_parent_takes_its_workers_with_it():
 
 
 def test_keyboard_interrupt_during_a_call_stops_the_worker():
-    then = ("threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
-            "try:\n    holder[0](image=[__import__('numpy').zeros((8, 8, 3), 'uint8')], prompt=['x'])\n"
-            "except KeyboardInterrupt:\n    print('interrupted', holder[0].worker.pid, flush=True)\n")
+    then = (
+        "threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+        "try:\n    holder[0](image=[__import__('numpy').zeros((8, 8, 3), 'uint8')], prompt=['x'])\n"
+        "except KeyboardInterrupt:\n    print('interrupted', holder[0].worker.pid, flush=True)\n"
+    )
     parent = _parent("Brightness", then, kwargs="{'delay_s': 60}")
     try:
         pids = [int(p) for p in parent.stdout.readline().split()]
@@ -201,8 +259,15 @@ def test_keyboard_interrupt_during_a_call_stops_the_worker():
 
 
 def test_sigterm_drains_a_call_in_flight_then_the_worker_exits_0():
-    reward = RewardLoader().load({"name": "slow", "reward_model": f"{HERE}:Brightness",
-                                  "kwargs": {"delay_s": 1.5}, "device": "cpu", "environment": here_env()})
+    reward = RewardLoader().load(
+        {
+            "name": "slow",
+            "reward_model": f"{HERE}:Brightness",
+            "kwargs": {"delay_s": 1.5},
+            "device": "cpu",
+            "environment": here_env(),
+        }
+    )
     try:
         process = reward.worker._proc
         images = _images(2)

@@ -34,8 +34,9 @@ class Brightness(PointwiseReward):
     def __call__(self, image, prompt):
         time.sleep(self.delay_s)
         scores = [float(v) + self.offset for v in brightness(image)]
-        return RewardOutput(scores, {"pid": np.full(len(scores), float(os.getpid())),
-                                     "device": [self.device] * len(scores)})
+        return RewardOutput(
+            scores, {"pid": np.full(len(scores), float(os.getpid())), "device": [self.device] * len(scores)}
+        )
 
 
 class Length(PointwiseReward):

@@ -35,14 +35,20 @@ def plain(result):
 
 
 def error_record(exc, start):
-    return {"type": type(exc).__name__, "message": str(exc), "reward": getattr(exc, "reward", None),
-            "rank": getattr(exc, "rank", None), "elapsed": time.monotonic() - start}
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "reward": getattr(exc, "reward", None),
+        "rank": getattr(exc, "rank", None),
+        "elapsed": time.monotonic() - start,
+    }
 
 
 def main() -> None:
     rank, world, port, outfile = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=timedelta(seconds=20))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=timedelta(seconds=20)
+    )
     out: dict = {}
 
     def save():
@@ -73,21 +79,26 @@ def main() -> None:
     out["async"] = []
     for _ in range(2):
         for k in range(0, len(mine), 3):
-            runner.add(mine[k:k + 3])
+            runner.add(mine[k : k + 3])
         out["async"].append(plain(runner.finalize()))
     # a third round read with results(ordered=True) first: the rows come after the exchange
     for k in range(0, len(mine), 3):
-        runner.add(mine[k:k + 3])
+        runner.add(mine[k : k + 3])
     out["ready_rows"] = [(index, plain(row)) for index, row in runner.results(ordered=True)]
     out["ready_final"] = plain(runner.finalize())
     runner.close()
     save()
 
     # 3. rank-ordered loading; train and eval share one loader: one construction per identity
-    cfg = load_config({"rewards": [{"name": "slow", "reward_model": path(SlowInit)}, "jpeg_compressibility"],
-                       "eval_rewards": [{"name": "slow_eval", "reward_model": path(SlowInit), "weight": 3.0},
-                                        {"name": "jpeg_small", "reward_model": "jpeg_compressibility",
-                                         "batch_size": 2}]})
+    cfg = load_config(
+        {
+            "rewards": [{"name": "slow", "reward_model": path(SlowInit)}, "jpeg_compressibility"],
+            "eval_rewards": [
+                {"name": "slow_eval", "reward_model": path(SlowInit), "weight": 3.0},
+                {"name": "jpeg_small", "reward_model": "jpeg_compressibility", "batch_size": 2},
+            ],
+        }
+    )
     loader = RewardLoader()
     with rank_ordered():
         rewardzoo.build_processors(cfg, loader)

@@ -34,8 +34,10 @@ class Recorder(PointwiseReward):
             time.sleep(self.delay)
         values = [json.loads(m).get("value", 0.0) for m in metadata]
         # the call size enters the extras, so a different chunking would show up
-        return RewardOutput([self.factor * len(p) + v for p, v in zip(prompt, values)],
-                            extras={"call_size": [len(prompt)] * len(prompt)})
+        return RewardOutput(
+            [self.factor * len(p) + v for p, v in zip(prompt, values)],
+            extras={"call_size": [len(prompt)] * len(prompt)},
+        )
 
 
 class ScratchReward(PointwiseReward):
@@ -66,7 +68,7 @@ class ScratchReward(PointwiseReward):
             for p in prompt:
                 codes = np.frombuffer(p.encode(), dtype=np.uint8).astype(float)
                 self.buffer[:] = 0
-                self.buffer[:len(codes)] = codes
+                self.buffer[: len(codes)] = codes
                 time.sleep(0.0005)  # let other threads run while the buffer is "ours"
                 out.append(self.buffer.sum() / 1000)
             return out
@@ -178,8 +180,34 @@ class SlowInit(PointwiseReward):
 # ---------------------------------------------------------------------------------------------------
 # Shared data of the distributed tests: the global batch, which rank holds each sample, the specs.
 
-DIST_GIDS = [0, 0, 0, 0, 1, 1, 1, 1, 7, 7, "7", "7", "a", "a", "a", "a", "a", "a", "solo0", "solo0",
-             "solo1", "solo1", "solo1", 2, 2, 2]
+DIST_GIDS = [
+    0,
+    0,
+    0,
+    0,
+    1,
+    1,
+    1,
+    1,
+    7,
+    7,
+    "7",
+    "7",
+    "a",
+    "a",
+    "a",
+    "a",
+    "a",
+    "a",
+    "solo0",
+    "solo0",
+    "solo1",
+    "solo1",
+    "solo1",
+    2,
+    2,
+    2,
+]
 DIST_RANKS = [0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1]
 DATASETS = ["t2i", "edit", "t2i", "video", "edit"]
 
@@ -193,8 +221,15 @@ def dist_samples():
         size = int(rng.integers(12, 40))
         img = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
         img[: size // 2] //= int(rng.integers(1, 8))  # varied JPEG sizes
-        out.append(Sample(prompt="x" * (i % 7 + 1), image=img, metadata={"value": float(rng.normal() * 10)},
-                          group_id=gid, dataset=DATASETS[i % len(DATASETS)]))
+        out.append(
+            Sample(
+                prompt="x" * (i % 7 + 1),
+                image=img,
+                metadata={"value": float(rng.normal() * 10)},
+                group_id=gid,
+                dataset=DATASETS[i % len(DATASETS)],
+            )
+        )
     return out
 
 
@@ -202,8 +237,13 @@ def dist_specs(async_reward: bool = False):
     a = {"async_reward": True, "num_workers": 2} if async_reward else {}
     return [
         {"name": "rec", "reward_model": path(Recorder), "batch_size": 3, "applicable_datasets": ["t2i", "edit"], **a},
-        {"name": "centered", "reward_model": path(CenteredValue), "applicable_datasets": ["t2i", "edit"],
-         "weight": {"t2i": 2.0, "edit": 0.5}, **a},
+        {
+            "name": "centered",
+            "reward_model": path(CenteredValue),
+            "applicable_datasets": ["t2i", "edit"],
+            "weight": {"t2i": 2.0, "edit": 0.5},
+            **a,
+        },
         {"name": "centered_jpeg", "reward_model": path(CenteredJpeg), "weight": 0.1},
         {"name": "jpeg", "reward_model": "jpeg_compressibility", "batch_size": 4, **a},
     ]
@@ -242,8 +282,15 @@ class Rendezvous(PointwiseReward):
     intervals: list[tuple[str, float, float, str]] = []
     barrier: threading.Barrier | None = None
 
-    def __init__(self, model_path=None, device="cpu", dtype="float32", factor: float = 1.0,
-                 fail_on: str | None = None, tag: str = ""):
+    def __init__(
+        self,
+        model_path=None,
+        device="cpu",
+        dtype="float32",
+        factor: float = 1.0,
+        fail_on: str | None = None,
+        tag: str = "",
+    ):
         super().__init__(model_path, device, dtype)
         self.factor, self.fail_on, self.tag = factor, fail_on, tag
 

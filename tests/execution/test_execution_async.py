@@ -34,16 +34,29 @@ def _samples(n: int, seed: int = 0, groups: int = 5):
         img = rng.integers(0, 256, (int(rng.integers(8, 33)), 24, 3), dtype=np.uint8)
         img[::2] //= int(rng.integers(1, 6))
         gid = int(rng.integers(groups)) if i % 3 else f"g{int(rng.integers(groups))}"
-        out.append(Sample(prompt="p" * int(rng.integers(1, 12)), image=img, group_id=gid,
-                          metadata={"value": float(rng.normal())}, dataset=["t2i", "edit", "video"][i % 3]))
+        out.append(
+            Sample(
+                prompt="p" * int(rng.integers(1, 12)),
+                image=img,
+                group_id=gid,
+                metadata={"value": float(rng.normal())},
+                dataset=["t2i", "edit", "video"][i % 3],
+            )
+        )
     return out
 
 
 def _specs(batch_size: int, workers: int):
     a = {"async_reward": True, "num_workers": workers}
     return [
-        {"name": "rec", "reward_model": REC, "batch_size": batch_size, "applicable_datasets": ["t2i", "edit"],
-         "weight": {"t2i": 1.0, "edit": -2.0}, **a},
+        {
+            "name": "rec",
+            "reward_model": REC,
+            "batch_size": batch_size,
+            "applicable_datasets": ["t2i", "edit"],
+            "weight": {"t2i": 1.0, "edit": -2.0},
+            **a,
+        },
         {"name": "jpeg", "reward_model": "jpeg_incompressibility", "batch_size": batch_size + 1, "weight": 0.01, **a},
         {"name": "centered", "reward_model": CENT, "applicable_datasets": ["t2i", "video"], **a},
         {"name": "numpy_sync", "reward_model": path(NumpyWork), "batch_size": 2, "weight": 0.5},
@@ -74,7 +87,7 @@ def test_async_result_equals_the_synchronous_call(batch_size, rounds, workers):
     with proc.incremental(timeout=60) as runner:
         start = 0
         for size in rounds:
-            got = runner.add(samples[start:start + size])
+            got = runner.add(samples[start : start + size])
             assert got == range(start, start + size)
             start += size
         assert_same_result(runner.finalize(), expected)
@@ -82,8 +95,9 @@ def test_async_result_equals_the_synchronous_call(batch_size, rounds, workers):
 
 
 def test_full_chunks_go_out_while_adding_and_tails_flush_at_finalize():
-    proc = RewardProcessor([{"name": "rec", "reward_model": REC, "batch_size": 4, "async_reward": True,
-                             "applicable_datasets": ["t2i"]}])
+    proc = RewardProcessor(
+        [{"name": "rec", "reward_model": REC, "batch_size": 4, "async_reward": True, "applicable_datasets": ["t2i"]}]
+    )
     runner = proc.incremental(timeout=30)
     s = [Sample(prompt="ab", metadata={}, dataset=d) for d in ["t2i", "t2i", "video", "t2i"]]
     runner.add(s)  # 3 applicable: no full chunk yet
@@ -101,7 +115,9 @@ def test_full_chunks_go_out_while_adding_and_tails_flush_at_finalize():
 
 def test_complete_groups_are_scored_before_finalize_when_group_size_is_known():
     proc = RewardProcessor([{"name": "centered", "reward_model": CENT, "async_reward": True}])
-    samples = [Sample(metadata={"value": float(i * i)}, group_id=g) for i, g in enumerate(["1", 1, "1", 2, "1", 2, 1, 1])]
+    samples = [
+        Sample(metadata={"value": float(i * i)}, group_id=g) for i, g in enumerate(["1", 1, "1", 2, "1", 2, 1, 1])
+    ]
     expected = proc(samples)
     CenteredValue.scored.clear()
     with proc.incremental(timeout=30, group_size=3) as runner:
@@ -124,8 +140,12 @@ def test_a_group_larger_than_group_size_is_an_input_error(rounds):
 
 
 def test_worker_errors_surface_at_finalize_naming_the_reward_and_the_runner_stays_usable():
-    proc = RewardProcessor([{"name": "flaky", "reward_model": path(Failing), "async_reward": True, "batch_size": 2},
-                            {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 2}])
+    proc = RewardProcessor(
+        [
+            {"name": "flaky", "reward_model": path(Failing), "async_reward": True, "batch_size": 2},
+            {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 2},
+        ]
+    )
     runner = proc.incremental(timeout=30)
     runner.add([Sample(prompt=p, metadata={}) for p in ["ok", "fine", "boom", "x"]])  # does not raise here
     with pytest.raises(RewardExecutionError, match=r"reward 'flaky': ValueError: the prompt said boom") as info:
@@ -138,8 +158,9 @@ def test_worker_errors_surface_at_finalize_naming_the_reward_and_the_runner_stay
 
 
 def test_bad_media_in_a_worker_is_reported_with_the_index_in_the_round():
-    proc = RewardProcessor([{"name": "q", "reward_model": "jpeg_compressibility", "async_reward": True,
-                             "batch_size": 2, "num_workers": 2}])
+    proc = RewardProcessor(
+        [{"name": "q", "reward_model": "jpeg_compressibility", "async_reward": True, "batch_size": 2, "num_workers": 2}]
+    )
     with proc.incremental(timeout=30) as runner:
         runner.add([Sample(image=np.zeros((8, 8, 3), np.uint8))] * 3)
         runner.add([Sample(image=np.zeros((8, 8, 3))), Sample(image=-np.ones((8, 8, 3)))])
@@ -158,8 +179,12 @@ def test_a_missing_field_is_reported_by_add_with_the_index_in_the_round():
 
 
 def test_timeout_raises_instead_of_hanging_and_the_runner_recovers():
-    proc = RewardProcessor([{"name": "stuck", "reward_model": path(Blocking), "async_reward": True},
-                            {"name": "rec", "reward_model": REC, "async_reward": True}])
+    proc = RewardProcessor(
+        [
+            {"name": "stuck", "reward_model": path(Blocking), "async_reward": True},
+            {"name": "rec", "reward_model": REC, "async_reward": True},
+        ]
+    )
     runner = proc.incremental(timeout=0.5)
     runner.add([Sample(prompt="a", metadata={})] * 3)
     start = time.monotonic()
@@ -175,8 +200,9 @@ def test_timeout_raises_instead_of_hanging_and_the_runner_recovers():
 
 
 def test_keyboard_interrupt_cancels_queued_calls_and_stops_the_threads():
-    proc = RewardProcessor([{"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 1,
-                             "kwargs": {"delay": 0.1}}])
+    proc = RewardProcessor(
+        [{"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 1, "kwargs": {"delay": 0.1}}]
+    )
     runner = proc.incremental()
     runner.add([Sample(prompt="a", metadata={})] * 30)  # 30 queued calls of 0.1 s
     timer = threading.Timer(0.25, _thread.interrupt_main)
@@ -196,25 +222,41 @@ def test_keyboard_interrupt_cancels_queued_calls_and_stops_the_threads():
 
 
 def test_four_workers_on_thread_safe_rewards_give_deterministic_results():
-    specs = [{"name": "numpy", "reward_model": path(NumpyWork), "batch_size": 2},
-             {"name": "jpeg", "reward_model": "jpeg_compressibility", "batch_size": 3},
-             {"name": "rec", "reward_model": REC, "batch_size": 1}]
+    specs = [
+        {"name": "numpy", "reward_model": path(NumpyWork), "batch_size": 2},
+        {"name": "jpeg", "reward_model": "jpeg_compressibility", "batch_size": 3},
+        {"name": "rec", "reward_model": REC, "batch_size": 1},
+    ]
     proc = RewardProcessor([{**s, "async_reward": True, "num_workers": 4} for s in specs])
     samples = _samples(48, seed=3)
     expected = RewardProcessor(specs)(samples)
     with proc.incremental(timeout=60) as runner:
         for _ in range(3):
             for k in range(0, 48, 5):
-                runner.add(samples[k:k + 5])
+                runner.add(samples[k : k + 5])
             assert_same_result(runner.finalize(), expected)
     assert len({t for t in Recorder.threads if t.startswith("rewardzoo-rec")}) > 1  # really ran in parallel
 
 
 def test_a_reward_that_is_not_thread_safe_never_runs_on_two_threads():
-    specs = [{"name": "scratch_a", "reward_model": path(ScratchReward), "async_reward": True, "num_workers": 4,
-              "batch_size": 1, "applicable_datasets": ["a"]},
-             {"name": "scratch_b", "reward_model": path(ScratchReward), "async_reward": True, "num_workers": 4,
-              "batch_size": 2, "applicable_datasets": ["b"]}]
+    specs = [
+        {
+            "name": "scratch_a",
+            "reward_model": path(ScratchReward),
+            "async_reward": True,
+            "num_workers": 4,
+            "batch_size": 1,
+            "applicable_datasets": ["a"],
+        },
+        {
+            "name": "scratch_b",
+            "reward_model": path(ScratchReward),
+            "async_reward": True,
+            "num_workers": 4,
+            "batch_size": 2,
+            "applicable_datasets": ["b"],
+        },
+    ]
     with pytest.warns(RuntimeWarning, match="not thread-safe") as record:
         proc = RewardProcessor(specs)
         runner = proc.incremental(timeout=60)
@@ -224,11 +266,13 @@ def test_a_reward_that_is_not_thread_safe_never_runs_on_two_threads():
     prompts = ["".join(chr(c) for c in rng.integers(97, 123, int(rng.integers(1, 60)))) for _ in range(60)]
     samples = [Sample(prompt=p, dataset="ab"[i % 2]) for i, p in enumerate(prompts)]
     for k in range(0, 60, 7):
-        runner.add(samples[k:k + 7])
+        runner.add(samples[k : k + 7])
     result = runner.finalize()
     expected = np.array([sum(p.encode()) / 1000 for p in prompts], dtype=np.float32)
-    np.testing.assert_array_equal(np.where(np.isnan(result.rewards["scratch_a"]), result.rewards["scratch_b"],
-                                           result.rewards["scratch_a"]), expected)
+    np.testing.assert_array_equal(
+        np.where(np.isnan(result.rewards["scratch_a"]), result.rewards["scratch_b"], result.rewards["scratch_a"]),
+        expected,
+    )
     assert ScratchReward.max_active == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -292,9 +336,17 @@ def test_cuda_rewards_run_through_one_stream_per_device_after_the_samples_are_re
         return fn()
 
     monkeypatch.setattr(_Streams, "call", fake_call)
-    specs = [{"name": "gpu_jpeg", "reward_model": path(CardlessJpeg), "device": "cuda:1", "batch_size": 2,
-              "async_reward": True, "num_workers": 2},
-             {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 2}]
+    specs = [
+        {
+            "name": "gpu_jpeg",
+            "reward_model": path(CardlessJpeg),
+            "device": "cuda:1",
+            "batch_size": 2,
+            "async_reward": True,
+            "num_workers": 2,
+        },
+        {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 2},
+    ]
     proc = RewardProcessor(specs)
     samples = _samples(5)
     with proc.incremental() as runner:

@@ -93,7 +93,7 @@ def test_only_declared_fields_group_id_and_dataset_travel(ranks):
     declared = {"centered": CenteredValue.inputs.fields, "centered_jpeg": CenteredJpeg.inputs.fields}
     payloads = []
     for r in range(2):
-        for status, item in ranks[r]["sent"][:ranks[r]["rounds_sync"]]:
+        for status, item in ranks[r]["sent"][: ranks[r]["rounds_sync"]]:
             assert status == "ok"
             for name, groups in item.items():
                 if isinstance(groups, dict):  # the fields round: stream -> group key -> payload
@@ -137,7 +137,7 @@ def test_a_dead_peer_makes_the_survivor_fail_not_hang(ranks):
 
 
 def test_rank_ordered_loading_and_one_construction_per_identity(ranks):
-    (_start0, end0), = ranks[0]["built"]  # train and eval SlowInit specs share one instance
-    (start1, _end1), = ranks[1]["built"]
+    ((_start0, end0),) = ranks[0]["built"]  # train and eval SlowInit specs share one instance
+    ((start1, _end1),) = ranks[1]["built"]
     assert start1 >= end0  # rank 1 started only after rank 0 had finished
     assert ranks[0]["constructions"] == ranks[1]["constructions"] == 2  # SlowInit + one jpeg

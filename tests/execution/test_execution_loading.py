@@ -22,14 +22,26 @@ def _clear_built():
 
 
 def test_train_and_eval_specs_share_each_model_and_async_runs_construct_nothing():
-    cfg = rewardzoo.load_config({
-        "rewards": [{"name": "slow", "reward_model": path(SlowInit), "kwargs": {"seconds": 0.0}, "async_reward": True},
-                    {"name": "rec", "reward_model": path(Recorder), "async_reward": True, "num_workers": 2},
-                    "jpeg_compressibility"],
-        "eval_rewards": [{"name": "slow_eval", "reward_model": path(SlowInit), "kwargs": {"seconds": 0.0},
-                          "batch_size": 3, "applicable_datasets": ["x"]},
-                         {"name": "rec_x3", "reward_model": path(Recorder), "kwargs": {"factor": 3.0}},
-                         {"name": "jpeg", "reward_model": "jpeg_compressibility", "weight": 2.0}]})
+    cfg = rewardzoo.load_config(
+        {
+            "rewards": [
+                {"name": "slow", "reward_model": path(SlowInit), "kwargs": {"seconds": 0.0}, "async_reward": True},
+                {"name": "rec", "reward_model": path(Recorder), "async_reward": True, "num_workers": 2},
+                "jpeg_compressibility",
+            ],
+            "eval_rewards": [
+                {
+                    "name": "slow_eval",
+                    "reward_model": path(SlowInit),
+                    "kwargs": {"seconds": 0.0},
+                    "batch_size": 3,
+                    "applicable_datasets": ["x"],
+                },
+                {"name": "rec_x3", "reward_model": path(Recorder), "kwargs": {"factor": 3.0}},
+                {"name": "jpeg", "reward_model": "jpeg_compressibility", "weight": 2.0},
+            ],
+        }
+    )
     loader = RewardLoader()
     train, evaluate = rewardzoo.build_processors(cfg, loader)
     assert loader.constructions == 4  # SlowInit, Recorder, Recorder(factor=3), JPEG
@@ -68,12 +80,16 @@ def test_rank_ordered_without_a_process_group_just_runs_the_block():
 
 
 # calls a reward must never make on itself (a trainer prepares its policy, never the reward models)
-FORBIDDEN = re.compile(r"\.prepare\(|\bimport accelerate\b|\bfrom accelerate\b|DistributedDataParallel\("
-                       r"|FullyShardedDataParallel\(|\bfully_shard\(|deepspeed\.initialize|prepare_model\(")
+FORBIDDEN = re.compile(
+    r"\.prepare\(|\bimport accelerate\b|\bfrom accelerate\b|DistributedDataParallel\("
+    r"|FullyShardedDataParallel\(|\bfully_shard\(|deepspeed\.initialize|prepare_model\("
+)
 
 
-@pytest.mark.parametrize("source", sorted(str(p.relative_to(Path(rewardzoo.__file__).parent))
-                                          for p in Path(rewardzoo.__file__).parent.rglob("*.py")))
+@pytest.mark.parametrize(
+    "source",
+    sorted(str(p.relative_to(Path(rewardzoo.__file__).parent)) for p in Path(rewardzoo.__file__).parent.rglob("*.py")),
+)
 def test_no_reward_or_engine_module_prepares_itself_for_a_trainer(source):
     text = (Path(rewardzoo.__file__).parent / source).read_text()
     text = re.sub(r"\nif TYPE_CHECKING:\n(    [^\n]*\n|\n)+", "\n", text)  # annotations only, never run

@@ -32,10 +32,18 @@ def _prompts(*prompts: str):
 def test_two_async_entries_run_at_the_same_time_in_one_call():
     """Both on device 'cpu': the overlap is per entry (each its own thread), not per device. The barrier lets a
     call pass only while the other entry's call is in progress too, so one by one this call would fail."""
-    proc = RewardProcessor([{"name": "a", "reward_model": MEET, "async_reward": True, "device": "cpu",
-                             "kwargs": {"tag": "a"}},
-                            {"name": "b", "reward_model": MEET, "async_reward": True, "device": "cpu",
-                             "kwargs": {"factor": 2.0, "tag": "b"}}])
+    proc = RewardProcessor(
+        [
+            {"name": "a", "reward_model": MEET, "async_reward": True, "device": "cpu", "kwargs": {"tag": "a"}},
+            {
+                "name": "b",
+                "reward_model": MEET,
+                "async_reward": True,
+                "device": "cpu",
+                "kwargs": {"factor": 2.0, "tag": "b"},
+            },
+        ]
+    )
     samples = _prompts("x", "yyy", "zz")
     Rendezvous.barrier = threading.Barrier(2, timeout=20)
     result = proc(samples)
@@ -47,9 +55,12 @@ def test_two_async_entries_run_at_the_same_time_in_one_call():
 
 
 def test_an_async_entry_overlaps_the_synchronous_ones_which_stay_on_the_callers_thread():
-    proc = RewardProcessor([{"name": "sync", "reward_model": MEET, "kwargs": {"tag": "sync"}},
-                            {"name": "async", "reward_model": MEET, "async_reward": True, "batch_size": 3,
-                             "kwargs": {"tag": "async"}}])
+    proc = RewardProcessor(
+        [
+            {"name": "sync", "reward_model": MEET, "kwargs": {"tag": "sync"}},
+            {"name": "async", "reward_model": MEET, "async_reward": True, "batch_size": 3, "kwargs": {"tag": "async"}},
+        ]
+    )
     Rendezvous.barrier = threading.Barrier(2, timeout=20)
     result = proc(_prompts("ab", "c", "def"))  # the sync call meets the async one
     by_name = {n: [r for r in Rendezvous.intervals if r[0] == n] for n in ("sync", "async")}
@@ -76,9 +87,13 @@ def test_a_mixed_config_gives_exactly_the_result_of_the_calls_one_by_one(batch_s
 
 def test_a_not_thread_safe_reward_in_two_overlapping_entries_never_runs_twice_at_once():
     scratch = path(ScratchReward)
-    proc = RewardProcessor([{"name": "s1", "reward_model": scratch, "async_reward": True, "batch_size": 2},
-                            {"name": "s2", "reward_model": scratch, "async_reward": True, "batch_size": 3},
-                            {"name": "s3", "reward_model": scratch, "batch_size": 1}])
+    proc = RewardProcessor(
+        [
+            {"name": "s1", "reward_model": scratch, "async_reward": True, "batch_size": 2},
+            {"name": "s2", "reward_model": scratch, "async_reward": True, "batch_size": 3},
+            {"name": "s3", "reward_model": scratch, "batch_size": 1},
+        ]
+    )
     samples = [Sample(prompt="prompt %d " % i * (i + 1)) for i in range(9)]
     result = proc(samples)
     assert ScratchReward.max_active == 1
@@ -88,9 +103,18 @@ def test_a_not_thread_safe_reward_in_two_overlapping_entries_never_runs_twice_at
 
 
 def test_an_overlapping_entry_that_fails_names_the_reward_and_the_samples():
-    proc = RewardProcessor([{"name": "local", "reward_model": path(NumpyWork)},
-                            {"name": "flaky", "reward_model": MEET, "async_reward": True, "batch_size": 2,
-                             "kwargs": {"fail_on": "boom"}}])
+    proc = RewardProcessor(
+        [
+            {"name": "local", "reward_model": path(NumpyWork)},
+            {
+                "name": "flaky",
+                "reward_model": MEET,
+                "async_reward": True,
+                "batch_size": 2,
+                "kwargs": {"fail_on": "boom"},
+            },
+        ]
+    )
     with pytest.raises(RewardExecutionError, match=r"reward 'flaky': ValueError: the prompt said boom") as info:
         proc(_prompts("a", "b", "c", "boom"))
     assert info.value.samples == (2, 3) and isinstance(info.value.__cause__, ValueError)
@@ -99,9 +123,11 @@ def test_an_overlapping_entry_that_fails_names_the_reward_and_the_samples():
 def test_the_error_raised_is_the_first_in_config_order_as_one_by_one():
     """An async entry later in the config fails too (on its own thread, maybe first): the earlier entry's error
     is raised, as when the entries are called in turn; a later entry's missing field does not win either."""
-    specs = [{"name": "first", "reward_model": MEET, "kwargs": {"fail_on": "boom"}},
-             {"name": "second", "reward_model": MEET, "async_reward": True, "kwargs": {"fail_on": "o"}},
-             {"name": "third", "reward_model": path(Recorder)}]  # needs metadata, which the samples lack
+    specs = [
+        {"name": "first", "reward_model": MEET, "kwargs": {"fail_on": "boom"}},
+        {"name": "second", "reward_model": MEET, "async_reward": True, "kwargs": {"fail_on": "o"}},
+        {"name": "third", "reward_model": path(Recorder)},
+    ]  # needs metadata, which the samples lack
     proc = RewardProcessor(specs)
     samples = _prompts("x", "boom")
     for run in (proc, lambda s: one_by_one(proc, s)):
@@ -117,9 +143,13 @@ def test_the_error_raised_is_the_first_in_config_order_as_one_by_one():
 
 
 def test_a_groupwise_async_entry_overlaps_and_scores_each_group():
-    proc = RewardProcessor([{"name": "meet", "reward_model": MEET},
-                            {"name": "centered", "reward_model": path(CenteredValue), "async_reward": True},
-                            {"name": "meet_async", "reward_model": MEET, "async_reward": True}])
+    proc = RewardProcessor(
+        [
+            {"name": "meet", "reward_model": MEET},
+            {"name": "centered", "reward_model": path(CenteredValue), "async_reward": True},
+            {"name": "meet_async", "reward_model": MEET, "async_reward": True},
+        ]
+    )
     samples = [Sample(prompt="p" * (i + 1), metadata={"value": float(i)}, group_id=i % 2) for i in range(6)]
     Rendezvous.barrier = threading.Barrier(2, timeout=20)  # the caller's 'meet' meets 'meet_async'
     result = proc(samples)
@@ -147,10 +177,13 @@ def test_overlapped_cuda_entries_run_on_their_devices_side_stream(monkeypatch):
     monkeypatch.setattr(DeviceStreams, "ready_events", staticmethod(fake_events))
     monkeypatch.setattr(DeviceStreams, "call", fake_call)
     jpeg = path(CardlessJpeg)
-    proc = RewardProcessor([{"name": "gpu1", "reward_model": jpeg, "device": "cuda:1", "batch_size": 2,
-                             "async_reward": True},
-                            {"name": "gpu0_sync", "reward_model": jpeg, "device": "cuda:0"},
-                            {"name": "cpu_async", "reward_model": MEET, "async_reward": True}])
+    proc = RewardProcessor(
+        [
+            {"name": "gpu1", "reward_model": jpeg, "device": "cuda:1", "batch_size": 2, "async_reward": True},
+            {"name": "gpu0_sync", "reward_model": jpeg, "device": "cuda:0"},
+            {"name": "cpu_async", "reward_model": MEET, "async_reward": True},
+        ]
+    )
     samples = [Sample(prompt="p", image=np.full((8, 8, 3), i * 20, np.uint8)) for i in range(5)]
     result = proc(samples)
     me = threading.current_thread().name
@@ -168,8 +201,12 @@ def test_the_gpu_check_script_runs_its_steps_on_the_cpu_and_skips_without_cuda()
     import torch
 
     script = Path(__file__).resolve().parents[2] / "scripts" / "gpu_check_overlap.py"
-    dry = subprocess.run([sys.executable, str(script), "--cpu-dry-run", "--ms", "50", "--repeats", "1"],
-                         capture_output=True, text=True, timeout=120)
+    dry = subprocess.run(
+        [sys.executable, str(script), "--cpu-dry-run", "--ms", "50", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     report = json.loads(dry.stdout)
     assert dry.returncode == 0 and report["ok"] and report["intervals_overlap"] and report["scores_identical"]
     if not torch.cuda.is_available():

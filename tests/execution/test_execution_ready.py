@@ -50,10 +50,15 @@ def _stack(rows: dict[int, RewardResult], n: int) -> RewardResult:
             text = any(v is not None and v.dtype == object for v in values)
             missing = np.array([None], dtype=object) if text else np.array([np.nan], dtype=np.float32)
             extras.setdefault(name, {})[key] = np.concatenate([missing if v is None else v for v in values])
-    return RewardResult(rewards={k: np.concatenate([r.rewards[k] for r in order]) for k in first.rewards},
-                        total=np.concatenate([r.total for r in order]), applied=[r.applied[0] for r in order],
-                        extras=extras, weights={k: np.concatenate([r.weights[k] for r in order]) for k in first.weights},
-                        group_ids=[r.group_ids[0] for r in order], advantage_mode=first.advantage_mode)
+    return RewardResult(
+        rewards={k: np.concatenate([r.rewards[k] for r in order]) for k in first.rewards},
+        total=np.concatenate([r.total for r in order]),
+        applied=[r.applied[0] for r in order],
+        extras=extras,
+        weights={k: np.concatenate([r.weights[k] for r in order]) for k in first.weights},
+        group_ids=[r.group_ids[0] for r in order],
+        advantage_mode=first.advantage_mode,
+    )
 
 
 def _check_rows(rows: dict[int, RewardResult], expected: RewardResult) -> None:
@@ -98,10 +103,12 @@ def test_what_the_iterators_yield_is_finalizes_result_bit_for_bit(seed, ordered)
 
 
 def test_samples_a_slow_stream_does_not_apply_to_come_while_it_is_still_running():
-    proc = RewardProcessor([
-        {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 2},
-        {"name": "slow", "reward_model": path(Blocking), "async_reward": True, "applicable_datasets": ["slow"]},
-    ])
+    proc = RewardProcessor(
+        [
+            {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 2},
+            {"name": "slow", "reward_model": path(Blocking), "async_reward": True, "applicable_datasets": ["slow"]},
+        ]
+    )
     datasets = ["fast", "fast", "slow", "fast", "fast", "fast"]
     samples = [Sample(prompt="p" * (i + 1), metadata={}, dataset=d) for i, d in enumerate(datasets)]
     with proc.incremental(timeout=30) as runner:
@@ -116,10 +123,12 @@ def test_samples_a_slow_stream_does_not_apply_to_come_while_it_is_still_running(
 
 
 def test_ordered_results_yield_the_prefix_before_a_slow_sample_and_wait_there():
-    proc = RewardProcessor([
-        {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 1},
-        {"name": "slow", "reward_model": path(Blocking), "async_reward": True, "applicable_datasets": ["slow"]},
-    ])
+    proc = RewardProcessor(
+        [
+            {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 1},
+            {"name": "slow", "reward_model": path(Blocking), "async_reward": True, "applicable_datasets": ["slow"]},
+        ]
+    )
     datasets = ["fast", "fast", "slow", "fast"]
     samples = [Sample(prompt="ab", metadata={}, dataset=d) for d in datasets]
     with proc.incremental(timeout=30) as runner:
@@ -178,7 +187,9 @@ def test_a_failed_chunk_raises_at_its_samples_the_earlier_ones_still_come(async_
     runner = proc.incremental(timeout=30)
     runner.add(samples)
     got = []
-    with pytest.raises(RewardExecutionError, match=r"reward 'flaky': ValueError: the prompt said boom \(samples 4, 5\)"):
+    with pytest.raises(
+        RewardExecutionError, match=r"reward 'flaky': ValueError: the prompt said boom \(samples 4, 5\)"
+    ):
         for index, _ in runner.results(ordered=True):
             got.append(index)
     assert got == [0, 1, 2, 3]
@@ -195,10 +206,12 @@ def test_a_failed_chunk_raises_at_its_samples_the_earlier_ones_still_come(async_
 
 
 def test_a_stuck_stream_times_out_in_the_iteration_and_the_runner_recovers():
-    proc = RewardProcessor([
-        {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 1},
-        {"name": "stuck", "reward_model": path(Blocking), "async_reward": True, "applicable_datasets": ["slow"]},
-    ])
+    proc = RewardProcessor(
+        [
+            {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 1},
+            {"name": "stuck", "reward_model": path(Blocking), "async_reward": True, "applicable_datasets": ["slow"]},
+        ]
+    )
     samples = [Sample(prompt="ab", metadata={}, dataset=d) for d in ["fast", "slow", "fast"]]
     runner = proc.incremental(timeout=0.5)
     runner.add(samples)
@@ -234,8 +247,12 @@ def test_add_is_refused_once_the_round_is_read_until_finalize():
 
 
 def test_several_iterators_each_yield_the_whole_round_and_finalize_completes_a_partial_one():
-    proc = RewardProcessor([{"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 2},
-                            {"name": "centered", "reward_model": CENT}])
+    proc = RewardProcessor(
+        [
+            {"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 2},
+            {"name": "centered", "reward_model": CENT},
+        ]
+    )
     samples = _samples(9, seed=4)
     expected = proc(samples)
     with proc.incremental(timeout=30) as runner:
@@ -256,8 +273,7 @@ def test_several_iterators_each_yield_the_whole_round_and_finalize_completes_a_p
 
 
 def test_an_empty_round_and_samples_no_stream_applies_to():
-    proc = RewardProcessor([{"name": "rec", "reward_model": REC, "async_reward": True,
-                             "applicable_datasets": ["t2i"]}])
+    proc = RewardProcessor([{"name": "rec", "reward_model": REC, "async_reward": True, "applicable_datasets": ["t2i"]}])
     with proc.incremental() as runner:
         assert list(runner.ready()) == []
         assert len(runner.finalize()) == 0

@@ -73,8 +73,7 @@ class NaNScore(PointwiseReward):
 
 def meta_samples(groups, dataset=None):
     """[(group_id, score), ...] -> sample dicts."""
-    return [{"metadata": {"score": s}, "group_id": g, **({"dataset": dataset} if dataset else {})}
-            for g, s in groups]
+    return [{"metadata": {"score": s}, "group_id": g, **({"dataset": dataset} if dataset else {})} for g, s in groups]
 
 
 @register("group_test_audio_peak")

@@ -101,8 +101,9 @@ def test_videos_average_their_frame_embeddings(dino_dir, images):
     out = reward(video=videos, group_id=[0, 0, 0])
     frames = dino_reference(dino_dir, images[:4])
     means = np.stack([(frames[i] + frames[i + 1]) / 2 for i in range(3)])
-    np.testing.assert_allclose(out.rewards, mean_distance(means / np.linalg.norm(means, axis=1, keepdims=True))[0],
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        out.rewards, mean_distance(means / np.linalg.norm(means, axis=1, keepdims=True))[0], rtol=1e-5, atol=1e-6
+    )
 
 
 def test_scores_do_not_depend_on_the_other_groups_or_the_order(dino_dir, images):
@@ -158,7 +159,9 @@ def test_diversity_weighted_is_gardos_advantage(dino_dir, images):
 
 
 def test_diversity_weighted_over_a_lower_is_better_base_and_identical_members(dino_dir, images):
-    reward = load_reward({"name": "diversity_weighted", "model_path": dino_dir}, base="group_test_meta_lower", distance="mean")
+    reward = load_reward(
+        {"name": "diversity_weighted", "model_path": dino_dir}, base="group_test_meta_lower", distance="mean"
+    )
     same = [as_float(images[0])] * 3
     meta = [json.dumps({"score": s}) for s in (1.0, 2.0, 3.0)]
     out = reward(image=same, metadata=meta, group_id=[0, 0, 0])

@@ -44,25 +44,31 @@ def with_kwargs(spec, **kw):
 
 
 # ---------------------------------------------------------------- hand-computed groups
-@pytest.mark.parametrize("values, expected", [
-    ([3.0, 1.0, 2.0], [1.0, 0.0, 0.5]),
-    ([1.0, 2.0, 2.0, 3.0], [0.0, 0.5, 0.5, 1.0]),          # tie: ranks 1 and 2 -> 1.5 each, / 3
-    ([5.0, 5.0, 1.0, 5.0], [2 / 3, 2 / 3, 0.0, 2 / 3]),    # three-way tie for ranks 1..3 -> 2, / 3
-    ([7.0], [0.5]),                                        # group of one
-    ([2.0, 2.0, 2.0], [0.5, 0.5, 0.5]),                    # equal scores
-])
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        ([3.0, 1.0, 2.0], [1.0, 0.0, 0.5]),
+        ([1.0, 2.0, 2.0, 3.0], [0.0, 0.5, 0.5, 1.0]),  # tie: ranks 1 and 2 -> 1.5 each, / 3
+        ([5.0, 5.0, 1.0, 5.0], [2 / 3, 2 / 3, 0.0, 2 / 3]),  # three-way tie for ranks 1..3 -> 2, / 3
+        ([7.0], [0.5]),  # group of one
+        ([2.0, 2.0, 2.0], [0.5, 0.5, 0.5]),  # equal scores
+    ],
+)
 def test_group_rank_hand(values, expected):
     got = scores(RANK, [(0, v) for v in values])
     np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("values, expected", [
-    ([3.0, 1.0, 2.0], [1.0, 0.0, 0.5]),
-    ([1.0, 1.0, 2.0], [0.25, 0.25, 1.0]),                  # tie = 0.5 win each: (0.5 + 0) / 2
-    ([4.0, 4.0, 4.0, 4.0], [0.5] * 4),
-    ([9.0], [0.5]),
-    ([0.0, 10.0, 5.0, 5.0], [0.0, 1.0, 0.5, 0.5]),
-])
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        ([3.0, 1.0, 2.0], [1.0, 0.0, 0.5]),
+        ([1.0, 1.0, 2.0], [0.25, 0.25, 1.0]),  # tie = 0.5 win each: (0.5 + 0) / 2
+        ([4.0, 4.0, 4.0, 4.0], [0.5] * 4),
+        ([9.0], [0.5]),
+        ([0.0, 10.0, 5.0, 5.0], [0.0, 1.0, 0.5, 0.5]),
+    ],
+)
 def test_pairwise_winrate_hard_hand(values, expected):
     got = scores(WIN, [(0, v) for v in values])
     np.testing.assert_allclose(got, expected, rtol=1e-6)
@@ -78,14 +84,17 @@ def test_pairwise_winrate_soft_hand():
     np.testing.assert_allclose(got, [1 - p, p], rtol=1e-6)
 
 
-@pytest.mark.parametrize("ddof, eps, values, expected", [
-    (0, 1e-4, [1.0, 2.0, 3.0], [-1 / (math.sqrt(2 / 3) + 1e-4), 0.0, 1 / (math.sqrt(2 / 3) + 1e-4)]),
-    (1, 1e-8, [1.0, 2.0, 3.0], [-1 / (1 + 1e-8), 0.0, 1 / (1 + 1e-8)]),
-    (0, 1e-4, [2.0, 2.0, 2.0], [0.0, 0.0, 0.0]),          # equal scores
-    (0, 1e-4, [4.0], [0.0]),                               # group of one
-    (1, 1e-8, [4.0], [0.0]),                               # ddof 1: no spread defined -> 0
-    (0, 1e-4, [0.0, 4.0], [-2 / (2 + 1e-4), 2 / (2 + 1e-4)]),
-])
+@pytest.mark.parametrize(
+    "ddof, eps, values, expected",
+    [
+        (0, 1e-4, [1.0, 2.0, 3.0], [-1 / (math.sqrt(2 / 3) + 1e-4), 0.0, 1 / (math.sqrt(2 / 3) + 1e-4)]),
+        (1, 1e-8, [1.0, 2.0, 3.0], [-1 / (1 + 1e-8), 0.0, 1 / (1 + 1e-8)]),
+        (0, 1e-4, [2.0, 2.0, 2.0], [0.0, 0.0, 0.0]),  # equal scores
+        (0, 1e-4, [4.0], [0.0]),  # group of one
+        (1, 1e-8, [4.0], [0.0]),  # ddof 1: no spread defined -> 0
+        (0, 1e-4, [0.0, 4.0], [-2 / (2 + 1e-4), 2 / (2 + 1e-4)]),
+    ],
+)
 def test_group_normalized_hand(ddof, eps, values, expected):
     got = scores(with_kwargs(NORM, ddof=ddof, eps=eps), [(0, v) for v in values])
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
@@ -209,14 +218,23 @@ def test_base_batch_size_chunks_calls(rng):
 
 def test_base_shares_instance_with_other_streams():
     loader = RewardLoader()
-    proc = RewardProcessor([
-        {"name": "meta", "reward_model": "group_test_meta", "kwargs": {"offset": 1.0}},
-        {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": {"reward_model": "group_test_meta",
-                                                                           "kwargs": {"offset": 1.0}}}},
-        {"name": "win", "reward_model": "pairwise_winrate", "kwargs": {"base": {"reward_model": "group_test_meta",
-                                                                                "kwargs": {"offset": 1.0}}}},
-        {"name": "other", "reward_model": "group_normalized", "kwargs": {"base": "group_test_meta"}},
-    ], loader)
+    proc = RewardProcessor(
+        [
+            {"name": "meta", "reward_model": "group_test_meta", "kwargs": {"offset": 1.0}},
+            {
+                "name": "rank",
+                "reward_model": "group_rank",
+                "kwargs": {"base": {"reward_model": "group_test_meta", "kwargs": {"offset": 1.0}}},
+            },
+            {
+                "name": "win",
+                "reward_model": "pairwise_winrate",
+                "kwargs": {"base": {"reward_model": "group_test_meta", "kwargs": {"offset": 1.0}}},
+            },
+            {"name": "other", "reward_model": "group_normalized", "kwargs": {"base": "group_test_meta"}},
+        ],
+        loader,
+    )
     meta = proc.rewards["meta"]
     assert proc.rewards["rank"].base is meta and proc.rewards["win"].base is meta
     assert proc.rewards["other"].base is not meta  # different kwargs, different identity
@@ -228,19 +246,34 @@ def test_base_shares_instance_with_other_streams():
 
 def test_base_inherits_device_and_dtype_unless_set():
     loader = RewardLoader()
-    inherit = loader.load({"name": "a", "reward_model": "group_rank", "dtype": "bfloat16", "device": "cpu",
-                           "kwargs": {"base": "group_test_meta"}})
+    inherit = loader.load(
+        {
+            "name": "a",
+            "reward_model": "group_rank",
+            "dtype": "bfloat16",
+            "device": "cpu",
+            "kwargs": {"base": "group_test_meta"},
+        }
+    )
     assert inherit.base.dtype_name == "bfloat16" and inherit.base.device == "cpu"
-    own = loader.load({"name": "b", "reward_model": "group_rank", "dtype": "bfloat16",
-                       "kwargs": {"base": {"reward_model": "group_test_meta", "dtype": "float16"}}})
+    own = loader.load(
+        {
+            "name": "b",
+            "reward_model": "group_rank",
+            "dtype": "bfloat16",
+            "kwargs": {"base": {"reward_model": "group_test_meta", "dtype": "float16"}},
+        }
+    )
     assert own.base.dtype_name == "float16"
 
 
 def test_wrapper_mirrors_base_conversion(rng):
     # the tensor-only base would raise on PIL input: the processor must convert for it
     images = [Image.fromarray((rng.random((8, 8, 3)) * 255).astype(np.uint8)) for _ in range(5)]
-    proc, res = run({"reward_model": "group_rank", "kwargs": {"base": "group_test_tensor_mean"}},
-                    [{"image": im, "group_id": 0} for im in images])
+    proc, res = run(
+        {"reward_model": "group_rank", "kwargs": {"base": "group_test_tensor_mean"}},
+        [{"image": im, "group_id": 0} for im in images],
+    )
     wrapper = proc.rewards["g"]
     assert wrapper.inputs.images == "float" and wrapper.inputs.fields == ("image", "group_id")
     means = np.array([np.asarray(im, dtype=np.float64).mean() / 255 for im in images])
@@ -256,8 +289,10 @@ def test_class_metadata_is_not_the_instance_view():
 
 def test_real_base_jpeg_incompressibility(rng):
     # detail varies with the noise amplitude, so the JPEG sizes (and the ranks) differ
-    images = [Image.fromarray(np.clip(128 + rng.normal(size=(32, 32, 3)) * a, 0, 255).astype(np.uint8))
-              for a in (0, 40, 5, 80, 20, 10)]
+    images = [
+        Image.fromarray(np.clip(128 + rng.normal(size=(32, 32, 3)) * a, 0, 255).astype(np.uint8))
+        for a in (0, 40, 5, 80, 20, 10)
+    ]
     groups = [0, 1, 0, 1, 0, 1]
 
     def kb(im):
@@ -265,8 +300,10 @@ def test_real_base_jpeg_incompressibility(rng):
         im.save(buf, format="JPEG", quality=95)
         return len(buf.getvalue()) / 1000
 
-    _, res = run({"reward_model": "group_rank", "kwargs": {"base": "jpeg_incompressibility"}},
-                 [{"image": im, "group_id": g} for im, g in zip(images, groups)])
+    _, res = run(
+        {"reward_model": "group_rank", "kwargs": {"base": "jpeg_incompressibility"}},
+        [{"image": im, "group_id": g} for im, g in zip(images, groups)],
+    )
     items = [(g, kb(im)) for im, g in zip(images, groups)]
     np.testing.assert_allclose(res.rewards["g"], per_group(items, ref_rank), rtol=1e-6)
 
@@ -276,14 +313,20 @@ def test_lower_is_better_base_is_flipped():
     lower = {"base": "group_test_meta_lower"}
     np.testing.assert_allclose(scores({"reward_model": "group_rank", "kwargs": lower}, items), [0.0, 1.0, 0.5])
     np.testing.assert_allclose(scores({"reward_model": "pairwise_winrate", "kwargs": lower}, items), [0.0, 1.0, 0.5])
-    np.testing.assert_allclose(scores({"reward_model": "group_normalized", "kwargs": lower}, items),
-                               -np.array([1, -1, 0]) / (math.sqrt(2 / 3) + 1e-4), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        scores({"reward_model": "group_normalized", "kwargs": lower}, items),
+        -np.array([1, -1, 0]) / (math.sqrt(2 / 3) + 1e-4),
+        rtol=1e-5,
+        atol=1e-7,
+    )
 
 
 def test_groupwise_base_is_allowed():
     # group_normalized over pairwise_winrate: hard win rates [1, 0, 0.5] -> mean 0.5, std sqrt(1/6)
-    spec = {"reward_model": "group_normalized",
-            "kwargs": {"base": {"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta"}}}}
+    spec = {
+        "reward_model": "group_normalized",
+        "kwargs": {"base": {"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta"}}},
+    }
     proc, res = run(spec, meta_samples([(0, 3.0), (0, 1.0), (0, 2.0), (1, 5.0)]))
     assert proc.rewards["g"].inputs.fields == ("metadata", "group_id")
     s = 0.5 / (math.sqrt(1 / 6) + 1e-4)
@@ -293,8 +336,9 @@ def test_groupwise_base_is_allowed():
 # ---------------------------------------------------------------- user pairwise judge
 def test_user_judge_class_from_path_called_once_per_pair(rng):
     items = random_batch(rng, [5, 1, 3], ties=True)
-    proc, res = run({"reward_model": "pairwise_winrate", "kwargs": {"judge": "tests.group.judges:MetaJudge"}},
-                    meta_samples(items))
+    proc, res = run(
+        {"reward_model": "pairwise_winrate", "kwargs": {"judge": "tests.group.judges:MetaJudge"}}, meta_samples(items)
+    )
     judge = proc.rewards["g"].judge
     assert isinstance(judge, MetaJudge) and judge.device == "cpu"  # device passed to a constructor that takes it
     assert len(judge.pairs) == 5 * 4 / 2 + 0 + 3 * 2 / 2
@@ -304,8 +348,10 @@ def test_user_judge_class_from_path_called_once_per_pair(rng):
 
 def test_user_judge_soft_mode_and_kwargs():
     # P(first beats second) = 0.5 + (a - b) / 10; soft: expected wins
-    spec = {"reward_model": "pairwise_winrate",
-            "kwargs": {"judge": "tests.group.judges:MetaJudge", "judge_kwargs": {"soft": True}, "mode": "soft"}}
+    spec = {
+        "reward_model": "pairwise_winrate",
+        "kwargs": {"judge": "tests.group.judges:MetaJudge", "judge_kwargs": {"soft": True}, "mode": "soft"},
+    }
     got = scores(spec, [(0, 0.0), (0, 2.0), (0, 5.0)])
     p01, p02, p12 = 0.3, 0.0, 0.2
     np.testing.assert_allclose(got, [(p01 + p02) / 2, (1 - p01 + p12) / 2, (2 - p02 - p12) / 2], rtol=1e-6)
@@ -328,10 +374,14 @@ def test_user_judge_callable_from_python():
 
 @pytest.mark.parametrize("p", [1.5, -0.1, float("nan"), "yes", "0.5", None, [0.5, 0.5]])
 def test_user_judge_out_of_range_is_an_error(p):
-    spec = {"reward_model": "pairwise_winrate",
-            "kwargs": {"judge": "tests.group.judges:constant_judge", "fields": ["metadata"]}}
+    spec = {
+        "reward_model": "pairwise_winrate",
+        "kwargs": {"judge": "tests.group.judges:constant_judge", "fields": ["metadata"]},
+    }
     samples = [{"metadata": {"p": p}, "group_id": 0}, {"metadata": {"p": p}, "group_id": 0}]
-    with pytest.raises(RewardOutputError, match=r"pairwise_winrate.*judge 'tests.group.judges:constant_judge'.*\[0, 1\]"):
+    with pytest.raises(
+        RewardOutputError, match=r"pairwise_winrate.*judge 'tests.group.judges:constant_judge'.*\[0, 1\]"
+    ):
         run(spec, samples)
 
 
@@ -364,47 +414,112 @@ def test_base_nan_names_wrapper_and_base():
         run({"reward_model": "group_rank", "kwargs": {"base": "group_test_nan"}}, meta_samples([(0, 1.0)]))
 
 
-@pytest.mark.parametrize("spec, error, match", [
-    ({"reward_model": "group_rank"}, ConfigError, "group_rank needs kwargs 'base'"),  # the card name, not the class
-    ({"reward_model": "pairwise_winrate"}, ConfigError, "Bradley-Terry judge needs kwargs 'base'"),
-    ({"reward_model": "group_rank", "kwargs": {"base": "no_such_reward"}}, RegistryError, "unknown reward"),
-    ({"reward_model": "group_rank", "kwargs": {"base": {"model_path": "x"}}}, ConfigError, "reward_model"),
-    ({"reward_model": "group_rank", "kwargs": {"base": {"reward_model": "group_test_meta", "weight": 2}}},
-     ConfigError, "unknown key"),
-    ({"reward_model": "group_rank", "kwargs": {"base": {"reward_model": "group_test_meta", "dtype": "int3"}}},
-     ConfigError, "dtype"),
-    ({"reward_model": "group_rank", "kwargs": {"base": {"reward_model": "group_test_meta", "batch_size": 0}}},
-     ConfigError, "batch_size"),
-    ({"reward_model": "group_rank", "kwargs": {"base": 3}}, ConfigError, "reward name or a mapping"),
-    ({"reward_model": "group_rank", "model_path": "/w", "kwargs": {"base": "group_test_meta"}}, ConfigError,
-     "inside 'base'"),
-    ({"reward_model": "group_rank", "kwargs": {"base": {"reward_model": "group_test_meta", "kwargs": {"x": 1}}}},
-     ConfigError, "no option 'x'"),
-    ({"reward_model": "group_normalized", "kwargs": {"base": "group_test_meta", "ddof": -1}}, ConfigError, "ddof"),
-    ({"reward_model": "group_normalized", "kwargs": {"base": "group_test_meta", "eps": 0}}, ConfigError, "eps"),
-    ({"reward_model": "group_normalized", "kwargs": {"base": "group_test_meta", "eps": "tiny"}}, ConfigError, "eps"),
-    ({"reward_model": "group_normalized", "kwargs": {"base": "group_test_meta", "eps": float("inf")}}, ConfigError,
-     "eps"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta", "mode": "fuzzy"}}, ConfigError,
-     "mode"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta", "temperature": 0}}, ConfigError,
-     "temperature"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta", "judge": "tests.group.judges:MetaJudge"}},
-     ConfigError, "not both"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "llm"}}, ConfigError, "Python path"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "tests.group.judges:constant_judge"}}, ConfigError,
-     "which fields"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "tests.group.judges:constant_judge", "fields": ["pic"]}},
-     ConfigError, "unknown judge field"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "tests.group.judges:constant_judge",
-                                                     "fields": ["metadata"], "judge_kwargs": {"a": 1}}},
-     ConfigError, "judge class"),
-    ({"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta", "fields": ["prompt"]}},
-     ConfigError, "user judge only"),
-    ({"reward_model": "group_rank", "kwargs": {"base": {"reward_model": "group_normalized", "batch_size": 2,
-                                                        "kwargs": {"base": "group_test_meta"}}}},
-     ConfigError, "groupwise"),
-])
+@pytest.mark.parametrize(
+    "spec, error, match",
+    [
+        ({"reward_model": "group_rank"}, ConfigError, "group_rank needs kwargs 'base'"),  # the card name, not the class
+        ({"reward_model": "pairwise_winrate"}, ConfigError, "Bradley-Terry judge needs kwargs 'base'"),
+        ({"reward_model": "group_rank", "kwargs": {"base": "no_such_reward"}}, RegistryError, "unknown reward"),
+        ({"reward_model": "group_rank", "kwargs": {"base": {"model_path": "x"}}}, ConfigError, "reward_model"),
+        (
+            {"reward_model": "group_rank", "kwargs": {"base": {"reward_model": "group_test_meta", "weight": 2}}},
+            ConfigError,
+            "unknown key",
+        ),
+        (
+            {"reward_model": "group_rank", "kwargs": {"base": {"reward_model": "group_test_meta", "dtype": "int3"}}},
+            ConfigError,
+            "dtype",
+        ),
+        (
+            {"reward_model": "group_rank", "kwargs": {"base": {"reward_model": "group_test_meta", "batch_size": 0}}},
+            ConfigError,
+            "batch_size",
+        ),
+        ({"reward_model": "group_rank", "kwargs": {"base": 3}}, ConfigError, "reward name or a mapping"),
+        (
+            {"reward_model": "group_rank", "model_path": "/w", "kwargs": {"base": "group_test_meta"}},
+            ConfigError,
+            "inside 'base'",
+        ),
+        (
+            {"reward_model": "group_rank", "kwargs": {"base": {"reward_model": "group_test_meta", "kwargs": {"x": 1}}}},
+            ConfigError,
+            "no option 'x'",
+        ),
+        ({"reward_model": "group_normalized", "kwargs": {"base": "group_test_meta", "ddof": -1}}, ConfigError, "ddof"),
+        ({"reward_model": "group_normalized", "kwargs": {"base": "group_test_meta", "eps": 0}}, ConfigError, "eps"),
+        (
+            {"reward_model": "group_normalized", "kwargs": {"base": "group_test_meta", "eps": "tiny"}},
+            ConfigError,
+            "eps",
+        ),
+        (
+            {"reward_model": "group_normalized", "kwargs": {"base": "group_test_meta", "eps": float("inf")}},
+            ConfigError,
+            "eps",
+        ),
+        (
+            {"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta", "mode": "fuzzy"}},
+            ConfigError,
+            "mode",
+        ),
+        (
+            {"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta", "temperature": 0}},
+            ConfigError,
+            "temperature",
+        ),
+        (
+            {
+                "reward_model": "pairwise_winrate",
+                "kwargs": {"base": "group_test_meta", "judge": "tests.group.judges:MetaJudge"},
+            },
+            ConfigError,
+            "not both",
+        ),
+        ({"reward_model": "pairwise_winrate", "kwargs": {"judge": "llm"}}, ConfigError, "Python path"),
+        (
+            {"reward_model": "pairwise_winrate", "kwargs": {"judge": "tests.group.judges:constant_judge"}},
+            ConfigError,
+            "which fields",
+        ),
+        (
+            {
+                "reward_model": "pairwise_winrate",
+                "kwargs": {"judge": "tests.group.judges:constant_judge", "fields": ["pic"]},
+            },
+            ConfigError,
+            "unknown judge field",
+        ),
+        (
+            {
+                "reward_model": "pairwise_winrate",
+                "kwargs": {
+                    "judge": "tests.group.judges:constant_judge",
+                    "fields": ["metadata"],
+                    "judge_kwargs": {"a": 1},
+                },
+            },
+            ConfigError,
+            "judge class",
+        ),
+        (
+            {"reward_model": "pairwise_winrate", "kwargs": {"base": "group_test_meta", "fields": ["prompt"]}},
+            ConfigError,
+            "user judge only",
+        ),
+        (
+            {
+                "reward_model": "group_rank",
+                "kwargs": {
+                    "base": {"reward_model": "group_normalized", "batch_size": 2, "kwargs": {"base": "group_test_meta"}}
+                },
+            },
+            ConfigError,
+            "groupwise",
+        ),
+    ],
+)
 def test_bad_configuration(spec, error, match):
     with pytest.raises(error, match=match):
         RewardLoader().load({"name": "g", **spec})
@@ -424,7 +539,11 @@ def test_backend_failure_in_base_names_the_stream():
 
 def test_audio_base_gets_sample_rate_and_conversion_settings():
     reward = load_reward("group_normalized", base="group_test_audio_peak", ddof=1, eps=1e-8)
-    assert (reward.inputs.sample_rate, reward.inputs.mono, reward.inputs.fields) == (16000, False, ("audio", "group_id"))
+    assert (reward.inputs.sample_rate, reward.inputs.mono, reward.inputs.fields) == (
+        16000,
+        False,
+        ("audio", "group_id"),
+    )
     audio = [np.full((1, 100), a, dtype=np.float32) for a in (0.1, 0.3, 0.2)]
     out = reward(audio=audio, audio_sample_rate=[16000, 16000, 8000], group_id=[0, 0, 0])
     base = np.array([1.6, 4.8, 1.6])
@@ -446,8 +565,11 @@ def test_not_thread_safe_base_is_never_called_concurrently():
     gid = [0, 0, 1, 1]
 
     def job(k):
-        reward, fields = [(base, {"metadata": meta}), (rank, {"metadata": meta, "group_id": gid}),
-                          (norm, {"metadata": meta, "group_id": gid})][k % 3]
+        reward, fields = [
+            (base, {"metadata": meta}),
+            (rank, {"metadata": meta, "group_id": gid}),
+            (norm, {"metadata": meta, "group_id": gid}),
+        ][k % 3]
         return call_reward(reward.name, reward, fields, list(range(4)))
 
     with ThreadPoolExecutor(6) as pool:
@@ -460,8 +582,11 @@ def test_yaml_exponent_without_dot_is_accepted():
 
     from rewardzoo.core.resolve import load_config
 
-    cfg = load_config(yaml.safe_load("rewards: [{name: g, reward_model: group_normalized, "
-                                     "kwargs: {base: group_test_meta, ddof: 1, eps: 1e-8}}]"))
+    cfg = load_config(
+        yaml.safe_load(
+            "rewards: [{name: g, reward_model: group_normalized, kwargs: {base: group_test_meta, ddof: 1, eps: 1e-8}}]"
+        )
+    )
     assert cfg.rewards[0].kwargs["eps"] == "1e-8"  # PyYAML's YAML 1.1 reading
     assert RewardLoader().load(cfg.rewards[0]).eps == 1e-8
 

@@ -23,8 +23,22 @@ class TinyReferenceHPSv2(ReferenceHPSv2):
         factory._MODEL_CONFIGS[TINY] = config["model_cfg"]
         # the arguments of the package's initialize_model, but the tiny architecture and no pretrained tower
         model, _, preprocess_val = factory.create_model_and_transforms(
-            TINY, None, precision="fp32", device=img_score.device, jit=False, force_quick_gelu=False,
-            force_custom_text=False, force_patch_dropout=False, force_image_size=None, pretrained_image=False,
-            image_mean=None, image_std=None, light_augmentation=True, aug_cfg={}, output_dict=True,
-            with_score_predictor=False, with_region_predictor=False)
+            TINY,
+            None,
+            precision="fp32",
+            device=img_score.device,
+            jit=False,
+            force_quick_gelu=False,
+            force_custom_text=False,
+            force_patch_dropout=False,
+            force_image_size=None,
+            pretrained_image=False,
+            image_mean=None,
+            image_std=None,
+            light_augmentation=True,
+            aug_cfg={},
+            output_dict=True,
+            with_score_predictor=False,
+            with_region_predictor=False,
+        )
         img_score.model_dict.update(model=model, preprocess_val=preprocess_val)

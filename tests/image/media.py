@@ -18,8 +18,14 @@ def make_images(n: int, size=(96, 80), seed: int = 0) -> list[Image.Image]:
     return out
 
 
-PROMPTS = ["a photo of a cat", "a red car on a street", "an astronaut riding a horse", "a bowl of soup",
-           "two dogs playing in the snow at night", "a cat"]
+PROMPTS = [
+    "a photo of a cat",
+    "a red car on a street",
+    "an astronaut riding a horse",
+    "a bowl of soup",
+    "two dogs playing in the snow at night",
+    "a cat",
+]
 
 
 # ------------------------------------------------------------------------------------------ edits

@@ -24,8 +24,9 @@ def _reference_scores(oc_reference, head, images):
 
 
 @pytest.mark.parametrize("fmt", ["pth", "safetensors", "pth-wrapped"])
-def test_reference_state_dict_loads_and_scores_match(oc_dir, oc_reference, aesthetic_reference,
-                                                     aesthetic_head_file, tmp_path, fmt):
+def test_reference_state_dict_loads_and_scores_match(
+    oc_dir, oc_reference, aesthetic_reference, aesthetic_head_file, tmp_path, fmt
+):
     state = aesthetic_reference.state_dict()
     assert sorted(state) == sorted(f"layers.{i}.{p}" for i in (0, 2, 4, 6, 7) for p in ("weight", "bias"))
     if fmt == "pth":
@@ -63,9 +64,16 @@ def test_pickled_objects_are_refused(oc_dir, tmp_path, aesthetic_reference):
 def test_wrong_checkpoint_and_embedding_size(oc_dir, hps_ckpt, tmp_path):
     with pytest.raises(ConfigError, match="not a LAION aesthetic"):
         LaionAesthetic(model_path=str(hps_ckpt[0]), clip_model=str(oc_dir))
-    small = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.Dropout(), torch.nn.Linear(1024, 128),
-                                torch.nn.Dropout(), torch.nn.Linear(128, 64), torch.nn.Dropout(),
-                                torch.nn.Linear(64, 16), torch.nn.Linear(16, 1))
+    small = torch.nn.Sequential(
+        torch.nn.Linear(512, 1024),
+        torch.nn.Dropout(),
+        torch.nn.Linear(1024, 128),
+        torch.nn.Dropout(),
+        torch.nn.Linear(128, 64),
+        torch.nn.Dropout(),
+        torch.nn.Linear(64, 16),
+        torch.nn.Linear(16, 1),
+    )
     torch.save({f"layers.{k}": v for k, v in small.state_dict().items()}, tmp_path / "h512.pth")
     with pytest.raises(ConfigError, match="512-d embeddings"):
         LaionAesthetic(model_path=str(tmp_path / "h512.pth"), clip_model=str(oc_dir))
@@ -75,5 +83,6 @@ def test_frames_as_one_tensor(oc_dir, aesthetic_head_file):
     """The video rewards pass many frames at once as one (T, 3, H, W) tensor."""
     reward = LaionAesthetic(model_path=str(aesthetic_head_file), clip_model=str(oc_dir))
     frames = torch.rand(5, 3, 40, 60)
-    np.testing.assert_allclose(np.asarray(reward(image=frames).rewards),
-                               np.asarray(reward(image=list(frames)).rewards), atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(reward(image=frames).rewards), np.asarray(reward(image=list(frames)).rewards), atol=1e-6
+    )

@@ -71,12 +71,15 @@ def test_cache_releases_unused_models(oc_dir):
     assert all(id(x) != ident for x in cached_backbones())
 
 
-@pytest.mark.parametrize("path, backend, msg", [
-    ("/nonexistent/dir/x", "auto", "not a local directory"),
-    ("not-an-arch", "auto", "not a local directory"),
-    ("ViT-B-32", "auto", "needs `pretrained`"),
-    ("ViT-B-32", "nope", "backend must be one of"),
-])
+@pytest.mark.parametrize(
+    "path, backend, msg",
+    [
+        ("/nonexistent/dir/x", "auto", "not a local directory"),
+        ("not-an-arch", "auto", "not a local directory"),
+        ("ViT-B-32", "auto", "needs `pretrained`"),
+        ("ViT-B-32", "nope", "backend must be one of"),
+    ],
+)
 def test_bad_model_path_is_a_config_error(path, backend, msg):
     with pytest.raises(ConfigError, match=msg):
         load_clip_backbone(path, backend=backend)
@@ -123,8 +126,10 @@ def test_resolve_weights_file(tmp_path):
         resolve_weights_file("rewardzoo-test/no-such-repo", "x.pt")  # offline: a clear error, not a crash
 
 
-@pytest.mark.parametrize("arch, tag, quick", [("ViT-B-32", "openai", True), ("ViT-L-14", "openai", True),
-                                              ("ViT-H-14", "laion2b_s32b_b79k", False)])
+@pytest.mark.parametrize(
+    "arch, tag, quick",
+    [("ViT-B-32", "openai", True), ("ViT-L-14", "openai", True), ("ViT-H-14", "laion2b_s32b_b79k", False)],
+)
 def test_pretrained_tag_decides_quick_gelu(monkeypatch, arch, tag, quick):
     """open_clip 3.x only warns on a QuickGELU mismatch (OpenAI weights on a GELU config); we follow the tag."""
     seen = {}

@@ -125,11 +125,13 @@ def test_pil_tensor_array_and_path_inputs_agree(reward, tmp_path):
         paths.append(str(tmp_path / f"{i}.png"))
     np.testing.assert_array_equal(np.asarray(reward(image=as_float, prompt=prompts).rewards), base)
     np.testing.assert_array_equal(np.asarray(reward(image=torch.stack(as_float), prompt=prompts).rewards), base)
-    np.testing.assert_array_equal(np.asarray(reward(image=[np.array(im) for im in images], prompt=prompts).rewards),
-                                  base)
+    np.testing.assert_array_equal(
+        np.asarray(reward(image=[np.array(im) for im in images], prompt=prompts).rewards), base
+    )
     # through the processor (tensor conversion), from files
     proc_scores = RewardProcessor([{"name": "clip_score", "model_path": reward.model_path, "device": "cpu"}])(
-        [Sample(image=p, prompt=t) for p, t in zip(paths, prompts)]).rewards["clip_score"]
+        [Sample(image=p, prompt=t) for p, t in zip(paths, prompts)]
+    ).rewards["clip_score"]
     np.testing.assert_allclose(proc_scores, base, atol=1e-6)
 
 
@@ -170,8 +172,9 @@ def test_bad_inputs_name_field_and_sample(reward):
 
 def test_processor_reports_global_sample_and_reward_name(oc_dir):
     proc = RewardProcessor([{"name": "clip_score", "model_path": str(oc_dir), "device": "cpu", "batch_size": 2}])
-    samples = [Sample(image=im, prompt="a") for im in make_images(3)] + [Sample(image=torch.rand(3, 8, 8) - 2,
-                                                                                prompt="a")]
+    samples = [Sample(image=im, prompt="a") for im in make_images(3)] + [
+        Sample(image=torch.rand(3, 8, 8) - 2, prompt="a")
+    ]
     with pytest.raises(InputError) as info:
         proc(samples)
     assert (info.value.reward, info.value.field, info.value.sample) == ("clip_score", "image", 3)
@@ -180,7 +183,13 @@ def test_processor_reports_global_sample_and_reward_name(oc_dir):
 def test_clip_score_and_aesthetic_share_one_backbone(oc_dir, aesthetic_head_file):
     loader = RewardLoader()
     a = loader.load({"name": "clip_score", "model_path": str(oc_dir), "device": "cpu"})
-    b = loader.load({"name": "laion_aesthetic", "model_path": str(aesthetic_head_file), "device": "cpu",
-                     "kwargs": {"clip_model": str(oc_dir)}})
+    b = loader.load(
+        {
+            "name": "laion_aesthetic",
+            "model_path": str(aesthetic_head_file),
+            "device": "cpu",
+            "kwargs": {"clip_model": str(oc_dir)},
+        }
+    )
     assert a.backbone is b.backbone
     assert loader.constructions == 2

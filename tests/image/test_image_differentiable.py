@@ -34,8 +34,16 @@ PARITY_ATOL = 2.5e-3
 PARITY_MEAN_ATOL = 1e-3
 #: the factor between a cosine and each score (pickscore: exp(logit_scale) of the tiny model, scale 1);
 #: the tolerances are relative to it
-SCALE = {"clip_score": 2.5, "pickscore": 14.28, "hpsv2": 1.0, "laion_aesthetic": 1.0, "clip_image_similarity": 1.0,
-         "image_reward": 1.0, "video_clip_score": 2.5, "video_aesthetic": 1.0}
+SCALE = {
+    "clip_score": 2.5,
+    "pickscore": 14.28,
+    "hpsv2": 1.0,
+    "laion_aesthetic": 1.0,
+    "clip_image_similarity": 1.0,
+    "image_reward": 1.0,
+    "video_clip_score": 2.5,
+    "video_aesthetic": 1.0,
+}
 #: the unit of the 8-bit-rounding bound of the parity checks: SCALE, except for image_reward, which has no cosine
 #: to scale by and whose tiny random BLIP (2 blocks on 4 patches) moves its score about ten times more per 8-bit
 #: level than the tiny CLIP towers move theirs (0.0072 mean, 0.0145 max on the float-tensor images here). At 10
@@ -88,8 +96,10 @@ def _pixels(name: str, n: int = 3, *, dtype=torch.float32, seed: int = 0, size=(
 def _fields(name: str, n: int, *, dtype=torch.float32, seed: int = 1) -> dict:
     if name == "clip_image_similarity":
         g = torch.Generator().manual_seed(seed)
-        conds = [[torch.rand(3, 64, 80, generator=g, dtype=torch.float64).to(dtype) for _ in range(1 + i % 2)]
-                 for i in range(n)]
+        conds = [
+            [torch.rand(3, 64, 80, generator=g, dtype=torch.float64).to(dtype) for _ in range(1 + i % 2)]
+            for i in range(n)
+        ]
         return {"condition_images": conds}
     if name in ("laion_aesthetic", "video_aesthetic"):
         return {}
@@ -157,16 +167,25 @@ def test_parity_with_the_no_grad_call_on_pil_images(name, entries):
     f = rewardzoo.differentiable({"rewards": [entries(name)]})
     rng = np.random.default_rng(4)
     # smooth-ish images, as decoded photos are: a random low-resolution picture upsampled
-    pil = [Image.fromarray(rng.integers(0, 256, (12, 10, 3), dtype=np.uint8)).resize((100, 120), Image.BICUBIC)
-           for _ in range(3)]
+    pil = [
+        Image.fromarray(rng.integers(0, 256, (12, 10, 3), dtype=np.uint8)).resize((100, 120), Image.BICUBIC)
+        for _ in range(3)
+    ]
     pixels = torch.stack([torch.from_numpy(np.asarray(im).copy()).permute(2, 0, 1).float() / 255 for im in pil])
     fields = _fields(name, 3)
     if name == "clip_image_similarity":  # references as PIL for the no-grad call, as float for ours
-        ref_fields = {"condition_images": [[Image.fromarray(
-            (c.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)) for c in cs]
-            for cs in fields["condition_images"]]}
-        fields = {"condition_images": [[torch.from_numpy(np.asarray(im).copy()).permute(2, 0, 1).float() / 255
-                                        for im in cs] for cs in ref_fields["condition_images"]]}
+        ref_fields = {
+            "condition_images": [
+                [Image.fromarray((c.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)) for c in cs]
+                for cs in fields["condition_images"]
+            ]
+        }
+        fields = {
+            "condition_images": [
+                [torch.from_numpy(np.asarray(im).copy()).permute(2, 0, 1).float() / 255 for im in cs]
+                for cs in ref_fields["condition_images"]
+            ]
+        }
     else:
         ref_fields = fields
     ours = f(pixels, **fields).detach().double().numpy()
@@ -175,8 +194,14 @@ def test_parity_with_the_no_grad_call_on_pil_images(name, entries):
     assert diff.max() <= PARITY_ATOL and diff.mean() <= PARITY_MEAN_ATOL, (diff.max(), diff.mean())
 
 
-@pytest.mark.parametrize("change", [{"antialias": False}, {"interpolation": "bilinear"},
-                                    {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"antialias": False},
+        {"interpolation": "bilinear"},
+        {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
+    ],
+)
 def test_image_reward_parity_bound_still_fails_a_preprocessing_mismatch(change, entries):
     """PARITY_UNIT["image_reward"] is wide enough for 8-bit rounding only: a wrong resize or normalisation in the
     differentiable path (the no-grad path keeps the right one) exceeds the mean bound."""
@@ -214,6 +239,7 @@ def test_the_path_never_leaves_the_device(name, entries):
     f(pixels, **fields)  # warm-up: text embeddings etc. are computed the same way inside the guard
     guard = pytest.MonkeyPatch()
     try:
+
         def refuse(*_a, **_k):
             raise AssertionError("the differentiable path left the device (Tensor.numpy / PIL)")
 
@@ -281,8 +307,12 @@ def test_gradient_checkpointing_recomputes_the_blocks_and_keeps_the_gradient(nam
 
 
 def test_weighted_total_and_parts(entries):
-    cfg = {"rewards": [{**entries("clip_score"), "weight": 0.5},
-                       {**entries("laion_aesthetic"), "weight": {"t2i": 2.0}, "applicable_datasets": ["t2i"]}]}
+    cfg = {
+        "rewards": [
+            {**entries("clip_score"), "weight": 0.5},
+            {**entries("laion_aesthetic"), "weight": {"t2i": 2.0}, "applicable_datasets": ["t2i"]},
+        ]
+    }
     f = rewardzoo.differentiable(cfg)
     pixels = _pixels("clip_score", 3)
     total, parts = f(pixels, PROMPTS[:3], dataset=["t2i", "other", "t2i"], return_parts=True)
@@ -295,8 +325,9 @@ def test_a_reward_name_is_a_config():
         rewardzoo.differentiable("jpeg_compressibility")
 
 
-@pytest.mark.parametrize("name", ["jpeg_compressibility", "dnsmos", "loudness", "group_rank",
-                                  "video_subject_consistency"])
+@pytest.mark.parametrize(
+    "name", ["jpeg_compressibility", "dnsmos", "loudness", "group_rank", "video_subject_consistency"]
+)
 def test_non_differentiable_rewards_are_refused_by_name(name):
     with pytest.raises(ConfigError) as exc:
         rewardzoo.differentiable({"rewards": [{"name": f"my_{name}", "reward_model": name}]})

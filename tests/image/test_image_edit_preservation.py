@@ -41,13 +41,12 @@ def test_the_mask_makes_the_score_blind_to_the_edit_and_sees_damage_outside_it()
     redrawn[EDIT] = 255 - redrawn[EDIT]
     damaged = res.copy()
     damaged[:10] = 0
-    scores = reward(image=[t(res), t(redrawn), t(damaged), t(src)],
-                    condition_images=[[t(src), t(mask)]] * 4).rewards
+    scores = reward(image=[t(res), t(redrawn), t(damaged), t(src)], condition_images=[[t(src), t(mask)]] * 4).rewards
     assert float(scores[0]) == pytest.approx(float(scores[1]), abs=1e-9)  # the edit region is not looked at
     assert float(scores[2]) < float(scores[0]) - 3
     kept = int((mask < 128).sum())
     # untouched: scikit-image gives inf; the score is one 8-bit value off by one over K, finite
-    assert float(scores[3]) == pytest.approx(10 * np.log10(3 * kept * 255.0 ** 2), rel=1e-12)
+    assert float(scores[3]) == pytest.approx(10 * np.log10(3 * kept * 255.0**2), rel=1e-12)
     unmasked = reward(image=[t(res)], condition_images=[[t(src)]]).rewards
     assert float(unmasked[0]) < float(scores[0]) - 3  # without the mask the redrawn region counts
 
@@ -58,13 +57,18 @@ def test_scores_do_not_depend_on_the_batch_and_sizes_may_differ():
     for metric in ("ssim", "psnr"):
         batched = RewardProcessor([{"name": "edit_preservation", "batch_size": 5, "kwargs": {"metric": metric}}])
         single = RewardProcessor([{"name": "edit_preservation", "batch_size": 1, "kwargs": {"metric": metric}}])
-        np.testing.assert_array_equal(batched(samples).rewards["edit_preservation"],
-                                      single(samples).rewards["edit_preservation"])
+        np.testing.assert_array_equal(
+            batched(samples).rewards["edit_preservation"], single(samples).rewards["edit_preservation"]
+        )
 
 
 def test_direction_and_range_follow_the_metric():
-    proc = RewardProcessor([{"name": "l1", "reward_model": "edit_preservation", "kwargs": {"metric": "l1"}},
-                            {"name": "psnr", "reward_model": "edit_preservation", "kwargs": {"metric": "psnr"}}])
+    proc = RewardProcessor(
+        [
+            {"name": "l1", "reward_model": "edit_preservation", "kwargs": {"metric": "l1"}},
+            {"name": "psnr", "reward_model": "edit_preservation", "kwargs": {"metric": "psnr"}},
+        ]
+    )
     l1, psnr = (proc.rewards[n].info for n in ("l1", "psnr"))
     assert (l1.higher_is_better, l1.score_range) == (False, (0.0, 1.0))
     assert (psnr.higher_is_better, psnr.score_range) == (True, (0.0, 160.0))
@@ -85,13 +89,16 @@ def test_psnr_has_no_100_db_cap_one_value_off_by_one_equals_scikit_image():
     np.testing.assert_allclose(got, [want, want], rtol=1e-12)
 
 
-@pytest.mark.parametrize("conds, image, field, words", [
-    (lambda s, m: [], None, "condition_images", "empty list"),
-    (lambda s, m: [s, m[:, :50]], None, "condition_images", "the edit mask (condition_images[1]) is 50x64"),
-    (lambda s, m: [s, np.full_like(m, 255)], None, "condition_images", "leaves no pixel outside the edit"),
-    (lambda s, m: [s, s, s], None, "condition_images", "[source] or [source, mask]"),
-    (lambda s, m: [s], np.zeros((64, 90, 3), np.uint8), "image", "the result is 90x64, its source"),
-])
+@pytest.mark.parametrize(
+    "conds, image, field, words",
+    [
+        (lambda s, m: [], None, "condition_images", "empty list"),
+        (lambda s, m: [s, m[:, :50]], None, "condition_images", "the edit mask (condition_images[1]) is 50x64"),
+        (lambda s, m: [s, np.full_like(m, 255)], None, "condition_images", "leaves no pixel outside the edit"),
+        (lambda s, m: [s, s, s], None, "condition_images", "[source] or [source, mask]"),
+        (lambda s, m: [s], np.zeros((64, 90, 3), np.uint8), "image", "the result is 90x64, its source"),
+    ],
+)
 def test_bad_edit_inputs_name_reward_field_and_global_sample(conds, image, field, words):
     src, res, mask = edit_pair(1)
     good = Sample(image=res, condition_images=[src, mask])
@@ -155,8 +162,9 @@ def test_clip_is_the_cosine_of_the_backbones_image_features(oc_dir):
 
     pairs = [edit_pair(s) for s in range(2)]
     samples = [Sample(image=r, condition_images=[s]) for s, r, _ in pairs]
-    got = RewardProcessor([{"name": "edit_preservation", "model_path": str(oc_dir),
-                            "kwargs": {"metric": "clip"}}])(samples).rewards["edit_preservation"]
+    got = RewardProcessor([{"name": "edit_preservation", "model_path": str(oc_dir), "kwargs": {"metric": "clip"}}])(
+        samples
+    ).rewards["edit_preservation"]
     backbone = load_clip_backbone(str(oc_dir))
     a = backbone.encode_images([Image.fromarray(r) for _, r, _ in pairs])
     b = backbone.encode_images([Image.fromarray(s) for s, _, _ in pairs])
@@ -170,8 +178,20 @@ def test_a_manifest_carries_the_source_and_the_mask(tmp_path):
     rows, want = edit_files(tmp_path)
     (tmp_path / "edits.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     (tmp_path / "cfg.yaml").write_text("rewards:\n  - name: edit_preservation\n    kwargs: {metric: psnr}\n")
-    assert main(["score", str(tmp_path / "cfg.yaml"), "--input", str(tmp_path / "edits.jsonl"),
-                 "--out", str(tmp_path / "out.jsonl"), "-q"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(tmp_path / "cfg.yaml"),
+                "--input",
+                str(tmp_path / "edits.jsonl"),
+                "--out",
+                str(tmp_path / "out.jsonl"),
+                "-q",
+            ]
+        )
+        == 0
+    )
     lines = (tmp_path / "out.jsonl").read_text().splitlines()
     got = [json.loads(line)["rewards"]["edit_preservation"] for line in lines]
     np.testing.assert_allclose(got, want, rtol=1e-5)
@@ -183,10 +203,17 @@ def test_the_wire_format_carries_the_source_and_the_mask(tmp_path, fmt):
     from rewardzoo.transport import wire
 
     rows, want = edit_files(tmp_path)
-    samples = [{"image": Image.open(tmp_path / r["image"]), "prompt": r["prompt"],
-                "condition_images": [Image.open(tmp_path / c) for c in r["condition_images"]]} for r in rows]
+    samples = [
+        {
+            "image": Image.open(tmp_path / r["image"]),
+            "prompt": r["prompt"],
+            "condition_images": [Image.open(tmp_path / c) for c in r["condition_images"]],
+        }
+        for r in rows
+    ]
     decoded = wire.decode_request(wire.encode_request(samples, fmt=fmt), fmt, wire.WireLimits()).samples
     assert [len(s["condition_images"]) for s in decoded] == [2, 1, 2]
     got = RewardProcessor([{"name": "edit_preservation", "kwargs": {"metric": "psnr"}}])(
-        [Sample(**s) for s in decoded]).rewards["edit_preservation"]
+        [Sample(**s) for s in decoded]
+    ).rewards["edit_preservation"]
     np.testing.assert_allclose(got, want, rtol=1e-5)

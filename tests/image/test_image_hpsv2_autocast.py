@@ -40,8 +40,14 @@ def test_explicit_autocast_matches_the_reference_under_the_same_autocast(oc_dir,
         txt = F.normalize(model.encode_text(tokenizer(PROMPTS)), dim=-1)
         expected = (img @ txt.T).diagonal().float().numpy()
     with torch.no_grad():
-        exact = (F.normalize(model.encode_image(pixels), dim=-1) * F.normalize(model.encode_text(tokenizer(PROMPTS)),
-                                                                               dim=-1)).sum(-1).numpy()
+        exact = (
+            (
+                F.normalize(model.encode_image(pixels), dim=-1)
+                * F.normalize(model.encode_text(tokenizer(PROMPTS)), dim=-1)
+            )
+            .sum(-1)
+            .numpy()
+        )
     reward = HPSv2(model_path=str(path), clip_model=str(oc_dir), autocast="bfloat16")
     got = np.asarray(reward(image=images, prompt=PROMPTS).rewards)
     default = np.asarray(HPSv2(model_path=str(path), clip_model=str(oc_dir))(image=images, prompt=PROMPTS).rewards)

@@ -94,8 +94,7 @@ SIZES = [(80, 120), (600, 260), (530, 700), (80, 120)]  # small, portrait and la
 @pytest.mark.parametrize("mode", ["longer", "shorter", "shorter_centercrop", None])
 def test_image_scores_match_pyiqa_metric_per_sample(musiq_path, pyiqa_metric, mode):
     arrays = [rgb(h, w, seed=i) for i, (h, w) in enumerate(SIZES)]
-    reward = load_reward({"name": "imaging_quality", "model_path": musiq_path, "device": "cpu"},
-                         resize=mode, arch=ARCH)
+    reward = load_reward({"name": "imaging_quality", "model_path": musiq_path, "device": "cpu"}, resize=mode, arch=ARCH)
     got = np.asarray(reward(image=[torch.from_numpy(a).permute(2, 0, 1).float() / 255 for a in arrays]).rewards)
     expected = []
     for a in arrays:
@@ -108,8 +107,9 @@ def test_image_scores_match_pyiqa_metric_per_sample(musiq_path, pyiqa_metric, mo
 
 def test_processor_path_from_pil_equals_pyiqa(musiq_path, pyiqa_metric):
     arrays = [rgb(300, 640, seed=9), rgb(64, 64, seed=10)]
-    proc = RewardProcessor([{"name": "imaging_quality", "model_path": musiq_path, "device": "cpu",
-                             "kwargs": {"arch": ARCH}}])
+    proc = RewardProcessor(
+        [{"name": "imaging_quality", "model_path": musiq_path, "device": "cpu", "kwargs": {"arch": ARCH}}]
+    )
     got = proc([Sample(image=Image.fromarray(a)) for a in arrays]).rewards["imaging_quality"]
     expected = []
     for a in arrays:
@@ -131,22 +131,38 @@ def test_antialiased_resize_would_differ(musiq_path, pyiqa_metric):
 @pytest.mark.parametrize("t", [1, 3])
 def test_video_preset_matches_vbench(musiq_path, vbench_model, t):
     frames = np.stack([rgb(540, 600, seed=20 + k) for k in range(t)])  # above 512: the resize acts
-    reward = load_reward({"name": "video_imaging_quality", "model_path": musiq_path, "device": "cpu"},
-                         preset="vbench", arch=ARCH, frame_batch_size=2)
+    reward = load_reward(
+        {"name": "video_imaging_quality", "model_path": musiq_path, "device": "cpu"},
+        preset="vbench",
+        arch=ARCH,
+        frame_batch_size=2,
+    )
     got = reward(video=[torch.from_numpy(frames).permute(0, 3, 1, 2).float() / 255]).rewards[0]
     assert got == pytest.approx(vbench_video_score(vbench_model, frames), rel=1e-5)
 
 
 def test_video_default_samples_frames_and_averages(musiq_path, vbench_model):
     videos = [np.stack([rgb(64, 96, seed=40 + k) for k in range(11)]), np.stack([rgb(48, 48, seed=60)])]
-    proc = RewardProcessor([{"name": "video_imaging_quality", "model_path": musiq_path, "device": "cpu",
-                             "kwargs": {"arch": ARCH, "num_frames": 4}}])
+    proc = RewardProcessor(
+        [
+            {
+                "name": "video_imaging_quality",
+                "model_path": musiq_path,
+                "device": "cpu",
+                "kwargs": {"arch": ARCH, "num_frames": 4},
+            }
+        ]
+    )
     got = proc([Sample(video=torch.from_numpy(v).permute(0, 3, 1, 2)) for v in videos]).rewards
     expected = [vbench_video_score(vbench_model, v[sample_indices(len(v), 4)]) for v in videos]
     np.testing.assert_allclose(got["video_imaging_quality"], expected, rtol=1e-5)
     with pytest.raises(ConfigError, match="num_frames"):
-        load_reward({"name": "video_imaging_quality", "model_path": musiq_path, "device": "cpu"},
-                    preset="vbench", num_frames=4, arch=ARCH)
+        load_reward(
+            {"name": "video_imaging_quality", "model_path": musiq_path, "device": "cpu"},
+            preset="vbench",
+            num_frames=4,
+            arch=ARCH,
+        )
 
 
 def test_pyiqa_names_resolve_to_pyiqa_published_files(monkeypatch):
@@ -186,8 +202,9 @@ def test_bad_weights_and_options_are_config_errors(musiq_path, tmp_path):
         load_reward({**base, "model_path": str(pickled)}, arch=ARCH)
 
 
-@pytest.mark.parametrize("blocked, hint", [("pyiqa.archs.musiq_arch", "pip install pyiqa"),
-                                           ("cv2", "pip install opencv-python-headless")])
+@pytest.mark.parametrize(
+    "blocked, hint", [("pyiqa.archs.musiq_arch", "pip install pyiqa"), ("cv2", "pip install opencv-python-headless")]
+)
 def test_missing_pyiqa_or_cv2_is_a_missing_extra_error(monkeypatch, musiq_path, blocked, hint):
     import sys
 

@@ -40,8 +40,9 @@ def test_formula_exact_on_identical_pixels(hf_dir, hf_reference):
     text = processor.tokenizer(PROMPTS[:3], padding=True, return_tensors="pt")
     with torch.no_grad():
         ref = model(pixel_values=pixels, **text).logits_per_image.diagonal()
-    torch.testing.assert_close(torch.as_tensor(np.asarray(reward(image=images, prompt=PROMPTS[:3]).rewards)),
-                               ref / 26, atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        torch.as_tensor(np.asarray(reward(image=images, prompt=PROMPTS[:3]).rewards)), ref / 26, atol=1e-5, rtol=0
+    )
 
 
 def test_default_scale_is_one_over_26(hf_dir):
@@ -66,7 +67,9 @@ def test_tensor_inputs_and_mismatch(hf_dir):
     reward = PickScore(model_path=str(hf_dir))
     images = make_images(2, seed=24)
     tensors = [torch.from_numpy(np.array(im)).permute(2, 0, 1).float() / 255 for im in images]
-    np.testing.assert_array_equal(np.asarray(reward(image=tensors, prompt=PROMPTS[:2]).rewards),
-                                  np.asarray(reward(image=images, prompt=PROMPTS[:2]).rewards))
+    np.testing.assert_array_equal(
+        np.asarray(reward(image=tensors, prompt=PROMPTS[:2]).rewards),
+        np.asarray(reward(image=images, prompt=PROMPTS[:2]).rewards),
+    )
     with pytest.raises(InputError, match="mismatched"):
         reward(image=images, prompt=PROMPTS[:1])

@@ -29,8 +29,15 @@ ONE_LEVEL = 1 / 255 / min(OPENAI_CLIP_STD)  # one 8-bit level after normalisatio
 def test_matches_open_clip_pil_transform(resize_mode, interpolation):
     imgs = make_images(len(SIZES), size=SIZES, seed=1)
     cfg = PreprocessConfig(size=64, resize_mode=resize_mode, interpolation=interpolation)
-    ref_tf = open_clip.image_transform(64, is_train=False, mean=OPENAI_CLIP_MEAN, std=OPENAI_CLIP_STD,
-                                       resize_mode=resize_mode, interpolation=interpolation, fill_color=0)
+    ref_tf = open_clip.image_transform(
+        64,
+        is_train=False,
+        mean=OPENAI_CLIP_MEAN,
+        std=OPENAI_CLIP_STD,
+        resize_mode=resize_mode,
+        interpolation=interpolation,
+        fill_color=0,
+    )
     ref = torch.stack([ref_tf(im) for im in imgs])
     ours = preprocess_images(imgs, cfg)
     assert ours.shape == ref.shape == (len(imgs), 3, 64, 64)
@@ -103,15 +110,18 @@ def test_mixed_sizes_keep_order():
         assert torch.equal(batch[i], preprocess_images([im], cfg)[0])
 
 
-@pytest.mark.parametrize("bad, msg", [
-    (torch.rand(3, 8, 8) * 2 - 1, "in \\[0, 1\\]"),
-    (torch.full((3, 8, 8), float("nan")), "NaN"),
-    (torch.rand(8, 8, 3), "channels last"),
-    (torch.rand(3, 0, 8), "empty"),
-    (torch.randint(0, 1000, (3, 8, 8)), "\\[0, 255\\]"),
-    ("not/a/file.png", "not found"),
-    (object(), "unsupported image type"),
-])
+@pytest.mark.parametrize(
+    "bad, msg",
+    [
+        (torch.rand(3, 8, 8) * 2 - 1, "in \\[0, 1\\]"),
+        (torch.full((3, 8, 8), float("nan")), "NaN"),
+        (torch.rand(8, 8, 3), "channels last"),
+        (torch.rand(3, 0, 8), "empty"),
+        (torch.randint(0, 1000, (3, 8, 8)), "\\[0, 255\\]"),
+        ("not/a/file.png", "not found"),
+        (object(), "unsupported image type"),
+    ],
+)
 def test_bad_images_name_field_and_sample(bad, msg):
     good = torch.rand(3, 8, 8)
     with pytest.raises(InputError, match=msg) as info:

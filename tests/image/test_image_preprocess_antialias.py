@@ -21,7 +21,7 @@ def _by_hand(u8: torch.Tensor, cfg: PreprocessConfig, antialias: bool, quantise:
     if quantise:
         x = x.round().clamp(0, 255)
     left = int(round((rw - cfg.size) / 2.0))
-    x = x[..., :, left:left + cfg.size] / 255.0
+    x = x[..., :, left : left + cfg.size] / 255.0
     mean = torch.tensor(cfg.mean).view(1, 3, 1, 1)
     std = torch.tensor(cfg.std).view(1, 3, 1, 1)
     return (x - mean) / std

@@ -21,16 +21,20 @@ from .media import PROMPTS, make_images
 
 def _samples(n=4, group=False):
     images = make_images(n, size=[(64, 64)], seed=3)
-    return [Sample(image=im, prompt=PROMPTS[i % len(PROMPTS)], group_id=i // 2 if group else None)
-            for i, im in enumerate(images)]
+    return [
+        Sample(image=im, prompt=PROMPTS[i % len(PROMPTS)], group_id=i // 2 if group else None)
+        for i, im in enumerate(images)
+    ]
 
 
 def _entries(oc_dir, hf_dir):
     return {
         "clip_score": {"reward_model": "clip_score", "model_path": str(oc_dir)},
         "pickscore": {"reward_model": "pickscore", "model_path": str(hf_dir)},
-        "group_rank": {"reward_model": "group_rank",
-                       "kwargs": {"base": {"reward_model": "clip_score", "model_path": str(oc_dir)}}},
+        "group_rank": {
+            "reward_model": "group_rank",
+            "kwargs": {"base": {"reward_model": "clip_score", "model_path": str(oc_dir)}},
+        },
     }
 
 
@@ -88,8 +92,9 @@ def test_a_shared_model_sleeps_once(oc_dir):
 
 
 def test_a_wake_whose_file_is_gone_names_the_reward_and_the_file_and_stays_asleep(oc_dir):
-    processor = RewardProcessor([{"name": "r", "reward_model": "clip_score", "model_path": str(oc_dir),
-                                  "device": "cpu", "offload": "drop"}])
+    processor = RewardProcessor(
+        [{"name": "r", "reward_model": "clip_score", "model_path": str(oc_dir), "device": "cpu", "offload": "drop"}]
+    )
     residency = processor.loader.residency
     [spill] = residency.files(processor.rewards["r"])
     os.remove(spill)
@@ -107,8 +112,14 @@ def test_offload_is_parsed_strictly_and_does_nothing_on_a_model_free_reward():
 
 
 def test_the_async_runner_wakes_a_round_and_sleeps_at_finalize(oc_dir):
-    entry = {"name": "r", "reward_model": "clip_score", "model_path": str(oc_dir), "device": "cpu",
-             "async_reward": True, "batch_size": 2}
+    entry = {
+        "name": "r",
+        "reward_model": "clip_score",
+        "model_path": str(oc_dir),
+        "device": "cpu",
+        "async_reward": True,
+        "batch_size": 2,
+    }
     samples = _samples()
     expected = RewardProcessor([entry])(samples).rewards["r"]
     processor = RewardProcessor([{**entry, "offload": "drop"}])

@@ -43,8 +43,12 @@ def test_identical_condition_scores_one(oc_dir):
 def test_through_processor_and_errors(oc_dir):
     proc = RewardProcessor([{"name": "clip_image_similarity", "model_path": str(oc_dir), "device": "cpu"}])
     images = make_images(3, seed=43)
-    res = proc([Sample(image=images[0], condition_images=[images[1], images[2]]),
-                Sample(image=images[1], condition_images=[images[1]])])
+    res = proc(
+        [
+            Sample(image=images[0], condition_images=[images[1], images[2]]),
+            Sample(image=images[1], condition_images=[images[1]]),
+        ]
+    )
     assert res.rewards["clip_image_similarity"][1] == pytest.approx(1.0, abs=1e-5)
     reward = proc.rewards["clip_image_similarity"]
     with pytest.raises(InputError, match="empty list") as info:

@@ -28,10 +28,19 @@ def config(tmp_path_factory):
     root = tmp_path_factory.mktemp("alignprop")
     clip = tiny_open_clip_dir(root / "clip", seed=0)
     head = aesthetic_head_file(root / "head.pth", seed=7)
-    return {"rewards": [
-        {"name": "clip_score", "model_path": str(clip), "device": "cpu", "kwargs": {"prefix": ""}, "weight": 1.0},
-        {"name": "laion_aesthetic", "model_path": str(head), "device": "cpu", "kwargs": {"clip_model": str(clip)},
-         "weight": {"t2i": 0.5}, "applicable_datasets": ["t2i"]}]}
+    return {
+        "rewards": [
+            {"name": "clip_score", "model_path": str(clip), "device": "cpu", "kwargs": {"prefix": ""}, "weight": 1.0},
+            {
+                "name": "laion_aesthetic",
+                "model_path": str(head),
+                "device": "cpu",
+                "kwargs": {"clip_model": str(clip)},
+                "weight": {"t2i": 0.5},
+                "applicable_datasets": ["t2i"],
+            },
+        ]
+    }
 
 
 def _images(seed: int = 0) -> torch.Tensor:
@@ -81,8 +90,14 @@ def test_a_non_differentiable_reward_is_refused_by_name():
 
 def test_draft_example_raises_the_reward():
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "draft_tiny.py"), "--steps", "30"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "draft_tiny.py"), "--steps", "30"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = re.search(r"reward ([0-9.]+) -> ([0-9.]+) in 30 steps \(reward model frozen: True\)", proc.stdout)
     assert found, proc.stdout[-2000:]

@@ -43,8 +43,12 @@ def test_half_precision_rounding_differs_from_ddpo_pytorch_by_at_most_a_few_leve
 
 
 def test_dataset_key_routes_gated_rewards():
-    config = {"rewards": [{"name": "a", "reward_model": "jpeg_incompressibility", "applicable_datasets": ["x"]},
-                          {"name": "b", "reward_model": "jpeg_compressibility", "applicable_datasets": ["y"]}]}
+    config = {
+        "rewards": [
+            {"name": "a", "reward_model": "jpeg_incompressibility", "applicable_datasets": ["x"]},
+            {"name": "b", "reward_model": "jpeg_compressibility", "applicable_datasets": ["y"]},
+        ]
+    }
     fn = ddpo_reward_fn(config, dataset_key="ds")
     total, meta = fn(_images(2), ["p"] * 4, [{"ds": d} for d in "xyxy"])
     assert (total[[0, 2]] > 0).all() and (total[[1, 3]] < 0).all()

@@ -37,10 +37,23 @@ ADAPTERS = "rewardzoo.integrations.flow_factory."
 POINTWISE, GROUPWISE = ADAPTERS + "RewardZooPointwise", ADAPTERS + "RewardZooGroupwise"
 N_PROMPTS, GROUP = 3, 4
 ENTRIES = [
-    {"name": "jpeg", "reward_model": POINTWISE, "rewardzoo": "jpeg_incompressibility", "quality": 95,
-     "batch_size": 5, "device": "cpu", "dtype": "float32"},
-    {"name": "rank", "reward_model": GROUPWISE, "rewardzoo": "group_rank", "base": "jpeg_incompressibility",
-     "weight": 0.5, "device": "cpu"},
+    {
+        "name": "jpeg",
+        "reward_model": POINTWISE,
+        "rewardzoo": "jpeg_incompressibility",
+        "quality": 95,
+        "batch_size": 5,
+        "device": "cpu",
+        "dtype": "float32",
+    },
+    {
+        "name": "rank",
+        "reward_model": GROUPWISE,
+        "rewardzoo": "group_rank",
+        "base": "jpeg_incompressibility",
+        "weight": 0.5,
+        "device": "cpu",
+    },
 ]
 WEIGHTS = {"jpeg": 1.0, "rank": 0.5}
 
@@ -116,10 +129,12 @@ def ff():
     from accelerate import Accelerator
 
     return SimpleNamespace(
-        rewards=rewards, hparams=client_module("flow_factory", "flow_factory.hparams"),
+        rewards=rewards,
+        hparams=client_module("flow_factory", "flow_factory.hparams"),
         samples=client_module("flow_factory", "flow_factory.samples"),
         advantage=client_module("flow_factory", "flow_factory.advantage.advantage_processor"),
-        acc=Accelerator(cpu=True))
+        acc=Accelerator(cpu=True),
+    )
 
 
 def kilobytes(array: np.ndarray) -> float:
@@ -178,8 +193,17 @@ def test_flow_factory_loads_the_adapters_through_its_registry_fallback(ff):
 
 def test_constructor_maps_device_dtype_model_path_and_options(ff):
     # FF's defaults: device cuda (this rank's device: the accelerator's CPU here), dtype from `fp16`
-    model = ff_reward(ff, name="s", reward_model=POINTWISE, rewardzoo=path(Settings), dtype="fp16",
-                      model_path="/weights/s", factor=2.0, kwargs={"weight": 3.0}, batch_size=7)
+    model = ff_reward(
+        ff,
+        name="s",
+        reward_model=POINTWISE,
+        rewardzoo=path(Settings),
+        dtype="fp16",
+        model_path="/weights/s",
+        factor=2.0,
+        kwargs={"weight": 3.0},
+        batch_size=7,
+    )
     reward = model.reward
     assert (reward.device, reward.dtype_name, reward.model_path) == ("cpu", "float16", "/weights/s")
     assert (reward.factor, reward.weight) == (2.0, 3.0)
@@ -190,8 +214,9 @@ def test_constructor_maps_device_dtype_model_path_and_options(ff):
 def test_default_cuda_device_is_the_cpu_for_a_cpu_only_reward(ff):
     # an accelerator on cuda:0 (a stand-in: only its device is read); jpeg's card says cpu only
     gpu = SimpleNamespace(device=torch.device("cuda", 0))
-    args = ff.hparams.RewardArguments.from_dict({"name": "jpeg", "reward_model": POINTWISE,
-                                                  "rewardzoo": "jpeg_incompressibility"})
+    args = ff.hparams.RewardArguments.from_dict(
+        {"name": "jpeg", "reward_model": POINTWISE, "rewardzoo": "jpeg_incompressibility"}
+    )
     model = ff.rewards.load_reward_model(args, gpu)
     assert model.reward.device == "cpu" and model.device == torch.device("cpu")
     args = ff.hparams.RewardArguments.from_dict({"name": "s", "reward_model": POINTWISE, "rewardzoo": path(Settings)})
@@ -202,24 +227,57 @@ def test_default_cuda_device_is_the_cpu_for_a_cpu_only_reward(ff):
             ff.rewards.load_reward_model(args, gpu)
 
 
-@pytest.mark.parametrize("entry, error, match", [
-    ({"reward_model": POINTWISE}, ConfigError, "entry 'x', field 'rewardzoo': name the rewardzoo reward"),
-    ({"reward_model": POINTWISE, "rewardzoo": "jpeg_incompresibility"}, RegistryError,
-     "entry 'x', field 'rewardzoo': unknown reward.*did you mean 'jpeg_incompressibility'"),
-    ({"reward_model": POINTWISE, "rewardzoo": "jpeg_incompressibility", "qualty": 90}, ConfigError,
-     "no option 'qualty' \\(did you mean 'quality'"),
-    ({"reward_model": POINTWISE, "rewardzoo": "jpeg_incompressibility", "quality": 90, "kwargs": {"quality": 80}},
-     ConfigError, "'quality'.*both"),
-    ({"reward_model": POINTWISE, "rewardzoo": "group_rank", "base": "jpeg_incompressibility"}, ConfigError,
-     "groupwise reward; use .*RewardZooGroupwise"),
-    ({"reward_model": GROUPWISE, "rewardzoo": "jpeg_incompressibility"}, ConfigError,
-     "pointwise reward; use .*RewardZooPointwise"),
-    ({"reward_model": GROUPWISE, "rewardzoo": "group_rank", "base": "jpeg_incompresibility"}, RegistryError,
-     "entry 'x', field 'kwargs.base'"),
-    ({"reward_model": POINTWISE, "rewardzoo": "math:sqrt"}, ConfigError, "field 'rewardzoo'.*not a rewardzoo reward"),
-    ({"reward_model": POINTWISE, "rewardzoo": path(NeedsMetadata)}, ConfigError,
-     "needs \\['metadata'\\], which Flow-Factory samples do not carry"),
-])
+@pytest.mark.parametrize(
+    "entry, error, match",
+    [
+        ({"reward_model": POINTWISE}, ConfigError, "entry 'x', field 'rewardzoo': name the rewardzoo reward"),
+        (
+            {"reward_model": POINTWISE, "rewardzoo": "jpeg_incompresibility"},
+            RegistryError,
+            "entry 'x', field 'rewardzoo': unknown reward.*did you mean 'jpeg_incompressibility'",
+        ),
+        (
+            {"reward_model": POINTWISE, "rewardzoo": "jpeg_incompressibility", "qualty": 90},
+            ConfigError,
+            "no option 'qualty' \\(did you mean 'quality'",
+        ),
+        (
+            {
+                "reward_model": POINTWISE,
+                "rewardzoo": "jpeg_incompressibility",
+                "quality": 90,
+                "kwargs": {"quality": 80},
+            },
+            ConfigError,
+            "'quality'.*both",
+        ),
+        (
+            {"reward_model": POINTWISE, "rewardzoo": "group_rank", "base": "jpeg_incompressibility"},
+            ConfigError,
+            "groupwise reward; use .*RewardZooGroupwise",
+        ),
+        (
+            {"reward_model": GROUPWISE, "rewardzoo": "jpeg_incompressibility"},
+            ConfigError,
+            "pointwise reward; use .*RewardZooPointwise",
+        ),
+        (
+            {"reward_model": GROUPWISE, "rewardzoo": "group_rank", "base": "jpeg_incompresibility"},
+            RegistryError,
+            "entry 'x', field 'kwargs.base'",
+        ),
+        (
+            {"reward_model": POINTWISE, "rewardzoo": "math:sqrt"},
+            ConfigError,
+            "field 'rewardzoo'.*not a rewardzoo reward",
+        ),
+        (
+            {"reward_model": POINTWISE, "rewardzoo": path(NeedsMetadata)},
+            ConfigError,
+            "needs \\['metadata'\\], which Flow-Factory samples do not carry",
+        ),
+    ],
+)
 def test_configuration_errors_name_the_entry(ff, entry, error, match):
     with pytest.raises(error, match=match):
         ff_reward(ff, name="x", device="cpu", **entry)
@@ -233,10 +291,14 @@ def suggested_entry(message: str) -> dict:
     return entry
 
 
-@pytest.mark.parametrize("cls, options, adapter, card", [
-    (JpegCompressibility, {"quality": 90}, POINTWISE, "jpeg_compressibility"),
-    (GroupRank, {"base": "jpeg_compressibility"}, GROUPWISE, "group_rank"),
-], ids=["pointwise", "groupwise"])
+@pytest.mark.parametrize(
+    "cls, options, adapter, card",
+    [
+        (JpegCompressibility, {"quality": 90}, POINTWISE, "jpeg_compressibility"),
+        (GroupRank, {"base": "jpeg_compressibility"}, GROUPWISE, "group_rank"),
+    ],
+    ids=["pointwise", "groupwise"],
+)
 def test_a_rewardzoo_class_named_directly_is_refused_with_the_adapter_entry(ff, cls, options, adapter, card):
     # Flow-Factory's dotted-path fallback builds Class(config=..., accelerator=...): a bare TypeError until now
     with pytest.raises(ConfigError) as caught:
@@ -255,19 +317,28 @@ def test_a_rewardzoo_class_named_directly_is_refused_with_the_adapter_entry(ff, 
 
 def test_a_per_instance_class_named_directly_is_refused_naming_both_adapters(ff):
     with pytest.raises(ConfigError) as caught:  # refused before its __init__ would reach for the server
-        ff_reward(ff, name="judge", reward_model="rewardzoo.rewards.remote.RemoteReward", url="http://127.0.0.1:9",
-                  rewards=["pickscore"])
+        ff_reward(
+            ff,
+            name="judge",
+            reward_model="rewardzoo.rewards.remote.RemoteReward",
+            url="http://127.0.0.1:9",
+            rewards=["pickscore"],
+        )
     assert f"reward_model: {POINTWISE}  # RewardZooGroupwise when it is built groupwise\n" in str(caught.value)
-    assert suggested_entry(str(caught.value)) == {"name": "judge", "reward_model": POINTWISE,
-                                                   "rewardzoo": path(RemoteReward)}
+    assert suggested_entry(str(caught.value)) == {
+        "name": "judge",
+        "reward_model": POINTWISE,
+        "rewardzoo": path(RemoteReward),
+    }
 
 
 def test_rewardzoo_construction_is_unaffected_by_the_refusal(ff):
     # options of a reward's own named config and accelerator, directly and through rewardzoo's loader
     reward = Configured(config={"a": 1, "b": 2}, accelerator="none")
     assert (reward.config, reward.accelerator, reward.name) == ({"a": 1, "b": 2}, "none", "Configured")
-    zoo = ZooProcessor([{"name": "c", "reward_model": path(Configured), "kwargs": {"config": [1, 2, 3],
-                                                                                 "accelerator": "x"}}])
+    zoo = ZooProcessor(
+        [{"name": "c", "reward_model": path(Configured), "kwargs": {"config": [1, 2, 3], "accelerator": "x"}}]
+    )
     assert zoo([Sample(prompt="p")]).rewards["c"].tolist() == [3.0]
     jpeg = JpegCompressibility.named("jpeg_compressibility", quality=80)
     twin = copy.deepcopy(jpeg)  # copies and unpickling call __new__ with no arguments
@@ -279,13 +350,18 @@ def test_rewardzoo_construction_is_unaffected_by_the_refusal(ff):
 def test_reward_processor_scores_equal_rewardzoo_and_pil(ff, group_on_same_rank):
     batch = make_batch(ff)
     models, configs = loaded(ff)
-    processor = ff.rewards.RewardProcessor(ff.acc, models, configs, group_on_same_rank=group_on_same_rank,
-                                           verbose=False)
+    processor = ff.rewards.RewardProcessor(
+        ff.acc, models, configs, group_on_same_rank=group_on_same_rank, verbose=False
+    )
     rewards = processor.compute_rewards(batch.samples)
     assert_scores(rewards, batch)
     assert float(batch.samples[1].extra_kwargs["rewards"]["jpeg"]) == np.float32(batch.kb[1])
-    zoo = ZooProcessor([{"name": "jpeg", "reward_model": "jpeg_incompressibility", "kwargs": {"quality": 95}},
-                        {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": "jpeg_incompressibility"}}])
+    zoo = ZooProcessor(
+        [
+            {"name": "jpeg", "reward_model": "jpeg_incompressibility", "kwargs": {"quality": 95}},
+            {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": "jpeg_incompressibility"}},
+        ]
+    )
     own = zoo([Sample(image=Image.fromarray(a), prompt=p, group_id=p) for a, p in zip(batch.arrays, batch.prompts)])
     for name in ("jpeg", "rank"):
         np.testing.assert_array_equal(rewards[name].numpy(), own.rewards[name])
@@ -299,7 +375,7 @@ def test_reward_buffer_scores_equal_pil(ff, async_reward):
     buffer = ff.rewards.RewardBuffer(processor, group_size=GROUP)
     try:
         for start in range(0, len(batch.samples), 5):  # chunks that match neither batch_size nor groups
-            buffer.add_samples(batch.samples[start:start + 5])
+            buffer.add_samples(batch.samples[start : start + 5])
         rewards = buffer.finalize(store_to_samples=True)
     finally:
         buffer.shutdown(wait=True)
@@ -328,14 +404,21 @@ def hand_advantages(rewards, groups, aggregation, global_std):
 def test_advantage_processor_consumes_the_rewards(ff, sampler_type, aggregation, global_std):
     batch = make_batch(ff)
     models, configs = loaded(ff)
-    rewards = ff.rewards.RewardProcessor(ff.acc, models, configs, verbose=False,
-                                         group_on_same_rank=sampler_type == "group_contiguous"
-                                         ).compute_rewards(batch.samples)
-    processor = ff.advantage.AdvantageProcessor(ff.acc, {k: c.weight for k, c in configs.items()}, group_size=GROUP,
-                                                global_std=global_std, sampler_type=sampler_type, verbose=False)
+    rewards = ff.rewards.RewardProcessor(
+        ff.acc, models, configs, verbose=False, group_on_same_rank=sampler_type == "group_contiguous"
+    ).compute_rewards(batch.samples)
+    processor = ff.advantage.AdvantageProcessor(
+        ff.acc,
+        {k: c.weight for k, c in configs.items()},
+        group_size=GROUP,
+        global_std=global_std,
+        sampler_type=sampler_type,
+        verbose=False,
+    )
     advantages = processor.compute_advantages(batch.samples, rewards, aggregation_func=aggregation)
-    np.testing.assert_allclose(advantages.numpy(), hand_advantages(rewards, batch.groups, aggregation, global_std),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        advantages.numpy(), hand_advantages(rewards, batch.groups, aggregation, global_std), rtol=1e-5, atol=1e-6
+    )
     assert processor.pop_advantage_metrics()["train/reward_jpeg_mean"] == pytest.approx(batch.kb.mean(), rel=1e-6)
 
 
@@ -358,13 +441,23 @@ def media_cases(ff):
     s = ff.samples
     return {
         "video": (FrameCount, [s.T2VSample(prompt="v", video=torch.rand(t, 3, 8, 8)) for t in (3, 5)], [3.0, 5.0]),
-        "audio": (Seconds, [s.T2AVSample(prompt="a", audio=torch.zeros(2, n), audio_sample_rate=16000)
-                            for n in (8000, 16000)], [1.0, 2.0]),
-        "condition_images": (ConditionPixels, [
-            s.I2ISample(prompt="i", image=torch.rand(3, 8, 8),
-                        condition_images=[Image.new("RGB", (8, 8)), Image.new("RGB", (4, 2))]),  # kept as (1, C, H, W)
-            s.I2ISample(prompt="i", image=torch.rand(3, 8, 8), condition_images=[torch.rand(3, 4, 4)] * 3),
-        ], [72.0, 48.0]),
+        "audio": (
+            Seconds,
+            [s.T2AVSample(prompt="a", audio=torch.zeros(2, n), audio_sample_rate=16000) for n in (8000, 16000)],
+            [1.0, 2.0],
+        ),
+        "condition_images": (
+            ConditionPixels,
+            [
+                s.I2ISample(
+                    prompt="i",
+                    image=torch.rand(3, 8, 8),
+                    condition_images=[Image.new("RGB", (8, 8)), Image.new("RGB", (4, 2))],
+                ),  # kept as (1, C, H, W)
+                s.I2ISample(prompt="i", image=torch.rand(3, 8, 8), condition_images=[torch.rand(3, 4, 4)] * 3),
+            ],
+            [72.0, 48.0],
+        ),
     }
 
 
@@ -393,10 +486,14 @@ def test_errors_are_rewardzoos(ff):
 
 
 def test_importing_rewardzoo_does_not_import_flow_factory():
-    code = ("import sys, rewardzoo, rewardzoo.integrations; rewardzoo.integrations.__all__; "
-            "assert 'flow_factory' not in sys.modules")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SHARED / "flow_factory_src" / "src"),
-                                                         os.environ.get("PYTHONPATH", "")])}
+    code = (
+        "import sys, rewardzoo, rewardzoo.integrations; rewardzoo.integrations.__all__; "
+        "assert 'flow_factory' not in sys.modules"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SHARED / "flow_factory_src" / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
 
 
@@ -408,9 +505,14 @@ def test_a_monitor_fed_by_flow_factorys_reward_processor(ff, tmp_path):
     models, configs = loaded(ff)
     processor = ff.rewards.RewardProcessor(ff.acc, models, configs, group_on_same_rank=True, verbose=False)
     rewards = processor.compute_rewards(batch.samples)
-    monitor = RewardMonitor({"rewards": [{"name": "jpeg", "reward_model": "jpeg_incompressibility"},
-                                         {"name": "rank", "reward_model": "group_rank",
-                                          "kwargs": {"base": "jpeg_incompressibility"}}]})
+    monitor = RewardMonitor(
+        {
+            "rewards": [
+                {"name": "jpeg", "reward_model": "jpeg_incompressibility"},
+                {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": "jpeg_incompressibility"}},
+            ]
+        }
+    )
     weights = {name: float(cfg.weight) for name, cfg in configs.items()}
     assert weights == WEIGHTS
     metrics = monitor_step(monitor, rewards, batch.samples, step=3, weights=weights)

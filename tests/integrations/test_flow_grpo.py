@@ -53,9 +53,12 @@ def test_the_training_scripts_consumer_code_runs_on_the_adapters_output():
 
 
 def test_a_gated_stream_routes_by_the_metadata_dataset_key():
-    config = {"rewards": [{"name": "small", "reward_model": "jpeg_compressibility", "applicable_datasets": ["a"]},
-                          {"name": "big", "reward_model": "jpeg_incompressibility", "applicable_datasets": ["b"],
-                           "weight": 0.01}]}
+    config = {
+        "rewards": [
+            {"name": "small", "reward_model": "jpeg_compressibility", "applicable_datasets": ["a"]},
+            {"name": "big", "reward_model": "jpeg_incompressibility", "applicable_datasets": ["b"], "weight": 0.01},
+        ]
+    }
     reward_fn = flow_grpo_reward_fn(config, dataset_key="dataset")
     meta = [{"dataset": d} for d in "abab"]
     scores, _ = reward_fn(_images(3), ["x"] * 4, meta)

@@ -27,8 +27,9 @@ def scorer(entries, **options) -> BatchedScorer:
 async def _gather(scorer_, samples, steps=None, members=None):
     steps = steps or [None] * len(samples)
     members = members or [None] * len(samples)
-    return await asyncio.gather(*[scorer_.score(s, st, m) for s, st, m in zip(samples, steps, members)],
-                                return_exceptions=True)
+    return await asyncio.gather(
+        *[scorer_.score(s, st, m) for s, st, m in zip(samples, steps, members)], return_exceptions=True
+    )
 
 
 def test_concurrent_calls_share_batches_of_at_most_batch_size():
@@ -75,8 +76,17 @@ def test_an_incomplete_group_fails_naming_its_missing_members():
 
 
 def test_calls_of_different_steps_are_not_mixed_and_read_their_weights():
-    s = scorer([{"name": "words", "reward_model": WORDS, "batch_size": 8,
-                 "weight": {"schedule": "linear", "start": 0.0, "end": 1.0, "steps": 10}}], max_wait_s=0.3)
+    s = scorer(
+        [
+            {
+                "name": "words",
+                "reward_model": WORDS,
+                "batch_size": 8,
+                "weight": {"schedule": "linear", "start": 0.0, "end": 1.0, "steps": 10},
+            }
+        ],
+        max_wait_s=0.3,
+    )
     samples = [Sample(completion="a b c d") for _ in range(6)]
     rows = asyncio.run(_gather(s, samples, steps=[2, 5, 2, 5, 2, 5]))
     for row, step in zip(rows, [2, 5, 2, 5, 2, 5]):
@@ -100,9 +110,16 @@ def test_trl_functions_read_a_scheduled_weight_at_trainer_state_global_step():
 
     from rewardzoo.integrations.trl import trl_reward_funcs
 
-    config = {"rewards": [{"name": "words", "reward_model": WORDS,
-                           "weight": {"schedule": "cosine", "start": 1.0, "end": 0.0, "steps": 8, "after": 2}},
-                          {"name": "fixed", "reward_model": WORDS, "weight": 3.0}]}
+    config = {
+        "rewards": [
+            {
+                "name": "words",
+                "reward_model": WORDS,
+                "weight": {"schedule": "cosine", "start": 1.0, "end": 0.0, "steps": 8, "after": 2},
+            },
+            {"name": "fixed", "reward_model": WORDS, "weight": 3.0},
+        ]
+    }
     (scheduled, fixed), weights = trl_reward_funcs(config)
     assert weights == [1.0, 3.0]
     completions = ["a b", "a b c d"]
@@ -110,6 +127,7 @@ def test_trl_functions_read_a_scheduled_weight_at_trainer_state_global_step():
         state = SimpleNamespace(global_step=step)
         frac = min(max((step - 2) / 8, 0.0), 1.0)
         w = 0.0 + (1.0 - 0.0) * (1 + np.cos(np.pi * frac)) / 2
-        assert scheduled(prompts=["p", "p"], completions=completions, trainer_state=state) == \
-            pytest.approx([2 * w, 4 * w])
+        assert scheduled(prompts=["p", "p"], completions=completions, trainer_state=state) == pytest.approx(
+            [2 * w, 4 * w]
+        )
         assert fixed(prompts=["p", "p"], completions=completions, trainer_state=state) == [2.0, 4.0]

@@ -30,15 +30,33 @@ def _trainer(models, reward_funcs, tmp_path, *, processing_classes=None, steps=2
     tokenizer.padding_side = "left"
     policy = AutoModelForCausalLM.from_pretrained(models["gpt2_policy"])
     dataset = dataset or datasets.Dataset.from_dict({"prompt": ["the cat sat", "a dog ran", "the mat", "one two"]})
-    args = trl.GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=2,
-                          max_completion_length=4, max_steps=steps, logging_steps=1, report_to="none",
-                          use_cpu=True, save_strategy="no", bf16=False, seed=0, disable_tqdm=True)
-    return trl.GRPOTrainer(model=policy, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
-                           processing_class=tokenizer, reward_processing_classes=processing_classes)
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=4,
+        max_steps=steps,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        bf16=False,
+        seed=0,
+        disable_tqdm=True,
+    )
+    return trl.GRPOTrainer(
+        model=policy,
+        reward_funcs=reward_funcs,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        reward_processing_classes=processing_classes,
+    )
 
 
 def _spy(func, calls: list, key):
     """``func`` recording ``(name, key(kwargs), output)`` of each call in ``calls``."""
+
     def wrapped(**kwargs):
         out = func(**kwargs)
         calls.append((func.__name__, key(kwargs), out))
@@ -49,8 +67,17 @@ def _spy(func, calls: list, key):
 
 
 def _classifier_config(models):
-    return {"rewards": [{"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"],
-                         "device": "cpu", "kwargs": {"add_special_tokens": False}}]}
+    return {
+        "rewards": [
+            {
+                "name": "rm",
+                "reward_model": "sequence_reward",
+                "model_path": models["gpt2_cls"],
+                "device": "cpu",
+                "kwargs": {"add_special_tokens": False},
+            }
+        ]
+    }
 
 
 @pytest.mark.parametrize("conversational", [False, True], ids=["standard", "conversational"])
@@ -62,8 +89,10 @@ def test_scores_equal_trls_own_reward_model_path(models, tmp_path, conversationa
     funcs, _ = trl_reward_funcs(_classifier_config(models), tokenizer=tokenizer)
     trainer = _trainer(models, [classifier, funcs[0]], tmp_path, processing_classes=[tokenizer, None])
     if conversational:
-        prompts = [[{"role": "system", "content": "good answer"}, {"role": "user", "content": "what is one"}],
-                   [{"role": "user", "content": "the cat"}]]
+        prompts = [
+            [{"role": "system", "content": "good answer"}, {"role": "user", "content": "what is one"}],
+            [{"role": "user", "content": "the cat"}],
+        ]
         completions = [[{"role": "assistant", "content": "one two"}], [{"role": "assistant", "content": "sat"}]]
     else:
         prompts, completions = ["what is one", "the cat"], [" one two", " sat on the mat"]
@@ -75,10 +104,12 @@ def test_scores_equal_trls_own_reward_model_path(models, tmp_path, conversationa
 
 
 def test_two_grpo_steps_with_a_groupwise_reward_and_logged_extras(models, tmp_path):
-    config = {"rewards": [
-        {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": path(PromptLength)}},
-        {"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu"},
-    ]}
+    config = {
+        "rewards": [
+            {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": path(PromptLength)}},
+            {"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu"},
+        ]
+    }
     calls = []
     funcs, weights = trl_reward_funcs(config, group_by="prompt")
     trainer = _trainer(models, [_spy(f, calls, lambda kwargs: len(kwargs["prompts"])) for f in funcs], tmp_path)
@@ -120,6 +151,7 @@ def test_group_by_prompt_makes_groups_and_rejects_other_values():
 
 def _timed(func, calls):
     """An async wrapper of a concurrent reward function recording (name, step, start, end) of each call."""
+
     async def wrapped(**kwargs):
         start = time.monotonic()
         out = await func(**kwargs)
@@ -134,14 +166,17 @@ def test_concurrent_functions_overlap_a_served_and_a_local_slow_reward_in_each_s
     from ..serve.helpers import Server
 
     slow = "tests.serve.rewards:SlowLength"
-    (tmp_path / "slow.yaml").write_text(f"rewards:\n  - name: slow\n    reward_model: {slow}\n"
-                                        "    kwargs: {delay: 0.5}\n")
+    (tmp_path / "slow.yaml").write_text(
+        f"rewards:\n  - name: slow\n    reward_model: {slow}\n    kwargs: {{delay: 0.5}}\n"
+    )
     server = Server(tmp_path / "slow.yaml").start()
     try:
-        config = {"rewards": [
-            {"name": "served", "reward_model": "remote", "kwargs": {"url": server.url, "rewards": ["slow"]}},
-            {"name": "local", "reward_model": slow, "kwargs": {"delay": 0.5}},
-        ]}
+        config = {
+            "rewards": [
+                {"name": "served", "reward_model": "remote", "kwargs": {"url": server.url, "rewards": ["slow"]}},
+                {"name": "local", "reward_model": slow, "kwargs": {"delay": 0.5}},
+            ]
+        }
         funcs, weights = trl_reward_funcs(config, concurrent=True)
         assert all(inspect.iscoroutinefunction(f) for f in funcs)
         calls: list = []
@@ -163,10 +198,12 @@ def test_concurrent_functions_overlap_a_served_and_a_local_slow_reward_in_each_s
 
 
 def test_concurrent_functions_log_the_numbers_of_the_plain_ones(models, tmp_path):
-    config = {"rewards": [
-        {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": path(PromptLength)}},
-        {"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu"},
-    ]}
+    config = {
+        "rewards": [
+            {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": path(PromptLength)}},
+            {"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu"},
+        ]
+    }
     histories = {}
     for concurrent in (False, True):
         funcs, weights = trl_reward_funcs(config, group_by="prompt", concurrent=concurrent)
@@ -174,8 +211,9 @@ def test_concurrent_functions_log_the_numbers_of_the_plain_ones(models, tmp_path
         trainer = _trainer(models, funcs, tmp_path / str(concurrent))
         trainer.args.reward_weights = weights
         trainer.train()
-        histories[concurrent] = [{k: v for k, v in entry.items() if not _is_timing(k)}
-                                 for entry in trainer.state.log_history]
+        histories[concurrent] = [
+            {k: v for k, v in entry.items() if not _is_timing(k)} for entry in trainer.state.log_history
+        ]
     assert histories[True] == histories[False]
     keys = {k for entry in histories[True] for k in entry}
     assert {"reward", "rewards/rank/mean", "rewards/rm/mean"} <= keys, keys
@@ -206,16 +244,19 @@ def test_a_monitor_fed_by_trls_real_training_steps(models, tmp_path):
 
     from rewardzoo import RewardMonitor
 
-    config = {"rewards": [
-        {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": path(PromptLength)}, "weight": 0.5},
-        {"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu"},
-    ]}
+    config = {
+        "rewards": [
+            {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": path(PromptLength)}, "weight": 0.5},
+            {"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu"},
+        ]
+    }
     log = tmp_path / "monitor.jsonl"
     monitor = RewardMonitor(config, settings={"log": str(log)})
     calls = []
     funcs, weights = trl_reward_funcs(config, group_by="prompt", monitor=monitor)
-    trainer = _trainer(models, [_spy(f, calls, lambda kwargs: kwargs["trainer_state"].global_step) for f in funcs],
-                       tmp_path)
+    trainer = _trainer(
+        models, [_spy(f, calls, lambda kwargs: kwargs["trainer_state"].global_step) for f in funcs], tmp_path
+    )
     trainer.args.reward_weights = weights
     trainer.train()
     monitor.close()
@@ -232,8 +273,9 @@ def test_a_monitor_fed_by_trls_real_training_steps(models, tmp_path):
         assert m["train/total/mean"] == pytest.approx(np.mean(total.astype(np.float64)), rel=1e-6)
         assert m["train/rank/group_std"] == pytest.approx(np.mean(np.std(rank.astype(np.float64).reshape(-1, 2), 1)))
     logged = [entry for entry in trainer.state.log_history if "monitor/train/rank/mean" in entry]
-    assert [entry["monitor/train/rank/mean"] for entry in logged] == \
-        pytest.approx([line["metrics"]["train/rank/mean"] for line in lines])
+    assert [entry["monitor/train/rank/mean"] for entry in logged] == pytest.approx(
+        [line["metrics"]["train/rank/mean"] for line in lines]
+    )
 
 
 def test_an_offloaded_reward_sleeps_between_grpo_steps_and_scores_as_a_resident_one(models, tmp_path):

@@ -18,9 +18,13 @@ from rewardzoo.spec.sample import Sample
 
 from .trainer_envs import run_in, verl_python
 
-SAMPLES = [("what is the answer", "the answer is yes", 0), ("what is the answer", "no", 0),
-           ("how fast", "the cat ran fast because so", 1), ("how fast", "slow", 1),
-           ("why", "because the dog sat on the mat", 2)]
+SAMPLES = [
+    ("what is the answer", "the answer is yes", 0),
+    ("what is the answer", "no", 0),
+    ("how fast", "the cat ran fast because so", 1),
+    ("how fast", "slow", 1),
+    ("why", "because the dog sat on the mat", 2),
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,17 +40,33 @@ def models(tmp_path_factory):
 
 
 def entries(models):
-    return [{"name": "words", "reward_model": "tests.integrations.per_sample_rewards:Words", "batch_size": 4,
-             "kwargs": {"fail_on": "question"}},  # a word of the tiny tokenizer
-            {"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu",
-             "weight": 0.5}]
+    return [
+        {
+            "name": "words",
+            "reward_model": "tests.integrations.per_sample_rewards:Words",
+            "batch_size": 4,
+            "kwargs": {"fail_on": "question"},
+        },  # a word of the tiny tokenizer
+        {
+            "name": "rm",
+            "reward_model": "sequence_reward",
+            "model_path": models["gpt2_cls"],
+            "device": "cpu",
+            "weight": 0.5,
+        },
+    ]
 
 
 def job(models, mode, samples=SAMPLES, **kwargs):
-    return {"tokenizer": models["gpt2_cls"], "mode": mode,
-            "reward_kwargs": {"rewards": entries(models), "max_wait_ms": 50, **kwargs},
-            "samples": [{"prompt": p, "response": r, "data_source": "qa", "extra_info": {"prompt": p, "index": i}}
-                        for p, r, i in samples]}
+    return {
+        "tokenizer": models["gpt2_cls"],
+        "mode": mode,
+        "reward_kwargs": {"rewards": entries(models), "max_wait_ms": 50, **kwargs},
+        "samples": [
+            {"prompt": p, "response": r, "data_source": "qa", "extra_info": {"prompt": p, "index": i}}
+            for p, r, i in samples
+        ],
+    }
 
 
 def expected(models):
@@ -62,8 +82,9 @@ def test_reward_loop_worker_scores_as_the_processor(python, models):
     np.testing.assert_allclose([o["reward_score"] for o in got], want.total, atol=1e-5, rtol=0)
     for name in ("words", "rm"):
         np.testing.assert_allclose([o["reward_extra_info"][name] for o in got], want.rewards[name], atol=1e-5, rtol=0)
-    np.testing.assert_array_equal([o["reward_extra_info"]["words"] for o in got],
-                                  [len(r.split()) for _, r, _ in SAMPLES])
+    np.testing.assert_array_equal(
+        [o["reward_extra_info"]["words"] for o in got], [len(r.split()) for _, r, _ in SAMPLES]
+    )
     assert np.std(want.rewards["rm"]) > 1e-4
 
 

@@ -26,11 +26,17 @@ from .trainer_envs import REPO, run_in, verl_python
 SNAPSHOT = REPO.parent / "shared" / "clients" / "verl_omni_src"
 if not (SNAPSHOT / "verl_omni" / "reward_loop").is_dir():
     SNAPSHOT = Path("/work/shared/clients/verl_omni_src")
-pytestmark = pytest.mark.skipif(not (SNAPSHOT / "verl_omni" / "reward_loop").is_dir(),
-                                reason="the verl-omni snapshot (../shared/clients/verl_omni_src) is absent")
+pytestmark = pytest.mark.skipif(
+    not (SNAPSHOT / "verl_omni" / "reward_loop").is_dir(),
+    reason="the verl-omni snapshot (../shared/clients/verl_omni_src) is absent",
+)
 
-BRIGHT = {"name": "bright", "reward_model": "tests.environments.worker_rewards:Brightness", "batch_size": 4,
-          "weight": 2.0}
+BRIGHT = {
+    "name": "bright",
+    "reward_model": "tests.environments.worker_rewards:Brightness",
+    "batch_size": 4,
+    "weight": 2.0,
+}
 JPEG = {"name": "jpeg", "reward_model": "jpeg_compressibility"}
 PROMPTS = ["a red dog", "two cats", "blue sky", "a house", "the sea"]
 
@@ -45,24 +51,34 @@ def outcome(python):
     rng = np.random.default_rng(3)
     images = rng.integers(0, 256, (len(PROMPTS), 3, 24, 32), dtype=np.uint8)
     images[1] //= 4  # darker, more compressible: scores that differ
-    out = run_in(python, "verl_omni_checks.py", {
-        "snapshot": str(SNAPSHOT), "images": images.tolist(), "prompts": PROMPTS,
-        "reward_kwargs": {"rewards": [BRIGHT, JPEG], "max_wait_ms": 50},
-        "multi_kwargs": {"rewards": [JPEG]}, "needs_prompt": {"rewards": [BRIGHT]}})
+    out = run_in(
+        python,
+        "verl_omni_checks.py",
+        {
+            "snapshot": str(SNAPSHOT),
+            "images": images.tolist(),
+            "prompts": PROMPTS,
+            "reward_kwargs": {"rewards": [BRIGHT, JPEG], "max_wait_ms": 50},
+            "multi_kwargs": {"rewards": [JPEG]},
+            "needs_prompt": {"rewards": [BRIGHT]},
+        },
+    )
     return images, out
 
 
 def test_visual_reward_manager_scores_as_the_processor(outcome):
     images, out = outcome
     with RewardProcessor(load_config({"rewards": [BRIGHT, JPEG]}).rewards) as processor:
-        want = processor([Sample(image=img.transpose(1, 2, 0), prompt=p, dataset="t2i")
-                          for img, p in zip(images, PROMPTS)])
+        want = processor(
+            [Sample(image=img.transpose(1, 2, 0), prompt=p, dataset="t2i") for img, p in zip(images, PROMPTS)]
+        )
     got = out["visual"]
     np.testing.assert_allclose([o["reward_score"] for o in got], want.total, atol=1e-6, rtol=0)
     for name in ("bright", "jpeg"):
         np.testing.assert_allclose([o["reward_extra_info"][name] for o in got], want.rewards[name], atol=1e-6)
-    np.testing.assert_allclose([o["reward_extra_info"]["bright"] for o in got], images.mean(axis=(1, 2, 3)) / 255,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        [o["reward_extra_info"]["bright"] for o in got], images.mean(axis=(1, 2, 3)) / 255, atol=1e-6
+    )
 
 
 def test_jpeg_compressibility_equals_verl_omnis_own_scorer(outcome):

@@ -35,12 +35,20 @@ def load_verl_omni(snapshot: str):
 
 def config(reward_kwargs: dict, reward_functions: dict | None = None):
     pipeline = {"output_type": "image"}
-    return OmegaConf.create({
-        "actor_rollout_ref": {"rollout": {"pipeline": pipeline, "val_kwargs": {"pipeline": pipeline}}},
-        "reward": {"reward_model": {"model_path": None},
-                   "custom_reward_function": {"path": "pkg://rewardzoo.integrations.verl_omni", "name": "compute_score",
-                                              "reward_kwargs": reward_kwargs},
-                   "reward_functions": reward_functions}})
+    return OmegaConf.create(
+        {
+            "actor_rollout_ref": {"rollout": {"pipeline": pipeline, "val_kwargs": {"pipeline": pipeline}}},
+            "reward": {
+                "reward_model": {"model_path": None},
+                "custom_reward_function": {
+                    "path": "pkg://rewardzoo.integrations.verl_omni",
+                    "name": "compute_score",
+                    "reward_kwargs": reward_kwargs,
+                },
+                "reward_functions": reward_functions,
+            },
+        }
+    )
 
 
 def batch(images: np.ndarray, prompts: list):
@@ -49,9 +57,12 @@ def batch(images: np.ndarray, prompts: list):
     n = len(images)
     return DataProto.from_dict(
         tensors={"responses": torch.from_numpy(images)},
-        non_tensors={"data_source": np.array(["t2i"] * n, dtype=object),
-                     "reward_model": np.array([{"ground_truth": ""}] * n, dtype=object),
-                     "extra_info": np.array([{"prompt": p} if p is not None else {} for p in prompts], dtype=object)})
+        non_tensors={
+            "data_source": np.array(["t2i"] * n, dtype=object),
+            "reward_model": np.array([{"ground_truth": ""}] * n, dtype=object),
+            "extra_info": np.array([{"prompt": p} if p is not None else {} for p in prompts], dtype=object),
+        },
+    )
 
 
 def plain(value):
@@ -61,18 +72,28 @@ def plain(value):
 
 def run_all(manager, data):
     async def run():
-        return await asyncio.gather(*[manager.run_single(data[i:i + 1]) for i in range(len(data))],
-                                    return_exceptions=True)
+        return await asyncio.gather(
+            *[manager.run_single(data[i : i + 1]) for i in range(len(data))], return_exceptions=True
+        )
 
     outputs = manager.loop.run_until_complete(run())
     out = []
     for o in outputs:
         if isinstance(o, BaseException):
-            out.append({"error": type(o).__name__, "message": str(o),
-                        "cause": type(o.__cause__).__name__ if o.__cause__ else None})
+            out.append(
+                {
+                    "error": type(o).__name__,
+                    "message": str(o),
+                    "cause": type(o.__cause__).__name__ if o.__cause__ else None,
+                }
+            )
         else:
-            out.append({"reward_score": plain(o["reward_score"]),
-                        "reward_extra_info": {k: plain(v) for k, v in o["reward_extra_info"].items()}})
+            out.append(
+                {
+                    "reward_score": plain(o["reward_score"]),
+                    "reward_extra_info": {k: plain(v) for k, v in o["reward_extra_info"].items()},
+                }
+            )
     return out
 
 
@@ -85,16 +106,34 @@ def main() -> None:
     data = batch(images, job["prompts"])
     cfg = config(job["reward_kwargs"])
     visual = visual_cls(cfg, None, get_custom_reward_fn(cfg))  # verl's own loading, reward_kwargs merged
-    functions = {"ours": {"path": "pkg://rewardzoo.integrations.verl_omni", "name": "compute_score", "weight": 1.0,
-                          "required": True, **job["multi_kwargs"]},
-                 "theirs": {"path": str(Path(job["snapshot"]) / "verl_omni/utils/reward_score/jpeg_compressibility.py"),
-                            "name": "compute_score", "weight": 0.5}}
+    functions = {
+        "ours": {
+            "path": "pkg://rewardzoo.integrations.verl_omni",
+            "name": "compute_score",
+            "weight": 1.0,
+            "required": True,
+            **job["multi_kwargs"],
+        },
+        "theirs": {
+            "path": str(Path(job["snapshot"]) / "verl_omni/utils/reward_score/jpeg_compressibility.py"),
+            "name": "compute_score",
+            "weight": 0.5,
+        },
+    }
     multi = multi_cls(config({}, functions), None, None)
     missing = batch(images[:1], [None])
-    print(json.dumps({"visual": run_all(visual, data), "multi": run_all(multi, data),
-                      "visual_missing_prompt": run_all(visual, missing),
-                      "multi_missing_prompt": run_all(multi_cls(config({}, {"ours": {
-                          **functions["ours"], **job["needs_prompt"]}}), None, None), missing)}))
+    print(
+        json.dumps(
+            {
+                "visual": run_all(visual, data),
+                "multi": run_all(multi, data),
+                "visual_missing_prompt": run_all(visual, missing),
+                "multi_missing_prompt": run_all(
+                    multi_cls(config({}, {"ours": {**functions["ours"], **job["needs_prompt"]}}), None, None), missing
+                ),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -78,7 +78,6 @@ class Broken(PointwiseReward):
         raise AssertionError(self.mode)
 
 
-
 def path(cls: type) -> str:
     """The Python path of a test reward, as a config names it."""
     return f"{cls.__module__}:{cls.__name__}"
@@ -172,8 +171,7 @@ class Tripwire(PointwiseReward):
 
     inputs = Inputs(("prompt",))
 
-    def __init__(self, model_path=None, device="cpu", dtype="float32", log: str = "", armed: str = "",
-                 trip: str = ""):
+    def __init__(self, model_path=None, device="cpu", dtype="float32", log: str = "", armed: str = "", trip: str = ""):
         super().__init__(model_path, device, dtype)
         self.log, self.armed, self.trip = log, armed, trip
 

@@ -15,11 +15,15 @@ from .rewards import MetadataValue, path
 
 def _result(values_a, values_b, groups, *, datasets=None, weights=(1.0, 0.5), gated=None):
     """Two metadata-valued rewards 'a' and 'b'; ``gated``: b applies only to dataset 'x'."""
-    specs = [{"name": "a", "reward_model": path(MetadataValue), "weight": weights[0]},
-             {"name": "b", "reward_model": path(_BValue), "weight": weights[1], "applicable_datasets": gated}]
+    specs = [
+        {"name": "a", "reward_model": path(MetadataValue), "weight": weights[0]},
+        {"name": "b", "reward_model": path(_BValue), "weight": weights[1], "applicable_datasets": gated},
+    ]
     datasets = datasets or [None] * len(groups)
-    samples = [Sample(metadata={"value": a, "b": b}, group_id=g, dataset=d)
-               for a, b, g, d in zip(values_a, values_b, groups, datasets)]
+    samples = [
+        Sample(metadata={"value": a, "b": b}, group_id=g, dataset=d)
+        for a, b, g, d in zip(values_a, values_b, groups, datasets)
+    ]
     return RewardProcessor(specs)(samples)
 
 
@@ -86,10 +90,16 @@ def test_gdpo_mode_equals_flow_factorys_advantage_processor():
     groups = [0, 0, 0, 1, 1, 1, 2, 2]
     a, b = A + [5.0], B + [4.0]
     res = _result(a, b, groups)
-    processor = advantage.AdvantageProcessor(Accelerator(cpu=True), reward_weights={"a": 1.0, "b": 0.5},
-                                             group_size=3, sampler_type="group_contiguous", verbose=False)
-    theirs = processor.compute_gdpo([Sampled(g) for g in groups],
-                                    {"a": torch.tensor(a), "b": torch.tensor(b)}, store_to_samples=False)
+    processor = advantage.AdvantageProcessor(
+        Accelerator(cpu=True),
+        reward_weights={"a": 1.0, "b": 0.5},
+        group_size=3,
+        sampler_type="group_contiguous",
+        verbose=False,
+    )
+    theirs = processor.compute_gdpo(
+        [Sampled(g) for g in groups], {"a": torch.tensor(a), "b": torch.tensor(b)}, store_to_samples=False
+    )
     np.testing.assert_allclose(res.advantages("gdpo"), theirs.numpy(), rtol=1e-5, atol=1e-5)
 
 
@@ -121,8 +131,15 @@ def test_an_unscored_sample_gets_zero_and_is_left_out():
 
 
 def test_the_config_sets_the_default_mode_and_groups_are_required():
-    cfg = load_config({"rewards": [{"name": "a", "reward_model": path(MetadataValue)},
-                                   {"name": "b", "reward_model": path(_BValue), "weight": 0.5}], "advantage": "gdpo"})
+    cfg = load_config(
+        {
+            "rewards": [
+                {"name": "a", "reward_model": path(MetadataValue)},
+                {"name": "b", "reward_model": path(_BValue), "weight": 0.5},
+            ],
+            "advantage": "gdpo",
+        }
+    )
     train, _ = build_processors(cfg)
     res = train([Sample(metadata={"value": a, "b": b}, group_id=g) for a, b, g in zip(A, B, G)])
     np.testing.assert_array_equal(res.advantages(), res.advantages("gdpo"))

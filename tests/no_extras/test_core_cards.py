@@ -54,7 +54,7 @@ def test_class_agrees_with_the_card_and_does_not_restate_it(name):
     cls = resolve(name)
     assert isinstance(cls, type) and issubclass(cls, Reward)
     assert cls.kind == info.kind
-    for klass in cls.__mro__[:cls.__mro__.index(Reward)]:
+    for klass in cls.__mro__[: cls.__mro__.index(Reward)]:
         restated = [fact for fact in CARD_FACTS if fact in vars(klass)]
         assert not restated, f"{klass.__qualname__} restates {restated}, which its model card states"
     assert isinstance(cls.inputs, Inputs) and isinstance(cls.thread_safe, bool)
@@ -73,8 +73,9 @@ def test_prompt_conditioned_agrees_with_the_fields_the_class_reads(name):
     if info.prompt_conditioned is None:
         assert fields <= {"group_id"} or info.kind == "per-instance"
     else:
-        assert info.prompt_conditioned == bool(fields & ({"prompt", "metadata"} if name in ("geneval", "tifa_vqa")
-                                                           else {"prompt"}))
+        assert info.prompt_conditioned == bool(
+            fields & ({"prompt", "metadata"} if name in ("geneval", "tifa_vqa") else {"prompt"})
+        )
 
 
 def test_demo_config_covers_every_reward_that_needs_no_download():
@@ -87,8 +88,12 @@ def test_a_card_with_a_bad_front_matter_is_refused_with_its_file_and_key(tmp_pat
     from rewardzoo.errors import RegistryError
 
     meta, _ = read_card("loudness")
-    for key, value, match in (("score_range", [1, 0], "low < high"), ("kind", "pairwise", "kind"),
-                              ("higher_is_better", "yes", "higher_is_better"), ("implementation", "x.y", "module:Class")):
+    for key, value, match in (
+        ("score_range", [1, 0], "low < high"),
+        ("kind", "pairwise", "kind"),
+        ("higher_is_better", "yes", "higher_is_better"),
+        ("implementation", "x.y", "module:Class"),
+    ):
         with pytest.raises(RegistryError, match=match) as exc:
             info_from_card({**meta, key: value}, tmp_path / "card.md")
         assert "card.md" in str(exc.value)

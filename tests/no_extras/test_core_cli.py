@@ -30,14 +30,23 @@ def manifest(tmp_path):
     for i in range(7):
         img = (rng.random((20 + i, 24, 3)) ** (i + 1) * 255).astype(np.uint8)
         Image.fromarray(img).save(media / f"{i}.png")
-        lines.append({"image": f"media/{i}.png", "prompt": f"p{i}", "dataset": "a" if i % 3 else "b",
-                      "group_id": i % 2, "metadata": {"i": i}})
+        lines.append(
+            {
+                "image": f"media/{i}.png",
+                "prompt": f"p{i}",
+                "dataset": "a" if i % 3 else "b",
+                "group_id": i % 2,
+                "metadata": {"i": i},
+            }
+        )
     path = tmp_path / "samples.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines[:4]) + "\n\n" + "\n".join(json.dumps(x) for x in lines[4:]))
     config = tmp_path / "cfg.yaml"
-    config.write_text("rewards:\n  - name: small\n    reward_model: jpeg_compressibility\n    batch_size: 3\n"
-                      "    applicable_datasets: [a]\n    weight: 2\n  - name: rank\n    reward_model: group_rank\n"
-                      "    kwargs: {base: jpeg_incompressibility}\n")
+    config.write_text(
+        "rewards:\n  - name: small\n    reward_model: jpeg_compressibility\n    batch_size: 3\n"
+        "    applicable_datasets: [a]\n    weight: 2\n  - name: rank\n    reward_model: group_rank\n"
+        "    kwargs: {base: jpeg_incompressibility}\n"
+    )
     return tmp_path, path, config, media
 
 
@@ -60,8 +69,9 @@ def test_score_end_to_end(manifest, capsys):
         ranks = [records[i]["rewards"]["rank"] for i in members]
         np.testing.assert_allclose(ranks, order / (len(members) - 1), atol=1e-6)
     total = [r["total"] for r in records]
-    np.testing.assert_allclose(total, [2 * (r["rewards"]["small"] or 0) + r["rewards"]["rank"] for r in records],
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        total, [2 * (r["rewards"]["small"] or 0) + r["rewards"]["rank"] for r in records], rtol=1e-5
+    )
 
 
 def test_score_bad_input_names_line_field_and_reward_and_writes_nothing(manifest, capsys):

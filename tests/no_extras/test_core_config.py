@@ -16,7 +16,8 @@ from rewardzoo.spec.config import RewardSpec, json_schema
 
 def test_yaml_file_with_eval_fallback_and_defaults(tmp_path):
     cfg_file = tmp_path / "r.yaml"
-    cfg_file.write_text(textwrap.dedent("""
+    cfg_file.write_text(
+        textwrap.dedent("""
         rewards:
           - jpeg_compressibility
           - name: detail
@@ -29,45 +30,56 @@ def test_yaml_file_with_eval_fallback_and_defaults(tmp_path):
             async_reward: true
             num_workers: 2
             kwargs: {quality: 90}
-    """))
+    """)
+    )
     cfg = load_config(cfg_file)
     assert cfg.eval_rewards == cfg.rewards
     first, second = cfg.rewards
     assert first == RewardSpec(name="jpeg_compressibility", reward_model="jpeg_compressibility")
-    assert (second.dtype, second.device, second.batch_size, second.applicable_datasets) == ("bfloat16", "cpu", 4, ("t2i",))
+    assert (second.dtype, second.device, second.batch_size, second.applicable_datasets) == (
+        "bfloat16",
+        "cpu",
+        4,
+        ("t2i",),
+    )
     assert second.weight == {"t2i": 2.0} and second.weight_for("t2i") == 2.0 and second.weight_for("x") == 0.0
     assert second.async_reward and second.num_workers == 2 and second.kwargs == {"quality": 90}
 
 
 def test_eval_rewards_are_independent():
-    cfg = load_config({"rewards": ["jpeg_compressibility"], "eval_rewards": [{"name": "e", "reward_model": "jpeg_incompressibility"}]})
+    cfg = load_config(
+        {"rewards": ["jpeg_compressibility"], "eval_rewards": [{"name": "e", "reward_model": "jpeg_incompressibility"}]}
+    )
     assert [s.name for s in cfg.specs("train")] == ["jpeg_compressibility"]
     assert [s.name for s in cfg.specs("eval")] == ["e"]
 
 
-@pytest.mark.parametrize("entry, field, message", [
-    ({"name": "a", "batch_sise": 4}, "batch_sise", "did you mean 'batch_size'"),
-    ({"name": "a", "batch_size": 0}, "batch_size", "positive integer"),
-    ({"name": "a", "batch_size": -3}, "batch_size", "positive integer"),
-    ({"name": "a", "batch_size": 2.5}, "batch_size", "positive integer"),
-    ({"name": "a", "num_workers": 0}, "num_workers", "positive integer"),
-    ({"name": "a", "dtype": "float8"}, "dtype", "unknown dtype 'float8'"),
-    ({"name": "a", "device": "gpu"}, "device", "unknown device 'gpu'"),
-    ({"name": "a", "device": "cuda:x"}, "device", "unknown device"),
-    ({"name": "a", "weight": "high"}, "weight", "finite number"),
-    ({"name": "a", "weight": float("nan")}, "weight", "finite number"),
-    ({"name": "a", "weight": {"t2i": 1}, "applicable_datasets": ["edit"]}, "weight", "not in applicable_datasets"),
-    ({"name": "a", "weight": {"t2i": "x"}}, "weight", "finite numbers"),
-    ({"name": "a", "applicable_datasets": []}, "applicable_datasets", "non-empty list"),
-    ({"name": "a", "applicable_datasets": [1]}, "applicable_datasets", "non-empty list"),
-    ({"name": "a", "async_reward": "yes"}, "async_reward", "true or false"),
-    ({"name": "a", "kwargs": [1]}, "kwargs", "mapping"),
-    ({"name": "a", "kwargs": []}, "kwargs", "mapping"),  # falsy non-mappings are errors too, not {}
-    ({"name": "a", "kwargs": ""}, "kwargs", "mapping"),
-    ({"name": "a", "model_path": 3}, "model_path", "string"),
-    ({"name": ""}, "name", "non-empty string"),
-    ({"reward_model": "x"}, "name", "non-empty string"),
-])
+@pytest.mark.parametrize(
+    "entry, field, message",
+    [
+        ({"name": "a", "batch_sise": 4}, "batch_sise", "did you mean 'batch_size'"),
+        ({"name": "a", "batch_size": 0}, "batch_size", "positive integer"),
+        ({"name": "a", "batch_size": -3}, "batch_size", "positive integer"),
+        ({"name": "a", "batch_size": 2.5}, "batch_size", "positive integer"),
+        ({"name": "a", "num_workers": 0}, "num_workers", "positive integer"),
+        ({"name": "a", "dtype": "float8"}, "dtype", "unknown dtype 'float8'"),
+        ({"name": "a", "device": "gpu"}, "device", "unknown device 'gpu'"),
+        ({"name": "a", "device": "cuda:x"}, "device", "unknown device"),
+        ({"name": "a", "weight": "high"}, "weight", "finite number"),
+        ({"name": "a", "weight": float("nan")}, "weight", "finite number"),
+        ({"name": "a", "weight": {"t2i": 1}, "applicable_datasets": ["edit"]}, "weight", "not in applicable_datasets"),
+        ({"name": "a", "weight": {"t2i": "x"}}, "weight", "finite numbers"),
+        ({"name": "a", "applicable_datasets": []}, "applicable_datasets", "non-empty list"),
+        ({"name": "a", "applicable_datasets": [1]}, "applicable_datasets", "non-empty list"),
+        ({"name": "a", "async_reward": "yes"}, "async_reward", "true or false"),
+        ({"name": "a", "kwargs": [1]}, "kwargs", "mapping"),
+        ({"name": "a", "kwargs": []}, "kwargs", "mapping"),  # falsy non-mappings are errors too, not {}
+        ({"name": "a", "kwargs": ""}, "kwargs", "mapping"),
+        ({"name": "a", "model_path": 3}, "model_path", "string"),
+        ({"name": ""}, "name", "non-empty string"),
+        ({"reward_model": "x"}, "name", "non-empty string"),
+    ],
+)
 def test_invalid_entries(entry, field, message):
     with pytest.raises(ConfigError, match=message) as info:
         parse_spec(entry)
@@ -111,7 +123,11 @@ def test_schema_accepts_every_shipped_config_and_rejects_bad_ones():
     for path in configs:
         validator.validate(yaml.safe_load(path.read_text()))
         load_config(path)  # and our own parser agrees
-    for bad in ({"rewards": [{"name": "a", "batch_size": 0}]}, {"rewards": [{"name": "a", "bogus": 1}]},
-                {"rewardz": []}, {"rewards": [{"name": "a", "device": "gpu"}]}):
+    for bad in (
+        {"rewards": [{"name": "a", "batch_size": 0}]},
+        {"rewards": [{"name": "a", "bogus": 1}]},
+        {"rewardz": []},
+        {"rewards": [{"name": "a", "device": "gpu"}]},
+    ):
         assert not validator.is_valid(bad), bad
     json.dumps(schema)

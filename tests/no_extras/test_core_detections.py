@@ -49,16 +49,19 @@ def test_empty():
     assert Detections((), [], [], (8, 4)).boxes.shape == (0, 4)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(scores=SCORES[:2]), "scores must have shape"),
-    (dict(scores=np.array([0.1, 1.5, 0.2])), r"in \[0, 1\]"),
-    (dict(scores=np.array([0.1, np.nan, 0.2])), "finite"),
-    (dict(boxes=BOXES[:, :3]), "boxes must have shape"),
-    (dict(masks=MASKS[:, :, :4]), "masks must have shape"),
-    (dict(masks=MASKS.astype(np.uint8)), "boolean"),
-    (dict(image_size=(0, 6)), "image_size"),
-    (dict(labels=("dog", 3, "cat")), "strings"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(scores=SCORES[:2]), "scores must have shape"),
+        (dict(scores=np.array([0.1, 1.5, 0.2])), r"in \[0, 1\]"),
+        (dict(scores=np.array([0.1, np.nan, 0.2])), "finite"),
+        (dict(boxes=BOXES[:, :3]), "boxes must have shape"),
+        (dict(masks=MASKS[:, :, :4]), "masks must have shape"),
+        (dict(masks=MASKS.astype(np.uint8)), "boolean"),
+        (dict(image_size=(0, 6)), "image_size"),
+        (dict(labels=("dog", 3, "cat")), "strings"),
+    ],
+)
 def test_bad_shapes_are_named(kwargs, match):
     fields = dict(labels=LABELS, scores=SCORES, boxes=BOXES, image_size=(5, 6), masks=MASKS) | kwargs
     with pytest.raises((ValueError, TypeError), match=match):

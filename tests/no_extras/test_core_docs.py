@@ -20,11 +20,14 @@ CARDS = {p.stem for p in (ROOT / "rewardzoo" / "model_cards").glob("*.md")}
 
 
 def test_generated_docs_are_up_to_date():
-    proc = subprocess.run([sys.executable, "scripts/build_docs.py", "--check"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "scripts/build_docs.py", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, (
-        "generated docs are out of date; run `python scripts/build_docs.py`\n" + proc.stdout[-4000:]
-        + proc.stderr[-4000:])
+        "generated docs are out of date; run `python scripts/build_docs.py`\n"
+        + proc.stdout[-4000:]
+        + proc.stderr[-4000:]
+    )
 
 
 def _figures():
@@ -87,6 +90,11 @@ def test_the_quick_start_is_two_commands_and_ci_runs_the_second():
     commands = [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
     assert commands == ["exec scripts/test"], "CI runs the README's test command and nothing else"
     # scripts/test step 3 runs the first command, read from the README the same way
-    printed = subprocess.run(["bash", str(ROOT / "scripts" / "test"), "--print-quickstart"], capture_output=True,
-                             text=True, timeout=30, check=True).stdout.strip()
+    printed = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "test"), "--print-quickstart"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout.strip()
     assert printed == demo

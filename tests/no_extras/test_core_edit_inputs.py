@@ -41,15 +41,21 @@ def test_a_gray_level_mask_is_thresholded_at_half_and_a_bool_array_is_a_mask():
     np.testing.assert_array_equal(edit_inputs([[SOURCE, MASK > 0]])[0].mask, MASK > 0)
 
 
-@pytest.mark.parametrize("conds, words", [
-    (None, "source image as condition_images[0]"),
-    ([], "source image as condition_images[0]"),
-    ([None], "source image as condition_images[0]"),
-    ([SOURCE, MASK, MASK], "[source] or [source, mask], got 3"),
-    ([SOURCE, MASK[:, :10]], "mask (condition_images[1]) is 10x12, the source image (condition_images[0]) is 20x12"),
-    ([SOURCE, SOURCE], "must be grayscale"),
-    ([SOURCE, np.zeros((12, 20, 2))], "edit mask (condition_images[1]): image array of shape"),
-])
+@pytest.mark.parametrize(
+    "conds, words",
+    [
+        (None, "source image as condition_images[0]"),
+        ([], "source image as condition_images[0]"),
+        ([None], "source image as condition_images[0]"),
+        ([SOURCE, MASK, MASK], "[source] or [source, mask], got 3"),
+        (
+            [SOURCE, MASK[:, :10]],
+            "mask (condition_images[1]) is 10x12, the source image (condition_images[0]) is 20x12",
+        ),
+        ([SOURCE, SOURCE], "must be grayscale"),
+        ([SOURCE, np.zeros((12, 20, 2))], "edit mask (condition_images[1]): image array of shape"),
+    ],
+)
 def test_bad_edit_inputs_name_the_field_and_the_sample(conds, words):
     with pytest.raises(InputError) as info:
         edit_inputs([[SOURCE], conds])

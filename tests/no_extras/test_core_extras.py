@@ -63,8 +63,11 @@ def test_installed_metadata_gives_what_the_checkout_pyproject_gives(monkeypatch,
     for extra, specs in DECLARED.items():
         for spec in specs:
             req, _, marker = spec.partition(";")
-            lines.append(f'{req.strip()}; ({marker.strip()}) and extra == "{extra}"' if marker
-                         else f'{req.strip()}; extra == "{extra}"')
+            lines.append(
+                f'{req.strip()}; ({marker.strip()}) and extra == "{extra}"'
+                if marker
+                else f'{req.strip()}; extra == "{extra}"'
+            )
     want_modules, want_reqs = extra_modules(), requirements()
     monkeypatch.setattr(extras, "_PYPROJECT", tmp_path / "pyproject.toml")
     monkeypatch.setattr("importlib.metadata.requires", lambda name: lines if name == "rewardzoo" else None)

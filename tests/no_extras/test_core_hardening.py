@@ -75,8 +75,10 @@ def test_out_that_is_the_manifest_or_the_config_is_refused_and_nothing_changes(t
     assert (manifest.read_bytes(), config.read_bytes()) == before
 
 
-@pytest.mark.parametrize("where, message", [("dir", "is a directory"), ("below_file", "is a file, not a folder"),
-                                            ("proc", "cannot be written")])
+@pytest.mark.parametrize(
+    "where, message",
+    [("dir", "is a directory"), ("below_file", "is a file, not a folder"), ("proc", "cannot be written")],
+)
 def test_out_that_cannot_be_written_is_refused_before_any_scoring(tmp_path, where, message):
     manifest = _write_manifest(tmp_path, [{"prompt": "abc"}, {"prompt": "de"}])
     config = _config(tmp_path, [{"name": "len", "reward_model": path(PromptLength)}])
@@ -105,8 +107,11 @@ def _snapshot(samples):
 
 def test_a_reward_that_writes_over_its_inputs_changes_no_other_score_and_no_caller_data():
     rng = np.random.default_rng(7)
-    others = [{"name": "pixel", "reward_model": path(MeanPixel)}, {"name": "peak", "reward_model": path(PeakAmplitude)},
-              {"name": "jpeg", "reward_model": "jpeg_incompressibility"}]
+    others = [
+        {"name": "pixel", "reward_model": path(MeanPixel)},
+        {"name": "peak", "reward_model": path(PeakAmplitude)},
+        {"name": "jpeg", "reward_model": "jpeg_incompressibility"},
+    ]
     alone = RewardProcessor(others)
     with_mutator = RewardProcessor([{"name": "mutator", "reward_model": path(Mutator), "batch_size": 3}, *others])
     for _ in range(200):  # 200 random mixes of 1-8 samples
@@ -129,6 +134,7 @@ def test_numpy_inputs_arrive_read_only_and_a_write_names_the_reward_and_samples(
             return [0.0] * len(audio)
 
     import tests.no_extras.rewards as mod
+
     mod.Zeroing = Zeroing
     try:
         audio = np.full((1, 100), 0.5, np.float32)
@@ -153,6 +159,7 @@ def test_tensor_inputs_are_copies():
             return [0.0] * len(image)
 
     import tests.no_extras.rewards as mod
+
     mod.TensorZeroing = TensorZeroing
     try:
         t = torch.full((3, 4, 4), 0.5)
@@ -168,8 +175,9 @@ def _run_bounded(code: str, tmp_path) -> subprocess.CompletedProcess:
     script.write_text(textwrap.dedent(code))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=SUBPROCESS_LIMIT,
-                          env=env, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=SUBPROCESS_LIMIT, env=env, cwd=tmp_path
+    )
 
 
 @pytest.mark.parametrize("field", ["image", "audio"])
@@ -179,19 +187,23 @@ def test_a_named_pipe_as_a_media_path_is_refused_not_read(tmp_path, field):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     reward = "jpeg_incompressibility" if field == "image" else "tests.no_extras.rewards:PeakAmplitude"
-    out = _run_bounded(f"""
+    out = _run_bounded(
+        f"""
         from rewardzoo import RewardProcessor, Sample
         from rewardzoo.errors import InputError
         try:
             RewardProcessor([{{"name": "r", "reward_model": "{reward}"}}])([Sample({field}={str(fifo)!r})])
         except InputError as exc:
             print("REFUSED", exc)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert "REFUSED" in out.stdout and "named pipe" in out.stdout and f"field '{field}'" in out.stdout, out.stderr
 
 
 def test_a_timed_out_call_does_not_keep_the_process_alive(tmp_path):
-    out = _run_bounded("""
+    out = _run_bounded(
+        """
         import threading, time
         from rewardzoo import RewardProcessor, Sample
         from rewardzoo.errors import RewardTimeoutError
@@ -213,16 +225,24 @@ def test_a_timed_out_call_does_not_keep_the_process_alive(tmp_path):
             print("TIMED OUT")
         runner.close()
         start = time.monotonic()
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert out.returncode == 0 and "TIMED OUT" in out.stdout, out.stderr
 
 
-@pytest.mark.parametrize("yaml_text, match", [
-    ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdef", "bcdefg"))
-     + "rewards:\n  - name: jpeg_compressibility\n    kwargs: {junk: *g}\n", "more than 100000 values"),
-    ("rewards: &r\n  - name: x\n    kwargs: {k: *r}\n", "recursive anchor"),
-])
+@pytest.mark.parametrize(
+    "yaml_text, match",
+    [
+        (
+            "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdef", "bcdefg"))
+            + "rewards:\n  - name: jpeg_compressibility\n    kwargs: {junk: *g}\n",
+            "more than 100000 values",
+        ),
+        ("rewards: &r\n  - name: x\n    kwargs: {k: *r}\n", "recursive anchor"),
+    ],
+)
 def test_exploding_or_recursive_yaml_is_refused_before_any_work(tmp_path, yaml_text, match):
     config = tmp_path / "bad.yaml"
     config.write_text(yaml_text)
@@ -235,31 +255,45 @@ def test_exploding_or_recursive_yaml_is_refused_before_any_work(tmp_path, yaml_t
 DEEP = 20_000  # levels: a 40 KB file
 
 
-@pytest.mark.parametrize("yaml_text", [
-    "rewards: " + "[" * DEEP + "]" * DEEP + "\n",  # past PyYAML's recursion: it used to be a RecursionError
-    "rewards:\n  - name: loudness\n    kwargs: {k: " + "{a: " * 150 + "1" + "}" * 150 + "}\n",  # parses, too deep
-])
+@pytest.mark.parametrize(
+    "yaml_text",
+    [
+        "rewards: " + "[" * DEEP + "]" * DEEP + "\n",  # past PyYAML's recursion: it used to be a RecursionError
+        "rewards:\n  - name: loudness\n    kwargs: {k: " + "{a: " * 150 + "1" + "}" * 150 + "}\n",  # parses, too deep
+    ],
+)
 @pytest.mark.parametrize("command", ["lint", "score"])
 def test_deeply_nested_yaml_does_not_parse_exit_2_one_line(tmp_path, capsys, yaml_text, command):
     config = tmp_path / "deep.yaml"
     config.write_text(yaml_text)
     manifest = _write_manifest(tmp_path, [{"prompt": "a"}])
-    args = [command, str(config)] + (["-i", str(manifest), "-o", str(tmp_path / "o.jsonl")] if command == "score" else [])
+    args = [command, str(config)] + (
+        ["-i", str(manifest), "-o", str(tmp_path / "o.jsonl")] if command == "score" else []
+    )
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "deep.yaml' does not parse: its YAML nests deeper than 100 levels" in err
     assert not (tmp_path / "o.jsonl").exists()
 
 
-@pytest.mark.parametrize("content", ["{\"prompt\": " + "[" * 100_000 + "]" * 100_000 + "}",
-                                     "[" * 100_000 + "]" * 100_000])
+@pytest.mark.parametrize(
+    "content", ['{"prompt": ' + "[" * 100_000 + "]" * 100_000 + "}", "[" * 100_000 + "]" * 100_000]
+)
 def test_a_deeply_nested_manifest_line_is_the_line_n_error(tmp_path, content):
     manifest = tmp_path / "m.jsonl"
     manifest.write_text(json.dumps({"prompt": "a"}) + "\n" + content + "\n")
-    code, err = _score(_config(tmp_path, [{"name": "prompt_len", "reward_model": path(PromptLength)}]), "-i",
-                       manifest, "-o", tmp_path / "o.jsonl")
-    assert code == 2 and err.strip() == "rewardzoo: error: line 2: not a JSON object line: its JSON nests " \
-                                        "deeper than the parser allows"
+    code, err = _score(
+        _config(tmp_path, [{"name": "prompt_len", "reward_model": path(PromptLength)}]),
+        "-i",
+        manifest,
+        "-o",
+        tmp_path / "o.jsonl",
+    )
+    assert (
+        code == 2
+        and err.strip()
+        == "rewardzoo: error: line 2: not a JSON object line: its JSON nests deeper than the parser allows"
+    )
 
 
 def test_shared_containers_in_python_kwargs_are_bounded_too():
@@ -283,7 +317,12 @@ def test_limits_are_checked_before_the_call_and_name_the_limit_and_the_sample(tm
     entry = {"name": "peak", "reward_model": path(PeakAmplitude), "limits": {"seconds": 2}}
     proc = RewardProcessor([entry])
     with pytest.raises(InputError, match=r"sample 1, field 'audio', reward 'peak'.*3\.0 s.*limit of 2 s") as info:
-        proc([Sample(audio=np.zeros((1, 100), np.float32), audio_sample_rate=8000), Sample(audio=str(tmp_path / "long.wav"))])
+        proc(
+            [
+                Sample(audio=np.zeros((1, 100), np.float32), audio_sample_rate=8000),
+                Sample(audio=str(tmp_path / "long.wav")),
+            ]
+        )
     assert "limits: {seconds" in str(info.value)
     pixel = RewardProcessor([{"name": "pixel", "reward_model": path(MeanPixel), "limits": {"pixels": 100}}])
     with pytest.raises(InputError, match=r"sample 0, field 'image'.*20x20 = 400 pixels.*limit of 100"):
@@ -297,14 +336,20 @@ def test_video_frame_limit(tmp_path):
     from rewardzoo.shared.video import write_video
 
     write_video(tmp_path / "v.mp4", np.zeros((12, 16, 16, 3), np.uint8), fps=8)
-    proc = RewardProcessor([{"name": "flicker", "reward_model": "video_temporal_flickering",
-                             "limits": {"frames": 5}}])
+    proc = RewardProcessor([{"name": "flicker", "reward_model": "video_temporal_flickering", "limits": {"frames": 5}}])
     with pytest.raises(InputError, match=r"field 'video'.*12 frames.*limit of 5"):
         proc([Sample(video=str(tmp_path / "v.mp4"))])
 
 
-@pytest.mark.parametrize("limits, match", [({"secs": 1}, "unknown limit 'secs'"), ({"frames": 0}, "positive"),
-                                           ({"seconds": -1}, "positive"), ([1], "mapping")])
+@pytest.mark.parametrize(
+    "limits, match",
+    [
+        ({"secs": 1}, "unknown limit 'secs'"),
+        ({"frames": 0}, "positive"),
+        ({"seconds": -1}, "positive"),
+        ([1], "mapping"),
+    ],
+)
 def test_bad_limits_are_config_errors(limits, match):
     with pytest.raises(ConfigError, match=match):
         load_config({"rewards": [{"name": "loudness", "limits": limits}]})
@@ -313,8 +358,11 @@ def test_bad_limits_are_config_errors(limits, match):
 # --------------------------------------------------------------------------------------------- silent
 def test_a_weight_mapping_that_misses_the_sample_dataset_is_an_error():
     proc = RewardProcessor([{"name": "len", "reward_model": path(PromptLength), "weight": {"imgae": 1.0}}])
-    with pytest.raises(InputError, match=r"sample 0, field 'dataset', reward 'len'.*'image' has no weight.*"
-                                         r"did you mean 'imgae'"):
+    with pytest.raises(
+        InputError,
+        match=r"sample 0, field 'dataset', reward 'len'.*'image' has no weight.*"
+        r"did you mean 'imgae'",
+    ):
         proc([Sample(prompt="a", dataset="image")])
     explicit = RewardProcessor([{"name": "len", "reward_model": path(PromptLength), "weight": {"a": 1.0, "b": 0.0}}])
     assert explicit([Sample(prompt="ab", dataset="b")]).total[0] == 0.0
@@ -336,8 +384,7 @@ def test_a_manifest_dataset_that_no_reward_accepts_is_an_error_unless_allowed(tm
     assert code == 0 and "1 sample(s) match no reward" in err and "lines 2" in err
     records = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert records[1]["total"] is None and records[1]["applied"] == []
-    assert RewardProcessor(load_config(config).rewards)(
-        [Sample(prompt="a", dataset="imgae")]).unscored == [0]
+    assert RewardProcessor(load_config(config).rewards)([Sample(prompt="a", dataset="imgae")]).unscored == [0]
 
 
 def test_loudness_refuses_sample_rates_its_filters_are_not_designed_for():
@@ -416,8 +463,9 @@ def test_a_bad_score_names_the_manifest_line_not_the_position_in_the_chunk(tmp_p
 
 def test_a_raising_reward_names_the_lines_of_its_call(tmp_path):
     manifest = _write_manifest(tmp_path, [{"prompt": p} for p in "abcde"])
-    config = _config(tmp_path, [{"name": "boom", "reward_model": path(Broken), "batch_size": 2,
-                                 "kwargs": {"mode": "raise"}}])
+    config = _config(
+        tmp_path, [{"name": "boom", "reward_model": path(Broken), "batch_size": 2, "kwargs": {"mode": "raise"}}]
+    )
     code, err = _score(config, "-i", manifest, "-o", tmp_path / "o.jsonl")
     assert code != 0 and "reward 'boom': ZeroDivisionError: boom (line 1, line 2)" in err
 
@@ -434,10 +482,17 @@ def test_construction_errors_name_the_config_entry_and_option():
         RewardProcessor([{"name": "ranked", "reward_model": "group_rank", "kwargs": {"base": "pickscor"}}])
     with pytest.raises(RegistryError, match=r"entry 'typo', field 'reward_model'.*unknown reward 'lodness'"):
         RewardProcessor([{"name": "typo", "reward_model": "lodness"}])
-    with pytest.raises(ConfigError, match=r"entry 'aes_eval', field 'reward_model'.*'aesthetic' is the name of a "
-                                          r"stream in 'rewards'.*laion_aesthetic"):
-        load_config({"rewards": [{"name": "aesthetic", "reward_model": "laion_aesthetic"}],
-                     "eval_rewards": [{"name": "aes_eval", "reward_model": "aesthetic"}]})
+    with pytest.raises(
+        ConfigError,
+        match=r"entry 'aes_eval', field 'reward_model'.*'aesthetic' is the name of a "
+        r"stream in 'rewards'.*laion_aesthetic",
+    ):
+        load_config(
+            {
+                "rewards": [{"name": "aesthetic", "reward_model": "laion_aesthetic"}],
+                "eval_rewards": [{"name": "aes_eval", "reward_model": "aesthetic"}],
+            }
+        )
     with pytest.raises(ConfigError, match=r"entry 'jpeg', field 'kwargs.scale'.*'big'"):
         RewardProcessor([{"name": "jpeg", "reward_model": "jpeg_compressibility", "kwargs": {"scale": "big"}}])
 
@@ -456,7 +511,9 @@ def test_a_cpu_only_base_under_a_wrapper_on_cuda_stays_on_the_cpu(monkeypatch):
     # pretend this machine has a GPU: auto resolves to cuda:0 and cuda:0 exists
     monkeypatch.setattr(rewardzoo.core.loader, "resolve_device", lambda d: "cuda:0" if d in ("auto", "cuda") else d)
     monkeypatch.setattr(rewardzoo.core.loader, "check_device", lambda d: d)
-    proc = RewardProcessor([{"name": "rank", "reward_model": "group_rank", "kwargs": {"base": "jpeg_incompressibility"}}])
+    proc = RewardProcessor(
+        [{"name": "rank", "reward_model": "group_rank", "kwargs": {"base": "jpeg_incompressibility"}}]
+    )
     assert proc.rewards["rank"].device == "cuda:0" and proc.rewards["rank"].base.device == "cpu"
 
 
@@ -466,8 +523,17 @@ def test_a_cpu_only_base_under_a_wrapper_on_cuda_stays_on_the_cpu(monkeypatch):
 def _tripwire_job(tmp_path, n=12):
     manifest = _write_manifest(tmp_path, [{"prompt": "p" * (i + 1)} for i in range(n)])
     log, armed = tmp_path / "calls.log", tmp_path / "armed"
-    config = _config(tmp_path, [{"name": "len", "reward_model": path(Tripwire), "batch_size": 2,
-                                 "kwargs": {"log": str(log), "armed": str(armed), "trip": "p" * 8}}])
+    config = _config(
+        tmp_path,
+        [
+            {
+                "name": "len",
+                "reward_model": path(Tripwire),
+                "batch_size": 2,
+                "kwargs": {"log": str(log), "armed": str(armed), "trip": "p" * 8},
+            }
+        ],
+    )
     return manifest, config, log, armed
 
 
@@ -488,8 +554,10 @@ def test_an_interrupted_local_run_resumes_to_the_uninterrupted_output_scoring_on
     assert [json.loads(line)["rewards"]["len"] for line in out.read_text().splitlines()] == list(range(1, 13))
 
 
-@pytest.mark.parametrize("change, named", [
-    ("manifest", "the input file's contents"), ("config", "the config's reward entries"), ("split", "the split")])
+@pytest.mark.parametrize(
+    "change, named",
+    [("manifest", "the input file's contents"), ("config", "the config's reward entries"), ("split", "the split")],
+)
 def test_resume_with_another_jobs_partial_file_is_refused_naming_what_differs(tmp_path, change, named):
     manifest, config, _log, armed = _tripwire_job(tmp_path)
     out, partial = tmp_path / "o.jsonl", tmp_path / "o.jsonl.partial.jsonl"
@@ -527,8 +595,10 @@ def test_an_out_or_report_that_is_a_media_file_of_the_manifest_is_refused_and_ke
     value = "media/cat.png" if field == "image" else ["media/cat.png"]
     manifest = _write_manifest(tmp_path, [{"prompt": "a", "image": "media/other.png"}, {"prompt": "b", field: value}])
     config = _config(tmp_path, [{"name": "len", "reward_model": path(PromptLength)}])
-    for args, option in ((["-o", tmp_path / "media" / ".." / "media" / "cat.png"], "--out"),
-                         (["-o", tmp_path / "s.jsonl", "--report", image], "--report")):
+    for args, option in (
+        (["-o", tmp_path / "media" / ".." / "media" / "cat.png"], "--out"),
+        (["-o", tmp_path / "s.jsonl", "--report", image], "--report"),
+    ):
         code, err = _score(config, "-i", manifest, *args)
         assert code == 2 and f"{option} '" in err and f"is the {field} of line 2" in err, err
         assert image.read_bytes() == original
@@ -548,8 +618,19 @@ def test_a_full_disk_is_a_one_line_error_and_the_scored_rows_stay_resumable(tmp_
     out = tmp_path / "o.jsonl"
 
     with monkeypatch.context() as m:  # the final write meets a full disk (the partial rows are on disk already)
-        m.setattr(output, "json", type("J", (), {"dumps": staticmethod(lambda r: (_ for _ in ()).throw(
-            OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))}))
+        m.setattr(
+            output,
+            "json",
+            type(
+                "J",
+                (),
+                {
+                    "dumps": staticmethod(
+                        lambda r: (_ for _ in ()).throw(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+                    )
+                },
+            ),
+        )
         code, err = _score(config, "-i", manifest, "-o", out, "--chunk-size", 2)
     assert code == 2 and err.count("\n") == 1, err
     assert f"cannot write '{out}': No space left on device" in err and "the 6 rows scored so far are kept" in err
@@ -581,7 +662,7 @@ def _huge_header_jpeg(tmp_path, side=13000):
     Image.new("RGB", (16, 16)).save(buf, "JPEG")
     data = bytearray(buf.getvalue())
     sof = data.index(b"\xff\xc0")
-    data[sof + 5:sof + 9] = side.to_bytes(2, "big") + side.to_bytes(2, "big")
+    data[sof + 5 : sof + 9] = side.to_bytes(2, "big") + side.to_bytes(2, "big")
     path = tmp_path / "huge.jpg"
     path.write_bytes(bytes(data))
     return path

@@ -116,8 +116,10 @@ def test_non_retryable_status_raises_at_once_with_the_body(server, waits):
 
 def test_persistent_5xx_raises_after_the_last_try(server, waits):
     server.default = (500, {}, b"boom", 0.0)
-    with HttpClient(server.url, policy=RetryPolicy(attempts=3, backoff_s=0.01)) as client, \
-            pytest.raises(HttpError) as info:
+    with (
+        HttpClient(server.url, policy=RetryPolicy(attempts=3, backoff_s=0.01)) as client,
+        pytest.raises(HttpError) as info,
+    ):
         client.get_json("/x")
     assert (info.value.status, info.value.attempts, len(server.seen)) == (500, 3, 3)
 
@@ -126,16 +128,20 @@ def test_refused_connection_is_retried_then_raised(waits):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again before the client connects
-    with HttpClient(f"http://127.0.0.1:{port}", policy=RetryPolicy(attempts=3, backoff_s=0.01)) as client, \
-            pytest.raises(HttpError) as info:
+    with (
+        HttpClient(f"http://127.0.0.1:{port}", policy=RetryPolicy(attempts=3, backoff_s=0.01)) as client,
+        pytest.raises(HttpError) as info,
+    ):
         client.get_json("/x")
     assert info.value.status is None and info.value.attempts == 3 and len(waits) == 2
 
 
 def test_a_hanging_server_times_out_once_and_is_not_asked_again(server, waits):
     server.answers = [(200, {}, b"{}", 2.0)]
-    with HttpClient(server.url, policy=RetryPolicy(attempts=4, timeout_s=0.3)) as client, \
-            pytest.raises(HttpError, match="no answer within 0.3 s") as info:
+    with (
+        HttpClient(server.url, policy=RetryPolicy(attempts=4, timeout_s=0.3)) as client,
+        pytest.raises(HttpError, match="no answer within 0.3 s") as info,
+    ):
         client.get_json("/x")
     assert info.value.attempts == 1 and waits == [] and len(server.seen) == 1
 
@@ -219,10 +225,17 @@ def test_an_answer_over_the_cap_is_an_error_naming_it_and_is_not_retried(server,
     server.answers = [(200, {}, b"x" * 5000, 0.0)]
     if not declared:  # the cap holds as the answer arrives too, not only from Content-Length
         original = hc.HTTPResponse.getheader
-        monkeypatch.setattr(hc.HTTPResponse, "getheader", lambda self, name, default=None: default
-                            if name.lower() == "content-length" else original(self, name, default))
-    with HttpClient(server.url, max_response_bytes=4096) as client, \
-            pytest.raises(HttpError, match="max_response_bytes=4096") as info:
+        monkeypatch.setattr(
+            hc.HTTPResponse,
+            "getheader",
+            lambda self, name, default=None: (
+                default if name.lower() == "content-length" else original(self, name, default)
+            ),
+        )
+    with (
+        HttpClient(server.url, max_response_bytes=4096) as client,
+        pytest.raises(HttpError, match="max_response_bytes=4096") as info,
+    ):
         client.get_json("/big")
     monkeypatch.undo()
     assert info.value.attempts == 1 and len(server.seen) == 1 and waits == []

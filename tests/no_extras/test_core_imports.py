@@ -36,8 +36,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("rewardzoo.core",)),
     ("monitor", ("rewardzoo.monitor",)),
     ("jobs", ("rewardzoo.jobs",)),
-    ("front doors", ("rewardzoo.cli", "rewardzoo.serve", "rewardzoo.ray", "rewardzoo.integrations",
-                     "rewardzoo.report")),
+    (
+        "front doors",
+        ("rewardzoo.cli", "rewardzoo.serve", "rewardzoo.ray", "rewardzoo.integrations", "rewardzoo.report"),
+    ),
     ("testing", ("rewardzoo.testing",)),
     ("package", ("rewardzoo",)),  # the root: __version__ and the lazy public names
 )
@@ -144,7 +146,7 @@ class _Edges:
             def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
                 if node.level:
                     parts = edges.package.split(".")
-                    module = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                    module = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
                 else:
                     module = node.module or ""
                 edges._from(module, [alias.name for alias in node.names])
@@ -152,8 +154,13 @@ class _Edges:
             def visit_Call(self, node: ast.Call) -> None:
                 func = node.func
                 called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-                if called in _LOADERS and node.args and isinstance(node.args[0], ast.Constant) \
-                        and isinstance(node.args[0].value, str) and _DOTTED.match(node.args[0].value):
+                if (
+                    called in _LOADERS
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                    and _DOTTED.match(node.args[0].value)
+                ):
                     edges._add("string", _target_module(node.args[0].value, edges.known))
                 self.generic_visit(node)
 
@@ -175,8 +182,12 @@ def entry_points(root: Path) -> dict[str, str]:
     """pyproject's ``[project.scripts]`` and ``[project.entry-points.*]`` that point into the package."""
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     groups = {"scripts": project.get("scripts", {}), **project.get("entry-points", {})}
-    return {f"{group}:{name}": target for group, table in groups.items() for name, target in table.items()
-            if target.startswith("rewardzoo")}
+    return {
+        f"{group}:{name}": target
+        for group, table in groups.items()
+        for name, target in table.items()
+        if target.startswith("rewardzoo")
+    }
 
 
 def edges_by_kind(root: Path = REPO) -> dict[str, dict[str, set[str]]]:
@@ -184,14 +195,16 @@ def edges_by_kind(root: Path = REPO) -> dict[str, dict[str, set[str]]]:
     mods = _modules(root)
     known = set(mods)
     lazy = {name: _lazy_table(ast.parse(path.read_text(encoding="utf-8"))) for name, (path, _) in mods.items()}
-    graphs: dict[str, dict[str, set[str]]] = {kind: {name: set() for name in mods}
-                                              for kind in ("import", "string", "lazy", "card")}
+    graphs: dict[str, dict[str, set[str]]] = {
+        kind: {name: set() for name in mods} for kind in ("import", "string", "lazy", "card")
+    }
     for name, (path, is_pkg) in mods.items():
         for kind, targets in _Edges(name, path, is_pkg, known, lazy).kinds.items():
             graphs[kind][name] = targets
     if "rewardzoo.catalog.registry" in known:
-        graphs["card"]["rewardzoo.catalog.registry"] = {m for t in card_targets(root).values()
-                                                if (m := _target_module(t, known)) is not None}
+        graphs["card"]["rewardzoo.catalog.registry"] = {
+            m for t in card_targets(root).values() if (m := _target_module(t, known)) is not None
+        }
     return graphs
 
 
@@ -265,8 +278,9 @@ def _upward(graphs: dict[str, dict[str, set[str]]]) -> dict[str, list[str]]:
         for name, targets in graph.items():
             for target in targets:
                 if layer_of(target) > layer_of(name):
-                    offending.setdefault(name, []).append(f"{target} ({kind}: {LAYERS[layer_of(name)][0]} "
-                                                          f"-> {LAYERS[layer_of(target)][0]})")
+                    offending.setdefault(name, []).append(
+                        f"{target} ({kind}: {LAYERS[layer_of(name)][0]} -> {LAYERS[layer_of(target)][0]})"
+                    )
     return {name: sorted(v) for name, v in offending.items()}
 
 
@@ -286,14 +300,17 @@ def test_the_walker_sees_the_known_edges(graphs):
 def test_the_walker_reads_strings_and_lazy_names(tmp_path):
     pkg = tmp_path / "rewardzoo"
     (pkg / "ray").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("from .shared.imports import lazy_getattr\n"
-                                     "_LAZY = {'Sample': 'rewardzoo.sample'}\n"
-                                     "__getattr__ = lazy_getattr('rewardzoo', _LAZY, ('ray',))\n")
+    (pkg / "__init__.py").write_text(
+        "from .shared.imports import lazy_getattr\n"
+        "_LAZY = {'Sample': 'rewardzoo.sample'}\n"
+        "__getattr__ = lazy_getattr('rewardzoo', _LAZY, ('ray',))\n"
+    )
     (pkg / "sample.py").write_text("def f():\n    from rewardzoo import Sample\n")
     (pkg / "cli.py").write_text("import importlib\ndef f():\n    importlib.import_module('rewardzoo.ray.engine')\n")
     (pkg / "ray" / "__init__.py").write_text("")
-    (pkg / "ray" / "engine.py").write_text("from ..shared.imports import import_path\n"
-                                           "X = import_path('rewardzoo.cli:main')\n")
+    (pkg / "ray" / "engine.py").write_text(
+        "from ..shared.imports import import_path\nX = import_path('rewardzoo.cli:main')\n"
+    )
     (pkg / "shared").mkdir()
     (pkg / "shared" / "__init__.py").write_text("")
     (pkg / "shared" / "imports.py").write_text("")
@@ -332,23 +349,32 @@ def test_the_layer_check_catches_a_planted_upward_edge(graphs):
 
 def test_only_front_doors_import_front_doors_and_nothing_imports_the_cli(graphs, graph):
     front = LAYERS.index(next(layer for layer in LAYERS if layer[0] == FRONT_DOORS))
-    lazy_reexports = {(name, t) for name, targets in graphs["lazy"].items() for t in targets
-                      if t.startswith(name + ".")}
-    importers = {name: sorted(t for t in targets if layer_of(t) == front and (name, t) not in lazy_reexports)
-                 for name, targets in graph.items() if layer_of(name) != front}
+    lazy_reexports = {
+        (name, t) for name, targets in graphs["lazy"].items() for t in targets if t.startswith(name + ".")
+    }
+    importers = {
+        name: sorted(t for t in targets if layer_of(t) == front and (name, t) not in lazy_reexports)
+        for name, targets in graph.items()
+        if layer_of(name) != front
+    }
     assert {k: v for k, v in importers.items() if v} == {}
     commands = ("rewardzoo.cli", "rewardzoo.cli.commands", "rewardzoo.cli.__main__")
-    assert sorted(name for name, targets in graph.items()
-                  if name not in commands and any(c in targets for c in commands)) == []
+    assert (
+        sorted(name for name, targets in graph.items() if name not in commands and any(c in targets for c in commands))
+        == []
+    )
 
 
 def test_the_walker_reads_import_module_and_import_path_strings(tmp_path):
     """No module loads another by a string today (the CLI's import_module of the Ray engine is gone); the walker
     still reads them, in a planted module."""
     planted = tmp_path / "planted.py"
-    planted.write_text("import importlib\nfrom rewardzoo.shared.imports import import_path\n\n\ndef f():\n"
-                       "    importlib.import_module('rewardzoo.core.engine')\n"
-                       "    return import_path('rewardzoo.cli:main')\n", encoding="utf-8")
+    planted.write_text(
+        "import importlib\nfrom rewardzoo.shared.imports import import_path\n\n\ndef f():\n"
+        "    importlib.import_module('rewardzoo.core.engine')\n"
+        "    return import_path('rewardzoo.cli:main')\n",
+        encoding="utf-8",
+    )
     known = set(_modules(REPO))
     found = _Edges("rewardzoo.planted", planted, False, known, {}).kinds
     assert found["string"] == {"rewardzoo.core.engine", "rewardzoo.cli"}
@@ -360,8 +386,10 @@ def test_cards_point_into_the_rewards_at_a_class_defined_there():
     for card, target in card_targets(REPO).items():
         module, _, cls = target.partition(":")
         path = mods.get(module, (None,))[0]
-        defined = path is not None and any(isinstance(node, ast.ClassDef) and node.name == cls
-                                           for node in ast.parse(path.read_text(encoding="utf-8")).body)
+        defined = path is not None and any(
+            isinstance(node, ast.ClassDef) and node.name == cls
+            for node in ast.parse(path.read_text(encoding="utf-8")).body
+        )
         if not module.startswith("rewardzoo.rewards.") or not defined:
             wrong[card] = target
     assert len(card_targets(REPO)) > 40 and wrong == {}
@@ -374,8 +402,10 @@ def test_entry_points_are_front_doors_defined_there():
     for name, target in points.items():
         module, _, func = target.partition(":")
         path = mods.get(module, (None,))[0]
-        defined = path is not None and any(isinstance(node, ast.FunctionDef) and node.name == func
-                                           for node in ast.parse(path.read_text(encoding="utf-8")).body)
+        defined = path is not None and any(
+            isinstance(node, ast.FunctionDef) and node.name == func
+            for node in ast.parse(path.read_text(encoding="utf-8")).body
+        )
         if LAYERS[layer_of(module) or 0][0] != FRONT_DOORS or not defined:
             wrong[name] = target
     assert "scripts:rewardzoo" in points and wrong == {}
@@ -390,13 +420,22 @@ def _in_testing(name: str) -> bool:
 
 
 def test_nothing_in_the_package_imports_the_test_layer(graph):
-    assert sorted(name for name, deps in graph.items()
-                  if name != "rewardzoo" and not _in_testing(name) and any(_in_testing(d) for d in deps)) == []
+    assert (
+        sorted(
+            name
+            for name, deps in graph.items()
+            if name != "rewardzoo" and not _in_testing(name) and any(_in_testing(d) for d in deps)
+        )
+        == []
+    )
 
 
 def test_testing_modules_import_only_the_reward_layer_and_each_other(graph):
     allowed = ("rewardzoo.rewards", "rewardzoo.shared", "rewardzoo.errors")
     assert any(_in_testing(name) for name in graph)
-    offending = {name: sorted(d for d in deps if not _in_testing(d) and not d.startswith(allowed))
-                 for name, deps in graph.items() if _in_testing(name)}
+    offending = {
+        name: sorted(d for d in deps if not _in_testing(d) and not d.startswith(allowed))
+        for name, deps in graph.items()
+        if _in_testing(name)
+    }
     assert {k: v for k, v in offending.items() if v} == {}

@@ -22,10 +22,12 @@ def _kb(chw: np.ndarray) -> float:
     return len(buf.getvalue()) / 1000
 
 
-CONFIG = {"rewards": [
-    {"name": "len_math", "reward_model": path(PromptLength), "applicable_datasets": ["math"], "weight": 2.0},
-    {"name": "meta", "reward_model": path(MetadataValue), "weight": 0.5},
-]}
+CONFIG = {
+    "rewards": [
+        {"name": "len_math", "reward_model": path(PromptLength), "applicable_datasets": ["math"], "weight": 2.0},
+        {"name": "meta", "reward_model": path(MetadataValue), "weight": 0.5},
+    ]
+}
 
 
 def test_trl_functions_follow_the_protocol():
@@ -34,8 +36,9 @@ def test_trl_functions_follow_the_protocol():
     assert torch is None or all(not isinstance(f, torch.nn.Module) for f in funcs)
     prompts = ["what is 2+2?", [{"role": "user", "content": "hi"}], "q3"]
     completions = ["4", [{"role": "assistant", "content": "hello"}], "x"]
-    kwargs = dict(completion_ids=[[1], [2], [3]], dataset=["math", "chat", "math"], value=[1, 2, 3],
-                  trainer_state=object())
+    kwargs = dict(
+        completion_ids=[[1], [2], [3]], dataset=["math", "chat", "math"], value=[1, 2, 3], trainer_state=object()
+    )
     # TRL passes the dataset columns; a `metadata`-less dataset's extra columns become the metadata JSON
     meta_func = funcs[1]
     assert meta_func(prompts=prompts, completions=completions, **kwargs) == [1.0, 2.0, 3.0]
@@ -58,8 +61,13 @@ def test_trl_concurrent_functions_answer_and_fail_like_the_plain_ones():
     concurrent, _ = trl_reward_funcs(CONFIG, concurrent=True)
     assert [f.__name__ for f in concurrent] == ["len_math", "meta"]
     assert all(inspect.iscoroutinefunction(f) for f in concurrent)
-    kwargs = dict(prompts=["what is 2+2?", "hi"], completions=["4", "x"], completion_ids=[[1], [2]],
-                  dataset=["math", "chat"], value=[1, 2])
+    kwargs = dict(
+        prompts=["what is 2+2?", "hi"],
+        completions=["4", "x"],
+        completion_ids=[[1], [2]],
+        dataset=["math", "chat"],
+        value=[1, 2],
+    )
 
     async def gather(**kw):
         return await asyncio.gather(*(f(**kw) for f in concurrent))
@@ -76,8 +84,14 @@ def test_trl_rejects_per_dataset_weights():
 
 @needs_torch
 def test_ddpo_reward_fn_returns_weighted_total_for_float_batches():
-    fn = ddpo_reward_fn({"rewards": [{"name": "jpeg_incompressibility", "weight": 0.5},
-                                     {"name": "jpeg_compressibility", "weight": 10.0}]})
+    fn = ddpo_reward_fn(
+        {
+            "rewards": [
+                {"name": "jpeg_incompressibility", "weight": 0.5},
+                {"name": "jpeg_compressibility", "weight": 10.0},
+            ]
+        }
+    )
     rng = np.random.default_rng(0)
     images = torch.from_numpy(rng.random((3, 3, 32, 40)).astype(np.float32))
     rewards, meta = fn(images, ["a", "b", "c"], [{}, {}, {}])

@@ -23,8 +23,10 @@ from rewardzoo.jobs.output import write_atomically
 from rewardzoo.spec.config import RewardConfig
 
 PACKAGE = Path(rewardzoo.__file__).parent
-RECORDS = [{"rewards": {"jpeg": 1.5}, "total": 1.5, "applied": ["jpeg"]},
-           {"rewards": {"jpeg": None}, "total": None, "applied": []}]
+RECORDS = [
+    {"rewards": {"jpeg": 1.5}, "total": 1.5, "applied": ["jpeg"]},
+    {"rewards": {"jpeg": None}, "total": None, "applied": []},
+]
 
 
 @pytest.fixture
@@ -59,8 +61,11 @@ def test_the_resolver_reads_every_kind_of_source(tmp_path):
 
 
 def test_an_unknown_config_suggests_rewards_and_shipped_configs(capsys, tmp_path):
-    with pytest.raises(UnknownConfigError, match="neither a file, a shipped config nor a reward name "
-                                                 r"\(did you mean 'jpeg_compressibility'"):
+    with pytest.raises(
+        UnknownConfigError,
+        match="neither a file, a shipped config nor a reward name "
+        r"\(did you mean 'jpeg_compressibility'",
+    ):
         config_source("jpeg_compresibility")
     with pytest.raises(UnknownConfigError, match="did you mean 'demo'"):
         resolve_config("dmeo")
@@ -155,8 +160,11 @@ def test_the_local_run_returns_the_records_it_wrote(images, tmp_path):
     folder, rows = images
     manifest = folder / "m.jsonl"
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    run = run_local(ScoreJob(config="jpeg_compressibility", input=str(manifest), out=str(tmp_path / "o.jsonl"),
-                             quiet=True, chunk_size=3))
+    run = run_local(
+        ScoreJob(
+            config="jpeg_compressibility", input=str(manifest), out=str(tmp_path / "o.jsonl"), quiet=True, chunk_size=3
+        )
+    )
     assert run.plan.chunks == [[0, 1, 2], [3]]
     assert [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()] == run.records
 
@@ -170,14 +178,22 @@ def test_the_report_of_records_in_memory_is_the_report_of_the_files(images, tmp_
     folder, rows = images
     manifest = folder / "m.jsonl"
     manifest.write_text("".join(json.dumps({**r, "group_id": i // 2}) + "\n" for i, r in enumerate(rows)))
-    run = run_local(ScoreJob(config="jpeg_compressibility", input=str(manifest), out=str(tmp_path / "o.jsonl"),
-                             quiet=True))
+    run = run_local(
+        ScoreJob(config="jpeg_compressibility", input=str(manifest), out=str(tmp_path / "o.jsonl"), quiet=True)
+    )
     monkeypatch.setattr(plots, "_COUNTER", itertools.count())  # the SVG ids, as in a fresh process
-    from_files = build_report(tmp_path / "o.jsonl", manifest=manifest, config="jpeg_compressibility",
-                              out=tmp_path / "a.html")
+    from_files = build_report(
+        tmp_path / "o.jsonl", manifest=manifest, config="jpeg_compressibility", out=tmp_path / "a.html"
+    )
     monkeypatch.setattr(plots, "_COUNTER", itertools.count())
-    in_memory = build_report_from_records(run.records, scores_path=tmp_path / "o.jsonl", manifest=manifest,
-                                          rows=run.plan.rows, config="jpeg_compressibility", out=tmp_path / "b.html")
+    in_memory = build_report_from_records(
+        run.records,
+        scores_path=tmp_path / "o.jsonl",
+        manifest=manifest,
+        rows=run.plan.rows,
+        config="jpeg_compressibility",
+        out=tmp_path / "b.html",
+    )
     date = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d \w+")  # the minute each was written
     assert date.sub(b"", from_files.read_bytes()) == date.sub(b"", in_memory.read_bytes())
 
@@ -220,13 +236,18 @@ def _imported_modules(path: Path) -> set[str]:
 def test_nothing_imports_the_cli():
     """Nothing outside ``rewardzoo/cli/`` imports the command parser (the demo and lint are the report's too)."""
     commands = {"rewardzoo.cli", "rewardzoo.cli.commands", "rewardzoo.cli.main"}
-    importers = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
-                 if "cli" not in p.relative_to(PACKAGE).parts[:1] and commands & _imported_modules(p)]
+    importers = [
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if "cli" not in p.relative_to(PACKAGE).parts[:1] and commands & _imported_modules(p)
+    ]
     assert importers == []
 
 
 def test_the_job_layer_imports_no_front_end():
     front = ("rewardzoo.cli", "rewardzoo.serve", "rewardzoo.ray", "rewardzoo.report", "rewardzoo.integrations")
-    bad = {str(p.relative_to(PACKAGE)): sorted(m for m in _imported_modules(p) if m.startswith(front))
-           for p in (PACKAGE / "jobs").glob("*.py")}
+    bad = {
+        str(p.relative_to(PACKAGE)): sorted(m for m in _imported_modules(p) if m.startswith(front))
+        for p in (PACKAGE / "jobs").glob("*.py")
+    }
     assert {k: v for k, v in bad.items() if v} == {}

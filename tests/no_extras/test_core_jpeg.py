@@ -26,8 +26,13 @@ def _reference_kb(float_chw: np.ndarray) -> float:
 def test_jpeg_rewards_match_flow_grpo(seed, as_input):
     rng = np.random.default_rng(seed)
     images = [rng.random((3, 40 + 8 * k, 48)).astype(np.float32) ** (k + 1) for k in range(4)]
-    proc = RewardProcessor(["jpeg_compressibility", "jpeg_incompressibility",
-                            {"name": "ddpo", "reward_model": "jpeg_compressibility", "kwargs": {"scale": 1.0}}])
+    proc = RewardProcessor(
+        [
+            "jpeg_compressibility",
+            "jpeg_incompressibility",
+            {"name": "ddpo", "reward_model": "jpeg_compressibility", "kwargs": {"scale": 1.0}},
+        ]
+    )
     res = proc([Sample(image=as_input(img)) for img in images])
     kb = np.array([_reference_kb(img) for img in images])
     np.testing.assert_allclose(res.rewards["jpeg_incompressibility"], kb, rtol=1e-6)

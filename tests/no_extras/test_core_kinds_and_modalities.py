@@ -24,8 +24,7 @@ GROUPS = [1, 2, 1, 2]
 
 def _score(kind: str):
     EitherKind.calls.clear()
-    proc = RewardProcessor([{"name": "e", "reward_model": path(EitherKind), "batch_size": 1,
-                             "kwargs": {"kind": kind}}])
+    proc = RewardProcessor([{"name": "e", "reward_model": path(EitherKind), "batch_size": 1, "kwargs": {"kind": kind}}])
     return proc.rewards["e"], proc([Sample(prompt=p, group_id=g) for p, g in zip(PROMPTS, GROUPS)]).rewards["e"]
 
 
@@ -71,8 +70,17 @@ def test_every_card_names_a_medium_and_group_rewards_score_any():
     assert {info.modality for info in builtin().values()} <= set(MODALITIES)
     for name in ("group_rank", "group_normalized", "pairwise_winrate"):
         assert builtin()[name].modality == "any" and builtin()[name].kind == "groupwise"
-    meta = {"name": "x", "implementation": "m:C", "summary": "s", "modality": "group", "kind": "groupwise",
-            "extra": None, "higher_is_better": True, "score_range": [0, 1], "download": False}
+    meta = {
+        "name": "x",
+        "implementation": "m:C",
+        "summary": "s",
+        "modality": "group",
+        "kind": "groupwise",
+        "extra": None,
+        "higher_is_better": True,
+        "score_range": [0, 1],
+        "download": False,
+    }
     with pytest.raises(RegistryError, match="'modality' must be one of"):
         info_from_card(meta, "x.md")
 

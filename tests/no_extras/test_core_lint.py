@@ -34,15 +34,18 @@ def test_a_balanced_prompt_conditioned_config_with_a_gold_check_is_clean():
 def test_no_prompt_reward_per_dataset():
     assert codes(cfg("laion_aesthetic", "jpeg_compressibility")) == ["RZ001"]
     assert "RZ001" not in codes(cfg("laion_aesthetic", "pickscore"))
-    routed = cfg({"name": "pickscore", "applicable_datasets": ["t2i"]},
-                 {"name": "laion_aesthetic", "applicable_datasets": ["t2i", "art"]})
+    routed = cfg(
+        {"name": "pickscore", "applicable_datasets": ["t2i"]},
+        {"name": "laion_aesthetic", "applicable_datasets": ["t2i", "art"]},
+    )
     found = [w for w in lint_config(routed) if w.code == "RZ001"]
     assert [(w.dataset, w.streams) for w in found] == [("art", ("laion_aesthetic",))]
     # a group wrapper reads through to its base; a reward whose card does not say makes the check abstain
     assert "RZ001" not in codes(cfg({"name": "g", "reward_model": "group_rank", "kwargs": {"base": "pickscore"}}))
     assert "RZ001" in codes(cfg({"name": "g", "reward_model": "group_rank", "kwargs": {"base": "laion_aesthetic"}}))
-    assert "RZ001" not in codes(cfg("laion_aesthetic", {"name": "r", "reward_model": "remote",
-                                                         "kwargs": {"url": "http://127.0.0.1:1"}}))
+    assert "RZ001" not in codes(
+        cfg("laion_aesthetic", {"name": "r", "reward_model": "remote", "kwargs": {"url": "http://127.0.0.1:1"}})
+    )
 
 
 def _spread(name: str, weight: float) -> float:
@@ -67,8 +70,10 @@ def test_dominant_weight_follows_dataset_weights_and_not_gdpo():
     pick, aes = _spread("pickscore", 1.0), _spread("laion_aesthetic", 1.0)
     assert aes >= DOMINANCE * (aes + pick)  # at equal weights (dataset a) laion_aesthetic dominates
     balanced = pick / aes  # on dataset b both spreads are equal
-    per_dataset = cfg({"name": "pickscore", "applicable_datasets": ["a", "b"]},
-                      {"name": "laion_aesthetic", "applicable_datasets": ["a", "b"], "weight": {"a": 1.0, "b": balanced}})
+    per_dataset = cfg(
+        {"name": "pickscore", "applicable_datasets": ["a", "b"]},
+        {"name": "laion_aesthetic", "applicable_datasets": ["a", "b"], "weight": {"a": 1.0, "b": balanced}},
+    )
     assert [w.dataset for w in lint_config(per_dataset) if w.code == "RZ002"] == ["a"]
     loud = cfg("pickscore", "laion_aesthetic")
     assert "RZ002" in codes(loud) and "RZ002" not in codes({**loud, "advantage": "gdpo"})
@@ -79,8 +84,14 @@ def test_group_wrapper_over_a_near_constant_reward():
     wrapped = cfg("pickscore", {"name": "safe", "reward_model": "group_normalized", "kwargs": {"base": "nsfw_safety"}})
     found = [w for w in lint_config(wrapped) if w.code == "RZ003"]
     assert len(found) == 1 and found[0].streams == ("safe",) and "nsfw_safety" in found[0].reason
-    mapping = cfg("pickscore", {"name": "safe", "reward_model": "group_rank",
-                                "kwargs": {"base": {"reward_model": "nsfw_safety", "device": "cpu"}}})
+    mapping = cfg(
+        "pickscore",
+        {
+            "name": "safe",
+            "reward_model": "group_rank",
+            "kwargs": {"base": {"reward_model": "nsfw_safety", "device": "cpu"}},
+        },
+    )
     assert "RZ003" in codes(mapping)
     guard = cfg("pickscore", {"name": "nsfw_safety", "weight": 0.1})
     assert "RZ003" not in codes(guard) and "RZ003" in codes({**guard, "advantage": "gdpo"})
@@ -92,8 +103,9 @@ def test_no_gold_check():
     assert codes(cfg("pickscore", "clip_score", evals=["clip_score"])) == ["RZ004"]
     same_model = {"name": "eval_pick", "reward_model": "pickscore", "batch_size": 4, "dtype": "bfloat16"}
     assert codes(cfg("pickscore", evals=[same_model])) == ["RZ004"]  # how it runs does not make it another model
-    through_wrapper = cfg({"name": "g", "reward_model": "group_rank", "kwargs": {"base": "pickscore"}},
-                          evals=["pickscore"])
+    through_wrapper = cfg(
+        {"name": "g", "reward_model": "group_rank", "kwargs": {"base": "pickscore"}}, evals=["pickscore"]
+    )
     assert codes(through_wrapper) == ["RZ004"]
     other_weights = {"name": "eval_pick", "reward_model": "pickscore", "model_path": "/weights/other"}
     assert codes(cfg("pickscore", evals=[other_weights])) == []
@@ -107,8 +119,12 @@ def test_still_video_without_motion_or_diversity():
     assert "RZ005" not in codes({**still, "rewards": still["rewards"] + ["video_dynamic_degree"]})
     diverse = {"name": "d", "reward_model": "diversity_weighted", "kwargs": {"base": "video_clip_score"}}
     assert "RZ005" not in codes({**still, "rewards": still["rewards"] + [diverse]})
-    routed = cfg("video_clip_score", {"name": "video_temporal_flickering", "applicable_datasets": ["v"]},
-                 {"name": "video_dynamic_degree", "applicable_datasets": ["w"]}, evals=["videoalign"])
+    routed = cfg(
+        "video_clip_score",
+        {"name": "video_temporal_flickering", "applicable_datasets": ["v"]},
+        {"name": "video_dynamic_degree", "applicable_datasets": ["w"]},
+        evals=["videoalign"],
+    )
     assert [w.dataset for w in lint_config(routed) if w.code == "RZ005"] == ["v"]
     assert "RZ005" not in codes(cfg("video_clip_score", "video_aesthetic", evals=["videoalign"]))
 

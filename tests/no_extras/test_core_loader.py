@@ -22,14 +22,20 @@ class CountingLength(PromptLength):
 def test_train_and_eval_specs_of_one_model_share_an_instance():
     CountingLength.built = 0
     target = f"{__name__}:CountingLength"
-    cfg = rewardzoo.load_config({
-        "rewards": [{"name": "a", "reward_model": target, "weight": 2.0, "batch_size": 3},
-                    {"name": "b", "reward_model": target, "applicable_datasets": ["x"], "dtype": "fp32"}],
-        "eval_rewards": [{"name": "c", "reward_model": target, "async_reward": True},
-                         {"name": "d", "reward_model": target, "kwargs": {"factor": 2.0}},
-                         {"name": "e", "reward_model": target, "dtype": "bfloat16"},
-                         {"name": "f", "reward_model": target, "model_path": "other"}],
-    })
+    cfg = rewardzoo.load_config(
+        {
+            "rewards": [
+                {"name": "a", "reward_model": target, "weight": 2.0, "batch_size": 3},
+                {"name": "b", "reward_model": target, "applicable_datasets": ["x"], "dtype": "fp32"},
+            ],
+            "eval_rewards": [
+                {"name": "c", "reward_model": target, "async_reward": True},
+                {"name": "d", "reward_model": target, "kwargs": {"factor": 2.0}},
+                {"name": "e", "reward_model": target, "dtype": "bfloat16"},
+                {"name": "f", "reward_model": target, "model_path": "other"},
+            ],
+        }
+    )
     loader = RewardLoader()
     train, evaluate = build_processors(cfg, loader)
     assert train.rewards["a"] is train.rewards["b"] is evaluate.rewards["c"]
@@ -60,8 +66,9 @@ def test_a_non_reward_class_is_refused():
 
 
 def test_reward_instance_gets_device_dtype_and_path_from_spec():
-    reward = RewardLoader().load({"name": "l", "reward_model": path(PromptLength), "device": "cpu", "dtype": "bf16",
-                                  "model_path": "/weights"})
+    reward = RewardLoader().load(
+        {"name": "l", "reward_model": path(PromptLength), "device": "cpu", "dtype": "bf16", "model_path": "/weights"}
+    )
     assert (reward.device, reward.dtype_name, reward.model_path) == ("cpu", "bfloat16", "/weights")
 
 
@@ -93,9 +100,20 @@ def test_dtype_auto_is_the_cards_reference_precision_per_device(tmp_path):
     a = loader.load({"name": "a", "reward_model": path(PromptLength), "device": "cpu"})
     b = loader.load({"name": "b", "reward_model": path(PromptLength), "device": "cpu", "dtype": "float32"})
     assert a is b and a.dtype_name == "float32" and loader.constructions == 1
-    meta = {"name": "x", "implementation": "m:C", "summary": "s", "modality": "image", "kind": "pointwise",
-            "extra": None, "higher_is_better": True, "score_range": [0, 1], "download": False}
-    assert info_from_card({**meta, "default_dtype": {"cuda": "bf16"}}, tmp_path / "x.md").dtype_on("cuda:0") == "bfloat16"
+    meta = {
+        "name": "x",
+        "implementation": "m:C",
+        "summary": "s",
+        "modality": "image",
+        "kind": "pointwise",
+        "extra": None,
+        "higher_is_better": True,
+        "score_range": [0, 1],
+        "download": False,
+    }
+    assert (
+        info_from_card({**meta, "default_dtype": {"cuda": "bf16"}}, tmp_path / "x.md").dtype_on("cuda:0") == "bfloat16"
+    )
     for bad in ({"gpu": "float16"}, {"cuda": "int8"}):
         with pytest.raises(RegistryError, match="default_dtype"):
             info_from_card({**meta, "default_dtype": bad}, tmp_path / "x.md")
@@ -137,8 +155,11 @@ def test_a_load_consults_the_registry_once_and_reads_the_resolved_record(monkeyp
 
 
 def test_registry_errors_name_the_entry_once_relabelled():
-    with pytest.raises(RegistryError, match="entry 'q', field 'reward_model': unknown reward 'jpeg_compresibility'"
-                                            ".*did you mean 'jpeg_compressibility'") as err:
+    with pytest.raises(
+        RegistryError,
+        match="entry 'q', field 'reward_model': unknown reward 'jpeg_compresibility'"
+        ".*did you mean 'jpeg_compressibility'",
+    ) as err:
         RewardLoader().load({"name": "q", "reward_model": "jpeg_compresibility"})
     assert (err.value.entry, err.value.field) == ("q", "reward_model")
     # an inner reward's: the entry the user wrote and the option that named it

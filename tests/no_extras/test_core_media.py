@@ -21,12 +21,18 @@ def _rgb(value) -> np.ndarray:
     return np.asarray(to_pil_rgb(value))
 
 
-@pytest.mark.parametrize("value", [
-    RGB, Image.fromarray(RGB), *([torch.from_numpy(RGB).permute(2, 0, 1).contiguous()] if torch else []),
-    RGB.astype(np.float32) / 255, *([torch.from_numpy(RGB).permute(2, 0, 1).float() / 255] if torch else []),
-    RGB.transpose(2, 0, 1),  # unambiguous (C, H, W) NumPy
-    np.concatenate([RGB, np.full((5, 7, 1), 9, np.uint8)], axis=-1),  # RGBA: alpha dropped
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        RGB,
+        Image.fromarray(RGB),
+        *([torch.from_numpy(RGB).permute(2, 0, 1).contiguous()] if torch else []),
+        RGB.astype(np.float32) / 255,
+        *([torch.from_numpy(RGB).permute(2, 0, 1).float() / 255] if torch else []),
+        RGB.transpose(2, 0, 1),  # unambiguous (C, H, W) NumPy
+        np.concatenate([RGB, np.full((5, 7, 1), 9, np.uint8)], axis=-1),  # RGBA: alpha dropped
+    ],
+)
 def test_rgb_forms_round_trip_exactly(value):
     np.testing.assert_array_equal(_rgb(value), RGB)
     if torch is not None:
@@ -50,8 +56,14 @@ def test_sixteen_bit_inputs_scale_to_eight_bits():
     np.testing.assert_array_equal(_rgb(img16), np.repeat(expected[..., None], 3, -1))
 
 
-@pytest.mark.parametrize("value", [RGB[..., 0], RGB[..., :1], *([torch.from_numpy(RGB[..., 0]),
-                                                                  torch.from_numpy(RGB[..., 0])[None]] if torch else [])])
+@pytest.mark.parametrize(
+    "value",
+    [
+        RGB[..., 0],
+        RGB[..., :1],
+        *([torch.from_numpy(RGB[..., 0]), torch.from_numpy(RGB[..., 0])[None]] if torch else []),
+    ],
+)
 def test_grayscale_is_repeated_to_three_channels(value):
     np.testing.assert_array_equal(_rgb(value), np.repeat(RGB[..., :1], 3, -1))
 
@@ -72,18 +84,21 @@ def test_bool_masks():
     np.testing.assert_array_equal(_rgb(mask)[..., 0], mask.astype(np.uint8) * 255)
 
 
-@pytest.mark.parametrize("value, message", [
-    (np.full((4, 4, 3), -0.5, np.float32), r"must be in \[0, 1\]"),
-    (np.full((4, 4, 3), 2.0, np.float32), r"must be in \[0, 1\]"),
-    (np.full((4, 4, 3), np.nan, np.float32), "NaN"),
-    *([(torch.full((3, 4, 4), float("nan")), "NaN"), (torch.zeros(8, 8, 3), "channels last")] if torch else []),
-    (np.zeros((4, 4, 5), np.uint8), "is not"),
-    (np.zeros((2, 4, 4, 3), np.uint8), "is not"),
-    (np.zeros((0, 4, 3), np.uint8), "empty"),
-    (np.full((4, 4), 300, np.int32), r"\[0, 255\]"),
-    ("not/a/file.png", "not found"),
-    (12, "unsupported image type"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (np.full((4, 4, 3), -0.5, np.float32), r"must be in \[0, 1\]"),
+        (np.full((4, 4, 3), 2.0, np.float32), r"must be in \[0, 1\]"),
+        (np.full((4, 4, 3), np.nan, np.float32), "NaN"),
+        *([(torch.full((3, 4, 4), float("nan")), "NaN"), (torch.zeros(8, 8, 3), "channels last")] if torch else []),
+        (np.zeros((4, 4, 5), np.uint8), "is not"),
+        (np.zeros((2, 4, 4, 3), np.uint8), "is not"),
+        (np.zeros((0, 4, 3), np.uint8), "empty"),
+        (np.full((4, 4), 300, np.int32), r"\[0, 255\]"),
+        ("not/a/file.png", "not found"),
+        (12, "unsupported image type"),
+    ],
+)
 def test_bad_images_are_input_errors(value, message):
     with pytest.raises(InputError, match=message):
         to_pil_rgb(value)

@@ -93,19 +93,21 @@ def test_summaries_saturation_groups_and_correlation_equal_numpy():
     rng = np.random.default_rng(1)
     groups = np.repeat(np.arange(N // GROUP), GROUP)
     a = rng.uniform(0.05, 0.95, N)
-    a[:40] = 0.995                                   # within 1% of the upper bound of [0, 1]
-    a[40:45] = 0.004                                 # and of the lower bound
-    a[groups == 7] = 0.5                             # one group with equal scores
+    a[:40] = 0.995  # within 1% of the upper bound of [0, 1]
+    a[40:45] = 0.004  # and of the lower bound
+    a[groups == 7] = 0.5  # one group with equal scores
     b = -a + rng.normal(scale=0.1, size=N)
     b[::17] = np.nan
     res = result({"a": a, "b": b}, groups=[f"g{g}" for g in groups])
-    mon = RewardMonitor(settings={"saturation": 0.1, "inseparable": None, "conflict": -0.5},
-                        facts={"a": {"score_range": (0.0, 1.0)}})
+    mon = RewardMonitor(
+        settings={"saturation": 0.1, "inseparable": None, "conflict": -0.5}, facts={"a": {"score_range": (0.0, 1.0)}}
+    )
     m = mon.update(res, step=0)
     x = res.rewards["a"].astype(np.float64)
     assert m["train/a/mean"] == np.mean(x) and m["train/a/std"] == np.std(x)
-    assert [m[f"train/a/{k}"] for k in ("min", "p5", "p25", "median", "p75", "p95", "max")] == \
-        list(np.quantile(x, [0, 0.05, 0.25, 0.5, 0.75, 0.95, 1]))
+    assert [m[f"train/a/{k}"] for k in ("min", "p5", "p25", "median", "p75", "p95", "max")] == list(
+        np.quantile(x, [0, 0.05, 0.25, 0.5, 0.75, 0.95, 1])
+    )
     assert m["train/a/saturation"] == np.mean((x <= 0.01) | (x >= 0.99)) == 45 / N
     assert "train/b/saturation" not in m  # no declared range
     per_group = [x[groups == g] for g in range(N // GROUP)]
@@ -130,7 +132,7 @@ def test_inseparable_alarm_and_the_log(tmp_path):
     groups = [f"p{i // 4}" for i in range(16)]
     varied = np.arange(16, dtype=float)
     flat = np.repeat([1.0, 2.0, 3.0, 4.0], 4)
-    flat[:4] = [0.0, 1.0, 2.0, 3.0]                  # only p0 separates its samples
+    flat[:4] = [0.0, 1.0, 2.0, 3.0]  # only p0 separates its samples
     with RewardMonitor(settings={"log": str(log), "inseparable": 0.5}) as mon:
         first = mon.update(result({"r": varied}, groups=groups), 0)
         second = mon.update(result({"r": flat}, groups=groups), 1)
@@ -151,8 +153,9 @@ def test_facts_come_from_the_cards_of_the_configured_rewards():
 
     assert mon.facts["clip_score"].score_range == tuple(info("clip_score").score_range)
     assert mon.facts["jpeg_compressibility"].higher_is_better is info("jpeg_compressibility").higher_is_better
-    ranked = RewardMonitor({"rewards": [{"name": "rank", "reward_model": "group_rank",
-                                         "kwargs": {"base": "jpeg_compressibility"}}]})
+    ranked = RewardMonitor(
+        {"rewards": [{"name": "rank", "reward_model": "group_rank", "kwargs": {"base": "jpeg_compressibility"}}]}
+    )
     assert ranked.facts["rank"].kind == "groupwise" and ranked.facts["rank"].score_range == (0.0, 1.0)
     m = ranked.update(result({"rank": [0.0, 1.0, 0.0, 1.0]}, groups=[1, 1, 2, 2]), 0)
     assert "train/rank/saturation" not in m and m["train/rank/mean"] == 0.5
@@ -164,9 +167,18 @@ def test_the_monitor_section_is_parsed_strictly():
     assert load_config({"rewards": ["jpeg_compressibility"]}).monitor is None
     with pytest.raises(ConfigError, match=r"monitor\.windw.*did you mean 'window'"):
         parse_monitor({"windw": 5})
-    for key, value in [("window", 2), ("window", 1.5), ("saturation", 1.5), ("saturation", True),
-                       ("conflict", -2), ("divergence", -1), ("margin", 0), ("margin", None), ("log", 3),
-                       ("divergence", math.inf)]:
+    for key, value in [
+        ("window", 2),
+        ("window", 1.5),
+        ("saturation", 1.5),
+        ("saturation", True),
+        ("conflict", -2),
+        ("divergence", -1),
+        ("margin", 0),
+        ("margin", None),
+        ("log", 3),
+        ("divergence", math.inf),
+    ]:
         with pytest.raises(ConfigError, match=rf"monitor\.{key}"):
             parse_monitor({key: value})
     with pytest.raises(ConfigError, match="'monitor' must be a mapping"):
@@ -198,5 +210,4 @@ def test_a_real_processor_result_feeds_the_monitor():
     m = RewardMonitor({"rewards": ["jpeg_compressibility"]}).update(res, 0)
     x = res.rewards["jpeg_compressibility"].astype(np.float64)
     assert m["train/jpeg_compressibility/mean"] == np.mean(x)
-    assert m["train/jpeg_compressibility/group_std"] == pytest.approx(
-        np.mean([x[:2].std(), x[2:].std()]), rel=1e-12)
+    assert m["train/jpeg_compressibility/group_std"] == pytest.approx(np.mean([x[:2].std(), x[2:].std()]), rel=1e-12)

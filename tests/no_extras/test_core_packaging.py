@@ -31,8 +31,11 @@ def _build_wheel(src: Path, out: Path) -> Path:
     major = int(importlib.metadata.version("setuptools").split(".")[0])
     if major < 77:
         pytest.skip(f"setuptools {major} cannot build this pyproject (an SPDX licence needs setuptools>=77)")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
-                    str(src)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)],
+        check=True,
+        capture_output=True,
+    )
     return next(out.glob("rewardzoo-*.whl"))
 
 
@@ -62,9 +65,14 @@ def test_the_wheel_holds_every_tracked_file_under_the_package(built):
     names = set(zipfile.ZipFile(wheel).namelist())
     in_package = [p for p in tracked if p.startswith("rewardzoo/")]
     # the modules the first wheel lacked, and the package data
-    for path in ("rewardzoo/report/__init__.py", "rewardzoo/serve/app.py", "rewardzoo/ray/engine.py",
-                 "rewardzoo/rewards/vlm/vqascore.py", "rewardzoo/model_cards/clip_score.md",
-                 "rewardzoo/configs/demo.yaml"):
+    for path in (
+        "rewardzoo/report/__init__.py",
+        "rewardzoo/serve/app.py",
+        "rewardzoo/ray/engine.py",
+        "rewardzoo/rewards/vlm/vqascore.py",
+        "rewardzoo/model_cards/clip_score.md",
+        "rewardzoo/configs/demo.yaml",
+    ):
         assert path in names
     assert set(in_package) <= names
     assert not any(n.startswith(("tests/", "benchmarks/", "scripts/")) for n in names)

@@ -85,8 +85,22 @@ def plugin_env(tmp_path_factory):
     (src / "zoo_plugin_demo" / "model_cards" / "__init__.py").write_text("")
     (src / "zoo_plugin_demo" / "model_cards" / "word_count.md").write_text(CARD)
     site = root / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
-                    str(site), str(src)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     return root, env
 
@@ -126,8 +140,9 @@ def test_plugin_card_facts_drive_scoring(plugin_env):
     rows = [{"prompt": p, "group_id": 0} for p in ("a b c", "a", "a b")] + [{"prompt": "w " * 30}]
     manifest.write_text("\n".join(json.dumps(r) for r in rows[:3]) + "\n")
     config = root / "c.yaml"
-    config.write_text("rewards:\n  - word_count\n  - name: rank\n    reward_model: group_rank\n"
-                      "    kwargs: {base: word_count}\n")
+    config.write_text(
+        "rewards:\n  - word_count\n  - name: rank\n    reward_model: group_rank\n    kwargs: {base: word_count}\n"
+    )
     out = _run(env, "score", str(config), "-i", str(manifest), "-o", str(root / "o.jsonl"), "-q")
     assert out.returncode == 0, out.stderr
     records = [json.loads(line) for line in (root / "o.jsonl").read_text().splitlines()]

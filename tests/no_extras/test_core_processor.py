@@ -17,16 +17,25 @@ META = path(MetadataValue)
 
 
 def _samples():
-    return [Sample(prompt="a" * (i + 1), dataset=d, metadata={"value": 10 * i})
-            for i, d in enumerate(["t2i", "edit", "t2i", "video", "edit"])]
+    return [
+        Sample(prompt="a" * (i + 1), dataset=d, metadata={"value": 10 * i})
+        for i, d in enumerate(["t2i", "edit", "t2i", "video", "edit"])
+    ]
 
 
 def test_gating_nan_padding_applied_lists_and_weighted_total():
-    proc = RewardProcessor([
-        {"name": "len", "reward_model": LEN, "applicable_datasets": ["t2i", "edit"], "weight": {"t2i": 2.0, "edit": 0.5}},
-        {"name": "meta", "reward_model": META, "applicable_datasets": ["edit", "video"], "weight": -1.0},
-        {"name": "everywhere", "reward_model": LEN, "weight": 0.25, "kwargs": {"factor": 3.0}},
-    ])
+    proc = RewardProcessor(
+        [
+            {
+                "name": "len",
+                "reward_model": LEN,
+                "applicable_datasets": ["t2i", "edit"],
+                "weight": {"t2i": 2.0, "edit": 0.5},
+            },
+            {"name": "meta", "reward_model": META, "applicable_datasets": ["edit", "video"], "weight": -1.0},
+            {"name": "everywhere", "reward_model": LEN, "weight": 0.25, "kwargs": {"factor": 3.0}},
+        ]
+    )
     samples = _samples()
     res = proc(samples)
     lengths = np.array([len(s.prompt) for s in samples], dtype=float)
@@ -34,10 +43,19 @@ def test_gating_nan_padding_applied_lists_and_weighted_total():
     np.testing.assert_array_equal(res.rewards["len"], [1, 2, 3, np.nan, 5])
     np.testing.assert_array_equal(res.rewards["meta"], [np.nan, 10, np.nan, 30, 40])
     np.testing.assert_array_equal(res.rewards["everywhere"], 3 * lengths)
-    assert res.applied == [["len", "everywhere"], ["len", "meta", "everywhere"], ["len", "everywhere"],
-                           ["meta", "everywhere"], ["len", "meta", "everywhere"]]
-    expected = np.array([2 * lengths[0], 0.5 * lengths[1] - values[1], 2 * lengths[2], -values[3],
-                         0.5 * lengths[4] - values[4]]) + 0.25 * 3 * lengths
+    assert res.applied == [
+        ["len", "everywhere"],
+        ["len", "meta", "everywhere"],
+        ["len", "everywhere"],
+        ["meta", "everywhere"],
+        ["len", "meta", "everywhere"],
+    ]
+    expected = (
+        np.array(
+            [2 * lengths[0], 0.5 * lengths[1] - values[1], 2 * lengths[2], -values[3], 0.5 * lengths[4] - values[4]]
+        )
+        + 0.25 * 3 * lengths
+    )
     np.testing.assert_allclose(res.total, expected, rtol=1e-6)
     assert res.total.dtype == np.float32 and all(v.dtype == np.float32 for v in res.rewards.values())
     assert PromptLength.calls.count(4) == 1  # the gated stream saw only its 4 samples
@@ -48,8 +66,10 @@ def test_total_is_nan_where_no_reward_applies_and_records_are_json_ready():
     res = proc([Sample(prompt="abc", dataset="t2i"), Sample(prompt="abcd", dataset="other")])
     assert res.total[0] == 3 and np.isnan(res.total[1])
     assert res.applied == [["len"], []]
-    assert res.records() == [{"rewards": {"len": 3.0}, "total": 3.0, "applied": ["len"]},
-                             {"rewards": {"len": None}, "total": None, "applied": []}]
+    assert res.records() == [
+        {"rewards": {"len": 3.0}, "total": 3.0, "applied": ["len"]},
+        {"rewards": {"len": None}, "total": None, "applied": []},
+    ]
     json.dumps(res.records(), allow_nan=False)
 
 
@@ -69,14 +89,18 @@ def test_missing_required_field_names_reward_field_and_sample():
 
 
 def test_missing_field_on_a_gated_out_sample_is_fine():
-    proc = RewardProcessor([{"name": "quality", "reward_model": "jpeg_compressibility", "applicable_datasets": ["img"]}])
+    proc = RewardProcessor(
+        [{"name": "quality", "reward_model": "jpeg_compressibility", "applicable_datasets": ["img"]}]
+    )
     res = proc([Sample(image=np.zeros((8, 8, 3), np.uint8), dataset="img"), Sample(prompt="text", dataset="txt")])
     assert np.isfinite(res.rewards["quality"][0]) and np.isnan(res.rewards["quality"][1])
 
 
 def test_bad_media_is_reported_with_location():
     proc = RewardProcessor([{"name": "q", "reward_model": "jpeg_compressibility"}])
-    with pytest.raises(InputError, match=r"sample 1, field 'image', reward 'q': float image values must be in \[0, 1\]"):
+    with pytest.raises(
+        InputError, match=r"sample 1, field 'image', reward 'q': float image values must be in \[0, 1\]"
+    ):
         proc([Sample(image=np.zeros((8, 8, 3))), Sample(image=-np.ones((8, 8, 3)))])
 
 
@@ -144,6 +168,8 @@ def test_an_unexpected_conversion_failure_names_reward_field_and_sample(monkeypa
 
     monkeypatch.setitem(fields.CONVERTERS, "prompt", broken)
     proc = RewardProcessor([{"name": "len", "reward_model": LEN}])
-    with pytest.raises(RewardExecutionError, match=r"reward 'len'.*field 'prompt'.*backend exploded \(sample 1\)") as info:
+    with pytest.raises(
+        RewardExecutionError, match=r"reward 'len'.*field 'prompt'.*backend exploded \(sample 1\)"
+    ) as info:
         proc([Sample(prompt="x"), Sample(prompt="abc")])
     assert isinstance(info.value.__cause__, RuntimeError) and info.value.samples == (1,)

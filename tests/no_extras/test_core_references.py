@@ -37,11 +37,17 @@ def test_reference_true_takes_the_known_wrapper_and_builds_its_environment():
     # the reward name is the entry's name when it names no reward_model
     assert parse_spec({"name": "hpsv2", "reference": True}).reward_model == HPSV2.wrapper
     # the entry's own environment wins; a mapping overrides the wrapper; environment: null runs it here
-    own = parse_spec({"name": "ir", "reward_model": "image_reward", "reference": True,
-                      "environment": {"python": sys.executable}})
+    own = parse_spec(
+        {"name": "ir", "reward_model": "image_reward", "reference": True, "environment": {"python": sys.executable}}
+    )
     assert own.environment.python == sys.executable and own.reward_model == IMAGE_REWARD.wrapper
-    mine = parse_spec({"name": "ir", "reward_model": "image_reward",
-                       "reference": {"reward_model": "my.mod:Ref", "environment": None, "kwargs": {"a": 1}}})
+    mine = parse_spec(
+        {
+            "name": "ir",
+            "reward_model": "image_reward",
+            "reference": {"reward_model": "my.mod:Ref", "environment": None, "kwargs": {"a": 1}},
+        }
+    )
     assert (mine.reward_model, mine.environment, dict(mine.kwargs)) == ("my.mod:Ref", None, {"a": 1})
     plain = parse_spec({"name": "ir", "reward_model": "image_reward", "reference": False})
     assert plain.reward_model == "image_reward" and plain.environment is None
@@ -49,14 +55,21 @@ def test_reference_true_takes_the_known_wrapper_and_builds_its_environment():
     assert config.rewards[0].reward_model == IMAGE_REWARD.wrapper
 
 
-@pytest.mark.parametrize("entry, match", [
-    ({"name": "a", "reward_model": "jpeg_compressibility", "reference": True}, "has no reference package"),
-    ({"name": "a", "reward_model": "hpsv3", "reference": True},
-     r"has no wrapper here: resolves only with transformers==4\.45\.2"),
-    ({"name": "a", "reward_model": "image_reward", "reference": "yes"}, "must be true, false or a mapping"),
-    ({"name": "a", "reward_model": "image_reward", "reference": {"wrapper": "x:Y"}},
-     "unknown key 'wrapper'.*reward_model, environment, kwargs"),
-])
+@pytest.mark.parametrize(
+    "entry, match",
+    [
+        ({"name": "a", "reward_model": "jpeg_compressibility", "reference": True}, "has no reference package"),
+        (
+            {"name": "a", "reward_model": "hpsv3", "reference": True},
+            r"has no wrapper here: resolves only with transformers==4\.45\.2",
+        ),
+        ({"name": "a", "reward_model": "image_reward", "reference": "yes"}, "must be true, false or a mapping"),
+        (
+            {"name": "a", "reward_model": "image_reward", "reference": {"wrapper": "x:Y"}},
+            "unknown key 'wrapper'.*reward_model, environment, kwargs",
+        ),
+    ],
+)
 def test_bad_references_are_config_errors_naming_the_entry_and_the_field(entry, match):
     with pytest.raises(ConfigError, match=match) as caught:
         parse_spec(entry)
@@ -74,9 +87,22 @@ def test_the_schema_takes_reference_entries():
 
 
 def test_compare_reference_pairs_the_entry_in_process_with_its_reference():
-    spec = load_config({"environment": {"python": sys.executable}, "rewards": [
-        {"name": "ir", "reward_model": "image_reward", "model_path": "/w", "device": "cpu", "batch_size": 3,
-         "applicable_datasets": ["t2i"], "kwargs": {"k": 1}}]}).rewards[0]
+    spec = load_config(
+        {
+            "environment": {"python": sys.executable},
+            "rewards": [
+                {
+                    "name": "ir",
+                    "reward_model": "image_reward",
+                    "model_path": "/w",
+                    "device": "cpu",
+                    "batch_size": 3,
+                    "applicable_datasets": ["t2i"],
+                    "kwargs": {"k": 1},
+                }
+            ],
+        }
+    ).rewards[0]
     ours, ref = reference_specs(spec)
     assert ours.environment is None and ours.applicable_datasets is None  # rewardzoo's side: here, every sample
     assert (ours.reward_model, ours.model_path, dict(ours.kwargs)) == ("image_reward", "/w", {"k": 1})

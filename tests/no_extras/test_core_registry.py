@@ -60,8 +60,17 @@ def test_missing_extra_names_module_and_pip_command(tmp_path, monkeypatch, modul
     # the second module's name merely starts with the missing one's: still a missing dependency
     (tmp_path / f"{module}.py").write_text("import not_installed_backend_xyz\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    entry = RewardInfo(name="fancy_reward", implementation=f"{module}:Thing", summary="test", modality="image",
-                       kind="pointwise", extra="image", higher_is_better=True, score_range=(0.0, 1.0), download=True)
+    entry = RewardInfo(
+        name="fancy_reward",
+        implementation=f"{module}:Thing",
+        summary="test",
+        modality="image",
+        kind="pointwise",
+        extra="image",
+        higher_is_better=True,
+        score_range=(0.0, 1.0),
+        download=True,
+    )
     monkeypatch.setitem(registry.builtin(), "fancy_reward", entry)
     with pytest.raises(MissingExtraError) as info:
         registry.resolve("fancy_reward")

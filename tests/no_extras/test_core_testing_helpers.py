@@ -22,8 +22,10 @@ def _same_state(a: dict, b: dict) -> bool:
 
 
 def test_import_is_light():
-    code = ("import rewardzoo.testing, sys; heavy = [m for m in ('torch', 'open_clip', 'transformers', 'safetensors') "
-            "if m in sys.modules]; assert not heavy, heavy; assert rewardzoo.testing.IMAGE_SIZE == 64")
+    code = (
+        "import rewardzoo.testing, sys; heavy = [m for m in ('torch', 'open_clip', 'transformers', 'safetensors') "
+        "if m in sys.modules]; assert not heavy, heavy; assert rewardzoo.testing.IMAGE_SIZE == 64"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
@@ -36,10 +38,12 @@ def test_every_public_function_has_a_docstring():
 
 
 def test_star_import_resolves_every_name_without_torch():
-    code = ("from rewardzoo.testing import *; import rewardzoo.testing as t, sys; "
-            "missing = [n for n in t.__all__ if n not in globals()]; assert not missing, missing; "
-            "heavy = [m for m in ('torch', 'open_clip', 'transformers', 'safetensors') if m in sys.modules]; "
-            "assert not heavy, heavy; assert tiny_vlm_dir.__module__ == 'rewardzoo.testing.vlm'")
+    code = (
+        "from rewardzoo.testing import *; import rewardzoo.testing as t, sys; "
+        "missing = [n for n in t.__all__ if n not in globals()]; assert not missing, missing; "
+        "heavy = [m for m in ('torch', 'open_clip', 'transformers', 'safetensors') if m in sys.modules]; "
+        "assert not heavy, heavy; assert tiny_vlm_dir.__module__ == 'rewardzoo.testing.vlm'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
@@ -59,8 +63,11 @@ def test_every_public_name_comes_from_its_family_module():
 def test_every_builder_and_constant_of_a_family_module_is_exported():
     for module in sorted(set(rzt._LAZY.values())):
         family = importlib.import_module(module)
-        defined = {n for n, v in vars(family).items() if not n.startswith("_") and (
-            n.isupper() or (inspect.isfunction(v) and v.__module__ == module))}
+        defined = {
+            n
+            for n, v in vars(family).items()
+            if not n.startswith("_") and (n.isupper() or (inspect.isfunction(v) and v.__module__ == module))
+        }
         assert defined and defined <= set(rzt._LAZY), (module, sorted(defined - set(rzt._LAZY)))
 
 
@@ -99,7 +106,7 @@ def test_hf_clip_dir_loads_with_transformers_and_tokenises_offline(tmp_path):
     assert _same_state(model.state_dict(), CLIPModel(rzt.tiny_hf_clip_config()).state_dict())
     ids = processor(text=["a photo of a cat"], return_tensors="pt")["input_ids"][0].tolist()
     oc_ids = open_clip.tokenize(["a photo of a cat"])[0].tolist()
-    assert ids[0] == 49406 and ids[-1] == 49407 and ids == oc_ids[:len(ids)]  # the same BPE as open_clip's
+    assert ids[0] == 49406 and ids[-1] == 49407 and ids == oc_ids[: len(ids)]  # the same BPE as open_clip's
     from PIL import Image
 
     pixels = processor(images=[Image.new("RGB", (90, 70))], return_tensors="pt")["pixel_values"]

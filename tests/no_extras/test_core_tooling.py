@@ -38,7 +38,9 @@ def pyproject() -> dict:
 
 def _hook_pins() -> dict[str, str]:
     config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
-    deps = [dep for repo in config["repos"] for hook in repo["hooks"] for dep in hook.get("additional_dependencies", [])]
+    deps = [
+        dep for repo in config["repos"] for hook in repo["hooks"] for dep in hook.get("additional_dependencies", [])
+    ]
     return _pins(deps)
 
 
@@ -48,7 +50,8 @@ def test_the_dev_extra_pins_the_tools_and_the_hooks_install_the_same_versions(py
     for tool in TOOLS:
         assert tool.lower() in dev, f"the dev extra does not pin {tool} (name==version)"
         assert hooks.get(tool.lower()) == dev[tool.lower()], (
-            f"{tool}: .pre-commit-config.yaml installs {hooks.get(tool.lower())}, the dev extra pins {dev[tool.lower()]}")
+            f"{tool}: .pre-commit-config.yaml installs {hooks.get(tool.lower())}, the dev extra pins {dev[tool.lower()]}"
+        )
 
 
 def test_the_pin_comparison_sees_a_drift():
@@ -66,7 +69,8 @@ def test_ruff_and_mypy_are_configured(pyproject):
     strict = [o for o in mypy["overrides"] if o.get("disallow_untyped_defs")]
     assert len(strict) == 1
     assert {"rewardzoo", "rewardzoo.errors", "rewardzoo.spec.*", "rewardzoo.core.*", "rewardzoo.rewards.base"} <= set(
-        strict[0]["module"])
+        strict[0]["module"]
+    )
     assert strict[0].get("disallow_any_generics") and strict[0].get("warn_return_any")
 
 

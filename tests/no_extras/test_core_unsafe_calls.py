@@ -25,16 +25,24 @@ SAFE_YAML_LOADERS = {"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"}
 
 #: (file relative to the package, function, rule) -> why it is allowed.
 ALLOWED = {
-    ("rewards/image/image_reward.py", "convert_to_safetensors", "torch.load without weights_only=True"):
-        "the documented one-time conversion of a trusted ImageReward.pt, called by a user by hand, never by a "
-        "reward, a config or a server",
-    ("rewards/image/image_reward.py", "convert_to_safetensors", "weights_only=False"):
-        "the same conversion",
-    ("ray/engine.py", "ChunkScorer._score", "pickle.loads"):
-        "bytes pickled by this job's own driver for its actors, carried inside Ray's object transport (which "
-        "pickles everything it carries between them anyway); nothing read from a file or the network",
-    ("catalog/resources.py", "load_yaml_text", "yaml.load without a safe Loader"):
-        "the Loader is CSafeLoader or SafeLoader (a variable the walker cannot follow)",
+    (
+        "rewards/image/image_reward.py",
+        "convert_to_safetensors",
+        "torch.load without weights_only=True",
+    ): "the documented one-time conversion of a trusted ImageReward.pt, called by a user by hand, never by a "
+    "reward, a config or a server",
+    ("rewards/image/image_reward.py", "convert_to_safetensors", "weights_only=False"): "the same conversion",
+    (
+        "ray/engine.py",
+        "ChunkScorer._score",
+        "pickle.loads",
+    ): "bytes pickled by this job's own driver for its actors, carried inside Ray's object transport (which "
+    "pickles everything it carries between them anyway); nothing read from a file or the network",
+    (
+        "catalog/resources.py",
+        "load_yaml_text",
+        "yaml.load without a safe Loader",
+    ): "the Loader is CSafeLoader or SafeLoader (a variable the walker cannot follow)",
 }
 
 
@@ -75,7 +83,7 @@ class _Walker(ast.NodeVisitor):
     def visit_FunctionDef(self, node) -> None:
         args = node.args
         positional = args.posonlyargs + args.args
-        defaults = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+        defaults = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
         defaults += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
         self.scope.append(node.name)
         for arg, default in defaults:
@@ -87,8 +95,12 @@ class _Walker(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:  # a dataclass field `trust_remote_code: bool = True`
-        if isinstance(node.target, ast.Name) and node.target.id == "trust_remote_code" and node.value is not None \
-                and not _const(node.value, False):
+        if (
+            isinstance(node.target, ast.Name)
+            and node.target.id == "trust_remote_code"
+            and node.value is not None
+            and not _const(node.value, False)
+        ):
             self._add("trust_remote_code default other than False", node)
         self.generic_visit(node)
 
@@ -111,8 +123,12 @@ class _Walker(ast.NodeVisitor):
             self._add("torch.load without weights_only=True", node)
         if root in UNPICKLERS and attr in UNPICKLING_CALLS:
             self._add(f"{root}.{attr}", node)
-        if root in ("numpy", "np") and attr == "load" and not _const(_keyword(node, "allow_pickle"), False) \
-                and _keyword(node, "allow_pickle") is not None:
+        if (
+            root in ("numpy", "np")
+            and attr == "load"
+            and not _const(_keyword(node, "allow_pickle"), False)
+            and _keyword(node, "allow_pickle") is not None
+        ):
             self._add("numpy.load with allow_pickle", node)
         if root == "yaml" and attr in UNSAFE_YAML:
             self._add(f"yaml.{attr}", node)
@@ -141,8 +157,10 @@ def offenders(root: Path) -> dict[tuple[str, str, str], list[int]]:
 def test_the_package_runs_no_code_from_data():
     found = offenders(PACKAGE)
     new = {key: lines for key, lines in found.items() if key not in ALLOWED}
-    assert not new, "code that can run what a file or a peer chose (add a reasoned ALLOWED entry only if it is " \
-                    "legitimate):\n" + "\n".join(f"  {f}:{lines} in {fn}: {rule}" for (f, fn, rule), lines in new.items())
+    assert not new, (
+        "code that can run what a file or a peer chose (add a reasoned ALLOWED entry only if it is "
+        "legitimate):\n" + "\n".join(f"  {f}:{lines} in {fn}: {rule}" for (f, fn, rule), lines in new.items())
+    )
 
 
 def test_every_allowed_entry_is_still_there():
@@ -151,7 +169,7 @@ def test_every_allowed_entry_is_still_there():
     assert not [key for key in ALLOWED if key not in found]
 
 
-PLANTED = '''
+PLANTED = """
 import pickle, torch, yaml, dill
 import numpy as np
 from pickle import loads as undo
@@ -181,7 +199,7 @@ def safe(path, model, trust_remote_code=False):
     np.load(path)
     model.eval()
     from_pretrained(path, trust_remote_code=trust_remote_code)
-'''
+"""
 
 
 def test_the_walker_catches_each_planted_offender_and_leaves_the_safe_forms(tmp_path):

@@ -24,8 +24,10 @@ pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install '
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = "rewards:\n  - name: len\n    reward_model: tests.no_extras.rewards:PromptLength\n"
-WHERE = re.compile(r"rewardzoo: scored 3 rows \(0 resumed\) in [\d.]+ s, [\d.]+ rows/s, on (.+?)"
-                   r"(?: \([\d.]+ s of it in ray.init and ray.shutdown\))?$")
+WHERE = re.compile(
+    r"rewardzoo: scored 3 rows \(0 resumed\) in [\d.]+ s, [\d.]+ rows/s, on (.+?)"
+    r"(?: \([\d.]+ s of it in ray.init and ray.shutdown\))?$"
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +40,14 @@ def ray_start_cluster(tmp_path_factory):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
     env.pop("RAY_ADDRESS", None)
     with log.open("w") as fh:
-        head = subprocess.Popen([ray_cli, "start", "--head", "--block", "--num-cpus", "1", "--port", "0",
-                                 "--include-dashboard", "false"], stdout=fh, stderr=subprocess.STDOUT, env=env,
-                                cwd=ROOT, start_new_session=True)
+        head = subprocess.Popen(
+            [ray_cli, "start", "--head", "--block", "--num-cpus", "1", "--port", "0", "--include-dashboard", "false"],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=ROOT,
+            start_new_session=True,
+        )
     address_file = Path("/tmp/ray/ray_current_cluster")  # where `ray start` tells ray.init() whom to join
     before = address_file.read_text() if address_file.exists() else None
     deadline = time.monotonic() + 60
@@ -77,9 +84,28 @@ def _score_in_a_fresh_process(tmp_path: Path, *extra: str, ray_address: str | No
     env.pop("RAY_ADDRESS", None)
     if ray_address:
         env["RAY_ADDRESS"] = ray_address
-    done = subprocess.run([sys.executable, "-m", "rewardzoo.cli", "score", str(config), "-i", str(manifest), "-o",
-                           str(out), "-q", "--engine", "ray", *extra], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=180)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rewardzoo.cli",
+            "score",
+            str(config),
+            "-i",
+            str(manifest),
+            "-o",
+            str(out),
+            "-q",
+            "--engine",
+            "ray",
+            *extra,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     where = next((m[1] for m in map(WHERE.match, done.stderr.splitlines()) if m), None)
     assert where, done.stderr[-3000:]
@@ -89,8 +115,20 @@ def _score_in_a_fresh_process(tmp_path: Path, *extra: str, ray_address: str | No
 def _local(tmp_path: Path) -> bytes:
     from rewardzoo.cli import main
 
-    assert main(["score", str(tmp_path / "cfg.yaml"), "-i", str(tmp_path / "m.jsonl"), "-o",
-                 str(tmp_path / "local.jsonl"), "-q"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(tmp_path / "cfg.yaml"),
+                "-i",
+                str(tmp_path / "m.jsonl"),
+                "-o",
+                str(tmp_path / "local.jsonl"),
+                "-q",
+            ]
+        )
+        == 0
+    )
     return (tmp_path / "local.jsonl").read_bytes()
 
 
@@ -104,7 +142,8 @@ def test_without_an_address_a_fresh_instance_starts_beside_a_ray_start_cluster(r
 @pytest.mark.parametrize("how", ["RAY_ADDRESS", "--address"])
 def test_the_named_cluster_is_joined(ray_start_cluster, tmp_path, how):
     extra = ("--address", ray_start_cluster) if how == "--address" else ()
-    where, out = _score_in_a_fresh_process(tmp_path, *extra,
-                                           ray_address=ray_start_cluster if how == "RAY_ADDRESS" else None)
+    where, out = _score_in_a_fresh_process(
+        tmp_path, *extra, ray_address=ray_start_cluster if how == "RAY_ADDRESS" else None
+    )
     assert where == f"the Ray cluster at {ray_start_cluster}"
     assert out.read_bytes() == _local(tmp_path)

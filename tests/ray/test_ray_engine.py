@@ -21,16 +21,23 @@ pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install '
 from rewardzoo.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-JPEG_CONFIG = ("rewards:\n  - name: small\n    reward_model: jpeg_compressibility\n    batch_size: 3\n"
-               "    applicable_datasets: [a]\n    weight: 2\n  - name: rank\n    reward_model: group_rank\n"
-               "    kwargs: {base: jpeg_incompressibility}\n")
+JPEG_CONFIG = (
+    "rewards:\n  - name: small\n    reward_model: jpeg_compressibility\n    batch_size: 3\n"
+    "    applicable_datasets: [a]\n    weight: 2\n  - name: rank\n    reward_model: group_rank\n"
+    "    kwargs: {base: jpeg_incompressibility}\n"
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_instance():
     # address="local": a fresh instance, also beside a `ray start` cluster or the address file a stopped one left
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR",
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="ERROR",
+        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+    )
     yield
     ray.shutdown()
 
@@ -43,8 +50,9 @@ def manifest(tmp_path):
     for i in range(11):
         img = (rng.random((20 + i, 24, 3)) ** (i % 4 + 1) * 255).astype(np.uint8)
         Image.fromarray(img).save(tmp_path / "media" / f"{i}.png")
-        lines.append({"image": f"media/{i}.png", "prompt": "p" * i, "dataset": "a" if i % 3 else "b",
-                      "group_id": i % 2})
+        lines.append(
+            {"image": f"media/{i}.png", "prompt": "p" * i, "dataset": "a" if i % 3 else "b", "group_id": i % 2}
+        )
     path = tmp_path / "samples.jsonl"  # a blank line: sample 4 sits on line 6
     path.write_text("\n".join(json.dumps(x) for x in lines[:4]) + "\n\n" + "\n".join(json.dumps(x) for x in lines[4:]))
     config = tmp_path / "cfg.yaml"
@@ -94,7 +102,9 @@ def test_a_raising_reward_fails_the_job_without_retrying_forever(tmp_path, capsy
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(json.dumps({"prompt": "p" * i}) for i in range(4)) + "\n")
     config = tmp_path / "cfg.yaml"
-    config.write_text("rewards:\n  - name: bad\n    reward_model: tests.no_extras.rewards:Broken\n    kwargs: {mode: raise}\n")
+    config.write_text(
+        "rewards:\n  - name: bad\n    reward_model: tests.no_extras.rewards:Broken\n    kwargs: {mode: raise}\n"
+    )
     assert _score(config, path, tmp_path / "o.jsonl", "--engine", "ray") != 0
     err = capsys.readouterr().err
     assert "reward 'bad'" in err and "ZeroDivisionError: boom" in err and "line 1" in err
@@ -106,8 +116,10 @@ def test_a_dying_actor_is_restarted_and_every_row_scored_once(tmp_path):
     path.write_text("\n".join(json.dumps({"prompt": "p" * i}) for i in range(12)) + "\n")
     config = tmp_path / "cfg.yaml"
     marker = tmp_path / "killed"
-    config.write_text(f"rewards:\n  - name: len\n    reward_model: tests.ray.rewards:KillOnce\n"
-                      f"    kwargs: {{marker: {str(marker)!r}}}\n")
+    config.write_text(
+        f"rewards:\n  - name: len\n    reward_model: tests.ray.rewards:KillOnce\n"
+        f"    kwargs: {{marker: {str(marker)!r}}}\n"
+    )
     out = tmp_path / "o.jsonl"
     assert _score(config, path, out, "--engine", "ray", "--actors", 2, "--chunk-size", 3) == 0
     assert marker.exists()  # an actor did die
@@ -120,16 +132,39 @@ def test_resume_after_killing_the_driver_equals_a_local_run(tmp_path, capsys):
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(json.dumps({"prompt": "p" * i, "group_id": i // 4}) for i in range(n)) + "\n")
     config = tmp_path / "cfg.yaml"
-    config.write_text("rewards:\n  - name: len\n    reward_model: tests.ray.rewards:SlowLength\n"
-                      "    kwargs: {delay: 0.4}\n  - name: rank\n    reward_model: group_rank\n"
-                      "    kwargs: {base: tests.no_extras.rewards:PromptLength}\n")
+    config.write_text(
+        "rewards:\n  - name: len\n    reward_model: tests.ray.rewards:SlowLength\n"
+        "    kwargs: {delay: 0.4}\n  - name: rank\n    reward_model: group_rank\n"
+        "    kwargs: {base: tests.no_extras.rewards:PromptLength}\n"
+    )
     out = tmp_path / "ray.jsonl"
     partial = tmp_path / "ray.jsonl.partial.jsonl"
     address = ray.get_runtime_context().gcs_address
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    driver = subprocess.Popen([sys.executable, "-m", "rewardzoo.cli", "score", str(config), "-i", str(path),
-                               "-o", str(out), "-q", "--engine", "ray", "--chunk-size", "1", "--address", address],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    driver = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rewardzoo.cli",
+            "score",
+            str(config),
+            "-i",
+            str(path),
+            "-o",
+            str(out),
+            "-q",
+            "--engine",
+            "ray",
+            "--chunk-size",
+            "1",
+            "--address",
+            address,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and driver.poll() is None:
@@ -230,8 +265,10 @@ def test_parquet_video_and_audio_bytes_equal_local_paths(tmp_path):
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     config = tmp_path / "cfg.yaml"
-    config.write_text("rewards:\n  - name: flicker\n    reward_model: video_temporal_flickering\n"
-                      "  - name: sdr\n    reward_model: si_sdr\n")
+    config.write_text(
+        "rewards:\n  - name: flicker\n    reward_model: video_temporal_flickering\n"
+        "  - name: sdr\n    reward_model: si_sdr\n"
+    )
     rows = [{k: (tmp_path / v).read_bytes() for k, v in line.items()} for line in lines]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet", row_group_size=3)  # two row groups
     assert _score(config, path, tmp_path / "local.jsonl", "--chunk-size", 2) == 0
@@ -246,8 +283,11 @@ def test_encoded_media_in_rows_become_files_with_the_same_bytes(tmp_path):
 
     png = tmp_path / "a.png"
     Image.fromarray(np.zeros((4, 4, 3), dtype=np.uint8)).save(png)
-    row = decoded({"image": png.read_bytes(), "condition_images": [b"one", "x.png"], "audio": b"RIFF",
-                   "prompt": "p"}, 0, str(tmp_path))
+    row = decoded(
+        {"image": png.read_bytes(), "condition_images": [b"one", "x.png"], "audio": b"RIFF", "prompt": "p"},
+        0,
+        str(tmp_path),
+    )
     assert np.array_equal(np.asarray(row["image"]), np.asarray(Image.open(png)))
     assert Path(row["condition_images"][0]).read_bytes() == b"one" and row["condition_images"][1] == "x.png"
     assert Path(row["audio"]).read_bytes() == b"RIFF" and row["prompt"] == "p"
@@ -265,8 +305,11 @@ def test_progress_bars_on_a_terminal_unless_quiet_and_a_final_line(manifest, cap
     assert main(args + (["-q"] if quiet else [])) == 0
     assert ctx.enable_progress_bars is (not quiet) and ctx.enable_operator_progress_bars is (not quiet)
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    found = re.fullmatch(r"rewardzoo: scored (\d+) rows \((\d+) resumed\) in ([\d.]+) s, ([\d.]+) rows/s, "
-                        r"on the running Ray session", last)  # this module's instance: none started, none stopped
+    found = re.fullmatch(
+        r"rewardzoo: scored (\d+) rows \((\d+) resumed\) in ([\d.]+) s, ([\d.]+) rows/s, "
+        r"on the running Ray session",
+        last,
+    )  # this module's instance: none started, none stopped
     assert found, last
     rows, resumed, wall, rate = int(found[1]), int(found[2]), float(found[3]), float(found[4])
     assert (rows, resumed) == (11, 0) and wall > 0 and abs(rate - rows / wall) <= 0.05 * rate + 0.1
@@ -317,8 +360,10 @@ def test_an_entry_in_its_own_environment_scores_under_ray_actors_as_locally(mani
     """Each actor starts the entry's worker (a child of the actor's process) and scores through it."""
     root, path, _ = manifest
     config = root / "worker.yaml"
-    config.write_text("rewards:\n  - name: bright\n    reward_model: tests.environments.worker_rewards:Brightness\n"
-                      f"    device: cpu\n    environment: {{python: {sys.executable}}}\n")
+    config.write_text(
+        "rewards:\n  - name: bright\n    reward_model: tests.environments.worker_rewards:Brightness\n"
+        f"    device: cpu\n    environment: {{python: {sys.executable}}}\n"
+    )
     assert _score(config, path, root / "local.jsonl") == 0
     assert _score(config, path, root / "ray.jsonl", "--engine", "ray", "--actors", 2) == 0
     local = [json.loads(line) for line in (root / "local.jsonl").read_text().splitlines()]
@@ -343,12 +388,19 @@ def test_an_edit_rows_source_and_mask_arrive_as_encoded_bytes(tmp_path):
     (tmp_path / "edits.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     config = tmp_path / "cfg.yaml"
     config.write_text("rewards:\n  - name: edit_preservation\n    kwargs: {metric: psnr}\n")
-    encoded = [{**r, "image": (tmp_path / r["image"]).read_bytes(),
-                "condition_images": [(tmp_path / c).read_bytes() for c in r["condition_images"]]} for r in rows]
+    encoded = [
+        {
+            **r,
+            "image": (tmp_path / r["image"]).read_bytes(),
+            "condition_images": [(tmp_path / c).read_bytes() for c in r["condition_images"]],
+        }
+        for r in rows
+    ]
     pq.write_table(pa.Table.from_pylist(encoded), tmp_path / "edits.parquet")
     assert _score(config, tmp_path / "edits.jsonl", tmp_path / "local.jsonl") == 0
-    assert _score(config, tmp_path / "edits.parquet", tmp_path / "bytes.jsonl", "--engine", "ray",
-                  "--chunk-size", 2) == 0
+    assert (
+        _score(config, tmp_path / "edits.parquet", tmp_path / "bytes.jsonl", "--engine", "ray", "--chunk-size", 2) == 0
+    )
     local = (tmp_path / "local.jsonl").read_bytes()
     assert (tmp_path / "bytes.jsonl").read_bytes() == local
     got = [json.loads(line)["rewards"]["edit_preservation"] for line in local.decode().splitlines()]

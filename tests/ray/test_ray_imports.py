@@ -23,9 +23,11 @@ def _manifest(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_import_and_local_cli_never_import_ray(tmp_path):
     path, config = _manifest(tmp_path)
-    code = ("import sys, rewardzoo\nfrom rewardzoo.cli import main\n"
-            f"assert main(['score', {str(config)!r}, '-i', {str(path)!r}, '-o', {str(tmp_path / 'o.jsonl')!r}, '-q']) == 0\n"
-            "assert 'ray' not in sys.modules, 'ray imported'\n")
+    code = (
+        "import sys, rewardzoo\nfrom rewardzoo.cli import main\n"
+        f"assert main(['score', {str(config)!r}, '-i', {str(path)!r}, '-o', {str(tmp_path / 'o.jsonl')!r}, '-q']) == 0\n"
+        "assert 'ray' not in sys.modules, 'ray imported'\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
     assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 3
 

@@ -23,10 +23,10 @@ class Synthetic:
     manifest: Path
     scores: Path
     other: Path
-    values: dict[str, np.ndarray]      # NaN where null
+    values: dict[str, np.ndarray]  # NaN where null
     other_values: dict[str, np.ndarray]
     datasets: np.ndarray
-    groups: np.ndarray                 # -1: no group_id
+    groups: np.ndarray  # -1: no group_id
 
 
 def write_scores(path: Path, columns: dict[str, np.ndarray], extra: list[dict] | None = None) -> Path:
@@ -35,8 +35,11 @@ def write_scores(path: Path, columns: dict[str, np.ndarray], extra: list[dict] |
         for i in range(n):
             rewards = {k: (None if np.isnan(v[i]) else float(v[i])) for k, v in columns.items()}
             applied = [k for k, v in rewards.items() if v is not None]
-            row = {"rewards": rewards, "total": sum(rewards[k] for k in applied) if applied else None,
-                   "applied": applied}
+            row = {
+                "rewards": rewards,
+                "total": sum(rewards[k] for k in applied) if applied else None,
+                "applied": applied,
+            }
             row.update((extra or [{}] * n)[i])
             fh.write(json.dumps(row) + "\n")
     return path
@@ -65,8 +68,9 @@ def synthetic(tmp_path_factory) -> Synthetic:
     base = rng.normal(size=N_ROWS)
     values = {
         "jpeg_compressibility": -np.abs(base + 0.5 * rng.normal(size=N_ROWS)),
-        "clip_score": np.where(datasets == "t2i", np.clip(1.2 + 0.3 * base + 0.2 * rng.normal(size=N_ROWS), 0, 2.5),
-                               np.nan),
+        "clip_score": np.where(
+            datasets == "t2i", np.clip(1.2 + 0.3 * base + 0.2 * rng.normal(size=N_ROWS), 0, 2.5), np.nan
+        ),
         "tied": np.round(rng.normal(size=N_ROWS), 1),
         "constant": np.full(N_ROWS, 0.25),
         "never": np.full(N_ROWS, np.nan),
@@ -74,7 +78,7 @@ def synthetic(tmp_path_factory) -> Synthetic:
     values["clip_score"][::17] = np.nan
     # two groups whose members the reward cannot tell apart
     values["tied"][:GROUP_SIZE] = 0.3
-    values["tied"][GROUP_SIZE:2 * GROUP_SIZE] = -1.0
+    values["tied"][GROUP_SIZE : 2 * GROUP_SIZE] = -1.0
     scores = write_scores(folder / "scores.jsonl", values)
     other_values = {k: v + 0.1 + 0.3 * rng.normal(size=N_ROWS) for k, v in values.items()}
     other_values["tied"] = np.round(other_values["tied"], 1)

@@ -89,6 +89,11 @@ def table_values(table: Node) -> list[list[str]]:
     """Body rows of a report table: each cell's ``data-value`` when it has one, else its text."""
     rows = []
     for tr in table.find("tbody").find_all("tr"):
-        rows.append([td.attrs["data-value"] if "data-value" in td.attrs else td.get_text().strip()
-                     for td in tr.children if td.tag in ("td", "th")])
+        rows.append(
+            [
+                td.attrs["data-value"] if "data-value" in td.attrs else td.get_text().strip()
+                for td in tr.children
+                if td.tag in ("td", "th")
+            ]
+        )
     return rows

@@ -9,8 +9,10 @@ from PIL import Image
 from rewardzoo.report import build_report
 from rewardzoo.report.screenshot import CHROMIUM, render_png
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} is missing: Debian's chromium is not "
-                                                                "installed (apt-get install -y chromium)")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.is_file(),
+    reason=f"{CHROMIUM} is missing: Debian's chromium is not installed (apt-get install -y chromium)",
+)
 
 
 def _not_blank(png) -> None:
@@ -39,8 +41,11 @@ def test_a_compare_report_renders_cleanly(synthetic, tmp_path):
 def test_the_checks_see_faults(tmp_path):
     """The method catches what it should: a script error and a remote image."""
     page = tmp_path / "bad.html"
-    page.write_text('<!DOCTYPE html><html><body><p>x</p><img src="http://example.test/a.png">'
-                    "<script>undefinedFunction();</script></body></html>", encoding="utf-8")
+    page.write_text(
+        '<!DOCTYPE html><html><body><p>x</p><img src="http://example.test/a.png">'
+        "<script>undefinedFunction();</script></body></html>",
+        encoding="utf-8",
+    )
     shot = render_png(page, tmp_path / "bad.png", width=400, height=300, timeout=120)
     assert any("Uncaught ReferenceError" in m for m in shot.console), shot.stderr[-2000:]
     assert "http://example.test/a.png" in shot.requests

@@ -19,8 +19,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def test_the_subparser_runs_the_report(synthetic, tmp_path, capsys):
-    args = _parser().parse_args(["report", str(synthetic.scores), "--manifest", str(synthetic.manifest),
-                                 "--out", str(tmp_path / "r.html"), "--compare", str(synthetic.other), "--top", "3"])
+    args = _parser().parse_args(
+        [
+            "report",
+            str(synthetic.scores),
+            "--manifest",
+            str(synthetic.manifest),
+            "--out",
+            str(tmp_path / "r.html"),
+            "--compare",
+            str(synthetic.other),
+            "--top",
+            "3",
+        ]
+    )
     assert args.func is cmd_report and args.top == 3
     assert args.func(args) == 0
     assert (tmp_path / "r.html").is_file() and "wrote" in capsys.readouterr().out
@@ -48,7 +60,9 @@ def _wired(command: str, option: str | None = None) -> bool:
     return option is None or any(option in a.option_strings for a in sub.choices[command]._actions)
 
 
-@pytest.mark.skipif(not _wired("report"), reason="`rewardzoo report` is not registered in rewardzoo/cli/commands.py yet")
+@pytest.mark.skipif(
+    not _wired("report"), reason="`rewardzoo report` is not registered in rewardzoo/cli/commands.py yet"
+)
 def test_rewardzoo_report(synthetic, tmp_path, capsys):
     out = tmp_path / "r.html"
     assert cli.main(["report", str(synthetic.scores), "-m", str(synthetic.manifest), "-o", str(out)]) == 0
@@ -59,7 +73,9 @@ def test_rewardzoo_report(synthetic, tmp_path, capsys):
     assert err.startswith("rewardzoo: error: score file") and "line 1" in err and "Traceback" not in err
 
 
-@pytest.mark.skipif(not _wired("score", "--report"), reason="`rewardzoo score --report` is not in rewardzoo/cli/commands.py yet")
+@pytest.mark.skipif(
+    not _wired("score", "--report"), reason="`rewardzoo score --report` is not in rewardzoo/cli/commands.py yet"
+)
 def test_score_with_report(demo, tmp_path):
     out, html = tmp_path / "s.jsonl", tmp_path / "r.html"
     assert cli.main(["score", "demo", "-i", str(demo.manifest), "-o", str(out), "-q", "--report", str(html)]) == 0

@@ -27,22 +27,33 @@ def _lines(tmp_path, *lines, name="s.jsonl"):
     return path
 
 
-@pytest.mark.parametrize("lines, line, words", [
-    ([json.dumps({"prompt": "a cat", "image": "a.png"})], 1, ["not a rewardzoo score line", "looks like a manifest"]),
-    ([json.dumps(GOOD), "{not json"], 2, ["not valid JSON"]),
-    ([json.dumps(GOOD), "[1, 2]"], 2, ["must be a JSON object"]),
-    ([json.dumps(GOOD), "", json.dumps({**GOOD, "rewards": {"a": 1.0}})], 3, ["differ from the first row"]),
-    ([json.dumps({**GOOD, "rewards": {"a": "high", "b": None}})], 1, ["'rewards.a' must be a number or null"]),
-    ([json.dumps({**GOOD, "rewards": {"a": True, "b": None}})], 1, ["'rewards.a' must be a number or null"]),
-    (['{"rewards": {"a": NaN, "b": null}, "total": null, "applied": []}'], 1, ["'rewards.a' is nan"]),
-    ([json.dumps({**GOOD, "total": "x"})], 1, ["'total' must be a number"]),
-    ([json.dumps({**GOOD, "applied": ["c"]})], 1, ["'applied' names 'c'"]),
-    ([json.dumps({**GOOD, "applied": "a"})], 1, ["'applied' must be a list"]),
-    ([json.dumps({**GOOD, "extra": 1})], 1, ["unknown key(s) 'extra'"]),
-    ([json.dumps({**GOOD, "rewards": {}})], 1, ["non-empty object"]),
-    ([json.dumps(GOOD), b"\xff\xfe"], 2, ["not UTF-8"]),
-    ([json.dumps(GOOD), '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"], 2, ["nests deeper than the parser allows"]),
-])
+@pytest.mark.parametrize(
+    "lines, line, words",
+    [
+        (
+            [json.dumps({"prompt": "a cat", "image": "a.png"})],
+            1,
+            ["not a rewardzoo score line", "looks like a manifest"],
+        ),
+        ([json.dumps(GOOD), "{not json"], 2, ["not valid JSON"]),
+        ([json.dumps(GOOD), "[1, 2]"], 2, ["must be a JSON object"]),
+        ([json.dumps(GOOD), "", json.dumps({**GOOD, "rewards": {"a": 1.0}})], 3, ["differ from the first row"]),
+        ([json.dumps({**GOOD, "rewards": {"a": "high", "b": None}})], 1, ["'rewards.a' must be a number or null"]),
+        ([json.dumps({**GOOD, "rewards": {"a": True, "b": None}})], 1, ["'rewards.a' must be a number or null"]),
+        (['{"rewards": {"a": NaN, "b": null}, "total": null, "applied": []}'], 1, ["'rewards.a' is nan"]),
+        ([json.dumps({**GOOD, "total": "x"})], 1, ["'total' must be a number"]),
+        ([json.dumps({**GOOD, "applied": ["c"]})], 1, ["'applied' names 'c'"]),
+        ([json.dumps({**GOOD, "applied": "a"})], 1, ["'applied' must be a list"]),
+        ([json.dumps({**GOOD, "extra": 1})], 1, ["unknown key(s) 'extra'"]),
+        ([json.dumps({**GOOD, "rewards": {}})], 1, ["non-empty object"]),
+        ([json.dumps(GOOD), b"\xff\xfe"], 2, ["not UTF-8"]),
+        (
+            [json.dumps(GOOD), '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"],
+            2,
+            ["nests deeper than the parser allows"],
+        ),
+    ],
+)
 def test_a_bad_score_file_names_file_and_line(tmp_path, lines, line, words):
     path = _lines(tmp_path, *lines)
     with pytest.raises(ScoreFileError) as err:
@@ -145,18 +156,26 @@ def test_missing_report_extra(monkeypatch, synthetic, tmp_path):
 
 
 @pytest.mark.parametrize("reader", ["manifest", "scores", "monitor log"])
-@pytest.mark.parametrize("bad, words", [
-    (b'{"a": \xe9}', ["is not UTF-8 text", "is 0xe9"]),
-    (b"{not json", ["not valid JSON", "at column 2"]),
-    (b'["a list"]', ["each line must be a JSON object, got list"]),
-])
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        (b'{"a": \xe9}', ["is not UTF-8 text", "is 0xe9"]),
+        (b"{not json", ["not valid JSON", "at column 2"]),
+        (b'["a list"]', ["each line must be a JSON object, got list"]),
+    ],
+)
 def test_every_jsonl_reader_names_the_line_and_the_byte_alike(tmp_path, reader, bad, words):
     from rewardzoo.jobs.manifest import read_manifest
     from rewardzoo.monitor.log import read_monitor_log
     from rewardzoo.report.scores import read_scores
 
-    first = (json.dumps({"prompt": "a cat"}) if reader == "manifest" else json.dumps(GOOD) if reader == "scores"
-             else json.dumps({"step": 0, "split": "train", "metrics": {}, "alarms": [], "inseparable_groups": {}}))
+    first = (
+        json.dumps({"prompt": "a cat"})
+        if reader == "manifest"
+        else json.dumps(GOOD)
+        if reader == "scores"
+        else json.dumps({"step": 0, "split": "train", "metrics": {}, "alarms": [], "inseparable_groups": {}})
+    )
     path = _lines(tmp_path, first, "", bad)
     read = {"manifest": read_manifest, "scores": read_scores, "monitor log": read_monitor_log}[reader]
     with pytest.raises(InputError) as err:

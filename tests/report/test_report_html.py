@@ -81,8 +81,11 @@ def test_the_header_says_what_was_scored(demo_page, demo):
     header = root.find("header").get_text()
     for fact in ("demo", str(demo.scores), str(demo.manifest), "rows", "9", "numpy", "matplotlib", "rewardzoo"):
         assert fact in header
-    rewards = {row.children[0].get_text(): [c.get_text() for c in row.children] for row in
-               root.find("header").find_all("tr") if len(row.children) == 8}
+    rewards = {
+        row.children[0].get_text(): [c.get_text() for c in row.children]
+        for row in root.find("header").find_all("tr")
+        if len(row.children) == 8
+    }
     assert rewards["jpeg_compressibility"][2:4] == ["[-inf, 0]", "higher"]
     assert rewards["audio_clipping"][2:4] == ["[0, 1]", "higher"]
 
@@ -148,8 +151,10 @@ def test_unreadable_media_is_a_note_not_a_failure(tmp_path):
 
 
 def test_importing_the_package_stays_light():
-    code = ("import sys, rewardzoo, rewardzoo.report; "
-            "print(sorted(m for m in ('matplotlib', 'scipy', 'torch') if m in sys.modules))")
+    code = (
+        "import sys, rewardzoo, rewardzoo.report; "
+        "print(sorted(m for m in ('matplotlib', 'scipy', 'torch') if m in sys.modules))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
@@ -160,8 +165,9 @@ def test_dollar_signs_in_stream_and_dataset_names_are_text_not_mathtext(tmp_path
 
     names = {"e$\\frac{$": np.array([0.1, 0.5, 0.9, 0.3]), "b$x$": np.array([1.0, 0.2, 0.4, 0.8])}
     scores = write_scores(tmp_path / "s.jsonl", names)
-    manifest = write_manifest(tmp_path / "m.jsonl", [{"prompt": f"p{i}", "dataset": "d$\\frac{$" if i % 2 else "$"}
-                                                     for i in range(4)])
+    manifest = write_manifest(
+        tmp_path / "m.jsonl", [{"prompt": f"p{i}", "dataset": "d$\\frac{$" if i % 2 else "$"} for i in range(4)]
+    )
     page = build_report(scores, manifest=manifest, out=tmp_path / "r.html").read_text("utf-8")
     root, errors = parse(page)
     assert errors == []

@@ -16,8 +16,13 @@ RTOL = 1e-12
 
 @pytest.fixture(scope="module")
 def report(synthetic, tmp_path_factory):
-    out = build_report(synthetic.scores, manifest=synthetic.manifest, compare=synthetic.other,
-                       out=tmp_path_factory.mktemp("numbers") / "report.html", top=5)
+    out = build_report(
+        synthetic.scores,
+        manifest=synthetic.manifest,
+        compare=synthetic.other,
+        out=tmp_path_factory.mktemp("numbers") / "report.html",
+        top=5,
+    )
     root, errors = parse(out.read_text(encoding="utf-8"))
     assert errors == []
     return root
@@ -108,8 +113,14 @@ def test_group_table_matches_a_loop_over_groups(report, synthetic):
             elif v.size == 1:
                 single += 1
         threshold = stats.INSEPARABLE_REL * np.std(x[~np.isnan(x)])
-        expected = [len(stds), single, np.mean(stds), np.median(stds), threshold,
-                    np.mean(np.array(ranges) <= threshold)]
+        expected = [
+            len(stds),
+            single,
+            np.mean(stds),
+            np.median(stds),
+            threshold,
+            np.mean(np.array(ranges) <= threshold),
+        ]
         np.testing.assert_allclose(_floats(shown[name]), expected, rtol=1e-9, atol=1e-15)
     assert float(shown["tied"][-1]) == pytest.approx(2 / len(stds))  # the two planted groups
     assert float(shown["constant"][-1]) == 1.0  # all equal: no group can be separated

@@ -35,8 +35,9 @@ def run(tmp_path_factory):
     log = tmp_path_factory.mktemp("run") / "monitor.jsonl"
     rng = np.random.default_rng(0)
     groups = [f"g{i // GROUP}" for i in range(N)]
-    with RewardMonitor(settings={"log": str(log), "window": WINDOW, "inseparable": None, "conflict": None,
-                                 "saturation": None}) as mon:
+    with RewardMonitor(
+        settings={"log": str(log), "window": WINDOW, "inseparable": None, "conflict": None, "saturation": None}
+    ) as mon:
         for step in range(STEPS):
             proxy = 0.1 * step + rng.normal(size=N)
             for g, start in FLAT_FROM.items():
@@ -107,6 +108,7 @@ def test_bad_logs_name_the_file_and_line(run, tmp_path):
         from argparse import Namespace
 
         from rewardzoo.report import cmd_report
+
         cmd_report(Namespace(scores=str(run.log), manifest=None, config="demo", compare=None, out="x.html", top=8))
 
 

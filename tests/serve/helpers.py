@@ -23,16 +23,29 @@ def free_port() -> int:
 
 
 def environment(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", **extra}
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        **extra,
+    }
     return env
 
 
 class Server:
     """``rewardzoo serve CONFIG --port P ...`` as a child process; ``url``; ``stop()`` ends it (by its pid)."""
 
-    def __init__(self, config: Path, *args: str, port: int | None = None, env: dict[str, str] | None = None,
-                 log: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        *args: str,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        log: Path | None = None,
+    ) -> None:
         self.config, self.args, self.port = config, args, port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = env or environment()
@@ -41,9 +54,13 @@ class Server:
 
     def start(self, wait: bool = True) -> Server:
         self._log = open(self.log, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "rewardzoo.cli", "serve", str(self.config),
-                                      "--port", str(self.port), *self.args], stdout=self._log,
-                                     stderr=subprocess.STDOUT, env=self.env, cwd=str(ROOT))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "rewardzoo.cli", "serve", str(self.config), "--port", str(self.port), *self.args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd=str(ROOT),
+        )
         if wait:
             self.wait_ready()
         return self
@@ -85,8 +102,9 @@ class Server:
         return parse_metrics(get(self.url, "/metrics", token=token)[1].decode())
 
 
-def request(url: str, method: str, path: str, body: bytes | None = None, headers: dict | None = None,
-            timeout: float = 60.0) -> tuple[int, bytes, dict[str, str]]:
+def request(
+    url: str, method: str, path: str, body: bytes | None = None, headers: dict | None = None, timeout: float = 60.0
+) -> tuple[int, bytes, dict[str, str]]:
     host, port = url.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
     try:
@@ -98,8 +116,9 @@ def request(url: str, method: str, path: str, body: bytes | None = None, headers
 
 
 def get(url: str, path: str, token: str | None = None) -> tuple[int, bytes]:
-    status, body, _ = request(url, "GET", path, headers={"Authorization": f"Bearer {token}"} if token else {},
-                              timeout=10)
+    status, body, _ = request(
+        url, "GET", path, headers={"Authorization": f"Bearer {token}"} if token else {}, timeout=10
+    )
     return status, body
 
 
@@ -114,5 +133,3 @@ def parse_metrics(text: str) -> dict[str, float]:
 
 def error_of(body: bytes) -> dict:
     return json.loads(body)["error"]
-
-

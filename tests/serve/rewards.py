@@ -59,8 +59,9 @@ class HeldLength(PointwiseReward):
     inputs = Inputs(("prompt",))
     modality = "text"
 
-    def __init__(self, model_path=None, device="cpu", dtype="float32", started: str = "", release: str = "",
-                 hold_s: float = 60.0):
+    def __init__(
+        self, model_path=None, device="cpu", dtype="float32", started: str = "", release: str = "", hold_s: float = 60.0
+    ):
         super().__init__(model_path, device, dtype)
         self.started, self.release, self.hold_s = Path(started), Path(release), hold_s
 

@@ -36,8 +36,9 @@ def tiny_image(seed: int) -> Image.Image:
 def root(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve_load")
     (root / "jpeg.yaml").write_text(JPEG)
-    (root / "slow.yaml").write_text("rewards:\n  - name: slow\n    reward_model: tests.serve.rewards:SlowLength\n"
-                                    "    kwargs: {delay: 0.3}\n")
+    (root / "slow.yaml").write_text(
+        "rewards:\n  - name: slow\n    reward_model: tests.serve.rewards:SlowLength\n    kwargs: {delay: 0.3}\n"
+    )
     return root
 
 
@@ -61,9 +62,9 @@ def test_8_clients_x_50_requests_every_sample_answered_once_and_batched(root, lo
                 with RewardClient(server.url, timeout_s=30) as rc:
                     for r in range(REQUESTS):
                         first = (c * REQUESTS + r) * PER_REQUEST
-                        result = rc.score(samples[first:first + PER_REQUEST])
-                        got[first:first + PER_REQUEST] = result.rewards["jpeg"]
-                        answered[first:first + PER_REQUEST] += 1
+                        result = rc.score(samples[first : first + PER_REQUEST])
+                        got[first : first + PER_REQUEST] = result.rewards["jpeg"]
+                        answered[first : first + PER_REQUEST] += 1
             except BaseException as exc:  # reported below
                 errors.append(exc)
 
@@ -90,9 +91,23 @@ def test_8_clients_x_50_requests_every_sample_answered_once_and_batched(root, lo
 def test_a_server_killed_and_restarted_mid_run_the_remote_reward_finishes(root, local):
     port = free_port()
     server = Server(root / "jpeg.yaml", port=port).start()
-    cfg = {"rewards": [{"name": "jpeg", "reward_model": "remote", "batch_size": 2,
-                        "kwargs": {"url": server.url, "rewards": ["jpeg"], "retries": 12, "backoff_s": 0.2,
-                                   "max_backoff_s": 1.0, "timeout_s": 20}}]}
+    cfg = {
+        "rewards": [
+            {
+                "name": "jpeg",
+                "reward_model": "remote",
+                "batch_size": 2,
+                "kwargs": {
+                    "url": server.url,
+                    "rewards": ["jpeg"],
+                    "retries": 12,
+                    "backoff_s": 0.2,
+                    "max_backoff_s": 1.0,
+                    "timeout_s": 20,
+                },
+            }
+        ]
+    }
     trainer = rewardzoo.build_processors(cfg)[0]
     samples = [rewardzoo.Sample(image=tiny_image(1000 + i)) for i in range(80)]
     restarted = threading.Event()
@@ -138,9 +153,23 @@ class _Hanging(http.server.BaseHTTPRequestHandler):
     """Answers the reward list at once; takes a score request and never answers it (within the test)."""
 
     def do_GET(self):
-        data = json.dumps({"protocol": 1, "limits": {}, "rewards": [
-            {"name": "jpeg", "kind": "pointwise", "modality": "image", "higher_is_better": True,
-             "score_range": ["-inf", 0.0], "fields": ["image"], "applicable_datasets": None}]}).encode()
+        data = json.dumps(
+            {
+                "protocol": 1,
+                "limits": {},
+                "rewards": [
+                    {
+                        "name": "jpeg",
+                        "kind": "pointwise",
+                        "modality": "image",
+                        "higher_is_better": True,
+                        "score_range": ["-inf", 0.0],
+                        "fields": ["image"],
+                        "applicable_datasets": None,
+                    }
+                ],
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -162,12 +191,22 @@ def test_a_hanging_server_times_out_within_timeout_plus_one_retry_interval():
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{httpd.server_address[1]}"
     try:
-        reward = rewardzoo.load_reward({"name": "remote", "kwargs": {"url": url, "rewards": ["jpeg"], "timeout_s": 1.0,
-                                                                    "retries": 2, "backoff_s": 0.5}})
+        reward = rewardzoo.load_reward(
+            {
+                "name": "remote",
+                "kwargs": {"url": url, "rewards": ["jpeg"], "timeout_s": 1.0, "retries": 2, "backoff_s": 0.5},
+            }
+        )
         assert reward.info.score_range == (-np.inf, 0.0)
-        proc = rewardzoo.RewardProcessor([{"name": "r", "reward_model": "remote",
-                                           "kwargs": {"url": url, "rewards": ["jpeg"], "timeout_s": 1.0,
-                                                      "retries": 2, "backoff_s": 0.5}}])
+        proc = rewardzoo.RewardProcessor(
+            [
+                {
+                    "name": "r",
+                    "reward_model": "remote",
+                    "kwargs": {"url": url, "rewards": ["jpeg"], "timeout_s": 1.0, "retries": 2, "backoff_s": 0.5},
+                }
+            ]
+        )
         started = time.monotonic()
         with pytest.raises(RewardExecutionError) as exc:
             proc([rewardzoo.Sample(image=tiny_image(0))])
@@ -227,8 +266,9 @@ def test_a_full_queue_is_answered_503_with_retry_after_and_retries_get_through(r
 
 
 def test_ready_only_once_the_models_are_loaded_and_clients_wait_for_it(root):
-    (root / "slow_load.yaml").write_text("rewards:\n  - name: slow\n    reward_model: tests.serve.rewards:SlowToLoad\n"
-                                         "    kwargs: {load_s: 4.0}\n")
+    (root / "slow_load.yaml").write_text(
+        "rewards:\n  - name: slow\n    reward_model: tests.serve.rewards:SlowToLoad\n    kwargs: {load_s: 4.0}\n"
+    )
     server = Server(root / "slow_load.yaml").start(wait=False)
     try:
         deadline = time.monotonic() + 60
@@ -241,13 +281,28 @@ def test_ready_only_once_the_models_are_loaded_and_clients_wait_for_it(root):
                 time.sleep(0.1)
         assert health[0] == 200
         ready = request(server.url, "GET", "/ready", timeout=5)
-        scored = request(server.url, "POST", "/v1/score", wire.encode_request([{"prompt": "ab"}]),
-                         {"Content-Type": "application/msgpack"}, timeout=5)
+        scored = request(
+            server.url,
+            "POST",
+            "/v1/score",
+            wire.encode_request([{"prompt": "ab"}]),
+            {"Content-Type": "application/msgpack"},
+            timeout=5,
+        )
         assert ready[0] == 503 and scored[0] == 503 and scored[2]["retry-after"]
         assert "still loading" in __import__("msgpack").unpackb(scored[1])["error"]["message"]
         # a remote entry built now waits for the reward list (bounded by ready_timeout_s), then scores
-        trainer = rewardzoo.build_processors({"rewards": [{"name": "slow", "reward_model": "remote", "kwargs": {
-            "url": server.url, "rewards": ["slow"], "ready_timeout_s": 60}}]})[0]
+        trainer = rewardzoo.build_processors(
+            {
+                "rewards": [
+                    {
+                        "name": "slow",
+                        "reward_model": "remote",
+                        "kwargs": {"url": server.url, "rewards": ["slow"], "ready_timeout_s": 60},
+                    }
+                ]
+            }
+        )[0]
         assert request(server.url, "GET", "/ready", timeout=5)[0] == 200
         assert trainer([rewardzoo.Sample(prompt="abc")]).rewards["slow"][0] == 3.0
     finally:

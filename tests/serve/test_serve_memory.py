@@ -20,13 +20,14 @@ from rewardzoo.transport import wire
 from .helpers import Server, request
 
 SIDE, PER_REQUEST, CONCURRENT = 1024, 16, 8
-MIB = 2 ** 20
+MIB = 2**20
 
 
 def attack_body() -> bytes:
     black = wire.png_bytes(np.zeros((SIDE, SIDE, 3), np.uint8), level=9)
-    return msgpack.packb({"protocol": 1, "samples": [{"image": {"format": "png", "data": black}}] * PER_REQUEST},
-                         use_bin_type=True)
+    return msgpack.packb(
+        {"protocol": 1, "samples": [{"image": {"format": "png", "data": black}}] * PER_REQUEST}, use_bin_type=True
+    )
 
 
 def status_kb(pid: int, key: str) -> int:
@@ -38,15 +39,21 @@ def status_kb(pid: int, key: str) -> int:
 
 def peak_growth_mib(server: Server, body: bytes) -> tuple[float, list[int]]:
     """(peak RSS growth of the server during CONCURRENT attack requests, their statuses)."""
-    small = msgpack.packb({"protocol": 1, "samples": [{"image": {"format": "png", "data": wire.png_bytes(
-        np.zeros((8, 8, 3), np.uint8))}}]}, use_bin_type=True)
+    small = msgpack.packb(
+        {
+            "protocol": 1,
+            "samples": [{"image": {"format": "png", "data": wire.png_bytes(np.zeros((8, 8, 3), np.uint8))}}],
+        },
+        use_bin_type=True,
+    )
     assert request(server.url, "POST", "/v1/score", small, {"Content-Type": "application/msgpack"})[0] == 200
     before = status_kb(server.proc.pid, "VmHWM")
     statuses: list[int] = []
 
     def one():
-        statuses.append(request(server.url, "POST", "/v1/score", body, {"Content-Type": "application/msgpack"},
-                                timeout=120)[0])
+        statuses.append(
+            request(server.url, "POST", "/v1/score", body, {"Content-Type": "application/msgpack"}, timeout=120)[0]
+        )
 
     threads = [threading.Thread(target=one) for _ in range(CONCURRENT)]
     for t in threads:
@@ -63,11 +70,12 @@ def test_the_decoded_budget_bounds_peak_rss_under_the_black_png_attack(tmp_path)
     body = attack_body()
     assert len(body) < 200_000  # ~16 kB per PNG on the wire, 3 MiB decoded
     per_request = wire.decoded_bytes(msgpack.unpackb(body))
-    assert per_request == 3 * PER_REQUEST * SIDE ** 2 + 4 * SIDE ** 2
+    assert per_request == 3 * PER_REQUEST * SIDE**2 + 4 * SIDE**2
     growth = {}
     for name, budget_mb in (("budget", per_request / MIB * 1.1), ("unbounded", 1_000_000)):
-        server = Server(tmp_path / "w.yaml", "--max-decoded-mb", f"{budget_mb:.3f}",
-                        log=tmp_path / f"{name}.log").start()
+        server = Server(
+            tmp_path / "w.yaml", "--max-decoded-mb", f"{budget_mb:.3f}", log=tmp_path / f"{name}.log"
+        ).start()
         try:
             growth[name], statuses = peak_growth_mib(server, body)
         finally:
@@ -83,9 +91,11 @@ def test_budget_waits_in_order_then_refuses_with_retry_after_and_413_over_the_wh
         budget = DecodeBudget(100, wait_s=0.2)
         order = []
         async with budget.hold(80):
+
             async def waiter(n, tag):
                 async with budget.hold(n):
                     order.append(tag)
+
             first = asyncio.create_task(waiter(50, "big"))
             await asyncio.sleep(0.01)
             second = asyncio.create_task(waiter(10, "small"))  # fits now, but waits behind the earlier one

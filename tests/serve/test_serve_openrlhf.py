@@ -25,9 +25,11 @@ from rewardzoo.spec.sample import Sample
 
 from .helpers import Server, environment, error_of, request
 
-PAIRS = [("<bos> <user> what is the answer <assistant> ", "the answer is yes <eos>"),
-         ("<bos> <user> how fast <assistant> ", "the cat ran fast <eos>"),
-         ("<bos> <user> why <assistant> ", "because <eos>")]
+PAIRS = [
+    ("<bos> <user> what is the answer <assistant> ", "the answer is yes <eos>"),
+    ("<bos> <user> how fast <assistant> ", "the cat ran fast <eos>"),
+    ("<bos> <user> why <assistant> ", "because <eos>"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +37,10 @@ def entries(tmp_path_factory):
     from rewardzoo.testing.text import tiny_text_models
 
     models = tiny_text_models(tmp_path_factory.mktemp("openrlhf-text"))
-    return [{"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu"},
-            {"name": "words", "reward_model": "tests.integrations.per_sample_rewards:Words", "weight": 0.25}]
+    return [
+        {"name": "rm", "reward_model": "sequence_reward", "model_path": models["gpt2_cls"], "device": "cpu"},
+        {"name": "words", "reward_model": "tests.integrations.per_sample_rewards:Words", "weight": 0.25},
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +64,9 @@ def test_openrlhfs_client_gets_the_processors_scores(entries, tmp_path):
     srv = Server(path).start()  # OpenRLHF's client sends no token
     try:
         executor = agent.SingleTurnAgentExecutor(remote_rm_url=f"{srv.url}/get_reward")
-        answers = asyncio.run(executor._fetch_rewards_via_http([p + c for p, c in PAIRS], [p for p, _ in PAIRS],
-                                                               ["yes", "fast", None]))
+        answers = asyncio.run(
+            executor._fetch_rewards_via_http([p + c for p, c in PAIRS], [p for p, _ in PAIRS], ["yes", "fast", None])
+        )
     finally:
         srv.stop()
     with RewardProcessor(load_config({"rewards": entries}).rewards) as processor:

@@ -24,8 +24,9 @@ from .helpers import Server
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve_overlap")
-    (root / "slow.yaml").write_text("rewards:\n  - name: slow\n    reward_model: tests.serve.rewards:SlowLength\n"
-                                    "    kwargs: {delay: 0.3}\n")
+    (root / "slow.yaml").write_text(
+        "rewards:\n  - name: slow\n    reward_model: tests.serve.rewards:SlowLength\n    kwargs: {delay: 0.3}\n"
+    )
     srv = Server(root / "slow.yaml", "--max-wait-ms", "5").start()
     yield srv
     srv.stop()
@@ -59,9 +60,12 @@ def meeting(monkeypatch):
 
 
 def _config(url: str) -> dict:
-    return {"rewards": [{"name": "local", "reward_model": path(Rendezvous), "kwargs": {"tag": "local"}},
-                        {"name": "remote", "reward_model": "remote", "batch_size": 8,
-                         "kwargs": {"url": url, "rewards": ["slow"]}}]}
+    return {
+        "rewards": [
+            {"name": "local", "reward_model": path(Rendezvous), "kwargs": {"tag": "local"}},
+            {"name": "remote", "reward_model": "remote", "batch_size": 8, "kwargs": {"url": url, "rewards": ["slow"]}},
+        ]
+    }
 
 
 def test_the_remote_request_is_in_flight_while_the_local_stream_scores(server, meeting):

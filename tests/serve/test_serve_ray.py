@@ -22,8 +22,10 @@ from rewardzoo.transport import wire
 
 from .helpers import ROOT, Server, free_port, request
 
-CONFIG = ("rewards:\n  - name: jpeg\n    reward_model: jpeg_compressibility\n    batch_size: 3\n"
-          "  - name: rank\n    reward_model: group_rank\n    kwargs: {base: jpeg_incompressibility}\n")
+CONFIG = (
+    "rewards:\n  - name: jpeg\n    reward_model: jpeg_compressibility\n    batch_size: 3\n"
+    "  - name: rank\n    reward_model: group_rank\n    kwargs: {base: jpeg_incompressibility}\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +38,18 @@ def config(tmp_path_factory):
 @pytest.fixture(scope="module")
 def ray_url(config):
     # address="local": a fresh instance, also beside a `ray start` cluster or the address file a stopped one left
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR",
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="ERROR",
+        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+    )
     port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
-    serve.run(reward_deployment(config, replicas=1, options=ServeOptions(max_wait_ms=2)), name="rewardzoo",
-              route_prefix="/")
+    serve.run(
+        reward_deployment(config, replicas=1, options=ServeOptions(max_wait_ms=2)), name="rewardzoo", route_prefix="/"
+    )
     yield f"http://127.0.0.1:{port}"
     serve.shutdown()
     ray.shutdown()
@@ -56,8 +64,10 @@ def uvicorn_url(config):
 
 def samples() -> list[dict]:
     rng = np.random.default_rng(4)
-    return [{"image": Image.fromarray(rng.integers(0, 256, (12, 10 + i, 3), dtype=np.uint8)), "group_id": i % 3}
-            for i in range(9)]
+    return [
+        {"image": Image.fromarray(rng.integers(0, 256, (12, 10 + i, 3), dtype=np.uint8)), "group_id": i % 3}
+        for i in range(9)
+    ]
 
 
 @pytest.mark.parametrize("fmt,image_format", [("msgpack", "raw"), ("json", "png")])
@@ -74,8 +84,12 @@ def test_ray_serve_answers_exactly_like_the_uvicorn_server(ray_url, uvicorn_url,
 
 
 def test_the_remote_reward_through_ray_serve_equals_local_scoring(ray_url, config):
-    cfg = {"rewards": [{"name": "jpeg", "reward_model": "remote", "kwargs": {"url": ray_url, "rewards": ["jpeg"]}},
-                       {"name": "rank", "reward_model": "remote", "kwargs": {"url": ray_url, "rewards": ["rank"]}}]}
+    cfg = {
+        "rewards": [
+            {"name": "jpeg", "reward_model": "remote", "kwargs": {"url": ray_url, "rewards": ["jpeg"]}},
+            {"name": "rank", "reward_model": "remote", "kwargs": {"url": ray_url, "rewards": ["rank"]}},
+        ]
+    }
     got = rewardzoo.build_processors(cfg)[0]([rewardzoo.Sample(**s) for s in samples()])
     want = rewardzoo.build_processors(config)[0]([rewardzoo.Sample(**s) for s in samples()])
     for name in ("jpeg", "rank"):
@@ -107,8 +121,21 @@ def test_the_ray_command_passes_its_options_to_the_deployment(config, monkeypatc
 
     monkeypatch.setattr(ray_serve.time, "sleep", interrupt)
     args = add_serve_arguments(argparse.ArgumentParser()).parse_args(
-        [str(config), "--ray", "--replicas", "3", "--gpus-per-replica", "0.5", "--port", "9123", "--max-batch", "7",
-         "--address", "ray://head:10001"])
+        [
+            str(config),
+            "--ray",
+            "--replicas",
+            "3",
+            "--gpus-per-replica",
+            "0.5",
+            "--port",
+            "9123",
+            "--max-batch",
+            "7",
+            "--address",
+            "ray://head:10001",
+        ]
+    )
     job = ServeJob.from_options(vars(args))
     options, limits = serve_options(job)
     assert ray_serve.run_ray(str(config), job, options, limits) == 0

@@ -34,19 +34,47 @@ def config(tmp_path_factory):
     oc = rzt.tiny_open_clip_dir(root / "tiny-open-clip", seed=0)
     head = rzt.aesthetic_head_file(root / "head.safetensors", seed=7)
     clap = rzt.tiny_clap_dir(root / "clap", seed=0)
-    aesthetic = {"reward_model": "laion_aesthetic", "model_path": str(head), "device": "cpu",
-                 "kwargs": {"clip_model": str(oc)}}
-    cfg = {"rewards": [
-        {"name": "aesthetic", **aesthetic, "batch_size": 3, "applicable_datasets": ["image"]},
-        {"name": "clip", "reward_model": "clip_score", "model_path": str(oc), "device": "cpu",
-         "applicable_datasets": ["image"], "weight": 0.5},
-        {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": aesthetic}, "applicable_datasets": ["image"]},
-        {"name": "video_aes", "reward_model": "video_aesthetic", "model_path": str(head), "device": "cpu",
-         "kwargs": {"num_frames": 4, "clip_model": str(oc), "clip_pretrained": None}, "applicable_datasets": ["video"]},
-        {"name": "clap", "reward_model": "clap_score", "model_path": str(clap), "device": "cpu",
-         "applicable_datasets": ["audio"]},
-        {"name": "loudness", "reward_model": "loudness", "applicable_datasets": ["audio"]},
-    ]}
+    aesthetic = {
+        "reward_model": "laion_aesthetic",
+        "model_path": str(head),
+        "device": "cpu",
+        "kwargs": {"clip_model": str(oc)},
+    }
+    cfg = {
+        "rewards": [
+            {"name": "aesthetic", **aesthetic, "batch_size": 3, "applicable_datasets": ["image"]},
+            {
+                "name": "clip",
+                "reward_model": "clip_score",
+                "model_path": str(oc),
+                "device": "cpu",
+                "applicable_datasets": ["image"],
+                "weight": 0.5,
+            },
+            {
+                "name": "rank",
+                "reward_model": "group_rank",
+                "kwargs": {"base": aesthetic},
+                "applicable_datasets": ["image"],
+            },
+            {
+                "name": "video_aes",
+                "reward_model": "video_aesthetic",
+                "model_path": str(head),
+                "device": "cpu",
+                "kwargs": {"num_frames": 4, "clip_model": str(oc), "clip_pretrained": None},
+                "applicable_datasets": ["video"],
+            },
+            {
+                "name": "clap",
+                "reward_model": "clap_score",
+                "model_path": str(clap),
+                "device": "cpu",
+                "applicable_datasets": ["audio"],
+            },
+            {"name": "loudness", "reward_model": "loudness", "applicable_datasets": ["audio"]},
+        ]
+    }
     import yaml
 
     path = root / "served.yaml"
@@ -72,8 +100,10 @@ def images(n: int, seed: int = 0, size: int = 40) -> list[Image.Image]:
 
 
 def image_samples(n: int = 7, seed: int = 0, groups: int = 3) -> list[rewardzoo.Sample]:
-    return [rewardzoo.Sample(image=img, prompt=f"a photo number {i}", dataset="image", group_id=i % groups)
-            for i, img in enumerate(images(n, seed))]
+    return [
+        rewardzoo.Sample(image=img, prompt=f"a photo number {i}", dataset="image", group_id=i % groups)
+        for i, img in enumerate(images(n, seed))
+    ]
 
 
 def video_samples() -> list[rewardzoo.Sample]:
@@ -85,12 +115,26 @@ def video_samples() -> list[rewardzoo.Sample]:
 def audio_samples() -> list[rewardzoo.Sample]:
     from tests.audio.signals import noise, speech_like, tone
 
-    return [rewardzoo.Sample(audio=speech_like(16000, 1.0).astype(np.float32), audio_sample_rate=16000,
-                             prompt="a person talking", dataset="audio"),
-            rewardzoo.Sample(audio=tone(22050, 0.7, channels=2).astype(np.float32), audio_sample_rate=22050,
-                             prompt="a tone", dataset="audio"),
-            rewardzoo.Sample(audio=(noise(16000, 0.5) * 32767).astype(np.int16), audio_sample_rate=16000,
-                             prompt="static", dataset="audio")]
+    return [
+        rewardzoo.Sample(
+            audio=speech_like(16000, 1.0).astype(np.float32),
+            audio_sample_rate=16000,
+            prompt="a person talking",
+            dataset="audio",
+        ),
+        rewardzoo.Sample(
+            audio=tone(22050, 0.7, channels=2).astype(np.float32),
+            audio_sample_rate=22050,
+            prompt="a tone",
+            dataset="audio",
+        ),
+        rewardzoo.Sample(
+            audio=(noise(16000, 0.5) * 32767).astype(np.int16),
+            audio_sample_rate=16000,
+            prompt="static",
+            dataset="audio",
+        ),
+    ]
 
 
 def assert_same(got, want) -> None:
@@ -108,8 +152,12 @@ def assert_same(got, want) -> None:
 
 @pytest.mark.parametrize("kind", ["image_and_groups", "video", "audio", "all_together"])
 def test_client_scores_equal_the_local_processor(server, local, kind):
-    samples = {"image_and_groups": image_samples, "video": video_samples, "audio": audio_samples,
-               "all_together": lambda: image_samples(4) + video_samples() + audio_samples()}[kind]()
+    samples = {
+        "image_and_groups": image_samples,
+        "video": video_samples,
+        "audio": audio_samples,
+        "all_together": lambda: image_samples(4) + video_samples() + audio_samples(),
+    }[kind]()
     with RewardClient(server.url) as client:
         got = client.score(samples)
     want = local(samples)
@@ -143,8 +191,8 @@ def test_groups_of_concurrent_requests_are_batched_together_but_never_mixed(serv
     for t in threads:
         t.join(timeout=120)
     after = server.metrics()
-    merged = after['rewardzoo_batch_requests_count'] - before['rewardzoo_batch_requests_count']
-    one_request = (after['rewardzoo_batch_requests_bucket{le="1"}'] - before['rewardzoo_batch_requests_bucket{le="1"}'])
+    merged = after["rewardzoo_batch_requests_count"] - before["rewardzoo_batch_requests_count"]
+    one_request = after['rewardzoo_batch_requests_bucket{le="1"}'] - before['rewardzoo_batch_requests_bucket{le="1"}']
     assert merged == 1 and one_request == 0, "the two requests were not scored as one batch"
     local_subset = rewardzoo.RewardProcessor([s for s in local.specs if s.name in ("aesthetic", "rank")], local.loader)
     for got, samples in zip(results, batches):
@@ -156,9 +204,17 @@ def test_groups_of_concurrent_requests_are_batched_together_but_never_mixed(serv
 
 
 def test_a_remote_entry_scores_like_the_served_stream_and_carries_its_facts(server, local):
-    cfg = {"rewards": [{"name": "aes", "reward_model": "remote", "batch_size": 2,
-                        "kwargs": {"url": server.url, "rewards": ["aesthetic"]}},
-                       {"name": "rnk", "reward_model": "remote", "kwargs": {"url": server.url, "rewards": ["rank"]}}]}
+    cfg = {
+        "rewards": [
+            {
+                "name": "aes",
+                "reward_model": "remote",
+                "batch_size": 2,
+                "kwargs": {"url": server.url, "rewards": ["aesthetic"]},
+            },
+            {"name": "rnk", "reward_model": "remote", "kwargs": {"url": server.url, "rewards": ["rank"]}},
+        ]
+    }
     trainer = rewardzoo.build_processors(cfg)[0]
     samples = image_samples(7)
     got, want = trainer(samples), local(samples)
@@ -178,8 +234,16 @@ def test_a_remote_entry_scores_like_the_served_stream_and_carries_its_facts(serv
 
 
 def test_a_remote_entry_of_a_served_groupwise_reward_is_groupwise_for_the_engine(server, local):
-    cfg = {"rewards": [{"name": "rnk", "reward_model": "remote", "batch_size": 1,
-                        "kwargs": {"url": server.url, "rewards": ["rank"]}}]}
+    cfg = {
+        "rewards": [
+            {
+                "name": "rnk",
+                "reward_model": "remote",
+                "batch_size": 1,
+                "kwargs": {"url": server.url, "rewards": ["rank"]},
+            }
+        ]
+    }
     trainer = rewardzoo.build_processors(cfg)[0]
     rnk = trainer.rewards["rnk"]
     from rewardzoo.catalog.registry import info
@@ -193,13 +257,23 @@ def test_a_remote_entry_of_a_served_groupwise_reward_is_groupwise_for_the_engine
 
 
 def test_one_remote_entry_naming_several_served_rewards_sums_them_and_reports_each(server, local):
-    cfg = {"rewards": [{"name": "both", "reward_model": "remote",
-                        "kwargs": {"url": server.url, "rewards": {"aesthetic": 1.0, "clip": 0.25}}}]}
+    cfg = {
+        "rewards": [
+            {
+                "name": "both",
+                "reward_model": "remote",
+                "kwargs": {"url": server.url, "rewards": {"aesthetic": 1.0, "clip": 0.25}},
+            }
+        ]
+    }
     trainer = rewardzoo.build_processors(cfg)[0]
     samples = image_samples(4, seed=5)
     got, want = trainer(samples), local(samples)
-    np.testing.assert_allclose(got.rewards["both"], want.rewards["aesthetic"].astype(np.float64)
-                               + 0.25 * want.rewards["clip"].astype(np.float64), rtol=1e-6)
+    np.testing.assert_allclose(
+        got.rewards["both"],
+        want.rewards["aesthetic"].astype(np.float64) + 0.25 * want.rewards["clip"].astype(np.float64),
+        rtol=1e-6,
+    )
     np.testing.assert_array_equal(got.extras["both"]["clip"], want.rewards["clip"])
     lo_a, hi_a = local.rewards["aesthetic"].info.score_range
     lo_c, hi_c = local.rewards["clip"].info.score_range
@@ -209,8 +283,13 @@ def test_one_remote_entry_naming_several_served_rewards_sums_them_and_reports_ea
 
 def test_unknown_served_names_and_a_model_path_are_config_errors(server):
     with pytest.raises(ConfigError, match="serves no reward 'aesthetik'.*did you mean 'aesthetic'") as exc:
-        rewardzoo.build_processors({"rewards": [{"name": "x", "reward_model": "remote",
-                                                 "kwargs": {"url": server.url, "rewards": ["aesthetik"]}}]})
+        rewardzoo.build_processors(
+            {
+                "rewards": [
+                    {"name": "x", "reward_model": "remote", "kwargs": {"url": server.url, "rewards": ["aesthetik"]}}
+                ]
+            }
+        )
     assert "entry 'x'" in str(exc.value)
     with pytest.raises(ConfigError, match="no model_path"):
         rewardzoo.load_reward({"name": "remote", "model_path": "x", "kwargs": {"url": server.url, "rewards": ["clip"]}})

@@ -26,8 +26,17 @@ WITHIN_S = 15.0  # the bound of every wait for the server to act
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve_slow")
     (root / "jpeg.yaml").write_text("rewards:\n  - name: jpeg\n    reward_model: jpeg_compressibility\n")
-    srv = Server(root / "jpeg.yaml", "--max-connections", "4", "--idle-timeout-s", str(IDLE_S),
-                 "--header-timeout-s", str(HEADER_S), "--body-timeout-s", str(BODY_S)).start()
+    srv = Server(
+        root / "jpeg.yaml",
+        "--max-connections",
+        "4",
+        "--idle-timeout-s",
+        str(IDLE_S),
+        "--header-timeout-s",
+        str(HEADER_S),
+        "--body-timeout-s",
+        str(BODY_S),
+    ).start()
     yield srv
     srv.stop()
 
@@ -54,8 +63,14 @@ def test_260_idle_connections_do_not_block_health_ready_or_score_and_are_closed(
         started = time.monotonic()
         assert request(server.url, "GET", "/health", timeout=10)[0] == 200
         assert request(server.url, "GET", "/ready", timeout=10)[0] == 200
-        status, answer, _ = request(server.url, "POST", "/v1/score", json.dumps(
-            {"protocol": 1, "samples": [{"prompt": "x"}]}).encode(), {"Content-Type": "application/json"}, timeout=10)
+        status, answer, _ = request(
+            server.url,
+            "POST",
+            "/v1/score",
+            json.dumps({"protocol": 1, "samples": [{"prompt": "x"}]}).encode(),
+            {"Content-Type": "application/json"},
+            timeout=10,
+        )
         assert status == 422, answer  # answered (a jpeg reward needs an image), not 503
         for s in sockets:  # every silent connection is closed by the server, without an answer
             assert read_until_closed(s) == b""
@@ -94,12 +109,15 @@ def test_a_body_that_stalls_gets_408_and_health_answers_while_score_is_saturated
     try:
         for _ in range(4):  # the server's whole score allowance (--max-connections 4), each 3 bytes of 1 MB
             s = connect(server)
-            s.sendall(b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/msgpack\r\n"
-                      b"Content-Length: 1048576\r\n\r\nabc")
+            s.sendall(
+                b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/msgpack\r\n"
+                b"Content-Length: 1048576\r\n\r\nabc"
+            )
             stalled.append(s)
         time.sleep(0.3)
-        status, answer, headers = request(server.url, "POST", "/v1/score", b"{}", {"Content-Type": "application/json"},
-                                          timeout=10)
+        status, answer, headers = request(
+            server.url, "POST", "/v1/score", b"{}", {"Content-Type": "application/json"}, timeout=10
+        )
         assert status == 503 and "max_in_flight=4" in json.loads(answer)["error"]["message"]
         assert headers.get("retry-after")
         assert request(server.url, "GET", "/health", timeout=10)[0] == 200
@@ -108,8 +126,14 @@ def test_a_body_that_stalls_gets_408_and_health_answers_while_score_is_saturated
             answer = read_until_closed(s)
             assert answer.startswith(b"HTTP/1.1 408") and b"body did not arrive within 2 s" in answer, answer
         # the allowance is free again
-        status, _, _ = request(server.url, "POST", "/v1/score", json.dumps(
-            {"protocol": 1, "samples": [{"prompt": "x"}]}).encode(), {"Content-Type": "application/json"}, timeout=10)
+        status, _, _ = request(
+            server.url,
+            "POST",
+            "/v1/score",
+            json.dumps({"protocol": 1, "samples": [{"prompt": "x"}]}).encode(),
+            {"Content-Type": "application/json"},
+            timeout=10,
+        )
         assert status == 422
         assert "Traceback" not in server.output()
     finally:

@@ -31,8 +31,10 @@ WAIT_S = 60.0
 def held_config(root: Path) -> Path:
     started, release = root / "started", root / "release"
     path = root / "held.yaml"
-    path.write_text("rewards:\n  - name: held\n    reward_model: tests.serve.rewards:HeldLength\n"
-                    f"    kwargs: {{started: '{started}', release: '{release}', hold_s: {WAIT_S}}}\n")
+    path.write_text(
+        "rewards:\n  - name: held\n    reward_model: tests.serve.rewards:HeldLength\n"
+        f"    kwargs: {{started: '{started}', release: '{release}', hold_s: {WAIT_S}}}\n"
+    )
     return path
 
 
@@ -46,8 +48,9 @@ def wait_until(condition, what: str, server: Server, step: float = 0.05) -> None
 
 def score(server: Server) -> tuple[int, bytes, dict[str, str]]:
     body = wire.encode_request([{"prompt": PROMPT}], fmt="json")
-    return request(server.url, "POST", "/v1/score", body, {"Content-Type": wire.content_type("json")},
-                   timeout=WAIT_S * 2)
+    return request(
+        server.url, "POST", "/v1/score", body, {"Content-Type": wire.content_type("json")}, timeout=WAIT_S * 2
+    )
 
 
 def ready_status(server: Server) -> tuple[int, bytes]:
@@ -110,6 +113,7 @@ def test_serve_ray_drains_on_sigterm_exits_0_and_leaves_no_ray_process(tmp_path)
 
         def gone() -> bool:
             return not [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
         wait_until(gone, "the Ray processes exiting", server, step=0.1)
     finally:
         server.stop()

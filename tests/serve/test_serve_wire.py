@@ -26,7 +26,9 @@ RNG = np.random.default_rng(0)
 
 
 def roundtrip(sample: dict, fmt: str = "msgpack", image_format: str = "png", limits=wire.WireLimits()) -> dict:
-    return wire.decode_request(wire.encode_request([sample], fmt=fmt, image_format=image_format), fmt, limits).samples[0]
+    return wire.decode_request(wire.encode_request([sample], fmt=fmt, image_format=image_format), fmt, limits).samples[
+        0
+    ]
 
 
 @pytest.mark.parametrize("fmt", ["msgpack", "json"])
@@ -35,20 +37,33 @@ def test_images_and_videos_round_trip_pixel_for_pixel(fmt, image_format):
     rgb = RNG.integers(0, 256, (9, 13, 3), dtype=np.uint8)
     rgba = RNG.integers(0, 256, (5, 4, 4), dtype=np.uint8)
     frames = RNG.integers(0, 256, (3, 6, 7, 3), dtype=np.uint8)
-    got = roundtrip({"image": Image.fromarray(rgb), "condition_images": [Image.fromarray(rgba, "RGBA")],
-                     "video": frames}, fmt, image_format)
+    got = roundtrip(
+        {"image": Image.fromarray(rgb), "condition_images": [Image.fromarray(rgba, "RGBA")], "video": frames},
+        fmt,
+        image_format,
+    )
     np.testing.assert_array_equal(np.asarray(got["image"]), rgb)
     np.testing.assert_array_equal(np.asarray(got["condition_images"][0])[..., :3], rgba[..., :3])
     video = got["video"]
-    np.testing.assert_array_equal(np.stack([np.asarray(f) for f in video]) if isinstance(video, list) else video,
-                                  frames)
+    np.testing.assert_array_equal(
+        np.stack([np.asarray(f) for f in video]) if isinstance(video, list) else video, frames
+    )
 
 
 def test_audio_keeps_its_sample_type_channels_and_rate():
     stereo = RNG.standard_normal((2, 300)).astype(np.float32)
     pcm = (RNG.standard_normal(200) * 3000).astype(np.int16)
-    got = roundtrip({"audio": stereo, "audio_sample_rate": 22050, "condition_audio": pcm,
-                     "condition_audio_sample_rate": 8000, "prompt": "p", "metadata": {"a": 1}, "group_id": "g"})
+    got = roundtrip(
+        {
+            "audio": stereo,
+            "audio_sample_rate": 22050,
+            "condition_audio": pcm,
+            "condition_audio_sample_rate": 8000,
+            "prompt": "p",
+            "metadata": {"a": 1},
+            "group_id": "g",
+        }
+    )
     assert got["audio"].dtype == np.float32 and got["audio_sample_rate"] == 22050
     np.testing.assert_array_equal(got["audio"], stereo)
     assert got["condition_audio"].dtype == np.int16 and got["condition_audio_sample_rate"] == 8000
@@ -81,9 +96,13 @@ def test_limits_name_themselves_and_the_sample():
 
 
 def test_responses_carry_null_for_not_applicable_and_decode_to_nan():
-    data = wire.encode_result({"a": np.array([1.5, np.nan], np.float32)}, np.array([1.5, np.nan], np.float32),
-                              [["a"], []], {"a": np.array([1, 0], np.float32)},
-                              {"a": {"text": np.array(["hi", None], dtype=object)}})
+    data = wire.encode_result(
+        {"a": np.array([1.5, np.nan], np.float32)},
+        np.array([1.5, np.nan], np.float32),
+        [["a"], []],
+        {"a": np.array([1, 0], np.float32)},
+        {"a": {"text": np.array(["hi", None], dtype=object)}},
+    )
     assert data["rewards"]["a"] == [1.5, None] and data["extras"]["a"]["text"] == ["hi", None]
     back = wire.decode_result(json.loads(wire.dumps(data, "json")))
     assert back["rewards"]["a"][0] == 1.5 and np.isnan(back["total"][1]) and back["applied"] == [["a"], []]
@@ -98,18 +117,40 @@ def test_requests_are_cut_with_groups_whole_and_answers_put_back_in_order():
         assert any(set(members) <= set(c) for c in chunks)
     with pytest.raises(InputError, match="group of 3 samples is over the server's limit max_samples=2"):
         request_chunks(samples, 2)
-    parts = [{"rewards": {"r": np.array(c, np.float32)}, "total": np.array(c, np.float32), "weights": {},
-              "applied": [[str(i)] for i in c], "extras": {}} for c in chunks]
+    parts = [
+        {
+            "rewards": {"r": np.array(c, np.float32)},
+            "total": np.array(c, np.float32),
+            "weights": {},
+            "applied": [[str(i)] for i in c],
+            "extras": {},
+        }
+        for c in chunks
+    ]
     merged = in_order(concat_results(parts), [i for c in chunks for i in c])
     np.testing.assert_array_equal(merged["rewards"]["r"], np.arange(8, dtype=np.float32))
     assert merged["applied"] == [[str(i)] for i in range(8)]
 
 
 def test_a_remote_entry_takes_kind_range_direction_and_fields_from_the_served_records():
-    rows = {"a": {"kind": "pointwise", "modality": "image", "higher_is_better": True, "score_range": [0.0, 10.0],
-                  "fields": ["image"], "applicable_datasets": None},
-            "b": {"kind": "groupwise", "modality": "group", "higher_is_better": True, "score_range": [0.0, 1.0],
-                  "fields": ["image", "group_id"], "applicable_datasets": ["t2i"]}}
+    rows = {
+        "a": {
+            "kind": "pointwise",
+            "modality": "image",
+            "higher_is_better": True,
+            "score_range": [0.0, 10.0],
+            "fields": ["image"],
+            "applicable_datasets": None,
+        },
+        "b": {
+            "kind": "groupwise",
+            "modality": "group",
+            "higher_is_better": True,
+            "score_range": [0.0, 1.0],
+            "fields": ["image", "group_id"],
+            "applicable_datasets": ["t2i"],
+        },
+    }
     facts = served_facts(rows, {"a": 1.0, "b": 2.0}, "http://h:1")
     assert facts["kind"] == "groupwise" and facts["score_range"] == (0.0, 12.0) and facts["modality"] == "any"
     inputs = served_inputs(rows, facts["kind"], {"max_pixels": 99})
@@ -130,20 +171,31 @@ def test_serve_refuses_an_unset_token_variable_and_warns_when_bound_beyond_this_
     cfg.write_text("rewards: [jpeg_compressibility]\n")
     env = environment()
     env.pop("RZ_NOT_SET", None)
-    out = subprocess.run([sys.executable, "-m", "rewardzoo.cli", "serve", str(cfg), "--token-env", "RZ_NOT_SET"],
-                         capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "rewardzoo.cli", "serve", str(cfg), "--token-env", "RZ_NOT_SET"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(ROOT),
+        timeout=120,
+    )
     assert out.returncode == 2 and "RZ_NOT_SET" in out.stderr and "not set" in out.stderr
     assert "this machine only" in binding_notice("127.0.0.1", 1, False)
-    assert "OTHER MACHINES" in binding_notice("0.0.0.0", 1, False) and "no --token-env" in binding_notice("0.0.0.0", 1, False)
+    assert "OTHER MACHINES" in binding_notice("0.0.0.0", 1, False) and "no --token-env" in binding_notice(
+        "0.0.0.0", 1, False
+    )
     assert "no --token-env" not in binding_notice("0.0.0.0", 1, True)
 
 
 def test_importing_the_package_the_client_and_the_remote_reward_imports_no_server_library():
-    code = ("import sys, rewardzoo, rewardzoo.serve, rewardzoo.serve.client, rewardzoo.rewards.remote,"
-            " rewardzoo.cli.commands;"
-            "rewardzoo.cli.commands._parser();"
-            "print(sorted(m for m in ('starlette', 'uvicorn', 'ray', 'msgpack', 'fastapi') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment(),
-                         cwd=str(ROOT), timeout=120)
+    code = (
+        "import sys, rewardzoo, rewardzoo.serve, rewardzoo.serve.client, rewardzoo.rewards.remote,"
+        " rewardzoo.cli.commands;"
+        "rewardzoo.cli.commands._parser();"
+        "print(sorted(m for m in ('starlette', 'uvicorn', 'ray', 'msgpack', 'fastapi') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=environment(), cwd=str(ROOT), timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

@@ -64,8 +64,9 @@ def test_hf_base_model_hidden_states_and_no_logits(text_models, padded):
     with torch.no_grad():
         hidden = backbone.hidden_states(ids, mask)
         for i, seq in enumerate(SEQS):
-            torch.testing.assert_close(hidden[i][mask[i]], hf(torch.tensor([seq])).last_hidden_state[0],
-                                       atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(
+                hidden[i][mask[i]], hf(torch.tensor([seq])).last_hidden_state[0], atol=1e-5, rtol=1e-5
+            )
     with pytest.raises(ConfigError, match="causal_lm=True"):
         backbone.logits(ids, mask)
 
@@ -138,7 +139,8 @@ def test_hf_adapter_on_encoders(padded, arch, left):
     with torch.no_grad():
         hidden = backbone.hidden_states(ids, mask)
         for i, seq in enumerate(SEQS):
-            torch.testing.assert_close(hidden[i][mask[i]], hf(torch.tensor([seq])).last_hidden_state[0],
-                                       atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(
+                hidden[i][mask[i]], hf(torch.tensor([seq])).last_hidden_state[0], atol=1e-5, rtol=1e-5
+            )
     expected = {"bert": ["query", "value"], "deberta-v2": ["query_proj", "value_proj"]}[arch]
     assert sorted({name.rsplit(".", 1)[-1] for name in add_lora(backbone, "reward")}) == expected

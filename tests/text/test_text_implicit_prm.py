@@ -50,7 +50,7 @@ def test_dense_rewards_match_direct_logprob_gap(hf_pairs, padded, arch, left, be
         response = torch.zeros_like(mask)
         for i, (seq, plen) in enumerate(zip(SEQS, PROMPT_LENS)):
             start = ids.shape[1] - len(seq) if left else 0
-            response[i, start + plen:start + len(seq)] = True
+            response[i, start + plen : start + len(seq)] = True
     with torch.no_grad():
         out = prm(ids, mask, response)
     assert out.process_rewards.shape == (3, ids.shape[1] - 1)
@@ -60,7 +60,7 @@ def test_dense_rewards_match_direct_logprob_gap(hf_pairs, padded, arch, left, be
         expected = [g if t + 1 >= first else 0.0 for t, g in enumerate(gap)]
         start = ids.shape[1] - len(seq) if left else 0
         row = out.process_rewards[i].tolist()
-        got = row[start:start + len(seq) - 1]
+        got = row[start : start + len(seq) - 1]
         assert got == pytest.approx(expected, abs=1e-5)
         assert all(v == 0.0 for j, v in enumerate(row) if not start <= j < start + len(seq) - 1)  # padding
         assert out.outcome_rewards[i].item() == pytest.approx(sum(expected), abs=1e-5)
@@ -98,8 +98,10 @@ def test_prime_loss_matches_bce_with_logits(padded, labels):
         out = prm(ids, mask, labels=y)
         q = out.outcome_rewards
     assert out.loss.item() == pytest.approx(F.binary_cross_entropy_with_logits(q, y).item(), rel=1e-6)
-    by_hand = [-(yy * math.log(1 / (1 + math.exp(-qq))) + (1 - yy) * math.log(1 - 1 / (1 + math.exp(-qq))))
-               for qq, yy in zip(q.tolist(), labels)]
+    by_hand = [
+        -(yy * math.log(1 / (1 + math.exp(-qq))) + (1 - yy) * math.log(1 - 1 / (1 + math.exp(-qq))))
+        for qq, yy in zip(q.tolist(), labels)
+    ]
     assert out.loss.item() == pytest.approx(sum(by_hand) / 3, rel=1e-5)
 
 
@@ -136,9 +138,14 @@ def test_loss_sign_training_moves_outcome_toward_label(padded, label):
     assert (after > before).all() if label == 1.0 else (after < before).all()
 
 
-@pytest.mark.parametrize("labels, match", [
-    (torch.ones(3, 1), "shape"), (torch.ones(2), "shape"), (torch.tensor([2.0, 0.0, 1.0]), r"\[0, 1\]"),
-])
+@pytest.mark.parametrize(
+    "labels, match",
+    [
+        (torch.ones(3, 1), "shape"),
+        (torch.ones(2), "shape"),
+        (torch.tensor([2.0, 0.0, 1.0]), r"\[0, 1\]"),
+    ],
+)
 def test_label_checks(padded, labels, match):
     ids, mask = padded(SEQS)
     with pytest.raises(InputError, match=match):

@@ -12,8 +12,10 @@ from rewardzoo.errors import ConfigError
 from rewardzoo.rewards.text.implicit_prm import ImplicitPRMReward
 
 # every turn ends with "<eos> so" (two end-of-turn tokens, one special, one ordinary word)
-TEMPLATE = ("{% for m in messages %}<{{ m.role }}> {{ m.content }} <eos> so {% endfor %}"
-            "{% if add_generation_prompt %}<assistant> {% endif %}")
+TEMPLATE = (
+    "{% for m in messages %}<{{ m.role }}> {{ m.content }} <eos> so {% endfor %}"
+    "{% if add_generation_prompt %}<assistant> {% endif %}"
+)
 PAIRS = [("what is one", "one"), ("why the cat sat", "because the cat is good"), ("how", "")]
 
 
@@ -72,8 +74,10 @@ def test_default_without_template_unchanged(text_models):
     a = ImplicitPRMReward(text_models["gpt2_policy"], ref_model_path=text_models["gpt2_ref"])
     b = ImplicitPRMReward(text_models["gpt2_policy"], ref_model_path=text_models["gpt2_ref"], score_end_of_turn=True)
     prompts, completions = [p for p, _ in PAIRS], [c for _, c in PAIRS]
-    assert a(prompt=prompts, completion=completions).rewards.tolist() == \
-        b(prompt=prompts, completion=completions).rewards.tolist()
+    assert (
+        a(prompt=prompts, completion=completions).rewards.tolist()
+        == b(prompt=prompts, completion=completions).rewards.tolist()
+    )
 
 
 def test_option_must_be_bool(text_models):

@@ -9,8 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-palm_rlhf = pytest.importorskip("palm_rlhf_pytorch", reason="palm-rlhf-pytorch is not installed "
-                                "(pip install palm-rlhf-pytorch)")
+palm_rlhf = pytest.importorskip(
+    "palm_rlhf_pytorch", reason="palm-rlhf-pytorch is not installed (pip install palm-rlhf-pytorch)"
+)
 
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.rewards.text.backbones import (
@@ -60,8 +61,9 @@ def paired_reward_models(num_bins: int = 0, lora: bool = True, seed: int = 0):
     """palm's RewardModel and ours on the same PaLM, with palm's (random) head and segment embeddings copied
     into ours; both in eval mode."""
     palm = tiny_palm(seed)
-    theirs = PalmRewardModel(palm, num_binned_output=num_bins, use_lora=lora,
-                             sample_from_bins=False if num_bins else None)
+    theirs = PalmRewardModel(
+        palm, num_binned_output=num_bins, use_lora=lora, sample_from_bins=False if num_bins else None
+    )
     torch.manual_seed(seed + 1)
     with torch.no_grad():
         for p in (*theirs.to_pred.parameters(), theirs.prompt_embed, theirs.response_embed):
@@ -163,8 +165,9 @@ def test_scalar_head_matches_palm_reward_model(indicator):
         expected = theirs(ids, mask=mask, **kw)
         out = ours(ids, mask, **kw)
         torch.testing.assert_close(out.rewards, expected, **TOL)
-        torch.testing.assert_close(ours(ids, mask, labels=labels, **kw).loss,
-                                   theirs(ids, mask=mask, labels=labels, **kw), **TOL)
+        torch.testing.assert_close(
+            ours(ids, mask, labels=labels, **kw).loss, theirs(ids, mask=mask, labels=labels, **kw), **TOL
+        )
         if indicator:  # the copied segment embeddings are exercised
             assert not torch.allclose(out.rewards, ours(ids, mask).rewards, atol=1e-3)
 
@@ -180,8 +183,9 @@ def test_binned_logits_match_palm_reward_model(indicator):
         expected = theirs(ids, mask=mask, **kw)
         assert expected.shape == (3, 5)
         torch.testing.assert_close(ours(ids, mask, **kw).logits, expected, **TOL)
-        torch.testing.assert_close(ours(ids, mask, labels=classes, **kw).loss,
-                                   theirs(ids, mask=mask, labels=classes, **kw), **TOL)
+        torch.testing.assert_close(
+            ours(ids, mask, labels=classes, **kw).loss, theirs(ids, mask=mask, labels=classes, **kw), **TOL
+        )
 
 
 def test_rewardzoo_lora_expresses_palm_lora():
@@ -205,8 +209,8 @@ def test_rewardzoo_lora_expresses_palm_lora():
             fused.A.weight.copy_(torch.cat([lq.A.T, lk.A.T, lv.A.T]))
             fused.B.weight.zero_()
             fused.B.weight[:qi, :r] = lq.B.T
-            fused.B.weight[qi:qi + dh, r:2 * r] = lk.B.T
-            fused.B.weight[qi + dh:qi + 2 * dh, 2 * r:] = lv.B.T
+            fused.B.weight[qi : qi + dh, r : 2 * r] = lk.B.T
+            fused.B.weight[qi + dh : qi + 2 * dh, 2 * r :] = lv.B.T
             out.A.weight.zero_()
             out.A.weight[:r] = lo.A.T
             out.B.weight.zero_()
@@ -215,8 +219,9 @@ def test_rewardzoo_lora_expresses_palm_lora():
     lengths = torch.tensor(PROMPT_LENS)
     with torch.no_grad():
         expected = theirs(ids, mask=mask, prompt_lengths=lengths)
-        assert not torch.allclose(expected, theirs(ids, mask=mask, prompt_lengths=lengths, disable_lora=True),
-                                  atol=1e-3)  # the LoRA is not a no-op
+        assert not torch.allclose(
+            expected, theirs(ids, mask=mask, prompt_lengths=lengths, disable_lora=True), atol=1e-3
+        )  # the LoRA is not a no-op
         torch.testing.assert_close(ours(ids, mask, prompt_lengths=lengths).rewards, expected, **TOL)
 
 
@@ -279,7 +284,7 @@ def test_defect_negative_padding_reward_model(left):
         rewards = ours(real_ids, mask, prompt_lengths=lengths).rewards
         for i, (seq, plen) in enumerate(zip(SEQS, PROMPT_LENS)):
             alone = theirs(torch.tensor([seq]), prompt_lengths=torch.tensor([plen]))
-            torch.testing.assert_close(rewards[i:i + 1], alone, **TOL)
+            torch.testing.assert_close(rewards[i : i + 1], alone, **TOL)
 
 
 @pytest.mark.parametrize("left", [False, True], ids=["right_pad", "left_pad"])
@@ -382,8 +387,7 @@ def test_defect_stochastic_inference():
     assert first.bin_ids is None
     torch.testing.assert_close(first.logits, second.logits, atol=0, rtol=0)
     ours.train()
-    torch.testing.assert_close(ours.score(ids, mask).rewards, ours.eval()(ids, mask).rewards.detach(),
-                               atol=0, rtol=0)
+    torch.testing.assert_close(ours.score(ids, mask).rewards, ours.eval()(ids, mask).rewards.detach(), atol=0, rtol=0)
 
 
 def test_defect_exclusive_prompt_indicators_bare_assert():

@@ -73,7 +73,7 @@ def test_scalar_reward_matches_hand_computation(hf_backbones, padded, name, pool
         pm = torch.zeros_like(mask)
         for i, (seq, plen) in enumerate(zip(SEQS, PROMPT_LENS)):
             start = ids.shape[1] - len(seq) if left else 0
-            pm[i, start:start + plen] = True
+            pm[i, start : start + plen] = True
         kwargs["prompt_mask"] = pm
     rewards = model.score(ids, mask, **kwargs).rewards
     w, b = model.head.weight[0].detach(), model.head.bias[0].detach()
@@ -157,8 +157,9 @@ def test_prompt_indicators_are_exclusive_and_equivalent(padded):
     with pytest.raises(InputError) as err:
         model(ids, mask, prompt_mask=pm, prompt_lengths=PROMPT_LENS)
     assert "prompt_mask" in str(err.value) and "prompt_lengths" in str(err.value)
-    torch.testing.assert_close(model.score(ids, mask, prompt_mask=pm).rewards,
-                               model.score(ids, mask, prompt_lengths=PROMPT_LENS).rewards)
+    torch.testing.assert_close(
+        model.score(ids, mask, prompt_mask=pm).rewards, model.score(ids, mask, prompt_lengths=PROMPT_LENS).rewards
+    )
 
 
 @pytest.mark.parametrize("lengths", [[3, 9, 1], [1.0, 2.0, 1.0], [1, 2], [-1, 1, 1]])
@@ -179,13 +180,16 @@ def test_mse_loss_matches_hand(padded, seed):
     assert out.loss.item() == pytest.approx(expected, rel=1e-5)
 
 
-@pytest.mark.parametrize("labels, match", [
-    (torch.zeros(3, 1), "shape"),  # palm-rlhf broadcast (B,1) against (B,) into (B,B)
-    (torch.zeros(1), "shape"),
-    (torch.zeros(3, 3), "shape"),
-    (torch.tensor([0, 1, 2]), "float labels"),  # integer labels silently went into MSE
-    (torch.tensor([True, False, True]), "float labels"),
-])
+@pytest.mark.parametrize(
+    "labels, match",
+    [
+        (torch.zeros(3, 1), "shape"),  # palm-rlhf broadcast (B,1) against (B,) into (B,B)
+        (torch.zeros(1), "shape"),
+        (torch.zeros(3, 3), "shape"),
+        (torch.tensor([0, 1, 2]), "float labels"),  # integer labels silently went into MSE
+        (torch.tensor([True, False, True]), "float labels"),
+    ],
+)
 def test_scalar_label_checks(padded, labels, match):
     ids, mask = padded(SEQS)
     with pytest.raises(InputError, match=match):
@@ -211,14 +215,17 @@ def test_binned_head_logits_rewards_and_losses(padded):
     assert ce_soft.item() == pytest.approx(-(soft * logp).sum().item() / 3, rel=1e-5)
 
 
-@pytest.mark.parametrize("labels, match", [
-    (torch.tensor([0.0, 1.0, 2.0]), "probabilities"),
-    (torch.tensor([[0], [1], [2]]), "shape"),
-    (torch.tensor([0, 4, 1]), r"\[0, 4\)"),
-    (torch.tensor([[0.5, 0.6, 0, 0]] * 3), "sum to 1"),
-    (torch.zeros(3, 5), "probabilities"),
-    (torch.tensor([True, False, True]), "bool"),
-])
+@pytest.mark.parametrize(
+    "labels, match",
+    [
+        (torch.tensor([0.0, 1.0, 2.0]), "probabilities"),
+        (torch.tensor([[0], [1], [2]]), "shape"),
+        (torch.tensor([0, 4, 1]), r"\[0, 4\)"),
+        (torch.tensor([[0.5, 0.6, 0, 0]] * 3), "sum to 1"),
+        (torch.zeros(3, 5), "probabilities"),
+        (torch.tensor([True, False, True]), "bool"),
+    ],
+)
 def test_binned_label_checks(padded, labels, match):
     ids, mask = padded(SEQS)
     with pytest.raises(InputError, match=match):
@@ -298,10 +305,15 @@ def test_loss_functions_standalone():
     assert cross_entropy_loss(logits, torch.tensor([1])).item() == pytest.approx(-math.log(0.75))
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"num_bins": 1}, "num_bins"), ({"pooling": "max"}, "pooling"),
-    ({"num_bins": 3, "bin_values": [1.0, 2.0]}, "bin_values"), ({"bin_values": [1.0, 2.0]}, "binned"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"num_bins": 1}, "num_bins"),
+        ({"pooling": "max"}, "pooling"),
+        ({"num_bins": 3, "bin_values": [1.0, 2.0]}, "bin_values"),
+        ({"bin_values": [1.0, 2.0]}, "binned"),
+    ],
+)
 def test_constructor_errors(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         SequenceRewardModel(tiny(), **kwargs)
@@ -327,6 +339,8 @@ def test_save_and_load_roundtrip(tmp_path, padded, hf_backbones, hf_configs, kin
     model.save_pretrained(tmp_path)
     loaded = SequenceRewardModel.from_pretrained(tmp_path)
     ids, mask = padded(SEQS)
-    torch.testing.assert_close(loaded.score(ids, mask, prompt_lengths=PROMPT_LENS).logits,
-                               model.score(ids, mask, prompt_lengths=PROMPT_LENS).logits)
+    torch.testing.assert_close(
+        loaded.score(ids, mask, prompt_lengths=PROMPT_LENS).logits,
+        model.score(ids, mask, prompt_lengths=PROMPT_LENS).logits,
+    )
     assert isinstance(loaded.backbone, TinyTransformer if kind == "tiny" else HFBackbone)

@@ -15,16 +15,25 @@ import pytest
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 BACKBONES = [
     "tiny",
-    pytest.param("palm", marks=pytest.mark.skipif(importlib.util.find_spec("palm_rlhf_pytorch") is None,
-                                                  reason="palm-rlhf-pytorch is not installed")),
+    pytest.param(
+        "palm",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("palm_rlhf_pytorch") is None, reason="palm-rlhf-pytorch is not installed"
+        ),
+    ),
 ]
 
 
 def run(script: str, backbone: str) -> dict:
     # one thread: the tiny models gain nothing from more, and a busy machine makes OpenMP spin
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, str(SCRIPTS / script), "--device", "auto", "--backbone", backbone],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / script), "--device", "auto", "--backbone", backbone],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["backbone"] == backbone

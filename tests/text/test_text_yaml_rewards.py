@@ -9,8 +9,13 @@ from rewardzoo.core.processor import RewardProcessor
 from rewardzoo.core.resolve import load_config
 from rewardzoo.errors import ConfigError, InputError
 
-PAIRS = [("what is one", "one"), ("why the cat sat on the mat", "because the cat is good so the cat sat"),
-         ("", "yes"), ("how", ""), ("the dog ran fast", "no the dog ran slow then the dog sat")]
+PAIRS = [
+    ("what is one", "one"),
+    ("why the cat sat on the mat", "because the cat is good so the cat sat"),
+    ("", "yes"),
+    ("how", ""),
+    ("the dog ran fast", "no the dog ran slow then the dog sat"),
+]
 
 
 def processor(tmp_path, name, model_path, kwargs=None, batch_size=2, dtype="float32"):
@@ -47,7 +52,8 @@ def test_sequence_reward_hf_classifier(tmp_path, text_models, tokenizer):
             expected.append(hf(torch.tensor([p + c])).logits[0, 0].item())
     assert result.rewards["sequence_reward"].tolist() == pytest.approx(expected, abs=1e-5)
     assert result.extras["sequence_reward"]["num_tokens"].tolist() == [
-        sum(map(len, ids_by_hand(tokenizer, *pair))) for pair in PAIRS]
+        sum(map(len, ids_by_hand(tokenizer, *pair))) for pair in PAIRS
+    ]
 
 
 @pytest.mark.parametrize("dtype, tol", [("float32", 1e-5), ("bfloat16", 0.05)])
@@ -55,8 +61,12 @@ def test_sequence_reward_rewardzoo_format(tmp_path, text_models, tokenizer, dtyp
     from rewardzoo.rewards.text.backbones import HFBackbone
     from rewardzoo.rewards.text.sequence_reward import SequenceRewardModel
 
-    model = SequenceRewardModel(HFBackbone.from_pretrained(text_models["llama_policy"]), num_bins=5,
-                                bin_values=[1, 2, 3, 4, 5], lora_scope="reward")
+    model = SequenceRewardModel(
+        HFBackbone.from_pretrained(text_models["llama_policy"]),
+        num_bins=5,
+        bin_values=[1, 2, 3, 4, 5],
+        lora_scope="reward",
+    )
     torch.manual_seed(0)
     with torch.no_grad():
         for p in model.trainable_parameters():
@@ -99,8 +109,9 @@ def test_sequence_reward_tiny_backbone_truncates_to_its_max_len(tmp_path, tokeni
     vocab = tokenizer.get_vocab()
     # 1 + 6 prompt tokens + 3 completion tokens > 8: the prompt loses its first two tokens (BOS, "the")
     kept = [(["cat", "sat", "on", "the", "mat"], ["yes", "no", "yes"]), (["<bos>", "one"], ["two", "three"])]
-    expected = [model.score(torch.tensor([[vocab[w] for w in p + c]]), prompt_lengths=[len(p)]).rewards.item()
-                for p, c in kept]
+    expected = [
+        model.score(torch.tensor([[vocab[w] for w in p + c]]), prompt_lengths=[len(p)]).rewards.item() for p, c in kept
+    ]
     assert result.rewards["sequence_reward"].tolist() == pytest.approx(expected, abs=1e-5)
 
 
@@ -144,8 +155,13 @@ def test_model_path_required(tmp_path):
 def test_implicit_prm_reward(tmp_path, text_models, tokenizer, arch, beta):
     from transformers import AutoModelForCausalLM
 
-    proc = processor(tmp_path, "implicit_prm", text_models[f"{arch}_policy"],
-                     kwargs={"ref_model_path": text_models[f"{arch}_ref"], "beta": beta}, batch_size=4)
+    proc = processor(
+        tmp_path,
+        "implicit_prm",
+        text_models[f"{arch}_policy"],
+        kwargs={"ref_model_path": text_models[f"{arch}_ref"], "beta": beta},
+        batch_size=4,
+    )
     result = proc(samples())
     policy = AutoModelForCausalLM.from_pretrained(text_models[f"{arch}_policy"]).eval()
     ref = AutoModelForCausalLM.from_pretrained(text_models[f"{arch}_ref"]).eval()
@@ -157,8 +173,10 @@ def test_implicit_prm_reward(tmp_path, text_models, tokenizer, arch, beta):
             lp = torch.log_softmax(policy(seq).logits[0, :-1].double(), -1)
             lr = torch.log_softmax(ref(seq).logits[0, :-1].double(), -1)
             # completion token j sits at position len(p) + j and is predicted from position len(p) + j - 1
-            total = sum(beta * (lp[t - 1, seq[0, t]] - lr[t - 1, seq[0, t]]).item()
-                        for t in range(max(len(p), 1), len(p) + len(c)))
+            total = sum(
+                beta * (lp[t - 1, seq[0, t]] - lr[t - 1, seq[0, t]]).item()
+                for t in range(max(len(p), 1), len(p) + len(c))
+            )
             expected.append(total)
             counts.append(len(c))
     assert result.rewards["implicit_prm"].tolist() == pytest.approx(expected, abs=1e-5)
@@ -169,8 +187,12 @@ def test_implicit_prm_reward(tmp_path, text_models, tokenizer, arch, beta):
 def test_implicit_prm_chat_template(tmp_path, text_models, tokenizer):
     from transformers import AutoModelForCausalLM
 
-    proc = processor(tmp_path, "implicit_prm", text_models["gpt2_policy"],
-                     kwargs={"ref_model_path": text_models["gpt2_ref"], "chat_template": True})
+    proc = processor(
+        tmp_path,
+        "implicit_prm",
+        text_models["gpt2_policy"],
+        kwargs={"ref_model_path": text_models["gpt2_ref"], "chat_template": True},
+    )
     pairs = PAIRS[:2]
     result = proc(samples(pairs))
     policy = AutoModelForCausalLM.from_pretrained(text_models["gpt2_policy"]).eval()
@@ -184,8 +206,9 @@ def test_implicit_prm_chat_template(tmp_path, text_models, tokenizer):
             seq = torch.tensor([[vocab[w] for w in head + tail]])
             lp = torch.log_softmax(policy(seq).logits[0, :-1].double(), -1)
             lr = torch.log_softmax(ref(seq).logits[0, :-1].double(), -1)
-            expected.append(sum(0.1 * (lp[t - 1, seq[0, t]] - lr[t - 1, seq[0, t]]).item()
-                                for t in range(len(head), seq.shape[1])))
+            expected.append(
+                sum(0.1 * (lp[t - 1, seq[0, t]] - lr[t - 1, seq[0, t]]).item() for t in range(len(head), seq.shape[1]))
+            )
     assert result.rewards["implicit_prm"].tolist() == pytest.approx(expected, abs=1e-5)
 
 
@@ -207,8 +230,12 @@ def test_empty_pair_names_sample(tmp_path, text_models, make_tokenizer):
 
 
 def test_truncation_keeps_the_completion(tmp_path, text_models, tokenizer):
-    proc = processor(tmp_path, "implicit_prm", text_models["gpt2_policy"],
-                     kwargs={"ref_model_path": text_models["gpt2_ref"], "max_length": 6})
+    proc = processor(
+        tmp_path,
+        "implicit_prm",
+        text_models["gpt2_policy"],
+        kwargs={"ref_model_path": text_models["gpt2_ref"], "max_length": 6},
+    )
     encoder = proc.rewards["implicit_prm"].encoder
     batch = encoder(["the cat sat on the mat"], ["yes no yes"])
     assert batch.input_ids.shape == (1, 6)

@@ -27,11 +27,12 @@ import torch
 
 from rewardzoo.rewards.references.image_reward import ReferenceImageReward
 
-WORDS = ("a photo of the red blue green dog cat on table with two three under sky over sea big small "
-         "cube ball tree house car and in an painting style very detailed").split()
+WORDS = (
+    "a photo of the red blue green dog cat on table with two three under sky over sea big small "
+    "cube ball tree house car and in an painting style very detailed"
+).split()
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
 SIZE, WIDTH, TEXT = 32, 128, 64
-
 
 
 def reference_available() -> bool:
@@ -61,8 +62,11 @@ def _import_without_the_package_init() -> None:
                 mp.setattr(mu, name, getattr(pu, name), raising=False)
         if not hasattr(mu, "find_pruneable_heads_and_indices"):  # only used by prune_heads
             mp.setattr(mu, "find_pruneable_heads_and_indices", lambda *a, **k: None, raising=False)
-        for name, sub in (("ImageReward", ""), ("ImageReward.models", "models"),
-                          ("ImageReward.models.BLIP", "models/BLIP")):
+        for name, sub in (
+            ("ImageReward", ""),
+            ("ImageReward.models", "models"),
+            ("ImageReward.models.BLIP", "models/BLIP"),
+        ):
             pkg = types.ModuleType(name)
             pkg.__path__ = [str(root / sub)]
             mp.setitem(sys.modules, name, pkg)
@@ -70,10 +74,12 @@ def _import_without_the_package_init() -> None:
         med = importlib.import_module("ImageReward.models.BLIP.med")
         importlib.import_module("ImageReward.models.BLIP.vit")
     if not hasattr(med.BertModel, "invert_attention_mask"):
+
         def invert_attention_mask(self, mask):  # transformers 4.x ModuleUtilsMixin
             ext = mask[:, None, None, :] if mask.dim() == 2 else mask[:, None, :, :]
             ext = ext.to(dtype=self.dtype)
             return (1.0 - ext) * torch.finfo(self.dtype).min
+
         med.BertModel.invert_attention_mask = invert_attention_mask
     if not hasattr(med.BertModel, "get_head_mask"):
         med.BertModel.get_head_mask = lambda self, head_mask, n, is_attention_chunked=False: [None] * n
@@ -91,9 +97,21 @@ def tokenizer(path: Path):
     return tok
 
 
-MED = dict(vocab_size=64, hidden_size=TEXT, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
-           max_position_embeddings=64, hidden_act="gelu", layer_norm_eps=1e-12, pad_token_id=0,
-           hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, add_cross_attention=True, encoder_width=WIDTH)
+MED = dict(
+    vocab_size=64,
+    hidden_size=TEXT,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=128,
+    max_position_embeddings=64,
+    hidden_act="gelu",
+    layer_norm_eps=1e-12,
+    pad_token_id=0,
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+    add_cross_attention=True,
+    encoder_width=WIDTH,
+)
 
 
 #: ImageRewardModel names -> the published ImageReward.pt names (timm's ViT, BLIP's med.py, the MLP's Sequential)
@@ -121,16 +139,25 @@ def published_state(seed: int = 0) -> dict:
     from rewardzoo.rewards.image.image_reward import ImageRewardModel
 
     torch.manual_seed(seed)
-    vision = BlipVisionConfig(hidden_size=WIDTH, intermediate_size=4 * WIDTH, num_hidden_layers=2, num_attention_heads=2,
-                              image_size=SIZE, patch_size=16, layer_norm_eps=1e-6)
-    text = BlipTextConfig(**{k: v for k, v in MED.items() if k not in ("add_cross_attention", "encoder_width")},
-                          encoder_hidden_size=WIDTH)
+    vision = BlipVisionConfig(
+        hidden_size=WIDTH,
+        intermediate_size=4 * WIDTH,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=SIZE,
+        patch_size=16,
+        layer_norm_eps=1e-6,
+    )
+    text = BlipTextConfig(
+        **{k: v for k, v in MED.items() if k not in ("add_cross_attention", "encoder_width")}, encoder_hidden_size=WIDTH
+    )
     model = ImageRewardModel(vision, text)
     state = {}
     for key, value in model.state_dict().items():
         # random values of a trained model's scale (the default init leaves biases 0, LayerNorms 1, the MLP ~0)
-        value = torch.randn_like(value) * (0.08 if key.startswith("mlp.") else 0.2) + (1.0 if "norm" in key.lower()
-                                                                                        and key.endswith("weight") else 0)
+        value = torch.randn_like(value) * (0.08 if key.startswith("mlp.") else 0.2) + (
+            1.0 if "norm" in key.lower() and key.endswith("weight") else 0
+        )
         for pattern, repl in PUBLISHED:
             if re.search(pattern, key):
                 state[re.sub(pattern, repl, key)] = value
@@ -138,8 +165,14 @@ def published_state(seed: int = 0) -> dict:
         else:
             raise AssertionError(f"no published name for {key}")
     state["blip.text_encoder.embeddings.position_ids"] = torch.arange(MED["max_position_embeddings"])[None]
-    state.update({"blip.vision_proj.weight": torch.randn(8, WIDTH), "blip.vision_proj.bias": torch.zeros(8),
-                  "blip.text_proj.weight": torch.randn(8, TEXT), "blip.text_proj.bias": torch.zeros(8)})
+    state.update(
+        {
+            "blip.vision_proj.weight": torch.randn(8, WIDTH),
+            "blip.vision_proj.bias": torch.zeros(8),
+            "blip.text_proj.weight": torch.randn(8, TEXT),
+            "blip.text_proj.bias": torch.zeros(8),
+        }
+    )
     return state
 
 

@@ -54,32 +54,44 @@ def verdict(detections, metadata, colors=None, rules=Thresholds()):
 # ------------------------------------------------------------------------------------- metadata
 def test_published_metadata_lines_parse_as_written():
     lines = DATA.read_text().splitlines()
-    assert {json.loads(line)["tag"] for line in lines} == {"single_object", "two_object", "counting", "colors",
-                                                           "position", "color_attr"}
+    assert {json.loads(line)["tag"] for line in lines} == {
+        "single_object",
+        "two_object",
+        "counting",
+        "colors",
+        "position",
+        "color_attr",
+    }
     for line in lines:
         raw = json.loads(line)
         req = parse_metadata(line)
         assert req.tag == raw["tag"] and req.prompt == raw["prompt"]
-        assert [(c.cls, c.count, c.color, c.position and list(c.position)) for c in req.include] == \
-            [(c["class"], c["count"], c.get("color"), c.get("position")) for c in raw["include"]]
+        assert [(c.cls, c.count, c.color, c.position and list(c.position)) for c in req.include] == [
+            (c["class"], c["count"], c.get("color"), c.get("position")) for c in raw["include"]
+        ]
         assert [(c.cls, c.count) for c in req.exclude] == [(c["class"], c["count"]) for c in raw.get("exclude", [])]
         assert parse_metadata(raw) == req  # a mapping parses like its JSON text
 
 
-@pytest.mark.parametrize("bad, match", [
-    ("not json", "not valid JSON"),
-    ({"include": [{"class": "dog", "count": 1}]}, "'tag'"),
-    ({"tag": "single_object"}, "'include'"),
-    (meta("single_object", []), "at least one"),
-    (meta("single_object", [{"class": "unicorn", "count": 1}]), "include\\[0\\].class"),
-    (meta("counting", [{"class": "dog", "count": 0}]), "positive integer"),
-    (meta("colors", [{"class": "dog", "count": 1, "color": "teal"}]), "color"),
-    (meta("position", [{"class": "dog", "count": 1, "position": ["left of", 0]}]), "earlier include"),
-    (meta("position", [{"class": "dog", "count": 1}, {"class": "cat", "count": 1, "position": ["near", 0]}]),
-     "relation"),
-    (meta("single_object", [{"class": "dog", "count": 1, "size": 3}]), "unknown key"),
-    ([1, 2], "JSON object"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ("not json", "not valid JSON"),
+        ({"include": [{"class": "dog", "count": 1}]}, "'tag'"),
+        ({"tag": "single_object"}, "'include'"),
+        (meta("single_object", []), "at least one"),
+        (meta("single_object", [{"class": "unicorn", "count": 1}]), "include\\[0\\].class"),
+        (meta("counting", [{"class": "dog", "count": 0}]), "positive integer"),
+        (meta("colors", [{"class": "dog", "count": 1, "color": "teal"}]), "color"),
+        (meta("position", [{"class": "dog", "count": 1, "position": ["left of", 0]}]), "earlier include"),
+        (
+            meta("position", [{"class": "dog", "count": 1}, {"class": "cat", "count": 1, "position": ["near", 0]}]),
+            "relation",
+        ),
+        (meta("single_object", [{"class": "dog", "count": 1, "size": 3}]), "unknown key"),
+        ([1, 2], "JSON object"),
+    ],
+)
 def test_bad_metadata_names_field_and_sample(bad, match):
     with pytest.raises(InputError, match=match) as info:
         parse_metadata(bad if isinstance(bad, str) else json.dumps(bad) if isinstance(bad, dict) else bad, sample=3)
@@ -87,25 +99,28 @@ def test_bad_metadata_names_field_and_sample(bad, match):
 
 
 # ------------------------------------------------------------------------------- position rule
-@pytest.mark.parametrize("a, b, expected", [
-    ((0, 0, 10, 10), (20, 0, 30, 10), {"left of"}),             # offset -20, shrunk -18 -> dx -0.9
-    ((20, 0, 30, 10), (0, 0, 10, 10), {"right of"}),
-    ((0, 0, 10, 10), (0, 30, 10, 40), {"above"}),                # image y grows downwards
-    ((0, 30, 10, 40), (0, 0, 10, 10), {"below"}),
-    ((0, 0, 10, 10), (20, 20, 30, 30), {"left of", "above"}),    # diagonal: dx = dy = -18/28.28 = -0.64
-    ((0, 0, 10, 10), (1, 0, 11, 10), set()),                     # |offset| 1 < 0.1 * 20: shrunk to 0
-    ((0, 0, 5, 5), (2, 0, 7, 5), set()),                          # shrunk -1 / |offset| 2 = -0.5: not < -0.5
-    ((0, 0, 5, 5), (2.1, 0, 7.1, 5), {"left of"}),               # -1.1 / 2.1 = -0.52
-    ((0, 0, 10, 10), (20, 12, 30, 22), {"left of"}),             # dx -18/23.3 = -0.77, dy -10/23.3 = -0.43
-])
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        ((0, 0, 10, 10), (20, 0, 30, 10), {"left of"}),  # offset -20, shrunk -18 -> dx -0.9
+        ((20, 0, 30, 10), (0, 0, 10, 10), {"right of"}),
+        ((0, 0, 10, 10), (0, 30, 10, 40), {"above"}),  # image y grows downwards
+        ((0, 30, 10, 40), (0, 0, 10, 10), {"below"}),
+        ((0, 0, 10, 10), (20, 20, 30, 30), {"left of", "above"}),  # diagonal: dx = dy = -18/28.28 = -0.64
+        ((0, 0, 10, 10), (1, 0, 11, 10), set()),  # |offset| 1 < 0.1 * 20: shrunk to 0
+        ((0, 0, 5, 5), (2, 0, 7, 5), set()),  # shrunk -1 / |offset| 2 = -0.5: not < -0.5
+        ((0, 0, 5, 5), (2.1, 0, 7.1, 5), {"left of"}),  # -1.1 / 2.1 = -0.52
+        ((0, 0, 10, 10), (20, 12, 30, 22), {"left of"}),  # dx -18/23.3 = -0.77, dy -10/23.3 = -0.43
+    ],
+)
 def test_relative_position(a, b, expected):
     assert relative_position(np.array(a, np.float32), np.array(b, np.float32)) == expected
 
 
 def test_position_threshold_scales_the_shrink():
     a, b = np.array([0, 0, 10, 10.0]), np.array([14, 0, 24, 10.0])  # offset -14, dims 20
-    assert relative_position(a, b, 0.1) == {"left of"}               # -12 / 14
-    assert relative_position(a, b, 0.7) == set()                     # 14 - 14 = 0
+    assert relative_position(a, b, 0.1) == {"left of"}  # -12 / 14
+    assert relative_position(a, b, 0.7) == set()  # 14 - 14 = 0
 
 
 # ------------------------------------------------------------------------------------ the table
@@ -113,50 +128,179 @@ DOG, CAT = (10, 10, 40, 40), (60, 10, 90, 40)
 CASES = [
     # (name, detections, metadata, colours, GenEval correct, flow_grpo partial, flow_grpo exact)
     ("single found", [("dog", 0.8, DOG)], meta("single_object", [{"class": "dog", "count": 1}]), {}, True, 1.0, True),
-    ("single below threshold", [("dog", 0.3, DOG)], meta("single_object", [{"class": "dog", "count": 1}]), {},
-     False, 0.0, False),  # 0.3 is not > 0.3
-    ("single wrong class", [("cat", 0.9, CAT)], meta("single_object", [{"class": "dog", "count": 1}]), {},
-     False, 0.0, False),
-    ("single, two found", [("dog", 0.8, DOG), ("dog", 0.7, CAT)], meta("single_object", [{"class": "dog", "count": 1}]),
-     {}, True, 0.0, False),  # GenEval: at least one; flow_grpo: 1 - |1 - 2| / 1 = 0, not exact
-    ("two objects", [("dog", 0.8, DOG), ("cat", 0.5, CAT)],
-     meta("two_object", [{"class": "dog", "count": 1}, {"class": "cat", "count": 1}]), {}, True, 1.0, True),
-    ("two objects, one missing", [("dog", 0.8, DOG)],
-     meta("two_object", [{"class": "dog", "count": 1}, {"class": "cat", "count": 1}]), {}, False, 0.5, False),
-    ("counting exact", [("dog", 0.95, DOG), ("dog", 0.91, CAT)],
-     meta("counting", [{"class": "dog", "count": 2}], [{"class": "dog", "count": 3}]), {}, True, 1.0, True),
-    ("counting uses 0.9", [("dog", 0.95, DOG), ("dog", 0.9, CAT)],
-     meta("counting", [{"class": "dog", "count": 2}], [{"class": "dog", "count": 3}]), {}, False, 0.5, False),
-    ("counting too many", [("dog", 0.95, DOG), ("dog", 0.93, CAT), ("dog", 0.92, (0, 50, 20, 70))],
-     meta("counting", [{"class": "dog", "count": 2}], [{"class": "dog", "count": 3}]), {}, False, 0.5, False),
-    ("counting: low scores ignored", [("dog", 0.95, DOG), ("dog", 0.93, CAT), ("dog", 0.8, (0, 50, 20, 70))],
-     meta("counting", [{"class": "dog", "count": 2}], [{"class": "dog", "count": 3}]), {}, True, 1.0, True),
-    ("far too many (flow_grpo negative)", [("dog", 0.8, DOG)] * 4,
-     meta("single_object", [{"class": "dog", "count": 1}]), {}, True, -2.0, False),
-    ("colour right", [("dog", 0.8, DOG)], meta("colors", [{"class": "dog", "count": 1, "color": "red"}]),
-     {0: ["red"]}, True, 1.0, True),
-    ("colour wrong", [("dog", 0.8, DOG)], meta("colors", [{"class": "dog", "count": 1, "color": "red"}]),
-     {0: ["blue"]}, False, 0.5, False),
-    ("colour, object missing", [], meta("colors", [{"class": "dog", "count": 1, "color": "red"}]), {},
-     False, 0.0, False),
-    ("colour attribution", [("dog", 0.8, DOG), ("cat", 0.8, CAT)],
-     meta("color_attr", [{"class": "dog", "count": 1, "color": "red"}, {"class": "cat", "count": 1, "color": "blue"}]),
-     {0: ["red"], 1: ["red"]}, False, 0.75, False),
-    ("position right", [("dog", 0.8, DOG), ("cat", 0.8, CAT)],
-     meta("position", [{"class": "cat", "count": 1}, {"class": "dog", "count": 1, "position": ["left of", 0]}]),
-     {}, True, 1.0, True),
-    ("position wrong", [("dog", 0.8, DOG), ("cat", 0.8, CAT)],
-     meta("position", [{"class": "cat", "count": 1}, {"class": "dog", "count": 1, "position": ["right of", 0]}]),
-     {}, False, 0.75, False),  # flow_grpo terms [1, 1, 0, 1]
-    ("position, no target", [("dog", 0.8, DOG)],
-     meta("position", [{"class": "cat", "count": 1}, {"class": "dog", "count": 1, "position": ["left of", 0]}]),
-     {}, False, 1 / 3, False),  # terms [0, 1, 0]
-    ("position, object missing", [("cat", 0.8, CAT)],
-     meta("position", [{"class": "cat", "count": 1}, {"class": "dog", "count": 1, "position": ["left of", 0]}]),
-     {}, False, 1 / 3, False),  # terms [1, 0, 0]
-    ("position judged on the most confident only", [("dog", 0.8, DOG), ("dog", 0.5, (95, 10, 99, 40)), ("cat", 0.8, CAT)],
-     meta("position", [{"class": "cat", "count": 1}, {"class": "dog", "count": 1, "position": ["left of", 0]}]),
-     {}, True, 1 / 3, False),  # flow_grpo: 2 dogs != 1 -> terms [1, 0, 0]
+    (
+        "single below threshold",
+        [("dog", 0.3, DOG)],
+        meta("single_object", [{"class": "dog", "count": 1}]),
+        {},
+        False,
+        0.0,
+        False,
+    ),  # 0.3 is not > 0.3
+    (
+        "single wrong class",
+        [("cat", 0.9, CAT)],
+        meta("single_object", [{"class": "dog", "count": 1}]),
+        {},
+        False,
+        0.0,
+        False,
+    ),
+    (
+        "single, two found",
+        [("dog", 0.8, DOG), ("dog", 0.7, CAT)],
+        meta("single_object", [{"class": "dog", "count": 1}]),
+        {},
+        True,
+        0.0,
+        False,
+    ),  # GenEval: at least one; flow_grpo: 1 - |1 - 2| / 1 = 0, not exact
+    (
+        "two objects",
+        [("dog", 0.8, DOG), ("cat", 0.5, CAT)],
+        meta("two_object", [{"class": "dog", "count": 1}, {"class": "cat", "count": 1}]),
+        {},
+        True,
+        1.0,
+        True,
+    ),
+    (
+        "two objects, one missing",
+        [("dog", 0.8, DOG)],
+        meta("two_object", [{"class": "dog", "count": 1}, {"class": "cat", "count": 1}]),
+        {},
+        False,
+        0.5,
+        False,
+    ),
+    (
+        "counting exact",
+        [("dog", 0.95, DOG), ("dog", 0.91, CAT)],
+        meta("counting", [{"class": "dog", "count": 2}], [{"class": "dog", "count": 3}]),
+        {},
+        True,
+        1.0,
+        True,
+    ),
+    (
+        "counting uses 0.9",
+        [("dog", 0.95, DOG), ("dog", 0.9, CAT)],
+        meta("counting", [{"class": "dog", "count": 2}], [{"class": "dog", "count": 3}]),
+        {},
+        False,
+        0.5,
+        False,
+    ),
+    (
+        "counting too many",
+        [("dog", 0.95, DOG), ("dog", 0.93, CAT), ("dog", 0.92, (0, 50, 20, 70))],
+        meta("counting", [{"class": "dog", "count": 2}], [{"class": "dog", "count": 3}]),
+        {},
+        False,
+        0.5,
+        False,
+    ),
+    (
+        "counting: low scores ignored",
+        [("dog", 0.95, DOG), ("dog", 0.93, CAT), ("dog", 0.8, (0, 50, 20, 70))],
+        meta("counting", [{"class": "dog", "count": 2}], [{"class": "dog", "count": 3}]),
+        {},
+        True,
+        1.0,
+        True,
+    ),
+    (
+        "far too many (flow_grpo negative)",
+        [("dog", 0.8, DOG)] * 4,
+        meta("single_object", [{"class": "dog", "count": 1}]),
+        {},
+        True,
+        -2.0,
+        False,
+    ),
+    (
+        "colour right",
+        [("dog", 0.8, DOG)],
+        meta("colors", [{"class": "dog", "count": 1, "color": "red"}]),
+        {0: ["red"]},
+        True,
+        1.0,
+        True,
+    ),
+    (
+        "colour wrong",
+        [("dog", 0.8, DOG)],
+        meta("colors", [{"class": "dog", "count": 1, "color": "red"}]),
+        {0: ["blue"]},
+        False,
+        0.5,
+        False,
+    ),
+    (
+        "colour, object missing",
+        [],
+        meta("colors", [{"class": "dog", "count": 1, "color": "red"}]),
+        {},
+        False,
+        0.0,
+        False,
+    ),
+    (
+        "colour attribution",
+        [("dog", 0.8, DOG), ("cat", 0.8, CAT)],
+        meta(
+            "color_attr", [{"class": "dog", "count": 1, "color": "red"}, {"class": "cat", "count": 1, "color": "blue"}]
+        ),
+        {0: ["red"], 1: ["red"]},
+        False,
+        0.75,
+        False,
+    ),
+    (
+        "position right",
+        [("dog", 0.8, DOG), ("cat", 0.8, CAT)],
+        meta("position", [{"class": "cat", "count": 1}, {"class": "dog", "count": 1, "position": ["left of", 0]}]),
+        {},
+        True,
+        1.0,
+        True,
+    ),
+    (
+        "position wrong",
+        [("dog", 0.8, DOG), ("cat", 0.8, CAT)],
+        meta("position", [{"class": "cat", "count": 1}, {"class": "dog", "count": 1, "position": ["right of", 0]}]),
+        {},
+        False,
+        0.75,
+        False,
+    ),  # flow_grpo terms [1, 1, 0, 1]
+    (
+        "position, no target",
+        [("dog", 0.8, DOG)],
+        meta("position", [{"class": "cat", "count": 1}, {"class": "dog", "count": 1, "position": ["left of", 0]}]),
+        {},
+        False,
+        1 / 3,
+        False,
+    ),  # terms [0, 1, 0]
+    (
+        "position, object missing",
+        [("cat", 0.8, CAT)],
+        meta("position", [{"class": "cat", "count": 1}, {"class": "dog", "count": 1, "position": ["left of", 0]}]),
+        {},
+        False,
+        1 / 3,
+        False,
+    ),  # terms [1, 0, 0]
+    (
+        "position judged on the most confident only",
+        [("dog", 0.8, DOG), ("dog", 0.5, (95, 10, 99, 40)), ("cat", 0.8, CAT)],
+        meta("position", [{"class": "cat", "count": 1}, {"class": "dog", "count": 1, "position": ["left of", 0]}]),
+        {},
+        True,
+        1 / 3,
+        False,
+    ),  # flow_grpo: 2 dogs != 1 -> terms [1, 0, 0]
 ]
 
 
@@ -169,8 +313,10 @@ def test_decision_table(name, objs, metadata, colors, correct, partial, exact):
 
 
 def test_exclude_and_fraction_met():
-    v = verdict(dets(("dog", 0.95, DOG), ("dog", 0.95, CAT), ("dog", 0.95, DOG)),
-                meta("counting", [{"class": "dog", "count": 2}], [{"class": "dog", "count": 3}]))
+    v = verdict(
+        dets(("dog", 0.95, DOG), ("dog", 0.95, CAT), ("dog", 0.95, DOG)),
+        meta("counting", [{"class": "dog", "count": 2}], [{"class": "dog", "count": 3}]),
+    )
     assert (v.include_met, v.exclude_met, v.fraction_met) == ([True], [False], 0.5)
     assert "expected dog<3, found 3" in v.reasons
 
@@ -210,11 +356,27 @@ DOG_ID = CLASS_NAMES.index("dog")
 def tiny_mask2former(seed: int = 0, favour: int | None = None):
     from transformers import Mask2FormerConfig, Mask2FormerForUniversalSegmentation, SwinConfig
 
-    swin = SwinConfig(embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1], window_size=4, drop_path_rate=0.0,
-                      out_features=["stage1", "stage2", "stage3", "stage4"])
-    cfg = Mask2FormerConfig(backbone_config=swin, feature_size=32, mask_feature_size=32, hidden_dim=32,
-                            encoder_feedforward_dim=64, encoder_layers=1, decoder_layers=2, num_attention_heads=2,
-                            dim_feedforward=64, num_queries=12, num_labels=80)
+    swin = SwinConfig(
+        embed_dim=16,
+        depths=[1, 1, 1, 1],
+        num_heads=[1, 1, 1, 1],
+        window_size=4,
+        drop_path_rate=0.0,
+        out_features=["stage1", "stage2", "stage3", "stage4"],
+    )
+    cfg = Mask2FormerConfig(
+        backbone_config=swin,
+        feature_size=32,
+        mask_feature_size=32,
+        hidden_dim=32,
+        encoder_feedforward_dim=64,
+        encoder_layers=1,
+        decoder_layers=2,
+        num_attention_heads=2,
+        dim_feedforward=64,
+        num_queries=12,
+        num_labels=80,
+    )
     torch.manual_seed(seed)
     model = Mask2FormerForUniversalSegmentation(cfg).eval()
     if favour is not None:  # every query says "this class" with probability ~1
@@ -244,7 +406,9 @@ def dog_reward(dirs):
 @pytest.fixture(scope="module")
 def images():
     rng = np.random.default_rng(0)
-    return [torch.from_numpy(rng.integers(0, 256, (3, h, w), dtype=np.uint8)) for h, w in ((48, 64), (48, 64), (40, 40))]
+    return [
+        torch.from_numpy(rng.integers(0, 256, (3, h, w), dtype=np.uint8)) for h, w in ((48, 64), (48, 64), (40, 40))
+    ]
 
 
 def mmdet_reference(model, pixels, size, resized):
@@ -256,7 +420,7 @@ def mmdet_reference(model, pixels, size, resized):
         out = model(pixel_values=pixels)
     cls, masks = out.class_queries_logits[0], out.masks_queries_logits[0]
     masks = F.interpolate(masks[None], size=pixels.shape[-2:], mode="bilinear", align_corners=False)
-    masks = masks[..., :resized[0], :resized[1]]
+    masks = masks[..., : resized[0], : resized[1]]
     masks = F.interpolate(masks, size=size, mode="bilinear", align_corners=False)[0]
     scores = F.softmax(cls, dim=-1)[:, :-1]
     n_cls = scores.shape[1]
@@ -300,14 +464,18 @@ def test_random_model_finds_nothing_and_scores_zero(dirs, images):
 
 
 def test_whole_path_dog_model(dog_reward, images):
-    lines = [meta("single_object", [{"class": "dog", "count": 1}]),
-             meta("single_object", [{"class": "cat", "count": 1}]),
-             meta("two_object", [{"class": "dog", "count": 1}, {"class": "cat", "count": 1}])]
+    lines = [
+        meta("single_object", [{"class": "dog", "count": 1}]),
+        meta("single_object", [{"class": "cat", "count": 1}]),
+        meta("two_object", [{"class": "dog", "count": 1}, {"class": "cat", "count": 1}]),
+    ]
     out = dog_reward(image=images, metadata=[json.dumps(m) for m in lines])
     assert list(out.rewards) == [1.0, 0.0, 0.0]
     assert list(out.extras["fraction_met"]) == [1.0, 0.0, 0.5]
-    assert json.loads(out.extras["verdicts"][2]) == [{"clause": "include dog x1", "met": True},
-                                                     {"clause": "include cat x1", "met": False}]
+    assert json.loads(out.extras["verdicts"][2]) == [
+        {"clause": "include dog x1", "met": True},
+        {"clause": "include cat x1", "met": False},
+    ]
     for key in ("correct", "partial", "exact", "fraction_met", "verdicts", "reason"):
         assert len(out.extras[key]) == 3
 
@@ -323,8 +491,14 @@ def test_batch_equals_one_at_a_time(dog_reward, images):
 
 def test_detector_batch_splits_the_forward_only(dog_reward, dirs, images):
     # dog_reward runs one image per forward (the default off CUDA); this one stacks all three
-    stacked = GenEval(dirs["dog"], clip_model=dirs["clip"], clip_pretrained=None, shortest_edge=64, longest_edge=96,
-                      detector_batch=len(images))
+    stacked = GenEval(
+        dirs["dog"],
+        clip_model=dirs["clip"],
+        clip_pretrained=None,
+        shortest_edge=64,
+        longest_edge=96,
+        detector_batch=len(images),
+    )
     assert dog_reward.detector_batch is None  # the first two images share a size: stacked, they run as one batch
     a, b = dog_reward.detect(images, min_scores=[0.3] * 3), stacked.detect(images, min_scores=[0.3] * 3)
     for x, y in zip(a, b):
@@ -347,14 +521,18 @@ def test_colour_matches_geneval_pipeline(dog_reward, dirs, images):
     assert len(d) > 0
     box, mask = d.boxes[0], d.masks[0]
     pil = Image.fromarray(img.permute(1, 2, 0).numpy())
-    ref_crop = Image.composite(pil, Image.new("RGB", pil.size, color="#999"), Image.fromarray(mask)).crop(tuple(box[:4].tolist()))
+    ref_crop = Image.composite(pil, Image.new("RGB", pil.size, color="#999"), Image.fromarray(mask)).crop(
+        tuple(box[:4].tolist())
+    )
     ours = _masked_crop(img, mask, box, 153)
     np.testing.assert_array_equal(ours.permute(1, 2, 0).numpy(), np.asarray(ref_crop))
     with torch.no_grad():
         weights = []
         for c in COLORS:
-            texts = [t.format(c=c) for t in ("a photo of a {c} dog", "a photo of a {c}-colored dog",
-                                              "a photo of a {c} object")]
+            texts = [
+                t.format(c=c)
+                for t in ("a photo of a {c} dog", "a photo of a {c}-colored dog", "a photo of a {c} object")
+            ]
             e = torch.nn.functional.normalize(model.encode_text(tokenizer(texts)), dim=-1).mean(0)
             weights.append(e / e.norm())
         clf = torch.stack(weights, dim=1)
@@ -372,8 +550,9 @@ def test_colour_matches_geneval_pipeline(dog_reward, dirs, images):
 
 
 def test_partial_score_option(dirs, images):
-    reward = GenEval(dirs["dog"], clip_model=dirs["clip"], clip_pretrained=None, shortest_edge=64, longest_edge=96,
-                     score="partial")
+    reward = GenEval(
+        dirs["dog"], clip_model=dirs["clip"], clip_pretrained=None, shortest_edge=64, longest_edge=96, score="partial"
+    )
     m = json.dumps(meta("two_object", [{"class": "dog", "count": 1}, {"class": "cat", "count": 1}]))
     out = reward(image=images[:1], metadata=[m])
     assert out.rewards[0] == out.extras["partial"][0] <= 0.5  # cat term 0; dog term 1 - |1 - n| / 1
@@ -399,13 +578,21 @@ def test_through_the_processor(dirs):
     """Metadata given as a mapping (the engine hands it over as JSON), a sample without metadata named."""
     from rewardzoo import RewardProcessor, Sample
 
-    entry = {"name": "gen", "reward_model": "geneval", "model_path": dirs["dog"],
-             "kwargs": {"clip_model": dirs["clip"], "clip_pretrained": None, "shortest_edge": 64, "longest_edge": 96}}
+    entry = {
+        "name": "gen",
+        "reward_model": "geneval",
+        "model_path": dirs["dog"],
+        "kwargs": {"clip_model": dirs["clip"], "clip_pretrained": None, "shortest_edge": 64, "longest_edge": 96},
+    }
     proc = RewardProcessor([entry])
     rng = np.random.default_rng(3)
     img = rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)
-    res = proc([Sample(image=img, metadata=meta("single_object", [{"class": "dog", "count": 1}])),
-                Sample(image=img, metadata=meta("single_object", [{"class": "cat", "count": 1}]))])
+    res = proc(
+        [
+            Sample(image=img, metadata=meta("single_object", [{"class": "dog", "count": 1}])),
+            Sample(image=img, metadata=meta("single_object", [{"class": "cat", "count": 1}])),
+        ]
+    )
     assert list(res.rewards["gen"]) == [1.0, 0.0]
     with pytest.raises(InputError) as info:
         proc([Sample(image=img, metadata=meta("single_object", [{"class": "dog", "count": 1}])), Sample(image=img)])
@@ -424,10 +611,16 @@ def test_coco_label_spellings_are_accepted(tmp_path, dirs):
     assert reward.class_names == CLASS_NAMES
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"score": "fraction"}, "score"), ({"threshold": 1.5}, "threshold"), ({"max_overlap": "x"}, "max_overlap"),
-    ({"max_objects": 0}, "max_objects"), ({"background": 300}, "background"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"score": "fraction"}, "score"),
+        ({"threshold": 1.5}, "threshold"),
+        ({"max_overlap": "x"}, "max_overlap"),
+        ({"max_objects": 0}, "max_objects"),
+        ({"background": 300}, "background"),
+    ],
+)
 def test_bad_options_are_config_errors(dirs, kwargs, match):
     from rewardzoo.errors import ConfigError
 

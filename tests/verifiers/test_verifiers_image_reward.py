@@ -25,9 +25,12 @@ from rewardzoo.rewards.image.image_reward import RAW_MEAN, RAW_STD, ImageReward,
 
 from .image_reward_tiny import MED, SIZE, build_reference, reference_available, write_tiny_checkpoint
 
-PROMPTS = ["a photo of a red dog", "two cats on a table",
-           " ".join(["a very detailed painting of a big red house"] * 5),  # > 35 tokens: truncated
-           "blue sky over the sea"]
+PROMPTS = [
+    "a photo of a red dog",
+    "two cats on a table",
+    " ".join(["a very detailed painting of a big red house"] * 5),  # > 35 tokens: truncated
+    "blue sky over the sea",
+]
 
 
 class Unpicklable:
@@ -97,8 +100,10 @@ def test_safetensors_conversion_scores_the_same(reward, checkpoint, tmp_path):
     for name in ("med_config.json", "vocab.txt"):
         (path / name).write_text((checkpoint[0] / name).read_text())
     images = _images((SIZE, SIZE))
-    np.testing.assert_array_equal(np.asarray(ImageReward(str(path))(image=images, prompt=PROMPTS).rewards),
-                                  np.asarray(reward(image=images, prompt=PROMPTS).rewards))
+    np.testing.assert_array_equal(
+        np.asarray(ImageReward(str(path))(image=images, prompt=PROMPTS).rewards),
+        np.asarray(reward(image=images, prompt=PROMPTS).rewards),
+    )
 
 
 def test_pickled_objects_are_refused(checkpoint, tmp_path):
@@ -112,10 +117,13 @@ def test_pickled_objects_are_refused(checkpoint, tmp_path):
         ImageReward(str(path), tokenizer_path=str(checkpoint[0]))
 
 
-@pytest.mark.parametrize("change, match", [
-    (lambda s: s.update({"blip.something_else.weight": torch.zeros(1)}), "unexpected keys"),
-    (lambda s: s.pop("mlp.layers.0.weight"), "does not fit"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda s: s.update({"blip.something_else.weight": torch.zeros(1)}), "unexpected keys"),
+        (lambda s: s.pop("mlp.layers.0.weight"), "does not fit"),
+    ],
+)
 def test_wrong_checkpoints_are_named(checkpoint, tmp_path, change, match):
     state = dict(checkpoint[1])
     change(state)
@@ -149,7 +157,7 @@ def test_float64_gradient_matches_finite_differences(checkpoint):
     v = torch.randn(pixels.shape, generator=g, dtype=torch.float64)
     eps = 1e-5
     with torch.no_grad():
-        diff = (reward.score_pixels(pixels + eps * v, PROMPTS[:1]) - reward.score_pixels(pixels - eps * v, PROMPTS[:1]))
+        diff = reward.score_pixels(pixels + eps * v, PROMPTS[:1]) - reward.score_pixels(pixels - eps * v, PROMPTS[:1])
     numeric = float(diff.sum()) / (2 * eps)
     assert float((pixels.grad * v).sum()) == pytest.approx(numeric, rel=1e-5)
 

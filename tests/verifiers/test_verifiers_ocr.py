@@ -54,9 +54,17 @@ def reward() -> OCR:
 #: det_db_thresh 0.3, det_db_box_thresh 0.6, det_db_unclip_ratio 1.5, use_dilation False,
 #: det_db_score_mode "fast"; tools/infer/predict_det.py: NormalizeImage mean [0.485, 0.456, 0.406],
 #: std [0.229, 0.224, 0.225] for DB.
-PADDLEOCR_DET = dict(det_limit_side_len=960, det_limit_type="max", det_thresh=0.3, det_box_thresh=0.6,
-                     det_unclip_ratio=1.5, det_use_dilation=False, det_score_mode="fast",
-                     det_mean=[0.485, 0.456, 0.406], det_std=[0.229, 0.224, 0.225])
+PADDLEOCR_DET = dict(
+    det_limit_side_len=960,
+    det_limit_type="max",
+    det_thresh=0.3,
+    det_box_thresh=0.6,
+    det_unclip_ratio=1.5,
+    det_use_dilation=False,
+    det_score_mode="fast",
+    det_mean=[0.485, 0.456, 0.406],
+    det_std=[0.229, 0.224, 0.225],
+)
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +105,14 @@ def test_exact_target_scores_high_and_other_target_low(reward, rendered):
 
 def test_equals_formula_on_the_engines_own_text(reward, rendered, engine_texts):
     images, prompts = rendered
-    near = ['say "Hello Wrld"', 'the words "OPEN 42 HOURS" in neon', 'a "reward zoo 2" logo',
-            'text "Fresh Coffee Beans"', 'poster: "Grand Closing"', 'sign "Sale 60%"']
+    near = [
+        'say "Hello Wrld"',
+        'the words "OPEN 42 HOURS" in neon',
+        'a "reward zoo 2" logo',
+        'text "Fresh Coffee Beans"',
+        'poster: "Grand Closing"',
+        'sign "Sale 60%"',
+    ]
     out = reward(image=images + images, prompt=prompts + near)
     texts = engine_texts + engine_texts
     assert list(out.extras["ocr_text"]) == texts
@@ -170,7 +184,8 @@ def test_text_match_against_levenshtein(seed):
         if nb:
             assert match_score(a, b) == pytest.approx(flow_grpo_score(a, f'"{b}"'), abs=1e-12)
             assert match_score(a, b, containment=False) == pytest.approx(
-                flow_grpo_score(a, f'"{b}"', containment=False), abs=1e-12)
+                flow_grpo_score(a, f'"{b}"', containment=False), abs=1e-12
+            )
 
 
 def test_long_recognised_text_is_capped():
@@ -241,9 +256,17 @@ def test_limit_side_len_applies_as_paddleocr_applies_it():
 def test_options_are_checked():
     with pytest.raises(ConfigError):
         OCR(engine="tesseract")
-    for bad in ({"det_limit_type": "long"}, {"det_db_box_thresh": 1.5}, {"det_db_unclip_ratio": 0},
-                {"use_dilation": "yes"}, {"det_db_score_mode": "exact"}, {"det_normalize": "none"},
-                {"det_limit_side_len": 0}, {"preset": "paddle"}, {"det_box_thresh": 0.5}):
+    for bad in (
+        {"det_limit_type": "long"},
+        {"det_db_box_thresh": 1.5},
+        {"det_db_unclip_ratio": 0},
+        {"use_dilation": "yes"},
+        {"det_db_score_mode": "exact"},
+        {"det_normalize": "none"},
+        {"det_limit_side_len": 0},
+        {"preset": "paddle"},
+        {"det_box_thresh": 0.5},
+    ):
         with pytest.raises(ConfigError) as info:
             OCR(**bad)
         assert next(iter(bad)) in str(info.value) or info.value.field.endswith(next(iter(bad)))
@@ -269,9 +292,11 @@ def test_video_mean_over_positive_frames(video_reward, engine):
     other = render_text("Goodbye", 40, width=384, height=256)
     noisy = render_text("Hello World Hello", 40, width=384, height=256)
     # frames 0, 4, 8 are sampled (frame_interval 4)
-    videos = [[hello, blank, blank, blank, noisy, blank, blank, blank, blank],
-              [blank] * 6,
-              [other, hello, hello, hello, blank]]
+    videos = [
+        [hello, blank, blank, blank, noisy, blank, blank, blank, blank],
+        [blank] * 6,
+        [other, hello, hello, hello, blank],
+    ]
     prompts = ['"Hello World"'] * 3
     out = video_reward(video=videos, prompt=prompts)
     expected, counts = [], []
@@ -290,8 +315,9 @@ def test_video_through_the_processor():
     from rewardzoo.spec.sample import Sample
 
     frames = np.stack([np.asarray(render_text("Hello World", 40, width=256, height=128))] * 5)
-    train, _ = build_processors({"rewards": [{"name": "video_ocr", "device": "cpu",
-                                               "kwargs": {"frame_interval": 2, "containment": True}}]})
+    train, _ = build_processors(
+        {"rewards": [{"name": "video_ocr", "device": "cpu", "kwargs": {"frame_interval": 2, "containment": True}}]}
+    )
     result = train([Sample(video=frames, prompt='"hello world"')])
     assert float(result.rewards["video_ocr"][0]) >= 0.9
 

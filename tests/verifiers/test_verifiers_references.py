@@ -68,10 +68,20 @@ def test_compare_reference_prints_each_difference_and_the_maximum(checkpoint, pa
         for i, (p, a) in enumerate(zip(PROMPTS, arrays)):
             Image.fromarray(a).save(tmp_path / f"{i}.png")
             f.write(json.dumps({"image": f"{i}.png", "prompt": p}) + "\n")
-    (tmp_path / "cfg.yaml").write_text(f"rewards:\n  - name: ir\n    reward_model: image_reward\n"
-                                       f"    model_path: {checkpoint[0]}\n    device: cpu\n")
-    args = ["compare-reference", "ir", "--input", str(tmp_path / "samples.jsonl"), "--config",
-            str(tmp_path / "cfg.yaml"), "--reference-model", TINY, "--in-process"]
+    (tmp_path / "cfg.yaml").write_text(
+        f"rewards:\n  - name: ir\n    reward_model: image_reward\n    model_path: {checkpoint[0]}\n    device: cpu\n"
+    )
+    args = [
+        "compare-reference",
+        "ir",
+        "--input",
+        str(tmp_path / "samples.jsonl"),
+        "--config",
+        str(tmp_path / "cfg.yaml"),
+        "--reference-model",
+        TINY,
+        "--in-process",
+    ]
     assert main([*args, "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     with torch.no_grad():

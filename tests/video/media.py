@@ -12,8 +12,9 @@ STEP = 8  # frame i of the ramp clip is a flat gray of value STEP * i, so a deco
 
 def ramp_frames(t: int = T_FRAMES, size: int = 64) -> np.ndarray:
     """(t, size, size, 3) uint8, frame i uniformly STEP * i."""
-    return np.repeat((np.arange(t, dtype=np.uint8) * STEP)[:, None, None, None], size * size * 3, axis=1
-                     ).reshape(t, size, size, 3)
+    return np.repeat((np.arange(t, dtype=np.uint8) * STEP)[:, None, None, None], size * size * 3, axis=1).reshape(
+        t, size, size, 3
+    )
 
 
 def textured_frames(t: int = 12, height: int = 48, width: int = 64, seed: int = 0) -> np.ndarray:
@@ -22,7 +23,7 @@ def textured_frames(t: int = 12, height: int = 48, width: int = 64, seed: int = 
     base = rng.integers(0, 256, (height // 4, (width + t) // 4 + 1, 3)).repeat(4, 0).repeat(4, 1)
     frames = []
     for i in range(t):
-        f = base[:height, i:i + width].astype(np.int64) + rng.integers(-20, 21, (height, width, 3))
+        f = base[:height, i : i + width].astype(np.int64) + rng.integers(-20, 21, (height, width, 3))
         frames.append(np.clip(f, 0, 255).astype(np.uint8))
     return np.stack(frames)
 

@@ -23,8 +23,10 @@ from .media import T_FRAMES, frame_index, ramp_frames, textured_frames
 CLIPS = ["ramp_longgop.mp4", "ramp_gop12.mp4", "ramp_gop12.mkv"]
 
 
-@pytest.mark.parametrize("total,k", [(1, 1), (1, 8), (2, 1), (2, 2), (2, 8), (30, 8), (30, 16), (31, 8), (100, 7),
-                                     (30, None), (16, 16), (17, 16)])
+@pytest.mark.parametrize(
+    "total,k",
+    [(1, 1), (1, 8), (2, 1), (2, 2), (2, 8), (30, 8), (30, 16), (31, 8), (100, 7), (30, None), (16, 16), (17, 16)],
+)
 def test_sample_indices_uniform(total, k):
     idx = V.sample_indices(total, k)
     if k is None or k >= total:
@@ -58,8 +60,9 @@ def test_read_returns_the_right_frames(media_dir, clip, backend, k):
 @pytest.mark.parametrize("clip", CLIPS + ["textured.mp4"])
 @pytest.mark.parametrize("k", [None, 2, 5, 8])
 def test_decord_and_pyav_agree(media_dir, clip, k):
-    np.testing.assert_array_equal(V.read_video(media_dir / clip, k, backend="decord"),
-                                  V.read_video(media_dir / clip, k, backend="pyav"))
+    np.testing.assert_array_equal(
+        V.read_video(media_dir / clip, k, backend="decord"), V.read_video(media_dir / clip, k, backend="pyav")
+    )
 
 
 @pytest.mark.parametrize("seek_cost", [0, 10**6])  # always seek (get_batch) / never seek (skip forward)
@@ -112,8 +115,14 @@ def test_write_video_gop_sets_keyframe_spacing(media_dir):
 def _forms(arr: np.ndarray, path):
     """The same video as a file, a PIL list, NumPy (T, H, W, C), a uint8 and a float tensor (T, C, H, W)."""
     t = torch.from_numpy(arr).permute(0, 3, 1, 2)
-    return {"file": path, "pil": [Image.fromarray(f) for f in arr], "numpy": arr, "numpy_list": list(arr),
-            "tensor_uint8": t, "tensor_float": t.float() / 255}
+    return {
+        "file": path,
+        "pil": [Image.fromarray(f) for f in arr],
+        "numpy": arr,
+        "numpy_list": list(arr),
+        "tensor_uint8": t,
+        "tensor_float": t.float() / 255,
+    }
 
 
 @pytest.mark.parametrize("k", [None, 1, 2, 5])
@@ -166,19 +175,22 @@ def _zero_frame_file(path):
     return path
 
 
-@pytest.mark.parametrize("value,message", [
-    ([], "no frames"),
-    (np.zeros((0, 8, 8, 3), np.uint8), "no frames"),
-    (torch.zeros(0, 3, 8, 8), "no frames"),
-    ([np.zeros((8, 8, 3), np.uint8), np.zeros((8, 10, 3), np.uint8)], "differ in size"),
-    ([Image.new("RGB", (8, 8)), Image.new("RGB", (9, 8))], "differ in size"),
-    (torch.rand(4, 8, 8, 3), "channels last"),
-    (torch.rand(4, 3, 8, 8) * 2 - 1, r"\[0, 1\]"),
-    (np.zeros((4, 3, 8, 8), np.float32), "pass \\(T, C, H, W\\) data as a tensor"),
-    (np.zeros((8, 8), np.uint8), "shape"),
-    (Image.new("RGB", (8, 8)), "single image"),
-    (42, "unsupported video type"),
-])
+@pytest.mark.parametrize(
+    "value,message",
+    [
+        ([], "no frames"),
+        (np.zeros((0, 8, 8, 3), np.uint8), "no frames"),
+        (torch.zeros(0, 3, 8, 8), "no frames"),
+        ([np.zeros((8, 8, 3), np.uint8), np.zeros((8, 10, 3), np.uint8)], "differ in size"),
+        ([Image.new("RGB", (8, 8)), Image.new("RGB", (9, 8))], "differ in size"),
+        (torch.rand(4, 8, 8, 3), "channels last"),
+        (torch.rand(4, 3, 8, 8) * 2 - 1, r"\[0, 1\]"),
+        (np.zeros((4, 3, 8, 8), np.float32), "pass \\(T, C, H, W\\) data as a tensor"),
+        (np.zeros((8, 8), np.uint8), "shape"),
+        (Image.new("RGB", (8, 8)), "single image"),
+        (42, "unsupported video type"),
+    ],
+)
 @pytest.mark.parametrize("as_tensor", [False, True])
 def test_bad_in_memory_videos(value, message, as_tensor):
     with pytest.raises(InputError, match=message):
@@ -213,8 +225,14 @@ def test_bad_files(tmp_path, media_dir, backend):
     fs = _faststart_mp4(tmp_path / "fs.mp4", textured_frames(t=24))
     _cut(fs, tmp_path / "fs_cut.mp4", 0.6)  # index lists 24 frames, the data stops part-way
     _zero_frame_file(tmp_path / "zero.mp4")
-    expected = {"missing.mp4": "not found", "empty.mp4": "empty", "garbage.mp4": "cannot read",
-                "truncated.mp4": "cannot read", "fs_cut.mp4": "cannot read", "zero.mp4": "video stream"}
+    expected = {
+        "missing.mp4": "not found",
+        "empty.mp4": "empty",
+        "garbage.mp4": "cannot read",
+        "truncated.mp4": "cannot read",
+        "fs_cut.mp4": "cannot read",
+        "zero.mp4": "video stream",
+    }
     for name, message in expected.items():
         with pytest.raises(InputError, match=message):
             V.read_video(tmp_path / name, 8, backend=backend)

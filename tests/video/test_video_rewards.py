@@ -32,8 +32,13 @@ def as_tensor(arr: np.ndarray) -> torch.Tensor:
 
 def forms(arr: np.ndarray, path) -> dict:
     t = torch.from_numpy(arr).permute(0, 3, 1, 2)
-    return {"file": str(path), "pil": [Image.fromarray(f) for f in arr], "numpy": arr, "tensor": t.float() / 255,
-            "tensor_uint8": t}
+    return {
+        "file": str(path),
+        "pil": [Image.fromarray(f) for f in arr],
+        "numpy": arr,
+        "tensor": t.float() / 255,
+        "tensor_uint8": t,
+    }
 
 
 def score(spec: dict, videos: list, prompts=None) -> np.ndarray:
@@ -47,8 +52,9 @@ def score(spec: dict, videos: list, prompts=None) -> np.ndarray:
 
 def vbench_flicker(frames: np.ndarray) -> float:
     """VBench: mean over consecutive pairs of mean |a - b| (float32 pixels), then (255 - m) / 255."""
-    maes = [np.mean(np.abs(frames[i].astype(np.float32) - frames[i + 1].astype(np.float32)))
-            for i in range(len(frames) - 1)]
+    maes = [
+        np.mean(np.abs(frames[i].astype(np.float32) - frames[i + 1].astype(np.float32))) for i in range(len(frames) - 1)
+    ]
     return (255.0 - float(np.mean(maes))) / 255.0
 
 
@@ -71,8 +77,9 @@ def test_flicker_matches_vbench(t, seed):
 def test_flicker_input_forms_give_the_same_score(media_dir):
     path = media_dir / "textured.mp4"
     decoded = read_video(path, backend="pyav")
-    scores = {name: score({"name": "video_temporal_flickering"}, [value])[0]
-              for name, value in forms(decoded, path).items()}
+    scores = {
+        name: score({"name": "video_temporal_flickering"}, [value])[0] for name, value in forms(decoded, path).items()
+    }
     for name, value in scores.items():
         assert value == pytest.approx(vbench_flicker(decoded), abs=1e-6), name
 
@@ -138,12 +145,16 @@ def _dino_reference(model_dir: str, frames: np.ndarray) -> float:
     x = tf(as_tensor(frames))
     kwargs = {"interpolate_pos_encoding": True} if model.config.model_type == "vit" else {}
     with torch.no_grad():
-        feats = [F.normalize(model(pixel_values=x[i:i + 1], **kwargs).last_hidden_state[:, 0], dim=-1)
-                 for i in range(len(x))]
+        feats = [
+            F.normalize(model(pixel_values=x[i : i + 1], **kwargs).last_hidden_state[:, 0], dim=-1)
+            for i in range(len(x))
+        ]
     total = 0.0
     for i in range(1, len(feats)):
-        total += (max(0.0, F.cosine_similarity(feats[i - 1], feats[i]).item())
-                  + max(0.0, F.cosine_similarity(feats[0], feats[i]).item())) / 2
+        total += (
+            max(0.0, F.cosine_similarity(feats[i - 1], feats[i]).item())
+            + max(0.0, F.cosine_similarity(feats[0], feats[i]).item())
+        ) / 2
     return total / (len(feats) - 1)
 
 
@@ -222,9 +233,17 @@ def test_video_clip_score_matches_open_clip_and_shares_the_image_model(clip_dir)
 
     loader = RewardLoader()
     image_reward = loader.load({"name": "clip_score", "model_path": clip_dir, "device": "cpu"})
-    proc = RewardProcessor([{"name": "video_clip_score", "model_path": clip_dir, "device": "cpu",
-                             "kwargs": {"num_frames": None, "frame_batch_size": 4}}],  # chunks cross videos
-                           loader)
+    proc = RewardProcessor(
+        [
+            {
+                "name": "video_clip_score",
+                "model_path": clip_dir,
+                "device": "cpu",
+                "kwargs": {"num_frames": None, "frame_batch_size": 4},
+            }
+        ],  # chunks cross videos
+        loader,
+    )
     result = proc([Sample(video=v, prompt=p) for v, p in zip(videos, prompts)])
     np.testing.assert_allclose(result.rewards["video_clip_score"], expected, rtol=1e-3)
     assert loader.constructions == 2  # the video reward reuses the clip_score instance
@@ -241,8 +260,11 @@ def test_video_aesthetic_matches_head_on_open_clip_features(clip_dir, aesthetic_
     x = emb
     for i in (0, 2, 4, 6, 7):  # the v2 head: linear layers only (dropout is a no-op in eval)
         x = x @ state[f"layers.{i}.weight"].T + state[f"layers.{i}.bias"]
-    spec = {"name": "video_aesthetic", "model_path": aesthetic_head,
-            "kwargs": {"num_frames": 4, "clip_model": clip_dir, "clip_pretrained": None}}
+    spec = {
+        "name": "video_aesthetic",
+        "model_path": aesthetic_head,
+        "kwargs": {"num_frames": 4, "clip_model": clip_dir, "clip_pretrained": None},
+    }
     got = score(spec, [frames])[0]
     assert got == pytest.approx(float(x.mean()), rel=1e-3)
 
@@ -259,6 +281,8 @@ def test_frame_average_reports_bad_frames_and_options(clip_dir):
         reward(video=[torch.rand(2, 3, 32, 32)], prompt=[])
     assert info.value.field == "prompt"
     with pytest.raises(InputError, match=r"frame 1: .*\[0, 1\]") as info:
-        reward(video=[torch.rand(2, 3, 32, 32), torch.stack([torch.rand(3, 32, 32), torch.full((3, 32, 32), 2.0)])],
-               prompt=["a", "b"])
+        reward(
+            video=[torch.rand(2, 3, 32, 32), torch.stack([torch.rand(3, 32, 32), torch.full((3, 32, 32), 2.0)])],
+            prompt=["a", "b"],
+        )
     assert (info.value.field, info.value.sample) == ("video", 1)

@@ -33,14 +33,24 @@ def vbench_load(arr: np.ndarray) -> torch.Tensor:  # load_video: float32 0-255, 
 
 
 def dino_transform(n_px: int):
-    return T.Compose([T.Resize(size=n_px, antialias=False), T.Lambda(lambda x: x.float().div(255.0)),
-                      T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
+    return T.Compose(
+        [
+            T.Resize(size=n_px, antialias=False),
+            T.Lambda(lambda x: x.float().div(255.0)),
+            T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+        ]
+    )
 
 
 def clip_transform(n_px: int):
-    return T.Compose([T.Resize(n_px, interpolation=BICUBIC, antialias=False), T.CenterCrop(n_px),
-                      T.Lambda(lambda x: x.float().div(255.0)),
-                      T.Normalize((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711))])
+    return T.Compose(
+        [
+            T.Resize(n_px, interpolation=BICUBIC, antialias=False),
+            T.CenterCrop(n_px),
+            T.Lambda(lambda x: x.float().div(255.0)),
+            T.Normalize((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)),
+        ]
+    )
 
 
 def vbench_loop(features: list[torch.Tensor]) -> float:
@@ -71,8 +81,10 @@ def test_subject_preset_matches_vbench(dino_dirs, arch, t):
     kwargs = {"interpolate_pos_encoding": True} if model.config.model_type == "vit" else {}
     images = dino_transform(224)(vbench_load(frames))
     with torch.no_grad():
-        feats = [F.normalize(model(pixel_values=images[i:i + 1], **kwargs).last_hidden_state[:, 0], dim=-1, p=2)
-                 for i in range(len(images))]
+        feats = [
+            F.normalize(model(pixel_values=images[i : i + 1], **kwargs).last_hidden_state[:, 0], dim=-1, p=2)
+            for i in range(len(images))
+        ]
     expected = vbench_loop(feats)
     got = SubjectConsistency(dino_dirs[arch], preset="vbench", frame_batch_size=3)(video=[as_tensor(frames)])
     assert got.rewards[0] == pytest.approx(expected, abs=1e-6)
@@ -89,7 +101,7 @@ def test_background_preset_matches_vbench(clip_dir, t):
     images = clip_transform(size)(vbench_load(frames))
     with torch.no_grad():
         feats = F.normalize(model.encode_image(images), dim=-1, p=2)
-    expected = vbench_loop([feats[i:i + 1] for i in range(len(feats))])
+    expected = vbench_loop([feats[i : i + 1] for i in range(len(feats))])
     preset = BackgroundConsistency(clip_dir, preset="vbench")
     got = preset(video=[as_tensor(frames)]).rewards[0]
     assert got == pytest.approx(expected, abs=1e-6)
@@ -157,8 +169,14 @@ def test_clip_t_preset_matches_vbench(clip_dir, t):
             images = clip_transform(size)(vbench_read_middle(arr))
             image_features = F.normalize(model.encode_image(images), dim=-1, p=2)
             expected.append(float(np.mean((image_features @ text_feature.T).tolist())))
-    reward = RewardLoader().load({"name": "video_clip_score", "model_path": clip_dir, "device": "cpu",
-                                  "kwargs": {"preset": "vbench", "frame_batch_size": 3}})
+    reward = RewardLoader().load(
+        {
+            "name": "video_clip_score",
+            "model_path": clip_dir,
+            "device": "cpu",
+            "kwargs": {"preset": "vbench", "frame_batch_size": 3},
+        }
+    )
     assert reward.num_frames is None  # the preset samples VBench's 8 midpoints itself
     out = reward(video=[as_tensor(v) for v in videos], prompt=prompts)
     np.testing.assert_allclose(out.extras["cosine"], expected, atol=1e-6)
@@ -183,15 +201,25 @@ def test_aesthetic_preset_matches_vbench_with_v1_linear_head(clip_dir, aesthetic
     images = vbench_load(arr)
     scores_list = []
     for i in range(0, len(images), 4):  # VBench batches frames; the batch size does not change the result
-        image_batch = clip_transform(size)(images[i:i + 4])
+        image_batch = clip_transform(size)(images[i : i + 4])
         with torch.no_grad():
             image_feats = F.normalize(model.encode_image(image_batch).to(torch.float32), dim=-1, p=2)
             scores_list.append(m(image_feats).squeeze(dim=-1))
     expected = float(torch.mean(torch.cat(scores_list) / 10))
-    reward = RewardLoader().load({"name": "video_aesthetic", "model_path": aesthetic_head, "device": "cpu",
-                                  "kwargs": {"preset": "vbench", "linear_head_path": str(head_path),
-                                             "clip_model": clip_dir, "clip_pretrained": None,
-                                             "frame_batch_size": 3}})
+    reward = RewardLoader().load(
+        {
+            "name": "video_aesthetic",
+            "model_path": aesthetic_head,
+            "device": "cpu",
+            "kwargs": {
+                "preset": "vbench",
+                "linear_head_path": str(head_path),
+                "clip_model": clip_dir,
+                "clip_pretrained": None,
+                "frame_batch_size": 3,
+            },
+        }
+    )
     assert reward.num_frames is None
     got = reward(video=[as_tensor(arr)]).rewards[0]
     assert got == pytest.approx(expected, abs=1e-6)
@@ -204,6 +232,11 @@ def test_linear_head_loader_rejects_other_files(aesthetic_head, clip_dir, tmp_pa
     with pytest.raises(ConfigError, match="v1 linear head"):
         load_linear_aesthetic_head(aesthetic_head)  # a v2 MLP head
     with pytest.raises(ConfigError, match="linear_head_path"):
-        RewardLoader().load({"name": "video_aesthetic", "model_path": aesthetic_head, "device": "cpu",
-                             "kwargs": {"linear_head_path": aesthetic_head, "clip_model": clip_dir,
-                                        "clip_pretrained": None}})
+        RewardLoader().load(
+            {
+                "name": "video_aesthetic",
+                "model_path": aesthetic_head,
+                "device": "cpu",
+                "kwargs": {"linear_head_path": aesthetic_head, "clip_model": clip_dir, "clip_pretrained": None},
+            }
+        )

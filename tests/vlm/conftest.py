@@ -37,8 +37,9 @@ def vlm_dir(vlm_dirs):
 
 @pytest.fixture(scope="session")
 def short_vlm_dir(tmp_path_factory):
-    return str(tiny_vlm_dir(tmp_path_factory.mktemp("vlm_short") / "qwen2_vl", "qwen2_vl", seed=5,
-                            max_position_embeddings=64))
+    return str(
+        tiny_vlm_dir(tmp_path_factory.mktemp("vlm_short") / "qwen2_vl", "qwen2_vl", seed=5, max_position_embeddings=64)
+    )
 
 
 def random_image(rng, h, w):

@@ -29,8 +29,9 @@ from transformers import AutoModelForImageTextToText, AutoProcessor
 
 
 class ChatServer:
-    def __init__(self, model_dir: str, *, delay_s: float = 0.0, max_batch: int = 1, batch_wait_s: float = 0.005,
-                 render=None) -> None:
+    def __init__(
+        self, model_dir: str, *, delay_s: float = 0.0, max_batch: int = 1, batch_wait_s: float = 0.005, render=None
+    ) -> None:
         self.model_dir = model_dir
         self.render = render
         self.prompts: list[str] = []
@@ -129,7 +130,10 @@ class ChatServer:
                 except queue.Empty:
                     break
             key = lambda it: (  # noqa: E731
-                int(it[0].get("max_tokens", 16)), bool(it[0].get("logprobs")), int(it[0].get("top_logprobs", 0)))
+                int(it[0].get("max_tokens", 16)),
+                bool(it[0].get("logprobs")),
+                int(it[0].get("top_logprobs", 0)),
+            )
             for k in {key(it) for it in items}:
                 group = [it for it in items if key(it) == k]
                 try:
@@ -176,29 +180,51 @@ class ChatServer:
         max_tokens = int(bodies[0].get("max_tokens", 16))
         with self.lock, torch.inference_mode():
             tok.padding_side = "left"
-            inputs = self.processor(text=[t for t, _ in parsed], images=images or None, padding=True,
-                                    return_tensors="pt")
-            out = self.model.generate(**inputs, max_new_tokens=max_tokens, do_sample=False, output_scores=True,
-                                      return_dict_in_generate=True, temperature=None, top_p=None, top_k=None,
-                                      pad_token_id=tok.pad_token_id)
+            inputs = self.processor(
+                text=[t for t, _ in parsed], images=images or None, padding=True, return_tensors="pt"
+            )
+            out = self.model.generate(
+                **inputs,
+                max_new_tokens=max_tokens,
+                do_sample=False,
+                output_scores=True,
+                return_dict_in_generate=True,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                pad_token_id=tok.pad_token_id,
+            )
         answers = []
         for row, body in enumerate(bodies):
-            new = out.sequences[row, inputs["input_ids"].shape[1]:]
+            new = out.sequences[row, inputs["input_ids"].shape[1] :]
             ended = (new == tok.eos_token_id).nonzero()
             if len(ended):
-                new = new[:int(ended[0]) + 1]
-            choice = {"index": 0, "finish_reason": "length" if len(new) >= max_tokens else "stop",
-                      "message": {"role": "assistant", "content": tok.decode(new, skip_special_tokens=True)}}
+                new = new[: int(ended[0]) + 1]
+            choice = {
+                "index": 0,
+                "finish_reason": "length" if len(new) >= max_tokens else "stop",
+                "message": {"role": "assistant", "content": tok.decode(new, skip_special_tokens=True)},
+            }
             if body.get("logprobs"):
                 k = int(body.get("top_logprobs", 0))
                 content = []
                 for step, token in enumerate(new):
                     logp = torch.log_softmax(out.scores[step][row].float(), dim=-1)
                     top = torch.topk(logp, min(k, logp.numel())) if k else None
-                    content.append({"token": tok.decode([int(token)]), "logprob": float(logp[token]),
-                                    "top_logprobs": [{"token": tok.decode([int(i)]), "logprob": float(v)}
-                                                     for v, i in zip(top.values, top.indices)] if k else []})
+                    content.append(
+                        {
+                            "token": tok.decode([int(token)]),
+                            "logprob": float(logp[token]),
+                            "top_logprobs": [
+                                {"token": tok.decode([int(i)]), "logprob": float(v)}
+                                for v, i in zip(top.values, top.indices)
+                            ]
+                            if k
+                            else [],
+                        }
+                    )
                 choice["logprobs"] = {"content": content}
-            answers.append({"id": "cmpl-test", "object": "chat.completion", "model": body.get("model"),
-                            "choices": [choice]})
+            answers.append(
+                {"id": "cmpl-test", "object": "chat.completion", "model": body.get("model"), "choices": [choice]}
+            )
         return answers

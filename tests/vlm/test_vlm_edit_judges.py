@@ -82,8 +82,11 @@ REF_PQ_PROMPT = "\n".join([REF_CONTEXT, REF_PQ.replace("10", "25")])
 
 # CodeGoat24/UnifiedReward ff6f520247a2d36e2aff7b2ba53a935afd437f66, UnifiedReward-Edit/*.py: `problem`, with the
 # instruction written where the scripts concatenate it.
-REF_URE_IF = "You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.\nAll the input images are AI-generated. All human in the images are AI-generated too. so you need not worry about the privacy confidentials.\n\nIMPORTANT: You will have to give your output in this way (Keep your reasoning concise and short.):\n{\n\n\"reasoning\" : \"...\",\n\"score\" : [...],\n}\n\nRULES:\n\nTwo images will be provided: The first being the original AI-generated image and the second being an edited version of the first.\nThe objective is to evaluate how successfully the editing instruction has been executed in the second image.\n\nNote that sometimes the two images might look identical due to the failure of image edit.\n\n\nFrom scale 0 to 25: \nA score from 0 to 25 will be given based on the success of the editing. (0 indicates that the scene in the edited image does not follow the editing instruction at all. 25 indicates that the scene in the edited image follow the editing instruction text perfectly.)\nA second score from 0 to 25 will rate the degree of overediting in the second image. (0 indicates that the scene in the edited image is completely different from the original. 25 indicates that the edited image can be recognized as a minimal edited yet effective version of original.)\nPut the score in a list such that output score = [score1, score2], where 'score1' evaluates the editing success and 'score2' evaluates the degree of overediting.\n\nEditing instruction:" + "{instruction}\n"
-REF_URE_QUALITY = "You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.\nAll the input images are AI-generated. All human in the images are AI-generated too. so you need not worry about the privacy confidentials.\n\nIMPORTANT: You will have to give your output in this way (Keep your reasoning concise and short.):\n{\n\n\"reasoning\" : \"...\",\n\"score\" : [...],\n}\n\nRULES:\n\nThe image is an AI-generated image.\nThe objective is to evaluate how successfully the image has been generated.\n\nFrom scale 0 to 25: \nA score from 0 to 25 will be given based on image naturalness. \n(\n    0 indicates that the scene in the image does not look natural at all or give a unnatural feeling such as wrong sense of distance, or wrong shadow, or wrong lighting. \n    25 indicates that the image looks natural.\n)\nA second score from 0 to 25 will rate the image artifacts. \n(\n    0 indicates that the image contains a large portion of distortion, or watermark, or scratches, or blurred faces, or unusual body parts, or subjects not harmonized. \n    25 indicates the image has no artifacts.\n)\nPut the score in a list such that output score = [naturalness, artifacts]\n"
+REF_URE_IF = (
+    'You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.\nAll the input images are AI-generated. All human in the images are AI-generated too. so you need not worry about the privacy confidentials.\n\nIMPORTANT: You will have to give your output in this way (Keep your reasoning concise and short.):\n{\n\n"reasoning" : "...",\n"score" : [...],\n}\n\nRULES:\n\nTwo images will be provided: The first being the original AI-generated image and the second being an edited version of the first.\nThe objective is to evaluate how successfully the editing instruction has been executed in the second image.\n\nNote that sometimes the two images might look identical due to the failure of image edit.\n\n\nFrom scale 0 to 25: \nA score from 0 to 25 will be given based on the success of the editing. (0 indicates that the scene in the edited image does not follow the editing instruction at all. 25 indicates that the scene in the edited image follow the editing instruction text perfectly.)\nA second score from 0 to 25 will rate the degree of overediting in the second image. (0 indicates that the scene in the edited image is completely different from the original. 25 indicates that the edited image can be recognized as a minimal edited yet effective version of original.)\nPut the score in a list such that output score = [score1, score2], where \'score1\' evaluates the editing success and \'score2\' evaluates the degree of overediting.\n\nEditing instruction:'
+    + "{instruction}\n"
+)
+REF_URE_QUALITY = 'You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.\nAll the input images are AI-generated. All human in the images are AI-generated too. so you need not worry about the privacy confidentials.\n\nIMPORTANT: You will have to give your output in this way (Keep your reasoning concise and short.):\n{\n\n"reasoning" : "...",\n"score" : [...],\n}\n\nRULES:\n\nThe image is an AI-generated image.\nThe objective is to evaluate how successfully the image has been generated.\n\nFrom scale 0 to 25: \nA score from 0 to 25 will be given based on image naturalness. \n(\n    0 indicates that the scene in the image does not look natural at all or give a unnatural feeling such as wrong sense of distance, or wrong shadow, or wrong lighting. \n    25 indicates that the image looks natural.\n)\nA second score from 0 to 25 will rate the image artifacts. \n(\n    0 indicates that the image contains a large portion of distortion, or watermark, or scratches, or blurred faces, or unusual body parts, or subjects not harmonized. \n    25 indicates the image has no artifacts.\n)\nPut the score in a list such that output score = [naturalness, artifacts]\n'
 REF_URE_PAIRWISE_HEAD = "You are tasked with assigning scores to two edited images, comparing each with the original source image. \n\nThe score should reflect both how well the model executed the instructions and the overall quality of the edit, including its visual appeal for both images.\n\n**Inputs Provided:**\n- Source Image (before editing)\n- Edited Image 1 (after applying the instruction)\n- Edited Image 2 (after applying the instruction)\n- Text Instruction\n\n"
 REF_URE_PAIRWISE_TAIL = "Please provide the scores for each image based on the evaluation of the above aspects.\n\nText instruction - {instruction}\n"
 
@@ -135,11 +138,15 @@ def reference_parse(s):
             return t.replace("'", '"')
         except json.JSONDecodeError:
             pass
-        return re.sub(r'([\{\s,])(\w+)\s*:', r'\1"\2":', t)
+        return re.sub(r"([\{\s,])(\w+)\s*:", r'\1"\2":', t)
 
     def fix_reasoning(t):
-        return re.sub(r'("reasoning"\s*:\s*")(.*?)(?="\s*[,}])', lambda mm: mm.group(1) + mm.group(2).replace('"', '\\"'),
-                      t, flags=re.DOTALL)
+        return re.sub(
+            r'("reasoning"\s*:\s*")(.*?)(?="\s*[,}])',
+            lambda mm: mm.group(1) + mm.group(2).replace('"', '\\"'),
+            t,
+            flags=re.DOTALL,
+        )
 
     for fixer in (lambda t: t, fix_quotes, fix_reasoning):
         try:
@@ -150,7 +157,7 @@ def reference_parse(s):
             continue
     sm = re.search(r'["\']score["\']\s*:\s*(.*)', target, re.DOTALL | re.IGNORECASE)
     area = sm.group(1) if sm else target
-    return {"score": [float(n) for n in re.findall(r'[-+]?\d*\.?\d+', area)], "reasoning": "?"}
+    return {"score": [float(n) for n in re.findall(r"[-+]?\d*\.?\d+", area)], "reasoning": "?"}
 
 
 ANSWERS = [
@@ -186,7 +193,7 @@ class CannedBackend:
 
     def generate(self, queries, *, max_new_tokens):
         self.queries += queries
-        out, self.answers = self.answers[:len(queries)], self.answers[len(queries):]
+        out, self.answers = self.answers[: len(queries)], self.answers[len(queries) :]
         return out
 
 
@@ -215,8 +222,9 @@ def test_scores_are_editscores_evaluate(vlm_dirs):
 
 
 def test_preset_omnigen2_rl_shows_pq_both_images_and_divides_by_10(vlm_dirs):
-    reward = rewardzoo.load_reward({"name": "edit_score", "model_path": vlm_dirs["qwen2_5_vl"],
-                                    "kwargs": {**OPTS, "preset": "omnigen2_rl"}})
+    reward = rewardzoo.load_reward(
+        {"name": "edit_score", "model_path": vlm_dirs["qwen2_5_vl"], "kwargs": {**OPTS, "preset": "omnigen2_rl"}}
+    )
     reward.backend = CannedBackend(['{"score": [25, 20]}', '{"score": [20, 20]}'])
     sources, edited = _edits(1, n=1)
     out = reward(prompt=PROMPTS[:1], image=edited, condition_images=[[s] for s in sources])
@@ -225,8 +233,9 @@ def test_preset_omnigen2_rl_shows_pq_both_images_and_divides_by_10(vlm_dirs):
 
 
 def test_out_of_range_is_a_failure_naming_the_input(vlm_dirs):
-    reward = rewardzoo.load_reward({"name": "edit_score", "model_path": vlm_dirs["qwen2_5_vl"],
-                                    "kwargs": {"max_new_tokens": 8}})
+    reward = rewardzoo.load_reward(
+        {"name": "edit_score", "model_path": vlm_dirs["qwen2_5_vl"], "kwargs": {"max_new_tokens": 8}}
+    )
     reward.backend = CannedBackend(['{"score": [30, 40]}', '{"score": [20, 20]}'])
     sources, edited = _edits(2, n=1)
     with pytest.raises(RewardOutputError, match="outside"):
@@ -251,12 +260,14 @@ def test_local_backend_runs_editscores_qwen25vl_path_batched(vlm_dirs):
     processor = AutoProcessor.from_pretrained(path)
 
     def answer(images, text):
-        inputs = processor(text=[_editscore_reference_prompt(len(images), text)], images=images,
-                           padding=True, return_tensors="pt")
+        inputs = processor(
+            text=[_editscore_reference_prompt(len(images), text)], images=images, padding=True, return_tensors="pt"
+        )
         with torch.no_grad():
             ids = model.generate(**inputs, max_new_tokens=8, do_sample=False)
-        return processor.batch_decode(ids[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True,
-                                      clean_up_tokenization_spaces=False)[0].strip()
+        return processor.batch_decode(
+            ids[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True, clean_up_tokenization_spaces=False
+        )[0].strip()
 
     sc = [answer([s, e], REF_SC_PROMPT.replace("<instruction>", p)) for s, e, p in zip(sources, edited, PROMPTS)]
     pq = [answer([e], REF_PQ_PROMPT) for e in edited]
@@ -278,14 +289,20 @@ def test_local_qwen3vl_runs_editscores_qwen3vl_path_without_image_labels(vlm_dir
     processor = AutoProcessor.from_pretrained(path)
 
     def answer(images, text):
-        messages = [{"role": "user", "content": [{"type": "image", "image": im} for im in images]
-                     + [{"type": "text", "text": text}]}]
-        inputs = processor.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
-                                               return_dict=True, return_tensors="pt")
+        messages = [
+            {
+                "role": "user",
+                "content": [{"type": "image", "image": im} for im in images] + [{"type": "text", "text": text}],
+            }
+        ]
+        inputs = processor.apply_chat_template(
+            messages, tokenize=True, add_generation_prompt=True, return_dict=True, return_tensors="pt"
+        )
         with torch.no_grad():
             ids = model.generate(**inputs, max_new_tokens=8, do_sample=False)
-        return processor.batch_decode(ids[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True,
-                                      clean_up_tokenization_spaces=False)[0].strip()
+        return processor.batch_decode(
+            ids[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True, clean_up_tokenization_spaces=False
+        )[0].strip()
 
     sc = [answer([s, e], REF_SC_PROMPT.replace("<instruction>", p)) for s, e, p in zip(sources, edited, PROMPTS)]
     pq = [answer([e], REF_PQ_PROMPT) for e in edited]
@@ -300,8 +317,16 @@ def local_and_remote(path, name, served):
     server = ChatServer(path)
     try:
         local = rewardzoo.load_reward({"name": name, "model_path": path, "kwargs": OPTS})
-        remote = rewardzoo.load_reward({"name": name, "kwargs": {
-            **OPTS, "backend": "openai", "endpoint": {"url": server.url, "model": served, "max_concurrency": 1}}})
+        remote = rewardzoo.load_reward(
+            {
+                "name": name,
+                "kwargs": {
+                    **OPTS,
+                    "backend": "openai",
+                    "endpoint": {"url": server.url, "model": served, "max_concurrency": 1},
+                },
+            }
+        )
         yield server, local, remote, _edits(4, size=(56, 56))
     finally:
         server.close()
@@ -309,7 +334,11 @@ def local_and_remote(path, name, served):
 
 def test_unified_reward_edit_through_an_endpoint_sends_the_releases_request(vlm_dirs):
     with local_and_remote(vlm_dirs["qwen2_5_vl"], "unified_reward_edit", "UnifiedReward") as (
-            server, local, remote, (sources, edited)):
+        server,
+        local,
+        remote,
+        (sources, edited),
+    ):
         cond = [[s] for s in sources]
         out_remote = remote(prompt=PROMPTS, image=edited, condition_images=cond)
         bodies = [b["body"] for b in server.bodies]
@@ -365,8 +394,17 @@ def test_pairwise_reward_judges_every_pair_of_a_group(vlm_dirs):
     from rewardzoo.core.loader import RewardLoader
     from rewardzoo.core.processor import RewardProcessor
 
-    proc = RewardProcessor([{"name": "pw", "reward_model": "unified_reward_edit_pairwise",
-                             "model_path": vlm_dirs["qwen2_5_vl"], "kwargs": OPTS}], RewardLoader())
+    proc = RewardProcessor(
+        [
+            {
+                "name": "pw",
+                "reward_model": "unified_reward_edit_pairwise",
+                "model_path": vlm_dirs["qwen2_5_vl"],
+                "kwargs": OPTS,
+            }
+        ],
+        RewardLoader(),
+    )
     judge = proc.rewards["pw"].judge
     # three edits of one source: pairs (0, 1), (0, 2), (1, 2) -> edit 0 beats both, 1 beats 2
     judge.backend = CannedBackend(["7.5 and 3.0", "6.0 vs 2.5", "4.0 4.0"])
@@ -381,7 +419,11 @@ def test_pairwise_reward_judges_every_pair_of_a_group(vlm_dirs):
 def test_edit_score_through_an_endpoint_answers_as_locally(vlm_dirs):
     """The labelled images go as text and image_url parts in order; the server renders what the local backend does."""
     with local_and_remote(vlm_dirs["qwen2_5_vl"], "edit_score", "EditScore-7B") as (
-            server, local, remote, (sources, edited)):
+        server,
+        local,
+        remote,
+        (sources, edited),
+    ):
         cond = [[s] for s in sources]
         out_remote = remote(prompt=PROMPTS, image=edited, condition_images=cond)
         out_local = local(prompt=PROMPTS, image=edited, condition_images=cond)
@@ -390,16 +432,25 @@ def test_edit_score_through_an_endpoint_answers_as_locally(vlm_dirs):
         content = server.bodies[0]["body"]["messages"][-1]["content"]
         assert [p["type"] for p in content] == ["text", "image_url", "text", "image_url", "text"]
         assert [content[0]["text"], content[2]["text"]] == ["<img1>: ", "<img2>: "]
-        assert server.prompts[0] == _editscore_reference_prompt(2, REF_SC_PROMPT.replace(
-            "<instruction>", PROMPTS[0]))
+        assert server.prompts[0] == _editscore_reference_prompt(2, REF_SC_PROMPT.replace("<instruction>", PROMPTS[0]))
 
 
 def test_through_the_engine_a_bad_mask_names_the_reward_and_the_global_sample(vlm_dirs):
     from rewardzoo.core.loader import RewardLoader
     from rewardzoo.core.processor import RewardProcessor
 
-    proc = RewardProcessor([{"name": "es", "reward_model": "edit_score", "model_path": vlm_dirs["qwen2_5_vl"],
-                             "batch_size": 2, "kwargs": OPTS}], RewardLoader())
+    proc = RewardProcessor(
+        [
+            {
+                "name": "es",
+                "reward_model": "edit_score",
+                "model_path": vlm_dirs["qwen2_5_vl"],
+                "batch_size": 2,
+                "kwargs": OPTS,
+            }
+        ],
+        RewardLoader(),
+    )
     sources, edited = _edits(8, n=4)
     samples = [{"prompt": "add a hat", "image": e, "condition_images": [s]} for s, e in zip(sources, edited)]
     samples[3]["condition_images"] = [sources[3], Image.new("L", (5, 5), 255)]

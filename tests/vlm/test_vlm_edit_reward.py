@@ -116,8 +116,10 @@ def published(tmp_path_factory):
     config.text_config.vocab_size = len(processor.tokenizer)
     model = Qwen2_5_VLForConditionalGeneration(config).eval()
     model.load_state_dict({k: v for k, v in state.items() if not k.startswith("rm_heads.")}, strict=True)
-    heads = {name: {k[len(f"rm_heads.{name}."):]: v for k, v in state.items() if k.startswith(f"rm_heads.{name}.")}
-             for name in EDIT_REWARD_HEADS}
+    heads = {
+        name: {k[len(f"rm_heads.{name}.") :]: v for k, v in state.items() if k.startswith(f"rm_heads.{name}.")}
+        for name in EDIT_REWARD_HEADS
+    }
     return base, ckpt, model, heads, processor
 
 
@@ -148,8 +150,11 @@ def _reference(published, source, edited, prompt):
         text = instruction.format(text_prompt=prompt) + REF_WITH_SPECIAL_TOKEN
         msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "image"}, {"type": "text", "text": text}]}]
         rendered = processor.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        batch = processor(text=[rendered], images=[_qwen_vl_utils_resize(source, PIXELS),
-                                                   _qwen_vl_utils_resize(edited, PIXELS)], return_tensors="pt")
+        batch = processor(
+            text=[rendered],
+            images=[_qwen_vl_utils_resize(source, PIXELS), _qwen_vl_utils_resize(edited, PIXELS)],
+            return_tensors="pt",
+        )
         # transformers 4.57's Qwen2_5_VLModel, called with inputs_embeds and no position_ids, numbers the tokens
         # from the attention mask's running count: 0 .. L-1 for one unpadded sample
         positions = torch.arange(batch["input_ids"].shape[1])[None]
@@ -177,8 +182,10 @@ def test_matches_the_reference_one_pair_at_a_time(reward, published):
 def test_batched_equals_one_at_a_time_and_the_mask_is_not_read(reward):
     sources, edited = _images(2), _images(3)
     batched = np.asarray(reward(prompt=PROMPTS, image=edited, condition_images=[[s] for s in sources]).rewards)
-    single = [float(reward(prompt=[p], image=[e], condition_images=[[s]]).rewards[0])
-              for s, e, p in zip(sources, edited, PROMPTS)]
+    single = [
+        float(reward(prompt=[p], image=[e], condition_images=[[s]]).rewards[0])
+        for s, e, p in zip(sources, edited, PROMPTS)
+    ]
     np.testing.assert_allclose(batched, single, atol=1e-5, rtol=0)
     masks = [[s, Image.new("L", s.size, 255)] for s in sources]
     with_mask = np.asarray(reward(prompt=PROMPTS, image=edited, condition_images=masks).rewards)
@@ -230,14 +237,20 @@ def test_pairwise_form_is_the_winrate_of_the_scores(published):
     from rewardzoo.core.processor import RewardProcessor
 
     base, ckpt, *_ = published
-    spec = {"reward_model": "edit_reward", "model_path": str(ckpt), "kwargs": {"base_model": str(base),
-                                                                             "pixels": PIXELS}}
-    proc = RewardProcessor([{"name": "point", **spec},
-                            {"name": "win", "reward_model": "pairwise_winrate", "kwargs": {"base": spec}}],
-                           RewardLoader())
+    spec = {
+        "reward_model": "edit_reward",
+        "model_path": str(ckpt),
+        "kwargs": {"base_model": str(base), "pixels": PIXELS},
+    }
+    proc = RewardProcessor(
+        [{"name": "point", **spec}, {"name": "win", "reward_model": "pairwise_winrate", "kwargs": {"base": spec}}],
+        RewardLoader(),
+    )
     sources, edited = _images(8, [(64, 64)] * 4), _images(9, [(64, 64)] * 4)
-    samples = [{"prompt": "add a hat", "image": e, "condition_images": [sources[i // 2]], "group_id": i // 2}
-               for i, e in enumerate(edited)]
+    samples = [
+        {"prompt": "add a hat", "image": e, "condition_images": [sources[i // 2]], "group_id": i // 2}
+        for i, e in enumerate(edited)
+    ]
     res = proc(samples)
     point = np.asarray(res.rewards["point"], dtype=np.float64)
     expected = [float(point[i] > point[i ^ 1]) + 0.5 * float(point[i] == point[i ^ 1]) for i in range(4)]

@@ -54,7 +54,17 @@ def transformers_serve(vlm_dir, tmp_path_factory):
     exe = shutil.which("transformers") or sys.executable
     port = _free_port()
     cmd = ([exe] if exe != sys.executable else [sys.executable, "-m", "transformers.cli.transformers"]) + [
-        "serve", vlm_dir, "--host", "127.0.0.1", "--port", str(port), "--device", "cpu", "--dtype", "float32"]
+        "serve",
+        vlm_dir,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+        "--dtype",
+        "float32",
+    ]
     log = open(tmp_path_factory.mktemp("serve") / "serve.log", "wb")
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -92,8 +102,9 @@ def endpoint(url, model, **extra):
 def test_vqascore_from_the_endpoint_equals_the_local_backend(server, vlm_dir, images, prompts):
     local = rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dir})
     remote = rewardzoo.load_reward({"name": "vqascore", "kwargs": endpoint(server.url, vlm_dir, top_logprobs=1000)})
-    np.testing.assert_allclose(remote(prompt=prompts, image=images).rewards, local(prompt=prompts, image=images).rewards,
-                               rtol=1e-4)
+    np.testing.assert_allclose(
+        remote(prompt=prompts, image=images).rewards, local(prompt=prompts, image=images).rewards, rtol=1e-4
+    )
     body = server.bodies[-1]["body"]
     assert body["max_tokens"] == 1 and body["logprobs"] is True and body["temperature"] == 0
     part = body["messages"][-1]["content"][0]
@@ -110,8 +121,9 @@ def test_an_answer_outside_the_top_logprobs_has_probability_zero(server, vlm_dir
     assert remote(prompt=["a cat"], image=images[:1]).rewards[0] == 0.0
 
 
-def test_an_endpoint_judge_keeps_its_requests_in_flight_while_a_local_stream_scores(server, vlm_dir, images,
-                                                                                     prompts, monkeypatch):
+def test_an_endpoint_judge_keeps_its_requests_in_flight_while_a_local_stream_scores(
+    server, vlm_dir, images, prompts, monkeypatch
+):
     """In one processor call the endpoint judge (io-bound) runs on its own thread: a barrier joins its requests and
     the local entry's call, so scored one after the other this call would fail; the scores are those in turn."""
     barrier, spans = threading.Barrier(2, timeout=60), []
@@ -127,9 +139,12 @@ def test_an_endpoint_judge_keeps_its_requests_in_flight_while_a_local_stream_sco
             spans.append(("endpoint", start, time.perf_counter()))
 
     monkeypatch.setattr(OpenAIVLM, "answer_probs", met)
-    proc = rewardzoo.RewardProcessor([
-        {"name": "local", "reward_model": path(Rendezvous), "kwargs": {"tag": "local"}},
-        {"name": "vqa", "reward_model": "vqascore", "kwargs": endpoint(server.url, vlm_dir, top_logprobs=1000)}])
+    proc = rewardzoo.RewardProcessor(
+        [
+            {"name": "local", "reward_model": path(Rendezvous), "kwargs": {"tag": "local"}},
+            {"name": "vqa", "reward_model": "vqascore", "kwargs": endpoint(server.url, vlm_dir, top_logprobs=1000)},
+        ]
+    )
     samples = [rewardzoo.Sample(prompt=p, image=img) for p, img in zip(prompts, images)]
     Rendezvous.intervals.clear()
     Rendezvous.barrier = barrier
@@ -150,8 +165,9 @@ def test_a_local_judge_is_not_io_bound(vlm_dir):
 
 
 def test_503_twice_then_success_is_retried(server, vlm_dir, images):
-    remote = rewardzoo.load_reward({"name": "vqascore", "kwargs": endpoint(server.url, vlm_dir, top_logprobs=1000,
-                                                                          retries=3, backoff_s=0.01)})
+    remote = rewardzoo.load_reward(
+        {"name": "vqascore", "kwargs": endpoint(server.url, vlm_dir, top_logprobs=1000, retries=3, backoff_s=0.01)}
+    )
     before = server.requests
     server.fail_next(503, 2)
     out = remote(prompt=["a cat"], image=images[:1])
@@ -159,8 +175,9 @@ def test_503_twice_then_success_is_retried(server, vlm_dir, images):
 
 
 def test_503_beyond_the_retries_is_an_error_naming_the_sample_and_status(server, vlm_dir, images):
-    remote = rewardzoo.load_reward({"name": "vqascore", "kwargs": endpoint(server.url, vlm_dir, retries=1,
-                                                                          backoff_s=0.01)})
+    remote = rewardzoo.load_reward(
+        {"name": "vqascore", "kwargs": endpoint(server.url, vlm_dir, retries=1, backoff_s=0.01)}
+    )
     server.fail_next(503, 2)
     with pytest.raises(RewardOutputError, match="HTTP 503.*after 2 tries") as exc:
         remote(prompt=["a cat"], image=images[:1])
@@ -168,8 +185,15 @@ def test_503_beyond_the_retries_is_an_error_naming_the_sample_and_status(server,
 
 
 def test_a_server_that_never_answers_times_out_and_can_be_substituted(server, vlm_dir, images):
-    remote = rewardzoo.load_reward({"name": "vqascore", "kwargs": {
-        **endpoint(server.url, vlm_dir, timeout_s=0.5, top_logprobs=1000), "on_failure": {"substitute": 0.0}}})
+    remote = rewardzoo.load_reward(
+        {
+            "name": "vqascore",
+            "kwargs": {
+                **endpoint(server.url, vlm_dir, timeout_s=0.5, top_logprobs=1000),
+                "on_failure": {"substitute": 0.0},
+            },
+        }
+    )
     server.hang_next(3.0)
     t0 = time.monotonic()
     out = remote(prompt=["a cat", "a dog"], image=images[:2])
@@ -188,8 +212,9 @@ def test_garbage_json_is_an_error_naming_the_body(server, vlm_dir, images):
 
 def test_the_api_key_comes_from_the_named_variable_and_is_never_shown(server, vlm_dir, images, monkeypatch):
     monkeypatch.setenv("RZ_TEST_VLM_KEY", "sk-secret-123")
-    remote = rewardzoo.load_reward({"name": "vqascore", "kwargs": endpoint(
-        server.url, vlm_dir, api_key_env="RZ_TEST_VLM_KEY", top_logprobs=1000)})
+    remote = rewardzoo.load_reward(
+        {"name": "vqascore", "kwargs": endpoint(server.url, vlm_dir, api_key_env="RZ_TEST_VLM_KEY", top_logprobs=1000)}
+    )
     remote(prompt=["a cat"], image=images[:1])
     assert server.bodies[-1]["headers"]["Authorization"] == "Bearer sk-secret-123"
     assert "sk-secret" not in repr(remote.backend.client) + repr(remote)
@@ -199,22 +224,27 @@ def test_the_api_key_comes_from_the_named_variable_and_is_never_shown(server, vl
     assert "HTTP 400" in str(exc.value) and "sk-secret" not in str(exc.value)
     monkeypatch.delenv("RZ_TEST_VLM_KEY")
     with pytest.raises(ConfigError, match="RZ_TEST_VLM_KEY is not set"):
-        rewardzoo.load_reward({"name": "vqascore", "kwargs": endpoint(server.url, vlm_dir,
-                                                                     api_key_env="RZ_TEST_VLM_KEY")})
+        rewardzoo.load_reward(
+            {"name": "vqascore", "kwargs": endpoint(server.url, vlm_dir, api_key_env="RZ_TEST_VLM_KEY")}
+        )
 
 
 def test_requests_run_max_concurrency_at_a_time_in_input_order(vlm_dir, images, prompts):
     slow = ChatServer(vlm_dir, delay_s=0.3)
     try:
         backend = OpenAIVLM(slow.url, vlm_dir, max_concurrency=4, top_logprobs=1000)
-        queries = [VLMQuery.of(f'Does this figure show "{p}"? Please answer Yes or No.', image=im)
-                   for p, im in zip(prompts * 2, images * 2)]
+        queries = [
+            VLMQuery.of(f'Does this figure show "{p}"? Please answer Yes or No.', image=im)
+            for p, im in zip(prompts * 2, images * 2)
+        ]
         t0 = time.monotonic()
         probs = backend.answer_probs(queries, ["Yes"])
         elapsed = time.monotonic() - t0
         assert slow.in_flight_max == 4 and elapsed < 10 * 0.3
         local = rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dir})
-        np.testing.assert_allclose([p[0] for p in probs], local(prompt=prompts * 2, image=images * 2).rewards, rtol=1e-4)
+        np.testing.assert_allclose(
+            [p[0] for p in probs], local(prompt=prompts * 2, image=images * 2).rewards, rtol=1e-4
+        )
         backend.close()
     finally:
         slow.close()
@@ -224,8 +254,15 @@ def test_a_refusal_is_a_failure_of_its_own_kind(server, vlm_dir, images, monkeyp
     remote = rewardzoo.load_reward({"name": "unified_reward", "kwargs": endpoint(server.url, vlm_dir)})
 
     def refuse(body):
-        return {"choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."}}]}
+        return {
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+                }
+            ]
+        }
 
     monkeypatch.setattr(server, "complete", refuse)
     with pytest.raises(RewardOutputError, match="refusal: I can't help with that"):
@@ -238,8 +275,12 @@ def test_a_refusal_is_a_failure_of_its_own_kind(server, vlm_dir, images, monkeyp
 def test_unified_reward_through_transformers_serve_matches_the_local_backend(transformers_serve, vlm_dir, images):
     opts = {"max_new_tokens": 6, "on_failure": {"substitute": 0.0}}
     local = rewardzoo.load_reward({"name": "unified_reward", "model_path": vlm_dir, "kwargs": opts})
-    remote = rewardzoo.load_reward({"name": "unified_reward", "kwargs": {
-        **opts, **endpoint(transformers_serve, vlm_dir, max_concurrency=2, timeout_s=120)}})
+    remote = rewardzoo.load_reward(
+        {
+            "name": "unified_reward",
+            "kwargs": {**opts, **endpoint(transformers_serve, vlm_dir, max_concurrency=2, timeout_s=120)},
+        }
+    )
     out_local = local(prompt=["a cat", "a dog"], image=images[:2])
     out_remote = remote(prompt=["a cat", "a dog"], image=images[:2])
     assert out_remote.extras["judgement"] == out_local.extras["judgement"]
@@ -248,9 +289,16 @@ def test_unified_reward_through_transformers_serve_matches_the_local_backend(tra
 
 
 def test_the_think_judge_through_transformers_serve(transformers_serve, vlm_dir, images):
-    reward = rewardzoo.load_reward({"name": "unified_reward_think", "kwargs": {
-        "max_new_tokens": 4, "on_failure": {"substitute": 0.5},
-        **endpoint(transformers_serve, vlm_dir, image_format="png", timeout_s=120)}})
+    reward = rewardzoo.load_reward(
+        {
+            "name": "unified_reward_think",
+            "kwargs": {
+                "max_new_tokens": 4,
+                "on_failure": {"substitute": 0.5},
+                **endpoint(transformers_serve, vlm_dir, image_format="png", timeout_s=120),
+            },
+        }
+    )
     out = reward(prompt=["a cat"] * 3, image=images[:3], group_id=[1, 1, 1])
     np.testing.assert_allclose(out.rewards, [0.5, 0.5, 0.5])
     assert reward.substitutions == 3

@@ -32,9 +32,9 @@ PROMPTS = ["a cat on a mat", "a photo of a dog", "two cats", "a red car", "a dog
 def _legacy_key(key: str) -> str:
     """transformers 5 ``Qwen2VLForConditionalGeneration`` key -> the older (< 4.52) Qwen2-VL name."""
     if key.startswith("model.visual."):
-        return key[len("model."):]
+        return key[len("model.") :]
     if key.startswith("model.language_model."):
-        return "model." + key[len("model.language_model."):]
+        return "model." + key[len("model.language_model.") :]
     return key
 
 
@@ -56,8 +56,14 @@ def published(tmp_path_factory):
     config.text_config.vocab_size = len(processor.tokenizer)
     torch.manual_seed(3)
     model = Qwen2VLForConditionalGeneration(config).eval()
-    head = torch.nn.Sequential(torch.nn.Linear(32, 1024), torch.nn.ReLU(), torch.nn.Dropout(0.05),
-                               torch.nn.Linear(1024, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).eval()
+    head = torch.nn.Sequential(
+        torch.nn.Linear(32, 1024),
+        torch.nn.ReLU(),
+        torch.nn.Dropout(0.05),
+        torch.nn.Linear(1024, 16),
+        torch.nn.ReLU(),
+        torch.nn.Linear(16, 2),
+    ).eval()
     state = {_legacy_key(k): v.clone().contiguous() for k, v in model.state_dict().items()}
     state.update({f"rm_head.{k}": v.clone().contiguous() for k, v in head.state_dict().items()})
     assert "visual.patch_embed.proj.weight" in state and "model.embed_tokens.weight" in state
@@ -151,7 +157,9 @@ def test_pth_state_dict_with_model_wrapper_loads_the_same(published, reward, tmp
     path = tmp_path / "HPSv3_7B.pth"
     torch.save({"model": load_file(str(ckpt))}, path)
     images = _images(3, SIZES[:2])
-    a = np.asarray(HPSv3(model_path=str(path), base_model=str(base), pixels=PIXELS)(image=images, prompt=PROMPTS[:2]).rewards)
+    a = np.asarray(
+        HPSv3(model_path=str(path), base_model=str(base), pixels=PIXELS)(image=images, prompt=PROMPTS[:2]).rewards
+    )
     b = np.asarray(reward(image=images, prompt=PROMPTS[:2]).rewards)
     np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
 
@@ -172,8 +180,10 @@ def test_both_key_layouts_load_to_the_same_scores(published, reward, tmp_path):
     for (name, a), (_, b) in zip(new.vlm.model.state_dict().items(), reward.vlm.model.state_dict().items()):
         assert torch.equal(a, b), name
     images = _images(7, SIZES[:3])
-    np.testing.assert_array_equal(np.asarray(new(image=images, prompt=PROMPTS[:3]).rewards),
-                                  np.asarray(reward(image=images, prompt=PROMPTS[:3]).rewards))
+    np.testing.assert_array_equal(
+        np.asarray(new(image=images, prompt=PROMPTS[:3]).rewards),
+        np.asarray(reward(image=images, prompt=PROMPTS[:3]).rewards),
+    )
 
 
 def test_checkpoint_that_does_not_fit_is_a_config_error(published, tmp_path):
@@ -191,8 +201,10 @@ def test_checkpoint_that_does_not_fit_is_a_config_error(published, tmp_path):
     with pytest.raises(ConfigError, match="ranknet"):
         HPSv3(model_path=str(tmp_path / "headless.safetensors"), base_model=str(base))
     # embeddings of the bare tokenizer (no <|Reward|> row): the wrong base model for this checkpoint
-    rows = {k: (v[:-1].contiguous() if k in ("model.embed_tokens.weight", "lm_head.weight") else v)
-            for k, v in state.items()}
+    rows = {
+        k: (v[:-1].contiguous() if k in ("model.embed_tokens.weight", "lm_head.weight") else v)
+        for k, v in state.items()
+    }
     save_file(rows, str(tmp_path / "rows.safetensors"))
     with pytest.raises(ConfigError, match="token embeddings"):
         HPSv3(model_path=str(tmp_path / "rows.safetensors"), base_model=str(base))
@@ -226,8 +238,9 @@ def test_loads_through_the_registry_card(published):
     import rewardzoo
 
     base, ckpt, *_ = published
-    r = rewardzoo.load_reward({"name": "hpsv3", "model_path": str(ckpt), "kwargs": {"base_model": str(base),
-                                                                                      "pixels": PIXELS}})
+    r = rewardzoo.load_reward(
+        {"name": "hpsv3", "model_path": str(ckpt), "kwargs": {"base_model": str(base), "pixels": PIXELS}}
+    )
     assert r.info.name == "hpsv3" and r.info.higher_is_better
     images = _images(5, SIZES[:1])
     assert np.isfinite(np.asarray(r(image=images, prompt=PROMPTS[:1]).rewards)).all()

@@ -55,38 +55,43 @@ class Scripted:
 
     def generate(self, queries, *, max_new_tokens):
         self.calls.append(len(queries))
-        out, self.answers = self.answers[:len(queries)], self.answers[len(queries):]
+        out, self.answers = self.answers[: len(queries)], self.answers[len(queries) :]
         return out
 
     def answer_probs(self, queries, answers):
-        out, self.answers = self.answers[:len(queries)], self.answers[len(queries):]
+        out, self.answers = self.answers[: len(queries)], self.answers[len(queries) :]
         return out
 
 
 UNIFIED_TABLE = [
     "The image matches well. Final Score: 4",
     "Alignment is poor.\nFinal Score:3.5 because of artefacts",
-    "Final Score: 10",                      # one digit is read: 1 -> 0.2, as in flow_grpo
-    "final score: 4",                       # case matters: no match
+    "Final Score: 10",  # one digit is read: 1 -> 0.2, as in flow_grpo
+    "final score: 4",  # case matters: no match
     "Final Score: five",
     "",
     "Final Score: 2 ... later Final Score: 4",
-    "Final Score: 0",                       # 0 is not in [1-5]: no match
+    "Final Score: 0",  # 0 is not in [1-5]: no match
     "I'm sorry, I can't evaluate this image.",
-    "Final Score: 5.5",                     # matched, but off the 1-5 scale
+    "Final Score: 5.5",  # matched, but off the 1-5 scale
 ]
 
 
 @pytest.fixture(scope="module")
 def unified(vlm_dir):
-    return rewardzoo.load_reward({"name": "unified_reward", "model_path": vlm_dir,
-                                  "kwargs": {"on_failure": {"substitute": 0.0}, "max_new_tokens": 8}})
+    return rewardzoo.load_reward(
+        {
+            "name": "unified_reward",
+            "model_path": vlm_dir,
+            "kwargs": {"on_failure": {"substitute": 0.0}, "max_new_tokens": 8},
+        }
+    )
 
 
 def test_unified_reward_parses_as_flow_grpo_on_a_table_of_answers(unified, images):
     expected = flow_grpo_unifiedreward(UNIFIED_TABLE)
     unified.backend, before = Scripted(UNIFIED_TABLE), unified.substitutions
-    out = unified(prompt=["a cat"] * len(UNIFIED_TABLE), image=(images * 2)[:len(UNIFIED_TABLE)])
+    out = unified(prompt=["a cat"] * len(UNIFIED_TABLE), image=(images * 2)[: len(UNIFIED_TABLE)])
     off_scale = [i for i, t in enumerate(UNIFIED_TABLE) if t.endswith("5.5")]
     agree = [i for i in range(len(UNIFIED_TABLE)) if i not in off_scale]
     np.testing.assert_allclose(out.rewards[agree], np.array(expected)[agree])
@@ -109,8 +114,9 @@ def test_unparseable_answers_are_errors_naming_the_reward_samples_and_answer_by_
 
 
 def test_substitutions_are_counted_in_the_result(vlm_dir, images):
-    proc = rewardzoo.RewardProcessor([{"name": "unified_reward", "model_path": vlm_dir,
-                                       "kwargs": {"on_failure": {"substitute": 0.0}}}])
+    proc = rewardzoo.RewardProcessor(
+        [{"name": "unified_reward", "model_path": vlm_dir, "kwargs": {"on_failure": {"substitute": 0.0}}}]
+    )
     proc.loader.instances[0].backend = Scripted(["Final Score: 3", "???", "Final Score: 5"])
     result = proc([{"image": im, "prompt": "a cat"} for im in images[:3]])
     np.testing.assert_allclose(result.rewards["unified_reward"], [0.6, 0.0, 1.0])
@@ -122,9 +128,9 @@ def test_substitutions_are_counted_in_the_result(vlm_dir, images):
 THINK_TABLE = [  # the 6 pairs of a group of 4, in order (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
     "<think>...</think><answer>Image 1 is better</answer>",
     "<think>...</think>\n<answer> Image 2 is better </answer>",
-    "<think>both are fine</think><answer>They are equally good</answer>",      # a tie
-    "<think>no verdict, the answer is cut by the token limit",                # unparseable
-    "<answer>Image 1 is better and Image 2 is better</answer>",               # the first string wins
+    "<think>both are fine</think><answer>They are equally good</answer>",  # a tie
+    "<think>no verdict, the answer is cut by the token limit",  # unparseable
+    "<answer>Image 1 is better and Image 2 is better</answer>",  # the first string wins
     "<answer>\nImage 2 is better\n</answer> trailing",
 ]
 
@@ -141,7 +147,7 @@ def test_pairwise_judgements_reproduce_pref_grpo_counting(vlm_dir, images):
     np.testing.assert_allclose(out.rewards, pref_grpo_win_rate(4, list(zip(pairs, THINK_TABLE))))
     assert reward.judge.backend.calls == [6]  # one batch for the group's pairs
     np.testing.assert_array_equal(out.extras["substituted"], [0, 1, 1, 0])  # pair (1, 2)
-    np.testing.assert_array_equal(out.extras["tie"], [1, 0, 0, 1])         # pair (0, 3)
+    np.testing.assert_array_equal(out.extras["tie"], [1, 0, 0, 1])  # pair (0, 3)
     assert reward.substitutions == 1
 
 
@@ -164,16 +170,24 @@ def test_two_groups_are_judged_separately_and_a_lone_sample_scores_half(vlm_dir,
 
 def test_an_unparseable_pairwise_answer_is_an_error_naming_both_samples_by_default(vlm_dir, images):
     reward = think_reward(vlm_dir)
-    reward.judge.backend = Scripted(["<answer>Image 1 is better</answer>", "I cannot decide.",
-                                     "<answer>Image 1 is better</answer>"])
+    reward.judge.backend = Scripted(
+        ["<answer>Image 1 is better</answer>", "I cannot decide.", "<answer>Image 1 is better</answer>"]
+    )
     with pytest.raises(RewardOutputError, match="'I cannot decide.'") as exc:
         reward(prompt=["a"] * 3, image=images[:3], group_id=[1] * 3)
     assert exc.value.inputs == (0, 2) and "pairs of samples 0-2" in str(exc.value)
 
 
 def test_the_think_judge_runs_the_real_model_with_both_images_then_the_prompt(vlm_dir, images):
-    proc = rewardzoo.RewardProcessor([{"name": "unified_reward_think", "model_path": vlm_dir,
-                                       "kwargs": {"max_new_tokens": 5, "on_failure": {"substitute": 0.5}}}])
+    proc = rewardzoo.RewardProcessor(
+        [
+            {
+                "name": "unified_reward_think",
+                "model_path": vlm_dir,
+                "kwargs": {"max_new_tokens": 5, "on_failure": {"substitute": 0.5}},
+            }
+        ]
+    )
     result = proc([{"image": im, "prompt": "a cat", "group_id": 0} for im in images[:3]])
     # a random model writes no <answer> tags: every comparison is substituted, visibly
     np.testing.assert_allclose(result.rewards["unified_reward_think"], [0.5, 0.5, 0.5])
@@ -184,8 +198,11 @@ def test_the_think_judge_runs_the_real_model_with_both_images_then_the_prompt(vl
     assert text.count("<|image_pad|>") == 2 and text.index("<|image_pad|>") < text.index("P<|im_end|>")
 
 
-VERDICTS = [("<answer>Video 1 is better</answer>", 1.0), ("<answer>Video 2 is better</answer>", 0.0),
-            ("<answer>Image 1 is better</answer>", 0.5)]
+VERDICTS = [
+    ("<answer>Video 1 is better</answer>", 1.0),
+    ("<answer>Video 2 is better</answer>", 0.0),
+    ("<answer>Image 1 is better</answer>", 0.5),
+]
 
 
 @pytest.mark.parametrize("text,expected", VERDICTS)
@@ -207,53 +224,95 @@ def test_the_video_think_judge_sends_the_frames_of_both_videos_as_images(vlm_dir
 
 def test_vlm_judge_yes_no_equals_vqascore_with_the_same_template(vlm_dir, images, prompts):
     template = 'Does this figure show "{prompt}"? Please answer Yes or No.'
-    judge = rewardzoo.load_reward({"name": "vlm_judge", "model_path": vlm_dir,
-                                   "kwargs": {"template": template, "parse": "yes_no"}})
+    judge = rewardzoo.load_reward(
+        {"name": "vlm_judge", "model_path": vlm_dir, "kwargs": {"template": template, "parse": "yes_no"}}
+    )
     vq = rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dir})
     np.testing.assert_allclose(judge(prompt=prompts, image=images).rewards, vq(prompt=prompts, image=images).rewards)
 
 
-REGEX_TABLE = [("Score: 7", 6 / 9), ("Score:10 great", 1.0), ("Score: 1", 0.0), ("Score: 11", None),
-               ("score 5", None), ("Score: 3.5", 2.5 / 9), ("Score: -2", None)]
+REGEX_TABLE = [
+    ("Score: 7", 6 / 9),
+    ("Score:10 great", 1.0),
+    ("Score: 1", 0.0),
+    ("Score: 11", None),
+    ("score 5", None),
+    ("Score: 3.5", 2.5 / 9),
+    ("Score: -2", None),
+]
 
 
 def test_vlm_judge_regex_rule_maps_the_number_to_0_1_and_refuses_out_of_range(vlm_dir, images):
-    judge = rewardzoo.load_reward({"name": "vlm_judge", "model_path": vlm_dir, "kwargs": {
-        "template": "Rate {prompt} from 1 to 10. End with 'Score: N'.", "parse": {"regex": r"Score:\s*(-?\d+(?:\.\d+)?)",
-                                                                                   "low": 1, "high": 10},
-        "on_failure": {"substitute": 0.0}}})
+    judge = rewardzoo.load_reward(
+        {
+            "name": "vlm_judge",
+            "model_path": vlm_dir,
+            "kwargs": {
+                "template": "Rate {prompt} from 1 to 10. End with 'Score: N'.",
+                "parse": {"regex": r"Score:\s*(-?\d+(?:\.\d+)?)", "low": 1, "high": 10},
+                "on_failure": {"substitute": 0.0},
+            },
+        }
+    )
     judge.backend = Scripted([t for t, _ in REGEX_TABLE])
-    out = judge(prompt=["x"] * len(REGEX_TABLE), image=(images * 2)[:len(REGEX_TABLE)])
+    out = judge(prompt=["x"] * len(REGEX_TABLE), image=(images * 2)[: len(REGEX_TABLE)])
     for (text, expected), got, sub in zip(REGEX_TABLE, out.rewards, out.extras["substituted"]):
         assert (sub == 1.0) == (expected is None), text
         assert got == pytest.approx(0.0 if expected is None else expected), text
 
 
 def test_video_vlm_judge_runs_on_frames(vlm_dir, video_frames):
-    judge = rewardzoo.load_reward({"name": "video_vlm_judge", "model_path": vlm_dir, "kwargs": {
-        "template": "Is the motion of {prompt} plausible? Yes or No.", "parse": "yes_no", "mode": "relative",
-        "num_frames": 4}})
+    judge = rewardzoo.load_reward(
+        {
+            "name": "video_vlm_judge",
+            "model_path": vlm_dir,
+            "kwargs": {
+                "template": "Is the motion of {prompt} plausible? Yes or No.",
+                "parse": "yes_no",
+                "mode": "relative",
+                "num_frames": 4,
+            },
+        }
+    )
     out = judge(prompt=["a cat", "a dog"], video=video_frames)
     assert np.all((out.rewards > 0) & (out.rewards < 1)) and out.rewards[0] != out.rewards[1]
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"parse": "yes_no"}, "set kwargs.template"),
-    ({"template": "x {prompt}"}, "set kwargs.template"),
-    ({"template": "x {prompt}", "parse": "number"}, "parse must be"),
-    ({"template": "x {prompt}", "parse": {"regex": "(", "low": 0, "high": 1}}, "not a regular expression"),
-    ({"template": "x {prompt}", "parse": {"regex": "no group", "low": 0, "high": 1}}, "no group 1"),
-    ({"template": "x {prompt}", "parse": {"regex": "(\\d)", "low": 3, "high": 1}}, "low < high"),
-    ({"template": "x {prompt}", "parse": "yes_no", "on_failure": {"substitute": float("nan")}}, "finite number"),
-    ({"template": "x {prompt}", "parse": "yes_no", "on_failure": "zero"}, "on_failure must be"),
-    ({"template": "x {prompt}", "parse": "yes_no", "backend": "vllm"}, "must be one of"),
-    ({"template": "x {prompt}", "parse": "yes_no", "endpoint": {"url": "http://x"}}, "needs backend: openai"),
-    ({"template": "x {prompt}", "parse": "yes_no", "backend": "openai"}, "needs kwargs.endpoint"),
-    ({"template": "x {prompt}", "parse": "yes_no", "backend": "openai", "max_pixels": 10,
-      "endpoint": {"url": "http://x", "model": "m"}}, "apply to backend 'transformers' only"),
-    ({"template": "x {prompt}", "parse": "yes_no", "backend": "openai",
-      "endpoint": {"url": "http://x", "model": "m", "tokens": 3}}, "unknown key"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"parse": "yes_no"}, "set kwargs.template"),
+        ({"template": "x {prompt}"}, "set kwargs.template"),
+        ({"template": "x {prompt}", "parse": "number"}, "parse must be"),
+        ({"template": "x {prompt}", "parse": {"regex": "(", "low": 0, "high": 1}}, "not a regular expression"),
+        ({"template": "x {prompt}", "parse": {"regex": "no group", "low": 0, "high": 1}}, "no group 1"),
+        ({"template": "x {prompt}", "parse": {"regex": "(\\d)", "low": 3, "high": 1}}, "low < high"),
+        ({"template": "x {prompt}", "parse": "yes_no", "on_failure": {"substitute": float("nan")}}, "finite number"),
+        ({"template": "x {prompt}", "parse": "yes_no", "on_failure": "zero"}, "on_failure must be"),
+        ({"template": "x {prompt}", "parse": "yes_no", "backend": "vllm"}, "must be one of"),
+        ({"template": "x {prompt}", "parse": "yes_no", "endpoint": {"url": "http://x"}}, "needs backend: openai"),
+        ({"template": "x {prompt}", "parse": "yes_no", "backend": "openai"}, "needs kwargs.endpoint"),
+        (
+            {
+                "template": "x {prompt}",
+                "parse": "yes_no",
+                "backend": "openai",
+                "max_pixels": 10,
+                "endpoint": {"url": "http://x", "model": "m"},
+            },
+            "apply to backend 'transformers' only",
+        ),
+        (
+            {
+                "template": "x {prompt}",
+                "parse": "yes_no",
+                "backend": "openai",
+                "endpoint": {"url": "http://x", "model": "m", "tokens": 3},
+            },
+            "unknown key",
+        ),
+    ],
+)
 def test_vlm_judge_configuration_errors_name_the_option(vlm_dir, kwargs, match):
     with pytest.raises(ConfigError, match=match):
         rewardzoo.load_reward({"name": "vlm_judge", "model_path": vlm_dir, "kwargs": kwargs})
@@ -284,9 +343,15 @@ def test_yes_probability_and_tags():
 
 
 def test_the_judge_plugs_into_pairwise_winrate_by_its_python_path(vlm_dir, images):
-    reward = rewardzoo.load_reward({"name": "pairwise_winrate", "kwargs": {
-        "judge": "rewardzoo.rewards.vlm.unified_reward_think:UnifiedRewardThinkJudge",
-        "judge_kwargs": {"model_path": vlm_dir, "max_new_tokens": 3, "on_failure": {"substitute": 0.5}}}})
+    reward = rewardzoo.load_reward(
+        {
+            "name": "pairwise_winrate",
+            "kwargs": {
+                "judge": "rewardzoo.rewards.vlm.unified_reward_think:UnifiedRewardThinkJudge",
+                "judge_kwargs": {"model_path": vlm_dir, "max_new_tokens": 3, "on_failure": {"substitute": 0.5}},
+            },
+        }
+    )
     assert reward.inputs.fields == ("prompt", "image", "group_id") and reward.thread_safe
     reward.judge.backend = Scripted(["<answer>Image 1 is better</answer>"] * 3)
     out = reward(prompt=["a"] * 3, image=images[:3], group_id=[0] * 3)

@@ -42,11 +42,15 @@ def test_each_family_loads_and_its_batched_logits_match_transformers_alone(vlm_d
 def test_render_is_the_chat_template_with_the_generation_prompt(vlm_dir, images):
     bb = load_vlm(vlm_dir)
     q = VLMQuery.of("hello", image=images[0])
-    assert bb.render(q) == ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
-                            "<|vision_start|><|image_pad|><|vision_end|>hello<|im_end|>\n<|im_start|>assistant\n")
+    assert bb.render(q) == (
+        "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+        "<|vision_start|><|image_pad|><|vision_end|>hello<|im_end|>\n<|im_start|>assistant\n"
+    )
     q2 = VLMQuery(("first", images[0], "second"), system="Judge.", answer_prefix="Score:")
-    assert bb.render(q2) == ("<|im_start|>system\nJudge.<|im_end|>\n<|im_start|>user\nfirst<|vision_start|>"
-                             "<|image_pad|><|vision_end|>second<|im_end|>\n<|im_start|>assistant\nScore:")
+    assert bb.render(q2) == (
+        "<|im_start|>system\nJudge.<|im_end|>\n<|im_start|>user\nfirst<|vision_start|>"
+        "<|image_pad|><|vision_end|>second<|im_end|>\n<|im_start|>assistant\nScore:"
+    )
 
 
 def test_batches_are_left_padded_so_the_last_position_is_the_answer_position(vlm_dir, images, prompts):
@@ -62,17 +66,20 @@ def test_batch_size_does_not_change_scores_beyond_1e5_in_fp32(vlm_dirs, images, 
     bb = load_vlm(vlm_dirs["qwen2_5_vl"])
     queries = [VLMQuery.of(QUESTION.format(p), image=im) for p, im in zip(prompts, images)]
     whole = bb.answer_logprobs(queries, ["Yes", "No"]).exp()
-    chunked = torch.cat([bb.answer_logprobs(queries[i:i + size], ["Yes", "No"]).exp()
-                         for i in range(0, len(queries), size)])
+    chunked = torch.cat(
+        [bb.answer_logprobs(queries[i : i + size], ["Yes", "No"]).exp() for i in range(0, len(queries), size)]
+    )
     assert chunked.sub(whole).abs().max() < 1e-5
     assert whole[:, 0].std() > 0  # the scores differ between inputs (the comparison is not vacuous)
 
 
 def test_mixed_image_sizes_and_a_video_share_one_batch(vlm_dir, images, video_frames):
     bb = load_vlm(vlm_dir)
-    queries = [VLMQuery.of("Is it a cat?", image=images[1]),
-               VLMQuery.of("Is it a cat?", video=Video(tuple(video_frames[0]))),
-               VLMQuery.of("Is it a cat?", image=images[3])]
+    queries = [
+        VLMQuery.of("Is it a cat?", image=images[1]),
+        VLMQuery.of("Is it a cat?", video=Video(tuple(video_frames[0]))),
+        VLMQuery.of("Is it a cat?", image=images[3]),
+    ]
     together = bb.last_logits(queries)
     alone = torch.cat([bb.last_logits([q]) for q in queries])
     assert together.sub(alone).abs().max() < 1e-4
@@ -110,7 +117,7 @@ def test_greedy_generation_batched_equals_one_at_a_time_and_respects_the_token_l
     rendered = bb.render(queries[0])
     inputs = processor(text=[rendered], images=[images[0]], return_tensors="pt")
     out = model.generate(**inputs, max_new_tokens=6, do_sample=False)
-    new = out[0, inputs["input_ids"].shape[1]:]
+    new = out[0, inputs["input_ids"].shape[1] :]
     assert len(new) <= 6
     assert together[0] == processor.tokenizer.decode(new, skip_special_tokens=True).strip()
 
@@ -143,17 +150,23 @@ def test_a_video_needs_frames_and_a_positive_fps():
 def test_video_fps_reaches_the_time_positions_as_transformers_places_them(vlm_dirs, family, video_frames):
     path, frames = vlm_dirs[family], video_frames[0]
     bb = load_vlm(path)
-    ours = {fps: bb.last_logits([VLMQuery.of("Is it a cat?", video=Video(tuple(frames), fps=fps))])[0]
-            for fps in (1.0, 8.0)}
+    ours = {
+        fps: bb.last_logits([VLMQuery.of("Is it a cat?", video=Video(tuple(frames), fps=fps))])[0] for fps in (1.0, 8.0)
+    }
     processor = AutoProcessor.from_pretrained(path)
     model = AutoModelForImageTextToText.from_pretrained(path).eval()
     messages = [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": "Is it a cat?"}]}]
     text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     for fps, logits in ours.items():
-        meta = {"fps": fps, "total_num_frames": len(frames), "duration": len(frames) / fps,
-                "frames_indices": list(range(len(frames)))}
-        inputs = processor(text=[text], videos=[frames], video_metadata=[meta], do_sample_frames=False,
-                           return_tensors="pt")
+        meta = {
+            "fps": fps,
+            "total_num_frames": len(frames),
+            "duration": len(frames) / fps,
+            "frames_indices": list(range(len(frames))),
+        }
+        inputs = processor(
+            text=[text], videos=[frames], video_metadata=[meta], do_sample_frames=False, return_tensors="pt"
+        )
         with torch.no_grad():
             ref = model(**inputs).logits[0, -1].float()
         torch.testing.assert_close(logits, ref, atol=1e-5, rtol=1e-5)

@@ -66,7 +66,7 @@ def direct_answer(direct, prompt: str, image, max_new_tokens: int) -> tuple[list
     batch = processor(text=[prompt], images=[image], return_tensors="pt")
     with torch.no_grad():
         out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False)
-    new = out[0, batch["input_ids"].shape[1]:]
+    new = out[0, batch["input_ids"].shape[1] :]
     return batch["input_ids"][0].tolist(), processor.decode(new, skip_special_tokens=True).strip()
 
 
@@ -123,8 +123,11 @@ def test_a_checkpoint_that_does_not_fit_is_a_config_error(llava_dirs, tmp_path):
     state = load_file(str(broken / "model.safetensors"))
     state["model.mm_projector.4.weight"] = torch.zeros(2, 2)
     save_file(state, str(broken / "model.safetensors"))
-    with pytest.raises(ConfigError, match=r"does not fit LLaVA-OneVision: missing \[\], unexpected "
-                                          r"\['model.language_model.mm_projector.4.weight'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"does not fit LLaVA-OneVision: missing \[\], unexpected "
+        r"\['model.language_model.mm_projector.4.weight'\]",
+    ):
         load_vlm(str(broken), cache=False)
     config = json.loads((broken / "config.json").read_text())
     (broken / "config.json").write_text(json.dumps({**config, "mm_projector_type": "linear"}))

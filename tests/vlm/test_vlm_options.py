@@ -14,10 +14,18 @@ import rewardzoo
 from rewardzoo.errors import ConfigError
 from rewardzoo.rewards.vlm.common import ALL_OPTIONS, BackendOptions
 
-JUDGES = {"vqascore": "VQAScore", "video_vqascore": "VideoVQAScore", "unified_reward": "UnifiedReward",
-          "vlm_judge": "VLMJudge", "video_vlm_judge": "VideoVLMJudge", "unified_reward_think": "UnifiedRewardThink"}
-OWN = {"vlm_judge": {"template": "x {prompt}", "parse": "yes_no"},
-       "video_vlm_judge": {"template": "x {prompt}", "parse": "yes_no"}}
+JUDGES = {
+    "vqascore": "VQAScore",
+    "video_vqascore": "VideoVQAScore",
+    "unified_reward": "UnifiedReward",
+    "vlm_judge": "VLMJudge",
+    "video_vlm_judge": "VideoVLMJudge",
+    "unified_reward_think": "UnifiedRewardThink",
+}
+OWN = {
+    "vlm_judge": {"template": "x {prompt}", "parse": "yes_no"},
+    "video_vlm_judge": {"template": "x {prompt}", "parse": "yes_no"},
+}
 
 
 def _load(name, **kwargs):
@@ -25,8 +33,18 @@ def _load(name, **kwargs):
 
 
 def test_backend_options_are_the_documented_keywords():
-    assert ALL_OPTIONS == ("backend", "endpoint", "processor_path", "attn_implementation", "trust_remote_code",
-                           "min_pixels", "max_pixels", "on_failure", "num_frames", "fps")
+    assert ALL_OPTIONS == (
+        "backend",
+        "endpoint",
+        "processor_path",
+        "attn_implementation",
+        "trust_remote_code",
+        "min_pixels",
+        "max_pixels",
+        "on_failure",
+        "num_frames",
+        "fps",
+    )
     assert set(BackendOptions.BACKEND_FIELDS) < set(ALL_OPTIONS)
     with pytest.raises(dataclasses.FrozenInstanceError):
         BackendOptions().backend = "openai"

@@ -63,8 +63,10 @@ def pairing_problems(name, rows):
         if len(refs) != 1:
             problems.append(f"{name}/{row.setting}: reference {row.reference!r} is not one reference row")
         elif (model_id(row.model), row.template) != (model_id(refs[0].model), refs[0].template):
-            problems.append(f"{name}/{row.setting}: {model_id(row.model)} + {row.template} is not the pairing of "
-                            f"{row.reference} ({model_id(refs[0].model)} + {refs[0].template})")
+            problems.append(
+                f"{name}/{row.setting}: {model_id(row.model)} + {row.template} is not the pairing of "
+                f"{row.reference} ({model_id(refs[0].model)} + {refs[0].template})"
+            )
     return problems
 
 
@@ -80,7 +82,8 @@ def test_a_default_model_with_another_references_template_is_caught():
     mixed = [r if r is not default else replace(default, template=other.template) for r in rows]
     assert pairing_problems("unified_reward", mixed) == [
         f"unified_reward/default: {model_id(default.model)} + {other.template} is not the pairing of "
-        f"{default.reference} ({model_id(default.model)} + {default.template})"]
+        f"{default.reference} ({model_id(default.model)} + {default.template})"
+    ]
     unknown = [r if r is not default else replace(default, reference="nobody") for r in rows]
     assert "is not one reference row" in pairing_problems("unified_reward", unknown)[0]
 

@@ -10,11 +10,17 @@ from rewardzoo.spec.config import RewardSpec
 
 #: reward -> (dtype on CUDA, where the reference sets it).
 REFERENCE_PRECISION = {
-    "unified_reward_2": ("bfloat16", "Pref-GRPO 3e787f6 vllm_utils/vllm_server_UnifiedReward.sh: vllm serve, "
-                                     "--dtype auto (the checkpoint's bfloat16)"),
+    "unified_reward_2": (
+        "bfloat16",
+        "Pref-GRPO 3e787f6 vllm_utils/vllm_server_UnifiedReward.sh: vllm serve, "
+        "--dtype auto (the checkpoint's bfloat16)",
+    ),
     "video_unified_reward_2": ("bfloat16", "Pref-GRPO 3e787f6 vllm_utils/vllm_server_UnifiedReward.sh (as above)"),
     "tifa_vqa": ("bfloat16", "GenEval2 a6e82d2 evaluation.py 19-25: dtype='auto' on Qwen3-VL-8B-Instruct (bfloat16)"),
-    "videoscore2": ("float32", "VideoScore2 e6abe26 vs2_inference.py: from_pretrained without a dtype, then .to('cuda')"),
+    "videoscore2": (
+        "float32",
+        "VideoScore2 e6abe26 vs2_inference.py: from_pretrained without a dtype, then .to('cuda')",
+    ),
 }
 
 

@@ -37,7 +37,7 @@ from .test_vlm_judges import pref_grpo_win_rate  # Pref-GRPO's _pairwise_win_rat
 # The trailing spaces inside the two long templates are part of the reference text.
 
 # CodeGoat24/Pref-GRPO 3e787f6, fastvideo/rewards/templates.py, get_unifiedreward_think_image_template (since 1dc528e)
-PREF_GRPO_IMAGE = '''You are an objective and precise evaluator for image quality comparison. I will provide you with a text caption and two images generated based on this caption. You must analyze the two images carefully and determine which image is better.
+PREF_GRPO_IMAGE = """You are an objective and precise evaluator for image quality comparison. I will provide you with a text caption and two images generated based on this caption. You must analyze the two images carefully and determine which image is better.
 
         Evaluation procedure:
 
@@ -99,9 +99,9 @@ PREF_GRPO_IMAGE = '''You are an objective and precise evaluator for image qualit
         <answer>Image 1 is better</answer>
 
         Note: The example above is only to illustrate the exact format (line breaks, indentation, symbols, and style). Your actual evaluation must follow this format exactly, but be based on the given caption and images.
-        '''
+        """
 # CodeGoat24/Pref-GRPO 3e787f6, fastvideo/rewards/templates.py, get_unifiedreward_think_video_template (since 1dc528e)
-PREF_GRPO_VIDEO = '''You are an objective and precise evaluator for video quality comparison. I will provide you with a text caption and a sequence of consecutive frames extracted from two generated videos based on this caption. The first half of the frames belong to Video 1, and the second half of the frames belong to Video 2. You must analyze these two videos carefully and determine which video is better.
+PREF_GRPO_VIDEO = """You are an objective and precise evaluator for video quality comparison. I will provide you with a text caption and a sequence of consecutive frames extracted from two generated videos based on this caption. The first half of the frames belong to Video 1, and the second half of the frames belong to Video 2. You must analyze these two videos carefully and determine which video is better.
 
         Instructions (MUST follow strictly):
         1. All reasoning, analysis, explanations, and scores MUST be written strictly inside <think> and </think> tags.
@@ -164,16 +164,22 @@ PREF_GRPO_VIDEO = '''You are an objective and precise evaluator for video qualit
         <answer>Video 1 is better</answer>
 
         Note: The example above is only to illustrate the exact format (numbering, line breaks, indentation, and style). Your actual evaluation must follow this format exactly, but be based on the given caption and the two provided videos (frames divided into two halves).
-        '''
+        """
 # CodeGoat24/Pref-GRPO 6d405e8, fastvideo/train_flux_pref_grpo.py, module-level `template` (until 7246966)
-PREF_GRPO_QWEN_7B_IMAGE = "Given a caption and two images generated based on this caption, please analyze in detail the two provided images. Evaluate them on various dimensions such as semantic consistency (how closely the image content aligns with the caption), aesthetics (composition, color usage, artistic expression), authenticity (realism and attention to detail), and any other factors you deem relevant. For each evaluation dimension, provide a score between 1-10 for both images (e.g., Image 1: 8/10, Image 2: 6/10) and provide a concise rationale for the score. Calculate the total score for each image by summing all dimension scores. Use a chain-of-thought process to detail your reasoning steps, and enclose all your detailed reasoning within <think> and </think> tags. Then, in the <answer> tag, output exactly one of the following strings: \'Image 1 is better\' or \'Image 2 is better\' based on the total scores. No additional text is allowed in the <answer> section.\n\nExample output format:\n<think>\n1. Semantic consistency: Image 1 (9/10) - ...; Image 2 (7/10) - ...\n2. Aesthetics: Image 2 (8/10) - ...; Image 1 (8/10) - ...\n3. Authenticity: Image 1 (8/10) - ...; Image 2 (5/10) - ...\n[Additional dimensions if any]: Image 2 (8/10) - ...; Image 1 (6/10) - ...\nTotal score:\nImage 1: 9+8+8+6=31\nImage 2: 7+8+5+8=28\n</think>\n<answer>Image 1 is better</answer>\n**Note: In the example above, scores and the final answer are placeholders meant only to demonstrate the format. Your actual evaluation should be based on the quality of two given images.**\n\nYour task is provided as follows:\nText Caption: [{prompt}]"
+PREF_GRPO_QWEN_7B_IMAGE = "Given a caption and two images generated based on this caption, please analyze in detail the two provided images. Evaluate them on various dimensions such as semantic consistency (how closely the image content aligns with the caption), aesthetics (composition, color usage, artistic expression), authenticity (realism and attention to detail), and any other factors you deem relevant. For each evaluation dimension, provide a score between 1-10 for both images (e.g., Image 1: 8/10, Image 2: 6/10) and provide a concise rationale for the score. Calculate the total score for each image by summing all dimension scores. Use a chain-of-thought process to detail your reasoning steps, and enclose all your detailed reasoning within <think> and </think> tags. Then, in the <answer> tag, output exactly one of the following strings: 'Image 1 is better' or 'Image 2 is better' based on the total scores. No additional text is allowed in the <answer> section.\n\nExample output format:\n<think>\n1. Semantic consistency: Image 1 (9/10) - ...; Image 2 (7/10) - ...\n2. Aesthetics: Image 2 (8/10) - ...; Image 1 (8/10) - ...\n3. Authenticity: Image 1 (8/10) - ...; Image 2 (5/10) - ...\n[Additional dimensions if any]: Image 2 (8/10) - ...; Image 1 (6/10) - ...\nTotal score:\nImage 1: 9+8+8+6=31\nImage 2: 7+8+5+8=28\n</think>\n<answer>Image 1 is better</answer>\n**Note: In the example above, scores and the final answer are placeholders meant only to demonstrate the format. Your actual evaluation should be based on the quality of two given images.**\n\nYour task is provided as follows:\nText Caption: [{prompt}]"
 # CodeGoat24/Pref-GRPO a1ca93c, fastvideo/train_wan_2_1_pref_grpo.py, module-level `template` (until 7246966)
 PREF_GRPO_QWEN_7B_VIDEO = "Given a caption and two videos generated based on this caption, please analyze in detail the two provided videos. Evaluate them on various dimensions such as semantic consistency (how closely the video content aligns with the caption), temporal coherence (smoothness and logical flow of motion across frames), authenticity (realism and attention to detail), and any other factors you deem relevant. For each evaluation dimension, provide a score between 1-10 for both videos (e.g., Video 1: 8/10, Video 2: 6/10) and provide a concise rationale for the score. Calculate the total score for each video by summing all dimension scores. Use a chain-of-thought process to detail your reasoning steps, and enclose all your detailed reasoning within <think> and </think> tags. Then, in the <answer> tag, output exactly one of the following strings: 'Video 1 is better' or 'Video 2 is better' based on the total scores. No additional text is allowed in the <answer> section.\n\nExample output format:\n<think>\n1. Semantic consistency: Video 1 (9/10) - ...; Video 2 (7/10) - ...\n2. Temporal coherence: Video 1 (8/10) - ...; Video 2 (6/10) - ...\n3. Authenticity: Video 1 (7/10) - ...; Video 2 (5/10) - ...\n[Additional dimensions if any]: Video 2 (8/10) - ...; Video 1 (6/10) - ...\nTotal score:\nVideo 1: 9+8+7+6=30\nVideo 2: 7+6+5+8=26\n</think>\n<answer>Video 1 is better</answer>\n**Note: In the example above, scores and the final answer are placeholders meant only to demonstrate the format. Your actual evaluation should be based on the quality of two given videos.**\n\nYour task is provided as follows:\nText Caption: [{prompt}]"
 
 
-@pytest.mark.parametrize("key,quoted", [("pref_grpo", PREF_GRPO_IMAGE), ("pref_grpo_video", PREF_GRPO_VIDEO),
-                                        ("pref_grpo_qwen_7b", PREF_GRPO_QWEN_7B_IMAGE),
-                                        ("pref_grpo_qwen_7b_video", PREF_GRPO_QWEN_7B_VIDEO)])
+@pytest.mark.parametrize(
+    "key,quoted",
+    [
+        ("pref_grpo", PREF_GRPO_IMAGE),
+        ("pref_grpo_video", PREF_GRPO_VIDEO),
+        ("pref_grpo_qwen_7b", PREF_GRPO_QWEN_7B_IMAGE),
+        ("pref_grpo_qwen_7b_video", PREF_GRPO_QWEN_7B_VIDEO),
+    ],
+)
 def test_each_template_is_pref_grpos_text_and_fills_as_its_str_format(key, quoted):
     assert TEMPLATES[key] == quoted
     from rewardzoo.rewards.vlm.common import fill
@@ -194,8 +200,9 @@ def pref_grpo_jpeg(image):
 
 def pref_grpo_body(images, problem, decoding):
     """``process_item``'s payload with ``build_messages``' messages (images, then the text)."""
-    content = [{"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{pref_grpo_jpeg(im)}"}}
-               for im in images]
+    content = [
+        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{pref_grpo_jpeg(im)}"}} for im in images
+    ]
     content.append({"type": "text", "text": problem})
     return {"model": "UnifiedReward", "messages": [{"role": "user", "content": content}], **decoding}
 
@@ -208,12 +215,16 @@ def pref_grpo_frames(frames, num_frames=8):
 
 def verdict_of(body):
     """The recording server's answer: the brighter half of the images wins (a judge the test can re-run)."""
-    images = [Image.open(io.BytesIO(base64.b64decode(p["image_url"]["url"].split(",", 1)[1])))
-              for p in body["messages"][0]["content"] if p["type"] == "image_url"]
+    images = [
+        Image.open(io.BytesIO(base64.b64decode(p["image_url"]["url"].split(",", 1)[1])))
+        for p in body["messages"][0]["content"]
+        if p["type"] == "image_url"
+    ]
     label = "Video" if "Video 1" in body["messages"][0]["content"][-1]["text"] else "Image"
     half = len(images) // 2
-    first, second = (np.mean([np.asarray(im, dtype=np.float64).mean() for im in part])
-                     for part in (images[:half], images[half:]))
+    first, second = (
+        np.mean([np.asarray(im, dtype=np.float64).mean() for im in part]) for part in (images[:half], images[half:])
+    )
     return f"<think>...</think><answer>{label} {1 if first > second else 2} is better</answer>"
 
 
@@ -221,8 +232,11 @@ class RecordingServer(ChatServer):
     """The test suite's chat server, answering with :func:`verdict_of` instead of the tiny model's text."""
 
     def answer(self, body):
-        return {"choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": verdict_of(body)}}]}
+        return {
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": verdict_of(body)}}
+            ]
+        }
 
 
 @pytest.fixture(scope="module")
@@ -239,8 +253,9 @@ def bright_images(n, size=(48, 40)):
 
 def endpoint_reward(server, **kwargs):
     endpoint = {"url": server.url, "model": "UnifiedReward", "max_concurrency": 4}
-    return rewardzoo.load_reward({"name": "unified_reward_think",
-                                  "kwargs": {"backend": "openai", "endpoint": endpoint, **kwargs}})
+    return rewardzoo.load_reward(
+        {"name": "unified_reward_think", "kwargs": {"backend": "openai", "endpoint": endpoint, **kwargs}}
+    )
 
 
 def recorded(server, since):
@@ -263,7 +278,7 @@ def test_a_preset_sends_pref_grpos_requests_and_counts_its_verdicts(server, pres
         shown = [[im] for im in items]
     else:  # 10-frame videos, 8 frames each: floor and round differ (index 1, 2, 3 ... of linspace(0, 9, 8))
         frames = bright_images(40, size=(32, 48))
-        items = [frames[10 * v:10 * v + 10] for v in range(4)]
+        items = [frames[10 * v : 10 * v + 10] for v in range(4)]
         shown = [pref_grpo_frames(v) for v in items]
     before = len(server.bodies)
     reward = endpoint_reward(server, preset=preset, media=media)
@@ -274,8 +289,9 @@ def test_a_preset_sends_pref_grpos_requests_and_counts_its_verdicts(server, pres
     bodies = [pref_grpo_body(shown[i] + shown[j], problem, decoding) for i, j in pairs]
     assert recorded(server, before) == sorted(json.dumps(b, sort_keys=True) for b in bodies)
     label = "Image" if media == "image" else "Video"
-    expected = pref_grpo_win_rate(4, [(p, verdict_of(b)) for p, b in zip(pairs, bodies)],
-                                  f"{label} 1 is better", f"{label} 2 is better")
+    expected = pref_grpo_win_rate(
+        4, [(p, verdict_of(b)) for p, b in zip(pairs, bodies)], f"{label} 1 is better", f"{label} 2 is better"
+    )
     np.testing.assert_allclose(out.rewards, expected)
     assert len(set(expected)) > 1  # the verdicts are not all ties
 
@@ -283,8 +299,10 @@ def test_a_preset_sends_pref_grpos_requests_and_counts_its_verdicts(server, pres
 def test_the_default_runs_the_current_pairing_greedily_with_rounded_frame_indices(server):
     reward = endpoint_reward(server, media="video")
     judge = reward.judge
-    assert judge.backend.model == "UnifiedReward" and type(judge).default_model == \
-        "CodeGoat24/UnifiedReward-Think-qwen3vl-8b"
+    assert (
+        judge.backend.model == "UnifiedReward"
+        and type(judge).default_model == "CodeGoat24/UnifiedReward-Think-qwen3vl-8b"
+    )
     assert judge.template == PREF_GRPO_VIDEO and judge.max_new_tokens == 4096 and judge.request is None
     assert reward.inputs.num_frames == 8  # the video layer samples: round(linspace), not Pref-GRPO's floor
     frames = bright_images(20, size=(32, 48))
@@ -340,8 +358,9 @@ def sampling_dir(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("request_fields", [{"do_sample": False, "max_tokens": 6},
-                                            {"temperature": 1.3, "max_tokens": 6}])
+@pytest.mark.parametrize(
+    "request_fields", [{"do_sample": False, "max_tokens": 6}, {"temperature": 1.3, "max_tokens": 6}]
+)
 def test_served_sampling_reads_the_request_then_the_checkpoint_then_vllms_defaults(sampling_dir, request_fields):
     config = GenerationConfig.from_pretrained(sampling_dir)
     assert served_sampling(config, request_fields) == vllm_sampling(SAMPLING, request_fields)
@@ -353,22 +372,27 @@ def test_local_reference_decoding_samples_as_transformers_does_with_vllms_settin
     text = fill_think("a cat")
     backend = LocalVLM(load_vlm(sampling_dir, cache=False))
     torch.manual_seed(0)
-    ours = backend.generate([VLMQuery.of(text, image=image)], max_new_tokens=99,
-                            request={"do_sample": False, "max_tokens": 6})
+    ours = backend.generate(
+        [VLMQuery.of(text, image=image)], max_new_tokens=99, request={"do_sample": False, "max_tokens": 6}
+    )
 
     processor = AutoProcessor.from_pretrained(sampling_dir)
     model = AutoModelForImageTextToText.from_pretrained(sampling_dir).eval()
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
-    inputs = processor(text=[processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)],
-                       images=[image], return_tensors="pt")
+    inputs = processor(
+        text=[processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)],
+        images=[image],
+        return_tensors="pt",
+    )
     torch.manual_seed(0)
     with torch.inference_mode():
         out = model.generate(**inputs, max_new_tokens=6, do_sample=True, **SAMPLING, pad_token_id=0)
-    theirs = processor.tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+    theirs = processor.tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
     assert ours == [t.strip() for t in theirs]
     torch.manual_seed(1)
-    assert backend.generate([VLMQuery.of(text, image=image)], max_new_tokens=6) == \
-        backend.generate([VLMQuery.of(text, image=image)], max_new_tokens=6)  # greedy stays deterministic
+    assert backend.generate([VLMQuery.of(text, image=image)], max_new_tokens=6) == backend.generate(
+        [VLMQuery.of(text, image=image)], max_new_tokens=6
+    )  # greedy stays deterministic
 
 
 def fill_think(prompt):
@@ -377,8 +401,13 @@ def fill_think(prompt):
 
 def test_the_default_pairings_model_family_runs_on_the_local_backend(vlm_dirs, images):
     """UnifiedReward-Think-qwen3vl-8b is a Qwen3-VL: the VLM layer runs that family (a tiny build here)."""
-    reward = rewardzoo.load_reward({"name": "unified_reward_think", "model_path": vlm_dirs["qwen3_vl"],
-                                    "kwargs": {"max_new_tokens": 3, "on_failure": {"substitute": 0.5}}})
+    reward = rewardzoo.load_reward(
+        {
+            "name": "unified_reward_think",
+            "model_path": vlm_dirs["qwen3_vl"],
+            "kwargs": {"max_new_tokens": 3, "on_failure": {"substitute": 0.5}},
+        }
+    )
     judge = reward.judge
     assert judge.backend.backbone.model_type == "qwen3_vl"
     out = reward(prompt=["a cat"] * 3, image=images[:3], group_id=[0] * 3)

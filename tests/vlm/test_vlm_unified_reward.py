@@ -33,19 +33,19 @@ FLOW_GRPO_QUESTION = (
     "You are given a text caption and a generated image based on that caption. Your task is to evaluate this image based on two key criteria:\n"
     "1. Alignment with the Caption: Assess how well this image aligns with the provided caption. Consider the accuracy of depicted objects, their relationships, and attributes as described in the caption.\n"
     "2. Overall Image Quality: Examine the visual quality of this image, including clarity, detail preservation, color accuracy, and overall aesthetic appeal.\n"
-    "Based on the above criteria, assign a score from 1 to 5 after \'Final Score:\'.\n"
+    "Based on the above criteria, assign a score from 1 to 5 after 'Final Score:'.\n"
     "Your task is provided as follows:\n"
     "Text Caption: [{prompt}]"
 )
 # UnifiedReward ff6f520, inference_qwen/image_generation/qwen_point_score_image_generation.py: the text part of
 # `messages` (an f-string; `{prompt}` left as the placeholder; cut at its \n escapes).
 QWEN_RELEASE_TEXT = (
-    'You are given a text caption and a generated image based on that caption. Your task is to evaluate this image based on two key criteria:\n'
-    '1. Alignment with the Caption: Assess how well this image aligns with the provided caption. Consider the accuracy of depicted objects, their relationships, and attributes as described in the caption.\n'
-    '2. Overall Image Quality: Examine the visual quality of this image, including clarity, detail preservation, color accuracy, and overall aesthetic appeal.\n'
-    'Extract key elements from the provided text caption, evaluate their presence in the generated image using the format: \'element (type): value\' (where value=0 means not generated, and value=1 means generated), and assign a score from 1 to 5 after \'Final Score:\'.\n'
-    'Your task is provided as follows:\n'
-    'Text Caption: [{prompt}]'
+    "You are given a text caption and a generated image based on that caption. Your task is to evaluate this image based on two key criteria:\n"
+    "1. Alignment with the Caption: Assess how well this image aligns with the provided caption. Consider the accuracy of depicted objects, their relationships, and attributes as described in the caption.\n"
+    "2. Overall Image Quality: Examine the visual quality of this image, including clarity, detail preservation, color accuracy, and overall aesthetic appeal.\n"
+    "Extract key elements from the provided text caption, evaluate their presence in the generated image using the format: 'element (type): value' (where value=0 means not generated, and value=1 means generated), and assign a score from 1 to 5 after 'Final Score:'.\n"
+    "Your task is provided as follows:\n"
+    "Text Caption: [{prompt}]"
 )
 PROMPTS = ["a cat on a mat", "a photo of a dog"]
 OPTS = {"max_new_tokens": 8, "on_failure": {"substitute": 0.0}}
@@ -78,22 +78,31 @@ def test_the_default_runs_the_qwen_release_script(vlm_dirs):
     processor = AutoProcessor.from_pretrained(path)
     expected = []
     for prompt, img in zip(PROMPTS, imgs):
-        messages = [{"role": "user", "content": [{"type": "image", "image": img},
-                                                 {"type": "text", "text": QWEN_RELEASE_TEXT.replace("{prompt}", prompt)}]}]
+        messages = [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image", "image": img},
+                    {"type": "text", "text": QWEN_RELEASE_TEXT.replace("{prompt}", prompt)},
+                ],
+            }
+        ]
         text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         inputs = processor(text=[text], images=[img], padding=True, return_tensors="pt")
         with torch.no_grad():
             ids = model.generate(**inputs, max_new_tokens=8, do_sample=False)
-        trimmed = [o[len(i):] for i, o in zip(inputs.input_ids, ids)]
-        expected.append(processor.batch_decode(trimmed, skip_special_tokens=True,
-                                               clean_up_tokenization_spaces=False)[0].strip())
+        trimmed = [o[len(i) :] for i, o in zip(inputs.input_ids, ids)]
+        expected.append(
+            processor.batch_decode(trimmed, skip_special_tokens=True, clean_up_tokenization_spaces=False)[0].strip()
+        )
     assert out.extras["judgement"] == expected
     assert reward.resize is None and reward.backend.backbone.source.endswith("qwen2_5_vl")
 
 
 def test_preset_flow_grpo_locally_is_flow_grpos_question_with_the_image_at_its_slot(llava_dirs, direct, images):
-    reward = rewardzoo.load_reward({"name": "unified_reward", "model_path": llava_dirs["llava"],
-                                    "kwargs": {"preset": "flow_grpo", **OPTS}})
+    reward = rewardzoo.load_reward(
+        {"name": "unified_reward", "model_path": llava_dirs["llava"], "kwargs": {"preset": "flow_grpo", **OPTS}}
+    )
     out = reward(prompt=PROMPTS, image=images[:2])
     expected = []
     for prompt, img in zip(PROMPTS, images):
@@ -117,8 +126,12 @@ def sglang_chatml_llava(messages):
             continue
         n_images = sum(p["type"] == "image" for p in message["content"])
         image_token = "<image>" if n_images > 1 else "<image>" + "\n"
-        turns.append(("<|im_start|>user", "".join(image_token if p["type"] == "image" else p["text"]
-                                                  for p in message["content"])))
+        turns.append(
+            (
+                "<|im_start|>user",
+                "".join(image_token if p["type"] == "image" else p["text"] for p in message["content"]),
+            )
+        )
     ret = "<|im_start|>system\n" + system + "<|im_end|>" + "\n"
     for role, text in turns:
         ret += role + "\n" + text + "<|im_end|>" + "\n"
@@ -128,11 +141,20 @@ def sglang_chatml_llava(messages):
 def test_preset_flow_grpo_through_an_sglang_chatml_llava_server_matches_the_local_route(llava_dirs, images):
     server = ChatServer(llava_dirs["transformers"], render=sglang_chatml_llava)
     try:
-        local = rewardzoo.load_reward({"name": "unified_reward", "model_path": llava_dirs["llava"],
-                                       "kwargs": {"preset": "flow_grpo", **OPTS}})
-        remote = rewardzoo.load_reward({"name": "unified_reward", "kwargs": {
-            "preset": "flow_grpo", **OPTS, "backend": "openai",
-            "endpoint": {"url": server.url, "model": "UnifiedReward-7b-v1.5", "max_concurrency": 1}}})
+        local = rewardzoo.load_reward(
+            {"name": "unified_reward", "model_path": llava_dirs["llava"], "kwargs": {"preset": "flow_grpo", **OPTS}}
+        )
+        remote = rewardzoo.load_reward(
+            {
+                "name": "unified_reward",
+                "kwargs": {
+                    "preset": "flow_grpo",
+                    **OPTS,
+                    "backend": "openai",
+                    "endpoint": {"url": server.url, "model": "UnifiedReward-7b-v1.5", "max_concurrency": 1},
+                },
+            }
+        )
         out_local = local(prompt=PROMPTS, image=images[:2])
         out_remote = remote(prompt=PROMPTS, image=images[:2])
         assert out_remote.extras["judgement"] == out_local.extras["judgement"]

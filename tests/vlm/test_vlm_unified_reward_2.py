@@ -73,7 +73,7 @@ class Canned:
 
     def generate(self, queries, *, max_new_tokens):
         self.queries.extend(queries)
-        return list(self.texts[:len(queries)])
+        return list(self.texts[: len(queries)])
 
 
 def test_the_template_is_the_references_text():
@@ -81,8 +81,13 @@ def test_the_template_is_the_references_text():
 
 
 def test_the_parse_is_pref_grpos_and_the_score_the_configured_combination(vlm_dirs, images):
-    reward = rewardzoo.load_reward({"name": "unified_reward_2", "model_path": vlm_dirs["qwen3_vl"],
-                                    "kwargs": {"weights": {"alignment": 2, "style": 1}}})
+    reward = rewardzoo.load_reward(
+        {
+            "name": "unified_reward_2",
+            "model_path": vlm_dirs["qwen3_vl"],
+            "kwargs": {"weights": {"alignment": 2, "style": 1}},
+        }
+    )
     reward.backend = Canned(JUDGEMENTS)
     out = reward(prompt=["p"] * 3, image=images[:3])
     want = pref_grpo_dimensions(JUDGEMENTS)
@@ -92,8 +97,10 @@ def test_the_parse_is_pref_grpos_and_the_score_the_configured_combination(vlm_di
     assert out.extras["judgement"] == JUDGEMENTS
     plain = rewardzoo.load_reward({"name": "unified_reward_2", "model_path": vlm_dirs["qwen3_vl"]})
     plain.backend = Canned(JUDGEMENTS)
-    np.testing.assert_allclose(plain(prompt=["p"] * 3, image=images[:3]).rewards,
-                               [(w["alignment"] + w["coherence"] + w["style"]) / 15 for w in want])
+    np.testing.assert_allclose(
+        plain(prompt=["p"] * 3, image=images[:3]).rewards,
+        [(w["alignment"] + w["coherence"] + w["style"]) / 15 for w in want],
+    )
 
 
 def test_a_missing_or_off_scale_dimension_is_a_failure_never_a_silent_score(vlm_dirs, images):
@@ -103,20 +110,21 @@ def test_a_missing_or_off_scale_dimension_is_a_failure_never_a_silent_score(vlm_
     reward.backend = Canned(["Alignment Score (1-5): 3"])
     with pytest.raises(RewardOutputError, match="no 'Coherence Score"):
         reward(prompt=["p"], image=images[:1])
-    lenient = rewardzoo.load_reward({"name": "unified_reward_2", "model_path": vlm_dirs["qwen3_vl"],
-                                     "kwargs": {"on_failure": {"substitute": 0.0}}})
+    lenient = rewardzoo.load_reward(
+        {"name": "unified_reward_2", "model_path": vlm_dirs["qwen3_vl"], "kwargs": {"on_failure": {"substitute": 0.0}}}
+    )
     lenient.backend = Canned(["Alignment Score (1-5): 3", JUDGEMENTS[0]])
     out = lenient(prompt=["p", "q"], image=images[:2])
     assert list(out.extras["substituted"]) == [1.0, 0.0] and out.rewards[0] == 0.0
     assert math.isnan(out.extras["alignment"][0]) and out.extras["alignment"][1] == 4.0
 
 
-@pytest.mark.parametrize("weights", [{"beauty": 1}, {"alignment": -1}, {"alignment": 0}, [1, 2, 3],
-                                     {"style": True}])
+@pytest.mark.parametrize("weights", [{"beauty": 1}, {"alignment": -1}, {"alignment": 0}, [1, 2, 3], {"style": True}])
 def test_bad_weights_are_config_errors(vlm_dirs, weights):
     with pytest.raises(ConfigError, match="weights"):
-        rewardzoo.load_reward({"name": "unified_reward_2", "model_path": vlm_dirs["qwen3_vl"],
-                               "kwargs": {"weights": weights}})
+        rewardzoo.load_reward(
+            {"name": "unified_reward_2", "model_path": vlm_dirs["qwen3_vl"], "kwargs": {"weights": weights}}
+        )
 
 
 def direct_judgement(path, images, problem, max_new_tokens):
@@ -125,27 +133,29 @@ def direct_judgement(path, images, problem, max_new_tokens):
     processor = AutoProcessor.from_pretrained(path)
     model = AutoModelForImageTextToText.from_pretrained(path).eval()
     content = [{"type": "image", "image": img} for img in images] + [{"type": "text", "text": problem}]
-    text = processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
-                                         add_generation_prompt=True)
+    text = processor.apply_chat_template(
+        [{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True
+    )
     inputs = processor(text=[text], images=list(images), padding=True, return_tensors="pt")
     with torch.no_grad():
         ids = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
-    return processor.batch_decode(ids[:, inputs.input_ids.shape[1]:], skip_special_tokens=True,
-                                  clean_up_tokenization_spaces=False)[0].strip()
+    return processor.batch_decode(
+        ids[:, inputs.input_ids.shape[1] :], skip_special_tokens=True, clean_up_tokenization_spaces=False
+    )[0].strip()
 
 
 def test_the_local_backend_and_the_endpoint_give_transformers_own_judgement(vlm_dirs, images):
     path = vlm_dirs["qwen3_vl"]
     local = rewardzoo.load_reward({"name": "unified_reward_2", "model_path": path, "kwargs": OPTS})
     out = local(prompt=PROMPTS, image=images[:2])
-    expected = [direct_judgement(path, [im], UR2_PROBLEM.replace("{prompt}", p), 8)
-                for p, im in zip(PROMPTS, images)]
+    expected = [direct_judgement(path, [im], UR2_PROBLEM.replace("{prompt}", p), 8) for p, im in zip(PROMPTS, images)]
     assert out.extras["judgement"] == expected
     server = ChatServer(path)
     try:
         endpoint = {"url": server.url, "model": "UnifiedReward", "max_concurrency": 1}
-        remote = rewardzoo.load_reward({"name": "unified_reward_2",
-                                        "kwargs": {**OPTS, "backend": "openai", "endpoint": endpoint}})
+        remote = rewardzoo.load_reward(
+            {"name": "unified_reward_2", "kwargs": {**OPTS, "backend": "openai", "endpoint": endpoint}}
+        )
         out_remote = remote(prompt=PROMPTS, image=images[:2])
         assert out_remote.extras["judgement"] == expected
         for k, (prompt, img) in enumerate(zip(PROMPTS, images)):

@@ -108,8 +108,9 @@ def test_the_judge_gets_the_references_frames_and_the_parse_is_pref_grpos(vlm_di
     assert out.extras["judgement"] == JUDGEMENTS and "coherence" not in out.extras
     plain = _load(vlm_dirs["qwen3_vl"])
     plain.backend = Canned(JUDGEMENTS)
-    np.testing.assert_allclose(plain(prompt=["p"] * 3, video=videos).rewards,
-                               [(w["alignment"] + w["physics"] + w["style"]) / 15 for w in want])
+    np.testing.assert_allclose(
+        plain(prompt=["p"] * 3, video=videos).rewards, [(w["alignment"] + w["physics"] + w["style"]) / 15 for w in want]
+    )
 
 
 def test_an_image_judgement_is_not_a_video_one_and_failures_follow_the_policy(vlm_dirs, videos):
@@ -136,8 +137,12 @@ def test_bad_input_and_options_are_typed_errors_naming_the_sample(vlm_dirs, vide
     with pytest.raises(InputError) as caught:
         reward(prompt=["p", "q"], video=[videos[0], []])
     assert caught.value.sample == 1
-    for kwargs, field in [({"num_frames": 0}, None), ({"num_frames": 2.5}, None),
-                          ({"weights": {"coherence": 1}}, "kwargs.weights"), ({"fps": 2.0}, None)]:
+    for kwargs, field in [
+        ({"num_frames": 0}, None),
+        ({"num_frames": 2.5}, None),
+        ({"weights": {"coherence": 1}}, "kwargs.weights"),
+        ({"fps": 2.0}, None),
+    ]:
         with pytest.raises(ConfigError) as caught:
             _load(vlm_dirs["qwen3_vl"], **kwargs)
         assert field is None or caught.value.field == field
@@ -148,14 +153,17 @@ def test_the_local_backend_and_the_endpoint_give_transformers_own_judgement(vlm_
     clips = videos[1:]
     out = _load(path, **OPTS)(prompt=PROMPTS, video=clips)
     # the reference's 16 frames as 16 image parts, then the problem
-    expected = [direct_judgement(path, reference_frames(v), UR2_VIDEO_PROBLEM.replace("{prompt}", p),
-                                 OPTS["max_new_tokens"]) for p, v in zip(PROMPTS, clips)]
+    expected = [
+        direct_judgement(path, reference_frames(v), UR2_VIDEO_PROBLEM.replace("{prompt}", p), OPTS["max_new_tokens"])
+        for p, v in zip(PROMPTS, clips)
+    ]
     assert out.extras["judgement"] == expected
     server = ChatServer(path)
     try:
         endpoint = {"url": server.url, "model": "UnifiedReward", "max_concurrency": 1}
-        remote = rewardzoo.load_reward({"name": "video_unified_reward_2",
-                                        "kwargs": {**OPTS, "backend": "openai", "endpoint": endpoint}})
+        remote = rewardzoo.load_reward(
+            {"name": "video_unified_reward_2", "kwargs": {**OPTS, "backend": "openai", "endpoint": endpoint}}
+        )
         assert remote(prompt=PROMPTS, video=clips).extras["judgement"] == expected
         for k, (prompt, frames) in enumerate(zip(PROMPTS, clips)):
             *image_parts, text_part = server.bodies[k]["body"]["messages"][-1]["content"]

@@ -42,8 +42,9 @@ def _model_config(base, *, lora=True, inference=True):
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     """(released directory, base dir, PEFT reference model, processor with the reward tokens)."""
-    released, base, lora, processor = tiny_videoalign_release(tmp_path_factory.mktemp("videoalign"),
-                                                              max_pixels=MAX_PIXELS)
+    released, base, lora, processor = tiny_videoalign_release(
+        tmp_path_factory.mktemp("videoalign"), max_pixels=MAX_PIXELS
+    )
     state = torch.load(released / "checkpoint-7" / "model.pth", weights_only=True)
     assert "base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight" in state
     assert "base_model.model.visual.patch_embed.proj.weight" in state and "base_model.model.rm_head.weight" in state
@@ -89,8 +90,9 @@ def _reference(published, frames, prompt, *, normalize=True, lora_on=True):
     video = torch.from_numpy(np.stack([np.asarray(f) for f in frames])).permute(0, 3, 1, 2)  # decord: uint8 TCHW
     idx = torch.linspace(0, len(frames) - 1, _smart_nframes(len(frames))).round().long().tolist()
     video = video[idx]
-    video = resize(video, list(_smart_resize(*video.shape[-2:])), interpolation=InterpolationMode.BICUBIC,
-                   antialias=True).float()
+    video = resize(
+        video, list(_smart_resize(*video.shape[-2:])), interpolation=InterpolationMode.BICUBIC, antialias=True
+    ).float()
     msgs = [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": videoalign_text(prompt)}]}]
     text = processor.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
     batch = processor(text=[text], videos=[video], return_tensors="pt", videos_kwargs={"do_rescale": True})
@@ -158,8 +160,13 @@ def test_fixed_num_frames(published):
     videos = _videos(3, [(12, 64, 96)])
     # 12 frames at 4 fps give 6 frames by fps; num_frames 4 must give a different input and score
     by_fps = VideoAlign(model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS)
-    assert abs(float(r(video=videos, prompt=PROMPTS[:1]).rewards[0])
-               - float(by_fps(video=videos, prompt=PROMPTS[:1]).rewards[0])) > 1e-6
+    assert (
+        abs(
+            float(r(video=videos, prompt=PROMPTS[:1]).rewards[0])
+            - float(by_fps(video=videos, prompt=PROMPTS[:1]).rewards[0])
+        )
+        > 1e-6
+    )
 
 
 def test_released_layout_variants_and_config_errors(published, tmp_path):
@@ -200,9 +207,9 @@ def test_plain_full_state_dict_without_peft_loads(published, tmp_path):
     plain = {}
     for k, v in state.items():
         if k.startswith("model.language_model."):
-            k = "model." + k[len("model.language_model."):]
+            k = "model." + k[len("model.language_model.") :]
         elif k.startswith("model.visual."):
-            k = k[len("model."):]
+            k = k[len("model.") :]
         plain[k] = v
     folder = tmp_path / "plain" / "checkpoint-1"
     folder.mkdir(parents=True)
@@ -211,8 +218,12 @@ def test_plain_full_state_dict_without_peft_loads(published, tmp_path):
     a = VideoAlign(model_path=str(folder.parent), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS)
     b = VideoAlign(model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS)
     videos = _videos(4, VIDEOS[:1])
-    np.testing.assert_allclose(np.asarray(a(video=videos, prompt=PROMPTS[:1]).rewards),
-                               np.asarray(b(video=videos, prompt=PROMPTS[:1]).rewards), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        np.asarray(a(video=videos, prompt=PROMPTS[:1]).rewards),
+        np.asarray(b(video=videos, prompt=PROMPTS[:1]).rewards),
+        atol=1e-5,
+        rtol=0,
+    )
 
 
 def test_bad_inputs_are_input_errors(reward):
@@ -237,8 +248,13 @@ def test_loads_through_the_registry_card(published):
     import rewardzoo
 
     released, *_ = published
-    r = rewardzoo.load_reward({"name": "videoalign", "model_path": str(released),
-                               "kwargs": {"source_fps": SOURCE_FPS, "min_pixels": MIN_PIXELS}})
+    r = rewardzoo.load_reward(
+        {
+            "name": "videoalign",
+            "model_path": str(released),
+            "kwargs": {"source_fps": SOURCE_FPS, "min_pixels": MIN_PIXELS},
+        }
+    )
     assert r.info.name == "videoalign" and r.info.modality == "video"
     out = r(video=_videos(6, VIDEOS[:1]), prompt=PROMPTS[:1])
     assert set(out.extras) == {"VQ", "MQ", "TA"}
@@ -276,8 +292,16 @@ def test_processor_scores_video_files_and_reports_the_extras(published, tmp_path
     path = tmp_path / "clip.mp4"
     write_video(path, frames, fps=SOURCE_FPS)
     decoded = [Image.fromarray(f) for f in read_video(path)]
-    proc = RewardProcessor([{"name": "videoalign", "model_path": str(released), "device": "cpu",
-                             "kwargs": {"source_fps": SOURCE_FPS, "min_pixels": MIN_PIXELS}}])
+    proc = RewardProcessor(
+        [
+            {
+                "name": "videoalign",
+                "model_path": str(released),
+                "device": "cpu",
+                "kwargs": {"source_fps": SOURCE_FPS, "min_pixels": MIN_PIXELS},
+            }
+        ]
+    )
     result = proc([Sample(video=str(path), prompt=PROMPTS[0])])
     expected = _reference(published, decoded, PROMPTS[0])
     np.testing.assert_allclose(result.rewards["videoalign"], [expected[0]], atol=1e-5, rtol=0)
@@ -315,6 +339,7 @@ def test_head_dtype_and_merge_lora_options_are_checked(published):
     with pytest.raises(ConfigError) as info:
         VideoAlign(model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS, head_dtype="float8")
     assert info.value.field == "kwargs.head_dtype"
-    bf16_head = VideoAlign(model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS,
-                           head_dtype="bfloat16")
+    bf16_head = VideoAlign(
+        model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS, head_dtype="bfloat16"
+    )
     assert bf16_head.head.weight.dtype == torch.bfloat16

@@ -71,12 +71,12 @@ def reference_index(prompt_text, tokenizer, gen_ids):
     m = re.search(r"(?:\(\d+\)\s*|\n\s*)?" + re.escape(prompt_text), gen_str, flags=re.IGNORECASE)
     if not m:
         return -1
-    d = re.search(r"\d", gen_str[m.end():])
+    d = re.search(r"\d", gen_str[m.end() :])
     if not d:
         return -1
-    target = gen_str[:m.end() + d.start() + 1]
+    target = gen_str[: m.end() + d.start() + 1]
     for i in range(len(gen_ids)):
-        if tokenizer.decode(gen_ids[:i + 1], skip_special_tokens=False) == target:
+        if tokenizer.decode(gen_ids[: i + 1], skip_special_tokens=False) == target:
             return i
     return -1
 
@@ -108,7 +108,7 @@ def test_the_score_prefix_ends_where_the_references_score_token_starts(tiny, ans
         index = reference_index(label, tok, ids)
         assert index >= 0
         assert tok.decode(ids[:index]) == vs2.score_prefix(answer, label)
-        assert tok.decode(ids[index:index + 1]).strip().isdigit()
+        assert tok.decode(ids[index : index + 1]).strip().isdigit()
 
 
 def test_soft_score_is_the_references_formula(tiny):
@@ -127,7 +127,7 @@ class CannedGenerate:
         self.kind, self.io_bound = backend.kind, backend.io_bound
 
     def generate(self, queries, *, max_new_tokens):
-        return self.answers[:len(queries)]
+        return self.answers[: len(queries)]
 
     def answer_probs(self, queries, answers, **kw):
         return self.backend.answer_probs(queries, answers, **kw)
@@ -135,25 +135,42 @@ class CannedGenerate:
 
 def test_soft_scores_read_the_models_distribution_at_the_score_token(tiny, video_frames):
     path, processor, model = tiny
-    reward = rewardzoo.load_reward({"name": "videoscore2", "model_path": path,
-                                    "kwargs": {"num_frames": 4, "temperature": None}})
+    reward = rewardzoo.load_reward(
+        {"name": "videoscore2", "model_path": path, "kwargs": {"num_frames": 4, "temperature": None}}
+    )
     answers = [TIGHT[0], TIGHT[2]]
     reward.backend = CannedGenerate(reward.backend, answers)
     prompts = ["a dog runs", "a red car"]
     out = reward(prompt=prompts, video=video_frames)
     tok = processor.tokenizer
     for i, (frames, prompt, answer) in enumerate(zip(video_frames, prompts, answers)):
-        msgs = [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": vs2.QUERY.replace(
-            "{prompt}", prompt)}]}]
+        msgs = [
+            {
+                "role": "user",
+                "content": [{"type": "video"}, {"type": "text", "text": vs2.QUERY.replace("{prompt}", prompt)}],
+            }
+        ]
         rendered = processor.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         soft = []
         for label in LABELS:
             ids = tok.encode(answer, add_special_tokens=False)
             index = reference_index(label, tok, ids)
-            inputs = processor(text=[rendered + tok.decode(ids[:index])], videos=[list(frames)], return_tensors="pt",
-                               videos_kwargs={"do_sample_frames": False, "video_metadata": [{
-                                   "fps": 2.0, "total_num_frames": len(frames), "duration": len(frames) / 2.0,
-                                   "frames_indices": list(range(len(frames)))}]})
+            inputs = processor(
+                text=[rendered + tok.decode(ids[:index])],
+                videos=[list(frames)],
+                return_tensors="pt",
+                videos_kwargs={
+                    "do_sample_frames": False,
+                    "video_metadata": [
+                        {
+                            "fps": 2.0,
+                            "total_num_frames": len(frames),
+                            "duration": len(frames) / 2.0,
+                            "frames_indices": list(range(len(frames))),
+                        }
+                    ],
+                },
+            )
             with torch.no_grad():
                 logits = model(**inputs).logits[0, -1].float()
             soft.append(reference_soft(logits, tok))
@@ -166,13 +183,16 @@ def test_soft_scores_read_the_models_distribution_at_the_score_token(tiny, video
 
 def test_hard_mode_weights_and_failures(tiny, video_frames):
     path, _, _ = tiny
-    reward = rewardzoo.load_reward({"name": "videoscore2", "model_path": path,
-                                    "kwargs": {"num_frames": 4, "soft": False, "weights": [2, 1, 1]}})
+    reward = rewardzoo.load_reward(
+        {"name": "videoscore2", "model_path": path, "kwargs": {"num_frames": 4, "soft": False, "weights": [2, 1, 1]}}
+    )
     reward.backend = CannedGenerate(reward.backend, [ANSWERS[0], ANSWERS[1]])
     out = reward(prompt=["a", "b"], video=video_frames)
     np.testing.assert_allclose(out.rewards, [(2 * 4 + 3 + 5) / 4, (2 * 2 + 2 + 1) / 4])
-    reward.backend = CannedGenerate(reward.backend.backend, [ANSWERS[0], "visual quality: 7; text-to-video "
-                                                             "alignment: 3, physical/common-sense consistency: 3"])
+    reward.backend = CannedGenerate(
+        reward.backend.backend,
+        [ANSWERS[0], "visual quality: 7; text-to-video alignment: 3, physical/common-sense consistency: 3"],
+    )
     with pytest.raises(RewardOutputError):
         reward(prompt=["a", "b"], video=video_frames)
 
@@ -185,8 +205,16 @@ def test_through_an_endpoint_it_answers_as_locally(tiny, video_frames):
     try:
         opts = {"num_frames": 4, "soft": False, "max_new_tokens": 6, "on_failure": {"substitute": 0.0}}
         local = rewardzoo.load_reward({"name": "videoscore2", "model_path": path, "kwargs": opts})
-        remote = rewardzoo.load_reward({"name": "videoscore2", "kwargs": {
-            **opts, "backend": "openai", "endpoint": {"url": server.url, "model": "VideoScore2", "max_concurrency": 1}}})
+        remote = rewardzoo.load_reward(
+            {
+                "name": "videoscore2",
+                "kwargs": {
+                    **opts,
+                    "backend": "openai",
+                    "endpoint": {"url": server.url, "model": "VideoScore2", "max_concurrency": 1},
+                },
+            }
+        )
         prompts = ["a dog runs", "a red car"]
         out_remote = remote(prompt=prompts, video=video_frames)
         content = server.bodies[0]["body"]["messages"][-1]["content"]
@@ -252,21 +280,38 @@ def test_by_default_the_soft_scores_read_the_references_sampled_distribution(sam
     tok = processor.tokenizer
     finite = []
     for i, (frames, prompt, answer) in enumerate(zip(video_frames, prompts, answers)):
-        msgs = [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": vs2.QUERY.replace(
-            "{prompt}", prompt)}]}]
+        msgs = [
+            {
+                "role": "user",
+                "content": [{"type": "video"}, {"type": "text", "text": vs2.QUERY.replace("{prompt}", prompt)}],
+            }
+        ]
         rendered = processor.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         soft = []
         for label in LABELS:
             ids = tok.encode(answer, add_special_tokens=False)
             index = reference_index(label, tok, ids)
-            inputs = processor(text=[rendered + tok.decode(ids[:index])], videos=[list(frames)], return_tensors="pt",
-                               videos_kwargs={"do_sample_frames": False, "video_metadata": [{
-                                   "fps": 2.0, "total_num_frames": len(frames), "duration": len(frames) / 2.0,
-                                   "frames_indices": list(range(len(frames)))}]})
+            inputs = processor(
+                text=[rendered + tok.decode(ids[:index])],
+                videos=[list(frames)],
+                return_tensors="pt",
+                videos_kwargs={
+                    "do_sample_frames": False,
+                    "video_metadata": [
+                        {
+                            "fps": 2.0,
+                            "total_num_frames": len(frames),
+                            "duration": len(frames) / 2.0,
+                            "frames_indices": list(range(len(frames))),
+                        }
+                    ],
+                },
+            )
             with torch.no_grad():
                 logits = model(**inputs).logits[0, -1].float()
-            scores = reference_sampled_logits(logits, inputs["input_ids"][0], temperature=0.7,
-                                              repetition_penalty=1.05, top_k=250)
+            scores = reference_sampled_logits(
+                logits, inputs["input_ids"][0], temperature=0.7, repetition_penalty=1.05, top_k=250
+            )
             digit_ids = [tok.encode(d, add_special_tokens=False)[0] for d in vs2.DIGITS]
             finite.append(int(torch.isfinite(scores[digit_ids]).sum()))
             soft.append(reference_soft(scores, tok))
@@ -276,11 +321,17 @@ def test_by_default_the_soft_scores_read_the_references_sampled_distribution(sam
     assert min(finite) >= 2 and max(finite) < 5  # top-k masks some digits, the temperature weighs the rest
 
 
-@pytest.mark.parametrize("answer, want", [
-    ("(1) visual quality – clarity, smoothness, artifacts: 4\n(2) text-to-video alignment – fidelity to the prompt: "
-     "3\n(3) physical/common-sense consistency – naturalness and physics plausibility: 2", (4, 3, 2)),
-    ("visual quality: 5; text-to-video alignment: 4, physical/common-sense consistency: 1", (5, 4, 1)),
-])
+@pytest.mark.parametrize(
+    "answer, want",
+    [
+        (
+            "(1) visual quality – clarity, smoothness, artifacts: 4\n(2) text-to-video alignment – fidelity to the prompt: "
+            "3\n(3) physical/common-sense consistency – naturalness and physics plausibility: 2",
+            (4, 3, 2),
+        ),
+        ("visual quality: 5; text-to-video alignment: 4, physical/common-sense consistency: 1", (5, 4, 1)),
+    ],
+)
 def test_answers_that_copy_the_dimension_lines_parse(answer, want):
     """The shape seen in a public run log; the reference's own pattern, tried first, still decides the rest."""
     assert vs2.hard_scores(answer) == want

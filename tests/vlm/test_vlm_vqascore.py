@@ -26,8 +26,16 @@ def t2v_metrics_score(path, prompt, *, image=None, frames=None, answer="Yes"):
     inputs = processor(text=[text], padding=True, return_tensors="pt", **media)
     answer_id = processor.tokenizer.encode(answer, add_special_tokens=False)[0]
     with torch.inference_mode():
-        out = model.generate(**inputs, max_new_tokens=1, do_sample=False, output_scores=True,
-                             return_dict_in_generate=True, temperature=None, top_p=None, top_k=None)
+        out = model.generate(
+            **inputs,
+            max_new_tokens=1,
+            do_sample=False,
+            output_scores=True,
+            return_dict_in_generate=True,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+        )
     return float(torch.softmax(out.scores[0][0].float(), dim=-1)[answer_id])
 
 
@@ -37,8 +45,9 @@ def vqascore(vlm_dir):
 
 
 @pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl"])
-def test_vqascore_equals_the_probability_from_transformers_per_sample_batched_and_alone(vlm_dirs, family, images,
-                                                                                       prompts):
+def test_vqascore_equals_the_probability_from_transformers_per_sample_batched_and_alone(
+    vlm_dirs, family, images, prompts
+):
     reward = rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dirs[family]})
     expected = np.array([t2v_metrics_score(vlm_dirs[family], p, image=im) for p, im in zip(prompts, images)])
     batched = reward(prompt=prompts, image=images).rewards
@@ -70,16 +79,23 @@ def test_relative_mode_is_yes_over_yes_plus_no(vlm_dir, images, prompts, vqascor
     rel = rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dir, "kwargs": {"normalize": "relative"}})
     yes = vqascore(prompt=prompts, image=images).rewards
     no = rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dir, "kwargs": {"answer": "No"}})(
-        prompt=prompts, image=images).rewards
+        prompt=prompts, image=images
+    ).rewards
     np.testing.assert_allclose(rel(prompt=prompts, image=images).rewards, yes / (yes + no), rtol=1e-6)
 
 
 def test_the_template_and_answer_are_options(vlm_dir, images):
-    custom = rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dir,
-                                    "kwargs": {"question_template": "Is this {prompt}? Answer yes or no.",
-                                               "answer": "yes"}})
+    custom = rewardzoo.load_reward(
+        {
+            "name": "vqascore",
+            "model_path": vlm_dir,
+            "kwargs": {"question_template": "Is this {prompt}? Answer yes or no.", "answer": "yes"},
+        }
+    )
     default = rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dir})
-    assert custom(prompt=["a cat"], image=images[:1]).rewards[0] != default(prompt=["a cat"], image=images[:1]).rewards[0]
+    assert (
+        custom(prompt=["a cat"], image=images[:1]).rewards[0] != default(prompt=["a cat"], image=images[:1]).rewards[0]
+    )
     with pytest.raises(ConfigError, match="exactly one"):
         rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dir, "kwargs": {"question_template": "no slot"}})
     with pytest.raises(ConfigError, match="video judges only"):
@@ -100,16 +116,24 @@ def test_an_over_long_prompt_through_the_processor_names_the_reward_and_sample(s
 
 
 def test_vqascore_and_unified_reward_on_one_model_share_one_backbone(vlm_dir):
-    proc = rewardzoo.RewardProcessor([{"name": "vqascore", "model_path": vlm_dir},
-                                      {"name": "unified_reward", "model_path": vlm_dir, "kwargs": {"max_new_tokens": 4}}])
+    proc = rewardzoo.RewardProcessor(
+        [
+            {"name": "vqascore", "model_path": vlm_dir},
+            {"name": "unified_reward", "model_path": vlm_dir, "kwargs": {"max_new_tokens": 4}},
+        ]
+    )
     vq, ur = proc.loader.instances
     assert type(vq).__name__ == "VQAScore" and type(ur).__name__ == "UnifiedReward"
     assert vq.backend.backbone is ur.backend.backbone
 
 
 def test_an_unreachable_endpoint_is_an_error_by_default(images):
-    reward = rewardzoo.load_reward({"name": "vqascore", "kwargs": {
-        "backend": "openai", "endpoint": {"url": "http://127.0.0.1:9/v1", "model": "m", "retries": 0}}})
+    reward = rewardzoo.load_reward(
+        {
+            "name": "vqascore",
+            "kwargs": {"backend": "openai", "endpoint": {"url": "http://127.0.0.1:9/v1", "model": "m", "retries": 0}},
+        }
+    )
     with pytest.raises(RewardOutputError, match="reward .vqascore.: the judge gave no score for 1 of 1.*http"):
         reward(prompt=["a cat"], image=images[:1])
 
@@ -118,8 +142,9 @@ def test_direct_calls_accept_tensors_as_the_media_conversion_reads_them(vqascore
     from rewardzoo.shared.media import to_uint8_tensor
 
     tensor = to_uint8_tensor(images[0]).float() / 255.0
-    np.testing.assert_allclose(vqascore(prompt=["a cat"], image=[tensor]).rewards,
-                               vqascore(prompt=["a cat"], image=images[:1]).rewards)
+    np.testing.assert_allclose(
+        vqascore(prompt=["a cat"], image=[tensor]).rewards, vqascore(prompt=["a cat"], image=images[:1]).rewards
+    )
 
 
 @pytest.mark.parametrize("mode", ["cpu", "drop"])

@@ -56,9 +56,16 @@ class T2VMetrics:
         tok = self.processor.tokenizer
         answer_ids = tok.encode(answer, add_special_tokens=False)
         with torch.inference_mode():
-            out = self.model.generate(**inputs, max_new_tokens=1, temperature=1.0, do_sample=False, output_scores=True,
-                                      output_logits=raw, return_dict_in_generate=True)
-        generated = out.sequences[0][inputs.input_ids.shape[1]:]
+            out = self.model.generate(
+                **inputs,
+                max_new_tokens=1,
+                temperature=1.0,
+                do_sample=False,
+                output_scores=True,
+                output_logits=raw,
+                return_dict_in_generate=True,
+            )
+        generated = out.sequences[0][inputs.input_ids.shape[1] :]
         if generated[-1].item() in (tok.eos_token_id, tok.bos_token_id, tok.pad_token_id):
             raise ValueError("No content tokens to score after removing special tokens")  # as t2v_metrics
         logits = (out.logits if raw else out.scores)[-1][0]
@@ -66,8 +73,9 @@ class T2VMetrics:
 
     def image_score(self, image, prompt):
         resized = qwen_vl_utils_fetch_image(image)
-        return self.score(self.inputs({"type": "image", "image": resized}, prompt,
-                                      {"images": [resized], "do_resize": False}))
+        return self.score(
+            self.inputs({"type": "image", "image": resized}, prompt, {"images": [resized], "do_resize": False})
+        )
 
 
 @pytest.fixture(scope="module")
@@ -86,17 +94,19 @@ def reference(penalised_dir):
 @pytest.fixture(scope="module")
 def sized_images():
     rng = np.random.default_rng(4)  # sizes on both sides of the 28-pixel grid, one below the 3,136-pixel minimum
-    return [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for h, w in [(64, 80), (100, 60),
-                                                                                           (30, 40), (56, 56)]]
+    return [
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+        for h, w in [(64, 80), (100, 60), (30, 40), (56, 56)]
+    ]
 
 
 PROMPTS = ["a cat on a mat", "a photo of a dog", "two cats", "a red car"]
 
 
-def test_the_preset_equals_t2v_metrics_per_pair_with_the_checkpoints_processors(penalised_dir, reference,
-                                                                                  sized_images):
-    reward = rewardzoo.load_reward({"name": "vqascore", "model_path": penalised_dir,
-                                    "kwargs": {"preset": "t2v_metrics"}})
+def test_the_preset_equals_t2v_metrics_per_pair_with_the_checkpoints_processors(penalised_dir, reference, sized_images):
+    reward = rewardzoo.load_reward(
+        {"name": "vqascore", "model_path": penalised_dir, "kwargs": {"preset": "t2v_metrics"}}
+    )
     out = reward(prompt=PROMPTS, image=sized_images)  # one left-padded batch of mixed sizes
     expected = [reference.image_score(im, p) for im, p in zip(sized_images, PROMPTS)]
     np.testing.assert_allclose(out.rewards, expected, rtol=2e-5)
@@ -106,25 +116,41 @@ def test_the_preset_equals_t2v_metrics_per_pair_with_the_checkpoints_processors(
 
 def test_the_default_reads_the_raw_logits_which_the_penalty_moves_away_from(penalised_dir, reference, sized_images):
     default = rewardzoo.load_reward({"name": "vqascore", "model_path": penalised_dir})
-    preset = rewardzoo.load_reward({"name": "vqascore", "model_path": penalised_dir,
-                                    "kwargs": {"preset": "t2v_metrics"}})
+    preset = rewardzoo.load_reward(
+        {"name": "vqascore", "model_path": penalised_dir, "kwargs": {"preset": "t2v_metrics"}}
+    )
     ours = default(prompt=PROMPTS[:2], image=sized_images[:2]).rewards
-    raw = [reference.score(reference.inputs({"type": "image"}, p, {"images": [im]}), raw=True)
-           for im, p in zip(sized_images[:2], PROMPTS[:2])]
+    raw = [
+        reference.score(reference.inputs({"type": "image"}, p, {"images": [im]}), raw=True)
+        for im, p in zip(sized_images[:2], PROMPTS[:2])
+    ]
     np.testing.assert_allclose(ours, raw, rtol=2e-5)
     processed = preset(prompt=PROMPTS[:2], image=sized_images[:2]).rewards
     assert np.all(np.abs(np.log(processed) - np.log(ours)) > 1e-3)  # a penalty of 1.3 changes P(Yes)
 
 
 def test_the_video_preset_equals_generates_scores_on_the_same_frames(penalised_dir, reference, video_frames):
-    reward = rewardzoo.load_reward({"name": "video_vqascore", "model_path": penalised_dir,
-                                    "kwargs": {"preset": "t2v_metrics", "num_frames": 4}})
+    reward = rewardzoo.load_reward(
+        {"name": "video_vqascore", "model_path": penalised_dir, "kwargs": {"preset": "t2v_metrics", "num_frames": 4}}
+    )
     out = reward(prompt=PROMPTS[:2], video=video_frames)
     # the frames (64x96, 56x84) lie inside every bound, so the processor's own resize is the reference's
-    expected = [reference.score(reference.inputs({"type": "video"}, p, {
-        "videos": [frames], "videos_kwargs": {"do_sample_frames": False,
-                                              "video_metadata": [{"fps": 8.0, "total_num_frames": 4}]}}))
-        for frames, p in zip(video_frames, PROMPTS[:2])]
+    expected = [
+        reference.score(
+            reference.inputs(
+                {"type": "video"},
+                p,
+                {
+                    "videos": [frames],
+                    "videos_kwargs": {
+                        "do_sample_frames": False,
+                        "video_metadata": [{"fps": 8.0, "total_num_frames": 4}],
+                    },
+                },
+            )
+        )
+        for frames, p in zip(video_frames, PROMPTS[:2])
+    ]
     np.testing.assert_allclose(out.rewards, expected, rtol=2e-5)
 
 
@@ -136,18 +162,24 @@ def test_the_default_bounds_are_the_references(penalised_dir):
     assert video.backend.pixels.video_max_pixels == 360 * 420  # t2v_metrics' per-video max_pixels
     own = rewardzoo.load_reward({"name": "vqascore", "model_path": penalised_dir, "kwargs": {"max_pixels": 1003520}})
     assert own.backend.pixels.max_pixels == 1003520
-    served = rewardzoo.load_reward({"name": "vqascore", "kwargs": {
-        "backend": "openai", "endpoint": {"url": "http://127.0.0.1:9/v1"}}})  # the server owns its bounds
+    served = rewardzoo.load_reward(
+        {"name": "vqascore", "kwargs": {"backend": "openai", "endpoint": {"url": "http://127.0.0.1:9/v1"}}}
+    )  # the server owns its bounds
     assert served.backend.kind == "openai"
 
 
 def test_the_preset_refuses_what_t2v_metrics_cannot_run(vlm_dirs):
     with pytest.raises(ConfigError, match="backend: transformers") as exc:
-        rewardzoo.load_reward({"name": "vqascore", "kwargs": {
-            "preset": "t2v_metrics", "backend": "openai", "endpoint": {"url": "http://127.0.0.1:9/v1"}}})
+        rewardzoo.load_reward(
+            {
+                "name": "vqascore",
+                "kwargs": {"preset": "t2v_metrics", "backend": "openai", "endpoint": {"url": "http://127.0.0.1:9/v1"}},
+            }
+        )
     assert exc.value.field == "kwargs.preset"
     with pytest.raises(ConfigError, match="qwen3_vl"):
-        rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dirs["qwen3_vl"],
-                               "kwargs": {"preset": "t2v_metrics"}})
+        rewardzoo.load_reward(
+            {"name": "vqascore", "model_path": vlm_dirs["qwen3_vl"], "kwargs": {"preset": "t2v_metrics"}}
+        )
     with pytest.raises(ConfigError, match="preset"):
         rewardzoo.load_reward({"name": "vqascore", "model_path": vlm_dirs["qwen2_vl"], "kwargs": {"preset": "vbench"}})

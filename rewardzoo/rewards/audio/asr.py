@@ -66,16 +66,27 @@ class ASRAccuracy(PointwiseReward):
     inputs = Inputs(("audio", "prompt"), sample_rate=16000, max_seconds=30.0)
     metric_default = "wer"
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 metric: str | None = None, text_key: str | None = None, normalizer: str = "auto",
-                 language: str | None = None, task: str | None = None, max_new_tokens: int = 128) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        metric: str | None = None,
+        text_key: str | None = None,
+        normalizer: str = "auto",
+        language: str | None = None,
+        task: str | None = None,
+        max_new_tokens: int = 128,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         metric = metric or self.metric_default
         if metric not in METRICS:
             raise ConfigError(f"ASR metric must be 'wer' or 'cer', got {metric!r}", field="kwargs")
         if normalizer not in NORMALIZERS:
-            raise ConfigError(f"ASR normalizer must be one of {', '.join(NORMALIZERS)}, got {normalizer!r}",
-                              field="kwargs")
+            raise ConfigError(
+                f"ASR normalizer must be one of {', '.join(NORMALIZERS)}, got {normalizer!r}", field="kwargs"
+            )
         check_text_key(text_key, "ASR")
         from transformers import AutoConfig, AutoProcessor
 
@@ -87,18 +98,22 @@ class ASRAccuracy(PointwiseReward):
         self.processor = AutoProcessor.from_pretrained(path)
         if self.is_whisper:
             from transformers import WhisperForConditionalGeneration as model_cls
+
             self.ctc = False
         elif getattr(config, "architectures", None) and any("CTC" in a for a in config.architectures):
             from transformers import AutoModelForCTC as model_cls
+
             self.ctc = True
         else:
             from transformers import AutoModelForSpeechSeq2Seq as model_cls
+
             self.ctc = False
         self.model = model_cls.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
         self.sample_rate = int(self.processor.feature_extractor.sampling_rate)
         fields = ("audio", *text_fields(text_key))
-        self.inputs = replace(self.inputs, fields=fields, sample_rate=self.sample_rate,
-                              max_seconds=30.0 if self.is_whisper else 600.0)
+        self.inputs = replace(
+            self.inputs, fields=fields, sample_rate=self.sample_rate, max_seconds=30.0 if self.is_whisper else 600.0
+        )
         self.normalize = self._normalizer(normalizer)
 
     def _normalizer(self, name: str):
@@ -148,20 +163,27 @@ class ASRAccuracy(PointwiseReward):
         for i, clip in enumerate(clips):
             seconds = clip.shape[0] / self.sample_rate
             if seconds < MIN_SECONDS:
-                raise InputError(f"ASR needs at least {MIN_SECONDS:g} s of audio, got {seconds:.3f} s", field="audio",
-                                 sample=i)
+                raise InputError(
+                    f"ASR needs at least {MIN_SECONDS:g} s of audio, got {seconds:.3f} s", field="audio", sample=i
+                )
             if limit is not None and seconds > limit:
-                raise InputError(f"audio of {seconds:.1f} s is longer than this model's {limit:g} s", field="audio",
-                                 sample=i)
+                raise InputError(
+                    f"audio of {seconds:.1f} s is longer than this model's {limit:g} s", field="audio", sample=i
+                )
         voiced = [i for i, clip in enumerate(clips) if float(np.abs(clip).max()) >= SILENCE_PEAK]
         transcripts = [""] * len(clips)
         for i, text in zip(voiced, self.transcribe([clips[i] for i in voiced])):
             transcripts[i] = text
         return transcripts
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 prompt: Sequence[Any] | None = None, metadata: Sequence[Any] | None = None,
-                 **_: Any) -> RewardOutput:
+    def __call__(
+        self,
+        audio: Sequence[Any],
+        audio_sample_rate: Sequence[int] | None = None,
+        prompt: Sequence[Any] | None = None,
+        metadata: Sequence[Any] | None = None,
+        **_: Any,
+    ) -> RewardOutput:
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=self.sample_rate, mono=True)
         targets = target_texts(prompt, metadata, self.text_key, len(clips))
         transcripts = self.transcribe_voiced([c[0] for c in clips])

@@ -48,8 +48,17 @@ def load_aes_model(path: str) -> Any:
         raise MissingExtraError("audiobox_aesthetics", "audiobox_aesthetics", "audio") from None
     if os.path.isfile(path) and Path(path).suffix in (".pth", ".pt", ".ckpt"):
         ckpt = _plain_checkpoint(path)
-        keys = ("proj_num_layer", "proj_ln", "proj_act_fn", "proj_dropout", "nth_layer", "use_weighted_layer_sum",
-                "precision", "normalize_embed", "output_dim")
+        keys = (
+            "proj_num_layer",
+            "proj_ln",
+            "proj_act_fn",
+            "proj_dropout",
+            "nth_layer",
+            "use_weighted_layer_sum",
+            "precision",
+            "normalize_embed",
+            "output_dim",
+        )
         model = AesMultiOutput(**{k: ckpt["model_cfg"][k] for k in keys}, target_transform=ckpt["target_transform"])
         state = {k.removeprefix("model."): v for k, v in ckpt["state_dict"].items()}
         model.load_state_dict(state)
@@ -69,7 +78,9 @@ def _plain_checkpoint(path: str) -> Any:
             f"refusing to unpickle '{path}': it holds more than tensors and plain values ({refused_reason(exc)}). "
             "Convert it once, in a Python session where you trust the file: `torch.load(SRC, weights_only=False)`, "
             "build the model as the package's AesPredictor does, `model.save_pretrained(DIR)` (config.json + "
-            "model.safetensors); then give DIR as model_path", field="model_path") from None
+            "model.safetensors); then give DIR as model_path",
+            field="model_path",
+        ) from None
 
 
 class AudioboxAesthetics(PointwiseReward):
@@ -86,12 +97,20 @@ class AudioboxAesthetics(PointwiseReward):
 
     inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=600.0)
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 axis: str = "PQ", max_batch_windows: int = 8) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        axis: str = "PQ",
+        max_batch_windows: int = 8,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if axis not in AXES:
-            raise ConfigError(f"audiobox_aesthetics axis must be one of {', '.join(AXES)}, got {axis!r}",
-                              field="kwargs")
+            raise ConfigError(
+                f"audiobox_aesthetics axis must be one of {', '.join(AXES)}, got {axis!r}", field="kwargs"
+            )
         positive_int(max_batch_windows, "kwargs.max_batch_windows")
         self.axis = axis
         self.max_batch_windows = max_batch_windows
@@ -102,24 +121,26 @@ class AudioboxAesthetics(PointwiseReward):
             raise ConfigError(f"audiobox checkpoint has no target_transform for {missing}", field="model_path")
         self.transform = {a: (float(transform[a]["mean"]), float(transform[a]["std"])) for a in AXES}
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 **_: Any) -> RewardOutput:
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
         clips, _ = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)
         plan = []  # (clip, start, real samples)
         for i, clip in enumerate(clips):
             n = clip.shape[1]
             if n < MIN_SECONDS * SAMPLE_RATE:
-                raise InputError(f"audiobox_aesthetics needs at least {MIN_SECONDS:g} s of audio, got "
-                                 f"{n / SAMPLE_RATE:.3f} s", field="audio", sample=i)
+                raise InputError(
+                    f"audiobox_aesthetics needs at least {MIN_SECONDS:g} s of audio, got {n / SAMPLE_RATE:.3f} s",
+                    field="audio",
+                    sample=i,
+                )
             plan += [(i, s, min(WINDOW, n - s)) for s in range(0, n, WINDOW)]
         raw = {a: [] for a in AXES}
         with torch.inference_mode():
             for first in range(0, len(plan), self.max_batch_windows):
-                chunk = plan[first:first + self.max_batch_windows]
+                chunk = plan[first : first + self.max_batch_windows]
                 wav = torch.zeros(len(chunk), 1, WINDOW)
                 mask = torch.zeros(len(chunk), 1, WINDOW, dtype=torch.bool)
                 for j, (i, s, n) in enumerate(chunk):
-                    wav[j, 0, :n] = torch.from_numpy(np.array(clips[i][0, s:s + n]))
+                    wav[j, 0, :n] = torch.from_numpy(np.array(clips[i][0, s : s + n]))
                     mask[j, 0, :n] = True
                 preds = self.model({"wav": wav.to(self.device, self.dtype), "mask": mask.to(self.device)})
                 for a in AXES:

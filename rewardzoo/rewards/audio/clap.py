@@ -40,23 +40,30 @@ def _embedding(output: Any) -> torch.Tensor:
     """``get_*_features`` return a tensor (transformers 4) or an output with ``pooler_output`` (5)."""
     return output.pooler_output if hasattr(output, "pooler_output") else output
 
+
 TEXT_MAX_LENGTH = 77  # LAION CLAP's text length (its tokenizer call uses max_length=77); the HF tokenizer allows 512
 
 
 class ClapScore(PointwiseReward):
     """Score = ``cos(a, t)`` between the CLAP audio embedding of the clip and the text embedding of the prompt.
 
-    ``model_path``: a transformers CLAP checkpoint (hub id or local directory with the model and its
-    ``ClapProcessor``); default ``laion/larger_clap_general``. Inputs: ``audio`` (any rate and
-    channels; mixed to mono, resampled to the checkpoint's rate, fitted to its clip length as the
-    module docstring says) and ``prompt``. Prompts are truncated to ``text_max_length`` tokens (default
-77, LAION CLAP's; special tokens included). Range [-1, 1]; higher means a better audio-text match.
+        ``model_path``: a transformers CLAP checkpoint (hub id or local directory with the model and its
+        ``ClapProcessor``); default ``laion/larger_clap_general``. Inputs: ``audio`` (any rate and
+        channels; mixed to mono, resampled to the checkpoint's rate, fitted to its clip length as the
+        module docstring says) and ``prompt``. Prompts are truncated to ``text_max_length`` tokens (default
+    77, LAION CLAP's; special tokens included). Range [-1, 1]; higher means a better audio-text match.
     """
 
     inputs = Inputs(("audio", "prompt"), sample_rate=48000)  # the rate is replaced by the checkpoint's
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 text_max_length: int = TEXT_MAX_LENGTH) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        text_max_length: int = TEXT_MAX_LENGTH,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         self.text_max_length = positive_int(text_max_length, "kwargs.text_max_length")
         path = model_path or DEFAULT_MODEL
@@ -73,21 +80,25 @@ class ClapScore(PointwiseReward):
         feats = self.processor.feature_extractor(fitted, sampling_rate=self.sample_rate, return_tensors="pt")
         is_longer = torch.zeros((len(fitted), 1), dtype=torch.bool, device=self.device)
         with torch.inference_mode():
-            out = self.model.get_audio_features(input_features=feats["input_features"].to(self.device, self.dtype),
-                                                is_longer=is_longer)
+            out = self.model.get_audio_features(
+                input_features=feats["input_features"].to(self.device, self.dtype), is_longer=is_longer
+            )
         return torch.nn.functional.normalize(_embedding(out).float(), dim=-1)
 
     def text_embeddings(self, prompts: Sequence[str]) -> torch.Tensor:
         """L2-normalised text embeddings ``(N, D)``."""
-        tokens = self.processor.tokenizer(list(prompts), padding=True, truncation=True,
-                                          max_length=self.text_max_length, return_tensors="pt")
+        tokens = self.processor.tokenizer(
+            list(prompts), padding=True, truncation=True, max_length=self.text_max_length, return_tensors="pt"
+        )
         with torch.inference_mode():
-            out = self.model.get_text_features(input_ids=tokens["input_ids"].to(self.device),
-                                               attention_mask=tokens["attention_mask"].to(self.device))
+            out = self.model.get_text_features(
+                input_ids=tokens["input_ids"].to(self.device), attention_mask=tokens["attention_mask"].to(self.device)
+            )
         return torch.nn.functional.normalize(_embedding(out).float(), dim=-1)
 
-    def __call__(self, audio: Sequence[Any], prompt: Sequence[str], audio_sample_rate: Sequence[int] | None = None,
-                 **_: Any) -> RewardOutput:
+    def __call__(
+        self, audio: Sequence[Any], prompt: Sequence[str], audio_sample_rate: Sequence[int] | None = None, **_: Any
+    ) -> RewardOutput:
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=self.sample_rate, mono=True)
         prompts = list(prompt)
         if len(prompts) != len(clips):

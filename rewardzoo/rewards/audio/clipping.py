@@ -28,17 +28,26 @@ class AudioClipping(PointwiseReward):
 
     inputs = Inputs(("audio",), mono=False)
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 threshold: float = FULL_SCALE_16BIT) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        threshold: float = FULL_SCALE_16BIT,
+    ) -> None:
         super().__init__(model_path, device, dtype)
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
-                math.isfinite(threshold) and threshold > 0):
-            raise ConfigError(f"clipping threshold must be a positive number (full scale = 1.0), got {threshold!r}",
-                              field="kwargs")
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, (int, float))
+            or not (math.isfinite(threshold) and threshold > 0)
+        ):
+            raise ConfigError(
+                f"clipping threshold must be a positive number (full scale = 1.0), got {threshold!r}", field="kwargs"
+            )
         self.threshold = float(threshold)
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 **_: Any) -> RewardOutput:
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=None, mono=False)
         threshold = np.float32(self.threshold)
         fraction = np.array([np.count_nonzero(np.abs(c) >= threshold) / c.size for c in clips])

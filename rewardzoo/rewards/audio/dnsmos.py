@@ -46,12 +46,16 @@ MIN_SECONDS = 1.0
 
 #: Calibration polynomials (highest power first), from DNS-Challenge / speechmos.
 POLY = {
-    False: {"sig": (-0.08397278, 1.22083953, 0.0052439),
-            "bak": (-0.13166888, 1.60915514, -0.39604546),
-            "ovrl": (-0.06766283, 1.11546468, 0.04602535)},
-    True: {"sig": (-0.01019296, 0.02751166, 1.19576786, -0.24348726),
-           "bak": (-0.04976499, 0.44276479, -0.1644611, 0.96883132),
-           "ovrl": (-0.00533021, 0.005101, 1.18058466, -0.11236046)},
+    False: {
+        "sig": (-0.08397278, 1.22083953, 0.0052439),
+        "bak": (-0.13166888, 1.60915514, -0.39604546),
+        "ovrl": (-0.06766283, 1.11546468, 0.04602535),
+    },
+    True: {
+        "sig": (-0.01019296, 0.02751166, 1.19576786, -0.24348726),
+        "bak": (-0.04976499, 0.44276479, -0.1644611, 0.96883132),
+        "ovrl": (-0.00533021, 0.005101, 1.18058466, -0.11236046),
+    },
 }
 TARGETS = ("ovrl", "sig", "bak", "p808")
 
@@ -61,8 +65,9 @@ def _hz_to_mel(hz: np.ndarray) -> np.ndarray:
     hz = np.asarray(hz, dtype=np.float64)
     f_sp, min_log_hz = 200.0 / 3, 1000.0
     logstep = math.log(6.4) / 27.0
-    return np.where(hz >= min_log_hz, min_log_hz / f_sp + np.log(np.maximum(hz, min_log_hz) / min_log_hz) / logstep,
-                    hz / f_sp)
+    return np.where(
+        hz >= min_log_hz, min_log_hz / f_sp + np.log(np.maximum(hz, min_log_hz) / min_log_hz) / logstep, hz / f_sp
+    )
 
 
 def _mel_to_hz(mel: np.ndarray) -> np.ndarray:
@@ -72,8 +77,9 @@ def _mel_to_hz(mel: np.ndarray) -> np.ndarray:
     return np.where(mel >= min_log_mel, min_log_hz * np.exp(logstep * (mel - min_log_mel)), mel * f_sp)
 
 
-def slaney_mel_filterbank(sample_rate: int, n_fft: int, n_mels: int, fmin: float = 0.0,
-                          fmax: float | None = None) -> np.ndarray:
+def slaney_mel_filterbank(
+    sample_rate: int, n_fft: int, n_mels: int, fmin: float = 0.0, fmax: float | None = None
+) -> np.ndarray:
     """Mel filterbank ``(n_mels, 1 + n_fft // 2)`` defined like ``librosa.filters.mel`` (its defaults).
 
     Triangles between ``n_mels + 2`` points equally spaced on Slaney's mel scale, evaluated at the FFT
@@ -93,8 +99,7 @@ def slaney_mel_filterbank(sample_rate: int, n_fft: int, n_mels: int, fmin: float
 def window_starts(length: int) -> list[int]:
     """Start samples of the 9.01 s windows of a (tiled) 16 kHz clip of ``length`` samples (reference arithmetic)."""
     count = int(np.floor(length / SAMPLE_RATE) - INPUT_SECONDS) + 1
-    return [i * SAMPLE_RATE for i in range(count)
-            if int((i + INPUT_SECONDS) * SAMPLE_RATE) - i * SAMPLE_RATE >= WINDOW]
+    return [i * SAMPLE_RATE for i in range(count) if int((i + INPUT_SECONDS) * SAMPLE_RATE) - i * SAMPLE_RATE >= WINDOW]
 
 
 def tile_to_window(x: np.ndarray) -> np.ndarray:
@@ -131,14 +136,23 @@ class DNSMOS(PointwiseReward):
     inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=600.0)  # ~10 s of CPU per minute of audio
     personalized: ClassVar[bool] = False
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 target: str = "ovrl", personalized: bool | None = None, max_batch_windows: int = 16) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        target: str = "ovrl",
+        personalized: bool | None = None,
+        max_batch_windows: int = 16,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if target not in TARGETS:
             raise ConfigError(f"DNSMOS target must be one of {', '.join(TARGETS)}, got {target!r}", field="kwargs")
         if self.dtype_name != "float32":
-            raise ConfigError(f"DNSMOS runs its ONNX models in float32; dtype '{self.dtype_name}' is not supported",
-                              field="dtype")
+            raise ConfigError(
+                f"DNSMOS runs its ONNX models in float32; dtype '{self.dtype_name}' is not supported", field="dtype"
+            )
         positive_int(max_batch_windows, "kwargs.max_batch_windows")
         self.target = target
         self.personalized = type(self).personalized if personalized is None else bool(personalized)
@@ -160,15 +174,25 @@ class DNSMOS(PointwiseReward):
             primary, p808 = root / "sig_bak_ovr.onnx", root / "model_v8.onnx"
         for path in (primary, p808):
             if not path.is_file():
-                raise ConfigError(f"DNSMOS model file not found: '{path}' (model_path is a directory with "
-                                  "sig_bak_ovr.onnx and model_v8.onnx, or null for the speechmos weights)",
-                                  field="model_path")
+                raise ConfigError(
+                    f"DNSMOS model file not found: '{path}' (model_path is a directory with "
+                    "sig_bak_ovr.onnx and model_v8.onnx, or null for the speechmos weights)",
+                    field="model_path",
+                )
         return primary, p808
 
     def p808_features(self, segments: torch.Tensor) -> torch.Tensor:
         """P.808 input ``(B, 900, 120)`` from 16 kHz segments ``(B, 144000)`` (float32)."""
-        spec = torch.stft(segments, n_fft=N_FFT, hop_length=HOP, win_length=N_FFT, window=self._window,
-                          center=True, pad_mode="constant", return_complex=True)
+        spec = torch.stft(
+            segments,
+            n_fft=N_FFT,
+            hop_length=HOP,
+            win_length=N_FFT,
+            window=self._window,
+            center=True,
+            pad_mode="constant",
+            return_complex=True,
+        )
         power = spec.real.square() + spec.imag.square()
         mel = torch.matmul(self._fbank, power)  # (B, 120, frames)
         db = 10.0 * torch.log10(mel.clamp_min(1e-10))
@@ -189,26 +213,31 @@ class DNSMOS(PointwiseReward):
         plan = [(i, s) for i, x in enumerate(tiled) for s in window_starts(x.shape[0])]
         p835, p808 = [], []
         for first in range(0, len(plan), self.max_batch_windows):  # bounded memory for long/many clips
-            chunk = plan[first:first + self.max_batch_windows]
-            raw835, raw808 = self.raw_scores(np.stack([tiled[i][s:s + WINDOW] for i, s in chunk]))
+            chunk = plan[first : first + self.max_batch_windows]
+            raw835, raw808 = self.raw_scores(np.stack([tiled[i][s : s + WINDOW] for i, s in chunk]))
             p835.append(raw835)
             p808.append(raw808)
         raw = np.concatenate(p835)
         owner = np.array([i for i, _ in plan])
         counts = np.bincount(owner, minlength=len(clips))
-        per_window = {"sig": np.polyval(self._poly["sig"], raw[:, 0]),
-                      "bak": np.polyval(self._poly["bak"], raw[:, 1]),
-                      "ovrl": np.polyval(self._poly["ovrl"], raw[:, 2]),
-                      "p808": np.concatenate(p808)}
+        per_window = {
+            "sig": np.polyval(self._poly["sig"], raw[:, 0]),
+            "bak": np.polyval(self._poly["bak"], raw[:, 1]),
+            "ovrl": np.polyval(self._poly["ovrl"], raw[:, 2]),
+            "p808": np.concatenate(p808),
+        }
         return {k: np.bincount(owner, weights=v, minlength=len(clips)) / counts for k, v in per_window.items()}
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 **_: Any) -> RewardOutput:
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)
         for i, clip in enumerate(clips):
             if clip.shape[1] < MIN_SECONDS * SAMPLE_RATE:  # tiling a few samples to 9 s scores a made-up signal
-                raise InputError(f"DNSMOS needs at least {MIN_SECONDS:g} s of audio (shorter clips are tiled to its "
-                                 f"9.01 s window); got {clip.shape[1] / SAMPLE_RATE:.3f} s", field="audio", sample=i)
+                raise InputError(
+                    f"DNSMOS needs at least {MIN_SECONDS:g} s of audio (shorter clips are tiled to its "
+                    f"9.01 s window); got {clip.shape[1] / SAMPLE_RATE:.3f} s",
+                    field="audio",
+                    sample=i,
+                )
         mos = self.score_clips([c[0] for c in clips])
         return RewardOutput(mos[self.target], extras=mos)
 

@@ -50,9 +50,17 @@ class SpeechDurationRatio(PointwiseReward):
 
     inputs = Inputs(("audio", "prompt"))
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 unit: str = "word", rate: float | None = None, band: Sequence[float] = (0.7, 1.5),
-                 text_key: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        unit: str = "word",
+        rate: float | None = None,
+        band: Sequence[float] = (0.7, 1.5),
+        text_key: str | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if model_path is not None:
             raise ConfigError(f"{self.name} is model-free; model_path must be null", field="model_path")
@@ -68,17 +76,25 @@ class SpeechDurationRatio(PointwiseReward):
         self.text_key = check_text_key(text_key, self.name)
         self.inputs = replace(self.inputs, fields=("audio", *text_fields(self.text_key)))
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 prompt: Sequence[Any] | None = None, metadata: Sequence[Any] | None = None,
-                 **_: Any) -> RewardOutput:
+    def __call__(
+        self,
+        audio: Sequence[Any],
+        audio_sample_rate: Sequence[int] | None = None,
+        prompt: Sequence[Any] | None = None,
+        metadata: Sequence[Any] | None = None,
+        **_: Any,
+    ) -> RewardOutput:
         clips, rates = prepare_clips(audio, audio_sample_rate, mono=True)
         texts = target_texts(prompt, metadata, self.text_key, len(clips))
         expected = np.empty(len(clips))
         for i, text in enumerate(texts):
             units = text_units(text, self.unit)
             if units == 0:
-                raise InputError(f"the target text has no {self.unit}s to time: {text!r}",
-                                 field="metadata" if self.text_key else "prompt", sample=i)
+                raise InputError(
+                    f"the target text has no {self.unit}s to time: {text!r}",
+                    field="metadata" if self.text_key else "prompt",
+                    sample=i,
+                )
             expected[i] = units / self.rate
         seconds = np.asarray([c.shape[1] / r for c, r in zip(clips, rates)])
         ratio = seconds / expected

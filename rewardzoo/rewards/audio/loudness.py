@@ -47,10 +47,16 @@ def _biquad(kind: str, gain_db: float, q: float, fc: float, rate: float) -> tupl
     cos, alpha = math.cos(w0), math.sin(w0) / (2.0 * q)
     if kind == "high_shelf":
         root = 2.0 * math.sqrt(big_a) * alpha
-        b = [big_a * ((big_a + 1) + (big_a - 1) * cos + root), -2 * big_a * ((big_a - 1) + (big_a + 1) * cos),
-             big_a * ((big_a + 1) + (big_a - 1) * cos - root)]
-        a = [(big_a + 1) - (big_a - 1) * cos + root, 2 * ((big_a - 1) - (big_a + 1) * cos),
-             (big_a + 1) - (big_a - 1) * cos - root]
+        b = [
+            big_a * ((big_a + 1) + (big_a - 1) * cos + root),
+            -2 * big_a * ((big_a - 1) + (big_a + 1) * cos),
+            big_a * ((big_a + 1) + (big_a - 1) * cos - root),
+        ]
+        a = [
+            (big_a + 1) - (big_a - 1) * cos + root,
+            2 * ((big_a - 1) - (big_a + 1) * cos),
+            (big_a + 1) - (big_a - 1) * cos - root,
+        ]
     elif kind == "high_pass":
         b = [(1 + cos) / 2, -(1 + cos), (1 + cos) / 2]
         a = [1 + alpha, -2 * cos, 1 - alpha]
@@ -89,14 +95,18 @@ def integrated_loudness(audio: np.ndarray, rate: int) -> float:
     """
     channels, num_samples = audio.shape
     if rate < MIN_RATE:
-        raise InputError(f"loudness needs a sample rate of at least {MIN_RATE} Hz (the K-weighting shelf at 1.5 kHz "
-                         f"must lie well below Nyquist); got {rate} Hz")
+        raise InputError(
+            f"loudness needs a sample rate of at least {MIN_RATE} Hz (the K-weighting shelf at 1.5 kHz "
+            f"must lie well below Nyquist); got {rate} Hz"
+        )
     if channels > len(CHANNEL_GAINS):
-        raise InputError(f"BS.1770 loudness weights at most {len(CHANNEL_GAINS)} channels (L, R, C, Ls, Rs); "
-                         f"got {channels}")
+        raise InputError(
+            f"BS.1770 loudness weights at most {len(CHANNEL_GAINS)} channels (L, R, C, Ls, Rs); got {channels}"
+        )
     if num_samples < BLOCK_SECONDS * rate:
-        raise InputError(f"audio of {num_samples / rate:.3f} s is shorter than one {BLOCK_SECONDS * 1000:.0f} ms "
-                         "loudness block")
+        raise InputError(
+            f"audio of {num_samples / rate:.3f} s is shorter than one {BLOCK_SECONDS * 1000:.0f} ms loudness block"
+        )
     y = np.asarray(audio, dtype=np.float64)
     for b, a in k_weighting(rate):
         y = lfilter(b, a, y, axis=1)
@@ -104,7 +114,7 @@ def integrated_loudness(audio: np.ndarray, rate: int) -> float:
     # sums of squares between consecutive block edges (100 ms hops), then blocks as sums of hops:
     # cheaper than a cumulative sum over every sample, and exact up to float rounding
     edges = np.unique(np.concatenate([lower, upper]))
-    hops = np.add.reduceat(np.square(y[:, :edges[-1]]), edges[:-1], axis=1)
+    hops = np.add.reduceat(np.square(y[:, : edges[-1]]), edges[:-1], axis=1)
     energy = np.concatenate([np.zeros((channels, 1)), np.cumsum(hops, axis=1)], axis=1)
     z = (energy[:, np.searchsorted(edges, upper)] - energy[:, np.searchsorted(edges, lower)]) / (BLOCK_SECONDS * rate)
     gains = np.asarray(CHANNEL_GAINS[:channels])[:, None]
@@ -132,15 +142,15 @@ class Loudness(PointwiseReward):
 
     inputs = Inputs(("audio",), mono=False)
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 target: float = -23.0) -> None:
+    def __init__(
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *, target: float = -23.0
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if isinstance(target, bool) or not isinstance(target, (int, float)) or not math.isfinite(target):
             raise ConfigError(f"loudness target must be a finite number in LUFS, got {target!r}", field="kwargs")
         self.target = float(target)
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 **_: Any) -> RewardOutput:
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
         clips, rates = prepare_clips(audio, audio_sample_rate, target_rate=None, mono=False)
         lufs = []
         for i, (clip, rate) in enumerate(zip(clips, rates)):

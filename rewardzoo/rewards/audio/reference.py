@@ -53,27 +53,34 @@ class _ReferenceReward(PointwiseReward):
     #: Shortest clip (seconds, at the metric's rate) the metric is defined for.
     min_seconds: float = 0.0
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 align: str = "error") -> None:
+    def __init__(
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *, align: str = "error"
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if align not in ALIGN:
-            raise ConfigError(f"{self.name}: align must be one of {', '.join(ALIGN)}, got {align!r}",
-                              field="kwargs")
+            raise ConfigError(f"{self.name}: align must be one of {', '.join(ALIGN)}, got {align!r}", field="kwargs")
         self.align = align
 
-    def pairs(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None,
-              condition_audio: Sequence[Any] | None, condition_audio_sample_rate: Sequence[int] | None
-              ) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
+    def pairs(
+        self,
+        audio: Sequence[Any],
+        audio_sample_rate: Sequence[int] | None,
+        condition_audio: Sequence[Any] | None,
+        condition_audio_sample_rate: Sequence[int] | None,
+    ) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
         """Mono float32 ``(time,)`` outputs and references at a common rate, checked and aligned."""
         target = self.inputs.sample_rate
         clips, rates = prepare_clips(audio, audio_sample_rate, target_rate=target, mono=True)
         if condition_audio is None:
             raise InputError("needs condition_audio (the clean reference clip)", field="condition_audio")
         if len(list(condition_audio)) != len(clips):
-            raise InputError(f"got {len(clips)} audio clips but {len(list(condition_audio))} condition_audio clips",
-                             field="condition_audio")
-        refs, ref_rates = prepare_clips(condition_audio, condition_audio_sample_rate, target_rate=target, mono=True,
-                                        field="condition_audio")
+            raise InputError(
+                f"got {len(clips)} audio clips but {len(list(condition_audio))} condition_audio clips",
+                field="condition_audio",
+            )
+        refs, ref_rates = prepare_clips(
+            condition_audio, condition_audio_sample_rate, target_rate=target, mono=True, field="condition_audio"
+        )
         outs, cleans = [], []
         for i, (clip, rate, ref, ref_rate) in enumerate(zip(clips, rates, refs, ref_rates)):
             if ref_rate != rate:
@@ -81,25 +88,38 @@ class _ReferenceReward(PointwiseReward):
             x, s = clip[0], ref[0]
             if x.shape[0] != s.shape[0]:
                 if self.align != "trim":
-                    raise InputError(f"audio has {x.shape[0]} samples but condition_audio {s.shape[0]} at {rate} Hz "
-                                     f"({x.shape[0] / rate:.3f} s vs {s.shape[0] / rate:.3f} s); give clips of equal "
-                                     "length or set `kwargs: {align: trim}`", field="audio", sample=i)
+                    raise InputError(
+                        f"audio has {x.shape[0]} samples but condition_audio {s.shape[0]} at {rate} Hz "
+                        f"({x.shape[0] / rate:.3f} s vs {s.shape[0] / rate:.3f} s); give clips of equal "
+                        "length or set `kwargs: {align: trim}`",
+                        field="audio",
+                        sample=i,
+                    )
                 n = min(x.shape[0], s.shape[0])
                 x, s = x[:n], s[:n]
             if x.shape[0] < self.min_seconds * rate:
-                raise InputError(f"needs at least {self.min_seconds:g} s of audio, got {x.shape[0] / rate:.3f} s",
-                                 field="audio", sample=i)
+                raise InputError(
+                    f"needs at least {self.min_seconds:g} s of audio, got {x.shape[0] / rate:.3f} s",
+                    field="audio",
+                    sample=i,
+                )
             for fld, sig in (("audio", x), ("condition_audio", s)):
                 if float(np.abs(sig).max()) < SILENCE_PEAK:
-                    raise InputError(f"{fld} is silent (peak below {SILENCE_PEAK:g}); the metric is undefined",
-                                     field=fld, sample=i)
+                    raise InputError(
+                        f"{fld} is silent (peak below {SILENCE_PEAK:g}); the metric is undefined", field=fld, sample=i
+                    )
             outs.append(x)
             cleans.append(s)
         return outs, cleans, rates
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 condition_audio: Sequence[Any] | None = None,
-                 condition_audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
+    def __call__(
+        self,
+        audio: Sequence[Any],
+        audio_sample_rate: Sequence[int] | None = None,
+        condition_audio: Sequence[Any] | None = None,
+        condition_audio_sample_rate: Sequence[int] | None = None,
+        **_: Any,
+    ) -> RewardOutput:
         outs, refs, rates = self.pairs(audio, audio_sample_rate, condition_audio, condition_audio_sample_rate)
         return RewardOutput(self.score_pairs(outs, refs, rates))
 
@@ -126,8 +146,8 @@ class SISDR(_ReferenceReward):
         preds = torch.zeros(len(outs), length, dtype=torch.float64)
         target = torch.zeros_like(preds)
         for i, (x, s) in enumerate(zip(outs, refs)):  # centre each clip, then pad: padding adds nothing
-            preds[i, :x.shape[0]] = torch.from_numpy(x.astype(np.float64) - x.astype(np.float64).mean())
-            target[i, :s.shape[0]] = torch.from_numpy(s.astype(np.float64) - s.astype(np.float64).mean())
+            preds[i, : x.shape[0]] = torch.from_numpy(x.astype(np.float64) - x.astype(np.float64).mean())
+            target[i, : s.shape[0]] = torch.from_numpy(s.astype(np.float64) - s.astype(np.float64).mean())
         with torch.inference_mode():
             scores = si_sdr(preds.to(self.device), target.to(self.device), zero_mean=False).cpu()
         return scores.numpy()
@@ -149,8 +169,15 @@ class PESQ(_ReferenceReward):
     inputs = Inputs(("audio", "condition_audio"), sample_rate=16000)
     min_seconds = 0.25
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 mode: str = "wb", align: str = "error") -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        mode: str = "wb",
+        align: str = "error",
+    ) -> None:
         super().__init__(model_path, device, dtype, align=align)
         if mode not in PESQ_MODES:
             raise ConfigError(f"PESQ mode must be 'wb' (16 kHz) or 'nb' (8 kHz), got {mode!r}", field="kwargs")
@@ -165,8 +192,9 @@ class PESQ(_ReferenceReward):
         try:
             return float(pesq.pesq(rate, s.astype(np.float64), x.astype(np.float64), self.mode))
         except pesq.PesqError as exc:
-            raise InputError(f"PESQ cannot score this pair: {type(exc).__name__}: {exc}", field="audio",
-                             sample=index) from None
+            raise InputError(
+                f"PESQ cannot score this pair: {type(exc).__name__}: {exc}", field="audio", sample=index
+            ) from None
 
 
 STOI_RATE = 10000  # pystoi's internal rate
@@ -185,8 +213,15 @@ class STOI(_ReferenceReward):
     inputs = Inputs(("audio", "condition_audio"), sample_rate=STOI_RATE)
     min_seconds = 0.4
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 extended: bool = False, align: str = "error") -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        extended: bool = False,
+        align: str = "error",
+    ) -> None:
         super().__init__(model_path, device, dtype, align=align)
         if not isinstance(extended, bool):
             raise ConfigError(f"STOI extended must be true or false, got {extended!r}", field="kwargs")
@@ -201,6 +236,9 @@ class STOI(_ReferenceReward):
             warnings.simplefilter("always")
             value = float(stoi(s.astype(np.float64), x.astype(np.float64), rate, extended=self.extended))
         if any("Not enough STFT frames" in str(w.message) for w in caught) or not np.isfinite(value):
-            raise InputError("STOI needs at least 30 frames (about 0.4 s) of non-silent reference signal",
-                             field="audio", sample=index)
+            raise InputError(
+                "STOI needs at least 30 frames (about 0.4 s) of non-silent reference signal",
+                field="audio",
+                sample=index,
+            )
         return value

@@ -54,8 +54,9 @@ def voiced_frames(power_db: np.ndarray, floor_db: float) -> np.ndarray:
     return energy >= energy.max() - floor_db
 
 
-def repeated_fraction(power_db: np.ndarray, voiced: np.ndarray, min_lag: int, window: int,
-                      threshold: float) -> tuple[float, int]:
+def repeated_fraction(
+    power_db: np.ndarray, voiced: np.ndarray, min_lag: int, window: int, threshold: float
+) -> tuple[float, int]:
     """(share of voiced frames that repeat earlier ones, the lag in frames that found the most; 0 if none)."""
     n = power_db.shape[0]
     if not voiced.any() or n < min_lag + window:
@@ -67,7 +68,7 @@ def repeated_fraction(power_db: np.ndarray, voiced: np.ndarray, min_lag: int, wi
     best, best_lag = 0, 0
     kernel = np.full(window, 1.0 / window)
     for lag in range(min_lag, n - window + 1):
-        d = np.where(voiced[:n - lag] & voiced[lag:], np.diagonal(sim, lag), 0.0)
+        d = np.where(voiced[: n - lag] & voiced[lag:], np.diagonal(sim, lag), 0.0)
         hits = np.flatnonzero(np.convolve(d, kernel, mode="valid") >= threshold)
         if hits.size == 0:
             continue
@@ -83,8 +84,9 @@ def repeated_fraction(power_db: np.ndarray, voiced: np.ndarray, min_lag: int, wi
 
 def repeated_ngrams(hypothesis: Sequence[str], reference: Sequence[str], n: int) -> float:
     """Share of the word n-grams of ``hypothesis`` that occur more often than in ``reference`` (at least once)."""
+
     def grams(words: Sequence[str]) -> Counter:
-        return Counter(tuple(words[k:k + n]) for k in range(len(words) - n + 1))
+        return Counter(tuple(words[k : k + n]) for k in range(len(words) - n + 1))
 
     hyp, ref = grams(hypothesis), grams(reference)
     total = sum(hyp.values())
@@ -107,31 +109,45 @@ class Repetition(PointwiseReward):
     inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=60.0)
 
     @classmethod
-    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
-                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    def inner_rewards(
+        cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """The ``asr`` option as a reward entry (inheriting this entry's device and dtype)."""
         asr = kwargs.pop("asr", None)
         if asr is None:
             return kwargs, {}
         if not isinstance(asr, (str, Mapping)):
-            raise ConfigError(f"repetition: 'asr' must be a reward name or a mapping, got {type(asr).__name__}",
-                              field="kwargs.asr")
+            raise ConfigError(
+                f"repetition: 'asr' must be a reward name or a mapping, got {type(asr).__name__}", field="kwargs.asr"
+            )
         entry = {"reward_model": asr} if isinstance(asr, str) else dict(asr)
         entry.setdefault("device", device)
         entry.setdefault("dtype", dtype)
         return kwargs, {"asr": entry}
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 min_lag: float = 0.3, window: float = 0.4, threshold: float = 0.8, floor_db: float = 25.0,
-                 asr: Reward | None = None, ngram: int = 2, text_key: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        min_lag: float = 0.3,
+        window: float = 0.4,
+        threshold: float = 0.8,
+        floor_db: float = 25.0,
+        asr: Reward | None = None,
+        ngram: int = 2,
+        text_key: str | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if model_path is not None:
             raise ConfigError(f"{self.name} is model-free; model_path must be null", field="model_path")
         self.min_lag = max(1, round(positive_float(min_lag, "kwargs.min_lag") / FRAME_SECONDS))
         self.window = max(1, round(positive_float(window, "kwargs.window") / FRAME_SECONDS))
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1.0 < threshold <= 1.0:
-            raise ConfigError(f"{self.name} threshold must be a cosine in (-1, 1], got {threshold!r}",
-                              field="kwargs.threshold")
+            raise ConfigError(
+                f"{self.name} threshold must be a cosine in (-1, 1], got {threshold!r}", field="kwargs.threshold"
+            )
         self.threshold = float(threshold)
         self.floor_db = positive_float(floor_db, "kwargs.floor_db")
         self.ngram = positive_int(ngram, "kwargs.ngram")
@@ -139,33 +155,49 @@ class Repetition(PointwiseReward):
         self.asr = asr
         if asr is not None:
             if not callable(getattr(asr, "transcribe_voiced", None)):
-                raise ConfigError(f"{self.name}: 'asr' must be an ASR reward (asr_wer, asr_cer), got '{asr.name}'",
-                                  field="kwargs.asr")
-            self.inputs = replace(self.inputs, fields=("audio", *text_fields(self.text_key)),
-                                  sample_rate=asr.inputs.sample_rate, max_seconds=asr.inputs.max_seconds)
+                raise ConfigError(
+                    f"{self.name}: 'asr' must be an ASR reward (asr_wer, asr_cer), got '{asr.name}'", field="kwargs.asr"
+                )
+            self.inputs = replace(
+                self.inputs,
+                fields=("audio", *text_fields(self.text_key)),
+                sample_rate=asr.inputs.sample_rate,
+                max_seconds=asr.inputs.max_seconds,
+            )
             self.thread_safe = asr.thread_safe
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 **fields: Any) -> RewardOutput:
+    def __call__(
+        self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **fields: Any
+    ) -> RewardOutput:
         if self.asr is not None:
             return self._transcript_repeats(audio, audio_sample_rate, fields.get("prompt"), fields.get("metadata"))
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)
         repeated, lags = [], []
         for clip in clips:
             power_db = log_mel(clip[0])
-            share, lag = repeated_fraction(power_db, voiced_frames(power_db, self.floor_db), self.min_lag,
-                                           self.window, self.threshold)
+            share, lag = repeated_fraction(
+                power_db, voiced_frames(power_db, self.floor_db), self.min_lag, self.window, self.threshold
+            )
             repeated.append(share)
             lags.append(lag * FRAME_SECONDS)
         repeated_arr = np.asarray(repeated)
         return RewardOutput(1.0 - repeated_arr, extras={"repeated": repeated_arr, "lag": np.asarray(lags)})
 
-    def _transcript_repeats(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None,
-                            prompt: Sequence[Any] | None, metadata: Sequence[Any] | None) -> RewardOutput:
+    def _transcript_repeats(
+        self,
+        audio: Sequence[Any],
+        audio_sample_rate: Sequence[int] | None,
+        prompt: Sequence[Any] | None,
+        metadata: Sequence[Any] | None,
+    ) -> RewardOutput:
         asr = self.asr
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=asr.inputs.sample_rate, mono=True)
         targets = target_texts(prompt, metadata, self.text_key, len(clips))
         transcripts = asr.transcribe_voiced([c[0] for c in clips])
-        repeated = np.asarray([repeated_ngrams(asr.normalize(h).split(), asr.normalize(t).split(), self.ngram)
-                               for h, t in zip(transcripts, targets)])
+        repeated = np.asarray(
+            [
+                repeated_ngrams(asr.normalize(h).split(), asr.normalize(t).split(), self.ngram)
+                for h, t in zip(transcripts, targets)
+            ]
+        )
         return RewardOutput(1.0 - repeated, extras={"repeated": repeated, "transcript": transcripts})

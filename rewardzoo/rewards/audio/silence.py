@@ -30,8 +30,9 @@ def silences(segments: Sequence[dict], num_samples: int, rate: int) -> tuple[flo
     return starts[0] / rate, (num_samples - ends[-1]) / rate, pauses
 
 
-def excess_silence(leading: float, trailing: float, pauses: Sequence[float], max_edge: float,
-                   max_pause: float) -> float:
+def excess_silence(
+    leading: float, trailing: float, pauses: Sequence[float], max_edge: float, max_pause: float
+) -> float:
     """Seconds of silence beyond ``max_edge`` at each end and ``max_pause`` per internal pause."""
     return max(0.0, leading - max_edge) + max(0.0, trailing - max_edge) + sum(max(0.0, p - max_pause) for p in pauses)
 
@@ -46,19 +47,28 @@ class SilenceRatio(SpeechPresence):
     ``trailing``, ``internal`` (seconds; ``internal`` sums the pauses) and ``longest_pause``.
     """
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 max_edge: float = 0.3, max_pause: float = 0.75, **vad: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        max_edge: float = 0.3,
+        max_pause: float = 0.75,
+        **vad: Any,
+    ) -> None:
         super().__init__(model_path, device, dtype, **vad)
         for key, value in (("max_edge", max_edge), ("max_pause", max_pause)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < float("inf"):
-                raise ConfigError(f"{self.name} {key} must be a non-negative number of seconds, got {value!r}",
-                                  field=f"kwargs.{key}")
+                raise ConfigError(
+                    f"{self.name} {key} must be a non-negative number of seconds, got {value!r}", field=f"kwargs.{key}"
+                )
         self.max_edge, self.max_pause = float(max_edge), float(max_pause)
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 **_: Any) -> RewardOutput:
-        extras: dict[str, list[float]] = {k: [] for k in ("silence_ratio", "leading", "trailing", "internal",
-                                                           "longest_pause")}
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
+        extras: dict[str, list[float]] = {
+            k: [] for k in ("silence_ratio", "leading", "trailing", "internal", "longest_pause")
+        }
         for clip, found in zip(*self.speech_segments(audio, audio_sample_rate)):
             leading, trailing, pauses = silences(found, clip.shape[0], SAMPLE_RATE)
             seconds = clip.shape[0] / SAMPLE_RATE

@@ -37,8 +37,9 @@ class SpeakerSimilarity(PointwiseReward):
 
     inputs = Inputs(("audio", "condition_audio"), sample_rate=16000, max_seconds=600.0)
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 max_batch: int = 16) -> None:
+    def __init__(
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *, max_batch: int = 16
+    ) -> None:
         super().__init__(model_path, device, dtype)
         from transformers import AutoFeatureExtractor, WavLMForXVector
 
@@ -70,31 +71,47 @@ class SpeakerSimilarity(PointwiseReward):
         with torch.inference_mode():
             for members in by_length.values():
                 for first in range(0, len(members), self.max_batch):
-                    part = members[first:first + self.max_batch]
-                    feats = self.extractor([clips[i] for i in part], sampling_rate=self.sample_rate,
-                                           return_tensors="pt")
+                    part = members[first : first + self.max_batch]
+                    feats = self.extractor(
+                        [clips[i] for i in part], sampling_rate=self.sample_rate, return_tensors="pt"
+                    )
                     values = feats["input_values"].to(self.device, self.dtype)
                     out[part] = self.model(input_values=values).embeddings.float().cpu()
         return out
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 condition_audio: Sequence[Any] | None = None,
-                 condition_audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
+    def __call__(
+        self,
+        audio: Sequence[Any],
+        audio_sample_rate: Sequence[int] | None = None,
+        condition_audio: Sequence[Any] | None = None,
+        condition_audio_sample_rate: Sequence[int] | None = None,
+        **_: Any,
+    ) -> RewardOutput:
         clips, _ = prepare_clips(audio, audio_sample_rate, target_rate=self.sample_rate, mono=True)
         if condition_audio is None or len(list(condition_audio)) != len(clips):
-            raise InputError("needs one condition_audio clip (the reference speaker) per audio clip",
-                             field="condition_audio")
-        refs, _ = prepare_clips(condition_audio, condition_audio_sample_rate, target_rate=self.sample_rate,
-                                mono=True, field="condition_audio")
+            raise InputError(
+                "needs one condition_audio clip (the reference speaker) per audio clip", field="condition_audio"
+            )
+        refs, _ = prepare_clips(
+            condition_audio,
+            condition_audio_sample_rate,
+            target_rate=self.sample_rate,
+            mono=True,
+            field="condition_audio",
+        )
         for fld, group in (("audio", clips), ("condition_audio", refs)):
             for i, c in enumerate(group):
                 if c.shape[1] < self.min_samples:
-                    raise InputError(f"speaker_similarity needs at least {self.min_samples} samples "
-                                     f"({self.min_samples / self.sample_rate:.3f} s) per clip; got {c.shape[1]}",
-                                     field=fld, sample=i)
+                    raise InputError(
+                        f"speaker_similarity needs at least {self.min_samples} samples "
+                        f"({self.min_samples / self.sample_rate:.3f} s) per clip; got {c.shape[1]}",
+                        field=fld,
+                        sample=i,
+                    )
                 if float(np.abs(c).max()) < SILENCE_PEAK:
-                    raise InputError(f"{fld} is silent (peak below {SILENCE_PEAK:g}): no speaker to compare",
-                                     field=fld, sample=i)
+                    raise InputError(
+                        f"{fld} is silent (peak below {SILENCE_PEAK:g}): no speaker to compare", field=fld, sample=i
+                    )
         emb = self.embed([c[0] for c in clips] + [r[0] for r in refs])
         n = len(clips)
         cos = torch.nn.functional.cosine_similarity(emb[:n].double(), emb[n:].double(), dim=-1)

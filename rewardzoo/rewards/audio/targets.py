@@ -22,8 +22,9 @@ def text_fields(text_key: str | None) -> tuple[str, ...]:
     return ("metadata",) if text_key else ("prompt",)
 
 
-def target_texts(prompt: Sequence[Any] | None, metadata: Sequence[Any] | None, text_key: str | None,
-                 n: int) -> list[str]:
+def target_texts(
+    prompt: Sequence[Any] | None, metadata: Sequence[Any] | None, text_key: str | None, n: int
+) -> list[str]:
     """One target text per clip; InputError naming the field and the sample otherwise."""
     if text_key is None:
         if prompt is None or len(prompt) != n:
@@ -31,8 +32,7 @@ def target_texts(prompt: Sequence[Any] | None, metadata: Sequence[Any] | None, t
         out = []
         for i, text in enumerate(prompt):
             if not isinstance(text, str):
-                raise InputError(f"target text must be a string, got {type(text).__name__}", field="prompt",
-                                 sample=i)
+                raise InputError(f"target text must be a string, got {type(text).__name__}", field="prompt", sample=i)
             out.append(text)
         return out
     if metadata is None or len(metadata) != n:

@@ -50,42 +50,61 @@ class SpeechPresence(PointwiseReward):
     inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=600.0)
     thread_safe = False  # the model keeps its recurrent state between windows
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 threshold: float = 0.5, min_speech_duration_ms: int = 250, min_silence_duration_ms: int = 100,
-                 speech_pad_ms: int = 30) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        threshold: float = 0.5,
+        min_speech_duration_ms: int = 250,
+        min_silence_duration_ms: int = 100,
+        speech_pad_ms: int = 30,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold < 1.0:
             raise ConfigError(f"speech_presence threshold must be in (0, 1), got {threshold!r}", field="kwargs")
-        for key, value in (("min_speech_duration_ms", min_speech_duration_ms),
-                           ("min_silence_duration_ms", min_silence_duration_ms), ("speech_pad_ms", speech_pad_ms)):
+        for key, value in (
+            ("min_speech_duration_ms", min_speech_duration_ms),
+            ("min_silence_duration_ms", min_silence_duration_ms),
+            ("speech_pad_ms", speech_pad_ms),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"speech_presence {key} must be a non-negative integer, got {value!r}",
-                                  field="kwargs")
+                raise ConfigError(
+                    f"speech_presence {key} must be a non-negative integer, got {value!r}", field="kwargs"
+                )
         if model_path is not None:
-            raise ConfigError("speech_presence uses the Silero VAD weights of the silero-vad wheel; model_path must "
-                              "be null", field="model_path")
+            raise ConfigError(
+                "speech_presence uses the Silero VAD weights of the silero-vad wheel; model_path must be null",
+                field="model_path",
+            )
         from silero_vad import load_silero_vad
 
         self.model = load_silero_vad(onnx=False)
-        self.options = dict(threshold=float(threshold), min_speech_duration_ms=min_speech_duration_ms,
-                            min_silence_duration_ms=min_silence_duration_ms, speech_pad_ms=speech_pad_ms)
+        self.options = dict(
+            threshold=float(threshold),
+            min_speech_duration_ms=min_speech_duration_ms,
+            min_silence_duration_ms=min_silence_duration_ms,
+            speech_pad_ms=speech_pad_ms,
+        )
 
     def probabilities(self, clips: Sequence[np.ndarray]) -> list[list[float]]:
         """Silero speech probability per 512-sample window of each 16 kHz clip ``(time,)``, batched."""
         counts = [-(-c.shape[0] // WINDOW) for c in clips]
         batch = torch.zeros(len(clips), max(counts) * WINDOW)
         for i, c in enumerate(clips):
-            batch[i, :c.shape[0]] = torch.from_numpy(np.array(c, dtype=np.float32))  # a writable copy
+            batch[i, : c.shape[0]] = torch.from_numpy(np.array(c, dtype=np.float32))  # a writable copy
         self.model.reset_states()
         probs = []
         with torch.inference_mode():
             for k in range(max(counts)):
-                probs.append(self.model(batch[:, k * WINDOW:(k + 1) * WINDOW], SAMPLE_RATE)[:, 0])
+                probs.append(self.model(batch[:, k * WINDOW : (k + 1) * WINDOW], SAMPLE_RATE)[:, 0])
         table = torch.stack(probs, dim=1).tolist()
         return [row[:n] for row, n in zip(table, counts)]
 
-    def speech_segments(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None
-                        ) -> tuple[list[np.ndarray], list[list[dict]]]:
+    def speech_segments(
+        self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None
+    ) -> tuple[list[np.ndarray], list[list[dict]]]:
         """The 16 kHz mono clips ``(time,)`` of a call and silero-vad's speech segments of each
         (``{"start", "end"}`` sample indices), from ``get_speech_timestamps_from_probs`` with this reward's options."""
         from silero_vad import get_speech_timestamps_from_probs
@@ -93,16 +112,22 @@ class SpeechPresence(PointwiseReward):
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)
         for i, clip in enumerate(clips):
             if clip.shape[1] < WINDOW:
-                raise InputError(f"{self.name} needs at least {WINDOW} samples at 16 kHz ({WINDOW / SAMPLE_RATE * 1000:.0f}"
-                                 f" ms, one Silero window); got {clip.shape[1]}", field="audio", sample=i)
+                raise InputError(
+                    f"{self.name} needs at least {WINDOW} samples at 16 kHz ({WINDOW / SAMPLE_RATE * 1000:.0f}"
+                    f" ms, one Silero window); got {clip.shape[1]}",
+                    field="audio",
+                    sample=i,
+                )
         mono = [c[0] for c in clips]
-        segments = [get_speech_timestamps_from_probs(probs, sampling_rate=SAMPLE_RATE,
-                                                     audio_length_samples=clip.shape[0], **self.options)
-                    for clip, probs in zip(mono, self.probabilities(mono))]
+        segments = [
+            get_speech_timestamps_from_probs(
+                probs, sampling_rate=SAMPLE_RATE, audio_length_samples=clip.shape[0], **self.options
+            )
+            for clip, probs in zip(mono, self.probabilities(mono))
+        ]
         return mono, segments
 
-    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None,
-                 **_: Any) -> RewardOutput:
+    def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
         scores, silences = [], []
         for clip, found in zip(*self.speech_segments(audio, audio_sample_rate)):
             fraction, silence = presence(found, clip.shape[0], SAMPLE_RATE)

@@ -55,9 +55,21 @@ def off_diagonal(distances: np.ndarray) -> np.ndarray:
 class Embedder:
     """One embedding of images or videos for the diversity rewards (see the module docstring)."""
 
-    def __init__(self, embedding: str, model_path: str | None, device: str, dtype: Any, *, media: str,
-                 num_frames: int | None, batch_size: int, resize: int, pretrained: str | None, backend: str,
-                 processor_path: str | None) -> None:
+    def __init__(
+        self,
+        embedding: str,
+        model_path: str | None,
+        device: str,
+        dtype: Any,
+        *,
+        media: str,
+        num_frames: int | None,
+        batch_size: int,
+        resize: int,
+        pretrained: str | None,
+        backend: str,
+        processor_path: str | None,
+    ) -> None:
         self.embedding = choice(embedding, "kwargs.embedding", EMBEDDINGS)
         self.media = choice(media, "kwargs.media", MEDIA)
         self.num_frames = check_num_frames(num_frames)
@@ -71,8 +83,14 @@ class Embedder:
         else:
             from ...shared.clip import load_clip_backbone
 
-            self.clip = load_clip_backbone(self.model_path, backend=backend, device=device, dtype=dtype,
-                                           pretrained=pretrained, processor_path=processor_path)
+            self.clip = load_clip_backbone(
+                self.model_path,
+                backend=backend,
+                device=device,
+                dtype=dtype,
+                pretrained=pretrained,
+                processor_path=processor_path,
+            )
 
     def inputs(self) -> Inputs:
         """The medium as float tensors ((3, H, W), or (T, 3, H, W) with ``num_frames`` sampled frames)."""
@@ -108,7 +126,7 @@ class Embedder:
             by_size.setdefault(tuple(image.shape), []).append(i)
         for idx in by_size.values():
             for start in range(0, len(idx), self.batch_size):
-                chunk = idx[start:start + self.batch_size]
+                chunk = idx[start : start + self.batch_size]
                 batch = torch.stack([images[i] for i in chunk])
                 if self.embedding == "dino":
                     feats = self.dino.features(self.dino.preprocess(batch, self.resize))
@@ -149,23 +167,34 @@ def _float_frames(value: Any, sample: int):
     elif isinstance(value, (list, tuple)):
         frames = torch.stack([_float_image(f, sample, "video") for f in value]) if value else None
     else:
-        raise InputError(f"expected a video as a float tensor (T, 3, H, W) or a list of frames, got "
-                         f"{type(value).__name__}", field="video", sample=sample)
+        raise InputError(
+            f"expected a video as a float tensor (T, 3, H, W) or a list of frames, got {type(value).__name__}",
+            field="video",
+            sample=sample,
+        )
     if frames is None or frames.shape[0] == 0:
         raise InputError("the video has no frames", field="video", sample=sample)
     if frames.shape[1] != 3:
-        raise InputError(f"expected frames (T, 3, H, W), got shape {tuple(frames.shape)}", field="video",
-                         sample=sample)
+        raise InputError(f"expected frames (T, 3, H, W), got shape {tuple(frames.shape)}", field="video", sample=sample)
     if not bool(torch.isfinite(frames).all()):
         raise InputError("the video has NaN or infinite pixels", field="video", sample=sample)
     return frames
 
 
 def _embedder(model_path: str | None, device: str, dtype: Any, options: Mapping[str, Any]) -> Embedder:
-    return Embedder(options["embedding"], model_path, device, dtype, media=options["media"],
-                    num_frames=options["num_frames"], batch_size=options["embed_batch_size"],
-                    resize=options["resize"], pretrained=options["pretrained"], backend=options["backend"],
-                    processor_path=options["processor_path"])
+    return Embedder(
+        options["embedding"],
+        model_path,
+        device,
+        dtype,
+        media=options["media"],
+        num_frames=options["num_frames"],
+        batch_size=options["embed_batch_size"],
+        resize=options["resize"],
+        pretrained=options["pretrained"],
+        backend=options["backend"],
+        processor_path=options["processor_path"],
+    )
 
 
 class GroupDiversity(GroupwiseReward):
@@ -179,14 +208,37 @@ class GroupDiversity(GroupwiseReward):
 
     inputs: ClassVar[Inputs] = Inputs(("image", "group_id"), images="float")
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 embedding: str = "dino", media: str = "image", num_frames: int | None = 8,
-                 embed_batch_size: int = 32, resize: int = 224, pretrained: str | None = "openai",
-                 backend: str = "auto", processor_path: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        embedding: str = "dino",
+        media: str = "image",
+        num_frames: int | None = 8,
+        embed_batch_size: int = 32,
+        resize: int = 224,
+        pretrained: str | None = "openai",
+        backend: str = "auto",
+        processor_path: str | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
-        self.embedder = _embedder(model_path, device, self.dtype, dict(
-            embedding=embedding, media=media, num_frames=num_frames, embed_batch_size=embed_batch_size,
-            resize=resize, pretrained=pretrained, backend=backend, processor_path=processor_path))
+        self.embedder = _embedder(
+            model_path,
+            device,
+            self.dtype,
+            dict(
+                embedding=embedding,
+                media=media,
+                num_frames=num_frames,
+                embed_batch_size=embed_batch_size,
+                resize=resize,
+                pretrained=pretrained,
+                backend=backend,
+                processor_path=processor_path,
+            ),
+        )
         self.model_path = self.embedder.model_path
         own = self.embedder.inputs()
         self.inputs = replace(own, fields=(*own.fields, "group_id"))
@@ -194,8 +246,9 @@ class GroupDiversity(GroupwiseReward):
     def __call__(self, **fields: Sequence[Any]) -> RewardOutput:
         media = fields.get(self.embedder.media)
         if media is None:
-            raise InputError(f"group_diversity needs '{self.embedder.media}' on every sample",
-                             field=self.embedder.media)
+            raise InputError(
+                f"group_diversity needs '{self.embedder.media}' on every sample", field=self.embedder.media
+            )
         groups = group_positions(fields.get("group_id"), len(media))
         embeddings = self.embedder(media)
         mean, nearest = np.zeros(len(media)), np.zeros(len(media))
@@ -216,31 +269,65 @@ class DiversityWeighted(GroupwiseOverBase):
     its own inside ``base``). Extras: ``base_score``, ``diversity_weight``, ``distance``.
     """
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 base: Reward | None = None, base_batch_size: int | None = None, embedding: str = "dino",
-                 media: str = "image", num_frames: int | None = 8, embed_batch_size: int = 32, resize: int = 224,
-                 pretrained: str | None = "openai", backend: str = "auto", processor_path: str | None = None,
-                 distance: str = "nearest") -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        base: Reward | None = None,
+        base_batch_size: int | None = None,
+        embedding: str = "dino",
+        media: str = "image",
+        num_frames: int | None = 8,
+        embed_batch_size: int = 32,
+        resize: int = 224,
+        pretrained: str | None = "openai",
+        backend: str = "auto",
+        processor_path: str | None = None,
+        distance: str = "nearest",
+    ) -> None:
         self.distance = choice(distance, "kwargs.distance", DISTANCES)
         super().__init__(None, device, dtype, base=base, base_batch_size=base_batch_size)
-        self.embedder = _embedder(model_path, device, self.dtype, dict(
-            embedding=embedding, media=media, num_frames=num_frames, embed_batch_size=embed_batch_size,
-            resize=resize, pretrained=pretrained, backend=backend, processor_path=processor_path))
+        self.embedder = _embedder(
+            model_path,
+            device,
+            self.dtype,
+            dict(
+                embedding=embedding,
+                media=media,
+                num_frames=num_frames,
+                embed_batch_size=embed_batch_size,
+                resize=resize,
+                pretrained=pretrained,
+                backend=backend,
+                processor_path=processor_path,
+            ),
+        )
         self.model_path = self.embedder.model_path
         medium = self.embedder.media
         fields = (*self.base.inputs.fields, "group_id")
         if medium not in fields:  # the base does not see the medium: ours decides its form
             own = self.embedder.inputs()
-            self.inputs = replace(self.base.inputs, fields=(medium, *fields), images=own.images, frames=own.frames,
-                                  num_frames=own.num_frames)
+            self.inputs = replace(
+                self.base.inputs,
+                fields=(medium, *fields),
+                images=own.images,
+                frames=own.frames,
+                num_frames=own.num_frames,
+            )
         elif medium == "video" and self.base.inputs.num_frames != self.embedder.num_frames:
-            raise ConfigError(f"diversity_weighted: the base '{self.base.name}' samples "
-                              f"{self.base.inputs.num_frames} frames; set num_frames to the same "
-                              f"({self.base.inputs.num_frames}) so both see the same frames", field="kwargs.num_frames")
+            raise ConfigError(
+                f"diversity_weighted: the base '{self.base.name}' samples "
+                f"{self.base.inputs.num_frames} frames; set num_frames to the same "
+                f"({self.base.inputs.num_frames}) so both see the same frames",
+                field="kwargs.num_frames",
+            )
 
     @classmethod
-    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
-                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    def inner_rewards(
+        cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """As the other wrappers, except that ``model_path`` is the embedding model's (not refused)."""
         return super().inner_rewards(kwargs, model_path=None, device=device, dtype=dtype)
 

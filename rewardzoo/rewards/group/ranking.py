@@ -88,16 +88,20 @@ class GroupwiseOverBase(GroupwiseReward):
     has_base: ClassVar[bool] = True
 
     @classmethod
-    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
-                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    def inner_rewards(
+        cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """The ``base`` option as a reward entry (inheriting device and dtype); its ``batch_size``
         becomes the constructor's ``base_batch_size``."""
         if not cls.has_base:
             return super().inner_rewards(kwargs, model_path=model_path, device=device, dtype=dtype)
         base = kwargs.pop("base", None)
         if model_path is not None:
-            raise ConfigError(f"{cls.__name__} has no weights of its own; set model_path inside 'base' "
-                              f"(base: {{reward_model: ..., model_path: {model_path!r}}})", field="model_path")
+            raise ConfigError(
+                f"{cls.__name__} has no weights of its own; set model_path inside 'base' "
+                f"(base: {{reward_model: ..., model_path: {model_path!r}}})",
+                field="model_path",
+            )
         if base is None:  # the constructor says whether that is allowed
             return kwargs, {}
         if isinstance(base, str):
@@ -106,14 +110,20 @@ class GroupwiseOverBase(GroupwiseReward):
             entry = dict(base)
             unknown = [k for k in entry if k not in BASE_KEYS]
             if unknown:
-                raise ConfigError(f"{cls.__name__}: unknown key(s) {unknown} in 'base'; allowed: "
-                                  f"{', '.join(BASE_KEYS)}", field="kwargs.base")
+                raise ConfigError(
+                    f"{cls.__name__}: unknown key(s) {unknown} in 'base'; allowed: {', '.join(BASE_KEYS)}",
+                    field="kwargs.base",
+                )
             if not isinstance(entry.get("reward_model"), str):
-                raise ConfigError(f"{cls.__name__}: 'base' mapping needs 'reward_model' (a registry name or Python "
-                                  "path)", field="kwargs.base.reward_model")
+                raise ConfigError(
+                    f"{cls.__name__}: 'base' mapping needs 'reward_model' (a registry name or Python path)",
+                    field="kwargs.base.reward_model",
+                )
         else:
-            raise ConfigError(f"{cls.__name__}: 'base' must be a reward name or a mapping, got "
-                              f"{type(base).__name__}", field="kwargs.base")
+            raise ConfigError(
+                f"{cls.__name__}: 'base' must be a reward name or a mapping, got {type(base).__name__}",
+                field="kwargs.base",
+            )
         batch_size = entry.pop("batch_size", None)
         if batch_size is not None:
             kwargs["base_batch_size"] = positive_int(batch_size, "kwargs.base.batch_size")
@@ -121,16 +131,27 @@ class GroupwiseOverBase(GroupwiseReward):
         entry.setdefault("dtype", dtype)
         return kwargs, {"base": entry}
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 base: Reward | None = None, base_batch_size: int | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        base: Reward | None = None,
+        base_batch_size: int | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         cls = self.name
         if base is not None and not isinstance(base, Reward):
-            raise ConfigError(f"{cls}: 'base' must be a built reward; build the wrapper through the loader, e.g. "
-                              f"rewardzoo.load_reward('group_rank', base={base!r})", field="kwargs.base")
+            raise ConfigError(
+                f"{cls}: 'base' must be a built reward; build the wrapper through the loader, e.g. "
+                f"rewardzoo.load_reward('group_rank', base={base!r})",
+                field="kwargs.base",
+            )
         if base is None and self.base_required:
-            raise ConfigError(f"{cls} needs kwargs 'base': a reward name or a mapping with reward_model",
-                              field="kwargs.base")
+            raise ConfigError(
+                f"{cls} needs kwargs 'base': a reward name or a mapping with reward_model", field="kwargs.base"
+            )
         self.base = base
         self.base_batch_size = base_batch_size
         if base is None:
@@ -138,8 +159,10 @@ class GroupwiseOverBase(GroupwiseReward):
         self.inputs = base.inputs.with_fields((*base.inputs.fields, "group_id"))
         self.io_bound = base.io_bound  # over a served base, the wrapper's calls wait on the server too
         if base.kind == "groupwise" and base_batch_size is not None:
-            raise ConfigError(f"{cls}: base '{base.name}' is groupwise and takes whole groups; "
-                              "remove batch_size from 'base'", field="kwargs.base.batch_size")
+            raise ConfigError(
+                f"{cls}: base '{base.name}' is groupwise and takes whole groups; remove batch_size from 'base'",
+                field="kwargs.base.batch_size",
+            )
 
     # -- scoring --------------------------------------------------------------------------------
     def __call__(self, **fields: Sequence[Any]) -> RewardOutput:
@@ -208,12 +231,21 @@ class GroupNormalized(GroupwiseOverBase):
     Inputs: the base's fields + ``group_id``. Range (-inf, inf); higher is better.
     """
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 base: Reward | None = None, base_batch_size: int | None = None, ddof: int = 0,
-                 eps: float = 1e-4) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        base: Reward | None = None,
+        base_batch_size: int | None = None,
+        ddof: int = 0,
+        eps: float = 1e-4,
+    ) -> None:
         if isinstance(ddof, bool) or not isinstance(ddof, int) or ddof < 0:
-            raise ConfigError(f"GroupNormalized: ddof must be a non-negative integer, got {ddof!r}",
-                              field="kwargs.ddof")
+            raise ConfigError(
+                f"GroupNormalized: ddof must be a non-negative integer, got {ddof!r}", field="kwargs.ddof"
+            )
         eps = positive_float(eps, "kwargs.eps")
         super().__init__(model_path, device, dtype, base=base, base_batch_size=base_batch_size)
         self.ddof, self.eps = ddof, eps
@@ -256,42 +288,65 @@ class PairwiseWinRate(GroupwiseOverBase):
     base_required: ClassVar[bool] = False
     MODES: ClassVar[tuple[str, ...]] = ("hard", "soft")
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 base: Reward | None = None, base_batch_size: int | None = None,
-                 judge: str | Callable = "bradley_terry", judge_kwargs: Mapping[str, Any] | None = None,
-                 fields: Sequence[str] | None = None, use_tensor_inputs: bool | None = None,
-                 temperature: float = 1.0, mode: str = "hard") -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        base: Reward | None = None,
+        base_batch_size: int | None = None,
+        judge: str | Callable = "bradley_terry",
+        judge_kwargs: Mapping[str, Any] | None = None,
+        fields: Sequence[str] | None = None,
+        use_tensor_inputs: bool | None = None,
+        temperature: float = 1.0,
+        mode: str = "hard",
+    ) -> None:
         self.mode = choice(mode, "kwargs.mode", self.MODES)
         self.temperature = positive_float(temperature, "kwargs.temperature")
         self.bradley_terry = isinstance(judge, str) and judge.lower() in ("bradley_terry", "bt")
         if self.bradley_terry:
             if base is None:
-                raise ConfigError("PairwiseWinRate: the Bradley-Terry judge needs kwargs 'base' (the reward whose "
-                                  "scores it compares); or set 'judge' to a pairwise judge 'pkg.mod:callable'",
-                                  field="kwargs.base")
+                raise ConfigError(
+                    "PairwiseWinRate: the Bradley-Terry judge needs kwargs 'base' (the reward whose "
+                    "scores it compares); or set 'judge' to a pairwise judge 'pkg.mod:callable'",
+                    field="kwargs.base",
+                )
             if judge_kwargs or fields is not None or use_tensor_inputs is not None:
-                raise ConfigError("PairwiseWinRate: judge_kwargs / fields / use_tensor_inputs apply to a user judge "
-                                  "only; the Bradley-Terry judge takes them from its base", field="kwargs")
+                raise ConfigError(
+                    "PairwiseWinRate: judge_kwargs / fields / use_tensor_inputs apply to a user judge "
+                    "only; the Bradley-Terry judge takes them from its base",
+                    field="kwargs",
+                )
             super().__init__(model_path, device, dtype, base=base, base_batch_size=base_batch_size)
             self.judge = None
             return
         if base is not None:
-            raise ConfigError("PairwiseWinRate: give either 'base' (Bradley-Terry judge) or a user 'judge', not both",
-                              field="kwargs.base")
+            raise ConfigError(
+                "PairwiseWinRate: give either 'base' (Bradley-Terry judge) or a user 'judge', not both",
+                field="kwargs.base",
+            )
         super().__init__(model_path, device, dtype, base=None)
         self.judge_name = judge if isinstance(judge, str) else getattr(judge, "__qualname__", repr(judge))
         self.judge = _build_judge(judge, dict(judge_kwargs or {}), device, dtype)
         declared = fields if fields is not None else getattr(self.judge, "required_fields", None)
         if isinstance(declared, str) or not declared or not all(isinstance(f, str) for f in declared):
-            raise ConfigError("PairwiseWinRate: say which fields the judge receives: kwargs 'fields' (e.g. "
-                              "[prompt, image]) or a 'required_fields' attribute on the judge", field="kwargs.fields")
+            raise ConfigError(
+                "PairwiseWinRate: say which fields the judge receives: kwargs 'fields' (e.g. "
+                "[prompt, image]) or a 'required_fields' attribute on the judge",
+                field="kwargs.fields",
+            )
         unknown = [f for f in declared if f not in KNOWN_FIELDS]
         if unknown:
-            raise ConfigError(f"{self.name}: unknown judge field(s) {unknown}; known: {', '.join(KNOWN_FIELDS)}",
-                              field="kwargs.fields")
+            raise ConfigError(
+                f"{self.name}: unknown judge field(s) {unknown}; known: {', '.join(KNOWN_FIELDS)}",
+                field="kwargs.fields",
+            )
         # the judge's media forms: tensors when asked for (kwargs, else the judge's own attribute)
-        tensors = bool(getattr(self.judge, "use_tensor_inputs", False) if use_tensor_inputs is None
-                       else use_tensor_inputs)
+        tensors = bool(
+            getattr(self.judge, "use_tensor_inputs", False) if use_tensor_inputs is None else use_tensor_inputs
+        )
         settings = {k: getattr(self.judge, k) for k in ("num_frames", "sample_rate", "mono") if hasattr(self.judge, k)}
         fields_with_group = tuple(dict.fromkeys((*declared, "group_id")))
         self.inputs = (Inputs.tensors if tensors else Inputs)(fields_with_group, **settings)
@@ -324,9 +379,12 @@ class PairwiseWinRate(GroupwiseOverBase):
                     if not exc.inputs:
                         raise
                     both = sorted({int(idx[i]) for p in exc.inputs for i in pairs[p]})
-                    raise RewardOutputError(f"{exc.message} (pairs of samples "
-                                            f"{', '.join(f'{idx[pairs[p][0]]}-{idx[pairs[p][1]]}' for p in exc.inputs[:8])})",
-                                            reward=exc.reward or self.name, inputs=both) from exc
+                    raise RewardOutputError(
+                        f"{exc.message} (pairs of samples "
+                        f"{', '.join(f'{idx[pairs[p][0]]}-{idx[pairs[p][1]]}' for p in exc.inputs[:8])})",
+                        reward=exc.reward or self.name,
+                        inputs=both,
+                    ) from exc
                 for key, per_pair in extras.items():  # a pair's extra counts for both of its samples
                     total = pair_extras.setdefault(key, np.zeros(n, dtype=np.float64))
                     for (a, b), v in zip(pairs, per_pair):
@@ -350,9 +408,11 @@ class PairwiseWinRate(GroupwiseOverBase):
         values = list(values)
         bad = [k for k, v in extras.items() if len(v) != len(pairs)]
         if len(values) != len(pairs) or bad:
-            raise RewardOutputError(f"pairwise judge '{self.judge_name}'.judge_pairs returned {len(values)} values "
-                                    f"for {len(pairs)} pairs" + (f" (extras {bad} of another length)" if bad else ""),
-                                    reward=self.name)
+            raise RewardOutputError(
+                f"pairwise judge '{self.judge_name}'.judge_pairs returned {len(values)} values "
+                f"for {len(pairs)} pairs" + (f" (extras {bad} of another length)" if bad else ""),
+                reward=self.name,
+            )
         return values, dict(extras)
 
     def score_group(self, scores: np.ndarray) -> np.ndarray:
@@ -383,9 +443,11 @@ class PairwiseWinRate(GroupwiseOverBase):
         except (TypeError, ValueError):
             p = None
         if p is None or not (0.0 <= p <= 1.0):  # also catches NaN
-            raise RewardOutputError(f"pairwise judge '{self.judge_name}' returned {value!r} for the pair (inputs {i}, "
-                                    f"{j}); it must return P(first beats second), a number in [0, 1]",
-                                    reward=self.name)
+            raise RewardOutputError(
+                f"pairwise judge '{self.judge_name}' returned {value!r} for the pair (inputs {i}, "
+                f"{j}); it must return P(first beats second), a number in [0, 1]",
+                reward=self.name,
+            )
         return p
 
 
@@ -394,8 +456,10 @@ def _build_judge(judge: str | Callable, judge_kwargs: dict, device: str, dtype: 
     obj: Any = judge
     if isinstance(judge, str):
         if ":" not in judge and "." not in judge:
-            raise ConfigError(f"PairwiseWinRate: judge must be 'bradley_terry' or a Python path 'pkg.mod:callable', "
-                              f"got {judge!r}", field="kwargs.judge")
+            raise ConfigError(
+                f"PairwiseWinRate: judge must be 'bradley_terry' or a Python path 'pkg.mod:callable', got {judge!r}",
+                field="kwargs.judge",
+            )
         obj = import_path(judge)
     if isinstance(obj, type):
         try:
@@ -405,8 +469,9 @@ def _build_judge(judge: str | Callable, judge_kwargs: dict, device: str, dtype: 
         extra = {k: v for k, v in (("device", device), ("dtype", dtype)) if k in params and k not in judge_kwargs}
         obj = obj(**judge_kwargs, **extra)
     elif judge_kwargs:
-        raise ConfigError("PairwiseWinRate: judge_kwargs need a judge class; the judge is not a class",
-                          field="kwargs.judge_kwargs")
+        raise ConfigError(
+            "PairwiseWinRate: judge_kwargs need a judge class; the judge is not a class", field="kwargs.judge_kwargs"
+        )
     if not callable(obj):
         raise ConfigError(f"PairwiseWinRate: judge {judge!r} is not callable", field="kwargs.judge")
     return obj

@@ -20,8 +20,9 @@ from ...shared.clip import load_clip_backbone, resolve_weights_file
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
 
-OFFICIAL_HEAD_URL = ("https://github.com/christophschuhmann/improved-aesthetic-predictor/raw/main/"
-                     "sac+logos+ava1-l14-linearMSE.pth")
+OFFICIAL_HEAD_URL = (
+    "https://github.com/christophschuhmann/improved-aesthetic-predictor/raw/main/sac+logos+ava1-l14-linearMSE.pth"
+)
 
 
 class AestheticHead(nn.Module):
@@ -30,8 +31,15 @@ class AestheticHead(nn.Module):
     def __init__(self, input_dim: int = 768) -> None:
         super().__init__()
         self.layers = nn.Sequential(
-            nn.Linear(input_dim, 1024), nn.Dropout(0.2), nn.Linear(1024, 128), nn.Dropout(0.2),
-            nn.Linear(128, 64), nn.Dropout(0.1), nn.Linear(64, 16), nn.Linear(16, 1))
+            nn.Linear(input_dim, 1024),
+            nn.Dropout(0.2),
+            nn.Linear(1024, 128),
+            nn.Dropout(0.2),
+            nn.Linear(128, 64),
+            nn.Dropout(0.1),
+            nn.Linear(64, 16),
+            nn.Linear(16, 1),
+        )
 
     def forward(self, embedding: torch.Tensor) -> torch.Tensor:
         return self.layers(embedding).squeeze(-1)
@@ -44,8 +52,10 @@ def load_aesthetic_head(path: str) -> AestheticHead:
     except InputError as exc:
         raise ConfigError(exc.message, field="model_path") from None
     if "layers.0.weight" not in state:
-        raise ConfigError(f"'{path}' is not a LAION aesthetic v2 head (no 'layers.0.weight'; keys: "
-                          f"{sorted(state)[:6]})", field="model_path")
+        raise ConfigError(
+            f"'{path}' is not a LAION aesthetic v2 head (no 'layers.0.weight'; keys: {sorted(state)[:6]})",
+            field="model_path",
+        )
     head = AestheticHead(int(state["layers.0.weight"].shape[1]))
     try:
         head.load_state_dict(state, strict=True)
@@ -55,8 +65,7 @@ def load_aesthetic_head(path: str) -> AestheticHead:
 
 
 #: The LAION aesthetic predictor v1 linear head on CLIP ViT-L/14 (the one VBench's aesthetic quality uses).
-OFFICIAL_LINEAR_HEAD_URL = ("https://github.com/LAION-AI/aesthetic-predictor/raw/main/"
-                            "sa_0_4_vit_l_14_linear.pth")
+OFFICIAL_LINEAR_HEAD_URL = "https://github.com/LAION-AI/aesthetic-predictor/raw/main/sa_0_4_vit_l_14_linear.pth"
 
 
 def load_linear_aesthetic_head(path: str, field: str = "kwargs.linear_head_path") -> nn.Linear:
@@ -68,8 +77,11 @@ def load_linear_aesthetic_head(path: str, field: str = "kwargs.linear_head_path"
         raise ConfigError(exc.message, field=field) from None
     weight = state.get("weight")
     if weight is None or weight.ndim != 2 or weight.shape[0] != 1 or set(state) != {"weight", "bias"}:
-        raise ConfigError(f"'{path}' is not a LAION aesthetic v1 linear head (expected exactly 'weight' (1, D) and "
-                          f"'bias'; keys: {sorted(state)[:6]})", field=field)
+        raise ConfigError(
+            f"'{path}' is not a LAION aesthetic v1 linear head (expected exactly 'weight' (1, D) and "
+            f"'bias'; keys: {sorted(state)[:6]})",
+            field=field,
+        )
     head = nn.Linear(int(weight.shape[1]), 1)
     try:
         head.load_state_dict(state, strict=True)
@@ -90,16 +102,27 @@ class LaionAesthetic(PointwiseReward):
 
     inputs = Inputs(("image",), images="uint8")
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 clip_model: str = "ViT-L-14", clip_pretrained: str | None = "openai",
-                 backend: str = "auto") -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        clip_model: str = "ViT-L-14",
+        clip_pretrained: str | None = "openai",
+        backend: str = "auto",
+    ) -> None:
         super().__init__(model_path, device, dtype)
         self.head = load_aesthetic_head(resolve_weights_file(model_path or OFFICIAL_HEAD_URL)).to(device)
-        self.backbone = load_clip_backbone(clip_model, backend=backend, device=device, dtype=self.dtype,
-                                           pretrained=clip_pretrained)
+        self.backbone = load_clip_backbone(
+            clip_model, backend=backend, device=device, dtype=self.dtype, pretrained=clip_pretrained
+        )
         if self.backbone.embed_dim != self.head.layers[0].in_features:
-            raise ConfigError(f"the head expects {self.head.layers[0].in_features}-d embeddings but '{clip_model}' "
-                              f"gives {self.backbone.embed_dim}-d ones", field="kwargs")
+            raise ConfigError(
+                f"the head expects {self.head.layers[0].in_features}-d embeddings but '{clip_model}' "
+                f"gives {self.backbone.embed_dim}-d ones",
+                field="kwargs",
+            )
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, **_: Any) -> RewardOutput:
         emb = self.backbone.encode_images(image)

@@ -32,13 +32,27 @@ class ClipScore(PointwiseReward):
     w: ClassVar[float] = 2.5
     default_model: ClassVar[str] = "ViT-B-32"
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 pretrained: str | None = "openai", backend: str = "auto", prefix: str = "A photo depicts ",
-                 processor_path: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        pretrained: str | None = "openai",
+        backend: str = "auto",
+        prefix: str = "A photo depicts ",
+        processor_path: str | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         self.prefix = str(prefix)
-        self.backbone = load_clip_backbone(model_path or self.default_model, backend=backend, device=device,
-                                           dtype=self.dtype, pretrained=pretrained, processor_path=processor_path)
+        self.backbone = load_clip_backbone(
+            model_path or self.default_model,
+            backend=backend,
+            device=device,
+            dtype=self.dtype,
+            pretrained=pretrained,
+            processor_path=processor_path,
+        )
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:
         check_pairs(image=image, prompt=prompt)
@@ -47,8 +61,9 @@ class ClipScore(PointwiseReward):
         score, cos = self.formula(img, text)
         return RewardOutput(score.cpu(), extras={"cosine": cos.cpu()})
 
-    def score_pixels(self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False,
-                     **_: Any) -> torch.Tensor:
+    def score_pixels(
+        self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False, **_: Any
+    ) -> torch.Tensor:
         """Differentiable CLIPScore of float pixels (B, 3, H, W) in [0, 1] -> (B,), on the pixels' graph
         (same model and :meth:`formula` as a call; preprocessing in float, see ``ClipBackbone.encode_pixels``)."""
         check_pairs(image=pixels, prompt=prompt)

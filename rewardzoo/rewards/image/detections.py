@@ -37,8 +37,9 @@ class Detections:
         if n == 0 and scores.size == 0:
             scores = scores.reshape(0)
         if scores.shape != (n,):
-            raise ValueError(f"Detections: scores must have shape ({n},) to match {n} labels, "
-                             f"got {np.shape(self.scores)}")
+            raise ValueError(
+                f"Detections: scores must have shape ({n},) to match {n} labels, got {np.shape(self.scores)}"
+            )
         if n and (not np.isfinite(scores).all() or scores.min() < 0 or scores.max() > 1):
             raise ValueError(f"Detections: scores must be finite and in [0, 1], got {scores.tolist()}")
         boxes = np.asarray(self.boxes, dtype=np.float32)
@@ -60,10 +61,16 @@ class Detections:
             if n == 0 and masks.size == 0:
                 masks = masks.reshape(0, height, width)
             if masks.shape != (n, height, width):
-                raise ValueError(f"Detections: masks must have shape ({n}, {height}, {width}) "
-                                 f"(N, height, width), got {masks.shape}")
-        for name, value in (("labels", labels), ("scores", scores), ("boxes", boxes), ("image_size", size),
-                            ("masks", masks)):
+                raise ValueError(
+                    f"Detections: masks must have shape ({n}, {height}, {width}) (N, height, width), got {masks.shape}"
+                )
+        for name, value in (
+            ("labels", labels),
+            ("scores", scores),
+            ("boxes", boxes),
+            ("image_size", size),
+            ("masks", masks),
+        ):
             object.__setattr__(self, name, value)
 
     @classmethod
@@ -81,8 +88,7 @@ class Detections:
         keep = np.asarray(keep)
         if keep.dtype == np.bool_:
             if keep.shape != (len(self),):
-                raise ValueError(f"Detections.select: a boolean mask must have shape ({len(self)},), "
-                                 f"got {keep.shape}")
+                raise ValueError(f"Detections.select: a boolean mask must have shape ({len(self)},), got {keep.shape}")
             index = np.flatnonzero(keep)
         elif keep.size == 0:
             index = np.zeros(0, dtype=np.int64)
@@ -92,8 +98,13 @@ class Detections:
                 raise IndexError(f"Detections.select: index out of range for {len(self)} detections")
         else:
             raise TypeError(f"Detections.select: expected a boolean mask or integer indices, got {keep.dtype}")
-        return Detections(tuple(self.labels[i] for i in index), self.scores[index], self.boxes[index],
-                          self.image_size, None if self.masks is None else self.masks[index])
+        return Detections(
+            tuple(self.labels[i] for i in index),
+            self.scores[index],
+            self.boxes[index],
+            self.image_size,
+            None if self.masks is None else self.masks[index],
+        )
 
     def of_class(self, name: str) -> Detections:
         """The detections labelled ``name``."""

@@ -38,10 +38,19 @@ from .geneval_rules import (
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 #: Other spellings of COCO classes (detectron2's, VOC-style), keyed by their lower-case alphanumeric form.
-_COCO_ALIASES = {"mouse": "computer mouse", "remote": "tv remote", "keyboard": "computer keyboard",
-                 "motorbike": "motorcycle", "aeroplane": "airplane", "sofa": "couch", "tvmonitor": "tv",
-                 "pottedplant": "potted plant", "diningtable": "dining table", "hairdryer": "hair drier",
-                 "doughnut": "donut"}
+_COCO_ALIASES = {
+    "mouse": "computer mouse",
+    "remote": "tv remote",
+    "keyboard": "computer keyboard",
+    "motorbike": "motorcycle",
+    "aeroplane": "airplane",
+    "sofa": "couch",
+    "tvmonitor": "tv",
+    "pottedplant": "potted plant",
+    "diningtable": "dining table",
+    "hairdryer": "hair drier",
+    "doughnut": "donut",
+}
 SCORES = ("strict", "partial")
 
 
@@ -62,20 +71,37 @@ class GenEval(PointwiseReward):
     inputs = Inputs(("image", "metadata"), images="uint8")
     default_model: ClassVar[str] = "facebook/mask2former-swin-small-coco-instance"
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 score: str = "strict", clip_model: str = "ViT-L-14", clip_pretrained: str | None = "openai",
-                 threshold: float = 0.3, counting_threshold: float = 0.9, max_objects: int = 16,
-                 max_overlap: float = 1.0, position_threshold: float = 0.1, max_per_image: int = 100,
-                 shortest_edge: int = 800, longest_edge: int = 1333, background: int = 153,
-                 detector_batch: int | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        score: str = "strict",
+        clip_model: str = "ViT-L-14",
+        clip_pretrained: str | None = "openai",
+        threshold: float = 0.3,
+        counting_threshold: float = 0.9,
+        max_objects: int = 16,
+        max_overlap: float = 1.0,
+        position_threshold: float = 0.1,
+        max_per_image: int = 100,
+        shortest_edge: int = 800,
+        longest_edge: int = 1333,
+        background: int = 153,
+        detector_batch: int | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         from transformers import Mask2FormerForUniversalSegmentation
 
         self.score = choice(score, "score", SCORES)
-        self.rules = Thresholds(_number(threshold, "threshold", 0, 1),
-                                _number(counting_threshold, "counting_threshold", 0, 1),
-                                positive_int(max_objects, "max_objects"), _number(max_overlap, "max_overlap", 0, 1),
-                                _number(position_threshold, "position_threshold", 0, float("inf")))
+        self.rules = Thresholds(
+            _number(threshold, "threshold", 0, 1),
+            _number(counting_threshold, "counting_threshold", 0, 1),
+            positive_int(max_objects, "max_objects"),
+            _number(max_overlap, "max_overlap", 0, 1),
+            _number(position_threshold, "position_threshold", 0, float("inf")),
+        )
         self.max_per_image = positive_int(max_per_image, "max_per_image")
         self.shortest_edge = positive_int(shortest_edge, "shortest_edge")
         self.longest_edge = positive_int(longest_edge, "longest_edge")
@@ -110,7 +136,9 @@ class GenEval(PointwiseReward):
         strict = [float(v.correct) for v in verdicts]
         partial = [float(v.partial) for v in verdicts]
         extras = {
-            "correct": strict, "partial": partial, "exact": [float(v.exact) for v in verdicts],
+            "correct": strict,
+            "partial": partial,
+            "exact": [float(v.exact) for v in verdicts],
             "fraction_met": [v.fraction_met for v in verdicts],
             "verdicts": [_verdicts_json(r, v) for r, v in zip(reqs, verdicts)],
             "reason": ["\n".join(v.reasons) for v in verdicts],
@@ -119,8 +147,7 @@ class GenEval(PointwiseReward):
 
     # ---------------------------------------------------------------------------------- detector
     @torch.no_grad()
-    def detect(self, images: Sequence[torch.Tensor], *, min_scores: Sequence[float] | None = None
-               ) -> list[Detections]:
+    def detect(self, images: Sequence[torch.Tensor], *, min_scores: Sequence[float] | None = None) -> list[Detections]:
         """Instance detections per image (uint8 (3, H, W) tensors), masks and boxes at the image's size.
 
         mmdet's Mask2Former post-processing (``MaskFormerFusionHead.instance_postprocess``): the
@@ -141,13 +168,19 @@ class GenEval(PointwiseReward):
             groups.setdefault(tuple(img.shape[-2:]), []).append(i)
         # default: one image per forward on the CPU, where stacking was measured slower (bench_geneval.py)
         step = self.detector_batch or (len(images) if str(self.device).startswith("cuda") else 1)
-        chunks = [(size, index[k:k + step]) for size, index in groups.items() for k in range(0, len(index), step)]
+        chunks = [(size, index[k : k + step]) for size, index in groups.items() for k in range(0, len(index), step)]
         for (height, width), index in chunks:
             pixels, (rh, rw) = self._preprocess(torch.stack([images[i] for i in index]))
             result = self.detector(pixel_values=pixels)
             for j, i in enumerate(index):
-                out[i] = self._postprocess(result.class_queries_logits[j], result.masks_queries_logits[j],
-                                           pixels.shape[-2:], (rh, rw), (height, width), min_scores[i])
+                out[i] = self._postprocess(
+                    result.class_queries_logits[j],
+                    result.masks_queries_logits[j],
+                    pixels.shape[-2:],
+                    (rh, rw),
+                    (height, width),
+                    min_scores[i],
+                )
         return out  # type: ignore[return-value]
 
     def _preprocess(self, batch: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int]]:
@@ -167,8 +200,15 @@ class GenEval(PointwiseReward):
             x = F.pad(x, (0, pw, 0, ph))
         return x.to(self.dtype), (rh, rw)
 
-    def _postprocess(self, class_logits: torch.Tensor, mask_logits: torch.Tensor, padded: Sequence[int],
-                     resized: tuple[int, int], size: tuple[int, int], min_score: float) -> Detections:
+    def _postprocess(
+        self,
+        class_logits: torch.Tensor,
+        mask_logits: torch.Tensor,
+        padded: Sequence[int],
+        resized: tuple[int, int],
+        size: tuple[int, int],
+        min_score: float,
+    ) -> Detections:
         num_classes = class_logits.shape[1] - 1
         probs = class_logits.float().softmax(-1)[:, :-1].flatten()
         top, pair = probs.topk(min(self.max_per_image, probs.numel()))
@@ -179,20 +219,27 @@ class GenEval(PointwiseReward):
             return Detections.empty((width, height), with_masks=True)
         queries, labels = pair // num_classes, pair % num_classes
         unique, inverse = torch.unique(queries, return_inverse=True)
-        logits = F.interpolate(mask_logits[unique][None].float(), size=tuple(padded), mode="bilinear",
-                               align_corners=False)[..., :resized[0], :resized[1]]
+        logits = F.interpolate(
+            mask_logits[unique][None].float(), size=tuple(padded), mode="bilinear", align_corners=False
+        )[..., : resized[0], : resized[1]]
         logits = F.interpolate(logits, size=(height, width), mode="bilinear", align_corners=False)[0][inverse]
         binary = logits > 0
         mask_score = (logits.sigmoid() * binary).flatten(1).sum(1) / (binary.flatten(1).sum(1) + 1e-6)
         scores = (top * mask_score).clamp_(0, 1)
         masks = binary.cpu().numpy()
-        return Detections(tuple(self.class_names[int(k)] for k in labels), scores.cpu().numpy(),
-                          _mask_boxes(masks), (width, height), masks)
+        return Detections(
+            tuple(self.class_names[int(k)] for k in labels),
+            scores.cpu().numpy(),
+            _mask_boxes(masks),
+            (width, height),
+            masks,
+        )
 
     # ------------------------------------------------------------------------------------ colours
     @torch.no_grad()
-    def classify_colors(self, images: Sequence[torch.Tensor], objects: Sequence[dict[str, Detections]],
-                        reqs: Sequence[Requirements]) -> list[dict[int, list[str]]]:
+    def classify_colors(
+        self, images: Sequence[torch.Tensor], objects: Sequence[dict[str, Detections]], reqs: Sequence[Requirements]
+    ) -> list[dict[int, list[str]]]:
         """GenEval's colour of each object it asks about, all crops of the call in one CLIP batch.
 
         A crop: the image where the object's mask is set, grey ``background`` (GenEval's ``#999``)
@@ -243,17 +290,25 @@ def _geneval_names(config: Any, path: str) -> tuple[str, ...]:
     """
     n = int(config.num_labels)
     if n != len(CLASS_NAMES):
-        raise ConfigError(f"'{path}' predicts {n} classes; GenEval needs a COCO instance model with the 80 COCO "
-                          "thing classes (e.g. facebook/mask2former-swin-small-coco-instance)", field="model_path")
+        raise ConfigError(
+            f"'{path}' predicts {n} classes; GenEval needs a COCO instance model with the 80 COCO "
+            "thing classes (e.g. facebook/mask2former-swin-small-coco-instance)",
+            field="model_path",
+        )
     id2label = {int(k): str(v) for k, v in (config.id2label or {}).items()}
     if all(v == f"LABEL_{k}" for k, v in id2label.items()):  # an unnamed (e.g. freshly initialised) head
         return CLASS_NAMES
-    wrong = [(k, id2label.get(k), CLASS_NAMES[k]) for k in range(n)
-             if _plain(_COCO_ALIASES.get(_plain(id2label.get(k, "")), id2label.get(k, ""))) != _plain(CLASS_NAMES[k])]
+    wrong = [
+        (k, id2label.get(k), CLASS_NAMES[k])
+        for k in range(n)
+        if _plain(_COCO_ALIASES.get(_plain(id2label.get(k, "")), id2label.get(k, ""))) != _plain(CLASS_NAMES[k])
+    ]
     if len(wrong) > 5:
         shown = ", ".join(f"{k}: {got!r} (GenEval {want!r})" for k, got, want in wrong[:4])
-        raise ConfigError(f"'{path}' labels are not COCO's 80 thing classes in COCO's order ({len(wrong)} differ: "
-                          f"{shown}, ...)", field="model_path")
+        raise ConfigError(
+            f"'{path}' labels are not COCO's 80 thing classes in COCO's order ({len(wrong)} differ: {shown}, ...)",
+            field="model_path",
+        )
     return CLASS_NAMES
 
 
@@ -300,7 +355,7 @@ def _masked_crop(image: torch.Tensor, mask: np.ndarray, box: np.ndarray, backgro
 
 def _verdicts_json(req: Requirements, verdict: Any) -> str:
     items = [{"clause": f"include {c.describe()}", "met": bool(m)} for c, m in zip(req.include, verdict.include_met)]
-    items += [{"clause": f"exclude {c.cls} >= {c.count}", "met": bool(m)} for c, m in zip(req.exclude,
-                                                                                         verdict.exclude_met)]
+    items += [
+        {"clause": f"exclude {c.cls} >= {c.count}", "met": bool(m)} for c, m in zip(req.exclude, verdict.exclude_met)
+    ]
     return json.dumps(items)
-

@@ -36,19 +36,94 @@ from .detections import Detections
 
 #: GenEval's ``object_names.txt``: the 80 COCO thing classes in the detector's label order.
 CLASS_NAMES: tuple[str, ...] = (
-    "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat", "traffic light",
-    "fire hydrant", "stop sign", "parking meter", "bench", "bird", "cat", "dog", "horse", "sheep", "cow",
-    "elephant", "bear", "zebra", "giraffe", "backpack", "umbrella", "handbag", "tie", "suitcase", "frisbee",
-    "skis", "snowboard", "sports ball", "kite", "baseball bat", "baseball glove", "skateboard", "surfboard",
-    "tennis racket", "bottle", "wine glass", "cup", "fork", "knife", "spoon", "bowl", "banana", "apple",
-    "sandwich", "orange", "broccoli", "carrot", "hot dog", "pizza", "donut", "cake", "chair", "couch",
-    "potted plant", "bed", "dining table", "toilet", "tv", "laptop", "computer mouse", "tv remote",
-    "computer keyboard", "cell phone", "microwave", "oven", "toaster", "sink", "refrigerator", "book", "clock",
-    "vase", "scissors", "teddy bear", "hair drier", "toothbrush",
+    "person",
+    "bicycle",
+    "car",
+    "motorcycle",
+    "airplane",
+    "bus",
+    "train",
+    "truck",
+    "boat",
+    "traffic light",
+    "fire hydrant",
+    "stop sign",
+    "parking meter",
+    "bench",
+    "bird",
+    "cat",
+    "dog",
+    "horse",
+    "sheep",
+    "cow",
+    "elephant",
+    "bear",
+    "zebra",
+    "giraffe",
+    "backpack",
+    "umbrella",
+    "handbag",
+    "tie",
+    "suitcase",
+    "frisbee",
+    "skis",
+    "snowboard",
+    "sports ball",
+    "kite",
+    "baseball bat",
+    "baseball glove",
+    "skateboard",
+    "surfboard",
+    "tennis racket",
+    "bottle",
+    "wine glass",
+    "cup",
+    "fork",
+    "knife",
+    "spoon",
+    "bowl",
+    "banana",
+    "apple",
+    "sandwich",
+    "orange",
+    "broccoli",
+    "carrot",
+    "hot dog",
+    "pizza",
+    "donut",
+    "cake",
+    "chair",
+    "couch",
+    "potted plant",
+    "bed",
+    "dining table",
+    "toilet",
+    "tv",
+    "laptop",
+    "computer mouse",
+    "tv remote",
+    "computer keyboard",
+    "cell phone",
+    "microwave",
+    "oven",
+    "toaster",
+    "sink",
+    "refrigerator",
+    "book",
+    "clock",
+    "vase",
+    "scissors",
+    "teddy bear",
+    "hair drier",
+    "toothbrush",
 )
 COLORS: tuple[str, ...] = ("red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white")
 #: GenEval's zero-shot colour prompts; ``{c}`` is the colour, ``{obj}`` the class name.
-COLOR_TEMPLATES: tuple[str, ...] = ("a photo of a {c} {obj}", "a photo of a {c}-colored {obj}", "a photo of a {c} object")
+COLOR_TEMPLATES: tuple[str, ...] = (
+    "a photo of a {c} {obj}",
+    "a photo of a {c}-colored {obj}",
+    "a photo of a {c} object",
+)
 RELATIONS: tuple[str, ...] = ("left of", "right of", "above", "below")
 TAGS: tuple[str, ...] = ("single_object", "two_object", "counting", "colors", "position", "color_attr")
 
@@ -99,12 +174,12 @@ class Requirements:
 class Verdict:
     """The outcome for one image: GenEval's verdict and flow_grpo's, per clause and overall."""
 
-    correct: bool                  # GenEval: every include holds and no exclude fires
-    include_met: list[bool]        # per include clause (GenEval's rules)
-    exclude_met: list[bool]        # per exclude clause: True when it did NOT fire
+    correct: bool  # GenEval: every include holds and no exclude fires
+    include_met: list[bool]  # per include clause (GenEval's rules)
+    exclude_met: list[bool]  # per exclude clause: True when it did NOT fire
     reasons: list[str] = field(default_factory=list)
-    partial: float = 0.0           # flow_grpo's partial score
-    exact: bool = False            # flow_grpo's strict verdict (exact counts, excludes ignored)
+    partial: float = 0.0  # flow_grpo's partial score
+    exact: bool = False  # flow_grpo's strict verdict (exact counts, excludes ignored)
 
     @property
     def fraction_met(self) -> float:
@@ -118,6 +193,7 @@ def parse_metadata(value: Any, *, sample: int | None = None, reward: str | None 
 
     Raises :class:`InputError` naming the field ``metadata``, the sample and the offending key.
     """
+
     def bad(message: str) -> InputError:
         return InputError(message, reward=reward, field="metadata", sample=sample)
 
@@ -158,12 +234,20 @@ def parse_metadata(value: Any, *, sample: int | None = None, reward: str | None 
                 raise bad(f"'{where}.color' must be one of {list(COLORS)} (include clauses only), got {color!r}")
             position = item.get("position")
             if position is not None:
-                ok = (key == "include" and isinstance(position, (list, tuple)) and len(position) == 2
-                      and position[0] in RELATIONS and isinstance(position[1], int)
-                      and not isinstance(position[1], bool) and 0 <= position[1] < i)
+                ok = (
+                    key == "include"
+                    and isinstance(position, (list, tuple))
+                    and len(position) == 2
+                    and position[0] in RELATIONS
+                    and isinstance(position[1], int)
+                    and not isinstance(position[1], bool)
+                    and 0 <= position[1] < i
+                )
                 if not ok:
-                    raise bad(f"'{where}.position' must be [relation, index of an earlier include clause] with a "
-                              f"relation in {list(RELATIONS)}, got {position!r}")
+                    raise bad(
+                        f"'{where}.position' must be [relation, index of an earlier include clause] with a "
+                        f"relation in {list(RELATIONS)}, got {position!r}"
+                    )
                 position = (str(position[0]), int(position[1]))
             out.append(Clause(cls, count, color, position))
         return tuple(out)
@@ -178,6 +262,7 @@ def parse_metadata(value: Any, *, sample: int | None = None, reward: str | None 
 # ------------------------------------------------------------------------------------------ objects
 def box_iou(box_a: np.ndarray, box_b: np.ndarray) -> float:
     """GenEval's IoU: areas count pixels inclusively (``x1 - x0 + 1``); 0 when the union is empty."""
+
     def area(x0: float, y0: float, x1: float, y1: float) -> float:
         return max(x1 - x0 + 1, 0) * max(y1 - y0 + 1, 0)
 
@@ -193,7 +278,7 @@ def select_objects(dets: Detections, tag: str, rules: Thresholds = Thresholds())
     for cls in dets.classes:
         of_cls = dets.of_class(cls)
         order = np.argsort(-of_cls.scores, kind="stable")
-        order = order[of_cls.scores[order] > confidence][:rules.max_objects].tolist()
+        order = order[of_cls.scores[order] > confidence][: rules.max_objects].tolist()
         chosen = []
         while order:
             best = order.pop(0)
@@ -230,13 +315,20 @@ def relative_position(box_a: np.ndarray, box_b: np.ndarray, position_threshold: 
 def color_requests(objects: Mapping[str, Detections], req: Requirements) -> list[tuple[int, str, int]]:
     """The colour classifications :func:`evaluate` will need: ``(include index, class, k)`` for the
     ``k = count`` most confident objects of each coloured include clause that has enough objects."""
-    return [(i, c.cls, c.count) for i, c in enumerate(req.include)
-            if c.color is not None and c.cls in objects and len(objects[c.cls]) >= c.count]
+    return [
+        (i, c.cls, c.count)
+        for i, c in enumerate(req.include)
+        if c.color is not None and c.cls in objects and len(objects[c.cls]) >= c.count
+    ]
 
 
 # ------------------------------------------------------------------------------------------ verdicts
-def evaluate(objects: Mapping[str, Detections], req: Requirements, colors: Mapping[int, Sequence[str]],
-             rules: Thresholds = Thresholds()) -> Verdict:
+def evaluate(
+    objects: Mapping[str, Detections],
+    req: Requirements,
+    colors: Mapping[int, Sequence[str]],
+    rules: Thresholds = Thresholds(),
+) -> Verdict:
     """GenEval's verdict plus flow_grpo's partial score and exact verdict.
 
     ``objects``: :func:`select_objects` output. ``colors[i]``: the colour names of the ``count`` most
@@ -259,8 +351,10 @@ def evaluate(objects: Mapping[str, Detections], req: Requirements, colors: Mappi
                 if names.count(clause.color) < clause.count:
                     met = False
                     seen = ", ".join(f"{names.count(c)} {c}" for c in COLORS if c in names)
-                    reasons.append(f"expected {clause.color} {clause.cls}>={clause.count}, found "
-                                   f"{names.count(clause.color)} {clause.color}; and {seen}")
+                    reasons.append(
+                        f"expected {clause.color} {clause.cls}>={clause.count}, found "
+                        f"{names.count(clause.color)} {clause.color}; and {seen}"
+                    )
             if clause.position is not None and met:
                 relation, target = clause.position
                 if groups[target] is None:
@@ -292,8 +386,12 @@ def _positions_hold(objs: Detections, targets: Detections, relation: str, thresh
     return True, ""
 
 
-def flow_grpo_partial(objects: Mapping[str, Detections], req: Requirements, colors: Mapping[int, Sequence[str]],
-                      rules: Thresholds = Thresholds()) -> tuple[float, bool]:
+def flow_grpo_partial(
+    objects: Mapping[str, Detections],
+    req: Requirements,
+    colors: Mapping[int, Sequence[str]],
+    rules: Thresholds = Thresholds(),
+) -> tuple[float, bool]:
     """flow_grpo's ``evaluate_reward``: (partial score, exact verdict), reproduced term by term.
 
     Per include clause with ``n`` kept objects: a count term ``1 - |count - n| / count`` (negative when

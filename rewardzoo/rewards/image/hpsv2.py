@@ -37,8 +37,16 @@ class HPSv2(PointwiseReward):
     default_repo: ClassVar[str] = "xswu/HPSv2"
     files: ClassVar[dict[str, str]] = {"v2.0": "HPS_v2_compressed.pt", "v2.1": "HPS_v2.1_compressed.pt"}
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 version: str = "v2.1", clip_model: str = "ViT-H-14", autocast: str | None = "auto") -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        version: str = "v2.1",
+        clip_model: str = "ViT-H-14",
+        autocast: str | None = "auto",
+    ) -> None:
         super().__init__(model_path, device, dtype)
         try:
             self.autocast = autocast_dtype(autocast, device, REFERENCE_AUTOCAST)
@@ -48,8 +56,9 @@ class HPSv2(PointwiseReward):
             raise ConfigError(f"version must be one of {sorted(self.files)}, got {version!r}", field="kwargs")
         self.version = version
         checkpoint = resolve_weights_file(model_path or self.default_repo, filename=self.files[version])
-        self.backbone = load_clip_backbone(clip_model, backend="open_clip", device=device, dtype=self.dtype,
-                                           pretrained=None, checkpoint=checkpoint)
+        self.backbone = load_clip_backbone(
+            clip_model, backend="open_clip", device=device, dtype=self.dtype, pretrained=None, checkpoint=checkpoint
+        )
         self.preprocess_config = self.backbone.preprocess_config.replace(resize_mode="longest", fill=0)
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:
@@ -59,15 +68,17 @@ class HPSv2(PointwiseReward):
             img = self.backbone.encode_images(image, self.preprocess_config)
             return RewardOutput(self.formula(img, text).float().cpu())
 
-    def score_pixels(self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False,
-                     **_: Any) -> torch.Tensor:
+    def score_pixels(
+        self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False, **_: Any
+    ) -> torch.Tensor:
         """Differentiable HPSv2 of float pixels (B, 3, H, W) in [0, 1] -> (B,): letterbox in float, then
         the same model and :meth:`formula` as a call."""
         check_pairs(image=pixels, prompt=prompt)
         with autocast_context(self.device, self.autocast):
             text = self.backbone.encode_text(prompt)
-            img = self.backbone.encode_pixels(pixels, self.preprocess_config,
-                                              gradient_checkpointing=gradient_checkpointing)
+            img = self.backbone.encode_pixels(
+                pixels, self.preprocess_config, gradient_checkpointing=gradient_checkpointing
+            )
             return self.formula(img, text)
 
     @staticmethod

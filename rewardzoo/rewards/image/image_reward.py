@@ -36,9 +36,19 @@ RAW_MEAN = 0.16717362830052426
 RAW_STD = 1.0333394966054072
 MAX_TOKENS = 35
 #: ``med_config.json`` as published with ImageReward (BERT-base with cross-attention); used when absent.
-MED_CONFIG = dict(vocab_size=30524, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                  intermediate_size=3072, max_position_embeddings=512, hidden_act="gelu", layer_norm_eps=1e-12,
-                  pad_token_id=0, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+MED_CONFIG = dict(
+    vocab_size=30524,
+    hidden_size=768,
+    num_hidden_layers=12,
+    num_attention_heads=12,
+    intermediate_size=3072,
+    max_position_embeddings=512,
+    hidden_act="gelu",
+    layer_norm_eps=1e-12,
+    pad_token_id=0,
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+)
 #: Checkpoint entries the score does not use (BLIP's contrastive projections, a position-id buffer).
 _UNUSED = re.compile(r"^blip\.(vision_proj|text_proj)\.|^blip\.text_encoder\.embeddings\.position_ids$")
 _VISION_KEYS = [
@@ -67,8 +77,9 @@ class ImageRewardModel(torch.nn.Module):
         width = text_config.hidden_size
         lin, drop = torch.nn.Linear, torch.nn.Dropout
         # The reference head: linear layers without activations, dropouts between them (no-ops in eval).
-        self.mlp = torch.nn.Sequential(lin(width, 1024), drop(0.2), lin(1024, 128), drop(0.2), lin(128, 64),
-                                       drop(0.1), lin(64, 16), lin(16, 1))
+        self.mlp = torch.nn.Sequential(
+            lin(width, 1024), drop(0.2), lin(1024, 128), drop(0.2), lin(128, 64), drop(0.1), lin(64, 16), lin(16, 1)
+        )
 
     def image_embeds(self, pixels: torch.Tensor, *, gradient_checkpointing: bool = False) -> torch.Tensor:
         """The ViT's token states (N, 1 + patches, width) after its final LayerNorm."""
@@ -82,12 +93,22 @@ class ImageRewardModel(torch.nn.Module):
             hidden = checkpoint(layer, hidden, use_reentrant=False)
         return vit.post_layernorm(hidden)
 
-    def forward(self, pixels: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
-                gradient_checkpointing: bool = False) -> torch.Tensor:
+    def forward(
+        self,
+        pixels: torch.Tensor,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        *,
+        gradient_checkpointing: bool = False,
+    ) -> torch.Tensor:
         image_embeds = self.image_embeds(pixels, gradient_checkpointing=gradient_checkpointing)
         image_atts = torch.ones(image_embeds.shape[:-1], dtype=torch.long, device=image_embeds.device)
-        text = self.text_encoder(input_ids=input_ids, attention_mask=attention_mask,
-                                 encoder_hidden_states=image_embeds, encoder_attention_mask=image_atts)
+        text = self.text_encoder(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            encoder_hidden_states=image_embeds,
+            encoder_attention_mask=image_atts,
+        )
         cls = text.last_hidden_state[:, 0, :]
         return self.mlp(cls.to(self.mlp[0].weight.dtype)).squeeze(-1)  # the reference runs the head in float32
 
@@ -109,8 +130,15 @@ class ImageReward(PointwiseReward):
     default_model: ClassVar[str] = "THUDM/ImageReward"
     default_tokenizer: ClassVar[str] = "bert-base-uncased"
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 tokenizer_path: str | None = None, vision_heads: int | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        tokenizer_path: str | None = None,
+        vision_heads: int | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         path = str(model_path or self.default_model)
         weights, med_config = _checkpoint_files(path)
@@ -125,15 +153,23 @@ class ImageReward(PointwiseReward):
         try:
             model.load_state_dict(mapped, strict=True)
         except RuntimeError as exc:
-            raise ConfigError(f"'{weights}' does not fit the ImageReward architecture: {exc}", field="model_path") from None
+            raise ConfigError(
+                f"'{weights}' does not fit the ImageReward architecture: {exc}", field="model_path"
+            ) from None
         self.model = model.to(device=device).eval().requires_grad_(False)
         self.model.visual_encoder.to(self.dtype)
         self.model.text_encoder.to(self.dtype)
         self.model.mlp.to(torch.float64 if self.dtype == torch.float64 else torch.float32)  # float64: gradient checks
-        self.tokenizer = _bert_tokenizer(tokenizer_path or (path if (Path(path) / "vocab.txt").is_file()
-                                                            else self.default_tokenizer))
-        self.preprocess_config = PreprocessConfig(size=vision_config.image_size, mean=OPENAI_CLIP_MEAN,
-                                                  std=OPENAI_CLIP_STD, resize_mode="shortest", interpolation="bicubic")
+        self.tokenizer = _bert_tokenizer(
+            tokenizer_path or (path if (Path(path) / "vocab.txt").is_file() else self.default_tokenizer)
+        )
+        self.preprocess_config = PreprocessConfig(
+            size=vision_config.image_size,
+            mean=OPENAI_CLIP_MEAN,
+            std=OPENAI_CLIP_STD,
+            resize_mode="shortest",
+            interpolation="bicubic",
+        )
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:
         check_pairs(image=image, prompt=prompt)
@@ -142,23 +178,30 @@ class ImageReward(PointwiseReward):
             raw = self._raw(pixels, prompt)
         return RewardOutput(((raw - RAW_MEAN) / RAW_STD).cpu(), extras={"raw": raw.cpu()})
 
-    def score_pixels(self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False,
-                     **_: Any) -> torch.Tensor:
+    def score_pixels(
+        self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False, **_: Any
+    ) -> torch.Tensor:
         """Differentiable ImageReward of float pixels (B, 3, H, W) in [0, 1] -> (B,) (ReFL's use);
         ``gradient_checkpointing`` recomputes the ViT blocks in the backward pass."""
         check_pairs(image=pixels, prompt=prompt)
         x = preprocess_pixels(pixels.to(self.device), self.preprocess_config, dtype=self.dtype)
         return (self._raw(x, prompt, gradient_checkpointing=gradient_checkpointing) - RAW_MEAN) / RAW_STD
 
-    def _raw(self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False
-             ) -> torch.Tensor:
+    def _raw(
+        self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False
+    ) -> torch.Tensor:
         for i, p in enumerate(prompt):
             if not isinstance(p, str):
                 raise InputError(f"expected a string, got {type(p).__name__}", field="prompt", sample=i)
-        tokens = self.tokenizer(list(prompt), padding="max_length", truncation=True, max_length=MAX_TOKENS,
-                                return_tensors="pt")
-        return self.model(pixels, tokens["input_ids"].to(self.device), tokens["attention_mask"].to(self.device),
-                          gradient_checkpointing=gradient_checkpointing)
+        tokens = self.tokenizer(
+            list(prompt), padding="max_length", truncation=True, max_length=MAX_TOKENS, return_tensors="pt"
+        )
+        return self.model(
+            pixels,
+            tokens["input_ids"].to(self.device),
+            tokens["attention_mask"].to(self.device),
+            gradient_checkpointing=gradient_checkpointing,
+        )
 
 
 # -------------------------------------------------------------------------------------------- loading
@@ -195,7 +238,7 @@ def to_model_keys(state: Mapping[str, torch.Tensor], *, source: str = "checkpoin
         if _UNUSED.search(key):
             continue
         if key.startswith("blip.visual_encoder."):
-            rest = key[len("blip.visual_encoder."):]
+            rest = key[len("blip.visual_encoder.") :]
             for pattern, repl in _VISION_KEYS:
                 if re.search(pattern, rest):
                     out["visual_encoder." + re.sub(pattern, repl, rest)] = value
@@ -203,17 +246,21 @@ def to_model_keys(state: Mapping[str, torch.Tensor], *, source: str = "checkpoin
             else:
                 unknown.append(key)
         elif key.startswith("blip.text_encoder."):
-            out["text_encoder." + key[len("blip.text_encoder."):]] = value
+            out["text_encoder." + key[len("blip.text_encoder.") :]] = value
         elif key.startswith("mlp.layers."):
-            out["mlp." + key[len("mlp.layers."):]] = value
+            out["mlp." + key[len("mlp.layers.") :]] = value
         else:
             unknown.append(key)
     if unknown:
-        raise ConfigError(f"'{source}' is not an ImageReward checkpoint: unexpected keys {unknown[:5]}"
-                          f"{' ...' if len(unknown) > 5 else ''}", field="model_path")
+        raise ConfigError(
+            f"'{source}' is not an ImageReward checkpoint: unexpected keys {unknown[:5]}"
+            f"{' ...' if len(unknown) > 5 else ''}",
+            field="model_path",
+        )
     if "visual_encoder.embeddings.position_embedding" not in out:
-        raise ConfigError(f"'{source}' has no blip.visual_encoder.* weights: not an ImageReward checkpoint",
-                          field="model_path")
+        raise ConfigError(
+            f"'{source}' has no blip.visual_encoder.* weights: not an ImageReward checkpoint", field="model_path"
+        )
     return out
 
 
@@ -230,18 +277,36 @@ def vision_config_from(mapped: Mapping[str, torch.Tensor], *, heads: int | None 
     heads = positive_int(heads, "vision_heads") if heads is not None else max(1, width // 64)
     if width % heads:
         raise ConfigError(f"vision_heads {heads} does not divide the ViT width {width}", field="kwargs")
-    return BlipVisionConfig(hidden_size=width, intermediate_size=mlp, num_hidden_layers=depth,
-                            num_attention_heads=heads, image_size=side * patch, patch_size=patch,
-                            layer_norm_eps=1e-6, hidden_act="gelu", attention_dropout=0.0)
+    return BlipVisionConfig(
+        hidden_size=width,
+        intermediate_size=mlp,
+        num_hidden_layers=depth,
+        num_attention_heads=heads,
+        image_size=side * patch,
+        patch_size=patch,
+        layer_norm_eps=1e-6,
+        hidden_act="gelu",
+        attention_dropout=0.0,
+    )
 
 
 def text_config_from(med: Mapping[str, Any], *, encoder_width: int):
     """transformers' BlipTextConfig from BLIP's ``med_config.json`` (a BertConfig with cross-attention)."""
     from transformers import BlipTextConfig
 
-    keys = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-            "max_position_embeddings", "hidden_act", "layer_norm_eps", "pad_token_id", "hidden_dropout_prob",
-            "attention_probs_dropout_prob")
+    keys = (
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "max_position_embeddings",
+        "hidden_act",
+        "layer_norm_eps",
+        "pad_token_id",
+        "hidden_dropout_prob",
+        "attention_probs_dropout_prob",
+    )
     settings = {k: med.get(k, MED_CONFIG[k]) for k in keys}
     return BlipTextConfig(**settings, encoder_hidden_size=encoder_width)
 

@@ -22,8 +22,7 @@ from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 #: pyiqa metric names -> the checkpoint of ``pyiqa.archs.musiq_arch.default_model_urls`` (0-100 MOS heads).
-PYIQA_CHECKPOINTS = {"musiq-spaq": "spaq", "musiq": "koniq10k", "musiq-koniq": "koniq10k",
-                     "musiq-paq2piq": "paq2piq"}
+PYIQA_CHECKPOINTS = {"musiq-spaq": "spaq", "musiq": "koniq10k", "musiq-koniq": "koniq10k", "musiq-paq2piq": "paq2piq"}
 DEFAULT_CHECKPOINT = "musiq-spaq"  # VBench's imaging quality (musiq_spaq_ckpt-358bb6af.pth)
 RESIZE_MODES = ("longer", "shorter", "shorter_centercrop", None)
 VBENCH_SIDE = 512
@@ -43,8 +42,11 @@ def checkpoint_file(model_path: str | None) -> str:
     """A local weights file: a pyiqa metric name (its published checkpoint, downloaded), or any path/URL/hub file."""
     name = model_path or DEFAULT_CHECKPOINT
     if name == "musiq-ava":
-        raise ConfigError("musiq-ava is an aesthetic 10-class head (scores 1-10), not a 0-100 quality MOS; "
-                          "use musiq-spaq (VBench), musiq or musiq-paq2piq", field="model_path")
+        raise ConfigError(
+            "musiq-ava is an aesthetic 10-class head (scores 1-10), not a 0-100 quality MOS; "
+            "use musiq-spaq (VBench), musiq or musiq-paq2piq",
+            field="model_path",
+        )
     if name in PYIQA_CHECKPOINTS:
         musiq_class()
         from pyiqa.archs.musiq_arch import default_model_urls
@@ -63,11 +65,15 @@ def load_musiq(path: str, arch: Mapping[str, Any] | None = None) -> torch.nn.Mod
         raise ConfigError(exc.message, field="model_path") from None
     head = state.get("head.weight", state.get("head.0.weight"))
     if head is None:
-        raise ConfigError(f"'{path}' is not a MUSIQ checkpoint (no 'head.weight'; keys: {sorted(state)[:6]})",
-                          field="model_path")
+        raise ConfigError(
+            f"'{path}' is not a MUSIQ checkpoint (no 'head.weight'; keys: {sorted(state)[:6]})", field="model_path"
+        )
     if head.shape[0] != 1:
-        raise ConfigError(f"'{path}' has a {head.shape[0]}-class head (a score distribution, e.g. AVA's 1-10); "
-                          "imaging_quality needs a single 0-100 MOS output", field="model_path")
+        raise ConfigError(
+            f"'{path}' has a {head.shape[0]}-class head (a score distribution, e.g. AVA's 1-10); "
+            "imaging_quality needs a single 0-100 MOS output",
+            field="model_path",
+        )
     options = dict(arch or {})
     bad = sorted(set(options) & {"pretrained", "pretrained_model_path", "num_class"})
     if bad:
@@ -79,8 +85,9 @@ def load_musiq(path: str, arch: Mapping[str, Any] | None = None) -> torch.nn.Mod
     try:
         net.load_state_dict(state, strict=True)
     except RuntimeError as exc:
-        raise ConfigError(f"'{path}' does not fit MUSIQ({options or 'pyiqa defaults'}): {str(exc)[:400]}",
-                          field="model_path") from None
+        raise ConfigError(
+            f"'{path}' does not fit MUSIQ({options or 'pyiqa defaults'}): {str(exc)[:400]}", field="model_path"
+        ) from None
     return net.eval().requires_grad_(False)
 
 
@@ -114,8 +121,15 @@ class ImagingQuality(PointwiseReward):
 
     inputs = Inputs(("image",), images="float")
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 resize: str | None = "longer", arch: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        resize: str | None = "longer",
+        arch: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if isinstance(resize, str) and resize.lower() == "none":
             resize = None

@@ -38,8 +38,15 @@ class JpegIncompressibility(PointwiseReward):
     sign: ClassVar[float] = 1.0
     default_scale: ClassVar[float] = 1.0
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 quality: int = 95, scale: float | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        quality: int = 95,
+        scale: float | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if not (isinstance(quality, int) and 1 <= quality <= 100):
             raise ConfigError(f"must be an integer in [1, 100], got {quality!r}", field="kwargs.quality")
@@ -50,8 +57,11 @@ class JpegIncompressibility(PointwiseReward):
     def __call__(self, image: Sequence[Image.Image], **_: object) -> RewardOutput:
         for i, img in enumerate(image):
             if max(img.size) > JPEG_MAX_SIDE:
-                raise InputError(f"the image is {img.size[0]}x{img.size[1]}; JPEG encodes at most {JPEG_MAX_SIDE} "
-                                 "pixels per side", field="image", sample=i)
+                raise InputError(
+                    f"the image is {img.size[0]}x{img.size[1]}; JPEG encodes at most {JPEG_MAX_SIDE} pixels per side",
+                    field="image",
+                    sample=i,
+                )
         kb = [jpeg_kilobytes(img, self.quality) for img in image]
         return RewardOutput([self.sign * self.scale * k for k in kb], extras={"jpeg_kb": kb})
 

@@ -41,8 +41,10 @@ Line = tuple[str, float]  # one recognised text line and its confidence
 
 #: the detector's input normalisation (mean, std per channel after /255): PaddleOCR's DB preprocessing
 #: (tools/infer/predict_det.py, ImageNet statistics) and rapidocr's config.yaml (0.5, 0.5)
-NORMALIZATIONS = {"paddleocr": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
-                  "rapidocr": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))}
+NORMALIZATIONS = {
+    "paddleocr": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+    "rapidocr": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
+}
 
 
 @dataclass(frozen=True)
@@ -83,26 +85,42 @@ class DetectorSettings:
     def rapidocr_kwargs(self) -> dict[str, Any]:
         """The same settings as ``RapidOCR(**kwargs)`` takes them (its ``Det`` section of config.yaml)."""
         mean, std = NORMALIZATIONS[self.det_normalize]
-        return {"det_limit_side_len": self.det_limit_side_len, "det_limit_type": self.det_limit_type,
-                "det_thresh": self.det_db_thresh, "det_box_thresh": self.det_db_box_thresh,
-                "det_unclip_ratio": self.det_db_unclip_ratio, "det_use_dilation": self.use_dilation,
-                "det_score_mode": self.det_db_score_mode, "det_mean": list(mean), "det_std": list(std)}
+        return {
+            "det_limit_side_len": self.det_limit_side_len,
+            "det_limit_type": self.det_limit_type,
+            "det_thresh": self.det_db_thresh,
+            "det_box_thresh": self.det_db_box_thresh,
+            "det_unclip_ratio": self.det_db_unclip_ratio,
+            "det_use_dilation": self.use_dilation,
+            "det_score_mode": self.det_db_score_mode,
+            "det_mean": list(mean),
+            "det_std": list(std),
+        }
 
     def paddleocr_kwargs(self) -> dict[str, Any]:
         """The same settings as ``paddleocr.PaddleOCR(**kwargs)`` (2.x) takes them; PaddleOCR's own input
         normalisation is fixed, so ``det_normalize`` must be "paddleocr"."""
         if self.det_normalize != "paddleocr":
-            raise ConfigError("the paddleocr engine normalises the detector input itself; det_normalize must be "
-                              "'paddleocr'", field="kwargs.det_normalize")
+            raise ConfigError(
+                "the paddleocr engine normalises the detector input itself; det_normalize must be 'paddleocr'",
+                field="kwargs.det_normalize",
+            )
         settings = asdict(self)
         del settings["det_normalize"]
         return settings
 
 
 #: ``preset``: the detector settings of rapidocr-onnxruntime 1.4's config.yaml (rewardzoo's default before)
-DETECTOR_PRESETS = {"rapidocr": DetectorSettings(det_limit_side_len=736, det_limit_type="min", det_db_box_thresh=0.5,
-                                                 det_db_unclip_ratio=1.6, use_dilation=True,
-                                                 det_normalize="rapidocr")}
+DETECTOR_PRESETS = {
+    "rapidocr": DetectorSettings(
+        det_limit_side_len=736,
+        det_limit_type="min",
+        det_db_box_thresh=0.5,
+        det_db_unclip_ratio=1.6,
+        use_dilation=True,
+        det_normalize="rapidocr",
+    )
+}
 
 
 def unit_number(value: Any, field: str) -> float:
@@ -126,8 +144,17 @@ class RapidOCREngine:
     from any image. The ONNX sessions are this instance's (``threads``, ``device``).
     """
 
-    def __init__(self, model_path: str | None, device: str, *, threads: int | None, text_score: float,
-                 det_batch_size: int | None, rec_batch_size: int | None, detector: DetectorSettings) -> None:
+    def __init__(
+        self,
+        model_path: str | None,
+        device: str,
+        *,
+        threads: int | None,
+        text_score: float,
+        det_batch_size: int | None,
+        rec_batch_size: int | None,
+        detector: DetectorSettings,
+    ) -> None:
         try:
             from rapidocr_onnxruntime import RapidOCR
             from rapidocr_onnxruntime.ch_ppocr_det.utils import DetPreProcess
@@ -135,8 +162,10 @@ class RapidOCREngine:
             from rapidocr_onnxruntime.utils import read_yaml, update_model_path
         except ImportError as exc:
             error = MissingExtraError("ocr", "rapidocr_onnxruntime", "verifiers")
-            error.args = (f"{error}, then pip install --no-deps 'rapidocr-onnxruntime>=1.4,<1.5' (without --no-deps "
-                          "it installs opencv-python over the extra's opencv-python-headless: two cv2 packages)",)
+            error.args = (
+                f"{error}, then pip install --no-deps 'rapidocr-onnxruntime>=1.4,<1.5' (without --no-deps "
+                "it installs opencv-python over the extra's opencv-python-headless: two cv2 packages)",
+            )
             raise error from exc
         gpu = str(device).startswith("cuda")
         # one image per detector call on the CPU, where stacking 736x736 inputs is no faster per image
@@ -165,9 +194,12 @@ class RapidOCREngine:
         det, rec, keys = root / "det.onnx", root / "rec.onnx", root / "rec_keys.txt"
         for path in (det, rec):
             if not path.is_file():
-                raise ConfigError(f"OCR model file not found: '{path}' (model_path is a directory with det.onnx "
-                                  "and rec.onnx, plus rec_keys.txt unless rec.onnx carries its character list; "
-                                  "or null for the weights in the rapidocr-onnxruntime wheel)", field="model_path")
+                raise ConfigError(
+                    f"OCR model file not found: '{path}' (model_path is a directory with det.onnx "
+                    "and rec.onnx, plus rec_keys.txt unless rec.onnx carries its character list; "
+                    "or null for the weights in the rapidocr-onnxruntime wheel)",
+                    field="model_path",
+                )
         found = {"det_model_path": str(det), "rec_model_path": str(rec)}
         if keys.is_file():
             found["rec_keys_path"] = str(keys)
@@ -199,10 +231,10 @@ class RapidOCREngine:
                 by_shape.setdefault(x.shape, []).append(i)
         for members in by_shape.values():
             for start in range(0, len(members), self.det_batch_size):
-                part = members[start:start + self.det_batch_size]
+                part = members[start : start + self.det_batch_size]
                 preds = det.infer(np.concatenate([net_inputs[i] for i in part]))[0]
                 for row, i in enumerate(part):
-                    maps[i] = preds[row:row + 1]
+                    maps[i] = preds[row : row + 1]
         crops: list[np.ndarray] = []
         owners: list[int] = []
         for i, (img, pred) in enumerate(zip(prepared, maps)):
@@ -234,7 +266,7 @@ class RapidOCREngine:
             ratios = np.array([c.shape[1] / float(c.shape[0]) for c in crops[a:b]])
             order = np.argsort(ratios)
             for first in range(0, b - a, rec.rec_batch_num):
-                group = order[first:first + rec.rec_batch_num]
+                group = order[first : first + rec.rec_batch_num]
                 widest = max(width / height, *(ratios[g] for g in group))
                 for g in group:
                     inputs[a + g] = rec.resize_norm_img(crops[a + g], widest)
@@ -244,7 +276,7 @@ class RapidOCREngine:
         out: list[Line] = [("", 0.0)] * len(crops)
         for members in by_width.values():
             for first in range(0, len(members), self.rec_batch_size):
-                part = members[first:first + self.rec_batch_size]
+                part = members[first : first + self.rec_batch_size]
                 preds = rec.session(np.stack([inputs[k] for k in part]).astype(np.float32))[0]
                 for k, (text, score) in zip(part, rec.postprocess_op(preds)):
                     out[k] = (text, float(score))
@@ -256,8 +288,16 @@ class PaddleOCREngine:
     and Flow-Factory (3.x: ``predict``) call it, one image at a time. ``model_path``: a directory with
     ``det/`` and ``rec/`` inference models (2.x), or None for PaddleOCR's own model cache."""
 
-    def __init__(self, model_path: str | None, device: str, *, threads: int | None, text_score: float,
-                 detector: DetectorSettings, **_: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None,
+        device: str,
+        *,
+        threads: int | None,
+        text_score: float,
+        detector: DetectorSettings,
+        **_: Any,
+    ) -> None:
         try:
             import paddleocr
         except ImportError as exc:
@@ -265,19 +305,34 @@ class PaddleOCREngine:
         cuda = str(device).startswith("cuda")
         self.text_score = text_score
         self.legacy = int(str(getattr(paddleocr, "__version__", "2")).split(".")[0]) < 3
-        dirs = {} if model_path is None else {"det_model_dir": str(Path(model_path) / "det"),
-                                              "rec_model_dir": str(Path(model_path) / "rec")}
+        dirs = (
+            {}
+            if model_path is None
+            else {"det_model_dir": str(Path(model_path) / "det"), "rec_model_dir": str(Path(model_path) / "rec")}
+        )
         if self.legacy:  # drop_score: PaddleOCR 2.x's line-confidence filter (0.5 by default, as text_score)
-            self.engine = paddleocr.PaddleOCR(use_angle_cls=False, lang="en", use_gpu=cuda, show_log=False,
-                                              drop_score=text_score, **dirs, **detector.paddleocr_kwargs())
+            self.engine = paddleocr.PaddleOCR(
+                use_angle_cls=False,
+                lang="en",
+                use_gpu=cuda,
+                show_log=False,
+                drop_score=text_score,
+                **dirs,
+                **detector.paddleocr_kwargs(),
+            )
         else:
             if detector != DetectorSettings():
-                raise ConfigError("the detector options apply to PaddleOCR 2.x (flow_grpo's); 3.x runs with its "
-                                  "own defaults", field="kwargs")
+                raise ConfigError(
+                    "the detector options apply to PaddleOCR 2.x (flow_grpo's); 3.x runs with its own defaults",
+                    field="kwargs",
+                )
             index = str(device).partition(":")[2] or "0"
-            self.engine = paddleocr.PaddleOCR(use_doc_orientation_classify=False, use_doc_unwarping=False,
-                                              use_textline_orientation=False,
-                                              device=f"gpu:{index}" if cuda else "cpu")
+            self.engine = paddleocr.PaddleOCR(
+                use_doc_orientation_classify=False,
+                use_doc_unwarping=False,
+                use_textline_orientation=False,
+                device=f"gpu:{index}" if cuda else "cpu",
+            )
 
     def read(self, images: Sequence[np.ndarray]) -> list[list[Line]]:
         out = []
@@ -316,14 +371,26 @@ class OCR(PointwiseReward):
     thread_safe = False  # PaddleOCR is not thread-safe; ONNX Runtime already spreads one call over the cores
     default_containment: ClassVar[bool] = True
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 engine: str = "rapidocr", threads: int | None = None, text_score: float = 0.5,
-                 det_batch_size: int | None = None, rec_batch_size: int | None = None,
-                 containment: bool | None = None, preset: str | None = None, **detector: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        engine: str = "rapidocr",
+        threads: int | None = None,
+        text_score: float = 0.5,
+        det_batch_size: int | None = None,
+        rec_batch_size: int | None = None,
+        containment: bool | None = None,
+        preset: str | None = None,
+        **detector: Any,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if self.dtype_name != "float32":
-            raise ConfigError(f"the OCR engines run in float32; dtype '{self.dtype_name}' is not supported",
-                              field="dtype")
+            raise ConfigError(
+                f"the OCR engines run in float32; dtype '{self.dtype_name}' is not supported", field="dtype"
+            )
         choice(engine, "kwargs.engine", ENGINES)
         text_score = unit_number(text_score, "kwargs.text_score")
         known_options(self.name, detector, tuple(DetectorSettings.__dataclass_fields__))
@@ -333,10 +400,13 @@ class OCR(PointwiseReward):
         if containment is not None and not isinstance(containment, bool):
             raise ConfigError(f"must be true or false, got {containment!r}", field="kwargs.containment")
         self.containment = self.default_containment if containment is None else containment
-        settings = dict(threads=positive_int(threads, "kwargs.threads", allow_none=True), text_score=text_score,
-                        det_batch_size=positive_int(det_batch_size, "kwargs.det_batch_size", allow_none=True),
-                        rec_batch_size=positive_int(rec_batch_size, "kwargs.rec_batch_size", allow_none=True),
-                        detector=self.detector)
+        settings = dict(
+            threads=positive_int(threads, "kwargs.threads", allow_none=True),
+            text_score=text_score,
+            det_batch_size=positive_int(det_batch_size, "kwargs.det_batch_size", allow_none=True),
+            rec_batch_size=positive_int(rec_batch_size, "kwargs.rec_batch_size", allow_none=True),
+            detector=self.detector,
+        )
         self.engine_name = engine
         self.engine = (RapidOCREngine if engine == "rapidocr" else PaddleOCREngine)(model_path, device, **settings)
 
@@ -349,9 +419,12 @@ class OCR(PointwiseReward):
                 raise InputError(f"expected a string, got {type(p).__name__}", field="prompt", sample=i)
             target = normalize(quoted_target(p))
             if not target:
-                raise InputError(f"the OCR target is empty (the text between the first pair of double quotes, or "
-                                 f"the whole prompt without quotes, has no characters besides spaces): {p!r}",
-                                 field="prompt", sample=i)
+                raise InputError(
+                    f"the OCR target is empty (the text between the first pair of double quotes, or "
+                    f"the whole prompt without quotes, has no characters besides spaces): {p!r}",
+                    field="prompt",
+                    sample=i,
+                )
             out.append(target)
         return out
 
@@ -382,14 +455,21 @@ class VideoOCR(OCR):
     inputs = Inputs(("video", "prompt"), num_frames=None)
     default_containment: ClassVar[bool] = False
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 frame_interval: int = 4, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        frame_interval: int = 4,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(model_path, device, dtype, **kwargs)
         self.frame_interval = positive_int(frame_interval, "kwargs.frame_interval")
 
     def __call__(self, video: Sequence[Sequence[Any]], prompt: Sequence[str], **_: Any) -> RewardOutput:
         targets = self.targets(prompt)
-        sampled = [list(v)[::self.frame_interval] for v in video]
+        sampled = [list(v)[:: self.frame_interval] for v in video]
         for i, frames in enumerate(sampled):
             if not frames:
                 raise InputError("the video has no frames", field="video", sample=i)
@@ -400,7 +480,7 @@ class VideoOCR(OCR):
             raise exc.located(indices=owner) from None
         scores, counts, at = [], [], 0
         for frames, target in zip(sampled, targets):
-            per_frame = [self.score_text(t, target) for t in texts[at:at + len(frames)]]
+            per_frame = [self.score_text(t, target) for t in texts[at : at + len(frames)]]
             at += len(frames)
             positive = [s for s in per_frame if s > 0]
             scores.append(sum(positive) / len(positive) if positive else 0.0)

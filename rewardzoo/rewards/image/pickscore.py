@@ -21,8 +21,11 @@ from ..base import Inputs, PointwiseReward, RewardOutput
 
 def _has_processor_files(path: str) -> bool:
     p = Path(path)
-    return p.is_dir() and any((p / f).is_file() for f in ("preprocessor_config.json", "processor_config.json")) \
+    return (
+        p.is_dir()
+        and any((p / f).is_file() for f in ("preprocessor_config.json", "processor_config.json"))
         and any((p / f).is_file() for f in ("tokenizer.json", "vocab.json"))
+    )
 
 
 class PickScore(PointwiseReward):
@@ -41,14 +44,22 @@ class PickScore(PointwiseReward):
     default_model: ClassVar[str] = "yuvalkirstain/PickScore_v1"
     default_processor: ClassVar[str] = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 processor_path: str | None = None, scale: float = 1 / 26) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        processor_path: str | None = None,
+        scale: float = 1 / 26,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         path = str(model_path or self.default_model)
         processor = processor_path or (path if _has_processor_files(path) else self.default_processor)
         self.scale = float(scale)
-        self.backbone = load_clip_backbone(path, backend="transformers", device=device, dtype=self.dtype,
-                                           processor_path=processor)
+        self.backbone = load_clip_backbone(
+            path, backend="transformers", device=device, dtype=self.dtype, processor_path=processor
+        )
         self.logit_scale = self.backbone.logit_scale
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:
@@ -58,8 +69,9 @@ class PickScore(PointwiseReward):
         score, cos = self.formula(img, text)
         return RewardOutput(score.cpu(), extras={"cosine": cos.cpu()})
 
-    def score_pixels(self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False,
-                     **_: Any) -> torch.Tensor:
+    def score_pixels(
+        self, pixels: torch.Tensor, prompt: Sequence[str], *, gradient_checkpointing: bool = False, **_: Any
+    ) -> torch.Tensor:
         """Differentiable PickScore of float pixels (B, 3, H, W) in [0, 1] -> (B,) (same model and :meth:`formula`)."""
         check_pairs(image=pixels, prompt=prompt)
         text = self.backbone.encode_text(prompt)

@@ -37,18 +37,21 @@ from ..info import RewardInfo
 #: PSNR's bound: 10 log10(3 |K| 255^2) stays below it up to 5e10 kept pixels.
 PSNR_MAX = 160.0
 METRICS: Mapping[str, tuple[bool, tuple[float, float]]] = {
-    "psnr": (True, (0.0, PSNR_MAX)), "ssim": (True, (-1.0, 1.0)), "l1": (False, (0.0, 1.0)),
-    "dino": (True, (-1.0, 1.0)), "clip": (True, (-1.0, 1.0)),
+    "psnr": (True, (0.0, PSNR_MAX)),
+    "ssim": (True, (-1.0, 1.0)),
+    "l1": (False, (0.0, 1.0)),
+    "dino": (True, (-1.0, 1.0)),
+    "clip": (True, (-1.0, 1.0)),
 }
 PIXEL_METRICS = ("psnr", "ssim", "l1")
 SSIM_SIGMA, SSIM_RADIUS = 1.5, 5  # scikit-image's gaussian window: truncate 3.5 -> radius int(3.5 * 1.5 + 0.5)
-SSIM_C1, SSIM_C2 = 0.01 ** 2, 0.03 ** 2
+SSIM_C1, SSIM_C2 = 0.01**2, 0.03**2
 
 
 def ssim_map(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """The SSIM map (B, C, H - 10, W - 10) of images (B, C, H, W) in [0, 1] (see the module docstring)."""
     t = torch.arange(-SSIM_RADIUS, SSIM_RADIUS + 1, device=x.device, dtype=torch.float64)
-    g = torch.exp(-(t ** 2) / (2 * SSIM_SIGMA ** 2))
+    g = torch.exp(-(t**2) / (2 * SSIM_SIGMA**2))
     g = (g / g.sum()).to(x.dtype)
     c = x.shape[1]
     stack = torch.cat([x, y, x * x, y * y, x * y], dim=1)  # one separable 'valid' blur for the five moments
@@ -66,13 +69,13 @@ def pixel_metric(metric: str, result: torch.Tensor, source: torch.Tensor, keep: 
     if metric == "ssim":
         per_pixel = ssim_map(result.float().div_(255), source.float().div_(255)).mean(dim=1)
         keep = keep[:, SSIM_RADIUS:-SSIM_RADIUS, SSIM_RADIUS:-SSIM_RADIUS]
-        return ((per_pixel * keep).sum(dim=(1, 2)).double() / keep.sum(dim=(1, 2)).double())
+        return (per_pixel * keep).sum(dim=(1, 2)).double() / keep.sum(dim=(1, 2)).double()
     diff = result.float().sub_(source.float())  # integer-valued: each pixel's channel sum (< 2^24) is exact in float32
     per_pixel = (diff.abs_() if metric == "l1" else diff.square_()).sum(dim=1).mul_(keep)
     total = per_pixel.double().sum(dim=(1, 2))
     if metric == "psnr":  # an 8-bit squared difference is 0 or >= 1: flooring the sum at 1 changes only identical pairs
         total = total.clamp_min(1.0)
-    mean = total / (3 * keep.sum(dim=(1, 2)).double() * (255.0 if metric == "l1" else 255.0 ** 2))
+    mean = total / (3 * keep.sum(dim=(1, 2)).double() * (255.0 if metric == "l1" else 255.0**2))
     return -10 * torch.log10(mean) if metric == "psnr" else mean
 
 
@@ -89,9 +92,18 @@ class EditPreservation(PointwiseReward):
     inputs = Inputs(("image", "condition_images"), images="uint8")
     default_models: ClassVar[Mapping[str, str]] = {"dino": "facebook/dino-vitb16", "clip": "ViT-B-32"}
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 metric: str = "ssim", resize: int = 224, pretrained: str | None = "openai",
-                 backend: str = "auto", processor_path: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        metric: str = "ssim",
+        resize: int = 224,
+        pretrained: str | None = "openai",
+        backend: str = "auto",
+        processor_path: str | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         self.metric = choice(metric, "kwargs.metric", tuple(METRICS))
         self.resize = positive_int(resize, "kwargs.resize")
@@ -103,9 +115,14 @@ class EditPreservation(PointwiseReward):
         elif self.metric == "clip":
             from ...shared.clip import load_clip_backbone
 
-            self.backbone = load_clip_backbone(model_path or self.default_models["clip"], backend=backend,
-                                               device=device, dtype=self.dtype, pretrained=pretrained,
-                                               processor_path=processor_path)
+            self.backbone = load_clip_backbone(
+                model_path or self.default_models["clip"],
+                backend=backend,
+                device=device,
+                dtype=self.dtype,
+                pretrained=pretrained,
+                processor_path=processor_path,
+            )
 
     @property
     def info(self) -> RewardInfo:
@@ -125,17 +142,25 @@ class EditPreservation(PointwiseReward):
         results, sources, keeps = [], [], []
         for i, (result, edit) in enumerate(zip(image, edits)):
             if result.shape != edit.source.shape and (self.metric in PIXEL_METRICS or edit.mask is not None):
-                why = (f"{self.metric} compares them pixel for pixel" if self.metric in PIXEL_METRICS
-                       else "the edit mask marks pixels of both")
-                raise InputError(f"the result is {result.shape[2]}x{result.shape[1]}, its source (condition_images[0]) "
-                                 f"{edit.source.shape[2]}x{edit.source.shape[1]}: {why}, so they must be the same size",
-                                 field="image", sample=i)
-            keep = (torch.ones(result.shape[1:], dtype=torch.bool) if edit.mask is None
-                    else ~torch.from_numpy(edit.mask))
+                why = (
+                    f"{self.metric} compares them pixel for pixel"
+                    if self.metric in PIXEL_METRICS
+                    else "the edit mask marks pixels of both"
+                )
+                raise InputError(
+                    f"the result is {result.shape[2]}x{result.shape[1]}, its source (condition_images[0]) "
+                    f"{edit.source.shape[2]}x{edit.source.shape[1]}: {why}, so they must be the same size",
+                    field="image",
+                    sample=i,
+                )
+            keep = torch.ones(result.shape[1:], dtype=torch.bool) if edit.mask is None else ~torch.from_numpy(edit.mask)
             if not keep.any() or (self.metric == "ssim" and not _ssim_region(keep).any()):
                 where = " inside the 5-pixel border SSIM leaves out" if keep.any() else ""
-                raise InputError(f"the edit mask leaves no pixel outside the edit{where}: nothing to preserve",
-                                 field="condition_images", sample=i)
+                raise InputError(
+                    f"the edit mask leaves no pixel outside the edit{where}: nothing to preserve",
+                    field="condition_images",
+                    sample=i,
+                )
             results.append(result.to(dev))
             sources.append(edit.source.to(dev))
             keeps.append(keep.to(dev))
@@ -150,8 +175,12 @@ class EditPreservation(PointwiseReward):
         if self.metric == "ssim":
             for i, r in enumerate(results):
                 if min(r.shape[1:]) <= 2 * SSIM_RADIUS:
-                    raise InputError(f"ssim needs images larger than {2 * SSIM_RADIUS + 1}x{2 * SSIM_RADIUS + 1}, "
-                                     f"got {r.shape[2]}x{r.shape[1]}", field="image", sample=i)
+                    raise InputError(
+                        f"ssim needs images larger than {2 * SSIM_RADIUS + 1}x{2 * SSIM_RADIUS + 1}, "
+                        f"got {r.shape[2]}x{r.shape[1]}",
+                        field="image",
+                        sample=i,
+                    )
         scores = torch.empty(len(results), dtype=torch.float64)
         by_size: dict[tuple[int, ...], list[int]] = {}
         for i, r in enumerate(results):
@@ -184,4 +213,3 @@ class EditPreservation(PointwiseReward):
 
 def _ssim_region(keep: torch.Tensor) -> torch.Tensor:
     return keep[SSIM_RADIUS:-SSIM_RADIUS, SSIM_RADIUS:-SSIM_RADIUS]
-

@@ -27,10 +27,24 @@ from .detections import Detections
 
 #: NudeNet 3.4's class names, in the order of the 320n head's class channels.
 LABELS = (
-    "FEMALE_GENITALIA_COVERED", "FACE_FEMALE", "BUTTOCKS_EXPOSED", "FEMALE_BREAST_EXPOSED",
-    "FEMALE_GENITALIA_EXPOSED", "MALE_BREAST_EXPOSED", "ANUS_EXPOSED", "FEET_EXPOSED", "BELLY_COVERED",
-    "FEET_COVERED", "ARMPITS_COVERED", "ARMPITS_EXPOSED", "FACE_MALE", "BELLY_EXPOSED",
-    "MALE_GENITALIA_EXPOSED", "ANUS_COVERED", "FEMALE_BREAST_COVERED", "BUTTOCKS_COVERED",
+    "FEMALE_GENITALIA_COVERED",
+    "FACE_FEMALE",
+    "BUTTOCKS_EXPOSED",
+    "FEMALE_BREAST_EXPOSED",
+    "FEMALE_GENITALIA_EXPOSED",
+    "MALE_BREAST_EXPOSED",
+    "ANUS_EXPOSED",
+    "FEET_EXPOSED",
+    "BELLY_COVERED",
+    "FEET_COVERED",
+    "ARMPITS_COVERED",
+    "ARMPITS_EXPOSED",
+    "FACE_MALE",
+    "BELLY_EXPOSED",
+    "MALE_GENITALIA_EXPOSED",
+    "ANUS_COVERED",
+    "FEMALE_BREAST_COVERED",
+    "BUTTOCKS_COVERED",
 )
 #: The classes NudeNet names as exposed: the default ``classes``.
 EXPOSED = tuple(label for label in LABELS if label.endswith("_EXPOSED"))
@@ -57,20 +71,30 @@ class NudeNetSafety(PointwiseReward):
 
     inputs = Inputs(("image",))
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 classes: Sequence[str] | None = None, threads: int | None = None, batch_images: int = 16) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        classes: Sequence[str] | None = None,
+        threads: int | None = None,
+        batch_images: int = 16,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if self.dtype_name != "float32":
             raise ConfigError(f"NudeNet runs in float32; dtype '{self.dtype_name}' is not supported", field="dtype")
         if classes is None:
             classes = EXPOSED
         if isinstance(classes, str) or not classes:
-            raise ConfigError(f"must be a non-empty list of NudeNet class names, got {classes!r}",
-                              field="kwargs.classes")
+            raise ConfigError(
+                f"must be a non-empty list of NudeNet class names, got {classes!r}", field="kwargs.classes"
+            )
         unknown = [c for c in classes if c not in LABELS]
         if unknown:
-            raise ConfigError(f"unknown NudeNet class(es) {unknown}; known: {', '.join(LABELS)}",
-                              field="kwargs.classes")
+            raise ConfigError(
+                f"unknown NudeNet class(es) {unknown}; known: {', '.join(LABELS)}", field="kwargs.classes"
+            )
         self.classes = tuple(dict.fromkeys(classes))
         self.batch_images = positive_int(batch_images, "kwargs.batch_images")
         try:
@@ -87,12 +111,10 @@ class NudeNetSafety(PointwiseReward):
         padded = []
         for img in images:
             side = max(img.shape[:2])
-            padded.append(cv2.copyMakeBorder(img, 0, side - img.shape[0], 0, side - img.shape[1],
-                                             cv2.BORDER_CONSTANT))
+            padded.append(cv2.copyMakeBorder(img, 0, side - img.shape[0], 0, side - img.shape[1], cv2.BORDER_CONSTANT))
         # NudeNet turns a decoded BGR file into RGB (cvtColor) and swaps again in blobFromImage:
         # from an RGB array that is swapRB=True here as well
-        return cv2.dnn.blobFromImages(padded, 1 / 255.0, (INPUT_SIZE, INPUT_SIZE), (0, 0, 0), swapRB=True,
-                                      crop=False)
+        return cv2.dnn.blobFromImages(padded, 1 / 255.0, (INPUT_SIZE, INPUT_SIZE), (0, 0, 0), swapRB=True, crop=False)
 
     def _detections(self, rows: np.ndarray, width: int, height: int) -> Detections:
         """NudeNet's post-processing of one image's head output ``(4 + classes, candidates)``."""
@@ -111,15 +133,19 @@ class NudeNetSafety(PointwiseReward):
         picked = self._cv2.dnn.NMSBoxes(boxes.astype(np.float64).tolist(), best.tolist(), NMS_SCORE, NMS_IOU)
         picked = np.asarray(picked, dtype=np.int64).reshape(-1)
         xywh = boxes[picked]
-        return Detections(tuple(LABELS[i] for i in label[picked]), best[picked],
-                          np.concatenate([xywh[:, :2], xywh[:, :2] + xywh[:, 2:]], axis=1), (width, height))
+        return Detections(
+            tuple(LABELS[i] for i in label[picked]),
+            best[picked],
+            np.concatenate([xywh[:, :2], xywh[:, :2] + xywh[:, 2:]], axis=1),
+            (width, height),
+        )
 
     def detect(self, images: Sequence[Any]) -> list[Detections]:
         """NudeNet's detections of each image (as an RGB uint8 array)."""
         arrays = [np.ascontiguousarray(a) for a in images_to_uint8(images)]
         out: list[Detections] = []
         for first in range(0, len(arrays), self.batch_images):
-            part = arrays[first:first + self.batch_images]
+            part = arrays[first : first + self.batch_images]
             heads = self.session.run(None, {self._input: self._blob(part)})[0]
             out += [self._detections(heads[j], a.shape[1], a.shape[0]) for j, a in enumerate(part)]
         return out

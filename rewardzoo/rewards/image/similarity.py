@@ -28,11 +28,25 @@ class ClipImageSimilarity(PointwiseReward):
     inputs = Inputs(("image", "condition_images"), images="uint8")
     default_model: ClassVar[str] = "ViT-B-32"
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 pretrained: str | None = "openai", backend: str = "auto", processor_path: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        pretrained: str | None = "openai",
+        backend: str = "auto",
+        processor_path: str | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
-        self.backbone = load_clip_backbone(model_path or self.default_model, backend=backend, device=device,
-                                           dtype=self.dtype, pretrained=pretrained, processor_path=processor_path)
+        self.backbone = load_clip_backbone(
+            model_path or self.default_model,
+            backend=backend,
+            device=device,
+            dtype=self.dtype,
+            pretrained=pretrained,
+            processor_path=processor_path,
+        )
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, condition_images: Sequence[Any], **_: Any) -> RewardOutput:
         n = check_pairs(image=image, condition_images=condition_images)
@@ -45,8 +59,9 @@ class ClipImageSimilarity(PointwiseReward):
         mean, lo, hi = self.formula(img, cond, owner, n)
         return RewardOutput(mean.cpu(), extras={"min_cosine": lo.cpu(), "max_cosine": hi.cpu()})
 
-    def score_pixels(self, pixels: torch.Tensor, condition_images: Sequence[Any], *,
-                     gradient_checkpointing: bool = False, **_: Any) -> torch.Tensor:
+    def score_pixels(
+        self, pixels: torch.Tensor, condition_images: Sequence[Any], *, gradient_checkpointing: bool = False, **_: Any
+    ) -> torch.Tensor:
         """Differentiable CLIP-I of float pixels (B, 3, H, W) in [0, 1] -> (B,) (same model and :meth:`formula`).
 
         ``condition_images``: per sample one or a list of float tensors (3, H, W) in [0, 1] (references,
@@ -57,8 +72,12 @@ class ClipImageSimilarity(PointwiseReward):
         img = self.backbone.encode_pixels(pixels, gradient_checkpointing=gradient_checkpointing)
         for j, c in enumerate(flat):
             if not isinstance(c, torch.Tensor) or c.ndim != 3 or not c.is_floating_point():
-                raise InputError("the differentiable path takes condition images as float tensors (3, H, W) in "
-                                 f"[0, 1], got {type(c).__name__}", field="condition_images", sample=owner[j])
+                raise InputError(
+                    "the differentiable path takes condition images as float tensors (3, H, W) in "
+                    f"[0, 1], got {type(c).__name__}",
+                    field="condition_images",
+                    sample=owner[j],
+                )
         by_size: dict[tuple[int, ...], list[int]] = {}
         for j, c in enumerate(flat):
             by_size.setdefault(tuple(c.shape), []).append(j)
@@ -69,18 +88,21 @@ class ClipImageSimilarity(PointwiseReward):
         return self.formula(img, cond, owner, n)[0]
 
     @staticmethod
-    def formula(img: torch.Tensor, cond: torch.Tensor, owner: Sequence[int], n: int
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def formula(
+        img: torch.Tensor, cond: torch.Tensor, owner: Sequence[int], n: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(mean, min, max) over each sample's condition images of ``cos(image, condition)``;
         ``owner[j]``: the sample of condition image ``j``."""
         idx = torch.tensor(list(owner), device=img.device)
         cos = (img[idx] * cond).sum(dim=-1)
         counts = torch.bincount(idx, minlength=n).to(cos.dtype)
         mean = torch.zeros(n, device=cos.device, dtype=cos.dtype).index_add(0, idx, cos) / counts
-        lo = torch.full((n,), 2.0, device=cos.device, dtype=cos.dtype).scatter_reduce(0, idx, cos.detach(),
-                                                                                      reduce="amin")
-        hi = torch.full((n,), -2.0, device=cos.device, dtype=cos.dtype).scatter_reduce(0, idx, cos.detach(),
-                                                                                       reduce="amax")
+        lo = torch.full((n,), 2.0, device=cos.device, dtype=cos.dtype).scatter_reduce(
+            0, idx, cos.detach(), reduce="amin"
+        )
+        hi = torch.full((n,), -2.0, device=cos.device, dtype=cos.dtype).scatter_reduce(
+            0, idx, cos.detach(), reduce="amax"
+        )
         return mean, lo, hi
 
 

@@ -36,8 +36,16 @@ class ReferenceHPSv2(PointwiseReward):
     higher_is_better: ClassVar[bool] = True
     score_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 version: str = "v2.1", clip_model: str = "ViT-H-14", autocast: str | None = "auto") -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        version: str = "v2.1",
+        clip_model: str = "ViT-H-14",
+        autocast: str | None = "auto",
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if version not in HPSv2.files:
             raise ConfigError(f"version must be one of {sorted(HPSv2.files)}, got {version!r}", field="kwargs")
@@ -54,15 +62,20 @@ class ReferenceHPSv2(PointwiseReward):
         own CUDA autocast: ``autocast`` is taken for rewardzoo's options and not used); another architecture needs
         a subclass that puts its model in ``img_score.model_dict``."""
         if clip_model != "ViT-H-14":
-            raise ConfigError(f"the hpsv2 package builds ViT-H-14 only, got clip_model={clip_model!r}",
-                              field="kwargs.clip_model")
+            raise ConfigError(
+                f"the hpsv2 package builds ViT-H-14 only, got clip_model={clip_model!r}", field="kwargs.clip_model"
+            )
 
     def __call__(self, image: Sequence[Any], prompt: Sequence[str], **_: Any) -> RewardOutput:
         from hpsv2 import img_score
 
         check_pairs(image=image, prompt=prompt)
-        return RewardOutput([float(img_score.score(to_pil_rgb(img), p, cp=self.checkpoint,
-                                                   hps_version=self.version)[0]) for p, img in zip(prompt, image)])
+        return RewardOutput(
+            [
+                float(img_score.score(to_pil_rgb(img), p, cp=self.checkpoint, hps_version=self.version)[0])
+                for p, img in zip(prompt, image)
+            ]
+        )
 
 
 VOCABULARY = "bpe_simple_vocab_16e6.txt.gz"
@@ -72,13 +85,16 @@ def supply_vocabulary() -> None:
     """Put open_clip's BPE vocabulary where hpsv2's tokenizer looks for it, when the package lacks it."""
     found = importlib.util.find_spec("hpsv2")
     if found is None or not found.submodule_search_locations:
-        raise ConfigError("the hpsv2 package is not installed in this environment (pip install hpsv2)",
-                          field="reward_model")
+        raise ConfigError(
+            "the hpsv2 package is not installed in this environment (pip install hpsv2)", field="reward_model"
+        )
     target = Path(found.submodule_search_locations[0]) / "src" / "open_clip" / VOCABULARY
     if target.is_file():
         return
     source = importlib.util.find_spec("open_clip")
     if source is None or not source.submodule_search_locations:
-        raise ConfigError(f"hpsv2 lacks {target} and no open_clip package (which ships the same file) is "
-                          "installed to take it from", field="reward_model")
+        raise ConfigError(
+            f"hpsv2 lacks {target} and no open_clip package (which ships the same file) is installed to take it from",
+            field="reward_model",
+        )
     shutil.copyfile(Path(source.submodule_search_locations[0]) / VOCABULARY, target)

@@ -38,8 +38,11 @@ class ReferenceImageReward(PointwiseReward):
 
         if model_path is None:
             return RM.load("ImageReward-v1.0", device=device)
-        return RM.load(os.path.join(model_path, "ImageReward.pt"), device=device,
-                       med_config=os.path.join(model_path, "med_config.json"))
+        return RM.load(
+            os.path.join(model_path, "ImageReward.pt"),
+            device=device,
+            med_config=os.path.join(model_path, "med_config.json"),
+        )
 
     def __call__(self, image: Sequence[Any], prompt: Sequence[str], **_: Any) -> RewardOutput:
         import torch

@@ -48,8 +48,13 @@ class Backbone(Protocol):
 
     def embed(self, input_ids: Tensor) -> Tensor: ...
 
-    def hidden_states(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
-                      inputs_embeds: Tensor | None = None) -> Tensor: ...
+    def hidden_states(
+        self,
+        input_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        *,
+        inputs_embeds: Tensor | None = None,
+    ) -> Tensor: ...
 
     def logits(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor: ...
 
@@ -61,8 +66,11 @@ def full_mask(input_ids: Tensor, attention_mask: Tensor | None) -> Tensor:
     if attention_mask is None:
         return torch.ones(input_ids.shape, dtype=torch.bool, device=input_ids.device)
     if tuple(attention_mask.shape) != tuple(input_ids.shape):
-        raise InputError(f"attention_mask has shape {tuple(attention_mask.shape)}, input_ids "
-                         f"{tuple(input_ids.shape)}; they must match", field="attention_mask")
+        raise InputError(
+            f"attention_mask has shape {tuple(attention_mask.shape)}, input_ids "
+            f"{tuple(input_ids.shape)}; they must match",
+            field="attention_mask",
+        )
     return attention_mask.to(device=input_ids.device).bool()
 
 
@@ -74,9 +82,11 @@ def position_ids(mask: Tensor) -> Tensor:
 def check_ids(input_ids: Tensor, vocab_size: int) -> None:
     """InputError unless every id lies in [0, vocab_size) (padding too: it is marked by the mask, not the id)."""
     if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= vocab_size):
-        raise InputError(f"token ids must lie in [0, {vocab_size}); got [{int(input_ids.min())}, "
-                         f"{int(input_ids.max())}] (pad with a valid id and mark padding in attention_mask)",
-                         field="input_ids")
+        raise InputError(
+            f"token ids must lie in [0, {vocab_size}); got [{int(input_ids.min())}, "
+            f"{int(input_ids.max())}] (pad with a valid id and mark padding in attention_mask)",
+            field="input_ids",
+        )
 
 
 class _Attention(nn.Module):
@@ -122,14 +132,27 @@ class TinyTransformer(nn.Module):
     Attention projections are named ``to_q``, ``to_k``, ``to_v``, ``to_out`` (LoRA targets).
     """
 
-    def __init__(self, vocab_size: int = 64, dim: int = 32, depth: int = 2, heads: int = 4, max_len: int = 128,
-                 dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        vocab_size: int = 64,
+        dim: int = 32,
+        depth: int = 2,
+        heads: int = 4,
+        max_len: int = 128,
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
         if dim % heads:
             raise ConfigError(f"dim ({dim}) must be divisible by heads ({heads})")
         self.dim, self.vocab_size, self.max_len = dim, vocab_size, max_len
-        self.config = {"vocab_size": vocab_size, "dim": dim, "depth": depth, "heads": heads, "max_len": max_len,
-                       "dropout": dropout}
+        self.config = {
+            "vocab_size": vocab_size,
+            "dim": dim,
+            "depth": depth,
+            "heads": heads,
+            "max_len": max_len,
+            "dropout": dropout,
+        }
         self.token_emb = nn.Embedding(vocab_size, dim)
         self.pos_emb = nn.Embedding(max_len, dim)
         self.blocks = nn.ModuleList(_Block(dim, heads, dropout) for _ in range(depth))
@@ -140,8 +163,13 @@ class TinyTransformer(nn.Module):
         check_ids(input_ids, self.vocab_size)
         return self.token_emb(input_ids)
 
-    def hidden_states(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
-                      inputs_embeds: Tensor | None = None) -> Tensor:
+    def hidden_states(
+        self,
+        input_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        *,
+        inputs_embeds: Tensor | None = None,
+    ) -> Tensor:
         inputs_embeds = embedded(self, input_ids, inputs_embeds)
         _b, n, _ = inputs_embeds.shape
         if n > self.max_len:
@@ -180,8 +208,9 @@ class HFBackbone(nn.Module):
         self.is_causal_lm = hasattr(model, "get_output_embeddings") and model.get_output_embeddings() is not None
 
     @classmethod
-    def from_pretrained(cls, path: str, *, causal_lm: bool = False, dtype: Any = None,
-                        trust_remote_code: bool = False) -> HFBackbone:
+    def from_pretrained(
+        cls, path: str, *, causal_lm: bool = False, dtype: Any = None, trust_remote_code: bool = False
+    ) -> HFBackbone:
         """Load ``AutoModelForCausalLM`` (``causal_lm=True``) or ``AutoModel`` from a hub id or local directory."""
         from transformers import AutoModel, AutoModelForCausalLM
 
@@ -193,8 +222,14 @@ class HFBackbone(nn.Module):
         check_ids(input_ids, self.vocab_size)
         return self.model.get_input_embeddings()(input_ids)
 
-    def _run(self, module: nn.Module, input_ids: Tensor | None, attention_mask: Tensor | None,
-             inputs_embeds: Tensor | None, **kwargs: Any):
+    def _run(
+        self,
+        module: nn.Module,
+        input_ids: Tensor | None,
+        attention_mask: Tensor | None,
+        inputs_embeds: Tensor | None,
+        **kwargs: Any,
+    ):
         inputs_embeds = embedded(self, input_ids, inputs_embeds)
         mask = full_mask(inputs_embeds[..., 0], attention_mask)
         accepted = inspect.signature(module.forward).parameters
@@ -204,20 +239,28 @@ class HFBackbone(nn.Module):
             kwargs["use_cache"] = False
         return module(inputs_embeds=inputs_embeds, attention_mask=mask.long(), return_dict=True, **kwargs)
 
-    def hidden_states(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
-                      inputs_embeds: Tensor | None = None) -> Tensor:
+    def hidden_states(
+        self,
+        input_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        *,
+        inputs_embeds: Tensor | None = None,
+    ) -> Tensor:
         base = self.model.base_model
         if base is not self.model:  # a causal LM's inner model: no language-model head to compute
             return self._run(base, input_ids, attention_mask, inputs_embeds).last_hidden_state
         if self.is_causal_lm:
-            return self._run(self.model, input_ids, attention_mask, inputs_embeds,
-                             output_hidden_states=True).hidden_states[-1]
+            return self._run(
+                self.model, input_ids, attention_mask, inputs_embeds, output_hidden_states=True
+            ).hidden_states[-1]
         return self._run(self.model, input_ids, attention_mask, inputs_embeds).last_hidden_state
 
     def logits(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
         if not self.is_causal_lm:
-            raise ConfigError(f"{type(self.model).__name__} has no language-model head; load the backbone with "
-                              "causal_lm=True (AutoModelForCausalLM) for token log-probabilities")
+            raise ConfigError(
+                f"{type(self.model).__name__} has no language-model head; load the backbone with "
+                "causal_lm=True (AutoModelForCausalLM) for token log-probabilities"
+            )
         return self._run(self.model, input_ids, attention_mask, None).logits
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
@@ -270,8 +313,9 @@ class PaLMBackbone(nn.Module):
         if not isinstance(model, palm_class):
             raise ConfigError(f"PaLMBackbone wraps a palm_rlhf_pytorch.PaLM, got {type(model).__name__}")
         if finetune_scope is not None and finetune_scope not in model.finetune_modules:
-            raise ConfigError(f"the PaLM has no finetune scope {finetune_scope!r} (it has "
-                              f"{sorted(model.finetune_modules)})")
+            raise ConfigError(
+                f"the PaLM has no finetune scope {finetune_scope!r} (it has {sorted(model.finetune_modules)})"
+            )
         self.model = model
         self.dim, self.vocab_size = int(model.dim), int(model.num_tokens)
         self.finetune_scope = finetune_scope
@@ -291,13 +335,20 @@ class PaLMBackbone(nn.Module):
         if bool(mask.all()) or (self.model.causal and prefix):
             return None
         if any(getattr(layer.fn, "flash_attn", False) for layer in self.model.layers):
-            raise InputError("a PaLM built with flash_attn=True cannot take a key-padding mask together with its "
-                             "causal mask; pad on the right, or build the PaLM with flash_attn=False",
-                             field="attention_mask")
+            raise InputError(
+                "a PaLM built with flash_attn=True cannot take a key-padding mask together with its "
+                "causal mask; pad on the right, or build the PaLM with flash_attn=False",
+                field="attention_mask",
+            )
         return mask
 
-    def hidden_states(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
-                      inputs_embeds: Tensor | None = None) -> Tensor:
+    def hidden_states(
+        self,
+        input_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        *,
+        inputs_embeds: Tensor | None = None,
+    ) -> Tensor:
         inputs_embeds = embedded(self, input_ids, inputs_embeds)
         key_mask = self._key_mask(full_mask(inputs_embeds[..., 0], attention_mask))
         layers = self.model.layers
@@ -324,6 +375,8 @@ def as_backbone(model: nn.Module) -> nn.Module:
         return PaLMBackbone(model)
     if isinstance(model, nn.Module) and hasattr(model, "config") and hasattr(model, "get_input_embeddings"):
         return HFBackbone(model)
-    raise ConfigError(f"{type(model).__name__} is not a backbone: it needs embed(), hidden_states(), logits(), dim "
-                      "and vocab_size (see rewardzoo.rewards.text.backbones), or must be a transformers model or a "
-                      "palm_rlhf_pytorch.PaLM")
+    raise ConfigError(
+        f"{type(model).__name__} is not a backbone: it needs embed(), hidden_states(), logits(), dim "
+        "and vocab_size (see rewardzoo.rewards.text.backbones), or must be a transformers model or a "
+        "palm_rlhf_pytorch.PaLM"
+    )

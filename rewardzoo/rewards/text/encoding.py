@@ -34,8 +34,16 @@ class EncodedBatch:
 class PairEncoder:
     """Tokenises (prompt, completion) pairs with a Hugging Face tokenizer (thread-safe)."""
 
-    def __init__(self, tokenizer: Any, *, max_length: int | None = None, separator: str = "",
-                 chat_template: bool = False, pad_token_id: int | None = None, add_special_tokens: bool = True) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        *,
+        max_length: int | None = None,
+        separator: str = "",
+        chat_template: bool = False,
+        pad_token_id: int | None = None,
+        add_special_tokens: bool = True,
+    ) -> None:
         self.tokenizer = tokenizer
         self.add_special_tokens = add_special_tokens  # for the prompt; TRL's reward-model path uses none
         self.separator = separator
@@ -64,20 +72,25 @@ class PairEncoder:
 
     def chat_turn(self, prompt: str, completion: str) -> tuple[str, str]:
         """(the rendered user turn with its generation prompt, the rendered assistant turn after it)."""
-        head = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                                  add_generation_prompt=True)
-        full = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt},
-                                                   {"role": "assistant", "content": completion}], tokenize=False)
+        head = self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
+        full = self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}, {"role": "assistant", "content": completion}], tokenize=False
+        )
         if not full.startswith(head):
-            raise InputError("the chat template renders the assistant turn in a way that does not extend the "
-                             "prompt; use chat_template: false", field="completion")
-        return head, full[len(head):]
+            raise InputError(
+                "the chat template renders the assistant turn in a way that does not extend the "
+                "prompt; use chat_template: false",
+                field="completion",
+            )
+        return head, full[len(head) :]
 
     def truncate(self, prompt: list[int], completion: list[int]) -> tuple[list[int], list[int]]:
         if self.max_length is None or len(prompt) + len(completion) <= self.max_length:
             return prompt, completion
         keep_prompt = max(self.max_length - len(completion), 0)
-        prompt = prompt[len(prompt) - keep_prompt:] if keep_prompt else []
+        prompt = prompt[len(prompt) - keep_prompt :] if keep_prompt else []
         return prompt, completion[: self.max_length - len(prompt)]
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str], device: Any = "cpu") -> EncodedBatch:
@@ -96,16 +109,20 @@ class PairEncoder:
         for i, (ids, plen) in enumerate(rows):
             input_ids[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
             attention_mask[i, : len(ids)] = True
-            response_mask[i, plen: len(ids)] = True
+            response_mask[i, plen : len(ids)] = True
         prompt_lengths = torch.tensor([plen for _, plen in rows], dtype=torch.long)
-        return EncodedBatch(input_ids.to(device), attention_mask.to(device), prompt_lengths.to(device),
-                            response_mask.to(device))
+        return EncodedBatch(
+            input_ids.to(device), attention_mask.to(device), prompt_lengths.to(device), response_mask.to(device)
+        )
 
 
 def default_max_length(tokenizer: Any, config: Any) -> int | None:
     """The longest sequence the model takes: the config's position limit, else the tokenizer's."""
-    for value in (getattr(config, "max_position_embeddings", None), getattr(config, "n_positions", None),
-                  getattr(tokenizer, "model_max_length", None)):
+    for value in (
+        getattr(config, "max_position_embeddings", None),
+        getattr(config, "n_positions", None),
+        getattr(tokenizer, "model_max_length", None),
+    ):
         if isinstance(value, int) and 0 < value < 1_000_000:
             return value
     return None

@@ -22,8 +22,9 @@ from .backbones import HFBackbone, as_backbone, full_mask
 from .encoding import PairEncoder, default_max_length, load_tokenizer
 
 
-def token_log_probs(backbone: nn.Module, input_ids: Tensor, attention_mask: Tensor,
-                    keep: Tensor | None = None) -> Tensor:
+def token_log_probs(
+    backbone: nn.Module, input_ids: Tensor, attention_mask: Tensor, keep: Tensor | None = None
+) -> Tensor:
     """``log p(x_{t+1} | x_<=t)`` for t = 0 .. n-2, shape (B, n - 1), in float32; 0 where ``keep`` (B, n - 1) is
     False (the vocabulary softmax runs on kept positions only, so padding costs no softmax)."""
     logits = backbone.logits(input_ids, attention_mask)[:, :-1]
@@ -39,8 +40,10 @@ def token_log_probs(backbone: nn.Module, input_ids: Tensor, attention_mask: Tens
 def _check_labels(labels: Any, batch: int, device: torch.device) -> Tensor:
     labels = torch.as_tensor(labels, device=device)
     if tuple(labels.shape) != (batch,):
-        raise InputError(f"labels must have shape ({batch},) (one outcome label per sequence), got "
-                         f"{tuple(labels.shape)}", field="labels")
+        raise InputError(
+            f"labels must have shape ({batch},) (one outcome label per sequence), got {tuple(labels.shape)}",
+            field="labels",
+        )
     labels = labels.float()
     if bool(((labels < 0) | (labels > 1)).any()):
         raise InputError("labels are outcome probabilities in [0, 1] (1 = correct)", field="labels")
@@ -91,8 +94,9 @@ class ImplicitPRM(nn.Module):
         """The trainable model's parameters (never the reference's)."""
         return (p for p in self.model.parameters() if p.requires_grad)
 
-    def token_mask(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                   response_mask: Tensor | None = None) -> Tensor:
+    def token_mask(
+        self, input_ids: Tensor, attention_mask: Tensor | None = None, response_mask: Tensor | None = None
+    ) -> Tensor:
         """(B, n - 1) bool: target token t+1 is scored."""
         mask = full_mask(input_ids, attention_mask)
         if input_ids.shape[1] < 2:
@@ -101,13 +105,22 @@ class ImplicitPRM(nn.Module):
         if response_mask is not None:
             response_mask = torch.as_tensor(response_mask, device=input_ids.device)
             if tuple(response_mask.shape) != tuple(input_ids.shape):
-                raise InputError(f"response_mask must be aligned with input_ids {tuple(input_ids.shape)}, got "
-                                 f"{tuple(response_mask.shape)}", field="response_mask")
+                raise InputError(
+                    f"response_mask must be aligned with input_ids {tuple(input_ids.shape)}, got "
+                    f"{tuple(response_mask.shape)}",
+                    field="response_mask",
+                )
             keep = keep & response_mask[:, 1:].bool()
         return keep
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, response_mask: Tensor | None = None,
-                labels: Tensor | None = None, per_token: bool = False) -> ImplicitPRMOutput:
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        response_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        per_token: bool = False,
+    ) -> ImplicitPRMOutput:
         mask = self.token_mask(input_ids, attention_mask, response_mask)
         full = full_mask(input_ids, attention_mask)
         logp = token_log_probs(self.model, input_ids, full, mask)
@@ -121,18 +134,26 @@ class ImplicitPRM(nn.Module):
             loss = self.token_loss(rewards, mask, y) if per_token else self.prime_loss(outcome, y)
         return ImplicitPRMOutput(rewards, outcome, mask, loss)
 
-    def process_rewards(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                        response_mask: Tensor | None = None) -> Tensor:
+    def process_rewards(
+        self, input_ids: Tensor, attention_mask: Tensor | None = None, response_mask: Tensor | None = None
+    ) -> Tensor:
         """Dense rewards (B, n - 1), zero where masked."""
         return self(input_ids, attention_mask, response_mask).process_rewards
 
-    def outcome_reward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                       response_mask: Tensor | None = None) -> Tensor:
+    def outcome_reward(
+        self, input_ids: Tensor, attention_mask: Tensor | None = None, response_mask: Tensor | None = None
+    ) -> Tensor:
         """``Q = sum_t mask_t r_t`` (B,)."""
         return self(input_ids, attention_mask, response_mask).outcome_rewards
 
-    def loss(self, input_ids: Tensor, labels: Tensor, attention_mask: Tensor | None = None,
-             response_mask: Tensor | None = None, per_token: bool = False) -> Tensor:
+    def loss(
+        self,
+        input_ids: Tensor,
+        labels: Tensor,
+        attention_mask: Tensor | None = None,
+        response_mask: Tensor | None = None,
+        per_token: bool = False,
+    ) -> Tensor:
         """PRIME cross-entropy loss (or its per-token variant) for outcome labels in [0, 1]."""
         return self(input_ids, attention_mask, response_mask, labels=labels, per_token=per_token).loss
 
@@ -172,49 +193,71 @@ class CompletionSpanEncoder(PairEncoder):
                 return self._ids(head, False), []
             start = rest.find(completion)
             if start < 0:
-                raise InputError("the chat template changes the completion text, so its end cannot be found; "
-                                 "set score_end_of_turn: true to score the whole assistant turn", field="completion")
+                raise InputError(
+                    "the chat template changes the completion text, so its end cannot be found; "
+                    "set score_end_of_turn: true to score the whole assistant turn",
+                    field="completion",
+                )
             return self._ids(head, False), self._ids(rest[: start + len(completion)], False)
 
 
 class ImplicitPRMReward(PointwiseReward):
     """Implicit process reward of a completion: ``beta * sum_t log(pi(y_t|x, y_<t) / pi_ref(y_t|x, y_<t))`` over
-    the completion tokens.
+        the completion tokens.
 
-    ``model_path``: the PRM policy (causal LM + tokenizer, e.g. PRIME's EurusPRM); ``ref_model_path`` (kwarg,
-    required): its reference causal LM. Inputs: ``prompt``, ``completion`` (strings); the completion tokens
-    are the response mask (with ``chat_template``, the assistant turn up to the end of the completion text: the
-template's end-of-turn tokens are not scored, as in PRIME / verl, unless ``score_end_of_turn``). Extras: ``num_completion_tokens``, ``min_token_reward`` (0 for an empty
-    completion). Range: unbounded (higher is better).
+        ``model_path``: the PRM policy (causal LM + tokenizer, e.g. PRIME's EurusPRM); ``ref_model_path`` (kwarg,
+        required): its reference causal LM. Inputs: ``prompt``, ``completion`` (strings); the completion tokens
+        are the response mask (with ``chat_template``, the assistant turn up to the end of the completion text: the
+    template's end-of-turn tokens are not scored, as in PRIME / verl, unless ``score_end_of_turn``). Extras: ``num_completion_tokens``, ``min_token_reward`` (0 for an empty
+        completion). Range: unbounded (higher is better).
     """
 
     inputs = Inputs(("prompt", "completion"))
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 ref_model_path: str | None = None, beta: float = 0.1, max_length: int | None = None,
-                 separator: str = "", chat_template: bool = False, score_end_of_turn: bool = False,
-                 trust_remote_code: bool = False) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        ref_model_path: str | None = None,
+        beta: float = 0.1,
+        max_length: int | None = None,
+        separator: str = "",
+        chat_template: bool = False,
+        score_end_of_turn: bool = False,
+        trust_remote_code: bool = False,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if not model_path:
-            raise ConfigError("implicit_prm needs model_path: the PRM causal LM (with its tokenizer)",
-                              field="model_path")
+            raise ConfigError(
+                "implicit_prm needs model_path: the PRM causal LM (with its tokenizer)", field="model_path"
+            )
         if not ref_model_path:
             raise ConfigError("implicit_prm needs kwargs.ref_model_path: the reference causal LM", field="kwargs")
         tokenizer = load_tokenizer(model_path, trust_remote_code)
-        policy = HFBackbone.from_pretrained(model_path, causal_lm=True, dtype=self.dtype,
-                                            trust_remote_code=trust_remote_code)
-        ref = HFBackbone.from_pretrained(ref_model_path, causal_lm=True, dtype=self.dtype,
-                                         trust_remote_code=trust_remote_code)
+        policy = HFBackbone.from_pretrained(
+            model_path, causal_lm=True, dtype=self.dtype, trust_remote_code=trust_remote_code
+        )
+        ref = HFBackbone.from_pretrained(
+            ref_model_path, causal_lm=True, dtype=self.dtype, trust_remote_code=trust_remote_code
+        )
         if ref.vocab_size != policy.vocab_size:
-            raise ConfigError(f"policy ({policy.vocab_size}) and reference ({ref.vocab_size}) vocabularies differ",
-                              field="kwargs")
+            raise ConfigError(
+                f"policy ({policy.vocab_size}) and reference ({ref.vocab_size}) vocabularies differ", field="kwargs"
+            )
         self.prm = ImplicitPRM(policy, ref, beta=beta).to(self.device).eval()
         if not isinstance(score_end_of_turn, bool):
-            raise ConfigError(f"kwargs.score_end_of_turn must be true or false, got {score_end_of_turn!r}",
-                              field="kwargs")
-        self.encoder = CompletionSpanEncoder(tokenizer, max_length=max_length or default_max_length(
-            tokenizer, policy.model.config), separator=separator, chat_template=chat_template,
-            score_end_of_turn=score_end_of_turn)
+            raise ConfigError(
+                f"kwargs.score_end_of_turn must be true or false, got {score_end_of_turn!r}", field="kwargs"
+            )
+        self.encoder = CompletionSpanEncoder(
+            tokenizer,
+            max_length=max_length or default_max_length(tokenizer, policy.model.config),
+            separator=separator,
+            chat_template=chat_template,
+            score_end_of_turn=score_end_of_turn,
+        )
 
     @torch.no_grad()
     def __call__(self, prompt: Sequence[str], completion: Sequence[str], **_: object) -> RewardOutput:
@@ -223,6 +266,7 @@ template's end-of-turn tokens are not scored, as in PRIME / verl, unless ``score
         counts = out.mask.sum(-1)
         lowest = out.process_rewards.masked_fill(~out.mask, float("inf")).min(-1).values
         lowest = torch.where(counts > 0, lowest, torch.zeros_like(lowest))
-        return RewardOutput(out.outcome_rewards.cpu().numpy(),
-                            extras={"num_completion_tokens": counts.cpu().numpy(),
-                                    "min_token_reward": lowest.cpu().numpy()})
+        return RewardOutput(
+            out.outcome_rewards.cpu().numpy(),
+            extras={"num_completion_tokens": counts.cpu().numpy(), "min_token_reward": lowest.cpu().numpy()},
+        )

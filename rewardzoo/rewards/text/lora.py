@@ -59,8 +59,15 @@ class LoRALinear(nn.Module):
         return out
 
 
-def add_lora(model: nn.Module, scope: str, *, r: int = 8, alpha: float | None = None, dropout: float = 0.0,
-             targets: Iterable[str] | None = None) -> list[str]:
+def add_lora(
+    model: nn.Module,
+    scope: str,
+    *,
+    r: int = 8,
+    alpha: float | None = None,
+    dropout: float = 0.0,
+    targets: Iterable[str] | None = None,
+) -> list[str]:
     """Add the LoRA scope ``scope`` to every projection of ``model`` whose attribute name is in ``targets``.
 
     Returns the qualified names of the wrapped projections; ConfigError when none matches or the scope exists.

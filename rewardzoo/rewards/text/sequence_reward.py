@@ -40,11 +40,17 @@ def mse_loss(rewards: Tensor, labels: Tensor) -> Tensor:
     _check_batch(rewards, "rewards")
     labels = torch.as_tensor(labels, device=rewards.device)
     if not labels.is_floating_point():
-        raise InputError(f"a scalar reward head needs float labels (B,), got dtype {labels.dtype}; integer class "
-                         "ids belong to a binned head (num_bins > 1)", field="labels")
+        raise InputError(
+            f"a scalar reward head needs float labels (B,), got dtype {labels.dtype}; integer class "
+            "ids belong to a binned head (num_bins > 1)",
+            field="labels",
+        )
     if tuple(labels.shape) != tuple(rewards.shape):
-        raise InputError(f"labels have shape {tuple(labels.shape)}, rewards {tuple(rewards.shape)}: a scalar head "
-                         "takes one float label per sequence, shape (B,)", field="labels")
+        raise InputError(
+            f"labels have shape {tuple(labels.shape)}, rewards {tuple(rewards.shape)}: a scalar head "
+            "takes one float label per sequence, shape (B,)",
+            field="labels",
+        )
     return F.mse_loss(rewards, labels.to(rewards.dtype))
 
 
@@ -55,38 +61,49 @@ def cross_entropy_loss(logits: Tensor, labels: Tensor) -> Tensor:
     b, k = logits.shape
     labels = torch.as_tensor(labels, device=logits.device)
     if labels.dtype == torch.bool:
-        raise InputError("bool labels are ambiguous; pass integer class ids (B,) or probabilities (B, K)",
-                         field="labels")
+        raise InputError(
+            "bool labels are ambiguous; pass integer class ids (B,) or probabilities (B, K)", field="labels"
+        )
     if not labels.is_floating_point() and not labels.is_complex():
         if tuple(labels.shape) != (b,):
-            raise InputError(f"integer class-id labels must have shape ({b},), got {tuple(labels.shape)}",
-                             field="labels")
+            raise InputError(
+                f"integer class-id labels must have shape ({b},), got {tuple(labels.shape)}", field="labels"
+            )
         if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= k):
-            raise InputError(f"class ids must lie in [0, {k}), got [{int(labels.min())}, {int(labels.max())}]",
-                             field="labels")
+            raise InputError(
+                f"class ids must lie in [0, {k}), got [{int(labels.min())}, {int(labels.max())}]", field="labels"
+            )
         return F.cross_entropy(logits, labels.long())
     if tuple(labels.shape) != (b, k):
-        raise InputError(f"float labels for a binned head are probabilities of shape ({b}, {k}), got "
-                         f"{tuple(labels.shape)}; pass integer class ids (B,) for hard labels", field="labels")
+        raise InputError(
+            f"float labels for a binned head are probabilities of shape ({b}, {k}), got "
+            f"{tuple(labels.shape)}; pass integer class ids (B,) for hard labels",
+            field="labels",
+        )
     probs = labels.to(logits.dtype)
     if bool((probs < 0).any()) or not torch.allclose(probs.sum(-1), torch.ones_like(probs[:, 0]), atol=1e-4):
         raise InputError("probability labels must be non-negative and sum to 1 over the bins", field="labels")
     return F.cross_entropy(logits, probs)
 
 
-def bradley_terry_loss(chosen: Tensor, rejected: Tensor, margin: Tensor | float | None = None,
-                       center_coef: float = 0.0) -> Tensor:
+def bradley_terry_loss(
+    chosen: Tensor, rejected: Tensor, margin: Tensor | float | None = None, center_coef: float = 0.0
+) -> Tensor:
     """``mean(-log sigmoid(r_c - r_r - margin)) + center_coef * mean((r_c + r_r)^2)`` (TRL RewardTrainer)."""
     _check_batch(chosen, "chosen")
     if tuple(rejected.shape) != tuple(chosen.shape):
-        raise InputError(f"chosen {tuple(chosen.shape)} and rejected {tuple(rejected.shape)} rewards must have "
-                         "the same shape", field="rejected")
+        raise InputError(
+            f"chosen {tuple(chosen.shape)} and rejected {tuple(rejected.shape)} rewards must have the same shape",
+            field="rejected",
+        )
     diff = chosen - rejected
     if margin is not None:
         margin = torch.as_tensor(margin, dtype=diff.dtype, device=diff.device)
         if margin.dim() > 0 and tuple(margin.shape) != tuple(chosen.shape):
-            raise InputError(f"margin must be a number or shaped like the rewards {tuple(chosen.shape)}, got "
-                             f"{tuple(margin.shape)}", field="margin")
+            raise InputError(
+                f"margin must be a number or shaped like the rewards {tuple(chosen.shape)}, got {tuple(margin.shape)}",
+                field="margin",
+            )
         diff = diff - margin
     loss = -F.logsigmoid(diff).mean()
     if center_coef:
@@ -127,9 +144,19 @@ class SequenceRewardModel(nn.Module):
     transformers model or a palm-rlhf-pytorch ``PaLM``.
     """
 
-    def __init__(self, backbone: nn.Module, *, num_bins: int = 0, bin_values: Sequence[float] | Tensor | None = None,
-                 pooling: str = "last", dropout: float | None = None, lora_scope: str | None = None, lora_r: int = 8,
-                 lora_alpha: float | None = None, lora_targets: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        backbone: nn.Module,
+        *,
+        num_bins: int = 0,
+        bin_values: Sequence[float] | Tensor | None = None,
+        pooling: str = "last",
+        dropout: float | None = None,
+        lora_scope: str | None = None,
+        lora_r: int = 8,
+        lora_alpha: float | None = None,
+        lora_targets: Sequence[str] | None = None,
+    ) -> None:
         super().__init__()
         if pooling not in ("last", "mean"):
             raise ConfigError(f"pooling must be 'last' or 'mean', got {pooling!r}")
@@ -147,15 +174,22 @@ class SequenceRewardModel(nn.Module):
             if lora_targets is None:  # the backbone's own default (e.g. PaLM's fused projections), else common names
                 lora_targets = getattr(self.backbone, "lora_targets", None)
             targets = add_lora(self.backbone, lora_scope, r=lora_r, alpha=lora_alpha, targets=lora_targets)
-            self.lora_config = {"scope": lora_scope, "r": lora_r, "alpha": lora_alpha,
-                                "targets": sorted({t.rsplit(".", 1)[-1] for t in targets})}
+            self.lora_config = {
+                "scope": lora_scope,
+                "r": lora_r,
+                "alpha": lora_alpha,
+                "targets": sorted({t.rsplit(".", 1)[-1] for t in targets}),
+            }
         dim = self.backbone.dim
         self.prompt_embed = nn.Parameter(torch.zeros(dim))
         self.response_embed = nn.Parameter(torch.zeros(dim))
         self.head = nn.Linear(dim, num_bins if num_bins else 1)
         if num_bins:
-            values = torch.arange(num_bins, dtype=torch.float32) if bin_values is None else \
-                torch.as_tensor(bin_values, dtype=torch.float32)
+            values = (
+                torch.arange(num_bins, dtype=torch.float32)
+                if bin_values is None
+                else torch.as_tensor(bin_values, dtype=torch.float32)
+            )
             if tuple(values.shape) != (num_bins,):
                 raise ConfigError(f"bin_values must hold num_bins={num_bins} numbers, got shape {tuple(values.shape)}")
             self.register_buffer("bin_values", values)
@@ -181,22 +215,32 @@ class SequenceRewardModel(nn.Module):
             yield from self.backbone.parameters()
 
     # -- pieces
-    def prompt_indicator(self, input_ids: Tensor, attention_mask: Tensor, prompt_mask: Tensor | None,
-                         prompt_lengths: Tensor | Sequence[int] | None) -> Tensor | None:
+    def prompt_indicator(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor,
+        prompt_mask: Tensor | None,
+        prompt_lengths: Tensor | Sequence[int] | None,
+    ) -> Tensor | None:
         """The (B, n) bool prompt mask from either indicator (None when neither is given)."""
         if prompt_mask is not None and prompt_lengths is not None:
             raise InputError("pass either prompt_mask or prompt_lengths, not both", field="prompt_mask/prompt_lengths")
         if prompt_mask is not None:
             prompt_mask = torch.as_tensor(prompt_mask, device=input_ids.device)
             if tuple(prompt_mask.shape) != tuple(input_ids.shape):
-                raise InputError(f"prompt_mask has shape {tuple(prompt_mask.shape)}, input_ids "
-                                 f"{tuple(input_ids.shape)}", field="prompt_mask")
+                raise InputError(
+                    f"prompt_mask has shape {tuple(prompt_mask.shape)}, input_ids {tuple(input_ids.shape)}",
+                    field="prompt_mask",
+                )
             return prompt_mask.bool() & attention_mask
         if prompt_lengths is not None:
             lengths = torch.as_tensor(prompt_lengths, device=input_ids.device)
             if lengths.is_floating_point() or tuple(lengths.shape) != (input_ids.shape[0],):
-                raise InputError(f"prompt_lengths must be integers of shape ({input_ids.shape[0]},), got "
-                                 f"{tuple(lengths.shape)} {lengths.dtype}", field="prompt_lengths")
+                raise InputError(
+                    f"prompt_lengths must be integers of shape ({input_ids.shape[0]},), got "
+                    f"{tuple(lengths.shape)} {lengths.dtype}",
+                    field="prompt_lengths",
+                )
             real = attention_mask.sum(-1)
             if bool((lengths < 0).any()) or bool((lengths > real).any()):
                 raise InputError("prompt_lengths must lie in [0, number of real tokens]", field="prompt_lengths")
@@ -212,15 +256,24 @@ class SequenceRewardModel(nn.Module):
         last = (positions * attention_mask.long()).argmax(-1)
         return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *, prompt_mask: Tensor | None = None,
-                prompt_lengths: Tensor | Sequence[int] | None = None, labels: Tensor | None = None,
-                sample_bins: bool = False, temperature: float = 1.0,
-                generator: torch.Generator | None = None) -> SequenceRewardOutput:
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        *,
+        prompt_mask: Tensor | None = None,
+        prompt_lengths: Tensor | Sequence[int] | None = None,
+        labels: Tensor | None = None,
+        sample_bins: bool = False,
+        temperature: float = 1.0,
+        generator: torch.Generator | None = None,
+    ) -> SequenceRewardOutput:
         mask = full_mask(input_ids, attention_mask)
         empty = ~mask.any(-1)
         if bool(empty.any()):
-            raise InputError(f"sequence(s) {torch.nonzero(empty).flatten().tolist()} have no real tokens",
-                             field="attention_mask")
+            raise InputError(
+                f"sequence(s) {torch.nonzero(empty).flatten().tolist()} have no real tokens", field="attention_mask"
+            )
         embeds = self.backbone.embed(input_ids)
         in_prompt = self.prompt_indicator(input_ids, mask, prompt_mask, prompt_lengths)
         if in_prompt is not None:
@@ -275,9 +328,15 @@ class SequenceRewardModel(nn.Module):
             backbone = {"type": "tiny", **bb.config}
         else:
             raise ConfigError(f"cannot save a {type(bb).__name__} backbone (HFBackbone or TinyTransformer only)")
-        config = {"format": "rewardzoo.sequence_reward", "version": 1, "num_bins": self.num_bins,
-                  "bin_values": self.bin_values.tolist() if self.num_bins else None, "pooling": self.pooling,
-                  "lora": self.lora_config, "backbone": backbone}
+        config = {
+            "format": "rewardzoo.sequence_reward",
+            "version": 1,
+            "num_bins": self.num_bins,
+            "bin_values": self.bin_values.tolist() if self.num_bins else None,
+            "pooling": self.pooling,
+            "lora": self.lora_config,
+            "backbone": backbone,
+        }
         (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2))
         save_model(self, str(directory / WEIGHTS_NAME))
         if tokenizer is not None:
@@ -305,9 +364,16 @@ class SequenceRewardModel(nn.Module):
         else:
             raise ConfigError(f"unknown backbone type {kind!r} in '{directory / CONFIG_NAME}'")
         lora = config.get("lora") or {}
-        model = cls(backbone, num_bins=config["num_bins"], bin_values=config.get("bin_values"),
-                    pooling=config["pooling"], lora_scope=lora.get("scope"), lora_r=lora.get("r", 8),
-                    lora_alpha=lora.get("alpha"), lora_targets=lora.get("targets"))
+        model = cls(
+            backbone,
+            num_bins=config["num_bins"],
+            bin_values=config.get("bin_values"),
+            pooling=config["pooling"],
+            lora_scope=lora.get("scope"),
+            lora_r=lora.get("r", 8),
+            lora_alpha=lora.get("alpha"),
+            lora_targets=lora.get("targets"),
+        )
         load_model(model, str(directory / WEIGHTS_NAME), strict=True)
         return model
 
@@ -333,48 +399,82 @@ class SequenceReward(PointwiseReward):
 
     inputs = Inputs(("prompt", "completion"))
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 max_length: int | None = None, separator: str = "", chat_template: bool = False,
-                 pad_token_id: int | None = None, add_special_tokens: bool = True,
-                 trust_remote_code: bool = False) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        max_length: int | None = None,
+        separator: str = "",
+        chat_template: bool = False,
+        pad_token_id: int | None = None,
+        add_special_tokens: bool = True,
+        trust_remote_code: bool = False,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if not model_path:
-            raise ConfigError("sequence_reward needs model_path: a directory or hub id with a reward model and "
-                              "its tokenizer", field="model_path")
+            raise ConfigError(
+                "sequence_reward needs model_path: a directory or hub id with a reward model and its tokenizer",
+                field="model_path",
+            )
         tokenizer = load_tokenizer(model_path, trust_remote_code)
         if Path(model_path, CONFIG_NAME).is_file():
             self.model: nn.Module = SequenceRewardModel.from_pretrained(model_path, trust_remote_code=trust_remote_code)
             self.format = "rewardzoo"
             backbone = self.model.backbone
             # the position limit: the HF config's, or the built-in transformer's max_len
-            hf_config = backbone.model.config if isinstance(backbone, HFBackbone) else \
-                SimpleNamespace(max_position_embeddings=getattr(backbone, "max_len", None))
+            hf_config = (
+                backbone.model.config
+                if isinstance(backbone, HFBackbone)
+                else SimpleNamespace(max_position_embeddings=getattr(backbone, "max_len", None))
+            )
             pad = None
         else:
             from transformers import AutoConfig, AutoModelForSequenceClassification
 
             hf_config = AutoConfig.from_pretrained(model_path, trust_remote_code=trust_remote_code)
             if not any(a.endswith("ForSequenceClassification") for a in (hf_config.architectures or [])):
-                raise ConfigError(f"'{model_path}' holds neither a rewardzoo sequence reward ({CONFIG_NAME}) nor a "
-                                  f"*ForSequenceClassification model (architectures: {hf_config.architectures})",
-                                  field="model_path")
+                raise ConfigError(
+                    f"'{model_path}' holds neither a rewardzoo sequence reward ({CONFIG_NAME}) nor a "
+                    f"*ForSequenceClassification model (architectures: {hf_config.architectures})",
+                    field="model_path",
+                )
             if hf_config.num_labels != 1:
-                raise ConfigError(f"'{model_path}' is a classifier with num_labels={hf_config.num_labels}; a reward "
-                                  "model has num_labels=1", field="model_path")
+                raise ConfigError(
+                    f"'{model_path}' is a classifier with num_labels={hf_config.num_labels}; a reward "
+                    "model has num_labels=1",
+                    field="model_path",
+                )
             self.model = AutoModelForSequenceClassification.from_pretrained(
-                model_path, dtype=self.dtype, trust_remote_code=trust_remote_code)
+                model_path, dtype=self.dtype, trust_remote_code=trust_remote_code
+            )
             self.format = "hf"
             # the classifier pools at the last token that is not pad_token_id, so padding must use exactly that id
-            pad = next((p for p in (pad_token_id, hf_config.pad_token_id, tokenizer.pad_token_id,
-                                    tokenizer.eos_token_id) if p is not None), None)
+            pad = next(
+                (
+                    p
+                    for p in (pad_token_id, hf_config.pad_token_id, tokenizer.pad_token_id, tokenizer.eos_token_id)
+                    if p is not None
+                ),
+                None,
+            )
             if pad is None:
-                raise ConfigError(f"'{model_path}': neither the model config nor the tokenizer defines a pad or EOS "
-                                  "token; set kwargs.pad_token_id", field="kwargs")
+                raise ConfigError(
+                    f"'{model_path}': neither the model config nor the tokenizer defines a pad or EOS "
+                    "token; set kwargs.pad_token_id",
+                    field="kwargs",
+                )
             self.model.config.pad_token_id = int(pad)
         self.model.to(device=self.device, dtype=self.dtype).eval()
-        self.encoder = PairEncoder(tokenizer, max_length=max_length or default_max_length(tokenizer, hf_config),
-                                   separator=separator, chat_template=chat_template, pad_token_id=pad,
-                                   add_special_tokens=bool(add_special_tokens))
+        self.encoder = PairEncoder(
+            tokenizer,
+            max_length=max_length or default_max_length(tokenizer, hf_config),
+            separator=separator,
+            chat_template=chat_template,
+            pad_token_id=pad,
+            add_special_tokens=bool(add_special_tokens),
+        )
 
     @torch.no_grad()
     def __call__(self, prompt: Sequence[str], completion: Sequence[str], **_: object) -> RewardOutput:
@@ -383,5 +483,6 @@ class SequenceReward(PointwiseReward):
             scores = self.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask.long()).logits[:, 0]
         else:
             scores = self.model(batch.input_ids, batch.attention_mask, prompt_lengths=batch.prompt_lengths).rewards
-        return RewardOutput(scores.float().cpu().numpy(),
-                            extras={"num_tokens": batch.attention_mask.sum(-1).cpu().numpy()})
+        return RewardOutput(
+            scores.float().cpu().numpy(), extras={"num_tokens": batch.attention_mask.sum(-1).cpu().numpy()}
+        )

@@ -43,8 +43,15 @@ class FrameConsistency(PointwiseReward):
 
     inputs = Inputs(("video",), frames="float")
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 num_frames: int | None = 16, frame_batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        num_frames: int | None = 16,
+        frame_batch_size: int = 32,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         self.num_frames = check_num_frames(num_frames)
         self.inputs = replace(self.inputs, num_frames=self.num_frames)
@@ -79,12 +86,25 @@ class SubjectConsistency(FrameConsistency):
 
     default_model: ClassVar[str] = "facebook/dino-vitb16"
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 num_frames: int | None = 16, frame_batch_size: int = 32, resize: int = 224,
-                 preset: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        num_frames: int | None = 16,
+        frame_batch_size: int = 32,
+        resize: int = 224,
+        preset: str | None = None,
+    ) -> None:
         self.preset = check_preset(preset)
-        super().__init__(model_path or self.default_model, device, dtype,
-                         num_frames=preset_num_frames(self.preset, num_frames, 16), frame_batch_size=frame_batch_size)
+        super().__init__(
+            model_path or self.default_model,
+            device,
+            dtype,
+            num_frames=preset_num_frames(self.preset, num_frames, 16),
+            frame_batch_size=frame_batch_size,
+        )
         self.resize = positive_int(resize, "kwargs.resize")
         self.backbone = load_dino_backbone(self.model_path, self.device, self.dtype)
         self.model = self.backbone.model
@@ -92,8 +112,14 @@ class SubjectConsistency(FrameConsistency):
     def preprocess(self, frames: torch.Tensor) -> torch.Tensor:
         """(T, 3, H, W) in [0, 1] -> normalised model input, shorter side ``resize``."""
         if self.preset == "vbench":  # dino_transform: float 0-255 resize (bilinear, no antialias), /255, normalise
-            x = vbench_transform(frames.to(self.device), size=self.resize, interpolation="bilinear", crop=False,
-                                 mean=IMAGENET_MEAN, std=IMAGENET_STD)
+            x = vbench_transform(
+                frames.to(self.device),
+                size=self.resize,
+                interpolation="bilinear",
+                crop=False,
+                mean=IMAGENET_MEAN,
+                std=IMAGENET_STD,
+            )
             return x.to(self.dtype)
         return self.backbone.preprocess(frames, self.resize)
 
@@ -115,20 +141,47 @@ class BackgroundConsistency(FrameConsistency):
 
     default_model: ClassVar[str] = "ViT-B-32"
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 num_frames: int | None = 16, frame_batch_size: int = 32, pretrained: str | None = "openai",
-                 backend: str = "auto", processor_path: str | None = None, preset: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        num_frames: int | None = 16,
+        frame_batch_size: int = 32,
+        pretrained: str | None = "openai",
+        backend: str = "auto",
+        processor_path: str | None = None,
+        preset: str | None = None,
+    ) -> None:
         self.preset = check_preset(preset)
-        super().__init__(model_path, device, dtype, num_frames=preset_num_frames(self.preset, num_frames, 16),
-                         frame_batch_size=frame_batch_size)
+        super().__init__(
+            model_path,
+            device,
+            dtype,
+            num_frames=preset_num_frames(self.preset, num_frames, 16),
+            frame_batch_size=frame_batch_size,
+        )
         from ...shared.clip import load_clip_backbone
 
-        self.backbone = load_clip_backbone(model_path or self.default_model, backend=backend, device=device,
-                                           dtype=self.dtype, pretrained=pretrained, processor_path=processor_path)
+        self.backbone = load_clip_backbone(
+            model_path or self.default_model,
+            backend=backend,
+            device=device,
+            dtype=self.dtype,
+            pretrained=pretrained,
+            processor_path=processor_path,
+        )
 
     def features(self, frames: torch.Tensor) -> torch.Tensor:
         if self.preset == "vbench":  # clip_transform(224): float 0-255 bicubic resize, no antialias, crop, /255
-            x = vbench_transform(frames.to(self.backbone.device), size=self.backbone.image_size,
-                                 interpolation="bicubic", crop=True, mean=CLIP_MEAN, std=CLIP_STD)
+            x = vbench_transform(
+                frames.to(self.backbone.device),
+                size=self.backbone.image_size,
+                interpolation="bicubic",
+                crop=True,
+                mean=CLIP_MEAN,
+                std=CLIP_STD,
+            )
             return self.backbone.encode_image(x)
         return self.backbone.encode_images(frames, field="video")

@@ -71,16 +71,27 @@ class DynamicDegree(PointwiseReward):
 
     inputs = Inputs(("video",), frames="float")
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 arch: str = "large", fps: float | None = None, iters: int = RAFT_ITERS) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        arch: str = "large",
+        fps: float | None = None,
+        iters: int = RAFT_ITERS,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if arch not in ARCHS:
             raise ConfigError(f"kwargs.arch must be one of {ARCHS}, got {arch!r}", field="kwargs")
         if fps is not None and not (isinstance(fps, (int, float)) and not isinstance(fps, bool) and fps > 0):
             raise ConfigError(f"kwargs.fps must be a positive number or null, got {fps!r}", field="kwargs")
         if not model_path:
-            raise ConfigError("video_dynamic_degree needs model_path: a torchvision RAFT state dict "
-                              "(e.g. Raft_Large_Weights.C_T_V1 saved with torch.save)", field="model_path")
+            raise ConfigError(
+                "video_dynamic_degree needs model_path: a torchvision RAFT state dict "
+                "(e.g. Raft_Large_Weights.C_T_V1 saved with torch.save)",
+                field="model_path",
+            )
         from torchvision.models.optical_flow import raft_large, raft_small
 
         from ...shared.weights import load_state_dict, loading, strip_prefix
@@ -100,8 +111,11 @@ class DynamicDegree(PointwiseReward):
         for a, b in zip(x[:-1], x[1:]):
             i1, i2 = pad_to_8(a[None], b[None])
             # torchvision's RAFT takes images in [-1, 1]: the same 2 * (x / 255) - 1 VBench's RAFT applies inside
-            flows = self.model((2 * (i1 / 255.0) - 1).to(self.dtype), (2 * (i2 / 255.0) - 1).to(self.dtype),
-                               num_flow_updates=self.iters)
+            flows = self.model(
+                (2 * (i1 / 255.0) - 1).to(self.dtype),
+                (2 * (i2 / 255.0) - 1).to(self.dtype),
+                num_flow_updates=self.iters,
+            )
             out.append(top5_mean_magnitude(flows[-1][0].float()))
         return out
 
@@ -113,8 +127,12 @@ class DynamicDegree(PointwiseReward):
             frames = frames[::stride]
             check_temporal(frames, i)
             if min(frames.shape[-2:]) < 121:  # padded to 128: RAFT's correlation pyramid needs 128 a side
-                raise InputError(f"RAFT needs frames of at least 128 pixels a side after padding to a multiple of "
-                                 f"8, got {tuple(frames.shape[-2:])}", field="video", sample=i)
+                raise InputError(
+                    f"RAFT needs frames of at least 128 pixels a side after padding to a multiple of "
+                    f"8, got {tuple(frames.shape[-2:])}",
+                    field="video",
+                    sample=i,
+                )
             per_pair = self.pair_scores(frames)
             h, w = frames.shape[-2:]
             scores.append(float(np.mean(per_pair)))

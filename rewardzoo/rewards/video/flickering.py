@@ -43,8 +43,14 @@ class TemporalFlickering(PointwiseReward):
 
     inputs = Inputs(("video",), frames="float")
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 num_frames: int | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        num_frames: int | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         self.num_frames = check_num_frames(num_frames)
         self.inputs = replace(self.inputs, num_frames=self.num_frames)

@@ -41,24 +41,40 @@ class FrameAverage(PointwiseReward):
     OWN_OPTIONS: ClassVar[tuple[str, ...]] = ("num_frames", "frame_batch_size", "preset")
 
     @classmethod
-    def inner_rewards(cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
-                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    def inner_rewards(
+        cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """The image reward (``frame_reward``) with this entry's weights, device, dtype and other kwargs."""
         own = {k: kwargs.pop(k) for k in cls.OWN_OPTIONS if k in kwargs}
-        entry = {"reward_model": cls.frame_reward, "model_path": model_path, "device": device, "dtype": dtype,
-                 "kwargs": kwargs}
+        entry = {
+            "reward_model": cls.frame_reward,
+            "model_path": model_path,
+            "device": device,
+            "dtype": dtype,
+            "kwargs": kwargs,
+        }
         return own, {"image_reward": entry}
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 image_reward: Reward | None = None, num_frames: int | None = 8,
-                 frame_batch_size: int = 64, preset: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        image_reward: Reward | None = None,
+        num_frames: int | None = 8,
+        frame_batch_size: int = 64,
+        preset: str | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         self.preset = check_preset(preset)
         num_frames = preset_num_frames(self.preset, num_frames, 8)  # the preset samples inside the call
         if not isinstance(image_reward, Reward):
-            raise ConfigError(f"{self.name} averages a built image reward; build it through the loader, "
-                              "e.g. rewardzoo.load_reward({'name': 'video_clip_score', 'model_path': ...})",
-                              field="image_reward")
+            raise ConfigError(
+                f"{self.name} averages a built image reward; build it through the loader, "
+                "e.g. rewardzoo.load_reward({'name': 'video_clip_score', 'model_path': ...})",
+                field="image_reward",
+            )
         self.num_frames = check_num_frames(num_frames)
         self.frame_batch_size = positive_int(frame_batch_size, "kwargs.frame_batch_size")
         self.inputs = replace(self.inputs, num_frames=self.num_frames)
@@ -79,8 +95,11 @@ class FrameAverage(PointwiseReward):
         wanted = [f for f in self.inputs.fields if f != "video"]
         for name in wanted:
             if len(fields[name]) != len(video):
-                raise InputError(f"{len(video)} video but {len(fields[name])} {name} entries; one {name} per video",
-                                 field=name, sample=min(len(video), len(fields[name])))
+                raise InputError(
+                    f"{len(video)} video but {len(fields[name])} {name} entries; one {name} per video",
+                    field=name,
+                    sample=min(len(video), len(fields[name])),
+                )
         counts = [int(v.shape[0]) for v in video]
         if 0 in counts:
             raise InputError("the video has no frames", field="video", sample=counts.index(0))
@@ -105,8 +124,13 @@ class FrameAverage(PointwiseReward):
                 offset, exc = _culprit(flat_frames[start:stop], exc)
                 flat = start + (offset if offset is not None else exc.sample or 0)
                 first = int(np.searchsorted(owner, owner[flat]))  # flat index of that video's first frame
-                raise exc.located(indices=(), sample=int(owner[flat]), field="video", renamed={"image": "video"},
-                                  prefix=f"frame {flat - first}: ") from None
+                raise exc.located(
+                    indices=(),
+                    sample=int(owner[flat]),
+                    field="video",
+                    renamed={"image": "video"},
+                    prefix=f"frame {flat - first}: ",
+                ) from None
             try:
                 s, e = validate_scores(out, len(frames), self.image_reward.name, self.image_reward.info.score_range)
             except RewardOutputError as exc:  # frame positions -> the videos they belong to
@@ -124,14 +148,14 @@ class FrameAverage(PointwiseReward):
             extra_means[key] = [float(vals[a:b].mean()) for a, b in zip(bounds[:-1], bounds[1:])]
         return RewardOutput(mean, extras=extra_means)
 
-
     @staticmethod
     def formula(frame_scores: Any, axis: int = -1) -> Any:
         """The video's score from its frames' scores: their mean (NumPy arrays or tensors)."""
         return frame_scores.mean(axis) if isinstance(frame_scores, np.ndarray) else frame_scores.mean(dim=axis)
 
-    def score_pixels(self, pixels: torch.Tensor, gradient_checkpointing: bool = False,
-                     **fields: Sequence[Any]) -> torch.Tensor:
+    def score_pixels(
+        self, pixels: torch.Tensor, gradient_checkpointing: bool = False, **fields: Sequence[Any]
+    ) -> torch.Tensor:
         """Differentiable score of float videos (B, T, 3, H, W) in [0, 1] -> (B,).
 
         Not available with ``preset: vbench`` (VBench's pipeline has no gradient path here).
@@ -143,8 +167,9 @@ class FrameAverage(PointwiseReward):
         from ...shared.video import sample_indices
 
         if self.preset is not None:
-            raise ConfigError("score_pixels has no VBench preset: drop kwargs.preset for the differentiable path",
-                              field="kwargs")
+            raise ConfigError(
+                "score_pixels has no VBench preset: drop kwargs.preset for the differentiable path", field="kwargs"
+            )
         if not isinstance(pixels, torch.Tensor) or pixels.ndim != 5:
             shape = tuple(pixels.shape) if isinstance(pixels, torch.Tensor) else type(pixels).__name__
             raise InputError(f"expected float videos of shape (B, T, 3, H, W) in [0, 1], got {shape}", field="video")
@@ -164,8 +189,11 @@ class FrameAverage(PointwiseReward):
         for start in range(0, b * k, self.frame_batch_size):
             stop = start + self.frame_batch_size
             chunk = {name: values[start:stop] for name, values in flat_fields.items()}
-            parts.append(self.image_reward.score_pixels(frames[start:stop], gradient_checkpointing=gradient_checkpointing,
-                                                        **chunk))
+            parts.append(
+                self.image_reward.score_pixels(
+                    frames[start:stop], gradient_checkpointing=gradient_checkpointing, **chunk
+                )
+            )
         per_frame = parts[0] if len(parts) == 1 else torch.cat(parts)
         return self.formula(per_frame.reshape(b, k))
 
@@ -200,14 +228,24 @@ class VideoClipScore(FrameAverage):
         ``cosine`` is VBench's CLIP-T number."""
         backbone = self.image_reward.backbone
         if len(prompt) != len(video):
-            raise InputError(f"{len(video)} video but {len(prompt)} prompt entries; one prompt per video",
-                             field="prompt", sample=min(len(video), len(prompt)))
+            raise InputError(
+                f"{len(video)} video but {len(prompt)} prompt entries; one prompt per video",
+                field="prompt",
+                sample=min(len(video), len(prompt)),
+            )
         text = backbone.encode_text(list(prompt))
         scores, cosines = [], []
         for i, frames in enumerate(video):
             picked = frames[torch.tensor(middle_indices(VBENCH_CLIP_T_FRAMES, int(frames.shape[0])))]
-            x = vbench_transform(picked.to(backbone.device), size=backbone.image_size, interpolation="bicubic",
-                                 crop=True, mean=CLIP_MEAN, std=CLIP_STD, uint8=True)
+            x = vbench_transform(
+                picked.to(backbone.device),
+                size=backbone.image_size,
+                interpolation="bicubic",
+                crop=True,
+                mean=CLIP_MEAN,
+                std=CLIP_STD,
+                uint8=True,
+            )
             img = torch.cat([backbone.encode_image(c) for c in x.split(self.frame_batch_size)])
             cos = (img.double() @ text[i].double()).cpu()
             scores.append(float((2.5 * cos.clamp_min(0.0)).mean()))
@@ -227,11 +265,27 @@ class VideoAesthetic(FrameAverage):
     inputs = Inputs(("video",), frames="float")
     OWN_OPTIONS: ClassVar[tuple[str, ...]] = FrameAverage.OWN_OPTIONS + ("linear_head_path",)
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 image_reward: Reward | None = None, num_frames: int | None = 8, frame_batch_size: int = 64,
-                 preset: str | None = None, linear_head_path: str | None = None) -> None:
-        super().__init__(model_path, device, dtype, image_reward=image_reward, num_frames=num_frames,
-                         frame_batch_size=frame_batch_size, preset=preset)
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        image_reward: Reward | None = None,
+        num_frames: int | None = 8,
+        frame_batch_size: int = 64,
+        preset: str | None = None,
+        linear_head_path: str | None = None,
+    ) -> None:
+        super().__init__(
+            model_path,
+            device,
+            dtype,
+            image_reward=image_reward,
+            num_frames=num_frames,
+            frame_batch_size=frame_batch_size,
+            preset=preset,
+        )
         self.linear_head = None
         if linear_head_path is not None and self.preset != "vbench":
             raise ConfigError("kwargs.linear_head_path is used by preset: vbench only", field="kwargs")
@@ -242,8 +296,10 @@ class VideoAesthetic(FrameAverage):
             head = load_linear_aesthetic_head(resolve_weights_file(linear_head_path or OFFICIAL_LINEAR_HEAD_URL))
             dim = self.image_reward.backbone.embed_dim
             if head.in_features != dim:
-                raise ConfigError(f"the linear head expects {head.in_features}-d embeddings but the CLIP model gives "
-                                  f"{dim}-d ones", field="kwargs")
+                raise ConfigError(
+                    f"the linear head expects {head.in_features}-d embeddings but the CLIP model gives {dim}-d ones",
+                    field="kwargs",
+                )
             self.linear_head = head.to(self.image_reward.backbone.device)
 
     def vbench(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
@@ -255,8 +311,14 @@ class VideoAesthetic(FrameAverage):
         for frames in video:
             parts = []
             for chunk in frames.split(self.frame_batch_size):
-                x = vbench_transform(chunk.to(backbone.device), size=backbone.image_size, interpolation="bicubic",
-                                     crop=True, mean=CLIP_MEAN, std=CLIP_STD)
+                x = vbench_transform(
+                    chunk.to(backbone.device),
+                    size=backbone.image_size,
+                    interpolation="bicubic",
+                    crop=True,
+                    mean=CLIP_MEAN,
+                    std=CLIP_STD,
+                )
                 feats = F.normalize(backbone.encode_image(x).float(), dim=-1, p=2)
                 parts.append(self.linear_head(feats).squeeze(-1))
             scores.append(float((torch.cat(parts) / 10).mean()))

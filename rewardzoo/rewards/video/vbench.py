@@ -38,8 +38,11 @@ def preset_num_frames(preset: str | None, num_frames: int | None, default: int |
     if preset != "vbench":
         return num_frames
     if num_frames not in (None, default):
-        raise ConfigError(f"preset: vbench scores every frame as VBench does; drop kwargs.num_frames "
-                          f"(got {num_frames!r}) or set it to null", field="kwargs")
+        raise ConfigError(
+            f"preset: vbench scores every frame as VBench does; drop kwargs.num_frames "
+            f"(got {num_frames!r}) or set it to null",
+            field="kwargs",
+        )
     return None
 
 
@@ -48,9 +51,16 @@ def to_vbench_range(frames: torch.Tensor) -> torch.Tensor:
     return frames.to(torch.float32).mul(255.0).round_().clamp_(0.0, 255.0)
 
 
-def vbench_transform(frames: torch.Tensor, *, size: int, interpolation: str, crop: bool,
-                     mean: tuple[float, float, float], std: tuple[float, float, float],
-                     uint8: bool = False) -> torch.Tensor:
+def vbench_transform(
+    frames: torch.Tensor,
+    *,
+    size: int,
+    interpolation: str,
+    crop: bool,
+    mean: tuple[float, float, float],
+    std: tuple[float, float, float],
+    uint8: bool = False,
+) -> torch.Tensor:
     """VBench's ``dino_transform`` (bilinear, no crop) / ``clip_transform`` (bicubic, centre crop) on frames in [0, 1].
 
     Order as VBench: resize the float 0-255 tensor (shorter side ``size``, ``antialias=False``, no

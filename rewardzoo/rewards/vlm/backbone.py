@@ -89,11 +89,21 @@ class VLMQuery:
         object.__setattr__(self, "content", tuple(self.content))
 
     @classmethod
-    def of(cls, text: str, *, image: Any = None, images: Sequence[Any] = (), video: Video | None = None,
-           system: str | None = None, media_first: bool = True) -> VLMQuery:
+    def of(
+        cls,
+        text: str,
+        *,
+        image: Any = None,
+        images: Sequence[Any] = (),
+        video: Video | None = None,
+        system: str | None = None,
+        media_first: bool = True,
+    ) -> VLMQuery:
         """The common query: media (``image``, then ``images``, then ``video``) and one text, media first
         (the order of t2v_metrics, UnifiedReward and HPSv3) unless ``media_first=False``."""
-        media: list[Any] = ([image] if image is not None else []) + list(images) + ([video] if video is not None else [])
+        media: list[Any] = (
+            ([image] if image is not None else []) + list(images) + ([video] if video is not None else [])
+        )
         return cls(tuple(media + [text]) if media_first else tuple([text] + media), system=system)
 
     @property
@@ -114,7 +124,9 @@ class VLMQuery:
                 parts.append({"type": "video"})
             else:
                 parts.append({"type": "image"})
-        out = [{"role": "system", "content": [{"type": "text", "text": self.system}]}] if self.system is not None else []
+        out = (
+            [{"role": "system", "content": [{"type": "text", "text": self.system}]}] if self.system is not None else []
+        )
         return out + [{"role": "user", "content": parts}]
 
 
@@ -141,14 +153,19 @@ def _size_kwargs(lo: int | None, hi: int | None, processor: Any) -> dict[str, An
         return {}
     own = getattr(processor, "size", None) or {}
     get = own.get if isinstance(own, dict) else (lambda k: getattr(own, k, None))
-    size = {"shortest_edge": lo if lo is not None else get("shortest_edge"),
-            "longest_edge": hi if hi is not None else get("longest_edge")}
+    size = {
+        "shortest_edge": lo if lo is not None else get("shortest_edge"),
+        "longest_edge": hi if hi is not None else get("longest_edge"),
+    }
     if None in size.values():
-        raise ConfigError(f"the processor states no pixel bounds to complete {size}; give both min and max pixels",
-                          field="kwargs.max_pixels")
+        raise ConfigError(
+            f"the processor states no pixel bounds to complete {size}; give both min and max pixels",
+            field="kwargs.max_pixels",
+        )
     if size["shortest_edge"] > size["longest_edge"]:
-        raise ConfigError(f"min_pixels {size['shortest_edge']} is above max_pixels {size['longest_edge']}",
-                          field="kwargs.min_pixels")
+        raise ConfigError(
+            f"min_pixels {size['shortest_edge']} is above max_pixels {size['longest_edge']}", field="kwargs.min_pixels"
+        )
     return {"size": size}
 
 
@@ -165,8 +182,9 @@ class VLMBackbone:
     ``max_length`` (the context length), ``lock``.
     """
 
-    def __init__(self, model: torch.nn.Module, processor: Any, *, source: str, device: torch.device | str,
-                 dtype: torch.dtype) -> None:
+    def __init__(
+        self, model: torch.nn.Module, processor: Any, *, source: str, device: torch.device | str, dtype: torch.dtype
+    ) -> None:
         self.model = model
         self.processor = processor
         self.tokenizer = processor.tokenizer
@@ -180,8 +198,10 @@ class VLMBackbone:
         self.lock = threading.RLock()  # fast tokenizers and generate() are not safe to share between threads
 
     def __repr__(self) -> str:
-        return (f"VLMBackbone(model_type={self.model_type!r}, source={self.source!r}, device={str(self.device)!r}, "
-                f"dtype={self.dtype})")
+        return (
+            f"VLMBackbone(model_type={self.model_type!r}, source={self.source!r}, device={str(self.device)!r}, "
+            f"dtype={self.dtype})"
+        )
 
     # -- prompts ----------------------------------------------------------------------------------------
     def render(self, query: VLMQuery) -> str:
@@ -189,14 +209,28 @@ class VLMBackbone:
         with self.lock:
             return render_query(self.processor, query)
 
-    def encode(self, queries: Sequence[VLMQuery], *, pixels: PixelBounds = PixelBounds(),
-               images_kwargs: Mapping[str, Any] | None = None, videos_kwargs: Mapping[str, Any] | None = None,
-               field: str = "prompt") -> Any:
+    def encode(
+        self,
+        queries: Sequence[VLMQuery],
+        *,
+        pixels: PixelBounds = PixelBounds(),
+        images_kwargs: Mapping[str, Any] | None = None,
+        videos_kwargs: Mapping[str, Any] | None = None,
+        field: str = "prompt",
+    ) -> Any:
         """A left-padded batch (``BatchFeature`` on this device) of ``queries``: :func:`encode_queries` with
         this backbone's processor, context length and device, under its lock."""
         with self.lock:
-            return encode_queries(self.processor, queries, device=self.device, max_length=self.max_length,
-                                  pixels=pixels, images_kwargs=images_kwargs, videos_kwargs=videos_kwargs, field=field)
+            return encode_queries(
+                self.processor,
+                queries,
+                device=self.device,
+                max_length=self.max_length,
+                pixels=pixels,
+                images_kwargs=images_kwargs,
+                videos_kwargs=videos_kwargs,
+                field=field,
+            )
 
     # -- forward passes -----------------------------------------------------------------------------------
     @torch.no_grad()
@@ -206,8 +240,13 @@ class VLMBackbone:
             return self.model(**batch, **kwargs)
 
     @torch.no_grad()
-    def last_logits(self, queries: Sequence[VLMQuery], *, pixels: PixelBounds = PixelBounds(),
-                    images_kwargs: Mapping[str, Any] | None = None) -> torch.Tensor:
+    def last_logits(
+        self,
+        queries: Sequence[VLMQuery],
+        *,
+        pixels: PixelBounds = PixelBounds(),
+        images_kwargs: Mapping[str, Any] | None = None,
+    ) -> torch.Tensor:
         """float32 logits (B, V) at the first answer position of each query (one forward pass)."""
         batch = self.encode(queries, pixels=pixels, images_kwargs=images_kwargs)
         out = self.forward(batch, logits_to_keep=1, use_cache=False)
@@ -226,9 +265,14 @@ class VLMBackbone:
         return ids
 
     @torch.no_grad()
-    def first_scores(self, queries: Sequence[VLMQuery], *, pixels: PixelBounds = PixelBounds(),
-                     images_kwargs: Mapping[str, Any] | None = None,
-                     sampling: Mapping[str, Any] | None = None) -> torch.Tensor:
+    def first_scores(
+        self,
+        queries: Sequence[VLMQuery],
+        *,
+        pixels: PixelBounds = PixelBounds(),
+        images_kwargs: Mapping[str, Any] | None = None,
+        sampling: Mapping[str, Any] | None = None,
+    ) -> torch.Tensor:
         """float32 (B, V): the scores ``generate(max_new_tokens=1, do_sample=False, output_scores=True)``
         reports for the first answer token, i.e. the logits after the logits processors the checkpoint's
         generation config sets for greedy decoding (``repetition_penalty`` etc.; left padding is ignored by
@@ -238,17 +282,34 @@ class VLMBackbone:
         config (its ``top_k``, transformers' default 50, ``top_p``, ...), masked tokens at -inf; the token
         drawn is discarded and torch's global random state is left as it was."""
         batch = self.encode(queries, pixels=pixels, images_kwargs=images_kwargs)
-        decoding: dict[str, Any] = ({"do_sample": False, "temperature": 1.0, "top_p": None, "top_k": None}
-                                    if sampling is None else {"do_sample": True, **sampling})
+        decoding: dict[str, Any] = (
+            {"do_sample": False, "temperature": 1.0, "top_p": None, "top_k": None}
+            if sampling is None
+            else {"do_sample": True, **sampling}
+        )
         with self.lock, torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
-            out = self.model.generate(**batch, max_new_tokens=1, num_beams=1, **decoding, output_scores=True,
-                                      return_dict_in_generate=True, pad_token_id=self.tokenizer.pad_token_id)
+            out = self.model.generate(
+                **batch,
+                max_new_tokens=1,
+                num_beams=1,
+                **decoding,
+                output_scores=True,
+                return_dict_in_generate=True,
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
         return out.scores[0].float()
 
-    def answer_logprobs(self, queries: Sequence[VLMQuery], answers: Sequence[str], *,
-                        pixels: PixelBounds = PixelBounds(), temperature: float = 1.0,
-                        processed: bool = False, images_kwargs: Mapping[str, Any] | None = None,
-                        sampling: Mapping[str, Any] | None = None) -> torch.Tensor:
+    def answer_logprobs(
+        self,
+        queries: Sequence[VLMQuery],
+        answers: Sequence[str],
+        *,
+        pixels: PixelBounds = PixelBounds(),
+        temperature: float = 1.0,
+        processed: bool = False,
+        images_kwargs: Mapping[str, Any] | None = None,
+        sampling: Mapping[str, Any] | None = None,
+    ) -> torch.Tensor:
         """float32 (B, len(answers)): ``log softmax(logits / temperature)`` over the whole vocabulary at the
         first answer position, at the first token of each answer; ``processed``: of :meth:`first_scores`
         instead of the raw logits (``sampling``: its sampled form); ``images_kwargs`` as :meth:`encode` takes
@@ -261,24 +322,37 @@ class VLMBackbone:
         return torch.log_softmax(logits / float(temperature), dim=-1)[:, ids].cpu()
 
     @torch.no_grad()
-    def generate(self, queries: Sequence[VLMQuery], *, max_new_tokens: int, pixels: PixelBounds = PixelBounds(),
-                 sampling: Mapping[str, Any] | None = None) -> list[str]:
+    def generate(
+        self,
+        queries: Sequence[VLMQuery],
+        *,
+        max_new_tokens: int,
+        pixels: PixelBounds = PixelBounds(),
+        sampling: Mapping[str, Any] | None = None,
+    ) -> list[str]:
         """Greedy answers (special tokens dropped, whitespace stripped), at most ``max_new_tokens`` tokens each;
         with ``sampling`` (``temperature``, ``top_p``, ``top_k``, ``min_p``, ``repetition_penalty``), sampled
         with those settings instead (torch's global generator)."""
         batch = self.encode(queries, pixels=pixels)
-        decoding: dict[str, Any] = ({"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-                                    if sampling is None else {"do_sample": True, **sampling})
+        decoding: dict[str, Any] = (
+            {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+            if sampling is None
+            else {"do_sample": True, **sampling}
+        )
         with self.lock:
-            out = self.model.generate(**batch, max_new_tokens=int(max_new_tokens), num_beams=1, **decoding,
-                                      pad_token_id=self.tokenizer.pad_token_id)
-        return self.decode(out[:, batch["input_ids"].shape[1]:])
+            out = self.model.generate(
+                **batch,
+                max_new_tokens=int(max_new_tokens),
+                num_beams=1,
+                **decoding,
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
+        return self.decode(out[:, batch["input_ids"].shape[1] :])
 
     def decode(self, token_ids: torch.Tensor | Iterable[Sequence[int]]) -> list[str]:
         """Generated token ids (B, T) -> texts, special tokens dropped and whitespace stripped."""
         with self.lock:
-            texts = self.tokenizer.batch_decode(token_ids, skip_special_tokens=True,
-                                                clean_up_tokenization_spaces=False)
+            texts = self.tokenizer.batch_decode(token_ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
         return [t.strip() for t in texts]
 
 
@@ -288,10 +362,17 @@ def render_query(processor: Any, query: VLMQuery) -> str:
     return text + query.answer_prefix
 
 
-def encode_queries(processor: Any, queries: Sequence[VLMQuery], *, device: str | torch.device = "cpu",
-                   max_length: int | None = None, pixels: PixelBounds = PixelBounds(),
-                   images_kwargs: Mapping[str, Any] | None = None, videos_kwargs: Mapping[str, Any] | None = None,
-                   field: str = "prompt") -> Any:
+def encode_queries(
+    processor: Any,
+    queries: Sequence[VLMQuery],
+    *,
+    device: str | torch.device = "cpu",
+    max_length: int | None = None,
+    pixels: PixelBounds = PixelBounds(),
+    images_kwargs: Mapping[str, Any] | None = None,
+    videos_kwargs: Mapping[str, Any] | None = None,
+    field: str = "prompt",
+) -> Any:
     """One **left-padded** batch (``BatchFeature`` on ``device``) of ``queries`` through a Qwen-VL processor.
 
     Images go to the image processor with ``pixels``' bounds, videos (their frames as given, no resampling)
@@ -313,8 +394,11 @@ def encode_queries(processor: Any, queries: Sequence[VLMQuery], *, device: str |
     if videos:
         vp = processor.video_processor
         kwargs["videos"] = [list(v.frames) for v in videos]
-        kwargs["videos_kwargs"] = {**pixels.video_kwargs(vp), "do_sample_frames": False,
-                                   "video_metadata": [_metadata(v) for v in videos]}
+        kwargs["videos_kwargs"] = {
+            **pixels.video_kwargs(vp),
+            "do_sample_frames": False,
+            "video_metadata": [_metadata(v) for v in videos],
+        }
         if hasattr(vp, "cap_pixels_per_frame"):  # the per-frame pixel cap of qwen-vl-utils (the reference)
             kwargs["videos_kwargs"]["cap_pixels_per_frame"] = True
         kwargs["videos_kwargs"].update(videos_kwargs or {})
@@ -330,16 +414,24 @@ def encode_queries(processor: Any, queries: Sequence[VLMQuery], *, device: str |
         too_long = torch.nonzero(lengths > max_length).flatten().tolist()
         if too_long:
             i = too_long[0]
-            raise InputError(f"the prompt with its image/video tokens is {int(lengths[i])} tokens long, more than the "
-                             f"model's context of {max_length} ({len(too_long)} sample(s)); shorten the prompt or "
-                             "lower max_pixels / num_frames", field=field, sample=i)
+            raise InputError(
+                f"the prompt with its image/video tokens is {int(lengths[i])} tokens long, more than the "
+                f"model's context of {max_length} ({len(too_long)} sample(s)); shorten the prompt or "
+                "lower max_pixels / num_frames",
+                field=field,
+                sample=i,
+            )
     return batch.to(device)
 
 
 def _metadata(video: Video) -> dict[str, Any]:
     n = len(video.frames)
-    return {"fps": float(video.fps), "total_num_frames": n, "duration": n / float(video.fps),
-            "frames_indices": list(range(n))}
+    return {
+        "fps": float(video.fps),
+        "total_num_frames": n,
+        "duration": n / float(video.fps),
+        "frames_indices": list(range(n)),
+    }
 
 
 # ----------------------------------------------------------------------------------------------- loading
@@ -350,19 +442,37 @@ def default_dtype(device: str | torch.device) -> str:
     return "bfloat16" if torch.device(device).type == "cuda" else "float32"
 
 
-def backbone_key(model_path: str | os.PathLike, *, device: str | torch.device = "cpu", dtype: str | None = None,
-                 processor_path: str | os.PathLike | None = None, attn_implementation: str | None = None,
-                 trust_remote_code: bool = False) -> tuple:
+def backbone_key(
+    model_path: str | os.PathLike,
+    *,
+    device: str | torch.device = "cpu",
+    dtype: str | None = None,
+    processor_path: str | os.PathLike | None = None,
+    attn_implementation: str | None = None,
+    trust_remote_code: bool = False,
+) -> tuple:
     """The identity two loads share a backbone by (absolute path for local directories)."""
     dtype_name = canonical_dtype(dtype) if dtype is not None else default_dtype(device)
-    return (_source(model_path), _source(processor_path) if processor_path else None, str(torch.device(device)),
-            dtype_name, attn_implementation, bool(trust_remote_code))
+    return (
+        _source(model_path),
+        _source(processor_path) if processor_path else None,
+        str(torch.device(device)),
+        dtype_name,
+        attn_implementation,
+        bool(trust_remote_code),
+    )
 
 
-def load_vlm(model_path: str | os.PathLike, *, device: str | torch.device = "cpu",
-             dtype: str | torch.dtype | None = None, processor_path: str | os.PathLike | None = None,
-             attn_implementation: str | None = None, trust_remote_code: bool = False,
-             cache: bool = True) -> VLMBackbone:
+def load_vlm(
+    model_path: str | os.PathLike,
+    *,
+    device: str | torch.device = "cpu",
+    dtype: str | torch.dtype | None = None,
+    processor_path: str | os.PathLike | None = None,
+    attn_implementation: str | None = None,
+    trust_remote_code: bool = False,
+    cache: bool = True,
+) -> VLMBackbone:
     """Load (or fetch from the process cache) a Qwen-VL backbone and its processor.
 
     ``model_path``: hub id or local directory (``config.json`` with a model type from
@@ -373,8 +483,14 @@ def load_vlm(model_path: str | os.PathLike, *, device: str | torch.device = "cpu
     """
     if isinstance(dtype, torch.dtype):
         dtype = str(dtype).removeprefix("torch.")
-    key = backbone_key(model_path, device=device, dtype=dtype, processor_path=processor_path,
-                       attn_implementation=attn_implementation, trust_remote_code=trust_remote_code)
+    key = backbone_key(
+        model_path,
+        device=device,
+        dtype=dtype,
+        processor_path=processor_path,
+        attn_implementation=attn_implementation,
+        trust_remote_code=trust_remote_code,
+    )
     if not cache:
         return _load(key)
     with _CACHE_LOCK:
@@ -393,7 +509,10 @@ def load_vlm_processor(path: str | os.PathLike, *, trust_remote_code: bool = Fal
 
     with loading(f"the processor (tokenizer, chat template, image/video processor) from '{path}'", field=field):
         processor = AutoProcessor.from_pretrained(_source(path), trust_remote_code=trust_remote_code)
-    if getattr(processor, "chat_template", None) is None and getattr(processor.tokenizer, "chat_template", None) is None:
+    if (
+        getattr(processor, "chat_template", None) is None
+        and getattr(processor.tokenizer, "chat_template", None) is None
+    ):
         raise ConfigError(f"the processor of '{path}' has no chat template", field=field)
     return processor
 
@@ -410,13 +529,17 @@ def _load(key: tuple) -> VLMBackbone:
     source, processor_source, device, dtype_name, attn, trust = key
     original = llava_checkpoint.read_config(source)
     if original is not None and llava_checkpoint.is_original(original):
-        model, processor = llava_checkpoint.load_original(source, original, dtype=torch_dtype(dtype_name),
-                                                          attn_implementation=attn)
+        model, processor = llava_checkpoint.load_original(
+            source, original, dtype=torch_dtype(dtype_name), attn_implementation=attn
+        )
     else:
         model, processor = _load_transformers(source, dtype_name, attn, trust), None
     if processor_source or processor is None:
-        processor = load_vlm_processor(processor_source or source, trust_remote_code=trust,
-                                       field="kwargs.processor_path" if processor_source else "model_path")
+        processor = load_vlm_processor(
+            processor_source or source,
+            trust_remote_code=trust,
+            field="kwargs.processor_path" if processor_source else "model_path",
+        )
     model = model.to(device).eval().requires_grad_(False)
     return VLMBackbone(model, processor, source=source, device=device, dtype=torch_dtype(dtype_name))
 
@@ -429,15 +552,29 @@ def _load_transformers(source: str, dtype_name: str, attn: str | None, trust: bo
         config = AutoConfig.from_pretrained(source, trust_remote_code=trust)
     model_type = getattr(config, "model_type", None)
     if model_type not in SUPPORTED_MODEL_TYPES:
-        raise ConfigError(f"'{source}' is a '{model_type}' model; the VLM layer supports "
-                          f"{', '.join(SUPPORTED_MODEL_TYPES)} and original LLaVA-NeXT (LLaVA-OneVision) "
-                          "checkpoints", field="model_path")
+        raise ConfigError(
+            f"'{source}' is a '{model_type}' model; the VLM layer supports "
+            f"{', '.join(SUPPORTED_MODEL_TYPES)} and original LLaVA-NeXT (LLaVA-OneVision) "
+            "checkpoints",
+            field="model_path",
+        )
     extra = {"attn_implementation": attn} if attn else {}
     with loading(f"the VLM '{source}'"):
-        return AutoModelForImageTextToText.from_pretrained(source, dtype=torch_dtype(dtype_name),
-                                                           trust_remote_code=trust, **extra)
+        return AutoModelForImageTextToText.from_pretrained(
+            source, dtype=torch_dtype(dtype_name), trust_remote_code=trust, **extra
+        )
 
 
-__all__ = ["SUPPORTED_MODEL_TYPES", "Video", "VLMQuery", "PixelBounds", "VLMBackbone", "render_query", "encode_queries",
-           "default_dtype",
-           "backbone_key", "load_vlm", "load_vlm_processor"]
+__all__ = [
+    "SUPPORTED_MODEL_TYPES",
+    "Video",
+    "VLMQuery",
+    "PixelBounds",
+    "VLMBackbone",
+    "render_query",
+    "encode_queries",
+    "default_dtype",
+    "backbone_key",
+    "load_vlm",
+    "load_vlm_processor",
+]

@@ -43,36 +43,65 @@ class LocalVLM:
     def identity(self) -> tuple:
         return ("transformers", self.backbone.source, str(self.backbone.device), str(self.backbone.dtype))
 
-    def generate(self, queries: Sequence[VLMQuery], *, max_new_tokens: int,
-                 request: Mapping[str, Any] | None = None) -> list[str | Failure]:
+    def generate(
+        self, queries: Sequence[VLMQuery], *, max_new_tokens: int, request: Mapping[str, Any] | None = None
+    ) -> list[str | Failure]:
         """Greedy answers; with ``request`` (a chat-completions body's decoding fields), decoded as vLLM
         decodes that request (:func:`served_sampling`), ``max_tokens`` in it taking ``max_new_tokens``' place."""
         if request is None:
             return list(self.backbone.generate(queries, max_new_tokens=max_new_tokens, pixels=self.pixels))
         sampling = served_sampling(self.backbone.model.generation_config, request)
-        return list(self.backbone.generate(queries, max_new_tokens=int(request.get("max_tokens", max_new_tokens)),
-                                           pixels=self.pixels, sampling=sampling))
+        return list(
+            self.backbone.generate(
+                queries,
+                max_new_tokens=int(request.get("max_tokens", max_new_tokens)),
+                pixels=self.pixels,
+                sampling=sampling,
+            )
+        )
 
-    def answer_probs(self, queries: Sequence[VLMQuery], answers: Sequence[str], *, processed: bool = False,
-                     resized: bool = False, sampling: Mapping[str, Any] | None = None) -> list[np.ndarray | Failure]:
+    def answer_probs(
+        self,
+        queries: Sequence[VLMQuery],
+        answers: Sequence[str],
+        *,
+        processed: bool = False,
+        resized: bool = False,
+        sampling: Mapping[str, Any] | None = None,
+    ) -> list[np.ndarray | Failure]:
         """``processed``: from the scores ``generate(output_scores=True)`` reports (the checkpoint's
         generation-config processors applied); ``sampling`` (e.g. ``{"temperature": 0.7}``): from those of
         ``generate(do_sample=True, **sampling)``; ``resized``: the images are already at their final size (the
         processor does not resize them)."""
-        logp = self.backbone.answer_logprobs(queries, answers, pixels=self.pixels, processed=processed,
-                                             images_kwargs={"do_resize": False} if resized else None,
-                                             sampling=sampling)
+        logp = self.backbone.answer_logprobs(
+            queries,
+            answers,
+            pixels=self.pixels,
+            processed=processed,
+            images_kwargs={"do_resize": False} if resized else None,
+            sampling=sampling,
+        )
         return list(logp.double().exp().numpy())
 
     def close(self) -> None:
         """Nothing to release: the backbone cache lets the model go once no reward holds it."""
 
 
-def build_backend(owner: str, *, backend: str = "transformers", endpoint: Mapping[str, Any] | None = None,
-                  model_path: str | None, device: str, dtype: str | None, default_model: str | None = None,
-                  processor_path: str | None = None, attn_implementation: str | None = None,
-                  trust_remote_code: bool = False, min_pixels: int | None = None,
-                  max_pixels: int | None = None) -> Any:
+def build_backend(
+    owner: str,
+    *,
+    backend: str = "transformers",
+    endpoint: Mapping[str, Any] | None = None,
+    model_path: str | None,
+    device: str,
+    dtype: str | None,
+    default_model: str | None = None,
+    processor_path: str | None = None,
+    attn_implementation: str | None = None,
+    trust_remote_code: bool = False,
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
+) -> Any:
     """The backend a reward's options ask for.
 
     ``backend: transformers``: :func:`~rewardzoo.rewards.vlm.backbone.load_vlm` of ``model_path`` (else
@@ -82,35 +111,59 @@ def build_backend(owner: str, *, backend: str = "transformers", endpoint: Mappin
     naming the option on a bad value, or for an option of the other backend.
     """
     backend = choice(backend, "kwargs.backend", BACKENDS)
-    local = {k: v for k, v in (("processor_path", processor_path), ("attn_implementation", attn_implementation),
-                               ("min_pixels", min_pixels), ("max_pixels", max_pixels)) if v is not None}
+    local = {
+        k: v
+        for k, v in (
+            ("processor_path", processor_path),
+            ("attn_implementation", attn_implementation),
+            ("min_pixels", min_pixels),
+            ("max_pixels", max_pixels),
+        )
+        if v is not None
+    }
     if trust_remote_code:
         local["trust_remote_code"] = trust_remote_code
     if backend == "openai":
         from .endpoint import OpenAIVLM
 
         if local:
-            raise ConfigError(f"{owner}: {sorted(local)} apply to backend 'transformers' only; the endpoint server "
-                              "owns its model and processor", field="kwargs.backend")
-        return OpenAIVLM.from_options(endpoint if endpoint is not None else {}, owner=owner,
-                                      default_model=model_path or default_model)
+            raise ConfigError(
+                f"{owner}: {sorted(local)} apply to backend 'transformers' only; the endpoint server "
+                "owns its model and processor",
+                field="kwargs.backend",
+            )
+        return OpenAIVLM.from_options(
+            endpoint if endpoint is not None else {}, owner=owner, default_model=model_path or default_model
+        )
     if endpoint is not None:
         raise ConfigError(f"{owner}: 'endpoint' needs backend: openai", field="kwargs.endpoint")
     path = model_path or default_model
     if path is None:
-        raise ConfigError(f"{owner}: set model_path (a hub id or a local directory of a Qwen-VL or LLaVA-OneVision "
-                          "checkpoint)",
-                          field="model_path")
+        raise ConfigError(
+            f"{owner}: set model_path (a hub id or a local directory of a Qwen-VL or LLaVA-OneVision checkpoint)",
+            field="model_path",
+        )
     lo = positive_int(min_pixels, "kwargs.min_pixels", allow_none=True)
     hi = positive_int(max_pixels, "kwargs.max_pixels", allow_none=True)
     if not isinstance(trust_remote_code, bool):
-        raise ConfigError(f"{owner}: trust_remote_code must be true or false, got {trust_remote_code!r}",
-                          field="kwargs.trust_remote_code")
-    backbone = load_vlm(path, device=device, dtype=dtype, processor_path=processor_path,
-                        attn_implementation=attn_implementation, trust_remote_code=trust_remote_code)
+        raise ConfigError(
+            f"{owner}: trust_remote_code must be true or false, got {trust_remote_code!r}",
+            field="kwargs.trust_remote_code",
+        )
+    backbone = load_vlm(
+        path,
+        device=device,
+        dtype=dtype,
+        processor_path=processor_path,
+        attn_implementation=attn_implementation,
+        trust_remote_code=trust_remote_code,
+    )
     if backbone.model_type == "llava_onevision" and (lo is not None or hi is not None):
-        raise ConfigError(f"{owner}: min_pixels / max_pixels bound the Qwen-VL resize; LLaVA-OneVision ('{path}') "
-                          "tiles each image on its grid pinpoints instead", field="kwargs.max_pixels")
+        raise ConfigError(
+            f"{owner}: min_pixels / max_pixels bound the Qwen-VL resize; LLaVA-OneVision ('{path}') "
+            "tiles each image on its grid pinpoints instead",
+            field="kwargs.max_pixels",
+        )
     return LocalVLM(backbone, PixelBounds(min_pixels=lo, max_pixels=hi, video_min_pixels=lo, video_max_pixels=hi))
 
 

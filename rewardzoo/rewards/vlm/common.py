@@ -40,8 +40,10 @@ def place_media(text: str, media: Sequence[Any], owner: str) -> tuple[Any, ...]:
         return (*media, text)
     pieces = text.split(IMAGE_SLOT)
     if len(pieces) - 1 != len(media):
-        raise ConfigError(f"{owner}: the template has {len(pieces) - 1} '{IMAGE_SLOT}' mark(s) for {len(media)} "
-                          "image(s) per sample", field="kwargs.template")
+        raise ConfigError(
+            f"{owner}: the template has {len(pieces) - 1} '{IMAGE_SLOT}' mark(s) for {len(media)} image(s) per sample",
+            field="kwargs.template",
+        )
     content: list[Any] = [pieces[0]] if pieces[0] else []
     for part, piece in zip(media, pieces[1:]):
         piece = piece[1:] if piece.startswith("\n") else piece
@@ -57,8 +59,10 @@ def fill(template: str, prompt: str) -> str:
 def check_template(template: Any, owner: str, field: str = "kwargs.template") -> str:
     """A template string holding ``{prompt}`` exactly once."""
     if not isinstance(template, str) or template.count("{prompt}") != 1:
-        raise ConfigError(f"{owner}: the template must be a string with exactly one '{{prompt}}', got "
-                          f"{str(template)[:80]!r}", field=field)
+        raise ConfigError(
+            f"{owner}: the template must be a string with exactly one '{{prompt}}', got {str(template)[:80]!r}",
+            field=field,
+        )
     return template
 
 
@@ -90,8 +94,15 @@ class BackendOptions:
     fps: float | None = None
 
     #: What :func:`~rewardzoo.rewards.vlm.backend.build_backend` reads; the rest is the judge's own.
-    BACKEND_FIELDS: ClassVar[tuple[str, ...]] = ("backend", "endpoint", "processor_path", "attn_implementation",
-                                                 "trust_remote_code", "min_pixels", "max_pixels")
+    BACKEND_FIELDS: ClassVar[tuple[str, ...]] = (
+        "backend",
+        "endpoint",
+        "processor_path",
+        "attn_implementation",
+        "trust_remote_code",
+        "min_pixels",
+        "max_pixels",
+    )
 
     @classmethod
     def of(cls, owner: type, options: Mapping[str, Any], accepted: Sequence[str]) -> BackendOptions:
@@ -130,12 +141,19 @@ class VLMJudgeMixin:
         """This judge's constructor ``**options`` read (:meth:`BackendOptions.of`)."""
         return BackendOptions.of(type(self), options, self.judge_options)
 
-    def setup_judge(self, name: str, options: BackendOptions, *, model_path: str | None, device: str,
-                    dtype: str) -> None:
+    def setup_judge(
+        self, name: str, options: BackendOptions, *, model_path: str | None, device: str, dtype: str
+    ) -> None:
         self.judge_name = name
         self.policy = FailurePolicy.from_option(options.on_failure, owner=name)
-        self.backend = build_backend(name, model_path=model_path, device=device, dtype=dtype,
-                                     default_model=self.default_model, **options.backend_kwargs())
+        self.backend = build_backend(
+            name,
+            model_path=model_path,
+            device=device,
+            dtype=dtype,
+            default_model=self.default_model,
+            **options.backend_kwargs(),
+        )
         self.io_bound = self.backend.io_bound  # an endpoint judge overlaps with the local streams
         num_frames, fps = options.num_frames, options.fps
         if self.media != "video" and (num_frames is not None or fps is not None):
@@ -167,9 +185,12 @@ class VLMJudgeMixin:
                 self._substitutions += n
         return scores, extras
 
-    def queries_of(self, texts: Sequence[str], media: Sequence[Sequence[Any]], *,
-                   system: str | None = None) -> list[VLMQuery]:
+    def queries_of(
+        self, texts: Sequence[str], media: Sequence[Sequence[Any]], *, system: str | None = None
+    ) -> list[VLMQuery]:
         """One query per input: its media parts (in order) at the text's ``<image>`` marks, or before the text
         when it has none (:func:`place_media`)."""
-        return [VLMQuery(place_media(text, [self.media_part(m) for m in parts], self.judge_name), system=system)
-                for text, parts in zip(texts, media)]
+        return [
+            VLMQuery(place_media(text, [self.media_part(m) for m in parts], self.judge_name), system=system)
+            for text, parts in zip(texts, media)
+        ]

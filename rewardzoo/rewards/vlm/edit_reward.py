@@ -148,35 +148,61 @@ class EditReward(PointwiseReward):
     #: The instructions every sample is read with (fixed: the heads were trained on them).
     template: ClassVar[tuple[str, str]] = TEMPLATES["edit_reward"]
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 base_model: str | None = None, pixels: int = PIXELS, attn_implementation: str | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        base_model: str | None = None,
+        pixels: int = PIXELS,
+        attn_implementation: str | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if not isinstance(pixels, int) or isinstance(pixels, bool) or pixels < 28 * 28:
-            raise ConfigError(f"pixels must be an integer of at least 784 (28 x 28), got {pixels!r}",
-                              field="kwargs.pixels")
+            raise ConfigError(
+                f"pixels must be an integer of at least 784 (28 x 28), got {pixels!r}", field="kwargs.pixels"
+            )
         if model_path is None:
-            raise ConfigError("edit_reward: set model_path to the released checkpoint (model.pth / "
-                              "model.safetensors, or its directory or hub repository)", field="model_path")
+            raise ConfigError(
+                "edit_reward: set model_path to the released checkpoint (model.pth / "
+                "model.safetensors, or its directory or hub repository)",
+                field="model_path",
+            )
         self.pixels = pixels
         base = str(base_model or self.default_base)
         checkpoint = checkpoint_file(model_path)
         state = read_checkpoint(checkpoint)
         if isinstance(state.get("model"), dict):  # the reference unwraps a {"model": state_dict} file
             state = state["model"]
-        processor, (self.reward_token_id,), config = reward_processor(base, [REWARD_TOKEN], family="EditReward",
-                                                                      model_type="qwen2_5_vl")
-        model, head_state = reward_backbone(state, processor, config, checkpoint=checkpoint, base=base,
-                                            family="EditReward", dtype=self.dtype, device=device,
-                                            attn_implementation=attn_implementation, head_prefix="rm_heads.")
+        processor, (self.reward_token_id,), config = reward_processor(
+            base, [REWARD_TOKEN], family="EditReward", model_type="qwen2_5_vl"
+        )
+        model, head_state = reward_backbone(
+            state,
+            processor,
+            config,
+            checkpoint=checkpoint,
+            base=base,
+            family="EditReward",
+            dtype=self.dtype,
+            device=device,
+            attn_implementation=attn_implementation,
+            head_prefix="rm_heads.",
+        )
         names = sorted({key.split(".", 1)[0] for key in head_state})
         if names != ["head_0", "head_1"]:
-            raise ConfigError(f"'{checkpoint}' has rm_heads {names}; EditReward's ranknet_multi_head has head_0 and "
-                              "head_1", field="model_path")
+            raise ConfigError(
+                f"'{checkpoint}' has rm_heads {names}; EditReward's ranknet_multi_head has head_0 and head_1",
+                field="model_path",
+            )
         width = config.text_config.hidden_size
-        self.heads = [RankNetHead.from_state({k.split(".", 1)[1]: v for k, v in head_state.items()
-                                              if k.startswith(f"{name}.")}, width, checkpoint).to(device)
-                      for name in names]
+        self.heads = [
+            RankNetHead.from_state(
+                {k.split(".", 1)[1]: v for k, v in head_state.items() if k.startswith(f"{name}.")}, width, checkpoint
+            ).to(device)
+            for name in names
+        ]
         self.vlm = VLMBackbone(model, processor, source=checkpoint, device=device, dtype=self.dtype)
 
     def _resized(self, img: Any, field: str, sample: int) -> Any:
@@ -185,28 +211,37 @@ class EditReward(PointwiseReward):
         except InputError as exc:
             raise InputError(exc.message, field=field, sample=sample) from None
 
-    def __call__(self, prompt: Sequence[str], image: Sequence[Any], condition_images: Sequence[Any] | None = None,
-                 **_: Any) -> RewardOutput:
+    def __call__(
+        self, prompt: Sequence[str], image: Sequence[Any], condition_images: Sequence[Any] | None = None, **_: Any
+    ) -> RewardOutput:
         edits = edit_inputs(condition_images)
         n = check_pairs(prompt=prompt, image=image, condition_images=edits)
         prompts = check_prompt_text(prompt, self.vlm.tokenizer)
-        pairs = [[self._resized(edits[i].source, "condition_images", i), self._resized(image[i], "image", i)]
-                 for i in range(n)]
+        pairs = [
+            [self._resized(edits[i].source, "condition_images", i), self._resized(image[i], "image", i)]
+            for i in range(n)
+        ]
         # dimension-major: rows 0..n-1 for head 0, n..2n-1 for head 1
-        queries = [VLMQuery.of(edit_reward_text(p, d), images=pair) for d in range(len(DIMENSIONS))
-                   for p, pair in zip(prompts, pairs)]
+        queries = [
+            VLMQuery.of(edit_reward_text(p, d), images=pair)
+            for d in range(len(DIMENSIONS))
+            for p, pair in zip(prompts, pairs)
+        ]
         areas = [img.size[0] * img.size[1] for pair in pairs for img in pair]
         # the images are at their final size already: bounds around them keep the processor from resizing again
         batch = self.vlm.encode(queries, pixels=PixelBounds(min_pixels=min(areas), max_pixels=max(areas)))
         at = batch["input_ids"] == self.reward_token_id
         if not bool((at.sum(dim=1) == 1).all()):
-            raise InputError(f"expected one {REWARD_TOKEN} token per sample", field="prompt",
-                             sample=int(torch.nonzero(at.sum(dim=1) != 1)[0]) % n)
+            raise InputError(
+                f"expected one {REWARD_TOKEN} token per sample",
+                field="prompt",
+                sample=int(torch.nonzero(at.sum(dim=1) != 1)[0]) % n,
+            )
         moved, positions = right_aligned(batch)
         with torch.no_grad():
             hidden = self.vlm.forward(moved, position_ids=positions, use_cache=False).last_hidden_state
             rows = hidden[moved["input_ids"] == self.reward_token_id].float()
-            per_head = torch.stack([head(rows[d * n:(d + 1) * n]) for d, head in enumerate(self.heads)])  # (2, n, 2)
+            per_head = torch.stack([head(rows[d * n : (d + 1) * n]) for d, head in enumerate(self.heads)])  # (2, n, 2)
             fused = per_head.mean(dim=0)
         extras = {name: per_head[d, :, 0].cpu() for d, (name, _) in enumerate(DIMENSIONS)}
         extras["log_sigma"] = fused[:, 1].cpu()

@@ -101,9 +101,15 @@ _SC, _PQ = editscore_prompts()
 TEMPLATES = {"editscore": (_labelled(2) + _SC, _labelled(1) + _PQ)}
 #: What each pairing sets: the template, whether the PQ query shows the source too, and the score's divisor.
 DEFAULTS = {"model": "EditScore/EditScore-7B", "template": "editscore", "pq_source": False, "scale": 1.0}
-PRESETS = {"omnigen2_rl": {"model": "EditScore/EditScore-7B", "template": "editscore", "pq_source": True,
-                           "scale": 10.0,
-                           "templates": (_labelled(2) + _SC, _labelled(2) + _PQ)}}
+PRESETS = {
+    "omnigen2_rl": {
+        "model": "EditScore/EditScore-7B",
+        "template": "editscore",
+        "pq_source": True,
+        "scale": 10.0,
+        "templates": (_labelled(2) + _SC, _labelled(2) + _PQ),
+    }
+}
 
 
 class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
@@ -128,13 +134,23 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
     #: Whether the ``<imgN>: `` labels follow the model (EditScore: Qwen2.5-VL with them, Qwen3-VL without).
     labels_follow_model: ClassVar[bool] = False
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 preset: str | None = None, max_new_tokens: int = 512, **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        preset: str | None = None,
+        max_new_tokens: int = 512,
+        **options: Any,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         judge_options = self.judge_options_of(options)
         if preset is not None and preset not in self.presets:
-            raise ConfigError(f"{self.name}: preset must be null or one of {sorted(self.presets)}, got {preset!r}",
-                              field="kwargs.preset")
+            raise ConfigError(
+                f"{self.name}: preset must be null or one of {sorted(self.presets)}, got {preset!r}",
+                field="kwargs.preset",
+            )
         self.preset = preset
         chosen = self.presets.get(preset, self.defaults)
         self.default_model = chosen["model"]
@@ -146,8 +162,9 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
         if self.endpoint_defaults and judge_options.endpoint is not None:
             judge_options = replace(judge_options, endpoint={**self.endpoint_defaults, **judge_options.endpoint})
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
-        if self.labels_follow_model and str(getattr(getattr(self.backend, "backbone", None), "model_type",
-                                                    "")).startswith("qwen3"):
+        if self.labels_follow_model and str(
+            getattr(getattr(self.backend, "backbone", None), "model_type", "")
+        ).startswith("qwen3"):
             self.queries_text = tuple(unlabelled(t) for t in self.queries_text)
 
     def dimension(self, text: str) -> tuple[float, list[float], str] | Failure:
@@ -161,15 +178,17 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
             return Failure("unparseable", f"score {min(scores):g} is outside [0, {self.answer_range}]", text)
         return value, scores, reasoning
 
-    def __call__(self, prompt: Sequence[str], image: Sequence[Any], condition_images: Sequence[Any] | None = None,
-                 **_: Any) -> RewardOutput:
+    def __call__(
+        self, prompt: Sequence[str], image: Sequence[Any], condition_images: Sequence[Any] | None = None, **_: Any
+    ) -> RewardOutput:
         edits = edit_inputs(condition_images)
         prompts = check_prompts(prompt, check_pairs(image=image, condition_images=edits))
         sc_text, pq_text = self.queries_text
         n = len(image)
         queries = self.queries_of([fill(sc_text, p) for p in prompts], [[e.source, im] for e, im in zip(edits, image)])
-        queries += self.queries_of([pq_text] * n, [[e.source, im] if self.pq_source else [im]
-                                                   for e, im in zip(edits, image)])
+        queries += self.queries_of(
+            [pq_text] * n, [[e.source, im] if self.pq_source else [im] for e, im in zip(edits, image)]
+        )
         answers = self.backend.generate(queries, max_new_tokens=self.max_new_tokens)
         outcomes, parts = [], []
         for sc_answer, pq_answer in zip(answers[:n], answers[n:]):

@@ -37,8 +37,19 @@ from .backbone import Video, VLMQuery
 from .judging import Failure
 
 #: Keys of the ``endpoint:`` mapping in a reward's kwargs.
-ENDPOINT_KEYS = ("url", "model", "api_key_env", "max_concurrency", "retries", "backoff_s", "max_backoff_s",
-                 "timeout_s", "image_format", "jpeg_quality", "top_logprobs")
+ENDPOINT_KEYS = (
+    "url",
+    "model",
+    "api_key_env",
+    "max_concurrency",
+    "retries",
+    "backoff_s",
+    "max_backoff_s",
+    "timeout_s",
+    "image_format",
+    "jpeg_quality",
+    "top_logprobs",
+)
 
 
 def image_data_url(image: Any, *, image_format: str = "png", jpeg_quality: int = 95) -> str:
@@ -60,34 +71,57 @@ class OpenAIVLM:
     kind = "openai"
     io_bound = True  # the judge's calls wait on the server (see Reward.io_bound)
 
-    def __init__(self, url: str, model: str, *, api_key_env: str | None = None, max_concurrency: int = 8,
-                 policy: RetryPolicy | None = None, image_format: str = "png", jpeg_quality: int = 95,
-                 top_logprobs: int = 20, owner: str = "vlm") -> None:
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        api_key_env: str | None = None,
+        max_concurrency: int = 8,
+        policy: RetryPolicy | None = None,
+        image_format: str = "png",
+        jpeg_quality: int = 95,
+        top_logprobs: int = 20,
+        owner: str = "vlm",
+    ) -> None:
         if not isinstance(model, str) or not model:
-            raise ConfigError(f"{owner}: endpoint.model must name the served model, got {model!r}",
-                              field="kwargs.endpoint.model")
+            raise ConfigError(
+                f"{owner}: endpoint.model must name the served model, got {model!r}", field="kwargs.endpoint.model"
+            )
         self.url, self.model, self.owner = url, model, owner
         self.image_format = choice(image_format, "kwargs.endpoint.image_format", ("png", "jpeg"))
         self.jpeg_quality = positive_int(jpeg_quality, "kwargs.endpoint.jpeg_quality")
         self.top_logprobs = positive_int(top_logprobs, "kwargs.endpoint.top_logprobs")
-        self.client = HttpClient(url, policy=policy, headers=bearer_headers(api_key_env, owner=owner),
-                                 max_concurrency=max_concurrency, label=f"{owner} endpoint")
+        self.client = HttpClient(
+            url,
+            policy=policy,
+            headers=bearer_headers(api_key_env, owner=owner),
+            max_concurrency=max_concurrency,
+            label=f"{owner} endpoint",
+        )
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], *, owner: str, default_model: str | None = None) -> OpenAIVLM:
         """Build from a reward's ``endpoint:`` mapping (keys :data:`ENDPOINT_KEYS`; ``model`` defaults to the
         reward's ``model_path``, the name vLLM serves a hub id under)."""
         if not isinstance(options, Mapping) or "url" not in options:
-            raise ConfigError(f"{owner}: backend 'openai' needs kwargs.endpoint with at least 'url' (e.g. "
-                              "{url: http://127.0.0.1:8000/v1, model: NAME, api_key_env: MY_KEY})",
-                              field="kwargs.endpoint")
+            raise ConfigError(
+                f"{owner}: backend 'openai' needs kwargs.endpoint with at least 'url' (e.g. "
+                "{url: http://127.0.0.1:8000/v1, model: NAME, api_key_env: MY_KEY})",
+                field="kwargs.endpoint",
+            )
         unknown = sorted(set(options) - set(ENDPOINT_KEYS))
         if unknown:
-            raise ConfigError(f"{owner}: unknown key(s) {unknown} in endpoint; allowed: {', '.join(ENDPOINT_KEYS)}",
-                              field="kwargs.endpoint")
+            raise ConfigError(
+                f"{owner}: unknown key(s) {unknown} in endpoint; allowed: {', '.join(ENDPOINT_KEYS)}",
+                field="kwargs.endpoint",
+            )
         policy = RetryPolicy.from_options(options, owner=owner)
-        rest = {k: options[k] for k in ("api_key_env", "max_concurrency", "image_format", "jpeg_quality",
-                                        "top_logprobs") if k in options}
+        rest = {
+            k: options[k]
+            for k in ("api_key_env", "max_concurrency", "image_format", "jpeg_quality", "top_logprobs")
+            if k in options
+        }
         return cls(str(options["url"]), options.get("model", default_model), policy=policy, owner=owner, **rest)
 
     @property
@@ -106,15 +140,27 @@ class OpenAIVLM:
                 parts.append({"type": "text", "text": p})
             else:
                 frames = p.frames if isinstance(p, Video) else (p,)
-                parts.extend({"type": "image_url", "image_url": {"url": image_data_url(
-                    f, image_format=self.image_format, jpeg_quality=self.jpeg_quality)}} for f in frames)
+                parts.extend(
+                    {
+                        "type": "image_url",
+                        "image_url": {
+                            "url": image_data_url(f, image_format=self.image_format, jpeg_quality=self.jpeg_quality)
+                        },
+                    }
+                    for f in frames
+                )
         system = [{"role": "system", "content": query.system}] if query.system is not None else []
         return system + [{"role": "user", "content": parts}]
 
-    def _complete(self, query: VLMQuery, extra: Mapping[str, Any], *, greedy: bool = True
-                  ) -> Mapping[str, Any] | Failure:
-        payload = {"model": self.model, "messages": self.messages(query), **({"temperature": 0} if greedy else {}),
-                   **extra}
+    def _complete(
+        self, query: VLMQuery, extra: Mapping[str, Any], *, greedy: bool = True
+    ) -> Mapping[str, Any] | Failure:
+        payload = {
+            "model": self.model,
+            "messages": self.messages(query),
+            **({"temperature": 0} if greedy else {}),
+            **extra,
+        }
         if query.answer_prefix:
             payload["messages"].append({"role": "assistant", "content": query.answer_prefix})
             payload["continue_final_message"] = True
@@ -129,18 +175,21 @@ class OpenAIVLM:
         except (KeyError, IndexError, TypeError):
             return Failure("http", f"the answer is not a chat completion: {str(body)[:200]}")
         if message.get("refusal") or choice0.get("finish_reason") == "content_filter":
-            return Failure("refusal", str(message.get("refusal") or "finish_reason content_filter"),
-                           message.get("content"))
+            return Failure(
+                "refusal", str(message.get("refusal") or "finish_reason content_filter"), message.get("content")
+            )
         return choice0
 
-    def generate(self, queries: Sequence[VLMQuery], *, max_new_tokens: int,
-                 request: Mapping[str, Any] | None = None) -> list[str | Failure]:
+    def generate(
+        self, queries: Sequence[VLMQuery], *, max_new_tokens: int, request: Mapping[str, Any] | None = None
+    ) -> list[str | Failure]:
         """Greedy answers (stripped), or a Failure per sample; ``max_concurrency`` requests in flight.
         ``request``: decoding fields sent as they are instead of ``temperature: 0, max_tokens`` (a reference's
         body; ``max_tokens`` is ``max_new_tokens`` unless it names one), so the server's defaults apply to
         what it leaves out."""
-        fields = {"max_tokens": int(max_new_tokens)} if request is None else {"max_tokens": int(max_new_tokens),
-                                                                               **request}
+        fields = (
+            {"max_tokens": int(max_new_tokens)} if request is None else {"max_tokens": int(max_new_tokens), **request}
+        )
 
         def one(query: VLMQuery) -> str | Failure:
             out = self._complete(query, fields, greedy=request is None)
@@ -166,8 +215,11 @@ class OpenAIVLM:
                 top = out["logprobs"]["content"][0]["top_logprobs"]
                 table = {str(t["token"]): float(t["logprob"]) for t in top}
             except (KeyError, IndexError, TypeError, ValueError):
-                return Failure("http", "the answer has no logprobs.content[0].top_logprobs (does the server support "
-                                       f"logprobs?): {str(out)[:200]}")
+                return Failure(
+                    "http",
+                    "the answer has no logprobs.content[0].top_logprobs (does the server support "
+                    f"logprobs?): {str(out)[:200]}",
+                )
             return np.array([math.exp(table[a]) if a in table else 0.0 for a in answers], dtype=np.float64)
 
         return self.client.map(one, list(queries))

@@ -77,20 +77,30 @@ class RankNetHead(torch.nn.Sequential):
     """HPSv3's reward head: ``Linear(d, h1) - ReLU - Dropout - Linear(h1, h2) - ReLU - Linear(h2, 2)``."""
 
     def __init__(self, d: int, h1: int, h2: int, out: int) -> None:
-        super().__init__(torch.nn.Linear(d, h1), torch.nn.ReLU(), torch.nn.Dropout(0.05), torch.nn.Linear(h1, h2),
-                         torch.nn.ReLU(), torch.nn.Linear(h2, out))
+        super().__init__(
+            torch.nn.Linear(d, h1),
+            torch.nn.ReLU(),
+            torch.nn.Dropout(0.05),
+            torch.nn.Linear(h1, h2),
+            torch.nn.ReLU(),
+            torch.nn.Linear(h2, out),
+        )
 
     @classmethod
     def from_state(cls, state: dict[str, torch.Tensor], hidden_size: int, where: str) -> RankNetHead:
         want = {f"{i}.{p}" for i in HEAD_LINEARS for p in ("weight", "bias")}
         if set(state) != want:
-            raise ConfigError(f"'{where}' has rm_head keys {sorted(state)}, not HPSv3's ranknet head {sorted(want)}",
-                              field="model_path")
+            raise ConfigError(
+                f"'{where}' has rm_head keys {sorted(state)}, not HPSv3's ranknet head {sorted(want)}",
+                field="model_path",
+            )
         shapes = [tuple(state[f"{i}.weight"].shape) for i in HEAD_LINEARS]
         (h1, d), (h2, h1b), (out, h2b) = shapes
         if d != hidden_size or h1 != h1b or h2 != h2b or out != 2:
-            raise ConfigError(f"'{where}': rm_head shapes {shapes} do not chain from the backbone width {hidden_size} "
-                              "to (mu, sigma)", field="model_path")
+            raise ConfigError(
+                f"'{where}': rm_head shapes {shapes} do not chain from the backbone width {hidden_size} to (mu, sigma)",
+                field="model_path",
+            )
         head = cls(d, h1, h2, out)
         head.load_state_dict(state, strict=True)
         return head.float().eval().requires_grad_(False)
@@ -114,19 +124,36 @@ class HPSv3(PointwiseReward):
     default_base: ClassVar[str] = "Qwen/Qwen2-VL-7B-Instruct"
     template: ClassVar[str] = TEMPLATES["hpsv3"]
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 base_model: str | None = None, pixels: int = 256 * 28 * 28, attn_implementation: str | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        base_model: str | None = None,
+        pixels: int = 256 * 28 * 28,
+        attn_implementation: str | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         if not isinstance(pixels, int) or isinstance(pixels, bool) or pixels < 28 * 28:
-            raise ConfigError(f"pixels must be an integer of at least 784 (28 x 28), got {pixels!r}", field="kwargs.pixels")
+            raise ConfigError(
+                f"pixels must be an integer of at least 784 (28 x 28), got {pixels!r}", field="kwargs.pixels"
+            )
         self.pixels = pixels
         base = str(base_model or self.default_base)
         checkpoint = resolve_weights_file(model_path or self.default_repo, filename=self.weights_file)
         processor, (self.reward_token_id,), config = reward_processor(base, [REWARD_TOKEN], family="HPSv3")
-        model, head_state = reward_backbone(read_checkpoint(checkpoint), processor, config, checkpoint=checkpoint,
-                                            base=base, family="HPSv3", dtype=self.dtype, device=device,
-                                            attn_implementation=attn_implementation)
+        model, head_state = reward_backbone(
+            read_checkpoint(checkpoint),
+            processor,
+            config,
+            checkpoint=checkpoint,
+            base=base,
+            family="HPSv3",
+            dtype=self.dtype,
+            device=device,
+            attn_implementation=attn_implementation,
+        )
         self.head = RankNetHead.from_state(head_state, config.text_config.hidden_size, checkpoint).to(device)
         self.vlm = VLMBackbone(model, processor, source=checkpoint, device=device, dtype=self.dtype)
 
@@ -145,10 +172,14 @@ class HPSv3(PointwiseReward):
         batch = self.vlm.encode(queries, pixels=PixelBounds(min_pixels=min(areas), max_pixels=max(areas)))
         at = batch["input_ids"] == self.reward_token_id
         if not bool((at.sum(dim=1) == 1).all()):
-            raise InputError(f"expected one {REWARD_TOKEN} token per sample", field="prompt",
-                             sample=int(torch.nonzero(at.sum(dim=1) != 1)[0]))
+            raise InputError(
+                f"expected one {REWARD_TOKEN} token per sample",
+                field="prompt",
+                sample=int(torch.nonzero(at.sum(dim=1) != 1)[0]),
+            )
         with torch.no_grad():
-            hidden = self.vlm.forward(batch, position_ids=sequential_positions(batch["attention_mask"]),
-                                      use_cache=False).last_hidden_state
+            hidden = self.vlm.forward(
+                batch, position_ids=sequential_positions(batch["attention_mask"]), use_cache=False
+            ).last_hidden_state
             mu_sigma = self.head(hidden[at].float())
         return RewardOutput(mu_sigma[:, 0].cpu(), extras={"sigma": mu_sigma[:, 1].cpu()})

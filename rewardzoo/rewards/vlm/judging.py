@@ -56,8 +56,7 @@ class FailurePolicy:
     substitute: float | None = None
 
     @classmethod
-    def from_option(cls, value: Any, *, owner: str, score_range: tuple[float, float] | None = None
-                    ) -> FailurePolicy:
+    def from_option(cls, value: Any, *, owner: str, score_range: tuple[float, float] | None = None) -> FailurePolicy:
         """Read ``on_failure``: None or ``"error"`` -> raise; ``{substitute: VALUE}`` -> substitute a finite
         number (within ``score_range`` when given). ConfigError naming ``kwargs.on_failure`` otherwise."""
         if value is None or value == "error":
@@ -69,11 +68,15 @@ class FailurePolicy:
                 ok = score_range[0] <= sub <= score_range[1]
             if not ok:
                 where = f" within [{score_range[0]}, {score_range[1]}]" if score_range else ""
-                raise ConfigError(f"{owner}: on_failure.substitute must be a finite number{where}, got {sub!r}",
-                                  field="kwargs.on_failure")
+                raise ConfigError(
+                    f"{owner}: on_failure.substitute must be a finite number{where}, got {sub!r}",
+                    field="kwargs.on_failure",
+                )
             return cls(float(sub))
-        raise ConfigError(f"{owner}: on_failure must be 'error' (the default) or {{substitute: VALUE}}, got {value!r}",
-                          field="kwargs.on_failure")
+        raise ConfigError(
+            f"{owner}: on_failure must be 'error' (the default) or {{substitute: VALUE}}, got {value!r}",
+            field="kwargs.on_failure",
+        )
 
     def resolve(self, outcomes: Sequence[float | Failure], *, reward: str) -> tuple[np.ndarray, dict[str, Any]]:
         """Scores (float64) and the extras ``substituted`` (and ``failure`` texts) from per-sample outcomes.
@@ -88,7 +91,10 @@ class FailurePolicy:
             raise RewardOutputError(
                 f"the judge gave no score for {len(failed)} of {len(outcomes)} input(s) ({', '.join(kinds)}); first, "
                 f"input {failed[0]} of the call: {first.describe()}. Set on_failure: {{substitute: VALUE}} to score "
-                "such inputs with VALUE instead (counted in the extra 'substituted')", reward=reward, inputs=failed)
+                "such inputs with VALUE instead (counted in the extra 'substituted')",
+                reward=reward,
+                inputs=failed,
+            )
         scores = np.array([self.substitute if isinstance(o, Failure) else float(o) for o in outcomes], dtype=np.float64)
         marks = np.zeros(len(outcomes), dtype=np.float64)
         marks[failed] = 1.0
@@ -118,11 +124,14 @@ class RegexScore:
         try:
             compiled = re.compile(self.pattern, self.flags)
         except re.error as exc:
-            raise ConfigError(f"parse pattern {self.pattern!r} is not a regular expression: {exc}",
-                              field="kwargs.parse") from None
+            raise ConfigError(
+                f"parse pattern {self.pattern!r} is not a regular expression: {exc}", field="kwargs.parse"
+            ) from None
         if compiled.groups < self.group:
-            raise ConfigError(f"parse pattern {self.pattern!r} has no group {self.group} (put the number in "
-                              "parentheses)", field="kwargs.parse")
+            raise ConfigError(
+                f"parse pattern {self.pattern!r} has no group {self.group} (put the number in parentheses)",
+                field="kwargs.parse",
+            )
         if self.normalize and (self.low is None or self.high is None or not self.low < self.high):
             raise ConfigError(f"normalising needs low < high, got [{self.low}, {self.high}]", field="kwargs.parse")
 
@@ -155,8 +164,9 @@ def yes_probability(probs: Sequence[float], *, mode: str = "absolute") -> float 
         return p_yes
     total = p_yes + p_no
     if total <= 0.0:
-        return Failure("unparseable", "neither the yes nor the no token has a probability (not in the top "
-                                      "log-probabilities?)")
+        return Failure(
+            "unparseable", "neither the yes nor the no token has a probability (not in the top log-probabilities?)"
+        )
     return p_yes / total
 
 
@@ -184,8 +194,12 @@ def _score_dict(data: Any) -> tuple[list[float], str] | None:
 
 def _quote_reasoning(text: str) -> str:
     """Escape the double quotes inside the ``"reasoning"`` string (up to the quote before a ``,`` or ``}``)."""
-    return re.sub(r'("reasoning"\s*:\s*")(.*?)(?="\s*[,}])', lambda m: m.group(1) + m.group(2).replace('"', '\\"'),
-                  text, flags=re.DOTALL)
+    return re.sub(
+        r'("reasoning"\s*:\s*")(.*?)(?="\s*[,}])',
+        lambda m: m.group(1) + m.group(2).replace('"', '\\"'),
+        text,
+        flags=re.DOTALL,
+    )
 
 
 def rubric_scores(text: str) -> tuple[list[float], str] | Failure:
@@ -224,10 +238,21 @@ def rubric_scores(text: str) -> tuple[list[float], str] | Failure:
     scores = [float(x) for x in re.findall(r"[-+]?\d*\.?\d+", key.group(1) if key else target)]
     if not scores:
         return Failure("unparseable", "no score in the answer", text)
-    reason = re.search(r"[\"']reasoning[\"']\s*:\s*[\"']?(.*?)[\"']?\s*,\s*[\"']score[\"']", target,
-                       re.DOTALL | re.IGNORECASE)
-    return scores, reason.group(1).strip().replace('\\"', '"') if reason else (target[:key.start()].strip() if key else target)
+    reason = re.search(
+        r"[\"']reasoning[\"']\s*:\s*[\"']?(.*?)[\"']?\s*,\s*[\"']score[\"']", target, re.DOTALL | re.IGNORECASE
+    )
+    return scores, reason.group(1).strip().replace('\\"', '"') if reason else (
+        target[: key.start()].strip() if key else target
+    )
 
 
-__all__ = ["SUBSTITUTED", "FAILURE_KINDS", "Failure", "FailurePolicy", "RegexScore", "yes_probability", "tagged",
-           "rubric_scores"]
+__all__ = [
+    "SUBSTITUTED",
+    "FAILURE_KINDS",
+    "Failure",
+    "FailurePolicy",
+    "RegexScore",
+    "yes_probability",
+    "tagged",
+    "rubric_scores",
+]

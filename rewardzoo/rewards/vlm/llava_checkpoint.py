@@ -42,14 +42,26 @@ LLAVA_QWEN_CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}"
     "{{ message['content'] }}{% else %}{% for content in message['content'] %}{% if content['type'] == 'image' %}"
     "<image>\n{% elif content['type'] == 'video' %}<video>\n{% else %}{{ content['text'] }}{% endif %}{% endfor %}"
-    "{% endif %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    "{% endif %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 #: The SigLIP tower LLaVA-OneVision is trained with, as the conversion script configures it (last layer dropped).
 SIGLIP_SO400M = "google/siglip-so400m-patch14-384"
-SIGLIP_SO400M_CONFIG = {"hidden_size": 1152, "image_size": 384, "intermediate_size": 4304, "num_attention_heads": 16,
-                        "num_hidden_layers": 27, "patch_size": 14}
+SIGLIP_SO400M_CONFIG = {
+    "hidden_size": 1152,
+    "image_size": 384,
+    "intermediate_size": 4304,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 27,
+    "patch_size": 14,
+}
 #: SigLIP's preprocessing (its ``preprocessor_config.json``).
-SIGLIP_PREPROCESS = {"size": {"height": 384, "width": 384}, "image_mean": [0.5, 0.5, 0.5],
-                     "image_std": [0.5, 0.5, 0.5], "resample": 3, "rescale_factor": 1 / 255}
+SIGLIP_PREPROCESS = {
+    "size": {"height": 384, "width": 384},
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "resample": 3,
+    "rescale_factor": 1 / 255,
+}
 #: Original key prefix -> transformers' (``LlavaOnevisionForConditionalGeneration``), first match wins.
 KEY_MAP = (
     ("model.vision_tower.vision_tower.vision_model.", "model.vision_tower."),
@@ -67,9 +79,10 @@ def map_key(key: str) -> str | None:
         return None
     for old, new in KEY_MAP:
         if key.startswith(old):
-            return new + key[len(old):]
-    raise ConfigError(f"the LLaVA checkpoint has the weight '{key}', which no LLaVA-OneVision module holds",
-                      field="model_path")
+            return new + key[len(old) :]
+    raise ConfigError(
+        f"the LLaVA checkpoint has the weight '{key}', which no LLaVA-OneVision module holds", field="model_path"
+    )
 
 
 def is_original(config: Mapping[str, Any]) -> bool:
@@ -100,13 +113,15 @@ def _tower(original: Mapping[str, Any], root: Path) -> tuple[dict, dict]:
     """(SigLIP vision config as the checkpoint holds it, its preprocessing) of ``mm_vision_tower``."""
     tower = str(original["mm_vision_tower"])
     if "siglip" not in tower.lower():
-        raise ConfigError(f"mm_vision_tower '{tower}': only SigLIP towers (LLaVA-OneVision's) are supported",
-                          field="model_path")
+        raise ConfigError(
+            f"mm_vision_tower '{tower}': only SigLIP towers (LLaVA-OneVision's) are supported", field="model_path"
+        )
     folder = next((p for p in (Path(tower), root / tower) if p.is_dir()), None)
     if folder is None:
         if tower != SIGLIP_SO400M:
-            raise ConfigError(f"mm_vision_tower '{tower}' is neither a directory nor {SIGLIP_SO400M}",
-                              field="model_path")
+            raise ConfigError(
+                f"mm_vision_tower '{tower}' is neither a directory nor {SIGLIP_SO400M}", field="model_path"
+            )
         return dict(SIGLIP_SO400M_CONFIG), dict(SIGLIP_PREPROCESS)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     config = config.get("vision_config", config)
@@ -118,36 +133,56 @@ def _tower(original: Mapping[str, Any], root: Path) -> tuple[dict, dict]:
 def _check(original: Mapping[str, Any]) -> None:
     for key, wanted in (("mm_projector_type", "mlp2x_gelu"), ("mm_patch_merge_type", "spatial_unpad")):
         if original.get(key, wanted) != wanted:
-            raise ConfigError(f"the LLaVA checkpoint has {key}: {original.get(key)!r}; LLaVA-OneVision's is "
-                              f"{wanted!r} (the only one supported)", field="model_path")
+            raise ConfigError(
+                f"the LLaVA checkpoint has {key}: {original.get(key)!r}; LLaVA-OneVision's is "
+                f"{wanted!r} (the only one supported)",
+                field="model_path",
+            )
     aspect = str(original.get("image_aspect_ratio", "anyres_max_9"))
     if not re.fullmatch(r"anyres_max_\d+", aspect):
-        raise ConfigError(f"the LLaVA checkpoint has image_aspect_ratio: {aspect!r}; supported: anyres_max_N",
-                          field="model_path")
+        raise ConfigError(
+            f"the LLaVA checkpoint has image_aspect_ratio: {aspect!r}; supported: anyres_max_N", field="model_path"
+        )
 
 
-def build_config(original: Mapping[str, Any], tower: Mapping[str, Any], *, image_token_id: int,
-                 video_token_id: int) -> Any:
+def build_config(
+    original: Mapping[str, Any], tower: Mapping[str, Any], *, image_token_id: int, video_token_id: int
+) -> Any:
     """The ``LlavaOnevisionConfig`` of an original checkpoint (module docstring)."""
     from transformers import LlavaOnevisionConfig, Qwen2Config, SiglipVisionConfig
 
     own = set(Qwen2Config().to_dict())
-    text = Qwen2Config(**{k: v for k, v in original.items() if k in own and k not in ("model_type", "architectures",
-                                                                                        "transformers_version")})
-    vision = {k: v for k, v in tower.items() if k in set(SiglipVisionConfig().to_dict())
-              and k not in ("model_type", "architectures", "transformers_version")}
-    vision = SiglipVisionConfig(**{**vision, "num_hidden_layers": int(vision["num_hidden_layers"]) - 1,
-                                   "vision_use_head": False})
-    return LlavaOnevisionConfig(text_config=text, vision_config=vision, image_token_index=image_token_id,
-                                video_token_index=video_token_id, vision_feature_layer=-1,
-                                vision_feature_select_strategy="full",
-                                vision_aspect_ratio=str(original.get("image_aspect_ratio", "anyres_max_9")),
-                                image_grid_pinpoints=original.get("image_grid_pinpoints"),
-                                tie_word_embeddings=bool(original.get("tie_word_embeddings", False)))
+    text = Qwen2Config(
+        **{
+            k: v
+            for k, v in original.items()
+            if k in own and k not in ("model_type", "architectures", "transformers_version")
+        }
+    )
+    vision = {
+        k: v
+        for k, v in tower.items()
+        if k in set(SiglipVisionConfig().to_dict()) and k not in ("model_type", "architectures", "transformers_version")
+    }
+    vision = SiglipVisionConfig(
+        **{**vision, "num_hidden_layers": int(vision["num_hidden_layers"]) - 1, "vision_use_head": False}
+    )
+    return LlavaOnevisionConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_index=image_token_id,
+        video_token_index=video_token_id,
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="full",
+        vision_aspect_ratio=str(original.get("image_aspect_ratio", "anyres_max_9")),
+        image_grid_pinpoints=original.get("image_grid_pinpoints"),
+        tie_word_embeddings=bool(original.get("tie_word_embeddings", False)),
+    )
 
 
-def build_processor(root: Path, original: Mapping[str, Any], preprocess: Mapping[str, Any], *,
-                    num_image_tokens: int) -> Any:
+def build_processor(
+    root: Path, original: Mapping[str, Any], preprocess: Mapping[str, Any], *, num_image_tokens: int
+) -> Any:
     """The ``LlavaOnevisionProcessor``: the checkpoint's tokenizer plus ``<image>`` / ``<video>``, SigLIP
     preprocessing with the grid pinpoints, and :data:`LLAVA_QWEN_CHAT_TEMPLATE`."""
     from transformers import AddedToken, AutoTokenizer, LlavaOnevisionImageProcessor, LlavaOnevisionProcessor
@@ -160,12 +195,15 @@ def build_processor(root: Path, original: Mapping[str, Any], preprocess: Mapping
             tokenizer.add_tokens(AddedToken(token, special=True, normalized=False), special_tokens=True)
     pinpoints = original.get("image_grid_pinpoints")
     image = dict(preprocess, **({"image_grid_pinpoints": pinpoints} if pinpoints else {}))
-    return LlavaOnevisionProcessor(image_processor=LlavaOnevisionImageProcessor(**image),
-                                   video_processor=LlavaOnevisionVideoProcessor(**dict(preprocess)),
-                                   tokenizer=tokenizer, num_image_tokens=num_image_tokens,
-                                   vision_feature_select_strategy="full",
-                                   vision_aspect_ratio=str(original.get("image_aspect_ratio", "anyres_max_9")),
-                                   chat_template=LLAVA_QWEN_CHAT_TEMPLATE)
+    return LlavaOnevisionProcessor(
+        image_processor=LlavaOnevisionImageProcessor(**image),
+        video_processor=LlavaOnevisionVideoProcessor(**dict(preprocess)),
+        tokenizer=tokenizer,
+        num_image_tokens=num_image_tokens,
+        vision_feature_select_strategy="full",
+        vision_aspect_ratio=str(original.get("image_aspect_ratio", "anyres_max_9")),
+        chat_template=LLAVA_QWEN_CHAT_TEMPLATE,
+    )
 
 
 def load_state_dict(root: Path) -> dict:
@@ -187,8 +225,9 @@ def load_state_dict(root: Path) -> dict:
     return state
 
 
-def load_original(source: str, original: Mapping[str, Any], *, dtype: Any, attn_implementation: str | None
-                  ) -> tuple[Any, Any]:
+def load_original(
+    source: str, original: Mapping[str, Any], *, dtype: Any, attn_implementation: str | None
+) -> tuple[Any, Any]:
     """(model, processor) of an original LLaVA-NeXT checkpoint at ``source`` (a directory or a cached hub id);
     ConfigError naming ``model_path`` when a weight is missing, left over, or of another shape."""
     import torch
@@ -200,8 +239,12 @@ def load_original(source: str, original: Mapping[str, Any], *, dtype: Any, attn_
     grid = int(tower["image_size"]) // int(tower["patch_size"])
     processor = build_processor(root, original, preprocess, num_image_tokens=grid * grid)
     tokenizer = processor.tokenizer
-    config = build_config(original, tower, image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
-                          video_token_id=tokenizer.convert_tokens_to_ids("<video>"))
+    config = build_config(
+        original,
+        tower,
+        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        video_token_id=tokenizer.convert_tokens_to_ids("<video>"),
+    )
     with torch.device("meta"):  # names and shapes only
         expected = {k: tuple(v.shape) for k, v in LlavaOnevisionForConditionalGeneration(config).state_dict().items()}
     state = load_state_dict(root)
@@ -209,13 +252,27 @@ def load_original(source: str, original: Mapping[str, Any], *, dtype: Any, attn_
     extra = sorted(set(state) - set(expected))
     wrong = sorted(k for k in set(state) & set(expected) if tuple(state[k].shape) != expected[k])
     if missing or extra or wrong:
-        raise ConfigError(f"the LLaVA checkpoint '{source}' does not fit LLaVA-OneVision: missing {missing[:5]}, "
-                          f"unexpected {extra[:5]}, other shapes {wrong[:5]}", field="model_path")
+        raise ConfigError(
+            f"the LLaVA checkpoint '{source}' does not fit LLaVA-OneVision: missing {missing[:5]}, "
+            f"unexpected {extra[:5]}, other shapes {wrong[:5]}",
+            field="model_path",
+        )
     extra_kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
-    model = LlavaOnevisionForConditionalGeneration.from_pretrained(None, config=config, state_dict=state, dtype=dtype,
-                                                                   **extra_kwargs)
+    model = LlavaOnevisionForConditionalGeneration.from_pretrained(
+        None, config=config, state_dict=state, dtype=dtype, **extra_kwargs
+    )
     return model, processor
 
 
-__all__ = ["ORIGINAL_MODEL_TYPES", "LLAVA_QWEN_CHAT_TEMPLATE", "KEY_MAP", "map_key", "is_original", "read_config",
-           "build_config", "build_processor", "load_state_dict", "load_original"]
+__all__ = [
+    "ORIGINAL_MODEL_TYPES",
+    "LLAVA_QWEN_CHAT_TEMPLATE",
+    "KEY_MAP",
+    "map_key",
+    "is_original",
+    "read_config",
+    "build_config",
+    "build_processor",
+    "load_state_dict",
+    "load_original",
+]

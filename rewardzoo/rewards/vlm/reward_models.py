@@ -58,7 +58,7 @@ def peft_parts(state: Mapping[str, Any], *, where: str) -> tuple[dict[str, Any],
     lora: dict[str, dict[str, Any]] = {}
     adapters: set[str] = set()
     for key, value in state.items():
-        key = key[len(_PEFT_PREFIX):] if key.startswith(_PEFT_PREFIX) else key
+        key = key[len(_PEFT_PREFIX) :] if key.startswith(_PEFT_PREFIX) else key
         found = _LORA.match(key)
         if found:
             adapters.add(found["adapter"])
@@ -66,12 +66,17 @@ def peft_parts(state: Mapping[str, Any], *, where: str) -> tuple[dict[str, Any],
         else:
             plain[key.replace(".base_layer.", ".")] = value
     if len(adapters) > 1:
-        raise ConfigError(f"'{where}' holds several LoRA adapters ({', '.join(sorted(adapters))}); one is expected",
-                          field="model_path")
+        raise ConfigError(
+            f"'{where}' holds several LoRA adapters ({', '.join(sorted(adapters))}); one is expected",
+            field="model_path",
+        )
     for module, pair in lora.items():
         if set(pair) != {"A", "B"} or f"{module}.weight" not in plain:
-            raise ConfigError(f"'{where}': LoRA weights of '{module}' are incomplete (need lora_A, lora_B and the "
-                              "base layer's weight)", field="model_path")
+            raise ConfigError(
+                f"'{where}': LoRA weights of '{module}' are incomplete (need lora_A, lora_B and the "
+                "base layer's weight)",
+                field="model_path",
+            )
     return plain, lora
 
 
@@ -84,21 +89,25 @@ def unwrap_peft(state: Mapping[str, Any], *, scaling: float | None, where: str) 
     """
     plain, lora = peft_parts(state, where=where)
     if lora and scaling is None:
-        raise ConfigError(f"'{where}' holds LoRA weights but no LoRA scaling is known (lora_alpha / r)",
-                          field="model_path")
+        raise ConfigError(
+            f"'{where}' holds LoRA weights but no LoRA scaling is known (lora_alpha / r)", field="model_path"
+        )
     for module, pair in lora.items():
         target = f"{module}.weight"
         base = plain[target]
         delta = pair["B"].float() @ pair["A"].float()
         if delta.shape != base.shape:
-            raise ConfigError(f"'{where}': LoRA update of '{module}' has shape {tuple(delta.shape)}, its weight "
-                              f"{tuple(base.shape)}", field="model_path")
+            raise ConfigError(
+                f"'{where}': LoRA update of '{module}' has shape {tuple(delta.shape)}, its weight {tuple(base.shape)}",
+                field="model_path",
+            )
         plain[target] = (base.float() + scaling * delta).to(base.dtype)
     return plain
 
 
-def attach_lora(model: Any, lora: Mapping[str, Mapping[str, Any]], *, r: int, alpha: float, rslora: bool,
-                where: str) -> None:
+def attach_lora(
+    model: Any, lora: Mapping[str, Mapping[str, Any]], *, r: int, alpha: float, rslora: bool, where: str
+) -> None:
     """Keep a checkpoint's LoRA unmerged: PEFT's LoRA layers injected into ``model`` (a backbone loaded with
     the base weights) around the modules of ``lora`` (:func:`peft_parts`, checkpoint key names), holding its
     ``lora_A`` / ``lora_B``, so each forward adds ``scaling * B(A(x))`` as the reference's PEFT model does.
@@ -108,8 +117,11 @@ def attach_lora(model: Any, lora: Mapping[str, Mapping[str, Any]], *, r: int, al
         from peft import LoraConfig, inject_adapter_in_model
         from peft.tuners.tuners_utils import cast_adapter_dtype
     except ImportError as exc:
-        raise ConfigError(f"merge_lora: false keeps the LoRA under PEFT, which is not installed ({exc}); "
-                          "pip install peft, or merge it (merge_lora: true)", field="kwargs.merge_lora") from None
+        raise ConfigError(
+            f"merge_lora: false keeps the LoRA under PEFT, which is not installed ({exc}); "
+            "pip install peft, or merge it (merge_lora: true)",
+            field="kwargs.merge_lora",
+        ) from None
     import torch
 
     tensors = {f"{module}.lora_{which}.weight": w for module, pair in lora.items() for which, w in pair.items()}
@@ -122,14 +134,20 @@ def attach_lora(model: Any, lora: Mapping[str, Mapping[str, Any]], *, r: int, al
     given = {k.replace(".weight", ".default.weight"): v for k, v in mapped.items()}
     if set(given) != expected:
         odd = sorted(set(given) ^ expected)
-        raise ConfigError(f"'{where}': the LoRA weights do not fit the injected LoRA layers ({len(odd)} key(s) differ, "
-                          f"e.g. {odd[:3]})", field="model_path")
+        raise ConfigError(
+            f"'{where}': the LoRA weights do not fit the injected LoRA layers ({len(odd)} key(s) differ, "
+            f"e.g. {odd[:3]})",
+            field="model_path",
+        )
     params = dict(model.named_parameters())
     with torch.no_grad():
         for key, value in given.items():
             if params[key].shape != value.shape:
-                raise ConfigError(f"'{where}': LoRA weight '{key}' has shape {tuple(value.shape)}, the layer "
-                                  f"{tuple(params[key].shape)} (lora_r {r})", field="model_path")
+                raise ConfigError(
+                    f"'{where}': LoRA weight '{key}' has shape {tuple(value.shape)}, the layer "
+                    f"{tuple(params[key].shape)} (lora_r {r})",
+                    field="model_path",
+                )
             params[key].copy_(value)
     model.eval().requires_grad_(False)
 
@@ -145,15 +163,15 @@ def split_legacy_qwen_vl(state: Mapping[str, Any], head_prefix: str = "rm_head."
     backbone, head, dropped = {}, {}, set()
     for key, value in state.items():
         if key.startswith(head_prefix):
-            head[key[len(head_prefix):]] = value
+            head[key[len(head_prefix) :]] = value
         elif key == "lm_head.weight":
             dropped.add(key)
         elif key.startswith(("model.visual.", "model.language_model.")):
-            backbone[key[len("model."):]] = value
+            backbone[key[len("model.") :]] = value
         elif key.startswith("visual."):
             backbone[key] = value
         elif key.startswith("model."):
-            backbone["language_model." + key[len("model."):]] = value
+            backbone["language_model." + key[len("model.") :]] = value
         else:
             backbone[key] = value  # reported as unexpected by load_backbone
     return backbone, head, dropped
@@ -168,8 +186,11 @@ def build_backbone(config: Any, *, dtype: Any, device: str, attn_implementation:
     from transformers import AutoModel
 
     if int(transformers.__version__.split(".")[0]) < 5:
-        raise ConfigError(f"the Qwen-VL reward models need transformers >= 5 (its Qwen2VLModel holds the vision tower); "
-                          f"transformers {transformers.__version__} is installed", field="model_path")
+        raise ConfigError(
+            f"the Qwen-VL reward models need transformers >= 5 (its Qwen2VLModel holds the vision tower); "
+            f"transformers {transformers.__version__} is installed",
+            field="model_path",
+        )
     from transformers.initialization import no_init_weights
 
     with no_init_weights(), torch.device(device):
@@ -193,14 +214,20 @@ def load_backbone(model: Any, state: Mapping[str, Any], *, where: str, head_pref
     missing = sorted(set(expected) - set(backbone))
     unexpected = sorted(set(backbone) - set(expected))
     if missing or unexpected:
-        raise ConfigError(f"'{where}' does not fit the backbone built from the base model's config: "
-                          f"{len(missing)} missing key(s) {missing[:4]}, {len(unexpected)} unexpected {unexpected[:4]} "
-                          "(is base_model the model the reward was trained on?)", field="model_path")
+        raise ConfigError(
+            f"'{where}' does not fit the backbone built from the base model's config: "
+            f"{len(missing)} missing key(s) {missing[:4]}, {len(unexpected)} unexpected {unexpected[:4]} "
+            "(is base_model the model the reward was trained on?)",
+            field="model_path",
+        )
     wrong = [(k, tuple(v.shape), tuple(expected[k].shape)) for k, v in backbone.items() if v.shape != expected[k].shape]
     if wrong:
         key, got, want = wrong[0]
-        raise ConfigError(f"'{where}' does not fit the backbone: '{key}' has shape {got}, the base model's config "
-                          f"gives {want} ({len(wrong)} tensor(s) differ)", field="model_path")
+        raise ConfigError(
+            f"'{where}' does not fit the backbone: '{key}' has shape {got}, the base model's config "
+            f"gives {want} ({len(wrong)} tensor(s) differ)",
+            field="model_path",
+        )
     with torch.no_grad():
         model.load_state_dict(backbone, strict=True)
     return head
@@ -266,22 +293,23 @@ def right_aligned(batch: Any) -> tuple[dict, Any]:
     b, length = mask.shape
     shift = (length - mask.long().sum(dim=1)).unsqueeze(1)  # pads before each row's tokens
     index = (torch.arange(length, device=mask.device).unsqueeze(0) + shift) % length
-    moved = {k: torch.gather(v, 1, index) if k in TOKEN_KEYS else v for k, v in batch.items()
-             if k != "attention_mask"}
+    moved = {k: torch.gather(v, 1, index) if k in TOKEN_KEYS else v for k, v in batch.items() if k != "attention_mask"}
     return moved, torch.arange(length, device=mask.device).expand(b, length)
 
 
 # ------------------------------------------------------------------------------ qwen-vl-utils preprocessing
 
 
-def smart_resize(height: int, width: int, *, min_pixels: int, max_pixels: int, factor: int = FACTOR
-                 ) -> tuple[int, int]:
+def smart_resize(height: int, width: int, *, min_pixels: int, max_pixels: int, factor: int = FACTOR) -> tuple[int, int]:
     """qwen-vl-utils' target size: both sides multiples of ``factor``, about ``[min_pixels, max_pixels]``
     pixels, the aspect ratio kept (sides rounded; scaled by ``sqrt`` and floored / ceiled when outside).
     InputError (field ``image``) above an aspect ratio of 200."""
     if max(height, width) / max(min(height, width), 1) > MAX_RATIO:
-        raise InputError(f"the aspect ratio {max(height, width) / min(height, width):.0f} of a {width}x{height} image "
-                         f"is above {MAX_RATIO}", field="image")
+        raise InputError(
+            f"the aspect ratio {max(height, width) / min(height, width):.0f} of a {width}x{height} image "
+            f"is above {MAX_RATIO}",
+            field="image",
+        )
     h = max(factor, round(height / factor) * factor)
     w = max(factor, round(width / factor) * factor)
     if h * w > max_pixels:
@@ -302,9 +330,15 @@ def resize_image(image: Any, *, min_pixels: int, max_pixels: int) -> Any:
     return image.convert("RGB").resize((rw, rh), Image.BICUBIC)
 
 
-def video_frame_indices(total: int, *, num_frames: int | None = None, fps: float | None = None,
-                        source_fps: float | None = None, min_frames: int = FPS_MIN_FRAMES,
-                        max_frames: int = FPS_MAX_FRAMES) -> list[int]:
+def video_frame_indices(
+    total: int,
+    *,
+    num_frames: int | None = None,
+    fps: float | None = None,
+    source_fps: float | None = None,
+    min_frames: int = FPS_MIN_FRAMES,
+    max_frames: int = FPS_MAX_FRAMES,
+) -> list[int]:
     """qwen-vl-utils' frame choice (``smart_nframes``, ``sample_type: uniform``).
 
     With ``num_frames``: that count rounded to an even number. Otherwise ``total / source_fps * fps`` frames,
@@ -322,8 +356,11 @@ def video_frame_indices(total: int, *, num_frames: int | None = None, fps: float
         n = round(min(max(total / source_fps * fps, lo), hi) / FRAME_FACTOR) * FRAME_FACTOR
     n = min(n, total)
     if n < FRAME_FACTOR:
-        raise InputError(f"the video has {total} frame(s); {FRAME_FACTOR} or more are needed (the reference samples "
-                         f"at least {FRAME_FACTOR})", field="video")
+        raise InputError(
+            f"the video has {total} frame(s); {FRAME_FACTOR} or more are needed (the reference samples "
+            f"at least {FRAME_FACTOR})",
+            field="video",
+        )
     return torch.linspace(0, total - 1, n).round().long().tolist()
 
 
@@ -341,8 +378,9 @@ def resize_frames(frames: Any, *, min_pixels: int, max_pixels: int) -> Any:
     return resize(frames, [rh, rw], interpolation=InterpolationMode.BICUBIC, antialias=True)
 
 
-def reward_processor(base: str, tokens: Sequence[str], *, family: str, model_type: str = "qwen2_vl"
-                     ) -> tuple[Any, list[int], Any]:
+def reward_processor(
+    base: str, tokens: Sequence[str], *, family: str, model_type: str = "qwen2_vl"
+) -> tuple[Any, list[int], Any]:
     """The processor of the base model a reward model was trained from, with the reward's special
     ``tokens`` added, their ids, and the base's config (which must be of ``model_type``: Qwen2-VL for
     HPSv3 and VideoAlign, ``qwen2_5_vl`` for EditReward)."""
@@ -357,8 +395,9 @@ def reward_processor(base: str, tokens: Sequence[str], *, family: str, model_typ
         config = AutoConfig.from_pretrained(base)
     if getattr(config, "model_type", None) != model_type:
         shown = {"qwen2_vl": "Qwen2-VL", "qwen2_5_vl": "Qwen2.5-VL"}.get(model_type, model_type)
-        raise ConfigError(f"{family} is a {shown} reward model; '{base}' is a '{config.model_type}' model",
-                          field="kwargs.base_model")
+        raise ConfigError(
+            f"{family} is a {shown} reward model; '{base}' is a '{config.model_type}' model", field="kwargs.base_model"
+        )
     return processor, ids, config
 
 
@@ -370,17 +409,30 @@ def read_checkpoint(checkpoint: Any) -> dict[str, Any]:
         raise ConfigError(exc.message, field="model_path") from None
 
 
-def reward_backbone(state: Mapping[str, Any], processor: Any, config: Any, *, checkpoint: Any, base: str,
-                    family: str, dtype: Any, device: str, attn_implementation: str | None = None,
-                    head_prefix: str = "rm_head.") -> tuple[Any, dict]:
+def reward_backbone(
+    state: Mapping[str, Any],
+    processor: Any,
+    config: Any,
+    *,
+    checkpoint: Any,
+    base: str,
+    family: str,
+    dtype: Any,
+    device: str,
+    attn_implementation: str | None = None,
+    head_prefix: str = "rm_head.",
+) -> tuple[Any, dict]:
     """The backbone built from ``config`` and loaded with ``state`` (the published keys), and the head's
     tensors (the keys under ``head_prefix``); the checkpoint's vocabulary must be the base tokenizer's plus
     the reward tokens."""
     rows = embedding_rows(state)
     if rows != len(processor.tokenizer):
-        raise ConfigError(f"'{checkpoint}' has {rows} token embeddings; the tokenizer of '{base}' with {family}'s "
-                          f"reward tokens has {len(processor.tokenizer)} (is base_model the model {family} was "
-                          "trained on?)", field="model_path")
+        raise ConfigError(
+            f"'{checkpoint}' has {rows} token embeddings; the tokenizer of '{base}' with {family}'s "
+            f"reward tokens has {len(processor.tokenizer)} (is base_model the model {family} was "
+            "trained on?)",
+            field="model_path",
+        )
     resize_vocabulary(config, rows)
     model = build_backbone(config, dtype=dtype, device=device, attn_implementation=attn_implementation)
     return model, load_backbone(model, state, where=str(checkpoint), head_prefix=head_prefix)

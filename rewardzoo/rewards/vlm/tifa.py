@@ -34,8 +34,10 @@ TEMPLATES = {"geneval2": SOFT_TIFA_QUESTION}
 #: What runs by default: GenEval2's Soft-TIFA model and question.
 DEFAULTS = {"model": "Qwen/Qwen3-VL-8B-Instruct", "template": "geneval2"}
 #: GenEval2's number words and their digits (``return_numeric_string``).
-NUMBERS = {w: str(i) for i, w in enumerate(("one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
-                                            "ten"), start=1)}
+NUMBERS = {
+    w: str(i)
+    for i, w in enumerate(("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"), start=1)
+}
 
 
 def answer_variants(question: str, answer: str) -> list[str]:
@@ -57,15 +59,22 @@ def read_questions(metadata: Any, sample: int) -> list[tuple[str, str]]:
     items = meta.get("questions") if isinstance(meta, dict) else None
     example = 'e.g. {"questions": [{"question": "Is there a cat?", "answer": "Yes"}]}'
     if not isinstance(items, list) or not items:
-        raise InputError(f"tifa_vqa needs metadata['questions'], a non-empty list of {{question, answer}}; {example}",
-                         field="metadata", sample=sample)
+        raise InputError(
+            f"tifa_vqa needs metadata['questions'], a non-empty list of {{question, answer}}; {example}",
+            field="metadata",
+            sample=sample,
+        )
     out = []
     for k, item in enumerate(items):
-        ok = isinstance(item, dict) and all(isinstance(item.get(key), str) and item[key].strip()
-                                            for key in ("question", "answer"))
+        ok = isinstance(item, dict) and all(
+            isinstance(item.get(key), str) and item[key].strip() for key in ("question", "answer")
+        )
         if not ok:
-            raise InputError(f"metadata['questions'][{k}] must be {{question: text, answer: text}}, got "
-                             f"{str(item)[:80]}", field="metadata", sample=sample)
+            raise InputError(
+                f"metadata['questions'][{k}] must be {{question: text, answer: text}}, got {str(item)[:80]}",
+                field="metadata",
+                sample=sample,
+            )
         out.append((item["question"], item["answer"]))
     return out
 
@@ -86,16 +95,26 @@ class TifaVQA(VLMJudgeMixin, PointwiseReward):
     default_model: ClassVar[str | None] = DEFAULTS["model"]
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 aggregate: str = "mean", template: str | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        aggregate: str = "mean",
+        template: str | None = None,
+        **options: Any,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         judge_options = self.judge_options_of(options)
         self.aggregate = choice(aggregate, "kwargs.aggregate", ("mean", "geometric"))
         template = DEFAULTS["template"] if template is None else template
         text = TEMPLATES.get(template, template)
         if not isinstance(text, str) or text.count("{question}") != 1:
-            raise ConfigError(f"{self.name}: the template must be a string with exactly one '{{question}}', got "
-                              f"{str(text)[:80]!r}", field="kwargs.template")
+            raise ConfigError(
+                f"{self.name}: the template must be a string with exactly one '{{question}}', got {str(text)[:80]!r}",
+                field="kwargs.template",
+            )
         self.template = text
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
 
@@ -104,8 +123,9 @@ class TifaVQA(VLMJudgeMixin, PointwiseReward):
         if len(questions) != len(image):
             raise InputError(f"{len(metadata)} metadata for {len(image)} images", field="metadata")
         pairs = [(img, q, a) for img, qs in zip(image, questions) for q, a in qs]
-        queries = self.queries_of([self.template.replace("{question}", q) for _, q, _ in pairs],
-                                  [[img] for img, _, _ in pairs])
+        queries = self.queries_of(
+            [self.template.replace("{question}", q) for _, q, _ in pairs], [[img] for img, _, _ in pairs]
+        )
         variants = [answer_variants(q, a) for _, q, a in pairs]
         union = list(dict.fromkeys(v for vs in variants for v in vs))
         column = {v: j for j, v in enumerate(union)}
@@ -113,8 +133,8 @@ class TifaVQA(VLMJudgeMixin, PointwiseReward):
         outcomes: list[float | Failure] = []
         texts, lows, at = [], [], 0
         for qs in questions:
-            got = probs[at:at + len(qs)]
-            mine = variants[at:at + len(qs)]
+            got = probs[at : at + len(qs)]
+            mine = variants[at : at + len(qs)]
             at += len(qs)
             failed = next((p for p in got if isinstance(p, Failure)), None)
             if failed is not None:
@@ -127,8 +147,7 @@ class TifaVQA(VLMJudgeMixin, PointwiseReward):
             texts.append(json.dumps([float(x) for x in ps]))
             lows.append(float(ps.min()))
         scores, extras = self.resolve(outcomes)
-        extras.update(question_probs=texts, min_prob=lows,
-                      num_questions=[float(len(qs)) for qs in questions])
+        extras.update(question_probs=texts, min_prob=lows, num_questions=[float(len(qs)) for qs in questions])
         return RewardOutput(scores, extras=extras)
 
     def combine(self, probs: np.ndarray) -> float:

@@ -47,14 +47,24 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
     default_model: ClassVar[str | None] = DEFAULTS["model"]
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 template: str | None = None, max_new_tokens: int = 512, resize: Sequence[int] | str | None = "auto",
-                 preset: str | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        template: str | None = None,
+        max_new_tokens: int = 512,
+        resize: Sequence[int] | str | None = "auto",
+        preset: str | None = None,
+        **options: Any,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         judge_options = self.judge_options_of(options)
         if preset is not None and preset not in PRESETS:
-            raise ConfigError(f"{self.name}: preset must be null or one of {sorted(PRESETS)}, got {preset!r}",
-                              field="kwargs.preset")
+            raise ConfigError(
+                f"{self.name}: preset must be null or one of {sorted(PRESETS)}, got {preset!r}", field="kwargs.preset"
+            )
         self.preset = preset
         chosen = PRESETS.get(preset, DEFAULTS)
         self.default_model = chosen["model"]
@@ -62,10 +72,14 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
         self.template = check_template(TEMPLATES.get(template, template), self.name)
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
         resize = chosen["resize"] if resize == "auto" else resize
-        if resize is not None and (isinstance(resize, str) or len(resize) != 2 or any(
-                isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in resize)):
-            raise ConfigError(f"{self.name}: resize must be [width, height] or null, got {resize!r}",
-                              field="kwargs.resize")
+        if resize is not None and (
+            isinstance(resize, str)
+            or len(resize) != 2
+            or any(isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in resize)
+        ):
+            raise ConfigError(
+                f"{self.name}: resize must be [width, height] or null, got {resize!r}", field="kwargs.resize"
+            )
         self.resize = tuple(resize) if resize is not None else None
         self.parse = RegexScore(FINAL_SCORE, low=1.0, high=5.0)
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)

@@ -72,9 +72,17 @@ class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
     default_template: ClassVar[str] = DEFAULTS["template"]
     dimensions: ClassVar[Mapping[str, str]] = DIMENSIONS
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 weights: Mapping[str, float] | None = None, template: str | None = None, max_new_tokens: int = 512,
-                 **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        weights: Mapping[str, float] | None = None,
+        template: str | None = None,
+        max_new_tokens: int = 512,
+        **options: Any,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         judge_options = self.judge_options_of(options)
         template = self.default_template if template is None else template
@@ -89,10 +97,17 @@ class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
             return dict.fromkeys(keys, 1.0)
         bad = [k for k in weights if k not in keys] if isinstance(weights, Mapping) else ["(not a mapping)"]
         values = list(weights.values()) if not bad else []
-        if bad or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
-                      for v in values) or not sum(values) > 0:
-            raise ConfigError(f"{self.name}: weights maps {', '.join(keys)} to non-negative numbers, not all 0; "
-                              f"got {weights!r}", field="kwargs.weights")
+        if (
+            bad
+            or any(
+                isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for v in values
+            )
+            or not sum(values) > 0
+        ):
+            raise ConfigError(
+                f"{self.name}: weights maps {', '.join(keys)} to non-negative numbers, not all 0; got {weights!r}",
+                field="kwargs.weights",
+            )
         return {k: float(weights.get(k, 0.0)) for k in keys}
 
     def combine(self, dims: Mapping[str, float]) -> float:
@@ -142,7 +157,12 @@ class VideoUnifiedReward2(UnifiedReward2):
         for i, value in enumerate(video):
             frames = list(value)
             if len(frames) < self.num_frames:
-                raise InputError(f"the judge samples {self.num_frames} frames at int(i * T / {self.num_frames}), "
-                                 f"the video has {len(frames)}", reward=self.name, field="video", sample=i)
+                raise InputError(
+                    f"the judge samples {self.num_frames} frames at int(i * T / {self.num_frames}), "
+                    f"the video has {len(frames)}",
+                    reward=self.name,
+                    field="video",
+                    sample=i,
+                )
             picked.append([frames[k] for k in stride_indices(len(frames), self.num_frames)])
         return self.judge_media(prompt, picked)

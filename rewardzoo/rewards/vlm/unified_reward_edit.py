@@ -35,8 +35,10 @@ from .prompts import (
 )
 
 #: The release's prompts (:mod:`rewardzoo.rewards.vlm.prompts`): the pointwise pair and the pairwise one.
-TEMPLATES = {"unified_reward_edit": (UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING, UNIFIED_REWARD_EDIT_QUALITY),
-             "pairwise_score": UNIFIED_REWARD_EDIT_PAIRWISE_SCORE}
+TEMPLATES = {
+    "unified_reward_edit": (UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING, UNIFIED_REWARD_EDIT_QUALITY),
+    "pairwise_score": UNIFIED_REWARD_EDIT_PAIRWISE_SCORE,
+}
 DEFAULT_MODEL = "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b"
 #: The release's request: images as JPEG quality 95 (``_encode_image``).
 ENDPOINT_DEFAULTS = {"image_format": "jpeg", "jpeg_quality": 95}
@@ -52,13 +54,24 @@ class UnifiedRewardEdit(RubricEditJudge):
     """
 
     templates: ClassVar[dict[str, tuple[str, str]]] = {"unified_reward_edit": TEMPLATES["unified_reward_edit"]}
-    defaults: ClassVar[dict[str, Any]] = {"model": DEFAULT_MODEL, "template": "unified_reward_edit",
-                                          "pq_source": False, "scale": 1.0}
+    defaults: ClassVar[dict[str, Any]] = {
+        "model": DEFAULT_MODEL,
+        "template": "unified_reward_edit",
+        "pq_source": False,
+        "scale": 1.0,
+    }
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
     endpoint_defaults: ClassVar[dict[str, Any]] = ENDPOINT_DEFAULTS
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 max_new_tokens: int = 4096, **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        max_new_tokens: int = 4096,
+        **options: Any,
+    ) -> None:
         super().__init__(model_path, device, dtype, max_new_tokens=max_new_tokens, **options)
 
 
@@ -85,9 +98,17 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
     required_fields = ("prompt", "image", "condition_images")
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 max_new_tokens: int = 4096, max_batch: int = 16, name: str = "unified_reward_edit_pairwise",
-                 **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        max_new_tokens: int = 4096,
+        max_batch: int = 16,
+        name: str = "unified_reward_edit_pairwise",
+        **options: Any,
+    ) -> None:
         judge_options = self.judge_options_of(options)
         self.template = UNIFIED_REWARD_EDIT_PAIRWISE_SCORE
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
@@ -100,12 +121,16 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
         from ...shared.editing import edit_inputs
 
         sources = edit_inputs([first["condition_images"] for first, _ in pairs])
-        queries = self.queries_of([fill(self.template, first["prompt"]) for first, _ in pairs],
-                                  [[src.source, first["image"], second["image"]]
-                                   for src, (first, second) in zip(sources, pairs)])
+        queries = self.queries_of(
+            [fill(self.template, first["prompt"]) for first, _ in pairs],
+            [[src.source, first["image"], second["image"]] for src, (first, second) in zip(sources, pairs)],
+        )
         step = len(queries) if self.backend.kind == "openai" else self.max_batch
-        answers = [a for i in range(0, len(queries), step)
-                   for a in self.backend.generate(queries[i:i + step], max_new_tokens=self.max_new_tokens)]
+        answers = [
+            a
+            for i in range(0, len(queries), step)
+            for a in self.backend.generate(queries[i : i + step], max_new_tokens=self.max_new_tokens)
+        ]
         outcomes = [a if isinstance(a, Failure) else pairwise_verdict(a) for a in answers]
         scores, extras = self.resolve(outcomes)
         ties = [1.0 if not isinstance(o, Failure) and o == 0.5 else 0.0 for o in outcomes]
@@ -126,11 +151,20 @@ class UnifiedRewardEditPairwise(PairwiseWinRate):
     inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "condition_images", "group_id"))
     has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 max_new_tokens: int = 4096, max_batch: int = 16, **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        max_new_tokens: int = 4096,
+        max_batch: int = 16,
+        **options: Any,
+    ) -> None:
         BackendOptions.of(type(self), options, UnifiedRewardEditJudge.judge_options)
-        judge = UnifiedRewardEditJudge(model_path, device, dtype, max_new_tokens=max_new_tokens, max_batch=max_batch,
-                                       **options)
+        judge = UnifiedRewardEditJudge(
+            model_path, device, dtype, max_new_tokens=max_new_tokens, max_batch=max_batch, **options
+        )
         super().__init__(None, device, dtype, judge=judge)
         self.model_path = model_path
         self.judge_name = "unified_reward_edit_pairwise"

@@ -39,9 +39,12 @@ from .prompts import (
 
 #: Named templates (the ``template`` option takes a key or your own text): Pref-GRPO's current ones and those it
 #: served UnifiedReward-Think-qwen-7b with, per media.
-TEMPLATES = {"pref_grpo": UNIFIED_REWARD_THINK_IMAGE, "pref_grpo_video": UNIFIED_REWARD_THINK_VIDEO,
-             "pref_grpo_qwen_7b": UNIFIED_REWARD_THINK_IMAGE_QWEN_7B,
-             "pref_grpo_qwen_7b_video": UNIFIED_REWARD_THINK_VIDEO_QWEN_7B}
+TEMPLATES = {
+    "pref_grpo": UNIFIED_REWARD_THINK_IMAGE,
+    "pref_grpo_video": UNIFIED_REWARD_THINK_VIDEO,
+    "pref_grpo_qwen_7b": UNIFIED_REWARD_THINK_IMAGE_QWEN_7B,
+    "pref_grpo_qwen_7b_video": UNIFIED_REWARD_THINK_VIDEO_QWEN_7B,
+}
 
 
 @dataclass(frozen=True)
@@ -58,12 +61,16 @@ class ThinkPairing:
 #: ``qwen_7b``: 6d405e8 (images) / a1ca93c (videos) to 7246966, the same files' earlier versions and the
 #: ``template`` of train_flux_pref_grpo.py / train_wan_2_1_pref_grpo.py (``"do_sample"`` commented out).
 PREF_GRPO_PAIRINGS = {
-    "current": ThinkPairing("CodeGoat24/UnifiedReward-Think-qwen3vl-8b",
-                            {"image": "pref_grpo", "video": "pref_grpo_video"},
-                            {"do_sample": False, "max_tokens": 4096}),
-    "qwen_7b": ThinkPairing("CodeGoat24/UnifiedReward-Think-qwen-7b",
-                            {"image": "pref_grpo_qwen_7b", "video": "pref_grpo_qwen_7b_video"},
-                            {"max_tokens": 2048}),
+    "current": ThinkPairing(
+        "CodeGoat24/UnifiedReward-Think-qwen3vl-8b",
+        {"image": "pref_grpo", "video": "pref_grpo_video"},
+        {"do_sample": False, "max_tokens": 4096},
+    ),
+    "qwen_7b": ThinkPairing(
+        "CodeGoat24/UnifiedReward-Think-qwen-7b",
+        {"image": "pref_grpo_qwen_7b", "video": "pref_grpo_qwen_7b_video"},
+        {"max_tokens": 2048},
+    ),
 }
 #: ``preset`` -> the pairing it runs (with Pref-GRPO's decoding and frame choice); None: the default.
 PRESETS = {None: "current", "pref_grpo": "current", "pref_grpo_qwen_7b": "qwen_7b"}
@@ -105,30 +112,50 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
     default_model: ClassVar[str | None] = PREF_GRPO_PAIRINGS["current"].model
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o != "fps")
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 preset: str | None = None, media: str = "image", template: str | None = None,
-                 max_new_tokens: int | None = None, decoding: str | None = None, max_batch: int = 16,
-                 name: str = "unified_reward_think", **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        preset: str | None = None,
+        media: str = "image",
+        template: str | None = None,
+        max_new_tokens: int | None = None,
+        decoding: str | None = None,
+        max_batch: int = 16,
+        name: str = "unified_reward_think",
+        **options: Any,
+    ) -> None:
         judge_options = self.judge_options_of(options)
         if preset not in PRESETS:
-            raise ConfigError(f"{name}: kwargs.preset must be null, 'pref_grpo' or 'pref_grpo_qwen_7b', got "
-                              f"{preset!r}", field="kwargs.preset")
+            raise ConfigError(
+                f"{name}: kwargs.preset must be null, 'pref_grpo' or 'pref_grpo_qwen_7b', got {preset!r}",
+                field="kwargs.preset",
+            )
         self.preset = preset
         self.pairing = PREF_GRPO_PAIRINGS[PRESETS[preset]]
         self.default_model = self.pairing.model
         self.media = choice(media, "kwargs.media", ("image", "video"))
         template = self.pairing.templates[self.media] if template is None else template
-        self.template = check_template(TEMPLATES.get(template, template) if isinstance(template, str) else template,
-                                       name)
-        self.max_new_tokens = positive_int(self.pairing.request["max_tokens"] if max_new_tokens is None
-                                           else max_new_tokens, "kwargs.max_new_tokens")
-        self.decoding = choice(("greedy" if preset is None else "reference") if decoding is None else decoding,
-                               "kwargs.decoding", DECODINGS)
+        self.template = check_template(
+            TEMPLATES.get(template, template) if isinstance(template, str) else template, name
+        )
+        self.max_new_tokens = positive_int(
+            self.pairing.request["max_tokens"] if max_new_tokens is None else max_new_tokens, "kwargs.max_new_tokens"
+        )
+        self.decoding = choice(
+            ("greedy" if preset is None else "reference") if decoding is None else decoding,
+            "kwargs.decoding",
+            DECODINGS,
+        )
         self.max_batch = positive_int(max_batch, "kwargs.max_batch")
         endpoint = judge_options.endpoint
-        judge_options = replace(judge_options,
-                                endpoint=None if endpoint is None else {"image_format": "jpeg", **endpoint},
-                                num_frames=judge_options.num_frames if self.media == "video" else None)
+        judge_options = replace(
+            judge_options,
+            endpoint=None if endpoint is None else {"image_format": "jpeg", **endpoint},
+            num_frames=judge_options.num_frames if self.media == "video" else None,
+        )
         self.setup_judge(name, judge_options, model_path=model_path, device=device, dtype=dtype)
         # under a preset the video layer hands over every frame and the judge picks Pref-GRPO's (floored) indices
         self.sampled_frames = self.num_frames if preset is not None and self.media == "video" else None
@@ -148,12 +175,17 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
         return to_pil_rgb(value)  # video frames go one image each (video 1's, then video 2's), as Pref-GRPO sends them
 
     def judge_pairs(self, pairs: Sequence[tuple[dict, dict]]) -> tuple[list[float], dict[str, list[float]]]:
-        queries = self.queries_of([fill(self.template, first["prompt"]) for first, _ in pairs],
-                                  [self._media_of(first) + self._media_of(second) for first, second in pairs])
+        queries = self.queries_of(
+            [fill(self.template, first["prompt"]) for first, _ in pairs],
+            [self._media_of(first) + self._media_of(second) for first, second in pairs],
+        )
         step = len(queries) if self.backend.kind == "openai" else self.max_batch  # the server batches on its own
         request = {} if self.request is None else {"request": self.request}
-        answers = [a for i in range(0, len(queries), step)
-                   for a in self.backend.generate(queries[i:i + step], max_new_tokens=self.max_new_tokens, **request)]
+        answers = [
+            a
+            for i in range(0, len(queries), step)
+            for a in self.backend.generate(queries[i : i + step], max_new_tokens=self.max_new_tokens, **request)
+        ]
         outcomes = [a if isinstance(a, Failure) else verdict(a, self.media) for a in answers]
         scores, extras = self.resolve(outcomes)
         ties = [1.0 if not isinstance(o, Failure) and o == 0.5 else 0.0 for o in outcomes]
@@ -185,15 +217,34 @@ class UnifiedRewardThink(PairwiseWinRate):
     inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "group_id"))
     has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 preset: str | None = None, media: str = "image", template: str | None = None,
-                 max_new_tokens: int | None = None, decoding: str | None = None, max_batch: int = 16,
-                 **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        preset: str | None = None,
+        media: str = "image",
+        template: str | None = None,
+        max_new_tokens: int | None = None,
+        decoding: str | None = None,
+        max_batch: int = 16,
+        **options: Any,
+    ) -> None:
         # checked against this reward's options here, read into BackendOptions by the judge
         BackendOptions.of(type(self), options, UnifiedRewardThinkJudge.judge_options)
-        judge = UnifiedRewardThinkJudge(model_path, device, dtype, preset=preset, media=media, template=template,
-                                        max_new_tokens=max_new_tokens, decoding=decoding, max_batch=max_batch,
-                                        **options)
+        judge = UnifiedRewardThinkJudge(
+            model_path,
+            device,
+            dtype,
+            preset=preset,
+            media=media,
+            template=template,
+            max_new_tokens=max_new_tokens,
+            decoding=decoding,
+            max_batch=max_batch,
+            **options,
+        )
         super().__init__(None, device, dtype, judge=judge)
         self.model_path = model_path
         self.judge_name = "unified_reward_think"

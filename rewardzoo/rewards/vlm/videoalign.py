@@ -125,30 +125,51 @@ class VideoAlign(PointwiseReward):
     default_repo: ClassVar[str] = "KwaiVGI/VideoReward"
     template: ClassVar[str] = TEMPLATES["detailed_special"]
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 source_fps: float | None = None, fps: float | None = None, num_frames: int | None = None,
-                 max_pixels: int | None = None, min_pixels: int = VIDEO_MIN_PIXELS, normalize: bool = True,
-                 checkpoint_step: int | None = None, base_model: str | None = None,
-                 attn_implementation: str | None = None, merge_lora: bool = True,
-                 head_dtype: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        source_fps: float | None = None,
+        fps: float | None = None,
+        num_frames: int | None = None,
+        max_pixels: int | None = None,
+        min_pixels: int = VIDEO_MIN_PIXELS,
+        normalize: bool = True,
+        checkpoint_step: int | None = None,
+        base_model: str | None = None,
+        attn_implementation: str | None = None,
+        merge_lora: bool = True,
+        head_dtype: str | None = None,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         root = self._local_root(str(model_path or self.default_repo))
         config_file = root / "model_config.json"
         try:
             saved = json.loads(config_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot read '{config_file}' (VideoAlign's model_config.json): {exc}",
-                              field="model_path") from None
+            raise ConfigError(
+                f"cannot read '{config_file}' (VideoAlign's model_config.json): {exc}", field="model_path"
+            ) from None
         data = _section(saved, "data_config", config_file)
         model_cfg = _section(saved, "model_config", config_file)
         peft = saved.get("peft_lora_config") or {}
-        if data.get("prompt_template_type") not in TEMPLATES or list(data.get("eval_dim") or []) != list(DIMENSIONS) \
-                or not model_cfg.get("use_special_tokens") or data.get("sample_type", "uniform") != "uniform":
-            raise ConfigError(f"'{config_file}' is not a VideoAlign checkpoint this reward reads (it needs "
-                              "prompt_template_type 'detailed_special', eval_dim [VQ, MQ, TA], the reward tokens and "
-                              "uniform frame sampling)", field="model_path")
-        self._frame_options(data, source_fps=source_fps, fps=fps, num_frames=num_frames, max_pixels=max_pixels,
-                            min_pixels=min_pixels)
+        if (
+            data.get("prompt_template_type") not in TEMPLATES
+            or list(data.get("eval_dim") or []) != list(DIMENSIONS)
+            or not model_cfg.get("use_special_tokens")
+            or data.get("sample_type", "uniform") != "uniform"
+        ):
+            raise ConfigError(
+                f"'{config_file}' is not a VideoAlign checkpoint this reward reads (it needs "
+                "prompt_template_type 'detailed_special', eval_dim [VQ, MQ, TA], the reward tokens and "
+                "uniform frame sampling)",
+                field="model_path",
+            )
+        self._frame_options(
+            data, source_fps=source_fps, fps=fps, num_frames=num_frames, max_pixels=max_pixels, min_pixels=min_pixels
+        )
         self.normalize = bool(normalize)
         self.norm = self._norm_stats(saved.get("inference_config"), config_file) if self.normalize else None
 
@@ -162,18 +183,32 @@ class VideoAlign(PointwiseReward):
         self.merge_lora = merge_lora
         checkpoint = self._checkpoint_file(root, checkpoint_step)
         lora_config = self._lora_config(peft)
-        scaling = None if lora_config is None else lora_config[1] / (
-            math.sqrt(lora_config[0]) if lora_config[2] else lora_config[0])
+        scaling = (
+            None
+            if lora_config is None
+            else lora_config[1] / (math.sqrt(lora_config[0]) if lora_config[2] else lora_config[0])
+        )
         state, lora = read_checkpoint(checkpoint), {}
         if merge_lora:
             state = unwrap_peft(state, scaling=scaling, where=str(checkpoint))
         else:
             state, lora = peft_parts(state, where=str(checkpoint))
             if lora and lora_config is None:
-                raise ConfigError(f"'{checkpoint}' holds LoRA weights but no LoRA config (lora_r, lora_alpha) is known",
-                                  field="model_path")
-        model, head = reward_backbone(state, processor, config, checkpoint=checkpoint, base=base, family="VideoAlign",
-                                      dtype=self.dtype, device=device, attn_implementation=attn_implementation)
+                raise ConfigError(
+                    f"'{checkpoint}' holds LoRA weights but no LoRA config (lora_r, lora_alpha) is known",
+                    field="model_path",
+                )
+        model, head = reward_backbone(
+            state,
+            processor,
+            config,
+            checkpoint=checkpoint,
+            base=base,
+            family="VideoAlign",
+            dtype=self.dtype,
+            device=device,
+            attn_implementation=attn_implementation,
+        )
         del state
         if lora:
             r, alpha, rslora = lora_config
@@ -181,8 +216,11 @@ class VideoAlign(PointwiseReward):
         width = config.text_config.hidden_size
         weight = head.get("weight")
         if set(head) != {"weight"} or weight is None or tuple(weight.shape) not in ((1, width), (3, width)):
-            raise ConfigError(f"'{checkpoint}': rm_head is {{{', '.join(f'{k}: {tuple(v.shape)}' for k, v in head.items())}}}, "
-                              f"not VideoAlign's bias-free Linear({width}, 1 or 3)", field="model_path")
+            raise ConfigError(
+                f"'{checkpoint}': rm_head is {{{', '.join(f'{k}: {tuple(v.shape)}' for k, v in head.items())}}}, "
+                f"not VideoAlign's bias-free Linear({width}, 1 or 3)",
+                field="model_path",
+            )
         self.head = torch.nn.Linear(width, weight.shape[0], bias=False)
         self.head.load_state_dict(head)
         try:
@@ -199,8 +237,11 @@ class VideoAlign(PointwiseReward):
         if path.is_dir():
             return path
         if path.exists() or model_path.startswith((".", "/", "~")) or model_path.count("/") != 1:
-            raise ConfigError(f"'{model_path}' is neither a VideoAlign directory (model_config.json + checkpoint-*/) "
-                              "nor a hub repository id", field="model_path")
+            raise ConfigError(
+                f"'{model_path}' is neither a VideoAlign directory (model_config.json + checkpoint-*/) "
+                "nor a hub repository id",
+                field="model_path",
+            )
         with loading(f"'{model_path}' from the hub", verb="fetch"):
             from huggingface_hub import snapshot_download
 
@@ -212,12 +253,16 @@ class VideoAlign(PointwiseReward):
         if not steps:
             raise ConfigError(f"'{root}' holds no checkpoint-<step> directory", field="model_path")
         if step is not None and int(step) not in steps:
-            raise ConfigError(f"'{root}' has no checkpoint-{step} (steps: {sorted(steps)})", field="kwargs.checkpoint_step")
+            raise ConfigError(
+                f"'{root}' has no checkpoint-{step} (steps: {sorted(steps)})", field="kwargs.checkpoint_step"
+            )
         folder = steps[int(step) if step is not None else max(steps)]
         if not (folder / "model.pth").is_file():
-            raise ConfigError(f"'{folder}' has no model.pth: only full checkpoints (save_full_model, the released "
-                              "layout) are read, not adapter_model.safetensors + non_lora_state_dict.pth",
-                              field="model_path")
+            raise ConfigError(
+                f"'{folder}' has no model.pth: only full checkpoints (save_full_model, the released "
+                "layout) are read, not adapter_model.safetensors + non_lora_state_dict.pth",
+                field="model_path",
+            )
         return folder / "model.pth"
 
     @staticmethod
@@ -234,8 +279,10 @@ class VideoAlign(PointwiseReward):
     def _norm_stats(inference: Any, where: Path) -> np.ndarray:
         keys = [f"{d}_{s}" for d in DIMENSIONS for s in ("mean", "std")]
         if not isinstance(inference, dict) or not all(isinstance(inference.get(k), (int, float)) for k in keys):
-            raise ConfigError(f"'{where}' has no inference_config with {', '.join(keys)}; set normalize: false for raw "
-                              "scores", field="kwargs.normalize")
+            raise ConfigError(
+                f"'{where}' has no inference_config with {', '.join(keys)}; set normalize: false for raw scores",
+                field="kwargs.normalize",
+            )
         stats = np.array([[inference[f"{d}_mean"], inference[f"{d}_std"]] for d in DIMENSIONS], dtype=np.float64)
         if not (stats[:, 1] > 0).all():
             raise ConfigError(f"'{where}': inference_config standard deviations must be positive", field="model_path")
@@ -243,24 +290,34 @@ class VideoAlign(PointwiseReward):
 
     def _frame_options(self, data: dict, *, source_fps, fps, num_frames, max_pixels, min_pixels) -> None:
         num_frames = num_frames if num_frames is not None else data.get("num_frames")
-        if num_frames is not None and not (isinstance(num_frames, int) and not isinstance(num_frames, bool)
-                                           and num_frames >= 2):
-            raise ConfigError(f"num_frames must be an integer of at least 2, got {num_frames!r}", field="kwargs.num_frames")
+        if num_frames is not None and not (
+            isinstance(num_frames, int) and not isinstance(num_frames, bool) and num_frames >= 2
+        ):
+            raise ConfigError(
+                f"num_frames must be an integer of at least 2, got {num_frames!r}", field="kwargs.num_frames"
+            )
         self.num_frames = num_frames
         self.fps = float(fps if fps is not None else data.get("fps", 2.0))
         if num_frames is None:
             if source_fps is None:
-                raise ConfigError("VideoAlign samples `fps` frames per second of video: set source_fps (the frame rate "
-                                  "of the videos scored) or a fixed num_frames", field="kwargs.source_fps")
+                raise ConfigError(
+                    "VideoAlign samples `fps` frames per second of video: set source_fps (the frame rate "
+                    "of the videos scored) or a fixed num_frames",
+                    field="kwargs.source_fps",
+                )
             if not (isinstance(source_fps, (int, float)) and source_fps > 0 and self.fps > 0):
-                raise ConfigError(f"source_fps and fps must be positive, got {source_fps!r} and {self.fps!r}",
-                                  field="kwargs.source_fps")
+                raise ConfigError(
+                    f"source_fps and fps must be positive, got {source_fps!r} and {self.fps!r}",
+                    field="kwargs.source_fps",
+                )
         self.source_fps = float(source_fps) if source_fps is not None else None
         self.max_pixels = int(max_pixels if max_pixels is not None else data.get("max_frame_pixels", 200704))
         self.min_pixels = int(min_pixels)
         if not 28 * 28 <= self.min_pixels <= self.max_pixels:
-            raise ConfigError(f"need 784 <= min_pixels <= max_pixels, got {self.min_pixels} and {self.max_pixels}",
-                              field="kwargs.max_pixels")
+            raise ConfigError(
+                f"need 784 <= min_pixels <= max_pixels, got {self.min_pixels} and {self.max_pixels}",
+                field="kwargs.max_pixels",
+            )
 
     # -- scoring ------------------------------------------------------------------------------------------
     def _frames(self, video: Any, sample: int) -> tuple[Any, ...]:
@@ -293,18 +350,22 @@ class VideoAlign(PointwiseReward):
         for i, v in enumerate(videos):
             w, h = v.frames[0].size
             if (int(grid[i, 1]) * 14, int(grid[i, 2]) * 14) != (h, w):
-                raise RuntimeError(f"the processor resized sample {i}'s frames to {tuple(grid[i].tolist())} patches "
-                                   f"instead of keeping {w}x{h}")
+                raise RuntimeError(
+                    f"the processor resized sample {i}'s frames to {tuple(grid[i].tolist())} patches "
+                    f"instead of keeping {w}x{h}"
+                )
         ids = batch["input_ids"]
         at = [ids == t for t in self.token_ids]
         for i in range(ids.shape[0]):
             pos = [torch.nonzero(m[i]).flatten().tolist() for m in at]
             if any(len(p) != 1 for p in pos) or not pos[0][0] < pos[1][0] < pos[2][0]:
-                raise InputError("expected one each of " + ", ".join(REWARD_TOKENS) + " in order", field="prompt",
-                                 sample=i)
+                raise InputError(
+                    "expected one each of " + ", ".join(REWARD_TOKENS) + " in order", field="prompt", sample=i
+                )
         with torch.no_grad():
-            hidden = self.vlm.forward(batch, position_ids=sequential_positions(batch["attention_mask"]),
-                                      use_cache=False).last_hidden_state
+            hidden = self.vlm.forward(
+                batch, position_ids=sequential_positions(batch["attention_mask"]), use_cache=False
+            ).last_hidden_state
             rows = torch.arange(ids.shape[0], device=ids.device)
             pooled = torch.stack([hidden[rows, m.float().argmax(dim=1)] for m in at], dim=1)  # (B, 3, d)
             out = self.head(pooled.to(self.head.weight.dtype))  # (B, 3, 1) or (B, 3, 3)

@@ -54,26 +54,38 @@ QUERY = """
     """
 TEMPLATES = {"videoscore2": QUERY}
 #: The reference's score pattern (``re.DOTALL | re.IGNORECASE``).
-SCORES = (r"visual quality:\s*(\d+).*?text-to-video alignment:\s*(\d+).*?physical/common-sense consistency:\s*"
-          r"(\d+)")
+SCORES = (
+    r"visual quality:\s*(\d+).*?text-to-video alignment:\s*(\d+).*?physical/common-sense consistency:\s*"
+    r"(\d+)"
+)
 #: The fallback when :data:`SCORES` finds nothing: each label may be followed by a description before its colon.
-LOOSE_SCORES = (r"visual quality[^:\n]*:\s*(\d+).*?text-to-video alignment[^:\n]*:\s*(\d+).*?"
-                r"physical/common-sense consistency[^:\n]*:\s*(\d+)")
+LOOSE_SCORES = (
+    r"visual quality[^:\n]*:\s*(\d+).*?text-to-video alignment[^:\n]*:\s*(\d+).*?"
+    r"physical/common-sense consistency[^:\n]*:\s*(\d+)"
+)
 #: The reference's generate temperature (``vs2_inference.py``: ``temperature = 0.7``).
 REFERENCE_TEMPERATURE = 0.7
 #: (extra name, the label the reference looks for before each score token).
-DIMENSIONS = (("visual_quality", "visual quality:"), ("text_alignment", "text-to-video alignment:"),
-              ("physical_consistency", "physical/common-sense consistency:"))
+DIMENSIONS = (
+    ("visual_quality", "visual quality:"),
+    ("text_alignment", "text-to-video alignment:"),
+    ("physical_consistency", "physical/common-sense consistency:"),
+)
 DIGITS = tuple(str(s) for s in range(1, 6))
 
 
 def hard_scores(text: str) -> tuple[int, int, int] | Failure:
     """The three integers of the reference's pattern, or a Failure."""
-    match = (re.search(SCORES, text, re.DOTALL | re.IGNORECASE)
-             or re.search(LOOSE_SCORES, text, re.DOTALL | re.IGNORECASE))
+    match = re.search(SCORES, text, re.DOTALL | re.IGNORECASE) or re.search(
+        LOOSE_SCORES, text, re.DOTALL | re.IGNORECASE
+    )
     if match is None:
-        return Failure("unparseable", "no 'visual quality: N ... text-to-video alignment: N ... physical/common-sense "
-                                      "consistency: N' in the answer", text)
+        return Failure(
+            "unparseable",
+            "no 'visual quality: N ... text-to-video alignment: N ... physical/common-sense "
+            "consistency: N' in the answer",
+            text,
+        )
     return int(match.group(1)), int(match.group(2)), int(match.group(3))
 
 
@@ -86,8 +98,8 @@ def score_prefix(text: str, label: str) -> str | None:
         match = re.search(re.escape(label.rstrip(":")) + r"[^:\n]*:", text, flags=re.IGNORECASE)
     if match is None:
         return None
-    digit = re.search(r"\d", text[match.end():])
-    return None if digit is None else text[:match.end() + digit.start()]
+    digit = re.search(r"\d", text[match.end() :])
+    return None if digit is None else text[: match.end() + digit.start()]
 
 
 def soft_score(probs: Sequence[float]) -> float:
@@ -119,24 +131,44 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
     media: ClassVar[str] = "video"
     default_model: ClassVar[str | None] = "TIGER-Lab/VideoScore2"
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 soft: bool = True, temperature: float | None = REFERENCE_TEMPERATURE,
-                 weights: Sequence[float] | None = None, max_new_tokens: int = 1024, **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        soft: bool = True,
+        temperature: float | None = REFERENCE_TEMPERATURE,
+        weights: Sequence[float] | None = None,
+        max_new_tokens: int = 1024,
+        **options: Any,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         judge_options = self.judge_options_of(options)
         if not isinstance(soft, bool):
             raise ConfigError(f"{self.name}: soft must be true or false, got {soft!r}", field="kwargs.soft")
         self.soft = soft
-        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
-                                        or not 0 < temperature < float("inf")):
-            raise ConfigError(f"{self.name}: temperature must be a positive number or null, got {temperature!r}",
-                              field="kwargs.temperature")
+        if temperature is not None and (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not 0 < temperature < float("inf")
+        ):
+            raise ConfigError(
+                f"{self.name}: temperature must be a positive number or null, got {temperature!r}",
+                field="kwargs.temperature",
+            )
         self.temperature = None if temperature is None else float(temperature)
         weights = (1.0, 1.0, 1.0) if weights is None else weights
-        if (isinstance(weights, str) or len(weights) != 3 or any(
-                isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0 for w in weights) or sum(weights) <= 0):
-            raise ConfigError(f"{self.name}: weights must be three non-negative numbers, not all 0, got {weights!r}",
-                              field="kwargs.weights")
+        if (
+            isinstance(weights, str)
+            or len(weights) != 3
+            or any(isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0 for w in weights)
+            or sum(weights) <= 0
+        ):
+            raise ConfigError(
+                f"{self.name}: weights must be three non-negative numbers, not all 0, got {weights!r}",
+                field="kwargs.weights",
+            )
         self.weights = np.asarray(weights, dtype=np.float64) / float(sum(weights))
         self.template = QUERY
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
@@ -161,7 +193,7 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
             extras[name] = [float("nan") if isinstance(d, Failure) else d[k] for d in dims]
         text = [a.answer or "" if isinstance(a, Failure) else a for a in answers]
         starts = [re.search(r"visual quality:", t, re.IGNORECASE) for t in text]
-        extras["reasoning"] = [t[:m.start()].strip() if m else t.strip() for t, m in zip(text, starts)]
+        extras["reasoning"] = [t[: m.start()].strip() if m else t.strip() for t, m in zip(text, starts)]
         extras["judgement"] = text
         return RewardOutput(scores, extras=extras)
 
@@ -199,5 +231,6 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
         if self.backend.kind == "transformers":
             return self.backend.answer_probs(asks, list(DIGITS), sampling={"temperature": self.temperature})
         probs = self.backend.answer_probs(asks, list(DIGITS))
-        return [p if isinstance(p, Failure) else np.asarray(p, dtype=np.float64) ** (1.0 / self.temperature)
-                for p in probs]
+        return [
+            p if isinstance(p, Failure) else np.asarray(p, dtype=np.float64) ** (1.0 / self.temperature) for p in probs
+        ]

@@ -31,16 +31,18 @@ def parse_rule(parse: Any, owner: str) -> RegexScore | None:
     if isinstance(parse, Mapping) and "regex" in parse:
         unknown = sorted(set(parse) - set(_REGEX_KEYS))
         if unknown or "low" not in parse or "high" not in parse:
-            raise ConfigError(f"{owner}: parse mapping takes regex, low, high (and group); got {sorted(parse)}",
-                              field="kwargs.parse")
+            raise ConfigError(
+                f"{owner}: parse mapping takes regex, low, high (and group); got {sorted(parse)}", field="kwargs.parse"
+            )
         try:
             low, high = float(parse["low"]), float(parse["high"])
         except (TypeError, ValueError):
             raise ConfigError(f"{owner}: parse.low and parse.high must be numbers", field="kwargs.parse") from None
         group = positive_int(parse.get("group", 1), "kwargs.parse.group")
         return RegexScore(str(parse["regex"]), group=group, low=low, high=high, normalize=True)
-    raise ConfigError(f"{owner}: parse must be 'yes_no' or {{regex: PATTERN, low: L, high: H}}, got {parse!r}",
-                      field="kwargs.parse")
+    raise ConfigError(
+        f"{owner}: parse must be 'yes_no' or {{regex: PATTERN, low: L, high: H}}, got {parse!r}", field="kwargs.parse"
+    )
 
 
 class VLMJudge(VLMJudgeMixin, PointwiseReward):
@@ -55,30 +57,46 @@ class VLMJudge(VLMJudgeMixin, PointwiseReward):
 
     inputs: ClassVar[Inputs] = Inputs(("prompt", "image"))
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 template: str | None = None, parse: Any = None, mode: str = "absolute", yes: str = "Yes",
-                 no: str = "No", max_new_tokens: int = 256, system: str | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        template: str | None = None,
+        parse: Any = None,
+        mode: str = "absolute",
+        yes: str = "Yes",
+        no: str = "No",
+        max_new_tokens: int = 256,
+        system: str | None = None,
+        **options: Any,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         judge_options = self.judge_options_of(options)
         if template is None or parse is None:
-            raise ConfigError(f"{self.name}: set kwargs.template (with {{prompt}}) and kwargs.parse ('yes_no' or "
-                              "{regex: PATTERN, low: L, high: H})", field="kwargs.template" if template is None
-                              else "kwargs.parse")
+            raise ConfigError(
+                f"{self.name}: set kwargs.template (with {{prompt}}) and kwargs.parse ('yes_no' or "
+                "{regex: PATTERN, low: L, high: H})",
+                field="kwargs.template" if template is None else "kwargs.parse",
+            )
         self.template = check_template(template, self.name)
         self.rule = parse_rule(parse, self.name)
         self.mode = choice(mode, "kwargs.mode", ("absolute", "relative"))
         self.yes, self.no = str(yes), str(no)
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
         if system is not None and not isinstance(system, str):
-            raise ConfigError(f"{self.name}: system must be a string, got {type(system).__name__}",
-                              field="kwargs.system")
+            raise ConfigError(
+                f"{self.name}: system must be a string, got {type(system).__name__}", field="kwargs.system"
+            )
         self.system = system
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
         if self.media == "video":
             self.inputs = Inputs(("prompt", "video"), num_frames=self.num_frames)
 
-    def __call__(self, prompt: Sequence[str], image: Sequence[Any] = (), video: Sequence[Any] = (),
-                 **_: Any) -> RewardOutput:
+    def __call__(
+        self, prompt: Sequence[str], image: Sequence[Any] = (), video: Sequence[Any] = (), **_: Any
+    ) -> RewardOutput:
         media = video if self.media == "video" else image
         prompts = check_prompts(prompt, len(media))
         queries = self.queries_of([fill(self.template, p) for p in prompts], [[m] for m in media], system=self.system)

@@ -64,19 +64,33 @@ class VQAScore(VLMJudgeMixin, PointwiseReward):
     default_model: ClassVar[str | None] = "Qwen/Qwen2.5-VL-7B-Instruct"
     default_max_pixels: ClassVar[int] = IMAGE_MAX_PIXELS
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *,
-                 preset: str | None = None, question_template: str = "t2v_metrics", answer: str = VQASCORE_ANSWER,
-                 negative: str = "No", normalize: str = "absolute", **options: Any) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        preset: str | None = None,
+        question_template: str = "t2v_metrics",
+        answer: str = VQASCORE_ANSWER,
+        negative: str = "No",
+        normalize: str = "absolute",
+        **options: Any,
+    ) -> None:
         super().__init__(model_path, device, dtype)
         judge_options = self.judge_options_of(options)
         if preset not in PRESETS:
-            raise ConfigError(f"{self.name}: kwargs.preset must be null or 't2v_metrics', got {preset!r}",
-                              field="kwargs.preset")
+            raise ConfigError(
+                f"{self.name}: kwargs.preset must be null or 't2v_metrics', got {preset!r}", field="kwargs.preset"
+            )
         self.preset = preset
         local = judge_options.backend == "transformers"
         if preset is not None and not local:
-            raise ConfigError(f"{self.name}: preset: t2v_metrics reads transformers' generate scores; it needs "
-                              "backend: transformers (a server's logprobs are not those scores)", field="kwargs.preset")
+            raise ConfigError(
+                f"{self.name}: preset: t2v_metrics reads transformers' generate scores; it needs "
+                "backend: transformers (a server's logprobs are not those scores)",
+                field="kwargs.preset",
+            )
         if isinstance(question_template, str):
             question_template = TEMPLATES.get(question_template, question_template)
         self.question_template = check_template(question_template, self.name, "kwargs.question_template")
@@ -90,8 +104,11 @@ class VQAScore(VLMJudgeMixin, PointwiseReward):
             self.backend.pixels = replace(self.backend.pixels, max_pixels=max_pixels, video_max_pixels=max_pixels)
         self.resize_bounds = (judge_options.min_pixels or IMAGE_MIN_PIXELS, max_pixels)
         if preset is not None and model_type not in T2V_METRICS_MODEL_TYPES:
-            raise ConfigError(f"{self.name}: preset: t2v_metrics is its Qwen2-VL / Qwen2.5-VL scorer's path (28-pixel "
-                              f"resize); the model is a '{model_type}' one", field="kwargs.preset")
+            raise ConfigError(
+                f"{self.name}: preset: t2v_metrics is its Qwen2-VL / Qwen2.5-VL scorer's path (28-pixel "
+                f"resize); the model is a '{model_type}' one",
+                field="kwargs.preset",
+            )
         if self.media == "video":
             self.inputs = Inputs(("prompt", "video"), num_frames=self.num_frames)
 
@@ -101,8 +118,9 @@ class VQAScore(VLMJudgeMixin, PointwiseReward):
         lo, hi = self.resize_bounds  # qwen-vl-utils' fetch_image; the processor then keeps the size
         return resize_image(to_pil_rgb(value), min_pixels=lo, max_pixels=hi)
 
-    def __call__(self, prompt: Sequence[str], image: Sequence[Any] = (), video: Sequence[Any] = (),
-                 **_: Any) -> RewardOutput:
+    def __call__(
+        self, prompt: Sequence[str], image: Sequence[Any] = (), video: Sequence[Any] = (), **_: Any
+    ) -> RewardOutput:
         media = video if self.media == "video" else image
         prompts = check_prompts(prompt, len(media))
         queries = self.queries_of([fill(self.question_template, p) for p in prompts], [[m] for m in media])
@@ -110,7 +128,8 @@ class VQAScore(VLMJudgeMixin, PointwiseReward):
         reference = {} if self.preset is None else {"processed": True, "resized": self.media == "image"}
         probs = self.backend.answer_probs(queries, answers, **reference)
         outcomes: list[float | Failure] = [
-            p if isinstance(p, Failure) else yes_probability(p, mode=self.normalize) for p in probs]
+            p if isinstance(p, Failure) else yes_probability(p, mode=self.normalize) for p in probs
+        ]
         scores, extras = self.resolve(outcomes)
         extras["p_answer"] = [float("nan") if isinstance(p, Failure) else float(p[0]) for p in probs]
         return RewardOutput(scores, extras=extras)
