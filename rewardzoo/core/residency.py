@@ -23,6 +23,7 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..errors import RewardZooError
@@ -106,6 +107,7 @@ class Residency:
         self._files: dict[str, str] = {}  # tensor key -> its file
         self._sessions: weakref.WeakKeyDictionary[Reward, list[Any]] = weakref.WeakKeyDictionary()
         self._released: dict[int, Any] = {}  # id(session) -> the released ONNX session
+        self._guards: dict[int, tuple[Any, list[Any]]] = {}  # sleeping module -> its forward pre-hooks
 
     def sessions(self, reward: Reward) -> list[Any]:
         with self._lock:
@@ -163,6 +165,30 @@ class Residency:
                     host = tensor.data.to("cpu")
                     tensor.data = host.pin_memory() if pin else host
                 self._asleep[id(tensor)] = record
+            self._guard([m for reward, _ in plan for m in reward_modules(reward)])
+
+    def _guard(self, modules: list[Any]) -> None:
+        """A forward pre-hook on every submodule of each sleeping module: a forward that does not come through a
+        loaded reward's call (a reward built directly over a model cached across loaders, a backbone used by
+        hand) wakes that module's tensors first, instead of running on freed or misplaced weights."""
+        for module in modules:
+            if id(module) not in self._guards:
+                hook = partial(self._wake_module_hook, module)
+                self._guards[id(module)] = (module, [sub.register_forward_pre_hook(hook) for sub in module.modules()])
+
+    def _wake_module_hook(self, module: Any, _sub: Any, _args: Any) -> None:
+        with self._lock:
+            tensors = module_tensors([module])
+            self._wake_records([self._asleep[id(t)] for t in tensors if id(t) in self._asleep], None)
+            self._unguard_awake()
+
+    def _unguard_awake(self) -> None:
+        """Remove the guards of modules none of whose tensors sleeps any more."""
+        for key, (module, handles) in list(self._guards.items()):
+            if not any(id(t) in self._asleep for t in module_tensors([module])):
+                for handle in handles:
+                    handle.remove()
+                del self._guards[key]
 
     def wake(self, rewards: Iterable[Reward], name: str | None = None) -> None:
         """Bring the tensors of ``rewards`` back to their devices (a no-op for awake ones). WakeError (the reward
@@ -181,6 +207,12 @@ class Residency:
                             raise WakeError(f"{who} cannot wake: {exc}; it stays asleep") from exc
                         del self._released[id(session)]
             todo = [self._asleep[id(t)] for r in rewards for t in self.tensors(r) if id(t) in self._asleep]
+            self._wake_records(todo, name)
+            if self._guards:
+                self._unguard_awake()
+
+    def _wake_records(self, todo: list[_Asleep], name: str | None) -> None:
+        with self._lock:
             if not todo:
                 return
             dropped = [rec for rec in todo if rec.mode == "drop"]

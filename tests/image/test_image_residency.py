@@ -131,3 +131,22 @@ def test_the_async_runner_wakes_a_round_and_sleeps_at_finalize(oc_dir):
     result = runner.finalize()
     np.testing.assert_array_equal(result.rewards["r"], expected)
     assert residency.is_asleep(reward)
+
+
+def test_a_reward_built_by_hand_over_a_sleeping_cached_model_wakes_it(oc_dir):
+    """The open_clip model is cached across loaders: a reward built directly over it (no loader, so no wake hook
+    on the reward) while a processor keeps it dropped still scores on the real weights (a forward pre-hook wakes
+    the module), equal to the scores before the sleep."""
+    from rewardzoo.rewards.image.clip_score import ClipScore
+
+    samples = _samples()
+    sleeper = RewardProcessor(
+        [{"name": "r", "reward_model": "clip_score", "model_path": str(oc_dir), "device": "cpu", "offload": "drop"}]
+    )
+    expected = sleeper(samples).rewards["r"]
+    assert sleeper.loader.residency.is_asleep(sleeper.rewards["r"])
+    direct = ClipScore(model_path=str(oc_dir), device="cpu")
+    out = direct(image=[s.image for s in samples], prompt=[s.prompt for s in samples])
+    scores = np.asarray(out.rewards if hasattr(out, "rewards") else out, dtype=np.float32)
+    np.testing.assert_array_equal(scores, expected)
+    assert not sleeper.loader.residency.is_asleep(sleeper.rewards["r"])  # woken by the forward, not left half
