@@ -4,4 +4,5 @@ import sys
 
 from .commands import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing the module (the installed-package check imports every one) runs nothing
+    sys.exit(main())

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..catalog.registry import Found, find
 from ..errors import ConfigError, RegistryError, RewardZooError
@@ -30,6 +30,9 @@ from ..shared.options import known_options
 from ..spec.config import RewardSpec
 from .residency import process_residency
 from .resolve import parse_spec
+
+if TYPE_CHECKING:
+    from ..environments.reward import WorkerReward
 
 #: Where a registry error is reported: the entry the user wrote and its field.
 Label = tuple[str, str]
@@ -45,7 +48,7 @@ class ResolvedReward:
     """
 
     spec: RewardSpec
-    implementation: type
+    implementation: type[Reward]
     record: RewardInfo
     device: str
     dtype: str
@@ -108,7 +111,7 @@ class RewardLoader:
         """The model identity of a spec (see the module docstring)."""
         return resolve_reward(spec).identity
 
-    def load(self, spec: RewardSpec | dict | str, *, label: Label | None = None) -> Reward:
+    def load(self, spec: RewardSpec | dict[str, Any] | str, *, label: Label | None = None) -> Reward:
         """The shared instance for ``spec``, constructing it on first use. An entry with ``environment:`` is a
         :class:`~rewardzoo.environments.reward.WorkerReward`: built in its environment's worker process, nothing
         of it imported here. ``label``: the entry and field a registry error names (an inner reward's: its
@@ -172,7 +175,7 @@ class RewardLoader:
         with self._lock:
             held = [key for key in self._instances if isinstance(key, tuple) and key[:1] == ("environment",)]
             for key in held:
-                self._instances.pop(key).close()
+                cast("WorkerReward", self._instances.pop(key)).close()
             self.wake(self.instances)
 
     def _construct(self, resolved: ResolvedReward, label: Label | None) -> Reward:
@@ -208,7 +211,7 @@ class RewardLoader:
         check_kind(instance)
         instance.info = resolved.record
         if spec.limits:
-            instance.inputs = instance.inputs.with_limits(spec.limits)
+            setattr(instance, "inputs", instance.inputs.with_limits(spec.limits))  # noqa: B010 (a ClassVar the instance overrides)
         self.constructions += 1
         return instance
 
@@ -252,5 +255,6 @@ def _check_options(cls: type, kwargs: dict[str, Any], inner: dict[str, Any]) -> 
     known_options(cls.__name__, kwargs, [p for p in params if p not in _RESERVED and p not in inner])
 
 
-def _init_params(cls: type) -> dict[str, inspect.Parameter]:
-    return dict(inspect.signature(cls.__init__).parameters)
+def _init_params(cls: type[Any]) -> dict[str, inspect.Parameter]:
+    init: Any = cls.__init__  # the class's own constructor, read from the class (not an instance)
+    return dict(inspect.signature(init).parameters)

@@ -116,7 +116,7 @@ class RewardSpec:
     def weight_for(self, dataset: str | None, step: int | None = None) -> float:
         """Weight of this reward in the total for a sample of ``dataset`` (mapping misses weigh 0) at trainer
         step ``step``; a scheduled weight needs the step (ConfigError naming the entry without it)."""
-        weight = self.weight.get(dataset, 0.0) if isinstance(self.weight, Mapping) else self.weight
+        weight = self.weight.get(dataset or "", 0.0) if isinstance(self.weight, Mapping) else self.weight
         if isinstance(weight, WeightSchedule):
             if step is None:
                 raise ConfigError(
@@ -248,7 +248,7 @@ ENTRY_KEYS = (*SPEC_FIELDS, "reference")
 TOP_LEVEL = ("rewards", "eval_rewards", "advantage", "monitor", "environment")
 
 
-def read_config_file(path: str | os.PathLike) -> Any:
+def read_config_file(path: str | os.PathLike[str]) -> Any:
     """The data of a YAML (or JSON) config file, read with ``yaml.safe_load`` after its aliases are bounded."""
     import yaml
 
@@ -271,7 +271,7 @@ def check_mode(mode: Any, field: str = "advantage") -> str:
     """``mode`` if it is one of :data:`ADVANTAGE_MODES`, else a :class:`~rewardzoo.errors.ConfigError`."""
     if mode not in ADVANTAGE_MODES:
         raise ConfigError(f"must be one of {', '.join(ADVANTAGE_MODES)}, got {mode!r}", field=field)
-    return mode
+    return str(mode)
 
 
 #: Expands an entry's ``reference:`` key into the entry it stands for (resolution, above this layer).
@@ -424,8 +424,8 @@ def parse_spec(
     device = raw.get("device", "auto")
     if not isinstance(device, str) or not valid_device(device):
         raise err("device", f"unknown device '{device}'; use auto, cpu, cuda, cuda:N or mps")
-    batch_size = positive_int(raw.get("batch_size", 16), "batch_size", entry=name)
-    num_workers = positive_int(raw.get("num_workers", 1), "num_workers", entry=name)
+    batch_size = int(positive_int(raw.get("batch_size", 16), "batch_size", entry=name) or 0)
+    num_workers = int(positive_int(raw.get("num_workers", 1), "num_workers", entry=name) or 0)
     async_reward = raw.get("async_reward", False)
     if not isinstance(async_reward, bool):
         raise err("async_reward", "must be true or false")
@@ -475,7 +475,11 @@ OFFLOAD_MODES = ("none", "cpu", "drop")
 LIMIT_KEYS = ("seconds", "frames", "pixels")
 
 
-def _limits(value: Any, err, name: str) -> dict[str, float | int | None]:
+#: An entry's error maker: ``err(field, message)``.
+_Err = Callable[[str, str], ConfigError]
+
+
+def _limits(value: Any, err: _Err, name: str) -> dict[str, float | int | None]:
     """``limits: {seconds: 600, frames: 2000, pixels: 16777216}``; null lifts a limit."""
     if value is None:
         return {}
@@ -502,7 +506,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _weight(value: Any, datasets: tuple[str, ...] | None, err) -> Weight | dict[str, Weight]:
+def _weight(value: Any, datasets: tuple[str, ...] | None, err: _Err) -> Weight | dict[str, Weight]:
     if _number(value):
         return float(value)
     if isinstance(value, Mapping) and "schedule" in value:
@@ -526,7 +530,7 @@ def _weight(value: Any, datasets: tuple[str, ...] | None, err) -> Weight | dict[
     )
 
 
-def _schedule(value: Mapping[str, Any], where: str, err) -> WeightSchedule:
+def _schedule(value: Mapping[str, Any], where: str, err: _Err) -> WeightSchedule:
     """``{schedule: linear|cosine|step, start, end, steps, after}`` (``after`` optional, default 0)."""
     for key in value:
         if key not in SCHEDULE_KEYS:
@@ -691,4 +695,4 @@ def schema_json() -> str:
 
 
 #: What a user may name as a config: a YAML path, a shipped config's or a reward's name, a mapping, a loaded config.
-ConfigSource = Union["RewardConfig", str, os.PathLike, Mapping[str, Any]]
+ConfigSource = Union["RewardConfig", str, "os.PathLike[str]", Mapping[str, Any]]

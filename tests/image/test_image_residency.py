@@ -97,10 +97,15 @@ def test_a_wake_whose_file_is_gone_names_the_reward_and_the_file_and_stays_aslee
     )
     residency = processor.loader.residency
     [spill] = residency.files(processor.rewards["r"])
-    os.remove(spill)
-    with pytest.raises(WakeError, match=f"reward 'clip_score'.*{spill}.*stays asleep"):
-        processor(_samples())
-    assert residency.is_asleep(processor.rewards["r"])
+    os.rename(spill, spill + ".away")
+    try:
+        with pytest.raises(WakeError, match=f"reward 'clip_score'.*{spill}.*stays asleep"):
+            processor(_samples())
+        assert residency.is_asleep(processor.rewards["r"])
+    finally:  # the open_clip model is cached for the whole process: leave it wakeable for the next tests
+        os.rename(spill + ".away", spill)
+    processor.wake()
+    assert not residency.is_asleep(processor.rewards["r"])
 
 
 def test_offload_is_parsed_strictly_and_does_nothing_on_a_model_free_reward():
