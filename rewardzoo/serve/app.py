@@ -25,7 +25,7 @@ import hmac
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
@@ -146,6 +146,52 @@ def build_app(
             return _error_response(exc.status, exc.kind, exc.message, None, "json", exc.headers)
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
 
+    @contextlib.asynccontextmanager
+    async def admitted() -> AsyncIterator[None]:
+        """A score request's place: refused (503) past ``max_in_flight`` or while draining."""
+        if in_flight[0] >= options.max_in_flight:
+            raise _Refused(
+                503,
+                "overloaded",
+                f"the server has {in_flight[0]} score requests in flight (its "
+                f"limit max_in_flight={options.max_in_flight}); retry later",
+                {"Retry-After": "1"},
+            )
+        if not drain.enter():
+            raise _Refused(
+                503, "draining", "this server is stopping; send the request to another one", {"Retry-After": "1"}
+            )
+        in_flight[0] += 1
+        try:
+            yield
+        finally:
+            in_flight[0] -= 1
+            drain.leave()
+
+    def refusal(route: str, exc: Exception, started: float, fmt: str) -> Response:
+        """The error answer of a score route: its status, kind and limit, counted in the metrics."""
+        limit: str | None = None
+        headers: dict[str, str] = {}
+        if isinstance(exc, WireError):
+            status, kind, message, limit = exc.status, exc.kind, str(exc), exc.limit
+        elif isinstance(exc, _Refused):
+            status, kind, message, headers = exc.status, exc.kind, exc.message, exc.headers
+        elif isinstance(exc, (Overloaded, DecodeBusy)):
+            status, kind, message = 503, "overloaded", str(exc)
+            limit = "max_queue" if isinstance(exc, Overloaded) else "max_decoded_bytes"
+            headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
+        elif isinstance(exc, ClientDisconnect):  # the client went away (or its body timed out): nobody to answer
+            status, kind, message = 499, "disconnected", "the client disconnected"
+        elif isinstance(exc, InputError):
+            status, kind, message = 422, "input", str(exc)
+        elif isinstance(exc, RewardZooError):
+            status, kind, message = 500, "execution", str(exc)
+        else:  # a bug: keep serving, say what failed, log the traceback
+            log.error("%s request failed", route, exc_info=exc)
+            status, kind, message = 500, "internal", f"{type(exc).__name__}: {exc}"
+        metrics.request(route, status, time.monotonic() - started, error=kind)
+        return _error_response(status, kind, message, limit, fmt, headers)
+
     async def score(request: Request) -> Response:
         started, n = time.monotonic(), 0
         try:  # answer in the request's format whenever it has a valid one, errors included
@@ -157,20 +203,7 @@ def build_app(
             if unsupported is not None:
                 raise unsupported
             require_ready()
-            if in_flight[0] >= options.max_in_flight:
-                raise _Refused(
-                    503,
-                    "overloaded",
-                    f"the server has {in_flight[0]} score requests in flight (its "
-                    f"limit max_in_flight={options.max_in_flight}); retry later",
-                    {"Retry-After": "1"},
-                )
-            if not drain.enter():
-                raise _Refused(
-                    503, "draining", "this server is stopping; send the request to another one", {"Retry-After": "1"}
-                )
-            in_flight[0] += 1
-            try:
+            async with admitted():
                 body = await _read_body(request, limits)
                 data = await in_decoder(loads, body, fmt, limits)
                 del body
@@ -180,32 +213,10 @@ def build_app(
                     n = len(samples)
                     answer = await batcher.submit(key, samples)
                     del samples
-            finally:
-                in_flight[0] -= 1
-                drain.leave()
             metrics.request("/v1/score", 200, time.monotonic() - started, samples=n)
             return Response(dumps(answer, fmt), media_type=MSGPACK if fmt == "msgpack" else JSON)
-        except WireError as exc:
-            status, kind, message, limit, headers = exc.status, exc.kind, str(exc), exc.limit, {}
-        except _Refused as exc:
-            status, kind, message, limit, headers = exc.status, exc.kind, exc.message, None, exc.headers
-        except Overloaded as exc:
-            status, kind, message, limit = 503, "overloaded", str(exc), "max_queue"
-            headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
-        except DecodeBusy as exc:
-            status, kind, message, limit = 503, "overloaded", str(exc), "max_decoded_bytes"
-            headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
-        except ClientDisconnect:  # the client went away (or its body timed out): nobody to answer
-            status, kind, message, limit, headers = 499, "disconnected", "the client disconnected", None, {}
-        except InputError as exc:
-            status, kind, message, limit, headers = 422, "input", str(exc), None, {}
-        except RewardZooError as exc:
-            status, kind, message, limit, headers = 500, "execution", str(exc), None, {}
-        except Exception as exc:  # a bug: keep serving, say what failed, log the traceback
-            log.exception("score request failed")
-            status, kind, message, limit, headers = 500, "internal", f"{type(exc).__name__}: {exc}", None, {}
-        metrics.request("/v1/score", status, time.monotonic() - started, error=kind)
-        return _error_response(status, kind, message, limit, fmt, headers)
+        except Exception as exc:
+            return refusal("/v1/score", exc, started, fmt)
 
     async def get_reward(request: Request) -> Response:
         """OpenRLHF's remote reward model protocol (``--reward.remote_url``), see ``service.openrlhf_samples``."""
@@ -213,45 +224,15 @@ def build_app(
         try:
             authorize(request)
             require_ready()
-            if in_flight[0] >= options.max_in_flight:
-                raise _Refused(
-                    503,
-                    "overloaded",
-                    f"the server has {in_flight[0]} score requests in flight (its "
-                    f"limit max_in_flight={options.max_in_flight}); retry later",
-                    {"Retry-After": "1"},
-                )
-            if not drain.enter():
-                raise _Refused(
-                    503, "draining", "this server is stopping; send the request to another one", {"Retry-After": "1"}
-                )
-            in_flight[0] += 1
-            try:
+            async with admitted():
                 body = await _read_body(request, limits)
                 samples = await in_decoder(lambda: openrlhf_samples(loads(body, "json", limits), limits))
                 n = len(samples)
                 answer = openrlhf_answer(await batcher.submit(service.names, samples))
-            finally:
-                in_flight[0] -= 1
-                drain.leave()
             metrics.request("/get_reward", 200, time.monotonic() - started, samples=n)
             return Response(dumps(answer, "json"), media_type=JSON)
-        except WireError as exc:
-            status, kind, message, limit, headers = exc.status, exc.kind, str(exc), exc.limit, {}
-        except _Refused as exc:
-            status, kind, message, limit, headers = exc.status, exc.kind, exc.message, None, exc.headers
-        except Overloaded as exc:
-            status, kind, message, limit = 503, "overloaded", str(exc), "max_queue"
-            headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
-        except InputError as exc:
-            status, kind, message, limit, headers = 422, "input", str(exc), None, {}
-        except RewardZooError as exc:
-            status, kind, message, limit, headers = 500, "execution", str(exc), None, {}
-        except Exception as exc:  # a bug: keep serving, say what failed, log the traceback
-            log.exception("get_reward request failed")
-            status, kind, message, limit, headers = 500, "internal", f"{type(exc).__name__}: {exc}", None, {}
-        metrics.request("/get_reward", status, time.monotonic() - started, error=kind)
-        return _error_response(status, kind, message, limit, "json", headers)
+        except Exception as exc:
+            return refusal("/get_reward", exc, started, "json")
 
     def load() -> None:
         try:
