@@ -51,6 +51,7 @@ class _State:
     parent = os.getppid()
     watch_fd: int | None = None
     folder: str | None = None  # the parent's private folder of this worker (its socket), removed if it dies first
+    cleaning = False  # tearing down after the parent died: a SIGTERM (the parent-death signal) must not cut it short
 
 
 def _parent_gone() -> bool:
@@ -70,6 +71,7 @@ def _parent_gone() -> bool:
 def _clean_up_after_parent(gone: bool = False) -> None:
     """A parent that died (SIGKILL) could not remove this worker's folder nor stop what its rewards started: the
     worker does both (the second ends this process too)."""
+    _State.cleaning = True  # past here a SIGTERM changes nothing: this worker is ending either way
     if gone or _parent_gone():
         if _State.folder is not None:
             shutil.rmtree(_State.folder, ignore_errors=True)
@@ -86,7 +88,7 @@ def _kill_own_group() -> None:
 
 def _on_term(signum: int, frame: Any) -> None:
     _State.stopping = True
-    if not _State.busy:
+    if not _State.busy and not _State.cleaning:
         raise SystemExit(0)
 
 
