@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from rewardzoo.catalog.registry import lookup
 from rewardzoo.core.loader import dtype_for
 from rewardzoo.spec.config import RewardSpec
 
@@ -29,5 +30,6 @@ def test_dtype_auto_resolves_to_the_references_precision(name):
     want, _source = REFERENCE_PRECISION[name]
     spec = RewardSpec(name=name, reward_model=name)
     assert spec.dtype == "auto"
-    assert dtype_for(spec, "cuda:0") == want
-    assert dtype_for(spec, "cpu") == "float32"
+    card = lookup(spec.reward_model)
+    assert dtype_for(spec, "cuda:0", card) == want
+    assert dtype_for(spec, "cpu", card) == "float32"
