@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from ..errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
 from ..rewards.info import KINDS, MODALITIES, PER_INSTANCE, RewardInfo
+from ..shared.checkpoints import parse_size
 from ..shared.device import canonical_dtype
 from ..shared.imports import import_path, split_path
 from .extras import extra_modules
@@ -105,7 +106,19 @@ def info_from_card(
         prompt_conditioned=get("prompt_conditioned", (bool, type(None)), None),
         near_constant_in_group=get("near_constant_in_group", (bool,), False),
         prefers_still_video=get("prefers_still_video", (bool,), False),
+        model_free=get("model_free", (bool,), False),
+        activation_per_sample=_activation(get("activation_per_sample", (str, int, type(None)), None), bad),
     )
+
+
+def _activation(value: str | int | None, bad: Callable[[str, str], RegistryError]) -> int | None:
+    """A card's ``activation_per_sample``: a memory size (``350MiB``) or ``unknown``."""
+    if value is None or value == "unknown":
+        return None
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise bad("activation_per_sample", f"must be a memory size such as 350MiB, or unknown: {exc}") from None
 
 
 def _typical_range(

@@ -1,4 +1,4 @@
-"""Command line: ``rewardzoo list|card|score|serve|demo|schema|lint|env|compare-reference``."""
+"""Command line: ``rewardzoo list|card|score|serve|demo|plan|schema|lint|env|compare-reference``."""
 
 from __future__ import annotations
 
@@ -105,6 +105,12 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="score generated example media with every reward that needs no download")
     p.set_defaults(func=cmd_demo)
 
+    p = sub.add_parser(
+        "plan", help="a config's memory per device before loading (checkpoint headers; exit 1 when it does not fit)"
+    )
+    _add_plan_arguments(p)
+    p.set_defaults(func=cmd_plan)
+
     p = sub.add_parser("schema", help="print the JSON Schema of a reward config")
     p.set_defaults(func=cmd_schema)
 
@@ -207,6 +213,18 @@ def cmd_card(args: argparse.Namespace) -> int:
 
     sys.stdout.write(card_path(args.name).read_text(encoding="utf-8"))
     return 0
+
+
+def _add_plan_arguments(p: argparse.ArgumentParser) -> None:
+    from .plan import add_plan_arguments
+
+    add_plan_arguments(p)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from .plan import cmd_plan as run_plan
+
+    return run_plan(args)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ import json
 import threading
 from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from ..catalog.registry import Found, find
@@ -55,16 +55,34 @@ class ResolvedReward:
     identity: Hashable
 
 
-def resolve_reward(spec: RewardSpec, label: Label | None = None) -> ResolvedReward:
+def resolve_reward(spec: RewardSpec, label: Label | None = None, placed: str | None = None) -> ResolvedReward:
     """Resolve ``spec`` with one registry look-up; a registry error names ``label`` (default: the entry's
-    ``reward_model``)."""
+    ``reward_model``). ``placed``: the device a ``device: auto`` entry was placed on (its inner rewards, still
+    ``auto``, are placed by their own keys)."""
     with registry_errors(label or (spec.name, "reward_model")):
         found = find(spec.reward_model)
-        device = device_for(spec, found.card)
+        device = device_for(spec if placed is None else replace(spec, device=placed), found.card)
         dtype = dtype_for(spec, device, found.card)
-        identity = (found.target, spec.model_path, dtype, device, _kwargs_key(spec), tuple(sorted(spec.limits.items())))
+        identity = model_identity(found.target, spec, dtype, device)
         cls = _reward_class(found)
     return ResolvedReward(spec, cls, found.record(cls), device, dtype, identity)
+
+
+def model_identity(target: str, spec: RewardSpec, dtype: str, device: str) -> Hashable:
+    """The model identity of ``spec`` resolved to ``target`` (its implementation), ``dtype`` and ``device``."""
+    return (target, spec.model_path, dtype, device, _kwargs_key(spec), tuple(sorted(spec.limits.items())))
+
+
+def auto_key(spec: RewardSpec) -> Hashable:
+    """What a ``device: auto`` entry is placed by: its model identity as written, without the device (entries
+    sharing a model share a key, so they land on one device)."""
+    return (
+        spec.reward_model.lower(),
+        spec.model_path,
+        spec.dtype,
+        _kwargs_key(spec),
+        tuple(sorted(spec.limits.items())),
+    )
 
 
 @contextmanager
@@ -105,6 +123,8 @@ class RewardLoader:
         self.constructions = 0
         self.residency = process_residency()
         self._offload: dict[int, set[str]] = {}  # id(instance) -> the offload modes of the entries using it
+        #: ``auto_key(spec)`` -> the device a ``device: auto`` entry was placed on (rewardzoo.core.memory_plan)
+        self.placement: dict[Hashable, str] = {}
 
     @staticmethod
     def identity(spec: RewardSpec) -> Hashable:
@@ -119,7 +139,8 @@ class RewardLoader:
         spec = parse_spec(spec) if not isinstance(spec, RewardSpec) else spec
         if spec.environment is not None:
             return self._in_worker(spec, label or (spec.name, "reward_model"))
-        resolved = resolve_reward(spec, label)
+        placed = self.placement.get(auto_key(spec)) if spec.device == "auto" and self.placement else None
+        resolved = resolve_reward(spec, label, placed)
         with self._lock:
             if resolved.identity not in self._instances:
                 built = self._instances[resolved.identity] = self._construct(resolved, label)
@@ -230,6 +251,16 @@ def dtype_for(spec: RewardSpec, device: str, card: RewardInfo | None) -> str:
 def device_for(spec: RewardSpec, card: RewardInfo | None) -> str:
     """The device a spec's reward runs on, checked against this machine and against the devices its
     model ``card`` says it can use (``auto`` picks CUDA only for a reward that can use it)."""
+    requested = requested_device(spec, card)
+    try:
+        return check_device(resolve_device(requested))
+    except ValueError as exc:
+        raise ConfigError(str(exc), entry=spec.name, field="device") from None
+
+
+def requested_device(spec: RewardSpec, card: RewardInfo | None) -> str:
+    """The device ``spec`` asks for, checked against its model ``card``'s devices but not against this machine:
+    ``auto`` stays ``auto`` unless the card rules CUDA out (then ``cpu``)."""
     kinds = card.devices if card is not None else None
     requested = spec.device
     if requested == "auto" and kinds is not None and "cuda" not in kinds:
@@ -241,10 +272,7 @@ def device_for(spec: RewardSpec, card: RewardInfo | None) -> str:
             entry=spec.name,
             field="device",
         )
-    try:
-        return check_device(resolve_device(requested))
-    except ValueError as exc:
-        raise ConfigError(str(exc), entry=spec.name, field="device") from None
+    return requested
 
 
 def _check_options(cls: type, kwargs: dict[str, Any], inner: dict[str, Any]) -> None:

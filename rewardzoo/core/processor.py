@@ -19,6 +19,7 @@ from ..spec.config import RewardSpec
 from ..spec.sample import Sample
 from .engine import ConversionCache, RewardResult, RunJobs, ScoreTable, as_samples, run_inline, score_specs
 from .loader import RewardLoader
+from .memory_plan import place_auto_entries
 from .resolve import parse_specs
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ class RewardProcessor:
         self.advantage = check_mode(advantage)  # the default mode of result.advantages()
         self._owns_loader = loader is None
         self.loader = loader or RewardLoader()
+        place_auto_entries(self.loader, self.specs)  # `device: auto` over several GPUs: by the memory plan
         self.rewards: dict[str, Reward] = {spec.name: self.loader.load(spec) for spec in self.specs}
         self._held = 0  # open `awake()` blocks
         self.sleep()

@@ -34,7 +34,11 @@ class RewardInfo:
     from); ``prompt_conditioned``, the score depends on the sample's prompt (or on what the prompt asks for, in
     its metadata); ``near_constant_in_group``, samples generated for one prompt almost always get the same
     score, so a group-relative wrapper over it turns noise into advantages; ``prefers_still_video``, a still
-    video scores at least as well as a moving one (VBench's temporal-quality dimensions)."""
+    video scores at least as well as a moving one (VBench's temporal-quality dimensions).
+
+    Facts the memory plan reads (:mod:`rewardzoo.core.memory_plan`): ``model_free``, the reward loads no weights
+    (0 bytes; ``offload`` does nothing); ``activation_per_sample``, bytes of device memory one sample adds during a
+    call beyond the weights, at the card's defaults (None: unknown)."""
 
     name: str
     implementation: str
@@ -57,6 +61,8 @@ class RewardInfo:
     prompt_conditioned: bool | None = None
     near_constant_in_group: bool = False
     prefers_still_video: bool = False
+    model_free: bool = False
+    activation_per_sample: int | None = None
 
     def dtype_on(self, device: str) -> str:
         """The dtype ``dtype: auto`` means on ``device`` (a resolved device string such as ``cuda:0``)."""
