@@ -57,7 +57,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def render(plan: MemoryPlan) -> str:
     """The plan as two plain-text tables (models, devices) and the models' notes."""
-    rows: list[list[object]] = [["entries", "reward", "device", "dtype", "offload", "weights", "from", "activation/sample", "batch"]]
+    rows: list[list[object]] = [
+        ["entries", "reward", "device", "dtype", "offload", "weights", "from", "activation/sample", "batch"]
+    ]
     for m in plan.models:
         act = (
             "-"

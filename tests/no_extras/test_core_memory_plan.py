@@ -1,0 +1,198 @@
+"""The memory plan without torch: checkpoint headers, sizes, budgets, the placement rule, model-free entries.
+
+The safetensors files here are written by hand (8-byte length, JSON header, zero bytes), so the expected byte
+counts come from the shapes alone, independently of the header reader.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+
+from rewardzoo.cli import main
+from rewardzoo.core.loader import RewardLoader, auto_key
+from rewardzoo.core.memory_plan import plan_config
+from rewardzoo.core.placement import parse_budgets, place
+from rewardzoo.core.resolve import load_config, parse_spec
+from rewardzoo.errors import ConfigError
+from rewardzoo.shared.checkpoints import (
+    FILE_SIZE,
+    HEADERS,
+    checkpoint_bytes,
+    parse_size,
+    resolve_checkpoint,
+    safetensors_header,
+)
+
+_ITEM = {"F32": 4, "F16": 2, "BF16": 2, "I64": 8, "U8": 1}
+
+
+def _write_safetensors(path, tensors: dict[str, tuple[str, list[int]]]):
+    header, offset = {}, 0
+    for name, (dtype, shape) in tensors.items():
+        n = _ITEM[dtype]
+        for d in shape:
+            n *= d
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + n]}
+        offset += n
+    header["__metadata__"] = {"format": "pt"}
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * offset)
+    return path
+
+
+TENSORS = {"w": ("F32", [3, 4]), "b": ("F16", [5]), "ids": ("I64", [7]), "mask": ("U8", [2, 2])}
+
+
+@pytest.mark.parametrize(
+    "dtype, expected",
+    [
+        (None, 3 * 4 * 4 + 5 * 2 + 7 * 8 + 4),  # as stored
+        ("float32", (12 + 5) * 4 + 7 * 8 + 4),  # floats converted, integers kept (as Module.to(dtype) does)
+        ("bfloat16", (12 + 5) * 2 + 7 * 8 + 4),
+        ("float64", (12 + 5) * 8 + 7 * 8 + 4),
+    ],
+)
+def test_safetensors_bytes_at_a_dtype(tmp_path, dtype, expected):
+    path = _write_safetensors(tmp_path / "model.safetensors", TENSORS)
+    assert set(safetensors_header(path)) == set(TENSORS)  # metadata left out
+    found = checkpoint_bytes((path,), dtype)
+    assert (found.total, found.method, found.tensors) == (expected, HEADERS, 4)
+
+
+def test_a_sharded_directory_is_read_through_its_index(tmp_path):
+    _write_safetensors(tmp_path / "model-00001-of-00002.safetensors", {"a": ("F32", [10])})
+    _write_safetensors(tmp_path / "model-00002-of-00002.safetensors", {"b": ("F32", [6]), "c": ("F16", [4])})
+    _write_safetensors(tmp_path / "stray.safetensors", {"x": ("F32", [1000])})  # not in the index: not loaded
+    index = {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    (tmp_path / "pytorch_model.bin").write_bytes(b"x" * 99)  # safetensors win, as in transformers
+    found = resolve_checkpoint(str(tmp_path))
+    assert [p.name for p in found.files] == ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+    assert checkpoint_bytes(found.files, "float16").total == (10 + 6 + 4) * 2
+
+
+def test_other_formats_count_by_file_size_and_missing_paths_say_why(tmp_path):
+    (tmp_path / "head.pth").write_bytes(b"y" * 1234)
+    found = resolve_checkpoint(str(tmp_path))
+    size = checkpoint_bytes(found.files, "float16")
+    assert (size.total, size.method) == (1234, FILE_SIZE)
+    (tmp_path / "empty").mkdir()
+    assert "no weight files" in (resolve_checkpoint(str(tmp_path / "empty")).missing or "")
+    assert "cache" in (resolve_checkpoint("nobody/no-such-repo-xyz").missing or "")  # with or without huggingface_hub
+    assert resolve_checkpoint("ViT-B-32").missing
+
+
+@pytest.mark.parametrize(
+    "text, expected", [("80GiB", 80 * 2**30), ("1.5 GB", 1_500_000_000), ("512mib", 512 * 2**20), ("1024", 1024)]
+)
+def test_parse_size(text, expected):
+    assert parse_size(text) == expected
+
+
+def test_budgets_parse_and_bad_parts_are_named():
+    assert parse_budgets("cuda:0=80GiB, cuda:1=1GB ,cpu=2TiB") == {
+        "cuda:0": 80 * 2**30,
+        "cuda:1": 10**9,
+        "cpu": 2 * 2**40,
+    }
+    for text, part in [
+        ("cuda:0=80GiB,cuda:1", "'cuda:1'"),
+        ("cuda:0=80QB", "unknown unit 'QB'"),
+        ("gpu0=80GiB", "unknown device 'gpu0'"),
+        ("cuda:0=lots", "'lots' is not a memory size"),
+        ("cuda:0=1GiB,cuda:0=2GiB", "given twice"),
+    ]:
+        with pytest.raises(ConfigError, match=part) as info:
+            parse_budgets(text)
+        assert info.value.field == "--devices"
+
+
+def test_placement_largest_first_onto_the_most_free_device():
+    free = {"cuda:0": 80, "cuda:1": 100}
+    # 70 -> cuda:1 (100 free, 30 left); 50 -> cuda:0 (80, 30 left); 20 -> cuda:0 (30 = 30: the first listed)
+    assert place({"a": 20, "b": 70, "c": 50}, free) == {"b": "cuda:1", "c": "cuda:0", "a": "cuda:0"}
+    assert place({"x": 500}, free) == {"x": "cuda:1"}  # fits nowhere: still placed, the plan says it does not fit
+    assert place({}, free) == {}
+    with pytest.raises(ValueError):
+        place({"a": 1}, {})
+
+
+def test_model_free_entries_have_no_weights_and_offload_does_nothing():
+    config = load_config(
+        {
+            "rewards": [{"name": "jpeg", "reward_model": "jpeg_compressibility", "offload": "drop"}],
+            "eval_rewards": [{"name": "jpeg_eval", "reward_model": "jpeg_compressibility", "offload": "drop"}],
+        }
+    )
+    plan = plan_config(config)
+    (model,) = plan.models  # train and eval share one model, as the loader shares them
+    assert model.entries == ["jpeg", "jpeg_eval"] and model.weights == 0 and model.how == "no weights"
+    assert any("does nothing" in n for n in model.notes)
+    assert plan.devices["cpu"].peak == 0 and plan.devices["cpu"].exact and plan.fits
+
+
+def test_a_non_fitting_budget_exits_non_zero_naming_the_entry_and_the_device(tmp_path, capsys):
+    _write_safetensors(tmp_path / "big.safetensors", {"w": ("F32", [1024, 256])})  # 1 MiB in float32
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        f"rewards:\n  - name: scorer\n    reward_model: clip_score\n    model_path: {tmp_path / 'big.safetensors'}\n"
+        "    device: cpu\n"
+    )
+    assert main(["plan", str(cfg), "--devices", "cpu=2MiB"]) == 0
+    assert "1.0 MiB" in capsys.readouterr().out
+    assert main(["plan", str(cfg), "--devices", "cpu=1000KiB"]) == 1
+    err = capsys.readouterr().err
+    assert "entry 'scorer' does not fit on cpu" in err and "1.0 MiB" in err
+    assert main(["plan", str(cfg), "--devices", "cpu=1ZB"]) == 2
+    assert "unknown unit 'ZB'" in capsys.readouterr().err
+
+
+def test_json_output_shape(tmp_path, capsys):
+    _write_safetensors(tmp_path / "w.safetensors", {"w": ("F32", [10])})
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        f"rewards:\n  - name: a\n    reward_model: clip_score\n    model_path: {tmp_path / 'w.safetensors'}\n"
+        "    device: cpu\n    offload: cpu\n  - name: j\n    reward_model: jpeg_compressibility\n"
+    )
+    assert main(["plan", str(cfg), "--json", "--devices", "cpu=1GiB"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"models", "devices", "fits", "problems"} and out["fits"] is True and out["problems"] == []
+    a = next(m for m in out["models"] if m["entries"] == ["a"])
+    assert set(a) == {
+        "entries",
+        "reward_model",
+        "model_path",
+        "device",
+        "dtype",
+        "offload",
+        "weights_bytes",
+        "weights_from",
+        "files",
+        "activation_per_sample_bytes",
+        "activation_from",
+        "batch_size",
+        "notes",
+    }
+    assert (a["weights_bytes"], a["weights_from"], a["dtype"], a["offload"]) == (40, HEADERS, "float32", "cpu")
+    assert out["devices"]["cpu"] == {
+        "budget_bytes": 2**30,
+        "resident_bytes": 0,  # the only weights sleep in host memory between phases
+        "asleep_host_bytes": 40,
+        "peak_bytes": 40,
+        "lower_bound": True,  # clip_score's activation is unknown
+        "fits": True,
+        "entries": ["a", "j"],
+    }
+
+
+def test_the_loader_puts_an_auto_entry_where_the_placement_says():
+    spec = parse_spec({"name": "p", "reward_model": "tests.no_extras.rewards:PromptLength"})
+    loader = RewardLoader()
+    loader.placement[auto_key(spec)] = "cuda:7"  # where the plan put it: the loader resolves that device
+    with pytest.raises(ConfigError, match="cuda:7") as info:
+        loader.load(spec)
+    assert info.value.entry == "p" and info.value.field == "device"
+    assert RewardLoader().load(spec).device == "cpu"  # without a placement: auto as before
