@@ -1,0 +1,104 @@
+"""The memory plan against loaded models: a checkpoint's header bytes equal the bytes of the loaded modules.
+
+What is compared: the plan counts what a checkpoint stores, parameters and persistent buffers, at the entry's
+resolved dtype; the loaded side is the sum of ``numel * element_size`` over the tensors of the loaded reward's
+modules' ``state_dict`` (parameters and persistent buffers, each tensor once). Non-persistent buffers (open_clip's
+attention mask, transformers' position ids) are rebuilt at construction and are in neither; their size is printed by
+the test that checks it. Tiny open_clip (``oc_dir``) and transformers CLIP (``hf_dir``) directories.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rewardzoo import RewardProcessor
+from rewardzoo.catalog.registry import builtin
+from rewardzoo.cli import main
+from rewardzoo.core.memory_plan import plan_config
+from rewardzoo.core.residency import reward_modules
+from rewardzoo.core.resolve import load_config
+
+
+def _loaded_bytes(reward) -> int:
+    seen: dict[int, int] = {}
+    for module in reward_modules(reward):
+        for tensor in module.state_dict(keep_vars=True).values():
+            seen.setdefault(id(tensor), tensor.numel() * tensor.element_size())
+    return sum(seen.values())
+
+
+def _entry(family, oc_dir, hf_dir, dtype):
+    path = {"clip_score": oc_dir, "pickscore": hf_dir}[family]
+    return {"name": "r", "reward_model": family, "model_path": str(path), "device": "cpu", "dtype": dtype}
+
+
+@pytest.mark.parametrize("family", ["clip_score", "pickscore"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_plan_bytes_equal_the_loaded_modules(oc_dir, hf_dir, family, dtype):
+    entry = _entry(family, oc_dir, hf_dir, dtype)
+    plan = plan_config(load_config({"rewards": [entry]}))
+    (model,) = plan.models
+    assert model.how == "safetensors headers" and model.dtype == dtype and model.files
+    with RewardProcessor([entry]) as processor:
+        loaded = _loaded_bytes(processor.rewards["r"])
+    assert loaded > 0 and model.weights == loaded
+
+
+def test_shared_models_are_counted_once_and_kept_together(oc_dir, hf_dir):
+    clip = {"reward_model": "clip_score", "model_path": str(oc_dir), "device": "cpu"}
+    config = load_config(
+        {
+            "rewards": [
+                {"name": "clip", **clip, "offload": "cpu"},
+                {"name": "rank", "reward_model": "group_rank", "kwargs": {"base": clip}},
+                {"name": "pick", "reward_model": "pickscore", "model_path": str(hf_dir), "device": "cpu"},
+            ],
+            "eval_rewards": [{"name": "clip_eval", **clip, "offload": "drop"}],
+        }
+    )
+    plan = plan_config(config)
+    by_entry = {name: m for m in plan.models for name in m.entries}
+    shared = by_entry["clip"]
+    assert by_entry["clip_eval"] is shared and by_entry["rank.base"] is shared  # train, eval, a wrapper's base
+    assert shared.offload == "none"  # the wrapper's base keeps it awake, as the loader does
+    assert by_entry["rank"].how == "no weights"
+    with RewardProcessor(config.rewards) as train:
+        clip_bytes, pick_bytes = _loaded_bytes(train.rewards["clip"]), _loaded_bytes(train.rewards["pick"])
+        assert train.loader.constructions == 3  # clip (shared with rank's base), rank, pick
+    assert plan.devices["cpu"].resident == clip_bytes + pick_bytes
+
+
+def test_auto_entries_sharing_a_model_are_placed_together(oc_dir, hf_dir):
+    clip = {"reward_model": "clip_score", "model_path": str(oc_dir)}
+    config = load_config(
+        {
+            "rewards": [
+                {"name": "clip", **clip},
+                {"name": "pick", "reward_model": "pickscore", "model_path": str(hf_dir)},
+            ],
+            "eval_rewards": [{"name": "clip_eval", **clip}],
+        }
+    )
+    budgets = {"cuda:0": 10**9, "cuda:1": 10**9 + 1}
+    plan = plan_config(config, budgets)
+    by_entry = {name: m for m in plan.models for name in m.entries}
+    assert by_entry["clip"] is by_entry["clip_eval"]
+    big, small = sorted((by_entry["clip"], by_entry["pick"]), key=lambda m: -(m.weights or 0))
+    assert (big.device, small.device) == ("cuda:1", "cuda:0")  # the largest first, onto the most free
+    for model in (big, small):  # dtype auto on CUDA: the card's default_dtype there
+        assert model.dtype == builtin()[model.reward_model].dtype_on("cuda:0")
+    assert by_entry["clip"].dtype == "float16"
+
+
+def test_probe_measures_an_activation_on_the_cpu(oc_dir, tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        f"rewards:\n  - name: clip\n    reward_model: clip_score\n    model_path: {oc_dir}\n    device: cpu\n"
+    )
+    assert main(["plan", str(cfg), "--probe", "--json"]) == 0
+    (model,) = json.loads(capsys.readouterr().out)["models"]
+    assert model["activation_from"] == "probe", model["notes"]
+    assert model["activation_per_sample_bytes"] >= 0
+    assert any("cpu rss" in n for n in model["notes"])
