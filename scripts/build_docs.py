@@ -17,7 +17,10 @@ Generated, between ``<!-- generated: ... -->`` and ``<!-- end generated -->`` ma
   hand-written prose around the block must not contain measured numbers (checked here);
 - benchmarks/README.md: the latest run of each script (``benchmark runs``);
 - each judge's card: its ``## Reference pairing`` table (``pairing``) from
-  ``rewardzoo/rewards/vlm/pairings.py`` (the section is added before ``## Speed`` when a card lacks it).
+  ``rewardzoo/rewards/vlm/pairings.py`` (the section is added before ``## Speed`` when a card lacks it);
+- each card that loads weights: its ``## Precision`` section (``precision``), what ``dtype: auto`` runs in
+  and where the reference sets it, from the front matter's ``default_dtype`` and ``dtype_source`` (added
+  before ``## Speed`` when a card lacks it).
 
     python scripts/build_docs.py            # rewrite what is out of date
     python scripts/build_docs.py --check    # exit 1 listing (with a short diff) what is out of date
@@ -51,6 +54,7 @@ END = "<!-- end generated -->"
 NOTE = "<!-- written by scripts/build_docs.py from {source}: edit the source and rerun it, not this block -->"
 SPEED = "## Speed"
 PAIRING = "## Reference pairing"
+PRECISION = "## Precision"
 #: Scripts in the order the README lists them; others follow alphabetically.
 SCRIPT_ORDER = (
     "bench_processor.py",
@@ -336,6 +340,20 @@ def pairing_block(name: str) -> str:
     return "\n".join(lines)
 
 
+def precision_block(meta: dict) -> str:
+    """What ``dtype: auto`` runs a card's reward in, per device kind, and the reference line that sets it."""
+    kinds = {"cuda": "CUDA", "mps": "MPS", "cpu": "the CPU"}
+    lower = [
+        f"{dtype} on {kinds[kind]}" for kind, dtype in (meta.get("default_dtype") or {}).items() if dtype != "float32"
+    ]
+    where = " and ".join(lower) + " and float32 on every other device" if lower else "float32 on every device"
+    field = "`default_dtype`" if meta.get("default_dtype") else "no `default_dtype`: float32"
+    return (
+        f"`dtype: auto` (the default) resolves to {where}, the precision its reference runs in ({field}). "
+        f"Where the reference sets it (`dtype_source`): {meta['dtype_source']}."
+    )
+
+
 # ------------------------------------------------------------------------------------------ splicing
 def splice(text: str, marker: str, content: str, where: str) -> str:
     """Replace what lies between ``<!-- generated: marker -->`` and the next end marker."""
@@ -366,6 +384,16 @@ def pairing_text(text: str, block: str, where: str) -> str:
     elif "<!-- generated: pairing -->" not in text:
         raise DocsError(f"{where}: the '{PAIRING}' section lacks the '<!-- generated: pairing -->' block")
     return splice(text, "pairing", block, where)
+
+
+def precision_text(text: str, block: str, where: str) -> str:
+    """The card with its Precision block up to date (the section inserted before Speed if missing)."""
+    if not re.search(rf"^{re.escape(PRECISION)}[ \t]*$", text, re.M):
+        a, _ = speed_section(text, where)
+        text = f"{text[:a]}{PRECISION}\n\n<!-- generated: precision -->\n{END}\n\n{text[a:]}"
+    elif "<!-- generated: precision -->" not in text:
+        raise DocsError(f"{where}: the '{PRECISION}' section lacks the '<!-- generated: precision -->' block")
+    return splice(text, "precision", block, where)
 
 
 def card_text(text: str, name: str, block: str, where: str) -> str:
@@ -433,6 +461,15 @@ def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
             )
         else:
             out[CARDS / f"{name}.md"] = lambda t, n=name, b=block, w=where: card_text(t, n, b, w)
+
+    front = NOTE.format(source="the card's front matter")
+    for name, meta in cards.items():
+        if meta.get("dtype_source"):
+            block = front + "\n" + precision_block(meta)
+            build = out[CARDS / f"{name}.md"]
+            out[CARDS / f"{name}.md"] = lambda t, f=build, b=block, w=f"rewardzoo/model_cards/{name}.md": (
+                precision_text(f(t), b, w)
+            )
 
     from rewardzoo.rewards.references import REFERENCES
 

@@ -2,8 +2,9 @@
 
 ``model_cards/<name>.md`` (shipped inside the package) says what a reward is — implementation
 (``module:Class``), summary, modality, kind, extra, ``higher_is_better``, ``score_range``, whether
-weights must be downloaded, licence, reference — and holds its example config under
-``## How to configure``. This module indexes the shipped cards without importing any reward module;
+weights must be downloaded, licence, reference, the precision ``dtype: auto`` picks (``default_dtype``) and
+where the reference sets it (``dtype_source``, required of a shipped card that downloads weights) — and holds
+its example config under ``## How to configure``. This module indexes the shipped cards without importing any reward module;
 :func:`resolve` imports one when it is built.
 
 Besides the shipped cards, a reward comes from:
@@ -81,6 +82,16 @@ def info_from_card(
         raise bad("score_range", f"must be [low, high], got {bounds!r}") from None
     if not lo < hi or math.isnan(lo) or math.isnan(hi):
         raise bad("score_range", f"must have low < high, got {bounds!r}")
+    download = get("download", (bool,))
+    dtype_source = get("dtype_source", (str, type(None)), None)
+    if dtype_source is not None and (not dtype_source.strip() or "\n" in dtype_source.strip()):
+        raise bad("dtype_source", f"must be one non-empty line, got {dtype_source!r}")
+    if dtype_source is None and download and source == "rewardzoo":
+        raise bad(
+            "dtype_source",
+            "is missing: a card that loads weights says where its reference sets the precision "
+            "`dtype: auto` picks (repo@commit file lines: what it does)",
+        )
     devices = get("devices", (list, type(None)), None)
     if devices is not None and (not devices or any(d not in DEVICE_KINDS for d in devices)):
         raise bad("devices", f"must be a non-empty list of {DEVICE_KINDS}, got {devices!r}")
@@ -93,7 +104,7 @@ def info_from_card(
         extra=extra,
         higher_is_better=get("higher_is_better", (bool,)),
         score_range=(lo, hi),
-        download=get("download", (bool,)),
+        download=download,
         devices=tuple(devices) if devices else None,
         license=get("license", (str,), None),
         reference=get("reference", (dict,), None),
@@ -101,6 +112,7 @@ def info_from_card(
         source=source,
         differentiable=get("differentiable", (bool,), False),
         default_dtype=_default_dtype(get("default_dtype", (dict, type(None)), None), bad),
+        dtype_source=dtype_source.strip() if dtype_source else None,
         add_ons=_add_ons(get("add_ons", (list, type(None)), None), bad),
         typical_range=_typical_range(get("typical_range", (list, type(None)), None), (lo, hi), bad),
         prompt_conditioned=get("prompt_conditioned", (bool, type(None)), None),

@@ -24,7 +24,8 @@ class RewardInfo:
     fetched (from a hub or a local path). ``devices``: the kinds of device it can use (``cpu``, ``cuda``,
     ``mps``; None: any torch device). ``default_dtype``: the dtype ``dtype: auto`` (the config default)
     picks per device kind, the reference's precision there (``{"cuda": "bfloat16"}``; kinds not listed
-    run float32). ``differentiable``: it has a differentiable path (``score_pixels``,
+    run float32); ``dtype_source``: where the reference sets that precision (repo@commit file lines: what it
+    does; every shipped card that loads weights states it). ``differentiable``: it has a differentiable path (``score_pixels``,
     used by :func:`rewardzoo.differentiable`). ``add_ons``: modules it needs beside its extra, installed with
     ``pip install --no-deps`` as its card says (their own requirements clash with the extra's). ``card``: the model card file (None for rewards without one);
     ``source``: ``"rewardzoo"``, ``"plugin <distribution>"``, ``"user"`` or ``"python path"``.
@@ -56,6 +57,7 @@ class RewardInfo:
     source: str = "rewardzoo"
     differentiable: bool = False
     default_dtype: Mapping[str, str] | None = None
+    dtype_source: str | None = None
     add_ons: tuple[str, ...] = ()
     typical_range: tuple[float, float] | None = None
     prompt_conditioned: bool | None = None
