@@ -7,6 +7,7 @@ re-computed from those embeddings; options that contradict the preset are Config
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -172,3 +173,12 @@ def test_a_directory_without_timm_files_is_a_config_error(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(ConfigError, match="model.safetensors"):
         load_reward({"name": "group_diversity", "model_path": str(tmp_path)}, preset="gardo")
+
+
+def test_without_timm_the_preset_names_the_package_and_the_extra(tmp_path, monkeypatch):
+    from rewardzoo.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "timm", None)  # `import timm` raises ImportError
+    with pytest.raises(MissingExtraError, match=r"'timm'.*rewardzoo\[image\]") as exc:
+        load_reward({"name": "diversity_weighted", "model_path": str(tmp_path)}, base="group_test_meta", preset="gardo")
+    assert exc.value.reward == "diversity_weighted"
