@@ -3,7 +3,7 @@
 - ``media``, ``image_ops``, ``video``, ``audio``, ``files``, ``editing`` — media conversion and I/O;
 - ``device`` — devices, dtypes, CUDA side streams; ``weights`` — safe weight loading; ``options`` — option checks;
 - ``imports`` — objects named by a Python path, lazy attributes; ``score_stats`` — score summaries;
-- ``clip``, ``dino``, ``onnx`` — backbones several reward families use.
+- ``clip``, ``dino``, ``timm_backbone``, ``onnx`` — backbones several reward families use.
 
 May import only :mod:`rewardzoo.errors`; heavy backends are imported inside the functions that need them.
 """

@@ -1,11 +1,11 @@
 """Tiny random-init models saved to disk the way users hold real weights, for tests and benchmarks (ours and yours).
 
-One module per family, beside the loader whose layout it writes: ``clip``, ``aesthetic``, ``video`` (DINO),
-``audio``, ``text``, ``vlm``, ``llava``, ``reward_models`` (VideoAlign); ``common`` — what they share. Same seed,
-bit-identical files; how and an example: ``docs/testing.md``.
+One module per family, beside the loader whose layout it writes: ``clip``, ``aesthetic``, ``video`` (DINO,
+timm DINOv3), ``audio``, ``text``, ``vlm``, ``llava``, ``reward_models`` (VideoAlign); ``common`` — what they
+share. Same seed, bit-identical files; how and an example: ``docs/testing.md``.
 
-May import only the rewards, :mod:`rewardzoo.shared` and :mod:`rewardzoo.errors` (torch, open_clip and
-transformers inside the builders); nothing in ``rewardzoo`` imports it. Every public name loads its module on first
+May import only the rewards, :mod:`rewardzoo.shared` and :mod:`rewardzoo.errors` (torch, open_clip, transformers
+and timm inside the builders); nothing in ``rewardzoo`` imports it. Every public name loads its module on first
 access, so importing the package stays light.
 """
 
@@ -33,7 +33,7 @@ _FAMILIES = {
         "aesthetic_head_file",
         "linear_aesthetic_head_file",
     ),
-    "rewardzoo.testing.video": ("tiny_dino_dirs",),
+    "rewardzoo.testing.video": ("tiny_dino_dirs", "TINY_TIMM_DINOV3", "tiny_timm_dinov3_dir"),
     "rewardzoo.testing.audio": (
         "tiny_clap_dir",
         "tiny_wavlm_xvector_dir",

@@ -16,8 +16,14 @@ a group (:func:`distance_matrix`):
 Embeddings (``embedding:``): ``dino`` — the CLS token of a DINO ViT (:mod:`rewardzoo.shared.dino`, the model
 and preprocessing of ``subject_consistency``; default ``facebook/dino-vitb16``); ``clip`` — the image
 features of a CLIP backbone (:mod:`rewardzoo.shared.clip`, shared with every reward that loads the same one;
-default open_clip ``ViT-B-32`` / ``openai``). ``media: video`` embeds ``num_frames`` uniformly sampled
-frames and averages their normalised embeddings (then normalises the mean).
+default open_clip ``ViT-B-32`` / ``openai``); ``timm`` — a timm model's pooled output after timm's own eval
+transform for it (:mod:`rewardzoo.shared.timm_backbone`; default ``vit_large_patch16_dinov3.lvd1689m``).
+``media: video`` embeds ``num_frames`` uniformly sampled frames and averages their normalised embeddings (then
+normalises the mean).
+
+``preset: gardo``: GARDO's embedding (1cc77fb, ``scripts/train_sd3_grpo_gardo.py``): ``embedding: timm`` with
+``vit_large_patch16_dinov3.lvd1689m`` (unless ``model_path`` names another copy), images only, and for
+``diversity_weighted`` the nearest distance; options that contradict it are a ConfigError.
 """
 
 from __future__ import annotations
@@ -34,10 +40,12 @@ from ...shared.video import check_num_frames
 from ..base import GroupwiseReward, Inputs, Reward, RewardOutput
 from .ranking import GroupwiseOverBase, group_positions
 
-EMBEDDINGS = ("dino", "clip")
+EMBEDDINGS = ("dino", "clip", "timm")
 MEDIA = ("image", "video")
 DISTANCES = ("nearest", "mean")
-DEFAULT_MODELS = {"dino": "facebook/dino-vitb16", "clip": "ViT-B-32"}
+DEFAULT_MODELS = {"dino": "facebook/dino-vitb16", "clip": "ViT-B-32", "timm": "vit_large_patch16_dinov3.lvd1689m"}
+PRESETS = ("gardo",)
+DEFAULT_RESIZE = 224  # DINO's shorter side
 
 
 def distance_matrix(embeddings: np.ndarray) -> np.ndarray:
@@ -65,21 +73,31 @@ class Embedder:
         media: str,
         num_frames: int | None,
         batch_size: int,
-        resize: int,
+        resize: int | None,
         pretrained: str | None,
         backend: str,
         processor_path: str | None,
+        owner: str = "group_diversity",
     ) -> None:
         self.embedding = choice(embedding, "kwargs.embedding", EMBEDDINGS)
         self.media = choice(media, "kwargs.media", MEDIA)
         self.num_frames = check_num_frames(num_frames)
         self.batch_size = positive_int(batch_size, "kwargs.embed_batch_size")
-        self.resize = positive_int(resize, "kwargs.resize")
+        if resize is not None and self.embedding == "timm":
+            raise ConfigError(
+                "kwargs.resize is DINO's; with embedding: timm the size is timm's data config for the model",
+                field="kwargs.resize",
+            )
+        self.resize = positive_int(DEFAULT_RESIZE if resize is None else resize, "kwargs.resize")
         self.model_path = model_path or DEFAULT_MODELS[self.embedding]
         if self.embedding == "dino":
             from ...shared.dino import load_dino_backbone
 
             self.dino = load_dino_backbone(self.model_path, device, dtype)
+        elif self.embedding == "timm":
+            from ...shared.timm_backbone import load_timm_backbone
+
+            self.timm = load_timm_backbone(self.model_path, device, dtype, reward=owner)
         else:
             from ...shared.clip import load_clip_backbone
 
@@ -130,6 +148,8 @@ class Embedder:
                 batch = torch.stack([images[i] for i in chunk])
                 if self.embedding == "dino":
                     feats = self.dino.features(self.dino.preprocess(batch, self.resize))
+                elif self.embedding == "timm":
+                    feats = self.timm.features(self.timm.preprocess(batch))
                 else:
                     feats = self.clip.encode_images(batch, field=field)
                 feats = F.normalize(feats.detach().to("cpu", torch.float64), dim=-1).numpy()
@@ -181,6 +201,32 @@ def _float_frames(value: Any, sample: int):
     return frames
 
 
+def preset_options(owner: str, preset: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The embedding options with ``preset`` applied: ``None`` leaves them (``embedding`` defaults to ``dino``);
+    ``gardo`` sets ``embedding: timm`` and refuses what GARDO does not run (another embedding, video, DINO's
+    ``resize``, ``distance: mean``)."""
+    out = dict(options)
+    if preset is None:
+        out["embedding"] = out["embedding"] or "dino"
+        return out
+    choice(preset, "kwargs.preset", PRESETS)
+    clashes = {
+        "embedding": out["embedding"] not in (None, "timm"),
+        "media": out["media"] != "image",
+        "resize": out["resize"] is not None,
+        "distance": out.get("distance") not in (None, "nearest"),
+    }
+    for key, clash in clashes.items():
+        if clash:
+            raise ConfigError(
+                f"{owner}: preset: gardo runs GARDO's embedding (timm DINOv3 on images, nearest distance); "
+                f"drop kwargs.{key} (got {out[key]!r})",
+                field=f"kwargs.{key}",
+            )
+    out["embedding"] = "timm"
+    return out
+
+
 def _embedder(model_path: str | None, device: str, dtype: Any, options: Mapping[str, Any]) -> Embedder:
     return Embedder(
         options["embedding"],
@@ -194,16 +240,18 @@ def _embedder(model_path: str | None, device: str, dtype: Any, options: Mapping[
         pretrained=options["pretrained"],
         backend=options["backend"],
         processor_path=options["processor_path"],
+        owner=options["owner"],
     )
 
 
 class GroupDiversity(GroupwiseReward):
     """Mean ``1 - cos`` distance of each sample to the other members of its group; range [0, 2].
 
-    Options: ``embedding`` (``dino`` default, or ``clip``), ``media`` (``image`` default, or ``video``),
+    Options: ``embedding`` (``dino`` default, ``clip`` or ``timm``), ``media`` (``image`` default, or ``video``),
     ``num_frames`` (video, default 8), ``embed_batch_size`` (32), ``resize`` (DINO's shorter side, 224),
-    ``pretrained`` / ``backend`` / ``processor_path`` (CLIP, as for ``clip_score``). ``model_path`` is the
-    embedding model's. Extra: ``nearest_distance``. See the module docstring.
+    ``pretrained`` / ``backend`` / ``processor_path`` (CLIP, as for ``clip_score``), ``preset`` (``gardo``:
+    GARDO's timm DINOv3 embedding). ``model_path`` is the embedding model's. Extra: ``nearest_distance``. See
+    the module docstring.
     """
 
     inputs: ClassVar[Inputs] = Inputs(("image", "group_id"), images="float")
@@ -214,31 +262,30 @@ class GroupDiversity(GroupwiseReward):
         device: str = "cpu",
         dtype: str = "float32",
         *,
-        embedding: str = "dino",
+        embedding: str | None = None,
         media: str = "image",
         num_frames: int | None = 8,
         embed_batch_size: int = 32,
-        resize: int = 224,
+        resize: int | None = None,
         pretrained: str | None = "openai",
         backend: str = "auto",
         processor_path: str | None = None,
+        preset: str | None = None,
     ) -> None:
         super().__init__(model_path, device, dtype)
-        self.embedder = _embedder(
-            model_path,
-            device,
-            self.dtype,
-            dict(
-                embedding=embedding,
-                media=media,
-                num_frames=num_frames,
-                embed_batch_size=embed_batch_size,
-                resize=resize,
-                pretrained=pretrained,
-                backend=backend,
-                processor_path=processor_path,
-            ),
+        options = dict(
+            embedding=embedding,
+            media=media,
+            num_frames=num_frames,
+            embed_batch_size=embed_batch_size,
+            resize=resize,
+            pretrained=pretrained,
+            backend=backend,
+            processor_path=processor_path,
+            owner="group_diversity",
         )
+        self.preset = preset
+        self.embedder = _embedder(model_path, device, self.dtype, preset_options("group_diversity", preset, options))
         self.model_path = self.embedder.model_path
         own = self.embedder.inputs()
         self.inputs = replace(own, fields=(*own.fields, "group_id"))
@@ -266,7 +313,8 @@ class DiversityWeighted(GroupwiseOverBase):
     ``w_i = d_i / mean(d)`` for samples at or above the group mean, 1 below it; ``d_i`` the distance to the
     nearest other member (``distance: nearest``, GARDO's) or the mean distance (``distance: mean``), in the
     embedding of ``group_diversity`` (same options; ``model_path`` is the embedding model's, the base sets
-    its own inside ``base``). Extras: ``base_score``, ``diversity_weight``, ``distance``.
+    its own inside ``base``; ``preset: gardo``: GARDO's timm DINOv3 embedding). Extras: ``base_score``,
+    ``diversity_weight``, ``distance``.
     """
 
     def __init__(
@@ -277,33 +325,34 @@ class DiversityWeighted(GroupwiseOverBase):
         *,
         base: Reward | None = None,
         base_batch_size: int | None = None,
-        embedding: str = "dino",
+        embedding: str | None = None,
         media: str = "image",
         num_frames: int | None = 8,
         embed_batch_size: int = 32,
-        resize: int = 224,
+        resize: int | None = None,
         pretrained: str | None = "openai",
         backend: str = "auto",
         processor_path: str | None = None,
-        distance: str = "nearest",
+        distance: str | None = None,
+        preset: str | None = None,
     ) -> None:
-        self.distance = choice(distance, "kwargs.distance", DISTANCES)
-        super().__init__(None, device, dtype, base=base, base_batch_size=base_batch_size)
-        self.embedder = _embedder(
-            model_path,
-            device,
-            self.dtype,
-            dict(
-                embedding=embedding,
-                media=media,
-                num_frames=num_frames,
-                embed_batch_size=embed_batch_size,
-                resize=resize,
-                pretrained=pretrained,
-                backend=backend,
-                processor_path=processor_path,
-            ),
+        options = dict(
+            embedding=embedding,
+            media=media,
+            num_frames=num_frames,
+            embed_batch_size=embed_batch_size,
+            resize=resize,
+            pretrained=pretrained,
+            backend=backend,
+            processor_path=processor_path,
+            owner="diversity_weighted",
+            distance=distance,
         )
+        options = preset_options("diversity_weighted", preset, options)
+        self.distance = choice(distance or "nearest", "kwargs.distance", DISTANCES)
+        self.preset = preset
+        super().__init__(None, device, dtype, base=base, base_batch_size=base_batch_size)
+        self.embedder = _embedder(model_path, device, self.dtype, options)
         self.model_path = self.embedder.model_path
         medium = self.embedder.media
         fields = (*self.base.inputs.fields, "group_id")
