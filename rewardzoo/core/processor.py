@@ -20,6 +20,7 @@ from ..spec.sample import Sample
 from .engine import ConversionCache, RewardResult, RunJobs, ScoreTable, as_samples, run_inline, score_specs
 from .loader import RewardLoader
 from .resolve import parse_specs
+from .streams import resolve_streams
 
 if TYPE_CHECKING:
     from .async_runner import AsyncRewardRunner
@@ -48,6 +49,7 @@ class RewardProcessor:
         self._owns_loader = loader is None
         self.loader = loader or RewardLoader()
         self.rewards: dict[str, Reward] = {spec.name: self.loader.load(spec) for spec in self.specs}
+        self.specs = tuple(resolve_streams(spec, self.rewards[spec.name]) for spec in self.specs)
         self._held = 0  # open `awake()` blocks
         self.sleep()
 
