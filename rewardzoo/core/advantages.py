@@ -25,6 +25,7 @@ from ..errors import InputError
 
 SUM_EPS = 1e-4  # flow_grpo's PerPromptStatTracker
 GDPO_STD_FLOOR = 1e-6  # Flow-Factory's compute_gdpo and _global_mean_std
+UNBIASED_EPS = 1e-8  # Pref-GRPO's compute_weighted_advantages (`group_rewards.std() + 1e-8`, torch's unbiased std)
 
 
 def group_index(keys: Sequence[Any]) -> np.ndarray:
@@ -54,6 +55,25 @@ def sum_then_normalize(total: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return advantages
 
 
+def group_normalize(values: np.ndarray, groups: np.ndarray, how: str = "group") -> np.ndarray:
+    """``values`` normalised within each group over the members where they are not NaN (0 elsewhere):
+    ``group`` (GDPO): ``(v - mean_g) / max(std_g, 1e-6)``, population std; ``group_unbiased`` (Pref-GRPO):
+    ``(v - mean_g) / (std_g + 1e-8)``, unbiased std (a group of one has none: its member gets 0)."""
+    present = ~np.isnan(values)
+    out = np.zeros(len(values))
+    for g in np.unique(groups[present]):
+        members = (groups == g) & present
+        group_values = values[members]
+        if how == "group":
+            scale = max(group_values.std(), GDPO_STD_FLOOR)
+        elif len(group_values) > 1:
+            scale = group_values.std(ddof=1) + UNBIASED_EPS
+        else:
+            continue
+        out[members] = (group_values - group_values.mean()) / scale
+    return out
+
+
 def normalize_then_sum(
     rewards: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray], groups: np.ndarray
 ) -> np.ndarray:
@@ -64,12 +84,7 @@ def normalize_then_sum(
     for name, values in rewards.items():
         applied = ~np.isnan(values)
         scored |= applied
-        normalised = np.zeros(n)
-        for g in np.unique(groups[applied]):
-            members = (groups == g) & applied
-            group_values = values[members]
-            normalised[members] = (group_values - group_values.mean()) / max(group_values.std(), GDPO_STD_FLOOR)
-        combined += np.where(applied, weights[name] * normalised, 0.0)
+        combined += np.where(applied, weights[name] * group_normalize(values, groups), 0.0)
     advantages = np.zeros(n)
     if scored.any():
         values = combined[scored]

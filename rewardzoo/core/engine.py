@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import ConfigError, InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
 from ..rewards.base import Reward, invoke, is_text_extra, validate_scores
 from ..shared.device import DeviceStreams
-from ..spec.config import RewardSpec
+from ..spec.config import RewardSpec, StreamSpec
 from ..spec.sample import Sample
 from .fields import convert_field, protected
 
@@ -70,6 +70,13 @@ class RewardResult:
     advantage_mode: str = "sum"
     #: The trainer step the weights were read at (``processor(samples, step=...)``; None when not given).
     step: int | None = None
+    #: ``streams[name][stream]``: float32 (N,), the raw values of an entry's named streams (``streams:``, see
+    #: :mod:`rewardzoo.core.streams`), NaN where not applied; such an entry adds these to ``total``, not its score.
+    streams: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: ``stream_weights[name][stream]``: float32 (N,), the entry's weight times the stream's (0 where not applied).
+    stream_weights: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: ``stream_settings[name][stream]``: the stream's setting (weight and normalisation) as configured.
+    stream_settings: dict[str, dict[str, StreamSpec]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.total)
@@ -87,6 +94,8 @@ class RewardResult:
         if len(keys) != len(self):
             raise InputError(f"group_by has {len(keys)} keys for {len(self)} samples", field="group_by")
         groups = group_index(keys)
+        if self.stream_settings:
+            return self._stream_advantages(mode, keys, groups)
         if mode == "sum":
             out = sum_then_normalize(self.total.astype(np.float64), groups)
         else:
@@ -96,6 +105,34 @@ class RewardResult:
                 groups,
             )
         return out.astype(np.float32)
+
+    def _stream_advantages(self, mode: str, keys: Sequence[Any], groups: np.ndarray) -> np.ndarray:
+        """:meth:`advantages` with named streams (see :mod:`rewardzoo.core.streams`)."""
+        from .advantages import normalize_then_sum, sum_then_normalize
+        from .streams import combine
+
+        def wide(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return {k: v.astype(np.float64) for k, v in arrays.items()}
+
+        if mode == "sum":
+            raw, normalised, _ = combine(
+                wide(self.rewards),
+                wide(self.weights),
+                {k: wide(v) for k, v in self.streams.items()},
+                {k: wide(v) for k, v in self.stream_weights.items()},
+                self.stream_settings,
+                keys,
+            )
+            summed: np.ndarray = (sum_then_normalize(raw, groups) + normalised).astype(np.float32)
+            return summed
+        parts = {k: v for k, v in wide(self.rewards).items() if k not in self.stream_settings}
+        weights = {k: v for k, v in wide(self.weights).items() if k not in self.stream_settings}
+        for name, per_stream in self.stream_settings.items():
+            for stream in per_stream:
+                parts[f"{name}.{stream}"] = self.streams[name][stream].astype(np.float64)
+                weights[f"{name}.{stream}"] = self.stream_weights[name][stream].astype(np.float64)
+        out: np.ndarray = normalize_then_sum(parts, weights, groups).astype(np.float32)
+        return out
 
     @property
     def substitutions(self) -> dict[str, int]:
@@ -494,22 +531,53 @@ def assemble(
     """Combine per-reward scores (float64, NaN where not applicable) into a :class:`RewardResult`; scheduled
     weights are read at ``step``."""
     n = len(samples)
-    total = np.zeros(n)
-    any_applied = np.zeros(n, dtype=bool)
     applied: list[list[str]] = [[] for _ in range(n)]
-    weight_of: dict[str, np.ndarray] = {}
+    weights64: dict[str, np.ndarray] = {}
+    streams: dict[str, dict[str, np.ndarray]] = {}
+    stream_weights: dict[str, dict[str, np.ndarray]] = {}
     for spec in specs:
         mask = masks[spec.name]
-        weight_of[spec.name] = np.zeros(n, dtype=np.float32)
-        if not mask.any():
-            continue
-        weights = np.array([spec.weight_for(s.dataset, step) if m else 0.0 for s, m in zip(samples, mask)])
-        weight_of[spec.name][mask] = weights[mask]
-        total[mask] += weights[mask] * scores[spec.name][mask]
-        any_applied |= mask
-        for i in np.flatnonzero(mask):
-            applied[i].append(spec.name)
-    total[~any_applied] = np.nan
+        weights64[spec.name] = np.zeros(n)
+        if mask.any():
+            weights64[spec.name] = np.array(
+                [spec.weight_for(s.dataset, step) if m else 0.0 for s, m in zip(samples, mask)]
+            )
+            for i in np.flatnonzero(mask):
+                applied[i].append(spec.name)
+        if spec.streams is not None:
+            reported = (extras or {}).get(spec.name, {})
+            streams[spec.name], stream_weights[spec.name] = {}, {}
+            for stream, setting in spec.streams.items():
+                values = reported.get(stream)
+                if values is None or is_text_extra(values):
+                    if mask.any():
+                        raise RewardOutputError(
+                            f"the entry weighs stream '{stream}', which the reward did not report as a number",
+                            reward=spec.name,
+                        )
+                    values = np.full(n, np.nan)
+                streams[spec.name][stream] = np.where(mask, np.asarray(values, dtype=np.float64), np.nan)
+                stream_weights[spec.name][stream] = weights64[spec.name] * setting.weight
+    rewards = {k: np.asarray(v, dtype=np.float64) for k, v in scores.items()}
+    settings = {spec.name: dict(spec.streams) for spec in specs if spec.streams is not None}
+    if settings:
+        from .streams import combine
+
+        raw, normalised, scored = combine(
+            rewards,
+            weights64,
+            streams,
+            stream_weights,
+            settings,
+            [s.group_id for s in samples],
+        )
+        total = np.where(scored, np.nan_to_num(raw) + normalised, np.nan)
+    else:
+        total = np.zeros(n)
+        for spec in specs:
+            mask = masks[spec.name]
+            total[mask] += weights64[spec.name][mask] * rewards[spec.name][mask]
+        total[np.array([not names for names in applied], dtype=bool)] = np.nan
     return RewardResult(
         rewards={k: v.astype(np.float32) for k, v in scores.items()},
         total=total.astype(np.float32),
@@ -518,8 +586,11 @@ def assemble(
             k: {kk: vv if is_text_extra(vv) else vv.astype(np.float32) for kk, vv in v.items()}
             for k, v in (extras or {}).items()
         },
-        weights=weight_of,
+        weights={k: v.astype(np.float32) for k, v in weights64.items()},
         group_ids=[s.group_id for s in samples],
         advantage_mode=advantage_mode,
         step=step,
+        streams={k: {kk: vv.astype(np.float32) for kk, vv in v.items()} for k, v in streams.items()},
+        stream_weights={k: {kk: vv.astype(np.float32) for kk, vv in v.items()} for k, v in stream_weights.items()},
+        stream_settings=settings,
     )

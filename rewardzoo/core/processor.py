@@ -21,6 +21,7 @@ from .engine import ConversionCache, RewardResult, RunJobs, ScoreTable, as_sampl
 from .loader import RewardLoader
 from .memory_plan import place_auto_entries
 from .resolve import parse_specs
+from .streams import resolve_streams
 
 if TYPE_CHECKING:
     from .async_runner import AsyncRewardRunner
@@ -50,6 +51,7 @@ class RewardProcessor:
         self.loader = loader or RewardLoader()
         place_auto_entries(self.loader, self.specs)  # `device: auto` over several GPUs: by the memory plan
         self.rewards: dict[str, Reward] = {spec.name: self.loader.load(spec) for spec in self.specs}
+        self.specs = tuple(resolve_streams(spec, self.rewards[spec.name]) for spec in self.specs)
         self._held = 0  # open `awake()` blocks
         self.sleep()
 

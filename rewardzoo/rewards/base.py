@@ -152,7 +152,11 @@ class Reward:
       (an instance may set it in ``__init__``, e.g. by the backend it was configured with);
     - ``kind``: set by the base class, ``"pointwise"`` or ``"groupwise"``; a class whose instances are
       one or the other by what they are built on subclasses :class:`Reward` directly, declares
-      ``kind = PER_INSTANCE`` (as its card does) and calls :meth:`decide_kind` in ``__init__``.
+      ``kind = PER_INSTANCE`` (as its card does) and calls :meth:`decide_kind` in ``__init__``;
+    - ``streams``: the names of the values one call reports per sample beside the score (each a numeric extra
+      of that name), which an entry may weigh and normalise on their own (``streams:``,
+      :mod:`rewardzoo.core.streams`); ``default_streams``: the stream settings an instance's preset implies
+      (an entry's ``streams:`` replaces them), None for none.
 
     Everything else about a reward is in its model card and reaches the instance as ``self.info``
     (a :class:`RewardInfo`: modality, ``higher_is_better``, ``score_range``, ...).
@@ -172,6 +176,8 @@ class Reward:
     thread_safe: ClassVar[bool] = True
     io_bound: bool = False
     kind: ClassVar[str] = ""
+    streams: ClassVar[tuple[str, ...]] = ()
+    default_streams: Mapping[str, Mapping[str, Any]] | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Reward:
         # Flow-Factory's dotted-path fallback builds whatever class its `reward_model:` names as

@@ -21,6 +21,9 @@ rewards:                      # training rewards
     environment: {python: /opt/envs/ir/bin/python}   # run in a worker process of another environment, or
     # environment: {requirements: ["transformers<5"], system_site_packages: true}  (built once, cached)
     reference: true           # score with the reward's reference package instead (its own environment)
+    streams:                  # a multi-output reward's named outputs (one model call), each weighted and, if
+      alignment: {weight: 1.0, normalize: group}   # asked, normalised within its group before the sum;
+      style: 0.5              # a number is the weight (normalize: none); see StreamSpec
 eval_rewards: [...]           # optional; falls back to `rewards`
 advantage: sum                # or gdpo: how result.advantages() combines the rewards
 monitor: {log: monitor.jsonl, window: 20}   # optional: RewardMonitor's log and alarm thresholds
@@ -82,6 +85,24 @@ class WeightSchedule:
 
 Weight = float | WeightSchedule
 
+#: How a stream's values enter the total: as they are, or normalised within the sample's group (``group_id``):
+#: ``group``, ``(v - mean_g) / max(std_g, 1e-6)`` with the population std (GDPO's, rewardzoo.core.advantages);
+#: ``group_unbiased``, ``(v - mean_g) / (std_g + 1e-8)`` with the unbiased std (Pref-GRPO's ``_compute_adv``).
+NORMALIZE_MODES = ("none", "group", "group_unbiased")
+STREAM_KEYS = ("weight", "normalize")
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """One named output stream of a multi-output reward (a value its call reports beside the score, e.g.
+    ``unified_reward_2``'s ``alignment``): its ``weight`` in the entry's contribution and whether it is
+    normalised within the group first (:data:`NORMALIZE_MODES`). The reward declares the valid names
+    (``Reward.streams``); an entry with ``streams:`` contributes ``sum_d w_d v_d`` (``v_d`` raw or normalised)
+    instead of its score, times the entry's own weight."""
+
+    weight: float = 1.0
+    normalize: str = "none"
+
 
 @dataclass(frozen=True)
 class RewardSpec:
@@ -102,6 +123,8 @@ class RewardSpec:
     limits: Mapping[str, float | int | None] = field(default_factory=dict)
     environment: EnvironmentSpec | None = None
     offload: str = "none"
+    #: a multi-output reward's named streams (None: the entry contributes its score)
+    streams: Mapping[str, StreamSpec] | None = None
 
     def applies_to(self, dataset: str | None) -> bool:
         """Whether samples of ``dataset`` are scored by this reward."""
@@ -450,6 +473,7 @@ def parse_spec(
             "offload",
             f"must be one of {', '.join(OFFLOAD_MODES)}, got {offload!r}{did_you_mean(str(offload), OFFLOAD_MODES)}",
         )
+    streams = parse_streams(raw.get("streams"), name)
     return RewardSpec(
         name=name,
         reward_model=reward_model,
@@ -465,7 +489,51 @@ def parse_spec(
         limits=limits,
         environment=own,
         offload=offload,
+        streams=streams,
     )
+
+
+def parse_streams(value: Any, entry: str | None = None) -> dict[str, StreamSpec] | None:
+    """An entry's ``streams:`` mapping: stream name -> ``{weight, normalize}`` or a bare weight (normalize
+    ``none``); None for null. The names are checked against the reward's own by the processor
+    (:func:`rewardzoo.core.streams.resolve_streams`), which needs the reward."""
+    if value is None:
+        return None
+
+    def err(fld: str, msg: str) -> ConfigError:
+        return ConfigError(msg, entry=entry, field=fld)
+
+    if not isinstance(value, Mapping) or not value:
+        raise err("streams", "must be a non-empty mapping of stream name -> {weight, normalize} (or a weight)")
+    out: dict[str, StreamSpec] = {}
+    for name, setting in value.items():
+        if not isinstance(name, str) or not name:
+            raise err("streams", f"stream names are strings, got {name!r}")
+        if isinstance(setting, StreamSpec):
+            out[name] = setting
+            continue
+        if _number(setting):
+            setting = {"weight": setting}
+        if not isinstance(setting, Mapping):
+            raise err(f"streams.{name}", f"must be a weight or a mapping {{weight, normalize}}, got {setting!r}")
+        for key in setting:
+            if key not in STREAM_KEYS:
+                raise err(
+                    f"streams.{name}.{key}",
+                    f"unknown stream key{did_you_mean(str(key), STREAM_KEYS)}; keys: {', '.join(STREAM_KEYS)}",
+                )
+        weight = setting.get("weight", 1.0)
+        if not _number(weight):
+            raise err(f"streams.{name}.weight", f"must be a finite number, got {weight!r}")
+        normalize = setting.get("normalize", "none")
+        if normalize not in NORMALIZE_MODES:
+            raise err(
+                f"streams.{name}.normalize",
+                f"must be one of {', '.join(NORMALIZE_MODES)}, got {normalize!r}"
+                f"{did_you_mean(str(normalize), NORMALIZE_MODES)}",
+            )
+        out[name] = StreamSpec(float(weight), str(normalize))
+    return out
 
 
 #: Where a reward's weights live between reward phases (rewardzoo.core.residency).
@@ -643,6 +711,21 @@ def json_schema() -> dict[str, Any]:
             "offload": {
                 "enum": ["none", "cpu", "drop"],
                 "description": "weights between reward phases: resident, in CPU memory, or freed",
+            },
+            "streams": {
+                "type": ["object", "null"],
+                "minProperties": 1,
+                "additionalProperties": {
+                    "oneOf": [
+                        number,
+                        {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {"weight": number, "normalize": {"enum": list(NORMALIZE_MODES)}},
+                        },
+                    ]
+                },
+                "description": "a multi-output reward's named streams, each weighted (and normalised in its group)",
             },
             "reference": {
                 "oneOf": [

@@ -183,3 +183,79 @@ def test_the_tiny_build_has_the_published_qwen3_vl_key_layout(vlm_dirs):
         names = f.keys()  # a safe_open handle is not iterable in every safetensors release
     prefixes = {".".join(k.split(".")[:2]) if k.startswith("model.") else k.split(".")[0] for k in names}
     assert prefixes == {"model.language_model", "model.visual", "lm_head"}
+
+
+# Two groups of four answers: a missing Style (the batch mean), a 5.5 (read and kept), a 6 (not read by the
+# pattern: missing, the batch mean), a repeated name (the last wins).
+PREF_GRPO_ANSWERS = [
+    "Alignment Score (1-5): 4\nCoherence Score (1-5): 3\nStyle Score (1-5): 5",
+    "Alignment Score (1-5): 2.5\nCoherence Score (1-5): 4\n",
+    "Alignment Score (1-5): 5.5\nCoherence Score (1-5): 1\nStyle Score (1-5): 2",
+    "Alignment Score (1-5): 1\nCoherence Score (1-5): 2\nStyle Score (1-5): 3\nAlignment Score (1-5): 3",
+    "Alignment Score (1-5): 3\nCoherence Score (1-5): 3\nStyle Score (1-5): 4",
+    "Alignment Score (1-5): 6\nCoherence Score (1-5): 5\nStyle Score (1-5): 1",
+    "Alignment Score (1-5): 2\nCoherence Score (1-5): 2.25\nStyle Score (1-5): 3.5",
+    "Alignment Score (1-5): 4.75\nCoherence Score (1-5): 1.5\nStyle Score (1-5): 2",
+]
+
+
+def pref_grpo_advantages(texts, weights, num_generations):
+    """Pref-GRPO 3e787f6 re-computed: ``extract_normalized_rewards`` (per answer the last match per name, a
+    dimension an answer lacks the batch mean of those that have it) and ``compute_weighted_advantages`` with
+    ``use_group`` (contiguous groups of ``num_generations``, ``(r - mean) / (std + 1e-8)``, torch's unbiased std),
+    ``sum_d w_d adv_d``."""
+    pattern = r"(\w+) Score \(1-5\):\s*([0-5](?:\.\d+)?)"
+    found = [{k: float(v) for k, v in re.findall(pattern, t)} for t in texts]
+    advantages = np.zeros(len(texts))
+    raw = {}
+    for name, weight in weights.items():
+        have = [f[name] for f in found if name in f]
+        values = np.array([f.get(name, np.mean(have) if have else 0.0) for f in found])
+        raw[name.lower()] = values
+        for start in range(0, len(texts), num_generations):
+            g = values[start : start + num_generations]
+            advantages[start : start + num_generations] += weight * (g - g.mean()) / (np.std(g, ddof=1) + 1e-8)
+    return advantages, raw
+
+
+def test_preset_pref_grpo_gives_pref_grpos_advantage_from_one_call(vlm_dirs, images):
+    weights = {"Alignment": 1.0, "Coherence": 0.5, "Style": 2.0}
+    entry = {
+        "name": "unified_reward_2",
+        "model_path": vlm_dirs["qwen3_vl"],
+        "batch_size": 8,
+        "kwargs": {"preset": "pref_grpo", "weights": {k.lower(): w for k, w in weights.items()}},
+    }
+    proc = rewardzoo.RewardProcessor([entry])
+    backend = Canned(PREF_GRPO_ANSWERS)
+    proc.rewards["unified_reward_2"].backend = backend
+    samples = [rewardzoo.Sample(prompt="p", image=images[i % 5], group_id=i // 4) for i in range(8)]
+    result = proc(samples)
+    assert len(backend.queries) == 8  # one judgement per sample: the three streams come from it
+    want, raw = pref_grpo_advantages(PREF_GRPO_ANSWERS, weights, 4)
+    for name, values in raw.items():
+        np.testing.assert_allclose(result.streams["unified_reward_2"][name], values, rtol=1e-6)
+    assert result.streams["unified_reward_2"]["alignment"][2] == 5.5  # above 5, kept
+    np.testing.assert_allclose(result.advantages(), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result.total, want, rtol=1e-5, atol=1e-5)
+    capped = {k: np.minimum(v, 5.0) for k, v in raw.items()}
+    score = sum(w * capped[k.lower()] for k, w in weights.items()) / (5 * sum(weights.values()))
+    np.testing.assert_allclose(result.rewards["unified_reward_2"], score, rtol=1e-6)  # the score stays in [0, 1]
+    explicit = dict(entry, streams={"style": {"weight": 1.0, "normalize": "group"}})
+    only_style = rewardzoo.RewardProcessor([explicit])
+    only_style.rewards["unified_reward_2"].backend = Canned(PREF_GRPO_ANSWERS)
+    style = raw["style"]
+    z = np.concatenate([(g - g.mean()) / g.std() for g in (style[:4], style[4:])])
+    np.testing.assert_allclose(only_style(samples).total, z, rtol=1e-5, atol=1e-5)  # the entry's streams win
+
+
+def test_the_video_form_has_no_pref_grpo_preset_and_unknown_streams_list_the_valid_ones(vlm_dirs):
+    with pytest.raises(ConfigError, match="preset"):
+        rewardzoo.load_reward(
+            {"name": "video_unified_reward_2", "model_path": vlm_dirs["qwen3_vl"], "kwargs": {"preset": "pref_grpo"}}
+        )
+    with pytest.raises(ConfigError, match="alignment, physics, style") as err:
+        rewardzoo.RewardProcessor(
+            [{"name": "video_unified_reward_2", "model_path": vlm_dirs["qwen3_vl"], "streams": {"coherence": 1}}]
+        )
+    assert "coherence" in str(err.value) and err.value.field == "streams.coherence"

@@ -96,6 +96,7 @@ class AudioboxAesthetics(PointwiseReward):
     """
 
     inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=600.0)
+    streams = AXES  # the four axes come from one forward: weighable on their own (rewardzoo.core.streams)
 
     def __init__(
         self,

@@ -383,6 +383,17 @@ UNIFIED_REWARD_2 = (
         "no resize; the processor's pixel bounds (endpoint: PNG, or JPEG 95 with `image_format: jpeg`)",
         reference=_UR2_PREF_GRPO,
     ),
+    Pairing(
+        "preset: pref_grpo",
+        "rewardzoo",
+        "CodeGoat24/UnifiedReward-2.0-qwen3vl-8b (Qwen3-VL)",
+        "unified_reward_2",
+        "greedy, max_new_tokens 512 (the endpoint: the request you configure); Pref-GRPO's parse, a missing "
+        "dimension the call's mean, numbers above 5 kept; streams alignment / coherence / style, each normalised "
+        "in its group (unbiased std + 1e-8) and weighted",
+        "no resize; the processor's pixel bounds (endpoint: PNG, or JPEG 95 with `image_format: jpeg`)",
+        reference=_UR2_PREF_GRPO,
+    ),
 )
 
 # ------------------------------------------------------------------------------------------ video_unified_reward_2
@@ -516,6 +527,20 @@ _URE_POINT = (
     "edit_pointwise_quality.py, vllm_server.sh)"
 )
 _URE_PAIR = "UnifiedReward ff6f520 (UnifiedReward-Edit/edit_paiwise_score.py, vllm_server.sh)"
+_URE_PREF_GRPO_POINT = (
+    "Pref-GRPO 3e787f6 (fastvideo/rewards/unifiedreward_edit_pointwise.py, dispatcher.py, "
+    "vllm_utils/vllm_server_UnifiedReward_Edit.sh)"
+)
+_URE_PREF_GRPO_PAIR = (
+    "Pref-GRPO 3e787f6 (fastvideo/rewards/unifiedreward_edit_pairwise.py, templates.py, "
+    "vllm_utils/vllm_server_UnifiedReward_Edit.sh)"
+)
+_URE_PREF_GRPO_REQUEST = (
+    'vllm_utils/vllm_request.py\'s request `{"do_sample": False, "max_tokens": 4096}` (served as `UnifiedReward`): '
+    "vLLM does not read `do_sample`, so the server's default sampling (the checkpoint's generation config)"
+)
+#: What rewardzoo's rows run: greedy locally; through an endpoint, the request its options configure.
+_URE_OURS = "greedy, max_new_tokens 4096 (not the release's: vLLM samples there, see the reference row)"
 _URE_REQUEST = (
     'request `{"do_sample": False, "max_tokens": 4096}` (vLLM, served as `UnifiedReward`): vLLM does '
     "not read `do_sample`, so the server's default sampling (the checkpoint's generation config)"
@@ -532,27 +557,77 @@ UNIFIED_REWARD_EDIT = (
         _URE_BOUNDS,
     ),
     Pairing(
+        "reference",
+        _URE_PREF_GRPO_POINT,
+        "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b",
+        "unified_reward_edit",
+        _URE_PREF_GRPO_REQUEST + "; `score` read as JSON (else [0, 0]), each of the four numbers normalised in "
+        "its group, two rewards of two dimensions each",
+        _URE_BOUNDS,
+    ),
+    Pairing(
         "default",
         "rewardzoo",
         "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b",
         "unified_reward_edit",
-        "greedy, max_new_tokens 4096",
+        _URE_OURS + "; EditScore's sqrt(SC * PQ)",
         "as given; endpoint: JPEG quality 95",
         reference=_URE_POINT,
+    ),
+    Pairing(
+        "preset: pref_grpo",
+        "rewardzoo",
+        "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b",
+        "unified_reward_edit",
+        _URE_OURS + "; Pref-GRPO's reading, streams success / overedit / naturalness / artifacts, weight 1/2 "
+        "each, normalised in the group (unbiased std + 1e-8)",
+        "as given; endpoint: JPEG quality 95",
+        reference=_URE_PREF_GRPO_POINT,
     ),
 )
 UNIFIED_REWARD_EDIT_PAIRWISE = (
     Pairing(
-        "reference", _URE_PAIR, "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b", "pairwise_score", _URE_REQUEST, _URE_BOUNDS
+        "reference",
+        _URE_PAIR,
+        "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b",
+        "pairwise_score",
+        _URE_REQUEST + "; the first two `([0-9]+\\.[0-9]+)` (a minus sign dropped)",
+        _URE_BOUNDS,
+    ),
+    Pairing(
+        "reference",
+        _URE_PREF_GRPO_PAIR,
+        "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b",
+        "pairwise_rank",
+        _URE_PREF_GRPO_REQUEST + '; "Edited image 1/2 is better" in `<answer>`, else in the answer, else a tie',
+        _URE_BOUNDS,
     ),
     Pairing(
         "default",
         "rewardzoo",
         "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b",
         "pairwise_score",
-        "greedy, max_new_tokens 4096",
+        _URE_OURS + "; the two scores read with their sign",
         "as given; endpoint: JPEG quality 95",
         reference=_URE_PAIR,
+    ),
+    Pairing(
+        "preset: release",
+        "rewardzoo",
+        "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b",
+        "pairwise_score",
+        _URE_OURS + "; the release's unsigned reading",
+        "as given; endpoint: JPEG quality 95",
+        reference=_URE_PAIR,
+    ),
+    Pairing(
+        "preset: pref_grpo",
+        "rewardzoo",
+        "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b",
+        "pairwise_rank",
+        _URE_OURS + "; Pref-GRPO's verdicts",
+        "as given; endpoint: JPEG quality 95",
+        reference=_URE_PREF_GRPO_PAIR,
     ),
 )
 

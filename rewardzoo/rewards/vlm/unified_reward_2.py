@@ -5,7 +5,17 @@ The judge answers UnifiedReward-2.0's prompt (:data:`~rewardzoo.rewards.vlm.prom
 Pref-GRPO reads them (``fastvideo/rewards/unifiedreward.py``, commit 3e787f6): every match of
 ``(\\w+) Score \\(1-5\\):\\s*([0-5](?:\\.\\d+)?)``, the last one per dimension name. The score is the configured
 combination ``sum_d w_d x_d / (5 sum_d w_d)`` (default weights 1, 1, 1: the mean over 5); the three raw numbers
-are the extras ``alignment``, ``coherence`` and ``style``, the generated text ``judgement``.
+are the extras ``alignment``, ``coherence`` and ``style``, the generated text ``judgement``; they are also the
+reward's streams (:mod:`rewardzoo.core.streams`: an entry may weigh and group-normalise them on their own).
+
+``preset: pref_grpo`` is Pref-GRPO's training signal (3e787f6, ``fastvideo/rewards/unifiedreward.py``
+``extract_normalized_rewards``, ``dispatcher.py`` ``compute_weighted_advantages``): a dimension an answer lacks
+takes the mean of that dimension over the call's answers that have it (0 where none has; Pref-GRPO's batch is the
+rank's whole batch: give ``batch_size`` at least that), a number above 5 that the pattern reads (up to 5.99...)
+is kept, and the entry's streams default to the three dimensions, each weighted as ``weights`` says and
+normalised within its group by the unbiased std (``normalize: group_unbiased``), so that ``result.advantages()``
+(``sum``) is ``sum_d w_d (s_d - mean_d) / (std_d + 1e-8)``. The score stays the weighted mean over 5, each number
+capped at 5 there (the streams keep it).
 
 The video form (:class:`VideoUnifiedReward2`) is the same judge with UnifiedReward-2.0's video prompt
 (:data:`~rewardzoo.rewards.vlm.prompts.UNIFIED_REWARD_2_VIDEO`), whose dimensions are ``Alignment``, ``Physics``
@@ -41,6 +51,19 @@ VIDEO_DIMENSIONS = {"Alignment": "alignment", "Physics": "physics", "Style": "st
 #: Pref-GRPO's pattern (``extract_normalized_rewards``): a dimension name and its number.
 DIMENSION_SCORE = r"(\w+) Score \(1-5\):\s*([0-5](?:\.\d+)?)"
 TOP = 5.0
+#: ``preset`` values: None (the default reading) or Pref-GRPO's (:func:`pref_grpo_dimensions`).
+PRESETS = (None, "pref_grpo")
+
+
+def pref_grpo_dimensions(texts: Sequence[str], dimensions: Mapping[str, str] = DIMENSIONS) -> list[dict[str, float]]:
+    """Pref-GRPO's reading of one batch of answers: per answer the last number per dimension name, numbers above
+    5 kept; a dimension an answer lacks takes the mean of the answers that have it (0 where none has)."""
+    found = [{name: float(value) for name, value in re.findall(DIMENSION_SCORE, text)} for text in texts]
+    means = {}
+    for name in dimensions:
+        have = [f[name] for f in found if name in f]
+        means[name] = sum(have) / len(have) if have else 0.0
+    return [{key: f.get(name, means[name]) for name, key in dimensions.items()} for f in found]
 
 
 def parse_dimensions(text: str, dimensions: Mapping[str, str] = DIMENSIONS) -> dict[str, float] | Failure:
@@ -59,9 +82,10 @@ def parse_dimensions(text: str, dimensions: Mapping[str, str] = DIMENSIONS) -> d
 class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
     """UnifiedReward-2.0 pointwise: the weighted mean of alignment, coherence and style (each 1-5) over 5.
 
-    Inputs: ``image`` and ``prompt``. Range [0, 1]; higher is better. Options: ``weights`` (a mapping of
-    ``alignment`` / ``coherence`` / ``style`` to non-negative numbers, default 1 each; a dimension left out weighs
-    0), ``template`` (``unified_reward_2`` or your own text with ``{prompt}`` asking for the three lines),
+    Inputs: ``image`` and ``prompt``. Range [0, 1]; higher is better. Options: ``preset`` (None, or
+    ``pref_grpo``: Pref-GRPO's reading and its per-dimension group-normalised streams, module docstring),
+    ``weights`` (a mapping of ``alignment`` / ``coherence`` / ``style`` to non-negative numbers, default 1 each; a
+    dimension left out weighs 0), ``template`` (``unified_reward_2`` or your own text with ``{prompt}`` asking for the three lines),
     ``max_new_tokens`` (512), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`. Extras:
     ``alignment``, ``coherence``, ``style`` (the judge's numbers, NaN where it gave none) and ``judgement``.
     """
@@ -71,6 +95,8 @@ class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
     default_template: ClassVar[str] = DEFAULTS["template"]
     dimensions: ClassVar[Mapping[str, str]] = DIMENSIONS
+    streams: ClassVar[tuple[str, ...]] = tuple(DIMENSIONS.values())
+    presets: ClassVar[tuple[str | None, ...]] = PRESETS
 
     def __init__(
         self,
@@ -78,6 +104,7 @@ class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
         device: str = "cpu",
         dtype: str = "float32",
         *,
+        preset: str | None = None,
         weights: Mapping[str, float] | None = None,
         template: str | None = None,
         max_new_tokens: int = 512,
@@ -88,6 +115,16 @@ class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
         template = self.default_template if template is None else template
         self.template = check_template(TEMPLATES.get(template, template), self.name)
         self.weights = self._weights(weights)
+        if preset not in self.presets:
+            raise ConfigError(
+                f"{self.name}: kwargs.preset must be one of {', '.join(map(repr, self.presets))}, got {preset!r}",
+                field="kwargs.preset",
+            )
+        self.preset = preset
+        if preset == "pref_grpo":
+            self.default_streams = {
+                k: {"weight": w, "normalize": "group_unbiased"} for k, w in self.weights.items() if w > 0
+            }
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
 
@@ -123,8 +160,15 @@ class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
         prompts = check_prompts(prompt, len(media))
         queries = self.queries_of([fill(self.template, p) for p in prompts], media)
         answers = self.backend.generate(queries, max_new_tokens=self.max_new_tokens)
-        parsed = [a if isinstance(a, Failure) else parse_dimensions(a, self.dimensions) for a in answers]
-        scores, extras = self.resolve([p if isinstance(p, Failure) else self.combine(p) for p in parsed])
+        parsed: list[dict[str, float] | Failure]
+        if self.preset == "pref_grpo":
+            read = iter(pref_grpo_dimensions([a for a in answers if not isinstance(a, Failure)], self.dimensions))
+            parsed = [a if isinstance(a, Failure) else next(read) for a in answers]
+        else:
+            parsed = [a if isinstance(a, Failure) else parse_dimensions(a, self.dimensions) for a in answers]
+        scores, extras = self.resolve(
+            [p if isinstance(p, Failure) else self.combine({k: min(v, TOP) for k, v in p.items()}) for p in parsed]
+        )
         for key in self.dimensions.values():
             extras[key] = [math.nan if isinstance(p, Failure) else p[key] for p in parsed]
         extras["judgement"] = [a.answer or "" if isinstance(a, Failure) else a for a in answers]
@@ -148,6 +192,8 @@ class VideoUnifiedReward2(UnifiedReward2):
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o != "fps")  # frames go as images
     default_template: ClassVar[str] = "unified_reward_2_video"
     dimensions: ClassVar[Mapping[str, str]] = VIDEO_DIMENSIONS
+    streams: ClassVar[tuple[str, ...]] = tuple(VIDEO_DIMENSIONS.values())
+    presets: ClassVar[tuple[str | None, ...]] = (None,)  # Pref-GRPO trains on the image form only
 
     def media_part(self, value: Any) -> Any:
         return to_pil_rgb(value)  # each sampled frame an image of its own, as UnifiedReward sends them

@@ -4,32 +4,44 @@
 
 - **Pointwise** (``edit_pointwise_instruction_following.py``, ``edit_pointwise_quality.py``): EditScore's two
   VIEScore prompts at scale 0-25 (a blank line more in the output format, trailing commas), the source and the
-  edited image for instruction following, the edited image alone for quality. The release prints the answers;
-  rewardzoo scores them as EditScore does (:class:`~rewardzoo.rewards.vlm.edit_score.RubricEditJudge`):
-  ``sqrt(SC * PQ)`` on 0-10.
+  edited image for instruction following, the edited image alone for quality. By default rewardzoo scores the
+  answers as EditScore does (:class:`~rewardzoo.rewards.vlm.edit_score.RubricEditJudge`): ``sqrt(SC * PQ)`` on
+  0-10. ``preset: pref_grpo`` is Pref-GRPO 3e787f6's use (``unifiedreward_edit_pointwise.py`` 57-142,
+  ``dispatcher.py`` 463-489, 670-693): each answer's ``score`` list read as JSON (the ``{...}`` span; an answer
+  that does not parse, has no ``score`` or fewer than two numbers reads ``[0, 0]``), the four raw 0-25 numbers are
+  the streams ``success``, ``overedit``, ``naturalness``, ``artifacts``, each weighted 1/2 and normalised within
+  its group by the unbiased std (two rewards, each the mean of its two normalised dimensions); the score is the
+  mean of the four over 2.5, clipped to 0-10.
 - **Pairwise** (``edit_paiwise_score.py``): the source and two edits with the instruction; the answer scores each
-  edit, read as the release's comment says (the first two decimal numbers, pattern ``([0-9]+\\.[0-9]+)``); the
-  higher wins, equal scores tie. :class:`UnifiedRewardEditJudge` answers the pairs of a group for
-  :class:`~rewardzoo.rewards.group.ranking.PairwiseWinRate` (``unified_reward_edit_pairwise``). The release's
-  ``edit_pairwise_rank.py`` prompt, which Pref-GRPO 3e787f6 reads for "Edited image 1/2 is better"
-  (``templates.py`` 238-239, ``unifiedreward_edit_pairwise.py`` 13-60), is not offered yet.
+  edit: the first two decimal numbers, signed (the prompt asks for negative scores too); ``preset: release`` reads
+  them as the release's closing comment does, ``([0-9]+\\.[0-9]+)``, which drops a minus sign. The higher wins,
+  equal scores tie. ``preset: pref_grpo``: the release's rank prompt (``edit_pairwise_rank.py``), read as
+  Pref-GRPO 3e787f6 reads it (``templates.py`` 238-239, ``unifiedreward_edit_pairwise.py`` 13-60): the text of the
+  ``<answer>`` tag (else the whole answer) saying "Edited image 1 is better" or "... 2 ...", else the whole
+  answer, else a tie. :class:`UnifiedRewardEditJudge` answers the pairs of a group for
+  :class:`~rewardzoo.rewards.group.ranking.PairwiseWinRate` (``unified_reward_edit_pairwise``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from ...errors import ConfigError
+from ...shared.clip import check_pairs
+from ...shared.editing import edit_inputs
 from ...shared.options import positive_int
-from ..base import Inputs
+from ..base import Inputs, RewardOutput
 from ..group.ranking import PairwiseWinRate
-from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, fill
+from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_prompts, fill
 from .edit_score import RubricEditJudge
-from .judging import Failure
+from .judging import Failure, rubric_scores
 from .prompts import (
     UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING,
+    UNIFIED_REWARD_EDIT_PAIRWISE_RANK,
     UNIFIED_REWARD_EDIT_PAIRWISE_SCORE,
     UNIFIED_REWARD_EDIT_QUALITY,
 )
@@ -38,19 +50,53 @@ from .prompts import (
 TEMPLATES = {
     "unified_reward_edit": (UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING, UNIFIED_REWARD_EDIT_QUALITY),
     "pairwise_score": UNIFIED_REWARD_EDIT_PAIRWISE_SCORE,
+    "pairwise_rank": UNIFIED_REWARD_EDIT_PAIRWISE_RANK,
 }
 DEFAULT_MODEL = "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b"
 #: The release's request: images as JPEG quality 95 (``_encode_image``).
 ENDPOINT_DEFAULTS = {"image_format": "jpeg", "jpeg_quality": 95}
-#: The release's score pattern (the comment closing ``edit_paiwise_score.py``).
+#: The release's score pattern (the comment closing ``edit_paiwise_score.py``): it drops a minus sign.
 DECIMAL = r"([0-9]+\.[0-9]+)"
+#: The default reading: the same decimals with their sign.
+SIGNED_DECIMAL = r"(-?[0-9]+\.[0-9]+)"
+#: The pointwise streams: the instruction-following answer's two numbers, then the quality answer's.
+STREAMS = ("success", "overedit", "naturalness", "artifacts")
+#: Pref-GRPO's verdicts in the rank prompt's answer.
+VERDICTS = ("Edited image 1 is better", "Edited image 2 is better")
+
+
+def pref_grpo_pair(text: str) -> list[float]:
+    """Pref-GRPO's reading of a pointwise answer: the ``score`` list of its JSON object (the whole text, or the
+    span from the first ``{`` to the last ``}``), its first two numbers; ``[0, 0]`` for anything else."""
+    text = (text or "").strip()
+    payload: str | None = None
+    try:
+        decoded = json.loads(text)
+        if isinstance(decoded, dict):
+            payload = text
+        elif isinstance(decoded, str):
+            text = decoded.strip()
+    except json.JSONDecodeError:
+        pass
+    if payload is None:
+        span = re.search(r"\{.*\}", text, re.DOTALL)
+        payload = span.group(0) if span else None
+    try:
+        scores = json.loads(payload).get("score") if payload is not None else None
+        if isinstance(scores, (list, tuple)) and len(scores) >= 2:
+            return [float(scores[0]), float(scores[1])]
+    except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
+        pass
+    return [0.0, 0.0]
 
 
 class UnifiedRewardEdit(RubricEditJudge):
     """UnifiedReward-Edit pointwise: ``sqrt(SC * PQ)`` on 0-10 from its instruction-following and quality answers.
 
-    Inputs and extras: :class:`~rewardzoo.rewards.vlm.edit_score.RubricEditJudge`'s. Options: ``max_new_tokens``
-    (4096, the release's ``max_tokens``), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
+    Inputs and extras: :class:`~rewardzoo.rewards.vlm.edit_score.RubricEditJudge`'s, and the streams ``success``,
+    ``overedit``, ``naturalness``, ``artifacts`` (the answers' raw 0-25 numbers). Options: ``preset`` (None, or
+    ``pref_grpo``: Pref-GRPO's reading and group-normalised streams, module docstring), ``max_new_tokens`` (4096,
+    the release's ``max_tokens``), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
     """
 
     templates: ClassVar[dict[str, tuple[str, str]]] = {"unified_reward_edit": TEMPLATES["unified_reward_edit"]}
@@ -60,8 +106,11 @@ class UnifiedRewardEdit(RubricEditJudge):
         "pq_source": False,
         "scale": 1.0,
     }
-    presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    presets: ClassVar[dict[str, dict[str, Any]]] = {
+        "pref_grpo": {"model": DEFAULT_MODEL, "template": "unified_reward_edit", "pq_source": False, "scale": 1.0}
+    }
     endpoint_defaults: ClassVar[dict[str, Any]] = ENDPOINT_DEFAULTS
+    streams: ClassVar[tuple[str, ...]] = STREAMS
 
     def __init__(
         self,
@@ -73,23 +122,82 @@ class UnifiedRewardEdit(RubricEditJudge):
         **options: Any,
     ) -> None:
         super().__init__(model_path, device, dtype, max_new_tokens=max_new_tokens, **options)
+        if self.preset == "pref_grpo":  # two rewards, each the mean of its two group-normalised dimensions
+            self.default_streams = {k: {"weight": 0.5, "normalize": "group_unbiased"} for k in STREAMS}
+
+    def __call__(
+        self, prompt: Sequence[str], image: Sequence[Any], condition_images: Sequence[Any] | None = None, **_: Any
+    ) -> RewardOutput:
+        if self.preset != "pref_grpo":
+            out = super().__call__(prompt, image, condition_images)
+            extras = dict(out.extras or {})
+            for answers, keys in ((extras["sc_answer"], STREAMS[:2]), (extras["pq_answer"], STREAMS[2:])):
+                read = [rubric_scores(a) for a in answers]
+                for k, key in enumerate(keys):
+                    extras[key] = [
+                        r[0][k] if not isinstance(r, Failure) and len(r[0]) > k else float("nan") for r in read
+                    ]
+            return RewardOutput(out.rewards, extras=extras)
+        return self._pref_grpo(prompt, image, condition_images)
+
+    def _pref_grpo(self, prompt: Sequence[str], image: Sequence[Any], condition_images: Any) -> RewardOutput:
+        """``preset: pref_grpo``: the same two requests, Pref-GRPO's reading (module docstring)."""
+        edits = edit_inputs(condition_images)
+        prompts = check_prompts(prompt, check_pairs(image=image, condition_images=edits))
+        sc_text, pq_text = self.queries_text
+        n = len(image)
+        queries = self.queries_of([fill(sc_text, p) for p in prompts], [[e.source, im] for e, im in zip(edits, image)])
+        queries += self.queries_of([pq_text] * n, [[im] for im in image])
+        answers = self.backend.generate(queries, max_new_tokens=self.max_new_tokens)
+        pairs = [a if isinstance(a, Failure) else pref_grpo_pair(a) for a in answers]
+        outcomes: list[float | Failure] = []
+        for sc, pq in zip(pairs[:n], pairs[n:]):
+            failed = next((x for x in (sc, pq) if isinstance(x, Failure)), None)
+            outcomes.append(failed or min(10.0, max(0.0, sum([*sc, *pq]) / 4 / 2.5)))  # type: ignore[list-item]
+        scores, extras = self.resolve(outcomes)
+        for k, key in enumerate(STREAMS):
+            answered = pairs[:n] if k < 2 else pairs[n:]  # success / overedit, then naturalness / artifacts
+            extras[key] = [float("nan") if isinstance(p, Failure) else p[k % 2] for p in answered]
+        extras["sc_answer"] = [a.answer or "" if isinstance(a, Failure) else a for a in answers[:n]]
+        extras["pq_answer"] = [a.answer or "" if isinstance(a, Failure) else a for a in answers[n:]]
+        return RewardOutput(scores, extras=extras)
 
 
-def pairwise_verdict(text: str) -> float | Failure:
-    """P(first edit beats the second) from a pairwise-score answer: the first two decimals compared."""
-    found = re.findall(DECIMAL, text)
+def pairwise_verdict(text: str, pattern: str = SIGNED_DECIMAL) -> float | Failure:
+    """P(first edit beats the second) from a pairwise-score answer: the first two decimals (``pattern``) compared."""
+    found = re.findall(pattern, text)
     if len(found) < 2:
-        return Failure("unparseable", f"fewer than two scores matching {DECIMAL!r}", text)
+        return Failure("unparseable", f"fewer than two scores matching {pattern!r}", text)
     first, second = float(found[0]), float(found[1])
     return 1.0 if first > second else 0.0 if first < second else 0.5
+
+
+def rank_verdict(text: str) -> float:
+    """P(first edit beats the second) from a rank-prompt answer, as Pref-GRPO reads it: "Edited image 1 is
+    better" (case-insensitive) in the ``<answer>`` tag's text (else the whole answer) wins for the first, "... 2
+    ..." for the second; failing both there, the same in the whole answer; else (or an empty answer) a tie."""
+    tag = re.search(r"<answer>(.*?)</answer>", text or "", re.DOTALL | re.IGNORECASE)
+    verdict = (tag.group(1) if tag else text or "").strip().lower()
+    if not verdict:
+        return 0.5
+    whole = (text or "").lower()
+    for where in (verdict, whole):
+        for label, value in zip(VERDICTS, (1.0, 0.0)):
+            if label.lower() in where:
+                return value
+    return 0.5
+
+
+#: The pairwise ``preset`` values: (template key, how the answer is read).
+PAIRWISE_PRESETS = {None: "pairwise_score", "release": "pairwise_score", "pref_grpo": "pairwise_rank"}
 
 
 class UnifiedRewardEditJudge(VLMJudgeMixin):
     """The pairwise judge: ``judge_pairs([(first, second), ...]) -> (P(first beats second) per pair, extras)``.
 
     ``first`` / ``second``: dicts of ``prompt``, ``image`` (the edit) and ``condition_images`` (the source first;
-    the first sample's source and instruction are used: a group edits one source). Options: ``max_new_tokens``
-    (4096), ``max_batch`` (pairs per local generate call, 16), the backend and failure options. Per-pair extras:
+    the first sample's source and instruction are used: a group edits one source). Options: ``preset`` (None,
+    ``release`` or ``pref_grpo``, module docstring), ``max_new_tokens`` (4096), ``max_batch`` (pairs per local generate call, 16), the backend and failure options. Per-pair extras:
     ``substituted``, ``tie``.
     """
 
@@ -107,10 +215,16 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
         max_new_tokens: int = 4096,
         max_batch: int = 16,
         name: str = "unified_reward_edit_pairwise",
+        preset: str | None = None,
         **options: Any,
     ) -> None:
         judge_options = self.judge_options_of(options)
-        self.template = UNIFIED_REWARD_EDIT_PAIRWISE_SCORE
+        if preset not in PAIRWISE_PRESETS:
+            raise ConfigError(
+                f"{name}: kwargs.preset must be null, 'release' or 'pref_grpo', got {preset!r}", field="kwargs.preset"
+            )
+        self.preset = preset
+        self.template = TEMPLATES[PAIRWISE_PRESETS[preset]]
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
         self.max_batch = positive_int(max_batch, "kwargs.max_batch")
         if judge_options.endpoint is not None:
@@ -131,10 +245,16 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
             for i in range(0, len(queries), step)
             for a in self.backend.generate(queries[i : i + step], max_new_tokens=self.max_new_tokens)
         ]
-        outcomes = [a if isinstance(a, Failure) else pairwise_verdict(a) for a in answers]
+        outcomes = [a if isinstance(a, Failure) else self.verdict(a) for a in answers]
         scores, extras = self.resolve(outcomes)
         ties = [1.0 if not isinstance(o, Failure) and o == 0.5 else 0.0 for o in outcomes]
         return [float(s) for s in scores], {"substituted": list(extras["substituted"]), "tie": ties}
+
+    def verdict(self, answer: str) -> float | Failure:
+        """P(first beats second) from one answer, read as the preset says (module docstring)."""
+        if self.preset == "pref_grpo":
+            return rank_verdict(answer)
+        return pairwise_verdict(answer, DECIMAL if self.preset == "release" else SIGNED_DECIMAL)
 
     def __call__(self, first: dict, second: dict) -> float:
         """One pair (the per-pair protocol of PairwiseWinRate)."""
@@ -144,8 +264,10 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
 class UnifiedRewardEditPairwise(PairwiseWinRate):
     """Pref-GRPO's pairwise win rate over the edits of a group with :class:`UnifiedRewardEditJudge`.
 
-    Inputs: ``prompt``, ``image``, ``condition_images`` and ``group_id``. Range [0, 1]. Extras: ``wins``, and per
-    sample ``substituted`` / ``tie``.
+    Inputs: ``prompt``, ``image``, ``condition_images`` and ``group_id``. Range [0, 1]. Options: ``preset`` (None:
+    the pairwise-score prompt, signed scores; ``release``: its unsigned reading; ``pref_grpo``: the rank prompt
+    and Pref-GRPO's verdicts), ``max_new_tokens``, ``max_batch``, the backend and failure options. Extras:
+    ``wins``, and per sample ``substituted`` / ``tie``.
     """
 
     inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "condition_images", "group_id"))
@@ -159,11 +281,12 @@ class UnifiedRewardEditPairwise(PairwiseWinRate):
         *,
         max_new_tokens: int = 4096,
         max_batch: int = 16,
+        preset: str | None = None,
         **options: Any,
     ) -> None:
         BackendOptions.of(type(self), options, UnifiedRewardEditJudge.judge_options)
         judge = UnifiedRewardEditJudge(
-            model_path, device, dtype, max_new_tokens=max_new_tokens, max_batch=max_batch, **options
+            model_path, device, dtype, max_new_tokens=max_new_tokens, max_batch=max_batch, preset=preset, **options
         )
         super().__init__(None, device, dtype, judge=judge)
         self.model_path = model_path

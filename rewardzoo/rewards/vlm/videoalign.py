@@ -122,6 +122,7 @@ class VideoAlign(PointwiseReward):
     """
 
     inputs = Inputs(("video", "prompt"), frames="pil")
+    streams: ClassVar[tuple[str, ...]] = DIMENSIONS  # one call, three weighable streams (rewardzoo.core.streams)
     default_repo: ClassVar[str] = "KwaiVGI/VideoReward"
     template: ClassVar[str] = TEMPLATES["detailed_special"]
 

@@ -130,6 +130,7 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
     inputs: ClassVar[Inputs] = Inputs(("prompt", "video"), num_frames=8)
     media: ClassVar[str] = "video"
     default_model: ClassVar[str | None] = "TIGER-Lab/VideoScore2"
+    streams: ClassVar[tuple[str, ...]] = tuple(name for name, _ in DIMENSIONS)  # rewardzoo.core.streams
 
     def __init__(
         self,
