@@ -73,6 +73,9 @@ def combined_result(parts: Sequence[Any]) -> Any:
         group_ids=list(first.group_ids),
         advantage_mode=first.advantage_mode,
         step=first.step,
+        streams={k: v for p in parts for k, v in p.streams.items()},
+        stream_weights={k: v for p in parts for k, v in p.stream_weights.items()},
+        stream_settings={k: v for p in parts for k, v in p.stream_settings.items()},
     )
 
 

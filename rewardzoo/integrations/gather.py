@@ -62,6 +62,9 @@ def result_row(result: RewardResult, i: int) -> RewardResult:
         group_ids=list(result.group_ids[one]),
         advantage_mode=result.advantage_mode,
         step=result.step,
+        streams={k: {kk: vv[one].copy() for kk, vv in v.items()} for k, v in result.streams.items()},
+        stream_weights={k: {kk: vv[one].copy() for kk, vv in v.items()} for k, v in result.stream_weights.items()},
+        stream_settings={k: dict(v) for k, v in result.stream_settings.items()},
     )
 
 

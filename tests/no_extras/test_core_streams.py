@@ -90,6 +90,26 @@ def test_the_total_and_sum_advantages_are_the_formula_recomputed_with_one_call_p
     np.testing.assert_allclose(result.advantages("sum"), raw_adv + normalised, rtol=1e-4, atol=1e-4)
 
 
+def test_results_combined_by_an_adapter_or_cut_into_rows_keep_their_streams():
+    from rewardzoo.integrations.common import combined_result
+    from rewardzoo.integrations.gather import result_row
+
+    rng = np.random.default_rng(2)
+    samples, v, groups = batch(rng)
+    parts = [RewardProcessor([ENTRY])(samples), RewardProcessor([{"name": "plain", "reward_model": PATH}])(samples)]
+    result = combined_result(parts)  # as an adapter's per-function results are put back together
+    normalised = 2.0 * (1.0 * z_population(v[:, 0], groups) + 0.5 * z_unbiased(v[:, 1], groups))
+    raw = 2.0 * 3.0 * v[:, 2] + (v[:, 0] + v[:, 1])
+    raw_adv = np.zeros(len(raw))
+    for g in np.unique(groups):
+        m = groups == g
+        raw_adv[m] = (raw[m] - raw[m].mean()) / (raw[m].std() + 1e-4)
+    np.testing.assert_allclose(result.advantages("sum"), raw_adv + normalised, rtol=1e-4, atol=1e-4)
+    row = result_row(result, 5)
+    np.testing.assert_allclose(row.streams["axes"]["b"], v[5:6, 1], rtol=1e-6)
+    assert row.stream_settings == result.stream_settings
+
+
 def test_gdpo_treats_each_stream_as_a_reward_of_its_own():
     rng = np.random.default_rng(1)
     samples, v, groups = batch(rng)
