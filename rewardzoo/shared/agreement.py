@@ -122,6 +122,16 @@ def credit_with_ties(diff, human, eps: float) -> np.ndarray:
     return np.where(h == 0, tie, ~tie & (np.sign(d) == h)).astype(np.float64)
 
 
+def accuracy_with_ties_interval(
+    diff, human, seed: int = 0, *, n_resamples: int = N_RESAMPLES, level: float = LEVEL
+) -> Interval:
+    """:func:`accuracy_with_ties` and a bootstrap interval of the per-pair correctness at the chosen threshold
+    (the threshold is held fixed across resamples, so the interval leaves out its calibration's variance)."""
+    acc, eps = accuracy_with_ties(diff, human)
+    interval = bootstrap_mean(credit_with_ties(diff, human, eps), n_resamples=n_resamples, level=level, seed=seed)
+    return Interval(acc, interval.low, interval.high, interval.n, level)
+
+
 def ranking_pairs(groups, ranks, scores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every within-group pair (i < j in input order) as ``(diff, human, group)``: ``diff = s_i - s_j``,
     ``human`` +1 when i has the better (lower) rank, -1 when worse, 0 on equal ranks; ``group`` the pair's group
@@ -275,18 +285,27 @@ def bootstrap_correlation(
 
 
 def paired_bootstrap(
-    values_a, values_b, *, n_resamples: int = N_RESAMPLES, level: float = LEVEL, seed: int = 0
+    values_a,
+    values_b,
+    denominator=None,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    level: float = LEVEL,
+    seed: int = 0,
 ) -> PairedDifference:
     """mean(values_a) - mean(values_b) over the same items (per-item credits of two rewards), each resample
-    drawing the same items for both: the interval and p-value of the difference."""
+    drawing the same items for both: the interval and p-value of the difference. With ``denominator`` (per-item
+    weights, e.g. a group's pair count) the statistic is ``sum(values) / sum(denominator)`` for each reward."""
     a, b = np.asarray(values_a, np.float64).reshape(-1), np.asarray(values_b, np.float64).reshape(-1)
-    if a.shape != b.shape:
-        raise ValueError(f"paired values differ in length: {a.size} vs {b.size}")
-    if a.size == 0:
-        return PairedDifference(float("nan"), float("nan"), float("nan"), float("nan"), 0, level)
-    means = _resampled_means(np.stack([a, b], axis=1), n_resamples, np.random.default_rng(seed))
-    draws = means[:, 0] - means[:, 1]
+    den = np.ones_like(a) if denominator is None else np.asarray(denominator, np.float64).reshape(-1)
+    if a.shape != b.shape or den.shape != a.shape:
+        raise ValueError(f"paired values differ in length: {a.size}, {b.size}, {den.size}")
+    if a.size == 0 or den.sum() == 0:
+        return PairedDifference(float("nan"), float("nan"), float("nan"), float("nan"), int(a.size), level)
+    sums = _resampled_means(np.stack([a, b, den], axis=1), n_resamples, np.random.default_rng(seed))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = (sums[:, 0] - sums[:, 1]) / sums[:, 2]
     share = min(float((draws <= 0).mean()), float((draws >= 0).mean()))
     return PairedDifference(
-        float(a.mean() - b.mean()), *_percentiles(draws, level), min(1.0, 2 * share), int(a.size), level
+        float((a.sum() - b.sum()) / den.sum()), *_percentiles(draws, level), min(1.0, 2 * share), int(a.size), level
     )
