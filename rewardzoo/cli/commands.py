@@ -343,7 +343,7 @@ def _add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .evaluate import cmd_evaluate as run
 
-    return run(args)
+    return run(args, _score_with_ray)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

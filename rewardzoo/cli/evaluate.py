@@ -5,8 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..jobs.evaluation.run import EvaluateJob, EvaluateRun
+
+if TYPE_CHECKING:
+    from ..jobs.description import ScoreJob
+    from ..jobs.plan import ScoreRun
 
 
 def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
@@ -43,7 +49,7 @@ def format_run(run: EvaluateRun) -> str:
 
     out = run.as_dict()
     lines = [f"{out['data']} ({out['format']}, rule {out['rule']}; benchmark '{out['benchmark']}')"]
-    table = [["reward", "metric", "value", "95% CI", f"n {out['unit']}s", "published", "note"]]
+    table: list[list[object]] = [["reward", "metric", "value", "95% CI", f"n {out['unit']}s", "published", "note"]]
     for r in out["rewards"]:
         pub = next((p for p in r["published"] if p["metric"] == r["metric"]), None)
         table.append(
@@ -59,7 +65,15 @@ def format_run(run: EvaluateRun) -> str:
         )
         for c in r["categories"]:
             table.append(
-                [f"  {c['category']}", "", _f(c["value"]), f"[{_f(c['ci_low'])}, {_f(c['ci_high'])}]", str(c["n"]), "", ""]
+                [
+                    f"  {c['category']}",
+                    "",
+                    _f(c["value"]),
+                    f"[{_f(c['ci_low'])}, {_f(c['ci_high'])}]",
+                    str(c["n"]),
+                    "",
+                    "",
+                ]
             )
     lines.append(format_table(table))
     extras = {k: v for r in out["rewards"] for k, v in r.items() if k in ("n_human_ties", "n_rank_ties")}
@@ -69,23 +83,28 @@ def format_run(run: EvaluateRun) -> str:
         table = [["a - b", "difference", "95% CI", "p"]]
         for c in out["comparisons"]:
             table.append(
-                [f"{c['a']} - {c['b']}", f"{c['difference']:+.3f}", f"[{_f(c['ci_low'])}, {_f(c['ci_high'])}]", _f(c["p_value"])]
+                [
+                    f"{c['a']} - {c['b']}",
+                    f"{c['difference']:+.3f}",
+                    f"[{_f(c['ci_low'])}, {_f(c['ci_high'])}]",
+                    _f(c["p_value"]),
+                ]
             )
         lines.append("paired bootstrap (same items):")
         lines.append(format_table(table))
     return "\n".join(lines)
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
+def cmd_evaluate(args: argparse.Namespace, ray_run: Callable[[ScoreJob], ScoreRun]) -> int:
+    """Run the job; ``ray_run`` is the Ray engine's run of a score job (``--engine ray``)."""
     from ..jobs.evaluation.run import run_evaluate
 
     job = EvaluateJob.from_options(vars(args))
     score = None
     if job.engine == "ray":
-        from .commands import _score_with_ray
 
-        def score(score_job):
-            return _score_with_ray(score_job).records
+        def score(score_job: ScoreJob) -> list[dict]:
+            return ray_run(score_job).records
 
     run = run_evaluate(job, score)
     if args.report:

@@ -64,7 +64,9 @@ def _pairs(folder: Path, n=30, ties=4, seed=0) -> Path:
 
 
 def _evaluate(tmp_path, data, fmt, rewards, **kw):
-    job = EvaluateJob(config={"rewards": rewards}, data=str(data), format=fmt, out=str(tmp_path / "out"), quiet=True, **kw)
+    job = EvaluateJob(
+        config={"rewards": rewards}, data=str(data), format=fmt, out=str(tmp_path / "out"), quiet=True, **kw
+    )
     return run_evaluate(job)
 
 
@@ -231,3 +233,14 @@ def test_unknown_format_and_cli(tmp_path, capsys):
     assert printed["rewards"][1]["value"] == 0.0 and (out / "scores.jsonl").is_file()
     # resumable: the same job again keeps the scored rows
     assert main(["evaluate", str(config), "--data", str(data), "--format", "pairs", "--out", str(out), "--resume"]) == 0
+
+
+def test_report_holds_the_agreement_table_and_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    data = _pairs(tmp_path)
+    config = tmp_path / "rewards.yaml"
+    config.write_text(json.dumps({"rewards": [ORACLE, NEGATED]}))
+    page = tmp_path / "agreement.html"
+    assert main(["evaluate", str(config), "--data", str(data), "--format", "pairs", "-q", "--report", str(page)]) == 0
+    html = page.read_text()
+    assert 'id="agreement"' in html and "<svg" in html and 'data-value="1.0"' in html and "bright" in html

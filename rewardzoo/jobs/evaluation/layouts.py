@@ -48,7 +48,7 @@ def read_pickapic_v2(path: Path, media_dir: Path) -> EvalSet:
         where = builder.where(f"row {i}")
         labels = (row["label_0"], row["label_1"])
         try:
-            human = PICKAPIC_LABELS[tuple(float(x) for x in labels)]  # type: ignore[arg-type]
+            human = PICKAPIC_LABELS[(float(labels[0]), float(labels[1]))]
         except (KeyError, TypeError, ValueError):
             raise set_error(where, f"must be 1/0, 0/1 or 0.5/0.5, got {labels[0]!r}/{labels[1]!r}", "label_0") from None
         files = []
@@ -78,7 +78,9 @@ def read_hpdv2(path: Path, media_dir: Path) -> EvalSet:
         where = builder.where(f"entry {i}")
         if not isinstance(entry, dict) or "image_path" not in entry or "rank" not in entry:
             raise set_error(where, "must be an object with 'prompt', 'image_path' and 'rank'")
-        builder.ranked_group(where, {"prompt": entry.get("prompt")}, "image_path", entry["image_path"], entry["rank"], None)
+        builder.ranked_group(
+            where, {"prompt": entry.get("prompt")}, "image_path", entry["image_path"], entry["rank"], None
+        )
     return builder.build()
 
 
@@ -98,7 +100,9 @@ def read_videogen_rewardbench(path: Path, media_dir: Path) -> EvalSet:
             for d in VIDEOGEN_DIMENSIONS:
                 if row.get(d) not in (None, ""):
                     dims[d].append(_videogen_label(row, d, where))
-            builder.pair(where, {"prompt": row["prompt"]}, ("path_A", row["path_A"]), ("path_B", row["path_B"]), human, None)
+            builder.pair(
+                where, {"prompt": row["prompt"]}, ("path_A", row["path_A"]), ("path_B", row["path_B"]), human, None
+            )
     data = builder.build()
     data.dimensions = {d: v for d, v in dims.items() if len(v) == data.human.size}
     return data

@@ -73,14 +73,14 @@ def agreement(reward: str, data: EvalSet, scores: np.ndarray, seed: int = 0) -> 
     if rule in ("pairwise", "pairwise_with_ties"):
         diff, human = s[data.a] - s[data.b], data.human
         pairs = np.arange(human.size)
-        extra = {"n_pairs": int(human.size), "n_human_ties": int((human == 0).sum())}
+        extra: dict[str, Any] = {"n_pairs": int(human.size), "n_human_ties": int((human == 0).sum())}
         if rule == "pairwise":
             credit = ag.pair_credit(diff, human)
             units = pairs[human != 0]
             extra["n_score_ties"] = int(((diff == 0) & (human != 0)).sum())
             cats = _rows(data.categories, units, lambda m: ag.bootstrap_mean(credit[m], seed=seed))
             return Agreement(reward, metric, ag.bootstrap_mean(credit, seed=seed), extra, cats, credit)
-        acc, eps = ag.accuracy_with_ties(diff, human)
+        eps = ag.accuracy_with_ties(diff, human)[1]
         credit = ag.credit_with_ties(diff, human, eps)
         extra.update(tie_threshold=eps, accuracy_without_ties=ag.pairwise_accuracy(diff, human, tie_credit=0.0))
         for name, labels in data.dimensions.items():
@@ -111,9 +111,7 @@ def agreement(reward: str, data: EvalSet, scores: np.ndarray, seed: int = 0) -> 
         return Agreement(reward, metric, ag.bootstrap_mean(per_group, seed=seed), extra, cats, per_group)
     mos = data.mos
     members = np.arange(mos.size)
-    extra = {
-        name: ag.bootstrap_correlation(s, mos, name, seed=seed).as_dict() for name in ("plcc", "krcc")
-    }
+    extra = {name: ag.bootstrap_correlation(s, mos, name, seed=seed).as_dict() for name in ("plcc", "krcc")}
     cats = _rows(data.categories, members, lambda m: ag.bootstrap_correlation(s[m], mos[m], "srcc", seed=seed))
     return Agreement(reward, metric, ag.bootstrap_correlation(s, mos, "srcc", seed=seed), extra, cats)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -71,7 +71,10 @@ class EvaluateJob:
     resume: bool = False
     quiet: bool = False
 
-    from_options = classmethod(from_options)
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> EvaluateJob:
+        """A job from a mapping holding (at least) its fields, e.g. ``vars(args)``."""
+        return from_options(cls, options)
 
 
 @dataclass
