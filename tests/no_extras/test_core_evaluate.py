@@ -244,3 +244,37 @@ def test_report_holds_the_agreement_table_and_plot(tmp_path):
     assert main(["evaluate", str(config), "--data", str(data), "--format", "pairs", "-q", "--report", str(page)]) == 0
     html = page.read_text()
     assert 'id="agreement"' in html and "<svg" in html and 'data-value="1.0"' in html and "bright" in html
+
+
+def test_published_blocks_parse_and_bad_ones_are_refused():
+    from rewardzoo.catalog import published as pub
+    from rewardzoo.catalog.registry import entries, read_card
+    from rewardzoo.errors import RegistryError
+
+    assert {(p.benchmark, p.value) for p in pub.published("pickscore")} == {
+        ("hpdv2", 0.792),
+        ("imagereward", 0.667),
+        ("pickapic_v2", 0.802),
+    }
+    for name, info in entries().items():  # every shipped card's block is well formed
+        if info.card is not None and info.source == "rewardzoo":
+            pub.parse_published(read_card(name)[0], info.card)
+    with pytest.raises(RegistryError, match=r"published\[0\].value must be a number"):
+        pub.parse_published({"published": [{"benchmark": "x", "metric": "m", "value": "hi", "source": "s"}]}, "c.md")
+    with pytest.raises(RegistryError, match="exactly the keys"):
+        pub.parse_published({"published": [{"benchmark": "x", "value": 0.5}]}, "c.md")
+
+
+def test_published_value_printed_beside_the_measured_one(tmp_path, monkeypatch, capsys):
+    from rewardzoo.catalog import published as pub
+
+    figure = pub.Published("my_bench", "accuracy", 0.777, "a paper")
+    monkeypatch.setattr(pub, "published", lambda name: (figure,))
+    data = _pairs(tmp_path)
+    config = tmp_path / "rewards.yaml"
+    config.write_text(json.dumps({"rewards": [ORACLE]}))
+    args = ["evaluate", str(config), "--data", str(data), "--format", "pairs", "-q"]
+    assert main(args) == 0
+    assert "0.777" not in capsys.readouterr().out  # another benchmark: not shown
+    assert main([*args, "--benchmark", "my_bench"]) == 0
+    assert "0.777 (a paper)" in capsys.readouterr().out
