@@ -1,4 +1,4 @@
-"""Command line: ``rewardzoo list|card|score|serve|demo|plan|schema|lint|env|compare-reference``."""
+"""Command line: ``rewardzoo list|card|score|evaluate|serve|demo|plan|schema|lint|env|compare-reference``."""
 
 from __future__ import annotations
 
@@ -93,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
         "config entries and split, else refused) and score the rest",
     )
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("evaluate", help="how well each reward of a config agrees with human preferences or ratings")
+    _add_evaluate_arguments(p)
+    p.set_defaults(func=cmd_evaluate)
 
     add_report_arguments(
         sub.add_parser("report", help="write a self-contained HTML report of a score file or a RewardMonitor log")
@@ -346,6 +350,18 @@ def _add_serve_arguments(p: argparse.ArgumentParser) -> None:
     from ..serve.server import add_serve_arguments  # light: imports no server library
 
     add_serve_arguments(p)
+
+
+def _add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    from .evaluate import add_evaluate_arguments
+
+    add_evaluate_arguments(p)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .evaluate import cmd_evaluate as run
+
+    return run(args, _score_with_ray)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

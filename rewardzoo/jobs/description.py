@@ -28,6 +28,8 @@ class ScoreJob:
     samples per processor call (groups kept whole); ``allow_unscored``: score although some rows' dataset
     matches no reward; ``report``: also write an HTML report there; ``quiet``: no progress. The Ray engine's:
     ``actors``, ``gpus_per_actor``, ``cpus_per_actor``, ``address`` (a cluster to join) and ``resume``.
+    ``labels``: how errors name the input's rows, one a row (default 'line N'; ``rewardzoo evaluate`` names the
+    data file's lines).
     """
 
     config: ConfigSource
@@ -44,6 +46,7 @@ class ScoreJob:
     cpus_per_actor: float = 1
     address: str | None = None
     resume: bool = False
+    labels: tuple[str, ...] | None = None
 
     from_options = classmethod(from_options)
 

@@ -29,7 +29,8 @@ class InputRows:
 
     ``rows[i]`` is row i as a resolved manifest line, without the binary media columns of a Parquet file;
     ``unit`` is ``"line"`` (a manifest) or ``"row"`` (a table) and ``numbers[i]`` row i's line or row number;
-    ``parquet`` is the Parquet file the binary columns (``binary``) stay in, when there are any.
+    ``parquet`` is the Parquet file the binary columns (``binary``) stay in, when there are any; ``names``, when
+    set, replaces the 'line N' labels (a job whose manifest was written from another file names that file's lines).
     """
 
     samples: list[Sample]
@@ -38,10 +39,11 @@ class InputRows:
     numbers: list[int]
     parquet: str | None = None
     binary: tuple[str, ...] = field(default_factory=tuple)
+    names: Sequence[str] | None = None
 
     def label(self, i: int) -> str:
-        """Row i as an error names it: 'line 7', 'row 6'."""
-        return f"{self.unit} {self.numbers[i]}"
+        """Row i as an error names it: 'line 7', 'row 6' (or ``names[i]``)."""
+        return self.names[i] if self.names is not None else f"{self.unit} {self.numbers[i]}"
 
     @property
     def labels(self) -> list[str]:

@@ -65,6 +65,10 @@ def plan_job(job: ScoreJob) -> Plan:
     report = _report_path(job, out, ray)
     specs = (source if isinstance(source, RewardConfig) else load_config(source)).specs(job.split)
     rows = read_input(job.input, tables=ray)
+    if job.labels is not None:
+        if len(job.labels) != len(rows.rows):
+            raise RewardZooError(f"{len(job.labels)} labels for the {len(rows.rows)} rows of '{job.input}'")
+        rows.names = job.labels
     check_not_media(rows, {"--out": out, "--out's partial file": partial, **({"--report": report} if report else {})})
     check_datasets(specs, rows, job.allow_unscored)
     return Plan(job, source, out, report, specs, rows, group_preserving_chunks(rows.samples, job.chunk_size))
