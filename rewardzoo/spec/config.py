@@ -18,6 +18,8 @@ rewards:                      # training rewards
     limits: {seconds: 600}    # input limits (seconds of audio, frames, pixels); null lifts one
     offload: none             # between reward phases: none (stay resident), cpu (weights in CPU memory),
                               # drop (weights freed, re-read on wake); see docs/residency.md
+    ray: {num_gpus: 0.1, replicas: 2}   # on Ray (serve --ray, score --engine ray): a deployment / stage of its
+                              # own with these resources (num_gpus, num_cpus, replicas, max_ongoing_requests)
     environment: {python: /opt/envs/ir/bin/python}   # run in a worker process of another environment, or
     # environment: {requirements: ["transformers<5"], system_site_packages: true}  (built once, cached)
     reference: true           # score with the reward's reference package instead (its own environment)
@@ -47,6 +49,7 @@ from ..shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
 from ..shared.files import read_utf8
 from ..shared.options import positive_float, positive_int
 from .monitor import MonitorSettings, parse_monitor
+from .placement import RayPlacement, parse_ray
 
 SCHEDULES = ("linear", "cosine", "step")
 SCHEDULE_KEYS = ("schedule", "start", "end", "steps", "after")
@@ -102,6 +105,8 @@ class RewardSpec:
     limits: Mapping[str, float | int | None] = field(default_factory=dict)
     environment: EnvironmentSpec | None = None
     offload: str = "none"
+    #: the entry's ``ray:`` block (rewardzoo.spec.placement); None: placed with the entries that have none
+    ray: RayPlacement | None = None
 
     def applies_to(self, dataset: str | None) -> bool:
         """Whether samples of ``dataset`` are scored by this reward."""
@@ -450,6 +455,7 @@ def parse_spec(
             "offload",
             f"must be one of {', '.join(OFFLOAD_MODES)}, got {offload!r}{did_you_mean(str(offload), OFFLOAD_MODES)}",
         )
+    ray = parse_ray(raw["ray"], name) if raw.get("ray") is not None else None
     return RewardSpec(
         name=name,
         reward_model=reward_model,
@@ -465,6 +471,7 @@ def parse_spec(
         limits=limits,
         environment=own,
         offload=offload,
+        ray=ray,
     )
 
 
@@ -643,6 +650,17 @@ def json_schema() -> dict[str, Any]:
             "offload": {
                 "enum": ["none", "cpu", "drop"],
                 "description": "weights between reward phases: resident, in CPU memory, or freed",
+            },
+            "ray": {
+                "type": ["object", "null"],
+                "additionalProperties": False,
+                "properties": {
+                    "num_gpus": {"type": "number", "minimum": 0},
+                    "num_cpus": {"type": "number", "minimum": 0},
+                    "replicas": {"type": "integer", "minimum": 1},
+                    "max_ongoing_requests": {"type": "integer", "minimum": 1},
+                },
+                "description": "a Ray Serve deployment and Ray Data stage of its own with these resources",
             },
             "reference": {
                 "oneOf": [
