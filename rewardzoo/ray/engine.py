@@ -15,6 +15,7 @@ from typing import Any
 
 import ray
 
+from ..core.engine import as_samples
 from ..core.resolve import resolve_config
 from ..errors import OutputWriteError, RewardZooError
 from ..jobs.description import ScoreJob
@@ -22,7 +23,6 @@ from ..jobs.inputs import InputRows, has_bytes, read_input, rows_of_records
 from ..jobs.output import write_jsonl, write_scores_parquet
 from ..jobs.partial import PartialFile, fingerprint, kept_note, partial_path
 from ..jobs.plan import ScoreRun, group_preserving_chunks, plan_job
-from ..core.engine import as_samples
 from ..spec.placement import RayPlacement
 from .groups import check_cluster_fit, placed_groups
 from .inputs import ParquetMedia, decoded
