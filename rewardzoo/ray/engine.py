@@ -15,6 +15,7 @@ from typing import Any
 
 import ray
 
+from ..core.engine import as_samples
 from ..core.resolve import resolve_config
 from ..errors import OutputWriteError, RewardZooError
 from ..jobs.description import ScoreJob
@@ -22,7 +23,10 @@ from ..jobs.inputs import InputRows, has_bytes, read_input, rows_of_records
 from ..jobs.output import write_jsonl, write_scores_parquet
 from ..jobs.partial import PartialFile, fingerprint, kept_note, partial_path
 from ..jobs.plan import ScoreRun, group_preserving_chunks, plan_job
+from ..spec.placement import RayPlacement
+from .groups import check_cluster_fit, placed_groups
 from .inputs import ParquetMedia, decoded
+from .stages import BEFORE_ENTRIES, Part, failed, records_of, score_part
 from .startup import ensure_ray
 
 MAX_RESTARTS = 3
@@ -35,53 +39,77 @@ class ChunkScorer:
     """A Ray Data callable class: builds the processor once per actor, scores one chunk (one Ray row) per call.
 
     A chunk row holds its input rows' indices, labels and light fields as JSON, and, for a Ray Dataset input, its
-    encoded media (``media``); a Parquet file's binary media columns are read here, from the file. A reward error
-    is returned in the row's ``error`` (not raised: Ray would retry the task).
+    encoded media (``media``); a Parquet file's binary media columns are read here, from the file. ``own``: the
+    entries this stage scores (None: all of them); each stage adds its part to the row's ``parts``, and the
+    ``final`` one turns the parts into the chunk's records (:mod:`~rewardzoo.ray.stages`). A reward error is
+    returned in the row's ``error`` (not raised: Ray would retry the task).
     """
 
-    def __init__(self, specs: list, parquet: str | None = None, binary: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        specs: list,
+        parquet: str | None = None,
+        binary: tuple[str, ...] = (),
+        own: tuple[str, ...] | None = None,
+        final: bool = True,
+    ) -> None:
         from ..core.processor import RewardProcessor
 
+        self.specs, self.final, self.order = specs, final, [s.name for s in specs]
         try:  # a config the loader refuses fails the job with the local command's message, not an actor crash
-            self.processor, self.error = RewardProcessor(specs), ""
+            self.processor = RewardProcessor([s for s in specs if own is None or s.name in own])
+            self.error = ""
         except RewardZooError as exc:
             self.processor, self.error = None, str(exc)
         self.media = ParquetMedia(parquet, binary) if parquet else None
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        n = len(batch["chunk"])
         if self.error:
-            return {
-                "chunk": batch["chunk"],
-                "records": [""] * len(batch["chunk"]),
-                "error": [self.error] * len(batch["chunk"]),
-            }
-        records, errors = [], []
-        for k in range(len(batch["chunk"])):
-            record, error = self._score(
+            return {"chunk": batch["chunk"], "records": [""] * n, "error": [self.error] * n}
+        before = batch.get("parts", [b""] * n)
+        out: dict[str, Any] = {"records": [], "error": [], "parts": []}
+        for k in range(n):
+            parts = pickle.loads(before[k]) if before[k] else []
+            record, error, part = self._score(
                 json.loads(batch["indices"][k]),
                 json.loads(batch["labels"][k]),
                 json.loads(batch["rows"][k]),
                 batch["media"][k],
+                parts,
             )
-            records.append(record)
-            errors.append(error)
-        return {"chunk": batch["chunk"], "records": records, "error": errors}
+            out["records"].append(record)
+            out["error"].append(error)
+            out["parts"].append(b"" if self.final else pickle.dumps([*parts, part]))
+        if self.final:
+            return {"chunk": batch["chunk"], "records": out["records"], "error": out["error"]}
+        keep = ("chunk", "indices", "labels", "rows", "media")
+        return {**{key: batch[key] for key in keep}, "parts": out["parts"]}
 
-    def _score(self, indices: list[int], labels: list[str], rows: list[dict], media: bytes) -> tuple[str, str]:
+    def _score(
+        self, indices: list[int], labels: list[str], rows: list[dict], media: bytes, parts: list[Part]
+    ) -> tuple[str, str, Part | None]:
         if self.media is not None:
             try:
                 cells_of = self.media.rows(indices)
             except Exception as exc:
-                return "", f"cannot read the media columns of '{self.media.file_path}': {type(exc).__name__}: {exc}"
+                error = f"cannot read the media columns of '{self.media.file_path}': {type(exc).__name__}: {exc}"
+                return "", error, Part(error=(BEFORE_ENTRIES, error))
             rows = [{**row, **cells} for row, cells in zip(rows, cells_of)]
         if media:  # encoded media of a Ray Dataset's rows, pickled by this job's driver (Ray's own transport)
             rows = [{**row, **cells} for row, cells in zip(rows, pickle.loads(media))]
-        try:
-            with tempfile.TemporaryDirectory(prefix="rewardzoo-media-") as folder:
-                result = self.processor([decoded(row, i, folder) for i, row in enumerate(rows)])
-                return json.dumps(result.records()), ""
-        except RewardZooError as exc:  # its samples (if any) named by their rows' labels
-            return "", exc.with_label(labels.__getitem__)
+        samples: list = []
+        with tempfile.TemporaryDirectory(prefix="rewardzoo-media-") as folder:
+            try:
+                samples = as_samples([decoded(row, i, folder) for i, row in enumerate(rows)])
+            except RewardZooError as exc:  # its samples (if any) named by their rows' labels
+                part = failed(exc, self.order, labels.__getitem__)
+            else:
+                part = score_part(self.processor, samples, self.order, labels.__getitem__)
+        if not self.final:
+            return "", "", part
+        record, error = records_of(self.specs, samples, [*parts, part])
+        return record, error, None
 
 
 def configure_data(quiet: bool) -> None:
@@ -116,18 +144,32 @@ def chunk_dataset(rows: InputRows, chunks: list[list[int]]):
 
 def scored_chunks(rows: InputRows, chunks: list[list[int]], specs: list, actors: int, gpus: float, cpus: float):
     """One chunk per call on a pool of ``actors`` actors (no more than there are chunks: an idle actor would only
-    load the models); a dead actor is restarted and its chunk retried."""
-    ds, actors = chunk_dataset(rows, chunks), max(1, min(actors, len(chunks)))
+    load the models); a dead actor is restarted and its chunk retried. An entry with a ``ray:`` block (and those
+    sharing its model) is scored in a stage of its own, its pool sized and resourced by the block (a key left out:
+    ``actors`` / ``gpus`` / ``cpus``); the entries without one in a last stage with ``actors``, ``gpus``, ``cpus``."""
+    ds = chunk_dataset(rows, chunks)
+    defaults = RayPlacement(gpus, cpus, actors, None)
+    rest, groups = placed_groups(specs, defaults)
+    stages = [(g.names, g.placement) for g in groups] + ([(tuple(s.name for s in rest), defaults)] if rest else [])
+    check_cluster_fit([(own[0], p) for own, p in stages])
+    for k, (own, placement) in enumerate(stages):
+        ds = _stage(ds, specs, rows, own if groups else None, k == len(stages) - 1, placement, len(chunks))
+    return ds
+
+
+def _stage(ds, specs: list, rows: InputRows, own, final: bool, placement: RayPlacement, chunks: int):
+    """One ``map_batches`` stage of :class:`ChunkScorer` over ``ds``, with ``placement``'s pool and resources."""
+    size = max(1, min(placement.replicas or 1, chunks))
     with warnings.catch_warnings():  # max_restarts / max_task_retries travel as ray_remote_args (deprecated name)
         warnings.filterwarnings("ignore", message=".*ray_remote_args.*")
         return ds.map_batches(
             ChunkScorer,
-            fn_constructor_args=(specs, rows.parquet, rows.binary),
+            fn_constructor_args=(specs, rows.parquet, rows.binary, own, final),
             batch_size=1,
             batch_format="numpy",
-            compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=CHUNKS_IN_FLIGHT_PER_ACTOR),
-            num_gpus=gpus or None,
-            num_cpus=cpus,
+            compute=ray.data.ActorPoolStrategy(size=size, max_tasks_in_flight_per_actor=CHUNKS_IN_FLIGHT_PER_ACTOR),
+            num_gpus=placement.num_gpus or None,
+            num_cpus=placement.num_cpus,
             max_restarts=MAX_RESTARTS,
             max_task_retries=MAX_RESTARTS,
         )

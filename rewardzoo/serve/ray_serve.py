@@ -1,9 +1,15 @@
 """The served app as a Ray Serve deployment: ``rewardzoo serve CONFIG --ray``, or :func:`reward_deployment` for
 users who compose their own Serve applications.
 
-Each replica builds the same :class:`~rewardzoo.serve.service.RewardService` (models loaded once per replica,
-in its constructor, so Serve routes to it only once it is ready) and the same Starlette app, batching
-included; Serve spreads requests over the replicas. The HTTP wire format is unchanged, so the ``remote``
+Each replica of the front deployment builds the same :class:`~rewardzoo.serve.service.RewardService` (models
+loaded once per replica, in its constructor, so Serve routes to it only once it is ready) and the same Starlette
+app, batching included; Serve spreads requests over the replicas. An entry with a ``ray:`` block (and the entries
+sharing its model, :mod:`rewardzoo.ray.groups`) runs in a deployment of its own, with its own replicas, GPUs, CPUs
+and ``max_ongoing_requests`` (:mod:`~rewardzoo.serve.ray_rewards`); the front calls it through a deployment handle
+and combines the answers as the in-process processor does. The entries without a block stay in the front, which
+has the command's figures (``--replicas``, ``--gpus-per-replica``, ``--cpus-per-replica``), as do the keys a
+block leaves out. Before anything is deployed, every replica must fit the cluster's nodes (a ConfigError naming
+the entry otherwise). The HTTP wire format is unchanged, so the ``remote``
 reward and :mod:`rewardzoo.serve.client` talk to either server alike. (Ray moves the config to the replicas with
 its own serialisation inside the cluster; nothing received on the HTTP port is unpickled.)
 
@@ -11,7 +17,8 @@ its own serialisation inside the cluster; nothing received on the HTTP port is u
 driver takes SIGTERM from Ray's own handler (which dumps a C++ stack and dies), relays it through a
 :class:`DrainSignal` actor to every replica (each one's ``/ready`` answers 503 and its new requests are refused
 from then), waits until each replica has answered its requests in flight, shuts Serve and the Ray instance
-it started down, and exits 0.
+it started down, and exits 0. The placed deployments are called by the fronts only, so once every front replica
+has answered its requests in flight, nothing is in flight in them either.
 """
 
 from __future__ import annotations
@@ -30,7 +37,9 @@ from ray import serve
 
 from ..core.resolve import resolve_config
 from ..jobs.description import ServeJob
+from ..ray.groups import check_cluster_fit, placed_groups
 from ..spec.config import RewardConfig
+from ..spec.placement import RayPlacement
 from ..transport.wire import WireLimits
 from .drain import DRAINED_NOTICE, Drain, cut_notice
 from .options import ServeOptions, binding_notice
@@ -51,10 +60,19 @@ class RewardServeReplica:
         limits: WireLimits,
         drain_signal: Any = None,
         drain_timeout_s: float = 0.0,
+        groups: tuple[tuple[tuple[str, ...], Any], ...] = (),
     ) -> None:
+        from .ray_rewards import DeploymentLoader
         from .service import RewardService
 
-        self._service = RewardService(config, split=split, limits=limits).load()
+        service = RewardService(config, split=split, limits=limits, loader=DeploymentLoader(groups) if groups else None)
+        if groups:  # (entry names, deployment handle): their answers are awaited off Serve's event loop
+            loading = threading.Thread(target=_load_quietly, args=(service,), name="rewardzoo-serve-load")
+            loading.start()
+            loading.join()
+            if service.load_error is not None:
+                raise service.load_error
+        self._service = service if service.ready else service.load()
         self._options = options
         self._drain = Drain()
         if drain_signal is not None:
@@ -69,6 +87,14 @@ class RewardServeReplica:
         from .app import build_app
 
         return build_app(self._service, self._options, drain=self._drain)
+
+
+def _load_quietly(service: Any) -> None:
+    """``service.load()``, its error kept in ``service.load_error``."""
+    try:
+        service.load()
+    except BaseException:  # re-raised by the constructor, on Serve's thread
+        pass
 
 
 @ray.remote(num_cpus=0)
@@ -120,19 +146,40 @@ def reward_deployment(
     """A bound Serve application (``serve.run(reward_deployment("rewards.yaml"), route_prefix="/")``).
 
     The config is read here, on the driver, and travels to the replicas as data (so a YAML file need
-    not exist on the other nodes; model paths must). ``drain_signal``: a :class:`DrainSignal` actor whose
-    ``begin`` makes every replica drain (at most ``drain_timeout_s``), as ``serve --ray`` does on SIGTERM.
+    not exist on the other nodes; model paths must). ``replicas`` / ``gpus_per_replica`` / ``cpus_per_replica``:
+    the front deployment's, and what an entry's ``ray:`` block leaves out. ``drain_signal``: a :class:`DrainSignal`
+    actor whose ``begin`` makes every front replica drain (at most ``drain_timeout_s``), as ``serve --ray`` does on
+    SIGTERM. With Ray running, a placement that cannot fit its nodes is a ConfigError naming the entry.
     """
     config = resolve_config(config)
-    config.specs(split)  # check the split before any replica starts
+    specs = config.specs(split)  # check the split before any replica starts
+    defaults = RayPlacement(gpus_per_replica, cpus_per_replica, replicas, MAX_ONGOING_REQUESTS)
+    rest, groups = placed_groups(specs, defaults)
+    front = RayPlacement(gpus_per_replica if rest else 0, cpus_per_replica, replicas, MAX_ONGOING_REQUESTS)
+    check_cluster_fit([(name, front)] + [(g.label, g.placement) for g in groups])
+    bound = tuple((g.names, _group_deployment(g, name).bind(g.specs)) for g in groups)
     deployment = serve.deployment(
         RewardServeReplica,
         name=name,
         num_replicas=replicas,
         max_ongoing_requests=MAX_ONGOING_REQUESTS,
-        ray_actor_options={"num_gpus": gpus_per_replica, "num_cpus": cpus_per_replica},
+        ray_actor_options=front.options(),
     )
-    return deployment.bind(config, split, options, limits, drain_signal, drain_timeout_s)
+    return deployment.bind(config, split, options, limits, drain_signal, drain_timeout_s, bound)
+
+
+def _group_deployment(group: Any, app: str) -> Any:
+    """The Serve deployment of a placed group, named ``APP-FIRST_ENTRY``, with the group's placement."""
+    from .ray_rewards import RewardGroupReplica
+
+    p = group.placement
+    return serve.deployment(
+        RewardGroupReplica,
+        name=f"{app}-{group.label}",
+        num_replicas=p.replicas,
+        max_ongoing_requests=p.max_ongoing_requests,
+        ray_actor_options=p.options(),
+    )
 
 
 def run_ray(config_source: Any, job: ServeJob, options: ServeOptions, limits: WireLimits) -> int:

@@ -18,6 +18,8 @@ rewards:                      # training rewards
     limits: {seconds: 600}    # input limits (seconds of audio, frames, pixels); null lifts one
     offload: none             # between reward phases: none (stay resident), cpu (weights in CPU memory),
                               # drop (weights freed, re-read on wake); see docs/residency.md
+    ray: {num_gpus: 0.1, replicas: 2}   # on Ray (serve --ray, score --engine ray): a deployment / stage of its
+                              # own with these resources (num_gpus, num_cpus, replicas, max_ongoing_requests)
     environment: {python: /opt/envs/ir/bin/python}   # run in a worker process of another environment, or
     # environment: {requirements: ["transformers<5"], system_site_packages: true}  (built once, cached)
     reference: true           # score with the reward's reference package instead (its own environment)
@@ -50,6 +52,7 @@ from ..shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
 from ..shared.files import read_utf8
 from ..shared.options import positive_float, positive_int
 from .monitor import MonitorSettings, parse_monitor
+from .placement import RayPlacement, parse_ray
 
 SCHEDULES = ("linear", "cosine", "step")
 SCHEDULE_KEYS = ("schedule", "start", "end", "steps", "after")
@@ -125,6 +128,8 @@ class RewardSpec:
     offload: str = "none"
     #: a multi-output reward's named streams (None: the entry contributes its score)
     streams: Mapping[str, StreamSpec] | None = None
+    #: the entry's ``ray:`` block (rewardzoo.spec.placement); None: placed with the entries that have none
+    ray: RayPlacement | None = None
 
     def applies_to(self, dataset: str | None) -> bool:
         """Whether samples of ``dataset`` are scored by this reward."""
@@ -474,6 +479,7 @@ def parse_spec(
             f"must be one of {', '.join(OFFLOAD_MODES)}, got {offload!r}{did_you_mean(str(offload), OFFLOAD_MODES)}",
         )
     streams = parse_streams(raw.get("streams"), name)
+    ray = parse_ray(raw["ray"], name) if raw.get("ray") is not None else None
     return RewardSpec(
         name=name,
         reward_model=reward_model,
@@ -490,6 +496,7 @@ def parse_spec(
         environment=own,
         offload=offload,
         streams=streams,
+        ray=ray,
     )
 
 
@@ -726,6 +733,17 @@ def json_schema() -> dict[str, Any]:
                     ]
                 },
                 "description": "a multi-output reward's named streams, each weighted (and normalised in its group)",
+            },
+            "ray": {
+                "type": ["object", "null"],
+                "additionalProperties": False,
+                "properties": {
+                    "num_gpus": {"type": "number", "minimum": 0},
+                    "num_cpus": {"type": "number", "minimum": 0},
+                    "replicas": {"type": "integer", "minimum": 1},
+                    "max_ongoing_requests": {"type": "integer", "minimum": 1},
+                },
+                "description": "a Ray Serve deployment and Ray Data stage of its own with these resources",
             },
             "reference": {
                 "oneOf": [

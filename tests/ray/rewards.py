@@ -39,3 +39,30 @@ class SlowLength(PointwiseReward):
     def __call__(self, prompt, **_):
         time.sleep(self.delay)
         return [float(len(p)) for p in prompt]
+
+
+class TinyLinear(PointwiseReward):
+    """A tiny torch model on its resolved device: score = a seeded linear map of the image's mean colour, with
+    the colour's norm as an extra; at construction it writes ``marker``: its device and CUDA_VISIBLE_DEVICES."""
+
+    inputs = Inputs(("image",), images="float")
+    modality = "image"
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", marker: str = ""):
+        import torch
+
+        super().__init__(model_path, device, dtype)
+        torch.manual_seed(0)
+        self.model = torch.nn.Linear(3, 1).to(device)
+        if marker:
+            Path(marker).write_text(f"{device} {os.environ.get('CUDA_VISIBLE_DEVICES', '')}")
+
+    def __call__(self, image, **_):
+        import torch
+
+        from rewardzoo.rewards.base import RewardOutput
+
+        colour = torch.stack([im.reshape(3, -1).mean(1) for im in image]).float()
+        with torch.no_grad():
+            scores = self.model(colour.to(self.device))[:, 0].double().cpu().numpy()
+        return RewardOutput(scores, {"norm": colour.norm(dim=1).double().numpy()})

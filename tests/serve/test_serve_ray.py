@@ -146,6 +146,6 @@ def test_the_ray_command_passes_its_options_to_the_deployment(config, monkeypatc
     deployment = app._bound_deployment
     assert deployment.num_replicas == 3 and deployment.ray_actor_options["num_gpus"] == 0.5
     assert deployment.init_args[2].max_batch == 7 and deployment.init_args[1] == "train"
-    assert deployment.init_args[4:] == (drain_signal, 25.0)  # SIGTERM drains the replicas (test_serve_stop)
+    assert deployment.init_args[4:] == (drain_signal, 25.0, ())  # drains on SIGTERM (test_serve_stop); no group
     assert seen["serve_shutdown"] and seen["ray_shutdown"]
     assert "this machine only" in capsys.readouterr().err

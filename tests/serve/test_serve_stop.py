@@ -28,12 +28,14 @@ PROMPT = "abcdef"
 WAIT_S = 60.0
 
 
-def held_config(root: Path) -> Path:
+def held_config(root: Path, ray: str = "") -> Path:
+    """A config whose reward holds its call until ``release`` exists; ``ray``: the entry's ``ray:`` block."""
     started, release = root / "started", root / "release"
     path = root / "held.yaml"
     path.write_text(
         "rewards:\n  - name: held\n    reward_model: tests.serve.rewards:HeldLength\n"
         f"    kwargs: {{started: '{started}', release: '{release}', hold_s: {WAIT_S}}}\n"
+        + (f"    ray: {ray}\n" if ray else "")
     )
     return path
 
@@ -106,7 +108,9 @@ def test_serve_drains_a_request_in_flight_on_sigterm_and_exits_0(tmp_path):
 
 def test_serve_ray_drains_on_sigterm_exits_0_and_leaves_no_ray_process(tmp_path):
     pytest.importorskip("ray.serve", reason="Ray Serve is not installed (pip install 'rewardzoo[serve-ray]')")
-    server = Server(held_config(tmp_path), "--ray", "--replicas", "1", "--cpus-per-replica", "0.5").start()
+    # the held call runs in the entry's own deployment: the front's drain waits for it there
+    config = held_config(tmp_path, ray="{num_cpus: 0.5, num_gpus: 0}")
+    server = Server(config, "--ray", "--replicas", "1", "--cpus-per-replica", "0.5").start()
     try:
         processes, before = stop_with_a_request_in_flight(server, tmp_path)
         assert "raylet" in before and "gcs_server" in before  # the Ray instance `serve --ray` started
