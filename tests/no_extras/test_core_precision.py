@@ -48,6 +48,8 @@ REFERENCE_PRECISION = {
     "edit_reward": ("bfloat16", "EditReward edb027e config/EditReward-Qwen2.5-7B-VL.yaml 57-58: bfloat16"),
     "edit_score": ("bfloat16", "EditScore 6e0f1b9 mllm_tools/qwen25vl.py 42, qwen3vl.py 41: torch.bfloat16"),
     "hpsv3": ("bfloat16", "HPSv3 d232ff8 hpsv3/config/HPSv3_7B.yaml 55-56: torch_dtype bfloat16"),
+    "rational_rewards": ("bfloat16", f"Flow-Factory a0b2bc5 scripts/start_vllm_rational_reward.sh: {_VLLM}"),
+    "rational_rewards_edit": ("bfloat16", f"Flow-Factory a0b2bc5 scripts/start_vllm_rational_reward.sh: {_VLLM}"),
     "tifa_vqa": ("bfloat16", "GenEval2 a6e82d2 evaluation.py 23-26: dtype='auto' on Qwen3-VL-8B (bfloat16)"),
     "unified_reward": ("bfloat16", "UnifiedReward ff6f520 qwen_point_score_image_generation.py 14: 'auto'"),
     "unified_reward_2": ("bfloat16", f"Pref-GRPO 3e787f6 vllm_utils/vllm_server_UnifiedReward.sh: {_VLLM}"),

@@ -15,6 +15,11 @@ Engines: ``rapidocr`` runs PP-OCRv4 detection and recognition (the ONNX files in
 call: detection on stacks of images of equal network input size, recognition on the crops of every
 image, grouped by padded width. ``paddleocr`` (flow_grpo's engine) is called once per image.
 
+``vlm`` (verl-omni's ``genrm_ocr.py``) has a vision-language model transcribe each image, a local Qwen-VL
+(``model_path``) or an OpenAI-compatible endpoint (``backend: openai``), with verl-omni's question and sampling
+(:mod:`rewardzoo.rewards.vlm.transcription`); the same score follows, with every whitespace character removed
+before matching (verl-omni's normalisation: a transcription spans lines).
+
 Detector settings (:class:`DetectorSettings`): PaddleOCR 2.x's defaults by default (the engine
 flow_grpo runs), rapidocr's ``config.yaml`` under ``preset: rapidocr``; each can be set on its own.
 """
@@ -33,9 +38,12 @@ from ...shared.media import images_to_uint8
 from ...shared.onnx import onnx_session
 from ...shared.options import choice, known_options, positive_float, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..vlm.judging import Failure
 from .text_match import capped_distance, normalize, quoted_target
 
-ENGINES = ("rapidocr", "paddleocr")
+ENGINES = ("rapidocr", "paddleocr", "vlm")
+#: The options that apply to the OCR engines (rapidocr, paddleocr) and not to ``engine: vlm``.
+ENGINE_ONLY = ("threads", "text_score", "det_batch_size", "rec_batch_size", "preset")
 
 Line = tuple[str, float]  # one recognised text line and its confidence
 
@@ -360,11 +368,14 @@ class OCR(PointwiseReward):
 
     Inputs: ``image`` and ``prompt`` (target = the text between its first pair of double quotes, the
     whole prompt without quotes; an empty target is an error). Range [0, 1]. Extra ``ocr_text``: the
-    recognised text. Options: ``engine`` (rapidocr | paddleocr), ``threads`` (ONNX intra-op threads),
+    recognised text. Options: ``engine`` (rapidocr | paddleocr | vlm), ``threads`` (ONNX intra-op threads),
     ``text_score`` (the engine's line-confidence filter, 0.5 as in RapidOCR and PaddleOCR),
     ``det_batch_size``, ``rec_batch_size``, ``containment`` (the substring shortcut; default on); the
     detector settings of :class:`DetectorSettings` (PaddleOCR 2.x's defaults) and ``preset: rapidocr``
-    (rapidocr's config.yaml instead; a setting given explicitly overrides the preset).
+    (rapidocr's config.yaml instead; a setting given explicitly overrides the preset). ``engine: vlm``
+    takes instead the options of :class:`~rewardzoo.rewards.vlm.transcription.VLMTranscriber` (``question``,
+    ``system``, ``sampling``, ``backend``, ``endpoint``, ``on_failure``, ...), ``model_path`` the Qwen-VL
+    checkpoint, any dtype; extras ``substituted`` / ``failure`` besides ``ocr_text``.
     """
 
     inputs = Inputs(("image", "prompt"))
@@ -387,19 +398,29 @@ class OCR(PointwiseReward):
         **detector: Any,
     ) -> None:
         super().__init__(model_path, device, dtype)
+        choice(engine, "kwargs.engine", ENGINES)
+        self.engine_name = engine
+        self.containment = self._containment(containment)
+        self.reader: Any = None
+        if engine == "vlm":
+            given = dict(
+                threads=threads,
+                text_score=None if text_score == 0.5 else text_score,
+                det_batch_size=det_batch_size,
+                rec_batch_size=rec_batch_size,
+                preset=preset,
+            )
+            self._setup_vlm(model_path, device, dtype, [k for k, v in given.items() if v is not None], detector)
+            return
         if self.dtype_name != "float32":
             raise ConfigError(
                 f"the OCR engines run in float32; dtype '{self.dtype_name}' is not supported", field="dtype"
             )
-        choice(engine, "kwargs.engine", ENGINES)
         text_score = unit_number(text_score, "kwargs.text_score")
         known_options(self.name, detector, tuple(DetectorSettings.__dataclass_fields__))
         if preset is not None:
             choice(preset, "kwargs.preset", tuple(DETECTOR_PRESETS))
         self.detector = replace(DETECTOR_PRESETS.get(preset, DetectorSettings()), **detector).checked()
-        if containment is not None and not isinstance(containment, bool):
-            raise ConfigError(f"must be true or false, got {containment!r}", field="kwargs.containment")
-        self.containment = self.default_containment if containment is None else containment
         settings = dict(
             threads=positive_int(threads, "kwargs.threads", allow_none=True),
             text_score=text_score,
@@ -407,17 +428,40 @@ class OCR(PointwiseReward):
             rec_batch_size=positive_int(rec_batch_size, "kwargs.rec_batch_size", allow_none=True),
             detector=self.detector,
         )
-        self.engine_name = engine
         self.engine = (RapidOCREngine if engine == "rapidocr" else PaddleOCREngine)(model_path, device, **settings)
 
-    @staticmethod
-    def targets(prompt: Sequence[str]) -> list[str]:
+    def _containment(self, containment: Any) -> bool:
+        if containment is not None and not isinstance(containment, bool):
+            raise ConfigError(f"must be true or false, got {containment!r}", field="kwargs.containment")
+        return self.default_containment if containment is None else containment
+
+    def _setup_vlm(self, model_path: str | None, device: str, dtype: str, given: list[str], options: dict) -> None:
+        """``engine: vlm``: the transcriber from the VLM layer; ConfigError for an OCR engine's option."""
+        from ..vlm.transcription import VLMTranscriber
+
+        engine_options = [*given, *(k for k in options if k in DetectorSettings.__dataclass_fields__)]
+        if engine_options:
+            raise ConfigError(
+                f"{self.name}: {sorted(engine_options)} apply to the OCR engines (rapidocr, paddleocr), not to "
+                "engine: vlm",
+                field=f"kwargs.{sorted(engine_options)[0]}",
+            )
+        known_options(self.name, options, ("question", "system", "sampling", *VLMTranscriber.judge_options))
+        self.reader = VLMTranscriber(self.name, model_path, device, dtype, **options)
+        self.io_bound = self.reader.io_bound
+
+    @property
+    def substitutions(self) -> int:
+        """Transcriptions substituted since this reward was built (``engine: vlm`` with ``on_failure``)."""
+        return self.reader.substitutions if self.reader is not None else 0
+
+    def targets(self, prompt: Sequence[str]) -> list[str]:
         """Normalised targets of the prompts; InputError (field ``prompt``) for an empty one."""
         out = []
         for i, p in enumerate(prompt):
             if not isinstance(p, str):
                 raise InputError(f"expected a string, got {type(p).__name__}", field="prompt", sample=i)
-            target = normalize(quoted_target(p))
+            target = normalize(quoted_target(p), whitespace=self.reader is not None)
             if not target:
                 raise InputError(
                     f"the OCR target is empty (the text between the first pair of double quotes, or "
@@ -430,7 +474,8 @@ class OCR(PointwiseReward):
 
     def score_text(self, text: str, target: str) -> float:
         """The score of recognised ``text`` against a normalised ``target``."""
-        return 1.0 - capped_distance(normalize(text), target, containment=self.containment) / len(target)
+        recognised = normalize(text, whitespace=self.reader is not None)
+        return 1.0 - capped_distance(recognised, target, containment=self.containment) / len(target)
 
     def read_texts(self, images: Sequence[Any], field: str = "image") -> list[str]:
         """The recognised text of each image, passed to the engine as an RGB uint8 array (flow_grpo's
@@ -439,6 +484,13 @@ class OCR(PointwiseReward):
 
     def __call__(self, image: Sequence[Any], prompt: Sequence[str], **_: Any) -> RewardOutput:
         targets = self.targets(prompt)
+        if self.reader is not None:
+            read = self.reader.transcribe(image)
+            scores, extras = self.reader.resolve(
+                [t if isinstance(t, Failure) else self.score_text(t, g) for t, g in zip(read, targets)]
+            )
+            extras["ocr_text"] = [t.answer or "" if isinstance(t, Failure) else t for t in read]
+            return RewardOutput(scores, extras=extras)
         texts = self.read_texts(image)
         return RewardOutput([self.score_text(t, g) for t, g in zip(texts, targets)], extras={"ocr_text": texts})
 
@@ -464,6 +516,8 @@ class VideoOCR(OCR):
         frame_interval: int = 4,
         **kwargs: Any,
     ) -> None:
+        if kwargs.get("engine") == "vlm":
+            raise ConfigError(f"{self.name}: engine: vlm reads images; use it on ocr", field="kwargs.engine")
         super().__init__(model_path, device, dtype, **kwargs)
         self.frame_interval = positive_int(frame_interval, "kwargs.frame_interval")
 

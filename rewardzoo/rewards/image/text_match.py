@@ -7,6 +7,8 @@ Levenshtein distance, capped at the target's length; ``score = 1 - distance / le
 
 from __future__ import annotations
 
+import re
+
 
 def quoted_target(prompt: str) -> str:
     """The text between the first pair of double quotes of ``prompt``; the whole prompt when it has none.
@@ -17,10 +19,11 @@ def quoted_target(prompt: str) -> str:
     return prompt.split('"')[1] if '"' in prompt else prompt
 
 
-def normalize(text: str) -> str:
+def normalize(text: str, *, whitespace: bool = False) -> str:
     """Lower-cased with the ASCII spaces removed (flow_grpo's ``replace(' ', '').lower()``; tabs and
-    newlines are kept, as there)."""
-    return text.replace(" ", "").lower()
+    newlines are kept, as there); ``whitespace``: every whitespace character removed (verl-omni's
+    ``re.sub(r"\\s+", "", text).lower()`` in ``genrm_ocr.py``, for a VLM's multi-line transcription)."""
+    return re.sub(r"\s+", "", text).lower() if whitespace else text.replace(" ", "").lower()
 
 
 def levenshtein(a: str, b: str) -> int:

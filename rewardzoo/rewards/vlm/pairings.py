@@ -659,6 +659,34 @@ VIDEOSCORE2 = (
     ),
 )
 
+# ------------------------------------------------------------------------------------------ rational_rewards(_edit)
+_RR = "Flow-Factory a0b2bc5 (src/flow_factory/rewards/rational_rewards_{}.py, scripts/start_vllm_rational_reward.sh)"
+_RR_REQUEST = (
+    "request `temperature: 0.1, max_tokens: 2048` (the reward's defaults), the rest the vLLM server's defaults "
+    "(the checkpoint's generation config)"
+)
+_RR_OURS = (
+    "`decoding: reference`: the endpoint sends `temperature: 0.1, max_tokens: 2048` as they are; locally, sampled "
+    "with the settings vLLM gives that request (the checkpoint's generation config, else top_p 1, top_k off)"
+)
+_RR_BOUNDS = "as given, PNG data URLs; the server's processor"
+_RR_OUR_BOUNDS = "as given; endpoint: PNG; local: the processor's pixel bounds (`min_pixels` / `max_pixels`)"
+
+
+def _rational(rubric: str) -> tuple[Pairing, ...]:
+    model = f"TIGER-Lab/RationalRewards-8B-{'T2I' if rubric == 't2i' else 'Edit'}"
+    source = _RR.format(rubric)
+    return (
+        Pairing("reference", source, model, f"rational_rewards_{rubric}", _RR_REQUEST, _RR_BOUNDS),
+        Pairing(
+            "default", "rewardzoo", model, f"rational_rewards_{rubric}", _RR_OURS, _RR_OUR_BOUNDS, reference=source
+        ),
+    )
+
+
+RATIONAL_REWARDS = _rational("t2i")
+RATIONAL_REWARDS_EDIT = _rational("edit")
+
 #: Reward name -> its rows (reference rows first).
 PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "unified_reward": UNIFIED_REWARD,
@@ -677,6 +705,8 @@ PAIRINGS: dict[str, tuple[Pairing, ...]] = {
     "unified_reward_edit": UNIFIED_REWARD_EDIT,
     "unified_reward_edit_pairwise": UNIFIED_REWARD_EDIT_PAIRWISE,
     "videoscore2": VIDEOSCORE2,
+    "rational_rewards": RATIONAL_REWARDS,
+    "rational_rewards_edit": RATIONAL_REWARDS_EDIT,
 }
 
 

@@ -6,7 +6,9 @@ Sources: flow_grpo ``flow_grpo/rewards.py`` (``unifiedreward_score_sglang``); Pr
 3e787f6, unchanged since 1dc528e) and, for the earlier qwen-7b pairing, the ``template`` of
 ``fastvideo/train_flux_pref_grpo.py`` / ``train_wan_2_1_pref_grpo.py`` (6d405e8 / a1ca93c to 7246966);
 t2v_metrics ``t2v_metrics/models/vqascore_models/qwen2vl_model.py`` (commit 6ecb74f); UnifiedReward
-``UnifiedReward-Edit/*.py`` (commit ff6f520).
+``UnifiedReward-Edit/*.py`` (commit ff6f520); Flow-Factory ``src/flow_factory/rewards/rational_rewards_t2i.py`` /
+``rational_rewards_edit.py`` (commit a0b2bc5, RationalRewards); verl-omni
+``verl_omni/utils/reward_score/genrm_ocr.py`` (commit a1139ba).
 """
 
 from __future__ import annotations
@@ -473,4 +475,164 @@ UNIFIED_REWARD_EDIT_PAIRWISE_SCORE = (
     "Please provide the scores for each image based on the evaluation of the above aspects.\n"
     "\n"
     "Text instruction - {prompt}\n"
+)
+
+
+# ------------------------------------------------------------------------------------------ RationalRewards
+# TIGER-AI-Lab RationalRewards as Flow-Factory a0b2bc5 sends them (src/flow_factory/rewards/rational_rewards_t2i.py
+# ``RATIONAL_T2I_SYSTEM_PROMPT``, ``build_scoring_user_content``, ``T2I_SCORING_PROMPT_SUFFIX``;
+# rational_rewards_edit.py ``RATIONAL_EDIT_SYSTEM_PROMPT``, ``build_scoring_user_content_edit``,
+# ``COMMON_TASK_GUIDELINE``). Each ``<image>`` and the newline after it stand for one image part; the text around
+# them is the reference's, character for character.
+
+#: The T2I judge's system prompt.
+RATIONAL_REWARDS_T2I_SYSTEM = (
+    "You are an expert image generation evaluator. Your task is to evaluate "
+    "the quality of a generated image based on a user instruction. Afterwards, "
+    "you need to suggest how to refine the original user request to produce "
+    "better image generation (if any)."
+)
+#: The edit judge's system prompt.
+RATIONAL_REWARDS_EDIT_SYSTEM = (
+    "You are an expert image editing evaluator. Your task is to evaluate the quality of an edited "
+    "image based on a source image and a user instruction. Afterwards, you need to suggest how to "
+    "refine the original user request to produce better image edits (if any)."
+)
+
+_RATIONAL_T2I_RUBRIC = (
+    "\n"
+    "\n"
+    "\n"
+    "To do this, you must first assess the image on three critical aspects, provide justifications and absolute scores in 1-4 scale.\n"
+    "\n"
+    "### Critical Aspects & Scoring Rubric\n"
+    "**1. Text Faithfulness** (How accurately does the output follow the instruction?)\n"
+    "- **4 (Full match):** All key elements (objects, colors, actions) are represented exactly as described. No hallucinations or unrequested changes.\n"
+    "- **3 (Minor mismatch):** Most key elements are present, but minor details are missing, incorrect, or slightly inaccurate.\n"
+    "- **2 (Some mismatch):** Some key elements are missing, altered, or interpreted incorrectly.\n"
+    "- **1 (Major deviations):** Key elements are completely missing, altered, or contradicted. Instruction is ignored.\n"
+    "\n"
+    "**2. Physical and Visual Quality** (Technical errors, composition, realism, and physics)\n"
+    "- **4 (No noticeable flaws):** The image is physically plausible (correct lighting, shadows, geometry, anatomy). No visible artifacts (seams, blurring, noise).\n"
+    "- **3 (Minor flaws):** Small inaccuracies that are noticeable but not strongly disruptive (e.g., slight lighting mismatch, minor texture issues).\n"
+    '- **2 (Some flaws):** Clear physical or visual errors that disrupt the image (e.g., incorrect perspective, "floating" objects, wrong shadow direction, obvious seams).\n'
+    "- **1 (Severe flaws):** Major physical/visual errors (e.g., impossible geometry, distorted anatomy, garbled objects, severe artifacts).\n"
+    "\n"
+    "**3. Text Rendering** (Only if the instruction involves generating text)\n"
+    "- **4 (Full match):** Text is correct, legible, and integrated well.\n"
+    "- **3 (Mostly match):** Minor misspellings or inconsistent capitalization.\n"
+    "- **2 (Partial match):** Major misspellings or distorted text.\n"
+    "- **1 (Major deviations):** Text is unreadable, severely distorted, or missing. (Use N/A if no text generation is required).\n"
+    "\n"
+    "### Scoring Methodology (CRITICAL)\n"
+    "During assessment for each aspect, recall the initial user request and the scoring rubrics of the aspect, provide scores with detailed justifications for the generated image and reflect fine-grained preferences.\n"
+    "1. **Anchor:** Have a global inspection based on the user request and the resulting generation. Determine the rough integer score level (1, 2, 3, or 4) according to the definitions provided.\n"
+    "2. **Justify and Adjust:** Do careful visual analysis and identify specific flaws in generation. Justify the score with concrete evidence and scoring logic. Fine-tune this anchor score into a float value. Add small increments for exceptional execution or deduct points for specific flaws.\n"
+    "   - *Example:* deduct points from 4.0 for slight flaws if the assessed dimension is close to satisfaction. add increments from 1.0 or 2.0 based on severity of flaws.\n"
+    "\n"
+    "Afterwards, try to construct a refined user request that helps the visual generation model to produce better image generation.\n"
+    "Think of the weaknesses identified in the judgement, then map them to instruction details and apply specific fixes.\n"
+    "Provide a final new user request that enrich the initial user request.\n"
+    "\n"
+    "Output your evaluation in the following format:\n"
+    "# User Request Analysis\n"
+    "[ understanding the user request, try to analyze or decompose the user request deeper. Think of what the request might imply or what needs to be inferred to successfully execute the request. ]\n"
+    "# Detailed Judgement\n"
+    "1. Text Faithfulness:\n"
+    "## Justification: [ Analysis of the user request and the assessment of the resulting generation. How it comes to a final score. ]\n"
+    "## Score: [ float score ]\n"
+    "2. Physical and Visual Quality:\n"
+    "## Justification: [ Similar to above. Analysis and assessment. ]\n"
+    "## Score: [ float score ]\n"
+    "3. Text Rendering:\n"
+    "## Justification: [ Similar to above. Analysis and assessment. ]\n"
+    "## Score: [ float score or N/A ]\n"
+    "# Summary: [ Summary of the evaluation ]\n"
+    "\n"
+    "# User Request Refinement:\n"
+    "## Refinement Comments: [Specific suggestions for improving the user request]\n"
+    "## Refined Request: [The improved, more specific user request for generation like a standard user instruction]"
+)
+
+_RATIONAL_EDIT_RUBRIC = (
+    "To do this, you must first assess the image on four critical aspects, provide justifications and absolute scores in 1-4 scale.\n"
+    "\n"
+    "### Critical Aspects & Scoring Rubric\n"
+    "**1. Text Faithfulness** (How accurately does the output follow the instruction?)\n"
+    "- **4 (Full match):** All key elements (objects, colors, actions) are represented exactly as described. No hallucinations or unrequested changes.\n"
+    "- **3 (Minor mismatch):** Most key elements are present, but minor details are missing, incorrect, or slightly inaccurate.\n"
+    "- **2 (Some mismatch):** Some key elements are missing, altered, or interpreted incorrectly.\n"
+    "- **1 (Major deviations):** Key elements are completely missing, altered, or contradicted. Instruction is ignored.\n"
+    "\n"
+    "**2. Image Faithfulness** (How well are the non-edited parts and key input elements preserved?)\n"
+    "- **4 (Uses input fully):** All relevant elements from the input (background, style, lighting, identity) are accurately preserved or transformed as instructed.\n"
+    "- **3 (Minor mismatch):** Most relevant elements are preserved, but a few aspects (e.g., background details, lighting consistency) are missing or incorrectly handled.\n"
+    "- **2 (Partial mismatch):** Some elements are carried over, but key aspects of the original image are lost or distorted.\n"
+    "- **1 (Fails to use input):** Key elements of the input image are ignored, misinterpreted, or destroyed.\n"
+    "\n"
+    "**3. Physical and Visual Quality** (Technical errors, composition, realism, and physics)\n"
+    "- **4 (No noticeable flaws):** The image is physically plausible (correct lighting, shadows, geometry, anatomy). No visible artifacts (seams, blurring, noise).\n"
+    "- **3 (Minor flaws):** Small inaccuracies that are noticeable but not strongly disruptive (e.g., slight lighting mismatch, minor texture issues).\n"
+    '- **2 (Some flaws):** Clear physical or visual errors that disrupt the image (e.g., incorrect perspective, "floating" objects, wrong shadow direction, obvious seams).\n'
+    "- **1 (Severe flaws):** Major physical/visual errors (e.g., impossible geometry, distorted anatomy, garbled objects, severe artifacts).\n"
+    "\n"
+    "**4. Text Rendering** (Only if the instruction involves generating text)\n"
+    "- **4 (Full match):** Text is correct, legible, and integrated well.\n"
+    "- **3 (Mostly match):** Minor misspellings or inconsistent capitalization.\n"
+    "- **2 (Partial match):** Major misspellings or distorted text.\n"
+    "- **1 (Major deviations):** Text is unreadable, severely distorted, or missing. (Use N/A if no text generation is required).\n"
+    "\n"
+    "### Scoring Methodology (CRITICAL)\n"
+    "During assessment for each aspect, recall the initial user request, source image and the scoring rubrics of the aspect, provide scores with detailed justifications for each image and reflect fine-grained preferences.\n"
+    "1. **Anchor:** Have a global inspection based on the user request and the resulting generation. Determine the rough integer score level (1, 2, 3, or 4) according to the definitions provided .\n"
+    "2. **Justify and Adjust:** Do careful visual analysis and identify specific flaws in generation. Justify the score with concrete evidence and scoring logic. Fine-tune this anchor score into a float value. Add small increments for exceptional execution or deduct points for specific flaws.\n"
+    "   - *Example:* deduct points from 4.0 for slight flaws if the assessed dimension is close to satisfaction. add increments from 1.0 or 2.0 based on severity of flaws.\n"
+    "\n"
+    "Afterwards, try to construct a refined user request that helps the visual generation model to produce better image edits.\n"
+    "Think of the weaknesses identified in the judgement, then map them to instruction details and apply specific fixes.\n"
+    "Provide a final new user request that enrich the initial user request.\n"
+    "\n"
+    "Output your evaluation in the following format:\n"
+    "# User Request Analysis\n"
+    "[ understanding the user request, try to analyze or decompose the user request deeper. Think of what the request might imply or what needs to be inferred to successfully execute the request. ]\n"
+    "# Detailed Judgement\n"
+    "1. Text Faithfulness:\n"
+    "## Justification: [ Analysis of the user request and the assessment of the resulting generation. How it comes to a final score. ]\n"
+    "## Score: [ float score ]\n"
+    "2. Image Faithfulness:\n"
+    "## Justification: [ Similar to above. Analysis and assessment. ]\n"
+    "## Score: [ float score ]\n"
+    "3. Physical and Visual Quality:\n"
+    "## Justification: [ Similar to above. Analysis and assessment. ]\n"
+    "## Score: [ float score ]\n"
+    "4. Text Rendering:\n"
+    "## Justification: [ Similar to above. Analysis and assessment. ]\n"
+    "## Score: [ float score or N/A ]\n"
+    "# Summary: [ Summary of the evaluation ]\n"
+    "\n"
+    "# User Request Refinement:\n"
+    "## Refinement Comments: [Specific suggestions for improving the user request]\n"
+    "## Refined Request: [The improved, more specific user request for editing like a standard user instruction]"
+)
+
+#: The T2I judge's user turn: the instruction, the generated image, the three-aspect rubric and output format.
+RATIONAL_REWARDS_T2I = (
+    "User Instruction: {prompt}\nYou are provided with one image:\n1. Generated Image <image>\n" + _RATIONAL_T2I_RUBRIC
+)
+#: The edit judge's user turn: the instruction, the source and the edited image, the four-aspect rubric.
+RATIONAL_REWARDS_EDIT = (
+    "User Instruction: {prompt}\nYou are provided with two images:\n1. Source Image <image>\n"
+    "\n2. Edited Image <image>\n"
+    "\n\nGive your analysis and judgement following guidelines in the system prompt. \n\n" + _RATIONAL_EDIT_RUBRIC
+)
+
+# ------------------------------------------------------------------------------------------ OCR read by a VLM
+# verl-omni a1139ba verl_omni/utils/reward_score/genrm_ocr.py ``compute_score_ocr``: a system turn, then the image
+# and this question.
+
+#: The system turn verl-omni sends with the OCR question.
+GENRM_OCR_SYSTEM = "You are a helpful assistant."
+#: ``DEFAULT_GRM_PROMPT``: the transcription question.
+GENRM_OCR_QUESTION = (
+    "Please output only the text content from the image without any additional descriptions or formatting."
 )
