@@ -1,6 +1,6 @@
 """Machine-readable benchmark results: every script writes ``benchmarks/results/<script stem>.json``.
 
-The project README's Benchmarks section, its reward table and each model card's ``## Speed`` figures are
+The documentation site's Benchmarks page (``docs/benchmarks.md``) and each model card's ``## Speed`` figures are
 generated from these files by ``scripts/build_docs.py``; nobody copies a figure by hand.
 
 File layout::

@@ -10,8 +10,8 @@ Sources (the only places a fact is written by hand):
 
 Generated, between ``<!-- generated: ... -->`` and ``<!-- end generated -->`` markers:
 
-- README.md: the reward table (``reward table``), the Benchmarks figures (``benchmark figures``) and the
-  reference packages (``reference packages``, from ``rewardzoo.rewards.references.REFERENCES``);
+- docs/guides/references.md: the reference packages (``reference packages``, from
+  ``rewardzoo.rewards.references.REFERENCES``);
 - the cards of the rewards with a reference package: a ``## Reference package`` section (``reference package``);
 - each card's ``## Speed`` section: the figures whose ``rewards`` name that card (``speed``); the
   hand-written prose around the block must not contain measured numbers (checked here);
@@ -21,6 +21,16 @@ Generated, between ``<!-- generated: ... -->`` and ``<!-- end generated -->`` ma
 - each card that loads weights: its ``## Precision`` section (``precision``), what ``dtype: auto`` runs in
   and where the reference sets it, from the front matter's ``default_dtype`` and ``dtype_source`` (added
   before ``## Speed`` when a card lacks it).
+
+The documentation site (``mkdocs.yml``, sources under ``docs/``):
+
+- ``docs/rewards/NAME.md``, one page per card (its facts, then its markdown body), and ``docs/rewards/index.md``,
+  the table of every reward; a page whose card is gone is removed (``--check``: reported);
+- each family page ``docs/rewards/families/FAMILY.md``: its members (``family members``), after the
+  hand-written advice on choosing between them; the Rewards part of the nav in ``mkdocs.yml`` (``reward nav``);
+- ``docs/guides/config-reference.md`` from ``rewardzoo.spec.config.json_schema()``; ``docs/api.md`` from the
+  public names (``rewardzoo._LAZY``); ``docs/benchmarks.md`` from ``benchmarks/results/*.json``;
+- ``docs/architecture.md``: each package's docstring (``package docstrings``).
 
     python scripts/build_docs.py            # rewrite what is out of date
     python scripts/build_docs.py --check    # exit 1 listing (with a short diff) what is out of date
@@ -32,6 +42,7 @@ is written, so concurrent edits of its other sections survive.
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import json
 import math
@@ -47,7 +58,10 @@ from rewardzoo.rewards.vlm.pairings import PAIRINGS  # noqa: E402  (pure data: n
 
 CARDS = ROOT / "rewardzoo" / "model_cards"
 RESULTS = ROOT / "benchmarks" / "results"
-README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+REWARD_PAGES = DOCS / "rewards"
+FAMILY_PAGES = REWARD_PAGES / "families"
+MKDOCS = ROOT / "mkdocs.yml"
 BENCH_README = ROOT / "benchmarks" / "README.md"
 
 END = "<!-- end generated -->"
@@ -55,7 +69,7 @@ NOTE = "<!-- written by scripts/build_docs.py from {source}: edit the source and
 SPEED = "## Speed"
 PAIRING = "## Reference pairing"
 PRECISION = "## Precision"
-#: Scripts in the order the README lists them; others follow alphabetically.
+#: Scripts in the order the Benchmarks page lists them; others follow alphabetically.
 SCRIPT_ORDER = (
     "bench_processor.py",
     "bench_execution.py",
@@ -204,22 +218,6 @@ def run_line(run: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------------ blocks
-def reward_table(cards: dict[str, dict]) -> str:
-    lines = [
-        "| reward | modality | kind | extra | range | better | weights | what it scores |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for name, meta in sorted(cards.items()):
-        lo, hi = (float(b) for b in meta["score_range"])
-        weights = "from a hub / local path" if meta.get("download", True) else "none needed"
-        lines.append(
-            f"| `{name}` | {meta['modality']} | {meta['kind']} | {meta.get('extra') or 'core'} | "
-            f"[{bound(lo)}, {bound(hi)}] | {'higher' if meta['higher_is_better'] else 'lower'} | "
-            f"{weights} | {cell(meta.get('summary', ''))} |"
-        )
-    return "\n".join(lines)
-
-
 def references_table() -> str:
     from rewardzoo.rewards.references import REFERENCES
 
@@ -419,6 +417,348 @@ def prose_problems(text: str, where: str) -> list[str]:
     ]
 
 
+# ------------------------------------------------------------------------------------------ the site
+PAGE_NOTE = "<!-- written by scripts/build_docs.py from {source}: edit the source and rerun it, not this page -->"
+#: Reward families: the package of the card's ``implementation`` (rewardzoo.rewards.<family>), in nav order.
+FAMILIES = {
+    "image": "Image",
+    "video": "Video",
+    "vlm": "Vision-language judges",
+    "audio": "Audio and speech",
+    "group": "Group-relative",
+    "text": "Text and sequences",
+    "remote": "Served rewards",
+}
+FACT_KEYS = ("modality", "kind", "extra", "score_range", "higher_is_better", "download", "devices", "differentiable")
+
+
+def family(meta: dict) -> str:
+    """The family of a card: ``rewardzoo.rewards.<family>[.module]:Class``."""
+    parts = str(meta["implementation"]).split(":", 1)[0].split(".")
+    if len(parts) < 3 or parts[:2] != ["rewardzoo", "rewards"] or parts[2] not in FAMILIES:
+        raise DocsError(f"the card '{meta['name']}' names an implementation outside the families: {parts}")
+    return parts[2]
+
+
+def card_body(name: str) -> str:
+    """A card's markdown after its front matter (read now: the cards may have just been rewritten)."""
+    text = (CARDS / f"{name}.md").read_text(encoding="utf-8")
+    return text[4:].split("\n---\n", 1)[1].lstrip("\n")
+
+
+def install_line(meta: dict) -> str:
+    extra = meta.get("extra")
+    return "`pip install rewardzoo`" if not extra else f"`pip install 'rewardzoo[{extra}]'`"
+
+
+def licence_cell(meta: dict) -> str:
+    """The licence column: the first clause past rewardzoo's own Apache-2.0 (the page has the whole text)."""
+    text = str(meta.get("license", "")).strip()
+    rest = text.split(";", 1)[1].strip() if text.startswith("Apache-2.0 (rewardzoo);") else text
+    first = rest.split(";", 1)[0].strip()
+    return first if len(first) <= 70 else first[:67].rstrip() + "..."
+
+
+def speed_count(name: str, runs: list[dict]) -> int:
+    return sum(name in f["rewards"] for run in runs for f in run["figures"])
+
+
+def reward_page(name: str, meta: dict, runs: list[dict]) -> str:
+    """A reward's page: the card's front matter as a table of facts, then the card's own text."""
+    lo, hi = (float(b) for b in meta["score_range"])
+    fam = family(meta)
+    ref = meta.get("reference") or {}
+    rows = [
+        ("family", f"[{FAMILIES[fam]}](families/{fam}.md)"),
+        ("modality", meta["modality"]),
+        ("kind", meta["kind"]),
+        ("install", install_line(meta)),
+        ("score range", f"[{bound(lo)}, {bound(hi)}], {'higher' if meta['higher_is_better'] else 'lower'} is better"),
+        ("weights", "downloaded from a hub / local path" if meta.get("download", True) else "none to download"),
+        ("devices", ", ".join(meta["devices"]) if meta.get("devices") else "any (`device: auto`)"),
+        ("differentiable", "yes" if meta.get("differentiable") else "no"),
+        ("reads the prompt", {True: "yes", False: "no"}.get(meta.get("prompt_conditioned"), "not stated")),
+        ("licence", str(meta.get("license", ""))),
+        ("implementation", f"`{meta['implementation']}`"),
+    ]
+    if meta.get("typical_range"):
+        rows.append(("typical range", str(meta["typical_range"])))
+    if isinstance(ref, dict):
+        for key, value in ref.items():
+            rows.append((f"reference {key}", str(value)))
+    figures = speed_count(name, runs)
+    rows.append(("speed", f"[{figures} benchmark figure{'s' * (figures != 1)}](#speed)" if figures else "not measured"))
+    body = card_body(name)
+    head, _, rest = body.partition("\n")
+    if not head.startswith("# "):
+        raise DocsError(f"rewardzoo/model_cards/{name}.md: the body does not start with '# {name}'")
+    lines = [
+        PAGE_NOTE.format(source=f"rewardzoo/model_cards/{name}.md"),
+        f"# {name}",
+        "",
+        cell(meta.get("summary", "")),
+        "",
+        "| | |",
+        "|---|---|",
+        *(f"| {k} | {cell(v)} |" for k, v in rows),
+        "",
+        f"`rewardzoo card {name}` prints this card; `rewardzoo score {name} ...` scores with its example config.",
+        "",
+        rest.strip("\n"),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def rewards_index(cards: dict[str, dict], runs: list[dict]) -> str:
+    """The table of every reward, each linked to its page, after the families."""
+    lines = [
+        PAGE_NOTE.format(source="the model cards' front matter"),
+        "# Rewards",
+        "",
+        f"{len(cards)} rewards, each with a page generated from its model card (`rewardzoo card NAME` prints the same "
+        "card; `rewardzoo list` lists them with what is installed). Families, each with advice on choosing between "
+        "its members:",
+        "",
+    ]
+    for fam, title in FAMILIES.items():
+        members = [n for n, m in cards.items() if family(m) == fam]
+        lines.append(f"- [{title}](families/{fam}.md): " + ", ".join(f"[`{n}`]({n}.md)" for n in members))
+    lines += [
+        "",
+        "| reward | family | modality | kind | extra | licence | speed | what it scores |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, meta in sorted(cards.items()):
+        figs = speed_count(name, runs)
+        speed = f"[{figs} figure{'s' * (figs != 1)}]({name}.md#speed)" if figs else "not measured"
+        fam = family(meta)
+        lines.append(
+            f"| [`{name}`]({name}.md) | [{fam}](families/{fam}.md) | {meta['modality']} | {meta['kind']} | "
+            f"{meta.get('extra') or 'core'} | {cell(licence_cell(meta))} | {speed} | {cell(meta.get('summary', ''))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def family_block(cards: dict[str, dict], fam: str) -> str:
+    lines = [
+        "| reward | kind | extra | range | weights | what it scores |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, meta in sorted(cards.items()):
+        if family(meta) != fam:
+            continue
+        lo, hi = (float(b) for b in meta["score_range"])
+        weights = "download" if meta.get("download", True) else "none"
+        lines.append(
+            f"| [`{name}`](../{name}.md) | {meta['kind']} | {meta.get('extra') or 'core'} | "
+            f"[{bound(lo)}, {bound(hi)}] | {weights} | {cell(meta.get('summary', ''))} |"
+        )
+    return "\n".join(lines)
+
+
+def reward_nav(cards: dict[str, dict]) -> str:
+    """The Rewards part of mkdocs.yml's nav: the table, then each family's page and members."""
+    lines = ["    - rewards/index.md"]
+    for fam, title in FAMILIES.items():
+        lines += [f"    - {title}:", f"      - rewards/families/{fam}.md"]
+        lines += [f"      - {n}: rewards/{n}.md" for n, m in sorted(cards.items()) if family(m) == fam]
+    return "\n".join(lines)
+
+
+def yaml_splice(text: str, marker: str, content: str, where: str) -> str:
+    """Replace the lines between ``# generated: marker`` and ``# end generated`` (YAML comments)."""
+    m = re.search(rf"^([ \t]*)# generated: {re.escape(marker)}[ \t]*\n", text, re.M)
+    if not m:
+        raise DocsError(f"{where}: the comment '# generated: {marker}' is missing")
+    e = re.compile(r"^[ \t]*# end generated[ \t]*$", re.M).search(text, m.end())
+    if not e:
+        raise DocsError(f"{where}: no '# end generated' after '# generated: {marker}'")
+    return text[: m.end()] + content.rstrip("\n") + "\n" + text[e.start() :]
+
+
+def _schema_type(node: dict) -> str:
+    if "enum" in node:
+        return " \\| ".join(f"`{v}`" for v in node["enum"])
+    if "oneOf" in node and "type" not in node:
+        return " or ".join(_schema_type(alt) for alt in node["oneOf"])
+    kinds = node.get("type", "any")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    names = {"object": "mapping", "array": "list", "null": "null", "number": "number", "integer": "integer"}
+    out = []
+    for k in kinds:
+        if k == "array" and isinstance(node.get("items"), dict) and "type" in node["items"]:
+            out.append(f"list of {_schema_type(node['items'])}")
+        else:
+            out.append(names.get(k, k))
+    return " or ".join(out)
+
+
+def _schema_constraints(node: dict) -> str:
+    words = {
+        "minimum": ">= {}",
+        "exclusiveMinimum": "> {}",
+        "maximum": "<= {}",
+        "minLength": "at least {} characters",
+        "minItems": "at least {} items",
+        "minProperties": "at least {} keys",
+        "pattern": "matches `{}`",
+    }
+    out = [w.format(node[k]) for k, w in words.items() if k in node]
+    if node.get("required"):
+        out.append("requires " + ", ".join(f"`{r}`" for r in node["required"]))
+    return "; ".join(out)
+
+
+def schema_rows(node: dict, path: str, seen: dict[str, str], rows: list[tuple[str, str, str, str]]) -> None:
+    """Flatten a JSON schema into (key path, type, constraints, description) rows; a sub-schema met before
+    is named by the path that documented it."""
+    key = json.dumps(node, sort_keys=True)
+    if path:
+        desc = node.get("description", "")
+        if key in seen and node.get("type") in ("object", None) and ("properties" in json.dumps(node)):
+            rows.append((path, _schema_type(node), "", cell(f"{desc} (as `{seen[key]}`)".strip())))
+            return
+        rows.append((path, _schema_type(node), _schema_constraints(node), cell(desc)))
+        seen.setdefault(key, path)
+    for alt in node.get("oneOf", []):
+        if isinstance(alt, dict) and ("properties" in alt or "items" in alt or "additionalProperties" in alt):
+            schema_rows_inner(alt, path, seen, rows)
+    schema_rows_inner(node, path, seen, rows)
+
+
+def schema_rows_inner(node: dict, path: str, seen: dict[str, str], rows: list) -> None:
+    for name, sub in (node.get("properties") or {}).items():
+        schema_rows(sub, f"{path}.{name}" if path else name, seen, rows)
+    items = node.get("items")
+    if isinstance(items, dict) and ("properties" in items or "oneOf" in items):
+        for alt in items.get("oneOf", [items]):
+            if "properties" in alt:
+                schema_rows_inner(alt, f"{path}[]", seen, rows)
+    extra = node.get("additionalProperties")
+    if isinstance(extra, dict):
+        schema_rows(extra, f"{path}.KEY", seen, rows)
+
+
+def config_reference() -> str:
+    from rewardzoo.spec.config import json_schema
+
+    schema = json_schema()
+    rows: list[tuple[str, str, str, str]] = []
+    schema_rows(schema, "", {}, rows)
+    lines = [
+        PAGE_NOTE.format(source="rewardzoo.spec.config.json_schema()"),
+        "# Configuration reference",
+        "",
+        "Every key a reward config may hold, from the JSON Schema `rewardzoo schema` prints (for editor "
+        "validation). A `rewards` or `eval_rewards` item is a reward name, or a mapping with the keys under "
+        "`rewards[]`; parsing is stricter than the schema (see [Configuring](configuring.md)).",
+        "",
+        f"Top level: required {', '.join(f'`{r}`' for r in schema.get('required', []))}; no other keys than those below.",
+        "",
+        "| key | type | constraints | what it is |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| `{p}` | {t} | {c} | {d} |" for p, t, c, d in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _public_names() -> dict[str, str]:
+    """``rewardzoo._LAZY`` (public name -> module), read without importing the package."""
+    tree = ast.parse((ROOT / "rewardzoo" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_LAZY" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise DocsError("rewardzoo/__init__.py: no _LAZY table")
+
+
+def api_page() -> str:
+    names = _public_names()
+    groups: dict[str, list[str]] = {}
+    for name, module in names.items():
+        groups.setdefault(module, []).append(name)
+    lines = [
+        PAGE_NOTE.format(source="rewardzoo/__init__.py (the public names) and their docstrings"),
+        "# API reference",
+        "",
+        "The names `rewardzoo` exports (`rewardzoo.__all__`), each importable from the package root "
+        "(`from rewardzoo import Sample`) and imported on first use; grouped by the module that defines them.",
+        "",
+    ]
+    for module in sorted(groups):
+        lines += [f"## `{module}`", ""]
+        for name in groups[module]:
+            lines += [f"::: {module}.{name}", ""]
+    return "\n".join(lines)
+
+
+def benchmarks_page(runs: list[dict]) -> str:
+    lines = [
+        PAGE_NOTE.format(source="benchmarks/results/*.json"),
+        "# Benchmarks",
+        "",
+        "Each script in `benchmarks/` times rewardzoo and a baseline in the same run (contestants interleaved, "
+        "medians after a warm-up) and writes its figures to `benchmarks/results/<script>.json`. Absolute times "
+        "drift between runs and machines (the development machine is shared with other jobs): read the ratios. "
+        "Each reward's figures are also on its page, under Speed.",
+        "",
+        "| script | latest run | machine | torch | figures |",
+        "|---|---|---|---|---|",
+    ]
+    for run in runs:
+        anchor = run["script"].replace(".py", "").replace("_", "-")
+        lines.append(
+            f"| [`{run['script']}`](#{anchor}) | {run['date']} | {cell(run['machine'])} | {run.get('torch') or ''} | "
+            f"{len(run['figures'])} |"
+        )
+    for run in runs:
+        anchor = run["script"].replace(".py", "").replace("_", "-")
+        lines += ["", f"## {run['script']} {{#{anchor}}}", "", f"Run: {run_line(run)}.", ""]
+        lines += figures_table(run["figures"], script_column=False)
+    return "\n".join(lines) + "\n"
+
+
+def package_block() -> str:
+    """Each package's docstring (its first paragraph, and what it may import where it says so)."""
+    lines = ["| package | what it holds (its docstring) |", "|---|---|"]
+    paths = [ROOT / "rewardzoo" / "errors.py", *sorted((ROOT / "rewardzoo").glob("*/__init__.py"))]
+    for path in paths:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        first = " ".join(doc.split("\n\n", 1)[0].split())
+        name = path.stem if path.name != "__init__.py" else path.parent.name + "/"
+        lines.append(f"| `{name}` | {cell(first.replace('``', '`'))} |")
+    return "\n".join(lines)
+
+
+def site_targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
+    """The site's generated pages and blocks (File -> function(current text) -> the text it should have)."""
+    out: dict[Path, callable] = {}
+    for name, meta in cards.items():
+        out[REWARD_PAGES / f"{name}.md"] = lambda t, n=name, m=meta: reward_page(n, m, runs)
+    out[REWARD_PAGES / "index.md"] = lambda t: rewards_index(cards, runs)
+    note = NOTE.format(source="the model cards' front matter")
+    for fam in FAMILIES:
+        where = f"docs/rewards/families/{fam}.md"
+        out[FAMILY_PAGES / f"{fam}.md"] = lambda t, f=fam, w=where: splice(
+            t, "family members", note + "\n" + family_block(cards, f), w
+        )
+    out[MKDOCS] = lambda t: yaml_splice(t, "reward nav", reward_nav(cards), "mkdocs.yml")
+    out[DOCS / "guides" / "config-reference.md"] = lambda t: config_reference()
+    out[DOCS / "api.md"] = lambda t: api_page()
+    out[DOCS / "benchmarks.md"] = lambda t: benchmarks_page(runs)
+    pkg_note = NOTE.format(source="the package docstrings")
+    out[DOCS / "architecture.md"] = lambda t: splice(
+        t, "package docstrings", pkg_note + "\n" + package_block(), "docs/architecture.md"
+    )
+    return out
+
+
+def orphan_pages(cards: dict[str, dict]) -> list[Path]:
+    """Generated reward pages whose card is gone."""
+    keep = {f"{n}.md" for n in cards} | {"index.md"}
+    return sorted(p for p in REWARD_PAGES.glob("*.md") if p.name not in keep)
+
+
 # ------------------------------------------------------------------------------------------ main
 def rel(path: Path, base: Path = ROOT) -> str:
     try:
@@ -429,15 +769,10 @@ def rel(path: Path, base: Path = ROOT) -> str:
 
 def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
     """File -> function(current text) -> the text it should have."""
-    table = NOTE.format(source="the model cards' front matter") + "\n" + reward_table(cards)
-    bench = NOTE.format(source="benchmarks/results/*.json") + "\n" + benchmark_block(runs, goals_only=True)
     references = NOTE.format(source="rewardzoo/rewards/references/__init__.py") + "\n" + references_table()
     out = {
-        README: lambda t: splice(
-            splice(splice(t, "reward table", table, "README.md"), "benchmark figures", bench, "README.md"),
-            "reference packages",
-            references,
-            "README.md",
+        DOCS / "guides" / "references.md": lambda t: splice(
+            t, "reference packages", references, "docs/guides/references.md"
         ),
         BENCH_README: lambda t: splice(
             t,
@@ -502,8 +837,8 @@ def main(argv: list[str] | None = None) -> int:
         cards, runs = load_cards(), load_results()
         validate(cards, runs)
         stale, problems = [], []
-        for path, build in targets(cards, runs).items():
-            old = path.read_text(encoding="utf-8")  # re-read right before writing
+        for path, build in {**targets(cards, runs), **site_targets(cards, runs)}.items():
+            old = path.read_text(encoding="utf-8") if path.is_file() else ""  # re-read right before writing
             new = build(old)
             if path.parent == CARDS:
                 problems += prose_problems(new, rel(path))
@@ -512,7 +847,12 @@ def main(argv: list[str] | None = None) -> int:
                 if args.check:
                     print(short_diff(old, new, rel(path)), end="\n\n")
                 else:
+                    path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text(new, encoding="utf-8")
+        for path in orphan_pages(cards):
+            stale.append(f"{rel(path)} (its card is gone)")
+            if not args.check:
+                path.unlink()
     except DocsError as exc:
         print(f"build_docs: {exc}", file=sys.stderr)
         return 1

@@ -25,6 +25,7 @@ IMPORT_NAMES = {
     "scikit-learn": "sklearn",
     "scikit-image": "skimage",
     "levenshtein": "Levenshtein",
+    "mkdocs-material": "material",
 }
 
 _PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"

@@ -1,9 +1,22 @@
 """Differentiable rewards for reward-gradient fine-tuning (ReFL, DRaFT, AlignProp).
 
->>> f = rewardzoo.differentiable("rewards.yaml")                        # doctest: +SKIP
->>> total = f(pixels, prompts)             # (B,) tensor on the pixels' graph    # doctest: +SKIP
->>> (-total.mean()).backward()             # gradients reach the generator       # doctest: +SKIP
->>> f.last                                 # {stream name: (B,) tensor}          # doctest: +SKIP
+A tiny random-init CLIP (``rewardzoo.testing``) stands in for real weights; a hub id, a local directory or
+a config file (``rewardzoo.differentiable("rewards.yaml")``) is used the same way:
+
+>>> import tempfile, torch, rewardzoo
+>>> from rewardzoo.testing import tiny_open_clip_dir
+>>> tmp = tempfile.TemporaryDirectory()
+>>> f = rewardzoo.differentiable({"rewards": [{"name": "clip_score", "model_path": str(tiny_open_clip_dir(tmp.name))}]})
+>>> pixels = torch.rand(2, 3, 64, 64, generator=torch.Generator().manual_seed(0), requires_grad=True)
+>>> total = f(pixels, ["a cat", "a dog"])  # (B,) tensor on the pixels' graph
+>>> total.shape, total.requires_grad
+(torch.Size([2]), True)
+>>> (-total.mean()).backward()  # gradients reach the generator
+>>> pixels.grad.shape, bool(pixels.grad.abs().sum() > 0)
+(torch.Size([2, 3, 64, 64]), True)
+>>> sorted(f.last)  # {stream name: (B,) tensor}
+['clip_score']
+>>> tmp.cleanup()
 
 ``pixels`` are float images ``(B, 3, H, W)`` (video rewards: ``(B, T, 3, H, W)``) in [0, 1] on the
 rewards' device, usually the output of a generator's decoder and requiring grad. Each reward's

@@ -32,8 +32,15 @@ __all__ = ["RewardProcessor", "RewardResult"]
 class RewardProcessor:
     """Score samples with a list of reward specs; each unique model is loaded once (through ``loader``).
 
-    >>> proc = RewardProcessor(load_config("configs/demo.yaml").rewards)   # doctest: +SKIP
-    >>> result = proc([Sample(image="a.png", prompt="a cat")])             # doctest: +SKIP
+    >>> import numpy as np
+    >>> from rewardzoo import Sample
+    >>> proc = RewardProcessor(["jpeg_compressibility", {"name": "big", "reward_model": "jpeg_incompressibility"}])
+    >>> result = proc([Sample(image=np.zeros((32, 32, 3), np.uint8), prompt="a black square")])
+    >>> result.applied
+    [['jpeg_compressibility', 'big']]
+    >>> small, big = result.rewards["jpeg_compressibility"].item(), result.rewards["big"].item()
+    >>> small == -big / 500  # -kB / 500 and kB
+    True
     """
 
     def __init__(

@@ -1,5 +1,7 @@
 """The one CLIP backbone loader of rewardzoo: open_clip and transformers behind one small interface.
 
+The example downloads OpenAI's CLIP weights (that is its point), so it does not run in the tests:
+
 >>> bb = load_clip_backbone("ViT-B-32", pretrained="openai", device="cpu", dtype="float32")  # doctest: +SKIP
 >>> img = bb.encode_images([pil_image])          # (1, D) float32, L2-normalised      # doctest: +SKIP
 >>> txt = bb.encode_text(["a cat", "a dog"])     # (2, D) float32, L2-normalised      # doctest: +SKIP

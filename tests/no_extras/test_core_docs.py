@@ -1,13 +1,15 @@
 """The generated documentation is up to date, and the benchmark results it is generated from are sound.
 
-The README's reward table and Benchmarks figures, each model card's Speed figures and the runs table
+The site's reward pages, reward table and Benchmarks page, each model card's Speed figures and the runs table
 of benchmarks/README.md are written by ``scripts/build_docs.py`` from the cards' front matter and
-``benchmarks/results/*.json``; a hand edit (or a new result not yet propagated) fails here.
+``benchmarks/results/*.json``; a hand edit (or a new result not yet propagated) fails here. The README stays a
+short landing page whose quick start CI runs, with links into ``docs/`` that resolve.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,3 +100,30 @@ def test_the_quick_start_is_two_commands_and_ci_runs_the_second():
         check=True,
     ).stdout.strip()
     assert printed == demo
+
+
+README = ROOT / "README.md"
+
+
+def test_the_readme_is_a_short_landing_page_whose_links_resolve():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.encode()) <= 12 * 1024, f"README.md is {len(text.encode())} bytes; the guides belong in docs/"
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [link for link in links if "://" not in link]
+    assert any(link.startswith("docs/") for link in local), "the README links into the documentation site"
+    for link in local:
+        assert (ROOT / link).is_file(), f"README.md links to {link}, which does not exist"
+    for heading in ("## Quick start", "## Install", "## Documentation", "## Licence"):
+        assert f"\n{heading}\n" in text, heading
+
+
+def test_the_site_lists_every_reward_and_every_guide_it_has():
+    """Each card has its generated page, linked from the table; every page under docs/ is in mkdocs.yml's nav
+    (generated pages through build_docs, the others by hand), so none is built without a way to reach it."""
+    pages = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    table = (ROOT / "docs" / "rewards" / "index.md").read_text(encoding="utf-8")
+    for name in CARDS:
+        assert f"rewards/{name}.md" in pages and f"]({name}.md)" in table, name
+    missing = sorted(p for p in pages if not re.search(rf"(^|[\s:]){re.escape(p)}\s*$", nav, re.M))
+    assert not missing, f"pages not in mkdocs.yml's nav: {missing}"

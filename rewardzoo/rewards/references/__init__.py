@@ -89,7 +89,7 @@ PYIQA = Reference(
 )
 
 #: Reward name -> its reference package (resolution checked with ``pip install --dry-run --ignore-installed`` on
-#: Python 3.11; the two that run by building their environments in the tests; see the README's "Reference
+#: Python 3.11; the two that run by building their environments in the tests; see docs/guides/references.md, "Reference
 #: rewards").
 REFERENCES: dict[str, Reference] = {
     "image_reward": IMAGE_REWARD,

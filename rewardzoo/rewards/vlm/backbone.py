@@ -1,6 +1,8 @@
 """The one local vision-language backbone of rewardzoo: Qwen2-VL, Qwen2.5-VL, Qwen3-VL and LLaVA-OneVision through
 transformers.
 
+The example downloads a 7B checkpoint and needs a GPU (that is its point), so it does not run in the tests:
+
 >>> bb = load_vlm("Qwen/Qwen2.5-VL-7B-Instruct", device="cuda:0", dtype="bfloat16")      # doctest: +SKIP
 >>> q = VLMQuery.of('Does this figure show "a cat"? Please answer Yes or No.', image=pil)  # doctest: +SKIP
 >>> bb.answer_logprobs([q], ["Yes", "No"])    # (1, 2) log P(first answer token)           # doctest: +SKIP
