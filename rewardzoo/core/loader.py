@@ -124,10 +124,13 @@ class RewardLoader:
             if resolved.identity not in self._instances:
                 built = self._instances[resolved.identity] = self._construct(resolved, label)
                 before_call(built, self.residency.wake_reward)
+                self.residency.note_roots(built, [spec.model_path, *_strings(spec.kwargs)])
             reward = self._instances[resolved.identity]
             self._offload.setdefault(id(reward), set()).add(spec.offload)
             if spec.offload == "none":  # an entry that keeps the model resident: awake from now on
                 self.wake([reward])
+            elif spec.offload == "drop":  # the checkpoint files a wake reads back: those resolved now, at load
+                self.residency.sources(reward)
             return reward
 
     def offload(self, reward: Reward) -> str:
@@ -217,6 +220,17 @@ class RewardLoader:
 
 
 _RESERVED = ("self", "model_path", "device", "dtype")
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings in an entry's options (nested ones too): the paths a reward may load weights from."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def dtype_for(spec: RewardSpec, device: str, card: RewardInfo | None) -> str:
