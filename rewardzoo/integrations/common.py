@@ -1,9 +1,10 @@
-"""What every trainer adapter shares: reading the config it is given, feeding a RewardMonitor."""
+"""What every trainer adapter shares: reading the config it is given, feeding a RewardMonitor, putting rewards with
+``offload`` back to sleep once the trainer's reward phase is over."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.resolve import resolve_config
@@ -39,6 +40,25 @@ def image_samples(images: Any, prompts: Any, metadata: Any, dataset_key: str | N
             dataset = meta[dataset_key]
         samples.append(Sample(image=image, prompt=prompt, metadata=meta, dataset=dataset))
     return samples
+
+
+def sleep_after_backward(pixels: Any, rewards: Any, sleep: Callable[[], None]) -> None:
+    """The end of a differentiable reward phase (AlignProp, DRaFT): ``sleep()`` once the backward pass has gone
+    through the rewards, i.e. when the gradient of the ``pixels`` they were given is computed (their weights are
+    needed until then); at once when there is no graph (``rewards`` do not require grad, e.g. under no_grad).
+    Processor-based adapters need nothing: each processor call is a phase and sleeps at its end."""
+    if not (getattr(rewards, "requires_grad", False) and getattr(pixels, "requires_grad", False)):
+        sleep()
+        return
+    state = {"done": False}
+
+    def hook(grad: Any) -> Any:
+        if not state["done"]:
+            state["done"] = True
+            sleep()
+        return grad
+
+    pixels.register_hook(hook)
 
 
 def require_scored(result: Any) -> None:
