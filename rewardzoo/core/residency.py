@@ -28,15 +28,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ..errors import RewardZooError
+from ..errors import WakeError
 from ..rewards.base import Reward
 from . import weight_files
 
 _MAX_DEPTH = 4
 
-
-class WakeError(RewardZooError, RuntimeError):
-    """A sleeping reward's weights could not be brought back (names the reward and the file); it stays asleep."""
+__all__ = ["Residency", "WakeError", "module_tensors", "process_residency", "reward_modules", "reward_sessions"]
 
 
 def reward_modules(reward: Reward) -> list[Any]:

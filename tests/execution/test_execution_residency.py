@@ -23,7 +23,7 @@ from PIL import Image
 
 from rewardzoo import RewardProcessor
 from rewardzoo import testing as rzt
-from rewardzoo.core.residency import WakeError
+from rewardzoo.errors import WakeError
 
 PROMPTS = ["a red cube on a table", "two cats", "a city at night", "a bowl of fruit"]
 
