@@ -55,7 +55,8 @@ def reward_sessions(reward: Reward) -> list[Any]:
     return _reachable(reward, lambda obj: isinstance(obj, ReleasableSession))
 
 
-def _reachable(reward: Reward, wanted: Any) -> list[Any]:
+def _reachable(reward: Reward, wanted: Any, *, through: bool = False) -> list[Any]:
+    """The objects reachable from ``reward`` for which ``wanted(obj)``; ``through``: look inside those too."""
     found: dict[int, Any] = {}
     seen: set[int] = set()
 
@@ -65,7 +66,9 @@ def _reachable(reward: Reward, wanted: Any) -> list[Any]:
         seen.add(id(obj))
         if wanted(obj):
             found.setdefault(id(obj), obj)
-        elif isinstance(obj, (list, tuple, set, frozenset)):
+            if not through:
+                return
+        if isinstance(obj, (list, tuple, set, frozenset)):
             for item in obj:
                 walk(item, depth + 1)
         elif isinstance(obj, dict):
@@ -134,7 +137,7 @@ class Residency:
         with self._lock:
             if reward not in self._sources:
                 roots: list[Any] = []
-                for inner in _reachable(reward, lambda o: isinstance(o, Reward)):
+                for inner in _reachable(reward, lambda o: isinstance(o, Reward), through=True):
                     roots += self._roots.get(inner, [getattr(inner, "model_path", None)])
                 for module in self.modules(reward):
                     config = getattr(module, "config", None)

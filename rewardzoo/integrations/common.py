@@ -42,23 +42,42 @@ def image_samples(images: Any, prompts: Any, metadata: Any, dataset_key: str | N
     return samples
 
 
-def sleep_after_backward(pixels: Any, rewards: Any, sleep: Callable[[], None]) -> None:
+class SleepAfterBackward:
     """The end of a differentiable reward phase (AlignProp, DRaFT): ``sleep()`` once the backward pass has gone
-    through the rewards, i.e. when the gradient of the ``pixels`` they were given is computed (their weights are
-    needed until then); at once when there is no graph (``rewards`` do not require grad, e.g. under no_grad).
-    Processor-based adapters need nothing: each processor call is a phase and sleeps at its end."""
-    if not (getattr(rewards, "requires_grad", False) and getattr(pixels, "requires_grad", False)):
-        sleep()
-        return
-    state = {"done": False}
+    through every graph the rewards built, i.e. when the gradient of the ``pixels`` each call was given is
+    computed (their weights are needed until then; several calls before one backward count); at once when a call
+    built no graph (``rewards`` do not require grad, e.g. under no_grad). A graph never backpropagated keeps the
+    rewards awake (never asleep under a pending graph). Processor-based adapters need nothing of this: each
+    processor call is a phase and sleeps at its end."""
 
-    def hook(grad: Any) -> Any:
-        if not state["done"]:
-            state["done"] = True
-            sleep()
-        return grad
+    def __init__(self, sleep: Callable[[], None]) -> None:
+        self.sleep = sleep
+        self._pending = 0
+        self._lock = threading.Lock()
 
-    pixels.register_hook(hook)
+    def __call__(self, pixels: Any, rewards: Any) -> None:
+        if not (getattr(rewards, "requires_grad", False) and getattr(pixels, "requires_grad", False)):
+            with self._lock:
+                idle = self._pending == 0
+            if idle:
+                self.sleep()
+            return
+        with self._lock:
+            self._pending += 1
+        done = [False]
+
+        def hook(grad: Any) -> Any:
+            with self._lock:
+                if done[0]:
+                    return grad
+                done[0] = True
+                self._pending -= 1
+                idle = self._pending == 0
+            if idle:
+                self.sleep()
+            return grad
+
+        pixels.register_hook(hook)
 
 
 def require_scored(result: Any) -> None:

@@ -144,3 +144,22 @@ def test_offloaded_rewards_sleep_once_backward_is_through_and_are_asleep_between
     with torch.no_grad():  # no graph: asleep again at once
         ours(_images(), PROMPTS)
     assert asleep()
+
+
+def test_several_calls_before_one_backward_keep_offloaded_rewards_awake_until_it(config, tmp_path):
+    """Gradient accumulation over two reward calls and one backward: the rewards stay awake while either graph is
+    pending (their weights are in both) and sleep once the backward has gone through both."""
+    clip = tiny_open_clip_dir(tmp_path / "clip", seed=0)
+    entry = {**config["rewards"][0], "model_path": str(clip), "offload": "drop"}
+    reward_fn = alignprop_reward_fn({"rewards": [entry]})
+    f = reward_fn.differentiable
+    reward, residency = f.rewards["clip_score"], f.loader.residency
+    first, second = _images(1).requires_grad_(True), _images(2).requires_grad_(True)
+    a, _ = reward_fn(first, PROMPTS)
+    b, _ = reward_fn(second, PROMPTS)
+    with torch.no_grad():
+        reward_fn(_images(3), PROMPTS)  # no graph of its own, but two are pending: stays awake
+    assert not residency.is_asleep(reward)
+    (-(a.mean() + b.mean())).backward()
+    assert residency.is_asleep(reward) and residency.weight_bytes(reward) == 0
+    assert torch.isfinite(first.grad).all() and torch.isfinite(second.grad).all()
