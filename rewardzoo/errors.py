@@ -234,6 +234,11 @@ class RunnerStateError(RewardZooError, RuntimeError):
     results are being read (``ready``/``results``, until ``finalize``), or an iterator of a finished round."""
 
 
+class WakeError(RewardZooError, RuntimeError):
+    """A sleeping reward's weights could not be brought back (``offload: drop``: a checkpoint file gone or rewritten
+    since load; an ONNX model file gone): names the reward and the file; the reward stays asleep."""
+
+
 class WorkerError(RewardExecutionError):
     """A reward's worker process (``environment:``) failed: it did not start within its ``start_timeout_s``,
     crashed at import, died mid-call (after its restart and one retry), did not answer a call within its

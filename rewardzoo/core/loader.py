@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import json
 import threading
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
@@ -145,10 +145,13 @@ class RewardLoader:
             if resolved.identity not in self._instances:
                 built = self._instances[resolved.identity] = self._construct(resolved, label)
                 before_call(built, self.residency.wake_reward)
+                self.residency.note_roots(built, [spec.model_path, *_path_options(spec.kwargs)])
             reward = self._instances[resolved.identity]
             self._offload.setdefault(id(reward), set()).add(spec.offload)
             if spec.offload == "none":  # an entry that keeps the model resident: awake from now on
                 self.wake([reward])
+            elif spec.offload == "drop":  # the checkpoint files a wake reads back: those resolved now, at load
+                self.residency.sources(reward)
             return reward
 
     def offload(self, reward: Reward) -> str:
@@ -238,6 +241,14 @@ class RewardLoader:
 
 
 _RESERVED = ("self", "model_path", "device", "dtype")
+#: Option names that hold a path a reward loads weights from (``clip_model``, ``base_model``, ``processor_path``, ...).
+_PATH_OPTIONS = ("model", "path", "checkpoint", "ckpt", "weights", "pretrained")
+
+
+def _path_options(kwargs: Mapping[str, Any]) -> list[str]:
+    """The values of an entry's path options: where, besides ``model_path``, its weights were loaded from (an inner
+    reward given as a mapping is an entry of its own, with its own roots)."""
+    return [v for k, v in kwargs.items() if isinstance(v, str) and v and k.endswith(_PATH_OPTIONS)]
 
 
 def dtype_for(spec: RewardSpec, device: str, card: RewardInfo | None) -> str:

@@ -1,17 +1,19 @@
 """Residency: where a loaded reward's weights live between reward phases (an entry's ``offload:``).
 
 ``none``: on their device for the life of the processor. ``cpu``: moved to CPU memory (pinned where CUDA is
-present) by :meth:`Residency.sleep`, back to their device at the next call. ``drop``: freed; the first drop
-writes the weights once to a process-private safetensors file (inference weights never change), and a wake
-re-reads them memory-mapped, into the same ``Parameter`` / buffer objects (the module skeleton, tokenizers and
-processors are kept; nothing is downloaded or rebuilt).
+present) by :meth:`Residency.sleep`, back to their device at the next call (weights already on the CPU stay where
+they are: nothing to copy). ``drop``: freed; a wake re-reads them, memory-mapped, from the checkpoint files the
+reward was loaded from (:mod:`rewardzoo.core.weight_files`: each tensor bound, at the first drop, to the
+checkpoint entry holding its exact bits), into the same ``Parameter`` / buffer objects (the module skeleton,
+tokenizers and processors are kept; nothing is downloaded or rebuilt). Only tensors found in no checkpoint (a
+buffer computed at load, a weight changed after loading) are written once to a process-private safetensors file.
 
 Residency belongs to the loaded model, not to a reward class: the weights are the tensors of the ``torch.nn``
 modules reachable from a reward instance (its attributes, inner rewards, lists and dicts of them, rewardzoo
 helper objects), found generically. A tensor shared by several loaded rewards (train/eval dedup, shared
 backbones) sleeps once; one used by an entry with ``offload: none`` of the same loader stays awake. The state is
-one per process (:func:`process_residency`), so a model shared across loaders wakes through any of them. A model-free reward has no
-tensors: sleeping it does nothing.
+one per process (:func:`process_residency`), so a model shared across loaders wakes through any of them. A
+model-free reward has no tensors: sleeping it does nothing.
 """
 
 from __future__ import annotations
@@ -26,14 +28,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ..errors import RewardZooError
+from ..errors import WakeError
 from ..rewards.base import Reward
+from . import weight_files
 
 _MAX_DEPTH = 4
 
-
-class WakeError(RewardZooError, RuntimeError):
-    """A sleeping reward's weights could not be brought back (names the reward and the file); it stays asleep."""
+__all__ = ["Residency", "WakeError", "module_tensors", "process_residency", "reward_modules", "reward_sessions"]
 
 
 def reward_modules(reward: Reward) -> list[Any]:
@@ -54,7 +55,8 @@ def reward_sessions(reward: Reward) -> list[Any]:
     return _reachable(reward, lambda obj: isinstance(obj, ReleasableSession))
 
 
-def _reachable(reward: Reward, wanted: Any) -> list[Any]:
+def _reachable(reward: Reward, wanted: Any, *, through: bool = False) -> list[Any]:
+    """The objects reachable from ``reward`` for which ``wanted(obj)``; ``through``: look inside those too."""
     found: dict[int, Any] = {}
     seen: set[int] = set()
 
@@ -64,7 +66,9 @@ def _reachable(reward: Reward, wanted: Any) -> list[Any]:
         seen.add(id(obj))
         if wanted(obj):
             found.setdefault(id(obj), obj)
-        elif isinstance(obj, (list, tuple, set, frozenset)):
+            if not through:
+                return
+        if isinstance(obj, (list, tuple, set, frozenset)):
             for item in obj:
                 walk(item, depth + 1)
         elif isinstance(obj, dict):
@@ -105,9 +109,41 @@ class Residency:
         self._count = itertools.count()
         self._folder: str | None = None  # where dropped weights are written (safetensors, once per tensor)
         self._files: dict[str, str] = {}  # tensor key -> its file
+        self._spilled: dict[str, int] = {}  # tensor key -> its bytes in the drop file
         self._sessions: weakref.WeakKeyDictionary[Reward, list[Any]] = weakref.WeakKeyDictionary()
         self._released: dict[int, Any] = {}  # id(session) -> the released ONNX session
         self._guards: dict[int, tuple[Any, list[Any]]] = {}  # sleeping module -> its forward pre-hooks
+        self._modules: weakref.WeakKeyDictionary[Reward, list[Any]] = weakref.WeakKeyDictionary()
+        self._sources: weakref.WeakKeyDictionary[Reward, list[str]] = weakref.WeakKeyDictionary()
+        self._roots: weakref.WeakKeyDictionary[Reward, list[str | None]] = weakref.WeakKeyDictionary()
+        self._bound: dict[str, weight_files.Entry] = {}  # tensor key -> its checkpoint entry
+        self._unbound: set[str] = set()  # tensor keys found in no checkpoint (written to the drop file)
+
+    def modules(self, reward: Reward) -> list[Any]:
+        with self._lock:
+            if reward not in self._modules:
+                self._modules[reward] = reward_modules(reward)
+            return self._modules[reward]
+
+    def note_roots(self, reward: Reward, roots: Iterable[str | None]) -> None:
+        """Where ``reward`` was loaded from (its entry's ``model_path`` and path options; the loader's)."""
+        with self._lock:
+            self._roots[reward] = list(roots)
+
+    def sources(self, reward: Reward) -> list[str]:
+        """The checkpoint files ``reward`` was loaded from: under the roots of it and its inner rewards
+        (:meth:`note_roots`, else their ``model_path``) and the ``name_or_path`` of its transformers modules;
+        resolved once (the loader does it at load)."""
+        with self._lock:
+            if reward not in self._sources:
+                roots: list[Any] = []
+                for inner in _reachable(reward, lambda o: isinstance(o, Reward), through=True):
+                    roots += self._roots.get(inner, [getattr(inner, "model_path", None)])
+                for module in self.modules(reward):
+                    config = getattr(module, "config", None)
+                    roots += [getattr(module, "name_or_path", None), getattr(config, "_name_or_path", None)]
+                self._sources[reward] = weight_files.checkpoint_files(roots)
+            return self._sources[reward]
 
     def sessions(self, reward: Reward) -> list[Any]:
         with self._lock:
@@ -118,12 +154,18 @@ class Residency:
     def tensors(self, reward: Reward) -> list[Any]:
         with self._lock:
             if reward not in self._tensors:
-                self._tensors[reward] = module_tensors(reward_modules(reward))
+                self._tensors[reward] = module_tensors(self.modules(reward))
             return self._tensors[reward]
 
     def weight_bytes(self, reward: Reward) -> int:
         """The bytes of the reward's parameters and buffers on their device now (0 while dropped)."""
         return sum(t.data.numel() * t.data.element_size() for t in self.tensors(reward))
+
+    def private_bytes(self, reward: Reward) -> int:
+        """The bytes of ``reward``'s tensors that a wake from ``drop`` reads from the process-private drop file
+        (tensors found in no checkpoint file); the others are read back from the checkpoint files."""
+        with self._lock:
+            return sum(self._spilled.get(self._key(t), 0) for t in self.tensors(reward))
 
     def is_asleep(self, reward: Reward) -> bool:
         with self._lock:
@@ -146,7 +188,7 @@ class Residency:
             todo: dict[int, tuple[Any, str]] = {}
             for reward, mode in plan:
                 for tensor in self.tensors(reward):
-                    if id(tensor) not in kept and id(tensor) not in self._asleep:
+                    if id(tensor) not in kept and id(tensor) not in self._asleep and tensor.data.numel():
                         old = todo.get(id(tensor))
                         todo[id(tensor)] = (tensor, "cpu" if old and old[1] == "cpu" else mode)
             if not todo:
@@ -154,18 +196,36 @@ class Residency:
             import torch
 
             dropped = {self._key(t): t for t, mode in todo.values() if mode == "drop"}
-            self._write_spill({k: t for k, t in dropped.items() if k not in self._files})
+            self._bind([r for r, mode in plan if mode == "drop"], dropped)
+            self._write_spill({k: t for k, t in dropped.items() if k in self._unbound and k not in self._files})
             pin = torch.cuda.is_available()
+            moved: set[int] = set()
             for tensor, mode in todo.values():
                 key = self._key(tensor)
                 record = _Asleep(tensor, tensor.data.device, mode, key)
                 if mode == "drop":
                     tensor.data = torch.empty(0, dtype=tensor.dtype, device="cpu")
+                    moved.add(id(tensor))
                 elif tensor.data.device.type != "cpu":
                     host = tensor.data.to("cpu")
                     tensor.data = host.pin_memory() if pin else host
+                    moved.add(id(tensor))
+                # else: `cpu` and already on the CPU: nothing to copy, nothing a forward could miss
                 self._asleep[id(tensor)] = record
-            self._guard([m for reward, _ in plan for m in reward_modules(reward)])
+            if moved:
+                modules = {id(m): m for reward, _ in plan for m in self.modules(reward)}.values()
+                self._guard([m for m in modules if any(id(t) in moved for t in module_tensors([m]))])
+
+    def _bind(self, rewards: list[Reward], dropped: dict[str, Any]) -> None:
+        """Bind the dropped tensors not bound yet to their checkpoint entries (once per tensor)."""
+        for reward in rewards:
+            own = {id(t) for t in self.tensors(reward)}
+            wanted = {
+                k: t for k, t in dropped.items() if id(t) in own and k not in self._bound and k not in self._unbound
+            }
+            found = weight_files.bind(wanted.values(), self.sources(reward)) if wanted else {}
+            self._bound.update({k: found[id(t)] for k, t in wanted.items() if id(t) in found})
+        self._unbound.update(k for k in dropped if k not in self._bound)
 
     def _guard(self, modules: list[Any]) -> None:
         """A forward pre-hook on every submodule of each sleeping module: a forward that does not come through a
@@ -218,7 +278,7 @@ class Residency:
             dropped = [rec for rec in todo if rec.mode == "drop"]
             loaded: dict[str, Any] = {}
             if dropped:
-                loaded = self._read_spill([rec.key for rec in dropped], name)
+                loaded = self._read_dropped(dropped, name)
             for rec in todo:
                 if rec.mode == "drop":
                     rec.tensor.data = loaded[rec.key].to(rec.device)
@@ -252,13 +312,24 @@ class Residency:
         self._folder = folder
         path = os.path.join(folder, f"weights-{next(self._count)}.safetensors")
         save_file({k: t.data.detach().to("cpu").contiguous() for k, t in tensors.items()}, path)
-        for key in tensors:
+        for key, tensor in tensors.items():
             self._files[key] = path
+            self._spilled[key] = tensor.data.numel() * tensor.data.element_size()
 
-    def _read_spill(self, keys: list[str], name: str | None) -> dict[str, Any]:
+    def _read_dropped(self, records: list[_Asleep], name: str | None) -> dict[str, Any]:
+        """The tensors of dropped ``records`` (all of them, or WakeError naming ``name`` and the file)."""
+        who = f"reward '{name}'" if name else "a reward"
+        bound = {rec.key: self._bound[rec.key] for rec in records if rec.key in self._bound}
+        try:
+            out = weight_files.read_entries(bound, {rec.key: rec.tensor.dtype for rec in records})
+        except OSError as exc:
+            raise WakeError(f"{who} cannot wake: {exc}; it stays asleep") from exc
+        out.update(self._read_spill([rec.key for rec in records if rec.key not in bound], who))
+        return out
+
+    def _read_spill(self, keys: list[str], who: str) -> dict[str, Any]:
         from safetensors import safe_open
 
-        who = f"reward '{name}'" if name else "a reward"
         out: dict[str, Any] = {}
         by_file: dict[str, list[str]] = {}
         for key in keys:
@@ -274,8 +345,12 @@ class Residency:
         return out
 
     def files(self, reward: Reward) -> list[str]:
-        """The files holding the dropped weights of ``reward`` (empty while nothing of it was dropped)."""
-        return sorted({self._files[self._key(t)] for t in self.tensors(reward) if self._key(t) in self._files})
+        """The files a wake of ``reward`` reads its dropped weights from: its checkpoint files, and the drop file
+        of tensors found in none (empty while nothing of it was dropped)."""
+        keys = [self._key(t) for t in self.tensors(reward)]
+        return sorted(
+            {self._bound[k].path for k in keys if k in self._bound} | {self._files[k] for k in keys if k in self._files}
+        )
 
     def close(self) -> None:
         for path in set(self._files.values()):

@@ -10,7 +10,7 @@ from typing import Any
 from ..core.differentiable import differentiable
 from ..core.loader import RewardLoader
 from ..errors import ConfigError, InputError
-from .common import ConfigSource
+from .common import ConfigSource, SleepAfterBackward
 
 INPUT_RANGES = ("unit", "signed")
 
@@ -32,11 +32,15 @@ def alignprop_reward_fn(
     (``input_range="unit"``, the default) or as a VAE decodes them, in [-1, 1] (``"signed"``:
     mapped with ``(x / 2 + 0.5).clamp(0, 1)``, as AlignProp's loss functions do). ``metadata``: one
     mapping per image (or None); ``dataset_key`` names the key holding each sample's dataset.
-    ``gradient_checkpointing``: recompute the reward's vision blocks in the backward pass.
+    ``gradient_checkpointing``: recompute the reward's vision blocks in the backward pass. Rewards with
+    ``offload: cpu|drop`` wake at the call and sleep again once the backward pass has gone through every graph they
+    built (several calls before one backward are fine; a second ``backward(retain_graph=True)`` through rewards
+    that went to sleep is not supported).
     """
     if input_range not in INPUT_RANGES:
         raise ConfigError(f"input_range must be one of {INPUT_RANGES}, got {input_range!r}")
     f = differentiable(config, split=split, loader=loader, gradient_checkpointing=gradient_checkpointing)
+    sleep_after_backward = SleepAfterBackward(f.sleep)
 
     def reward_fn(images, prompts, metadata=None):
         prompts = list(prompts)
@@ -54,7 +58,9 @@ def alignprop_reward_fn(
                 datasets.append(meta[dataset_key])
         if input_range == "signed":
             images = (images / 2 + 0.5).clamp(0, 1)
-        return f(images, prompts, dataset=datasets), {}
+        rewards = f(images, prompts, dataset=datasets)
+        sleep_after_backward(images, rewards)  # entries with `offload`: asleep once backward has gone through
+        return rewards, {}
 
     reward_fn.differentiable = f  # the underlying DifferentiableReward (its .last holds the per-reward parts)
     return reward_fn

@@ -1,9 +1,10 @@
-"""What every trainer adapter shares: reading the config it is given, feeding a RewardMonitor."""
+"""What every trainer adapter shares: reading the config it is given, feeding a RewardMonitor, putting rewards with
+``offload`` back to sleep once the trainer's reward phase is over."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.resolve import resolve_config
@@ -39,6 +40,44 @@ def image_samples(images: Any, prompts: Any, metadata: Any, dataset_key: str | N
             dataset = meta[dataset_key]
         samples.append(Sample(image=image, prompt=prompt, metadata=meta, dataset=dataset))
     return samples
+
+
+class SleepAfterBackward:
+    """The end of a differentiable reward phase (AlignProp, DRaFT): ``sleep()`` once the backward pass has gone
+    through every graph the rewards built, i.e. when the gradient of the ``pixels`` each call was given is
+    computed (their weights are needed until then; several calls before one backward count); at once when a call
+    built no graph (``rewards`` do not require grad, e.g. under no_grad). A graph never backpropagated keeps the
+    rewards awake (never asleep under a pending graph). Processor-based adapters need nothing of this: each
+    processor call is a phase and sleeps at its end."""
+
+    def __init__(self, sleep: Callable[[], None]) -> None:
+        self.sleep = sleep
+        self._pending = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, pixels: Any, rewards: Any) -> None:
+        if not (getattr(rewards, "requires_grad", False) and getattr(pixels, "requires_grad", False)):
+            with self._lock:
+                idle = self._pending == 0
+            if idle:
+                self.sleep()
+            return
+        with self._lock:
+            self._pending += 1
+        done = [False]
+
+        def hook(grad: Any) -> Any:
+            with self._lock:
+                if done[0]:
+                    return grad
+                done[0] = True
+                self._pending -= 1
+                idle = self._pending == 0
+            if idle:
+                self.sleep()
+            return grad
+
+        pixels.register_hook(hook)
 
 
 def require_scored(result: Any) -> None:

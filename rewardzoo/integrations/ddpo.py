@@ -29,4 +29,5 @@ def ddpo_reward_fn(
         require_scored(result)
         return result.total, {"rewards": result.rewards, "applied": result.applied}
 
+    reward_fn.processor = processor  # type: ignore[attr-defined]  # (its rewards, their residency)
     return reward_fn

@@ -3,8 +3,9 @@
 Flow-Factory resolves a ``reward_model:`` that is not in its registry as a Python path ``pkg.mod.Class``
 and builds ``Class(config=RewardArguments, accelerator=Accelerator)``; these two classes are built that
 way. ``rewardzoo:`` names the reward (a rewardzoo registry name or a Python path). Every other key
-Flow-Factory does not know (its ``extra_kwargs``) is one of the reward's options, except ``model_path``
-and ``limits`` (the rewardzoo entry fields); options named like a Flow-Factory field (``name``,
+Flow-Factory does not know (its ``extra_kwargs``) is one of the reward's options, except ``model_path``,
+``limits`` and ``offload`` (the rewardzoo entry fields: with ``offload: cpu|drop`` the weights leave the device
+after each call Flow-Factory makes, see docs/residency.md); options named like a Flow-Factory field (``name``,
 ``batch_size``, ...) go in a ``kwargs:`` mapping instead::
 
     rewards:
@@ -73,7 +74,7 @@ __all__ = ["RewardZooGroupwise", "RewardZooPointwise", "monitor_step"]
 #: Sample fields Flow-Factory passes to a reward call (``audio`` brings ``audio_sample_rate``).
 FF_FIELDS = ("prompt", "image", "video", "audio", "condition_images", "condition_videos")
 #: Extra keys of a Flow-Factory entry that are not options of the reward.
-OWN_KEYS = ("rewardzoo", "model_path", "limits", "kwargs")
+OWN_KEYS = ("rewardzoo", "model_path", "limits", "kwargs", "offload")
 _NESTED = ("condition_images", "condition_videos")
 
 _LOADER = RewardLoader()
@@ -142,6 +143,7 @@ def _spec(config: RewardArguments, target: str, device: str) -> RewardSpec:
             "batch_size": config.batch_size,
             "kwargs": {**options, **nested},
             "limits": extras.get("limits"),
+            "offload": extras.get("offload", "none"),
         },
         f"Flow-Factory reward '{config.name}'",
     )

@@ -45,4 +45,5 @@ def flow_grpo_reward_fn(
         require_scored(result)
         return {**result.rewards, "avg": result.total}, {}
 
+    reward_fn.processor = processor  # type: ignore[attr-defined]  # (its rewards, their residency)
     return reward_fn

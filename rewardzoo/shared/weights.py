@@ -12,12 +12,15 @@ from typing import Any
 from ..errors import ConfigError, InputError
 
 
-def load_state_dict(path: str | os.PathLike, *, map_location: str = "cpu", key: str | None = None) -> dict[str, Any]:
+def load_state_dict(
+    path: str | os.PathLike, *, map_location: str = "cpu", key: str | None = None, mmap: bool = False
+) -> dict[str, Any]:
     """Load a checkpoint as a flat ``{name: tensor}`` dict.
 
-    ``.safetensors`` files go through safetensors; anything else through ``torch.load`` with
-    ``weights_only=True`` (a checkpoint that needs arbitrary classes is refused, not unpickled).
-    ``key`` picks a nested entry (e.g. ``"state_dict"``); common wrappers are unwrapped automatically.
+    ``.safetensors`` files go through safetensors (memory-mapped on the CPU); anything else through
+    ``torch.load`` with ``weights_only=True`` (a checkpoint that needs arbitrary classes is refused, not
+    unpickled), memory-mapped too with ``mmap`` (torch's zip format only). ``key`` picks a nested entry (e.g.
+    ``"state_dict"``); common wrappers are unwrapped automatically.
     """
     path = Path(path)
     if not path.is_file():
@@ -32,7 +35,7 @@ def load_state_dict(path: str | os.PathLike, *, map_location: str = "cpu", key: 
         import torch
 
         try:
-            state = torch.load(str(path), map_location=map_location, weights_only=True)
+            state = torch.load(str(path), map_location=map_location, weights_only=True, mmap=mmap)
         except pickle.UnpicklingError as exc:
             raise InputError(
                 f"refusing to unpickle '{path}': it holds more than tensors ({refused_reason(exc)}); "

@@ -103,3 +103,63 @@ def test_draft_example_raises_the_reward():
     assert found, proc.stdout[-2000:]
     first, last = map(float, found.groups())
     assert last > first * 1.2, (first, last)
+
+
+@pytest.mark.parametrize("mode", ["cpu", "drop"])
+def test_offloaded_rewards_sleep_once_backward_is_through_and_are_asleep_between_two_steps(config, tmp_path, mode):
+    """An AlignProp step: decode (here a small generator), score, ``(-rewards.mean()).backward()``, optimizer step.
+    With ``offload`` the reward weights are needed through the backward pass and asleep (freed for ``drop``) from
+    its end to the next step's call; rewards and generator gradients equal those of resident rewards."""
+    clip = tiny_open_clip_dir(tmp_path / "clip", seed=0)  # the same weights, another copy (not shared)
+    head = aesthetic_head_file(tmp_path / "head.pth", seed=7)
+    entries = [dict(e) for e in config["rewards"]]
+    entries[0]["model_path"], entries[1]["model_path"] = str(clip), str(head)
+    entries[1]["kwargs"] = {"clip_model": str(clip)}
+    ours = alignprop_reward_fn({"rewards": [{**e, "offload": mode} for e in entries]})
+    resident = alignprop_reward_fn(config)
+    f = ours.differentiable
+    residency = f.loader.residency
+
+    def asleep():
+        return all(residency.is_asleep(r) for r in f.rewards.values())
+
+    def freed():
+        return all(residency.weight_bytes(r) == 0 for r in f.rewards.values())
+
+    for step in range(2):
+        results = []
+        for reward_fn in (ours, resident):
+            generator = torch.nn.Linear(8, 3 * 48 * 56)
+            torch.nn.init.normal_(generator.weight, std=0.01, generator=torch.Generator().manual_seed(step))
+            torch.nn.init.zeros_(generator.bias)
+            images = torch.sigmoid(generator(torch.ones(4, 8))).view(4, 3, 48, 56)
+            rewards, _ = reward_fn(images, PROMPTS, [{"ds": "t2i"}] * 4)
+            if reward_fn is ours:
+                assert not asleep()  # awake: the graph holds the weights until backward
+            (-rewards.mean()).backward()
+            results.append((rewards.detach(), generator.weight.grad.clone()))
+        assert asleep() and (freed() or mode == "cpu")  # between this step and the next
+        (r1, g1), (r2, g2) = results
+        assert r1.numpy().tobytes() == r2.numpy().tobytes() and torch.equal(g1, g2)
+    with torch.no_grad():  # no graph: asleep again at once
+        ours(_images(), PROMPTS)
+    assert asleep()
+
+
+def test_several_calls_before_one_backward_keep_offloaded_rewards_awake_until_it(config, tmp_path):
+    """Gradient accumulation over two reward calls and one backward: the rewards stay awake while either graph is
+    pending (their weights are in both) and sleep once the backward has gone through both."""
+    clip = tiny_open_clip_dir(tmp_path / "clip", seed=0)
+    entry = {**config["rewards"][0], "model_path": str(clip), "offload": "drop"}
+    reward_fn = alignprop_reward_fn({"rewards": [entry]})
+    f = reward_fn.differentiable
+    reward, residency = f.rewards["clip_score"], f.loader.residency
+    first, second = _images(1).requires_grad_(True), _images(2).requires_grad_(True)
+    a, _ = reward_fn(first, PROMPTS)
+    b, _ = reward_fn(second, PROMPTS)
+    with torch.no_grad():
+        reward_fn(_images(3), PROMPTS)  # no graph of its own, but two are pending: stays awake
+    assert not residency.is_asleep(reward)
+    (-(a.mean() + b.mean())).backward()
+    assert residency.is_asleep(reward) and residency.weight_bytes(reward) == 0
+    assert torch.isfinite(first.grad).all() and torch.isfinite(second.grad).all()

@@ -53,3 +53,29 @@ def test_dataset_key_routes_gated_rewards():
     total, meta = fn(_images(2), ["p"] * 4, [{"ds": d} for d in "xyxy"])
     assert (total[[0, 2]] > 0).all() and (total[[1, 3]] < 0).all()
     assert meta["applied"] == [["a"], ["b"], ["a"], ["b"]]
+
+
+def test_an_offloaded_reward_is_asleep_between_two_ddpo_steps(tmp_path):
+    """ddpo-pytorch's sampling loop submits ``reward_fn(images, prompts, prompt_metadata)`` to a thread pool and
+    collects the results before the update (its train.py); with ``offload: drop`` the CLIP weights are freed
+    between the steps, and the scores equal a resident model's (same weights, another copy), bit for bit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rewardzoo.testing import tiny_open_clip_dir
+
+    client_module("ddpo_pytorch", "ddpo_pytorch.rewards")  # the contract's owner is importable
+
+    def entry(folder):
+        return {"name": "clip", "reward_model": "clip_score", "device": "cpu", "model_path": str(folder)}
+
+    resident = ddpo_reward_fn({"rewards": [entry(tiny_open_clip_dir(tmp_path / "a", seed=1))]})
+    ours = ddpo_reward_fn({"rewards": [{**entry(tiny_open_clip_dir(tmp_path / "b", seed=1)), "offload": "drop"}]})
+    reward, residency = ours.processor.rewards["clip"], ours.processor.loader.residency
+    prompts = ["a cat", "a dog", "the sea", "a tree"]
+    with ThreadPoolExecutor(max_workers=2) as executor:
+        for step in range(2):
+            images = _images(10 + step)
+            total, _ = executor.submit(ours, images, prompts, [{}] * 4).result()
+            assert residency.is_asleep(reward) and residency.weight_bytes(reward) == 0
+            expected, _ = resident(images, prompts, [{}] * 4)
+            assert total.tobytes() == expected.tobytes()

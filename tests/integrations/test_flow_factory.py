@@ -528,3 +528,48 @@ def test_a_monitor_fed_by_flow_factorys_reward_processor(ff, tmp_path):
     assert "train/rank/saturation" not in metrics  # a rank reaches its bounds by construction
     with pytest.raises(InputError, match="scores for"):
         monitor_step(monitor, {"jpeg": rewards["jpeg"][:3]}, batch.samples, step=4)
+
+
+# --------------------------------------------------------------------------- residency (offload)
+def test_offloaded_rewards_are_asleep_between_two_steps_of_flow_factorys_reward_processor(ff, tmp_path):
+    """``offload: drop`` on a CLIP entry and on a groupwise entry over the same CLIP: after each step of
+    Flow-Factory's ``RewardProcessor.compute_rewards`` the shared model's weights are freed (it slept once), and the
+    scores equal those of the same entries without ``offload``, bit for bit."""
+    from rewardzoo.integrations.flow_factory import _LOADER
+    from rewardzoo.testing import tiny_open_clip_dir
+
+    def entries(folder):  # one copy of the same weights per run: Flow-Factory's adapters share one loader, where
+        clip = str(tiny_open_clip_dir(tmp_path / folder, seed=2))  # an `offload: none` entry keeps a model awake
+        return [
+            {"name": "clip", "reward_model": POINTWISE, "rewardzoo": "clip_score", "model_path": clip, "device": "cpu"},
+            {
+                "name": "rank",
+                "reward_model": GROUPWISE,
+                "rewardzoo": "group_rank",
+                "base": {"reward_model": "clip_score", "model_path": clip},
+                "device": "cpu",
+            },
+        ]
+
+    batch = make_batch(ff)
+    steps = [batch.samples[:6], batch.samples[6:]]
+
+    def run(entries):
+        models, configs = loaded(ff, entries)
+        processor = ff.rewards.RewardProcessor(ff.acc, models, configs, group_on_same_rank=True, verbose=False)
+        rewards = [models["clip"].reward, models["rank"].reward]
+        between = []
+        scores = []
+        for samples in steps:
+            scores.append({k: v.numpy().copy() for k, v in processor.compute_rewards(samples).items()})
+            between.append([(_LOADER.residency.is_asleep(r), _LOADER.residency.weight_bytes(r)) for r in rewards])
+        return scores, between
+
+    resident, awake = run(entries("resident"))
+    offloaded, asleep = run([{**e, "offload": "drop"} for e in entries("offloaded")])
+    assert all(not sleeping and n > 0 for step in awake for sleeping, n in step)
+    assert asleep == [[(True, 0), (True, 0)]] * 2  # weights freed between the steps and after
+    for ours, theirs in zip(offloaded, resident):
+        assert ours.keys() == theirs.keys()
+        for name in ours:
+            assert ours[name].tobytes() == theirs[name].tobytes()

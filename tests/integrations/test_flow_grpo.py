@@ -85,3 +85,37 @@ def test_danceGRPO_inline_pattern():
         return buf.tell() / 1000
 
     np.testing.assert_allclose(rewards, [kb(img) for img in images], rtol=1e-6)
+
+
+def test_offloaded_rewards_are_asleep_between_two_steps_of_flow_grpos_script_and_danceGRPOs_loop(tmp_path):
+    """flow_grpo's script scores each sampling batch with ``reward_fn`` and normalises ``avg`` per prompt with its
+    own ``PerPromptStatTracker``; DanceGRPO scores inline with a processor. With ``offload: drop`` the CLIP weights
+    are freed between the steps of both, and the scores equal a resident copy's, bit for bit."""
+    from rewardzoo.testing import tiny_open_clip_dir
+
+    stat_tracking = client_module("flow_grpo", "flow_grpo.stat_tracking")
+
+    def config(folder, **extra):
+        path = str(tiny_open_clip_dir(tmp_path / folder, seed=3))
+        return {
+            "rewards": [{"name": "clip", "reward_model": "clip_score", "device": "cpu", "model_path": path, **extra}]
+        }
+
+    resident = flow_grpo_reward_fn(config("resident"))
+    reward_fn = flow_grpo_reward_fn(config("flow_grpo", offload="drop"))
+    score = build_processors(config("dance", offload="cpu"))[0]
+    prompts = ["p0", "p0", "p1", "p1"]
+    tracker = stat_tracking.PerPromptStatTracker(global_std=False)
+    for seed in (1, 2):
+        images = _images(seed)
+        scores, _ = reward_fn(images, prompts, [{}] * 4, only_strict=True)
+        advantages = tracker.update(np.array(prompts), scores["avg"])
+        tracker.clear()  # once per epoch, as the script does
+        inline = score([Sample(image=im, prompt=p) for im, p in zip(images.unbind(0), prompts)]).total
+        for processor in (reward_fn.processor, score):
+            residency, reward = processor.loader.residency, processor.rewards["clip"]
+            assert residency.is_asleep(reward)
+        assert reward_fn.processor.loader.residency.weight_bytes(reward_fn.processor.rewards["clip"]) == 0
+        expected, _ = resident(images, prompts, [{}] * 4)
+        assert scores["avg"].tobytes() == expected["avg"].tobytes() == inline.tobytes()
+        assert np.isfinite(advantages).all()
