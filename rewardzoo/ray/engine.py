@@ -11,7 +11,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
@@ -24,6 +24,9 @@ from ..jobs.partial import PartialFile, fingerprint, kept_note, partial_path
 from ..jobs.plan import ScoreRun, group_preserving_chunks, plan_job
 from .inputs import ParquetMedia, decoded
 from .startup import ensure_ray
+
+if TYPE_CHECKING:
+    from ..core.processor import RewardProcessor
 
 MAX_RESTARTS = 3
 # Chunks queued per actor. With Ray Data's default (2) an actor idled about 1 s in 7 s between chunks of
@@ -42,6 +45,7 @@ class ChunkScorer:
     def __init__(self, specs: list, parquet: str | None = None, binary: tuple[str, ...] = ()) -> None:
         from ..core.processor import RewardProcessor
 
+        self.processor: RewardProcessor | None
         try:  # a config the loader refuses fails the job with the local command's message, not an actor crash
             self.processor, self.error = RewardProcessor(specs), ""
         except RewardZooError as exc:
@@ -68,6 +72,8 @@ class ChunkScorer:
         return {"chunk": batch["chunk"], "records": records, "error": errors}
 
     def _score(self, indices: list[int], labels: list[str], rows: list[dict], media: bytes) -> tuple[str, str]:
+        if self.processor is None:  # (__call__ answers with the error first)
+            return "", self.error
         if self.media is not None:
             try:
                 cells_of = self.media.rows(indices)
