@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ...errors import ConfigError, InputError
+from ...errors import ConfigError, InputError, RewardExecutionError
 from ...shared.clip import check_pairs, load_clip_backbone
 from ...shared.media import to_uint8_tensor
 from ...shared.options import choice, positive_int
@@ -250,6 +250,8 @@ class GenEval(PointwiseReward):
         for i, (img, objs, req) in enumerate(zip(images, objects, reqs)):
             for clause_index, cls, k in color_requests(objs, req):
                 top = objs[cls].select(np.arange(k))
+                if top.masks is None:  # (the segmenter gives every detection its mask)
+                    raise RewardExecutionError(f"the detections of {cls!r} have no masks to crop", reward=self.name)
                 for box, mask in zip(top.boxes, top.masks):
                     crops.append(_masked_crop(img, mask, box, self.background))
                     where.append((i, clause_index, cls))
@@ -337,7 +339,7 @@ def _normalisation(path: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
 def _mask_boxes(masks: np.ndarray) -> np.ndarray:
     """Tight boxes ``x_min, y_min, x_max + 1, y_max + 1`` of (N, H, W) masks; zeros for an empty mask (mmdet)."""
     boxes = np.zeros((len(masks), 4), dtype=np.float32)
-    cols, rows = masks.any(axis=1), masks.any(axis=2)
+    cols, rows = np.asarray(masks.any(axis=1)), np.asarray(masks.any(axis=2))
     for i in range(len(masks)):
         xs, ys = np.flatnonzero(cols[i]), np.flatnonzero(rows[i])
         if len(xs) and len(ys):
