@@ -162,7 +162,7 @@ class GenEval(PointwiseReward):
         image to another's size would change its result).
         """
         min_scores = list(min_scores) if min_scores is not None else [0.0] * len(images)
-        out: list[Detections | None] = [None] * len(images)
+        out: dict[int, Detections] = {}  # image index -> its detections (every image is in one group)
         groups: dict[tuple[int, int], list[int]] = {}
         for i, img in enumerate(images):
             groups.setdefault(tuple(img.shape[-2:]), []).append(i)
@@ -181,7 +181,7 @@ class GenEval(PointwiseReward):
                     (height, width),
                     min_scores[i],
                 )
-        return out  # type: ignore[return-value]
+        return [out[i] for i in range(len(images))]
 
     def _preprocess(self, batch: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int]]:
         """mmdet's test pipeline: keep-ratio resize to fit (longest_edge, shortest_edge), bilinear without
