@@ -69,6 +69,9 @@ class MissingExtraError(RegistryError, ImportError):
         super().__init__(f"reward '{reward}' needs the module '{module}', which is not installed: {hint}")
 
 
+_I = TypeVar("_I", bound="InputError")
+
+
 class InputError(RewardZooError, ValueError):
     """A sample cannot be scored: a missing field, unreadable media, a malformed value.
 
@@ -95,7 +98,7 @@ class InputError(RewardZooError, ValueError):
         return None if self.sample is None else (self.sample,)
 
     def located(
-        self,
+        self: _I,
         *,
         reward: str | None = None,
         field: str | None = None,
@@ -104,7 +107,7 @@ class InputError(RewardZooError, ValueError):
         renamed: Mapping[str, str] | None = None,
         prefix: str = "",
         suffix: str = "",
-    ) -> InputError:
+    ) -> _I:
         """A copy of this error placed in the caller's frame: the one way errors are re-located.
 
         ``reward``, ``field`` and ``sample`` fill in the parts this error does not name yet (parts it

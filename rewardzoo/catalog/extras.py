@@ -13,6 +13,7 @@ Imports nothing beyond the standard library (``rewardzoo list`` reads it).
 from __future__ import annotations
 
 import re
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def distribution_of(module: str) -> str:
 
 def _lines() -> list[tuple[str, str, str | None]]:
     """(requirement, marker without its extra clause, extra or None for the core) for each requirement."""
-    if _PYPROJECT.is_file():
+    if _PYPROJECT.is_file() and sys.version_info >= (3, 11):  # a source checkout (tomllib: Python 3.11+)
         import tomllib
 
         project = tomllib.loads(_PYPROJECT.read_text(encoding="utf-8")).get("project", {})
@@ -84,6 +85,8 @@ def _closure() -> dict[str | None, dict[str, bool]]:
     items: dict[str | None, list[tuple[str, str, bool]]] = {}  # ("dist" | "extra", name, on every platform)
     for spec, marker, extra in _lines():
         match = re.match(r"\s*([A-Za-z0-9._-]+)\s*(?:\[([^\]]*)\])?", spec)
+        if match is None:
+            raise ValueError(f"rewardzoo's requirement {spec!r} does not start with a distribution name")
         listed = items.setdefault(canonical(extra) if extra else None, [])
         if canonical(match.group(1)) == "rewardzoo":
             listed += [("extra", canonical(e), True) for e in (match.group(2) or "").split(",") if e.strip()]

@@ -61,10 +61,11 @@ def find_plugin_card(ep: Any) -> Path | None:
     """
     wanted = f"{ep.name.lower()}.md"
     dist = getattr(ep, "dist", None)
-    candidates = []
-    for file in (dist.files or []) if dist is not None else []:
-        if file.name.lower() == wanted:
-            candidates.append(Path(dist.locate_file(file)))
+    candidates: list[Path] = []
+    if dist is not None:
+        for file in dist.files or []:
+            if file.name.lower() == wanted:
+                candidates.append(Path(dist.locate_file(file)))
     if not candidates:
         import importlib.util
 

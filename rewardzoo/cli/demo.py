@@ -34,8 +34,8 @@ def demo_samples() -> list[tuple[str, Sample]]:
     frames = 16
     static = np.repeat((gradient[None, :64, :64] * 255).astype(np.uint8), frames, axis=0)
     moving = np.zeros((frames, 64, 64, 3), np.uint8)
-    for t in range(frames):
-        moving[t, 20:36, 4 + 3 * t : 20 + 3 * t] = 255
+    for k in range(frames):
+        moving[k, 20:36, 4 + 3 * k : 20 + 3 * k] = 255
     strobe = np.zeros((frames, 64, 64, 3), np.uint8)
     strobe[::2] = 255
     videos = [("static video", static), ("moving square", moving), ("strobe video", strobe)]
@@ -93,7 +93,7 @@ def runnable_specs(specs: tuple[RewardSpec, ...]) -> tuple[list[RewardSpec], lis
     for spec in specs:
         entry = info(spec.reward_model)
         missing = missing_modules(entry.extra, entry.add_ons) if entry is not None else []
-        if not missing:
+        if entry is None or not missing:
             keep.append(spec)
         elif set(missing) <= set(entry.add_ons):  # the extra is there; what its card installs beside it is not
             skipped.append(f"{spec.name} (needs {', '.join(missing)}: see 'rewardzoo card {entry.name}')")

@@ -203,7 +203,7 @@ def _group_over_constant(rewards: list[_Reward], advantage: str) -> Iterator[Lin
         if not r.fact("near_constant_in_group"):
             continue
         scored = r.leaf.info.name if r.leaf.info is not None else r.leaf.spec.reward_model
-        if r.base is not None:
+        if r.base is not None and r.info is not None:  # a base is found only under a known group wrapper
             how = f"the group wrapper '{r.info.name}' normalises"
             fix = (
                 f"score '{scored}' as its own pointwise entry (a guard with a weight) instead of under '{r.info.name}'"

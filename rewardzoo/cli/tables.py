@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
-def format_table(rows: list[list[object]]) -> str:
+
+def format_table(rows: Sequence[Sequence[object]]) -> str:
     """Left-aligned plain-text table; the first row is the header."""
     cells = [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]

@@ -235,7 +235,7 @@ class RewardLoader:
         check_kind(instance)
         instance.info = resolved.record
         if spec.limits:
-            setattr(instance, "inputs", instance.inputs.with_limits(spec.limits))  # noqa: B010 (a ClassVar the instance overrides)
+            instance.inputs = instance.inputs.with_limits(spec.limits)
         self.constructions += 1
         return instance
 

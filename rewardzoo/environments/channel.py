@@ -97,22 +97,26 @@ class SharedBuffer:
         need = sum(len(v) for _, v in views)
         if not views:
             return packed, ()
-        fresh = need > self.size
-        if fresh:
-            self._grow(need)
+        fds: tuple[int, ...] = ()
+        if need > self.size or self.map is None:  # (size > 0 means a map)
+            fd, mapped = self._grow(need)
+            fds = (fd,)
+        else:
+            mapped = self.map
         offset = 0
         for holder, view in views:
-            self.map[offset : offset + len(view)] = view
+            mapped[offset : offset + len(view)] = view
             holder["data"] = {"shm": [offset, len(view)]}
             offset += len(view)
-        return packed, ((self.fd,) if fresh else ())
+        return packed, fds
 
-    def _grow(self, need: int) -> None:
+    def _grow(self, need: int) -> tuple[int, mmap.mmap]:
         self.close()
         size = max(need, 2 * self.size, 1 << 20)
         fd = os.memfd_create("rewardzoo-worker", getattr(os, "MFD_CLOEXEC", 0))
         os.ftruncate(fd, size)
         self.fd, self.map, self.size = fd, mmap.mmap(fd, size), size
+        return fd, self.map
 
     def close(self) -> None:
         if self.map is not None:

@@ -21,7 +21,7 @@ from ..errors import ConfigError, InputError, RegistryError, RewardExecutionErro
 from ..rewards.base import Reward, RewardOutput
 from ..rewards.info import PER_INSTANCE, RewardInfo
 from ..rewards.remote import served_facts, served_inputs
-from ..spec.config import RewardSpec
+from ..spec.config import EnvironmentSpec, RewardSpec
 from ..transport.wire import PROTOCOL, decode_result, encode_sample
 from . import workers
 
@@ -60,7 +60,9 @@ class WorkerReward(Reward):
     def __init__(self, spec: RewardSpec) -> None:
         super().__init__(spec.model_path, spec.device, spec.dtype)
         self.name = spec.name
-        self.environment = spec.environment
+        if spec.environment is None:
+            raise ConfigError("a worker reward is built for an entry with an `environment:`", entry=spec.name)
+        self.environment: EnvironmentSpec = spec.environment
         self.entry = child_entry(spec)
         self.worker = workers.worker_for(spec.environment)
         try:

@@ -110,7 +110,8 @@ class Worker:
                             )
                             self._timed_out = False
                         self._start(entry)
-                    sent, fds = message, ()
+                    sent = message
+                    fds: tuple[int, ...] = ()
                     if shared is not None and self._shared is not None:
                         packed, fds = self._shared.pack(message[shared])
                         sent = {**message, shared: packed}
@@ -193,7 +194,7 @@ class Worker:
                 command.append("--parent-death-signal")
         try:
             with open(self._stderr_path, "wb") as err:
-                self._proc = subprocess.Popen(
+                self._proc = proc = subprocess.Popen(
                     command,
                     stdin=subprocess.DEVNULL,
                     stdout=err,
@@ -213,7 +214,7 @@ class Worker:
         self._watch_fd = write_fd
         _LIVE.add(self)
         try:
-            sock = self._accept(listener, entry)
+            sock = self._accept(listener, proc, entry)
         finally:
             listener.close()
         channel = Channel(sock)
@@ -240,7 +241,7 @@ class Worker:
                     stderr=self.stderr_tail,
                 )
 
-    def _accept(self, listener: socket.socket, entry: str | None) -> socket.socket:
+    def _accept(self, listener: socket.socket, proc: subprocess.Popen[bytes], entry: str | None) -> socket.socket:
         deadline = time.monotonic() + self.env.start_timeout_s
         while True:
             listener.settimeout(0.1)
@@ -250,7 +251,6 @@ class Worker:
                 return sock
             except (TimeoutError, BlockingIOError):
                 pass
-            proc = self._proc
             exited = _exited(proc)
             if exited or time.monotonic() > deadline:
                 stderr = self.stderr_tail
@@ -308,6 +308,8 @@ class Worker:
         self, message: dict[str, Any], fds: tuple[int, ...], bound: str, entry: str | None = None
     ) -> dict[str, Any]:
         channel, doing = self._channel, f"to answer '{message.get('op')}'"
+        if channel is None:  # (the callers start the worker first)
+            raise WorkerDied("the worker is not connected", self._proc.pid if self._proc else None)
         channel.sock.settimeout(getattr(self.env, bound))  # a worker that stops reading blocks the send too
         try:
             channel.send(message, fds)

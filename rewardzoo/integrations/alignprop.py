@@ -4,15 +4,24 @@ and the same protocol for DRaFT / ReFL loops): the rewards are a tensor on the i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol, cast
 
-from ..core.differentiable import differentiable
+from ..core.differentiable import DifferentiableReward, differentiable
 from ..core.loader import RewardLoader
 from ..errors import ConfigError, InputError
 from .common import ConfigSource, SleepAfterBackward
 
 INPUT_RANGES = ("unit", "signed")
+
+
+class AlignPropRewardFn(Protocol):
+    """What :func:`alignprop_reward_fn` returns: the AlignProp reward function, holding the underlying
+    :class:`~rewardzoo.core.differentiable.DifferentiableReward` as ``differentiable``."""
+
+    differentiable: DifferentiableReward
+
+    def __call__(self, images: Any, prompts: Any, metadata: Any = None) -> tuple[Any, dict[str, Any]]: ...
 
 
 def alignprop_reward_fn(
@@ -23,7 +32,7 @@ def alignprop_reward_fn(
     input_range: str = "unit",
     dataset_key: str | None = None,
     gradient_checkpointing: bool = False,
-) -> Callable[..., tuple[Any, dict]]:
+) -> AlignPropRewardFn:
     """``reward_fn(images, prompts, metadata=None) -> (rewards (B,) tensor, differentiable, {})``.
 
     ``config``: anything :func:`rewardzoo.load_config` accepts, or a reward name; every reward in it
@@ -42,7 +51,7 @@ def alignprop_reward_fn(
     f = differentiable(config, split=split, loader=loader, gradient_checkpointing=gradient_checkpointing)
     sleep_after_backward = SleepAfterBackward(f.sleep)
 
-    def reward_fn(images, prompts, metadata=None):
+    def reward_fn(images: Any, prompts: Any, metadata: Any = None) -> tuple[Any, dict[str, Any]]:
         prompts = list(prompts)
         if len(prompts) != len(images):
             raise InputError(f"got {len(images)} images and {len(prompts)} prompts", field="prompt")
@@ -62,5 +71,6 @@ def alignprop_reward_fn(
         sleep_after_backward(images, rewards)  # entries with `offload`: asleep once backward has gone through
         return rewards, {}
 
-    reward_fn.differentiable = f  # the underlying DifferentiableReward (its .last holds the per-reward parts)
-    return reward_fn
+    typed = cast(AlignPropRewardFn, reward_fn)  # a function given its attribute below
+    typed.differentiable = f  # the underlying DifferentiableReward (its .last holds the per-reward parts)
+    return typed

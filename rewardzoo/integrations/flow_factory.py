@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
-from flow_factory.rewards import GroupwiseRewardModel, PointwiseRewardModel, RewardModelOutput
+from flow_factory.rewards import BaseRewardModel, GroupwiseRewardModel, PointwiseRewardModel, RewardModelOutput
 
 from ..catalog.registry import lookup, resolve
 from ..core.engine import RewardResult
@@ -207,7 +207,7 @@ def _output(result: RewardResult, name: str) -> RewardModelOutput:
     return RewardModelOutput(rewards=torch.from_numpy(result.rewards[name]), extra_info=extras)
 
 
-class _RewardZooModel:
+class _RewardZooModel(BaseRewardModel):
     """What both adapters share: a one-spec rewardzoo processor behind Flow-Factory's reward model API."""
 
     kind: ClassVar[str]
@@ -223,7 +223,7 @@ class _RewardZooModel:
         if self.reward.kind in KINDS:
             _check_kind(config, target, self.reward.kind, self.kind)
         self.required_fields = _required_fields(self.reward, spec.name, self.kind == "groupwise")
-        self.device = torch.device(self.reward.device)  # where FF moves the call's tensors
+        self.device: torch.device = torch.device(self.reward.device)  # where FF moves the call's tensors
 
     def __call__(
         self,

@@ -155,12 +155,13 @@ class SampleGatherer:
     def _take(self) -> tuple[list[list[_Call]], list[tuple[Hashable, list[_Call]]]]:
         """(batches due now, expired incomplete groups), removed from the queues (under the lock)."""
         now = time.monotonic()
-        if self.groupwise:
-            complete = [k for k, calls in self._groups.items() if len(calls) >= self.group_size]
+        size = self.group_size  # set for a groupwise stream (checked when it was built)
+        if self.groupwise and size is not None:
+            complete = [k for k, calls in self._groups.items() if len(calls) >= size]
             expired = [
                 k
                 for k, calls in self._groups.items()
-                if len(calls) < self.group_size and now - calls[0].arrived >= self.group_timeout_s
+                if len(calls) < size and now - calls[0].arrived >= self.group_timeout_s
             ]
             batches = [self._groups.pop(k) for k in complete]
             return batches, [(k[0], self._groups.pop(k)) for k in expired]
@@ -176,11 +177,14 @@ class SampleGatherer:
         return [batch], []
 
     def _expire(self, group: Hashable, calls: list[_Call]) -> None:
+        size = self.group_size
+        if size is None:  # (only a groupwise stream, whose group_size is set, keeps groups)
+            raise RuntimeError("a group expired in a stream without a group size")
         members = [c.member for c in calls]
         if all(isinstance(m, int) for m in members):
-            missing = f"missing members {sorted(set(range(self.group_size)) - set(members))}"
+            missing = f"missing members {sorted(set(range(size)) - set(members))}"
         else:
-            missing = f"{self.group_size - len(calls)} missing"
+            missing = f"{size - len(calls)} missing"
         error = InputError(
             f"group {group!r} has {len(calls)} of its {self.group_size} samples after "
             f"{self.group_timeout_s:g} s (arrived: {members}; {missing}); every sample of a group "
@@ -255,10 +259,12 @@ class BatchedScorer:
 async def _all(futures: list[asyncio.Future[RewardResult]]) -> list[RewardResult]:
     """Every stream's row; the first error (in stream order) once all have finished."""
     done = await asyncio.gather(*futures, return_exceptions=True)
+    results: list[RewardResult] = []
     for item in done:
         if isinstance(item, BaseException):
             raise item
-    return list(done)
+        results.append(item)
+    return results
 
 
 # ------------------------------------------------------------------------- what the adapters share

@@ -52,6 +52,7 @@ from ..core.engine import RewardResult
 from ..core.loader import RewardLoader
 from ..errors import ConfigError, InputError
 from ..rewards.base import is_text_extra
+from ..spec.config import WeightSchedule
 from ..spec.sample import Sample, field_names
 from .common import ConfigSource, MonitorFeed, specs_of
 
@@ -206,7 +207,8 @@ def trl_reward_funcs(
             if concurrent
             else _trl_function(processor, spec.name, tokenizer, group_by, feed)
         )
-        weights.append(1.0 if spec.scheduled else float(spec.weight))  # scheduled: applied in the function
+        # a scheduled weight is applied in the function
+        weights.append(1.0 if isinstance(spec.weight, WeightSchedule) else float(spec.weight))
     return funcs, weights
 
 

@@ -8,14 +8,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from ..spec.config import ConfigSource
 
-J = TypeVar("J")
+J = TypeVar("J", bound="DataclassInstance")
 
 
 def from_options(cls: type[J], options: Mapping[str, Any]) -> J:
     """A job of type ``cls`` from a mapping holding (at least) its fields, e.g. ``vars(args)``."""
-    return cls(**{f.name: options[f.name] for f in dataclasses.fields(cls) if f.name in options})  # type: ignore
+    return cls(**{f.name: options[f.name] for f in dataclasses.fields(cls) if f.name in options})
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,10 @@ class ScoreJob:
     resume: bool = False
     labels: tuple[str, ...] | None = None
 
-    from_options = classmethod(from_options)
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> ScoreJob:
+        """A job from a mapping holding (at least) its fields, e.g. ``vars(args)``."""
+        return from_options(cls, options)
 
 
 @dataclass(frozen=True)
@@ -90,4 +95,7 @@ class ServeJob:
     cpus_per_replica: float = 1
     address: str | None = None
 
-    from_options = classmethod(from_options)
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> ServeJob:
+        """A job from a mapping holding (at least) its fields, e.g. ``vars(args)``."""
+        return from_options(cls, options)

@@ -32,7 +32,8 @@ def run_local(job: ScoreJob) -> ScoreRun:
             except RewardZooError as exc:
                 if not exc.samples:
                     raise
-                raise RewardZooError(exc.with_label(lambda i, chunk=chunk: rows.label(chunk[i]))) from exc
+                labels = [rows.label(i) for i in chunk]  # the chunk's samples, by position
+                raise RewardZooError(exc.with_label(labels.__getitem__)) from exc
             scored = result.records()
             partial.add(chunk, scored, resumed=job.resume)
             for i, record in zip(chunk, scored):

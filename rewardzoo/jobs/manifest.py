@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import InputError
@@ -16,13 +17,13 @@ class ManifestError(InputError):
     """A manifest line is malformed; ``line`` is 1-based."""
 
 
-def read_manifest(path: str | Path) -> tuple[list[Sample], list[int]]:
+def read_manifest(path: str | os.PathLike[str]) -> tuple[list[Sample], list[int]]:
     """(samples, their 1-based line numbers); blank lines are skipped. Errors name the line and field."""
     samples, lines, _ = read_manifest_rows(path)
     return samples, lines
 
 
-def read_manifest_rows(path: str | Path) -> tuple[list[Sample], list[int], list[dict]]:
+def read_manifest_rows(path: str | os.PathLike[str]) -> tuple[list[Sample], list[int], list[dict]]:
     """(samples, their 1-based line numbers, the lines as dicts with media paths resolved): the one reader of
     a manifest file. Blank lines are skipped; a :class:`ManifestError` names the line (``sample``) and field."""
     path = regular_file(path, "manifest")

@@ -56,7 +56,7 @@ def file_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_atomically(path: Path, write: Callable[[str], None]) -> None:
+def write_atomically(path: Path, write: Callable[[str], object]) -> None:
     """Write ``path`` atomically: ``write(tmp)`` fills a temporary file beside it, which then replaces it."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

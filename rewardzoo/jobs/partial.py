@@ -16,7 +16,7 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..errors import RewardZooError
 from .output import file_mode, write_failed
@@ -40,7 +40,9 @@ def _sha256(path: Path) -> str:
 def fingerprint(input_path: str | os.PathLike, specs: Sequence[Any], split: str) -> dict[str, Any]:
     """What makes two runs' records interchangeable: the same input bytes, the same reward specs, the same split."""
     canonical = json.dumps(
-        [dataclasses.asdict(s) if dataclasses.is_dataclass(s) else s for s in specs], sort_keys=True, default=repr
+        [dataclasses.asdict(s) if dataclasses.is_dataclass(s) and not isinstance(s, type) else s for s in specs],
+        sort_keys=True,
+        default=repr,
     )
     return {
         "manifest": _sha256(Path(input_path)),
@@ -63,7 +65,7 @@ class PartialFile:
 
     def __init__(self, path: Path, stamp: dict[str, Any], n: int) -> None:
         self.path, self.stamp, self.n = path, stamp, n
-        self._fh = None
+        self._fh: TextIO | None = None
 
     def resume(self) -> dict[int, Any]:
         """The records of a partial file written by this same job; none when there is no file."""
@@ -106,17 +108,16 @@ class PartialFile:
     def add(self, indices: Sequence[int], records: Sequence[Any], *, resumed: bool) -> None:
         """Append the records of rows ``indices``; the first call of a fresh run replaces any old file."""
         try:
-            if self._fh is None:
-                self._open(resumed)
-            self._fh.write("".join(json.dumps({"index": i, "record": r}) + "\n" for i, r in zip(indices, records)))
-            self._fh.flush()
+            fh = self._fh if self._fh is not None else self._open(resumed)
+            fh.write("".join(json.dumps({"index": i, "record": r}) + "\n" for i, r in zip(indices, records)))
+            fh.flush()
         except OSError as exc:
             raise write_failed(self.path, exc, "the partial records") from None
 
-    def _open(self, resumed: bool) -> None:
+    def _open(self, resumed: bool) -> TextIO:
         if resumed and self.path.exists():
             self._fh = self.path.open("a", encoding="utf-8")
-            return
+            return self._fh
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         try:
             os.chmod(tmp, file_mode())
@@ -128,6 +129,7 @@ class PartialFile:
             Path(tmp).unlink(missing_ok=True)
             raise
         self._fh = fh
+        return fh
 
     def close(self) -> None:
         if self._fh is not None:

@@ -204,7 +204,7 @@ class RewardMonitor:
         prefix = f"{split}/{name}"
         summary = summarize(values)
         metrics[f"{prefix}/n"] = float(summary.n)
-        if summary.n == 0:
+        if summary.mean is None or summary.std is None or summary.quantiles is None:  # n == 0
             return
         metrics[f"{prefix}/mean"] = summary.mean
         metrics[f"{prefix}/std"] = summary.std
@@ -234,7 +234,7 @@ class RewardMonitor:
             return
         flat = spread.ranges <= spread.threshold
         metrics[f"{prefix}/group_std"] = float(np.mean(spread.stds))
-        share = float(spread.fraction_inseparable)
+        share = spread.inseparable / spread.stds.size  # spread.fraction_inseparable, of a non-empty spread
         metrics[f"{prefix}/inseparable"] = share
         if flat.any():
             inseparable_groups[name] = [group_names[c] for c in spread.codes[flat][:MAX_LOGGED_GROUPS]]
@@ -370,7 +370,7 @@ def _card_facts(cfg: Any) -> dict[str, RewardFacts]:
     for spec in (*cfg.rewards, *cfg.eval_rewards):
         found = lookup(spec.reward_model)
         if found is not None:
-            facts.setdefault(spec.name, RewardFacts(bool(found.higher_is_better), tuple(found.score_range), found.kind))
+            facts.setdefault(spec.name, RewardFacts(bool(found.higher_is_better), found.score_range, found.kind))
     return facts
 
 

@@ -11,7 +11,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
@@ -28,6 +28,9 @@ from .groups import check_cluster_fit, placed_groups
 from .inputs import ParquetMedia, decoded
 from .stages import BEFORE_ENTRIES, Part, failed, records_of, score_part
 from .startup import ensure_ray
+
+if TYPE_CHECKING:
+    from ..core.processor import RewardProcessor
 
 MAX_RESTARTS = 3
 # Chunks queued per actor. With Ray Data's default (2) an actor idled about 1 s in 7 s between chunks of
@@ -56,6 +59,7 @@ class ChunkScorer:
         from ..core.processor import RewardProcessor
 
         self.specs, self.final, self.order = specs, final, [s.name for s in specs]
+        self.processor: RewardProcessor | None
         try:  # a config the loader refuses fails the job with the local command's message, not an actor crash
             self.processor = RewardProcessor([s for s in specs if own is None or s.name in own])
             self.error = ""
@@ -89,6 +93,7 @@ class ChunkScorer:
     def _score(
         self, indices: list[int], labels: list[str], rows: list[dict], media: bytes, parts: list[Part]
     ) -> tuple[str, str, Part | None]:
+        assert self.processor is not None  # __call__ answers with the loader's error first
         if self.media is not None:
             try:
                 cells_of = self.media.rows(indices)

@@ -90,8 +90,8 @@ def aligned_manifest(
             ],
             np.int64,
         )
-    ids = [_metadata_id(s.metadata) for s in samples]
-    ids = ids if ids and all(i is not None for i in ids) else None
+    found = [_metadata_id(s.metadata) for s in samples]
+    ids = found if found and all(i is not None for i in found) else None
     if ids is not None and scores.ids is not None:
         for k, (a, b) in enumerate(zip(scores.ids, ids)):
             if a != b:

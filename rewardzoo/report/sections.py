@@ -70,7 +70,7 @@ class ReportContext:
         return list(dict.fromkeys(self._labels[rows]))
 
     def dataset_mask(self, label: str) -> np.ndarray:
-        return self._labels == label
+        return np.asarray(self._labels == label)
 
     def reward_anchor(self, i: int) -> str:
         return anchor("reward", i, self.metas[i].name)
@@ -212,15 +212,15 @@ def reward_section(ctx: ReportContext, index: int) -> str:
                 f'<p class="note">{outside:,} score(s) lie outside the declared range '
                 f"{finite_range(meta.score_range)}: is the config right for this file?</p>"
             )
-    applied = ctx.scores.applied[meta.name]
-    if (applied & ~scored).any():
+    listed = ctx.scores.applied[meta.name]
+    if (listed & ~scored).any():
         parts.append(
-            f'<p class="note">{int((applied & ~scored).sum()):,} row(s) list this reward as applied but have '
+            f'<p class="note">{int((listed & ~scored).sum()):,} row(s) list this reward as applied but have '
             "a null score; they are left out of the statistics.</p>"
         )
-    if (scored & ~applied).any():
+    if (scored & ~listed).any():
         parts.append(
-            f'<p class="note">{int((scored & ~applied).sum()):,} row(s) have a score but do not list this '
+            f'<p class="note">{int((scored & ~listed).sum()):,} row(s) have a score but do not list this '
             "reward as applied; their scores are counted.</p>"
         )
     series = {d: x[ctx.dataset_mask(d) & scored] for d in datasets} if len(datasets) > 1 else {"all": values}
@@ -337,7 +337,9 @@ def disagreement_section(ctx: ReportContext, rho: np.ndarray, keep: list[int]) -
 
 # ------------------------------------------------------------------------------------------- groups
 def groups_section(ctx: ReportContext) -> str:
-    groups = ctx.manifest.groups
+    groups = ctx.manifest.groups if ctx.manifest is not None else None
+    if groups is None:  # (the report adds this section only for a manifest with groups)
+        return ""
     rel = INSEPARABLE_REL
     rows, charts = [], []
     for meta in ctx.metas:
@@ -378,6 +380,8 @@ def groups_section(ctx: ReportContext) -> str:
 # ------------------------------------------------------------------------------------------ compare
 def compare_section(ctx: ReportContext) -> str:
     comp = ctx.comparison
+    if comp is None:  # (the report adds this section only with a comparison)
+        return ""
     b = comp.scores
     names_b = set(b.names)
     common = [m for m in ctx.metas if m.name in names_b]

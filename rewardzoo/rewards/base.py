@@ -172,8 +172,8 @@ class Reward:
     ``reward_model:`` names a reward class) is refused with a ConfigError showing the adapter entry to write.
     """
 
-    inputs: ClassVar[Inputs] = Inputs()
-    thread_safe: ClassVar[bool] = True
+    inputs: Inputs = Inputs()  # an instance may replace it in __init__ (e.g. with its configured num_frames)
+    thread_safe: bool = True  # an instance may set it in __init__ (e.g. by the backend it was built on)
     io_bound: bool = False
     kind: ClassVar[str] = ""
     streams: ClassVar[tuple[str, ...]] = ()
@@ -260,7 +260,9 @@ class Reward:
 
         return torch_dtype(self.dtype_name)
 
-    def __call__(self, **fields: Sequence[Any]) -> RewardOutput | Sequence[float]:
+    # Each reward declares the keyword fields it takes (its `inputs`); `*args: Any, **fields: Any` is the
+    # signature mypy lets every such subclass narrow (the engine calls it with keywords only).
+    def __call__(self, *args: Any, **fields: Any) -> RewardOutput | Sequence[float]:
         raise NotImplementedError
 
     def __repr__(self) -> str:

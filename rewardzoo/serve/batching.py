@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .metrics import Metrics
 
@@ -31,15 +31,18 @@ class Overloaded(Exception):
         )
 
 
+_K = TypeVar("_K", bound=Hashable)
+
+
 @dataclass
-class _Job:
-    key: Hashable
+class _Job(Generic[_K]):
+    key: _K
     samples: Sequence[Any]
     future: asyncio.Future
     queued_at: float = field(default_factory=time.monotonic)
 
 
-class Batcher:
+class Batcher(Generic[_K]):
     """``await submit(key, samples)`` -> what ``run(key, [samples, ...])`` gave for that request.
 
     ``run`` is called on one model thread with the requests of a batch (same ``key``) and returns one
@@ -48,7 +51,7 @@ class Batcher:
 
     def __init__(
         self,
-        run: Callable[[Hashable, list[Sequence[Any]]], list[Any]],
+        run: Callable[[_K, list[Sequence[Any]]], Sequence[Any]],
         *,
         max_batch: int = 64,
         max_wait_s: float = 0.005,
@@ -57,7 +60,7 @@ class Batcher:
     ) -> None:
         self.run, self.max_batch, self.max_wait_s, self.max_queue = run, max_batch, max_wait_s, max_queue
         self.metrics = metrics or Metrics()
-        self._queue: collections.deque[_Job] = collections.deque()
+        self._queue: collections.deque[_Job[_K]] = collections.deque()
         self._queued = 0
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
@@ -69,38 +72,40 @@ class Batcher:
     def queued(self) -> int:
         return self._queued
 
-    async def submit(self, key: Hashable, samples: Sequence[Any]) -> Any:
-        self._start()
+    async def submit(self, key: _K, samples: Sequence[Any]) -> Any:
+        loop, wake = self._start()
         n = len(samples)
         if self._queued + n > self.max_queue and self._queued > 0:
             batches_ahead = max(1.0, self._queued / max(self.max_batch, 1))
             raise Overloaded(
                 self._queued, self.max_queue, round(min(30.0, max(1.0, batches_ahead * self._batch_seconds)), 1)
             )
-        job = _Job(key, samples, self._loop.create_future())
+        job = _Job(key, samples, loop.create_future())
         self._queue.append(job)
         self._queued += n
         self.metrics.queue(self._queued)
-        self._wake.set()
+        wake.set()
         return await job.future
 
-    def _start(self) -> None:
+    def _start(self) -> tuple[asyncio.AbstractEventLoop, asyncio.Event]:
+        """The running loop and its wake-up event; the worker task on that loop started at first use."""
         loop = asyncio.get_running_loop()
-        if self._task is None or self._loop is not loop:
+        if self._task is None or self._loop is not loop or self._wake is None:
             self._loop, self._wake = loop, asyncio.Event()
-            self._task = loop.create_task(self._worker())
+            self._task = loop.create_task(self._worker(loop, self._wake))
+        return loop, self._wake
 
-    async def _take(self) -> _Job:
+    async def _take(self, wake: asyncio.Event) -> _Job[_K]:
         while not self._queue:
-            self._wake.clear()
-            await self._wake.wait()
+            wake.clear()
+            await wake.wait()
         job = self._queue.popleft()
         self._queued -= len(job.samples)
         return job
 
-    async def _worker(self) -> None:
+    async def _worker(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
         while True:
-            first = await self._take()
+            first = await self._take(wake)
             batch, size = [first], len(first.samples)
             deadline = time.monotonic() + self.max_wait_s
             while size < self.max_batch:
@@ -108,26 +113,24 @@ class Batcher:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break
-                    self._wake.clear()
+                    wake.clear()
                     try:
-                        await asyncio.wait_for(self._wake.wait(), remaining)
+                        await asyncio.wait_for(wake.wait(), remaining)
                     except asyncio.TimeoutError:
                         break
                     continue
                 nxt = self._queue[0]
                 if nxt.key != first.key or size + len(nxt.samples) > self.max_batch:
                     break  # it starts the next batch
-                batch.append(await self._take())
+                batch.append(await self._take(wake))
                 size += len(nxt.samples)
             self.metrics.queue(self._queued)
-            await self._run(batch, size)
+            await self._run(loop, batch, size)
 
-    async def _run(self, batch: list[_Job], size: int) -> None:
+    async def _run(self, loop: asyncio.AbstractEventLoop, batch: list[_Job[_K]], size: int) -> None:
         started = time.monotonic()
         try:
-            results = await self._loop.run_in_executor(
-                self._executor, self.run, batch[0].key, [j.samples for j in batch]
-            )
+            results = await loop.run_in_executor(self._executor, self.run, batch[0].key, [j.samples for j in batch])
         except BaseException as exc:  # the runner itself failed: every request of the batch learns it
             results = [exc] * len(batch)
         elapsed = time.monotonic() - started

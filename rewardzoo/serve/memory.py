@@ -89,6 +89,8 @@ class DecodeBudget:
         self._wake()
 
     def _wake(self) -> None:
+        if self.limit is None:  # unbounded: nobody waits
+            return
         while self._waiters and self.used + self._waiters[0][0] <= self.limit:
             n, future = self._waiters.popleft()
             if not future.done():

@@ -30,7 +30,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import ray
 from ray import serve
@@ -192,7 +192,7 @@ def run_ray(config_source: Any, job: ServeJob, options: ServeOptions, limits: Wi
     previous = signal.signal(signal.SIGTERM, lambda sig, frame: terms.append(sig))
     undrained = 0
     try:
-        drain_signal = DrainSignal.remote()
+        drain_signal = cast(Any, DrainSignal).remote()  # an actor class (mypy keeps a decorated class's type)
         serve.start(http_options={"host": job.host, "port": job.port})
         app = reward_deployment(
             config_source,

@@ -193,7 +193,7 @@ def serve_command(job: ServeJob) -> int:
             access_log=False,
             lifespan="on",
             http=protocol,
-            timeout_keep_alive=job.idle_timeout_s,  # type: ignore[arg-type]
+            timeout_keep_alive=job.idle_timeout_s,
             ssl_keyfile=job.ssl_keyfile,
             ssl_certfile=job.ssl_certfile,
         ),

@@ -10,6 +10,7 @@ that fails is scored again request by request, so one client's bad sample fails 
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -33,7 +34,7 @@ class RewardService:
 
     def __init__(
         self,
-        config: RewardConfig | str | Mapping[str, Any],
+        config: RewardConfig | str | os.PathLike[str] | Mapping[str, Any],
         *,
         split: str = "train",
         limits: WireLimits = WireLimits(),
@@ -176,6 +177,13 @@ def _weight_json(weight: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- OpenRLHF's remote reward model
+def _strings(data: Mapping[str, Any], name: str) -> list[str]:
+    values = data.get(name)
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise WireError(f"'{name}' must be a list of strings", field=name)
+    return values
+
+
 def openrlhf_samples(data: Any, limits: WireLimits) -> list[Sample]:
     """Samples of OpenRLHF's ``POST /get_reward`` body ``{"query": [...], "prompts": [...], "labels": [...]}``:
     each query (prompt + response, as OpenRLHF decodes it, special tokens kept) split at the prompt it starts
@@ -187,10 +195,7 @@ def openrlhf_samples(data: Any, limits: WireLimits) -> list[Sample]:
     unknown = sorted(set(data) - {"query", "prompts", "labels"})
     if unknown:
         raise WireError(f"unknown key '{unknown[0]}'; OpenRLHF sends query, prompts and labels", field=unknown[0])
-    queries, prompts, labels = data.get("query"), data.get("prompts"), data.get("labels")
-    for name, values in (("query", queries), ("prompts", prompts)):
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise WireError(f"'{name}' must be a list of strings", field=name)
+    queries, prompts, labels = _strings(data, "query"), _strings(data, "prompts"), data.get("labels")
     limits.over("max_samples", len(queries), f"the request's {len(queries)} queries")
     if labels is None:
         labels = [None] * len(queries)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import signal
@@ -40,10 +41,11 @@ class DrainingServer(uvicorn.Server):
         if self._term and not self.drain.draining:
             self.drain.begin()
             log.warning("rewardzoo serve: SIGTERM, draining %d request(s) in flight", self.drain.in_flight)
-        if self.drain.draining and not self.should_exit:
+        began = self.drain.began_at  # not None: draining
+        if began is not None and not self.should_exit:
             if self.drain.in_flight == 0:
                 return True
-            if time.monotonic() - self.drain.began_at > self.timeout_s:
+            if time.monotonic() - began > self.timeout_s:
                 self.cut = self.drain.in_flight
                 self.force_exit = True  # the rest are cancelled, not waited for
                 return True
@@ -61,10 +63,11 @@ def guarded_protocol(header_timeout_s: float, body_timeout_s: float, max_header_
     """
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-    class GuardedProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
-        def connection_made(self, transport) -> None:  # type: ignore[override]
+    class GuardedProtocol(AutoHTTPProtocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
-            self._phase, self._timer, self._header_bytes = "idle", None, 0
+            self._phase, self._header_bytes = "idle", 0
+            self._timer: asyncio.TimerHandle | None = None
             self._arm(self.timeout_keep_alive, 0, "")  # silent from the start: the idle timeout
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -97,8 +100,9 @@ def guarded_protocol(header_timeout_s: float, body_timeout_s: float, max_header_
             self._timer = self.loop.call_later(seconds, self._refuse, status, message)
 
         def _disarm(self) -> None:
-            if getattr(self, "_timer", None) is not None:
-                self._timer.cancel()
+            timer: asyncio.TimerHandle | None = getattr(self, "_timer", None)
+            if timer is not None:
+                timer.cancel()
                 self._timer = None
 
         def _refuse(self, status: int, message: str) -> None:

@@ -162,6 +162,8 @@ class Worker:
     def score(self, message: dict[str, Any]) -> dict[str, Any]:
         request = decode_request_map(self.shared.unpack(message["request"]), _OPEN)
         samples = samples_of(request.samples)
+        if self.service is None:
+            raise RuntimeError("the worker was asked to score before it was sent an entry")
         answer = self.service.score(self.service.key(request.rewards), [samples])[0]
         if isinstance(answer, BaseException):
             raise answer
@@ -184,8 +186,8 @@ def error_map(exc: BaseException) -> dict[str, Any]:
         out.update(field=exc.field, sample=exc.sample)
     elif isinstance(exc, ConfigError):
         out.update(field=exc.field)
-    elif getattr(exc, "samples", None) is not None:
-        out.update(samples=list(exc.samples))
+    elif (samples := getattr(exc, "samples", None)) is not None:
+        out.update(samples=list(samples))
     return out
 
 

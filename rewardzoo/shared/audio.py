@@ -44,7 +44,7 @@ def check_sample_rate(rate: Any, what: str = "audio_sample_rate") -> int:
         raise InputError(f"{what} must be a positive integer in Hz, got {type(rate).__name__} {rate!r}")
     if not float(rate).is_integer() or rate <= 0:
         raise InputError(f"{what} must be a positive integer in Hz, got {rate!r}")
-    return int(rate)
+    return int(float(rate))  # integral (checked above), so exact
 
 
 def check_duration(samples: int, rate: int, max_seconds: float | None, where: str = "the audio") -> None:

@@ -293,7 +293,7 @@ def _checkpointed(backbone: ClipBackbone):
             if _CKPT_USERS.get(id(block), 0) == 0:
                 block.forward = _block_forward(block, block.forward)
             _CKPT_USERS[id(block)] = _CKPT_USERS.get(id(block), 0) + 1
-    active = getattr(_CKPT_STATE, "blocks", frozenset())
+    active: frozenset[int] = getattr(_CKPT_STATE, "blocks", frozenset())
     _CKPT_STATE.blocks = active | {id(b) for b in blocks}
     try:
         yield
@@ -335,7 +335,8 @@ def load_clip_backbone(
     dt = torch_dtype(dtype) if isinstance(dtype, str) else dtype
     model_path = os.fspath(model_path)
     resolved_backend, source = _resolve(model_path, backend)
-    ckpt = str(Path(checkpoint).resolve()) if checkpoint is not None and Path(checkpoint).exists() else checkpoint
+    ckpt = None if checkpoint is None else os.fspath(checkpoint)
+    ckpt = str(Path(ckpt).resolve()) if ckpt is not None and Path(ckpt).exists() else ckpt
     proc = os.fspath(processor_path) if processor_path is not None else None
     arch = resolved_backend == "open_clip" and not source.startswith("hf-hub:") and not Path(source).is_dir()
     if arch and pretrained is None and checkpoint is None:  # an architecture name alone means random weights
@@ -348,7 +349,7 @@ def load_clip_backbone(
         resolved_backend,
         source,
         pretrained if arch else None,
-        None if ckpt is None else os.fspath(ckpt),
+        ckpt,
         proc,
         str(dev),
         str(dt),
@@ -409,8 +410,8 @@ def _resolve(model_path: str, backend: str) -> tuple[str, str]:
                 "'hf-hub:' ids are open_clip repositories; drop the prefix for transformers", field="model_path"
             )
         return "open_clip", model_path
-    if backend != "transformers" and _open_clip_arch(model_path) is not None:
-        return "open_clip", _open_clip_arch(model_path)
+    if backend != "transformers" and (arch := _open_clip_arch(model_path)) is not None:
+        return "open_clip", arch
     if "/" not in model_path or model_path.count("/") > 1 or model_path.startswith((".", "/", "~")):
         raise ConfigError(
             f"'{model_path}' is not a local directory, a hub id (org/name) or an open_clip "

@@ -191,7 +191,8 @@ def _group(images: Sequence[Any], device: torch.device, field: str) -> dict[Any,
     for i, t in tensors.items():
         by_size.setdefault(tuple(t.shape[-2:]), []).append(i)
     for shape, idx in by_size.items():
-        groups[("tensor", *shape)] = (idx, _stack([tensors[i] for i in idx]))
+        key = ("tensor", *shape)  # (a starred item inside [] needs Python 3.11)
+        groups[key] = (idx, _stack([tensors[i] for i in idx]))
     return groups
 
 

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..errors import ConfigError, did_you_mean
 
 
+@overload
+def positive_int(value: Any, field: str, *, allow_none: Literal[False] = False, entry: str | None = None) -> int: ...
+@overload
+def positive_int(value: Any, field: str, *, allow_none: bool, entry: str | None = None) -> int | None: ...
 def positive_int(value: Any, field: str, *, allow_none: bool = False, entry: str | None = None) -> int | None:
     """``value`` if it is a positive ``int`` (not a bool); ``None`` passes when ``allow_none``."""
     if value is None and allow_none:

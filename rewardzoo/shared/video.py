@@ -347,7 +347,7 @@ def prepare_video(
     return [Image.fromarray(a, mode="RGB") for a in arrays]
 
 
-def _frame_list(value: Any) -> Sequence[Any]:
+def _frame_list(value: Any) -> Sequence[Any] | np.ndarray:
     """Split a video value into indexable frames without converting them."""
     if isinstance(value, (list, tuple)):
         if not value:

@@ -49,7 +49,7 @@ TEXT_FIELDS = ("prompt", "completion", "dataset")
 IMAGE_FIELDS = ("image",)
 MEDIA_FIELDS = ("image", "video", "audio", "condition_images", "condition_videos", "condition_audio")
 SAMPLE_FIELDS = (*TEXT_FIELDS, "group_id", "metadata", *MEDIA_FIELDS)
-AUDIO_DTYPES = {"float32": np.dtype("<f4"), "int16": np.dtype("<i2")}
+AUDIO_DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int16": np.dtype("<i2")}
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -238,7 +238,7 @@ def raw_array(arr: np.ndarray, **extra: Any) -> dict[str, Any]:
     arr = np.ascontiguousarray(arr)
     dtype = {np.dtype(np.uint8): "uint8", np.dtype(np.float32): "float32", np.dtype(np.int16): "int16"}[arr.dtype]
     little = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-    return {"format": "raw", "dtype": dtype, "shape": list(arr.shape), "data": memoryview(little).cast("B"), **extra}
+    return {"format": "raw", "dtype": dtype, "shape": list(arr.shape), "data": little.data.cast("B"), **extra}
 
 
 def encode_video(value: Any, image_format: str = "png") -> dict[str, Any]:
@@ -492,11 +492,13 @@ def _raw(obj: Mapping[str, Any], key: str, dtype: np.dtype, shape: tuple[int, ..
     return arr if dtype.isnative else arr.astype(dtype.newbyteorder("="))
 
 
-def png_size(data: bytes) -> tuple[int, int]:
+def png_size(data: bytes | memoryview) -> tuple[int, int]:
     """(width, height) from a PNG's IHDR chunk, read without decoding anything."""
-    if len(data) < 33 or not data.startswith(_PNG_SIGNATURE) or data[12:16] != b"IHDR":
+    head = bytes(data[:24])
+    if len(data) < 33 or not head.startswith(_PNG_SIGNATURE) or head[12:16] != b"IHDR":
         raise WireError("the image data is not a PNG (no PNG signature and IHDR header)")
-    return struct.unpack(">II", data[16:24])
+    width, height = struct.unpack(">II", head[16:24])
+    return width, height
 
 
 def decode_image(
@@ -562,7 +564,8 @@ def decode_audio(obj: Any, limits: WireLimits = WireLimits(), key: str = "audio"
     """A wire clip -> (float32 or int16 array as sent, sample rate); finite samples only."""
     if not isinstance(obj, dict) or obj.get("format") != "raw":
         raise WireError("audio is a raw array map: format 'raw', dtype, shape, sample_rate, data", field=key)
-    dtype = AUDIO_DTYPES.get(obj.get("dtype"))
+    named = obj.get("dtype")
+    dtype = AUDIO_DTYPES.get(named) if isinstance(named, str) else None
     if dtype is None:
         raise WireError(f"audio dtype must be one of {sorted(AUDIO_DTYPES)}, got {obj.get('dtype')!r}", field=key)
     rate = obj.get("sample_rate")

@@ -123,7 +123,7 @@ class AudioboxAesthetics(PointwiseReward):
         self.transform = {a: (float(transform[a]["mean"]), float(transform[a]["std"])) for a in AXES}
 
     def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
-        clips, _ = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)
+        clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)
         plan = []  # (clip, start, real samples)
         for i, clip in enumerate(clips):
             n = clip.shape[1]
@@ -134,7 +134,7 @@ class AudioboxAesthetics(PointwiseReward):
                     sample=i,
                 )
             plan += [(i, s, min(WINDOW, n - s)) for s in range(0, n, WINDOW)]
-        raw = {a: [] for a in AXES}
+        raw: dict[str, list[Any]] = {a: [] for a in AXES}
         with torch.inference_mode():
             for first in range(0, len(plan), self.max_batch_windows):
                 chunk = plan[first : first + self.max_batch_windows]

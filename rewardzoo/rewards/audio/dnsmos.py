@@ -25,7 +25,7 @@ import importlib.util
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import onnxruntime  # noqa: F401  (a missing audio extra fails at import, before any model is read)
@@ -45,7 +45,7 @@ N_FFT, HOP, N_MELS = 321, 160, 120
 MIN_SECONDS = 1.0
 
 #: Calibration polynomials (highest power first), from DNS-Challenge / speechmos.
-POLY = {
+POLY: dict[bool, dict[str, tuple[float, ...]]] = {
     False: {
         "sig": (-0.08397278, 1.22083953, 0.0052439),
         "bak": (-0.13166888, 1.60915514, -0.39604546),
@@ -60,7 +60,7 @@ POLY = {
 TARGETS = ("ovrl", "sig", "bak", "p808")
 
 
-def _hz_to_mel(hz: np.ndarray) -> np.ndarray:
+def _hz_to_mel(hz: float | np.ndarray) -> np.ndarray:
     """Slaney's mel scale: linear below 1 kHz (200/3 Hz per mel), logarithmic above."""
     hz = np.asarray(hz, dtype=np.float64)
     f_sp, min_log_hz = 200.0 / 3, 1000.0
@@ -134,7 +134,7 @@ class DNSMOS(PointwiseReward):
     """
 
     inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=600.0)  # ~10 s of CPU per minute of audio
-    personalized: ClassVar[bool] = False
+    personalized: bool = False
 
     def __init__(
         self,
@@ -245,4 +245,4 @@ class DNSMOS(PointwiseReward):
 class PersonalizedDNSMOS(DNSMOS):
     """DNSMOS with the personalised P.835 model and polynomials (same as ``personalized: true``)."""
 
-    personalized: ClassVar[bool] = True
+    personalized: bool = True

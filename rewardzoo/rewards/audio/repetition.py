@@ -31,6 +31,7 @@ from ...errors import ConfigError
 from ...shared.audio import prepare_clips
 from ...shared.options import positive_float, positive_int
 from ..base import Inputs, PointwiseReward, Reward, RewardOutput
+from .asr import ASRAccuracy
 from .targets import check_text_key, target_texts, text_fields
 
 SAMPLE_RATE = 16000
@@ -152,12 +153,13 @@ class Repetition(PointwiseReward):
         self.floor_db = positive_float(floor_db, "kwargs.floor_db")
         self.ngram = positive_int(ngram, "kwargs.ngram")
         self.text_key = check_text_key(text_key, self.name)
-        self.asr = asr
+        self.asr: ASRAccuracy | None = None
         if asr is not None:
-            if not callable(getattr(asr, "transcribe_voiced", None)):
+            if not isinstance(asr, ASRAccuracy):
                 raise ConfigError(
                     f"{self.name}: 'asr' must be an ASR reward (asr_wer, asr_cer), got '{asr.name}'", field="kwargs.asr"
                 )
+            self.asr = asr
             self.inputs = replace(
                 self.inputs,
                 fields=("audio", *text_fields(self.text_key)),
@@ -170,7 +172,9 @@ class Repetition(PointwiseReward):
         self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **fields: Any
     ) -> RewardOutput:
         if self.asr is not None:
-            return self._transcript_repeats(audio, audio_sample_rate, fields.get("prompt"), fields.get("metadata"))
+            return self._transcript_repeats(
+                self.asr, audio, audio_sample_rate, fields.get("prompt"), fields.get("metadata")
+            )
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)
         repeated, lags = [], []
         for clip in clips:
@@ -185,12 +189,12 @@ class Repetition(PointwiseReward):
 
     def _transcript_repeats(
         self,
+        asr: ASRAccuracy,
         audio: Sequence[Any],
         audio_sample_rate: Sequence[int] | None,
         prompt: Sequence[Any] | None,
         metadata: Sequence[Any] | None,
     ) -> RewardOutput:
-        asr = self.asr
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=asr.inputs.sample_rate, mono=True)
         targets = target_texts(prompt, metadata, self.text_key, len(clips))
         transcripts = asr.transcribe_voiced([c[0] for c in clips])

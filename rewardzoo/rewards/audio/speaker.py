@@ -87,12 +87,12 @@ class SpeakerSimilarity(PointwiseReward):
         condition_audio_sample_rate: Sequence[int] | None = None,
         **_: Any,
     ) -> RewardOutput:
-        clips, _ = prepare_clips(audio, audio_sample_rate, target_rate=self.sample_rate, mono=True)
+        clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=self.sample_rate, mono=True)
         if condition_audio is None or len(list(condition_audio)) != len(clips):
             raise InputError(
                 "needs one condition_audio clip (the reference speaker) per audio clip", field="condition_audio"
             )
-        refs, _ = prepare_clips(
+        refs, _ref_rates = prepare_clips(
             condition_audio,
             condition_audio_sample_rate,
             target_rate=self.sample_rate,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -254,7 +254,7 @@ class GroupDiversity(GroupwiseReward):
     the module docstring.
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("image", "group_id"), images="float")
+    inputs: Inputs = Inputs(("image", "group_id"), images="float")
 
     def __init__(
         self,
@@ -355,21 +355,22 @@ class DiversityWeighted(GroupwiseOverBase):
         self.embedder = _embedder(model_path, device, self.dtype, options)
         self.model_path = self.embedder.model_path
         medium = self.embedder.media
-        fields = (*self.base.inputs.fields, "group_id")
+        base = self.required_base()
+        fields = (*base.inputs.fields, "group_id")
         if medium not in fields:  # the base does not see the medium: ours decides its form
             own = self.embedder.inputs()
             self.inputs = replace(
-                self.base.inputs,
+                base.inputs,
                 fields=(medium, *fields),
                 images=own.images,
                 frames=own.frames,
                 num_frames=own.num_frames,
             )
-        elif medium == "video" and self.base.inputs.num_frames != self.embedder.num_frames:
+        elif medium == "video" and base.inputs.num_frames != self.embedder.num_frames:
             raise ConfigError(
-                f"diversity_weighted: the base '{self.base.name}' samples "
-                f"{self.base.inputs.num_frames} frames; set num_frames to the same "
-                f"({self.base.inputs.num_frames}) so both see the same frames",
+                f"diversity_weighted: the base '{base.name}' samples "
+                f"{base.inputs.num_frames} frames; set num_frames to the same "
+                f"({base.inputs.num_frames}) so both see the same frames",
                 field="kwargs.num_frames",
             )
 

@@ -81,7 +81,7 @@ class GroupwiseOverBase(GroupwiseReward):
     Subclasses implement :meth:`score_group` (oriented base scores of one group -> group scores).
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("group_id",))
+    inputs: Inputs = Inputs(("group_id",))
     base_required: ClassVar[bool] = True
     #: False for a wrapper whose judge is its own model, built in ``__init__`` from ``model_path``: no ``base``
     #: option, no inner rewards (the contract's default).
@@ -179,9 +179,17 @@ class GroupwiseOverBase(GroupwiseReward):
         """Group scores from the oriented base scores of one group (same order)."""
         raise NotImplementedError
 
+    def required_base(self) -> Reward:
+        """The base reward; ConfigError for a wrapper built without one."""
+        if self.base is None:
+            raise ConfigError(
+                f"{self.name} needs kwargs 'base': a reward name or a mapping with reward_model", field="kwargs.base"
+            )
+        return self.base
+
     def base_scores(self, fields: Mapping[str, Sequence[Any]], n: int) -> np.ndarray:
         """Oriented base scores, one base evaluation per input (chunked by the base batch_size)."""
-        base = self.base
+        base = self.required_base()
         wanted = set(base.inputs.fields)
         if "audio" in wanted:
             wanted.add("audio_sample_rate")
@@ -320,7 +328,7 @@ class PairwiseWinRate(GroupwiseOverBase):
                     field="kwargs",
                 )
             super().__init__(model_path, device, dtype, base=base, base_batch_size=base_batch_size)
-            self.judge = None
+            self.judge: Callable[..., Any] | None = None
             return
         if base is not None:
             raise ConfigError(
@@ -432,6 +440,8 @@ class PairwiseWinRate(GroupwiseOverBase):
     def _judge_pair(self, first: dict, second: dict, i: int, j: int, value: Any = _UNJUDGED) -> float:
         """P(first beats second): the judge's answer (``value`` when a batched judge gave it), checked."""
         if value is _UNJUDGED:
+            if self.judge is None:  # (pairs are judged only by a wrapper built with a user judge)
+                raise ConfigError(f"{self.name} has no user judge", field="kwargs.judge")
             value = self.judge(first, second)
         if hasattr(value, "detach"):  # a 0-d/1-element tensor
             value = value.detach().cpu().reshape(-1).tolist()
@@ -462,6 +472,7 @@ def _build_judge(judge: str | Callable, judge_kwargs: dict, device: str, dtype: 
             )
         obj = import_path(judge)
     if isinstance(obj, type):
+        params: Mapping[str, inspect.Parameter]
         try:
             params = inspect.signature(obj).parameters
         except (TypeError, ValueError):

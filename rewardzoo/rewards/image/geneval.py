@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ...errors import ConfigError, InputError
+from ...errors import ConfigError, InputError, RewardExecutionError
 from ...shared.clip import check_pairs, load_clip_backbone
 from ...shared.media import to_uint8_tensor
 from ...shared.options import choice, positive_int
@@ -162,7 +162,7 @@ class GenEval(PointwiseReward):
         image to another's size would change its result).
         """
         min_scores = list(min_scores) if min_scores is not None else [0.0] * len(images)
-        out: list[Detections | None] = [None] * len(images)
+        out: dict[int, Detections] = {}  # image index -> its detections (every image is in one group)
         groups: dict[tuple[int, int], list[int]] = {}
         for i, img in enumerate(images):
             groups.setdefault(tuple(img.shape[-2:]), []).append(i)
@@ -181,7 +181,7 @@ class GenEval(PointwiseReward):
                     (height, width),
                     min_scores[i],
                 )
-        return out  # type: ignore[return-value]
+        return [out[i] for i in range(len(images))]
 
     def _preprocess(self, batch: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int]]:
         """mmdet's test pipeline: keep-ratio resize to fit (longest_edge, shortest_edge), bilinear without
@@ -250,6 +250,8 @@ class GenEval(PointwiseReward):
         for i, (img, objs, req) in enumerate(zip(images, objects, reqs)):
             for clause_index, cls, k in color_requests(objs, req):
                 top = objs[cls].select(np.arange(k))
+                if top.masks is None:  # (the segmenter gives every detection its mask)
+                    raise RewardExecutionError(f"the detections of {cls!r} have no masks to crop", reward=self.name)
                 for box, mask in zip(top.boxes, top.masks):
                     crops.append(_masked_crop(img, mask, box, self.background))
                     where.append((i, clause_index, cls))
@@ -337,7 +339,7 @@ def _normalisation(path: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
 def _mask_boxes(masks: np.ndarray) -> np.ndarray:
     """Tight boxes ``x_min, y_min, x_max + 1, y_max + 1`` of (N, H, W) masks; zeros for an empty mask (mmdet)."""
     boxes = np.zeros((len(masks), 4), dtype=np.float32)
-    cols, rows = masks.any(axis=1), masks.any(axis=2)
+    cols, rows = np.asarray(masks.any(axis=1)), np.asarray(masks.any(axis=2))
     for i in range(len(masks)):
         xs, ys = np.flatnonzero(cols[i]), np.flatnonzero(rows[i])
         if len(xs) and len(ys):

@@ -277,8 +277,8 @@ def select_objects(dets: Detections, tag: str, rules: Thresholds = Thresholds())
     kept: dict[str, Detections] = {}
     for cls in dets.classes:
         of_cls = dets.of_class(cls)
-        order = np.argsort(-of_cls.scores, kind="stable")
-        order = order[of_cls.scores[order] > confidence][: rules.max_objects].tolist()
+        ranked = np.argsort(-of_cls.scores, kind="stable")
+        order = ranked[of_cls.scores[ranked] > confidence][: rules.max_objects].tolist()
         chosen = []
         while order:
             best = order.pop(0)
@@ -341,7 +341,7 @@ def evaluate(
         found = objects.get(clause.cls)
         n = 0 if found is None else len(found)
         met = True
-        if n < clause.count:
+        if found is None or n < clause.count:  # (counts are >= 1: None is too few)
             met = False
             reasons.append(f"expected {clause.cls}>={clause.count}, found {n}")
         else:
@@ -357,15 +357,16 @@ def evaluate(
                     )
             if clause.position is not None and met:
                 relation, target = clause.position
-                if groups[target] is None:
+                anchor = groups[target]
+                if anchor is None:
                     met = False
                     reasons.append(f"no target for {clause.cls} to be {relation}")
                 else:
-                    met, why = _positions_hold(top, groups[target], relation, rules.position_threshold)
+                    met, why = _positions_hold(top, anchor, relation, rules.position_threshold)
                     if not met:
                         reasons.append(f"expected {clause.cls} {relation} target, found {why} target")
         include_met.append(met)
-        groups.append(found.select(np.arange(clause.count)) if met else None)
+        groups.append(found.select(np.arange(clause.count)) if met and found is not None else None)
     exclude_met = []
     for clause in req.exclude:
         n = len(objects[clause.cls]) if clause.cls in objects else 0
@@ -410,7 +411,7 @@ def flow_grpo_partial(
         n = 0 if found is None else len(found)
         terms.append(1 - abs(clause.count - n) / clause.count)
         met = n == clause.count
-        if not met:
+        if not met or found is None:  # (counts are >= 1: None is not met)
             if clause.color is not None or clause.position is not None:
                 terms.append(0.0)
         else:
@@ -420,11 +421,12 @@ def flow_grpo_partial(
                 met = k == clause.count
             if clause.position is not None and met:
                 relation, target = clause.position
-                if groups[target] is None:
+                anchor = groups[target]
+                if anchor is None:
                     met = False
                     terms.append(0.0)
                 else:
-                    met, _ = _positions_hold(found, groups[target], relation, rules.position_threshold)
+                    met, _ = _positions_hold(found, anchor, relation, rules.position_threshold)
                     if not met:
                         terms.append(0.0)
                     terms.append(1.0)

@@ -268,7 +268,7 @@ class RapidOCREngine:
         padded width, from any image, then share recogniser calls of up to ``rec_batch_size``."""
         rec = self.engine.text_rec
         _, height, width = rec.rec_image_shape[:3]
-        inputs: list[np.ndarray | None] = [None] * len(crops)
+        inputs: dict[int, np.ndarray] = {}  # crop index -> its padded input
         starts = [k for k in range(len(crops)) if k == 0 or owners[k] != owners[k - 1]] + [len(crops)]
         for a, b in zip(starts[:-1], starts[1:]):  # one image's crops
             ratios = np.array([c.shape[1] / float(c.shape[0]) for c in crops[a:b]])
@@ -279,8 +279,8 @@ class RapidOCREngine:
                 for g in group:
                     inputs[a + g] = rec.resize_norm_img(crops[a + g], widest)
         by_width: dict[int, list[int]] = {}
-        for k, x in enumerate(inputs):
-            by_width.setdefault(x.shape[2], []).append(k)
+        for k in range(len(crops)):
+            by_width.setdefault(inputs[k].shape[2], []).append(k)
         out: list[Line] = [("", 0.0)] * len(crops)
         for members in by_width.values():
             for first in range(0, len(members), self.rec_batch_size):
@@ -362,23 +362,9 @@ def recognised_text(lines: Sequence[Line]) -> str:
     return "".join(text for text, score in lines if score > 0)
 
 
-class OCR(PointwiseReward):
-    """flow_grpo's OCR reward: ``1 - min(d, len(target)) / len(target)`` with ``d`` = 0 when the target
-    occurs in the recognised text, else their Levenshtein distance (both lower-cased, spaces removed).
+class _OCRReward(PointwiseReward):
+    """What :class:`OCR` and :class:`VideoOCR` share: the engine, the targets and the score of a text."""
 
-    Inputs: ``image`` and ``prompt`` (target = the text between its first pair of double quotes, the
-    whole prompt without quotes; an empty target is an error). Range [0, 1]. Extra ``ocr_text``: the
-    recognised text. Options: ``engine`` (rapidocr | paddleocr | vlm), ``threads`` (ONNX intra-op threads),
-    ``text_score`` (the engine's line-confidence filter, 0.5 as in RapidOCR and PaddleOCR),
-    ``det_batch_size``, ``rec_batch_size``, ``containment`` (the substring shortcut; default on); the
-    detector settings of :class:`DetectorSettings` (PaddleOCR 2.x's defaults) and ``preset: rapidocr``
-    (rapidocr's config.yaml instead; a setting given explicitly overrides the preset). ``engine: vlm``
-    takes instead the options of :class:`~rewardzoo.rewards.vlm.transcription.VLMTranscriber` (``question``,
-    ``system``, ``sampling``, ``backend``, ``endpoint``, ``on_failure``, ...), ``model_path`` the Qwen-VL
-    checkpoint, any dtype; extras ``substituted`` / ``failure`` besides ``ocr_text``.
-    """
-
-    inputs = Inputs(("image", "prompt"))
     thread_safe = False  # PaddleOCR is not thread-safe; ONNX Runtime already spreads one call over the cores
     default_containment: ClassVar[bool] = True
 
@@ -420,15 +406,20 @@ class OCR(PointwiseReward):
         known_options(self.name, detector, tuple(DetectorSettings.__dataclass_fields__))
         if preset is not None:
             choice(preset, "kwargs.preset", tuple(DETECTOR_PRESETS))
-        self.detector = replace(DETECTOR_PRESETS.get(preset, DetectorSettings()), **detector).checked()
-        settings = dict(
-            threads=positive_int(threads, "kwargs.threads", allow_none=True),
+        preset_settings = DETECTOR_PRESETS[preset] if preset is not None else DetectorSettings()
+        self.detector = replace(preset_settings, **detector).checked()
+        threads = positive_int(threads, "kwargs.threads", allow_none=True)
+        det_batch_size = positive_int(det_batch_size, "kwargs.det_batch_size", allow_none=True)
+        rec_batch_size = positive_int(rec_batch_size, "kwargs.rec_batch_size", allow_none=True)
+        self.engine = (RapidOCREngine if engine == "rapidocr" else PaddleOCREngine)(
+            model_path,
+            device,
+            threads=threads,
             text_score=text_score,
-            det_batch_size=positive_int(det_batch_size, "kwargs.det_batch_size", allow_none=True),
-            rec_batch_size=positive_int(rec_batch_size, "kwargs.rec_batch_size", allow_none=True),
+            det_batch_size=det_batch_size,
+            rec_batch_size=rec_batch_size,
             detector=self.detector,
         )
-        self.engine = (RapidOCREngine if engine == "rapidocr" else PaddleOCREngine)(model_path, device, **settings)
 
     def _containment(self, containment: Any) -> bool:
         if containment is not None and not isinstance(containment, bool):
@@ -482,6 +473,25 @@ class OCR(PointwiseReward):
         ``np.array(img)``)."""
         return [recognised_text(lines) for lines in self.engine.read(images_to_uint8(images, field))]
 
+
+class OCR(_OCRReward):
+    """flow_grpo's OCR reward: ``1 - min(d, len(target)) / len(target)`` with ``d`` = 0 when the target
+    occurs in the recognised text, else their Levenshtein distance (both lower-cased, spaces removed).
+
+    Inputs: ``image`` and ``prompt`` (target = the text between its first pair of double quotes, the
+    whole prompt without quotes; an empty target is an error). Range [0, 1]. Extra ``ocr_text``: the
+    recognised text. Options: ``engine`` (rapidocr | paddleocr | vlm), ``threads`` (ONNX intra-op threads),
+    ``text_score`` (the engine's line-confidence filter, 0.5 as in RapidOCR and PaddleOCR),
+    ``det_batch_size``, ``rec_batch_size``, ``containment`` (the substring shortcut; default on); the
+    detector settings of :class:`DetectorSettings` (PaddleOCR 2.x's defaults) and ``preset: rapidocr``
+    (rapidocr's config.yaml instead; a setting given explicitly overrides the preset). ``engine: vlm``
+    takes instead the options of :class:`~rewardzoo.rewards.vlm.transcription.VLMTranscriber` (``question``,
+    ``system``, ``sampling``, ``backend``, ``endpoint``, ``on_failure``, ...), ``model_path`` the Qwen-VL
+    checkpoint, any dtype; extras ``substituted`` / ``failure`` besides ``ocr_text``.
+    """
+
+    inputs = Inputs(("image", "prompt"))
+
     def __call__(self, image: Sequence[Any], prompt: Sequence[str], **_: Any) -> RewardOutput:
         targets = self.targets(prompt)
         if self.reader is not None:
@@ -495,7 +505,7 @@ class OCR(PointwiseReward):
         return RewardOutput([self.score_text(t, g) for t, g in zip(texts, targets)], extras={"ocr_text": texts})
 
 
-class VideoOCR(OCR):
+class VideoOCR(_OCRReward):
     """flow_grpo's video OCR: frames ``0, k, 2k, ...`` (``frame_interval`` k, default 4) scored like
     images, without the containment shortcut by default (flow_grpo's video variant); the score is the
     mean over frames scoring above 0, and 0 when none does.

@@ -268,7 +268,7 @@ class HFBackbone(nn.Module):
 
 
 # ------------------------------------------------------------------------------------- palm-rlhf-pytorch
-def _palm_class() -> type:
+def _palm_class() -> type[Any]:
     """``palm_rlhf_pytorch.PaLM``, imported on first use."""
     try:
         from palm_rlhf_pytorch.palm import PaLM

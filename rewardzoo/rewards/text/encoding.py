@@ -51,11 +51,8 @@ class PairEncoder:
         if chat_template and not getattr(tokenizer, "chat_template", None):
             raise ConfigError("chat_template: true, but the tokenizer has no chat template")
         self.max_length = max_length
-        pad = pad_token_id
-        for candidate in (getattr(tokenizer, "pad_token_id", None), getattr(tokenizer, "eos_token_id", None), 0):
-            if pad is None:
-                pad = candidate
-        self.pad_token_id = int(pad)
+        candidates = (pad_token_id, getattr(tokenizer, "pad_token_id", None), getattr(tokenizer, "eos_token_id", None))
+        self.pad_token_id = int(next((c for c in candidates if c is not None), 0))
         self._lock = threading.Lock()  # fast tokenizers may not be shared by threads
 
     def _ids(self, text: str, special: bool) -> list[int]:

@@ -91,7 +91,10 @@ def add_lora(
                 setattr(parent, child_name, holder)
             if scope in holder.adapters:
                 raise ConfigError(f"LoRA scope '{scope}' already exists on {parent_name}.{child_name}")
-            in_f, out_f = _features(holder.base)
+            features = _features(holder.base)
+            if features is None:  # (a LoRALinear wraps a projection _features reads)
+                raise ConfigError(f"{parent_name}.{child_name} wraps a {type(holder.base).__name__}, not a projection")
+            in_f, out_f = features
             weight = next(holder.base.parameters())
             holder.adapters[scope] = LoRAAdapter(in_f, out_f, r, alpha, dropout).to(weight.device, weight.dtype)
             wrapped.append(f"{parent_name}.{child_name}".lstrip("."))

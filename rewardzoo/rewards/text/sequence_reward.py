@@ -98,13 +98,13 @@ def bradley_terry_loss(
         )
     diff = chosen - rejected
     if margin is not None:
-        margin = torch.as_tensor(margin, dtype=diff.dtype, device=diff.device)
-        if margin.dim() > 0 and tuple(margin.shape) != tuple(chosen.shape):
+        m = torch.as_tensor(margin, dtype=diff.dtype, device=diff.device)
+        if m.dim() > 0 and tuple(m.shape) != tuple(chosen.shape):
             raise InputError(
-                f"margin must be a number or shaped like the rewards {tuple(chosen.shape)}, got {tuple(margin.shape)}",
+                f"margin must be a number or shaped like the rewards {tuple(chosen.shape)}, got {tuple(m.shape)}",
                 field="margin",
             )
-        diff = diff - margin
+        diff = diff - m
     loss = -F.logsigmoid(diff).mean()
     if center_coef:
         loss = loss + center_coef * ((chosen + rejected) ** 2).mean()

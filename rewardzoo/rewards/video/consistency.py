@@ -98,15 +98,16 @@ class SubjectConsistency(FrameConsistency):
         preset: str | None = None,
     ) -> None:
         self.preset = check_preset(preset)
+        model_path = model_path or self.default_model
         super().__init__(
-            model_path or self.default_model,
+            model_path,
             device,
             dtype,
             num_frames=preset_num_frames(self.preset, num_frames, 16),
             frame_batch_size=frame_batch_size,
         )
         self.resize = positive_int(resize, "kwargs.resize")
-        self.backbone = load_dino_backbone(self.model_path, self.device, self.dtype)
+        self.backbone = load_dino_backbone(model_path, self.device, self.dtype)
         self.model = self.backbone.model
 
     def preprocess(self, frames: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 import numpy as np
 import torch
@@ -25,7 +25,17 @@ from ...shared.video import check_num_frames
 from ..base import Inputs, PointwiseReward, Reward, RewardOutput, invoke, is_text_extra, validate_scores
 from .vbench import CLIP_MEAN, CLIP_STD, check_preset, middle_indices, preset_num_frames, vbench_transform
 
+if TYPE_CHECKING:
+    from ..image.aesthetic import LaionAesthetic
+
 VBENCH_CLIP_T_FRAMES = 8  # VBench's CLIP-T reads 8 frames (sample="middle")
+_R = TypeVar("_R", bound=Reward)
+
+
+class _PixelScorer(Protocol):
+    """An image reward with a differentiable path (a video reward built on it has one only then)."""
+
+    def score_pixels(self, pixels: Any, *, gradient_checkpointing: bool = ..., **fields: Any) -> Any: ...
 
 
 class FrameAverage(PointwiseReward):
@@ -81,7 +91,17 @@ class FrameAverage(PointwiseReward):
         self.image_reward = image_reward
         self.thread_safe = image_reward.thread_safe
 
-    def vbench(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
+    def inner(self, cls: type[_R]) -> _R:
+        """The image reward as the class a preset reads (its ``frame_reward``'s); ConfigError for another."""
+        reward = self.image_reward
+        if not isinstance(reward, cls):
+            raise ConfigError(
+                f"{self.name}: preset {self.preset} reads a {cls.__name__} image reward, got {type(reward).__name__}",
+                field="kwargs",
+            )
+        return reward
+
+    def vbench(self, video: Sequence[torch.Tensor], *args: Any, **fields: Any) -> RewardOutput:
         """``preset: vbench``: VBench's own computation (subclasses)."""
         raise ConfigError(f"{self.name} has no VBench preset", field="kwargs")
 
@@ -108,8 +128,9 @@ class FrameAverage(PointwiseReward):
         tensors = self.image_reward.inputs.images != "pil"
         if not tensors:
             flat_frames = [to_pil_rgb(f) for f in flat_frames]
-        flat_fields = {name: [fields[name][i] for i in owner] for name in wanted}
-        scores, extras = [], {}
+        flat_fields = {name: [fields[name][i] for i in owner.tolist()] for name in wanted}
+        scores: list[np.ndarray] = []
+        extras: dict[str, list[np.ndarray]] = {}
         for start in range(0, len(flat_frames), self.frame_batch_size):
             stop = start + self.frame_batch_size
             chunk = {name: values[start:stop] for name, values in flat_fields.items()}
@@ -185,14 +206,13 @@ class FrameAverage(PointwiseReward):
         k = pixels.shape[1]
         frames = pixels.reshape(b * k, *pixels.shape[2:])
         flat_fields = {name: [fields[name][i] for i in range(b) for _ in range(k)] for name in wanted}
+        scorer = cast(_PixelScorer, self.image_reward)  # differentiable() checked this reward's path
         parts = []
         for start in range(0, b * k, self.frame_batch_size):
             stop = start + self.frame_batch_size
             chunk = {name: values[start:stop] for name, values in flat_fields.items()}
             parts.append(
-                self.image_reward.score_pixels(
-                    frames[start:stop], gradient_checkpointing=gradient_checkpointing, **chunk
-                )
+                scorer.score_pixels(frames[start:stop], gradient_checkpointing=gradient_checkpointing, **chunk)
             )
         per_frame = parts[0] if len(parts) == 1 else torch.cat(parts)
         return self.formula(per_frame.reshape(b, k))
@@ -226,7 +246,9 @@ class VideoClipScore(FrameAverage):
         no antialias, centre crop, /255), raw cosine against the bare prompt (no prefix), mean over frames.
         The score keeps this reward's formula on those cosines (mean ``2.5 * max(cos, 0)``); the extra
         ``cosine`` is VBench's CLIP-T number."""
-        backbone = self.image_reward.backbone
+        from ..image.clip_score import ClipScore
+
+        backbone = self.inner(ClipScore).backbone
         if len(prompt) != len(video):
             raise InputError(
                 f"{len(video)} video but {len(prompt)} prompt entries; one prompt per video",
@@ -286,7 +308,7 @@ class VideoAesthetic(FrameAverage):
             frame_batch_size=frame_batch_size,
             preset=preset,
         )
-        self.linear_head = None
+        self.linear_head: torch.nn.Module | None = None
         if linear_head_path is not None and self.preset != "vbench":
             raise ConfigError("kwargs.linear_head_path is used by preset: vbench only", field="kwargs")
         if self.preset == "vbench":
@@ -294,19 +316,26 @@ class VideoAesthetic(FrameAverage):
             from ..image.aesthetic import OFFICIAL_LINEAR_HEAD_URL, load_linear_aesthetic_head
 
             head = load_linear_aesthetic_head(resolve_weights_file(linear_head_path or OFFICIAL_LINEAR_HEAD_URL))
-            dim = self.image_reward.backbone.embed_dim
+            dim = self.aesthetic().backbone.embed_dim
             if head.in_features != dim:
                 raise ConfigError(
                     f"the linear head expects {head.in_features}-d embeddings but the CLIP model gives {dim}-d ones",
                     field="kwargs",
                 )
-            self.linear_head = head.to(self.image_reward.backbone.device)
+            self.linear_head = head.to(self.aesthetic().backbone.device)
+
+    def aesthetic(self) -> LaionAesthetic:
+        from ..image.aesthetic import LaionAesthetic
+
+        return self.inner(LaionAesthetic)
 
     def vbench(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
         """VBench aesthetic quality: every frame, ``clip_transform`` on the float 0-255 frames (bicubic, no
         antialias, centre crop, /255), L2-normalised CLIP features in float32, the v1 ``Linear(768, 1)`` head,
         divided by 10, mean over frames (about 0-1)."""
-        backbone = self.image_reward.backbone
+        backbone, head = self.aesthetic().backbone, self.linear_head
+        if head is None:  # (set by __init__ for preset: vbench)
+            raise ConfigError("the VBench aesthetic head is not loaded", field="kwargs")
         scores = []
         for frames in video:
             parts = []
@@ -320,6 +349,6 @@ class VideoAesthetic(FrameAverage):
                     std=CLIP_STD,
                 )
                 feats = F.normalize(backbone.encode_image(x).float(), dim=-1, p=2)
-                parts.append(self.linear_head(feats).squeeze(-1))
+                parts.append(head(feats).squeeze(-1))
             scores.append(float((torch.cat(parts) / 10).mean()))
         return RewardOutput(scores)

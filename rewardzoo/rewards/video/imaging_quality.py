@@ -31,8 +31,11 @@ class VideoImagingQuality(FrameAverage):
         """VBench imaging quality: every frame through the image reward's MUSIQ (VBench's preprocessing),
         the per-video mean of the 0-100 scores, divided by 100 (VBench divides the mean over videos;
         the division is linear, so each video's share is the same)."""
+        from ..image.imaging_quality import ImagingQuality
+
+        musiq = self.inner(ImagingQuality).musiq
         scores = []
         for frames in video:
-            parts = [self.image_reward.musiq(chunk) for chunk in frames.split(self.frame_batch_size)]
+            parts = [musiq(chunk) for chunk in frames.split(self.frame_batch_size)]
             scores.append(float(torch.cat(parts).mean()) / 100.0)
         return RewardOutput(scores)

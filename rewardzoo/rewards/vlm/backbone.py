@@ -155,19 +155,16 @@ def _size_kwargs(lo: int | None, hi: int | None, processor: Any) -> dict[str, An
         return {}
     own = getattr(processor, "size", None) or {}
     get = own.get if isinstance(own, dict) else (lambda k: getattr(own, k, None))
-    size = {
-        "shortest_edge": lo if lo is not None else get("shortest_edge"),
-        "longest_edge": hi if hi is not None else get("longest_edge"),
-    }
-    if None in size.values():
+    shortest = lo if lo is not None else get("shortest_edge")
+    longest = hi if hi is not None else get("longest_edge")
+    size = {"shortest_edge": shortest, "longest_edge": longest}
+    if shortest is None or longest is None:
         raise ConfigError(
             f"the processor states no pixel bounds to complete {size}; give both min and max pixels",
             field="kwargs.max_pixels",
         )
-    if size["shortest_edge"] > size["longest_edge"]:
-        raise ConfigError(
-            f"min_pixels {size['shortest_edge']} is above max_pixels {size['longest_edge']}", field="kwargs.min_pixels"
-        )
+    if shortest > longest:
+        raise ConfigError(f"min_pixels {shortest} is above max_pixels {longest}", field="kwargs.min_pixels")
     return {"size": size}
 
 

@@ -105,7 +105,7 @@ class BackendOptions:
     )
 
     @classmethod
-    def of(cls, owner: type, options: Mapping[str, Any], accepted: Sequence[str]) -> BackendOptions:
+    def of(cls, owner: type[Any], options: Mapping[str, Any], accepted: Sequence[str]) -> BackendOptions:
         """The ``options`` given to ``owner``'s constructor besides its own keyword-only ones; ConfigError
         naming the first that is neither one of them nor ``accepted`` (listing ``owner``'s options, as the
         loader does for any reward)."""
@@ -131,8 +131,8 @@ class VLMJudgeMixin:
     its constructor takes (all of them, unless a judge has no use for some).
     """
 
-    media: ClassVar[str] = "image"
-    default_model: ClassVar[str | None] = None
+    media: str = "image"
+    default_model: str | None = None
     default_num_frames: ClassVar[int | None] = 8
     default_fps: ClassVar[float] = 2.0
     judge_options: ClassVar[tuple[str, ...]] = ALL_OPTIONS

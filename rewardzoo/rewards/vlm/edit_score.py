@@ -124,7 +124,7 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
     presets.
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "condition_images"))
+    inputs: Inputs = Inputs(("prompt", "image", "condition_images"))
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
     templates: ClassVar[dict[str, tuple[str, str]]] = TEMPLATES
     defaults: ClassVar[dict[str, Any]] = DEFAULTS
@@ -152,7 +152,7 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
                 field="kwargs.preset",
             )
         self.preset = preset
-        chosen = self.presets.get(preset, self.defaults)
+        chosen = self.presets[preset] if preset is not None else self.defaults
         self.default_model = chosen["model"]
         self.template = self.templates[chosen["template"]]
         self.queries_text = chosen.get("templates", self.template)
@@ -190,23 +190,31 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
             [pq_text] * n, [[e.source, im] if self.pq_source else [im] for e, im in zip(edits, image)]
         )
         answers = self.backend.generate(queries, max_new_tokens=self.max_new_tokens)
-        outcomes, parts = [], []
+        outcomes: list[float | Failure] = []
+        parts = []
         for sc_answer, pq_answer in zip(answers[:n], answers[n:]):
             sc = sc_answer if isinstance(sc_answer, Failure) else self.dimension(sc_answer)
             pq = pq_answer if isinstance(pq_answer, Failure) else self.dimension(pq_answer)
-            failed = next((x for x in (sc, pq) if isinstance(x, Failure)), None)
-            outcomes.append(failed if failed else math.sqrt(sc[0] * pq[0]) / self.scale)
+            if isinstance(sc, Failure):
+                outcomes.append(sc)
+            elif isinstance(pq, Failure):
+                outcomes.append(pq)
+            else:
+                outcomes.append(math.sqrt(sc[0] * pq[0]) / self.scale)
             parts.append((sc, pq))
         scores, extras = self.resolve(outcomes)
         nan = float("nan")
-        ok = lambda x: not isinstance(x, Failure)  # noqa: E731
-        extras["semantic_consistency"] = [sc[0] if ok(sc) else nan for sc, _ in parts]
-        extras["perceptual_quality"] = [pq[0] if ok(pq) else nan for _, pq in parts]
+        extras["semantic_consistency"] = [nan if isinstance(sc, Failure) else sc[0] for sc, _ in parts]
+        extras["perceptual_quality"] = [nan if isinstance(pq, Failure) else pq[0] for _, pq in parts]
         unit = self.answer_range / 10
-        extras["prompt_following"] = [sc[1][0] / unit if ok(sc) and len(sc[1]) > 1 else nan for sc, _ in parts]
-        extras["consistency"] = [sc[1][1] / unit if ok(sc) and len(sc[1]) > 1 else nan for sc, _ in parts]
-        extras["sc_reasoning"] = [sc[2] if ok(sc) else "" for sc, _ in parts]
-        extras["pq_reasoning"] = [pq[2] if ok(pq) else "" for _, pq in parts]
+        extras["prompt_following"] = [
+            sc[1][0] / unit if not isinstance(sc, Failure) and len(sc[1]) > 1 else nan for sc, _ in parts
+        ]
+        extras["consistency"] = [
+            sc[1][1] / unit if not isinstance(sc, Failure) and len(sc[1]) > 1 else nan for sc, _ in parts
+        ]
+        extras["sc_reasoning"] = ["" if isinstance(sc, Failure) else sc[2] for sc, _ in parts]
+        extras["pq_reasoning"] = ["" if isinstance(pq, Failure) else pq[2] for _, pq in parts]
         text = lambda a: a.answer or "" if isinstance(a, Failure) else a  # noqa: E731
         extras["sc_answer"] = [text(a) for a in answers[:n]]
         extras["pq_answer"] = [text(a) for a in answers[n:]]

@@ -84,10 +84,11 @@ class FailurePolicy:
         Raises RewardOutputError naming ``reward``, the failed inputs (``inputs``: positions in this call,
         which the engine turns into the batch's sample indices) and the first answer, unless substitution is on.
         """
-        failed = [i for i, o in enumerate(outcomes) if isinstance(o, Failure)]
+        found = {i: o for i, o in enumerate(outcomes) if isinstance(o, Failure)}
+        failed = list(found)
         if failed and self.substitute is None:
-            first = outcomes[failed[0]]
-            kinds = sorted({outcomes[i].kind for i in failed})
+            first = found[failed[0]]
+            kinds = sorted({f.kind for f in found.values()})
             raise RewardOutputError(
                 f"the judge gave no score for {len(failed)} of {len(outcomes)} input(s) ({', '.join(kinds)}); first, "
                 f"input {failed[0]} of the call: {first.describe()}. Set on_failure: {{substitute: VALUE}} to score "
@@ -147,7 +148,7 @@ class RegexScore:
             return Failure("unparseable", f"{value} is not a finite number", text)
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             return Failure("unparseable", f"{value:g} is outside [{self.low}, {self.high}]", text)
-        if self.normalize:
+        if self.normalize and self.low is not None and self.high is not None:  # (normalize has both: __post_init__)
             return (value - self.low) / (self.high - self.low)
         return value
 

@@ -327,7 +327,7 @@ def resize_image(image: Any, *, min_pixels: int, max_pixels: int) -> Any:
 
     w, h = image.size
     rh, rw = smart_resize(h, w, min_pixels=min_pixels, max_pixels=max_pixels)
-    return image.convert("RGB").resize((rw, rh), Image.BICUBIC)
+    return image.convert("RGB").resize((rw, rh), Image.Resampling.BICUBIC)
 
 
 def video_frame_indices(
@@ -350,6 +350,8 @@ def video_frame_indices(
 
     if num_frames is not None:
         n = round(num_frames / FRAME_FACTOR) * FRAME_FACTOR
+    elif fps is None or source_fps is None:
+        raise TypeError("frame indices need num_frames, or fps and source_fps")
     else:
         lo = math.ceil(min_frames / FRAME_FACTOR) * FRAME_FACTOR
         hi = math.floor(min(max_frames, total) / FRAME_FACTOR) * FRAME_FACTOR

@@ -91,8 +91,8 @@ class TifaVQA(VLMJudgeMixin, PointwiseReward):
     ``num_questions``. An endpoint failure on any of a sample's questions fails the sample (``on_failure``).
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("image", "metadata"))
-    default_model: ClassVar[str | None] = DEFAULTS["model"]
+    inputs: Inputs = Inputs(("image", "metadata"))
+    default_model: str | None = DEFAULTS["model"]
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
 
     def __init__(

@@ -11,7 +11,7 @@ generated text is kept as the per-sample extra ``judgement``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from ...errors import ConfigError
 from ...shared.media import to_pil_rgb
@@ -21,12 +21,23 @@ from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, f
 from .judging import Failure, RegexScore
 from .prompts import UNIFIED_REWARD_FLOW_GRPO, UNIFIED_REWARD_QWEN_RELEASE
 
+
+class _Preset(TypedDict):
+    """A model with its template and image size."""
+
+    model: str
+    template: str
+    resize: tuple[int, int] | None
+
+
 #: Named templates: the UnifiedReward-qwen release's inference prompt (the default) and flow_grpo's question.
 TEMPLATES = {"qwen_release": UNIFIED_REWARD_QWEN_RELEASE, "flow_grpo": UNIFIED_REWARD_FLOW_GRPO}
 #: What runs by default: the Qwen release's model with its own prompt, images as given.
-DEFAULTS = {"model": "CodeGoat24/UnifiedReward-qwen-7b", "template": "qwen_release", "resize": None}
+DEFAULTS: _Preset = {"model": "CodeGoat24/UnifiedReward-qwen-7b", "template": "qwen_release", "resize": None}
 #: ``preset: flow_grpo``: the model flow_grpo serves (LLaVA-OneVision based) with its question, 512x512 images.
-PRESETS = {"flow_grpo": {"model": "CodeGoat24/UnifiedReward-7b-v1.5", "template": "flow_grpo", "resize": (512, 512)}}
+PRESETS: dict[str, _Preset] = {
+    "flow_grpo": {"model": "CodeGoat24/UnifiedReward-7b-v1.5", "template": "flow_grpo", "resize": (512, 512)}
+}
 #: flow_grpo's score pattern (``_extract_scores`` of ``unifiedreward_score_sglang``).
 FINAL_SCORE = r"Final Score:\s*([1-5](?:\.\d+)?)"
 
@@ -43,8 +54,8 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
     failure options of :mod:`rewardzoo.rewards.vlm.common`. Options given explicitly override the preset's.
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "image"))
-    default_model: ClassVar[str | None] = DEFAULTS["model"]
+    inputs: Inputs = Inputs(("prompt", "image"))
+    default_model: str | None = DEFAULTS["model"]
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
 
     def __init__(
@@ -66,21 +77,12 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
                 f"{self.name}: preset must be null or one of {sorted(PRESETS)}, got {preset!r}", field="kwargs.preset"
             )
         self.preset = preset
-        chosen = PRESETS.get(preset, DEFAULTS)
+        chosen = PRESETS[preset] if preset is not None else DEFAULTS
         self.default_model = chosen["model"]
         template = chosen["template"] if template is None else template
         self.template = check_template(TEMPLATES.get(template, template), self.name)
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
-        resize = chosen["resize"] if resize == "auto" else resize
-        if resize is not None and (
-            isinstance(resize, str)
-            or len(resize) != 2
-            or any(isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in resize)
-        ):
-            raise ConfigError(
-                f"{self.name}: resize must be [width, height] or null, got {resize!r}", field="kwargs.resize"
-            )
-        self.resize = tuple(resize) if resize is not None else None
+        self.resize = _size(chosen["resize"] if resize == "auto" else resize, self.name)
         self.parse = RegexScore(FINAL_SCORE, low=1.0, high=5.0)
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
 
@@ -98,3 +100,17 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
         scores, extras = self.resolve(outcomes)
         extras["judgement"] = [a.answer or "" if isinstance(a, Failure) else a for a in answers]
         return RewardOutput(scores, extras=extras)
+
+
+def _size(resize: object, name: str) -> tuple[int, int] | None:
+    """``resize`` as (width, height), or None; ConfigError for anything else."""
+    if resize is None:
+        return None
+    if (
+        isinstance(resize, Sequence)
+        and not isinstance(resize, str)
+        and len(resize) == 2
+        and all(not isinstance(v, bool) and isinstance(v, int) and v > 0 for v in resize)
+    ):
+        return resize[0], resize[1]
+    raise ConfigError(f"{name}: resize must be [width, height] or null, got {resize!r}", field="kwargs.resize")

@@ -79,19 +79,10 @@ def parse_dimensions(text: str, dimensions: Mapping[str, str] = DIMENSIONS) -> d
     return {key: found[name] for name, key in dimensions.items()}
 
 
-class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
-    """UnifiedReward-2.0 pointwise: the weighted mean of alignment, coherence and style (each 1-5) over 5.
+class _UnifiedReward2Judge(VLMJudgeMixin, PointwiseReward):
+    """What :class:`UnifiedReward2` and :class:`VideoUnifiedReward2` share: options, template, judge, parsing."""
 
-    Inputs: ``image`` and ``prompt``. Range [0, 1]; higher is better. Options: ``preset`` (None, or
-    ``pref_grpo``: Pref-GRPO's reading and its per-dimension group-normalised streams, module docstring),
-    ``weights`` (a mapping of ``alignment`` / ``coherence`` / ``style`` to non-negative numbers, default 1 each; a
-    dimension left out weighs 0), ``template`` (``unified_reward_2`` or your own text with ``{prompt}`` asking for the three lines),
-    ``max_new_tokens`` (512), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`. Extras:
-    ``alignment``, ``coherence``, ``style`` (the judge's numbers, NaN where it gave none) and ``judgement``.
-    """
-
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "image"))
-    default_model: ClassVar[str | None] = DEFAULTS["model"]
+    default_model: str | None = DEFAULTS["model"]
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
     default_template: ClassVar[str] = DEFAULTS["template"]
     dimensions: ClassVar[Mapping[str, str]] = DIMENSIONS
@@ -151,9 +142,6 @@ class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
         """The score of one judgement's numbers: ``sum_d w_d x_d / (5 sum_d w_d)``."""
         return sum(self.weights[k] * dims[k] for k in self.weights) / (TOP * sum(self.weights.values()))
 
-    def __call__(self, prompt: Sequence[str], image: Sequence[Any], **_: Any) -> RewardOutput:
-        return self.judge_media(prompt, [[to_pil_rgb(m)] for m in image])
-
     def judge_media(self, prompt: Sequence[str], media: Sequence[Sequence[Any]]) -> RewardOutput:
         """Scores and extras of one batch: ``media[i]`` the images of sample i (one, or a video's frames), sent
         before the filled template."""
@@ -175,7 +163,24 @@ class UnifiedReward2(VLMJudgeMixin, PointwiseReward):
         return RewardOutput(scores, extras=extras)
 
 
-class VideoUnifiedReward2(UnifiedReward2):
+class UnifiedReward2(_UnifiedReward2Judge):
+    """UnifiedReward-2.0 pointwise: the weighted mean of alignment, coherence and style (each 1-5) over 5.
+
+    Inputs: ``image`` and ``prompt``. Range [0, 1]; higher is better. Options: ``preset`` (None, or
+    ``pref_grpo``: Pref-GRPO's reading and its per-dimension group-normalised streams, module docstring),
+    ``weights`` (a mapping of ``alignment`` / ``coherence`` / ``style`` to non-negative numbers, default 1 each; a
+    dimension left out weighs 0), ``template`` (``unified_reward_2`` or your own text with ``{prompt}`` asking for the three lines),
+    ``max_new_tokens`` (512), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`. Extras:
+    ``alignment``, ``coherence``, ``style`` (the judge's numbers, NaN where it gave none) and ``judgement``.
+    """
+
+    inputs: Inputs = Inputs(("prompt", "image"))
+
+    def __call__(self, prompt: Sequence[str], image: Sequence[Any], **_: Any) -> RewardOutput:
+        return self.judge_media(prompt, [[to_pil_rgb(m)] for m in image])
+
+
+class VideoUnifiedReward2(_UnifiedReward2Judge):
     """UnifiedReward-2.0 pointwise on a video: the weighted mean of alignment, physics and style (each 1-5) over 5.
 
     Inputs: ``video`` and ``prompt``. The judge sees ``num_frames`` frames (default 16) at ``int(i * T / K)``, as
@@ -186,8 +191,8 @@ class VideoUnifiedReward2(UnifiedReward2):
     ``num_frames``. Extras: ``alignment``, ``physics``, ``style`` and ``judgement``.
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "video"))  # every frame: the judge picks its own
-    media: ClassVar[str] = "video"
+    inputs: Inputs = Inputs(("prompt", "video"))  # every frame: the judge picks its own
+    media: str = "video"
     default_num_frames: ClassVar[int | None] = 16
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o != "fps")  # frames go as images
     default_template: ClassVar[str] = "unified_reward_2_video"
@@ -199,10 +204,13 @@ class VideoUnifiedReward2(UnifiedReward2):
         return to_pil_rgb(value)  # each sampled frame an image of its own, as UnifiedReward sends them
 
     def __call__(self, prompt: Sequence[str], video: Sequence[Any], **_: Any) -> RewardOutput:
+        count = self.num_frames
+        if count is None:
+            raise ConfigError(f"{self.name} sends a fixed number of frames; set num_frames", field="kwargs.num_frames")
         picked = []
         for i, value in enumerate(video):
             frames = list(value)
-            if len(frames) < self.num_frames:
+            if len(frames) < count:
                 raise InputError(
                     f"the judge samples {self.num_frames} frames at int(i * T / {self.num_frames}), "
                     f"the video has {len(frames)}",
@@ -210,5 +218,5 @@ class VideoUnifiedReward2(UnifiedReward2):
                     field="video",
                     sample=i,
                 )
-            picked.append([frames[k] for k in stride_indices(len(frames), self.num_frames)])
+            picked.append([frames[k] for k in stride_indices(len(frames), count)])
         return self.judge_media(prompt, picked)

@@ -47,8 +47,9 @@ from .prompts import (
 )
 
 #: The release's prompts (:mod:`rewardzoo.rewards.vlm.prompts`): the pointwise pair and the pairwise one.
+_POINTWISE = (UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING, UNIFIED_REWARD_EDIT_QUALITY)
 TEMPLATES = {
-    "unified_reward_edit": (UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING, UNIFIED_REWARD_EDIT_QUALITY),
+    "unified_reward_edit": _POINTWISE,
     "pairwise_score": UNIFIED_REWARD_EDIT_PAIRWISE_SCORE,
     "pairwise_rank": UNIFIED_REWARD_EDIT_PAIRWISE_RANK,
 }
@@ -99,7 +100,7 @@ class UnifiedRewardEdit(RubricEditJudge):
     the release's ``max_tokens``), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
     """
 
-    templates: ClassVar[dict[str, tuple[str, str]]] = {"unified_reward_edit": TEMPLATES["unified_reward_edit"]}
+    templates: ClassVar[dict[str, tuple[str, str]]] = {"unified_reward_edit": _POINTWISE}
     defaults: ClassVar[dict[str, Any]] = {
         "model": DEFAULT_MODEL,
         "template": "unified_reward_edit",
@@ -201,8 +202,8 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
     ``substituted``, ``tie``.
     """
 
-    thread_safe: ClassVar[bool] = True
-    default_model: ClassVar[str | None] = DEFAULT_MODEL
+    thread_safe: bool = True
+    default_model: str | None = DEFAULT_MODEL
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
     required_fields = ("prompt", "image", "condition_images")
 
@@ -270,7 +271,7 @@ class UnifiedRewardEditPairwise(PairwiseWinRate):
     ``wins``, and per sample ``substituted`` / ``tie``.
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "condition_images", "group_id"))
+    inputs: Inputs = Inputs(("prompt", "image", "condition_images", "group_id"))
     has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
 
     def __init__(
@@ -297,4 +298,5 @@ class UnifiedRewardEditPairwise(PairwiseWinRate):
     @property
     def substitutions(self) -> int:
         """Pair verdicts substituted since this reward was built."""
-        return self.judge.substitutions
+        judge = self.judge
+        return judge.substitutions if isinstance(judge, UnifiedRewardEditJudge) else 0

@@ -108,8 +108,8 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
     ``tie``. The endpoint sends JPEG (quality 95) as Pref-GRPO does unless ``endpoint.image_format`` says.
     """
 
-    thread_safe: ClassVar[bool] = True
-    default_model: ClassVar[str | None] = PREF_GRPO_PAIRINGS["current"].model
+    thread_safe: bool = True
+    default_model: str | None = PREF_GRPO_PAIRINGS["current"].model
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o != "fps")
 
     def __init__(
@@ -214,7 +214,7 @@ class UnifiedRewardThink(PairwiseWinRate):
     its comparisons whose verdict was substituted / a tie.
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "group_id"))
+    inputs: Inputs = Inputs(("prompt", "image", "group_id"))
     has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
 
     def __init__(
@@ -253,4 +253,5 @@ class UnifiedRewardThink(PairwiseWinRate):
     @property
     def substitutions(self) -> int:
         """Pair verdicts substituted since this reward was built (each counted once, not per sample)."""
-        return self.judge.substitutions
+        judge = self.judge
+        return judge.substitutions if isinstance(judge, UnifiedRewardThinkJudge) else 0

@@ -189,7 +189,8 @@ class VideoAlign(PointwiseReward):
             if lora_config is None
             else lora_config[1] / (math.sqrt(lora_config[0]) if lora_config[2] else lora_config[0])
         )
-        state, lora = read_checkpoint(checkpoint), {}
+        state = read_checkpoint(checkpoint)
+        lora: dict[str, dict[str, Any]] = {}
         if merge_lora:
             state = unwrap_peft(state, scaling=scaling, where=str(checkpoint))
         else:
@@ -211,7 +212,7 @@ class VideoAlign(PointwiseReward):
             attn_implementation=attn_implementation,
         )
         del state
-        if lora:
+        if lora and lora_config is not None:  # (LoRA weights without a config were refused above)
             r, alpha, rslora = lora_config
             attach_lora(model, lora, r=r, alpha=alpha, rslora=rslora, where=str(checkpoint))
         width = config.text_config.hidden_size

@@ -127,9 +127,9 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
     ``infer_fps``), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "video"), num_frames=8)
-    media: ClassVar[str] = "video"
-    default_model: ClassVar[str | None] = "TIGER-Lab/VideoScore2"
+    inputs: Inputs = Inputs(("prompt", "video"), num_frames=8)
+    media: str = "video"
+    default_model: str | None = "TIGER-Lab/VideoScore2"
     streams: ClassVar[tuple[str, ...]] = tuple(name for name, _ in DIMENSIONS)  # rewardzoo.core.streams
 
     def __init__(
@@ -190,7 +190,7 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
             self._soften(queries, answers, dims)
         outcomes = [d if isinstance(d, Failure) else float(np.dot(self.weights, d)) for d in dims]
         scores, extras = self.resolve(outcomes)
-        for k, (name, _) in enumerate(DIMENSIONS):
+        for k, (name, _question) in enumerate(DIMENSIONS):
             extras[name] = [float("nan") if isinstance(d, Failure) else d[k] for d in dims]
         text = [a.answer or "" if isinstance(a, Failure) else a for a in answers]
         starts = [re.search(r"visual quality:", t, re.IGNORECASE) for t in text]

@@ -13,7 +13,7 @@ Two parse rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from ...errors import ConfigError
 from ...shared.options import choice, positive_int
@@ -55,7 +55,7 @@ class VLMJudge(VLMJudgeMixin, PointwiseReward):
     ``p_yes`` (yes/no rule), ``substituted``, ``failure``.
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "image"))
+    inputs: Inputs = Inputs(("prompt", "image"))
 
     def __init__(
         self,
@@ -116,5 +116,5 @@ class VideoVLMJudge(VLMJudge):
     """A rubric judge on a video (``num_frames`` sampled uniformly, default 8; ``fps`` 2.0): as :class:`VLMJudge`.
     Inputs: ``video`` and ``prompt``. Range [0, 1]; higher is better."""
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "video"), num_frames=8)
-    media: ClassVar[str] = "video"
+    inputs: Inputs = Inputs(("prompt", "video"), num_frames=8)
+    media: str = "video"

@@ -59,9 +59,9 @@ class VQAScore(VLMJudgeMixin, PointwiseReward):
     over the vocabulary.
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "image"))
-    media: ClassVar[str] = "image"
-    default_model: ClassVar[str | None] = "Qwen/Qwen2.5-VL-7B-Instruct"
+    inputs: Inputs = Inputs(("prompt", "image"))
+    media: str = "image"
+    default_model: str | None = "Qwen/Qwen2.5-VL-7B-Instruct"
     default_max_pixels: ClassVar[int] = IMAGE_MAX_PIXELS
 
     def __init__(
@@ -113,9 +113,9 @@ class VQAScore(VLMJudgeMixin, PointwiseReward):
             self.inputs = Inputs(("prompt", "video"), num_frames=self.num_frames)
 
     def media_part(self, value: Any) -> Any:
-        if self.preset is None or self.media == "video":
-            return super().media_part(value)
         lo, hi = self.resize_bounds  # qwen-vl-utils' fetch_image; the processor then keeps the size
+        if self.preset is None or self.media == "video" or hi is None:  # (a preset's qwen models have their bound)
+            return super().media_part(value)
         return resize_image(to_pil_rgb(value), min_pixels=lo, max_pixels=hi)
 
     def __call__(
@@ -141,8 +141,8 @@ class VideoVQAScore(VQAScore):
     video. Inputs: ``video`` and ``prompt``. Range [0, 1]; higher is better. ``preset: t2v_metrics``: the
     generation-config scores; frames are sampled by count and resized by the processor as by default."""
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "video"), num_frames=8)
-    media: ClassVar[str] = "video"
+    inputs: Inputs = Inputs(("prompt", "video"), num_frames=8)
+    media: str = "video"
     default_num_frames: ClassVar[int | None] = 8
     default_fps: ClassVar[float] = 8.0
     default_max_pixels: ClassVar[int] = VIDEO_MAX_PIXELS
