@@ -28,7 +28,11 @@ def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=EvaluateJob.seed, help="seed of the bootstrap resampling")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--report", metavar="HTML", help="also write an HTML page with the agreement table and plot")
+    p.add_argument(
+        "--report",
+        metavar="HTML",
+        help="also write the `rewardzoo report` page of the scores with its agreement section (table and plot)",
+    )
     p.add_argument("--chunk-size", type=int, default=EvaluateJob.chunk_size, help="samples per processor call")
     p.add_argument("--engine", choices=["local", "ray"], default=EvaluateJob.engine, help="as `rewardzoo score`")
     p.add_argument("--actors", type=int, default=EvaluateJob.actors, help="(ray) actors")
@@ -108,8 +112,15 @@ def cmd_evaluate(args: argparse.Namespace, ray_run: Callable[[ScoreJob], ScoreRu
 
     run = run_evaluate(job, score)
     if args.report:
-        from ..report.agreement import write_agreement_report
+        from ..report import build_report, evaluation_inputs
 
-        write_agreement_report(run.as_dict(), args.report)
+        files = evaluation_inputs(run.out if run.out is not None else str(args.out))
+        build_report(
+            files["scores_path"],
+            manifest=files["manifest"],
+            agreement=files["agreement"],
+            config=job.config,
+            out=args.report,
+        )
     print(json.dumps(run.as_dict(), indent=2) if args.json else format_run(run))
     return 0
