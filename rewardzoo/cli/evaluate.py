@@ -82,7 +82,8 @@ def format_run(run: EvaluateRun) -> str:
     lines.append(format_table(table))
     extras = {k: v for r in out["rewards"] for k, v in r.items() if k in ("n_human_ties", "n_rank_ties")}
     if extras:
-        lines.append("human ties (left out of accuracy): " + ", ".join(f"{k[2:]}={v}" for k, v in extras.items()))
+        counted = "scored by the tie rule" if out["rule"].endswith("_with_ties") else "left out of accuracy"
+        lines.append(f"human ties ({counted}): " + ", ".join(f"{k[2:]}={v}" for k, v in extras.items()))
     if out["comparisons"]:
         table = [["a - b", "difference", "95% CI", "p"]]
         for c in out["comparisons"]:

@@ -91,6 +91,9 @@ def test_genai_bench_image_oracle_negation_and_t2v_metrics_rule(tmp_path):
     assert bright.extra["n_items"] == 12 and bright.extra["n_pairs"] == 66 and bright.extra["n_human_ties"] == n_ties
     assert bright.interval.value == 1.0  # equal means give equal levels: tied in both
     assert dark.interval.value == pytest.approx(n_ties / 66)  # every untied pair discordant: only ties can count
+    from rewardzoo.cli.evaluate import format_run
+
+    assert f"human ties (scored by the tie rule): human_ties={n_ties}" in format_run(run)
 
     # a reward that disagrees with people: the result equals the brute-force rule on the scores it gave
     for (idx, m), v in list(levels.items())[::3]:
