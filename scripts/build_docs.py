@@ -20,6 +20,9 @@ Generated, between ``<!-- generated: ... -->`` and ``<!-- end generated -->`` ma
   ``rewardzoo/rewards/vlm/pairings.py`` (the section is added before ``## Speed`` when a card lacks it);
 - each card that loads weights: its ``## Precision`` section (``precision``), what ``dtype: auto`` runs in
   and where the reference sets it, from the front matter's ``default_dtype`` and ``dtype_source`` (added
+  before ``## Speed`` when a card lacks it);
+- each card with a ``published:`` block: its ``## Published agreement`` table (``published``), the agreement
+  figures its paper or a reference reports (what ``rewardzoo evaluate`` prints beside the measured value; added
   before ``## Speed`` when a card lacks it).
 
 The documentation site (``mkdocs.yml``, sources under ``docs/``):
@@ -69,6 +72,7 @@ NOTE = "<!-- written by scripts/build_docs.py from {source}: edit the source and
 SPEED = "## Speed"
 PAIRING = "## Reference pairing"
 PRECISION = "## Precision"
+PUBLISHED = "## Published agreement"
 #: Scripts in the order the Benchmarks page lists them; others follow alphabetically.
 SCRIPT_ORDER = (
     "bench_processor.py",
@@ -338,6 +342,26 @@ def pairing_block(name: str) -> str:
     return "\n".join(lines)
 
 
+def published_block(meta: dict) -> str:
+    """The card's ``published:`` figures as a table (benchmark, metric, value, source)."""
+    lines = [
+        "Agreement with human judgements as its paper or a reference reports it (`published:`); "
+        "`rewardzoo evaluate` prints the figure beside the measured one when the benchmark matches "
+        "(docs/evaluate.md).",
+        "",
+        "| benchmark (`--benchmark`) | metric | published | source |",
+        "|---|---|---|---|",
+    ]
+    for entry in meta["published"]:
+        value = entry["value"]
+        shown = f"{value:.3f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else cell(str(value))
+        lines.append(
+            f"| `{cell(str(entry['benchmark']))}` | {cell(str(entry['metric']))} | {shown} | "
+            f"{cell(str(entry['source']))} |"
+        )
+    return "\n".join(lines)
+
+
 def precision_block(meta: dict) -> str:
     """What ``dtype: auto`` runs a card's reward in, per device kind, and the reference line that sets it."""
     kinds = {"cuda": "CUDA", "mps": "MPS", "cpu": "the CPU"}
@@ -392,6 +416,16 @@ def precision_text(text: str, block: str, where: str) -> str:
     elif "<!-- generated: precision -->" not in text:
         raise DocsError(f"{where}: the '{PRECISION}' section lacks the '<!-- generated: precision -->' block")
     return splice(text, "precision", block, where)
+
+
+def published_text(text: str, block: str, where: str) -> str:
+    """The card with its Published agreement block up to date (the section inserted before Speed if missing)."""
+    if not re.search(rf"^{re.escape(PUBLISHED)}[ \t]*$", text, re.M):
+        a, _ = speed_section(text, where)
+        text = f"{text[:a]}{PUBLISHED}\n\n<!-- generated: published -->\n{END}\n\n{text[a:]}"
+    elif "<!-- generated: published -->" not in text:
+        raise DocsError(f"{where}: the '{PUBLISHED}' section lacks the '<!-- generated: published -->' block")
+    return splice(text, "published", block, where)
 
 
 def card_text(text: str, name: str, block: str, where: str) -> str:
@@ -804,6 +838,12 @@ def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
             build = out[CARDS / f"{name}.md"]
             out[CARDS / f"{name}.md"] = lambda t, f=build, b=block, w=f"rewardzoo/model_cards/{name}.md": (
                 precision_text(f(t), b, w)
+            )
+        if meta.get("published"):
+            block = front + "\n" + published_block(meta)
+            build = out[CARDS / f"{name}.md"]
+            out[CARDS / f"{name}.md"] = lambda t, f=build, b=block, w=f"rewardzoo/model_cards/{name}.md": (
+                published_text(f(t), b, w)
             )
 
     from rewardzoo.rewards.references import REFERENCES

@@ -28,7 +28,11 @@ def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=EvaluateJob.seed, help="seed of the bootstrap resampling")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--report", metavar="HTML", help="also write an HTML page with the agreement table and plot")
+    p.add_argument(
+        "--report",
+        metavar="HTML",
+        help="also write the `rewardzoo report` page of the scores with its agreement section (table and plot)",
+    )
     p.add_argument("--chunk-size", type=int, default=EvaluateJob.chunk_size, help="samples per processor call")
     p.add_argument("--engine", choices=["local", "ray"], default=EvaluateJob.engine, help="as `rewardzoo score`")
     p.add_argument("--actors", type=int, default=EvaluateJob.actors, help="(ray) actors")
@@ -78,7 +82,8 @@ def format_run(run: EvaluateRun) -> str:
     lines.append(format_table(table))
     extras = {k: v for r in out["rewards"] for k, v in r.items() if k in ("n_human_ties", "n_rank_ties")}
     if extras:
-        lines.append("human ties (left out of accuracy): " + ", ".join(f"{k[2:]}={v}" for k, v in extras.items()))
+        counted = "scored by the tie rule" if out["rule"].endswith("_with_ties") else "left out of accuracy"
+        lines.append(f"human ties ({counted}): " + ", ".join(f"{k[2:]}={v}" for k, v in extras.items()))
     if out["comparisons"]:
         table = [["a - b", "difference", "95% CI", "p"]]
         for c in out["comparisons"]:
@@ -108,8 +113,15 @@ def cmd_evaluate(args: argparse.Namespace, ray_run: Callable[[ScoreJob], ScoreRu
 
     run = run_evaluate(job, score)
     if args.report:
-        from ..report.agreement import write_agreement_report
+        from ..report import build_report, evaluation_inputs
 
-        write_agreement_report(run.as_dict(), args.report)
+        files = evaluation_inputs(run.out if run.out is not None else str(args.out))
+        build_report(
+            files["scores_path"],
+            manifest=files["manifest"],
+            agreement=files["agreement"],
+            config=job.config,
+            out=args.report,
+        )
     print(json.dumps(run.as_dict(), indent=2) if args.json else format_run(run))
     return 0

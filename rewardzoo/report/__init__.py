@@ -37,6 +37,7 @@ __all__ = [
     "build_report",
     "build_report_from_records",
     "build_training_report",
+    "evaluation_inputs",
     "cmd_report",
     "add_report_arguments",
     "ReportInputError",
@@ -59,20 +60,25 @@ def build_report(
     out: str | os.PathLike = "report.html",
     compare: str | os.PathLike | None = None,
     top: int = DEFAULT_TOP,
+    agreement: str | os.PathLike | None = None,
 ) -> Path:
     """Write the HTML report of ``scores_path`` (a ``rewardzoo score`` output) to ``out`` and return its path.
 
     ``manifest``: the manifest that was scored (adds media, prompts, datasets and groups); ``config``: the
     config it was scored with (a YAML path, a shipped config or reward name, a mapping or a RewardConfig),
     else reward facts come from the registry by column name; ``compare``: a second score file of the same
-    samples (rows matched by position, or by ``id``); ``top``: best and worst samples shown per reward.
+    samples (rows matched by position, or by ``id``); ``top``: best and worst samples shown per reward;
+    ``agreement``: the ``agreement.json`` of ``rewardzoo evaluate`` (adds the agreement section: a table and a
+    plot of the rewards side by side). :func:`evaluation_inputs` finds the three files of an evaluate folder.
     Bad inputs raise :class:`ReportInputError` / :class:`ReportConfigError` subclasses naming the file and line.
     """
     _check_options(top)
+    from .agreement import read_agreement
     from .inputs import read_aligned_manifest
     from .scores import read_scores
 
-    out = _checked_output(out, scores_path, manifest, config, compare)
+    out = _checked_output(out, scores_path, manifest, config, compare, agreement)
+    agreed = read_agreement(agreement) if agreement is not None else None
     scores = read_scores(scores_path)
     return _build(
         scores,
@@ -81,7 +87,26 @@ def build_report(
         out,
         compare,
         top,
+        agreed,
     )
+
+
+def evaluation_inputs(folder: str | os.PathLike) -> dict[str, Path]:
+    """The score file, manifest and agreement results of a ``rewardzoo evaluate --out`` folder (keys
+    ``scores_path``, ``manifest``, ``agreement`` of :func:`build_report`); ReportInputError when one is missing."""
+    root = Path(folder)
+    found = {
+        "scores_path": root / "scores.jsonl",
+        "manifest": root / "members.jsonl",
+        "agreement": root / "agreement.json",
+    }
+    for path in found.values():
+        if not path.is_file():
+            raise ReportInputError(
+                "not a `rewardzoo evaluate --out` folder: it needs scores.jsonl, members.jsonl and agreement.json",
+                path=path,
+            )
+    return found
 
 
 def build_report_from_records(
@@ -145,11 +170,13 @@ def _check_options(top: Any) -> None:
         raise ReportConfigError(f"--top must be an integer from 0 to {MAX_TOP}, got {top!r}")
 
 
-def _checked_output(out: str | os.PathLike, scores: Any, manifest: Any, config: Any, compare: Any) -> Path:
+def _checked_output(
+    out: str | os.PathLike, scores: Any, manifest: Any, config: Any, compare: Any, agreement: Any = None
+) -> Path:
     """Refuse an output that would overwrite an input or cannot be written, before any work."""
     from ..jobs.output import check_output
 
-    inputs = {"the score file": scores, "--manifest": manifest, "--compare": compare}
+    inputs = {"the score file": scores, "--manifest": manifest, "--compare": compare, "--agreement": agreement}
     if isinstance(config, (str, os.PathLike)):
         inputs["--config"] = config
     return check_output(
@@ -161,7 +188,7 @@ def _checked_output(out: str | os.PathLike, scores: Any, manifest: Any, config: 
     )
 
 
-def _build(scores, read_rows, config, out: Path, compare, top: int) -> Path:
+def _build(scores, read_rows, config, out: Path, compare, top: int, agreement=None) -> Path:
     from ..jobs.output import write_text
     from . import media
     from .inputs import check_datasets, load_report_config, match_rows, reward_metas
@@ -185,11 +212,11 @@ def _build(scores, read_rows, config, out: Path, compare, top: int) -> Path:
         a_ids = scores.ids if scores.ids is not None else (rows.ids if rows is not None else None)
         comparison = Comparison(other, *match_rows(scores, a_ids, other))
     ctx = ReportContext(scores, metas, rows, label, top, media.MediaEmbedder(budget=media.MEDIA_BUDGET), comparison)
-    write_text(out, _render(ctx))
+    write_text(out, _render(ctx, agreement))
     return out
 
 
-def _render(ctx) -> str:
+def _render(ctx, agreement=None) -> str:
     from .page import document
     from .sections import (
         compare_section,
@@ -212,6 +239,11 @@ def _render(ctx) -> str:
     if ctx.comparison is not None:
         sections.append(compare_section(ctx))
         nav.append(("compare", "compare"))
+    if agreement is not None:
+        from .agreement import agreement_section
+
+        sections.append(agreement_section(agreement))
+        nav.append(("agreement", "agreement"))
     sections.append(method_section(ctx))
     nav.append(("method", "method"))
     date = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
@@ -270,6 +302,12 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="a second score file of the same samples: paired differences and win rates (B = this file)",
     )
     parser.add_argument(
+        "--agreement",
+        metavar="AGREEMENT_JSON",
+        help="the agreement.json of `rewardzoo evaluate`: adds its agreement section (table and plot); "
+        "or pass the evaluate --out folder itself as the score file",
+    )
+    parser.add_argument(
         "--top",
         type=int,
         default=DEFAULT_TOP,
@@ -286,7 +324,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     if is_monitor_log(args.scores):
         given = [
             flag
-            for flag, value in (("--manifest", args.manifest), ("--config", args.config), ("--compare", args.compare))
+            for flag, value in (
+                ("--manifest", args.manifest),
+                ("--config", args.config),
+                ("--compare", args.compare),
+                ("--agreement", args.agreement),
+            )
             if value is not None
         ]
         if given:
@@ -294,8 +337,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         out = build_training_report(args.scores, out=args.out)
         print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
         return 0
+    files: dict[str, Any] = {"scores_path": args.scores, "manifest": args.manifest, "agreement": args.agreement}
+    if Path(args.scores).is_dir():  # a `rewardzoo evaluate --out` folder: its scores, members and agreement
+        found = evaluation_inputs(args.scores)
+        files = {k: v if files.get(k) is None or k == "scores_path" else files[k] for k, v in found.items()}
     out = build_report(
-        args.scores, manifest=args.manifest, config=args.config, out=args.out, compare=args.compare, top=args.top
+        files["scores_path"],
+        manifest=files["manifest"],
+        agreement=files["agreement"],
+        config=args.config,
+        out=args.out,
+        compare=args.compare,
+        top=args.top,
     )
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return 0

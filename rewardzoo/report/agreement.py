@@ -1,5 +1,6 @@
-"""The agreement section of a report (``rewardzoo evaluate --report``): a table of each reward's agreement with the
-human judgements (value, 95% interval, items, the published figure) and a plot of the rewards side by side."""
+"""The agreement section of a report (``rewardzoo report --agreement DIR/agreement.json``, or ``rewardzoo report DIR``
+on a ``rewardzoo evaluate --out`` folder; ``rewardzoo evaluate --report``): a table of each reward's agreement with
+the human judgements (value, 95% interval, items, the published figure) and a plot of the rewards side by side."""
 
 from __future__ import annotations
 
@@ -9,8 +10,40 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .page import document, esc, num, table, text_cell
+from .errors import ReportInputError
+from .page import esc, num, table, text_cell
 from .plots import _figure, _svg
+
+#: What a reward's entry of ``agreement.json`` must hold for the section.
+REWARD_KEYS = ("reward", "metric", "value", "ci_low", "ci_high", "n", "published", "categories")
+
+
+def read_agreement(path: str | os.PathLike) -> dict[str, Any]:
+    """The ``agreement.json`` ``rewardzoo evaluate`` wrote (:meth:`EvaluateRun.as_dict`), checked; a
+    :class:`ReportInputError` naming the file (and the reward entry) when it is not one."""
+    import json
+
+    try:
+        result = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ReportInputError(f"cannot read it ({exc.strerror or exc})", path=path) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ReportInputError(f"not JSON ({exc})", path=path) from None
+    missing = [k for k in ("data", "format", "rule", "benchmark", "unit", "rewards") if not isinstance(result, dict)
+               or k not in result]  # fmt: skip
+    if missing or not isinstance(result["rewards"], list):
+        raise ReportInputError(
+            f"not the agreement.json of `rewardzoo evaluate` (missing {', '.join(missing) or 'a rewards list'})",
+            path=path,
+        )
+    for i, entry in enumerate(result["rewards"]):
+        lacking = [k for k in REWARD_KEYS if not isinstance(entry, dict) or k not in entry]
+        if lacking:
+            raise ReportInputError(f"rewards[{i}] lacks {', '.join(lacking)}", path=path)
+        for key in ("value", "ci_low", "ci_high"):
+            if entry[key] is None:
+                entry[key] = math.nan
+    return result
 
 
 def agreement_plot(rewards: list[Mapping[str, Any]], metric: str) -> str:
@@ -73,12 +106,3 @@ def agreement_section(result: Mapping[str, Any]) -> str:
         + (agreement_plot(rewards, metric) if rewards else "")
         + "</section>"
     )
-
-
-def write_agreement_report(result: Mapping[str, Any], out: str | os.PathLike) -> Path:
-    """A self-contained HTML page holding the agreement section."""
-    path = Path(out)
-    header = f"<h1>rewardzoo evaluate</h1><p>{esc(result['data'])}</p>"
-    page = document("rewardzoo evaluate", header, [("agreement", "Agreement")], [agreement_section(result)])
-    path.write_text(page, encoding="utf-8")
-    return path

@@ -14,6 +14,10 @@ preferred), -1 (b preferred), 0 (tie)}.
   human tie and predicted tie); ``eps`` is the candidate from ``{|diff_i|}`` that maximises it. VideoAlign's
   loop moves pairs with equal ``|diff|`` one at a time and may report a state no threshold gives; we evaluate
   whole thresholds only, so our figure can be lower than theirs only when several pairs share ``|diff|``.
+  With ``zero=True`` the threshold 0 is a candidate as well (Deutsch et al.'s own ``tau_optimization``, which
+  t2v_metrics runs for GenAI-Bench, and EditReward-Bench's grid): VideoAlign's loop never scores "no ties".
+- :func:`all_pairs`: every pair of rated items (GenAI-Bench's "no grouping" pairs), human label the sign of
+  the difference of their mean ratings (equal means: a tie).
 - :func:`spearman` (SRCC, Pearson on average ranks), :func:`pearson` (PLCC), :func:`kendall` (KRCC, tau-b),
   as scipy.stats defines them.
 - Intervals are percentile bootstrap intervals (``n_resamples`` resamples of the items with replacement, a
@@ -100,8 +104,10 @@ def pairwise_accuracy(diff, human, tie_credit: float = 0.5) -> float:
     return float(credit.mean()) if credit.size else float("nan")
 
 
-def accuracy_with_ties(diff, human) -> tuple[float, float]:
-    """(accuracy with ties, the threshold ``eps`` that gives it): see the module docstring."""
+def accuracy_with_ties(diff, human, *, zero: bool = False) -> tuple[float, float]:
+    """(accuracy with ties, the threshold ``eps`` that gives it): see the module docstring. ``zero``: the
+    threshold 0 (only exact score ties are ties) is a candidate too, as in Deutsch et al.'s ``tau_optimization``
+    (t2v_metrics' GenAI-Bench evaluation) and EditReward-Bench's threshold grid ``[0.0] + sorted(set(|diff|))``."""
     d, h = np.abs(np.asarray(diff, dtype=np.float64)), _labels(human)
     if d.size == 0:
         return float("nan"), 0.0
@@ -109,6 +115,8 @@ def accuracy_with_ties(diff, human) -> tuple[float, float]:
     eps, inverse = np.unique(d, return_inverse=True)
     right_at = np.bincount(inverse, weights=right, minlength=eps.size)
     tie_at = np.bincount(inverse, weights=h == 0, minlength=eps.size)
+    if zero and eps[0] > 0:  # a candidate threshold below every |diff|: no predicted ties
+        eps, right_at, tie_at = np.r_[0.0, eps], np.r_[0.0, right_at], np.r_[0.0, tie_at]
     # threshold eps[k]: pairs with |diff| <= eps[k] are predicted ties
     correct = (right.sum() - np.cumsum(right_at)) + np.cumsum(tie_at)
     k = int(np.argmax(correct))
@@ -123,13 +131,19 @@ def credit_with_ties(diff, human, eps: float) -> np.ndarray:
 
 
 def accuracy_with_ties_interval(
-    diff, human, seed: int = 0, *, n_resamples: int = N_RESAMPLES, level: float = LEVEL
+    diff, human, seed: int = 0, *, n_resamples: int = N_RESAMPLES, level: float = LEVEL, zero: bool = False
 ) -> Interval:
     """:func:`accuracy_with_ties` and a bootstrap interval of the per-pair correctness at the chosen threshold
     (the threshold is held fixed across resamples, so the interval leaves out its calibration's variance)."""
-    acc, eps = accuracy_with_ties(diff, human)
+    acc, eps = accuracy_with_ties(diff, human, zero=zero)
     interval = bootstrap_mean(credit_with_ties(diff, human, eps), n_resamples=n_resamples, level=level, seed=seed)
     return Interval(acc, interval.low, interval.high, interval.n, level)
+
+
+def all_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(i, j): every pair ``i < j`` of ``n`` items, row-major (``n * (n - 1) / 2`` pairs; O(n^2) memory)."""
+    i, j = np.triu_indices(n, 1)
+    return i.astype(np.int64), j.astype(np.int64)
 
 
 def ranking_pairs(groups, ranks, scores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -72,6 +72,22 @@ def test_accuracy_with_ties_known_answers():
     assert ag.accuracy_with_ties(np.array([-2.0, 2.0, 0.0, 0.0]), human)[0] == 0.5
 
 
+def test_accuracy_with_ties_threshold_zero_candidate():
+    """Deutsch et al.'s tau_optimization (GenAI-Bench) and EditReward-Bench's grid try eps = 0; VideoAlign's loop
+    starts at the smallest |diff|, so a perfect untied reward loses its closest pair there."""
+    human, diff = np.array([1, -1, 1, -1]), np.array([0.5, -1.0, 2.0, -3.0])
+    assert ag.accuracy_with_ties(diff, human) == (0.75, 0.5)
+    assert ag.accuracy_with_ties(diff, human, zero=True) == (1.0, 0.0)
+    latent, h = _pairs(300, 4, tie_share=0.3)
+    d = np.round(latent[:, 0] - latent[:, 1] + np.random.default_rng(4).normal(0, 0.7, 300), 1)
+    d[d == 0] = 0.05  # no exact score ties: the 0 candidate is distinct from every |diff|
+    brute = max(_ties_brute(d, h)[0], float(np.mean(np.where(h == 0, d == 0, np.sign(d) == h))))
+    assert ag.accuracy_with_ties(d, h, zero=True)[0] == pytest.approx(brute)
+    assert ag.accuracy_with_ties_interval(d, h, zero=True).value == pytest.approx(brute)
+    i, j = ag.all_pairs(5)
+    assert list(zip(i, j)) == list(itertools.combinations(range(5), 2))
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("rounding", [None, 0])
 def test_correlations_match_scipy(seed, rounding):

@@ -278,3 +278,19 @@ def test_published_value_printed_beside_the_measured_one(tmp_path, monkeypatch, 
     assert "0.777" not in capsys.readouterr().out  # another benchmark: not shown
     assert main([*args, "--benchmark", "my_bench"]) == 0
     assert "0.777 (a paper)" in capsys.readouterr().out
+
+
+def test_cards_render_their_published_block_as_a_table():
+    """The card body (scripts/build_docs.py's generated block) lists every published figure of the front matter."""
+    from rewardzoo.catalog.published import published
+    from rewardzoo.catalog.registry import read_card
+
+    for name in ("pickscore", "hpsv2", "image_reward"):
+        _, body = read_card(name)
+        section = body[body.index("## Published agreement") : body.index("## Speed")]
+        rows = [line for line in section.splitlines() if line.startswith("| `")]
+        figures = published(name)
+        assert len(rows) == len(figures) > 0
+        for row, fig in zip(rows, figures):
+            cells = [c.strip() for c in row.strip("|").split(" | ")]
+            assert cells[:3] == [f"`{fig.benchmark}`", fig.metric, f"{fig.value:.3f}"] and fig.source in cells[3]

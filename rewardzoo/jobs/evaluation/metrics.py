@@ -9,7 +9,11 @@ Rules (``EvalSet.rule``):
 - ``group_pairs``: within-group pairs with distinct human ranks, pooled; the interval resamples groups;
 - ``group_inversion``: HPSv2's inversion score (per group ``1 - inversions / pairs``, human-rank ties count as
   agreement, a score tie 0.5), averaged over groups;
-- ``correlation``: SRCC (headline), PLCC, KRCC with the MOS.
+- ``correlation``: SRCC (headline), PLCC, KRCC with the MOS;
+- ``rating_pairs_with_ties`` (GenAI-Bench, t2v_metrics' ``calc_metric(..., "pairwise_acc_with_tie_optimization")``
+  with no grouping): accuracy with ties over *every* pair of rated members, human label the sign of the
+  difference of their mean ratings, the threshold 0 a candidate; PLCC and KRCC (tau-b) beside it. The interval
+  resamples pairs with the threshold fixed; pairs share members, so it is narrower than an item-level one.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ METRIC = {
     "group_pairs": "accuracy",
     "group_inversion": "inversion_score",
     "correlation": "srcc",
+    "rating_pairs_with_ties": "accuracy_with_ties",
 }
 
 
@@ -80,18 +85,23 @@ def agreement(reward: str, data: EvalSet, scores: np.ndarray, seed: int = 0) -> 
             extra["n_score_ties"] = int(((diff == 0) & (human != 0)).sum())
             cats = _rows(data.categories, units, lambda m: ag.bootstrap_mean(credit[m], seed=seed))
             return Agreement(reward, metric, ag.bootstrap_mean(credit, seed=seed), extra, cats, credit)
-        eps = ag.accuracy_with_ties(diff, human)[1]
+        zero = data.tie_zero
+        eps = ag.accuracy_with_ties(diff, human, zero=zero)[1]
         credit = ag.credit_with_ties(diff, human, eps)
         extra.update(tie_threshold=eps, accuracy_without_ties=ag.pairwise_accuracy(diff, human, tie_credit=0.0))
         for name, labels in data.dimensions.items():
             h = np.asarray(labels, dtype=np.int8)
             extra[name] = {
-                "accuracy_with_ties": ag.accuracy_with_ties(diff, h)[0],
+                "accuracy_with_ties": ag.accuracy_with_ties(diff, h, zero=zero)[0],
                 "accuracy_without_ties": ag.pairwise_accuracy(diff, h, tie_credit=0.0),
             }
-        interval = ag.accuracy_with_ties_interval(diff, human, seed)
-        cats = _rows(data.categories, pairs, lambda m: ag.accuracy_with_ties_interval(diff[m], human[m], seed))
+        interval = ag.accuracy_with_ties_interval(diff, human, seed, zero=zero)
+        cats = _rows(
+            data.categories, pairs, lambda m: ag.accuracy_with_ties_interval(diff[m], human[m], seed, zero=zero)
+        )
         return Agreement(reward, metric, interval, extra, cats, credit)
+    if rule == "rating_pairs_with_ties":
+        return _rating_pairs(reward, data, s, seed)
     if rule in ("group_pairs", "group_inversion"):
         diff, human, owner = ag.ranking_pairs(data.group, data.ranks, s)
         n_groups = len(data.categories)
@@ -114,6 +124,24 @@ def agreement(reward: str, data: EvalSet, scores: np.ndarray, seed: int = 0) -> 
     extra = {name: ag.bootstrap_correlation(s, mos, name, seed=seed).as_dict() for name in ("plcc", "krcc")}
     cats = _rows(data.categories, members, lambda m: ag.bootstrap_correlation(s[m], mos[m], "srcc", seed=seed))
     return Agreement(reward, metric, ag.bootstrap_correlation(s, mos, "srcc", seed=seed), extra, cats)
+
+
+def _rating_pairs(reward: str, data: EvalSet, s: np.ndarray, seed: int) -> Agreement:
+    """GenAI-Bench's rule: accuracy with ties (threshold 0 a candidate) over every pair of rated members."""
+    i, j = ag.all_pairs(s.size)
+    diff, human = s[i] - s[j], np.sign(data.mos[i] - data.mos[j]).astype(np.int8)
+    interval = ag.accuracy_with_ties_interval(diff, human, seed, zero=True)
+    eps = ag.accuracy_with_ties(diff, human, zero=True)[1]
+    extra: dict[str, Any] = {
+        "n_items": int(s.size),
+        "n_pairs": int(human.size),
+        "n_human_ties": int((human == 0).sum()),
+        "tie_threshold": eps,
+        "accuracy_without_ties": ag.pairwise_accuracy(diff, human, tie_credit=0.0),
+        "plcc": ag.pearson(s, data.mos),
+        "krcc": ag.kendall(s, data.mos),
+    }
+    return Agreement(reward, "accuracy_with_ties", interval, extra, [], ag.credit_with_ties(diff, human, eps))
 
 
 def compare(first: Agreement, second: Agreement, seed: int = 0) -> dict | None:

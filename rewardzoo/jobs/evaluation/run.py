@@ -24,13 +24,17 @@ from .sets import EvalSet
 
 
 def _readers() -> dict[str, Callable[[Path, Path], EvalSet]]:
-    from . import formats, layouts
+    from . import edit, formats, genai, layouts
 
     return {
         "pairs": lambda path, _: formats.read_pairs(path),
         "rankings": lambda path, _: formats.read_rankings(path),
         "ratings": lambda path, _: formats.read_ratings(path),
         **layouts.LAYOUTS,
+        "genai_bench_image": genai.read_genai_bench_image,
+        "genai_bench_video": genai.read_genai_bench_video,
+        "genai_bench_edit": edit.read_genai_bench_edit,
+        "editreward_bench": edit.read_editreward_bench,
     }
 
 

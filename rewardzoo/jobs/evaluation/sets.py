@@ -17,7 +17,9 @@ IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".
 VIDEO_SUFFIXES = frozenset({".mp4", ".avi", ".mov", ".webm", ".mkv", ".gif", ".m4v"})
 AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".mp3", ".ogg", ".m4a"})
 #: The metric rules a set may be scored with (see :mod:`rewardzoo.jobs.evaluation.metrics`).
-RULES = ("pairwise", "pairwise_with_ties", "group_pairs", "group_inversion", "correlation")
+RULES = ("pairwise", "pairwise_with_ties", "group_pairs", "group_inversion", "correlation", "rating_pairs_with_ties")
+#: The rules whose members are rated one by one (no pairs or groups a groupwise reward could score).
+RATED_RULES = frozenset({"correlation", "rating_pairs_with_ties"})
 
 
 def media_field(path: str) -> str | None:
@@ -49,7 +51,10 @@ class EvalSet:
     Pairs (rule ``pairwise*``): member indices ``a``, ``b``, ``human`` (+1 a preferred, -1 b, 0 tie) and one
     ``categories`` entry a pair. Ranked groups (``group_*``): ``group`` (member -> group index), ``ranks``
     (lower is better) and one category a group. Ratings (``correlation``): ``mos`` and one category a member.
-    ``dimensions``: further labels of the same pairs, each scored with the set's rule.
+    ``dimensions``: further labels of the same pairs, each scored with the set's rule. ``tie_zero``: the
+    accuracy-with-ties calibration also tries the threshold 0 (see
+    :func:`~rewardzoo.shared.agreement.accuracy_with_ties`). Rule ``rating_pairs_with_ties`` (GenAI-Bench):
+    rated members like ``correlation``, scored on every pair of members (human tie: equal ``mos``).
     """
 
     name: str
@@ -68,11 +73,12 @@ class EvalSet:
     benchmark: str | None = None
     #: further human labels of the same pairs (VideoGen-RewardBench's per-dimension labels), name -> labels
     dimensions: dict[str, list[int]] = field(default_factory=dict)
+    tie_zero: bool = False
 
     @property
     def grouped(self) -> bool:
         """Whether the members come in groups a groupwise reward can score (pairs or ranked groups)."""
-        return self.rule != "correlation"
+        return self.rule not in RATED_RULES
 
     @property
     def unit(self) -> str:

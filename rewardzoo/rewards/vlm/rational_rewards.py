@@ -164,10 +164,10 @@ class RationalRewards(VLMJudgeMixin, PointwiseReward):
     [1, 4], NaN when missing or N/A), ``judgement`` (the text), ``substituted``, ``failure``.
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "image"))
+    inputs: Inputs = Inputs(("prompt", "image"))
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
     rubric_name: ClassVar[str] = "t2i"
-    default_model: ClassVar[str | None] = MODELS["t2i"]
+    default_model: str | None = MODELS["t2i"]
 
     def __init__(
         self,
@@ -214,7 +214,7 @@ class RationalRewards(VLMJudgeMixin, PointwiseReward):
         """Each sample's images, in the template's order."""
         return [[im] for im in image]
 
-    def __call__(  # type: ignore[override]
+    def __call__(
         self, prompt: Sequence[str], image: Sequence[Any], condition_images: Sequence[Any] | None = None, **_: Any
     ) -> RewardOutput:
         media = self.media_of(image, condition_images)
@@ -240,9 +240,9 @@ class RationalRewardsEdit(RationalRewards):
     is checked and not shown). Range [0, 1]. Options and extras as :class:`RationalRewards`.
     """
 
-    inputs: ClassVar[Inputs] = Inputs(("prompt", "image", "condition_images"))
+    inputs: Inputs = Inputs(("prompt", "image", "condition_images"))
     rubric_name: ClassVar[str] = "edit"
-    default_model: ClassVar[str | None] = MODELS["edit"]
+    default_model: str | None = MODELS["edit"]
 
     def media_of(self, image: Sequence[Any], condition_images: Any) -> list[list[Any]]:
         edits = edit_inputs(condition_images)

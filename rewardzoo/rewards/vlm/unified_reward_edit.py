@@ -48,11 +48,11 @@ from .prompts import (
 
 #: The release's prompts (:mod:`rewardzoo.rewards.vlm.prompts`): the pointwise pair and the pairwise one.
 _POINTWISE = (UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING, UNIFIED_REWARD_EDIT_QUALITY)
-TEMPLATES = {
-    "unified_reward_edit": _POINTWISE,
+PAIRWISE_TEMPLATES: dict[str, str] = {
     "pairwise_score": UNIFIED_REWARD_EDIT_PAIRWISE_SCORE,
     "pairwise_rank": UNIFIED_REWARD_EDIT_PAIRWISE_RANK,
 }
+TEMPLATES = {"unified_reward_edit": _POINTWISE, **PAIRWISE_TEMPLATES}
 DEFAULT_MODEL = "CodeGoat24/UnifiedReward-Edit-qwen3vl-8b"
 #: The release's request: images as JPEG quality 95 (``_encode_image``).
 ENDPOINT_DEFAULTS = {"image_format": "jpeg", "jpeg_quality": 95}
@@ -153,8 +153,12 @@ class UnifiedRewardEdit(RubricEditJudge):
         pairs = [a if isinstance(a, Failure) else pref_grpo_pair(a) for a in answers]
         outcomes: list[float | Failure] = []
         for sc, pq in zip(pairs[:n], pairs[n:]):
-            failed = next((x for x in (sc, pq) if isinstance(x, Failure)), None)
-            outcomes.append(failed or min(10.0, max(0.0, sum([*sc, *pq]) / 4 / 2.5)))  # type: ignore[list-item]
+            if isinstance(sc, Failure):
+                outcomes.append(sc)
+            elif isinstance(pq, Failure):
+                outcomes.append(pq)
+            else:
+                outcomes.append(min(10.0, max(0.0, sum([*sc, *pq]) / 4 / 2.5)))
         scores, extras = self.resolve(outcomes)
         for k, key in enumerate(STREAMS):
             answered = pairs[:n] if k < 2 else pairs[n:]  # success / overedit, then naturalness / artifacts
@@ -225,7 +229,7 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
                 f"{name}: kwargs.preset must be null, 'release' or 'pref_grpo', got {preset!r}", field="kwargs.preset"
             )
         self.preset = preset
-        self.template = TEMPLATES[PAIRWISE_PRESETS[preset]]
+        self.template = PAIRWISE_TEMPLATES[PAIRWISE_PRESETS[preset]]
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
         self.max_batch = positive_int(max_batch, "kwargs.max_batch")
         if judge_options.endpoint is not None:
