@@ -201,10 +201,10 @@ def test_timeout_raises_instead_of_hanging_and_the_runner_recovers():
 
 def test_keyboard_interrupt_cancels_queued_calls_and_stops_the_threads():
     proc = RewardProcessor(
-        [{"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 1, "kwargs": {"delay": 0.1}}]
+        [{"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 1, "kwargs": {"delay": 0.3}}]
     )
     runner = proc.incremental()
-    runner.add([Sample(prompt="a", metadata={})] * 30)  # 30 queued calls of 0.1 s
+    runner.add([Sample(prompt="a", metadata={})] * 30)  # 30 queued calls of 0.3 s: 9 s unless cancelled
     timer = threading.Timer(0.25, _thread.interrupt_main)
     timer.start()
     with pytest.raises(KeyboardInterrupt):
