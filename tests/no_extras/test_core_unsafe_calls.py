@@ -39,6 +39,18 @@ ALLOWED = {
     ): "bytes pickled by this job's own driver for its actors, carried inside Ray's object transport (which "
     "pickles everything it carries between them anyway); nothing read from a file or the network",
     (
+        "ray/engine.py",
+        "ChunkScorer.__call__",
+        "pickle.loads",
+    ): "the scores of this job's earlier stage (pickled by our own actor one map_batches stage before), carried "
+    "inside Ray's object transport like the media above; nothing read from a file or the network",
+    (
+        "serve/ray_rewards.py",
+        "_portable",
+        "pickle.loads",
+    ): "a round trip of an exception this process just pickled itself, to learn whether it survives pickling "
+    "before it travels back to the front; no foreign bytes",
+    (
         "catalog/resources.py",
         "load_yaml_text",
         "yaml.load without a safe Loader",
