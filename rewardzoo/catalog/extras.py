@@ -25,6 +25,7 @@ IMPORT_NAMES = {
     "scikit-learn": "sklearn",
     "scikit-image": "skimage",
     "levenshtein": "Levenshtein",
+    "imagebind-unofficial": "imagebind",
 }
 
 _PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
