@@ -136,7 +136,9 @@ def test_processor_scores_video_and_audio_in_one_call(model_dir, media):
     )
     np.testing.assert_allclose(result.rewards["imagebind_score"], want.rewards, atol=1e-6)
     for pair in DEFAULT_WEIGHTS:
-        np.testing.assert_allclose(result.extras["imagebind_score"][f"{pair}_similarity"], want.extras[f"{pair}_similarity"], atol=1e-6)
+        np.testing.assert_allclose(
+            result.extras["imagebind_score"][f"{pair}_similarity"], want.extras[f"{pair}_similarity"], atol=1e-6
+        )
 
 
 def test_missing_audio_names_reward_field_and_sample(model_dir, media):

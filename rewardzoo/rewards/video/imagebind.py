@@ -167,7 +167,12 @@ def check_weights(mode: str, weights: Any) -> dict[str, float]:
     out = {}
     for pair, value in weights.items():
         choice(pair, "kwargs.weights", tuple(PAIRS))
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or value != value
+            or abs(value) == float("inf")
+        ):
             raise ConfigError(f"weight of {pair} must be a finite number, got {value!r}", field="kwargs.weights")
         out[pair] = float(value)
     return out
@@ -199,9 +204,10 @@ class ImageBindScore(PointwiseReward):
         self.weights = check_weights(self.mode, weights)
         self.min_audio_seconds = positive_float(min_audio_seconds, "kwargs.min_audio_seconds")
         self.modalities = tuple(m for m in FIELDS if any(m in PAIRS[p] for p in self.weights))
-        self.inputs = self.inputs.with_fields([FIELDS[m] for m in self.modalities])
+        # the instance's fields replace the class's (Reward's docstring allows it)
+        self.inputs = self.inputs.with_fields([FIELDS[m] for m in self.modalities])  # type: ignore[misc]
         _, pre = imagebind_modules()
-        bpe = Path(pre.__file__).resolve().parents[1] / "bpe" / "bpe_simple_vocab_16e6.txt.gz"
+        bpe = Path(str(pre.__file__)).resolve().parents[1] / "bpe" / "bpe_simple_vocab_16e6.txt.gz"
         self.tokenizer = pre.SimpleTokenizer(bpe_path=str(bpe))
         self.model = build_model(model_path).to(self.device, self.dtype)
 
@@ -255,7 +261,7 @@ class ImageBindScore(PointwiseReward):
             if n is not None and len(values) != n:
                 raise InputError(f"got {len(values)} values for {n} samples", field=FIELDS[modality])
             n = len(values)
-        ib, _ = imagebind_modules()
+        ib = imagebind_modules()[0]
         kinds = {"text": ib.ModalityType.TEXT, "audio": ib.ModalityType.AUDIO, "vision": ib.ModalityType.VISION}
         inputs: dict[str, torch.Tensor] = {}
         index = None
