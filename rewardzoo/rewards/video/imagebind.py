@@ -129,23 +129,29 @@ def audio_clips(waveform: torch.Tensor) -> torch.Tensor:
     return torch.stack(mels)
 
 
-def video_clips(frames: torch.Tensor, device: str) -> torch.Tensor:
-    """(15, 3, 2, 224, 224) normalised clips of float frames (T, 3, H, W) in [0, 1], as the module docstring says."""
+def video_clips(frames: torch.Tensor, device: str, out: torch.Tensor | None = None) -> torch.Tensor:
+    """(15, 3, 2, 224, 224) normalised clips of float frames (T, 3, H, W) in [0, 1], as the module docstring says;
+    written into ``out`` when given (one copy of the crops, not two)."""
     count, _, height, width = frames.shape
     index = []
     for i in range(VIDEO_CLIPS):
         centre = int((i + 0.5) * count / VIDEO_CLIPS)
         index += torch.linspace(max(0, centre - 1), min(count - 1, centre), CLIP_FRAMES).long().tolist()
     picked = frames[index].to(device, torch.float32)  # (10, 3, H, W): 5 clips of 2 frames
+    picked = picked.contiguous(memory_format=torch.channels_last)  # the same values, resized 2-3x faster on a CPU
     size = (int(height / width * SIZE), SIZE) if width <= height else (SIZE, int(width / height * SIZE))
     picked = F.interpolate(picked, size=size, mode="bilinear", align_corners=False)
-    mean = torch.tensor(MEAN, device=picked.device).view(1, 3, 1, 1)
-    std = torch.tensor(STD, device=picked.device).view(1, 3, 1, 1)
-    clips = ((picked - mean) / std).view(VIDEO_CLIPS, CLIP_FRAMES, 3, *size).transpose(1, 2)  # (5, 3, 2, h, w)
+    picked.sub_(torch.tensor(MEAN, device=picked.device).view(1, 3, 1, 1))
+    picked.div_(torch.tensor(STD, device=picked.device).view(1, 3, 1, 1))
+    clips = picked.view(VIDEO_CLIPS, CLIP_FRAMES, 3, *size).transpose(1, 2)  # (5, 3, 2, h, w)
     long_side = 3 if size[0] > size[1] else 4
     starts = (0, (clips.shape[long_side] - SIZE) // 2, clips.shape[long_side] - SIZE)
-    crops = [clips.narrow(long_side, s, SIZE) for s in starts]
-    return torch.stack(crops, dim=1).flatten(0, 1)  # clip-major, crops within a clip, as the references
+    if out is None:
+        out = picked.new_empty((VIDEO_CLIPS * len(starts), 3, CLIP_FRAMES, SIZE, SIZE))
+    grid = out.view(VIDEO_CLIPS, len(starts), 3, CLIP_FRAMES, SIZE, SIZE)  # clip-major, crops within a clip
+    for k, start in enumerate(starts):
+        grid[:, k].copy_(clips.narrow(long_side, start, SIZE))
+    return out
 
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -229,15 +235,16 @@ class ImageBindScore(PointwiseReward):
         return torch.stack(out)
 
     def _video(self, video: Sequence[Any]) -> torch.Tensor:
-        out = []
+        shape = (len(video), VIDEO_CLIPS * 3, 3, CLIP_FRAMES, SIZE, SIZE)
+        out = torch.empty(shape, device=self.device, dtype=torch.float32)
         for i, frames in enumerate(video):
             frames = torch.as_tensor(frames)
             if frames.ndim != 4 or frames.shape[1] != 3 or frames.shape[0] == 0:
                 raise InputError(f"expected frames (T, 3, H, W), got {tuple(frames.shape)}", field="video", sample=i)
             if frames.dtype == torch.uint8:
                 frames = frames.float() / 255.0
-            out.append(video_clips(frames, self.device))
-        return torch.stack(out)
+            video_clips(frames, self.device, out[i])
+        return out
 
     def __call__(
         self,
