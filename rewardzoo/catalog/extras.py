@@ -26,6 +26,7 @@ IMPORT_NAMES = {
     "scikit-learn": "sklearn",
     "scikit-image": "skimage",
     "levenshtein": "Levenshtein",
+    "imagebind-unofficial": "imagebind",
     "mkdocs-material": "material",
 }
 

@@ -32,6 +32,7 @@ REFERENCE_PRECISION = {
     "group_diversity": ("float32", _GARDO),
     "hpsv2": ("float32", "HPSv2 866735e img_score.py 23, 76: precision='amp' (float32 weights, fp16 autocast)"),
     "image_reward": ("float32", "ImageReward 1.5 ImageReward/utils.py 78: ImageReward(...).to(device)"),
+    "imagebind_score": ("float32", "Flow-Factory a0b2bc5 rewards/imagebind_reward.py 91-92: imagebind_huge, no dtype"),
     "imaging_quality": ("float32", "pyiqa 01ae427 inference_model.py 67-68; VBench imaging_quality.py 62-63"),
     "implicit_prm": ("bfloat16", "PRIME 18ad596 fsdp_workers.py 874-893: MixedPrecision(param_dtype=bfloat16)"),
     "laion_aesthetic": ("float16", f"improved-aesthetic-predictor 6934dd8 simple_inference.py 103; {_CLIP_LOAD}"),
