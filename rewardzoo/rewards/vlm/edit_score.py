@@ -7,18 +7,25 @@ Each edit is judged twice, with EditScore's VIEScore prompts at ``score_range: 2
 - **PQ** (perceptual quality): the edited image (``evaluate``; OmniGen2-RL's reward server, through
   ``batch_evaluate``, shows both images) and the rules asking for ``[naturalness, artifacts]``.
 
-Each answer is ``{"reasoning": ..., "score": [...]}`` (read by :func:`~rewardzoo.rewards.vlm.judging.rubric_scores`);
-``SC = min(SC scores) / 2.5``, ``PQ = min(PQ scores) / 2.5`` (both on 0-10) and ``overall = sqrt(SC * PQ)``
-(EditScore's ``evaluate``). :class:`RubricEditJudge` holds that scheme; ``unified_reward_edit`` runs it with
-UnifiedReward-Edit's prompts.
+Each answer is ``{"reasoning": ..., "score": [...]}``, read as EditScore's ``evaluate`` reads it
+(:func:`evaluate_answer`, its ``mllm_output_to_dict``; ``preset: omnigen2_rl``: as ``batch_evaluate`` reads it,
+:func:`~rewardzoo.rewards.vlm.judging.rubric_scores`); ``SC = min(SC scores) / 2.5``, ``PQ = min(PQ scores) / 2.5``
+(both on 0-10) and ``overall = sqrt(SC * PQ)`` (EditScore's ``evaluate``). An answer that fails fails its own
+dimension: ``on_failure: {substitute: VALUE}`` puts ``VALUE`` (on the 0-10 scale of SC and PQ, on every preset) in
+that dimension only, as ``batch_evaluate`` puts ``12.5 / 2.5`` there. :class:`RubricEditJudge` holds that scheme;
+``unified_reward_edit`` runs it with UnifiedReward-Edit's prompts (substituting on the overall score).
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
+
+import numpy as np
 
 from ...errors import ConfigError
 from ...shared.clip import check_pairs
@@ -26,7 +33,7 @@ from ...shared.editing import edit_inputs
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, fill
-from .judging import Failure, rubric_scores
+from .judging import Failure, FailurePolicy, rubric_scores
 
 # VectorSpaceLab/EditScore editscore/vie_prompts.py, as EditScore.__init__ joins them (``score_range`` in for 10)
 CONTEXT = """You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.
@@ -96,17 +103,79 @@ def unlabelled(template: str) -> str:
     return template
 
 
+#: The delimiter EditScore's ``mllm_output_to_dict`` looks for first (VIEScore's output format).
+DELIMITER = "||V^=^V||"
+_SMART_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
+
+
+def _small_int(text: str) -> int | None:
+    """``int(text)`` when it is one and in 0..10 (EditScore's ``is_int_between_0_and_10``), else None."""
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if 0 <= value <= 10 else None
+
+
+def evaluate_answer(text: str) -> tuple[list[float], str] | Failure:
+    """(scores, reasoning) of one answer as EditScore 6e0f1b9's ``evaluate`` reads it (``mllm_output_to_dict``).
+
+    The text between two ``||V^=^V||`` when it holds exactly two; else from the first ``{`` to the last ``}``;
+    without braces, a bare ``[a, b]`` of integers (the span from the first ``[`` to the last ``]``) or a bare
+    integer 0-10 is the score. The span, stripped, without newlines and with curly quotes made straight, is
+    read as JSON and its ``score`` (a number is a list of one). Where that JSON does not load or has no
+    ``score``, EditScore repairs it with the ``json_repair`` package; here
+    :func:`~rewardzoo.rewards.vlm.judging.rubric_scores` (``parse_vlm_output_to_dict``'s repairs) reads it.
+    Unparseable: no span, an empty one, or a ``score`` that is not a non-empty list of numbers.
+    """
+    if text.count(DELIMITER) == 2:
+        start, end = text.find(DELIMITER) + len(DELIMITER), text.rfind(DELIMITER)
+    else:
+        start, end = text.find("{"), text.rfind("}") + 1
+        if start == -1 or end == 0:
+            bare = text[text.find("[") : text.rfind("]") + 1]
+            if re.match(r"^\[\d+, ?\d+\]$", bare):
+                return [float(x) for x in json.loads(bare)], ""
+            number = _small_int(text)
+            if number is not None:
+                return [float(number)], ""
+            return Failure("unparseable", "no JSON object, score list or number 0-10 in the answer", text)
+    if start == end:
+        return Failure("unparseable", "the answer's JSON span is empty", text)
+    span = text[start:end].strip().replace("\n", "").translate(_SMART_QUOTES)
+    try:
+        data = json.loads(span)
+        value = data["score"]
+    except (json.JSONDecodeError, TypeError, KeyError):
+        return rubric_scores(span)  # where EditScore calls json_repair
+    scores = value if isinstance(value, list) else [value]
+    if not scores or not all(isinstance(x, (int, float)) for x in scores):
+        return Failure("unparseable", f"the answer's 'score' is not a list of numbers: {value!r}", text)
+    reasoning = data.get("reasoning")
+    return [float(x) for x in scores], reasoning if isinstance(reasoning, str) else ""
+
+
+#: The answer readers a pairing names (``parse``): EditScore's ``evaluate`` and ``batch_evaluate`` readings.
+PARSERS = {"mllm_output_to_dict": evaluate_answer, "parse_vlm_output_to_dict": rubric_scores}
+
 _SC, _PQ = editscore_prompts()
 #: Named templates: (SC text, PQ text) with the images where ``<image>`` stands.
 TEMPLATES = {"editscore": (_labelled(2) + _SC, _labelled(1) + _PQ)}
 #: What each pairing sets: the template, whether the PQ query shows the source too, and the score's divisor.
-DEFAULTS = {"model": "EditScore/EditScore-7B", "template": "editscore", "pq_source": False, "scale": 1.0}
+DEFAULTS = {
+    "model": "EditScore/EditScore-7B",
+    "template": "editscore",
+    "pq_source": False,
+    "scale": 1.0,
+    "parse": "mllm_output_to_dict",
+}
 PRESETS = {
     "omnigen2_rl": {
         "model": "EditScore/EditScore-7B",
         "template": "editscore",
         "pq_source": True,
         "scale": 10.0,
+        "parse": "parse_vlm_output_to_dict",
         "templates": (_labelled(2) + _SC, _labelled(2) + _PQ),
     }
 }
@@ -120,8 +189,9 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
     ``prompt_following`` and ``consistency`` (the SC answer's two scores / 2.5 when it gives two, else NaN),
     ``sc_reasoning`` / ``pq_reasoning`` (texts), ``sc_answer`` / ``pq_answer`` (the judge's answers),
     ``substituted`` / ``failure``. An answer with no score, or an SC
-    or PQ outside [0, 10], is unparseable (``on_failure`` decides). Subclasses set the templates, defaults and
-    presets.
+    or PQ outside [0, 10], is unparseable (``on_failure`` decides: with ``per_dimension`` the substitute, on the
+    0-10 scale, stands for the failed dimension, else for the score). Subclasses set the templates, defaults
+    (``parse``: a :data:`PARSERS` name, ``parse_vlm_output_to_dict`` when left out) and presets.
     """
 
     inputs: Inputs = Inputs(("prompt", "image", "condition_images"))
@@ -133,6 +203,9 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
     endpoint_defaults: ClassVar[dict[str, Any]] = {}
     #: Whether the ``<imgN>: `` labels follow the model (EditScore: Qwen2.5-VL with them, Qwen3-VL without).
     labels_follow_model: ClassVar[bool] = False
+    #: Whether ``on_failure: {substitute: VALUE}`` replaces a failed dimension (SC or PQ, VALUE on 0-10: EditScore's
+    #: ``batch_evaluate``) rather than the score.
+    per_dimension: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -158,10 +231,13 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
         self.queries_text = chosen.get("templates", self.template)
         self.pq_source = bool(chosen["pq_source"])
         self.scale = float(chosen["scale"])
+        self.parse = PARSERS[chosen.get("parse", "parse_vlm_output_to_dict")]
         self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
         if self.endpoint_defaults and judge_options.endpoint is not None:
             judge_options = replace(judge_options, endpoint={**self.endpoint_defaults, **judge_options.endpoint})
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
+        if self.per_dimension:  # the substitute is an SC or PQ value, on 0-10 whatever the preset's scale
+            self.policy = FailurePolicy.from_option(judge_options.on_failure, owner=self.name, score_range=(0.0, 10.0))
         if self.labels_follow_model and str(
             getattr(getattr(self.backend, "backbone", None), "model_type", "")
         ).startswith("qwen3"):
@@ -169,7 +245,7 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
 
     def dimension(self, text: str) -> tuple[float, list[float], str] | Failure:
         """(min score / (range / 10), the scores, the reasoning) of one answer, or a Failure."""
-        found = rubric_scores(text)
+        found = self.parse(text)
         if isinstance(found, Failure):
             return found
         scores, reasoning = found
@@ -202,10 +278,14 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
             else:
                 outcomes.append(math.sqrt(sc[0] * pq[0]) / self.scale)
             parts.append((sc, pq))
-        scores, extras = self.resolve(outcomes)
+        scores, extras = self.resolve(outcomes)  # raises on a failure unless on_failure substitutes
         nan = float("nan")
-        extras["semantic_consistency"] = [nan if isinstance(sc, Failure) else sc[0] for sc, _ in parts]
-        extras["perceptual_quality"] = [nan if isinstance(pq, Failure) else pq[0] for _, pq in parts]
+        sub = self.policy.substitute if self.per_dimension else None
+        value = lambda d: (nan if sub is None else sub) if isinstance(d, Failure) else d[0]  # noqa: E731
+        if sub is not None:  # the substitute stands for the failed dimension(s) only
+            scores = np.array([math.sqrt(value(sc) * value(pq)) / self.scale for sc, pq in parts], dtype=np.float64)
+        extras["semantic_consistency"] = [value(sc) for sc, _ in parts]
+        extras["perceptual_quality"] = [value(pq) for _, pq in parts]
         unit = self.answer_range / 10
         extras["prompt_following"] = [
             sc[1][0] / unit if not isinstance(sc, Failure) and len(sc[1]) > 1 else nan for sc, _ in parts
@@ -228,7 +308,10 @@ class EditScore(RubricEditJudge):
     The released models are LoRA adapters on Qwen2.5-VL-7B / Qwen3-VL: serve the adapter (vLLM ``--lora-modules``)
     and name it in ``endpoint.model``, or give the local backend a merged checkpoint as ``model_path``. A local
     Qwen3-VL checkpoint gets the images without the ``<imgN>: `` labels, as EditScore's Qwen3-VL tools send them;
-    an endpoint always gets the labels (its model type is not known here).
+    an endpoint always gets the labels (its model type is not known here). Answers are read as ``evaluate`` reads
+    them (``omnigen2_rl``: as ``batch_evaluate`` does); ``on_failure: {substitute: VALUE}`` puts VALUE (0-10) in
+    the failed dimension.
     """
 
     labels_follow_model: ClassVar[bool] = True
+    per_dimension: ClassVar[bool] = True
