@@ -73,6 +73,7 @@ SCRIPT_ORDER = (
     "bench_verifiers.py",
     "bench_geneval.py",
     "bench_imaging_quality.py",
+    "bench_image_quality.py",
     "bench_serve.py",
     "bench_residency.py",
 )

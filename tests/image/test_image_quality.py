@@ -13,15 +13,14 @@ import importlib
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import save_file
-
 from PIL import Image
+from safetensors.torch import save_file
 
 from rewardzoo import load_reward
 from rewardzoo.core.processor import RewardProcessor
-from rewardzoo.spec.sample import Sample
 from rewardzoo.errors import ConfigError
 from rewardzoo.rewards.image.image_quality import VARIANTS
+from rewardzoo.spec.sample import Sample
 
 pyiqa = pytest.importorskip("pyiqa")
 timm = pytest.importorskip("timm")
@@ -91,7 +90,13 @@ def test_unknown_and_unbuilt_variants():
     with pytest.raises(ConfigError, match="not built by rewardzoo"):
         load_reward({"name": "image_quality", "model_path": "x.safetensors", "kwargs": {"metric": "clipiqa"}})
     with pytest.raises(ConfigError, match="kwargs.arch must not set"):
-        load_reward({"name": "image_quality", "model_path": "x.safetensors", "kwargs": {"metric": "dbcnn", "arch": {"pretrained": True}}})
+        load_reward(
+            {
+                "name": "image_quality",
+                "model_path": "x.safetensors",
+                "kwargs": {"metric": "dbcnn", "arch": {"pretrained": True}},
+            }
+        )
 
 
 def test_processor_and_video_per_frame_mean(offline_backbones, tmp_path):

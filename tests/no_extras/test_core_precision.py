@@ -31,6 +31,7 @@ REFERENCE_PRECISION = {
     "geneval": ("float32", "geneval af4902f evaluation/evaluate_images.py 64-67: mmdet + open_clip, float32"),
     "group_diversity": ("float32", _GARDO),
     "hpsv2": ("float32", "HPSv2 866735e img_score.py 23, 76: precision='amp' (float32 weights, fp16 autocast)"),
+    "image_quality": ("float32", "pyiqa 01ae427 inference_model.py 67-68: the network moved without a dtype"),
     "image_reward": ("float32", "ImageReward 1.5 ImageReward/utils.py 78: ImageReward(...).to(device)"),
     "imaging_quality": ("float32", "pyiqa 01ae427 inference_model.py 67-68; VBench imaging_quality.py 62-63"),
     "implicit_prm": ("bfloat16", "PRIME 18ad596 fsdp_workers.py 874-893: MixedPrecision(param_dtype=bfloat16)"),
@@ -42,6 +43,7 @@ REFERENCE_PRECISION = {
     "video_background_consistency": ("float16", f"VBench 45e79ec vbench/background_consistency.py 70; {_CLIP_LOAD}"),
     "video_clip_score": ("float16", f"VBench 45e79ec competitions/clip_score.py 49; {_CLIP_LOAD}"),
     "video_dynamic_degree": ("float32", "VBench 45e79ec vbench/dynamic_degree.py 156: mixed_precision False"),
+    "video_quality": ("float32", "pyiqa 01ae427 inference_model.py 67-68: the network moved without a dtype"),
     "video_imaging_quality": ("float32", "VBench 45e79ec vbench/imaging_quality.py 62-63: MUSIQ, no dtype"),
     "video_subject_consistency": ("float32", "VBench 45e79ec vbench/subject_consistency.py 73: hub DINO, no dtype"),
     # VLM judges

@@ -86,7 +86,9 @@ def variant(name: str, reward: str = "image_quality") -> Variant:
             field="kwargs.metric",
         )
     if row.unsupported:
-        raise ConfigError(f"{reward}: pyiqa's {name!r} is not built by rewardzoo: {row.unsupported}", field="kwargs.metric")
+        raise ConfigError(
+            f"{reward}: pyiqa's {name!r} is not built by rewardzoo: {row.unsupported}", field="kwargs.metric"
+        )
     return row
 
 
@@ -131,7 +133,9 @@ def no_backbone_download(module: Any) -> Iterator[None]:
     with ExitStack() as stack:
         stack.enter_context(mock.patch.object(timm, "create_model", timm_random))
         for name in ("vgg16", "resnet50"):
-            stack.enter_context(mock.patch.object(torchvision.models, name, tv_random(getattr(torchvision.models, name))))
+            stack.enter_context(
+                mock.patch.object(torchvision.models, name, tv_random(getattr(torchvision.models, name)))
+            )
         if hasattr(module, "load_pretrained_network"):
             stack.enter_context(mock.patch.object(module, "load_pretrained_network", lambda *a, **k: None))
         yield
@@ -203,7 +207,7 @@ class ImageQuality(PointwiseReward):
         path = checkpoint_file(metric, row, model_path)
         self.net = load_network(metric, path, arch, self.name).to(device=device, dtype=self.dtype)
 
-    def __call__(self, image: Sequence[torch.Tensor] | torch.Tensor, **_: Any) -> RewardOutput:
+    def __call__(self, image: Sequence[torch.Tensor], **_: Any) -> RewardOutput:  # type: ignore[override]
         return RewardOutput(self.scores(image))
 
     def scores(self, images: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
