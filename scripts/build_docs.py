@@ -74,6 +74,7 @@ SCRIPT_ORDER = (
     "bench_geneval.py",
     "bench_imaging_quality.py",
     "bench_image_quality.py",
+    "bench_utmos.py",
     "bench_serve.py",
     "bench_residency.py",
 )

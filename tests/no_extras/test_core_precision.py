@@ -39,6 +39,7 @@ REFERENCE_PRECISION = {
     "pickscore": ("float32", "PickScore f79607f README.md 59: AutoModel.from_pretrained(...).to(device)"),
     "sequence_reward": ("float32", "PaLM-rlhf-pytorch bd0d0f3 reward.py: RewardModel, no dtype"),
     "speaker_similarity": ("float32", "UniSpeech 40ac183 speaker_verification/verification.py: .cuda(), no cast"),
+    "utmos": ("float32", "utmos-pytorch 0.1.0 utmos_torch.py UTMOSScoreTorch.__init__: .to(device), no dtype"),
     "video_aesthetic": ("float16", f"VBench 45e79ec vbench/aesthetic_quality.py 85; {_CLIP_LOAD}"),
     "video_background_consistency": ("float16", f"VBench 45e79ec vbench/background_consistency.py 70; {_CLIP_LOAD}"),
     "video_clip_score": ("float16", f"VBench 45e79ec competitions/clip_score.py 49; {_CLIP_LOAD}"),
