@@ -91,6 +91,8 @@ SCRIPT_ORDER = (
     "bench_verifiers.py",
     "bench_geneval.py",
     "bench_imaging_quality.py",
+    "bench_image_quality.py",
+    "bench_utmos.py",
     "bench_serve.py",
     "bench_residency.py",
 )

@@ -1,0 +1,223 @@
+"""No-reference image quality through pyiqa's own networks, one wrapper with the metrics as rows (pyiqa's pattern).
+
+``score = net(x)``: pyiqa's network of the chosen variant (its own normalisation, crops and head) on the
+image as a float (N, 3, H, W) tensor in [0, 1], exactly as ``pyiqa.create_metric(name)(x)`` runs it. The
+score is on the metric's own scale (:data:`VARIANTS`: pyiqa's ``score_range``; every listed metric is
+higher-is-better, ``lower_better`` False in pyiqa's ``DEFAULT_CONFIGS``). The network is built with
+``pretrained=False`` and no backbone download (``timm`` / ``torchvision`` backbones random-init, pyiqa's own
+loader disabled), then the full state dict of ``model_path`` is loaded strictly (safetensors or
+``torch.load(weights_only=True)``), so no pickled file is ever executed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Any
+from unittest import mock
+
+import torch
+
+from ...errors import ConfigError, InputError, MissingExtraError, did_you_mean
+from ...shared.clip import resolve_weights_file
+from ...shared.weights import load_state_dict, strip_prefix
+from ..base import Inputs, PointwiseReward, RewardOutput
+
+_UNSAFE_BACKBONE = "its constructor downloads and unpickles a backbone ({}), outside rewardzoo's safe loader"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One pyiqa no-reference metric: its ``DEFAULT_CONFIGS`` name, pyiqa's arch class, the key of its published
+    checkpoint in that arch module's ``default_model_urls``, pyiqa's direction and range, and, when it cannot be
+    built here, why."""
+
+    arch: str
+    checkpoint: str | None
+    lower_better: bool
+    score_range: str
+    unsupported: str | None = None
+
+
+_MUSIQ = "pyiqa.archs.musiq_arch:MUSIQ"
+_MANIQA = "pyiqa.archs.maniqa_arch:MANIQA"
+_NIMA = "pyiqa.archs.nima_arch:NIMA"
+_TOPIQ = "pyiqa.archs.topiq_arch:CFANet"
+_CLIP = _UNSAFE_BACKBONE.format("OpenAI CLIP through the openai-clip package, clip.load")
+_ARNIQA = _UNSAFE_BACKBONE.format("a ResNet-50 state dict and a TorchScript regressor, torch.jit.load")
+
+#: pyiqa metric name -> variant. ``lower_better`` and ``score_range`` are pyiqa 0.1.16's ``DEFAULT_CONFIGS``
+#: (``~`` = approximate bound), checked against the installed pyiqa by the tests.
+VARIANTS: dict[str, Variant] = {
+    "topiq_nr": Variant(_TOPIQ, "cfanet_nr_koniq_res50", False, "~0, ~1"),
+    "topiq_nr-flive": Variant(_TOPIQ, "cfanet_nr_flive_res50", False, "~0, ~1"),
+    "topiq_nr-spaq": Variant(_TOPIQ, "cfanet_nr_spaq_res50", False, "~0, ~1"),
+    "maniqa": Variant(_MANIQA, "koniq", False, "~0, ~1"),
+    "maniqa-kadid": Variant(_MANIQA, "kadid", False, "~0, ~1"),
+    "maniqa-pipal": Variant(_MANIQA, "pipal", False, "~0, ~1"),
+    "hyperiqa": Variant("pyiqa.archs.hypernet_arch:HyperNet", "resnet50-koniq", False, "~0, ~1"),
+    "dbcnn": Variant("pyiqa.archs.dbcnn_arch:DBCNN", "koniq", False, "~0, ~1"),
+    "nima": Variant(_NIMA, "inception_resnet_v2-ava", False, "0, 10"),
+    "nima-koniq": Variant(_NIMA, "inception_resnet_v2-koniq", False, "~0, ~1"),
+    "nima-spaq": Variant(_NIMA, "inception_resnet_v2-spaq", False, "~0, ~1"),
+    "nima-vgg16-ava": Variant(_NIMA, "vgg16-ava", False, "0, 10"),
+    "musiq": Variant(_MUSIQ, "koniq10k", False, "~0, ~100"),
+    "musiq-spaq": Variant(_MUSIQ, "spaq", False, "~0, ~100"),
+    "musiq-paq2piq": Variant(_MUSIQ, "paq2piq", False, "~0, ~100"),
+    "clipiqa": Variant("pyiqa.archs.clipiqa_arch:CLIPIQA", None, False, "0, 1", _CLIP),
+    "clipiqa+": Variant("pyiqa.archs.clipiqa_arch:CLIPIQA", None, False, "0, 1", _CLIP),
+    "liqe": Variant("pyiqa.archs.liqe_arch:LIQE", None, False, "1, 5", _CLIP),
+    "liqe_mix": Variant("pyiqa.archs.liqe_arch:LIQE", None, False, "1, 5", _CLIP),
+    "arniqa": Variant("pyiqa.archs.arniqa_arch:ARNIQA", None, False, "0, 1", _ARNIQA),
+}
+#: pyiqa options that would load weights on their own: the weights come from ``model_path`` only.
+_WEIGHT_OPTIONS = frozenset({"pretrained", "pretrained_model_path", "pretrained_scnn_path", "backbone_pretrain"})
+
+
+def variant(name: str, reward: str = "image_quality") -> Variant:
+    """The row of ``name``; an unknown or unbuildable one is a ConfigError (with pyiqa names close to it)."""
+    row = VARIANTS.get(name)
+    if row is None:
+        raise ConfigError(
+            f"{reward}: unknown pyiqa no-reference metric {name!r}{did_you_mean(name, VARIANTS)}; "
+            f"known: {', '.join(sorted(VARIANTS))}",
+            field="kwargs.metric",
+        )
+    if row.unsupported:
+        raise ConfigError(
+            f"{reward}: pyiqa's {name!r} is not built by rewardzoo: {row.unsupported}", field="kwargs.metric"
+        )
+    return row
+
+
+def arch_class(row: Variant, reward: str) -> type[torch.nn.Module]:
+    module, _, cls = row.arch.partition(":")
+    try:
+        return getattr(importlib.import_module(module), cls)
+    except ImportError as exc:  # pyiqa, cv2 (imported by pyiqa) or an arch's own dependency (facexlib)
+        missing = getattr(exc, "name", None) or "pyiqa"
+        package = "opencv-python-headless" if missing == "cv2" else "pyiqa" if missing.startswith("pyiqa") else missing
+        raise MissingExtraError(reward, package, None) from exc
+
+
+def metric_options(name: str, arch: Mapping[str, Any] | None) -> dict[str, Any]:
+    """pyiqa's ``metric_opts`` of ``name`` (less ``type`` and weight options), updated with ``arch``."""
+    from pyiqa.default_model_configs import DEFAULT_CONFIGS
+
+    options = {k: v for k, v in DEFAULT_CONFIGS[name]["metric_opts"].items() if k != "type"}
+    options = {k: v for k, v in options.items() if k not in _WEIGHT_OPTIONS}
+    extra = dict(arch or {})
+    bad = sorted(set(extra) & _WEIGHT_OPTIONS)
+    if bad:
+        raise ConfigError(f"kwargs.arch must not set {bad}: the weights come from model_path", field="kwargs.arch")
+    return {**options, **extra}
+
+
+@contextmanager
+def no_backbone_download(module: Any) -> Iterator[None]:
+    """Build a pyiqa arch without fetching anything: timm and torchvision backbones random-init, and the arch
+    module's ``load_pretrained_network`` (pyiqa's unpickling loader) a no-op; the caller loads the full state."""
+    import timm
+    import torchvision
+
+    create = timm.create_model
+
+    def timm_random(*args: Any, **kwargs: Any) -> Any:
+        return create(*args, **{**kwargs, "pretrained": False})
+
+    def tv_random(builder: Any) -> Any:
+        return lambda *args, **kwargs: builder(*args, **{**kwargs, "weights": None})
+
+    with ExitStack() as stack:
+        stack.enter_context(mock.patch.object(timm, "create_model", timm_random))
+        for name in ("vgg16", "resnet50"):
+            stack.enter_context(
+                mock.patch.object(torchvision.models, name, tv_random(getattr(torchvision.models, name)))
+            )
+        if hasattr(module, "load_pretrained_network"):
+            stack.enter_context(mock.patch.object(module, "load_pretrained_network", lambda *a, **k: None))
+        yield
+
+
+def checkpoint_file(name: str, row: Variant, model_path: str | None) -> str:
+    """``model_path`` (a local file, URL or hub file), else the variant's published pyiqa checkpoint."""
+    if model_path is None:
+        module = importlib.import_module(row.arch.partition(":")[0])
+        model_path = module.default_model_urls[row.checkpoint]
+    return resolve_weights_file(model_path)
+
+
+def load_network(name: str, path: str, arch: Mapping[str, Any] | None, reward: str) -> torch.nn.Module:
+    """pyiqa's arch of ``name`` with its default options (``pretrained=False``) and the state of ``path``, strict."""
+    row = variant(name, reward)
+    cls = arch_class(row, reward)
+    options = metric_options(name, arch)
+    try:
+        state = load_state_dict(path)
+    except InputError as exc:
+        raise ConfigError(exc.message, field="model_path") from None
+    if set(state) == {"params"}:  # pyiqa's own checkpoints
+        state = state["params"]
+    state = strip_prefix(state, ("module.",))
+    try:
+        with no_backbone_download(importlib.import_module(cls.__module__)):
+            net = cls(pretrained=False, **options)
+    except TypeError as exc:
+        raise ConfigError(f"kwargs.arch: {exc}", field="kwargs.arch") from None
+    try:
+        net.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise ConfigError(f"'{path}' does not fit pyiqa's {name!r}: {str(exc)[:400]}", field="model_path") from None
+    return net.eval().requires_grad_(False)
+
+
+class ImageQuality(PointwiseReward):
+    """A pyiqa no-reference quality metric on the metric's own scale: ``score = pyiqa_net(x)``, x in [0, 1].
+
+    Inputs: ``image``. ``metric``: a pyiqa metric name (rows of :data:`VARIANTS`: ``topiq_nr``, ``maniqa``,
+    ``hyperiqa``, ``dbcnn``, ``nima``, ``musiq`` and their dataset variants; default ``topiq_nr``).
+    ``model_path``: a ``.safetensors`` / ``.pth`` file, URL or hub file with pyiqa's key names (default the
+    metric's published checkpoint). ``arch``: extra keyword arguments of pyiqa's arch class (crops, sizes).
+    Every listed metric is higher-is-better; ranges are pyiqa's (see the card).
+    """
+
+    inputs = Inputs(("image",), images="float")
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        metric: str = "topiq_nr",
+        arch: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(model_path, device, dtype)
+        if not isinstance(metric, str):
+            raise ConfigError(f"kwargs.metric must be a pyiqa metric name, got {metric!r}", field="kwargs.metric")
+        if arch is not None and not isinstance(arch, Mapping):
+            raise ConfigError(f"kwargs.arch must be a mapping of arch options, got {arch!r}", field="kwargs.arch")
+        self.metric = metric
+        row = variant(metric, self.name)
+        self.variant = row
+        arch_class(row, self.name)
+        metric_options(metric, arch)  # option errors before any weights are fetched
+        path = checkpoint_file(metric, row, model_path)
+        self.net = load_network(metric, path, arch, self.name).to(device=device, dtype=self.dtype)
+
+    def __call__(self, image: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
+        return RewardOutput(self.scores(image))
+
+    def scores(self, images: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
+        """The metric of each float image (3, H, W) in [0, 1]; images of one size run as one batch."""
+        out = torch.empty(len(images), dtype=torch.float64)
+        by_size: dict[tuple[int, ...], list[int]] = {}
+        for i, img in enumerate(images):
+            by_size.setdefault(tuple(img.shape), []).append(i)
+        with torch.inference_mode():
+            for idx in by_size.values():
+                x = torch.stack([images[i] for i in idx]).to(self.device, self.dtype)
+                out[idx] = self.net(x).reshape(len(idx)).double().cpu()
+        return out
