@@ -26,13 +26,15 @@ pyiqa = pytest.importorskip("pyiqa")
 timm = pytest.importorskip("timm")
 import torchvision
 
-#: variant -> arch options shrinking the test cost (fewer crops / a tiny MUSIQ); the larger archs
+#: variant -> arch options shrinking the test cost (fewer crops / a tiny MUSIQ; topiq_nr needs facexlib, which scripts/test
+#: installs); the larger archs
 #: (maniqa: ViT-B/8, nima: Inception-ResNet-v2) build the same way and are left out for time.
 CASES = {
     "musiq": {"hidden_size": 32, "mlp_dim": 64, "num_heads": 2, "num_layers": 2},
     "hyperiqa": {"num_crop": 2},
     "dbcnn": {},
     "nima-vgg16-ava": {},
+    "topiq_nr": {},
 }
 
 
