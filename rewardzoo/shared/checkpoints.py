@@ -183,6 +183,14 @@ def _hub_cache(text: str, repo: str, filename: str) -> Checkpoint:
     return _directory(text, Path(folder))
 
 
+def local_file(path: str | os.PathLike[str]) -> Checkpoint:
+    """A weight file expected at ``path`` (inside a ``model_path`` directory), or that it does not exist."""
+    found = Path(path).expanduser()
+    if found.is_file():
+        return Checkpoint(os.fspath(path), (found,))
+    return Checkpoint(os.fspath(path), missing=f"'{path}' does not exist")
+
+
 def package_file(package: str, *parts: str) -> Checkpoint:
     """The file ``parts`` under the folder of the installed top-level ``package`` (its import spec: the package is
     not imported), or why there is none."""

@@ -33,7 +33,7 @@ import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
-from ...shared.checkpoints import Checkpoint, package_file, resolve_checkpoint
+from ...shared.checkpoints import Checkpoint, local_file, package_file
 from ...shared.onnx import onnx_session
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
@@ -172,7 +172,7 @@ class DNSMOS(PointwiseReward):
         personalized = kwargs.get("personalized")
         personalized = cls.personalized if personalized is None else bool(personalized)
         if model_path is not None:
-            return [resolve_checkpoint(str(Path(model_path) / name)) for name in ("sig_bak_ovr.onnx", "model_v8.onnx")]
+            return [local_file(Path(model_path) / name) for name in ("sig_bak_ovr.onnx", "model_v8.onnx")]
         primary = "pdnsmos_models" if personalized else "dnsmos_models"
         return [
             package_file("speechmos", primary, "sig_bak_ovr.onnx"),

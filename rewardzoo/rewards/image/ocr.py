@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...errors import ConfigError, InputError, MissingExtraError
-from ...shared.checkpoints import Checkpoint, package_file, resolve_checkpoint
+from ...shared.checkpoints import Checkpoint, local_file, package_file
 from ...shared.media import images_to_uint8
 from ...shared.onnx import onnx_session
 from ...shared.options import choice, known_options, positive_float, positive_int
@@ -205,7 +205,7 @@ class RapidOCREngine:
         PP-OCRv4 files that the wheel's ``config.yaml`` names (read as a file: the package is not imported)."""
         if model_path is not None:
             root = Path(model_path)
-            return [resolve_checkpoint(str(root / name)) for name in ("det.onnx", "rec.onnx")]
+            return [local_file(root / name) for name in ("det.onnx", "rec.onnx")]
         found = package_file("rapidocr_onnxruntime", "config.yaml")
         if found.missing:
             return [found]
