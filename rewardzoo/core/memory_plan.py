@@ -4,12 +4,14 @@ Every entry of ``rewards:`` and ``eval_rewards:`` (and the inner rewards of comp
 is resolved as the loader resolves it (registry, device, dtype) and grouped into *models* the way the loader shares
 instances (the model identity, :func:`~rewardzoo.core.loader.model_identity`). Per model:
 
-- weights: the tensors of the checkpoint its ``model_path`` (else its class's ``default_model``) names, at its
-  resolved dtype, from safetensors headers (exact), or by file size for other formats (say so); nothing loaded or
-  downloaded (:mod:`rewardzoo.shared.checkpoints`). What is counted is what a checkpoint stores: parameters and
-  persistent buffers. Buffers a module recomputes at construction (non-persistent: attention masks, position
-  ids) are not in a checkpoint and not counted. A card with ``model_free: true``: no weights, and ``offload`` on it
-  does nothing;
+- weights: the tensors of the files its class's :meth:`~rewardzoo.rewards.base.Reward.weight_files` names (by
+  default the checkpoint of its ``model_path``, else of its ``default_model``; rewards override it for files shipped
+  in a package, library model names and second files beside the model), at its resolved dtype (or a part's own),
+  from safetensors headers (exact), or by file size for other formats (say so); nothing loaded or downloaded
+  (:mod:`rewardzoo.shared.checkpoints`); unknown, saying why, when a file is not on this machine. What is counted
+  is what a checkpoint stores: parameters and persistent buffers. Buffers a module recomputes at construction
+  (non-persistent: attention masks, position ids) are not in a checkpoint and not counted. A card with
+  ``model_free: true``: no weights, and ``offload`` on it does nothing;
 - activations: the card's ``activation_per_sample`` (or a ``--probe`` measurement) times the entry's batch size;
 - offload: as the loader combines it (``none`` if any entry sharing the model says so, else ``cpu``, else ``drop``).
 
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog.registry import find, lookup
 from ..errors import ConfigError, RegistryError
-from ..shared.checkpoints import FILE_SIZE, checkpoint_bytes, format_size, resolve_checkpoint
+from ..shared.checkpoints import FILE_SIZE, HEADERS, Checkpoint, checkpoint_bytes, format_size, resolve_checkpoint
 from ..spec.config import RewardConfig, RewardSpec
 from .loader import auto_key, dtype_for, model_identity, registry_errors, requested_device
 from .placement import cuda_free_memory, place
@@ -273,10 +275,11 @@ def _model(spec: RewardSpec, auto_kind: str) -> tuple[PlannedModel, list[RewardS
     except RegistryError as exc:  # a missing extra: the plan still reads the files, not the class's defaults
         notes.append(f"class not importable here ({exc}); inner rewards and its default model_path are not planned")
     inner: list[RewardSpec] = []
+    kwargs: dict[str, Any] = dict(spec.kwargs)
     if cls is not None:
         try:
-            _, entries = cls.inner_rewards(
-                dict(spec.kwargs), model_path=spec.model_path, device=spec.device, dtype=spec.dtype
+            kwargs, entries = cls.inner_rewards(
+                kwargs, model_path=spec.model_path, device=spec.device, dtype=spec.dtype
             )
         except ConfigError as exc:
             raise exc if exc.entry is not None else ConfigError(exc.message, entry=spec.name, field=exc.field) from exc
@@ -289,22 +292,25 @@ def _model(spec: RewardSpec, auto_kind: str) -> tuple[PlannedModel, list[RewardS
         default = getattr(cls, "default_model", None) or getattr(cls, "default_repo", None)
         source = default if isinstance(default, str) else None
     files: list[str] = []
+    weights: int | None
     if card is not None and card.model_free:
         weights, how = 0, NO_WEIGHTS
         if spec.offload != "none":
             notes.append(f"offload: {spec.offload} does nothing (no weights)")
         dtype = "-"
-    elif source is None:
-        weights, how = None, "unknown: no model_path, and no default known to the plan"
     else:
-        found_files = resolve_checkpoint(source)
-        if found_files.missing:
-            weights, how = None, f"unknown: {found_files.missing}"
+        if cls is not None:
+            try:
+                parts = list(cls.weight_files(spec.model_path, kwargs))
+            except ConfigError as exc:
+                raise (
+                    exc if exc.entry is not None else ConfigError(exc.message, entry=spec.name, field=exc.field)
+                ) from exc
+        elif source is not None:
+            parts = [resolve_checkpoint(source)]
         else:
-            size = checkpoint_bytes(found_files.files, dtype)
-            files = [str(f) for f in found_files.files]
-            weights = size.total
-            how = size.method if size.method != FILE_SIZE else f"{FILE_SIZE} (stored precision, not {dtype})"
+            parts = [Checkpoint("", missing="no model_path, and no default known to the plan")]
+        weights, how, files = _weights(parts, dtype)
     if spec.environment is not None:
         notes.append("loaded in its environment's worker process")
     model = PlannedModel(
@@ -327,6 +333,28 @@ def _model(spec: RewardSpec, auto_kind: str) -> tuple[PlannedModel, list[RewardS
     )
     model.key = auto_key(spec) if requested == "auto" else model_identity(found.target, spec, dtype, requested)
     return model, inner
+
+
+def _weights(parts: Sequence[Checkpoint], dtype: str) -> tuple[int | None, str, list[str]]:
+    """(bytes or None, how they were found, the files) of a reward's weight files (:meth:`Reward.weight_files`):
+    unknown, saying why, when a part is not on this machine."""
+    files = [str(f) for part in parts for f in part.files]
+    missing = [part.missing for part in parts if part.missing]
+    if missing:
+        return None, "unknown: " + "; ".join(missing), files
+    if not parts:
+        return 0, "no weight files in this configuration", files
+    sizes = [checkpoint_bytes(part.files, part.dtype or dtype) for part in parts]
+    if all(size.method == HEADERS for size in sizes):
+        how = HEADERS
+    elif any(size.method == HEADERS for size in sizes):
+        how = f"{HEADERS} + {FILE_SIZE} (stored precision)"
+    else:
+        how = f"{FILE_SIZE} (stored precision)"
+    fixed = sorted({part.dtype for part in parts if part.dtype and part.dtype != dtype})
+    if fixed:
+        how += f"; a part held at {', '.join(fixed)}"
+    return sum(size.total for size in sizes), how, files
 
 
 def place_auto_entries(loader: RewardLoader, specs: Sequence[RewardSpec]) -> None:

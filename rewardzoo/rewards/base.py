@@ -18,11 +18,13 @@ its model card; the registry reads the cards and the loader hands each instance 
 :class:`RewardInfo` as ``reward.info``. The class keeps only what execution
 needs: ``inputs``, ``thread_safe``, ``io_bound``, its kind (the base class; or, for a reward whose instances differ,
 :data:`~rewardzoo.rewards.info.PER_INSTANCE` and :meth:`Reward.decide_kind`) and, for composites, the inner
-rewards it is built from (:meth:`Reward.inner_rewards`).
+rewards it is built from (:meth:`Reward.inner_rewards`); for the memory plan, the weight files an instance would load
+(:meth:`Reward.weight_files`).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 import weakref
@@ -33,6 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ConfigError, RegistryError, RewardOutputError
+from ..shared.checkpoints import Checkpoint, resolve_checkpoint
 from .info import KINDS, PER_INSTANCE, RewardInfo
 
 #: Fields a reward may declare in its :class:`Inputs`.
@@ -238,6 +241,28 @@ class Reward:
         passes the built :class:`Reward` under that parameter. The default: no inner rewards.
         """
         return kwargs, {}
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """The weight files an instance built with ``model_path`` and ``kwargs`` would load, found on this machine
+        without loading, downloading or importing a backend for it (``rewardzoo plan``): one
+        :class:`~rewardzoo.shared.checkpoints.Checkpoint` per part (a backbone, a head beside it), whose ``missing``
+        says why a part is not here (a hub model never downloaded) and whose ``dtype`` says when a part is held at
+        a dtype of its own. The default: ``model_path``, else the class's ``default_model`` (or ``default_repo``),
+        as :func:`~rewardzoo.shared.checkpoints.resolve_checkpoint` finds it; an override names packaged files,
+        library model names and second files."""
+        source = model_path or getattr(cls, "default_model", None) or getattr(cls, "default_repo", None)
+        if not isinstance(source, str):
+            return [Checkpoint("", missing="no model_path, and no default known to the plan")]
+        return [resolve_checkpoint(source)]
+
+    @classmethod
+    def configured(cls, kwargs: Mapping[str, Any], name: str) -> Any:
+        """The value an instance built with ``kwargs`` gets for its constructor option ``name``: the configured one,
+        else the constructor's default (for :meth:`weight_files`)."""
+        if name in kwargs:
+            return kwargs[name]
+        return inspect.signature(cls.__init__).parameters[name].default
 
     @property
     def info(self) -> RewardInfo:

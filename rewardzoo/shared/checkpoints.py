@@ -4,7 +4,9 @@ safetensors files are read by their header alone (8 bytes little-endian length, 
 tensor's dtype, shape and offsets), shards through their ``*.safetensors.index.json``; the bytes at a target dtype
 convert floating-point tensors only, as ``torch.nn.Module.to(dtype)`` does. Other formats (pickled ``.bin`` /
 ``.pt`` / ``.pth`` / ``.ckpt``, ``.onnx``) are counted by file size at their stored precision, and say so. Nothing
-is downloaded: a hub id is looked up in the local Hugging Face cache only. Memory sizes are parsed and printed
+is downloaded: a hub id is looked up in the local Hugging Face cache only. Files shipped inside an installed
+package are found through its import spec, without importing it (:func:`package_file`); an open_clip pretrained tag
+through open_clip's own table and cache locations (:func:`open_clip_pretrained`). Memory sizes are parsed and printed
 here too (``80GiB``, ``512 MB``).
 """
 
@@ -45,11 +47,13 @@ _MAX_HEADER = 100 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """The weight files one ``model_path`` resolves to (``files``), or why none were found (``missing``)."""
+    """The weight files one ``model_path`` resolves to (``files``), or why none were found (``missing``); ``dtype``:
+    the dtype these weights are held at when it is not the entry's (a head that always runs in float32)."""
 
     source: str
     files: tuple[Path, ...] = ()
     missing: str | None = None
+    dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ def resolve_checkpoint(model_path: str) -> Checkpoint:
         target = Path(home) / "hub" / "checkpoints" / unquote(Path(urlparse(text).path).name)
         if target.is_file():
             return Checkpoint(text, (target,))
-        return Checkpoint(text, missing=f"not downloaded yet ({target} does not exist)")
+        return Checkpoint(text, missing=f"not in the local cache ({target} does not exist: not downloaded yet)")
     parts = text.strip("/").split("/")
     if len(parts) >= 2 and not text.startswith((".", "/", "~")):
         return _hub_cache(text, "/".join(parts[:2]), "/".join(parts[2:]))
@@ -177,6 +181,75 @@ def _hub_cache(text: str, repo: str, filename: str) -> Checkpoint:
     except Exception:  # LocalEntryNotFoundError and friends: not cached (nothing is downloaded)
         return Checkpoint(text, missing=f"'{repo}' is not in the local Hugging Face cache")
     return _directory(text, Path(folder))
+
+
+def local_file(path: str | os.PathLike[str]) -> Checkpoint:
+    """A weight file expected at ``path`` (inside a ``model_path`` directory), or that it does not exist."""
+    found = Path(path).expanduser()
+    if found.is_file():
+        return Checkpoint(os.fspath(path), (found,))
+    return Checkpoint(os.fspath(path), missing=f"'{path}' does not exist")
+
+
+def package_file(package: str, *parts: str) -> Checkpoint:
+    """The file ``parts`` under the folder of the installed top-level ``package`` (its import spec: the package is
+    not imported), or why there is none."""
+    import importlib.util
+
+    source = f"{package}/{'/'.join(parts)}"
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return Checkpoint(source, missing=f"the package '{package}' is not installed")
+    path = Path(next(iter(spec.submodule_search_locations)), *parts)
+    if not path.is_file():
+        return Checkpoint(source, missing=f"the installed '{package}' has no {'/'.join(parts)}")
+    return Checkpoint(source, (path,))
+
+
+_OPEN_CLIP_BIN, _OPEN_CLIP_SAFE = "open_clip_pytorch_model.bin", "open_clip_model.safetensors"
+
+
+def open_clip_pretrained(arch: str, tag: str) -> Checkpoint:
+    """The local file ``open_clip.create_model(arch, pretrained=tag)`` would load: ``tag`` itself when it is a file;
+    else the tag's entry in open_clip's table, looked up where open_clip downloads it (the Hugging Face cache, a
+    safetensors file first as open_clip prefers it; else its URL's file in ``~/.cache/clip``). Imports open_clip
+    (its table), so for rewards that load open_clip anyway."""
+    if Path(tag).expanduser().is_file():
+        return Checkpoint(tag, (Path(tag).expanduser(),))
+    import open_clip
+
+    source = f"open_clip {arch} pretrained '{tag}'"
+    cfg = open_clip.get_pretrained_cfg(arch, tag)
+    if not cfg:
+        return Checkpoint(source, missing=f"open_clip has no pretrained tag '{tag}' for '{arch}'")
+    if "file" in cfg:
+        return resolve_checkpoint(cfg["file"])
+    hub, url = cfg.get("hf_hub", ""), cfg.get("url", "")
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        hub = ""  # open_clip then downloads the URL
+    if hub:
+        repo, name = os.path.split(hub)
+        if not name or name == _OPEN_CLIP_BIN:
+            names = [_OPEN_CLIP_SAFE, _OPEN_CLIP_BIN]
+        elif name.endswith((".bin", ".pth")):
+            names = [name[:-4] + ".safetensors", name]
+        else:
+            names = [name]
+        for candidate in names:
+            found = try_to_load_from_cache(repo, candidate)
+            if isinstance(found, str):
+                return Checkpoint(source, (Path(found),))
+        return Checkpoint(source, missing=f"{source} ('{repo}') is not in the local Hugging Face cache")
+    if url:
+        from urllib.parse import urlparse
+
+        target = Path("~/.cache/clip").expanduser() / os.path.basename(urlparse(url).path)
+        if target.is_file():
+            return Checkpoint(source, (target,))
+        return Checkpoint(source, missing=f"{source} is not in the local cache ({target} does not exist)")
+    return Checkpoint(source, missing=f"open_clip names no file for {source}")
 
 
 _UNITS = {

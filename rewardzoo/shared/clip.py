@@ -46,6 +46,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import ConfigError, InputError
+from .checkpoints import Checkpoint, open_clip_pretrained, resolve_checkpoint
 from .device import torch_dtype
 from .image_ops import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PreprocessConfig, preprocess_images, preprocess_pixels
 from .weights import loading
@@ -363,6 +364,30 @@ def load_clip_backbone(
             backbone = _load(resolved_backend, source, model_path, pretrained, ckpt, proc, dev, dt)
             _CACHE[key] = backbone
         return backbone
+
+
+def clip_weight_files(
+    model_path: str | os.PathLike,
+    *,
+    backend: str = "auto",
+    pretrained: str | None = None,
+    checkpoint: str | os.PathLike | None = None,
+) -> list[Checkpoint]:
+    """The local files :func:`load_clip_backbone` would load for these arguments, found without loading or
+    downloading anything: ``checkpoint`` when given (loaded over the whole model); else an architecture name's
+    ``pretrained`` file (:func:`~rewardzoo.shared.checkpoints.open_clip_pretrained`), or the weights of a directory
+    or hub id (``hf-hub:`` ids too) in the local cache."""
+    if checkpoint is not None:
+        return [resolve_checkpoint(os.fspath(checkpoint))]
+    text = os.fspath(model_path)
+    if text.startswith("hf-hub:"):
+        return [resolve_checkpoint(text.removeprefix("hf-hub:"))]
+    arch = None if Path(text).expanduser().exists() or backend == "transformers" else _open_clip_arch(text)
+    if arch is None:
+        return [resolve_checkpoint(text)]
+    if pretrained is None:
+        return [Checkpoint(text, missing=f"open_clip architecture '{text}' without `pretrained` names no weights")]
+    return [open_clip_pretrained(arch, pretrained)]
 
 
 def cached_backbones() -> list[ClipBackbone]:

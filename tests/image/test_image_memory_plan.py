@@ -10,9 +10,12 @@ the test that checks it. Tiny open_clip (``oc_dir``) and transformers CLIP (``hf
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+import torch
 
+import rewardzoo.testing as rzt
 from rewardzoo import RewardProcessor
 from rewardzoo.catalog.registry import builtin
 from rewardzoo.cli import main
@@ -102,3 +105,55 @@ def test_probe_measures_an_activation_on_the_cpu(oc_dir, tmp_path, capsys):
     assert model["activation_from"] == "probe", model["notes"]
     assert model["activation_per_sample_bytes"] >= 0
     assert any("cpu rss" in n for n in model["notes"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_head_beside_its_backbone_is_counted(oc_dir, tmp_path, dtype):
+    """laion_aesthetic loads its head (``model_path``, kept in float32) and a CLIP backbone (``clip_model``)."""
+    head = rzt.aesthetic_head_file(tmp_path / "head.safetensors", seed=7)
+    entry = {
+        "name": "a",
+        "reward_model": "laion_aesthetic",
+        "model_path": str(head),
+        "device": "cpu",
+        "dtype": dtype,
+        "kwargs": {"clip_model": str(oc_dir)},
+    }
+    (model,) = plan_config(load_config({"rewards": [entry]})).models
+    assert str(head) in model.files and len(model.files) == 2 and model.how.startswith("safetensors headers")
+    with RewardProcessor([entry]) as processor:
+        reward = processor.rewards["a"]
+        assert reward.head.layers[0].weight.dtype == torch.float32
+        loaded = _loaded_bytes(reward)
+    assert model.weights == loaded
+
+
+def _cache_file(cache, repo: str, name: str):
+    """``name`` of ``repo`` laid out as huggingface_hub caches it (refs/main -> a snapshot)."""
+    folder = cache / f"models--{repo.replace('/', '--')}"
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text("0" * 40)
+    path = folder / "snapshots" / ("0" * 40) / name
+    path.parent.mkdir(parents=True)
+    return path
+
+
+def test_an_open_clip_tag_is_found_where_open_clip_looks(tmp_path, monkeypatch):
+    """``clip_score`` with its default ``ViT-B-32`` / ``openai``: unknown until the tag's file is in the Hugging Face
+    cache, then that file, the one open_clip's own resolution of the tag returns (offline, from the cache)."""
+    import huggingface_hub.constants as hub
+    import open_clip
+    from safetensors.torch import save_file
+
+    monkeypatch.setattr(hub, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(hub, "HF_HUB_OFFLINE", True)
+    config = load_config({"rewards": [{"name": "clip_score", "device": "cpu"}]})
+    (model,) = plan_config(config).models
+    assert model.weights is None and "not in the local Hugging Face cache" in model.how
+    cfg = open_clip.get_pretrained_cfg("ViT-B-32", "openai")
+    path = _cache_file(tmp_path, cfg["hf_hub"].rstrip("/"), "open_clip_model.safetensors")
+    save_file({"w": torch.zeros(3, 4), "b": torch.zeros(5, dtype=torch.float16)}, str(path))
+    (model,) = plan_config(config).models
+    assert [os.path.realpath(f) for f in model.files] == [os.path.realpath(path)]
+    assert os.path.realpath(open_clip.pretrained.download_pretrained(cfg)) == os.path.realpath(path)
+    assert model.weights == (12 + 5) * 4  # at the entry's float32

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,8 @@ from rewardzoo.shared.checkpoints import (
     FILE_SIZE,
     HEADERS,
     checkpoint_bytes,
+    local_file,
+    package_file,
     parse_size,
     resolve_checkpoint,
     safetensors_header,
@@ -196,3 +199,15 @@ def test_the_loader_puts_an_auto_entry_where_the_placement_says():
         loader.load(spec)
     assert info.value.entry == "p" and info.value.field == "device"
     assert RewardLoader().load(spec).device == "cpu"  # without a placement: auto as before
+
+
+def test_package_files_and_files_in_a_model_directory(tmp_path):
+    import importlib.util
+
+    found = package_file("pytest", "__init__.py")
+    assert found.files == (Path(importlib.util.find_spec("pytest").origin),) and found.missing is None
+    assert "no nope.onnx" in (package_file("pytest", "nope.onnx").missing or "")
+    assert "'no_such_pkg_xyz' is not installed" in (package_file("no_such_pkg_xyz", "m.onnx").missing or "")
+    (tmp_path / "det.onnx").write_bytes(b"x" * 7)
+    assert local_file(tmp_path / "det.onnx").files == (tmp_path / "det.onnx",)
+    assert "does not exist" in (local_file(tmp_path / "rec.onnx").missing or "")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -65,6 +65,7 @@ class ASRAccuracy(PointwiseReward):
 
     inputs = Inputs(("audio", "prompt"), sample_rate=16000, max_seconds=30.0)
     metric_default = "wer"
+    default_model: ClassVar[str] = DEFAULT_MODEL
 
     def __init__(
         self,

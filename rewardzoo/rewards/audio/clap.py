@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -55,6 +55,7 @@ class ClapScore(PointwiseReward):
     """
 
     inputs = Inputs(("audio", "prompt"), sample_rate=48000)  # the rate is replaced by the checkpoint's
+    default_model: ClassVar[str] = DEFAULT_MODEL
 
     def __init__(
         self,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
+from ...shared.checkpoints import Checkpoint, local_file, package_file
 from ...shared.onnx import onnx_session
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
@@ -163,6 +164,20 @@ class DNSMOS(PointwiseReward):
         self._poly = POLY[self.personalized]
         self._window = torch.hann_window(N_FFT, periodic=True, dtype=torch.float32, device=self.device)
         self._fbank = torch.from_numpy(slaney_mel_filterbank(SAMPLE_RATE, N_FFT, N_MELS)).to(self.device)
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """The two ONNX files the sessions load (P.835, personalised or not, and P.808), as :meth:`_model_files`
+        finds them: in ``model_path``, else in the installed speechmos wheel."""
+        personalized = kwargs.get("personalized")
+        personalized = cls.personalized if personalized is None else bool(personalized)
+        if model_path is not None:
+            return [local_file(Path(model_path) / name) for name in ("sig_bak_ovr.onnx", "model_v8.onnx")]
+        primary = "pdnsmos_models" if personalized else "dnsmos_models"
+        return [
+            package_file("speechmos", primary, "sig_bak_ovr.onnx"),
+            package_file("speechmos", "dnsmos_models", "model_v8.onnx"),
+        ]
 
     def _model_files(self, model_path: str | None) -> tuple[Path, Path]:
         if model_path is None:

@@ -10,7 +10,7 @@ probabilities into speech segments with the configured thresholds, exactly as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,10 +18,13 @@ import torch
 
 from ...errors import ConfigError, InputError
 from ...shared.audio import prepare_clips
+from ...shared.checkpoints import Checkpoint, package_file
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 SAMPLE_RATE = 16000
 WINDOW = 512
+#: the model file ``silero_vad.load_silero_vad(onnx=False)`` loads from the wheel's ``data`` folder
+SILERO_FILE = "silero_vad.jit"
 
 
 def presence(segments: Sequence[dict], num_samples: int, rate: int) -> tuple[float, float]:
@@ -87,6 +90,11 @@ class SpeechPresence(PointwiseReward):
             min_silence_duration_ms=min_silence_duration_ms,
             speech_pad_ms=speech_pad_ms,
         )
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """The TorchScript file ``load_silero_vad(onnx=False)`` loads: the wheel's ``data/silero_vad.jit``."""
+        return [package_file("silero_vad", "data", SILERO_FILE)]
 
     def probabilities(self, clips: Sequence[np.ndarray]) -> list[list[float]]:
         """Silero speech probability per 512-sample window of each 16 kHz clip ``(time,)``, batched."""

@@ -9,14 +9,16 @@ loads as is. Scores are roughly 1-10 (higher is more aesthetic).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
 from torch import nn
 
 from ...errors import ConfigError, InputError
-from ...shared.clip import load_clip_backbone, resolve_weights_file
+from ...shared.checkpoints import Checkpoint, resolve_checkpoint
+from ...shared.clip import clip_weight_files, load_clip_backbone, resolve_weights_file
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
 
@@ -123,6 +125,17 @@ class LaionAesthetic(PointwiseReward):
                 f"gives {self.backbone.embed_dim}-d ones",
                 field="kwargs",
             )
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """The head's file (held in float32) and the CLIP backbone's (:func:`~rewardzoo.shared.clip.clip_weight_files`)."""
+        head = replace(resolve_checkpoint(model_path or OFFICIAL_HEAD_URL), dtype="float32")
+        backbone = clip_weight_files(
+            cls.configured(kwargs, "clip_model"),
+            backend=cls.configured(kwargs, "backend"),
+            pretrained=cls.configured(kwargs, "clip_pretrained"),
+        )
+        return [head, *backbone]
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, **_: Any) -> RewardOutput:
         emb = self.backbone.encode_images(image)

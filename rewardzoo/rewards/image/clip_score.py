@@ -7,12 +7,13 @@ and clamps only after averaging over the batch; a reward needs the per-sample cl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import torch
 
-from ...shared.clip import check_pairs, load_clip_backbone
+from ...shared.checkpoints import Checkpoint
+from ...shared.clip import check_pairs, clip_weight_files, load_clip_backbone
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 
@@ -52,6 +53,15 @@ class ClipScore(PointwiseReward):
             dtype=self.dtype,
             pretrained=pretrained,
             processor_path=processor_path,
+        )
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """The CLIP backbone's file (:func:`~rewardzoo.shared.clip.clip_weight_files`)."""
+        return clip_weight_files(
+            model_path or cls.default_model,
+            backend=cls.configured(kwargs, "backend"),
+            pretrained=cls.configured(kwargs, "pretrained"),
         )
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:

@@ -8,12 +8,14 @@ OpenAI CLIP normalisation — not a centre crop.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 
 from ...errors import ConfigError
+from ...shared.checkpoints import Checkpoint, resolve_checkpoint
 from ...shared.clip import check_pairs, load_clip_backbone, resolve_weights_file
 from ...shared.device import autocast_context, autocast_dtype
 from ..base import Inputs, PointwiseReward, RewardOutput
@@ -60,6 +62,17 @@ class HPSv2(PointwiseReward):
             clip_model, backend="open_clip", device=device, dtype=self.dtype, pretrained=None, checkpoint=checkpoint
         )
         self.preprocess_config = self.backbone.preprocess_config.replace(resize_mode="longest", fill=0)
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """The HPSv2 checkpoint of ``version`` (loaded over the whole open_clip model, built without pretrained
+        weights): in ``model_path`` (a file, or a directory holding it), else in the cached ``xswu/HPSv2``."""
+        name = cls.files.get(cls.configured(kwargs, "version"), "")
+        source = model_path or cls.default_repo
+        path = Path(source).expanduser()
+        if path.is_file():
+            return [resolve_checkpoint(source)]
+        return [resolve_checkpoint(str(path / name) if path.is_dir() else f"{source.rstrip('/')}/{name}")]
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:
         check_pairs(image=image, prompt=prompt)

@@ -26,7 +26,7 @@ flow_grpo runs), rapidocr's ``config.yaml`` under ``preset: rapidocr``; each can
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...errors import ConfigError, InputError, MissingExtraError
+from ...shared.checkpoints import Checkpoint, local_file, package_file
 from ...shared.media import images_to_uint8
 from ...shared.onnx import onnx_session
 from ...shared.options import choice, known_options, positive_float, positive_int
@@ -184,6 +185,7 @@ class RapidOCREngine:
             paths = self._model_files(Path(model_path))
         self.rec_batch_size = rec_batch_size or 32
         self.engine = RapidOCR(text_score=text_score, **paths, **detector.rapidocr_kwargs())
+        self.engine.text_cls = None  # the angle classifier's session: never run here (use_cls=False), so freed
         # RapidOCR's own sessions turn ONNX Runtime's memory arena off (~25% slower detection here);
         # ours: the spec's device and thread count, the arena on
         self.engine.text_det.infer.session = onnx_session(paths["det_model_path"], threads=threads, device=device)
@@ -196,6 +198,23 @@ class RapidOCREngine:
         # tabulated per uint8 value and channel: the same numbers without the per-pixel float64 pass
         levels = np.arange(256, dtype=np.float32)[:, None]
         self._det_lut = np.ascontiguousarray(((levels * pre.scale - pre.mean) / pre.std).astype(np.float32).T)
+
+    @staticmethod
+    def weight_files(model_path: str | None) -> list[Checkpoint]:
+        """The two ONNX files the engine's sessions load: ``det.onnx`` and ``rec.onnx`` of ``model_path``, else the
+        PP-OCRv4 files that the wheel's ``config.yaml`` names (read as a file: the package is not imported)."""
+        if model_path is not None:
+            root = Path(model_path)
+            return [local_file(root / name) for name in ("det.onnx", "rec.onnx")]
+        found = package_file("rapidocr_onnxruntime", "config.yaml")
+        if found.missing:
+            return [found]
+        import yaml
+
+        config = yaml.safe_load(found.files[0].read_text(encoding="utf-8"))
+        return [
+            package_file("rapidocr_onnxruntime", *Path(config[part]["model_path"]).parts) for part in ("Det", "Rec")
+        ]
 
     @staticmethod
     def _model_files(root: Path) -> dict[str, str]:
@@ -420,6 +439,17 @@ class _OCRReward(PointwiseReward):
             rec_batch_size=rec_batch_size,
             detector=self.detector,
         )
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """rapidocr: its engine's two ONNX files (:meth:`RapidOCREngine.weight_files`); vlm: ``model_path``'s
+        checkpoint (an endpoint: none); paddleocr: unknown (PaddlePaddle's own formats)."""
+        engine = kwargs.get("engine", "rapidocr")
+        if engine == "vlm":
+            return [] if kwargs.get("backend") == "openai" else super().weight_files(model_path, kwargs)
+        if engine == "paddleocr":
+            return [Checkpoint(model_path or "paddleocr", missing="paddleocr's model files are not read by the plan")]
+        return RapidOCREngine.weight_files(model_path)
 
     def _containment(self, containment: Any) -> bool:
         if containment is not None and not isinstance(containment, bool):

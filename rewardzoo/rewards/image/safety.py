@@ -12,13 +12,14 @@ network as one batch (its batch dimension is dynamic).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError, MissingExtraError
+from ...shared.checkpoints import Checkpoint, package_file, resolve_checkpoint
 from ...shared.media import images_to_uint8
 from ...shared.onnx import onnx_session
 from ...shared.options import positive_int
@@ -105,6 +106,11 @@ class NudeNetSafety(PointwiseReward):
         path = nudenet_model_file() if model_path is None else Path(model_path)
         self.session = onnx_session(path, threads=threads, device=device)
         self._input = self.session.get_inputs()[0].name
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """The one ONNX file the session loads: ``model_path``, else the wheel's ``320n.onnx``."""
+        return [resolve_checkpoint(model_path) if model_path is not None else package_file("nudenet", "320n.onnx")]
 
     def _blob(self, images: Sequence[np.ndarray]) -> np.ndarray:
         cv2 = self._cv2

@@ -10,7 +10,7 @@ consistency CLIP image features. Identical frames give 1.0.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import InputError
+from ...shared.checkpoints import Checkpoint
 from ...shared.dino import IMAGENET_MEAN, IMAGENET_STD, load_dino_backbone
 from ...shared.options import positive_int
 from ...shared.video import check_num_frames, check_temporal
@@ -172,6 +173,17 @@ class BackgroundConsistency(FrameConsistency):
             dtype=self.dtype,
             pretrained=pretrained,
             processor_path=processor_path,
+        )
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """The CLIP backbone's file (:func:`~rewardzoo.shared.clip.clip_weight_files`)."""
+        from ...shared.clip import clip_weight_files
+
+        return clip_weight_files(
+            model_path or cls.default_model,
+            backend=cls.configured(kwargs, "backend"),
+            pretrained=cls.configured(kwargs, "pretrained"),
         )
 
     def features(self, frames: torch.Tensor) -> torch.Tensor:
