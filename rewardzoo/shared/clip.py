@@ -38,7 +38,7 @@ import json
 import os
 import threading
 import weakref
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -388,6 +388,16 @@ def clip_weight_files(
     if pretrained is None:
         return [Checkpoint(text, missing=f"open_clip architecture '{text}' without `pretrained` names no weights")]
     return [open_clip_pretrained(arch, pretrained)]
+
+
+def clip_reward_files(cls: Any, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+    """``weight_files`` of a reward over a CLIP backbone (bind it with ``classmethod``): the backbone's file for the
+    entry's ``model_path`` (else the class's ``default_model``), ``backend`` and ``pretrained``."""
+    return clip_weight_files(
+        model_path or cls.default_model,
+        backend=cls.configured(kwargs, "backend"),
+        pretrained=cls.configured(kwargs, "pretrained"),
+    )
 
 
 def cached_backbones() -> list[ClipBackbone]:

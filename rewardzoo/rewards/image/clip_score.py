@@ -7,13 +7,12 @@ and clamps only after averaging over the batch; a reward needs the per-sample cl
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
 
-from ...shared.checkpoints import Checkpoint
-from ...shared.clip import check_pairs, clip_weight_files, load_clip_backbone
+from ...shared.clip import check_pairs, clip_reward_files, load_clip_backbone
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 
@@ -55,14 +54,7 @@ class ClipScore(PointwiseReward):
             processor_path=processor_path,
         )
 
-    @classmethod
-    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
-        """The CLIP backbone's file (:func:`~rewardzoo.shared.clip.clip_weight_files`)."""
-        return clip_weight_files(
-            model_path or cls.default_model,
-            backend=cls.configured(kwargs, "backend"),
-            pretrained=cls.configured(kwargs, "pretrained"),
-        )
+    weight_files = classmethod(clip_reward_files)  # the CLIP backbone's file
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:
         check_pairs(image=image, prompt=prompt)

@@ -6,14 +6,13 @@ subject-driven generation (reference images, as DreamBooth's CLIP-I metric).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
 
 from ...errors import InputError
-from ...shared.checkpoints import Checkpoint
-from ...shared.clip import check_pairs, clip_weight_files, load_clip_backbone
+from ...shared.clip import check_pairs, clip_reward_files, load_clip_backbone
 from ..base import Inputs, PointwiseReward, RewardOutput
 
 
@@ -49,14 +48,7 @@ class ClipImageSimilarity(PointwiseReward):
             processor_path=processor_path,
         )
 
-    @classmethod
-    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
-        """The CLIP backbone's file (:func:`~rewardzoo.shared.clip.clip_weight_files`)."""
-        return clip_weight_files(
-            model_path or cls.default_model,
-            backend=cls.configured(kwargs, "backend"),
-            pretrained=cls.configured(kwargs, "pretrained"),
-        )
+    weight_files = classmethod(clip_reward_files)  # the CLIP backbone's file
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, condition_images: Sequence[Any], **_: Any) -> RewardOutput:
         n = check_pairs(image=image, condition_images=condition_images)

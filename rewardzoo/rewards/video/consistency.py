@@ -10,7 +10,7 @@ consistency CLIP image features. Identical frames give 1.0.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import InputError
-from ...shared.checkpoints import Checkpoint
+from ...shared.clip import clip_reward_files
 from ...shared.dino import IMAGENET_MEAN, IMAGENET_STD, load_dino_backbone
 from ...shared.options import positive_int
 from ...shared.video import check_num_frames, check_temporal
@@ -175,16 +175,7 @@ class BackgroundConsistency(FrameConsistency):
             processor_path=processor_path,
         )
 
-    @classmethod
-    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
-        """The CLIP backbone's file (:func:`~rewardzoo.shared.clip.clip_weight_files`)."""
-        from ...shared.clip import clip_weight_files
-
-        return clip_weight_files(
-            model_path or cls.default_model,
-            backend=cls.configured(kwargs, "backend"),
-            pretrained=cls.configured(kwargs, "pretrained"),
-        )
+    weight_files = classmethod(clip_reward_files)  # the CLIP backbone's file
 
     def features(self, frames: torch.Tensor) -> torch.Tensor:
         if self.preset == "vbench":  # clip_transform(224): float 0-255 bicubic resize, no antialias, crop, /255

@@ -379,17 +379,8 @@ UNIFIED_REWARD_EDIT_QUALITY = _UNIFIED_REWARD_EDIT_CONTEXT + (
     "Put the score in a list such that output score = [naturalness, artifacts]\n"
 )
 
-#: UnifiedReward-Edit's rank prompt: the ``problem`` of UnifiedReward-Edit/edit_pairwise_rank.py, as Pref-GRPO 3e787f6
-#: sends it (``fastvideo/rewards/templates.py`` ``get_unifiedreward_edit_pairwise_template``; ``{prompt}`` where
-#: it puts the instruction); the source and the two edits come first. It states no answer format: Pref-GRPO reads
-#: "Edited image 1/2 is better".
-UNIFIED_REWARD_EDIT_PAIRWISE_RANK = (
-    "You are tasked with comparing two edited images and determining which one is better based on the given "
-    "criteria.\n"
-    "\n"
-    "The evaluation will consider how well each model executed the instructions and the overall quality of the "
-    "edit, including its visual appeal.\n"
-    "\n"
+#: What UnifiedReward-Edit's two pairwise prompts share, word for word: the inputs and the evaluation criteria.
+_EDIT_PAIRWISE_CRITERIA = (
     "**Inputs Provided:**\n"
     "- Source Image (before editing)\n"
     "- Edited Image 1 (after applying the instruction)\n"
@@ -420,7 +411,20 @@ UNIFIED_REWARD_EDIT_PAIRWISE_RANK = (
     "composition, color harmony, and overall appeal. The changes should enhance the image rather than detract from "
     "it.\n"
     "\n"
-    "### Final Output:\n"
+)
+
+
+#: UnifiedReward-Edit's rank prompt: the ``problem`` of UnifiedReward-Edit/edit_pairwise_rank.py, as Pref-GRPO 3e787f6
+#: sends it (``fastvideo/rewards/templates.py`` ``get_unifiedreward_edit_pairwise_template``; ``{prompt}`` where
+#: it puts the instruction); the source and the two edits come first. It states no answer format: Pref-GRPO reads
+#: "Edited image 1/2 is better".
+UNIFIED_REWARD_EDIT_PAIRWISE_RANK = (
+    "You are tasked with comparing two edited images and determining which one is better based on the given "
+    "criteria.\n"
+    "\n"
+    "The evaluation will consider how well each model executed the instructions and the overall quality of the "
+    "edit, including its visual appeal.\n"
+    "\n" + _EDIT_PAIRWISE_CRITERIA + "### Final Output:\n"
     "Based on the above evaluation, determine which edited image is better.\n"
     "\n"
     "Text instruction - {prompt}\n"
@@ -433,38 +437,7 @@ UNIFIED_REWARD_EDIT_PAIRWISE_SCORE = (
     "\n"
     "The score should reflect both how well the model executed the instructions and the overall quality of the "
     "edit, including its visual appeal for both images.\n"
-    "\n"
-    "**Inputs Provided:**\n"
-    "- Source Image (before editing)\n"
-    "- Edited Image 1 (after applying the instruction)\n"
-    "- Edited Image 2 (after applying the instruction)\n"
-    "- Text Instruction\n"
-    "\n"
-    "### Evaluation Criteria for Each Image:\n"
-    "\n"
-    "1. **Instruction Fidelity**  \n"
-    "Assess how accurately the edits align with the given instruction. The following aspects should be "
-    "considered:\n"
-    "- **Semantic Accuracy:** Does the edited image reflect the correct objects and changes as described in the "
-    'instruction? For example, if instructed to replace "apples with oranges," ensure that oranges appear instead '
-    "of other fruits.\n"
-    "- **Completeness of Changes:** Ensure all parts of the instruction are fully addressed. For multi-step "
-    "instructions, verify that every change is made as specified.\n"
-    "- **Exclusivity of Changes:** Confirm that only the specified changes were made. Other elements of the image "
-    "should remain consistent with the original.\n"
-    "\n"
-    "2. **Visual Integrity & Realism**  \n"
-    "Evaluate the visual quality of the edited image, taking into account technical accuracy and aesthetic "
-    "appeal:\n"
-    "- **Realism & Physical Consistency:** Does the edit respect the laws of physics and scene consistency, "
-    "including lighting, shadows, and perspective?\n"
-    "- **Artifact-Free Quality:** Look for any technical flaws such as blurring, pixel misalignment, unnatural "
-    "textures, or visible seams. The image should be clean and free from distractions.\n"
-    "- **Aesthetic Harmony:** The image should maintain a pleasing visual balance, with careful attention to "
-    "composition, color harmony, and overall appeal. The changes should enhance the image rather than detract from "
-    "it.\n"
-    "\n"
-    "### Scoring Guidelines:\n"
+    "\n" + _EDIT_PAIRWISE_CRITERIA + "### Scoring Guidelines:\n"
     "- The score can range from **positive to negative** based on how well the edit follows the instruction and "
     "maintains visual quality.\n"
     "- A **higher score** indicates a strong adherence to the instruction, clean edits, and a high-quality final "
