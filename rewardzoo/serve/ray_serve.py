@@ -182,6 +182,18 @@ def _group_deployment(group: Any, app: str) -> Any:
     )
 
 
+def placement_notice(config_source: Any, job: ServeJob, app: str = "rewardzoo") -> list[str]:
+    """One line per deployment of entries with a ``ray:`` block: its name, entries and resources per replica."""
+    defaults = RayPlacement(job.gpus_per_replica, job.cpus_per_replica, job.replicas, MAX_ONGOING_REQUESTS)
+    _rest, groups = placed_groups(resolve_config(config_source).specs(job.split), defaults)
+    return [
+        f"rewardzoo serve: deployment {app}-{g.label} ({', '.join(g.names)}): {g.placement.replicas} replica(s), "
+        f"{g.placement.num_gpus or 0:g} GPU and {g.placement.num_cpus or 0:g} CPU each, "
+        f"at most {g.placement.max_ongoing_requests} request(s) in flight per replica"
+        for g in groups
+    ]
+
+
 def run_ray(config_source: Any, job: ServeJob, options: ServeOptions, limits: WireLimits) -> int:
     """``rewardzoo serve --ray``: start (or join) Ray as the Ray engine does, deploy, serve until interrupted or,
     on SIGTERM, drained; 1 when the drain timed out."""
@@ -212,6 +224,8 @@ def run_ray(config_source: Any, job: ServeJob, options: ServeOptions, limits: Wi
             file=sys.stderr,
             flush=True,
         )
+        for line in placement_notice(config_source, job):
+            print(line, file=sys.stderr, flush=True)
         while not terms:
             time.sleep(0.5)
         undrained = _drain_replicas(drain_signal, job.replicas, job.drain_timeout_s)

@@ -108,12 +108,19 @@ def test_serve_drains_a_request_in_flight_on_sigterm_and_exits_0(tmp_path):
 
 def test_serve_ray_drains_on_sigterm_exits_0_and_leaves_no_ray_process(tmp_path):
     pytest.importorskip("ray.serve", reason="Ray Serve is not installed (pip install 'rewardzoo[serve-ray]')")
+    from rewardzoo.serve.ray_serve import MAX_ONGOING_REQUESTS
+
     # the held call runs in the entry's own deployment: the front's drain waits for it there
     config = held_config(tmp_path, ray="{num_cpus: 0.5, num_gpus: 0}")
     server = Server(config, "--ray", "--replicas", "1", "--cpus-per-replica", "0.5").start()
     try:
         processes, before = stop_with_a_request_in_flight(server, tmp_path)
         assert "raylet" in before and "gcs_server" in before  # the Ray instance `serve --ray` started
+        # the placement it announced at start is the entry's block, the left-out keys from the flags
+        assert (
+            "deployment rewardzoo-held (held): 1 replica(s), 0 GPU and 0.5 CPU each, at most "
+            f"{MAX_ONGOING_REQUESTS} request(s) in flight" in server.output()
+        )
 
         def gone() -> bool:
             return not [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
