@@ -31,7 +31,6 @@ from typing import Any, TypeVar
 
 from ..errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
 from ..rewards.info import KINDS, MODALITIES, PER_INSTANCE, RewardInfo
-from ..shared.checkpoints import parse_size
 from ..shared.device import canonical_dtype
 from ..shared.imports import import_path, split_path
 from .extras import extra_modules
@@ -127,6 +126,8 @@ def _activation(value: str | int | None, bad: Callable[[str, str], RegistryError
     """A card's ``activation_per_sample``: a memory size (``350MiB``) or ``unknown``."""
     if value is None or value == "unknown":
         return None
+    from ..shared.checkpoints import parse_size  # here: no shipped card gives one, and `import rewardzoo` stays light
+
     try:
         return parse_size(value)
     except ValueError as exc:
