@@ -18,7 +18,7 @@ from safetensors.torch import save_file
 
 from rewardzoo import load_reward
 from rewardzoo.core.processor import RewardProcessor
-from rewardzoo.errors import ConfigError
+from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.rewards.image.image_quality import VARIANTS
 from rewardzoo.spec.sample import Sample
 
@@ -92,7 +92,7 @@ def test_unknown_and_unbuilt_variants():
     with pytest.raises(ConfigError, match="did you mean 'maniqa'"):
         load_reward({"name": "image_quality", "model_path": "x.safetensors", "kwargs": {"metric": "maniq"}})
     with pytest.raises(ConfigError, match="not built by rewardzoo"):
-        load_reward({"name": "image_quality", "model_path": "x.safetensors", "kwargs": {"metric": "clipiqa"}})
+        load_reward({"name": "image_quality", "model_path": "x.safetensors", "kwargs": {"metric": "arniqa"}})
     with pytest.raises(ConfigError, match="kwargs.arch must not set"):
         load_reward(
             {
@@ -115,3 +115,76 @@ def test_processor_and_video_per_frame_mean(offline_backbones, tmp_path):
     vproc = RewardProcessor([{"name": "video_quality", "model_path": path, "kwargs": {**kwargs, "num_frames": None}}])
     got_v = vproc([Sample(video=video)]).rewards["video_quality"][0]
     assert got_v == pytest.approx((2 * want[0] + want[1]) / 3, rel=1e-4)
+
+
+#: tiny OpenAI-style CLIPs (pyiqa's CLIP class, random init): 64-wide text tower of 2 layers; CLIP-IQA's
+#: default tower is a ResNet (RN50 layout, width 8), LIQE's a ViT-B/32 layout (width 64, 2 layers, 224 pixels).
+TINY_CLIP = {
+    "rn": {"vision_layers": (1, 1, 1, 1), "vision_width": 8, "vision_patch_size": None},
+    "vit": {"vision_layers": 2, "vision_width": 64, "vision_patch_size": 32},
+}
+CLIP_CASES = {"clipiqa": ("rn", {}), "clipiqa+": ("rn", {}), "liqe": ("vit", {}), "liqe_mix": ("vit", {"mtl": True})}
+
+
+def saved_clip_metric(name, tmp_path, monkeypatch):
+    """pyiqa's CLIP-based metric on a tiny random CLIP given to its ``load``, and its state (the CLIP's entries
+    under ``clip_model.``) saved as safetensors."""
+    pytest.importorskip("clip")  # openai-clip's tokenizer, imported by pyiqa's CLIP archs
+    from pyiqa.archs.clip_model import CLIP
+
+    tower, arch = CLIP_CASES[name]
+    torch.manual_seed(0)
+    clip = CLIP(
+        embed_dim=32,
+        image_resolution=224,
+        context_length=77,
+        vocab_size=49408,
+        transformer_width=64,
+        transformer_heads=1,
+        transformer_layers=2,
+        **TINY_CLIP[tower],
+    )
+    with torch.no_grad():
+        for p in clip.parameters():
+            p.add_(torch.randn_like(p) * 0.02)
+    clip.eval()
+    module = importlib.import_module(f"pyiqa.archs.{'liqe' if name.startswith('liqe') else 'clipiqa'}_arch")
+    monkeypatch.setattr(module, "load", lambda *a, **k: clip)
+    if hasattr(module, "DEFAULT_CACHE_DIR"):
+        monkeypatch.setattr(module, "DEFAULT_CACHE_DIR", str(tmp_path))  # LIQE's text-feature cache: fresh
+    ref = pyiqa.create_metric(name, device="cpu", pretrained=False, **arch)
+    state = {f"clip_model.{k}": v for k, v in clip.state_dict().items()} | ref.net.state_dict()
+    path = tmp_path / f"{name}.safetensors"
+    save_file({k: v.contiguous() for k, v in state.items()}, str(path))
+    return ref, str(path)
+
+
+@pytest.mark.parametrize("name", sorted(CLIP_CASES))
+def test_clip_metrics_match_pyiqa(name, tmp_path, monkeypatch):
+    ref, path = saved_clip_metric(name, tmp_path, monkeypatch)
+    monkeypatch.undo()  # the reward builds its own CLIP from the file
+    reward = load_reward({"name": "image_quality", "model_path": path, "kwargs": {"metric": name}})
+    images = [torch.rand(3, 224, 224, generator=torch.Generator().manual_seed(i)) for i in range(3)]
+    images.append(torch.rand(3, 256, 240, generator=torch.Generator().manual_seed(9)))
+    ours = np.asarray(reward(image=images).rewards, dtype=np.float64)
+    want = np.array([float(ref(img[None])) for img in images])
+    np.testing.assert_allclose(ours, want, rtol=1e-4, atol=1e-6)
+    assert np.ptp(want) > 0
+    lo, hi = (1, 5) if name.startswith("liqe") else (0, 1)
+    assert ((want >= lo) & (want <= hi)).all()
+
+
+def test_clip_metric_errors(tmp_path, monkeypatch):
+    pytest.importorskip("clip")
+    with pytest.raises(ConfigError, match="no published checkpoint"):
+        load_reward({"name": "image_quality", "kwargs": {"metric": "clipiqa"}})
+    _, path = saved_clip_metric("liqe", tmp_path, monkeypatch)
+    monkeypatch.undo()
+    bare = tmp_path / "bare.safetensors"
+    save_file({"x": torch.zeros(1)}, str(bare))
+    with pytest.raises(ConfigError, match="no 'clip_model"):
+        load_reward({"name": "image_quality", "model_path": str(bare), "kwargs": {"metric": "liqe"}})
+    reward = load_reward({"name": "image_quality", "model_path": path, "kwargs": {"metric": "liqe"}})
+    with pytest.raises(InputError, match=">= 224") as info:
+        reward(image=[torch.rand(3, 224, 224), torch.rand(3, 200, 300)])
+    assert info.value.sample == 1

@@ -6,7 +6,9 @@ score is on the metric's own scale (:data:`VARIANTS`: pyiqa's ``score_range``; e
 higher-is-better, ``lower_better`` False in pyiqa's ``DEFAULT_CONFIGS``). The network is built with
 ``pretrained=False`` and no backbone download (``timm`` / ``torchvision`` backbones random-init, pyiqa's own
 loader disabled), then the full state dict of ``model_path`` is loaded strictly (safetensors or
-``torch.load(weights_only=True)``), so no pickled file is ever executed.
+``torch.load(weights_only=True)``), so no pickled file is ever executed. The CLIP-based metrics (CLIP-IQA(+),
+LIQE) get pyiqa's CLIP class sized and loaded from the checkpoint's ``clip_model.*`` entries in place of pyiqa's
+``clip.load`` (:mod:`.iqa_clip`). ARNIQA stays refused: its regressor is published only as TorchScript.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ...errors import ConfigError, InputError, MissingExtraError, did_you_mean
 from ...shared.clip import resolve_weights_file
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
+from . import iqa_clip
 
 _UNSAFE_BACKBONE = "its constructor downloads and unpickles a backbone ({}), outside rewardzoo's safe loader"
 
@@ -39,13 +42,17 @@ class Variant:
     lower_better: bool
     score_range: str
     unsupported: str | None = None
+    clip: bool = False
+    options: tuple[tuple[str, Any], ...] = ()
+    min_side: int = 0
 
 
 _MUSIQ = "pyiqa.archs.musiq_arch:MUSIQ"
 _MANIQA = "pyiqa.archs.maniqa_arch:MANIQA"
 _NIMA = "pyiqa.archs.nima_arch:NIMA"
 _TOPIQ = "pyiqa.archs.topiq_arch:CFANet"
-_CLIP = _UNSAFE_BACKBONE.format("OpenAI CLIP through the openai-clip package, clip.load")
+_CLIPIQA = "pyiqa.archs.clipiqa_arch:CLIPIQA"
+_LIQE = "pyiqa.archs.liqe_arch:LIQE"
 _ARNIQA = _UNSAFE_BACKBONE.format("a ResNet-50 state dict and a TorchScript regressor, torch.jit.load")
 
 #: pyiqa metric name -> variant. ``lower_better`` and ``score_range`` are pyiqa 0.1.16's ``DEFAULT_CONFIGS``
@@ -66,10 +73,10 @@ VARIANTS: dict[str, Variant] = {
     "musiq": Variant(_MUSIQ, "koniq10k", False, "~0, ~100"),
     "musiq-spaq": Variant(_MUSIQ, "spaq", False, "~0, ~100"),
     "musiq-paq2piq": Variant(_MUSIQ, "paq2piq", False, "~0, ~100"),
-    "clipiqa": Variant("pyiqa.archs.clipiqa_arch:CLIPIQA", None, False, "0, 1", _CLIP),
-    "clipiqa+": Variant("pyiqa.archs.clipiqa_arch:CLIPIQA", None, False, "0, 1", _CLIP),
-    "liqe": Variant("pyiqa.archs.liqe_arch:LIQE", None, False, "1, 5", _CLIP),
-    "liqe_mix": Variant("pyiqa.archs.liqe_arch:LIQE", None, False, "1, 5", _CLIP),
+    "clipiqa": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
+    "clipiqa+": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
+    "liqe": Variant(_LIQE, "koniq", False, "1, 5", clip=True, min_side=224),
+    "liqe_mix": Variant(_LIQE, "mix", False, "1, 5", clip=True, options=(("mtl", True),), min_side=224),
     "arniqa": Variant("pyiqa.archs.arniqa_arch:ARNIQA", None, False, "0, 1", _ARNIQA),
 }
 #: pyiqa options that would load weights on their own: the weights come from ``model_path`` only.
@@ -98,7 +105,8 @@ def arch_class(row: Variant, reward: str) -> type[torch.nn.Module]:
         return getattr(importlib.import_module(module), cls)
     except ImportError as exc:  # pyiqa, cv2 (imported by pyiqa) or an arch's own dependency (facexlib)
         missing = getattr(exc, "name", None) or "pyiqa"
-        package = "opencv-python-headless" if missing == "cv2" else "pyiqa" if missing.startswith("pyiqa") else missing
+        names = {"cv2": "opencv-python-headless", "clip": "openai-clip"}  # the tokenizer CLIP-IQA / LIQE import
+        package = names.get(missing, "pyiqa" if missing.startswith("pyiqa") else missing)
         raise MissingExtraError(reward, package, None) from exc
 
 
@@ -107,7 +115,7 @@ def metric_options(name: str, arch: Mapping[str, Any] | None) -> dict[str, Any]:
     from pyiqa.default_model_configs import DEFAULT_CONFIGS
 
     options = {k: v for k, v in DEFAULT_CONFIGS[name]["metric_opts"].items() if k != "type"}
-    options = {k: v for k, v in options.items() if k not in _WEIGHT_OPTIONS}
+    options = {k: v for k, v in options.items() if k not in _WEIGHT_OPTIONS} | dict(VARIANTS[name].options)
     extra = dict(arch or {})
     bad = sorted(set(extra) & _WEIGHT_OPTIONS)
     if bad:
@@ -143,6 +151,13 @@ def no_backbone_download(module: Any) -> Iterator[None]:
 
 def checkpoint_file(name: str, row: Variant, model_path: str | None) -> str:
     """``model_path`` (a local file, URL or hub file), else the variant's published pyiqa checkpoint."""
+    if model_path is None and row.checkpoint is None:
+        raise ConfigError(
+            f"pyiqa's {name!r} has no published checkpoint rewardzoo can load safely (OpenAI's CLIP is a TorchScript "
+            f"archive): set model_path to a .safetensors file with its '{iqa_clip.PREFIX}*' and own entries "
+            "(see the card)",
+            field="model_path",
+        )
     if model_path is None:
         module = importlib.import_module(row.arch.partition(":")[0])
         model_path = module.default_model_urls[row.checkpoint]
@@ -162,8 +177,16 @@ def load_network(name: str, path: str, arch: Mapping[str, Any] | None, reward: s
         state = state["params"]
     state = strip_prefix(state, ("module.",))
     try:
-        with no_backbone_download(importlib.import_module(cls.__module__)):
-            net = cls(pretrained=False, **options)
+        if row.clip:
+            clip_state, rest = iqa_clip.split(state, path, name)
+            clip = iqa_clip.build_clip(clip_state, path, name)
+            with iqa_clip.given_clip(cls.__module__, clip):
+                net = cls(pretrained=False, **options)
+            if not any(k.startswith(iqa_clip.PREFIX) for k in net.state_dict()):
+                state = rest  # CLIP-IQA keeps its CLIP out of its state dict: loaded strictly above
+        else:
+            with no_backbone_download(importlib.import_module(cls.__module__)):
+                net = cls(pretrained=False, **options)
     except TypeError as exc:
         raise ConfigError(f"kwargs.arch: {exc}", field="kwargs.arch") from None
     try:
@@ -177,9 +200,10 @@ class ImageQuality(PointwiseReward):
     """A pyiqa no-reference quality metric on the metric's own scale: ``score = pyiqa_net(x)``, x in [0, 1].
 
     Inputs: ``image``. ``metric``: a pyiqa metric name (rows of :data:`VARIANTS`: ``topiq_nr``, ``maniqa``,
-    ``hyperiqa``, ``dbcnn``, ``nima``, ``musiq`` and their dataset variants; default ``topiq_nr``).
+    ``hyperiqa``, ``dbcnn``, ``nima``, ``musiq``, ``clipiqa(+)``, ``liqe(_mix)`` and their dataset variants;
+    default ``topiq_nr``).
     ``model_path``: a ``.safetensors`` / ``.pth`` file, URL or hub file with pyiqa's key names (default the
-    metric's published checkpoint). ``arch``: extra keyword arguments of pyiqa's arch class (crops, sizes).
+    metric's published checkpoint; CLIP-IQA has none loadable safely, so it needs one). ``arch``: extra keyword arguments of pyiqa's arch class (crops, sizes).
     Every listed metric is higher-is-better; ranges are pyiqa's (see the card).
     """
 
@@ -215,6 +239,14 @@ class ImageQuality(PointwiseReward):
         out = torch.empty(len(images), dtype=torch.float64)
         by_size: dict[tuple[int, ...], list[int]] = {}
         for i, img in enumerate(images):
+            if min(img.shape[-2:]) < self.variant.min_side:
+                raise InputError(
+                    f"pyiqa's {self.metric!r} needs both sides >= {self.variant.min_side} pixels, got "
+                    f"{tuple(img.shape[-2:])}",
+                    reward=self.name,
+                    field="image",
+                    sample=i,
+                )
             by_size.setdefault(tuple(img.shape), []).append(i)
         with torch.inference_mode():
             for idx in by_size.values():
