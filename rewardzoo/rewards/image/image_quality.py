@@ -28,8 +28,6 @@ from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
 from . import iqa_clip
 
-_UNSAFE_BACKBONE = "its constructor downloads and unpickles a backbone ({}), outside rewardzoo's safe loader"
-
 
 @dataclass(frozen=True)
 class Variant:
@@ -53,7 +51,10 @@ _NIMA = "pyiqa.archs.nima_arch:NIMA"
 _TOPIQ = "pyiqa.archs.topiq_arch:CFANet"
 _CLIPIQA = "pyiqa.archs.clipiqa_arch:CLIPIQA"
 _LIQE = "pyiqa.archs.liqe_arch:LIQE"
-_ARNIQA = _UNSAFE_BACKBONE.format("a ResNet-50 state dict and a TorchScript regressor, torch.jit.load")
+_ARNIQA = (
+    "its quality regressors are published only as TorchScript (torch.jit.load runs the file's code), and the math "
+    "they hold is in that code, so no plain module loaded from safetensors can be shown to match them"
+)
 
 #: pyiqa metric name -> variant. ``lower_better`` and ``score_range`` are pyiqa 0.1.16's ``DEFAULT_CONFIGS``
 #: (``~`` = approximate bound), checked against the installed pyiqa by the tests.
