@@ -25,6 +25,7 @@ from ...errors import ConfigError
 #: the checkpoint's prefix of the CLIP entries (LIQE's own attribute name; CLIP-IQA keeps its CLIP out of its
 #: state dict, so its checkpoint carries them under the same prefix beside ``prompt_learner.*``).
 PREFIX = "clip_model."
+_JIT_SCALARS = ("input_resolution", "context_length", "vocab_size")
 
 
 def _count(state: Mapping[str, Any], pattern: str) -> int:
@@ -86,6 +87,8 @@ def build_clip(state: Mapping[str, torch.Tensor], path: str, name: str) -> torch
 def split(state: Mapping[str, torch.Tensor], path: str, name: str) -> tuple[dict[str, torch.Tensor], dict]:
     """The checkpoint's CLIP entries (prefix removed) and the rest; no CLIP entry is a ConfigError."""
     clip = {k[len(PREFIX) :]: v for k, v in state.items() if k.startswith(PREFIX)}
+    for scalar in _JIT_SCALARS:  # a TorchScript CLIP's state dict also carries these sizes: not weights
+        clip.pop(scalar, None)
     if not clip:
         raise ConfigError(
             f"'{path}' has no '{PREFIX}*' entries: pyiqa's {name!r} needs its CLIP's weights in the checkpoint",
