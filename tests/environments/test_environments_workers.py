@@ -242,7 +242,8 @@ def test_a_sigkilled_parent_takes_its_workers_with_it():
 
 
 def test_keyboard_interrupt_during_a_call_stops_the_worker():
-    then = (
+    then = (  # Ctrl-C's handler first: a parent started in the background by a shell inherits SIGINT ignored
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
         "try:\n    holder[0](image=[__import__('numpy').zeros((8, 8, 3), 'uint8')], prompt=['x'])\n"
         "except KeyboardInterrupt:\n    print('interrupted', holder[0].worker.pid, flush=True)\n"

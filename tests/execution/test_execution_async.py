@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
 import warnings
@@ -199,7 +200,16 @@ def test_timeout_raises_instead_of_hanging_and_the_runner_recovers():
     runner.close()
 
 
-def test_keyboard_interrupt_cancels_queued_calls_and_stops_the_threads():
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C's handler for the test, as in an interactive run: a suite started in the background by a shell
+    inherits SIGINT ignored, and ``interrupt_main`` then does nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_keyboard_interrupt_cancels_queued_calls_and_stops_the_threads(ctrl_c):
     proc = RewardProcessor(
         [{"name": "rec", "reward_model": REC, "async_reward": True, "batch_size": 1, "kwargs": {"delay": 0.3}}]
     )

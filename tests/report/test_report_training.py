@@ -109,7 +109,11 @@ def test_bad_logs_name_the_file_and_line(run, tmp_path):
 
         from rewardzoo.report import cmd_report
 
-        cmd_report(Namespace(scores=str(run.log), manifest=None, config="demo", compare=None, out="x.html", top=8))
+        cmd_report(
+            Namespace(
+                scores=str(run.log), manifest=None, config="demo", compare=None, agreement=None, out="x.html", top=8
+            )
+        )
 
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} is missing (apt-get install -y chromium)")
