@@ -573,3 +573,26 @@ def test_offloaded_rewards_are_asleep_between_two_steps_of_flow_factorys_reward_
         assert ours.keys() == theirs.keys()
         for name in ours:
             assert ours[name].tobytes() == theirs[name].tobytes()
+
+
+def test_the_flow_factory_pages_yaml_scores_in_flow_factorys_own_processor(ff):
+    """docs/guides/trainers/flow-factory.md's example (a YAML block) loaded and scored by Flow-Factory itself."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs/guides/trainers/flow-factory.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"^```yaml\n(.*?)^```$", page, flags=re.S | re.M)
+    entries = yaml.safe_load(block)["rewards"]
+    batch = make_batch(ff)
+    models, configs = loaded(ff, entries)
+    rewards = ff.rewards.RewardProcessor(ff.acc, models, configs, verbose=False).compute_rewards(batch.samples)
+    zoo = ZooProcessor(
+        [
+            {"name": "jpeg", "reward_model": "jpeg_incompressibility"},
+            {"name": "jpeg_rank", "reward_model": "group_rank", "kwargs": {"base": "jpeg_incompressibility"}},
+        ]
+    )
+    own = zoo([Sample(image=Image.fromarray(a), prompt=p, group_id=p) for a, p in zip(batch.arrays, batch.prompts)])
+    for name in ("jpeg", "jpeg_rank"):
+        np.testing.assert_array_equal(rewards[name].numpy(), own.rewards[name])
+    np.testing.assert_allclose(rewards["jpeg_rank"].numpy(), batch.ranks, rtol=0, atol=1e-6)  # independent: PIL

@@ -145,12 +145,12 @@ def _differentiable(tmp: Path) -> dict[str, Any]:
     clip, _ = _tiny_clip(tmp)
     _yaml(tmp / "rewards.yaml", {"rewards": [{"name": "clip_score", "model_path": clip}]})
     pixels = torch.rand(2, 3, 64, 64, generator=torch.Generator().manual_seed(0), requires_grad=True)
-    return {"rewardzoo": __import__("rewardzoo"), "pixels": pixels, "prompts": ["a cat", "a dog"]}
+    return {"pixels": pixels, "prompts": ["a cat", "a dog"]}
 
 
 def _reports(tmp: Path) -> dict[str, Any]:
     _yaml(tmp / "rewards.yaml", {"rewards": _demo_entries("jpeg_compressibility"), "monitor": {"window": 4}})
-    return {"rewardzoo": __import__("rewardzoo")}
+    return {}
 
 
 def _scale(tmp: Path, *, started: bool) -> dict[str, Any]:
@@ -296,7 +296,7 @@ SETUPS: dict[str, Setup] = {
     ),
     "docs/getting-started.md#0": Setup(("scipy",), _getting_started, _check_getting_started),
     "docs/guides/differentiable.md#0": Setup(
-        TORCH_CLIP, _differentiable, lambda ns: (_finite(ns["total"]), ns["total"].sum().backward())
+        TORCH_CLIP, _differentiable, lambda ns: (_finite(ns["total"], ns["rewards"]), ns["rewards"].sum().backward())
     ),
     "docs/guides/reports.md#0": Setup((), _reports, _check_reports),
     "docs/guides/scale.md#0": Setup((), lambda tmp: _scale(tmp, started=False), _check_scale),
