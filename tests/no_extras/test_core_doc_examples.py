@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from .doc_examples import NOT_RUN, ROOT, SETUPS, blocks
+from .doc_examples import NOT_RUN, ROOT, SETUPS, blocks, pages
 
 BLOCKS = list(blocks())
 CORE = [b for b in BLOCKS if b.not_run is None and b.key in SETUPS and not SETUPS[b.key].needs]
@@ -29,6 +29,15 @@ def test_every_block_runs_or_is_marked_and_its_page_says_so():
         assert block.key not in SETUPS, f"{block.page}:{block.line} is marked not run but has a setup"
         prose = re.sub(r"<!--.*?-->", "", (ROOT / block.page).read_text(encoding="utf-8"), flags=re.S)
         assert "not run" in prose, f"{block.page} does not say that an example is not run"
+
+
+def test_no_python_example_hides_under_another_fence():
+    """Only ```python blocks are extracted; ```pycon is doctested on getting-started.md (test_core_doctests)."""
+    for path in pages():
+        fences = re.findall(r"^\s*```(\w+)", path.read_text(encoding="utf-8"), flags=re.M)
+        other = [f for f in fences if f in {"py", "python3", "ipython", "pycon"}]
+        allowed = ["pycon"] if path.name == "getting-started.md" else []
+        assert other in ([], allowed), f"{path.relative_to(ROOT)} has ```{other} blocks that no test runs"
 
 
 @pytest.mark.parametrize("block", CORE, ids=lambda b: b.key)
