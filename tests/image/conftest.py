@@ -74,3 +74,26 @@ def aesthetic_reference():
 def aesthetic_head_file(tmp_path_factory, aesthetic_reference):
     """The published head's file name and format (.pth state dict), holding the weights of aesthetic_reference."""
     return rzt.aesthetic_head_file(tmp_path_factory.mktemp("aes") / "sac+logos+ava1-l14-linearMSE.pth", seed=7)
+
+
+@pytest.fixture(autouse=True)
+def transformers_llama_left_as_found():
+    """pyiqa's arch lookup falls back to importing every arch module, Q-Align's among them, whose import replaces
+    transformers' Llama classes process-wide (``replace_llama_modality_adaptive``); put them back after each test so
+    the suite's later Llama builds run transformers' own code."""
+    try:
+        from transformers.models.llama import configuration_llama, modeling_llama
+    except ImportError:
+        yield
+        return
+    modules = {m: dict(vars(m)) for m in (configuration_llama, modeling_llama)}
+    forwards = {c: c.__dict__["forward"] for c in (modeling_llama.LlamaModel, modeling_llama.LlamaForCausalLM)}
+    yield
+    for module, saved in modules.items():
+        for key in set(vars(module)) - set(saved):
+            delattr(module, key)
+        for key, value in saved.items():
+            if vars(module).get(key) is not value:
+                setattr(module, key, value)
+    for cls, forward in forwards.items():
+        cls.forward = forward
