@@ -10,8 +10,7 @@
    matrix, in chunks) on the same credits.
 
 Run: python benchmarks/bench_evaluate.py [--pairs 10000] [--repeats 3] (one warm-up run of each side first).
-The issue's size is 10,000 pairs; a run at another size says so in its figure's notes (on the shared 2-core
-development machine 10,000 pairs took over half an hour under load, so the recorded run is smaller).
+The issue's size is 10,000 pairs (the recorded run); a run at another size says so in its figure's notes.
 """
 
 from __future__ import annotations
