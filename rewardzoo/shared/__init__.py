@@ -1,7 +1,8 @@
 """What rewards share: media conversion and I/O, devices and dtypes, safe weights, options, common backbones.
 
 - ``media``, ``image_ops``, ``video``, ``audio``, ``files``, ``editing`` — media conversion and I/O;
-- ``device`` — devices, dtypes, CUDA side streams; ``weights`` — safe weight loading; ``options`` — option checks;
+- ``device`` — devices, dtypes, CUDA side streams; ``weights`` — safe weight loading; ``torchscript`` — a TorchScript
+  archive's tensors and code text, read without running it; ``options`` — option checks;
 - ``imports`` — objects named by a Python path, lazy attributes; ``score_stats`` — score summaries;
 - ``clip``, ``dino``, ``timm_backbone``, ``onnx`` — backbones several reward families use.
 

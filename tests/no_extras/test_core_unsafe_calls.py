@@ -51,6 +51,14 @@ ALLOWED = {
     ): "a round trip of an exception this process just pickled itself, to learn whether it survives pickling "
     "before it travels back to the front; no foreign bytes",
     (
+        "shared/torchscript.py",
+        "_Restricted",
+        "pickle.Unpickler subclass",
+    ): "reads a TorchScript archive's data.pkl (ARNIQA's published regressors) with find_class resolving only "
+    "torch's tensor rebuild (done by our own as_strided copy), torch's storage classes (as dtypes), OrderedDict and "
+    "__torch__.* classes (inert attribute holders); every other global is refused before it is looked up, so no "
+    "callable the file names is imported or run (tests/image/test_image_quality_arniqa.py plants a __reduce__ payload)",
+    (
         "catalog/resources.py",
         "load_yaml_text",
         "yaml.load without a safe Loader",
@@ -85,12 +93,15 @@ class _Walker(ast.NodeVisitor):
     def _add(self, rule: str, node: ast.AST) -> None:
         self.found.append((".".join(self.scope) or "<module>", rule, node.lineno))
 
-    def _scoped(self, node) -> None:
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:  # a subclass of pickle.Unpickler unpickles on .load()
         self.scope.append(node.name)
+        for base in node.bases:
+            name = self.imported.get(base.id, base.id) if isinstance(base, ast.Name) else _dotted(base)
+            root, _, attr = name.rpartition(".")
+            if root.split(".")[0] in UNPICKLERS and attr == "Unpickler":
+                self._add(f"{root.split('.')[0]}.Unpickler subclass", node)
         self.generic_visit(node)
         self.scope.pop()
-
-    visit_ClassDef = _scoped
 
     def visit_FunctionDef(self, node) -> None:
         args = node.args
@@ -204,6 +215,9 @@ def load(path, trust_remote_code=True):
 class Options:
     trust_remote_code: bool = True
 
+class Restricted(pickle.Unpickler):
+    pass
+
 def safe(path, model, trust_remote_code=False):
     torch.load(path, weights_only=True)
     yaml.load(path, Loader=yaml.SafeLoader)
@@ -233,6 +247,7 @@ def test_the_walker_catches_each_planted_offender_and_leaves_the_safe_forms(tmp_
         ("load", "builtin exec"): 1,
         ("load", "trust_remote_code=True"): 1,
         ("Options", "trust_remote_code default other than False"): 1,
+        ("Restricted", "pickle.Unpickler subclass"): 1,
     }
     assert {key: len(lines) for key, lines in rules.items()} == expected
 

@@ -8,7 +8,8 @@ higher-is-better, ``lower_better`` False in pyiqa's ``DEFAULT_CONFIGS``). The ne
 loader disabled), then the full state dict of ``model_path`` is loaded strictly (safetensors or
 ``torch.load(weights_only=True)``), so no pickled file is ever executed. The CLIP-based metrics (CLIP-IQA(+),
 LIQE) get pyiqa's CLIP class sized and loaded from the checkpoint's ``clip_model.*`` entries in place of pyiqa's
-``clip.load`` (:mod:`.iqa_clip`). ARNIQA stays refused: its regressor is published only as TorchScript.
+``clip.load`` (:mod:`.iqa_clip`). ARNIQA's encoder loads the same way; its regressor, published only as TorchScript,
+is read without running it and computed here (:mod:`.iqa_arniqa`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ...errors import ConfigError, InputError, MissingExtraError, did_you_mean
 from ...shared.clip import resolve_weights_file
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
-from . import iqa_clip
+from . import iqa_arniqa, iqa_clip
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Variant:
     clip: bool = False
     options: tuple[tuple[str, Any], ...] = ()
     min_side: int = 0
+    regressor: bool = False  # ARNIQA: a separate TorchScript regressor file (kwargs.regressor_path), :mod:`.iqa_arniqa`
 
 
 _MUSIQ = "pyiqa.archs.musiq_arch:MUSIQ"
@@ -51,10 +53,7 @@ _NIMA = "pyiqa.archs.nima_arch:NIMA"
 _TOPIQ = "pyiqa.archs.topiq_arch:CFANet"
 _CLIPIQA = "pyiqa.archs.clipiqa_arch:CLIPIQA"
 _LIQE = "pyiqa.archs.liqe_arch:LIQE"
-_ARNIQA = (
-    "its quality regressors are published only as TorchScript (torch.jit.load runs the file's code), and the math "
-    "they hold is in that code, so no plain module loaded from safetensors can be shown to match them"
-)
+_ARNIQA = "pyiqa.archs.arniqa_arch:ARNIQA"
 
 #: pyiqa metric name -> variant. ``lower_better`` and ``score_range`` are pyiqa 0.1.16's ``DEFAULT_CONFIGS``
 #: (``~`` = approximate bound), checked against the installed pyiqa by the tests.
@@ -78,7 +77,11 @@ VARIANTS: dict[str, Variant] = {
     "clipiqa+": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
     "liqe": Variant(_LIQE, "koniq", False, "1, 5", clip=True, min_side=224),
     "liqe_mix": Variant(_LIQE, "mix", False, "1, 5", clip=True, options=(("mtl", True),), min_side=224),
-    "arniqa": Variant("pyiqa.archs.arniqa_arch:ARNIQA", None, False, "0, 1", _ARNIQA),
+    "arniqa": Variant(_ARNIQA, "ARNIQA", False, "0, 1", regressor=True),
+    **{
+        f"arniqa-{dataset}": Variant(_ARNIQA, "ARNIQA", False, "0, 1", regressor=True)
+        for dataset in ("live", "csiq", "tid", "kadid", "clive", "flive", "spaq")
+    },
 }
 #: pyiqa options that would load weights on their own: the weights come from ``model_path`` only.
 _WEIGHT_OPTIONS = frozenset({"pretrained", "pretrained_model_path", "pretrained_scnn_path", "backbone_pretrain"})
@@ -197,12 +200,35 @@ def load_network(name: str, path: str, arch: Mapping[str, Any] | None, reward: s
     return net.eval().requires_grad_(False)
 
 
+def arniqa_network(
+    name: str,
+    cls: type[torch.nn.Module],
+    options: Mapping[str, Any],
+    model_path: str | None,
+    regressor_path: str | None,
+    reward: str,
+) -> torch.nn.Module:
+    """ARNIQA (:mod:`.iqa_arniqa`): the encoder from ``model_path``, the regressor from ``regressor_path``; each
+    defaults to pyiqa's published file (the regressor of the row's dataset)."""
+    module = importlib.import_module(cls.__module__)
+    dataset = iqa_arniqa.regressor_dataset(options, module.default_model_urls, name, reward)
+    if set(options) - {"regressor_dataset"}:
+        raise ConfigError(f"pyiqa's ARNIQA takes only regressor_dataset, got {sorted(options)}", field="kwargs.arch")
+    encoder = checkpoint_file(name, VARIANTS[name], model_path)
+    try:
+        regressor = resolve_weights_file(regressor_path or module.default_model_urls[dataset])
+    except ConfigError as exc:
+        raise ConfigError(exc.message, field="kwargs.regressor_path") from None
+    return iqa_arniqa.build_arniqa(name, module, dataset, encoder, regressor, reward)
+
+
 class ImageQuality(PointwiseReward):
     """A pyiqa no-reference quality metric on the metric's own scale: ``score = pyiqa_net(x)``, x in [0, 1].
 
     Inputs: ``image``. ``metric``: a pyiqa metric name (rows of :data:`VARIANTS`: ``topiq_nr``, ``maniqa``,
-    ``hyperiqa``, ``dbcnn``, ``nima``, ``musiq``, ``clipiqa(+)``, ``liqe(_mix)`` and their dataset variants;
-    default ``topiq_nr``).
+    ``hyperiqa``, ``dbcnn``, ``nima``, ``musiq``, ``clipiqa(+)``, ``liqe(_mix)``, ``arniqa`` and their dataset
+    variants; default ``topiq_nr``). ``regressor_path``: ARNIQA's regressor (its TorchScript file, read without
+    running it; default pyiqa's published one of the row's dataset).
     ``model_path``: a ``.safetensors`` / ``.pth`` file, URL or hub file with pyiqa's key names (default the
     metric's published checkpoint; CLIP-IQA has none loadable safely, so it needs one). ``arch``: extra keyword arguments of pyiqa's arch class (crops, sizes).
     Every listed metric is higher-is-better; ranges are pyiqa's (see the card).
@@ -218,6 +244,7 @@ class ImageQuality(PointwiseReward):
         *,
         metric: str = "topiq_nr",
         arch: Mapping[str, Any] | None = None,
+        regressor_path: str | None = None,
     ) -> None:
         super().__init__(model_path, device, dtype)
         if not isinstance(metric, str):
@@ -227,10 +254,18 @@ class ImageQuality(PointwiseReward):
         self.metric = metric
         row = variant(metric, self.name)
         self.variant = row
-        arch_class(row, self.name)
-        metric_options(metric, arch)  # option errors before any weights are fetched
-        path = checkpoint_file(metric, row, model_path)
-        self.net = load_network(metric, path, arch, self.name).to(device=device, dtype=self.dtype)
+        cls = arch_class(row, self.name)
+        options = metric_options(metric, arch)  # option errors before any weights are fetched
+        if regressor_path is not None and not row.regressor:
+            raise ConfigError(
+                f"kwargs.regressor_path is ARNIQA's option; pyiqa's {metric!r} takes its weights from model_path",
+                field="kwargs.regressor_path",
+            )
+        if row.regressor:
+            self.net = arniqa_network(metric, cls, options, model_path, regressor_path, self.name)
+        else:
+            self.net = load_network(metric, checkpoint_file(metric, row, model_path), arch, self.name)
+        self.net = self.net.to(device=device, dtype=self.dtype)
 
     def __call__(self, image: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
         return RewardOutput(self.scores(image))
