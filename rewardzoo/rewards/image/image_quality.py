@@ -256,6 +256,10 @@ class ImageQuality(PointwiseReward):
         self.variant = row
         cls = arch_class(row, self.name)
         options = metric_options(metric, arch)  # option errors before any weights are fetched
+        if regressor_path is not None and not isinstance(regressor_path, str):
+            raise ConfigError(
+                f"kwargs.regressor_path must be a path, got {regressor_path!r}", field="kwargs.regressor_path"
+            )
         if regressor_path is not None and not row.regressor:
             raise ConfigError(
                 f"kwargs.regressor_path is ARNIQA's option; pyiqa's {metric!r} takes its weights from model_path",

@@ -50,6 +50,7 @@ def _decision_function(self: __torch__.sk2torch.linear_model.TorchLinearRegressi
     return _2
 """
 _CODE_FILE = "__torch__/sk2torch/linear_model.py"
+_CLASS_LISTS: tuple[tuple[str, Any], ...] = (("__parameters__", ["weights", "biases"]), ("__buffers__", []))
 _STATE = {"weights", "biases", "training", "_is_full_backward_hook"}
 FEATURES = 2 * 2048  # ResNet-50's pooled features of the image and of its half-size copy
 
@@ -64,30 +65,35 @@ def _is_sk2torch_regression(code: Mapping[str, str]) -> str | None:
         return f"its code files are {sorted(code)}, not sk2torch's '{_CODE_FILE}' alone"
     try:
         tree = ast.parse(code[_CODE_FILE])  # parsed, never compiled or run
-    except SyntaxError as exc:
-        return f"its code does not parse ({exc.msg})"
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return f"its code does not parse ({type(exc).__name__})"
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
     if len(tree.body) != 1 or len(classes) != 1 or classes[0].name != "TorchLinearRegression":
         return "its code is not one class TorchLinearRegression"
     for stmt in classes[0].body:
         if isinstance(stmt, ast.FunctionDef) or (isinstance(stmt, ast.AnnAssign) and stmt.value is None):
             continue
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            name, value = stmt.targets[0].id, ast.literal_eval(stmt.value) if _literal(stmt.value) else None
-            if (name, value) in (("__parameters__", ["weights", "biases"]), ("__buffers__", [])):
-                continue
+        if _assigned(stmt) in _CLASS_LISTS:
+            continue
         return f"its class holds a statement sk2torch's does not (line {stmt.lineno})"
     if _methods(classes[0]) != _methods(ast.parse(_SK2TORCH_METHODS)):
         return "its methods differ from sk2torch's linear regression (x @ weights.T + biases)"
     return None
 
 
-def _literal(node: ast.AST) -> bool:
+def _assigned(stmt: ast.stmt) -> tuple[str, Any] | None:
+    """(name, literal value) of a class-level ``name = literal``, None for any other statement."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id, _literal(stmt.value)
+    return None
+
+
+def _literal(node: ast.AST) -> Any:
+    """The value of a literal node (``ast.literal_eval``: nothing is run), None for anything else."""
     try:
-        ast.literal_eval(node)
-    except ValueError:
-        return False
-    return True
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return None
 
 
 class LinearRegressor(torch.nn.Module):
