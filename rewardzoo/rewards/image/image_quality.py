@@ -9,6 +9,8 @@ loader disabled), then the full state dict of ``model_path`` is loaded strictly 
 ``torch.load(weights_only=True)``), so no pickled file is ever executed. The CLIP-based metrics (CLIP-IQA(+),
 LIQE) get pyiqa's CLIP class sized and loaded from the checkpoint's ``clip_model.*`` entries in place of pyiqa's
 ``clip.load`` (:mod:`.iqa_clip`). ARNIQA stays refused: its regressor is published only as TorchScript.
+Q-Align (quality, aesthetics) and DeQA-Score are rows too, scored by pyiqa's mPLUG-Owl2 as the expected rating
+level (:mod:`.iqa_qalign`; transformers < 5.17, so with a newer one in their own ``environment:``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ...errors import ConfigError, InputError, MissingExtraError, did_you_mean
 from ...shared.clip import resolve_weights_file
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
-from . import iqa_clip
+from . import iqa_clip, iqa_qalign
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class Variant:
     clip: bool = False
     options: tuple[tuple[str, Any], ...] = ()
     min_side: int = 0
+    task: str | None = None  # Q-Align's rating question: the variant is scored by :mod:`.iqa_qalign`
+    pyiqa: str | None = None  # pyiqa's DEFAULT_CONFIGS name, where the row's name is not one
 
 
 _MUSIQ = "pyiqa.archs.musiq_arch:MUSIQ"
@@ -51,6 +55,10 @@ _NIMA = "pyiqa.archs.nima_arch:NIMA"
 _TOPIQ = "pyiqa.archs.topiq_arch:CFANet"
 _CLIPIQA = "pyiqa.archs.clipiqa_arch:CLIPIQA"
 _LIQE = "pyiqa.archs.liqe_arch:LIQE"
+_QALIGN = "pyiqa.archs.qalign_arch:QAlign"
+_QALIGN_QUANTISED = (
+    "bitsandbytes 8-/4-bit quantisation of the language model is not built: use 'qalign' with dtype float16 or bfloat16"
+)
 _ARNIQA = (
     "its quality regressors are published only as TorchScript (torch.jit.load runs the file's code), and the math "
     "they hold is in that code, so no plain module loaded from safetensors can be shown to match them"
@@ -78,6 +86,11 @@ VARIANTS: dict[str, Variant] = {
     "clipiqa+": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
     "liqe": Variant(_LIQE, "koniq", False, "1, 5", clip=True, min_side=224),
     "liqe_mix": Variant(_LIQE, "mix", False, "1, 5", clip=True, options=(("mtl", True),), min_side=224),
+    "qalign": Variant(_QALIGN, "q-future/one-align", False, "1, 5", task="quality"),
+    "qalign_aesthetic": Variant(_QALIGN, "q-future/one-align", False, "1, 5", task="aesthetic", pyiqa="qalign"),
+    "deqa": Variant(_QALIGN, "zhiyuanyou/DeQA-Score-Mix3", False, "1, 5", task="quality", pyiqa="qalign"),
+    "qalign_8bit": Variant(_QALIGN, None, False, "1, 5", _QALIGN_QUANTISED),
+    "qalign_4bit": Variant(_QALIGN, None, False, "1, 5", _QALIGN_QUANTISED),
     "arniqa": Variant("pyiqa.archs.arniqa_arch:ARNIQA", None, False, "0, 1", _ARNIQA),
 }
 #: pyiqa options that would load weights on their own: the weights come from ``model_path`` only.
@@ -115,6 +128,10 @@ def metric_options(name: str, arch: Mapping[str, Any] | None) -> dict[str, Any]:
     """pyiqa's ``metric_opts`` of ``name`` (less ``type`` and weight options), updated with ``arch``."""
     from pyiqa.default_model_configs import DEFAULT_CONFIGS
 
+    if VARIANTS[name].task:  # Q-Align: no arch options (its dtype is the entry's)
+        if arch:
+            raise ConfigError(f"kwargs.arch is not used by {name!r}", field="kwargs.arch")
+        return {}
     options = {k: v for k, v in DEFAULT_CONFIGS[name]["metric_opts"].items() if k != "type"}
     options = {k: v for k, v in options.items() if k not in _WEIGHT_OPTIONS} | dict(VARIANTS[name].options)
     extra = dict(arch or {})
@@ -227,6 +244,13 @@ class ImageQuality(PointwiseReward):
         self.metric = metric
         row = variant(metric, self.name)
         self.variant = row
+        self.net: torch.nn.Module | iqa_qalign.QAlignScorer
+        if row.task:
+            metric_options(metric, arch)
+            self.net = iqa_qalign.QAlignScorer(
+                model_path or str(row.checkpoint), row.task, device, self.dtype, self.name
+            )
+            return
         arch_class(row, self.name)
         metric_options(metric, arch)  # option errors before any weights are fetched
         path = checkpoint_file(metric, row, model_path)
@@ -237,6 +261,8 @@ class ImageQuality(PointwiseReward):
 
     def scores(self, images: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
         """The metric of each float image (3, H, W) in [0, 1]; images of one size run as one batch."""
+        if isinstance(self.net, iqa_qalign.QAlignScorer):  # one batch: every image becomes 448 x 448
+            return self.net(images)
         out = torch.empty(len(images), dtype=torch.float64)
         by_size: dict[tuple[int, ...], list[int]] = {}
         for i, img in enumerate(images):
