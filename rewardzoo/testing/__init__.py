@@ -1,7 +1,7 @@
 """Tiny random-init models saved to disk the way users hold real weights, for tests and benchmarks (ours and yours).
 
 One module per family, beside the loader whose layout it writes: ``clip``, ``aesthetic``, ``video`` (DINO,
-timm DINOv3), ``imagebind``, ``audio``, ``text``, ``vlm``, ``llava``, ``reward_models`` (VideoAlign); ``common`` — what they
+timm DINOv3), ``imagebind``, ``audio``, ``text``, ``vlm``, ``llava``, ``qalign`` (mPLUG-Owl2), ``reward_models`` (VideoAlign); ``common`` — what they
 share. Same seed, bit-identical files; how and an example: ``docs/testing.md``.
 
 May import only the rewards, :mod:`rewardzoo.shared` and :mod:`rewardzoo.errors` (torch, open_clip, transformers
@@ -33,6 +33,7 @@ _FAMILIES = {
         "aesthetic_head_file",
         "linear_aesthetic_head_file",
     ),
+    "rewardzoo.testing.qalign": ("tiny_qalign_dir", "tiny_llama_tokenizer"),
     "rewardzoo.testing.video": ("tiny_dino_dirs", "TINY_TIMM_DINOV3", "tiny_timm_dinov3_dir"),
     "rewardzoo.testing.imagebind": ("TINY_IMAGEBIND", "tiny_imagebind_dir"),
     "rewardzoo.testing.audio": (

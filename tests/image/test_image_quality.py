@@ -81,7 +81,7 @@ def test_table_is_pyiqas():
     from pyiqa.default_model_configs import DEFAULT_CONFIGS
 
     for name, row in VARIANTS.items():
-        cfg = DEFAULT_CONFIGS[name]
+        cfg = DEFAULT_CONFIGS[row.pyiqa or name]
         assert cfg["metric_mode"] == "NR", name
         assert row.lower_better == cfg.get("lower_better", False), name
         assert row.score_range == cfg["score_range"], name

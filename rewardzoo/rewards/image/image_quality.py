@@ -10,6 +10,8 @@ loader disabled), then the full state dict of ``model_path`` is loaded strictly 
 LIQE) get pyiqa's CLIP class sized and loaded from the checkpoint's ``clip_model.*`` entries in place of pyiqa's
 ``clip.load`` (:mod:`.iqa_clip`). ARNIQA's encoder loads the same way; its regressor, published only as TorchScript,
 is read without running it and computed here (:mod:`.iqa_arniqa`).
+Q-Align (quality, aesthetics) and DeQA-Score are rows too, scored by pyiqa's mPLUG-Owl2 as the expected rating
+level (:mod:`.iqa_qalign`; transformers < 5.17, so with a newer one in their own ``environment:``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ...errors import ConfigError, InputError, MissingExtraError, did_you_mean
 from ...shared.clip import resolve_weights_file
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
-from . import iqa_arniqa, iqa_clip
+from . import iqa_arniqa, iqa_clip, iqa_qalign
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class Variant:
     options: tuple[tuple[str, Any], ...] = ()
     min_side: int = 0
     regressor: bool = False  # ARNIQA: a separate TorchScript regressor file (kwargs.regressor_path), :mod:`.iqa_arniqa`
+    task: str | None = None  # Q-Align's rating question: the variant is scored by :mod:`.iqa_qalign`
+    pyiqa: str | None = None  # pyiqa's DEFAULT_CONFIGS name, where the row's name is not one
 
 
 _MUSIQ = "pyiqa.archs.musiq_arch:MUSIQ"
@@ -54,6 +58,10 @@ _TOPIQ = "pyiqa.archs.topiq_arch:CFANet"
 _CLIPIQA = "pyiqa.archs.clipiqa_arch:CLIPIQA"
 _LIQE = "pyiqa.archs.liqe_arch:LIQE"
 _ARNIQA = "pyiqa.archs.arniqa_arch:ARNIQA"
+_QALIGN = "pyiqa.archs.qalign_arch:QAlign"
+_QALIGN_QUANTISED = (
+    "bitsandbytes 8-/4-bit quantisation of the language model is not built: use 'qalign' with dtype float16 or bfloat16"
+)
 
 #: pyiqa metric name -> variant. ``lower_better`` and ``score_range`` are pyiqa 0.1.16's ``DEFAULT_CONFIGS``
 #: (``~`` = approximate bound), checked against the installed pyiqa by the tests.
@@ -82,6 +90,11 @@ VARIANTS: dict[str, Variant] = {
         f"arniqa-{dataset}": Variant(_ARNIQA, "ARNIQA", False, "0, 1", regressor=True)
         for dataset in ("live", "csiq", "tid", "kadid", "clive", "flive", "spaq")
     },
+    "qalign": Variant(_QALIGN, "q-future/one-align", False, "1, 5", task="quality"),
+    "qalign_aesthetic": Variant(_QALIGN, "q-future/one-align", False, "1, 5", task="aesthetic", pyiqa="qalign"),
+    "deqa": Variant(_QALIGN, "zhiyuanyou/DeQA-Score-Mix3", False, "1, 5", task="quality", pyiqa="qalign"),
+    "qalign_8bit": Variant(_QALIGN, None, False, "1, 5", _QALIGN_QUANTISED),
+    "qalign_4bit": Variant(_QALIGN, None, False, "1, 5", _QALIGN_QUANTISED),
 }
 #: pyiqa options that would load weights on their own: the weights come from ``model_path`` only.
 _WEIGHT_OPTIONS = frozenset({"pretrained", "pretrained_model_path", "pretrained_scnn_path", "backbone_pretrain"})
@@ -118,6 +131,10 @@ def metric_options(name: str, arch: Mapping[str, Any] | None) -> dict[str, Any]:
     """pyiqa's ``metric_opts`` of ``name`` (less ``type`` and weight options), updated with ``arch``."""
     from pyiqa.default_model_configs import DEFAULT_CONFIGS
 
+    if VARIANTS[name].task:  # Q-Align: no arch options (its dtype is the entry's)
+        if arch:
+            raise ConfigError(f"kwargs.arch is not used by {name!r}", field="kwargs.arch")
+        return {}
     options = {k: v for k, v in DEFAULT_CONFIGS[name]["metric_opts"].items() if k != "type"}
     options = {k: v for k, v in options.items() if k not in _WEIGHT_OPTIONS} | dict(VARIANTS[name].options)
     extra = dict(arch or {})
@@ -254,8 +271,7 @@ class ImageQuality(PointwiseReward):
         self.metric = metric
         row = variant(metric, self.name)
         self.variant = row
-        cls = arch_class(row, self.name)
-        options = metric_options(metric, arch)  # option errors before any weights are fetched
+        self.net: torch.nn.Module | iqa_qalign.QAlignScorer
         if regressor_path is not None and not isinstance(regressor_path, str):
             raise ConfigError(
                 f"kwargs.regressor_path must be a path, got {regressor_path!r}", field="kwargs.regressor_path"
@@ -265,17 +281,27 @@ class ImageQuality(PointwiseReward):
                 f"kwargs.regressor_path is ARNIQA's option; pyiqa's {metric!r} takes its weights from model_path",
                 field="kwargs.regressor_path",
             )
+        if row.task:
+            metric_options(metric, arch)
+            self.net = iqa_qalign.QAlignScorer(
+                model_path or str(row.checkpoint), row.task, device, self.dtype, self.name
+            )
+            return
+        cls = arch_class(row, self.name)
+        options = metric_options(metric, arch)  # option errors before any weights are fetched
         if row.regressor:
-            self.net = arniqa_network(metric, cls, options, model_path, regressor_path, self.name)
+            net = arniqa_network(metric, cls, options, model_path, regressor_path, self.name)
         else:
-            self.net = load_network(metric, checkpoint_file(metric, row, model_path), arch, self.name)
-        self.net = self.net.to(device=device, dtype=self.dtype)
+            net = load_network(metric, checkpoint_file(metric, row, model_path), arch, self.name)
+        self.net = net.to(device=device, dtype=self.dtype)
 
     def __call__(self, image: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
         return RewardOutput(self.scores(image))
 
     def scores(self, images: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
         """The metric of each float image (3, H, W) in [0, 1]; images of one size run as one batch."""
+        if isinstance(self.net, iqa_qalign.QAlignScorer):  # one batch: every image becomes 448 x 448
+            return self.net(images)
         out = torch.empty(len(images), dtype=torch.float64)
         by_size: dict[tuple[int, ...], list[int]] = {}
         for i, img in enumerate(images):
