@@ -7,24 +7,21 @@ The network is pyiqa's own class (``pyiqa.archs.q_align``), so the builder runs 
 rewardzoo.testing.qalign DIR [SEED]`` writes one from such an environment. The tokenizer is a byte-fallback BPE
 whose merges spell the prompt's words, the five level words among them, each one token.
 
-Imports: the standard library and the reward module at module level; torch and transformers inside the builder.
+Imports: the standard library at module level; the reward module (torch), transformers inside the builders.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from unittest import mock
 
-from ..rewards.image import iqa_qalign
 from .common import made_dir, save_safetensors
 
-#: Words spelled by single tokens (the prompt's and the levels').
-WORDS = (
-    *iqa_qalign.LEVELS,
-    *"USER ASSISTANT How would you rate the quality aesthetics aesthetic of this image The is".split(),
-)
+#: Words of the prompt spelled by single tokens (the level words are added from the reward's own list).
+_PROMPT_WORDS = tuple("USER ASSISTANT How would you rate the quality aesthetics aesthetic of this image The is".split())
 #: Vision tower and abstractor sized for a 28-pixel image (patch 14: 4 patches), 4 learned queries.
-VISUAL = {
+_VISUAL = {
     "visual_model": {
         "hidden_size": 32,
         "intermediate_size": 64,
@@ -44,25 +41,29 @@ VISUAL = {
         "grid_size": 2,
     },
 }
-PREPROCESS = {
+_PREPROCESS = {
     "size": {"shortest_edge": 28},
     "crop_size": {"height": 28, "width": 28},
     "do_center_crop": True,
     "resample": 3,
-    "image_mean": list(iqa_qalign.CLIP_MEAN),
     "image_std": [0.26862954, 0.26130258, 0.27577711],
 }
 
 
 def tiny_llama_tokenizer():
-    """A ``LlamaTokenizer`` (BOS added) over bytes, letters and :data:`WORDS` (each ``▁word`` one token)."""
+    """A ``LlamaTokenizer`` (BOS added) over bytes, letters, the level words and the prompt words (each
+    ``▁word`` one token)."""
     from transformers import LlamaTokenizer
 
+    from ..rewards.image import iqa_qalign
+
+    words = (*iqa_qalign.LEVELS, *_PROMPT_WORDS)
+
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{f"<0x{i:02X}>": 3 + i for i in range(256)}}
-    for ch in ["▁", *sorted(set("".join(WORDS)) | set("?:.<>|"))]:
+    for ch in ["▁", *sorted(set("".join(words)) | set("?:.<>|"))]:
         vocab.setdefault(ch, len(vocab))
     merges: list[tuple[str, str]] = []
-    for word in WORDS:
+    for word in words:
         piece = "▁"
         for ch in word:
             if (piece, ch) not in merges:
@@ -77,12 +78,14 @@ def tiny_qalign_dir(path: str | Path, *, seed: int = 0) -> Path:
     import torch
     from transformers import CLIPImageProcessor
 
+    from ..rewards.image import iqa_qalign
+
     path = made_dir(path)
     tokenizer = tiny_llama_tokenizer()
-    processor = CLIPImageProcessor(**PREPROCESS)
+    processor = CLIPImageProcessor(**_PREPROCESS, image_mean=list(iqa_qalign.CLIP_MEAN))
     with iqa_qalign.pyiqa_owl2() as owl2:
         config = owl2.MPLUGOwl2Config(
-            visual_config=VISUAL,
+            visual_config=_VISUAL,
             vocab_size=len(tokenizer),
             hidden_size=32,
             intermediate_size=64,
@@ -93,8 +96,8 @@ def tiny_qalign_dir(path: str | Path, *, seed: int = 0) -> Path:
         )
         torch.manual_seed(seed)
         with (
-            iqa_qalign.mock.patch.object(owl2, "LlamaTokenizer", iqa_qalign._Given(tokenizer)),
-            iqa_qalign.mock.patch.object(owl2, "CLIPImageProcessor", iqa_qalign._Given(processor)),
+            mock.patch.object(owl2, "LlamaTokenizer", iqa_qalign.Given(tokenizer)),
+            mock.patch.object(owl2, "CLIPImageProcessor", iqa_qalign.Given(processor)),
         ):
             model = owl2.MPLUGOwl2LlamaForCausalLM(config)
     with torch.no_grad():

@@ -134,7 +134,7 @@ def default_dtype(dtype: torch.dtype) -> Iterator[None]:
         torch.set_default_dtype(before)
 
 
-class _Given:
+class Given:
     """Stands in for a class whose ``from_pretrained`` pyiqa calls with a hub id: returns what was loaded here."""
 
     def __init__(self, value: Any) -> None:
@@ -187,8 +187,8 @@ class QAlignScorer:
         with pyiqa_owl2() as owl2:
             config = owl2.MPLUGOwl2Config.from_pretrained(str(root))
             with (
-                mock.patch.object(owl2, "LlamaTokenizer", _Given(tokenizer)),
-                mock.patch.object(owl2, "CLIPImageProcessor", _Given(self.processor)),
+                mock.patch.object(owl2, "LlamaTokenizer", Given(tokenizer)),
+                mock.patch.object(owl2, "CLIPImageProcessor", Given(self.processor)),
                 no_init_weights(),
                 default_dtype(dtype),
             ):
