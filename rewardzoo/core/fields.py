@@ -57,7 +57,8 @@ def _video(value: Any, sample: Sample, wants: Inputs) -> Any:
 
     return prepare_video(
         value,
-        as_tensor=wants.frames == "float",
+        as_tensor=wants.frames in ("float", "native"),
+        keep_uint8=wants.frames == "native",
         num_frames=wants.num_frames,
         max_frames=wants.max_frames,
         max_pixels=wants.max_pixels,

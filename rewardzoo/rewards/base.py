@@ -53,7 +53,7 @@ KNOWN_FIELDS = (
     "group_id",
 )
 IMAGE_FORMS = ("pil", "float", "uint8")
-FRAME_FORMS = ("pil", "float")
+FRAME_FORMS = ("pil", "float", "native")
 AUDIO_FORMS = ("numpy", "tensor")
 _TEXT_FIELDS = ("prompt", "completion", "metadata", "dataset", "group_id")
 
@@ -67,9 +67,12 @@ class Inputs:
     - ``images``: ``image`` and each of ``condition_images`` as ``"pil"`` (RGB PIL), ``"float"``
       (tensor (3, H, W) in [0, 1]) or ``"uint8"`` (tensor (3, H, W); float inputs quantised with
       ``round(x * 255)`` as the PIL path does, ~4x faster to resize on the CPU than floats).
-    - ``frames``: ``video`` and each of ``condition_videos`` as ``"pil"`` (list of RGB PIL frames)
-      or ``"float"`` (tensor (T, 3, H, W) in [0, 1]); ``num_frames`` frames sampled uniformly
-      (None = all).
+    - ``frames``: ``video`` and each of ``condition_videos`` as ``"pil"`` (list of RGB PIL frames),
+      ``"float"`` (tensor (T, 3, H, W) in [0, 1]) or ``"native"`` (tensor (T, 3, H, W) as the source
+      holds it: uint8 where it is 8-bit (files, PIL, uint8 arrays and tensors), float32 in [0, 1] where it
+      is a float tensor; for a reward that uses a few of the frames it is given and converts only those:
+      ``x.float() / 255`` of a uint8 frame is its ``"float"`` value); ``num_frames`` frames sampled
+      uniformly (None = all).
     - ``audio``: ``audio`` and ``condition_audio`` (one reference clip) as float32 (channels, time),
       ``"numpy"`` or ``"tensor"``, resampled to ``sample_rate`` (None = as given), mixed down when ``mono``.
     - limits, for rewards whose cost grows with the input (checked before the call, and for files

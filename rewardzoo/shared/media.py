@@ -168,18 +168,23 @@ def tensor_to_uint8(t):
     return t.expand(*t.shape[:-3], 3, *t.shape[-2:]) if t.shape[-3] == 1 else t
 
 
-def to_image_tensor(value: Any):
-    """Any supported image -> float32 tensor (3, H, W) in [0, 1] (CPU, or a tensor input's device).
-
-    A float tensor input in [0, 1] is returned at full precision (not quantised to 8 bits).
-    """
-    if (
+def is_float_image_tensor(value: Any) -> bool:
+    """Whether :func:`to_image_tensor` keeps ``value`` at full precision: a non-empty float tensor (1|3, H, W)."""
+    return (
         is_tensor(value)
         and value.is_floating_point()
         and value.ndim == 3
         and value.shape[0] in (1, 3)
         and value.numel() > 0
-    ):
+    )
+
+
+def to_image_tensor(value: Any):
+    """Any supported image -> float32 tensor (3, H, W) in [0, 1] (CPU, or a tensor input's device).
+
+    A float tensor input in [0, 1] is returned at full precision (not quantised to 8 bits).
+    """
+    if is_float_image_tensor(value):
         t = value.detach()
         check_unit_range(t)
         return t.float().expand(3, -1, -1) if t.shape[0] == 1 else t.float()

@@ -8,7 +8,7 @@ A video enters as
 - a NumPy array (T, H, W[, C]) or a tensor (T, C, H, W).
 
 and leaves :func:`prepare_video` as a list of RGB PIL frames or a float32 tensor (T, 3, H, W) in
-[0, 1]. Per-frame conversion follows the image rules of ``media.py`` (float input must lie in
+[0, 1] (or, on request, a uint8 tensor where the source is 8-bit). Per-frame conversion follows the image rules of ``media.py`` (float input must lie in
 [0, 1], grayscale is repeated, alpha dropped, 16-bit scaled). ``num_frames=K`` keeps K frames at
 uniformly spaced indices ``round(linspace(0, T - 1, K))`` (first and last frame included; all
 frames when T <= K) and, for files, decodes only what those frames need: with decord,
@@ -33,7 +33,17 @@ from PIL import Image
 
 from ..errors import InputError
 from .files import regular_file
-from .media import check_pixels, image_to_uint8, is_path, is_tensor, to_image_tensor
+from .media import (
+    check_pixels,
+    check_unit_range,
+    image_to_uint8,
+    is_float_image_tensor,
+    is_path,
+    is_tensor,
+    tensor_to_uint8,
+    to_image_tensor,
+    to_uint8_tensor,
+)
 from .options import positive_int
 
 BACKENDS = ("auto", "decord", "pyav")
@@ -316,12 +326,15 @@ def prepare_video(
     num_frames: int | None = None,
     max_frames: int | None = None,
     max_pixels: int | None = None,
+    keep_uint8: bool = False,
 ):
     """Convert a video for a reward: RGB PIL frames, or a float32 tensor (T, 3, H, W) in [0, 1].
 
-    ``num_frames``: keep that many uniformly sampled frames (None: all). A float tensor/array in
-    [0, 1] keeps its full precision when ``as_tensor``; anything else goes through 8-bit RGB.
-    ``max_frames`` / ``max_pixels``: limits on the frames kept and the pixels per frame (InputError).
+    ``num_frames``: keep that many uniformly sampled frames (None: all). A float tensor in [0, 1] keeps
+    its full precision when ``as_tensor``; anything else goes through 8-bit RGB. ``keep_uint8`` (with
+    ``as_tensor``): what goes through 8-bit RGB stays a uint8 tensor (T, 3, H, W), so that a reward that
+    uses a few of the frames converts only those (``x.float() / 255`` of a frame is the float form's
+    value). ``max_frames`` / ``max_pixels``: limits on the frames kept and the pixels per frame (InputError).
     """
     num_frames = check_num_frames(num_frames)
     if is_path(value):
@@ -331,20 +344,44 @@ def prepare_video(
             return [Image.fromarray(f, mode="RGB") for f in arr]
         import torch
 
-        return torch.from_numpy(arr).permute(0, 3, 1, 2).float().div_(255.0)
+        frames = torch.from_numpy(arr).permute(0, 3, 1, 2)
+        return frames if keep_uint8 else frames.float().div_(255.0)
     frames = _frame_list(value)
-    picked = [frames[i] for i in sample_indices(len(frames), num_frames)]
-    check_frame_count(len(picked), max_frames)
-    check_pixels(picked[0], max_pixels)
+    index = sample_indices(len(frames), num_frames)
+    check_frame_count(len(index), max_frames)
+    check_pixels(frames[index[0]], max_pixels)
+    if as_tensor and is_tensor(frames) and getattr(frames, "ndim", 0) == 4:
+        return _frames_tensor(frames, index, keep_uint8)
+    picked = [frames[i] for i in index]
     if as_tensor:
         import torch
 
-        tensors = [to_image_tensor(f) for f in picked]
+        if keep_uint8 and not any(is_float_image_tensor(f) for f in picked):
+            tensors = [to_uint8_tensor(f) for f in picked]
+        else:
+            tensors = [to_image_tensor(f) for f in picked]
         _check_sizes([tuple(t.shape[1:]) for t in tensors])
         return torch.stack(tensors)
     arrays = [image_to_uint8(f) for f in picked]
     _check_sizes([a.shape[:2] for a in arrays])
     return [Image.fromarray(a, mode="RGB") for a in arrays]
+
+
+def _frames_tensor(frames: Any, index: list[int], keep_uint8: bool) -> Any:
+    """A (T, C, H, W) tensor's frames at ``index`` as the per-frame rules of ``media.py`` convert them, in one
+    operation over the video (no per-frame loop, no copy of frames that are not kept; the video itself when
+    nothing needs converting: the engine hands each reward its own copy)."""
+    t = frames.detach()
+    if len(index) < t.shape[0]:
+        t = t[index]
+    if 0 in t.shape:
+        raise InputError(f"empty frames of shape {tuple(t.shape[1:])}")
+    if t.is_floating_point() and t.shape[1] in (1, 3):  # full precision, as to_image_tensor keeps a frame
+        check_unit_range(t)
+        t = t.float()
+        return t.expand(-1, 3, -1, -1) if t.shape[1] == 1 else t
+    t = tensor_to_uint8(t)
+    return t if keep_uint8 else t.float().div_(255.0)
 
 
 def _frame_list(value: Any) -> Sequence[Any] | np.ndarray:

@@ -129,8 +129,12 @@ def test_processor_scores_video_and_audio_in_one_call(model_dir, media):
         return original(inputs)
 
     reward.model.forward = forward
+    given = []
+    video_clips = reward._video
+    reward._video = lambda video: given.extend(v.dtype for v in video) or video_clips(video)
     result = proc(samples)
     assert calls == [["audio", "text", "vision"]]  # one forward, the three modalities of every sample
+    assert given == [torch.uint8] * 4  # the engine's native form: only the frames the clips use are converted
     want = ImageBindScore(model_dir, mode="all")(
         prompt=PROMPTS, video=[v.float() / 255 for v in videos], audio=list(audio), audio_sample_rate=[48000] * 4
     )

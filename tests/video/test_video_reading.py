@@ -151,6 +151,43 @@ def test_float_tensor_keeps_precision_and_grayscale_is_repeated():
     np.testing.assert_array_equal(np.asarray(pil[2])[..., 1], gray[2])
 
 
+@pytest.mark.parametrize("k", [None, 2, 5])
+def test_keep_uint8_is_the_float_form_before_dividing(media_dir, k):
+    """``keep_uint8`` (the ``native`` frame form): 8-bit sources stay uint8, their ``float() / 255`` is the float
+    form bit for bit; a float tensor stays float at full precision."""
+    path = media_dir / "textured.mp4"
+    decoded = _pyav_all_frames(path)
+    for form, value in _forms(decoded, path).items():
+        floats = V.prepare_video(value, as_tensor=True, num_frames=k)
+        native = V.prepare_video(value, as_tensor=True, num_frames=k, keep_uint8=True)
+        if form == "tensor_float":
+            assert native.dtype == torch.float32, form
+            torch.testing.assert_close(native, floats, rtol=0, atol=0)
+        else:
+            assert native.dtype == torch.uint8 and native.shape == floats.shape, form
+            torch.testing.assert_close(native.float() / 255.0, floats, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float16, torch.float32, torch.int64])
+@pytest.mark.parametrize("k", [None, 3])
+def test_a_video_tensor_converts_as_its_frames_do(channels, dtype, k):
+    """A (T, C, H, W) tensor is converted in one operation; the reference is the per-frame image rules."""
+    from rewardzoo.shared.media import to_image_tensor, to_uint8_tensor
+
+    g = torch.Generator().manual_seed(channels)
+    x = torch.rand(7, channels, 6, 5, generator=g)
+    x = x.to(dtype) if dtype.is_floating_point else (x * 255).round().to(dtype)
+    index = V.sample_indices(7, k)
+    for keep in (False, True):
+        out = V.prepare_video(x, as_tensor=True, num_frames=k, keep_uint8=keep)
+        keeps_float = dtype.is_floating_point and channels != 4
+        each = to_image_tensor if keeps_float or not keep else to_uint8_tensor
+        want = torch.stack([each(x[i]) for i in index])
+        assert out.dtype == want.dtype and out.shape == (len(index), 3, 6, 5)
+        torch.testing.assert_close(out, want, rtol=0, atol=0)
+
+
 def test_write_then_read_roundtrip_is_close(tmp_path):
     frames = textured_frames(t=6)
     path = V.write_video(tmp_path / "x.mp4", [Image.fromarray(f) for f in frames], fps=8)
