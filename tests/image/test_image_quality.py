@@ -8,6 +8,7 @@ the same state loaded into ``metric.net``, run through pyiqa's own ``InferenceMo
 
 from __future__ import annotations
 
+import copy
 import importlib
 
 import numpy as np
@@ -27,8 +28,8 @@ timm = pytest.importorskip("timm")
 import torchvision
 
 #: variant -> arch options shrinking the test cost (fewer crops / a tiny MUSIQ); topiq_nr needs facexlib (scripts/test
-#: installs it); the larger archs (maniqa: ViT-B/8, nima: Inception-ResNet-v2) build the same way and are left out
-#: for time.
+#: installs it); the larger archs (maniqa: ViT-B/8, nima: Inception-ResNet-v2) and the dataset rows are in
+#: test_image_quality_rows.py.
 CASES = {
     "musiq": {"hidden_size": 32, "mlp_dim": 64, "num_heads": 2, "num_layers": 2},
     "hyperiqa": {"num_crop": 2},
@@ -124,11 +125,12 @@ TINY_CLIP = {
 CLIP_CASES = {"clipiqa": ("rn", {}), "clipiqa+": ("rn", {}), "liqe": ("vit", {}), "liqe_mix": ("vit", {"mtl": True})}
 
 
-def saved_clip_metric(name, tmp_path, monkeypatch):
+def saved_clip_metric(name, tmp_path, monkeypatch, fp16=False):
     """pyiqa's CLIP-based metric on a tiny random CLIP given to its ``load``, and its state (the CLIP's entries
-    under ``clip_model.``) saved as safetensors."""
+    under ``clip_model.``) saved as safetensors. ``fp16``: the CLIP's weights rounded as OpenAI's
+    ``convert_weights`` leaves them (how LIQE's authors train it on CUDA), held in float32."""
     pytest.importorskip("clip")  # openai-clip's tokenizer, imported by pyiqa's CLIP archs
-    from pyiqa.archs.clip_model import CLIP
+    from pyiqa.archs.clip_model import CLIP, convert_weights
 
     tower, arch = CLIP_CASES[name]
     torch.manual_seed(0)
@@ -145,6 +147,9 @@ def saved_clip_metric(name, tmp_path, monkeypatch):
     with torch.no_grad():
         for p in clip.parameters():
             p.add_(torch.randn_like(p) * 0.02)
+    if fp16:
+        convert_weights(clip)
+        clip.float()
     clip.eval()
     module = importlib.import_module(f"pyiqa.archs.{'liqe' if name.startswith('liqe') else 'clipiqa'}_arch")
     monkeypatch.setattr(module, "load", lambda *a, **k: clip)
@@ -186,3 +191,46 @@ def test_clip_metric_errors(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=">= 224") as info:
         reward(image=[torch.rand(3, 224, 224), torch.rand(3, 200, 300)])
     assert info.value.sample == 1
+
+
+def test_liqe_checkpoints_as_published(tmp_path, monkeypatch):
+    """LIQE's checkpoints saved as their makers save them, read through ``model_path`` (``weights_only=True``).
+
+    - The authors' ``LIQE.pt`` (zwx8981/LIQE ``demo.py`` / ``LIQE.py``: ``clip.load("ViT-B/32", jit=False)``, then
+      ``model.load_state_dict(torch.load(ckpt))``): a bare OpenAI CLIP state dict, here with the fp16 Linear /
+      Conv / attention weights their training leaves (``clip.model.convert_weights`` after each step), saved with
+      ``torch.save(state_dict)``. It is their multitask model: ``liqe_mix``.
+    - pyiqa's ``liqe_mix.pt`` / ``liqe_koniq.pt`` (``load_pretrained_network(..., weight_keys='params')``; pyiqa's
+      ``save_network`` writes ``{'params': net.state_dict()}``).
+    - The authors' training checkpoints (``{'epoch', 'model_state_dict', 'optimizer_state_dict', 'all_results'}``,
+      SRCCs from scipy as NumPy scalars): refused, a ConfigError saying to convert.
+    """
+    from pyiqa.archs.clip_model import convert_weights
+
+    ref, _ = saved_clip_metric("liqe_mix", tmp_path, monkeypatch, fp16=True)
+    monkeypatch.undo()
+    authors = copy.deepcopy(ref.net.clip_model)
+    convert_weights(authors)
+    state = authors.state_dict()
+    assert state["text_projection"].dtype == torch.float16 and state["ln_final.weight"].dtype == torch.float32
+    torch.save(state, tmp_path / "LIQE.pt")
+    torch.save({"params": ref.net.state_dict()}, tmp_path / "liqe_mix.pt")
+    images = [torch.rand(3, 224, 224, generator=torch.Generator().manual_seed(i)) for i in range(2)]
+    want = np.array([float(ref(img[None])) for img in images])
+    for file in ("LIQE.pt", "liqe_mix.pt"):
+        spec = {"name": "image_quality", "model_path": str(tmp_path / file), "kwargs": {"metric": "liqe_mix"}}
+        got = np.asarray(load_reward(spec)(image=images).rewards, dtype=np.float64)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6, err_msg=file)
+    assert np.ptp(want) > 0
+    optimizer = torch.optim.Adam(ref.net.clip_model.parameters())
+    training = {
+        "epoch": 3,
+        "model_state_dict": state,
+        "optimizer_state_dict": optimizer.state_dict(),
+        "all_results": {"val": {"quality": {"koniq10k": np.float64(0.91)}}},
+    }
+    torch.save(training, tmp_path / "quality_best_ckpt.pt")
+    spec = {"name": "image_quality", "model_path": str(tmp_path / "quality_best_ckpt.pt"), "kwargs": {"metric": "liqe"}}
+    with pytest.raises(ConfigError, match="refusing to unpickle .*numpy.*convert it to safetensors") as info:
+        load_reward(spec)
+    assert info.value.field == "model_path"

@@ -199,6 +199,7 @@ def load_network(name: str, path: str, arch: Mapping[str, Any] | None, reward: s
     state = strip_prefix(state, ("module.",))
     try:
         if row.clip:
+            state = iqa_clip.prefixed(state)
             clip_state, rest = iqa_clip.split(state, path, name)
             clip = iqa_clip.build_clip(clip_state, path, name)
             with iqa_clip.given_clip(cls.__module__, clip):

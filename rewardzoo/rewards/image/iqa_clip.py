@@ -97,6 +97,15 @@ def split(state: Mapping[str, torch.Tensor], path: str, name: str) -> tuple[dict
     return clip, {k: v for k, v in state.items() if not k.startswith(PREFIX)}
 
 
+def prefixed(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``state`` with the ``clip_model.`` prefix added when it is a bare OpenAI CLIP state dict (no prefixed key,
+    OpenAI's ``token_embedding.weight`` present): LIQE's authors publish ``LIQE.pt`` so, a CLIP state their code
+    loads with ``clip.load("ViT-B/32", jit=False)[0].load_state_dict(torch.load(ckpt))``."""
+    if not any(k.startswith(PREFIX) for k in state) and "token_embedding.weight" in state:
+        return {PREFIX + k: v for k, v in state.items()}
+    return dict(state)
+
+
 @contextmanager
 def given_clip(module_name: str, clip: torch.nn.Module) -> Iterator[None]:
     """Construct a pyiqa CLIP arch with ``clip`` in place of its module's ``load``, and LIQE's text-feature cache
