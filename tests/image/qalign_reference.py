@@ -1,10 +1,13 @@
 """pyiqa's own Q-Align metric as a reward, for the worker environment of the Q-Align tests: ``pyiqa.archs.qalign_arch.
 QAlign`` (its preprocessing and ``MPLUGOwl2LlamaForCausalLM.score``) built as pyiqa builds it, with the hub id
 ``q-future/one-align`` redirected to ``model_path`` and pyiqa's process-wide Llama replacement applied, scoring one
-image at a time as pyiqa does."""
+image at a time as pyiqa does; :class:`PyiqaQAlignVideo` is its network's video path (``model.score(videos,
+task_, input_="video")``), one video at a time, on the frames Q-Align's ``load_video`` keeps (``fps``) or the
+engine's uniformly sampled ones (``num_frames``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from unittest import mock
 
 import torch
@@ -54,3 +57,34 @@ class PyiqaQAlign(PointwiseReward):
     def __call__(self, image, **_):
         with torch.inference_mode():
             return RewardOutput([float(self.net(img[None].to(self.device), task_=self.task)) for img in image])
+
+
+class PyiqaQAlignVideo(PyiqaQAlign):
+    """pyiqa's mPLUG-Owl2 ``score([frames], task_=task, input_="video")`` per video (frames as torchvision's
+    ``to_pil_image``); ``mode: frames`` = the mean over frames of :class:`PyiqaQAlign`'s image score instead."""
+
+    inputs = Inputs(("video",), frames="float")
+
+    def __init__(
+        self, model_path=None, device="cpu", dtype="float16", *, task="quality", num_frames=8, fps=None, mode="video"
+    ):
+        super().__init__(model_path, device, dtype, task=task)
+        self.inputs = replace(self.inputs, num_frames=None if fps else num_frames)
+        self.fps, self.mode = fps, mode
+
+    def __call__(self, video, **_):
+        from torchvision.transforms.functional import to_pil_image
+
+        scores = []
+        for frames in video:
+            if self.fps:  # Q-Align's load_video: one frame a second
+                frames = frames[[int(self.fps * i) for i in range(int(len(frames) / self.fps))]]
+            with torch.inference_mode():
+                if self.mode == "frames":
+                    scores.append(
+                        float(torch.cat([self.net(f[None], task_=self.task) for f in frames]).double().mean())
+                    )
+                    continue
+                pils = [to_pil_image(f) for f in frames]
+                scores.append(float(self.net.model.score([pils], task_=self.task, input_="video")[0]))
+        return RewardOutput(scores)

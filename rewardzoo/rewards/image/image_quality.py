@@ -48,6 +48,7 @@ class Variant:
     min_side: int = 0
     regressor: bool = False  # ARNIQA: a separate TorchScript regressor file (kwargs.regressor_path), :mod:`.iqa_arniqa`
     task: str | None = None  # Q-Align's rating question: the variant is scored by :mod:`.iqa_qalign`
+    video: bool = False  # video_quality asks the video question of all frames at once (Q-Align's video scorer)
     pyiqa: str | None = None  # pyiqa's DEFAULT_CONFIGS name, where the row's name is not one
 
 
@@ -90,8 +91,10 @@ VARIANTS: dict[str, Variant] = {
         f"arniqa-{dataset}": Variant(_ARNIQA, "ARNIQA", False, "0, 1", regressor=True)
         for dataset in ("live", "csiq", "tid", "kadid", "clive", "flive", "spaq")
     },
-    "qalign": Variant(_QALIGN, "q-future/one-align", False, "1, 5", task="quality"),
-    "qalign_aesthetic": Variant(_QALIGN, "q-future/one-align", False, "1, 5", task="aesthetic", pyiqa="qalign"),
+    "qalign": Variant(_QALIGN, "q-future/one-align", False, "1, 5", task="quality", video=True),
+    "qalign_aesthetic": Variant(
+        _QALIGN, "q-future/one-align", False, "1, 5", task="aesthetic", pyiqa="qalign", video=True
+    ),
     "deqa": Variant(_QALIGN, "zhiyuanyou/DeQA-Score-Mix3", False, "1, 5", task="quality", pyiqa="qalign"),
     "qalign_8bit": Variant(_QALIGN, None, False, "1, 5", _QALIGN_QUANTISED),
     "qalign_4bit": Variant(_QALIGN, None, False, "1, 5", _QALIGN_QUANTISED),

@@ -9,6 +9,12 @@ padded to a square with CLIP's mean colour, then the checkpoint's ``CLIPImagePro
 and crop, CLIP normalisation). Images of any size run as one batch: the prompt has no padding, so each row is
 the one-image forward.
 
+A video (Q-Align's ``QAlignVideoScorer``, pyiqa's ``score(..., input_="video")``) asks the same question of
+``this video`` / ``the video``; each of its frames is squared and processed as an image, and the visual tokens
+of all its frames, in order, stand where the one ``<|image|>`` is. Videos with the same number of frames have
+prompts of one length and run as one batch (each row is the one-video forward); other counts run apart, since
+mPLUG-Owl2 pads shorter rows on the right and the last position would then be padding.
+
 pyiqa 0.1.16's code needs ``PreTrainedModel.invert_attention_mask``, which transformers 5.17 removed, and imports
 ``icecream`` (not among pyiqa's requirements): with a newer transformers it runs in its own environment
 (:data:`REQUIREMENTS`). Importing it replaces transformers' Llama classes process-wide
@@ -144,11 +150,12 @@ class Given:
         return self.value
 
 
-def prompt_ids(tokenizer: Any, task: str) -> list[int]:
-    """The prompt's ids with :data:`IMAGE_TOKEN` where ``<|image|>`` stands; the text after it loses its BOS."""
+def prompt_ids(tokenizer: Any, task: str, medium: str = "image") -> list[int]:
+    """The prompt's ids (about ``this image`` or ``this video``) with :data:`IMAGE_TOKEN` where ``<|image|>``
+    stands; the text after it loses its BOS."""
     before, after = (
-        f"USER: How would you rate the {task} of this image?\n",
-        f"\nASSISTANT: The {task} of the image is",
+        f"USER: How would you rate the {task} of this {medium}?\n",
+        f"\nASSISTANT: The {task} of the {medium} is",
     )
     head, tail = tokenizer(before).input_ids, tokenizer(after).input_ids
     bos = bool(head) and head[0] == tokenizer.bos_token_id
@@ -200,13 +207,33 @@ class QAlignScorer:
         self.model = model.to(device=device, dtype=dtype).eval().requires_grad_(False)
         self.device, self.dtype = torch.device(device), dtype
         self.input_ids = torch.tensor(prompt_ids(tokenizer, task), device=self.device)[None]
+        self.video_ids = torch.tensor(prompt_ids(tokenizer, task, "video"), device=self.device)[None]
         self.level_ids = [ids[-1] for ids in tokenizer(list(LEVELS)).input_ids]
         self.values = torch.tensor(LEVEL_VALUES, dtype=torch.float64)
 
-    def __call__(self, images: Sequence[torch.Tensor]) -> torch.Tensor:
+    def pixels(self, images: Sequence[torch.Tensor]) -> torch.Tensor:
+        """Float images (3, H, W) in [0, 1], squared and processed: (N, 3, S, S) on the model's device and dtype."""
         pixels = self.processor.preprocess([square_image(img) for img in images], return_tensors="pt")
-        x = pixels["pixel_values"].to(self.device, self.dtype)
+        return pixels["pixel_values"].to(self.device, self.dtype)
+
+    def expected(self, input_ids: torch.Tensor, images: torch.Tensor | list[torch.Tensor]) -> torch.Tensor:
+        """``softmax(level logits at the last position) @ LEVEL_VALUES`` of each row, float64 on the CPU."""
         with torch.inference_mode():
-            logits = self.model(self.input_ids.expand(len(images), -1), images=x)["logits"]
+            logits = self.model(input_ids.expand(len(images), -1), images=images)["logits"]
         levels = logits[:, -1, self.level_ids].double().cpu()
         return torch.softmax(levels, dim=-1) @ self.values
+
+    def __call__(self, images: Sequence[torch.Tensor]) -> torch.Tensor:
+        return self.expected(self.input_ids, self.pixels(images))
+
+    def videos(self, videos: Sequence[torch.Tensor]) -> torch.Tensor:
+        """Each float video (T, 3, H, W) in [0, 1] rated as one, T >= 1: the video question with its T frames'
+        visual tokens in the image's place; videos with the same T in one forward."""
+        out = torch.empty(len(videos), dtype=torch.float64)
+        by_count: dict[int, list[int]] = {}
+        for i, video in enumerate(videos):
+            by_count.setdefault(int(video.shape[0]), []).append(i)
+        for idx in by_count.values():
+            frames = self.pixels([frame for i in idx for frame in videos[i].unbind(0)])
+            out[idx] = self.expected(self.video_ids, list(frames.split(len(frames) // len(idx))))
+        return out

@@ -1,17 +1,121 @@
-"""Video quality: the mean over frames of ``image_quality`` (a pyiqa no-reference metric, its own scale)."""
+"""Video quality: ``image_quality`` (a pyiqa no-reference metric, its own scale) averaged over frames, or, for the
+Q-Align rows, Q-Align's own video rating (all sampled frames in one question).
+
+- Frame average (every metric but ``qalign`` / ``qalign_aesthetic``; DeQA-Score has no video scorer):
+  ``score = mean_t net(frame_t)``.
+- Q-Align's video scorer (``QAlignVideoScorer``; pyiqa's ``score(videos, task_, input_="video")``):
+  ``score = sum_k softmax(l)_k * w_k`` as for an image, asked ``How would you rate the {task} of this video?``
+  with the visual tokens of every sampled frame in place of the one image (:meth:`.iqa_qalign.QAlignScorer.videos`).
+
+Frames: ``num_frames`` uniformly spaced ones (the engine samples them), or, with ``fps`` (the videos' frame rate),
+Q-Align's ``load_video``: one frame a second, frames ``int(fps * i)`` for ``i < int(T / fps)``.
+"""
 
 from __future__ import annotations
 
-from ..base import Inputs
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import torch
+
+from ...errors import ConfigError, InputError
+from ..base import Inputs, Reward, RewardOutput
 from .frame_scores import FrameAverage
+
+DEFAULT_NUM_FRAMES = 8
+
+
+def one_per_second(total: int, fps: float) -> list[int]:
+    """Q-Align's ``load_video`` frame choice: ``int(fps * i)`` for ``i`` in ``range(int(total / fps))``."""
+    return [int(fps * i) for i in range(int(total / fps))]
+
+
+def check_sampling(fps: Any, num_frames: Any) -> None:
+    """ConfigError unless ``fps`` is null or a positive number, and ``num_frames`` is left alone when it is set."""
+    if fps is None:
+        return
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not fps > 0:
+        raise ConfigError(f"kwargs.fps must be a positive number or null, got {fps!r}", field="kwargs.fps")
+    if num_frames not in (None, DEFAULT_NUM_FRAMES):
+        raise ConfigError(
+            f"kwargs.fps samples one frame a second as Q-Align does; drop kwargs.num_frames (got {num_frames!r}) "
+            "or set it to null",
+            field="kwargs.num_frames",
+        )
 
 
 class VideoQuality(FrameAverage):
-    """Mean over sampled frames of ``image_quality``: ``mean_t pyiqa_net(frame_t)`` on the metric's scale.
+    """``image_quality`` over a video: the mean over sampled frames of ``pyiqa_net(frame_t)`` on the metric's scale,
+    or, for ``metric: qalign`` / ``qalign_aesthetic``, Q-Align's video rating of all sampled frames at once (1-5).
 
-    Inputs: ``video``. ``num_frames`` (default 8; null = all), ``frame_batch_size``. ``model_path``,
-    ``metric`` and ``arch`` are those of ``image_quality`` (the same loaded instance as an equal entry).
+    Inputs: ``video``. ``num_frames`` (default 8; null = all) or ``fps`` (the videos' frame rate: Q-Align's one
+    frame a second; then ``num_frames`` stays unset or null), ``frame_batch_size`` (frame average only).
+    ``model_path``, ``metric`` and ``arch`` are those of ``image_quality`` (the same loaded instance as an equal
+    entry).
     """
 
     frame_reward = "image_quality"
     inputs = Inputs(("video",), frames="float")
+    OWN_OPTIONS: ClassVar[tuple[str, ...]] = FrameAverage.OWN_OPTIONS + ("fps",)
+
+    @classmethod
+    def inner_rewards(
+        cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """The sampling options checked before the image reward is built, then :meth:`FrameAverage.inner_rewards`."""
+        check_sampling(kwargs.get("fps"), kwargs.get("num_frames", DEFAULT_NUM_FRAMES))
+        return super().inner_rewards(kwargs, model_path=model_path, device=device, dtype=dtype)
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        *,
+        image_reward: Reward | None = None,
+        num_frames: int | None = DEFAULT_NUM_FRAMES,
+        frame_batch_size: int = 64,
+        preset: str | None = None,
+        fps: float | None = None,
+    ) -> None:
+        check_sampling(fps, num_frames)
+        super().__init__(
+            model_path,
+            device,
+            dtype,
+            image_reward=image_reward,
+            num_frames=None if fps is not None else num_frames,  # with fps every frame arrives
+            frame_batch_size=frame_batch_size,
+            preset=preset,
+        )
+        self.fps = None if fps is None else float(fps)
+        from ..image.image_quality import ImageQuality
+        from ..image.iqa_qalign import QAlignScorer
+
+        inner = self.image_reward
+        net = inner.net if isinstance(inner, ImageQuality) and inner.variant.video else None
+        self.qalign = net if isinstance(net, QAlignScorer) else None
+
+    def __call__(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
+        if self.fps is not None:
+            video = [self.one_per_second(v, self.fps, i) for i, v in enumerate(video)]
+        if self.qalign is None:
+            return super().__call__(video, **fields)
+        for i, v in enumerate(video):
+            if int(v.shape[0]) == 0:
+                raise InputError("the video has no frames", reward=self.name, field="video", sample=i)
+        return RewardOutput(self.qalign.videos(video).tolist())
+
+    def one_per_second(self, video: torch.Tensor, fps: float, sample: int) -> torch.Tensor:
+        """The frames Q-Align's ``load_video`` keeps; InputError for a video shorter than a second."""
+        total = int(video.shape[0])
+        keep = one_per_second(total, fps)
+        if not keep:
+            raise InputError(
+                f"{total} frames at fps {fps:g} is less than one second: Q-Align's sampling keeps a frame a "
+                "second and needs at least one",
+                reward=self.name,
+                field="video",
+                sample=sample,
+            )
+        return video[torch.tensor(keep)]
