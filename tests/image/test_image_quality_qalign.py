@@ -67,7 +67,9 @@ def _checkout_on_the_worker_path(monkeypatch):
 def environment(tmp_path_factory):
     """(environment spec, its Python): transformers < 5.17 and icecream over this environment's packages."""
     keep = os.environ.get("REWARDZOO_TEST_ENVS")
-    root = Path(keep) / "worker-envs" if keep else tmp_path_factory.getbasetemp() / "worker-envs"
+    root = (
+        Path(keep) / "qalign-envs" if keep else tmp_path_factory.getbasetemp() / "qalign-envs"
+    )  # own folder: the clash test lists worker-envs
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("REWARDZOO_ENVS", str(root))
         env = {"requirements": list(REQUIREMENTS), "system_site_packages": True, "start_timeout_s": 120}
