@@ -77,6 +77,17 @@ def strip_prefix(state: Mapping[str, Any], prefixes: Sequence[str] = ("module.",
     return out
 
 
+def model_folder(source: str, patterns: Sequence[str]) -> Path:
+    """``source`` as a local folder: itself when it is a directory, else the hub snapshot of the repository it
+    names, holding only the files matching ``patterns`` (a failed fetch is a ConfigError on ``model_path``)."""
+    if os.path.isdir(source):
+        return Path(source)
+    with loading(f"'{source}' from the hub", verb="fetch"):
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(source, allow_patterns=list(patterns)))
+
+
 @contextmanager
 def loading(what: str, *, field: str = "model_path", verb: str = "load") -> Iterator[None]:
     """Around a library's loading call (``from_pretrained``, ``create_model``, a state dict into a module): any

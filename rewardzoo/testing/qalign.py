@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 from .common import made_dir, save_safetensors
@@ -50,7 +51,7 @@ _PREPROCESS = {
 }
 
 
-def tiny_llama_tokenizer():
+def tiny_llama_tokenizer() -> Any:
     """A ``LlamaTokenizer`` (BOS added) over bytes, letters, the level words and the prompt words (each
     ``▁word`` one token)."""
     from transformers import LlamaTokenizer

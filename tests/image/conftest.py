@@ -13,6 +13,7 @@ The tokenizers use open_clip's shipped BPE vocabulary, so everything works offli
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -81,19 +82,10 @@ def transformers_llama_left_as_found():
     """pyiqa's arch lookup falls back to importing every arch module, Q-Align's among them, whose import replaces
     transformers' Llama classes process-wide (``replace_llama_modality_adaptive``); put them back after each test so
     the suite's later Llama builds run transformers' own code."""
-    try:
-        from transformers.models.llama import configuration_llama, modeling_llama
-    except ImportError:
+    if importlib.util.find_spec("transformers") is None:
         yield
         return
-    modules = {m: dict(vars(m)) for m in (configuration_llama, modeling_llama)}
-    forwards = {c: c.__dict__["forward"] for c in (modeling_llama.LlamaModel, modeling_llama.LlamaForCausalLM)}
-    yield
-    for module, saved in modules.items():
-        for key in set(vars(module)) - set(saved):
-            delattr(module, key)
-        for key, value in saved.items():
-            if vars(module).get(key) is not value:
-                setattr(module, key, value)
-    for cls, forward in forwards.items():
-        cls.forward = forward
+    from rewardzoo.rewards.image.iqa_qalign import llama_left_as_found
+
+    with llama_left_as_found():
+        yield

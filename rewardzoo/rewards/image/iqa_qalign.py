@@ -37,7 +37,7 @@ from unittest import mock
 import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError
-from ...shared.weights import load_state_dict
+from ...shared.weights import load_state_dict, model_folder
 
 #: The environment pyiqa's Q-Align code runs in (the parent's torch and pyiqa seen through system_site_packages).
 REQUIREMENTS = ("transformers>=5.0,<5.17", "icecream")
@@ -75,16 +75,31 @@ def check_runtime(reward: str) -> None:
 
 
 @contextmanager
+def llama_left_as_found() -> Iterator[None]:
+    """On exit, transformers' Llama modules and the two forwards pyiqa's ``replace_llama_modality_adaptive``
+    patches are as they were on entry (names added since are removed, replaced ones put back)."""
+    from transformers.models.llama import configuration_llama, modeling_llama
+
+    modules = {m: dict(vars(m)) for m in (configuration_llama, modeling_llama)}
+    forwards = {c: c.__dict__["forward"] for c in (modeling_llama.LlamaModel, modeling_llama.LlamaForCausalLM)}
+    try:
+        yield
+    finally:
+        for module, before in modules.items():
+            for key in set(vars(module)) - set(before):
+                delattr(module, key)
+            for key, value in before.items():
+                if vars(module).get(key) is not value:
+                    setattr(module, key, value)
+        for cls, forward in forwards.items():
+            cls.forward = forward
+
+
+@contextmanager
 def pyiqa_owl2() -> Iterator[Any]:
     """pyiqa's mPLUG-Owl2 module with its Llama replacement applied; on exit transformers' Llama module, its two
     patched forwards and ``sys.path`` are as they were (the built network keeps pyiqa's layers and forward)."""
-    from transformers.models.llama import configuration_llama, modeling_llama
-
-    modules = (configuration_llama, modeling_llama)
-    classes = (modeling_llama.LlamaModel, modeling_llama.LlamaForCausalLM)
-    with _LOCK:
-        saved = {m: dict(vars(m)) for m in modules}
-        forwards = {c: c.__dict__["forward"] for c in classes}
+    with _LOCK, llama_left_as_found():
         path = list(sys.path)
         try:
             module = importlib.import_module(_MODULE)
@@ -93,25 +108,7 @@ def pyiqa_owl2() -> Iterator[Any]:
             module.MPLUGOwl2LlamaModel.forward = llama2.model_forward  # its own, once transformers' is back
             yield module
         finally:
-            for mod, before in saved.items():
-                for key in set(vars(mod)) - set(before):
-                    delattr(mod, key)
-                for key, value in before.items():
-                    if vars(mod).get(key) is not value:
-                        setattr(mod, key, value)
-            for cls, forward in forwards.items():
-                cls.forward = forward
             sys.path[:] = path
-
-
-def model_dir(model_path: str) -> Path:
-    """A local directory, or the hub snapshot of ``model_path`` (config, tokenizer, preprocessor, weights)."""
-    if Path(model_path).is_dir():
-        return Path(model_path)
-    from huggingface_hub import snapshot_download
-
-    patterns = ["*.json", "*.model", "*.safetensors", "pytorch_model*.bin"]
-    return Path(snapshot_download(model_path, allow_patterns=patterns))
 
 
 def load_weights(root: Path) -> dict[str, torch.Tensor]:
@@ -184,7 +181,7 @@ class QAlignScorer:
         from transformers import CLIPImageProcessor, LlamaTokenizer
         from transformers.initialization import no_init_weights
 
-        root = model_dir(model_path)
+        root = model_folder(model_path, ["*.json", "*.model", "*.safetensors", "pytorch_model*.bin"])
         try:
             tokenizer = LlamaTokenizer.from_pretrained(str(root))
             self.processor = CLIPImageProcessor.from_pretrained(str(root))

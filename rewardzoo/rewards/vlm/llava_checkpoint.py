@@ -24,14 +24,13 @@ transformers only inside the loader.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from ...shared.weights import loading
+from ...shared.weights import loading, model_folder
 
 #: ``model_type`` values LLaVA-NeXT writes (with ``mm_vision_tower`` beside them).
 ORIGINAL_MODEL_TYPES = ("llava", "llava_qwen")
@@ -99,14 +98,6 @@ def read_config(source: str) -> dict | None:
         return json.loads(Path(path).read_text(encoding="utf-8")) if path else None
     except Exception:
         return None
-
-
-def _local_dir(source: str) -> Path:
-    if os.path.isdir(source):
-        return Path(source)
-    from huggingface_hub import snapshot_download
-
-    return Path(snapshot_download(source, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja"]))
 
 
 def _tower(original: Mapping[str, Any], root: Path) -> tuple[dict, dict]:
@@ -234,7 +225,7 @@ def load_original(
     from transformers import LlavaOnevisionForConditionalGeneration
 
     _check(original)
-    root = _local_dir(source)
+    root = model_folder(source, ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja"])
     tower, preprocess = _tower(original, root)
     grid = int(tower["image_size"]) // int(tower["patch_size"])
     processor = build_processor(root, original, preprocess, num_image_tokens=grid * grid)

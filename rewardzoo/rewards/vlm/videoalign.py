@@ -27,7 +27,7 @@ from ...shared.clip import check_pairs
 from ...shared.device import torch_dtype
 from ...shared.media import image_to_uint8
 from ...shared.video import prepare_video
-from ...shared.weights import loading
+from ...shared.weights import model_folder
 from ..base import Inputs, PointwiseReward, RewardOutput
 from .backbone import PixelBounds, Video, VLMBackbone, VLMQuery
 from .reward_models import (
@@ -244,10 +244,7 @@ class VideoAlign(PointwiseReward):
                 "nor a hub repository id",
                 field="model_path",
             )
-        with loading(f"'{model_path}' from the hub", verb="fetch"):
-            from huggingface_hub import snapshot_download
-
-            return Path(snapshot_download(model_path, allow_patterns=["model_config.json", "checkpoint-*/model.pth"]))
+        return model_folder(model_path, ["model_config.json", "checkpoint-*/model.pth"])
 
     @staticmethod
     def _checkpoint_file(root: Path, step: int | None) -> Path:
