@@ -122,7 +122,14 @@ TINY_CLIP = {
     "rn": {"vision_layers": (1, 1, 1, 1), "vision_width": 8, "vision_patch_size": None},
     "vit": {"vision_layers": 2, "vision_width": 64, "vision_patch_size": 32},
 }
-CLIP_CASES = {"clipiqa": ("rn", {}), "clipiqa+": ("rn", {}), "liqe": ("vit", {}), "liqe_mix": ("vit", {"mtl": True})}
+CLIP_CASES = {
+    "clipiqa": ("rn", {}),
+    "clipiqa+": ("rn", {}),
+    "clipiqa+_rn50_512": ("rn", {}),
+    "clipiqa+_vitL14_512": ("vit", {}),
+    "liqe": ("vit", {}),
+    "liqe_mix": ("vit", {"mtl": True}),
+}
 
 
 def saved_clip_metric(name, tmp_path, monkeypatch, fp16=False):

@@ -49,10 +49,33 @@ ROWS = {
     "topiq_nr-spaq": ("topiq_nr", {}, [(96, 80)]),
     "musiq-spaq": ("musiq", {}, [(96, 80), (64, 64)]),
     "musiq-paq2piq": ("musiq", {}, [(96, 80)]),
+    "musiq-ava": ("musiq-ava", {}, [(96, 80), (64, 64)]),
+    "topiq_iaa_res50": ("topiq_iaa_res50", {}, [(96, 80)]),
+    "topiq_iaa": ("topiq_iaa", {}, []),
+    "tres": ("tres", {"test_sample": 1}, [(232, 240)]),
+    "tres-flive": ("tres", {"test_sample": 1}, []),
+    "cnniqa": ("cnniqa", {}, [(96, 80), (64, 64)]),
+    "paq2piq": ("paq2piq", {}, [(96, 80), (64, 64)]),
+    "wadiqam_nr": ("wadiqam_nr", {}, [(96, 80), (64, 64)]),
+    "unique": ("unique", {}, [(96, 80), (64, 64)]),
 }
 #: a tiny MUSIQ (its constructor's sizes), as in test_image_quality.py; the other networks at their real size.
 SIZES = {"musiq": {"hidden_size": 32, "mlp_dim": 64, "num_heads": 2, "num_layers": 2}}
-ARCH_MODULES = ("maniqa_arch", "nima_arch", "topiq_arch", "musiq_arch")
+#: options pyiqa sets only when it loads the checkpoint (MUSIQ's AVA head), for the random-init build.
+HEADS = {"musiq-ava": {"num_class": 10}}
+#: how each arch is told not to load weights (CNNIQA: no checkpoint key; UNIQUE: no switch, its loader is recorded).
+NO_WEIGHTS = {"cnniqa": {"pretrained": None}, "unique": {}}
+ARCH_MODULES = (
+    "maniqa_arch",
+    "nima_arch",
+    "topiq_arch",
+    "musiq_arch",
+    "tres_arch",
+    "cnniqa_arch",
+    "paq2piq_arch",
+    "wadiqam_arch",
+    "unique_arch",
+)
 
 
 def settings(net):
@@ -76,13 +99,21 @@ def arch_module(name):
 
 @pytest.fixture(scope="module")
 def loads():
-    """timm backbones random-init; each arch module's ``load_pretrained_network`` records what it is asked to
-    load (the module's list, cleared by the test) instead of fetching and unpickling it."""
+    """timm, torchvision and TOPIQ's Swin backbones random-init; each arch module's ``load_pretrained_network``
+    records what it is asked to load (the module's list, cleared by the test) instead of fetching and unpickling it."""
     pytest.importorskip("facexlib")  # pyiqa's TOPIQ module imports it
+    import torchvision
+
     asked: list[str] = []
     create = timm.create_model
+    topiq = importlib.import_module("pyiqa.archs.topiq_arch")
+    swin = topiq.create_swin
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(timm, "create_model", lambda *a, **k: create(*a, **{**k, "pretrained": False}))
+        mp.setattr(topiq, "create_swin", lambda *a, **k: swin(*a, **{**k, "pretrained": False}))
+        for name in ("resnet18", "resnet34", "resnet50"):
+            builder = getattr(torchvision.models, name)
+            mp.setattr(torchvision.models, name, lambda *a, _b=builder, **k: _b(*a, **{**k, "weights": None}))
         for mod in ARCH_MODULES:
             module = importlib.import_module(f"pyiqa.archs.{mod}")
             mp.setattr(module, "load_pretrained_network", lambda net, path, *a, **k: asked.append(path))
@@ -98,7 +129,9 @@ def saved(loads, tmp_path_factory):
     def get(base):
         if base not in files:
             torch.manual_seed(0)
-            net = pyiqa.create_metric(base, device="cpu", pretrained=False, **SIZES.get(base, {})).net
+            size = SIZES.get(base.split("-")[0], {}) | HEADS.get(base, {})
+            off = NO_WEIGHTS.get(base, {"pretrained": False})
+            net = pyiqa.create_metric(base, device="cpu", **off, **size).net
             with torch.no_grad():
                 for p in net.parameters():
                     p.add_(torch.randn_like(p) * 0.01)

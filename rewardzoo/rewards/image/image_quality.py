@@ -4,8 +4,8 @@
 image as a float (N, 3, H, W) tensor in [0, 1], exactly as ``pyiqa.create_metric(name)(x)`` runs it. The
 score is on the metric's own scale (:data:`VARIANTS`: pyiqa's ``score_range``; every listed metric is
 higher-is-better, ``lower_better`` False in pyiqa's ``DEFAULT_CONFIGS``). The network is built with
-``pretrained=False`` and no backbone download (``timm`` / ``torchvision`` backbones random-init, pyiqa's own
-loader disabled), then the full state dict of ``model_path`` is loaded strictly (safetensors or
+``pretrained=False`` (the row's ``off``) and no backbone download (``timm`` / ``torchvision`` / TOPIQ's Swin
+backbones random-init, pyiqa's own loader disabled), then the full state dict of ``model_path`` is loaded strictly (safetensors or
 ``torch.load(weights_only=True)``), so no pickled file is ever executed. The CLIP-based metrics (CLIP-IQA(+),
 LIQE) get pyiqa's CLIP class sized and loaded from the checkpoint's ``clip_model.*`` entries in place of pyiqa's
 ``clip.load`` (:mod:`.iqa_clip`). ARNIQA's encoder loads the same way; its regressor, published only as TorchScript,
@@ -50,6 +50,9 @@ class Variant:
     task: str | None = None  # Q-Align's rating question: the variant is scored by :mod:`.iqa_qalign`
     video: bool = False  # video_quality asks the video question of all frames at once (Q-Align's video scorer)
     pyiqa: str | None = None  # pyiqa's DEFAULT_CONFIGS name, where the row's name is not one
+    off: tuple[tuple[str, Any], ...] = (
+        ("pretrained", False),
+    )  # the constructor arguments that keep pyiqa's loader off
 
 
 _MUSIQ = "pyiqa.archs.musiq_arch:MUSIQ"
@@ -58,6 +61,7 @@ _NIMA = "pyiqa.archs.nima_arch:NIMA"
 _TOPIQ = "pyiqa.archs.topiq_arch:CFANet"
 _CLIPIQA = "pyiqa.archs.clipiqa_arch:CLIPIQA"
 _LIQE = "pyiqa.archs.liqe_arch:LIQE"
+_TRES = "pyiqa.archs.tres_arch:TReS"
 _ARNIQA = "pyiqa.archs.arniqa_arch:ARNIQA"
 _QALIGN = "pyiqa.archs.qalign_arch:QAlign"
 _QALIGN_QUANTISED = (
@@ -82,8 +86,19 @@ VARIANTS: dict[str, Variant] = {
     "musiq": Variant(_MUSIQ, "koniq10k", False, "~0, ~100"),
     "musiq-spaq": Variant(_MUSIQ, "spaq", False, "~0, ~100"),
     "musiq-paq2piq": Variant(_MUSIQ, "paq2piq", False, "~0, ~100"),
+    "musiq-ava": Variant(_MUSIQ, "ava", False, "1, 10", options=(("num_class", 10),)),  # pyiqa sets it for 'ava'
+    "topiq_iaa": Variant(_TOPIQ, "cfanet_iaa_ava_swin", False, "1, 10"),
+    "topiq_iaa_res50": Variant(_TOPIQ, "cfanet_iaa_ava_res50", False, "1, 10"),
+    "tres": Variant(_TRES, "koniq", False, "~0, ~100"),
+    "tres-flive": Variant(_TRES, "flive", False, "~0, ~100"),
+    "cnniqa": Variant("pyiqa.archs.cnniqa_arch:CNNIQA", "koniq10k", False, "~0, ~1", off=(("pretrained", None),)),
+    "paq2piq": Variant("pyiqa.archs.paq2piq_arch:PAQ2PIQ", "url", False, "~0, ~100"),
+    "wadiqam_nr": Variant("pyiqa.archs.wadiqam_arch:WaDIQaM", "wadiqam_nr_koniq", False, "~-1, ~0.1"),
+    "unique": Variant("pyiqa.archs.unique_arch:UNIQUE", "mix", False, "~-3, ~3", off=()),  # no loader switch
     "clipiqa": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
     "clipiqa+": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
+    "clipiqa+_rn50_512": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
+    "clipiqa+_vitL14_512": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
     "liqe": Variant(_LIQE, "koniq", False, "1, 5", clip=True, min_side=224),
     "liqe_mix": Variant(_LIQE, "mix", False, "1, 5", clip=True, options=(("mtl", True),), min_side=224),
     "arniqa": Variant(_ARNIQA, "ARNIQA", False, "0, 1", regressor=True),
@@ -164,9 +179,14 @@ def no_backbone_download(module: Any) -> Iterator[None]:
 
     with ExitStack() as stack:
         stack.enter_context(mock.patch.object(timm, "create_model", timm_random))
-        for name in ("vgg16", "resnet50"):
+        for name in ("vgg16", "resnet18", "resnet34", "resnet50"):
             stack.enter_context(
                 mock.patch.object(torchvision.models, name, tv_random(getattr(torchvision.models, name)))
+            )
+        if hasattr(module, "create_swin"):  # TOPIQ's Swin backbone (pyiqa's copy of timm's builder)
+            swin = module.create_swin
+            stack.enter_context(
+                mock.patch.object(module, "create_swin", lambda *a, **k: swin(*a, **{**k, "pretrained": False}))
             )
         if hasattr(module, "load_pretrained_network"):
             stack.enter_context(mock.patch.object(module, "load_pretrained_network", lambda *a, **k: None))
@@ -206,12 +226,12 @@ def load_network(name: str, path: str, arch: Mapping[str, Any] | None, reward: s
             clip_state, rest = iqa_clip.split(state, path, name)
             clip = iqa_clip.build_clip(clip_state, path, name)
             with iqa_clip.given_clip(cls.__module__, clip):
-                net = cls(pretrained=False, **options)
+                net = cls(**dict(row.off), **options)
             if not any(k.startswith(iqa_clip.PREFIX) for k in net.state_dict()):
                 state = rest  # CLIP-IQA keeps its CLIP out of its state dict: loaded strictly above
         else:
             with no_backbone_download(importlib.import_module(cls.__module__)):
-                net = cls(pretrained=False, **options)
+                net = cls(**dict(row.off), **options)
     except TypeError as exc:
         raise ConfigError(f"kwargs.arch: {exc}", field="kwargs.arch") from None
     try:
@@ -247,8 +267,8 @@ class ImageQuality(PointwiseReward):
     """A pyiqa no-reference quality metric on the metric's own scale: ``score = pyiqa_net(x)``, x in [0, 1].
 
     Inputs: ``image``. ``metric``: a pyiqa metric name (rows of :data:`VARIANTS`: ``topiq_nr``, ``maniqa``,
-    ``hyperiqa``, ``dbcnn``, ``nima``, ``musiq``, ``clipiqa(+)``, ``liqe(_mix)``, ``arniqa`` and their dataset
-    variants; default ``topiq_nr``). ``regressor_path``: ARNIQA's regressor (its TorchScript file, read without
+    ``hyperiqa``, ``dbcnn``, ``nima``, ``musiq``, ``clipiqa(+)``, ``liqe(_mix)``, ``arniqa``, ``topiq_iaa``,
+    ``tres``, ``cnniqa``, ``paq2piq``, ``wadiqam_nr``, ``unique`` and their dataset variants; default ``topiq_nr``). ``regressor_path``: ARNIQA's regressor (its TorchScript file, read without
     running it; default pyiqa's published one of the row's dataset).
     ``model_path``: a ``.safetensors`` / ``.pth`` file, URL or hub file with pyiqa's key names (default the
     metric's published checkpoint; CLIP-IQA has none loadable safely, so it needs one). ``arch``: extra keyword arguments of pyiqa's arch class (crops, sizes).
