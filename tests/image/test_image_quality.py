@@ -102,6 +102,36 @@ def test_unknown_and_unbuilt_variants():
         )
 
 
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("lpips", "pyiqa's 'lpips' is a full-reference metric"),
+        ("topiq_fr", "pyiqa's 'topiq_fr' is a full-reference metric"),
+        ("brisque", "pyiqa's 'brisque' is not built by rewardzoo \\(a classical, hand-crafted metric: BRISQUE\\)"),
+        ("niqe_matlab", "not built by rewardzoo \\(a classical"),
+        ("fid", "pyiqa's 'fid' is a distribution metric"),
+        ("qualiclip", "pyiqa's 'qualiclip' is not built by rewardzoo \\(its constructor always downloads"),
+        ("topiq_nr-face", "face alignment downloads"),
+    ],
+)
+def test_pyiqa_metric_not_a_row_says_why(name, why):
+    from pyiqa.default_model_configs import DEFAULT_CONFIGS
+
+    assert name in DEFAULT_CONFIGS and name not in VARIANTS
+    with pytest.raises(ConfigError, match=why) as info:
+        load_reward({"name": "image_quality", "model_path": "x.safetensors", "kwargs": {"metric": name}})
+    assert info.value.field == "kwargs.metric"
+    assert "unknown" not in str(info.value)
+
+
+def test_unknown_metric_without_pyiqa(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyiqa.default_model_configs", None)  # import fails: no pyiqa
+    with pytest.raises(ConfigError, match="unknown pyiqa no-reference metric 'lpips'"):
+        load_reward({"name": "image_quality", "model_path": "x.safetensors", "kwargs": {"metric": "lpips"}})
+
+
 def test_processor_and_video_per_frame_mean(offline_backbones, tmp_path):
     ref, path = saved_metric("musiq", tmp_path)
     kwargs = {"metric": "musiq", "arch": CASES["musiq"]}

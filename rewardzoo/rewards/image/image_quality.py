@@ -118,13 +118,55 @@ VARIANTS: dict[str, Variant] = {
 _WEIGHT_OPTIONS = frozenset({"pretrained", "pretrained_model_path", "pretrained_scnn_path", "backbone_pretrain"})
 
 
+#: pyiqa arch types of its hand-crafted metrics and of its image-set (distribution) metrics.
+_CLASSICAL = frozenset({"BRISQUE", "NIQE", "ILNIQE", "NRQM", "PI", "PIQE", "Entropy"})
+_SET_METRICS = frozenset({"FID", "InceptionScore"})
+#: pyiqa no-reference networks that are not rows, by arch type: why (the card lists them too).
+_NOT_BUILT = {
+    "LAIONAes": "its constructor runs openai-clip's clip.load (a TorchScript archive); not yet given a CLIP here",
+    "QualiCLIP": "its constructor always downloads QualiCLIP.pth (CLIP weights and prompt features)",
+    "MACLIP": "its constructor runs clip.load on 'cuda'",
+    "FGResQ": "its constructor downloads its checkpoints and a transformers CLIP from the hub",
+    "MetaIQA": "not yet added: its published checkpoint is read with torch.load(weights_only=False)",
+    "URanker": "not yet added (an underwater-image ranker)",
+    "Compare2Score": "it needs trust_remote_code",
+    "QReAlign": "its model comes from the hub through AutoModelForImageTextToText",
+    "CLIPScore": "a text-image metric: see rewardzoo's clip_score",
+    "AFINE": "lower-is-better, and its constructor runs clip.load and unpickles its checkpoint",
+}
+
+
+def pyiqa_reason(name: str) -> str:
+    """Why pyiqa's metric ``name`` is not a row, from pyiqa's own table; '' when pyiqa is absent or lacks it."""
+    try:
+        from pyiqa.default_model_configs import DEFAULT_CONFIGS
+    except ImportError:
+        return ""
+    cfg = DEFAULT_CONFIGS.get(name)
+    if cfg is None:
+        return ""
+    kind = cfg["metric_opts"]["type"]
+    if cfg.get("metric_mode") == "FR":
+        return f"pyiqa's {name!r} is a full-reference metric (it compares with a reference image); image_quality scores without one"
+    if kind in _SET_METRICS:
+        return f"pyiqa's {name!r} is a distribution metric over a set of images, not a per-image score"
+    if kind in _CLASSICAL:
+        return f"pyiqa's {name!r} is not built by rewardzoo (a classical, hand-crafted metric: {kind})"
+    if name.startswith("topiq_nr") and "face" in name:
+        return f"pyiqa's {name!r} is not built by rewardzoo (its face alignment downloads facexlib's detector)"
+    why = _NOT_BUILT.get(kind, "see the image_quality card")
+    return f"pyiqa's {name!r} is not built by rewardzoo ({why})"
+
+
 def variant(name: str, reward: str = "image_quality") -> Variant:
-    """The row of ``name``; an unknown or unbuildable one is a ConfigError (with pyiqa names close to it)."""
+    """The row of ``name``; an unknown or unbuildable one is a ConfigError (with pyiqa names close to it, and,
+    for a pyiqa metric that is not a row, why)."""
     row = VARIANTS.get(name)
     if row is None:
+        why = pyiqa_reason(name)
+        what = why or f"unknown pyiqa no-reference metric {name!r}"
         raise ConfigError(
-            f"{reward}: unknown pyiqa no-reference metric {name!r}{did_you_mean(name, VARIANTS)}; "
-            f"known: {', '.join(sorted(VARIANTS))}",
+            f"{reward}: {what}{did_you_mean(name, VARIANTS)}; known: {', '.join(sorted(VARIANTS))}",
             field="kwargs.metric",
         )
     if row.unsupported:
