@@ -99,6 +99,7 @@ VARIANTS: dict[str, Variant] = {
     "clipiqa+": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
     "clipiqa+_rn50_512": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
     "clipiqa+_vitL14_512": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
+    "laion_aes": Variant("pyiqa.archs.laion_aes_arch:LAIONAes", None, False, "~1, ~10", clip=True),
     "liqe": Variant(_LIQE, "koniq", False, "1, 5", clip=True, min_side=224),
     "liqe_mix": Variant(_LIQE, "mix", False, "1, 5", clip=True, options=(("mtl", True),), min_side=224),
     "arniqa": Variant(_ARNIQA, "ARNIQA", False, "0, 1", regressor=True),
@@ -123,7 +124,6 @@ _CLASSICAL = frozenset({"BRISQUE", "NIQE", "ILNIQE", "NRQM", "PI", "PIQE", "Entr
 _SET_METRICS = frozenset({"FID", "InceptionScore"})
 #: pyiqa no-reference networks that are not rows, by arch type: why (the card lists them too).
 _NOT_BUILT = {
-    "LAIONAes": "its constructor runs openai-clip's clip.load (a TorchScript archive); not yet given a CLIP here",
     "QualiCLIP": "its constructor always downloads QualiCLIP.pth (CLIP weights and prompt features)",
     "MACLIP": "its constructor runs clip.load on 'cuda'",
     "FGResQ": "its constructor downloads its checkpoints and a transformers CLIP from the hub",
@@ -266,7 +266,8 @@ def load_network(name: str, path: str, arch: Mapping[str, Any] | None, reward: s
         if row.clip:
             state = iqa_clip.prefixed(state)
             clip_state, rest = iqa_clip.split(state, path, name)
-            clip = iqa_clip.build_clip(clip_state, path, name)
+            openai = not hasattr(importlib.import_module(cls.__module__), "load")  # LAION-Aes: clip.load
+            clip = iqa_clip.build_clip(clip_state, path, name, openai)
             with iqa_clip.given_clip(cls.__module__, clip):
                 net = cls(**dict(row.off), **options)
             if not any(k.startswith(iqa_clip.PREFIX) for k in net.state_dict()):

@@ -1,6 +1,6 @@
-"""pyiqa's CLIP for the CLIP-based quality metrics (CLIP-IQA(+), LIQE), built from a state dict, never downloaded.
+"""pyiqa's CLIP for the CLIP-based quality metrics (CLIP-IQA(+), LIQE, LAION-Aes), built from a state dict, never downloaded.
 
-pyiqa's CLIP-IQA and LIQE constructors call ``clip_model.load(name)``, which downloads OpenAI's CLIP and runs it
+pyiqa's CLIP-IQA and LIQE constructors call ``clip_model.load(name)`` (LAION-Aes openai-clip's ``clip.load``), which downloads OpenAI's CLIP and runs it
 through ``torch.jit.load`` / ``torch.load(weights_only=False)``. Here the CLIP is pyiqa's own ``CLIP`` class,
 its sizes read from the shapes of the ``clip_model.*`` entries of the checkpoint (OpenAI's conventions: one
 attention head per 64 channels, a ResNet tower's last stage 32x its stem width and stride), its weights loaded
@@ -15,6 +15,7 @@ import re
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
@@ -70,9 +71,10 @@ def clip_sizes(state: Mapping[str, torch.Tensor], path: str) -> dict[str, Any]:
     return sizes
 
 
-def build_clip(state: Mapping[str, torch.Tensor], path: str, name: str) -> torch.nn.Module:
-    """pyiqa's ``CLIP`` sized from ``state`` (OpenAI key names), its weights loaded strictly, in eval mode."""
-    from pyiqa.archs.clip_model import CLIP
+def build_clip(state: Mapping[str, torch.Tensor], path: str, name: str, openai: bool = False) -> torch.nn.Module:
+    """pyiqa's ``CLIP`` (``openai``: openai-clip's own class, which LAION-Aes gets from ``clip.load``; float32, as
+    ``clip.load`` leaves it on the CPU) sized from ``state`` (OpenAI key names), loaded strictly, in eval mode."""
+    CLIP = importlib.import_module("clip.model" if openai else "pyiqa.archs.clip_model").CLIP
 
     try:
         clip = CLIP(**clip_sizes(state, path))
@@ -113,7 +115,10 @@ def given_clip(module_name: str, clip: torch.nn.Module) -> Iterator[None]:
     from ``clip`` and never read."""
     module = importlib.import_module(module_name)
     with ExitStack() as stack:
-        stack.enter_context(mock.patch.object(module, "load", lambda *a, **k: clip))
+        if hasattr(module, "load"):  # pyiqa's own clip_model.load
+            stack.enter_context(mock.patch.object(module, "load", lambda *a, **k: clip))
+        else:  # LAION-Aes: openai-clip's clip.load (model, preprocess), replaced in that module only
+            stack.enter_context(mock.patch.object(module, "clip", SimpleNamespace(load=lambda *a, **k: (clip, None))))
         if hasattr(module, "DEFAULT_CACHE_DIR"):
             cache = stack.enter_context(tempfile.TemporaryDirectory(prefix="rewardzoo-iqa-"))
             stack.enter_context(mock.patch.object(module, "DEFAULT_CACHE_DIR", cache))
