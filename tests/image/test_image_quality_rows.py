@@ -58,6 +58,7 @@ ROWS = {
     "paq2piq": ("paq2piq", {}, [(96, 80), (64, 64)]),
     "wadiqam_nr": ("wadiqam_nr", {}, [(96, 80), (64, 64)]),
     "unique": ("unique", {}, [(96, 80), (64, 64)]),
+    "uranker": ("uranker", {}, [(96, 80), (64, 64)]),
 }
 #: a tiny MUSIQ (its constructor's sizes), as in test_image_quality.py; the other networks at their real size.
 SIZES = {"musiq": {"hidden_size": 32, "mlp_dim": 64, "num_heads": 2, "num_layers": 2}}
@@ -75,6 +76,7 @@ ARCH_MODULES = (
     "paq2piq_arch",
     "wadiqam_arch",
     "unique_arch",
+    "uranker_arch",
 )
 
 
@@ -88,6 +90,8 @@ def settings(net):
                 continue
             if torch.is_tensor(value):
                 value = value.tolist()
+            if isinstance(value, list) and any(isinstance(v, torch.nn.Module) for v in value):
+                continue  # URanker's lists of its own registered submodules: compared as modules
             if isinstance(value, plain):
                 out[f"{prefix}.{key}"] = value
     return out
@@ -136,7 +140,7 @@ def saved(loads, tmp_path_factory):
                 for p in net.parameters():
                     p.add_(torch.randn_like(p) * 0.01)
             path = tmp_path_factory.mktemp("iqa") / f"{base}.safetensors"
-            save_file({k: v.contiguous() for k, v in net.state_dict().items()}, str(path))
+            save_file({k: v.clone() for k, v in net.state_dict().items()}, str(path))  # URanker shares tensors
             files[base] = str(path)
         return files[base]
 

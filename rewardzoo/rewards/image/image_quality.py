@@ -94,6 +94,7 @@ VARIANTS: dict[str, Variant] = {
     "cnniqa": Variant("pyiqa.archs.cnniqa_arch:CNNIQA", "koniq10k", False, "~0, ~1", off=(("pretrained", None),)),
     "paq2piq": Variant("pyiqa.archs.paq2piq_arch:PAQ2PIQ", "url", False, "~0, ~100"),
     "wadiqam_nr": Variant("pyiqa.archs.wadiqam_arch:WaDIQaM", "wadiqam_nr_koniq", False, "~-1, ~0.1"),
+    "uranker": Variant("pyiqa.archs.uranker_arch:URanker", "uranker", False, "~-1, ~2"),
     "unique": Variant("pyiqa.archs.unique_arch:UNIQUE", "mix", False, "~-3, ~3", off=()),  # no loader switch
     "clipiqa": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
     "clipiqa+": Variant(_CLIPIQA, None, False, "0, 1", clip=True),
@@ -128,7 +129,6 @@ _NOT_BUILT = {
     "MACLIP": "its constructor runs clip.load on 'cuda'",
     "FGResQ": "its constructor downloads its checkpoints and a transformers CLIP from the hub",
     "MetaIQA": "not yet added: its published checkpoint is read with torch.load(weights_only=False)",
-    "URanker": "not yet added (an underwater-image ranker)",
     "Compare2Score": "it needs trust_remote_code",
     "QReAlign": "its model comes from the hub through AutoModelForImageTextToText",
     "CLIPScore": "a text-image metric: see rewardzoo's clip_score",
@@ -311,7 +311,7 @@ class ImageQuality(PointwiseReward):
 
     Inputs: ``image``. ``metric``: a pyiqa metric name (rows of :data:`VARIANTS`: ``topiq_nr``, ``maniqa``,
     ``hyperiqa``, ``dbcnn``, ``nima``, ``musiq``, ``clipiqa(+)``, ``liqe(_mix)``, ``arniqa``, ``topiq_iaa``,
-    ``tres``, ``cnniqa``, ``paq2piq``, ``wadiqam_nr``, ``unique`` and their dataset variants; default ``topiq_nr``). ``regressor_path``: ARNIQA's regressor (its TorchScript file, read without
+    ``tres``, ``cnniqa``, ``paq2piq``, ``wadiqam_nr``, ``unique``, ``uranker``, ``laion_aes`` and their dataset variants; default ``topiq_nr``). ``regressor_path``: ARNIQA's regressor (its TorchScript file, read without
     running it; default pyiqa's published one of the row's dataset).
     ``model_path``: a ``.safetensors`` / ``.pth`` file, URL or hub file with pyiqa's key names (default the
     metric's published checkpoint; CLIP-IQA has none loadable safely, so it needs one). ``arch``: extra keyword arguments of pyiqa's arch class (crops, sizes).
