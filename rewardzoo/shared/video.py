@@ -8,8 +8,9 @@ A video enters as
 - a NumPy array (T, H, W[, C]) or a tensor (T, C, H, W).
 
 and leaves :func:`prepare_video` as a list of RGB PIL frames or a float32 tensor (T, 3, H, W) in
-[0, 1] (or, on request, a uint8 tensor where the source is 8-bit). Per-frame conversion follows the image rules of ``media.py`` (float input must lie in
-[0, 1], grayscale is repeated, alpha dropped, 16-bit scaled). ``num_frames=K`` keeps K frames at
+[0, 1] (or, on request, a uint8 tensor where the source is 8-bit). Per-frame conversion follows the
+image rules of ``media.py`` (float input must lie in [0, 1], grayscale is repeated, alpha dropped,
+16-bit scaled). ``num_frames=K`` keeps K frames at
 uniformly spaced indices ``round(linspace(0, T - 1, K))`` (first and last frame included; all
 frames when T <= K) and, for files, decodes only what those frames need: with decord,
 ``get_batch`` seeks to each frame's keyframe unless those seeks would cost more than decoding
@@ -379,7 +380,7 @@ def _frames_tensor(frames: Any, index: list[int], keep_uint8: bool) -> Any:
     if t.is_floating_point() and t.shape[1] in (1, 3):  # full precision, as to_image_tensor keeps a frame
         check_unit_range(t)
         t = t.float()
-        return t.expand(-1, 3, -1, -1) if t.shape[1] == 1 else t
+        return t.repeat(1, 3, 1, 1) if t.shape[1] == 1 else t  # a copy, not an expanded view: rewards may write
     t = tensor_to_uint8(t)
     return t if keep_uint8 else t.float().div_(255.0)
 

@@ -5,9 +5,9 @@ image as a float (N, 3, H, W) tensor in [0, 1], exactly as ``pyiqa.create_metric
 score is on the metric's own scale (:data:`VARIANTS`: pyiqa's ``score_range``; every listed metric is
 higher-is-better, ``lower_better`` False in pyiqa's ``DEFAULT_CONFIGS``). The network is built with
 ``pretrained=False`` (the row's ``off``) and no backbone download (``timm`` / ``torchvision`` / TOPIQ's Swin
-backbones random-init, pyiqa's own loader disabled), then the full state dict of ``model_path`` is loaded strictly (safetensors or
-``torch.load(weights_only=True)``), so no pickled file is ever executed. The CLIP-based metrics (CLIP-IQA(+),
-LIQE) get pyiqa's CLIP class sized and loaded from the checkpoint's ``clip_model.*`` entries in place of pyiqa's
+backbones random-init, pyiqa's own loader disabled), then the full state dict of ``model_path`` is loaded
+strictly (safetensors or ``torch.load(weights_only=True)``), so no pickled file is ever executed. The CLIP-based
+metrics (CLIP-IQA(+), LIQE, LAION-Aes) get pyiqa's CLIP class sized and loaded from the checkpoint's ``clip_model.*`` entries in place of pyiqa's
 ``clip.load`` (:mod:`.iqa_clip`). ARNIQA's encoder loads the same way; its regressor, published only as TorchScript,
 is read without running it and computed here (:mod:`.iqa_arniqa`).
 Q-Align (quality, aesthetics) and DeQA-Score are rows too, scored by pyiqa's mPLUG-Owl2 as the expected rating
@@ -50,9 +50,7 @@ class Variant:
     task: str | None = None  # Q-Align's rating question: the variant is scored by :mod:`.iqa_qalign`
     video: bool = False  # video_quality asks the video question of all frames at once (Q-Align's video scorer)
     pyiqa: str | None = None  # pyiqa's DEFAULT_CONFIGS name, where the row's name is not one
-    off: tuple[tuple[str, Any], ...] = (
-        ("pretrained", False),
-    )  # the constructor arguments that keep pyiqa's loader off
+    off: tuple[tuple[str, Any], ...] = (("pretrained", False),)  # constructor arguments keeping pyiqa's loader off
 
 
 _MUSIQ = "pyiqa.archs.musiq_arch:MUSIQ"
@@ -147,7 +145,10 @@ def pyiqa_reason(name: str) -> str:
         return ""
     kind = cfg["metric_opts"]["type"]
     if cfg.get("metric_mode") == "FR":
-        return f"pyiqa's {name!r} is a full-reference metric (it compares with a reference image); image_quality scores without one"
+        return (
+            f"pyiqa's {name!r} is a full-reference metric (it compares with a reference image); "
+            "image_quality scores without one"
+        )
     if kind in _SET_METRICS:
         return f"pyiqa's {name!r} is a distribution metric over a set of images, not a per-image score"
     if kind in _CLASSICAL:
@@ -311,10 +312,12 @@ class ImageQuality(PointwiseReward):
 
     Inputs: ``image``. ``metric``: a pyiqa metric name (rows of :data:`VARIANTS`: ``topiq_nr``, ``maniqa``,
     ``hyperiqa``, ``dbcnn``, ``nima``, ``musiq``, ``clipiqa(+)``, ``liqe(_mix)``, ``arniqa``, ``topiq_iaa``,
-    ``tres``, ``cnniqa``, ``paq2piq``, ``wadiqam_nr``, ``unique``, ``uranker``, ``laion_aes`` and their dataset variants; default ``topiq_nr``). ``regressor_path``: ARNIQA's regressor (its TorchScript file, read without
-    running it; default pyiqa's published one of the row's dataset).
+    ``tres``, ``cnniqa``, ``paq2piq``, ``wadiqam_nr``, ``unique``, ``uranker``, ``laion_aes``, ``qalign``,
+    ``deqa`` and their dataset variants; default ``topiq_nr``). ``regressor_path``: ARNIQA's regressor (its
+    TorchScript file, read without running it; default pyiqa's published one of the row's dataset).
     ``model_path``: a ``.safetensors`` / ``.pth`` file, URL or hub file with pyiqa's key names (default the
-    metric's published checkpoint; CLIP-IQA has none loadable safely, so it needs one). ``arch``: extra keyword arguments of pyiqa's arch class (crops, sizes).
+    metric's published checkpoint; CLIP-IQA has none loadable safely, so it needs one). ``arch``: extra keyword
+    arguments of pyiqa's arch class (crops, sizes).
     Every listed metric is higher-is-better; ranges are pyiqa's (see the card).
     """
 

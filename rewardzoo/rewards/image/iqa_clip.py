@@ -1,8 +1,9 @@
-"""pyiqa's CLIP for the CLIP-based quality metrics (CLIP-IQA(+), LIQE, LAION-Aes), built from a state dict, never downloaded.
+"""pyiqa's CLIP for the CLIP-based quality metrics (CLIP-IQA(+), LIQE, LAION-Aes), built from a state dict, never
+downloaded.
 
-pyiqa's CLIP-IQA and LIQE constructors call ``clip_model.load(name)`` (LAION-Aes openai-clip's ``clip.load``), which downloads OpenAI's CLIP and runs it
-through ``torch.jit.load`` / ``torch.load(weights_only=False)``. Here the CLIP is pyiqa's own ``CLIP`` class,
-its sizes read from the shapes of the ``clip_model.*`` entries of the checkpoint (OpenAI's conventions: one
+pyiqa's CLIP-IQA and LIQE constructors call ``clip_model.load(name)`` (LAION-Aes openai-clip's ``clip.load``),
+which downloads OpenAI's CLIP and runs it through ``torch.jit.load`` / ``torch.load(weights_only=False)``. Here
+the CLIP is pyiqa's own ``CLIP`` class, its sizes read from the shapes of the ``clip_model.*`` entries of the checkpoint (OpenAI's conventions: one
 attention head per 64 channels, a ResNet tower's last stage 32x its stem width and stride), its weights loaded
 strictly from those entries; the arch's constructor gets it in place of ``load``.
 """
