@@ -117,7 +117,8 @@ def _fingerprint(value: Any, dtype: Any) -> tuple[Any, ...]:
     import torch
 
     flat = value.reshape(-1)
-    picks = torch.linspace(0, flat.numel() - 1, 16).long().unique()
+    # integer positions: a float32 linspace rounds above 2**24 elements (a CLIP token embedding), past the end
+    picks = torch.tensor(sorted({i * (flat.numel() - 1) // 15 for i in range(16)}), dtype=torch.long)
     return (tuple(value.shape), dtype, flat[picks].to(dtype).contiguous().view(torch.uint8).numpy().tobytes())
 
 

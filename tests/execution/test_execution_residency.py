@@ -24,6 +24,7 @@ from PIL import Image
 from rewardzoo import RewardProcessor
 from rewardzoo import testing as rzt
 from rewardzoo.errors import WakeError
+from rewardzoo.rewards.base import Inputs, PointwiseReward
 
 PROMPTS = ["a red cube on a table", "two cats", "a city at night", "a bowl of fruit"]
 
@@ -180,3 +181,58 @@ def test_a_wake_whose_checkpoint_file_was_rewritten_refuses_to_read_it(tmp_path)
     assert residency.is_asleep(reward)
     os.replace(checkpoint + ".orig", checkpoint)
     assert processor(samples).rewards["r"].tobytes() == expected.tobytes()
+
+
+# 2**24 + 4 elements: float32 cannot hold N - 1 = 2**24 + 3 and rounds it up to N, so a float32
+# ``linspace(0, N - 1, k)`` ends one past the last element (the case of a real CLIP's 49408 x 1024 token embedding)
+WIDE = 2**24 + 4
+
+
+class WideWeights(PointwiseReward):
+    """Test-local: the tensors of ``model_path``/model.safetensors as parameters, at their stored dtypes.
+    Score = the sum over the parameters of their element ``len(prompt)`` places from the end (float64)."""
+
+    inputs = Inputs(("prompt",))
+    modality = "text"
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32"):
+        super().__init__(model_path, device, dtype)
+        from safetensors.torch import load_file
+
+        self.net = torch.nn.Module()
+        for key, value in load_file(os.path.join(model_path, "model.safetensors")).items():
+            self.net.register_parameter(key, torch.nn.Parameter(value, requires_grad=False))
+
+    def __call__(self, prompt, **_):
+        return [sum(float(p.reshape(-1)[-len(q)]) for p in self.net.parameters()) for q in prompt]
+
+
+def test_tensors_of_more_than_2_24_elements_drop_and_wake_bit_identical_from_their_checkpoint(tmp_path):
+    from safetensors.torch import save_file
+
+    gen = torch.Generator().manual_seed(0)
+    weights = {  # 32 MB each: a flat float16 one, a bfloat16 matrix (4 x (2**22 + 1))
+        "f16": torch.randn(WIDE, generator=gen).to(torch.float16),
+        "bf16": torch.randn(4, WIDE // 4, generator=gen).to(torch.bfloat16),
+    }
+    save_file(weights, str(tmp_path / "model.safetensors"))
+    entry = {"name": "w", "reward_model": f"{__name__}:WideWeights", "model_path": str(tmp_path), "device": "cpu"}
+    samples = [{"prompt": "x" * k} for k in (1, 2, 7)]
+    expected = [sum(float(w.reshape(-1)[-k]) for w in weights.values()) for k in (1, 2, 7)]
+
+    sleeper = RewardProcessor([{**entry, "offload": "drop"}])  # dropped at load: each tensor bound to its entry
+    reward, residency = sleeper.rewards["w"], sleeper.loader.residency
+    assert residency.is_asleep(reward) and residency.weight_bytes(reward) == 0
+    for _ in range(2):  # wake, score, sleep: twice
+        np.testing.assert_array_equal(sleeper(samples).rewards["w"], np.float32(expected))
+        assert residency.is_asleep(reward) and residency.weight_bytes(reward) == 0
+    # read back from the checkpoint file, nothing from a private copy
+    assert residency.files(reward) == [str((tmp_path / "model.safetensors").resolve())]
+    assert residency.private_bytes(reward) == 0
+    sleeper.wake()
+    params = dict(reward.net.named_parameters())
+    for key, original in weights.items():
+        woken = params[key].data
+        assert woken.dtype == original.dtype and woken.shape == original.shape
+        assert torch.equal(woken.view(torch.int16), original.view(torch.int16)), key
+    sleeper.close()
