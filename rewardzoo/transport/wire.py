@@ -51,6 +51,10 @@ MEDIA_FIELDS = ("image", "video", "audio", "condition_images", "condition_videos
 SAMPLE_FIELDS = (*TEXT_FIELDS, "group_id", "metadata", *MEDIA_FIELDS)
 AUDIO_DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int16": np.dtype("<i2")}
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: The longest bin / str and the most items of an array / map MessagePack can frame (a 32-bit length).
+MSGPACK_MAX_LENGTH = 2**32 - 1
+#: A PNG's chunk lengths, width and height are at most 2**31 - 1 (PNG spec, 5.3 and 11.2.2).
+PNG_MAX_INT = 2**31 - 1
 
 
 class WireError(InputError):
@@ -127,8 +131,36 @@ def dumps(payload: Any, fmt: str) -> bytes:
     if fmt == "msgpack":
         import msgpack
 
-        return msgpack.packb(payload, use_bin_type=True)
+        try:
+            return msgpack.packb(payload, use_bin_type=True)
+        except (ValueError, OverflowError):
+            _check_msgpack_lengths(payload, ())  # an InputError naming the value over a 32-bit length
+            raise
     return json.dumps(_for_json(payload), separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def _check_msgpack_lengths(value: Any, path: tuple[Any, ...]) -> None:
+    """InputError (the field and sample of a request's value) for a value MessagePack cannot frame."""
+    if isinstance(value, (bytes, bytearray, memoryview, str)):
+        size = len(value.encode("utf-8")) if isinstance(value, str) else memoryview(value).nbytes
+        what = f"{size} bytes"
+    elif isinstance(value, (Mapping, list, tuple)):
+        size, what = len(value), f"{len(value)} items"
+    else:
+        return
+    if size > MSGPACK_MAX_LENGTH:
+        at = path.index("samples") if "samples" in path else None
+        sample = path[at + 1] if at is not None and len(path) > at + 1 else None
+        field = path[at + 2] if at is not None and len(path) > at + 2 else (path[-1] if path else None)
+        raise InputError(
+            f"a value of {what} is over MessagePack's limit of {MSGPACK_MAX_LENGTH} (a 32-bit length); "
+            "send it smaller (a video as PNG frames, fewer frames) or as JSON",
+            field=str(field) if field is not None else None,
+            sample=sample if isinstance(sample, int) else None,
+        )
+    if isinstance(value, (Mapping, list, tuple)):
+        for key, item in value.items() if isinstance(value, Mapping) else enumerate(value):
+            _check_msgpack_lengths(item, (*path, key))
 
 
 def loads(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> Any:
@@ -215,22 +247,29 @@ def png_bytes(arr: np.ndarray, level: int = 1) -> bytes:
     its left, computed with NumPy) and zlib at ``level`` — several times faster than PIL's adaptive filters,
     and nearly as small for photographs."""
     h, w, c = arr.shape
+    if max(h, w) > PNG_MAX_INT:
+        raise InputError(f"a PNG is at most {PNG_MAX_INT} pixels wide and high, got {w}x{h}; send it raw")
     rows = np.ascontiguousarray(arr).reshape(h, w * c)
     filtered = np.empty((h, w * c + 1), dtype=np.uint8)
     filtered[:, 0] = 1  # filter type Sub
     filtered[:, 1 : c + 1] = rows[:, :c]
     np.subtract(rows[:, c:], rows[:, :-c], out=filtered[:, c + 1 :])  # uint8 arithmetic wraps modulo 256
 
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    def chunk(kind: bytes, data: bytes | memoryview) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))
 
     color = {1: 0, 3: 2, 4: 6}[c]
     header = struct.pack(">IIBBBBB", w, h, 8, color, 0, 0, 0)
-    return (
-        _PNG_SIGNATURE
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(filtered.tobytes(), level))
-        + chunk(b"IEND", b"")
+    # compressed data past a chunk's 31-bit length continues in further IDAT chunks (decoders concatenate them)
+    stream = memoryview(zlib.compress(filtered, level))
+    step = PNG_MAX_INT
+    return b"".join(
+        [
+            _PNG_SIGNATURE,
+            chunk(b"IHDR", header),
+            *(chunk(b"IDAT", stream[i : i + step]) for i in range(0, max(len(stream), 1), step)),
+            chunk(b"IEND", b""),
+        ]
     )
 
 

@@ -3,6 +3,7 @@ from a server, the command line's safety defaults, and imports that stay light."
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -199,3 +200,52 @@ def test_importing_the_package_the_client_and_the_remote_reward_imports_no_serve
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_value_over_messagepacks_32_bit_length_is_refused_naming_the_field_and_sample():
+    import mmap
+
+    # a raw video of 2**32 bytes (one more than a bin can frame) over anonymous memory never touched: the
+    # refusal comes before any copy, so this costs nothing
+    big = memoryview(mmap.mmap(-1, 2**32))
+    video = {"format": "raw", "dtype": "uint8", "shape": [2**18, 64, 64, 4], "data": big}
+    request = {"protocol": 1, "rewards": None, "samples": [{"prompt": "a"}, {"prompt": "b", "video": video}]}
+    with pytest.raises(InputError, match=r"sample 1.*'video'.*4294967296 bytes.*MessagePack's limit of 4294967295"):
+        wire.dumps(request, "msgpack")
+    with pytest.raises(InputError, match="a value of 4294967296 bytes"):  # a worker's frame: no sample to name
+        wire.dumps({"op": "score", "data": big}, "msgpack")
+
+
+def _chunks(png: bytes) -> list[tuple[bytes, bytes]]:
+    """(type, data) of each chunk of a PNG, its CRC checked (the format's own definition)."""
+    import struct
+    import zlib
+
+    out, at = [], 8
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        kind, data = png[at + 4 : at + 8], png[at + 8 : at + 8 + length]
+        assert struct.unpack(">I", png[at + 8 + length : at + 12 + length])[0] == zlib.crc32(kind + data)
+        out.append((kind, data))
+        at += 12 + length
+    return out
+
+
+def test_png_data_past_a_chunks_31_bit_length_continues_in_further_idat_chunks(monkeypatch):
+    # the real limit (2**31 - 1) needs over 2 GiB of compressed pixels; lowered here, the same code path
+    rgb = RNG.integers(0, 256, (40, 50, 3), dtype=np.uint8)  # noise: ~6 KB compressed
+    monkeypatch.setattr(wire, "PNG_MAX_INT", 1000)
+    png = wire.png_bytes(rgb)
+    chunks = _chunks(png)
+    idat = [data for kind, data in chunks if kind == b"IDAT"]
+    assert [k for k, _ in chunks] == [b"IHDR"] + [b"IDAT"] * len(idat) + [b"IEND"] and len(idat) > 5
+    assert all(len(d) <= 1000 for d in idat) and len(idat[0]) == 1000
+    np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png))), rgb)
+    monkeypatch.undo()
+    assert len([k for k, _ in _chunks(wire.png_bytes(rgb)) if k == b"IDAT"]) == 1  # one chunk below the limit
+
+
+def test_a_png_wider_than_31_bits_is_refused():
+    wide = np.zeros((1, 2**31, 1), np.uint8)  # never touched: no memory
+    with pytest.raises(InputError, match="a PNG is at most 2147483647 pixels wide and high, got 2147483648x1"):
+        wire.png_bytes(wide)
