@@ -154,6 +154,16 @@ def test_frame_choice_follows_qwen_vl_utils():
         video_frame_indices(1, fps=2.0, source_fps=24.0)
 
 
+def test_frame_choice_stays_inside_a_video_of_more_than_2_24_frames():
+    from rewardzoo.rewards.vlm.reward_models import video_frame_indices
+
+    total = 2**24 + 4  # float32 rounds total - 1 = 2**24 + 3 up to total: qwen-vl-utils' last index is past the end
+    reference = torch.linspace(0, total - 1, 8).round().long().tolist()
+    assert reference[-1] == total
+    got = video_frame_indices(total, num_frames=8)
+    assert got[:-1] == reference[:-1] and got[-1] == total - 1  # the reference's choice, its last frame kept inside
+
+
 def test_fixed_num_frames(published):
     released, *_ = published
     r = VideoAlign(model_path=str(released), num_frames=4, min_pixels=MIN_PIXELS)

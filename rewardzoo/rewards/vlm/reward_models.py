@@ -344,7 +344,8 @@ def video_frame_indices(
     With ``num_frames``: that count rounded to an even number. Otherwise ``total / source_fps * fps`` frames,
     clamped to ``[ceil2(min_frames), floor2(min(max_frames, total))]`` and rounded to an even number. Never
     more than ``total``; fewer than 2 is an InputError (field ``video``). Indices:
-    ``round(linspace(0, total - 1, n))`` in float32 (torch), as the reference.
+    ``round(linspace(0, total - 1, n))`` in float32 (torch), as the reference; past 2**24 frames float32 rounds
+    ``total - 1`` up to ``total``, so they are clamped to the last frame (where the reference reads past the end).
     """
     import torch
 
@@ -363,7 +364,7 @@ def video_frame_indices(
             f"at least {FRAME_FACTOR})",
             field="video",
         )
-    return torch.linspace(0, total - 1, n).round().long().tolist()
+    return torch.linspace(0, total - 1, n).round().long().clamp_(max=total - 1).tolist()
 
 
 def resize_frames(frames: Any, *, min_pixels: int, max_pixels: int) -> Any:
