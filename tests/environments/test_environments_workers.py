@@ -83,6 +83,23 @@ def test_the_socket_only_path_scores_the_same():
         reward.close()
 
 
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="no memfd")
+def test_a_shared_memory_array_past_the_first_4_gib_is_read_in_place_by_the_worker():
+    from rewardzoo.environments.channel import SharedView
+    from rewardzoo.transport.wire import decode_image, dumps, loads
+
+    # a parent's buffer of 4 GiB + 64 KiB, sparse (only the page written takes memory), an array past 2**32
+    fd = os.memfd_create("rewardzoo-test")
+    os.ftruncate(fd, 2**32 + 2**16)
+    pixels = np.random.default_rng(0).integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    os.pwrite(fd, pixels.tobytes(), 2**32 + 8)
+    shm = {"format": "raw", "dtype": "uint8", "shape": [16, 16, 3], "data": {"shm": [2**32 + 8, pixels.nbytes]}}
+    message = loads(dumps({"op": "score", "image": shm}, "msgpack"), "msgpack")  # the frame's 64-bit offset
+    view = SharedView()
+    view.adopt([fd])
+    np.testing.assert_array_equal(decode_image(view.unpack(message)["image"]), pixels)
+
+
 def test_entries_with_one_environment_share_one_worker_and_facts_come_from_it():
     env = here_env()
     config = load_config(
