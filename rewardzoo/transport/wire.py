@@ -261,7 +261,7 @@ def png_bytes(arr: np.ndarray, level: int = 1) -> bytes:
     color = {1: 0, 3: 2, 4: 6}[c]
     header = struct.pack(">IIBBBBB", w, h, 8, color, 0, 0, 0)
     # compressed data past a chunk's 31-bit length continues in further IDAT chunks (decoders concatenate them)
-    stream = memoryview(zlib.compress(filtered, level))
+    stream = memoryview(zlib.compress(filtered.data, level))
     step = PNG_MAX_INT
     return b"".join(
         [
