@@ -10,10 +10,10 @@ import json
 import os
 import stat
 import subprocess
-from pathlib import Path
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
