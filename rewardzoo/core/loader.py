@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import pickle
 import threading
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from ..rewards.base import Reward, before_call, check_kind
 from ..rewards.info import RewardInfo
 from ..shared.device import check_device, resolve_device
 from ..shared.options import known_options
+from ..shared.weights import refused_reason
 from ..spec.config import RewardSpec
 from .residency import process_residency
 from .resolve import parse_spec
@@ -232,6 +234,24 @@ class RewardLoader:
             raise
         except (TypeError, ValueError) as exc:  # a constructor refusing its options: name the entry
             raise ConfigError(f"{cls.__name__} could not be built: {exc}", entry=spec.name) from exc
+        except (
+            pickle.UnpicklingError
+        ) as exc:  # a library's torch.load(weights_only=True) refused a file: none of it ran
+            raise ConfigError(
+                f"a weights file under '{spec.model_path}' is not a plain tensor checkpoint; torch.load(weights_only="
+                f"True) refused it ({refused_reason(exc)}): nothing in it was run; use safetensors weights",
+                entry=spec.name,
+                field="model_path",
+            ) from None
+        except RuntimeError as exc:
+            if "PytorchStreamReader" not in str(exc):
+                raise
+            raise ConfigError(
+                f"a weights file under '{spec.model_path}' is not a readable torch checkpoint (truncated or corrupt: "
+                f"{str(exc).split('.')[0]})",
+                entry=spec.name,
+                field="model_path",
+            ) from None
         check_kind(instance)
         instance.info = resolved.record
         if spec.limits:

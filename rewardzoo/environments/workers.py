@@ -54,7 +54,7 @@ class WorkerDied(ConnectionError):
 
 class Worker:
     """One worker process of one environment (see the module docstring). ``restarts``: how often it was
-    started again after dying; ``pid``: its process id while it runs."""
+    started again after dying; ``pid``: its process id while it runs (the worker's, not its guardian's)."""
 
     def __init__(self, env: EnvironmentSpec) -> None:
         self.env = env
@@ -69,12 +69,15 @@ class Worker:
         self._folder: Path | None = None
         self._stderr_path: Path | None = None
         self._timed_out = False  # killed after a call timed out: starting it again is a restart
+        self._worker_pid: int | None = None  # the worker's own pid (below its guardian, on Linux)
         self.closed = False
 
     # -- what callers use ----------------------------------------------------------------------------
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None and not _exited(self._proc) else None
+        if self._proc is None or _exited(self._proc):
+            return None
+        return self._worker_pid or self._proc.pid  # the worker's own, below its guardian
 
     @property
     def stderr_tail(self) -> str:
@@ -219,6 +222,7 @@ class Worker:
             listener.close()
         channel = Channel(sock)
         hello, _ = self._recv_within(channel, "start_timeout_s", entry, "to say hello")
+        self._worker_pid = hello.get("pid") if isinstance(hello.get("pid"), int) else None
         if hello.get("op") != "hello" or not secrets.compare_digest(str(hello.get("token", "")), token):
             channel.close()
             self._stop()
@@ -339,10 +343,11 @@ class Worker:
             self._shared.close()
             self._shared = None
         proc, self._proc = self._proc, None
+        worker, self._worker_pid = self._worker_pid, None
         if proc is not None and proc.returncode is None:
             if not _exited(proc):
                 if kill:
-                    proc.kill()
+                    _kill_worker(proc, worker)
                 for then in (proc.terminate, proc.kill):  # an idle worker exits when its connection closes
                     if _wait_exited(proc, _STOP_GRACE_S):
                         break
@@ -479,6 +484,18 @@ def _wait_exited(proc: subprocess.Popen, timeout: float | None) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def _kill_worker(proc: subprocess.Popen, worker: int | None) -> None:
+    """SIGKILL the worker. Below a guardian (its pid differs from the started process's), the worker itself, so that
+    the guardian lives to end what the worker's rewards started; else the started process."""
+    if worker is not None and worker != proc.pid:
+        try:
+            os.kill(worker, signal.SIGKILL)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass
+    proc.kill()
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -37,6 +38,9 @@ def check_output(
         raise error(
             f"{option} '{out}' is a directory; give a file path" + (f" such as {out / example}" if example else "")
         )
+    special = not_a_regular_file(out)
+    if special:
+        raise error(f"{option} '{out}' is {special}; writing would replace it: give a regular file path")
     parent = resolved.parent
     existing = next(folder for folder in (parent, *parent.parents) if folder.exists())
     if not existing.is_dir():
@@ -49,6 +53,19 @@ def check_output(
     return out
 
 
+def not_a_regular_file(path: Path) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a link to one (a named pipe, a device, a
+    socket), else None: the atomic rename would replace such a node with a regular file."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # absent (or a dangling link, which the rename replaces)
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kinds = [(stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")]
+    return next((kind for test, kind in kinds if test(mode)), "a socket" if stat.S_ISSOCK(mode) else "not a file")
+
+
 def file_mode() -> int:
     """The mode of a new file under this process's umask."""
     umask = os.umask(0)
@@ -57,7 +74,11 @@ def file_mode() -> int:
 
 
 def write_atomically(path: Path, write: Callable[[str], object]) -> None:
-    """Write ``path`` atomically: ``write(tmp)`` fills a temporary file beside it, which then replaces it."""
+    """Write ``path`` atomically: ``write(tmp)`` fills a temporary file beside it, which then replaces it. A
+    named pipe, device or socket at ``path`` is never replaced (:class:`OutputWriteError`)."""
+    special = not_a_regular_file(path)
+    if special:
+        raise OutputWriteError(f"cannot write '{path}': it is {special}; nothing was replaced")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)

@@ -125,6 +125,8 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
     for name in ("ssl_keyfile", "ssl_certfile"):
         if getattr(job, name) is not None and not os.path.isfile(getattr(job, name)):
             raise ConfigError(f"--{name.replace('_', '-')} {getattr(job, name)}: no such file")
+    if job.ssl_keyfile is not None:
+        check_tls_files(job.ssl_keyfile, job.ssl_certfile)
     if job.max_wait_ms < 0:
         raise ConfigError(f"--max-wait-ms must be 0 or more, got {job.max_wait_ms}")
     limits = WireLimits(
@@ -142,6 +144,35 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
         max_decoded_bytes=int(job.max_decoded_mb * 2**20),
         token=token_from_env(job.token_env),
     ), limits
+
+
+class _KeyNeedsPassword(Exception):
+    pass
+
+
+def _no_password() -> str:
+    raise _KeyNeedsPassword
+
+
+def check_tls_files(keyfile: str, certfile: str) -> None:
+    """Load the key and certificate as the server will, before it starts: an encrypted key (which would make
+    OpenSSL ask for a password on the terminal), a key that is not the certificate's, or a file that is not PEM
+    is a :class:`ConfigError` naming the files."""
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(certfile, keyfile, password=_no_password)
+    except _KeyNeedsPassword:
+        raise ConfigError(
+            f"--ssl-keyfile {keyfile} is encrypted (it asks for a password); give an unencrypted key, e.g. "
+            f"`openssl pkey -in {keyfile} -out KEY.pem`, readable only by the server's user"
+        ) from None
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(
+            f"--ssl-keyfile {keyfile} / --ssl-certfile {certfile} cannot be loaded as a PEM key and its "
+            f"certificate ({getattr(exc, 'reason', None) or exc})"
+        ) from None
 
 
 def token_from_env(name: str | None) -> str | None:

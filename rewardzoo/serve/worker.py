@@ -10,6 +10,12 @@ worker whose parent died removes the private folder the parent made for it and k
 its rewards started); the parent kills that group when it stops or restarts the worker. The parent stops it by closing the
 connection. Ctrl-C goes to the parent (which stops the worker); SIGTERM drains: a call in flight finishes and is
 answered, then exit 0 (after a moment's wait, up to 2 s, to tell a dying parent from a live one).
+
+On Linux the process the parent starts is a guardian (:func:`guard_descendants`): a child subreaper that forks the
+worker and outlives it, so that whatever the worker's rewards started, a process that left the worker's session
+included, is reparented to the guardian when its own parent dies and is ended when the worker ends, however the
+worker ends (SIGKILL and the OOM killer included). The guardian forwards SIGTERM to the worker and exits with the
+worker's status.
 """
 
 from __future__ import annotations
@@ -112,6 +118,85 @@ def _parent_death_signal() -> None:
             libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: stop as on SIGTERM
         except (OSError, AttributeError):
             pass
+
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def guard_descendants() -> None:
+    """Linux: make this process a child subreaper and fork; the child returns and goes on as the worker, this
+    process stays as its guardian and never returns (see the module docstring). Elsewhere, or when the kernel
+    refuses, nothing happens and this process is the worker."""
+    if not sys.platform.startswith("linux") or not _prctl(_PR_SET_CHILD_SUBREAPER, 1):
+        return
+    guardian = os.getpid()
+    worker_pid: list[int] = []
+    signal.signal(signal.SIGTERM, lambda *_: worker_pid and os.kill(worker_pid[0], signal.SIGTERM))
+    pid = os.fork()
+    if pid == 0:  # the worker: gone with its guardian
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != guardian:  # the guardian died before the line above
+            os._exit(1)
+        _State.parent = guardian
+        return
+    worker_pid.append(pid)
+    os._exit(_guard(pid))
+
+
+def _guard(worker: int) -> int:
+    """The guardian's life: wait for the worker (reaping the orphans that come to it meanwhile), end every
+    process left below it, and give the worker's exit status (dying of the worker's signal, as the worker did)."""
+    status = 0
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        if pid == worker:
+            break
+    while True:  # SIGKILL the children (orphans come here as their parents die), until there are none
+        for child in _children(os.getpid()):
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    if os.WIFSIGNALED(status):
+        sys.stderr.flush()
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1
+
+
+def _children(pid: int) -> list[int]:
+    """The live children of ``pid``, from /proc (each process's parent in its stat line)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()  # after the command name, which may hold spaces
+        if int(fields[1]) == pid and fields[0] != b"Z":
+            found.append(int(entry))
+    return found
 
 
 def connect(address: str) -> socket.socket:
@@ -228,9 +313,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--parent-death-signal", action="store_true")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _on_term)
     if args.parent_death_signal:
-        _parent_death_signal()
+        _parent_death_signal()  # the guardian's, where there is one: its worker is tied to it
+    guard_descendants()
+    signal.signal(signal.SIGTERM, _on_term)
     if args.watch_fd is not None:
         _State.watch_fd = args.watch_fd
         threading.Thread(target=_watch, args=(args.watch_fd,), daemon=True, name="rewardzoo-parent-watch").start()

@@ -18,6 +18,9 @@ import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
+
+from ..errors import InputError
 
 #: bytes per element of each safetensors dtype, and whether ``Module.to(dtype)`` converts it.
 _ST_DTYPES: dict[str, tuple[int, bool]] = {
@@ -42,7 +45,10 @@ _PICKLED = (".bin", ".pt", ".pth", ".ckpt")
 _WEIGHT_SUFFIXES = (".safetensors", *_PICKLED, ".onnx")
 #: How the bytes of a checkpoint were found.
 HEADERS, FILE_SIZE = "safetensors headers", "file size"
-_MAX_HEADER = 100 * 1024 * 1024
+#: Bounds of the safetensors headers and shard indexes read (real ones: a few hundred kB at most).
+MAX_HEADER_BYTES = 4 << 20
+MAX_INDEX_BYTES = 8 << 20
+MAX_DIMS = 64
 
 
 @dataclass(frozen=True)
@@ -66,37 +72,117 @@ class CheckpointBytes:
     tensors: int | None = None
 
 
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number a safetensors header holds")
+
+
+_ENTRY_KEYS = frozenset(("dtype", "shape", "data_offsets"))
+
+
+class _HeaderObjects:
+    """``object_pairs_hook`` of a safetensors header: each object is a tensor entry, string metadata or the table
+    (of objects); anything else, or a second empty object, stops the parse there (a header of many tiny objects
+    would cost ~20x its bytes in Python objects)."""
+
+    def __init__(self) -> None:
+        self.empty = 0
+
+    def __call__(self, pairs: list[tuple[str, object]]) -> dict[str, object]:
+        if not pairs:
+            self.empty += 1
+            if self.empty > 1:
+                raise ValueError("empty objects where tensors are described")
+        elif not (
+            {k for k, _ in pairs} == _ENTRY_KEYS
+            or all(isinstance(v, str) for _, v in pairs)
+            or all(isinstance(v, dict) for _, v in pairs)
+        ):
+            raise ValueError("an object that is neither a tensor entry, metadata nor the tensor table")
+        return dict(pairs)
+
+
+def _read_regular(path: str | os.PathLike[str], what: str, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (a FIFO or device would block or never end)."""
+    try:
+        stat = os.stat(path)
+    except OSError as exc:
+        raise InputError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
+    if not S_ISREG(stat.st_mode):
+        raise InputError(f"{what} '{path}' is not a regular file")
+    if stat.st_size > limit:
+        raise InputError(f"{what} '{path}' is {stat.st_size} bytes, more than the {limit} read")
+    with open(path, "rb") as f:
+        return f.read(limit)
+
+
 def safetensors_header(path: str | os.PathLike[str]) -> dict[str, dict]:
-    """The tensor table of a safetensors file (``name -> {dtype, shape, data_offsets}``), read without the data;
-    ValueError for a file that is not safetensors."""
+    """The tensor table of a safetensors file (``name -> {dtype, shape, data_offsets}``), read without the data and
+    checked in linear time: a header of at most :data:`MAX_HEADER_BYTES`, known dtypes,
+    at most :data:`MAX_DIMS` integer dimensions per tensor, offsets inside the file that match each tensor's size.
+    :class:`~rewardzoo.errors.InputError` (a ValueError) for anything else, naming the file."""
+    try:
+        stat = os.stat(path)
+    except OSError as exc:
+        raise InputError(f"cannot read '{path}': {exc.strerror or exc}") from None
+    if not S_ISREG(stat.st_mode):
+        raise InputError(f"'{path}' is not a regular file")
     with open(path, "rb") as f:
         head = f.read(8)
         if len(head) != 8:
-            raise ValueError(f"'{path}' is too short to be a safetensors file")
+            raise InputError(f"'{path}' is too short to be a safetensors file")
         (length,) = struct.unpack("<Q", head)
-        if length > _MAX_HEADER:
-            raise ValueError(f"'{path}' is not a safetensors file (header length {length})")
-        try:
-            table = json.loads(f.read(length))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"'{path}' has no readable safetensors header: {exc}") from None
+        if length > min(MAX_HEADER_BYTES, stat.st_size - 8):
+            raise InputError(
+                f"'{path}' is not a safetensors file this reads (header length {length}; the file has "
+                f"{stat.st_size} bytes, a header at most {MAX_HEADER_BYTES})"
+            )
+        raw = f.read(length)
+    try:
+        table = json.loads(raw, parse_constant=_refuse_constant, object_pairs_hook=_HeaderObjects())
+    except (UnicodeDecodeError, ValueError) as exc:  # ValueError: JSON, a 5000-digit number, Infinity
+        raise InputError(f"'{path}' has no readable safetensors header: {str(exc)[:200]}") from None
+    except RecursionError:
+        raise InputError(f"'{path}' has a safetensors header nested too deeply") from None
     if not isinstance(table, dict):
-        raise ValueError(f"'{path}' has no safetensors tensor table")
-    return {k: v for k, v in table.items() if k != "__metadata__"}
+        raise InputError(f"'{path}' has no safetensors tensor table")
+    data = stat.st_size - 8 - length
+    tensors = {k: v for k, v in table.items() if k != "__metadata__"}
+    for name, entry in tensors.items():
+        _check_entry(path, name, entry, data)
+    return tensors
+
+
+def _check_entry(path: str | os.PathLike[str], name: str, entry: object, data: int) -> None:
+    where = f"'{path}': tensor '{name[:100]}'"
+    if not isinstance(entry, dict) or entry.get("dtype") not in _ST_DTYPES:
+        dtype = entry.get("dtype") if isinstance(entry, dict) else None
+        raise InputError(f"{where} has an unknown dtype {str(dtype)[:40]!r} or no entry")
+    shape, offsets = entry.get("shape"), entry.get("data_offsets")
+    if not isinstance(shape, list) or len(shape) > MAX_DIMS or not all(_size(d) for d in shape):
+        raise InputError(f"{where} has an unreadable shape (at most {MAX_DIMS} whole, non-negative dimensions)")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_size(o) for o in offsets):
+        raise InputError(f"{where} has unreadable data offsets")
+    count = 1
+    for dim in shape:  # at most MAX_DIMS factors, each below 2^63
+        count *= dim
+    begin, end = offsets
+    if not begin <= end <= data or end - begin != count * _ST_DTYPES[entry["dtype"]][0]:
+        raise InputError(
+            f"{where}: its offsets [{begin}, {end}] do not hold its {count} elements inside the file's {data} data bytes"
+        )
+
+
+def _size(value: object) -> bool:
+    return type(value) is int and 0 <= value < 2**63
 
 
 def safetensors_bytes(path: str | os.PathLike[str], dtype: str | None) -> tuple[int, int]:
     """(bytes, tensor count) of one safetensors file with its floating tensors at ``dtype`` (None: as stored)."""
     total = 0
     table = safetensors_header(path)
-    for name, entry in table.items():
-        try:
-            size, floating = _ST_DTYPES[entry["dtype"]]
-            count = 1
-            for dim in entry["shape"]:
-                count *= int(dim)
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"'{path}': tensor '{name}' has an unreadable entry ({exc})") from None
+    for entry in table.values():
+        size, floating = _ST_DTYPES[entry["dtype"]]
+        count = (entry["data_offsets"][1] - entry["data_offsets"][0]) // size
         total += count * (DTYPE_BYTES[dtype] if floating and dtype is not None else size)
     return total, len(table)
 
@@ -148,10 +234,11 @@ def _directory(text: str, path: Path) -> Checkpoint:
             shards: dict[str, None] = {}
             for index in indexes:
                 try:
-                    weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-                except (OSError, ValueError, KeyError, TypeError) as exc:
-                    return Checkpoint(text, missing=f"unreadable shard index {index}: {exc}")
-                shards.update(dict.fromkeys(weight_map.values()))
+                    raw = _read_regular(index, "shard index", MAX_INDEX_BYTES)
+                    weight_map = json.loads(raw, parse_constant=_refuse_constant)["weight_map"]
+                    shards.update(dict.fromkeys(str(v) for v in weight_map.values()))
+                except (InputError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+                    return Checkpoint(text, missing=f"unreadable shard index {index}: {str(exc)[:200]}")
             files = tuple(path / name for name in shards)
             absent = [str(f) for f in files if not f.is_file()]
             if absent:

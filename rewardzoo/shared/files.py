@@ -9,7 +9,7 @@ import stat
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..errors import InputError
 
@@ -57,20 +57,30 @@ def read_utf8(path: str | os.PathLike, what: str, error: type[Exception] = Input
 #: The error of a JSON line nested deeper than the parser's recursion allows (a hostile file, not data).
 NESTED_TOO_DEEPLY = "its JSON nests deeper than the parser allows"
 
+#: The longest line :func:`jsonl_objects` reads (media are named by path, so a real line is a few kB); a longer one
+#: is refused after this many bytes instead of being read whole (a 10 GB file without a newline).
+MAX_LINE_BYTES = 16 << 20
+
 
 def _at_line(error: Callable[[str, int], Exception], line: int, message: str) -> Exception:
     return error(message, line)
 
 
 def jsonl_objects(
-    path: Path, error: Callable[[str, int], Exception], where: str = ""
+    path: Path, error: Callable[[str, int], Exception], where: str = "", max_line_bytes: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """The JSON objects of a JSONL file, one a line, as ``(1-based line number, object)``; blank lines are
-    skipped. ``error(message, line)`` (bound to the file by the caller) when a line is not UTF-8 (the message
-    names the byte; ``where`` names the file in it where the error does not), not valid JSON or not an object."""
+    skipped. ``error(message, line)`` (bound to the file by the caller) when a line is longer than
+    ``max_line_bytes``, not UTF-8 (the message names the byte; ``where`` names the file in it where the error
+    does not), not valid JSON or not an object."""
     offset = 0
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+        for lineno, raw in enumerate(iter(lambda: fh.readline(max_line_bytes + 1), b""), start=1):
+            if len(raw) > max_line_bytes:
+                raise error(
+                    f"longer than {max_line_bytes} bytes (the longest line read; name media by path, not inline)",
+                    lineno,
+                )
             text = decode_utf8(raw, where, partial(_at_line, error, lineno), offset=offset, with_line=False)
             offset += len(raw)
             if not text.strip():
@@ -84,3 +94,14 @@ def jsonl_objects(
             if not isinstance(row, dict):
                 raise error(f"each line must be a JSON object, got {type(row).__name__}", lineno)
             yield lineno, row
+
+
+def bounded_lines(
+    fh: IO[str], error: Callable[[str, int], Exception], max_line_chars: int = MAX_LINE_BYTES
+) -> Iterator[str]:
+    """The lines of a text file (newlines kept, as iterating it gives them), ``error(message, line)`` for one longer
+    than ``max_line_chars`` instead of reading it whole (for :mod:`csv`, which reads whatever line it is given)."""
+    for lineno, line in enumerate(iter(lambda: fh.readline(max_line_chars + 1), ""), start=1):
+        if len(line) > max_line_chars:
+            raise error(f"longer than {max_line_chars} characters (the longest line read)", lineno)
+        yield line

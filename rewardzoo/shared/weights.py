@@ -60,7 +60,11 @@ def refused_reason(exc: Exception) -> str:
     import re
 
     text = str(exc)
-    found = re.search(r"(Unsupported global: GLOBAL [\w.]+|Unsupported operand[^.]*|Trying to [^.]*)", text)
+    found = re.search(
+        r"(Unsupported global: GLOBAL [\w.]+|Trying to load unsupported GLOBAL [\w.]+|Unsupported operand[^.]*|"
+        r"Trying to [^.]*)",
+        text,
+    )
     return found.group(1) if found else (text.strip().splitlines() or [type(exc).__name__])[-1][:200]
 
 

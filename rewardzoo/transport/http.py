@@ -8,9 +8,10 @@ keep-alive connection per thread, retries what is worth retrying and raises
   ``Retry-After`` header wins when longer, within the same cap): a connection that cannot be made or
   is dropped before an answer (refused, reset, a server restarting), and the statuses in
   ``retry_statuses`` (408, 429, 500, 502, 503, 504);
-- raised at once: any other non-2xx status, and an answer that does not start within ``timeout_s``
-  (a hanging server is not asked again: the caller learns of it after one timeout, not after
-  ``attempts`` of them).
+- raised at once: any other non-2xx status, and an exchange that is not complete within ``timeout_s``
+  (the request, the answer's start and its whole body: a server that drips bytes is cut off at the deadline;
+  a hanging server is not asked again: the caller learns of it after one timeout, not after ``attempts`` of
+  them).
 
 An answer is read up to ``max_response_bytes`` (default 256 MiB; None: no cap): a longer one (by its
 Content-Length or as it arrives) is an :class:`~rewardzoo.errors.HttpError` naming the cap, not retried, and the
@@ -24,6 +25,7 @@ import email.utils
 import http.client
 import json
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -193,25 +195,35 @@ class HttpClient:
             retry_after, sent = None, False
             conn = self._connection(timeout)
             reused = conn.sock is not None
+            cut = _Deadline(timeout, conn)  # the whole exchange, not each read: a server that drips is cut off
             try:
                 conn.request(method, target, body=body, headers=all_headers)
                 sent = True
                 answer = conn.getresponse()
                 data = self._read(answer, url, attempt)
-            except TimeoutError:
+            except (OSError, http.client.HTTPException) as exc:  # TimeoutError among them
                 self._drop_connection()
-                if sent:
+                if cut.fired:
                     raise HttpError(
-                        url, status=None, attempts=attempt, reason=f"no answer within {timeout:g} s"
+                        url, status=None, attempts=attempt, reason=f"no answer within {timeout:g} s (cut off)"
                     ) from None
-                status, reason, data = None, f"could not connect within {timeout:g} s", b""
-            except (OSError, http.client.HTTPException) as exc:
-                self._drop_connection()
-                if reused and not stale_retried:
+                if isinstance(exc, TimeoutError):
+                    if sent:
+                        raise HttpError(
+                            url, status=None, attempts=attempt, reason=f"no answer within {timeout:g} s"
+                        ) from None
+                    status, reason, data = None, f"could not connect within {timeout:g} s", b""
+                elif reused and not stale_retried:
                     stale_retried = True  # a kept-alive connection the server had closed: not a failed try
                     continue
-                status, reason, data = None, str(exc) or type(exc).__name__, b""
+                else:
+                    status, reason, data = None, str(exc) or type(exc).__name__, b""
             else:
+                if cut.fired:  # the cut can end a read early without an error: what was read is not the answer
+                    self._drop_connection()
+                    raise HttpError(
+                        url, status=None, attempts=attempt, reason=f"no answer within {timeout:g} s (cut off)"
+                    )
                 status, reason = answer.status, answer.reason
                 answer_headers = {k.lower(): v for k, v in answer.getheaders()}
                 if answer.will_close:
@@ -221,6 +233,8 @@ class HttpClient:
                 if status not in self.policy.retry_statuses:
                     raise HttpError(url, status=status, attempts=attempt, reason=reason, body=data)
                 retry_after = parse_retry_after(answer_headers.get("retry-after"))
+            finally:
+                cut.cancel()
             if attempt >= attempts:
                 raise HttpError(url, status=status, attempts=attempt, reason=reason, body=data)
             _sleep(self.policy.wait_before(attempt, retry_after))
@@ -296,6 +310,30 @@ class HttpClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Deadline:
+    """Shuts ``conn``'s socket down ``seconds`` from now unless cancelled first: the reads blocked on it end, so
+    one exchange never outlasts its timeout however slowly the answer drips (``fired`` says it happened)."""
+
+    def __init__(self, seconds: float, conn: http.client.HTTPConnection) -> None:
+        self.fired = False
+        self._conn = conn
+        self._timer = threading.Timer(seconds, self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _cut(self) -> None:
+        self.fired = True
+        sock = self._conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cancel(self) -> None:
+        self._timer.cancel()
 
 
 def bearer_headers(env_name: str | None, *, owner: str) -> dict[str, str]:

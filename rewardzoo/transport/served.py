@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -108,7 +109,7 @@ class ServedRewards:
         requests: list[tuple[list[int], bytes]] = []
         for chunk in request_chunks(samples, self.limits.get("max_samples")):
             requests += self._encoded(samples, chunk, rewards)
-        answers = self.http.map(self._post, [body for _, body in requests])
+        answers = self.http.map(self._post, [(len(chunk), body) for chunk, body in requests])
         return in_order(concat_results(answers), [i for chunk, _ in requests for i in chunk])
 
     def _encoded(
@@ -134,7 +135,8 @@ class ServedRewards:
         second = sorted(chunk[j] for unit in groups[half:] for j in unit)
         return self._encoded(samples, first, rewards) + self._encoded(samples, second, rewards)
 
-    def _post(self, body: bytes) -> dict[str, Any]:
+    def _post(self, request: tuple[int, bytes]) -> dict[str, Any]:
+        count, body = request
         kind = content_type(self.fmt)
         response = self.http.request("POST", "/v1/score", body, headers={"Content-Type": kind, "Accept": kind})
         try:
@@ -145,7 +147,8 @@ class ServedRewards:
                 if response.headers.get("content-type", "").startswith(JSON)
                 else self.fmt
             )
-            return decode_result(loads(response.body, fmt, _ANSWERS))
+            # the answer's objects bounded by what an answer for these samples holds, as it is parsed
+            return decode_result(loads(response.body, fmt, replace(_ANSWERS, max_samples=count)))
         except (ValueError, InputError) as exc:
             raise HttpError(
                 response.url,

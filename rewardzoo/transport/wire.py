@@ -163,13 +163,64 @@ def _check_msgpack_lengths(value: Any, path: tuple[Any, ...]) -> None:
             _check_msgpack_lengths(item, (*path, key))
 
 
+#: Containers (maps, arrays) and their items a body may hold per sample it may carry, and for the message around
+#: them (a request's fields, condition lists and metadata; a response's columns of scores and extras): a body
+#: of tiny containers would otherwise cost up to ~70x its bytes in Python objects before any limit applied.
+ITEMS_PER_SAMPLE = 64
+BASE_ITEMS = 4096
+
+
+def item_budget(limits: WireLimits) -> int | None:
+    """How many containers and items a body under ``limits`` may hold (None: unbounded, no ``max_samples``)."""
+    return None if limits.max_samples is None else BASE_ITEMS + ITEMS_PER_SAMPLE * limits.max_samples
+
+
+class _Items:
+    """Counts containers and items as the parser builds them and stops it past ``budget``."""
+
+    def __init__(self, budget: int | None, limits: WireLimits) -> None:
+        self.left, self.budget, self.limits = budget, budget, limits
+
+    def take(self, n: int) -> None:
+        if self.left is not None:
+            self.left -= n
+            if self.left < 0:
+                raise _TooMany(self.budget)
+
+    def map(self, pairs: list) -> dict:
+        self.take(len(pairs) + 1)
+        return _str_keyed(pairs)
+
+    def list(self, items: list) -> list:
+        self.take(len(items) + 1)
+        return items
+
+
+class _TooMany(Exception):
+    pass
+
+
+def _too_many(budget: int | None, limits: WireLimits) -> WireError:
+    return WireError(
+        f"the body holds more than {budget} maps, arrays and items, the most a message of max_samples="
+        f"{limits.max_samples} samples holds",
+        status=413,
+        kind="limit",
+        limit="max_samples",
+    )
+
+
 def loads(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> Any:
-    """Parse a body; no extension types, no code, sizes bounded by ``limits``. WireError 400 when malformed."""
+    """Parse a body; no extension types, no code, sizes bounded by ``limits`` (the body's bytes, and while it is
+    parsed the containers and items it may hold, :func:`item_budget`). WireError 400 when malformed."""
     limits.over("max_request_bytes", len(body), f"the request body ({len(body)} bytes)")
+    budget = item_budget(limits)
+    items = _Items(budget, limits)
     if fmt == "msgpack":
         import msgpack
 
         size = max(len(body), 1)
+        count = size if budget is None else min(size, budget)
         try:
             return msgpack.unpackb(
                 body,
@@ -177,18 +228,27 @@ def loads(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> Any:
                 strict_map_key=True,
                 use_list=True,
                 ext_hook=_no_ext,
-                object_pairs_hook=_str_keyed,
+                object_pairs_hook=items.map,
+                list_hook=items.list,
                 max_bin_len=size,
                 max_str_len=size,
-                max_array_len=size,
-                max_map_len=size,
+                max_array_len=count,
+                max_map_len=count,
             )
         except _NoExt as exc:
             raise WireError(str(exc)) from None
+        except _TooMany:
+            raise _too_many(budget, limits) from None
         except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+            if budget is not None and "exceeds max_" in str(exc):  # one container longer than the budget
+                raise _too_many(budget, limits) from None
             raise WireError(f"the body is not valid MessagePack: {type(exc).__name__}: {exc}"[:300]) from None
+    if budget is not None and body.count(b"[") + body.count(b"{") > budget:  # counted before any is built
+        raise _too_many(budget, limits)
     try:
-        return json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+        return json.loads(body.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=items.map)
+    except _TooMany:
+        raise _too_many(budget, limits) from None
     except RecursionError:
         raise WireError("the JSON body nests too deeply") from None
     except (UnicodeDecodeError, ValueError) as exc:

@@ -16,17 +16,20 @@ WORKER_MODULE = "rewardzoo.serve.worker"
 
 
 def worker_pids() -> set[int]:
-    """The worker processes that are children of this process (read from /proc)."""
-    found = set()
+    """The worker processes of this process (read from /proc): its children running the worker module, or on Linux
+    the worker each of those guardians forked (see rewardzoo.serve.worker)."""
+    parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
             cmdline = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == os.getpid() and WORKER_MODULE.encode() in cmdline and fields[0] != "Z":
-            found.add(int(stat.parent.name))
-    return found
+        if WORKER_MODULE.encode() in cmdline and fields[0] != "Z":
+            parents[int(stat.parent.name)] = int(fields[1])
+    started = {pid for pid, parent in parents.items() if parent == os.getpid()}
+    below = {pid for pid, parent in parents.items() if parent in started}
+    return {pid for pid in started if not any(parents[w] == pid for w in below)} | below
 
 
 def alive(pid: int) -> bool:

@@ -22,12 +22,12 @@ from .conftest import HERE, REPO, alive, gone_within, here_env, needs_linux
 pytestmark = [needs_linux, pytest.mark.usefixtures("no_leftover_workers")]
 
 
-def _entry(pidfile):
+def _entry(pidfile, new_session=False):
     return {
         "name": "child",
         "reward_model": f"{HERE}:StartsChild",
         "device": "cpu",
-        "kwargs": {"pidfile": str(pidfile)},
+        "kwargs": {"pidfile": str(pidfile), "new_session": new_session},
         "environment": here_env(),
     }
 
@@ -55,6 +55,31 @@ def test_a_child_the_reward_started_dies_when_the_worker_is_closed_or_reset(tmp_
         if alive(child):
             os.kill(child, signal.SIGKILL)
         loader.close()
+
+
+@pytest.mark.parametrize("how", ["close", "worker_sigkilled"])
+def test_a_child_in_its_own_session_dies_with_the_worker_however_it_ends(tmp_path, how):
+    """A child that left the worker's session is out of reach of its process group: it was reparented to PID 1
+    and lived on. The worker's guardian (a child subreaper) ends it, also when the worker is SIGKILLed."""
+    loader = RewardLoader()
+    reward = loader.load(load_config({"rewards": [_entry(tmp_path / "pid", new_session=True)]}).rewards[0])
+    assert list(reward(prompt=["abcd"]).rewards) == [4.0]
+    child = _child(tmp_path / "pid")
+    assert os.getsid(child) == child  # its own session
+    try:
+        if how == "close":
+            loader.close()
+        else:
+            (worker,) = [w for w in workers._LIVE if w.pid is not None]
+            os.kill(worker.pid, signal.SIGKILL)  # what the OOM killer does
+        assert gone_within(child, 10), "the reward's child in its own session outlived its worker"
+        if how == "worker_sigkilled":  # the next call finds it dead and starts a new one
+            assert list(reward(prompt=["ab"]).rewards) == [2.0] and _child(tmp_path / "pid") != child
+    finally:
+        if alive(child):
+            os.kill(child, signal.SIGKILL)
+        loader.close()
+    assert not alive(int((tmp_path / "pid").read_text()))
 
 
 def test_a_child_the_reward_started_dies_when_the_parent_is_sigkilled(tmp_path):

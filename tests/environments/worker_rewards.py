@@ -144,11 +144,12 @@ class StartsChild(PointwiseReward):
 
     inputs = Inputs(("prompt",))
 
-    def __init__(self, model_path=None, device="cpu", dtype="float32", pidfile: str = ""):
+    def __init__(self, model_path=None, device="cpu", dtype="float32", pidfile: str = "", new_session: bool = False):
         import subprocess
 
         super().__init__(model_path, device, dtype)
-        self.child = subprocess.Popen(["sleep", "300"])
+        # new_session: the child leaves the worker's session and process group (a daemon-like tool server)
+        self.child = subprocess.Popen(["sleep", "300"], start_new_session=new_session)
         with open(pidfile, "w") as fh:
             fh.write(str(self.child.pid))
 

@@ -294,3 +294,75 @@ def test_cards_render_their_published_block_as_a_table():
         for row, fig in zip(rows, figures):
             cells = [c.strip() for c in row.strip("|").split(" | ")]
             assert cells[:3] == [f"`{fig.benchmark}`", fig.metric, f"{fig.value:.3f}"] and fig.source in cells[3]
+
+
+# ------------------------------------------------------------------------------- hostile data (issue 49, item 11)
+def test_a_line_without_end_is_refused_after_the_line_limit_not_read_whole(tmp_path):
+    from rewardzoo.shared.files import MAX_LINE_BYTES
+
+    data = tmp_path / "pairs.jsonl"
+    with data.open("wb") as fh:  # 10 GB without a newline, sparse: no disk and no memory used
+        fh.truncate(10 << 30)
+    config = tmp_path / "rewards.yaml"
+    config.write_text(json.dumps({"rewards": [ORACLE]}))
+    with pytest.raises(InputError, match=rf"pairs.jsonl line 1: longer than {MAX_LINE_BYTES} bytes"):
+        run_evaluate(EvaluateJob(str(config), str(data), "pairs"))
+
+
+def test_a_csv_field_past_the_csv_limit_names_its_line(tmp_path):
+    data = tmp_path / "videogen-rewardbench.csv"
+    with data.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["prompt", "path_A", "path_B", "Overall"])
+        w.writerow(["p0", _image(tmp_path, 10), _image(tmp_path, 20), "A"])
+        w.writerow(["x" * 200_000, _image(tmp_path, 10), _image(tmp_path, 20), "A"])
+    config = tmp_path / "rewards.yaml"
+    config.write_text(json.dumps({"rewards": [ORACLE]}))
+    with pytest.raises(InputError, match=r"videogen-rewardbench.csv line 3: not readable as CSV \(field larger"):
+        run_evaluate(EvaluateJob(str(config), str(data), "videogen_rewardbench"))
+
+
+def test_out_that_is_the_data_folder_or_the_data_file_is_one_line_error(tmp_path, capsys):
+    data = _pairs(tmp_path)
+    config = tmp_path / "rewards.yaml"
+    config.write_text(json.dumps({"rewards": [ORACLE]}))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for out, said in ((tmp_path, "is the folder of --data"), (data, "is a file")):
+        code = main(["evaluate", str(config), "--data", str(data), "--format", "pairs", "-q", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_link_planted_in_the_media_folder_is_replaced_not_written_through(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    import io
+
+    def jpg(level):
+        buf = io.BytesIO()
+        Image.fromarray(np.full((8, 8, 3), level, np.uint8)).save(buf, format="JPEG", quality=95)
+        return buf.getvalue()
+
+    (tmp_path / "set").mkdir()
+    data = tmp_path / "set" / "test-00000.parquet"
+    columns = {"caption": ["c0"], "jpg_0": [jpg(200)], "jpg_1": [jpg(30)], "label_0": [1.0], "label_1": [0.0]}
+    pq.write_table(pa.table(columns), data)
+    out = tmp_path / "out"
+    (out / "media").mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"x" * len(jpg(200)))  # the same size as the member it stands for
+    (out / "media" / "test-00000-0-0.jpg").symlink_to(victim)
+    config = tmp_path / "rewards.yaml"
+    config.write_text(json.dumps({"rewards": [ORACLE]}))
+    run = run_evaluate(EvaluateJob(str(config), str(data), "pickapic_v2", out=str(out)))
+    assert victim.read_bytes() == b"x" * len(jpg(200))  # untouched
+    written = out / "media" / "test-00000-0-0.jpg"
+    assert not written.is_symlink() and written.read_bytes() == jpg(200)
+    assert run.results[0].interval.value == 1.0  # scored on the set's own image, not the planted file
+    # a media folder that is itself a link is refused
+    out2 = tmp_path / "out2"
+    out2.mkdir()
+    (out2 / "media").symlink_to(tmp_path / "set", target_is_directory=True)
+    with pytest.raises(RewardZooError, match="is a symbolic link"):
+        run_evaluate(EvaluateJob(str(config), str(data), "pickapic_v2", out=str(out2)))

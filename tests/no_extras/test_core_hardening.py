@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -87,6 +89,34 @@ def test_out_that_cannot_be_written_is_refused_before_any_scoring(tmp_path, wher
     code, err = _score(config, "-i", manifest, "-o", out)
     assert code != 0 and f"--out '{out}'" in err and message in err
     assert PromptLength.calls == []  # refused before the first reward call
+
+
+@pytest.mark.parametrize("node", ["fifo", "device"])
+def test_out_that_is_a_pipe_or_a_device_is_refused_and_left_as_it_is(tmp_path, node):
+    manifest = _write_manifest(tmp_path, [{"prompt": "abc"}])
+    config = _config(tmp_path, [{"name": "len", "reward_model": path(PromptLength)}])
+    if node == "fifo":
+        out = tmp_path / "pipe"
+        os.mkfifo(out)
+    else:  # a character device of our own, as /dev/null is (mknod needs root; the suite runs as root in CI)
+        out = tmp_path / "null"
+        try:
+            os.mknod(out, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            out = "/dev/null"  # not root: os.replace could not touch it anyway, the refusal is still checked
+    kind = "a named pipe" if node == "fifo" else "a character device"
+    code, err = _score(config, "-i", manifest, "-o", out)
+    assert code != 0 and f"--out '{out}' is {kind}" in err
+    assert PromptLength.calls == []
+    is_node = stat.S_ISFIFO if node == "fifo" else stat.S_ISCHR
+    assert is_node(os.stat(out).st_mode)
+    # the writer itself refuses too, whatever called it
+    from rewardzoo.errors import OutputWriteError
+    from rewardzoo.jobs.output import write_text
+
+    with pytest.raises(OutputWriteError, match=kind):
+        write_text(Path(out), "x")
+    assert is_node(os.stat(out).st_mode)
 
 
 def _mix(rng, n):

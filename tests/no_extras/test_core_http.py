@@ -250,3 +250,38 @@ def test_client_errors_are_never_retried(server, waits, status):
     with HttpClient(server.url, policy=RetryPolicy(attempts=4)) as client, pytest.raises(HttpError) as info:
         client.post_json("/score", {})
     assert (info.value.status, info.value.attempts, len(server.seen), waits) == (status, 1, 1, [])
+
+
+def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout_not_per_read():
+    """Headers, then one body byte every 0.2 s: each read is within the 1 s timeout, the whole answer never is."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip():
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nContent-Type: application/json\r\n\r\n")
+            for _ in range(150):  # 30 s at most
+                if stop.wait(0.2):
+                    return
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=drip, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        start = time.monotonic()
+        with HttpClient(url, policy=RetryPolicy(attempts=3, timeout_s=1.0)) as client:
+            with pytest.raises(HttpError, match=r"no answer within 1 s \(cut off\)") as info:
+                client.get_json("/x")
+        elapsed = time.monotonic() - start
+        assert info.value.attempts == 1
+        assert elapsed < 10  # not the 30 s the drip would last (a bound on a hang, not a speed claim)
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()

@@ -7,6 +7,7 @@ counts come from the shapes alone, independently of the header reader.
 from __future__ import annotations
 
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from rewardzoo.shared.checkpoints import (
     package_file,
     parse_size,
     resolve_checkpoint,
+    safetensors_bytes,
     safetensors_header,
 )
 
@@ -211,3 +213,60 @@ def test_package_files_and_files_in_a_model_directory(tmp_path):
     (tmp_path / "det.onnx").write_bytes(b"x" * 7)
     assert local_file(tmp_path / "det.onnx").files == (tmp_path / "det.onnx",)
     assert "does not exist" in (local_file(tmp_path / "rec.onnx").missing or "")
+
+
+# ------------------------------------------------------------------------ crafted checkpoints (issue 49, item 6)
+def _raw_safetensors(path, header: bytes, data: bytes = b"", length: int | None = None):
+    path.write_bytes(struct.pack("<Q", len(header) if length is None else length) + header + data)
+    return path
+
+
+_ENTRY = b'{"t":{"dtype":"F32","shape":[%s],"data_offsets":[0,4]}}'
+_TINY_MAPS = b"{" + b",".join(b'"%x":{}' % i for i in range(300_000)) + b"}"  # ~2.5 MB of empty objects
+
+
+@pytest.mark.parametrize(
+    "header, data, length, said",
+    [
+        (b"{}", b"", 2**60, "header length 1152921504606846976"),
+        (b"[" * 100_000 + b"]" * 100_000, b"", None, "nested too deeply"),
+        (_ENTRY % (b"9" * 5000), b"\0" * 4, None, "Exceeds the limit"),
+        (_ENTRY % b"Infinity", b"\0" * 4, None, "Infinity is not a number"),
+        (_ENTRY % b",".join([b"2"] * 200_000), b"\0" * 4, None, "unreadable shape"),
+        (_ENTRY % b"-1", b"\0" * 4, None, "unreadable shape"),
+        (_ENTRY % b"1000", b"\0" * 4, None, "do not hold its 1000 elements"),
+        (_TINY_MAPS, b"", None, "empty objects"),
+        (b'{"t":{"dtype":"Q7","shape":[1],"data_offsets":[0,4]}}', b"\0" * 4, None, "unknown dtype"),
+    ],
+    ids=["length", "deep", "digits", "infinity", "dims", "negative", "past_the_data", "tiny_objects", "dtype"],
+)
+def test_a_crafted_safetensors_header_is_one_input_error_in_bounded_memory(tmp_path, header, data, length, said):
+    from rewardzoo.errors import InputError
+
+    path = _raw_safetensors(tmp_path / "w.safetensors", header, data, length)
+
+    def kb():
+        return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")  # the peak RSS from here
+    before = kb()
+    with pytest.raises(InputError, match=said):
+        safetensors_bytes(path, "float32")
+    assert (kb() - before) / 1024 < 100
+
+
+def test_plan_on_a_crafted_checkpoint_is_one_line_and_a_fifo_index_does_not_hang(tmp_path, capsys):
+    _raw_safetensors(tmp_path / "w.safetensors", _ENTRY % b"Infinity", b"\0" * 4)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        f"rewards:\n  - name: s\n    reward_model: clip_score\n    model_path: {tmp_path / 'w.safetensors'}\n"
+    )
+    assert main(["plan", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "Infinity is not a number" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    folder = tmp_path / "sharded"
+    folder.mkdir()
+    os.mkfifo(folder / "model.safetensors.index.json")  # reading it would wait for a writer for ever
+    found = resolve_checkpoint(str(folder))
+    assert found.files == () and "not a regular file" in found.missing

@@ -135,12 +135,20 @@ def cases(marker: str) -> list[tuple]:
             None,
         ),
         (
-            "deep_json",
-            b'{"protocol": 1, "samples": ' + b"[" * 200000 + b"]" * 200000 + b"}",
+            "deep_json",  # deeper than the parser recurses, within the containers a request may hold
+            b'{"protocol": 1, "samples": ' + b"[" * 2000 + b"]" * 2000 + b"}",
             {"Content-Type": "application/json", **AUTH},
             400,
             "JSON",
             None,
+        ),
+        (
+            "json_container_flood",  # counted before it is parsed: 200,000 arrays are more than 512 samples hold
+            b'{"protocol": 1, "samples": ' + b"[" * 200000 + b"]" * 200000 + b"}",
+            {"Content-Type": "application/json", **AUTH},
+            413,
+            "maps, arrays and items",
+            "max_samples",
         ),
         ("json_array", b"[1, 2]", {"Content-Type": "application/json", **AUTH}, 400, "map", None),
         ("msgpack_garbage", b"\xc1\xc1\xc1", MP, 400, "MessagePack", None),

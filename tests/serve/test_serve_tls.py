@@ -17,7 +17,7 @@ x509 = pytest.importorskip("cryptography.x509")
 
 from rewardzoo.serve.options import binding_notice
 
-from .helpers import READY_WITHIN_S, Server
+from .helpers import READY_WITHIN_S, Server, free_port
 
 
 def self_signed(folder):
@@ -78,3 +78,46 @@ def test_a_token_in_clear_beyond_loopback_is_warned_about():
     assert "WARNING" not in binding_notice("0.0.0.0", 8765, token=True, tls=True)
     assert "WARNING" not in binding_notice("127.0.0.1", 8765, token=True, tls=False)
     assert binding_notice("0.0.0.0", 8765, token=True, tls=True).split(" — ")[0].endswith("https://0.0.0.0:8765")
+
+
+@pytest.mark.parametrize("case", ["encrypted", "other_key", "not_pem"])
+def test_a_key_the_server_cannot_use_is_one_line_before_it_starts(tmp_path, case):
+    """An encrypted key made OpenSSL ask for a password (a hang without a terminal, a traceback with one); a key
+    that is not the certificate's, or a file that is not PEM, failed deep in uvicorn's start."""
+    import subprocess
+    import sys
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key, cert = self_signed(tmp_path)
+    if case == "encrypted":
+        private = serialization.load_pem_private_key(key.read_bytes(), None)
+        encryption = serialization.BestAvailableEncryption(b"secret")
+        key.write_bytes(
+            private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
+        )
+    elif case == "other_key":
+        other = ec.generate_private_key(ec.SECP256R1())
+        none = serialization.NoEncryption()
+        key.write_bytes(other.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, none))
+    else:
+        key.write_text("not a key\n")
+    (tmp_path / "c.yaml").write_text("rewards:\n  - name: jpeg\n    reward_model: jpeg_compressibility\n")
+    port = str(free_port())  # never bound: the files are refused before the server starts
+    args = ["serve", str(tmp_path / "c.yaml"), "--port", port, "--ssl-keyfile", str(key), "--ssl-certfile", str(cert)]
+    out = subprocess.run(
+        [sys.executable, "-m", "rewardzoo.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
+    said = {
+        "encrypted": "is encrypted (it asks for a password)",
+        "other_key": "cannot be loaded",
+        "not_pem": "cannot be",
+    }
+    assert out.returncode == 2 and said[case] in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1

@@ -249,3 +249,116 @@ def test_a_png_wider_than_31_bits_is_refused():
     wide = np.zeros((1, 2**31, 1), np.uint8)  # never touched: no memory
     with pytest.raises(InputError, match="a PNG is at most 2147483647 pixels wide and high, got 2147483648x1"):
         wire.png_bytes(wide)
+
+
+def _msgpack_array_of_empty_maps(n: int) -> bytes:
+    """A MessagePack array of ``n`` empty maps, written directly (one byte each)."""
+    import struct
+
+    return b"\xdd" + struct.pack(">I", n) + b"\x80" * n
+
+
+def _peak_mb_of(fn) -> float:
+    def kb():
+        return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")  # the peak RSS from here
+    before = kb()
+    fn()
+    return (kb() - before) / 1024
+
+
+@pytest.mark.parametrize("fmt", ["msgpack", "json"])
+@pytest.mark.parametrize("shape", ["flat", "nested"])
+def test_a_body_of_tiny_containers_is_refused_while_it_is_parsed(fmt, shape):
+    """8 MiB of empty maps became ~600 MB of Python objects before any limit applied (issue 49, item 1)."""
+    import msgpack
+
+    n = 8 * 2**20 // (1 if fmt == "msgpack" else 3)
+    if shape == "flat":
+        body = msgpack.packb([{}] * n) if fmt == "msgpack" else b"[" + b",".join([b"{}"] * n) + b"]"
+    else:  # a valid-looking request whose samples carry the flood
+        flood = [{}] * (n // 2)
+        body = (
+            msgpack.packb({"protocol": 1, "samples": [{"metadata": {"x": flood}}]})
+            if fmt == "msgpack"
+            else (b'{"protocol":1,"samples":[{"metadata":{"x":[' + b",".join([b"{}"] * (n // 2)) + b"]}}]}")
+        )
+    errors = []
+
+    def parse():
+        try:
+            wire.loads(body, fmt, wire.WireLimits())
+        except wire.WireError as exc:
+            errors.append(exc)
+
+    peak = _peak_mb_of(parse)
+    assert errors and errors[0].status == 413 and errors[0].limit == "max_samples", errors
+    assert peak < 2 * len(body) / 2**20 + 5, peak  # the goal: objects within 2x the body
+
+
+def test_a_legitimate_request_of_max_samples_text_samples_still_parses():
+    import msgpack
+
+    limits = wire.WireLimits(max_samples=512)
+    samples = [{"prompt": "p", "completion": "c", "metadata": {"a": [1, 2], "b": {"c": "d"}}}] * 512
+    body = msgpack.packb({"protocol": 1, "samples": samples})
+    assert wire.loads(body, "msgpack", limits)["samples"] == samples
+    assert wire.loads(json.dumps({"protocol": 1, "samples": samples}).encode(), "json", limits)["samples"] == samples
+
+
+def test_the_client_bounds_the_objects_of_an_answer_by_the_samples_it_asked_for():
+    """A 24 MiB answer of empty maps took 1.9 GB in the client (issue 49, item 8)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import msgpack
+
+    from rewardzoo.errors import HttpError
+    from rewardzoo.transport.served import ServedRewards
+
+    flood = (b"\x82" + msgpack.packb("protocol") + b"\x01" + msgpack.packb("rewards") + b"\x81" + msgpack.packb("r")
+        + _msgpack_array_of_empty_maps(24 * 2**20))  # fmt: skip
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = json.dumps({"protocol": 1, "rewards": [], "limits": {"max_samples": 8}}).encode()
+            self._send(body, "application/json")
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self._send(flood, "application/msgpack")
+
+        def _send(self, body, kind):
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    errors = []
+    try:
+        client = ServedRewards(f"http://127.0.0.1:{httpd.server_address[1]}", owner="test")
+
+        def call():
+            try:
+                client.score([{"prompt": "a"}, {"prompt": "b"}])
+            except HttpError as exc:
+                errors.append(exc)
+
+        peak = _peak_mb_of(call)
+        client.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert errors and "not a score response" in str(errors[0]) and "max_samples=2" in str(errors[0])
+    assert peak < 2 * len(flood) / 2**20 + 20, peak

@@ -254,3 +254,44 @@ def test_sequence_reward_scores_after_a_wake_are_bit_identical(text_models, mode
     assert residency.is_asleep(reward) and (residency.weight_bytes(reward) == 0) == (mode == "drop")
     assert sleeper(samples()).rewards["s"].tobytes() == expected.tobytes()
     assert residency.is_asleep(reward)
+
+
+class _Payload:
+    """Pickles as ``os.mkdir(target)``: what a hostile ``pytorch_model.bin`` would run if it were unpickled."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __reduce__(self):
+        import os
+
+        return (os.mkdir, (self.target,))
+
+
+@pytest.mark.parametrize("case", ["plain", "payload", "truncated"])
+def test_a_pytorch_bin_checkpoint_loads_when_plain_and_is_one_config_error_when_hostile(tmp_path, text_models, case):
+    """transformers reads ``pytorch_model.bin`` with torch.load(weights_only=True); its refusal (or a torn zip) came
+    out as a raw traceback from `rewardzoo score`."""
+    import shutil
+
+    from safetensors.torch import load_file
+
+    folder = tmp_path / "cls"
+    shutil.copytree(text_models["gpt2_cls"], folder)
+    state = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    target = tmp_path / "ran"
+    if case == "plain":
+        torch.save(state, folder / "pytorch_model.bin")
+        want = processor(tmp_path, "sequence_reward", text_models["gpt2_cls"])(samples()).rewards["sequence_reward"]
+        got = processor(tmp_path, "sequence_reward", str(folder))(samples()).rewards["sequence_reward"]
+        assert got.tolist() == want.tolist()  # the same weights, read from the .bin
+        return
+    torch.save({**state, "x": _Payload(str(target))}, folder / "pytorch_model.bin")
+    if case == "truncated":
+        (folder / "pytorch_model.bin").write_bytes((folder / "pytorch_model.bin").read_bytes()[:300])
+    said = "not a plain tensor checkpoint" if case == "payload" else "not a readable torch checkpoint"
+    with pytest.raises(ConfigError, match=said) as info:
+        processor(tmp_path, "sequence_reward", str(folder))
+    assert info.value.field == "model_path" and info.value.entry == "sequence_reward"
+    assert not target.exists()

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ...shared.files import read_utf8, regular_file
-from .sets import EvalSet, SetBuilder, set_error
+from .sets import EvalSet, SetBuilder, media_folder, set_error, write_media
 
 EDIT_COLUMNS = ("instruction", "source_image", "candidate_1", "candidate_2", "ranking")
 _MAGIC = ((b"\x89PNG", ".png"), (b"\xff\xd8", ".jpg"), (b"GIF8", ".gif"), (b"BM", ".bmp"))
@@ -113,7 +113,7 @@ def read_editreward_bench(path: Path, media_dir: Path) -> EvalSet:
 
     path = regular_file(path, "data")
     builder = SetBuilder("editreward_bench", "pairwise_with_ties", path, root=media_dir)
-    media_dir.mkdir(parents=True, exist_ok=True)
+    media_folder(media_dir)
     names = pq.read_schema(path).names
     missing = [c for c in EDIT_COLUMNS if c not in names]
     if missing:
@@ -125,10 +125,7 @@ def read_editreward_bench(path: Path, media_dir: Path) -> EvalSet:
         files = {}
         for key in ("source_image", "candidate_1", "candidate_2"):
             encoded, suffix = _image_bytes(row[key], where, key)
-            target = media_dir / f"{path.stem}-{i}-{key}{suffix}"
-            if not target.is_file() or target.stat().st_size != len(encoded):
-                target.write_bytes(encoded)
-            files[key] = target.name
+            files[key] = write_media(media_dir, f"{path.stem}-{i}-{key}{suffix}", encoded).name
         if not isinstance(row["instruction"], str):
             raise set_error(where, f"must be a string, got {type(row['instruction']).__name__}", "instruction")
         source = builder.media(files["source_image"], where, "source_image")[1]

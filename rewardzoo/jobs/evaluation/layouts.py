@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ...errors import InputError
-from ...shared.files import read_utf8, regular_file
-from .sets import EvalSet, SetBuilder, set_error
+from ...shared.files import bounded_lines, read_utf8, regular_file
+from .sets import EvalSet, SetBuilder, media_folder, set_error, write_media
 
 PICKAPIC_LABELS = {(1.0, 0.0): 1, (0.0, 1.0): -1, (0.5, 0.5): 0}
 VIDEOGEN_LABELS = {"a": 1, "b": -1, "same": 0, "tie": 0}
@@ -38,7 +38,7 @@ def read_pickapic_v2(path: Path, media_dir: Path) -> EvalSet:
 
     path = regular_file(path, "data")
     builder = SetBuilder("pickapic_v2", "pairwise", path, root=media_dir)
-    media_dir.mkdir(parents=True, exist_ok=True)
+    media_folder(media_dir)
     names = pq.read_schema(path).names
     missing = [c for c in ("caption", "jpg_0", "jpg_1", "label_0", "label_1") if c not in names]
     if missing:
@@ -55,10 +55,7 @@ def read_pickapic_v2(path: Path, media_dir: Path) -> EvalSet:
         for side in ("jpg_0", "jpg_1"):
             if not isinstance(row[side], bytes) or not row[side]:
                 raise set_error(where, "must hold the encoded image", side)
-            target = media_dir / f"{path.stem}-{i}-{side[-1]}.jpg"
-            if not target.is_file() or target.stat().st_size != len(row[side]):
-                target.write_bytes(row[side])
-            files.append((side, target.name))
+            files.append((side, write_media(media_dir, f"{path.stem}-{i}-{side[-1]}.jpg", row[side]).name))
         builder.pair(where, {"prompt": row["caption"]}, files[0], files[1], human, None)
     return builder.build()
 
@@ -90,22 +87,36 @@ def read_videogen_rewardbench(path: Path, media_dir: Path) -> EvalSet:
     builder = SetBuilder("videogen_rewardbench", "pairwise_with_ties", path)
     dims: dict[str, list[int]] = {d: [] for d in VIDEOGEN_DIMENSIONS}
     with path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in ("prompt", "path_A", "path_B", "Overall") if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"{path.name}: not a VideoGen-RewardBench CSV: no column {', '.join(missing)}")
-        for lineno, row in enumerate(reader, start=2):
-            where = builder.where(lineno)
-            human = _videogen_label(row, "Overall", where)
-            for d in VIDEOGEN_DIMENSIONS:
-                if row.get(d) not in (None, ""):
-                    dims[d].append(_videogen_label(row, d, where))
-            builder.pair(
-                where, {"prompt": row["prompt"]}, ("path_A", row["path_A"]), ("path_B", row["path_B"]), human, None
-            )
+        lines = bounded_lines(fh, lambda message, line: set_error(builder.where(line), message))
+        read = [0]  # lines handed to csv: the one it failed on is the last (line_num lags on an error)
+
+        def counted():
+            for line in lines:
+                read[0] += 1
+                yield line
+
+        try:
+            _read_videogen_rows(csv.DictReader(counted()), builder, dims)
+        except csv.Error as exc:  # a field past csv's size limit, a NUL byte, ...
+            raise set_error(builder.where(read[0]), f"not readable as CSV ({exc})") from None
     data = builder.build()
     data.dimensions = {d: v for d, v in dims.items() if len(v) == data.human.size}
     return data
+
+
+def _read_videogen_rows(reader: csv.DictReader, builder: SetBuilder, dims: dict[str, list[int]]) -> None:
+    missing = [c for c in ("prompt", "path_A", "path_B", "Overall") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"{builder.set.source.name}: not a VideoGen-RewardBench CSV: no column {', '.join(missing)}")
+    for lineno, row in enumerate(reader, start=2):
+        where = builder.where(lineno)
+        human = _videogen_label(row, "Overall", where)
+        for d in VIDEOGEN_DIMENSIONS:
+            if row.get(d) not in (None, ""):
+                dims[d].append(_videogen_label(row, d, where))
+        builder.pair(
+            where, {"prompt": row["prompt"]}, ("path_A", row["path_A"]), ("path_B", row["path_B"]), human, None
+        )
 
 
 def _videogen_label(row: dict, key: str, where: str) -> int:

@@ -139,7 +139,7 @@ def run_evaluate(job: EvaluateJob, score: Callable[[ScoreJob], list[dict]] | Non
     from ...core.resolve import config_source, load_config
     from ...spec.config import RewardConfig
 
-    folder = Path(job.out) if job.out else Path(tempfile.mkdtemp(prefix="rewardzoo-evaluate-"))
+    folder = _out_folder(job) if job.out else Path(tempfile.mkdtemp(prefix="rewardzoo-evaluate-"))
     data = read_set(job.data, job.format, folder / "media")
     source = config_source(job.config)
     specs = (source if isinstance(source, RewardConfig) else load_config(source)).specs(job.split)
@@ -194,6 +194,26 @@ def run_evaluate(job: EvaluateJob, score: Callable[[ScoreJob], list[dict]] | Non
     run = EvaluateRun(data, benchmark, results, matched, comparisons, notes, folder)
     (folder / "agreement.json").write_text(json.dumps(run.as_dict(), indent=2) + "\n", encoding="utf-8")
     return run
+
+
+#: What evaluate writes into its --out folder.
+WRITTEN = ("members.jsonl", "scores.jsonl", "agreement.json", "media")
+
+
+def _out_folder(job: EvaluateJob) -> Path:
+    """The --out folder, refused when it is a file, is the data's own folder (the run's files would mix with the
+    data set's, and ``media/`` or ``members.jsonl`` could be the set's own), or names the data file itself."""
+    folder, data = Path(job.out), Path(job.data)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--out '{folder}' is a file; give a folder for {', '.join(WRITTEN)}")
+    if folder.resolve() == data.resolve().parent:
+        raise ConfigError(
+            f"--out '{folder}' is the folder of --data '{data}'; give a folder of its own (evaluate writes "
+            f"{', '.join(WRITTEN)} there)",
+        )
+    if any((folder / name).resolve() == data.resolve() for name in WRITTEN):
+        raise ConfigError(f"--out '{folder}' would overwrite --data '{data}'")
+    return folder
 
 
 def _run_local(job: ScoreJob) -> list[dict]:

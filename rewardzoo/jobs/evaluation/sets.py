@@ -4,6 +4,7 @@ judgements over them (pairs, ranked groups or ratings). Readers build one with :
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
+from ...errors import InputError, OutputWriteError
+from ..output import write_atomically, write_failed
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff"})
 VIDEO_SUFFIXES = frozenset({".mp4", ".avi", ".mov", ".webm", ".mkv", ".gif", ".m4v"})
@@ -188,3 +190,27 @@ def text(row: dict, where: str, key: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise set_error(where, f"must be a string, got {type(value).__name__}", key)
     return value
+
+
+def media_folder(folder: Path) -> Path:
+    """``folder`` (made) for the media a layout unpacks; refused when it is a link, which would send them elsewhere."""
+    if folder.is_symlink():
+        raise OutputWriteError(f"'{folder}' is a symbolic link; the unpacked media are written only into a real folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_failed(folder, exc, "the unpacked media") from None
+    return folder
+
+
+def write_media(folder: Path, name: str, data: bytes) -> Path:
+    """``folder / name`` holding ``data``: kept when it is already a regular file with those bytes, else written
+    atomically, which replaces a link planted at that name instead of writing through it."""
+    target = folder / name
+    try:
+        if stat.S_ISREG(os.lstat(target).st_mode) and target.read_bytes() == data:
+            return target
+    except OSError:
+        pass
+    write_atomically(target, lambda tmp: Path(tmp).write_bytes(data))
+    return target
