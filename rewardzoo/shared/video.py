@@ -368,6 +368,30 @@ def prepare_video(
     return [Image.fromarray(a, mode="RGB") for a in arrays]
 
 
+#: Full-resolution float32 frames a reward converts at a time (a 720p frame is 11 MB): what keeps a long
+#: high-resolution video's float working set small beside its 8-bit frames.
+CONVERT_BYTES = 64 << 20
+
+
+def float_frames(frames: Any) -> Any:
+    """Frames (..., 3, H, W) in a ``"native"`` form -> float32 in [0, 1]: ``x.float() / 255`` for uint8 (exactly
+    the ``"float"`` form's value), float frames as float32."""
+    import torch
+
+    return frames.float().div_(255.0) if frames.dtype == torch.uint8 else frames.float()
+
+
+def frame_batches(frames: Any, batch_size: int | None = None) -> list[Any]:
+    """``frames`` (T, ...) split along time into views of at most ``batch_size`` frames (None: no such limit)
+    whose float32 form holds at most :data:`CONVERT_BYTES` (one frame at least): the pieces a reward converts
+    to float (and resizes) one at a time."""
+    per_frame = 4 * max(1, int(frames[0].numel())) if len(frames) else 4
+    step = max(1, CONVERT_BYTES // per_frame)
+    if batch_size is not None:
+        step = min(step, batch_size)
+    return list(frames.split(step))
+
+
 def _frames_tensor(frames: Any, index: list[int], keep_uint8: bool) -> Any:
     """A (T, C, H, W) tensor's frames at ``index`` as the per-frame rules of ``media.py`` convert them, in one
     operation over the video (no per-frame loop, no copy of frames that are not kept; the video itself when
