@@ -127,9 +127,10 @@ class FrameAverage(PointwiseReward):
         owner = np.repeat(np.arange(len(video)), counts)  # flat frame index -> video index
         flat_frames: list[Any] = [frame for v in video for frame in v.unbind(0)]
         form = self.image_reward.inputs.images
-        step = self.frame_batch_size
-        if form == "float":  # full-resolution float frames a few at a time (frame_batches' bound)
-            step = min(step, *(max(1, CONVERT_BYTES // (4 * max(1, int(v[0].numel())))) for v in video))
+        # Full-resolution frames a few at a time: a chunk's copy in the image reward's form holds at most
+        # CONVERT_BYTES (float32: 4 bytes a value, PIL about 1.3, uint8 1), as frame_batches bounds it.
+        size = {"float": 4, "pil": 2}.get(form, 1)
+        step = min(self.frame_batch_size, *(max(1, CONVERT_BYTES // (size * max(1, int(v[0].numel())))) for v in video))
         flat_fields = {name: [fields[name][i] for i in owner.tolist()] for name in wanted}
         scores: list[np.ndarray] = []
         extras: dict[str, list[np.ndarray]] = {}

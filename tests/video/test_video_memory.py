@@ -1,0 +1,141 @@
+"""A 720p video at its real size: the peak memory of scoring one 1280x720, 150-frame clip (415 MB of 8-bit RGB).
+
+Each case runs in a child process and measures its peak RSS growth (``ru_maxrss``) over its RSS just before the
+scoring call, after a warm-up call on a tiny clip (imports and the model loaded). The bound is issue 47's: the
+growth stays within 1.5x the decoded 8-bit size of the video (before the fix: 16x for temporal flickering).
+The clip is generated here, one frame at a time (never held whole by this process), and encoded with PyAV.
+A memory bound, not a timing threshold; about 10 s and at most ~1.3 GB per child.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+av = pytest.importorskip("av")
+
+T, H, W = 150, 720, 1280
+DECODED = T * H * W * 3
+BOUND = 1.5
+
+CHILD = r"""
+import json, resource, sys
+import numpy as np
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+mode, video, model = sys.argv[1], sys.argv[2], sys.argv[3] or None
+import torch
+from rewardzoo.core.processor import RewardProcessor
+from rewardzoo.spec.sample import Sample
+
+specs = {
+    "flicker": {"name": "video_temporal_flickering"},
+    "subject": {"name": "video_subject_consistency", "model_path": model, "kwargs": {"num_frames": None}},
+    "clip": {"name": "video_clip_score", "model_path": model, "kwargs": {"num_frames": None, "pretrained": None}},
+}
+kind, _, form = mode.partition("-")
+proc = RewardProcessor([{**{k: v for k, v in specs[kind].items() if v is not None}, "device": "cpu"}])
+proc([Sample(video=np.zeros((3, 64, 64, 3), np.uint8), prompt="a cat")])  # warm: imports, model
+if form == "tensor":  # an in-memory uint8 video (T, 3, H, W), decoded here before the measurement starts
+    import av
+    with av.open(video) as c:
+        s = c.streams.video[0]
+        arr = np.empty((s.frames, s.height, s.width, 3), np.uint8)
+        for i, f in enumerate(c.decode(s)):
+            arr[i] = f.to_ndarray(format="rgb24")
+    video = torch.from_numpy(arr).permute(0, 3, 1, 2)
+base = rss()
+if form == "job":  # `rewardzoo score` on a one-line manifest
+    from rewardzoo.cli.commands import main
+    main(["score", specs[kind]["name"], "-i", sys.argv[4], "-o", sys.argv[5], "-q"])
+    score = json.loads(open(sys.argv[5]).readline())["rewards"][specs[kind]["name"]]
+else:
+    score = float(proc([Sample(video=video, prompt="a cat")]).rewards[specs[kind]["name"]][0])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"growth": peak - base, "score": score}))
+"""
+
+
+def write_clip(path: Path) -> None:
+    """A moving colour ramp, 1280x720, 150 frames at 30 fps, H.264 (ultrafast), encoded one frame at a time."""
+    y = np.arange(H, dtype=np.int32)[:, None]
+    x = np.arange(W, dtype=np.int32)[None, :]
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=Fraction(30), options={"preset": "ultrafast"})
+        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
+        for i in range(T):
+            r = np.broadcast_to((x + 3 * i) % 256, (H, W))
+            g = np.broadcast_to((y + 2 * i) % 256, (H, W))
+            b = ((x + y) // 4 + 5 * i) % 256
+            frame = np.stack([r, g, b], -1).astype(np.uint8)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+
+
+@pytest.fixture(scope="module")
+def clip720(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("clip720") / "clip720.mp4"
+    write_clip(path)
+    return path
+
+
+def child(mode: str, video: Path, model: str = "", *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, str(video), model, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**env, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def streamed_flicker(path: Path) -> float:
+    """VBench's temporal flickering computed independently: PyAV, two frames at a time, per-pair mean of
+    ``|a - b|`` on 0-255 float64 values, ``(255 - mean) / 255``."""
+    maes, prev = [], None
+    with av.open(str(path)) as container:
+        for frame in container.decode(video=0):
+            cur = frame.to_ndarray(format="rgb24").astype(np.float64)
+            if prev is not None:
+                maes.append(np.abs(cur - prev).mean())
+            prev = cur
+    return (255.0 - float(np.mean(maes))) / 255.0
+
+
+@pytest.mark.parametrize("form", ["file", "tensor"])
+def test_flickering_on_a_720p_clip_peaks_within_1_5x_its_decoded_size(clip720, form):
+    out = child(f"flicker-{form}", clip720)
+    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video"
+    assert out["score"] == pytest.approx(streamed_flicker(clip720), rel=1e-6)
+
+
+def test_the_score_job_on_a_720p_clip_peaks_within_1_5x(clip720, tmp_path):
+    manifest = tmp_path / "in.jsonl"
+    manifest.write_text(json.dumps({"video": str(clip720)}) + "\n")
+    out = child("flicker-job", clip720, "", str(manifest), str(tmp_path / "out.jsonl"))
+    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video"
+    assert out["score"] == pytest.approx(streamed_flicker(clip720), rel=1e-6)
+
+
+def test_subject_consistency_on_every_frame_of_a_720p_clip_peaks_within_1_5x(clip720, tmp_path):
+    from rewardzoo import testing as rzt
+
+    dino = rzt.tiny_dino_dirs(tmp_path / "dino", seed=0)["vit"]
+    out = child("subject-file", clip720, str(dino))
+    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video"
+    assert 0.0 <= out["score"] <= 1.0
