@@ -62,7 +62,7 @@ if form == "job":  # `rewardzoo score` on a one-line manifest
 else:
     score = float(proc([Sample(video=video, prompt="a cat")]).rewards[specs[kind]["name"]][0])
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"growth": peak - base, "score": score}))
+print(json.dumps({"growth": peak - base, "score": score, "rewardzoo": __import__("rewardzoo").__file__}))
 """
 
 
@@ -92,13 +92,19 @@ def clip720(tmp_path_factory) -> Path:
 
 
 def child(mode: str, video: Path, model: str = "", *args: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    """Run the measurement in a fresh interpreter that imports the very rewardzoo this test imports (``-P``:
+    not whatever the working directory holds)."""
+    import rewardzoo
+
+    home = str(Path(rewardzoo.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH", "")) if p)
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, str(video), model, *args],
+        [sys.executable, "-P", "-c", CHILD, mode, str(video), model, *args],
         capture_output=True,
         text=True,
         timeout=600,
-        env={**env, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"},
+        cwd=video.parent,
+        env={**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -120,7 +126,7 @@ def streamed_flicker(path: Path) -> float:
 @pytest.mark.parametrize("form", ["file", "tensor"])
 def test_flickering_on_a_720p_clip_peaks_within_1_5x_its_decoded_size(clip720, form):
     out = child(f"flicker-{form}", clip720)
-    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video"
+    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video ({out['rewardzoo']})"
     assert out["score"] == pytest.approx(streamed_flicker(clip720), rel=1e-6)
 
 
@@ -128,7 +134,7 @@ def test_the_score_job_on_a_720p_clip_peaks_within_1_5x(clip720, tmp_path):
     manifest = tmp_path / "in.jsonl"
     manifest.write_text(json.dumps({"video": str(clip720)}) + "\n")
     out = child("flicker-job", clip720, "", str(manifest), str(tmp_path / "out.jsonl"))
-    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video"
+    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video ({out['rewardzoo']})"
     assert out["score"] == pytest.approx(streamed_flicker(clip720), rel=1e-6)
 
 
@@ -137,5 +143,98 @@ def test_subject_consistency_on_every_frame_of_a_720p_clip_peaks_within_1_5x(cli
 
     dino = rzt.tiny_dino_dirs(tmp_path / "dino", seed=0)["vit"]
     out = child("subject-file", clip720, str(dino))
-    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video"
+    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video ({out['rewardzoo']})"
     assert 0.0 <= out["score"] <= 1.0
+
+
+# ------------------------------------------------------------------------- the pieces, at small size
+
+
+def vbench_flicker_float64(frames: np.ndarray) -> float:
+    """VBench's formula on 0-255 values in float64 over every pair at once: ``(255 - mean |f_{i+1} - f_i|) / 255``."""
+    x = frames.astype(np.float64)
+    return (255.0 - float(np.abs(x[1:] - x[:-1]).mean())) / 255.0
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 23])
+@pytest.mark.parametrize("t", [2, 5, 31])
+def test_flickering_on_uint8_frames_equals_the_float_formula_exactly(monkeypatch, chunk, t):
+    import torch
+
+    from rewardzoo.rewards.video import flickering
+
+    monkeypatch.setattr(flickering, "CHUNK_ELEMENTS", chunk)  # 1 and 7 elements: a pair (or less) per chunk
+    frames = np.random.default_rng(t).integers(0, 256, (t, 3, 9, 11), dtype=np.uint8)
+    got = flickering.TemporalFlickering()(video=[torch.from_numpy(frames)]).rewards[0]
+    assert got == vbench_flicker_float64(frames)  # integer sums: no rounding but the final division's
+    as_float = flickering.TemporalFlickering()(video=[torch.from_numpy(frames).float() / 255]).rewards[0]
+    assert as_float == pytest.approx(got, abs=1e-6)
+
+
+def test_a_native_video_handed_over_without_a_copy_leaves_the_callers_data_and_other_rewards_alone():
+    import torch
+
+    from rewardzoo.core.processor import RewardProcessor
+    from rewardzoo.rewards.video import flickering
+    from rewardzoo.spec.sample import Sample
+
+    class Zeroing(flickering.TemporalFlickering):
+        """Writes zeros over the frames it gets (it owns them, or a copy), then scores them: 1.0."""
+
+        def __call__(self, video, **kw):
+            for v in video:
+                v.zero_()
+            return super().__call__(video, **kw)
+
+    import tests.video.test_video_memory as mod
+
+    mod.Zeroing = Zeroing
+    try:
+        rng = np.random.default_rng(0)
+        arr = rng.integers(0, 256, (4, 8, 8, 3), dtype=np.uint8)
+        tensor = torch.from_numpy(arr.copy()).permute(0, 3, 1, 2)
+        specs = [
+            {"name": "zero", "reward_model": "tests.video.test_video_memory:Zeroing"},
+            {"name": "flicker", "reward_model": "video_temporal_flickering"},
+        ]
+        for video in (arr, tensor, [f for f in arr]):
+            before = np.array(video if not isinstance(video, torch.Tensor) else video.numpy())
+            got = RewardProcessor(specs)([Sample(video=video)])
+            assert float(got.rewards["zero"][0]) == 1.0
+            expected = vbench_flicker_float64(arr)
+            assert float(got.rewards["flicker"][0]) == pytest.approx(expected, abs=1e-7)  # the frames, not zeros
+            after = np.array(video if not isinstance(video, torch.Tensor) else video.numpy())
+            np.testing.assert_array_equal(after, before)
+    finally:
+        del mod.Zeroing
+
+
+def test_a_video_past_the_decode_budget_is_refused_before_decoding_naming_sample_and_budget(monkeypatch, tmp_path):
+    from rewardzoo.core.processor import RewardProcessor
+    from rewardzoo.errors import InputError
+    from rewardzoo.shared import video as video_mod
+    from rewardzoo.spec.sample import Sample
+
+    path = tmp_path / "small.mp4"
+    video_mod.write_video(path, np.zeros((6, 32, 48, 3), np.uint8))
+    decoded = 6 * 32 * 48 * 3
+    proc = RewardProcessor([{"name": "video_temporal_flickering"}])
+    monkeypatch.setattr(video_mod, "decode_budget", lambda: decoded)  # just enough: scored
+    assert float(proc([Sample(video=str(path))]).rewards["video_temporal_flickering"][0]) == 1.0
+    monkeypatch.setattr(video_mod, "decode_budget", lambda: decoded - 1)
+    ok = np.zeros((2, 8, 8, 3), np.uint8)
+    with pytest.raises(InputError, match=r"6 frames of 48x32 .* more than the decode budget of") as info:
+        proc([Sample(video=ok), Sample(video=str(path))])
+    assert (info.value.reward, info.value.field, info.value.sample) == ("video_temporal_flickering", "video", 1)
+
+
+def test_shares_memory_sees_views_arrays_and_lists():
+    import torch
+
+    from rewardzoo.shared.media import shares_memory
+
+    arr = np.zeros((4, 5, 6, 3), np.uint8)
+    t = torch.from_numpy(arr).permute(0, 3, 1, 2)
+    assert shares_memory(t, arr) and shares_memory(t[1:2], arr) and shares_memory(t, t[2])
+    assert shares_memory(t, [np.zeros(3), arr[1]])
+    assert not shares_memory(t.clone(), arr) and not shares_memory(t, arr.copy()) and not shares_memory(t, "a.mp4")
