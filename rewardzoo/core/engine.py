@@ -37,9 +37,9 @@ import numpy as np
 from ..errors import ConfigError, InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
 from ..rewards.base import Reward, invoke, is_text_extra, validate_scores
 from ..shared.device import DeviceStreams
+from ..shared.media import is_tensor, shares_memory
 from ..spec.config import RewardSpec, StreamSpec
 from ..spec.sample import Sample
-from ..shared.media import is_tensor, shares_memory
 from .fields import convert_field, protected
 
 Outcome = tuple[np.ndarray, dict[str, np.ndarray]]

@@ -47,7 +47,7 @@ def shares_memory(tensor: Any, value: Any) -> bool:
     if isinstance(value, np.ndarray):
         if tensor.device.type != "cpu" or value.size == 0:
             return False
-        bounds = getattr(getattr(np.lib, "array_utils", np), "byte_bounds")(value)
+        bounds = getattr(np.lib, "array_utils", np).byte_bounds(value)
         return bounds[0] < high and low < bounds[1]
     return False
 

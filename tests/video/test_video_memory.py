@@ -126,7 +126,9 @@ def streamed_flicker(path: Path) -> float:
 @pytest.mark.parametrize("form", ["file", "tensor"])
 def test_flickering_on_a_720p_clip_peaks_within_1_5x_its_decoded_size(clip720, form):
     out = child(f"flicker-{form}", clip720)
-    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video ({out['rewardzoo']})"
+    assert out["growth"] <= BOUND * DECODED, (
+        f"peak growth {out['growth'] / DECODED:.2f}x the decoded video ({out['rewardzoo']})"
+    )
     assert out["score"] == pytest.approx(streamed_flicker(clip720), rel=1e-6)
 
 
@@ -134,7 +136,9 @@ def test_the_score_job_on_a_720p_clip_peaks_within_1_5x(clip720, tmp_path):
     manifest = tmp_path / "in.jsonl"
     manifest.write_text(json.dumps({"video": str(clip720)}) + "\n")
     out = child("flicker-job", clip720, "", str(manifest), str(tmp_path / "out.jsonl"))
-    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video ({out['rewardzoo']})"
+    assert out["growth"] <= BOUND * DECODED, (
+        f"peak growth {out['growth'] / DECODED:.2f}x the decoded video ({out['rewardzoo']})"
+    )
     assert out["score"] == pytest.approx(streamed_flicker(clip720), rel=1e-6)
 
 
@@ -143,7 +147,9 @@ def test_subject_consistency_on_every_frame_of_a_720p_clip_peaks_within_1_5x(cli
 
     dino = rzt.tiny_dino_dirs(tmp_path / "dino", seed=0)["vit"]
     out = child("subject-file", clip720, str(dino))
-    assert out["growth"] <= BOUND * DECODED, f"peak growth {out['growth'] / DECODED:.2f}x the decoded video ({out['rewardzoo']})"
+    assert out["growth"] <= BOUND * DECODED, (
+        f"peak growth {out['growth'] / DECODED:.2f}x the decoded video ({out['rewardzoo']})"
+    )
     assert 0.0 <= out["score"] <= 1.0
 
 

@@ -184,9 +184,11 @@ def _float_frames(value: Any, sample: int):
     """A tensor (T, 3, H, W), uint8 or float in [0, 1] (T >= 1), from a video tensor or a list of frames."""
     import torch
 
-    if isinstance(value, torch.Tensor) and value.ndim == 4 and value.dtype == torch.uint8:
-        frames = value.detach()
-    elif isinstance(value, torch.Tensor) and value.ndim == 4 and value.is_floating_point():
+    if (
+        isinstance(value, torch.Tensor)
+        and value.ndim == 4
+        and (value.dtype == torch.uint8 or value.is_floating_point())
+    ):
         frames = value.detach()
     elif isinstance(value, (list, tuple)):
         frames = torch.stack([_float_image(f, sample, "video") for f in value]) if value else None
