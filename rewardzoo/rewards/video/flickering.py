@@ -18,7 +18,6 @@ import torch
 from ...shared.video import check_num_frames, check_temporal
 from ..base import Inputs, PointwiseReward, RewardOutput
 
-
 #: Elements of one frame chunk's differences (int16 or float32): bounds the working memory (~16-32 MB).
 CHUNK_ELEMENTS = 1 << 23
 
