@@ -217,18 +217,18 @@ class ConversionCache:
         or, for the last planned request of a tensor the conversion made, the tensor itself."""
         value = self._converted(index, fld, reward, reward_name)
         key = (index, reward.inputs.conversion_key(fld))
+        # Copies are made under the lock: the last request cannot take the tensor (and write over it) while
+        # another thread still copies it.
         with self._uses_lock:
             left = self._uses.get(key)
-            if left is None:
-                return protected(value)
-            if left > 1:
+            if left is not None and left > 1:
                 self._uses[key] = left - 1
-                return protected(value)
-            del self._uses[key]
-            if is_tensor(value) and not shares_memory(value, getattr(self.samples[index], fld)):
-                self._values.pop(key, None)
-                return value
-        return protected(value)
+            elif left is not None:
+                del self._uses[key]
+                if is_tensor(value) and not shares_memory(value, getattr(self.samples[index], fld)):
+                    self._values.pop(key, None)
+                    return value
+            return protected(value)
 
     def _converted(self, index: int, fld: str, reward: Reward, reward_name: str) -> Any:
         wants = reward.inputs
