@@ -37,6 +37,7 @@ import numpy as np
 from ..errors import ConfigError, InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
 from ..rewards.base import Reward, invoke, is_text_extra, validate_scores
 from ..shared.device import DeviceStreams
+from ..shared.media import is_tensor, shares_memory
 from ..spec.config import RewardSpec, StreamSpec
 from ..spec.sample import Sample
 from .fields import convert_field, protected
@@ -198,10 +199,36 @@ class ConversionCache:
         self.samples = samples
         self._values: dict[tuple[int, Hashable], Any] = {}
         self._locks: dict[tuple[int, Hashable], threading.Lock] = {}
+        self._uses: dict[tuple[int, Hashable], int] = {}  # planned requests still to come, where planned
+        self._uses_lock = threading.Lock()
+
+    def plan(self, reward: Reward, indices: Iterable[int]) -> None:
+        """Count one planned call of ``reward`` over ``indices``. The last planned request for a converted
+        tensor takes it without a copy (the cache lets it go) when it shares no memory with the sample's
+        own value: a 720p video is then held once, not twice. Unplanned requests always get a copy."""
+        with self._uses_lock:
+            for fld in reward.inputs.fields:
+                ck = reward.inputs.conversion_key(fld)
+                for i in indices:
+                    self._uses[(i, ck)] = self._uses.get((i, ck), 0) + 1
 
     def get(self, index: int, fld: str, reward: Reward, reward_name: str) -> Any:
-        """The converted value for one reward call: its own copy or a read-only view (see ``protected``)."""
-        return protected(self._converted(index, fld, reward, reward_name))
+        """The converted value for one reward call: its own copy or a read-only view (see ``protected``),
+        or, for the last planned request of a tensor the conversion made, the tensor itself."""
+        value = self._converted(index, fld, reward, reward_name)
+        key = (index, reward.inputs.conversion_key(fld))
+        # Copies are made under the lock: the last request cannot take the tensor (and write over it) while
+        # another thread still copies it.
+        with self._uses_lock:
+            left = self._uses.get(key)
+            if left is not None and left > 1:
+                self._uses[key] = left - 1
+            elif left is not None:
+                del self._uses[key]
+                if is_tensor(value) and not shares_memory(value, getattr(self.samples[index], fld)):
+                    self._values.pop(key, None)
+                    return value
+            return protected(value)
 
     def _converted(self, index: int, fld: str, reward: Reward, reward_name: str) -> Any:
         wants = reward.inputs
@@ -339,6 +366,8 @@ def score_specs(
                 continue
             if spec.name not in skip:
                 planned.append((pos, spec, reward, call_plan(spec, reward, table.samples, indices)))
+                for chunk in planned[-1][3]:
+                    cache.plan(reward, chunk)
         except Exception as exc:  # one by one, the streams before this one would still be called
             errors[pos] = exc
             break

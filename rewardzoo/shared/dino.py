@@ -48,10 +48,16 @@ class DinoBackbone:
         self._std = torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1)
 
     def preprocess(self, frames: torch.Tensor, resize: int) -> torch.Tensor:
-        """(T, 3, H, W) in [0, 1] -> normalised model input, shorter side ``resize``."""
-        x = frames.to(self.device, torch.float32)
-        x = TF.resize(x, resize, interpolation=InterpolationMode.BILINEAR, antialias=False)
-        return ((x - self._mean) / self._std).to(self.dtype)
+        """(T, 3, H, W) float in [0, 1] or uint8 -> normalised model input, shorter side ``resize``; the
+        full-resolution float frames exist a few at a time (:func:`~rewardzoo.shared.video.frame_batches`)."""
+        from .video import float_frames, frame_batches
+
+        parts = []
+        for chunk in frame_batches(frames):
+            x = float_frames(chunk.to(self.device))
+            x = TF.resize(x, resize, interpolation=InterpolationMode.BILINEAR, antialias=False)
+            parts.append(((x - self._mean) / self._std).to(self.dtype))
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
 
     def features(self, pixels: torch.Tensor) -> torch.Tensor:
         """Preprocessed pixels (T, 3, h, w) -> CLS features (T, D) in the model's dtype."""

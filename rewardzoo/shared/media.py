@@ -31,6 +31,27 @@ def is_tensor(value: Any) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "detach")
 
 
+def shares_memory(tensor: Any, value: Any) -> bool:
+    """Whether ``tensor``'s storage overlaps the memory of ``value``: a tensor, a NumPy array, or a list / tuple of
+    them (anything else holds no pixels a conversion could have kept; a PIL image's are always copied)."""
+    if isinstance(value, (list, tuple)):
+        return any(shares_memory(tensor, v) for v in value)
+    storage = tensor.untyped_storage()
+    low = storage.data_ptr()
+    high = low + storage.nbytes()
+    if is_tensor(value):
+        if value.device != tensor.device:
+            return False
+        other = value.untyped_storage()
+        return other.data_ptr() < high and low < other.data_ptr() + other.nbytes()
+    if isinstance(value, np.ndarray):
+        if tensor.device.type != "cpu" or value.size == 0:
+            return False
+        bounds = getattr(np.lib, "array_utils", np).byte_bounds(value)
+        return bounds[0] < high and low < bounds[1]
+    return False
+
+
 def open_image(
     path: str | os.PathLike, max_pixels: int | None = None, draft: tuple[int, int] | None = None
 ) -> Image.Image:

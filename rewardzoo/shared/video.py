@@ -104,25 +104,76 @@ def check_frame_count(count: int, max_frames: int | None, where: str = "the vide
         )
 
 
+#: Share of the memory the system reports available (``MemAvailable``) that one video's decoded 8-bit frames may
+#: take: a reward's peak is about 1.5x them, and the rest of the process needs room too.
+DECODE_SHARE = 0.5
+
+
+def decode_budget() -> int | None:
+    """Bytes one video's decoded frames may take: :data:`DECODE_SHARE` of ``MemAvailable`` (None where the
+    system does not say: no check)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(int(line.split()[1]) * 1024 * DECODE_SHARE)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_decoded_bytes(
+    count: int, height: int, width: int, where: str = "the video", *, cost: float = 1.0, budget: int | None = None
+) -> None:
+    """InputError, before decoding, when ``count`` frames of ``height x width`` RGB, times ``cost`` (what the
+    conversion holds per decoded byte: 1 for 8-bit frames, 5 for float ones beside them), would take more than
+    ``budget`` bytes (default :func:`decode_budget`): a clear refusal rather than an out-of-memory kill."""
+    size = int(count) * int(height) * int(width) * 3
+    budget = decode_budget() if budget is None else budget
+    if budget is not None and size * cost > budget:
+        held = f" ({cost:g}x that once converted to float)" if cost != 1 else ""
+        raise InputError(
+            f"{where} decodes to {count} frames of {width}x{height} = {size / 1e9:.2f} GB of 8-bit RGB{held}, more "
+            f"than the decode budget of {budget / 1e9:.2f} GB ({DECODE_SHARE:g} of the memory available now); "
+            "sample fewer frames with num_frames, or score a shorter or smaller video"
+        )
+
+
 def read_video(
-    path: str | os.PathLike, num_frames: int | None = None, *, backend: str = "auto", max_frames: int | None = None
+    path: str | os.PathLike,
+    num_frames: int | None = None,
+    *,
+    backend: str = "auto",
+    max_frames: int | None = None,
+    cost: float = 1.0,
 ) -> np.ndarray:
     """Decode ``num_frames`` uniformly sampled frames (all when None) -> uint8 array (T, H, W, 3).
 
-    ``backend``: ``"auto"`` (decord, then PyAV when decord is missing or fails on the file),
+    ``backend``: ``"auto"`` (decord, then PyAV when decord is missing or fails on the file; for every
+    frame, PyAV first: it holds the frames once where decord's decode-ahead adds ~0.5x at the peak),
     ``"decord"`` or ``"pyav"``. An unreadable, truncated or empty file raises InputError, and so does
-    one that would bring more than ``max_frames`` frames (refused from the container's frame count
-    before decoding where the container knows it).
+    one that would bring more than ``max_frames`` frames or whose frames (times ``cost``, see
+    :func:`check_decoded_bytes`) exceed the decode budget (both refused from the container's frame count
+    before decoding where the container knows it, else as the frames arrive).
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     path = regular_file(path, "video")
     if path.stat().st_size == 0:
         raise InputError(f"video file '{path}' is empty (0 bytes)")
+    if backend == "auto" and num_frames is None:
+        # Every frame, straight through: PyAV holds the video once; decord's decode-ahead buffers add about
+        # 0.5x at the peak. (The same FFmpeg decoder and RGB conversion: the same frames.)
+        try:
+            return _read_pyav(path, None, max_frames, cost)
+        except InputError:
+            raise
+        except Exception:  # PyAV missing or failing: decord, then PyAV again for the message
+            pass
     failures = []
     if backend in ("auto", "decord"):
         try:
-            return _read_decord(path, num_frames, max_frames)
+            return _read_decord(path, num_frames, max_frames, cost)
         except InputError:
             raise
         except ImportError as exc:
@@ -134,7 +185,7 @@ def read_video(
                 raise InputError(f"cannot read video file '{path}' with decord: {_first_line(exc)}") from None
             failures.append(f"decord: {_first_line(exc)}")
     try:
-        return _read_pyav(path, num_frames, max_frames)
+        return _read_pyav(path, num_frames, max_frames, cost)
     except InputError as exc:
         if failures:
             raise exc.located(suffix=f" ({'; '.join(failures)})") from None
@@ -176,7 +227,7 @@ def _decord_seek_plan(keys: list[int], wanted: list[int]) -> tuple[int, int]:
     return decoded, seeks
 
 
-def _read_decord(path: Path, num_frames: int | None, max_frames: int | None = None) -> np.ndarray:
+def _read_decord(path: Path, num_frames: int | None, max_frames: int | None = None, cost: float = 1.0) -> np.ndarray:
     import decord
 
     reader = decord.VideoReader(str(path), ctx=decord.cpu(0))
@@ -185,28 +236,44 @@ def _read_decord(path: Path, num_frames: int | None, max_frames: int | None = No
         raise InputError(f"video file '{path}' has no frames")
     wanted = sample_indices(total, num_frames)
     check_frame_count(len(wanted), max_frames, f"video file '{path}'")
+    h, w = reader[0].shape[:2]
+    reader.seek(0)
+    check_decoded_bytes(len(wanted), h, w, f"video file '{path}'", cost=cost)
+    out = np.empty((len(wanted), h, w, 3), np.uint8)
+    if len(wanted) == total:  # straight through: get_batch would keep ~0.7x the video in decord's buffers
+        for k in range(total):
+            _put(out, k, reader.next().asnumpy()[None])
+        return out
     if len(wanted) < total:
         decoded, seeks = _decord_seek_plan(sorted(int(k) for k in reader.get_key_indices()), wanted)
         if decoded + _DECORD_SEEK_COST * seeks > wanted[-1] + 1:
             # Seeking would cost more than decoding straight through: skip forward without seeking
             # (skipped frames are decoded but not converted to RGB).
-            frames, pos = [], 0
-            for t in wanted:
+            pos = 0
+            for k, t in enumerate(wanted):
                 if t > pos:
                     reader.skip_frames(t - pos)
-                frames.append(reader.next().asnumpy())
+                _put(out, k, reader.next().asnumpy()[None])
                 pos = t + 1
-            return _check_decord(np.stack(frames))
-    return _check_decord(reader.get_batch(wanted).asnumpy())
+            return out
+    # A few frames at a time into one array: decord's own batch and its NumPy copy never hold the whole video.
+    for k in range(0, len(wanted), _DECORD_CHUNK):
+        _put(out, k, reader.get_batch(wanted[k : k + _DECORD_CHUNK]).asnumpy())
+    return out
 
 
-def _check_decord(frames: np.ndarray) -> np.ndarray:
-    if frames.ndim != 4 or frames.shape[-1] != 3 or 0 in frames.shape:
-        raise RuntimeError(f"decord returned frames of shape {frames.shape}")
-    return frames
+#: Frames decord decodes per ``get_batch`` call (its batch and the NumPy copy of it are transient).
+_DECORD_CHUNK = 16
 
 
-def _read_pyav(path: Path, num_frames: int | None, max_frames: int | None = None) -> np.ndarray:
+def _put(out: np.ndarray, k: int, frames: np.ndarray) -> None:
+    """``out[k : k + len(frames)] = frames``, checking that decord returned RGB frames of the first one's size."""
+    if frames.ndim != 4 or frames.shape[1:] != out.shape[1:] or 0 in frames.shape:
+        raise RuntimeError(f"decord returned frames of shape {frames.shape}, expected (N, *{out.shape[1:]})")
+    out[k : k + len(frames)] = frames
+
+
+def _read_pyav(path: Path, num_frames: int | None, max_frames: int | None = None, cost: float = 1.0) -> np.ndarray:
     import av
 
     where = f"video file '{path}'"
@@ -214,21 +281,57 @@ def _read_pyav(path: Path, num_frames: int | None, max_frames: int | None = None
         if not container.streams.video:
             raise InputError(f"video file '{path}' has no video stream (no frames)")
         stream = container.streams.video[0]
+        h, w = stream.codec_context.height, stream.codec_context.width
+        count = stream.frames if num_frames is None else min(num_frames, stream.frames or num_frames)
+        budget = decode_budget()
+        check_decoded_bytes(count, h, w, where, cost=cost, budget=budget)  # 0 frames when the container does not say
+        frames: _FrameBuffer | list[np.ndarray]
         if num_frames is None:
             check_frame_count(stream.frames, max_frames, where)  # 0 when the container does not say
-            frames = []
+            frames = _FrameBuffer(stream.frames)
             for f in container.decode(stream):
                 frames.append(f.to_ndarray(format="rgb24"))
                 check_frame_count(len(frames), max_frames, where)
+                check_decoded_bytes(len(frames), h, w, where, cost=cost, budget=budget)
         else:
             check_frame_count(min(num_frames, stream.frames or num_frames), max_frames, where)
             frames = _pyav_sampled(container, stream, num_frames)
-    if not frames:
+    if not len(frames):
         raise InputError(f"video file '{path}' has no frames")
-    return np.stack(frames)
+    return frames.array() if isinstance(frames, _FrameBuffer) else np.stack(frames)
 
 
-def _pyav_sampled(container, stream, num_frames: int) -> list[np.ndarray]:
+class _FrameBuffer:
+    """Decoded frames written into one array allocated for the container's frame count (stacking a list of
+    frames would hold the video twice); frames past that count, or of another size, go to a list."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = max(0, int(expected or 0))
+        self.out: np.ndarray | None = None
+        self.n = 0
+        self.rest: list[np.ndarray] = []
+
+    def append(self, frame: np.ndarray) -> None:
+        if self.out is None and self.expected and not self.rest:
+            self.out = np.empty((self.expected, *frame.shape), frame.dtype)
+        if self.out is not None and self.n < len(self.out) and not self.rest and frame.shape == self.out.shape[1:]:
+            self.out[self.n] = frame
+            self.n += 1
+        else:
+            self.rest.append(frame)
+
+    def __len__(self) -> int:
+        return self.n + len(self.rest)
+
+    def array(self) -> np.ndarray:
+        head = self.out[: self.n] if self.out is not None else None
+        if not self.rest:
+            assert head is not None  # (len > 0 was checked)
+            return head
+        return np.stack(([*head] if head is not None else []) + self.rest)
+
+
+def _pyav_sampled(container, stream, num_frames: int) -> _FrameBuffer | list[np.ndarray]:
     # Index the stream from packets (demuxing without decoding is cheap): presentation timestamps in
     # display order, and which of them are keyframes (where decoding can start after a seek).
     pts, keys = [], []
@@ -249,7 +352,7 @@ def _pyav_sampled(container, stream, num_frames: int) -> list[np.ndarray]:
     if not keys or keys[0] > pts[0]:
         keys.insert(0, pts[0])
     wanted = [pts[i] for i in sample_indices(len(pts), num_frames)]
-    out: list[np.ndarray] = []
+    out = _FrameBuffer(len(wanted))
     decoder, position = None, None  # position: pts of the last decoded frame
     for target in wanted:
         key = keys[bisect.bisect_right(keys, target) - 1]
@@ -339,7 +442,8 @@ def prepare_video(
     """
     num_frames = check_num_frames(num_frames)
     if is_path(value):
-        arr = read_video(value, num_frames, max_frames=max_frames)
+        cost = 5.0 if as_tensor and not keep_uint8 else 1.0  # float frames beside the 8-bit ones
+        arr = read_video(value, num_frames, max_frames=max_frames, cost=cost)
         check_pixels(arr[0], max_pixels)
         if not as_tensor:
             return [Image.fromarray(f, mode="RGB") for f in arr]
@@ -366,6 +470,30 @@ def prepare_video(
     arrays = [image_to_uint8(f) for f in picked]
     _check_sizes([a.shape[:2] for a in arrays])
     return [Image.fromarray(a, mode="RGB") for a in arrays]
+
+
+#: Full-resolution float32 frames a reward converts at a time (a 720p frame is 11 MB): what keeps a long
+#: high-resolution video's float working set small beside its 8-bit frames.
+CONVERT_BYTES = 64 << 20
+
+
+def float_frames(frames: Any) -> Any:
+    """Frames (..., 3, H, W) in a ``"native"`` form -> float32 in [0, 1]: ``x.float() / 255`` for uint8 (exactly
+    the ``"float"`` form's value), float frames as float32."""
+    import torch
+
+    return frames.float().div_(255.0) if frames.dtype == torch.uint8 else frames.float()
+
+
+def frame_batches(frames: Any, batch_size: int | None = None) -> list[Any]:
+    """``frames`` (T, ...) split along time into views of at most ``batch_size`` frames (None: no such limit)
+    whose float32 form holds at most :data:`CONVERT_BYTES` (one frame at least): the pieces a reward converts
+    to float (and resizes) one at a time."""
+    per_frame = 4 * max(1, int(frames[0].numel())) if len(frames) else 4
+    step = max(1, CONVERT_BYTES // per_frame)
+    if batch_size is not None:
+        step = min(step, batch_size)
+    return list(frames.split(step))
 
 
 def _frames_tensor(frames: Any, index: list[int], keep_uint8: bool) -> Any:

@@ -36,7 +36,7 @@ import numpy as np
 
 from ...errors import ConfigError, InputError
 from ...shared.options import choice, positive_int
-from ...shared.video import check_num_frames
+from ...shared.video import check_num_frames, float_frames
 from ..base import GroupwiseReward, Inputs, Reward, RewardOutput
 from .ranking import GroupwiseOverBase, group_positions
 
@@ -111,8 +111,9 @@ class Embedder:
             )
 
     def inputs(self) -> Inputs:
-        """The medium as float tensors ((3, H, W), or (T, 3, H, W) with ``num_frames`` sampled frames)."""
-        return Inputs((self.media,), images="float", frames="float", num_frames=self.num_frames)
+        """The medium as tensors: images float (3, H, W); videos (T, 3, H, W) with ``num_frames`` sampled frames
+        in their native form (uint8 for 8-bit sources, converted a batch at a time; float in [0, 1])."""
+        return Inputs((self.media,), images="float", frames="native", num_frames=self.num_frames)
 
     def __call__(self, media: Sequence[Any]) -> np.ndarray:
         """(N, D) float64 L2-normalised embeddings of the call's images or videos."""
@@ -134,7 +135,8 @@ class Embedder:
             return np.stack(out) if out else np.zeros((0, 0))
 
     def _frames(self, images: list, field: str) -> np.ndarray:
-        """Normalised embeddings of float images (3, H, W), same-sized ones in batches of ``batch_size``."""
+        """Normalised embeddings of images (3, H, W), float in [0, 1] (or uint8 video frames), same-sized ones in
+        batches of ``batch_size``."""
         import torch
         import torch.nn.functional as F
 
@@ -149,7 +151,7 @@ class Embedder:
                 if self.embedding == "dino":
                     feats = self.dino.features(self.dino.preprocess(batch, self.resize))
                 elif self.embedding == "timm":
-                    feats = self.timm.features(self.timm.preprocess(batch))
+                    feats = self.timm.features(self.timm.preprocess(float_frames(batch)))
                 else:
                     feats = self.clip.encode_images(batch, field=field)
                 feats = F.normalize(feats.detach().to("cpu", torch.float64), dim=-1).numpy()
@@ -179,10 +181,14 @@ def _float_image(value: Any, sample: int, field: str):
 
 
 def _float_frames(value: Any, sample: int):
-    """A float tensor (T, 3, H, W) in [0, 1] (T >= 1) from a video tensor or a list of frames."""
+    """A tensor (T, 3, H, W), uint8 or float in [0, 1] (T >= 1), from a video tensor or a list of frames."""
     import torch
 
-    if isinstance(value, torch.Tensor) and value.ndim == 4 and value.is_floating_point():
+    if (
+        isinstance(value, torch.Tensor)
+        and value.ndim == 4
+        and (value.dtype == torch.uint8 or value.is_floating_point())
+    ):
         frames = value.detach()
     elif isinstance(value, (list, tuple)):
         frames = torch.stack([_float_image(f, sample, "video") for f in value]) if value else None
@@ -196,7 +202,7 @@ def _float_frames(value: Any, sample: int):
         raise InputError("the video has no frames", field="video", sample=sample)
     if frames.shape[1] != 3:
         raise InputError(f"expected frames (T, 3, H, W), got shape {tuple(frames.shape)}", field="video", sample=sample)
-    if not bool(torch.isfinite(frames).all()):
+    if frames.is_floating_point() and not bool(torch.isfinite(frames).all()):
         raise InputError("the video has NaN or infinite pixels", field="video", sample=sample)
     return frames
 

@@ -37,12 +37,13 @@ def vbench_consistency(features: torch.Tensor) -> float:
 class FrameConsistency(PointwiseReward):
     """Base of the feature-consistency rewards: subclasses implement :meth:`features`.
 
-    Inputs: ``video`` as a float tensor (T, 3, H, W) in [0, 1]; ``num_frames`` uniformly sampled
+    Inputs: ``video`` as a tensor (T, 3, H, W) in its native form (uint8 for 8-bit sources, else float in
+    [0, 1]; converted to float a few frames at a time, at the model's resolution); ``num_frames`` uniformly sampled
     frames (default 16; None = every frame, as VBench). Range [0, 1], higher is more consistent.
     A single frame has no temporal signal and raises InputError.
     """
 
-    inputs = Inputs(("video",), frames="float")
+    inputs = Inputs(("video",), frames="native")
 
     def __init__(
         self,
@@ -59,7 +60,7 @@ class FrameConsistency(PointwiseReward):
         self.frame_batch_size = positive_int(frame_batch_size, "kwargs.frame_batch_size")
 
     def features(self, frames: torch.Tensor) -> torch.Tensor:
-        """Per-frame feature vectors (T, D) of a float video (T, 3, H, W) in [0, 1]."""
+        """Per-frame feature vectors (T, D) of a video (T, 3, H, W), uint8 or float in [0, 1]."""
         raise NotImplementedError
 
     @torch.inference_mode()
@@ -112,7 +113,7 @@ class SubjectConsistency(FrameConsistency):
         self.model = self.backbone.model
 
     def preprocess(self, frames: torch.Tensor) -> torch.Tensor:
-        """(T, 3, H, W) in [0, 1] -> normalised model input, shorter side ``resize``."""
+        """(T, 3, H, W), uint8 or float in [0, 1] -> normalised model input, shorter side ``resize``."""
         if self.preset == "vbench":  # dino_transform: float 0-255 resize (bilinear, no antialias), /255, normalise
             x = vbench_transform(
                 frames.to(self.device),

@@ -21,6 +21,7 @@ from ...errors import ConfigError, InputError
 from ...shared.options import positive_int
 from ...shared.video import check_temporal
 from ..base import Inputs, PointwiseReward, RewardOutput
+from .vbench import to_vbench_range
 
 ARCHS = ("large", "small")
 RAFT_ITERS = 20  # VBench calls RAFT with iters=20
@@ -69,7 +70,7 @@ class DynamicDegree(PointwiseReward):
     ``threshold``. Range [0, inf) pixels; higher = more motion.
     """
 
-    inputs = Inputs(("video",), frames="float")
+    inputs = Inputs(("video",), frames="native")
 
     def __init__(
         self,
@@ -105,11 +106,16 @@ class DynamicDegree(PointwiseReward):
         self.model = model.to(self.device, self.dtype).eval()
 
     def pair_scores(self, frames: torch.Tensor) -> list[float]:
-        """Top-5 % flow magnitude of each consecutive pair of float frames (T, 3, H, W) in [0, 1]."""
-        x = frames.to(self.device, torch.float32).mul(255.0).round_().clamp_(0, 255)  # VBench's 0-255 floats
-        out = []
-        for a, b in zip(x[:-1], x[1:]):
-            i1, i2 = pad_to_8(a[None], b[None])
+        """Top-5 % flow magnitude of each consecutive pair of frames (T, 3, H, W), uint8 or float in [0, 1];
+        each frame becomes VBench's 0-255 floats when its pair comes (never the whole video at once)."""
+        out: list[float] = []
+        prev = None
+        for t in range(int(frames.shape[0])):
+            cur = to_vbench_range(frames[t : t + 1].to(self.device))
+            a, prev = prev, cur
+            if a is None:
+                continue
+            i1, i2 = pad_to_8(a, cur)
             # torchvision's RAFT takes images in [-1, 1]: the same 2 * (x / 255) - 1 VBench's RAFT applies inside
             flows = self.model(
                 (2 * (i1 / 255.0) - 1).to(self.dtype),

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.media import to_image_tensor, to_pil_rgb
 from ...shared.options import positive_int
-from ...shared.video import check_num_frames
+from ...shared.video import CONVERT_BYTES, check_num_frames, float_frames
 from ..base import Inputs, PointwiseReward, Reward, RewardOutput, invoke, is_text_extra, validate_scores
 from .vbench import CLIP_MEAN, CLIP_STD, check_preset, middle_indices, preset_num_frames, vbench_transform
 
@@ -41,8 +41,9 @@ class _PixelScorer(Protocol):
 class FrameAverage(PointwiseReward):
     """Mean over sampled frames of the image reward named by ``frame_reward``.
 
-    Inputs: ``video`` as a float tensor (T, 3, H, W) in [0, 1], plus the image reward's other
-    fields (e.g. ``prompt``, repeated for every frame). ``num_frames``: uniformly sampled frames
+    Inputs: ``video`` as a tensor (T, 3, H, W) in its native form (uint8 for 8-bit sources: a ``uint8`` image
+    reward takes those bits, a ``float`` one gets ``x / 255`` a few full-resolution frames at a time), plus the
+    image reward's other fields (e.g. ``prompt``, repeated for every frame). ``num_frames``: uniformly sampled frames
     (default 8; None = every frame). The image reward's extras are averaged per video too.
     Remaining keyword arguments configure the image reward (same names as in its model card).
     """
@@ -125,18 +126,26 @@ class FrameAverage(PointwiseReward):
             raise InputError("the video has no frames", field="video", sample=counts.index(0))
         owner = np.repeat(np.arange(len(video)), counts)  # flat frame index -> video index
         flat_frames: list[Any] = [frame for v in video for frame in v.unbind(0)]
-        tensors = self.image_reward.inputs.images != "pil"
-        if not tensors:
-            flat_frames = [to_pil_rgb(f) for f in flat_frames]
+        form = self.image_reward.inputs.images
+        # Full-resolution frames a few at a time: a chunk's copy in the image reward's form holds at most
+        # CONVERT_BYTES (float32: 4 bytes a value, PIL about 1.3, uint8 1), as frame_batches bounds it.
+        size = {"float": 4, "pil": 2}.get(form, 1)
+        step = min(self.frame_batch_size, *(max(1, CONVERT_BYTES // (size * max(1, int(v[0].numel())))) for v in video))
         flat_fields = {name: [fields[name][i] for i in owner.tolist()] for name in wanted}
         scores: list[np.ndarray] = []
         extras: dict[str, list[np.ndarray]] = {}
-        for start in range(0, len(flat_frames), self.frame_batch_size):
-            stop = start + self.frame_batch_size
+        for start in range(0, len(flat_frames), step):
+            stop = start + step
             chunk = {name: values[start:stop] for name, values in flat_fields.items()}
             frames = flat_frames[start:stop]
-            if tensors and len({tuple(f.shape) for f in frames}) == 1:
+            if form == "pil":
+                frames = [to_pil_rgb(f) for f in frames]
+            elif len({tuple(f.shape) for f in frames}) == 1:
                 frames = torch.stack(frames)  # one batched tensor: a single preprocessing group
+                if form == "float":  # a uint8 frame's float value (a "uint8" image reward takes the 8 bits)
+                    frames = float_frames(frames)
+            elif form == "float":
+                frames = [float_frames(f) for f in frames]
             try:
                 out = invoke(self.image_reward, {"image": frames, **chunk})
             except InputError as exc:  # locate it: the sample is the video, the frame goes into the message
@@ -239,7 +248,7 @@ class VideoClipScore(FrameAverage):
     """
 
     frame_reward = "clip_score"
-    inputs = Inputs(("video", "prompt"), frames="float")
+    inputs = Inputs(("video", "prompt"), frames="native")
 
     def vbench(self, video: Sequence[torch.Tensor], prompt: Sequence[str], **_: Any) -> RewardOutput:
         """VBench CLIP-T: 8 frames at interval midpoints, ``clip_transform`` on the uint8 frames (bicubic,
@@ -284,7 +293,7 @@ class VideoAesthetic(FrameAverage):
     """
 
     frame_reward = "laion_aesthetic"
-    inputs = Inputs(("video",), frames="float")
+    inputs = Inputs(("video",), frames="native")
     OWN_OPTIONS: ClassVar[tuple[str, ...]] = FrameAverage.OWN_OPTIONS + ("linear_head_path",)
 
     def __init__(

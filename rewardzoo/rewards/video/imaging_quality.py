@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from ...shared.video import float_frames, frame_batches
 from ..base import Inputs, RewardOutput
 from .frame_scores import FrameAverage
 
@@ -25,7 +26,7 @@ class VideoImagingQuality(FrameAverage):
     """
 
     frame_reward = "imaging_quality"
-    inputs = Inputs(("video",), frames="float")
+    inputs = Inputs(("video",), frames="native")
 
     def vbench(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
         """VBench imaging quality: every frame through the image reward's MUSIQ (VBench's preprocessing),
@@ -36,6 +37,6 @@ class VideoImagingQuality(FrameAverage):
         musiq = self.inner(ImagingQuality).musiq
         scores = []
         for frames in video:
-            parts = [musiq(chunk) for chunk in frames.split(self.frame_batch_size)]
+            parts = [musiq(float_frames(chunk)) for chunk in frame_batches(frames, self.frame_batch_size)]
             scores.append(float(torch.cat(parts).mean()) / 100.0)
         return RewardOutput(scores)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import torch
 
 from ...errors import ConfigError, InputError
+from ...shared.video import float_frames
 from ..base import Inputs, Reward, RewardOutput
 from .frame_scores import FrameAverage
 
@@ -55,7 +56,7 @@ class VideoQuality(FrameAverage):
     """
 
     frame_reward = "image_quality"
-    inputs = Inputs(("video",), frames="float")
+    inputs = Inputs(("video",), frames="native")
     OWN_OPTIONS: ClassVar[tuple[str, ...]] = FrameAverage.OWN_OPTIONS + ("fps",)
 
     @classmethod
@@ -104,7 +105,7 @@ class VideoQuality(FrameAverage):
         for i, v in enumerate(video):
             if int(v.shape[0]) == 0:
                 raise InputError("the video has no frames", reward=self.name, field="video", sample=i)
-        return RewardOutput(self.qalign.videos(video).tolist())
+        return RewardOutput(self.qalign.videos([float_frames(v) for v in video]).tolist())
 
     def one_per_second(self, video: torch.Tensor, fps: float, sample: int) -> torch.Tensor:
         """The frames Q-Align's ``load_video`` keeps; InputError for a video shorter than a second."""

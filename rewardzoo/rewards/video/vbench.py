@@ -47,7 +47,9 @@ def preset_num_frames(preset: str | None, num_frames: int | None, default: int |
 
 
 def to_vbench_range(frames: torch.Tensor) -> torch.Tensor:
-    """Float frames (T, 3, H, W) in [0, 1] -> float32 holding VBench's 8-bit values 0..255."""
+    """Frames (T, 3, H, W), float in [0, 1] or uint8 -> float32 holding VBench's 8-bit values 0..255."""
+    if frames.dtype == torch.uint8:
+        return frames.to(torch.float32)
     return frames.to(torch.float32).mul(255.0).round_().clamp_(0.0, 255.0)
 
 
@@ -61,22 +63,28 @@ def vbench_transform(
     std: tuple[float, float, float],
     uint8: bool = False,
 ) -> torch.Tensor:
-    """VBench's ``dino_transform`` (bilinear, no crop) / ``clip_transform`` (bicubic, centre crop) on frames in [0, 1].
+    """VBench's ``dino_transform`` (bilinear, no crop) / ``clip_transform`` (bicubic, centre crop) on frames in
+    [0, 1] or uint8.
 
     Order as VBench: resize the float 0-255 tensor (shorter side ``size``, ``antialias=False``, no
     clamping), centre crop, divide by 255, normalise with ``mean`` / ``std``. Returns float32.
     ``uint8=True``: the resize runs on a uint8 tensor instead (VBench's CLIP-T reads frames with decord as
     uint8; torchvision then clamps and rounds the resized values back to 8 bits).
     """
+    from ...shared.video import frame_batches
+
     mode = {"bilinear": InterpolationMode.BILINEAR, "bicubic": InterpolationMode.BICUBIC}[interpolation]
-    x = to_vbench_range(frames)
-    if uint8:
-        x = x.to(torch.uint8)
-    x = TF.resize(x, size, interpolation=mode, antialias=False)
-    if crop:
-        x = TF.center_crop(x, size)
-    x = x.float() / 255.0
-    return TF.normalize(x, mean, std)
+    parts = []
+    for chunk in frame_batches(frames):  # the full-resolution float frames a few at a time (resizes are per frame)
+        x = chunk if uint8 and chunk.dtype == torch.uint8 else to_vbench_range(chunk)
+        if uint8:
+            x = x.to(torch.uint8)
+        x = TF.resize(x, size, interpolation=mode, antialias=False)
+        if crop:
+            x = TF.center_crop(x, size)
+        x = x.float() / 255.0
+        parts.append(TF.normalize(x, mean, std))
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 def middle_indices(num_frames: int, total: int) -> list[int]:

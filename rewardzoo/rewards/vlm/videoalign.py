@@ -25,7 +25,7 @@ import torch
 from ...errors import ConfigError, InputError
 from ...shared.clip import check_pairs
 from ...shared.device import torch_dtype
-from ...shared.media import image_to_uint8
+from ...shared.media import image_to_uint8, is_tensor
 from ...shared.video import prepare_video
 from ...shared.weights import model_folder
 from ..base import Inputs, PointwiseReward, RewardOutput
@@ -110,7 +110,8 @@ class VideoAlign(PointwiseReward):
     """VideoAlign (VideoReward): ``VQ + MQ + TA``, each the head's output at its reward token, standardised
     with the checkpoint's ``inference_config``.
 
-    Inputs: ``video`` (every frame; the reward picks its own) and ``prompt``. Score unbounded (a sum of
+    Inputs: ``video`` (every frame, 8-bit where the source is; the reward picks its own and converts only
+    those) and ``prompt``. Score unbounded (a sum of
     three standardised regression outputs); extras ``VQ``, ``MQ``, ``TA`` (standardised like the score).
 
     ``model_path``: the released layout, a directory or hub repository (default ``KwaiVGI/VideoReward``)
@@ -121,7 +122,7 @@ class VideoAlign(PointwiseReward):
     ``data_config.fps``, 2) given the videos' frame rate ``source_fps``, or a fixed ``num_frames``.
     """
 
-    inputs = Inputs(("video", "prompt"), frames="pil")
+    inputs = Inputs(("video", "prompt"), frames="native")
     streams: ClassVar[tuple[str, ...]] = DIMENSIONS  # one call, three weighable streams (rewardzoo.core.streams)
     default_repo: ClassVar[str] = "KwaiVGI/VideoReward"
     template: ClassVar[str] = TEMPLATES["detailed_special"]
@@ -320,13 +321,14 @@ class VideoAlign(PointwiseReward):
 
     # -- scoring ------------------------------------------------------------------------------------------
     def _frames(self, video: Any, sample: int) -> tuple[Any, ...]:
-        """The sampled, resized frames of one video (a frame list as the engine passes; in direct calls also
-        a file, an array (T, H, W, C) or a tensor (T, C, H, W)) as RGB PIL images."""
+        """The sampled, resized frames of one video (a tensor (T, 3, H, W) in its native form as the engine
+        passes: only the frames picked are converted; in direct calls also a file, a frame list or an array
+        (T, H, W, C)) as RGB PIL images."""
         from PIL import Image
 
         try:
-            if not isinstance(video, (list, tuple)):
-                video = prepare_video(video)
+            if not isinstance(video, (list, tuple, np.ndarray)) and not is_tensor(video):
+                video = prepare_video(video, as_tensor=True, keep_uint8=True)
             idx = video_frame_indices(len(video), num_frames=self.num_frames, fps=self.fps, source_fps=self.source_fps)
             arrays = [image_to_uint8(video[i]) for i in idx]
             if len({a.shape for a in arrays}) > 1:
