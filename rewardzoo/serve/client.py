@@ -14,8 +14,9 @@ test suite runs these examples against a server of its own, serving ``jpeg_compr
     >>> scores = result.rewards["jpeg_compressibility"]
     >>> list(result.rewards), bool(scores[0] > scores[1])  # the flat image compresses better
     (['jpeg_compressibility'], True)
-    >>> result.advantages()
-    array([ 1., -1.], dtype=float32)
+    >>> advantages = result.advantages()  # normalised within the group "cats"
+    >>> bool(advantages[0] > 0 > advantages[1]), float(advantages.sum())
+    (True, 0.0)
 
 flow_grpo's ``multi_score(device, score_dict)`` slot, speaking the safe format instead of pickle::
 
