@@ -35,7 +35,7 @@ print(time.perf_counter() - t0)
     "rewardzoo": """
 import time; t0 = time.perf_counter()
 import numpy as np
-from rewardzoo.catalog.registry import resolve
+from rewardzoo.registry import resolve
 reward = resolve("dnsmos")()
 x = (0.2 * np.sin(2 * np.pi * 220 * np.arange(160000) / 16000)).astype(np.float32)
 reward(audio=[x], audio_sample_rate=[16000])
@@ -45,7 +45,7 @@ print(time.perf_counter() - t0)
     "rewardzoo (torch already imported)": """
 import torch, time; t0 = time.perf_counter()
 import numpy as np
-from rewardzoo.catalog.registry import resolve
+from rewardzoo.registry import resolve
 reward = resolve("dnsmos")()
 x = (0.2 * np.sin(2 * np.pi * 220 * np.arange(160000) / 16000)).astype(np.float32)
 reward(audio=[x], audio_sample_rate=[16000])

@@ -36,7 +36,7 @@ from results_io import figure, measure, write_results
 
 import rewardzoo
 from rewardzoo import RewardProcessor, Sample
-from rewardzoo.catalog.registry import register
+from rewardzoo.registry import register
 from rewardzoo.rewards.base import GroupwiseReward, Inputs
 from rewardzoo.rewards.image.jpeg import jpeg_kilobytes
 

@@ -58,7 +58,7 @@ def bench_overhead(n: int, repeats: int = 2000) -> dict:
     import timeit
 
     from rewardzoo import load_reward
-    from rewardzoo.catalog.registry import register
+    from rewardzoo.registry import register
     from rewardzoo.rewards.base import Inputs, PointwiseReward
 
     @register("bench_group_free")

@@ -25,7 +25,7 @@ from timing import interleaved_runs
 
 import rewardzoo
 from rewardzoo import RewardProcessor, Sample
-from rewardzoo.catalog.registry import register
+from rewardzoo.registry import register
 from rewardzoo.rewards.base import Inputs, PointwiseReward
 
 N, BATCH, SIZE, SLOW_S, REPEATS = 64, 8, 256, 0.04, 15

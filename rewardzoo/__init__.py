@@ -12,9 +12,9 @@ The public face is small and light (importing it does not import torch)::
 The package is built in layers, lowest first, a folder each; a module imports only its own layer and those
 below it (``tests/no_extras/test_core_imports.py`` holds the table and checks it): ``errors``, ``shared/``, ``spec/``
 (value types), ``transport/``, ``rewards/`` (the contract in ``base`` and ``info``, then the families),
-``environments/``, ``catalog/`` (cards and registry), ``core/`` (resolution, loader, engine, processors),
-``monitor/``, ``jobs/``, the front doors (``cli/``, ``serve/``, ``ray/``, ``integrations/``, ``report/``), which
-nothing below imports, and ``testing/``. This root holds ``__version__`` and the public names, each imported on
+``environments/``, ``registry`` and ``catalog/`` (the cards' index, the cards), ``core/`` (resolution, loader,
+engine, processors), ``monitor/``, ``jobs/``, the front doors (``cli/``, ``serve/``, ``ray/``, ``integrations/``,
+``report/``), which nothing below imports, and ``testing/``. This root holds ``__version__`` and the public names, each imported on
 first use.
 """
 
@@ -45,9 +45,9 @@ _LAZY = {
     "RemoteRankError": "rewardzoo.errors",
     "rank_ordered": "rewardzoo.core.distributed",
     "build_processors": "rewardzoo.core.api",
-    "list_rewards": "rewardzoo.catalog.registry",
-    "register": "rewardzoo.catalog.registry",
-    "resolve": "rewardzoo.catalog.registry",
+    "list_rewards": "rewardzoo.registry",
+    "register": "rewardzoo.registry",
+    "resolve": "rewardzoo.registry",
     "PointwiseReward": "rewardzoo.rewards.base",
     "GroupwiseReward": "rewardzoo.rewards.base",
     "RewardOutput": "rewardzoo.rewards.base",

@@ -757,7 +757,11 @@ def benchmarks_page(runs: list[dict]) -> str:
 def package_block() -> str:
     """Each package's docstring (its first paragraph, and what it may import where it says so)."""
     lines = ["| package | what it holds (its docstring) |", "|---|---|"]
-    paths = [ROOT / "rewardzoo" / "errors.py", *sorted((ROOT / "rewardzoo").glob("*/__init__.py"))]
+    paths = [
+        ROOT / "rewardzoo" / "errors.py",
+        ROOT / "rewardzoo" / "registry.py",
+        *sorted((ROOT / "rewardzoo").glob("*/__init__.py")),
+    ]
     for path in paths:
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
         first = " ".join(doc.split("\n\n", 1)[0].split())

@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import rewardzoo
     from rewardzoo.catalog.extras import canonical, distribution_of, requirements
-    from rewardzoo.catalog.registry import builtin, missing_modules, resolve
     from rewardzoo.errors import MissingExtraError
+    from rewardzoo.registry import builtin, missing_modules, resolve
 
     where = Path(rewardzoo.__file__).resolve()
     if CHECKOUT in where.parents:

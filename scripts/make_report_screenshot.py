@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Make docs/report.png: a screenshot of `rewardzoo report` on the demo's media.
 
-The demo's generated images, videos and audio clips (rewardzoo.cli.demo.demo_samples) are written to files with
+The demo's generated images, videos and audio clips (rewardzoo.jobs.demo.demo_samples) are written to files with
 a manifest in a temporary folder, scored with the shipped demo config (`rewardzoo score demo`), reported,
 rendered by headless Chromium (/usr/bin/chromium, Debian's `chromium` package) and cropped to the top of
 the page, 1280 px wide, as a palette PNG (kept under 300 KB).

@@ -58,7 +58,7 @@ def parse_published(meta: dict[str, Any], card: Path | str) -> tuple[Published, 
 
 def published(name: str) -> tuple[Published, ...]:
     """The published figures of a named reward (none for a reward without a card or block)."""
-    from .registry import card_path, read_card
+    from ..registry import card_path, read_card
 
     try:
         path = card_path(name)

@@ -184,7 +184,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ..catalog.registry import list_rewards
+    from ..registry import list_rewards
 
     rows = list_rewards(args.modality)
     if args.json:
@@ -213,7 +213,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_card(args: argparse.Namespace) -> int:
-    from ..catalog.registry import card_path
+    from ..registry import card_path
 
     sys.stdout.write(card_path(args.name).read_text(encoding="utf-8"))
     return 0

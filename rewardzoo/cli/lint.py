@@ -31,9 +31,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..catalog.registry import entries, lookup
 from ..core.resolve import resolve_config
 from ..errors import ConfigError
+from ..registry import entries, lookup
 from ..rewards.info import RewardInfo
 from ..spec.config import ConfigSource, RewardConfig, RewardSpec
 

@@ -151,8 +151,8 @@ def _probe_one(model: PlannedModel) -> tuple[int | None, str]:
 
 
 def _samples_for(model: PlannedModel) -> list[Any] | None:
-    from ..catalog.registry import lookup
-    from .demo import demo_samples
+    from ..jobs.demo import demo_samples
+    from ..registry import lookup
 
     card = lookup(model.reward_model)
     modality = card.modality if card is not None else "any"

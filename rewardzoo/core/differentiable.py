@@ -40,8 +40,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast
 
-from ..catalog.registry import lookup
 from ..errors import ConfigError, InputError
+from ..registry import lookup
 from ..rewards.base import Reward
 from ..spec.config import RewardConfig, RewardSpec
 from .loader import RewardLoader
@@ -53,7 +53,7 @@ __all__ = ["DifferentiableReward", "differentiable", "differentiable_names"]
 
 def differentiable_names() -> list[str]:
     """The registered rewards whose model card says ``differentiable: true``."""
-    from ..catalog.registry import entries
+    from ..registry import entries
 
     return [name for name, info in entries().items() if info.differentiable]
 

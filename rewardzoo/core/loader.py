@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from ..catalog.registry import Found, find
 from ..errors import ConfigError, RegistryError, RewardZooError
+from ..registry import Found, find
 from ..rewards.base import Reward, before_call, check_kind
 from ..rewards.info import RewardInfo
 from ..shared.device import check_device, resolve_device

@@ -29,8 +29,8 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..catalog.registry import find, lookup
 from ..errors import ConfigError, RegistryError
+from ..registry import find, lookup
 from ..shared.checkpoints import FILE_SIZE, HEADERS, Checkpoint, checkpoint_bytes, format_size, resolve_checkpoint
 from ..spec.config import RewardConfig, RewardSpec
 from .loader import auto_key, dtype_for, model_identity, registry_errors, requested_device

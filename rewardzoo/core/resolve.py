@@ -48,7 +48,7 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> RewardCon
 
 def _check_stream_references(train: tuple[RewardSpec, ...], evals: tuple[RewardSpec, ...]) -> None:
     """An eval entry whose reward_model is a training stream's name (not a reward) is a likely mix-up."""
-    from ..catalog.registry import lookup
+    from ..registry import lookup
 
     streams = {s.name: s for s in train}
     for spec in evals:
@@ -81,8 +81,8 @@ def config_source(
     name = os.fspath(source)
     if Path(name).is_file() or name.endswith(_CONFIG_SUFFIXES):
         return source
-    from ..catalog.registry import entries, example_config, info
     from ..catalog.resources import data_dir
+    from ..registry import entries, example_config, info
 
     shipped = data_dir("configs") / f"{name}.yaml"
     if shipped.is_file():

@@ -54,12 +54,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from flow_factory.rewards import BaseRewardModel, GroupwiseRewardModel, PointwiseRewardModel, RewardModelOutput
 
-from ..catalog.registry import lookup, resolve
 from ..core.engine import RewardResult
 from ..core.loader import RewardLoader
 from ..core.processor import RewardProcessor
 from ..core.resolve import parse_spec
 from ..errors import ConfigError, InputError, RegistryError
+from ..registry import lookup, resolve
 from ..rewards.base import Reward, is_text_extra
 from ..rewards.info import KINDS
 from ..spec.config import RewardSpec

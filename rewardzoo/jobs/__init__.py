@@ -4,7 +4,8 @@
   reader; ``inputs`` — a manifest's or Parquet file's rows with their labels ('line N', 'row N');
 - ``plan`` — the config, output and dataset checks and the group-preserving chunks; ``output`` — the one output
   check and atomic writer; ``partial`` — a job's fingerprinted resumable records;
-  ``local`` — the local run; ``compare_reference`` — rewardzoo against a reference.
+  ``local`` — the local run; ``compare_reference`` — rewardzoo against a reference; ``demo`` — the demo's
+  generated media, shared by the front doors.
 
 May import :mod:`rewardzoo.monitor`, :mod:`rewardzoo.core` and every layer below; never a front door. Importing
 the package is light (its names are imported on first use).

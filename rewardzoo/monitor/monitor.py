@@ -364,7 +364,7 @@ class RewardMonitor:
 
 
 def _card_facts(cfg: Any) -> dict[str, RewardFacts]:
-    from ..catalog.registry import lookup
+    from ..registry import lookup
 
     facts: dict[str, RewardFacts] = {}
     for spec in (*cfg.rewards, *cfg.eval_rewards):

@@ -14,14 +14,14 @@ from PIL import Image
 
 
 def write_demo_manifest(folder: str | os.PathLike) -> Path:
-    """Write :func:`rewardzoo.cli.demo.demo_samples` as PNG / MP4 / WAV files plus ``manifest.jsonl`` in ``folder``.
+    """Write :func:`rewardzoo.jobs.demo.demo_samples` as PNG / MP4 / WAV files plus ``manifest.jsonl`` in ``folder``.
 
     Every field of each sample is kept: arrays become files (an image field a PNG, a video field an MP4,
     an audio field a WAV at its ``*_sample_rate``, whose rate the file then carries), the rest is written
     as it is. Videos need PyAV (the ``video`` extra); without it, samples with a video are left out.
     Returns the manifest's path.
     """
-    from ..cli.demo import demo_samples
+    from ..jobs.demo import demo_samples
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

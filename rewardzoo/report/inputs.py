@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ..catalog.registry import info, lookup
 from ..core.resolve import resolve_config
 from ..errors import UnknownConfigError
 from ..jobs.manifest import ManifestError, read_manifest
+from ..registry import info, lookup
 from ..rewards.info import RewardInfo
 from ..spec.config import RewardConfig, RewardSpec
 from ..spec.sample import Sample

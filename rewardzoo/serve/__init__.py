@@ -1,6 +1,7 @@
 """Serving rewards over HTTP, and the clients and workers that speak the same protocol.
 
-- ``service`` — the loaded processor, the reward list, batch scoring; ``app`` — the ASGI app (Starlette);
+- ``service`` — the loaded processor, the reward list, batch scoring; ``app`` — the ASGI app (Starlette), its
+  checks as ``middleware`` and its error answers as ``refusals`` (exception handlers);
   ``server`` / ``uvicorn_server`` / ``ray_serve`` — ``rewardzoo serve`` and ``--ray``;
 - ``client`` — :class:`RewardClient` and :func:`multi_score`, a server called from your own loop;
 - ``worker`` — the main of an ``environment:`` worker process (the same service over a socket).

@@ -1,14 +1,30 @@
 """Call a ``rewardzoo serve`` server from your own loop — the same code as the ``remote`` reward.
 
-    from rewardzoo.transport import RewardClient
-    client = RewardClient("http://reward-host:8765", token_env="REWARD_TOKEN")
-    result = client.score([rewardzoo.Sample(image=img, prompt="a cat"), ...])   # a RewardResult
-    result.rewards["pickscore"], result.total, result.advantages()
+With ``url`` the server's address (``"http://reward-host:8765"``) and its bearer token in ``REWARD_TOKEN`` (the
+test suite runs these examples against a server of its own, serving ``jpeg_compressibility``)::
+
+    >>> import numpy as np
+    >>> import rewardzoo
+    >>> from rewardzoo.serve import RewardClient, multi_score
+    >>> flat = np.full((64, 64, 3), 128, np.uint8)
+    >>> noise = np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    >>> samples = [rewardzoo.Sample(image=img, prompt="a cat", group_id="cats") for img in (flat, noise)]
+    >>> with RewardClient(url, token_env="REWARD_TOKEN") as client:
+    ...     result = client.score(samples)  # a RewardResult, as the local processor gives
+    >>> scores = result.rewards["jpeg_compressibility"]
+    >>> list(result.rewards), bool(scores[0] > scores[1])  # the flat image compresses better
+    (['jpeg_compressibility'], True)
+    >>> advantages = result.advantages()  # normalised within the group "cats"
+    >>> bool(advantages[0] > 0 > advantages[1]), float(advantages.sum())
+    (True, 0.0)
 
 flow_grpo's ``multi_score(device, score_dict)`` slot, speaking the safe format instead of pickle::
 
-    reward_fn = rewardzoo.transport.multi_score("http://reward-host:8765", {"pickscore": 1.0, "aesthetic": 0.5})
-    scores, _ = reward_fn(images, prompts, metadata)   # ({"pickscore": ..., "aesthetic": ..., "avg": ...}, {})
+    >>> reward_fn = multi_score(url, {"jpeg_compressibility": 1.0}, token_env="REWARD_TOKEN")
+    >>> scores, _ = reward_fn(np.stack([flat, noise]), ["a cat", "a dog"], [{}, {}])  # ({name: (B,), "avg": (B,)}, {})
+    >>> sorted(scores), bool((scores["avg"] == scores["jpeg_compressibility"]).all())
+    (['avg', 'jpeg_compressibility'], True)
+    >>> reward_fn.client.close()
 """
 
 from __future__ import annotations

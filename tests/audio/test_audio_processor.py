@@ -7,8 +7,8 @@ import pyloudnorm
 import pytest
 
 from rewardzoo import RewardProcessor, load_config
-from rewardzoo.catalog.registry import example_config
 from rewardzoo.errors import InputError
+from rewardzoo.registry import example_config
 from rewardzoo.spec.sample import Sample
 
 from .signals import clipped_tone, noise, tone

@@ -11,10 +11,10 @@ import torch
 from torchmetrics.functional.audio import scale_invariant_signal_distortion_ratio
 
 from rewardzoo import RewardProcessor, load_config
-from rewardzoo.catalog.registry import example_config
 from rewardzoo.core.fields import convert_field
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.jobs.manifest import read_manifest
+from rewardzoo.registry import example_config
 from rewardzoo.rewards.audio.reference import PESQ, SISDR, STOI, si_sdr
 from rewardzoo.rewards.base import KNOWN_FIELDS, Inputs
 from rewardzoo.shared.audio import prepare_audio, resample
@@ -214,7 +214,7 @@ def test_stoi_refuses_too_little_active_signal():
 
 
 def test_demo_samples_carry_a_reference_and_keep_their_media():
-    from rewardzoo.cli.demo import demo_samples
+    from rewardzoo.jobs.demo import demo_samples
 
     audio = [s for _, s in demo_samples() if s.dataset == "audio"]
     assert audio and all(

@@ -4,7 +4,6 @@ silero-vad's own get_speech_timestamps for the silences, torchaudio + NumPy for 
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
@@ -13,13 +12,15 @@ import soundfile as sf
 import torch
 
 from rewardzoo import RewardProcessor, load_config
-from rewardzoo.catalog.registry import example_config
 from rewardzoo.errors import ConfigError, InputError
+from rewardzoo.registry import example_config
 from rewardzoo.rewards.audio.duration import SpeechDurationRatio
 from rewardzoo.rewards.audio.repetition import Repetition
 from rewardzoo.rewards.audio.silence import SilenceRatio
 from rewardzoo.shared.audio import prepare_audio
 from rewardzoo.spec.sample import Sample
+
+from ..commands import require_command
 
 silero_vad = pytest.importorskip("silero_vad")
 
@@ -33,8 +34,7 @@ TEXT = (
 @pytest.fixture(scope="module")
 def wav(tmp_path_factory):
     """espeak-ng's rendering of TEXT (Debian package espeak-ng), as written (22.05 kHz)."""
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("espeak-ng is not installed (apt-get install -y espeak-ng)")
+    require_command("espeak-ng", "espeak-ng")
     path = tmp_path_factory.mktemp("tts") / "speech.wav"
     subprocess.run(["espeak-ng", "-w", str(path), TEXT], check=True, capture_output=True)
     return path

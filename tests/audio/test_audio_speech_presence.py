@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
@@ -10,12 +9,13 @@ import pytest
 import torch
 
 from rewardzoo import RewardProcessor, load_config
-from rewardzoo.catalog.registry import example_config
 from rewardzoo.errors import ConfigError, InputError
+from rewardzoo.registry import example_config
 from rewardzoo.rewards.audio.vad import SpeechPresence, presence
 from rewardzoo.shared.audio import prepare_audio
 from rewardzoo.spec.sample import Sample
 
+from ..commands import require_command
 from .signals import noise, tone
 
 silero_vad = pytest.importorskip("silero_vad")
@@ -33,8 +33,7 @@ def reward():
 @pytest.fixture(scope="module")
 def speech(tmp_path_factory) -> np.ndarray:
     """espeak-ng speech (Debian package espeak-ng), read back and resampled to 16 kHz."""
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("espeak-ng is not installed (apt-get install -y espeak-ng)")
+    require_command("espeak-ng", "espeak-ng")
     path = tmp_path_factory.mktemp("tts") / "speech.wav"
     subprocess.run(["espeak-ng", "-w", str(path), TEXT], check=True, capture_output=True)
     return prepare_audio(str(path), target_rate=RATE)[0][0]

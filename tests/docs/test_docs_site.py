@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from rewardzoo.report.screenshot import CHROMIUM
+from ..commands import require_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 CARDS = sorted(p.stem for p in (ROOT / "rewardzoo" / "model_cards").glob("*.md"))
@@ -73,9 +73,12 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.is_file(), reason=f"{CHROMIUM} is missing (apt-get install -y chromium)"
-)
+@pytest.fixture
+def chromium() -> None:
+    require_chromium()
+
+
+needs_chromium = pytest.mark.usefixtures("chromium")
 
 
 def _external(requests: list[str]) -> list[str]:

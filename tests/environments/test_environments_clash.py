@@ -122,7 +122,7 @@ def test_the_package_in_its_environment_scores_as_image_reward_here(environment,
 
 
 def test_a_plugin_installed_only_in_the_worker_environment(environment):
-    from rewardzoo.catalog.registry import info
+    from rewardzoo.registry import info
 
     assert importlib.util.find_spec("rz_child_plugin") is None and info("child_words") is None  # not here
     config = load_config(

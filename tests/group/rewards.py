@@ -12,8 +12,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from rewardzoo.catalog.registry import register
 from rewardzoo.errors import InputError
+from rewardzoo.registry import register
 from rewardzoo.rewards.base import Inputs, PointwiseReward, RewardOutput
 
 

@@ -335,7 +335,7 @@ def test_non_differentiable_rewards_are_refused_by_name(name):
 
 
 def test_every_card_states_differentiable():
-    from rewardzoo.catalog.registry import builtin, read_card
+    from rewardzoo.registry import builtin, read_card
 
     for name, info in builtin().items():
         meta, body = read_card(name)

@@ -17,11 +17,11 @@ import torch
 
 import rewardzoo.testing as rzt
 from rewardzoo import RewardProcessor
-from rewardzoo.catalog.registry import builtin
 from rewardzoo.cli import main
 from rewardzoo.core.memory_plan import plan_config
 from rewardzoo.core.residency import reward_modules
 from rewardzoo.core.resolve import load_config
+from rewardzoo.registry import builtin
 
 
 def _loaded_bytes(reward) -> int:

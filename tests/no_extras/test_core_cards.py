@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from rewardzoo import load_config
-from rewardzoo.catalog.registry import (
+from rewardzoo.catalog.resources import card_files, data_dir
+from rewardzoo.registry import (
     CARD_FACTS,
     CARD_KINDS,
     builtin,
@@ -16,7 +17,6 @@ from rewardzoo.catalog.registry import (
     read_card,
     resolve,
 )
-from rewardzoo.catalog.resources import card_files, data_dir
 from rewardzoo.rewards.base import Inputs, Reward
 
 NAMES = sorted(builtin())
@@ -84,8 +84,8 @@ def test_demo_config_covers_every_reward_that_needs_no_download():
 
 
 def test_a_card_with_a_bad_front_matter_is_refused_with_its_file_and_key(tmp_path):
-    from rewardzoo.catalog.registry import info_from_card
     from rewardzoo.errors import RegistryError
+    from rewardzoo.registry import info_from_card
 
     meta, _ = read_card("loudness")
     for key, value, match in (

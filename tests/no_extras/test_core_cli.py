@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from rewardzoo.catalog.registry import entries
 from rewardzoo.cli import main
 from rewardzoo.jobs import group_preserving_chunks
+from rewardzoo.registry import entries
 from rewardzoo.spec.sample import Sample
 
 

@@ -248,8 +248,8 @@ def test_report_holds_the_agreement_table_and_plot(tmp_path):
 
 def test_published_blocks_parse_and_bad_ones_are_refused():
     from rewardzoo.catalog import published as pub
-    from rewardzoo.catalog.registry import entries, read_card
     from rewardzoo.errors import RegistryError
+    from rewardzoo.registry import entries, read_card
 
     assert {(p.benchmark, p.value) for p in pub.published("pickscore")} == {
         ("hpdv2", 0.792),
@@ -283,7 +283,7 @@ def test_published_value_printed_beside_the_measured_one(tmp_path, monkeypatch, 
 def test_cards_render_their_published_block_as_a_table():
     """The card body (scripts/build_docs.py's generated block) lists every published figure of the front matter."""
     from rewardzoo.catalog.published import published
-    from rewardzoo.catalog.registry import read_card
+    from rewardzoo.registry import read_card
 
     for name in ("pickscore", "hpsv2", "image_reward"):
         _, body = read_card(name)

@@ -10,7 +10,7 @@ import tomllib
 
 from rewardzoo.catalog import extras
 from rewardzoo.catalog.extras import canonical, distribution_of, extra_modules, import_name, requirements
-from rewardzoo.catalog.registry import builtin, missing_modules
+from rewardzoo.registry import builtin, missing_modules
 
 PROJECT = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
 DECLARED = PROJECT["optional-dependencies"]

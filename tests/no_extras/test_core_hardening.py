@@ -238,7 +238,7 @@ def test_a_timed_out_call_does_not_keep_the_process_alive(tmp_path):
         from rewardzoo import RewardProcessor, Sample
         from rewardzoo.errors import RewardTimeoutError
         from rewardzoo.rewards.base import Inputs, PointwiseReward
-        import rewardzoo.catalog.registry as registry
+        import rewardzoo.registry as registry
 
         @registry.register("stuck_for_ever")
         class Stuck(PointwiseReward):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from rewardzoo import RewardProcessor, Sample
-from rewardzoo.catalog.registry import CARD_KINDS, builtin, info_from_card, list_rewards, resolve
 from rewardzoo.cli import main
 from rewardzoo.errors import RegistryError
+from rewardzoo.registry import CARD_KINDS, builtin, info_from_card, list_rewards, resolve
 from rewardzoo.rewards.base import GroupwiseReward, PointwiseReward
 from rewardzoo.rewards.info import KINDS, MODALITIES, PER_INSTANCE
 

@@ -8,10 +8,10 @@ import json
 import pytest
 import yaml
 
-from rewardzoo.catalog.registry import builtin, info_from_card, read_card
 from rewardzoo.cli import main
 from rewardzoo.cli.lint import CODES, DOMINANCE, lint_config
 from rewardzoo.errors import ConfigError, RegistryError
+from rewardzoo.registry import builtin, info_from_card, read_card
 
 GOLD = ["hpsv2"]  # an eval reward no config below trains on, so RZ004 stays out of the way
 

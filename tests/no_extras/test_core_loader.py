@@ -80,9 +80,9 @@ def test_constructor_refusals_name_the_entry():
 
 
 def test_dtype_auto_is_the_cards_reference_precision_per_device(tmp_path):
-    from rewardzoo.catalog.registry import info_from_card, lookup
     from rewardzoo.core.loader import dtype_for as card_dtype
     from rewardzoo.core.resolve import parse_spec
+    from rewardzoo.registry import info_from_card, lookup
 
     def dtype_for(spec, device):
         return card_dtype(spec, device, lookup(spec.reward_model))
@@ -131,7 +131,7 @@ def test_a_reward_has_its_configured_name_from_the_start_of_init():
 
 
 def test_a_load_consults_the_registry_once_and_reads_the_resolved_record(monkeypatch):
-    from rewardzoo.catalog import registry
+    from rewardzoo import registry
     from rewardzoo.core import loader as loader_module
 
     calls = []

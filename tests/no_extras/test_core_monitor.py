@@ -149,7 +149,7 @@ def test_inseparable_alarm_and_the_log(tmp_path):
 def test_facts_come_from_the_cards_of_the_configured_rewards():
     mon = RewardMonitor({"rewards": ["jpeg_compressibility", "clip_score"], "monitor": {"window": 5}})
     assert mon.settings.window == 5
-    from rewardzoo.catalog.registry import info
+    from rewardzoo.registry import info
 
     assert mon.facts["clip_score"].score_range == tuple(info("clip_score").score_range)
     assert mon.facts["jpeg_compressibility"].higher_is_better is info("jpeg_compressibility").higher_is_better

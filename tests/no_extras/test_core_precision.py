@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from rewardzoo.catalog.registry import builtin, info_from_card, lookup, read_card
 from rewardzoo.core.loader import dtype_for
 from rewardzoo.errors import RegistryError
+from rewardzoo.registry import builtin, info_from_card, lookup, read_card
 from rewardzoo.spec.config import RewardSpec
 
 _CLIP_LOAD = "OpenAI clip.load: float16 weights on CUDA (CLIP d05afc4 clip/clip.py 139-141, model.py 434)"

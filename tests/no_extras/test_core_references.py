@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from rewardzoo.catalog.registry import extra_installed, info
 from rewardzoo.core.resolve import load_config, parse_spec
 from rewardzoo.errors import ConfigError
 from rewardzoo.jobs.compare_reference import REFERENCE_SUFFIX, find_spec, reference_specs
+from rewardzoo.registry import extra_installed, info
 from rewardzoo.rewards.base import Reward
 from rewardzoo.rewards.references import HPSV2, IMAGE_REWARD, REFERENCES
 from rewardzoo.shared.imports import import_path

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from rewardzoo.catalog import registry
+from rewardzoo import registry
 from rewardzoo.errors import MissingExtraError, RegistryError
 from rewardzoo.rewards.base import Inputs, PointwiseReward, RewardInfo
 from rewardzoo.rewards.image.jpeg import JpegCompressibility

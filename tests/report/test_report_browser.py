@@ -7,12 +7,14 @@ import pytest
 from PIL import Image
 
 from rewardzoo.report import build_report
-from rewardzoo.report.screenshot import CHROMIUM, render_png
+from rewardzoo.report.screenshot import render_png
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.is_file(),
-    reason=f"{CHROMIUM} is missing: Debian's chromium is not installed (apt-get install -y chromium)",
-)
+from ..commands import require_chromium
+
+
+@pytest.fixture(autouse=True)
+def _chromium() -> None:
+    require_chromium()
 
 
 def _not_blank(png) -> None:

@@ -14,8 +14,9 @@ from rewardzoo.monitor import RewardMonitor
 from rewardzoo.monitor.log import MonitorLogError, read_monitor_log
 from rewardzoo.report import build_training_report
 from rewardzoo.report.errors import ReportConfigError
-from rewardzoo.report.screenshot import CHROMIUM, render_png
+from rewardzoo.report.screenshot import render_png
 
+from ..commands import require_chromium
 from .dom import parse, table_values
 
 pytest.importorskip("matplotlib")
@@ -116,10 +117,10 @@ def test_bad_logs_name_the_file_and_line(run, tmp_path):
         )
 
 
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} is missing (apt-get install -y chromium)")
 def test_the_training_report_renders_cleanly(run, tmp_path):
     from PIL import Image
 
+    require_chromium()
     html = build_training_report(run.log, out=tmp_path / "t.html")
     shot = render_png(html, tmp_path / "t.png", timeout=120)
     assert shot.console == [] and shot.requests == [], (shot.console, shot.requests)

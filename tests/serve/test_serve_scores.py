@@ -246,7 +246,7 @@ def test_a_remote_entry_of_a_served_groupwise_reward_is_groupwise_for_the_engine
     }
     trainer = rewardzoo.build_processors(cfg)[0]
     rnk = trainer.rewards["rnk"]
-    from rewardzoo.catalog.registry import info
+    from rewardzoo.registry import info
 
     assert rnk.kind == "groupwise" and type(rnk).kind == info("remote").kind == "per-instance"
     samples = image_samples(7)

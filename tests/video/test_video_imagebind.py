@@ -23,9 +23,9 @@ if importlib.util.find_spec("imagebind") is None:
 
 from rewardzoo import load_reward
 from rewardzoo.catalog.extras import requirements
-from rewardzoo.catalog.registry import builtin
 from rewardzoo.core.processor import RewardProcessor
 from rewardzoo.errors import ConfigError, InputError
+from rewardzoo.registry import builtin
 from rewardzoo.rewards.video.imagebind import DEFAULT_WEIGHTS, ImageBindScore, imagebind_modules
 from rewardzoo.shared.weights import load_state_dict
 from rewardzoo.spec.sample import Sample

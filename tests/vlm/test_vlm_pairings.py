@@ -18,8 +18,8 @@ from dataclasses import replace
 import pytest
 
 import rewardzoo
-from rewardzoo.catalog.registry import info
 from rewardzoo.errors import ConfigError
+from rewardzoo.registry import info
 from rewardzoo.rewards.vlm import backend as backend_module
 from rewardzoo.rewards.vlm.pairings import PAIRINGS, USER_GIVEN, model_id
 

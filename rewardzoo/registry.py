@@ -29,11 +29,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
-from ..rewards.info import KINDS, MODALITIES, PER_INSTANCE, RewardInfo
-from ..shared.device import canonical_dtype
-from ..shared.imports import import_path, split_path
-from .extras import extra_modules
+from .catalog.extras import extra_modules
+from .errors import ConfigError, MissingExtraError, RegistryError, did_you_mean
+from .rewards.info import KINDS, MODALITIES, PER_INSTANCE, RewardInfo
+from .shared.device import canonical_dtype
+from .shared.imports import import_path, split_path
 
 #: The kinds a card may state: an instance's, or that each instance decides its own.
 CARD_KINDS = (*KINDS, PER_INSTANCE)
@@ -126,7 +126,7 @@ def _activation(value: str | int | None, bad: Callable[[str, str], RegistryError
     """A card's ``activation_per_sample``: a memory size (``350MiB``) or ``unknown``."""
     if value is None or value == "unknown":
         return None
-    from ..shared.checkpoints import parse_size  # here: no shipped card gives one, and `import rewardzoo` stays light
+    from .shared.checkpoints import parse_size  # here: no shipped card gives one, and `import rewardzoo` stays light
 
     try:
         return parse_size(value)
@@ -193,7 +193,7 @@ def builtin() -> dict[str, RewardInfo]:
     global _BUILTIN
     with _LOCK:
         if _BUILTIN is None:
-            from .resources import card_files, read_card_file
+            from .catalog.resources import card_files, read_card_file
 
             found = {}
             for path in card_files():
@@ -220,7 +220,7 @@ def plugins() -> dict[str, RewardInfo]:
 
 
 def _plugin_info(ep: Any) -> RewardInfo:
-    from .resources import find_plugin_card, read_card_file
+    from .catalog.resources import find_plugin_card, read_card_file
 
     dist = getattr(ep, "dist", None)
     source = f"plugin {dist.metadata['Name']}" if dist is not None else "plugin"
@@ -296,14 +296,14 @@ def card_path(name: str) -> Path:
 
 def read_card(name: str) -> tuple[dict[str, Any], str]:
     """(front matter, markdown body) of a named reward's model card."""
-    from .resources import read_card_file
+    from .catalog.resources import read_card_file
 
     return read_card_file(card_path(name))
 
 
 def example_config(name: str) -> dict[str, Any]:
     """A reward's example config (from its card's How-to-configure section), as ``load_config`` takes it."""
-    from .resources import example_yaml, load_yaml_text
+    from .catalog.resources import example_yaml, load_yaml_text
 
     data = load_yaml_text(example_yaml(read_card(name)[1], name))
     if not isinstance(data, dict):
