@@ -101,10 +101,10 @@ def record_problem(record: Any, specs: Sequence[Any], dataset: str | None) -> st
     if record["applied"] != applied:
         return "not the rewards that apply to the row"
     total = record["total"]
-    if not (_finite(total) if applied else total is None):
-        # an entry with normalised streams may leave a total null where a group has too few samples
-        if not (total is None and any(getattr(s, "streams", None) for s in specs)):
-            return f"total is {json.dumps(total)}"
+    # an entry with normalised streams may leave a total null where a group has too few samples
+    streams = total is None and any(getattr(s, "streams", None) for s in specs)
+    if not (_finite(total) if applied else total is None) and not streams:
+        return f"total is {json.dumps(total)}"
     return None
 
 
@@ -139,9 +139,7 @@ class PartialFile:
     """The partial records of one job (see the module docstring). ``rows`` (the job's input rows, resolved) and
     ``specs`` (its reward specs) are what :meth:`resume` checks each kept row against; ``rows=None`` keeps none."""
 
-    def __init__(
-        self, path: Path, stamp: dict[str, Any], n: int, rows: Any = None, specs: Sequence[Any] = ()
-    ) -> None:
+    def __init__(self, path: Path, stamp: dict[str, Any], n: int, rows: Any = None, specs: Sequence[Any] = ()) -> None:
         self.path, self.stamp, self.n = path, stamp, n
         self.rows, self.specs = rows, tuple(specs)
         self._fh: TextIO | None = None

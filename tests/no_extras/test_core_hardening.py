@@ -606,7 +606,7 @@ def _media_job(tmp_path, folder, shades):
 
 @pytest.mark.parametrize("how", ["the same manifest in another folder", "media rewritten in place, mtime restored"])
 def test_resume_over_other_media_rescores_the_stale_rows(tmp_path, how):
-    manifest, config, log, armed = _media_job(tmp_path, tmp_path / "a", [10, 20, 30, 40, 50, 60])
+    manifest, config, _log, armed = _media_job(tmp_path, tmp_path / "a", [10, 20, 30, 40, 50, 60])
     out = tmp_path / "o.jsonl"
     armed.touch()
     assert _score(config, "-i", manifest, "-o", out, "--chunk-size", 2)[0] == 2  # rows 1-4 kept for --resume
@@ -699,7 +699,10 @@ def test_a_record_of_a_reward_that_does_not_apply_to_the_rows_dataset_must_be_nu
     from rewardzoo.jobs.partial import record_problem
     from rewardzoo.spec.config import RewardSpec
 
-    specs = [RewardSpec(name="a", reward_model="x", applicable_datasets=("d1",)), RewardSpec(name="b", reward_model="y")]
+    specs = [
+        RewardSpec(name="a", reward_model="x", applicable_datasets=("d1",)),
+        RewardSpec(name="b", reward_model="y"),
+    ]
     ok = {"rewards": {"a": None, "b": 2.0}, "total": 2.0, "applied": ["b"]}
     assert record_problem(ok, specs, "d2") is None
     assert "reward 'a'" in record_problem({**ok, "rewards": {"a": 1.0, "b": 2.0}}, specs, "d2")
