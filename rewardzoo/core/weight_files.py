@@ -214,9 +214,8 @@ def read_entries(
             after = identity(path)
         except Exception as exc:
             raise OSError(f"reading its {what} {path} failed ({type(exc).__name__}: {exc})") from exc
-        unchanged = before == after == wanted[0][1].identity
         for key, item in wanted:
-            if unchanged and sample_digest(copies[key]) == item.sample:
+            if before == after == item.identity and sample_digest(copies[key]) == item.sample:
                 continue
             if digest(copies[key]) != item.digest:
                 raise FileChanged(f"its {what} {path} was rewritten since it was loaded: it holds other weights")

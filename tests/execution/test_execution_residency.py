@@ -285,6 +285,11 @@ def test_a_checkpoint_rewritten_in_place_with_its_mtime_restored_is_a_wake_error
     assert residency.is_asleep(reward) and residency.weight_bytes(reward) == 0
     _rewrite_in_place(checkpoint, original)  # the loaded bits back (its change time still differs): accepted
     np.testing.assert_array_equal(processor(samples).rewards["w"], expected)
+    one_bit = bytearray(original)  # one bit of a weight in the middle of the data, between the sampled windows
+    one_bit[len(original) // 2 + 3] ^= 1
+    _rewrite_in_place(checkpoint, bytes(one_bit))
+    with pytest.raises(WakeError, match=f"its checkpoint file {checkpoint} was rewritten"):
+        processor.wake()
     processor.close()
 
 
