@@ -338,11 +338,12 @@ class Residency:
         tensors are then marked, see the module docstring)."""
         who = f"reward '{name}'" if name else "a reward"
         dtypes = {rec.key: rec.tensor.dtype for rec in records}
+        devices = {rec.key: rec.device for rec in records}
         bound = {rec.key: self._bound[rec.key] for rec in records if rec.key in self._bound}
         spill = {rec.key: self._spill[rec.key] for rec in records if rec.key not in bound}
         try:
-            out, renewed = weight_files.read_entries(bound, dtypes)
-            spilled, renewed_spill = weight_files.read_entries(spill, dtypes, "dropped weights' file")
+            out, renewed = weight_files.read_entries(bound, dtypes, devices=devices)
+            spilled, renewed_spill = weight_files.read_entries(spill, dtypes, "dropped weights' file", devices)
         except OSError as exc:
             for rec in records:
                 setattr(rec.tensor, WAKE_FAILED, True)

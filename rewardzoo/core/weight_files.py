@@ -191,10 +191,14 @@ def same_bits(a: Any, b: Any) -> bool:
 
 
 def read_entries(
-    entries: dict[str, Entry], dtypes: dict[str, Any], what: str = "checkpoint file"
+    entries: dict[str, Entry],
+    dtypes: dict[str, Any],
+    what: str = "checkpoint file",
+    devices: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Entry]]:
-    """The tensors of ``entries`` (by key), copied out of their files into private CPU memory, cast to ``dtypes``
-    and checked against the entries' digests (see the module docstring); and the entries whose file's identity
+    """The tensors of ``entries`` (by key), copied out of their files into private CPU memory, cast to ``dtypes``,
+    checked against the entries' digests (see the module docstring) and moved to ``devices`` (one tensor at a time:
+    a wake onto a GPU holds one tensor in host memory, not the model); and the entries whose file's identity
     changed while their bits did not, with the new identity. :class:`FileChanged` (naming the ``what`` file) when
     one is gone or holds other bits, ``OSError`` when it cannot be read."""
     by_file: dict[str, list[tuple[str, Entry]]] = {}
@@ -209,18 +213,21 @@ def read_entries(
             raise FileChanged(f"its {what} {path} is gone") from None
         try:
             state = read(path)
-            copies = {key: _private(state[item.key], dtypes[key]) for key, item in wanted}
-            del state  # the mapping goes: nothing live refers to the file any more
-            after = identity(path)
         except Exception as exc:
             raise OSError(f"reading its {what} {path} failed ({type(exc).__name__}: {exc})") from exc
         for key, item in wanted:
-            if before == after == item.identity and sample_digest(copies[key]) == item.sample:
-                continue
-            if digest(copies[key]) != item.digest:
-                raise FileChanged(f"its {what} {path} was rewritten since it was loaded: it holds other weights")
-            renewed[key] = Entry(item.path, item.key, after, item.digest, item.sample)
-        out.update(copies)
+            try:
+                copy = _private(state[item.key], dtypes[key])
+                after = identity(path)  # unchanged since before: the copy is of the file as it was bound
+            except Exception as exc:
+                raise OSError(f"reading its {what} {path} failed ({type(exc).__name__}: {exc})") from exc
+            if not (before == after == item.identity and sample_digest(copy) == item.sample):
+                if digest(copy) != item.digest:
+                    raise FileChanged(f"its {what} {path} was rewritten since it was loaded: it holds other weights")
+                renewed[key] = Entry(item.path, item.key, after, item.digest, item.sample)
+            device = (devices or {}).get(key)
+            out[key] = copy if device is None or str(device) == "cpu" else copy.to(device)
+        del state  # the mapping goes: nothing live refers to the file
     return out, renewed
 
 
