@@ -330,3 +330,20 @@ def test_after_a_wake_error_close_works_and_a_new_processor_loads_the_new_weight
     with pytest.raises(WakeError, match="stays asleep"):  # the old processor still refuses the other weights
         processor(samples)
     assert processor.rewards["r"] is old_model
+
+
+def test_a_shared_loader_builds_a_model_whose_wake_failed_afresh(tmp_path):
+    from rewardzoo import RewardLoader
+
+    entry, _other, samples, expected = _small_weights_reward(tmp_path)
+    loader = RewardLoader()
+    first = RewardProcessor([{**entry, "offload": "drop"}], loader)
+    np.testing.assert_array_equal(first(samples).rewards["w"], expected)
+    shutil.copy(tmp_path / "other.safetensors", tmp_path / "model.safetensors")
+    with pytest.raises(WakeError, match="was rewritten since it was loaded"):
+        first(samples)
+    second = RewardProcessor([{**entry, "offload": "drop"}], loader)
+    assert second.rewards["w"] is not first.rewards["w"]
+    new = np.float32([sum(float(w.reshape(-1)[-k]) for w in _small_weights(1).values()) for k in (1, 2, 7)])
+    np.testing.assert_array_equal(second(samples).rewards["w"], new)
+    loader.close()  # the first model stays asleep; no WakeError
