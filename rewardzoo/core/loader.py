@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import ConfigError, RegistryError, RewardZooError
+from ..errors import ConfigError, RegistryError, RewardZooError, WakeError
 from ..registry import Found, find
 from ..rewards.base import Reward, before_call, check_kind
 from ..rewards.info import RewardInfo
@@ -144,7 +144,8 @@ class RewardLoader:
         placed = self.placement.get(auto_key(spec)) if spec.device == "auto" and self.placement else None
         resolved = resolve_reward(spec, label, placed)
         with self._lock:
-            if resolved.identity not in self._instances:
+            old = self._instances.get(resolved.identity)
+            if old is None or self.residency.wake_failed(old):  # weights that cannot wake: a fresh build
                 built = self._instances[resolved.identity] = self._construct(resolved, label)
                 before_call(built, self.residency.wake_reward)
                 self.residency.note_roots(built, [spec.model_path, *_path_options(spec.kwargs)])
@@ -175,6 +176,14 @@ class RewardLoader:
         for reward in rewards:
             self.residency.wake([reward], getattr(reward, "name", None))
 
+    def _wake_if_possible(self, rewards: Iterable[Reward]) -> None:
+        """:meth:`wake` each of ``rewards`` that can (one whose files are gone or rewritten stays asleep)."""
+        for reward in rewards:
+            try:
+                self.residency.wake([reward], getattr(reward, "name", None))
+            except WakeError:
+                pass
+
     @property
     def instances(self) -> list[Reward]:
         return list(self._instances.values())
@@ -202,7 +211,7 @@ class RewardLoader:
             held = [key for key in self._instances if isinstance(key, tuple) and key[:1] == ("environment",)]
             for key in held:
                 cast("WorkerReward", self._instances.pop(key)).close()
-            self.wake(self.instances)
+            self._wake_if_possible(self.instances)
 
     def _construct(self, resolved: ResolvedReward, label: Label | None) -> Reward:
         spec, cls = resolved.spec, resolved.implementation

@@ -7,6 +7,11 @@ reward was loaded from (:mod:`rewardzoo.core.weight_files`: each tensor bound, a
 checkpoint entry holding its exact bits), into the same ``Parameter`` / buffer objects (the module skeleton,
 tokenizers and processors are kept; nothing is downloaded or rebuilt). Only tensors found in no checkpoint (a
 buffer computed at load, a weight changed after loading) are written once to a process-private safetensors file.
+A wake copies the weights into private memory and checks them against the digests of the bits that were live
+(:func:`~rewardzoo.core.weight_files.read_entries`): a file rewritten since is a :class:`WakeError`, never other
+weights, and no later write to a file reaches a woken model. After a WakeError the model is marked
+(:data:`~rewardzoo.shared.weights.WAKE_FAILED`): the process's model caches and loaders build a fresh one for new
+rewards, and closing never raises it.
 
 Residency belongs to the loaded model, not to a reward class: the weights are the tensors of the ``torch.nn``
 modules reachable from a reward instance (its attributes, inner rewards, lists and dicts of them, rewardzoo
@@ -30,6 +35,7 @@ from typing import Any
 
 from ..errors import WakeError
 from ..rewards.base import Reward
+from ..shared.weights import WAKE_FAILED
 from . import weight_files
 
 _MAX_DEPTH = 4
@@ -117,6 +123,7 @@ class Residency:
         self._sources: weakref.WeakKeyDictionary[Reward, list[str]] = weakref.WeakKeyDictionary()
         self._roots: weakref.WeakKeyDictionary[Reward, list[str | None]] = weakref.WeakKeyDictionary()
         self._bound: dict[str, weight_files.Entry] = {}  # tensor key -> its checkpoint entry
+        self._spill: dict[str, weight_files.Entry] = {}  # tensor key -> its entry in the drop file
         self._unbound: set[str] = set()  # tensor keys found in no checkpoint (written to the drop file)
 
     def modules(self, reward: Reward) -> list[Any]:
@@ -172,6 +179,10 @@ class Residency:
             return any(id(t) in self._asleep for t in self.tensors(reward)) or any(
                 id(s) in self._released for s in self.sessions(reward)
             )
+
+    def wake_failed(self, reward: Reward) -> bool:
+        """Whether a wake of ``reward`` failed and none has succeeded since (its file gone or rewritten)."""
+        return any(getattr(t, WAKE_FAILED, False) for t in self.tensors(reward))
 
     def sleep(self, plan: Iterable[tuple[Reward, str]], keep: Iterable[Reward] = ()) -> None:
         """Put each ``(reward, mode)`` to sleep (``cpu`` or ``drop``), except the tensors ``keep`` holds."""
@@ -289,6 +300,9 @@ class Residency:
                 import torch
 
                 torch.cuda.synchronize()
+            for rec in dropped:  # read back after a failed wake (the file restored): the model is whole again
+                if getattr(rec.tensor, WAKE_FAILED, False):
+                    delattr(rec.tensor, WAKE_FAILED)
 
     def wake_reward(self, reward: Reward) -> None:
         """Wake one reward (the hook the loader sets on every reward it builds)."""
@@ -311,37 +325,32 @@ class Residency:
         folder = self._folder or tempfile.mkdtemp(prefix="rewardzoo-drop-")
         self._folder = folder
         path = os.path.join(folder, f"weights-{next(self._count)}.safetensors")
-        save_file({k: t.data.detach().to("cpu").contiguous() for k, t in tensors.items()}, path)
+        host = {k: t.data.detach().to("cpu").contiguous() for k, t in tensors.items()}
+        save_file(host, path)
+        stat = weight_files.identity(path)
         for key, tensor in tensors.items():
             self._files[key] = path
             self._spilled[key] = tensor.data.numel() * tensor.data.element_size()
+            self._spill[key] = weight_files.entry(path, key, stat, host[key])
 
     def _read_dropped(self, records: list[_Asleep], name: str | None) -> dict[str, Any]:
-        """The tensors of dropped ``records`` (all of them, or WakeError naming ``name`` and the file)."""
+        """The tensors of dropped ``records`` (all of them, or WakeError naming ``name`` and the file; the
+        tensors are then marked, see the module docstring)."""
         who = f"reward '{name}'" if name else "a reward"
+        dtypes = {rec.key: rec.tensor.dtype for rec in records}
+        devices = {rec.key: rec.device for rec in records}
         bound = {rec.key: self._bound[rec.key] for rec in records if rec.key in self._bound}
+        spill = {rec.key: self._spill[rec.key] for rec in records if rec.key not in bound}
         try:
-            out = weight_files.read_entries(bound, {rec.key: rec.tensor.dtype for rec in records})
+            out, renewed = weight_files.read_entries(bound, dtypes, devices=devices)
+            spilled, renewed_spill = weight_files.read_entries(spill, dtypes, "dropped weights' file", devices)
         except OSError as exc:
+            for rec in records:
+                setattr(rec.tensor, WAKE_FAILED, True)
             raise WakeError(f"{who} cannot wake: {exc}; it stays asleep") from exc
-        out.update(self._read_spill([rec.key for rec in records if rec.key not in bound], who))
-        return out
-
-    def _read_spill(self, keys: list[str], who: str) -> dict[str, Any]:
-        from safetensors import safe_open
-
-        out: dict[str, Any] = {}
-        by_file: dict[str, list[str]] = {}
-        for key in keys:
-            by_file.setdefault(self._files[key], []).append(key)
-        for path, wanted in by_file.items():
-            if not os.path.isfile(path):
-                raise WakeError(f"{who} cannot wake: its dropped weights' file {path} is gone; it stays asleep")
-            try:
-                with safe_open(path, framework="pt", device="cpu") as f:
-                    out.update({key: f.get_tensor(key) for key in wanted})
-            except Exception as exc:  # a truncated or replaced file
-                raise WakeError(f"{who} cannot wake: reading {path} failed ({exc}); it stays asleep") from exc
+        self._bound.update(renewed)  # the same bits in a file copied or restored: checked in full once
+        self._spill.update(renewed_spill)
+        out.update(spilled)
         return out
 
     def files(self, reward: Reward) -> list[str]:

@@ -9,13 +9,20 @@ module loading it differ in prefixes and, with transformers' renames, in whole n
 back exactly what was there. A tensor equal to no entry (a buffer computed at load, a weight changed or fused
 after loading) is not bound.
 
-Reading back (:func:`read_entries`) is memory-mapped (safetensors; ``torch.load(mmap=True)``): no private copy
-unless the dtype differs, and the pages of each tensor are mapped in one call (``MADV_POPULATE_READ``) instead of
-one fault per page on first use.
+Integrity: an entry keeps its file's identity (device, inode, size, modification and change time: ``utime`` can
+restore the modification time of a file rewritten in place, not its change time nor its inode) and two digests of
+the tensor's bits as they were live: SHA-256 of all of them (:func:`digest`), and SHA-256 of 16 evenly spaced 4 KiB
+windows (:func:`sample_digest`). Reading back (:func:`read_entries`) copies each tensor out of its file into
+private memory first (a private mapping alone is not enough: on Linux, its pages not yet written reflect later
+writes to the file), then checks that copy: the windows' digest when the file's identity is unchanged (stat taken
+before and after the copy), the full digest when it changed (a file copied or restored with the same bits is
+accepted; other bits are :class:`FileChanged`). What goes live is therefore exactly what was checked, and no later
+write to the file reaches it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from collections.abc import Iterable
@@ -28,14 +35,60 @@ CHECKPOINT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
 _MAX_TRIES = 8  # candidates compared in full per tensor (same shape and fingerprint) before giving up
 
 
+Identity = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
+
+
 @dataclass(frozen=True)
 class Entry:
-    """One tensor of a checkpoint file, with the file's size and modification time when it was bound."""
+    """One tensor of a checkpoint file: the file's :func:`identity` when the tensor was bound, and the digests of
+    the tensor's live bits then (:func:`digest`, :func:`sample_digest`)."""
 
     path: str
     key: str
-    size: int
-    mtime_ns: int
+    identity: Identity
+    digest: bytes
+    sample: bytes
+
+
+def identity(path: str) -> Identity:
+    """What ``stat`` says of ``path`` that a rewrite in place changes (``utime`` cannot restore ``st_ctime``)."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def entry(path: str, key: str, stat: Identity, tensor: Any) -> Entry:
+    """The :class:`Entry` of ``tensor`` (its live bits, on the CPU) at ``path`` / ``key``."""
+    return Entry(path, key, stat, digest(tensor), sample_digest(tensor))
+
+
+def _bytes(tensor: Any) -> Any:
+    """The bytes of a contiguous CPU tensor, as a numpy ``uint8`` array over the same memory (no copy)."""
+    import torch
+
+    return tensor.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
+
+
+def digest(tensor: Any) -> bytes:
+    """SHA-256 of every byte of ``tensor`` (a CPU tensor; hashlib releases the GIL while it hashes)."""
+    return hashlib.sha256(_bytes(tensor).data).digest()
+
+
+_WINDOWS, _WINDOW = 16, 4096
+
+
+def sample_digest(tensor: Any) -> bytes:
+    """SHA-256 of 16 evenly spaced 4 KiB windows of ``tensor``'s bytes (all of them when that is less), with the
+    byte count: the cheap check of a tensor read back from a file whose identity is unchanged."""
+    data = _bytes(tensor)
+    n = int(data.shape[0])
+    h = hashlib.sha256(n.to_bytes(8, "little"))
+    if n <= _WINDOWS * _WINDOW:
+        h.update(data.data)
+    else:
+        for i in range(_WINDOWS):
+            start = i * (n - _WINDOW) // (_WINDOWS - 1)
+            h.update(data[start : start + _WINDOW].data)
+    return h.digest()
 
 
 class FileChanged(OSError):
@@ -92,8 +145,10 @@ def bind(tensors: Iterable[Any], files: list[str]) -> dict[int, Entry]:
     shapes = {(tuple(t.shape), t.dtype) for t in tensors}
     index: dict[tuple[Any, ...], list[tuple[str, str]]] = {}
     states: dict[str, dict[str, Any]] = {}
+    stats: dict[str, Identity] = {}
     for path in files:
         try:
+            stats[path] = identity(path)  # before reading: a rewrite from now on changes it
             states[path] = read(path)
         except Exception:  # not a state dict, or a torch file too old to map: its tensors are not bound
             continue
@@ -106,8 +161,8 @@ def bind(tensors: Iterable[Any], files: list[str]) -> dict[int, Entry]:
         host = tensor.data.detach().to("cpu")
         for path, key in index.get(_fingerprint(host, host.dtype), ())[:_MAX_TRIES]:
             if same_bits(states[path][key].to(host.dtype), host):
-                stat = os.stat(path)
-                out[id(tensor)] = Entry(path, key, stat.st_size, stat.st_mtime_ns)
+                # the digests are of the live bits (private memory): what a wake must bring back
+                out[id(tensor)] = entry(path, key, stats[path], host)
                 break
     return out
 
@@ -135,31 +190,69 @@ def same_bits(a: Any, b: Any) -> bool:
     return bool(torch.equal(a, b))
 
 
-def read_entries(entries: dict[str, Entry], dtypes: dict[str, Any]) -> dict[str, Any]:
-    """The tensors of ``entries`` (by key), mapped from their files and cast to ``dtypes``; :class:`FileChanged`
-    (naming the file) when one is gone or was rewritten since it was bound, ``OSError`` when it cannot be read."""
+def read_entries(
+    entries: dict[str, Entry],
+    dtypes: dict[str, Any],
+    what: str = "checkpoint file",
+    devices: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, Entry]]:
+    """The tensors of ``entries`` (by key), copied out of their files into private CPU memory, cast to ``dtypes``,
+    checked against the entries' digests (see the module docstring) and moved to ``devices`` (one tensor at a time:
+    a wake onto a GPU holds one tensor in host memory, not the model); and the entries whose file's identity
+    changed while their bits did not, with the new identity. :class:`FileChanged` (naming the ``what`` file) when
+    one is gone or holds other bits, ``OSError`` when it cannot be read."""
     by_file: dict[str, list[tuple[str, Entry]]] = {}
-    for key, entry in entries.items():
-        by_file.setdefault(entry.path, []).append((key, entry))
+    for key, item in entries.items():
+        by_file.setdefault(item.path, []).append((key, item))
     out: dict[str, Any] = {}
+    renewed: dict[str, Entry] = {}
     for path, wanted in by_file.items():
         try:
-            stat = os.stat(path)
+            before = identity(path)
         except FileNotFoundError:
-            raise FileChanged(f"its checkpoint file {path} is gone") from None
-        if (stat.st_size, stat.st_mtime_ns) != (wanted[0][1].size, wanted[0][1].mtime_ns):
-            raise FileChanged(f"its checkpoint file {path} was rewritten since it was loaded")
+            raise FileChanged(f"its {what} {path} is gone") from None
         try:
             state = read(path)
-            for key, entry in wanted:
-                value = state[entry.key]
-                if value.dtype != dtypes[key]:
-                    value = value.to(dtypes[key])
-                else:
-                    populate(value)
-                out[key] = value
         except Exception as exc:
-            raise OSError(f"reading its checkpoint file {path} failed ({type(exc).__name__}: {exc})") from exc
+            raise OSError(f"reading its {what} {path} failed ({type(exc).__name__}: {exc})") from exc
+        for key, item in wanted:
+            try:
+                copy = _private(state[item.key], dtypes[key])
+                after = identity(path)  # unchanged since before: the copy is of the file as it was bound
+            except Exception as exc:
+                raise OSError(f"reading its {what} {path} failed ({type(exc).__name__}: {exc})") from exc
+            if not (before == after == item.identity and sample_digest(copy) == item.sample):
+                if digest(copy) != item.digest:
+                    raise FileChanged(f"its {what} {path} was rewritten since it was loaded: it holds other weights")
+                renewed[key] = Entry(item.path, item.key, after, item.digest, item.sample)
+            device = (devices or {}).get(key)
+            out[key] = copy if device is None or str(device) == "cpu" else copy.to(device)
+        del state  # the mapping goes: nothing live refers to the file
+    return out, renewed
+
+
+def _private(value: Any, dtype: Any) -> Any:
+    """``value`` (memory-mapped) as a tensor of ``dtype`` in private memory that no write to the file reaches: an
+    anonymous mapping of its own, unmapped when the tensor is freed (from the heap, glibc would keep the pages of a
+    dropped reward: sizes under its 32 MB mmap threshold come from an arena that does not shrink)."""
+    import mmap
+
+    import torch
+
+    size = value.numel() * torch.empty((), dtype=dtype).element_size()
+    if size == 0:
+        return torch.empty(value.shape, dtype=dtype)
+    buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    for advice in (getattr(mmap, "MADV_HUGEPAGE", None), 23):  # 23: MADV_POPULATE_WRITE (Linux 5.14), all pages now
+        try:  # huge pages where the kernel allows them: half the time of the copy into 4 KiB pages
+            if advice is not None:
+                buf.madvise(advice)
+        except OSError:
+            pass
+    out = torch.frombuffer(buf, dtype=dtype).view(value.shape)
+    if value.dtype == dtype:
+        populate(value)  # one madvise to map the file's pages, then one copy
+    out.copy_(value)
     return out
 
 

@@ -18,7 +18,7 @@ def run_local(job: ScoreJob) -> ScoreRun:
 
     plan = plan_job(job)
     rows, n = plan.rows, len(plan.rows.samples)
-    partial = PartialFile(partial_path(plan.out), fingerprint(job.input, plan.specs, job.split), n)
+    partial = PartialFile(partial_path(plan.out), fingerprint(job.input, plan.specs, job.split), n, rows, plan.specs)
     kept = partial.resume() if job.resume else {}
     chunks = [c for c in plan.chunks if not all(i in kept for i in c)]
     processor = RewardProcessor(plan.specs)
@@ -27,6 +27,7 @@ def run_local(job: ScoreJob) -> ScoreRun:
     done = n - sum(len(c) for c in chunks)
     try:
         for chunk in chunks:
+            partial.before_scoring(chunk)
             try:
                 result = processor([rows.samples[i] for i in chunk])
             except RewardZooError as exc:

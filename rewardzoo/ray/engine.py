@@ -222,7 +222,7 @@ def score_with_ray(job: ScoreJob) -> ScoreRun:
     plan = plan_job(job)
     rows, out, n = plan.rows, plan.out, len(plan.rows.samples)
     specs = list(plan.specs)
-    partial = PartialFile(partial_path(out), fingerprint(job.input, specs, job.split), n)
+    partial = PartialFile(partial_path(out), fingerprint(job.input, specs, job.split), n, rows, specs)
     done = partial.resume() if job.resume else {}
     chunks = [c for c in plan.chunks if not all(i in done for i in c)]
     ray_start = time.perf_counter()
@@ -232,6 +232,7 @@ def score_with_ray(job: ScoreJob) -> ScoreRun:
         configure_data(job.quiet)
         scored_rows = 0
         if chunks:
+            partial.before_scoring([i for chunk in chunks for i in chunk])
             ds = scored_chunks(rows, chunks, specs, job.actors, job.gpus_per_actor, job.cpus_per_actor)
             for row in ds.iter_rows():
                 if row["error"]:

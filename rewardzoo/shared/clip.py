@@ -49,7 +49,7 @@ from ..errors import ConfigError, InputError
 from .checkpoints import Checkpoint, open_clip_pretrained, resolve_checkpoint
 from .device import torch_dtype
 from .image_ops import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PreprocessConfig, preprocess_images, preprocess_pixels
-from .weights import loading
+from .weights import cannot_wake, loading
 
 BACKENDS = ("auto", "open_clip", "transformers")
 
@@ -360,7 +360,7 @@ def load_clip_backbone(
         return _load(resolved_backend, source, model_path, pretrained, ckpt, proc, dev, dt)
     with _CACHE_LOCK:
         backbone = _CACHE.get(key)
-        if backbone is None:
+        if backbone is None or cannot_wake(backbone):  # a fresh load, not weights that cannot wake
             backbone = _load(resolved_backend, source, model_path, pretrained, ckpt, proc, dev, dt)
             _CACHE[key] = backbone
         return backbone

@@ -16,7 +16,7 @@ import torch
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
-from .weights import loading
+from .weights import cannot_wake, loading
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -70,6 +70,6 @@ def load_dino_backbone(model_path: str, device: str | torch.device, dtype: torch
     key = (str(model_path), str(torch.device(device)), str(dtype))
     with _LOCK:
         found = _CACHE.get(key)
-        if found is None:
+        if found is None or cannot_wake(found):  # a fresh load, not weights that cannot wake
             found = _CACHE[key] = DinoBackbone(str(model_path), device, dtype)
         return found

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, MissingExtraError
-from .weights import loading
+from .weights import cannot_wake, loading
 
 _CACHE: dict[tuple[str, str, str], TimmBackbone] = {}
 _LOCK = threading.Lock()
@@ -82,6 +82,6 @@ def load_timm_backbone(model_path: str, device: Any, dtype: Any, *, reward: str 
     key = (str(model_path), str(torch.device(device)), str(dtype))
     with _LOCK:
         found = _CACHE.get(key)
-        if found is None:
+        if found is None or cannot_wake(found):  # a fresh load, not weights that cannot wake
             found = _CACHE[key] = TimmBackbone(str(model_path), device, dtype, reward=reward)
         return found

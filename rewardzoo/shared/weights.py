@@ -54,6 +54,28 @@ def load_state_dict(
     return state
 
 
+#: The attribute :mod:`rewardzoo.core.residency` sets on a tensor whose wake from ``offload: drop`` failed.
+WAKE_FAILED = "_rewardzoo_wake_failed"
+
+
+def cannot_wake(holder: Any) -> bool:
+    """Whether ``holder`` (a torch module, or an object holding modules as attributes: a cached backbone) holds a
+    tensor whose wake from ``offload: drop`` failed (its checkpoint file gone or rewritten since load): a
+    process-wide model cache loads a fresh copy for new rewards instead of handing that one out."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    values = [holder] if isinstance(holder, torch.nn.Module) else list(getattr(holder, "__dict__", {}).values())
+    for module in values:
+        if isinstance(module, torch.nn.Module):
+            for tensor in (*module.parameters(), *module.buffers()):
+                if getattr(tensor, WAKE_FAILED, False):
+                    return True
+    return False
+
+
 def refused_reason(exc: Exception) -> str:
     """The part of ``torch.load(weights_only=True)``'s refusal that says what the file needs ('Unsupported
     global: GLOBAL pkg.Class ...'), without torch's advice to reload it with ``weights_only=False``."""

@@ -236,3 +236,114 @@ def test_tensors_of_more_than_2_24_elements_drop_and_wake_bit_identical_from_the
         assert woken.dtype == original.dtype and woken.shape == original.shape
         assert torch.equal(woken.view(torch.int16), original.view(torch.int16)), key
     sleeper.close()
+
+
+# Wake integrity (issue 49): the attacks that woke other weights, and what a WakeError left behind.
+
+
+def _rewrite_in_place(path, data):
+    """Overwrite ``path``'s bytes in place (same inode) with ``data`` and restore its access and modification
+    times, as a careless tool or an attacker could (``utime`` cannot restore the change time)."""
+    before = os.stat(path)
+    assert len(data) == before.st_size
+    with open(path, "r+b") as f:
+        f.write(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+
+
+def _small_weights(seed):
+    gen = torch.Generator().manual_seed(seed)
+    return {"a": torch.randn(3, 70_000, generator=gen), "b": torch.randn(50_000, generator=gen).to(torch.bfloat16)}
+
+
+def _small_weights_reward(tmp_path):
+    """A ``WideWeights`` entry over a small file of seed 0, the file's other contents (seed 1), the samples and
+    the scores of the seed-0 weights computed from the tensors themselves."""
+    from safetensors.torch import save_file
+
+    save_file(_small_weights(0), str(tmp_path / "model.safetensors"))
+    other = tmp_path / "other.safetensors"
+    save_file(_small_weights(1), str(other))
+    entry = {"name": "w", "reward_model": f"{__name__}:WideWeights", "model_path": str(tmp_path), "device": "cpu"}
+    samples = [{"prompt": "x" * k} for k in (1, 2, 7)]
+    expected = np.float32([sum(float(w.reshape(-1)[-k]) for w in _small_weights(0).values()) for k in (1, 2, 7)])
+    return entry, other.read_bytes(), samples, expected
+
+
+def test_a_checkpoint_rewritten_in_place_with_its_mtime_restored_is_a_wake_error_not_other_scores(tmp_path):
+    entry, other, samples, expected = _small_weights_reward(tmp_path)
+    checkpoint = str((tmp_path / "model.safetensors").resolve())
+    original = open(checkpoint, "rb").read()
+    processor = RewardProcessor([{**entry, "offload": "drop"}])
+    reward, residency = processor.rewards["w"], processor.loader.residency
+    np.testing.assert_array_equal(processor(samples).rewards["w"], expected)
+    _rewrite_in_place(checkpoint, other)
+    with pytest.raises(WakeError, match=f"wideweights' cannot wake: its checkpoint file {checkpoint} was rewritten"):
+        processor(samples)
+    assert residency.is_asleep(reward) and residency.weight_bytes(reward) == 0
+    _rewrite_in_place(checkpoint, original)  # the loaded bits back (its change time still differs): accepted
+    np.testing.assert_array_equal(processor(samples).rewards["w"], expected)
+    one_bit = bytearray(original)  # one bit of a weight in the middle of the data, between the sampled windows
+    one_bit[len(original) // 2 + 3] ^= 1
+    _rewrite_in_place(checkpoint, bytes(one_bit))
+    with pytest.raises(WakeError, match=f"its checkpoint file {checkpoint} was rewritten"):
+        processor.wake()
+    processor.close()
+
+
+def test_a_rewrite_while_awake_does_not_change_the_live_models_scores(tmp_path):
+    entry, other, samples, expected = _small_weights_reward(tmp_path)
+    processor = RewardProcessor([{**entry, "offload": "drop"}])
+    reward, residency = processor.rewards["w"], processor.loader.residency
+    np.testing.assert_array_equal(processor(samples).rewards["w"], expected)  # woken from the file, asleep again
+    with processor.awake():
+        assert not residency.is_asleep(reward)
+        _rewrite_in_place(str(tmp_path / "model.safetensors"), other)
+        np.testing.assert_array_equal(processor(samples).rewards["w"], expected)
+        for tensor in residency.tensors(reward):  # the live weights are private memory, not the file's pages
+            assert tensor.data.untyped_storage().filename is None
+    with pytest.raises(WakeError, match="was rewritten since it was loaded"):  # the next wake: the file is not it
+        processor.wake()
+    processor.close()
+
+
+def test_after_a_wake_error_close_works_and_a_new_processor_loads_the_new_weights(tmp_path):
+    processor, checkpoint = _own_open_clip(tmp_path)
+    samples = _image_prompt()
+    old_scores = processor(samples).rewards["r"]
+    other_dir = rzt.tiny_open_clip_dir(tmp_path / "other", seed=9)
+    entry = {"name": "r", "reward_model": "clip_score", "device": "cpu"}
+    fresh = RewardProcessor([{**entry, "model_path": str(other_dir)}])(samples).rewards["r"]  # an independent load
+    assert fresh.tobytes() != old_scores.tobytes()
+    shutil.copy(other_dir / "open_clip_model.safetensors", checkpoint)
+    with pytest.raises(WakeError, match=f"its checkpoint file {checkpoint} was rewritten"):
+        processor(samples)
+    processor.close()  # no WakeError: the reward just stays asleep
+    old_model = processor.rewards["r"]
+    for offload in ("none", "drop"):
+        new = RewardProcessor([{**entry, "model_path": str(tmp_path / "oc"), "offload": offload}])
+        assert new(samples).rewards["r"].tobytes() == fresh.tobytes()
+        assert new(samples).rewards["r"].tobytes() == fresh.tobytes()
+        new.close()
+    with pytest.raises(WakeError, match="stays asleep"):  # the old processor still refuses the other weights
+        processor(samples)
+    assert processor.rewards["r"] is old_model
+
+
+def test_a_shared_loader_builds_a_model_whose_wake_failed_afresh(tmp_path):
+    from rewardzoo import RewardLoader
+
+    entry, _other, samples, expected = _small_weights_reward(tmp_path)
+    loader = RewardLoader()
+    first = RewardProcessor([{**entry, "offload": "drop"}], loader)
+    np.testing.assert_array_equal(first(samples).rewards["w"], expected)
+    shutil.copy(tmp_path / "other.safetensors", tmp_path / "model.safetensors")
+    with pytest.raises(WakeError, match="was rewritten since it was loaded"):
+        first(samples)
+    second = RewardProcessor([{**entry, "offload": "drop"}], loader)
+    assert second.rewards["w"] is not first.rewards["w"]
+    new = np.float32([sum(float(w.reshape(-1)[-k]) for w in _small_weights(1).values()) for k in (1, 2, 7)])
+    np.testing.assert_array_equal(second(samples).rewards["w"], new)
+    loader.close()  # the first model stays asleep; no WakeError

@@ -615,6 +615,129 @@ def test_a_partial_file_without_a_fingerprint_is_refused(tmp_path):
     assert code == 2 and "not a rewardzoo partial file" in err
 
 
+def _media_job(tmp_path, folder, shades):
+    """``folder``/m.jsonl over six images of the given grey ``shades`` (media/0.png ...), scored by MeanPixel and a
+    Tripwire that interrupts at row 5 while armed (rows 1-4 are then in the partial file)."""
+    (folder / "media").mkdir(parents=True)
+    for k, shade in enumerate(shades):
+        Image.new("L", (8, 8), shade).save(folder / "media" / f"{k}.png")
+    manifest = _write_manifest(
+        folder, [{"prompt": "p" * (k + 1), "image": f"media/{k}.png"} for k in range(len(shades))]
+    )
+    log, armed = tmp_path / "calls.log", tmp_path / "armed"
+    tripwire = {"log": str(log), "armed": str(armed), "trip": "p" * 5}
+    entries = [
+        {"name": "pix", "reward_model": path(MeanPixel)},
+        {"name": "len", "reward_model": path(Tripwire), "kwargs": tripwire},
+    ]
+    return manifest, _config(tmp_path, entries), log, armed
+
+
+@pytest.mark.parametrize("how", ["the same manifest in another folder", "media rewritten in place, mtime restored"])
+def test_resume_over_other_media_rescores_the_stale_rows(tmp_path, how):
+    manifest, config, _log, armed = _media_job(tmp_path, tmp_path / "a", [10, 20, 30, 40, 50, 60])
+    out = tmp_path / "o.jsonl"
+    armed.touch()
+    assert _score(config, "-i", manifest, "-o", out, "--chunk-size", 2)[0] == 2  # rows 1-4 kept for --resume
+    armed.unlink()
+    other = [200, 190, 180, 170, 160, 150]
+    if how.startswith("the same manifest"):
+        (tmp_path / "b" / "media").mkdir(parents=True)
+        for k, shade in enumerate(other):
+            Image.new("L", (8, 8), shade).save(tmp_path / "b" / "media" / f"{k}.png")
+        manifest = Path(str(manifest).replace(f"{os.sep}a{os.sep}", f"{os.sep}b{os.sep}"))
+        manifest.write_bytes((tmp_path / "a" / "m.jsonl").read_bytes())  # the same bytes: the same fingerprint
+    else:
+        for k, shade in enumerate(other):
+            image = tmp_path / "a" / "media" / f"{k}.png"
+            before = os.stat(image)
+            Image.new("L", (8, 8), shade).save(image)
+            os.utime(image, ns=(before.st_atime_ns, before.st_mtime_ns))
+    code, err = _score(config, "-i", manifest, "-o", out, "--chunk-size", 2, "--resume")
+    assert code == 0 and err.count("\n") == 1, err
+    assert "4 record(s)" in err and "media changed since scored: 4" in err and "rescored" in err, err
+    scores = [json.loads(line)["rewards"]["pix"] for line in out.read_text().splitlines()]
+    assert scores == [pytest.approx(shade / 255, rel=1e-6) for shade in other]  # each image's own mean
+    assert _score(config, "-i", manifest, "-o", tmp_path / "whole.jsonl", "--chunk-size", 2)[0] == 0
+    assert out.read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
+
+
+def test_resume_over_a_copy_of_the_same_media_keeps_the_rows(tmp_path):
+    import shutil
+
+    manifest, config, log, armed = _media_job(tmp_path, tmp_path / "a", [10, 20, 30, 40, 50, 60])
+    out = tmp_path / "o.jsonl"
+    armed.touch()
+    assert _score(config, "-i", manifest, "-o", out, "--chunk-size", 2)[0] == 2
+    armed.unlink()
+    shutil.copytree(tmp_path / "a", tmp_path / "copy")  # new inodes and times, the same bytes: rehashed, kept
+    log.write_text("")
+    assert _score(config, "-i", tmp_path / "copy" / "m.jsonl", "-o", out, "--chunk-size", 2, "--resume") == (0, "")
+    assert log.read_text().split() == ["p" * 5, "p" * 6]  # rows 1-4 were not scored again
+
+
+def test_hand_edited_partial_records_are_rescored_never_copied(tmp_path):
+    manifest, config, log, armed = _tripwire_job(tmp_path)
+    out, partial = tmp_path / "o.jsonl", tmp_path / "o.jsonl.partial.jsonl"
+    armed.touch()
+    assert _score(config, "-i", manifest, "-o", out, "--chunk-size", 1)[0] == 2
+    armed.unlink()
+    header, *lines = partial.read_text().splitlines()
+    assert len(lines) == 7  # rows 1-7
+    rows = [json.loads(line) for line in lines]
+    edits = ["not a record", {"rewards": 5}, None, {**rows[3]["record"], "rewards": {"lenght": 4.0}}]
+    for k, record in enumerate(edits):
+        rows[k]["record"] = record
+    rows[4]["record"]["rewards"]["len"] = float("nan")  # json writes NaN; no record of ours holds it
+    edited = [json.dumps(row) for row in rows] + ["garbage {"]
+    partial.write_text("\n".join([header, *edited]) + "\n")
+    log.write_text("")
+    report = tmp_path / "r.html"
+    code, err = _score(config, "-i", manifest, "-o", out, "--chunk-size", 1, "--resume", "--report", report)
+    assert code == 0 and err.count("\n") == 1, err
+    assert "6 record(s)" in err and "record not valid for this job: 5" in err and "not JSON: 1" in err, err
+    assert log.read_text().split() == ["p" * k for k in (1, 2, 3, 4, 5, 8, 9, 10, 11, 12)]  # rows 6, 7 kept
+    assert [json.loads(line)["rewards"]["len"] for line in out.read_text().splitlines()] == list(range(1, 13))
+    assert _score(config, "-i", manifest, "-o", tmp_path / "whole.jsonl", "--chunk-size", 1)[0] == 0
+    assert out.read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
+    assert report.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "record, problem",
+    [
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"]}, None),
+        ({"rewards": {"len": None}, "total": None, "applied": []}, "reward 'len' is null"),
+        ({"rewards": {"len": 1.0}, "total": float("inf"), "applied": ["len"]}, "total is Infinity"),
+        ({"rewards": {"len": True}, "total": 1.0, "applied": ["len"]}, "reward 'len' is true"),
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": []}, "not the rewards that apply"),
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"], "x": 1}, "not a score record"),
+        ([1.0], "not a score record"),
+    ],
+)
+def test_a_partial_record_is_checked_against_the_jobs_rewards(record, problem):
+    from rewardzoo.jobs.partial import record_problem
+    from rewardzoo.spec.config import RewardSpec
+
+    specs = [RewardSpec(name="len", reward_model="x")]
+    found = record_problem(record, specs, None)
+    assert found == problem if problem is None else problem in found
+
+
+def test_a_record_of_a_reward_that_does_not_apply_to_the_rows_dataset_must_be_null():
+    from rewardzoo.jobs.partial import record_problem
+    from rewardzoo.spec.config import RewardSpec
+
+    specs = [
+        RewardSpec(name="a", reward_model="x", applicable_datasets=("d1",)),
+        RewardSpec(name="b", reward_model="y"),
+    ]
+    ok = {"rewards": {"a": None, "b": 2.0}, "total": 2.0, "applied": ["b"]}
+    assert record_problem(ok, specs, "d2") is None
+    assert "reward 'a'" in record_problem({**ok, "rewards": {"a": 1.0, "b": 2.0}}, specs, "d2")
+    assert "not the rewards" in record_problem(ok, specs, "d1") or "reward 'a'" in record_problem(ok, specs, "d1")
+
+
 @pytest.mark.parametrize("field", ["image", "condition_images"])
 def test_an_out_or_report_that_is_a_media_file_of_the_manifest_is_refused_and_kept(tmp_path, field):
     media = tmp_path / "media"

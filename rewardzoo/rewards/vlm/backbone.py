@@ -49,7 +49,7 @@ import torch
 
 from ...errors import ConfigError, InputError
 from ...shared.device import canonical_dtype, torch_dtype
-from ...shared.weights import loading
+from ...shared.weights import cannot_wake, loading
 
 #: ``config.json`` model types this layer renders and batches (transformers 5.x ships all of them).
 SUPPORTED_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llava_onevision")
@@ -494,7 +494,7 @@ def load_vlm(
         return _load(key)
     with _CACHE_LOCK:
         found = _CACHE.get(key)
-        if found is None:
+        if found is None or cannot_wake(found):  # a fresh load, not weights that cannot wake
             found = _load(key)
             _CACHE[key] = found
         return found
