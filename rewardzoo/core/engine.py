@@ -39,7 +39,7 @@ from ..rewards.base import Reward, invoke, is_text_extra, validate_scores
 from ..shared.device import DeviceStreams
 from ..spec.config import RewardSpec, StreamSpec
 from ..spec.sample import Sample
-from .fields import convert_field, protected
+from .fields import convert_field, owns_memory, protected
 
 Outcome = tuple[np.ndarray, dict[str, np.ndarray]]
 Job = Callable[[], Outcome]
@@ -192,16 +192,41 @@ class ConversionCache:
 
     Thread-safe: worker threads asking for the same conversion wait for one another, so each value is
     converted once. ``samples`` may grow while the cache is in use (the incremental runner appends).
+    A front end that knows who will read a value says so (:meth:`expect`); the last expected read takes the
+    value itself and the cache lets it go, so a converted image or clip is neither copied for its last reader
+    nor held after it (a read past the expected ones converts again).
     """
 
     def __init__(self, samples: Sequence[Sample]):
         self.samples = samples
         self._values: dict[tuple[int, Hashable], Any] = {}
         self._locks: dict[tuple[int, Hashable], threading.Lock] = {}
+        self._reads: dict[tuple[int, Hashable], int] = {}
+        self._count_lock = threading.Lock()
+
+    def expect(self, indices: Iterable[int], reward: Reward) -> None:
+        """One read of each of ``reward``'s fields, for each of ``indices``, is to come."""
+        keys = [reward.inputs.conversion_key(fld) for fld in reward.inputs.fields]
+        with self._count_lock:
+            for i in indices:
+                for key in keys:
+                    self._reads[(i, key)] = self._reads.get((i, key), 0) + 1
 
     def get(self, index: int, fld: str, reward: Reward, reward_name: str) -> Any:
-        """The converted value for one reward call: its own copy or a read-only view (see ``protected``)."""
-        return protected(self._converted(index, fld, reward, reward_name))
+        """The converted value for one reward call: its own copy or a read-only view (see ``protected``), or,
+        for the last expected read, the value itself when it shares no memory with the sample's own value."""
+        value = self._converted(index, fld, reward, reward_name)
+        key = (index, reward.inputs.conversion_key(fld))
+        with self._count_lock:
+            left = self._reads.get(key)
+            if left is not None:
+                self._reads[key] = left - 1
+                if left == 1:
+                    del self._reads[key]
+                    self._values.pop(key, None)
+                    if owns_memory(value, getattr(self.samples[index], fld)):
+                        return value
+        return protected(value)
 
     def _converted(self, index: int, fld: str, reward: Reward, reward_name: str) -> Any:
         wants = reward.inputs
@@ -334,6 +359,7 @@ def score_specs(
         reward = rewards[spec.name]
         try:
             indices = table.gate(spec, reward)
+            cache.expect(indices, reward)
             if exchange_groups and reward.kind == "groupwise":
                 local_groups[spec.name] = group_indices(spec.name, table.samples, indices)
                 continue

@@ -198,7 +198,26 @@ def _pil_to_uint8(img: Image.Image) -> np.ndarray:
         return _array_to_uint8(np.clip(arr / top, 0.0, 1.0))
     if img.mode == "F":
         return _array_to_uint8(np.asarray(img, dtype=np.float32))
-    return np.asarray(img.convert("RGB"))
+    return _rgb_array(img if img.mode == "RGB" else img.convert("RGB"))
+
+
+#: Rows of a PIL image copied at a time into a NumPy array (:func:`_rgb_array`).
+STRIP_ROWS = 256
+
+
+def _rgb_array(img: Image.Image) -> np.ndarray:
+    """An RGB PIL image as a writeable uint8 (H, W, 3) array, filled a strip of rows at a time.
+
+    ``np.asarray(img)`` goes through ``tobytes()``, which joins the encoded chunks (two transient copies of the
+    image) into a read-only array that a tensor needs copied again; strips keep the transient to one strip."""
+    w, h = img.size
+    if h <= STRIP_ROWS:
+        return np.array(img)
+    out = np.empty((h, w, 3), dtype=np.uint8)
+    for top in range(0, h, STRIP_ROWS):
+        bottom = min(top + STRIP_ROWS, h)
+        out[top:bottom] = np.asarray(img.crop((0, top, w, bottom)))
+    return out
 
 
 def _array_to_uint8(arr: np.ndarray) -> np.ndarray:
