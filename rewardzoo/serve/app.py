@@ -48,7 +48,7 @@ from ..transport.wire import (
 )
 from .batching import Batcher, Overloaded
 from .drain import Drain
-from .memory import DecodeBudget, DecodeBusy
+from .memory import ConversionCost, DecodeBudget, DecodeBusy
 from .metrics import Metrics
 from .options import ServeOptions
 from .service import RewardService, openrlhf_answer, openrlhf_samples
@@ -88,6 +88,13 @@ def build_app(
     metrics.ready = int(service.ready)
     budget = DecodeBudget(options.max_decoded_bytes, options.decode_wait_s)
     in_flight = [0]
+    costs: list[ConversionCost] = []  # what converting media to the served rewards' forms costs, once loaded
+
+    def conversion() -> ConversionCost:
+        if not costs:
+            costs.append(ConversionCost.of(service.processor(service.names).rewards.values()))
+        return costs[0]
+
     decoders: list = []  # the thread limiter of parsing and decoding, made on the loop at first use
 
     async def in_decoder(fn: Callable, *args):
@@ -207,7 +214,7 @@ def build_app(
                 body = await _read_body(request, limits)
                 data = await in_decoder(loads, body, fmt, limits)
                 del body
-                async with budget.hold(decoded_bytes(data, limits)):
+                async with budget.hold(decoded_bytes(data, limits) + conversion().bytes(data)):
                     key, samples = await in_decoder(_decode, service, data, limits)
                     del data
                     n = len(samples)
