@@ -195,7 +195,7 @@ def resample(audio: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
     """Resample float32 ``(channels, time)`` with ``torchaudio.functional.resample`` (identity when equal).
 
     torchaudio's own steps (its windowed-sinc kernel, zero padding, a strided convolution, the output trimmed to
-    ``ceil(time * target / rate)``), but the convolution runs over blocks of about :data:`BLOCK` output positions,
+    ``ceil(time * target / rate)``), but the convolution runs over blocks of output positions (its unfolded input about 1 MiB),
     each on its own zero-padded slice: in one call its unfolded input is ~13x the clip (48 -> 16 kHz) and the
     padded copy 1x more, here a block's. The samples equal torchaudio's to float32 rounding (a mono clip's
     convolution may round a few ulps apart, at most ~5e-7, by block length)."""
@@ -217,7 +217,7 @@ def resample(audio: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
         positions = (length + 2 * width + orig - size) // orig + 1
         target = math.ceil(new * length / orig)
         out = torch.empty((channels, target), dtype=source.dtype)
-        step = max(1, BLOCK // new)
+        step = max(1, 4 * BLOCK // (size * channels))  # the convolution unfolds `size` samples per position: ~1 MiB
         for j0 in range(0, positions, step):
             j1 = min(j0 + step, positions)
             if j0 * new >= target:
