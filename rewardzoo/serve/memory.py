@@ -85,7 +85,7 @@ class ConversionCost:
         if isinstance(obj.get("frames"), list):
             return sum(self._image(frame, self.frame_forms) for frame in obj["frames"])
         shape = obj.get("shape")
-        if _shape_ok(shape, 4):
+        if isinstance(shape, list) and _shape_ok(shape, 4):
             t, h, w = shape[:3]
             return t * h * w * sum(FORM_BYTES.get(form, (12, 12))[1] for form in self.frame_forms)
         return 0
@@ -94,7 +94,9 @@ class ConversionCost:
         if not isinstance(obj, dict) or not self.audio:
             return 0
         shape, rate = obj.get("shape"), obj.get("sample_rate")
-        if not (_shape_ok(shape, 1) or _shape_ok(shape, 2)) or not isinstance(rate, int) or rate <= 0:
+        if not isinstance(shape, list) or not (_shape_ok(shape, 1) or _shape_ok(shape, 2)):
+            return 0
+        if not isinstance(rate, int) or rate <= 0:
             return 0
         channels, samples = (1, shape[0]) if len(shape) == 1 else (shape[0], shape[1])
         total = 0
@@ -125,7 +127,7 @@ def _pixels(obj: dict[str, Any]) -> tuple[int, int]:
             return 0, 0
         return w * h, 0
     shape = obj.get("shape")
-    if obj.get("format") == "raw" and (_shape_ok(shape, 2) or _shape_ok(shape, 3)):
+    if obj.get("format") == "raw" and isinstance(shape, list) and (_shape_ok(shape, 2) or _shape_ok(shape, 3)):
         return shape[0] * shape[1], 1
     return 0, 0
 

@@ -154,8 +154,8 @@ def preprocess_images(
     fitted_dtype = torch.uint8 if device.type == "cpu" else torch.float32
     out = torch.empty((n, 3, config.size, config.size), dtype=fitted_dtype, device=device)
     for key, (idx, make) in groups.items():
-        h, w = (images.shape if isinstance(images, torch.Tensor) else key)[-2:]
-        step = max(1, CHUNK_BYTES // (3 * h * w))
+        size = tuple(images.shape if isinstance(images, torch.Tensor) else key)
+        step = max(1, CHUNK_BYTES // (3 * int(size[-2]) * int(size[-1])))
         for a in range(0, len(idx), step):
             chunk = idx[a : a + step]
             out[torch.tensor(chunk, device=device)] = _fit(make(a, a + len(chunk)), config).to(fitted_dtype)

@@ -79,7 +79,9 @@ def test_the_converted_samples_are_the_references(long_wav, target, mono):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("dtype, scale, offset", [(np.int16, 2.0**15, 0), (np.int32, 2.0**31, 0), (np.uint8, 128.0, 128)])
+@pytest.mark.parametrize(
+    "dtype, scale, offset", [(np.int16, 2.0**15, 0), (np.int32, 2.0**31, 0), (np.uint8, 128.0, 128)]
+)
 def test_integer_arrays_convert_in_float32_bit_for_bit_as_float64_division(dtype, scale, offset):
     rng = np.random.default_rng(1)
     info = np.iinfo(dtype)

@@ -11,7 +11,7 @@ from PIL import Image
 
 from rewardzoo.core.processor import RewardProcessor
 
-from .rewards import Vandal  # noqa: F401  (the processor loads it by name; imported for its record)
+from .rewards import Vandal
 
 
 def _processor(names):
