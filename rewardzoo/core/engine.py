@@ -37,10 +37,9 @@ import numpy as np
 from ..errors import ConfigError, InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
 from ..rewards.base import Reward, invoke, is_text_extra, validate_scores
 from ..shared.device import DeviceStreams
-from ..shared.media import is_tensor, shares_memory
 from ..spec.config import RewardSpec, StreamSpec
 from ..spec.sample import Sample
-from .fields import convert_field, protected
+from .fields import convert_field, owns_memory, protected
 
 Outcome = tuple[np.ndarray, dict[str, np.ndarray]]
 Job = Callable[[], Outcome]
@@ -193,41 +192,43 @@ class ConversionCache:
 
     Thread-safe: worker threads asking for the same conversion wait for one another, so each value is
     converted once. ``samples`` may grow while the cache is in use (the incremental runner appends).
+    A front end that knows who will read a value says so (:meth:`expect`); the last expected read takes the
+    value itself and the cache lets it go, so a converted image or clip is neither copied for its last reader
+    nor held after it (a read past the expected ones converts again).
     """
 
     def __init__(self, samples: Sequence[Sample]):
         self.samples = samples
         self._values: dict[tuple[int, Hashable], Any] = {}
         self._locks: dict[tuple[int, Hashable], threading.Lock] = {}
-        self._uses: dict[tuple[int, Hashable], int] = {}  # planned requests still to come, where planned
-        self._uses_lock = threading.Lock()
+        self._reads: dict[tuple[int, Hashable], int] = {}
+        self._count_lock = threading.Lock()
 
-    def plan(self, reward: Reward, indices: Iterable[int]) -> None:
-        """Count one planned call of ``reward`` over ``indices``. The last planned request for a converted
-        tensor takes it without a copy (the cache lets it go) when it shares no memory with the sample's
-        own value: a 720p video is then held once, not twice. Unplanned requests always get a copy."""
-        with self._uses_lock:
-            for fld in reward.inputs.fields:
-                ck = reward.inputs.conversion_key(fld)
-                for i in indices:
-                    self._uses[(i, ck)] = self._uses.get((i, ck), 0) + 1
+    def expect(self, indices: Iterable[int], reward: Reward) -> None:
+        """One read of each of ``reward``'s fields, for each of ``indices``, is to come."""
+        keys = [reward.inputs.conversion_key(fld) for fld in reward.inputs.fields]
+        with self._count_lock:
+            for i in indices:
+                for key in keys:
+                    self._reads[(i, key)] = self._reads.get((i, key), 0) + 1
 
     def get(self, index: int, fld: str, reward: Reward, reward_name: str) -> Any:
-        """The converted value for one reward call: its own copy or a read-only view (see ``protected``),
-        or, for the last planned request of a tensor the conversion made, the tensor itself."""
+        """The converted value for one reward call: its own copy or a read-only view (see ``protected``), or,
+        for the last expected read, the value itself when it shares no memory with the sample's own value (a 720p
+        video is then held once, not twice). Unexpected reads always get the copy or the view."""
         value = self._converted(index, fld, reward, reward_name)
         key = (index, reward.inputs.conversion_key(fld))
-        # Copies are made under the lock: the last request cannot take the tensor (and write over it) while
+        # Copies are made under the lock: the last reader cannot take the value (and write over it) while
         # another thread still copies it.
-        with self._uses_lock:
-            left = self._uses.get(key)
-            if left is not None and left > 1:
-                self._uses[key] = left - 1
-            elif left is not None:
-                del self._uses[key]
-                if is_tensor(value) and not shares_memory(value, getattr(self.samples[index], fld)):
+        with self._count_lock:
+            left = self._reads.get(key)
+            if left is not None:
+                self._reads[key] = left - 1
+                if left == 1:
+                    del self._reads[key]
                     self._values.pop(key, None)
-                    return value
+                    if owns_memory(value, getattr(self.samples[index], fld)):
+                        return value
             return protected(value)
 
     def _converted(self, index: int, fld: str, reward: Reward, reward_name: str) -> Any:
@@ -366,8 +367,7 @@ def score_specs(
                 continue
             if spec.name not in skip:
                 planned.append((pos, spec, reward, call_plan(spec, reward, table.samples, indices)))
-                for chunk in planned[-1][3]:
-                    cache.plan(reward, chunk)
+                cache.expect(indices, reward)  # the reads its calls will make (gathered groups read unplanned)
         except Exception as exc:  # one by one, the streams before this one would still be called
             errors[pos] = exc
             break

@@ -44,11 +44,13 @@ def _metadata(value: Any, sample: Sample, wants: Inputs) -> str:
 
 
 def _image(value: Any, sample: Sample, wants: Inputs) -> Any:
-    from ..shared.media import check_pixels, to_image_tensor, to_pil_rgb, to_uint8_tensor
+    from ..shared.media import check_pixels, is_float_image_tensor, to_image_tensor, to_pil_rgb, to_uint8_tensor
 
     value = check_pixels(value, wants.max_pixels)
     if wants.images == "pil":
         return to_pil_rgb(value)
+    if wants.images == "native":
+        return to_image_tensor(value) if is_float_image_tensor(value) else to_uint8_tensor(value)
     return to_uint8_tensor(value) if wants.images == "uint8" else to_image_tensor(value)
 
 
@@ -164,3 +166,35 @@ def protected(value: Any) -> Any:
     if is_tensor(value):
         return value.clone()
     return value
+
+
+_byte_bounds = getattr(np, "byte_bounds", None) or np.lib.array_utils.byte_bounds  # NumPy 1.x / 2.x
+
+
+def owns_memory(value: Any, raw: Any) -> bool:
+    """Whether ``value`` (a converted tensor, or a list / tuple holding tensors and plain values) is a tensor's
+    memory of its own: it holds a tensor, and none of its tensors overlaps the memory of an array or tensor in
+    ``raw`` (the sample's value). Such a value can be handed to its last reader without the copy of
+    :func:`protected`: changing it changes nobody else's data."""
+    tensors = [v for v in _items(value) if is_tensor(v)]
+    if not tensors or any(isinstance(v, (np.ndarray, Image.Image)) for v in _items(value)):
+        return False
+    held = [_bounds(v) for v in _items(raw) if isinstance(v, np.ndarray) or is_tensor(v)]
+    return all(lo >= hi2 or hi <= lo2 for lo, hi in map(_bounds, tensors) for lo2, hi2 in held)
+
+
+def _items(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [item for v in value for item in _items(v)]
+    return [value]
+
+
+def _bounds(value: Any) -> tuple[int, int]:
+    """The byte range of an array's or a tensor's whole buffer (its base's / storage's, not just the view)."""
+    if isinstance(value, np.ndarray):
+        while isinstance(value.base, np.ndarray):
+            value = value.base
+        lo, hi = _byte_bounds(value)
+        return int(lo), int(hi)
+    storage = value.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()

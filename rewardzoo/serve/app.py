@@ -40,7 +40,7 @@ from ..spec.sample import Sample, samples_of
 from ..transport.wire import JSON, MSGPACK, WireError, WireLimits, decode_request_map, decoded_bytes, dumps, loads
 from .batching import Batcher
 from .drain import Drain
-from .memory import DecodeBudget
+from .memory import ConversionCost, DecodeBudget
 from .metrics import Metrics
 from .middleware import Admitted, Authenticated, BodyLimit, Counted, Ready, WireFormat
 from .options import ServeOptions
@@ -100,6 +100,7 @@ def build_app(
         Decoders(options.decode_threads),
     )
     app.state.on_load_error = on_load_error
+    app.state.conversion = None  # what converting media to the served rewards' forms costs, once they are loaded
     return app
 
 
@@ -144,13 +145,21 @@ async def score(request: Request) -> Response:
     state, fmt = request.app.state, request.state.fmt
     limits = state.service.limits
     data = await state.decoders.run(loads, await _body(request), fmt, limits)
-    async with state.decode_budget.hold(decoded_bytes(data, limits)):
+    async with state.decode_budget.hold(decoded_bytes(data, limits) + _conversion(state).bytes(data)):
         key, samples = await state.decoders.run(_decode, state.service, data, limits)
         del data
         answer = await state.batcher.submit(key, samples)
         request.state.samples = len(samples)
         del samples
     return Response(dumps(answer, fmt), media_type=MSGPACK if fmt == "msgpack" else JSON)
+
+
+def _conversion(state: Any) -> ConversionCost:
+    """The served rewards' conversion cost (:class:`ConversionCost`), computed at the first score request (the
+    ``Ready`` middleware lets none through before the rewards are loaded)."""
+    if state.conversion is None:
+        state.conversion = ConversionCost.of(state.service.processor(state.service.names).rewards.values())
+    return state.conversion
 
 
 async def get_reward(request: Request) -> Response:

@@ -1,10 +1,13 @@
-"""The server's budget of decoded media: bytes that requests' decoded images may hold at once, across requests.
+"""The server's budget of decoded media: bytes that requests' decoded media may hold at once, across requests.
 
 A PNG of 4096x4096 black pixels is 50 kB on the wire and 48 MB decoded; without a bound across requests a few
-clients multiply the server's memory. Each score request reserves what its PNGs will hold (from their headers,
-:func:`~rewardzoo.transport.wire.decoded_bytes`) before any is decoded and gives it back once answered; one that
-cannot get its share within ``wait_s`` is refused with 503 and Retry-After, one larger than the whole budget with
-413. Waiters are served in arrival order, so a large request is not starved by small ones.
+clients multiply the server's memory. Each score request reserves what its media will hold before any is decoded
+and gives it back once answered: what decoding its PNGs holds (from their headers,
+:func:`~rewardzoo.transport.wire.decoded_bytes`) plus what converting every image, frame and clip to the served
+rewards' forms allocates (:class:`ConversionCost`: a reward that wants float images holds 12 bytes per pixel, 4x
+the decoded 8-bit image). One that cannot get its share within ``wait_s`` is refused with 503 and Retry-After, one
+larger than the whole budget with 413. Waiters are served in arrival order, so a large request is not starved by
+small ones.
 """
 
 from __future__ import annotations
@@ -12,9 +15,121 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from collections.abc import AsyncIterator
+import math
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from typing import Any
 
-from ..transport.wire import WireError
+from ..transport.wire import WireError, png_size
+
+#: Bytes per pixel of an image or frame converted to each form: a PNG arrives as an RGB PIL image (the ``pil``
+#: form costs nothing more), a raw array as a view over the received bytes (a PIL image copies it, 4 bytes per
+#: pixel); ``uint8`` / ``native`` copy 3 bytes per pixel, ``float`` allocates float32 RGB, 12.
+FORM_BYTES = {"pil": (0, 4), "uint8": (3, 3), "native": (3, 3), "float": (12, 12)}
+
+
+@dataclass(frozen=True)
+class ConversionCost:
+    """What converting a request's media to the served rewards' forms allocates, on top of decoding them.
+
+    ``image_forms`` / ``frame_forms``: the distinct forms images (``image``, ``condition_images``) and video frames
+    are converted to (each distinct conversion is held once, :class:`~rewardzoo.core.engine.ConversionCache`);
+    ``audio``: the distinct ``(target rate or None, mono)`` audio conversions. A clip of C channels and T samples
+    at rate r costs, per conversion, its float32 source (4 C T bytes, the form the converter reads it into) and its
+    float32 result (4 C' ceil(T * rate' / r), C' = 1 when mono)."""
+
+    image_forms: frozenset[str] = frozenset()
+    frame_forms: frozenset[str] = frozenset()
+    audio: frozenset[tuple[int | None, bool]] = frozenset()
+
+    @classmethod
+    def of(cls, rewards: Iterable[Any]) -> ConversionCost:
+        """The cost of the forms that ``rewards`` (loaded rewards, with their ``inputs``) declare."""
+        images, frames, audio = set(), set(), set()
+        for reward in rewards:
+            wants = reward.inputs
+            if {"image", "condition_images"} & set(wants.fields):
+                images.add(wants.images)
+            if {"video", "condition_videos"} & set(wants.fields):
+                frames.add(wants.frames)
+            if {"audio", "condition_audio"} & set(wants.fields):
+                audio.add((wants.sample_rate, wants.mono))
+        return cls(frozenset(images), frozenset(frames), frozenset(audio))
+
+    def bytes(self, data: Any) -> int:
+        """An upper bound of what converting a parsed request map's media allocates (malformed parts count 0:
+        decoding refuses them)."""
+        total = 0
+        samples = data.get("samples") if isinstance(data, dict) else None
+        for sample in samples if isinstance(samples, list) else []:
+            if not isinstance(sample, dict):
+                continue
+            images = [sample.get("image")] + _list(sample.get("condition_images"))
+            total += sum(self._image(obj, self.image_forms) for obj in images)
+            for video in [sample.get("video")] + _list(sample.get("condition_videos")):
+                total += self._video(video)
+            for key in ("audio", "condition_audio"):
+                total += self._audio(sample.get(key))
+        return total
+
+    @staticmethod
+    def _image(obj: Any, forms: frozenset[str], count: int = 1) -> int:
+        if not isinstance(obj, dict) or not forms:
+            return 0
+        pixels, raw = _pixels(obj)
+        return count * pixels * sum(FORM_BYTES.get(form, (12, 12))[raw] for form in forms)
+
+    def _video(self, obj: Any) -> int:
+        if not isinstance(obj, dict):
+            return 0
+        if isinstance(obj.get("frames"), list):
+            return sum(self._image(frame, self.frame_forms) for frame in obj["frames"])
+        shape = obj.get("shape")
+        if isinstance(shape, list) and _shape_ok(shape, 4):
+            t, h, w = shape[:3]
+            return t * h * w * sum(FORM_BYTES.get(form, (12, 12))[1] for form in self.frame_forms)
+        return 0
+
+    def _audio(self, obj: Any) -> int:
+        if not isinstance(obj, dict) or not self.audio:
+            return 0
+        shape, rate = obj.get("shape"), obj.get("sample_rate")
+        if not isinstance(shape, list) or not (_shape_ok(shape, 1) or _shape_ok(shape, 2)):
+            return 0
+        if not isinstance(rate, int) or rate <= 0:
+            return 0
+        channels, samples = (1, shape[0]) if len(shape) == 1 else (shape[0], shape[1])
+        total = 0
+        for target, mono in self.audio:
+            out = math.ceil(samples * (target or rate) / rate)
+            total += 4 * channels * samples + 4 * (1 if mono else channels) * out
+        return total
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _shape_ok(shape: Any, ndim: int) -> bool:
+    return (
+        isinstance(shape, list)
+        and len(shape) == ndim
+        and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    )
+
+
+def _pixels(obj: dict[str, Any]) -> tuple[int, int]:
+    """(pixels of a wire image, 1 when it is a raw array else 0); 0 pixels when malformed."""
+    if obj.get("format") == "png" and isinstance(obj.get("data"), (bytes, bytearray, memoryview)):
+        try:
+            w, h = png_size(obj["data"])
+        except WireError:
+            return 0, 0
+        return w * h, 0
+    shape = obj.get("shape")
+    if obj.get("format") == "raw" and isinstance(shape, list) and (_shape_ok(shape, 2) or _shape_ok(shape, 3)):
+        return shape[0] * shape[1], 1
+    return 0, 0
 
 
 class DecodeBusy(Exception):
@@ -52,8 +167,8 @@ class DecodeBudget:
             return
         if n > self.limit:
             raise WireError(
-                f"the request's images need {n} bytes decoded, over the server's limit "
-                f"max_decoded_bytes={self.limit}; send fewer or smaller images per request",
+                f"the request's media need {n} bytes decoded and converted to the rewards' forms, over the "
+                f"server's limit max_decoded_bytes={self.limit}; send fewer or smaller media per request",
                 status=413,
                 kind="limit",
                 limit="max_decoded_bytes",

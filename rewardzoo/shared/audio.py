@@ -36,6 +36,8 @@ from .media import is_path, is_tensor
 MAX_CHANNELS = 8
 
 _INT_SCALE = {np.dtype(np.int16): 2.0**15, np.dtype(np.int32): 2.0**31}
+#: Frames read, mixed down or checked at a time: converting a clip never holds a full float64 or second float32 copy.
+BLOCK = 1 << 16
 
 
 def check_sample_rate(rate: Any, what: str = "audio_sample_rate") -> int:
@@ -56,26 +58,40 @@ def check_duration(samples: int, rate: int, max_seconds: float | None, where: st
         )
 
 
-def read_audio_file(path: str | os.PathLike, max_seconds: float | None = None) -> tuple[np.ndarray, int]:
+def read_audio_file(
+    path: str | os.PathLike, max_seconds: float | None = None, mono: bool = False
+) -> tuple[np.ndarray, int]:
     """Read a file with soundfile: float32 ``(channels, time)`` in [-1, 1] and the file's sample rate.
 
-    A file longer than ``max_seconds`` is refused from its header, before it is decoded.
+    A file longer than ``max_seconds`` is refused from its header, before it is decoded. The file is read in
+    blocks of :data:`BLOCK` frames into the ``(channels, time)`` result (no interleaved copy of the whole clip);
+    with ``mono`` each block is mixed down as it is read (the float64 mean over channels, as :func:`mix_down`),
+    so only the mono clip is ever held.
     """
     import soundfile as sf
 
     path = regular_file(path, "audio")
     try:
-        if max_seconds is not None:
-            info = sf.info(os.fspath(path))
-            check_duration(info.frames, info.samplerate, max_seconds, f"audio file '{path}'")
-        data, rate = sf.read(os.fspath(path), dtype="float32", always_2d=True)
+        with sf.SoundFile(os.fspath(path)) as f:
+            check_duration(f.frames, f.samplerate, max_seconds, f"audio file '{path}'")
+            channels, rate = f.channels, int(f.samplerate)
+            out = np.empty((1 if mono else channels, max(f.frames, 0)), dtype=np.float32)
+            done = 0
+            for block in f.blocks(BLOCK, dtype="float32", always_2d=True):
+                end = min(done + len(block), out.shape[1])
+                block = block[: end - done]
+                if mono:
+                    out[0, done:end] = block.T.mean(axis=0, dtype=np.float64)
+                else:
+                    out[:, done:end] = block.T
+                done = end
     except FileNotFoundError:
         raise InputError(f"audio file not found: '{path}'") from None
     except (sf.LibsndfileError, RuntimeError, OSError, TypeError, ValueError) as exc:
         if not os.path.exists(path):
             raise InputError(f"audio file not found: '{path}'") from None
         raise InputError(f"cannot read audio file '{path}': {exc}") from None
-    return np.ascontiguousarray(data.T), int(rate)
+    return out[:, :done], rate
 
 
 def to_float_channels(value: Any) -> np.ndarray:
@@ -93,13 +109,7 @@ def to_float_channels(value: Any) -> np.ndarray:
             "or a torch tensor (time,) or (channels, time)"
         )
     arr = value
-    if arr.dtype.kind == "f":
-        arr = arr.astype(np.float32, copy=False)
-    elif arr.dtype in _INT_SCALE:
-        arr = (arr.astype(np.float64) / _INT_SCALE[arr.dtype]).astype(np.float32)
-    elif arr.dtype == np.uint8:
-        arr = ((arr.astype(np.float64) - 128.0) / 128.0).astype(np.float32)
-    else:
+    if arr.dtype.kind != "f" and arr.dtype not in _INT_SCALE and arr.dtype != np.uint8:
         raise InputError(f"unsupported audio sample type {arr.dtype}; use float, int16, int32 or uint8 samples")
     if arr.ndim == 1:
         arr = arr[None, :]
@@ -119,16 +129,51 @@ def to_float_channels(value: Any) -> np.ndarray:
         )
     if arr.shape[1] == 0 or arr.shape[0] == 0:
         raise InputError("audio is empty (no samples)")
-    if not np.isfinite(arr).all():
-        raise InputError("audio contains NaN or infinite samples")
-    return np.ascontiguousarray(arr)
+    arr = _as_float32(arr)
+    check_finite(arr)
+    return arr
 
 
-def load_audio(value: Any, sample_rate: Any = None, max_seconds: float | None = None) -> tuple[np.ndarray, int]:
-    """Any supported audio value -> (float32 ``(channels, time)``, sample rate), before mixdown/resampling;
-    InputError when it lasts longer than ``max_seconds``."""
+def _as_float32(arr: np.ndarray) -> np.ndarray:
+    """float32 C-contiguous ``(channels, time)``, one copy at most (none for such an input). Integers are scaled in
+    float32: ``x / 2**15`` (or ``2**31``, ``(x - 128) / 128``) are powers of two, so the result is bit for bit
+    that of float64 division rounded once to float32, without the float64 temporaries."""
+    if arr.dtype == np.float32 and arr.flags.c_contiguous:
+        return arr
+    out = np.empty(arr.shape, dtype=np.float32)
+    out[...] = arr  # one pass: converts and (for a transposed view) lays out
+    if arr.dtype in _INT_SCALE:
+        out *= np.float32(1.0 / _INT_SCALE[arr.dtype])
+    elif arr.dtype == np.uint8:
+        out -= np.float32(128.0)
+        out *= np.float32(1.0 / 128.0)
+    return out
+
+
+def check_finite(audio: np.ndarray, where: str = "audio") -> None:
+    """InputError when a float ``(channels, time)`` clip has a NaN or infinite sample (checked in blocks)."""
+    for start in range(0, audio.shape[-1], BLOCK):
+        if not np.isfinite(audio[..., start : start + BLOCK]).all():
+            raise InputError(f"{where} contains NaN or infinite samples")
+
+
+def mix_down(audio: np.ndarray) -> np.ndarray:
+    """float32 ``(1, time)``: the mean over channels computed in float64 and rounded once (in blocks, so no
+    float64 copy of the clip is held)."""
+    out = np.empty((1, audio.shape[1]), dtype=np.float32)
+    for start in range(0, audio.shape[1], BLOCK):
+        out[0, start : start + BLOCK] = audio[:, start : start + BLOCK].mean(axis=0, dtype=np.float64)
+    return out
+
+
+def load_audio(
+    value: Any, sample_rate: Any = None, max_seconds: float | None = None, mono: bool = False
+) -> tuple[np.ndarray, int]:
+    """Any supported audio value -> (float32 ``(channels, time)``, sample rate), before resampling; InputError
+    when it lasts longer than ``max_seconds``. ``mono``: a file is mixed down as it is read (:func:`mix_down`
+    semantics); arrays are returned as they are (the caller mixes them down)."""
     if is_path(value):
-        audio, rate = read_audio_file(value, max_seconds)
+        audio, rate = read_audio_file(value, max_seconds, mono=mono)
         if sample_rate is not None and check_sample_rate(sample_rate) != rate:
             raise InputError(
                 f"audio_sample_rate {sample_rate} contradicts the file's rate {rate} Hz ('{value}'); "
@@ -136,8 +181,7 @@ def load_audio(value: Any, sample_rate: Any = None, max_seconds: float | None = 
             )
         if audio.shape[1] == 0:
             raise InputError(f"audio file '{value}' is empty (no samples)")
-        if not np.isfinite(audio).all():
-            raise InputError(f"audio file '{value}' contains NaN or infinite samples")
+        check_finite(audio, f"audio file '{value}'")
         return audio, rate
     if sample_rate is None:
         raise InputError("audio given as an array needs audio_sample_rate (the sample rate in Hz)")
@@ -148,15 +192,45 @@ def load_audio(value: Any, sample_rate: Any = None, max_seconds: float | None = 
 
 
 def resample(audio: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
-    """Resample float32 ``(channels, time)`` with ``torchaudio.functional.resample`` (identity when equal)."""
+    """Resample float32 ``(channels, time)`` with ``torchaudio.functional.resample`` (identity when equal).
+
+    torchaudio's own steps (its windowed-sinc kernel, zero padding, a strided convolution, the output trimmed to
+    ``ceil(time * target / rate)``), but the convolution runs over blocks of output positions (its unfolded input about 1 MiB),
+    each on its own zero-padded slice: in one call its unfolded input is ~13x the clip (48 -> 16 kHz) and the
+    padded copy 1x more, here a block's. The samples equal torchaudio's to float32 rounding (a mono clip's
+    convolution may round a few ulps apart, at most ~5e-7, by block length)."""
     if rate == target_rate:
         return audio
-    import torch
-    from torchaudio.functional import resample as ta_resample
+    import math
 
+    import torch
+    import torch.nn.functional as F
+    from torchaudio.functional import functional as taf
+
+    gcd = math.gcd(rate, target_rate)
+    orig, new = rate // gcd, target_rate // gcd
     with torch.inference_mode():
-        source = audio if audio.flags.writeable else audio.copy()  # a read-only view (a reward's input)
-        out = ta_resample(torch.from_numpy(source), rate, target_rate)
+        source = torch.from_numpy(audio if audio.flags.writeable else audio.copy())  # a read-only view (an input)
+        kernel, width = taf._get_sinc_resample_kernel(rate, target_rate, gcd, dtype=source.dtype)
+        channels, length = source.shape
+        size = kernel.shape[-1]  # input samples per output position; positions every `orig` samples
+        positions = (length + 2 * width + orig - size) // orig + 1
+        target = math.ceil(new * length / orig)
+        out = torch.empty((channels, target), dtype=source.dtype)
+        step = max(1, 4 * BLOCK // (size * channels))  # the convolution unfolds `size` samples per position: ~1 MiB
+        for j0 in range(0, positions, step):
+            j1 = min(j0 + step, positions)
+            if j0 * new >= target:
+                break
+            # the block's slice of the zero-padded clip (`width` zeros before, `width + orig` after), built here
+            p0, p1 = j0 * orig, (j1 - 1) * orig + size
+            window = torch.zeros((channels, 1, p1 - p0), dtype=source.dtype)
+            a, b = max(p0 - width, 0), min(p1 - width, length)
+            if b > a:
+                window[:, 0, a + width - p0 : b + width - p0] = source[:, a:b]
+            block = F.conv1d(window, kernel, stride=orig).transpose(1, 2).reshape(channels, -1)
+            end = min(j1 * new, target)
+            out[:, j0 * new : end] = block[:, : end - j0 * new]
     if out.shape[-1] == 0:
         raise InputError(
             f"audio of {audio.shape[-1]} samples at {rate} Hz is empty after resampling to {target_rate} Hz"
@@ -178,9 +252,9 @@ def prepare_audio(
     down to one channel when ``mono``; ``rate`` is ``target_rate`` when given (after resampling), else
     the source rate. See the module docstring for the accepted inputs and the errors.
     """
-    audio, rate = load_audio(value, sample_rate, max_seconds)
+    audio, rate = load_audio(value, sample_rate, max_seconds, mono=mono)
     if mono and audio.shape[0] > 1:
-        audio = audio.mean(axis=0, keepdims=True, dtype=np.float64).astype(np.float32)
+        audio = mix_down(audio)
     if target_rate is not None:
         target_rate = check_sample_rate(target_rate, "target sample rate")
         audio = resample(audio, rate, target_rate)

@@ -28,8 +28,9 @@ Unusable input raises :class:`~rewardzoo.errors.InputError` naming the field and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -144,31 +145,36 @@ def preprocess_images(
     if n == 0:
         raise InputError("no images to preprocess", field=field)
     if isinstance(images, torch.Tensor):  # one batched tensor: a single group
-        try:
-            groups = {tuple(images.shape[-2:]): (list(range(n)), _batch_to_uint8(images, device))}
-        except InputError as exc:
-            for i in range(n):  # find the offending frame for the message
-                try:
-                    to_uint8_tensor(images[i])
-                except InputError as frame_exc:
-                    raise frame_exc.located(field=field, sample=i) from None
-            raise exc.located(field=field) from None
+        if 0 in images.shape:
+            raise InputError(f"empty image batch of shape {tuple(images.shape)}", field=field)
+        batch = images
+        groups = {("batch",): (list(range(n)), lambda a, b: _batch_to_uint8(batch, a, b, device, field))}
     else:
         groups = _group(images, device, field)
-    if len(groups) == 1:
-        ((_, batch),) = groups.values()
-        return normalize(_fit(batch, config), config, dtype=dtype)
     fitted_dtype = torch.uint8 if device.type == "cpu" else torch.float32
     out = torch.empty((n, 3, config.size, config.size), dtype=fitted_dtype, device=device)
-    for idx, batch in groups.values():
-        out[torch.tensor(idx, device=device)] = _fit(batch, config).to(fitted_dtype)
+    for key, (idx, make) in groups.items():
+        size = tuple(images.shape if isinstance(images, torch.Tensor) else key)
+        step = max(1, CHUNK_BYTES // (3 * int(size[-2]) * int(size[-1])))
+        for a in range(0, len(idx), step):
+            chunk = idx[a : a + step]
+            out[torch.tensor(chunk, device=device)] = _fit(make(a, a + len(chunk)), config).to(fitted_dtype)
     return normalize(out, config, dtype=dtype)
 
 
-def _group(images: Sequence[Any], device: torch.device, field: str) -> dict[Any, tuple[list[int], torch.Tensor]]:
-    """Same-sized images as uint8 batches (N, 3, H, W) on ``device``, with their indices.
+#: Bytes of full-size 8-bit images stacked and resized at a time (:func:`preprocess_images`): a batch of large
+#: images (8 of 3840x2160 are 190 MiB) is never stacked whole, only in chunks of about this size.
+CHUNK_BYTES = 1 << 26
 
-    RGB PIL images (the common case) are copied straight into one (N, H, W, 3) buffer per size: one
+
+Maker = Any  # (start, stop) -> uint8 batch (k, 3, H, W) of a group's images start:stop
+
+
+def _group(images: Sequence[Any], device: torch.device, field: str) -> dict[Any, tuple[list[int], Maker]]:
+    """Same-sized images as makers of uint8 batches (k, 3, H, W) on ``device``, with their indices; keys end
+    with (H, W).
+
+    RGB PIL images (the common case) are copied straight into one (k, H, W, 3) buffer per chunk: one
     copy, and a channels-last batch, the layout the uint8 resize is fastest on.
     """
     pil: dict[tuple[int, int], list[int]] = {}
@@ -181,18 +187,23 @@ def _group(images: Sequence[Any], device: torch.device, field: str) -> dict[Any,
             tensors[i] = to_uint8_tensor(img, device=device)
         except InputError as exc:
             raise exc.located(field=field, sample=i) from None
-    groups: dict[Any, tuple[list[int], torch.Tensor]] = {}
-    for (h, w), idx in pil.items():
-        buf = np.empty((len(idx), h, w, 3), dtype=np.uint8)
-        for k, i in enumerate(idx):
+    groups: dict[Any, tuple[list[int], Maker]] = {}
+
+    def pil_batch(idx: list[int], a: int, b: int) -> torch.Tensor:
+        h, w = images[idx[0]].height, images[idx[0]].width
+        buf = np.empty((b - a, h, w, 3), dtype=np.uint8)
+        for k, i in enumerate(idx[a:b]):
             buf[k] = np.asarray(images[i])
-        groups[("pil", h, w)] = (idx, torch.from_numpy(buf).permute(0, 3, 1, 2).to(device))
+        return torch.from_numpy(buf).permute(0, 3, 1, 2).to(device)
+
+    for (h, w), idx in pil.items():
+        groups[("pil", h, w)] = (idx, partial(pil_batch, idx))
     by_size: dict[tuple[int, int], list[int]] = {}
     for i, t in tensors.items():
         by_size.setdefault(tuple(t.shape[-2:]), []).append(i)
     for shape, idx in by_size.items():
         key = ("tensor", *shape)  # (a starred item inside [] needs Python 3.11)
-        groups[key] = (idx, _stack([tensors[i] for i in idx]))
+        groups[key] = (idx, lambda a, b, idx=idx: _stack([tensors[i] for i in idx[a:b]]))
     return groups
 
 
@@ -204,11 +215,40 @@ def _stack(images: list[torch.Tensor]) -> torch.Tensor:
     return torch.stack(images)
 
 
-def _batch_to_uint8(batch: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """A (N, C, H, W) tensor -> uint8 (N, 3, H, W) on ``device`` (validated like single images)."""
-    if 0 in batch.shape:
-        raise InputError(f"empty image batch of shape {tuple(batch.shape)}")
-    return tensor_to_uint8(batch.to(device))
+def _batch_to_uint8(batch: torch.Tensor, a: int, b: int, device: torch.device, field: str) -> torch.Tensor:
+    """Images ``a:b`` of a (N, C, H, W) tensor -> uint8 (k, 3, H, W) on ``device`` (validated like single
+    images; an error names the offending image)."""
+    try:
+        return tensor_to_uint8(batch[a:b].to(device))
+    except InputError as exc:
+        for i in range(a, b):  # find the offending frame for the message
+            try:
+                to_uint8_tensor(batch[i])
+            except InputError as frame_exc:
+                raise frame_exc.located(field=field, sample=i) from None
+        raise exc.located(field=field) from None
+
+
+def float_batches(
+    images: Sequence[torch.Tensor], indices: Sequence[int], *, device: torch.device | str = "cpu"
+) -> Iterator[tuple[list[int], torch.Tensor]]:
+    """Same-shaped images ``images[i]`` for ``i`` in ``indices`` (uint8 or float (3, H, W), the ``"native"``
+    form) as float32 batches (k, 3, H, W) in [0, 1] on ``device``, of about :data:`CHUNK_BYTES` each (at least
+    one image): ``x.float() / 255`` of uint8 images (the ``"float"`` form's values), float images as they are.
+    Each batch is filled in place, image by image, so a batch of large images is never held as float32."""
+    indices = list(indices)
+    if not indices:
+        return
+    h, w = images[indices[0]].shape[-2:]
+    step = max(1, CHUNK_BYTES // (12 * h * w))
+    for a in range(0, len(indices), step):
+        chunk = indices[a : a + step]
+        out = torch.empty((len(chunk), 3, h, w), dtype=torch.float32, device=device)
+        for k, i in enumerate(chunk):
+            out[k].copy_(images[i])
+            if images[i].dtype == torch.uint8:
+                out[k].div_(255.0)
+        yield chunk, out
 
 
 def normalize(pixels: torch.Tensor, config: PreprocessConfig, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -31,27 +31,6 @@ def is_tensor(value: Any) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "detach")
 
 
-def shares_memory(tensor: Any, value: Any) -> bool:
-    """Whether ``tensor``'s storage overlaps the memory of ``value``: a tensor, a NumPy array, or a list / tuple of
-    them (anything else holds no pixels a conversion could have kept; a PIL image's are always copied)."""
-    if isinstance(value, (list, tuple)):
-        return any(shares_memory(tensor, v) for v in value)
-    storage = tensor.untyped_storage()
-    low = storage.data_ptr()
-    high = low + storage.nbytes()
-    if is_tensor(value):
-        if value.device != tensor.device:
-            return False
-        other = value.untyped_storage()
-        return other.data_ptr() < high and low < other.data_ptr() + other.nbytes()
-    if isinstance(value, np.ndarray):
-        if tensor.device.type != "cpu" or value.size == 0:
-            return False
-        bounds = getattr(np.lib, "array_utils", np).byte_bounds(value)
-        return bounds[0] < high and low < bounds[1]
-    return False
-
-
 def open_image(
     path: str | os.PathLike, max_pixels: int | None = None, draft: tuple[int, int] | None = None
 ) -> Image.Image:
@@ -219,7 +198,26 @@ def _pil_to_uint8(img: Image.Image) -> np.ndarray:
         return _array_to_uint8(np.clip(arr / top, 0.0, 1.0))
     if img.mode == "F":
         return _array_to_uint8(np.asarray(img, dtype=np.float32))
-    return np.asarray(img.convert("RGB"))
+    return _rgb_array(img if img.mode == "RGB" else img.convert("RGB"))
+
+
+#: Rows of a PIL image copied at a time into a NumPy array (:func:`_rgb_array`).
+STRIP_ROWS = 256
+
+
+def _rgb_array(img: Image.Image) -> np.ndarray:
+    """An RGB PIL image as a writeable uint8 (H, W, 3) array, filled a strip of rows at a time.
+
+    ``np.asarray(img)`` goes through ``tobytes()``, which joins the encoded chunks (two transient copies of the
+    image) into a read-only array that a tensor needs copied again; strips keep the transient to one strip."""
+    w, h = img.size
+    if h <= STRIP_ROWS:
+        return np.array(img)
+    out = np.empty((h, w, 3), dtype=np.uint8)
+    for top in range(0, h, STRIP_ROWS):
+        bottom = min(top + STRIP_ROWS, h)
+        out[top:bottom] = np.asarray(img.crop((0, top, w, bottom)))
+    return out
 
 
 def _array_to_uint8(arr: np.ndarray) -> np.ndarray:

@@ -309,3 +309,19 @@ class Rendezvous(PointwiseReward):
 def overlapping(a: tuple, b: tuple) -> bool:
     """Whether two recorded (name, start, end, ...) call intervals overlap in time."""
     return a[1] < b[2] and b[1] < a[2]
+
+
+class Vandal(PointwiseReward):
+    """Score = the mean of the uint8 image it got, which it then zeroes in place (a reward that writes its input)."""
+
+    inputs = Inputs(("image",), images="uint8")
+    modality = "image"
+    seen: list = []
+
+    def __call__(self, image, **_):
+        out = []
+        for im in image:
+            type(self).seen.append(im)
+            out.append(float(im.float().mean()))
+            im.zero_()
+        return out

@@ -81,3 +81,13 @@ class ImageWidth(PointwiseReward):
 
     def __call__(self, image, **_):
         return [float(im.width) for im in image]
+
+
+class ImageMean(PointwiseReward):
+    """Score = the mean of the image in [0, 1] (float images: converting holds float32 RGB, 12 bytes per pixel)."""
+
+    inputs = Inputs(("image",), images="float")
+    modality = "image"
+
+    def __call__(self, image, **_):
+        return [float(im.mean()) for im in image]

@@ -245,13 +245,13 @@ def test_a_video_past_the_decode_budget_is_refused_before_decoding_naming_sample
     assert (info.value.reward, info.value.field, info.value.sample) == ("video_temporal_flickering", "video", 1)
 
 
-def test_shares_memory_sees_views_arrays_and_lists():
+def test_a_converted_tensor_owns_its_memory_only_apart_from_the_samples_views_arrays_and_lists():
     import torch
 
-    from rewardzoo.shared.media import shares_memory
+    from rewardzoo.core.fields import owns_memory
 
     arr = np.zeros((4, 5, 6, 3), np.uint8)
     t = torch.from_numpy(arr).permute(0, 3, 1, 2)
-    assert shares_memory(t, arr) and shares_memory(t[1:2], arr) and shares_memory(t, t[2])
-    assert shares_memory(t, [np.zeros(3), arr[1]])
-    assert not shares_memory(t.clone(), arr) and not shares_memory(t, arr.copy()) and not shares_memory(t, "a.mp4")
+    assert not owns_memory(t, arr) and not owns_memory(t[1:2], arr) and not owns_memory(t, t[2])
+    assert not owns_memory(t, [np.zeros(3), arr[1]])
+    assert owns_memory(t.clone(), arr) and owns_memory(t, arr.copy()) and owns_memory(t, "a.mp4")

@@ -50,5 +50,12 @@ class AudioClipping(PointwiseReward):
     def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=None, mono=False)
         threshold = np.float32(self.threshold)
-        fraction = np.array([np.count_nonzero(np.abs(c) >= threshold) / c.size for c in clips])
+        fraction = np.array([_count_at_least(c, threshold) / c.size for c in clips])
         return RewardOutput(1.0 - fraction, extras={"clipped_fraction": fraction})
+
+
+def _count_at_least(clip: np.ndarray, threshold: np.float32, block: int = 1 << 16) -> int:
+    """``count_nonzero(|clip| >= threshold)``, a block of samples at a time (no full-size temporaries)."""
+    return sum(
+        int(np.count_nonzero(np.abs(clip[..., s : s + block]) >= threshold)) for s in range(0, clip.shape[-1], block)
+    )

@@ -27,6 +27,8 @@ import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError, did_you_mean
 from ...shared.clip import resolve_weights_file
+from ...shared.image_ops import float_batches
+from ...shared.media import to_image_tensor
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
 from . import iqa_arniqa, iqa_clip, iqa_qalign
@@ -321,7 +323,7 @@ class ImageQuality(PointwiseReward):
     Every listed metric is higher-is-better; ranges are pyiqa's (see the card).
     """
 
-    inputs = Inputs(("image",), images="float")
+    inputs = Inputs(("image",), images="native")
 
     def __init__(
         self,
@@ -369,9 +371,10 @@ class ImageQuality(PointwiseReward):
         return RewardOutput(self.scores(image))
 
     def scores(self, images: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
-        """The metric of each float image (3, H, W) in [0, 1]; images of one size run as one batch."""
+        """The metric of each image (3, H, W), uint8 or float in [0, 1]; images of one size run as batches of
+        :data:`~rewardzoo.shared.image_ops.CHUNK_BYTES` as float32 (a batch of 4K images one by one)."""
         if isinstance(self.net, iqa_qalign.QAlignScorer):  # one batch: every image becomes 448 x 448
-            return self.net(images)
+            return self.net([to_image_tensor(img) for img in images])
         out = torch.empty(len(images), dtype=torch.float64)
         by_size: dict[tuple[int, ...], list[int]] = {}
         for i, img in enumerate(images):
@@ -386,6 +389,6 @@ class ImageQuality(PointwiseReward):
             by_size.setdefault(tuple(img.shape), []).append(i)
         with torch.inference_mode():
             for idx in by_size.values():
-                x = torch.stack([images[i] for i in idx]).to(self.device, self.dtype)
-                out[idx] = self.net(x).reshape(len(idx)).double().cpu()
+                for chunk, x in float_batches(images, idx, device=self.device):
+                    out[chunk] = self.net(x.to(self.dtype)).reshape(len(chunk)).double().cpu()
         return out

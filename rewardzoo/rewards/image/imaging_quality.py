@@ -18,6 +18,7 @@ from torchvision.transforms import functional as TF
 
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.clip import resolve_weights_file
+from ...shared.image_ops import float_batches
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
 
@@ -119,7 +120,7 @@ class ImagingQuality(PointwiseReward):
     published checkpoints). Score range unbounded (a linear head), about 0-1.
     """
 
-    inputs = Inputs(("image",), images="float")
+    inputs = Inputs(("image",), images="native")
 
     def __init__(
         self,
@@ -144,17 +145,18 @@ class ImagingQuality(PointwiseReward):
         return RewardOutput(self.musiq(image) / 100.0)
 
     def musiq(self, images: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
-        """pyiqa's MUSIQ score (0-100 scale) of each float image (3, H, W) in [0, 1] after VBench's resize.
+        """pyiqa's MUSIQ score (0-100 scale) of each image (3, H, W), uint8 or float in [0, 1], after VBench's resize.
 
-        Images of one size run as one batch; the 8-bit grid is restored first (``round(x * 255)``)."""
+        Images of one size run as batches of :data:`~rewardzoo.shared.image_ops.CHUNK_BYTES` as float32 (a batch
+        of 4K images one by one); the 8-bit grid is restored first (``round(x * 255)``)."""
         scores = torch.empty(len(images), dtype=torch.float64)
         by_size: dict[tuple[int, ...], list[int]] = {}
         for i, img in enumerate(images):
             by_size.setdefault(tuple(img.shape), []).append(i)
         with torch.inference_mode():
             for idx in by_size.values():
-                x = torch.stack([images[i] for i in idx]).to(self.device, torch.float32)
-                x = vbench_resize(x.mul(255.0).round_().clamp_(0.0, 255.0), self.resize)
-                out = self.net(x.to(self.dtype))
-                scores[idx] = out.reshape(len(idx)).double().cpu()
+                for chunk, x in float_batches(images, idx, device=self.device):
+                    x = vbench_resize(x.mul_(255.0).round_().clamp_(0.0, 255.0), self.resize)
+                    out = self.net(x.to(self.dtype))
+                    scores[chunk] = out.reshape(len(chunk)).double().cpu()
         return scores
