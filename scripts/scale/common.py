@@ -155,6 +155,17 @@ def tensor_bytes(obj: Any) -> int:
     return sum(seen.values())
 
 
+def state_bytes(obj: Any) -> int:
+    """Bytes of what the modules in ``obj`` save (parameters and persistent buffers: their ``state_dict``), each
+    tensor once: what a checkpoint stores and ``rewardzoo plan`` counts (non-persistent buffers, such as an
+    attention mask a module computes at construction, are not in a checkpoint)."""
+    seen: dict[int, int] = {}
+    for module in _modules(obj):
+        for t in module.state_dict(keep_vars=True).values():
+            seen.setdefault(id(t), t.numel() * t.element_size())
+    return sum(seen.values())
+
+
 def _modules(obj: Any) -> list[Any]:
     import torch
 
@@ -240,7 +251,12 @@ def task_reference(case: Case, folder: Path) -> dict[str, Any]:
         return {"skipped": "no reference loader"}
     with Measured() as m:
         model = case.reference(folder)
-    return {"load_s": m.seconds, "load_peak_bytes": m.peak, "loaded_bytes": tensor_bytes(model)}
+    return {
+        "load_s": m.seconds,
+        "load_peak_bytes": m.peak,
+        "loaded_bytes": tensor_bytes(model),
+        "state_bytes": state_bytes(model),
+    }
 
 
 def task_load(case: Case, folder: Path) -> dict[str, Any]:
@@ -259,6 +275,7 @@ def task_load(case: Case, folder: Path) -> dict[str, Any]:
         "load_s": m.seconds,
         "load_peak_bytes": m.peak,
         "loaded_bytes": proc.loader.residency.weight_bytes(reward),
+        "state_bytes": state_bytes(proc.loader.residency.modules(reward)),
         "threads": torch.get_num_threads(),
     }
     planned = plan_config(resolve_config({"rewards": [entry]})).models[0]
@@ -461,7 +478,7 @@ def checks(row: Mapping[str, Any]) -> dict[str, bool | None]:
     if ref.get("load_peak_bytes") and load.get("load_peak_bytes"):
         out["load_peak_le_1.1x_reference"] = load["load_peak_bytes"] <= 1.1 * ref["load_peak_bytes"]
     if load.get("plan_bytes") is not None:
-        out["plan_equals_loaded"] = load["plan_bytes"] == load.get("loaded_bytes")
+        out["plan_equals_loaded"] = load["plan_bytes"] == load.get("state_bytes")
     if "finite" in load:
         out["forward_finite_in_range"] = bool(load["finite"] and load["in_range"])
     if drop.get("freed_fraction") is not None:
@@ -484,11 +501,15 @@ def read_rows(path: Path = RESULTS) -> dict[str, Any]:
 
 
 def write_rows(rows: Mapping[str, Mapping[str, Any]], path: Path = RESULTS, command: str | None = None) -> Path:
-    """Merge ``rows`` (case name -> row) into ``path`` by name (rows of other cases are kept) and write the
+    """Merge ``rows`` (case name -> row) into ``path`` by name (rows of other cases are kept; within a row, the
+    tasks measured now replace their old results, the others are kept) and write the
     standard results record (``benchmarks/results_io.py``) with its figures made from every row."""
     from results_io import dumps, machine
 
-    merged = {**read_rows(path), **{k: dict(v) for k, v in rows.items()}}
+    merged = read_rows(path)
+    for name, row in rows.items():  # task by task: a partial run (--tasks) keeps the other tasks' results
+        merged[name] = {**merged.get(name, {}), **row}
+        merged[name]["checks"] = checks(merged[name])
     merged = dict(sorted(merged.items()))
     figures = [fig for name, row in merged.items() for fig in figures_of(name, row)]
     import torch
@@ -556,14 +577,15 @@ def figures_of(name: str, row: Mapping[str, Any]) -> list[dict[str, Any]]:
             add(
                 figure(
                     f"{fid}.plan",
-                    f"`rewardzoo plan` weight bytes vs the loaded parameters + buffers, {size}",
+                    f"`rewardzoo plan` weight bytes vs the loaded parameters + persistent buffers, {size}",
                     measure("plan", load["plan_bytes"] / MB, "MB"),
-                    baseline=measure("loaded", load["loaded_bytes"] / MB, "MB"),
-                    ratio=load["plan_bytes"] / load["loaded_bytes"],
+                    baseline=measure("loaded", load["state_bytes"] / MB, "MB"),
+                    ratio=load["plan_bytes"] / load["state_bytes"],
                     ratio_label="plan / loaded",
                     goal="= 1",
                     rewards=rewards,
-                    notes=load.get("plan_from"),
+                    notes=f"plan {load['plan_bytes']} B ({load.get('plan_from')}), loaded {load['state_bytes']} B "
+                    f"(+{load['loaded_bytes'] - load['state_bytes']} B of non-persistent buffers, not in a checkpoint)",
                 )
             )
         n = load.get("samples_per_call", 1)
