@@ -55,6 +55,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -67,7 +68,10 @@ for _p in (str(ROOT), str(SCRIPTS), str(ROOT / "benchmarks")):
         sys.path.insert(0, _p)
 
 RESULTS = ROOT / "benchmarks" / "results" / "scale.json"
-SCRATCH = Path(os.environ.get("REWARDZOO_SCALE_SCRATCH", "/work/scratch/scale-check"))
+SCRATCH = Path(
+    os.environ.get("REWARDZOO_SCALE_SCRATCH")
+    or ("/work/scratch/scale-check" if Path("/work/scratch").is_dir() else f"{tempfile.gettempdir()}/rewardzoo-scale")
+)
 TASKS = ("reference", "load", "drop", "cpu", "shared")
 MB = 1e6
 
@@ -386,6 +390,76 @@ def task_build(case: Case, folder: Path) -> dict[str, Any]:
     }
 
 
+def task_gpu(case: Case, folder: Path) -> dict[str, Any]:
+    """The same table on CUDA (``scripts/gpu_check_scale.py``): load (time, ``torch.cuda.memory_allocated``
+    added, ``max_memory_allocated`` during it), one call twice (seconds per sample, activation peak per sample:
+    ``max_memory_allocated`` over the call minus the allocation before it), then ``offload: drop`` and ``cpu``
+    (device memory freed by sleep, wake time, bit-identical tensors and scores)."""
+    import numpy as np
+    import torch
+
+    from rewardzoo import RewardProcessor
+    from rewardzoo.core.residency import module_tensors
+
+    if not torch.cuda.is_available():
+        return {"skipped": "no CUDA device"}
+
+    def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        value = fn()
+        torch.cuda.synchronize()
+        return value, time.perf_counter() - start
+
+    samples = case.samples()
+    out: dict[str, Any] = {"device": torch.cuda.get_device_name(0), "samples_per_call": len(samples)}
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    entry = case.full_entry(folder, device="cuda")
+    proc, out["load_s"] = timed(lambda: RewardProcessor([entry]))
+    reward = proc.rewards[entry["name"]]
+    out["loaded_bytes"] = proc.loader.residency.weight_bytes(reward)
+    out["allocated_after_load_bytes"] = torch.cuda.memory_allocated() - before
+    out["load_peak_allocated_bytes"] = torch.cuda.max_memory_allocated() - before
+    peaks, times, scores = [], [], None
+    for _ in range(2):
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        scores, seconds = timed(lambda p=proc: _score(p, samples))
+        peaks.append(torch.cuda.max_memory_allocated() - base)
+        times.append(seconds)
+    out.update(_in_range(case, np.asarray(scores)))
+    out["first_call_s"], out["s_per_sample"] = times[0], times[1] / len(samples)
+    out["activation_bytes_per_sample"] = max(peaks) / len(samples)
+    del proc, reward
+    for mode in ("drop", "cpu"):
+        entry = case.full_entry(folder, device="cuda", offload=mode)
+        proc = RewardProcessor([entry])
+        reward = proc.rewards[entry["name"]]
+        tensors = module_tensors(proc.loader.residency.modules(reward))
+        proc.wake()
+        digest_awake, awake = digest(tensors), torch.cuda.memory_allocated()
+        first = _score(proc, samples)
+        proc.wake()
+        _, sleep_s = timed(proc.sleep)
+        asleep = torch.cuda.memory_allocated()
+        _, wake_s = timed(proc.wake)
+        nbytes = proc.loader.residency.weight_bytes(reward)
+        out[mode] = {
+            "weight_bytes": nbytes,
+            "allocated_awake_bytes": awake,
+            "allocated_asleep_bytes": asleep,
+            "freed_fraction": (awake - asleep) / nbytes if nbytes else None,
+            "sleep_s": sleep_s,
+            "wake_s": wake_s,
+            "tensors_bit_identical": digest(tensors) == digest_awake,
+            "scores_bit_identical": bytes(memoryview(first)) == bytes(memoryview(_score(proc, samples))),
+        }
+        del proc, reward, tensors
+        torch.cuda.empty_cache()
+    return out
+
+
 CHILD_TASKS: dict[str, Callable[[Case, Path], dict[str, Any]]] = {
     "build": task_build,
     "reference": task_reference,
@@ -393,6 +467,7 @@ CHILD_TASKS: dict[str, Callable[[Case, Path], dict[str, Any]]] = {
     "drop": task_drop,
     "cpu": task_cpu,
     "shared": task_shared,
+    "gpu": task_gpu,
 }
 
 
@@ -503,6 +578,15 @@ def checks(row: Mapping[str, Any]) -> dict[str, bool | None]:
         )
     if "constructions" in shared:
         out["shared_model_loaded_once"] = shared["constructions"] == 1 and bool(shared["same_instance"])
+    gpu = row.get("gpu") or {}
+    if "finite" in gpu:
+        out["gpu_forward_finite_in_range"] = bool(gpu["finite"] and gpu["in_range"])
+    for mode in ("drop", "cpu"):
+        if (gpu.get(mode) or {}).get("freed_fraction") is not None:
+            out[f"gpu_{mode}_frees_ge_90pct"] = gpu[mode]["freed_fraction"] >= 0.9
+            out[f"gpu_{mode}_wakes_bit_identical"] = bool(
+                gpu[mode]["tensors_bit_identical"] and gpu[mode]["scores_bit_identical"]
+            )
     return out
 
 
@@ -517,7 +601,7 @@ def write_rows(rows: Mapping[str, Mapping[str, Any]], path: Path = RESULTS, comm
     """Merge ``rows`` (case name -> row) into ``path`` by name (rows of other cases are kept; within a row, the
     tasks measured now replace their old results, the others are kept) and write the
     standard results record (``benchmarks/results_io.py``) with its figures made from every row."""
-    from results_io import dumps, machine
+    from results_io import dumps, machine, torch_version
 
     merged = read_rows(path)
     for name, row in rows.items():  # task by task: a partial run (--tasks) keeps the other tasks' results
@@ -525,13 +609,11 @@ def write_rows(rows: Mapping[str, Mapping[str, Any]], path: Path = RESULTS, comm
         merged[name]["checks"] = checks(merged[name])
     merged = dict(sorted(merged.items()))
     figures = [fig for name, row in merged.items() for fig in figures_of(name, row)]
-    import torch
-
     record = {
         "script": "scale_check.py",
         "date": max((r.get("date", "") for r in merged.values()), default=_dt.date.today().isoformat()),
         "machine": machine(),
-        "torch": torch.__version__.split("+")[0],
+        "torch": (torch_version() or "").split("+")[0] or None,
         "command": command or "flock /tmp/rewardzoo-heavy.lock python scripts/scale_check.py",
         "figures": figures,
         "rows": merged,
@@ -673,6 +755,53 @@ def figures_of(name: str, row: Mapping[str, Any]) -> list[dict[str, Any]]:
                 rewards=rewards,
             )
         )
+    gpu = row.get("gpu") or {}
+    if "activation_bytes_per_sample" in gpu:
+        on = f"{name}, real size, {row.get('dtype')}, {gpu.get('device')}"
+        add(
+            figure(
+                f"{fid}.gpu.forward.time",
+                f"seconds per real-sized sample on CUDA ({gpu['samples_per_call']} per call), {on}",
+                measure("rewardzoo", gpu["s_per_sample"], "s"),
+                rewards=rewards,
+            )
+        )
+        add(
+            figure(
+                f"{fid}.gpu.forward.memory",
+                f"CUDA memory per real-sized sample during a call (max_memory_allocated over the call), {on}",
+                measure("rewardzoo", gpu["activation_bytes_per_sample"] / MB, "MB"),
+                rewards=rewards,
+            )
+        )
+        if (gpu.get("drop") or {}).get("freed_fraction") is not None:
+            add(
+                figure(
+                    f"{fid}.gpu.drop.memory",
+                    f"CUDA memory freed by sleep() with offload: drop, {on}",
+                    measure(
+                        "freed",
+                        (gpu["drop"]["allocated_awake_bytes"] - gpu["drop"]["allocated_asleep_bytes"]) / MB,
+                        "MB",
+                    ),
+                    baseline=measure("weight bytes", gpu["drop"]["weight_bytes"] / MB, "MB"),
+                    ratio=gpu["drop"]["freed_fraction"],
+                    ratio_label="freed / weight bytes",
+                    goal=">= 0.9",
+                    rewards=rewards,
+                )
+            )
+            add(
+                figure(
+                    f"{fid}.gpu.drop.wake",
+                    f"wake from offload: drop vs a cold load on CUDA, {on}",
+                    measure("drop wake", gpu["drop"]["wake_s"], "s"),
+                    baseline=measure("cold load", gpu["load_s"], "s"),
+                    ratio=gpu["drop"]["wake_s"] / gpu["load_s"],
+                    ratio_label="wake / cold load",
+                    rewards=rewards,
+                )
+            )
     return out
 
 
