@@ -792,7 +792,7 @@ def scale_table(rows: dict[str, dict]) -> list[str]:
         elif plan == load["state_bytes"]:
             plan_cell = "yes"
         else:
-            plan_cell = f"{plan / load['state_bytes']:.5f}x ({load.get('plan_from')})"
+            plan_cell = f"{plan - load['state_bytes']:+d} B ({load.get('plan_from')})"
         freed = "" if drop.get("freed_fraction") is None else f"{drop['freed_fraction']:.0%}"
         if freed:
             freed += ", bit-identical" if drop.get("tensors_bit_identical") and drop.get("scores_bit_identical") else ""

@@ -606,7 +606,8 @@ def write_rows(rows: Mapping[str, Mapping[str, Any]], path: Path = RESULTS, comm
     merged = read_rows(path)
     for name, row in rows.items():  # task by task: a partial run (--tasks) keeps the other tasks' results
         merged[name] = {**merged.get(name, {}), **row}
-        merged[name]["checks"] = checks(merged[name])
+    for row in merged.values():
+        row["checks"] = checks(row)
     merged = dict(sorted(merged.items()))
     figures = [fig for name, row in merged.items() for fig in figures_of(name, row)]
     record = {
