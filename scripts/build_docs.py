@@ -767,7 +767,9 @@ def scale_summary(case: str, row: dict) -> str:
         )
     if drop.get("freed_fraction") is not None:
         same = drop.get("tensors_bit_identical") and drop.get("scores_bit_identical")
-        parts.append(f"`offload: drop` frees {drop['freed_fraction']:.0%}, wakes {'bit-identical' if same else 'CHANGED'}")
+        parts.append(
+            f"`offload: drop` frees {drop['freed_fraction']:.0%}, wakes {'bit-identical' if same else 'CHANGED'}"
+        )
     return f"`{case}` ({row.get('date')}): " + "; ".join(parts)
 
 
