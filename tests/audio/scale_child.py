@@ -36,7 +36,8 @@ def main(reward: str, path: str, form: str) -> None:
 
     from rewardzoo.core.processor import RewardProcessor
 
-    proc = RewardProcessor([{"name": "first", "reward_model": f"tests.audio.scale_child:{reward}"}])
+    model = reward if reward in ("loudness",) else f"tests.audio.scale_child:{reward}"  # a registry name: the reward
+    proc = RewardProcessor([{"name": "first", "reward_model": model}])
     warm = np.zeros((2, 48000), np.float32)
     proc([{"audio": warm, "audio_sample_rate": 48000}])
     sample = {"audio": path}

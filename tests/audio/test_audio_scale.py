@@ -41,7 +41,8 @@ def long_wav(tmp_path_factory):
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="Linux /proc only")
 @pytest.mark.parametrize(
-    "reward, form", [("FirstSample", "file"), ("FirstSampleStereo", "file"), ("FirstSample", "array")]
+    "reward, form",
+    [("FirstSample", "file"), ("FirstSampleStereo", "file"), ("FirstSample", "array"), ("loudness", "file")],
 )
 def test_a_60_s_48_khz_stereo_clip_converts_within_1_5x_its_float32_size(reward, form, long_wav):
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
@@ -101,3 +102,20 @@ def test_resampling_in_blocks_matches_torchaudio_at_every_length():
                 got = resample(x, rate, target)
                 assert got.shape == want.shape
                 np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+
+
+def test_loudness_filtered_a_chunk_at_a_time_equals_the_whole_clip_filtered_at_once(long_wav):
+    """The K-weighting over the whole clip in float64 (what BS.1770 / pyloudnorm compute), bit for bit."""
+    from scipy.signal import lfilter
+
+    from rewardzoo.rewards.audio import loudness
+
+    clip = np.ascontiguousarray(sf.read(long_wav, dtype="float32")[0].T)[:, : RATE * 7 + 1234]
+    lower, upper = loudness.block_bounds(clip.shape[1], RATE)
+    edges = np.unique(np.concatenate([lower, upper]))
+    whole = np.asarray(clip, dtype=np.float64)
+    for b, a in loudness.k_weighting(RATE):
+        whole = lfilter(b, a, whole, axis=1)
+    want = np.add.reduceat(np.square(whole[:, : edges[-1]]), edges[:-1], axis=1)
+    got = loudness.hop_energies(clip, RATE, edges)
+    assert got.shape == want.shape and np.array_equal(got, want)

@@ -82,6 +82,26 @@ def block_bounds(num_samples: int, rate: float) -> tuple[np.ndarray, np.ndarray]
     return lower, np.minimum(upper, num_samples)
 
 
+#: Hops (100 ms each) filtered at once: float64 buffers of a few hundred kB instead of the whole clip's.
+HOPS_PER_CHUNK = 16
+
+
+def hop_energies(audio: np.ndarray, rate: int, edges: np.ndarray) -> np.ndarray:
+    """Sums of squares of the K-weighted ``audio`` (channels, time) between consecutive ``edges`` (the first 0):
+    filtered :data:`HOPS_PER_CHUNK` hops at a time, each filter's state carried from chunk to chunk, which is the
+    same recurrence, in the same order, as filtering the whole clip at once, so the same values."""
+    stages = k_weighting(rate)
+    states = [np.zeros((audio.shape[0], max(len(a), len(b)) - 1)) for b, a in stages]
+    out = []
+    for k in range(0, len(edges) - 1, HOPS_PER_CHUNK):
+        cuts = edges[k : k + HOPS_PER_CHUNK + 1]
+        y = np.asarray(audio[:, cuts[0] : cuts[-1]], dtype=np.float64)
+        for j, (b, a) in enumerate(stages):
+            y, states[j] = lfilter(b, a, y, axis=1, zi=states[j])
+        out.append(np.add.reduceat(np.square(y), cuts[:-1] - cuts[0], axis=1))
+    return np.concatenate(out, axis=1)
+
+
 #: Below this rate the K-weighting filters (a 1.5 kHz shelf, a 38 Hz high-pass) are no longer what
 #: BS.1770 specifies: the shelf would sit at or above Nyquist.
 MIN_RATE = 8000
@@ -107,14 +127,11 @@ def integrated_loudness(audio: np.ndarray, rate: int) -> float:
         raise InputError(
             f"audio of {num_samples / rate:.3f} s is shorter than one {BLOCK_SECONDS * 1000:.0f} ms loudness block"
         )
-    y = np.asarray(audio, dtype=np.float64)
-    for b, a in k_weighting(rate):
-        y = lfilter(b, a, y, axis=1)
     lower, upper = block_bounds(num_samples, rate)
     # sums of squares between consecutive block edges (100 ms hops), then blocks as sums of hops:
     # cheaper than a cumulative sum over every sample, and exact up to float rounding
     edges = np.unique(np.concatenate([lower, upper]))
-    hops = np.add.reduceat(np.square(y[:, : edges[-1]]), edges[:-1], axis=1)
+    hops = hop_energies(audio, rate, edges)
     energy = np.concatenate([np.zeros((channels, 1)), np.cumsum(hops, axis=1)], axis=1)
     z = (energy[:, np.searchsorted(edges, upper)] - energy[:, np.searchsorted(edges, lower)]) / (BLOCK_SECONDS * rate)
     gains = np.asarray(CHANNEL_GAINS[:channels])[:, None]
