@@ -125,7 +125,7 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
     for name in ("ssl_keyfile", "ssl_certfile"):
         if getattr(job, name) is not None and not os.path.isfile(getattr(job, name)):
             raise ConfigError(f"--{name.replace('_', '-')} {getattr(job, name)}: no such file")
-    if job.ssl_keyfile is not None:
+    if job.ssl_keyfile is not None and job.ssl_certfile is not None:
         check_tls_files(job.ssl_keyfile, job.ssl_certfile)
     if job.max_wait_ms < 0:
         raise ConfigError(f"--max-wait-ms must be 0 or more, got {job.max_wait_ms}")

@@ -141,7 +141,12 @@ def guard_descendants() -> None:
         return
     guardian = os.getpid()
     worker_pid: list[int] = []
-    signal.signal(signal.SIGTERM, lambda *_: worker_pid and os.kill(worker_pid[0], signal.SIGTERM))
+
+    def forward(*_: Any) -> None:  # SIGTERM drains the worker, as it did when it was the started process
+        if worker_pid:
+            os.kill(worker_pid[0], signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, forward)
     pid = os.fork()
     if pid == 0:  # the worker: gone with its guardian
         signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -139,7 +139,7 @@ def run_evaluate(job: EvaluateJob, score: Callable[[ScoreJob], list[dict]] | Non
     from ...core.resolve import config_source, load_config
     from ...spec.config import RewardConfig
 
-    folder = _out_folder(job) if job.out else Path(tempfile.mkdtemp(prefix="rewardzoo-evaluate-"))
+    folder = _out_folder(job.out, job.data) if job.out else Path(tempfile.mkdtemp(prefix="rewardzoo-evaluate-"))
     data = read_set(job.data, job.format, folder / "media")
     source = config_source(job.config)
     specs = (source if isinstance(source, RewardConfig) else load_config(source)).specs(job.split)
@@ -200,10 +200,10 @@ def run_evaluate(job: EvaluateJob, score: Callable[[ScoreJob], list[dict]] | Non
 WRITTEN = ("members.jsonl", "scores.jsonl", "agreement.json", "media")
 
 
-def _out_folder(job: EvaluateJob) -> Path:
+def _out_folder(out: str | os.PathLike, data_path: str | os.PathLike) -> Path:
     """The --out folder, refused when it is a file, is the data's own folder (the run's files would mix with the
     data set's, and ``media/`` or ``members.jsonl`` could be the set's own), or names the data file itself."""
-    folder, data = Path(job.out), Path(job.data)
+    folder, data = Path(out), Path(data_path)
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"--out '{folder}' is a file; give a folder for {', '.join(WRITTEN)}")
     if folder.resolve() == data.resolve().parent:
