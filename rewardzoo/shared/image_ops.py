@@ -300,3 +300,34 @@ def preprocess_pixels(
     std = torch.tensor(config.std, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
     x = (x - mean) / std
     return x if dtype is None else x.to(dtype)
+
+
+def bilinear_plane(plane: torch.Tensor, size: tuple[int, int], band: int = 64) -> torch.Tensor:
+    """One 8-bit plane (H, W) resized to ``size`` as torch's bilinear interpolation does it (``align_corners=False``,
+    no antialias): ``src = max(scale * (i + 0.5) - 0.5, 0)`` per axis in float32, each output pixel the weighted sum
+    of its 2x2 neighbours. Returns float32 of the 8-bit values' scale. Only the two input rows each output row reads
+    are converted to float, ``band`` output rows at a time, so a 4K plane is never held as float32. Equal to
+    ``F.interpolate`` on the float plane up to float32 rounding (which torch's own result varies by with its thread
+    count: ~1e-7 relative)."""
+    in_h, in_w = plane.shape
+    out_h, out_w = size
+    y0, y1, wy0, wy1 = _linear_axis(in_h, out_h)
+    x0, x1, wx0, wx1 = _linear_axis(in_w, out_w)
+    out = torch.empty((out_h, out_w), dtype=torch.float32, device=plane.device)
+    for a in range(0, out_h, band):
+        rows = slice(a, a + band)
+        top, bottom = plane[y0[rows]].float(), plane[y1[rows]].float()
+        top = wx0 * top[:, x0] + wx1 * top[:, x1]
+        bottom = wx0 * bottom[:, x0] + wx1 * bottom[:, x1]
+        out[rows] = wy0[rows, None] * top + wy1[rows, None] * bottom
+    return out
+
+
+def _linear_axis(n_in: int, n_out: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(first index, second index, first weight, second weight) of each output position along one axis."""
+    scale = torch.tensor(n_in, dtype=torch.float32) / torch.tensor(n_out, dtype=torch.float32)
+    src = ((torch.arange(n_out, dtype=torch.float32) + 0.5) * scale - 0.5).clamp_(min=0.0)
+    first = src.long()
+    second = (first + 1).clamp_(max=n_in - 1)
+    weight = src - first.float()
+    return first, second, 1.0 - weight, weight

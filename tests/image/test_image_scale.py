@@ -89,3 +89,58 @@ def test_chunked_preprocessing_equals_resizing_the_whole_stacked_batch(mode, uhd
         fitted = torch.zeros((3, 3, 224, 224), dtype=torch.uint8)
         fitted[..., 49 : 49 + 126, :] = resized
     assert torch.equal(ours, normalize(fitted, config))
+
+
+MUSIQ_ARCH = {"hidden_size": 32, "mlp_dim": 64, "num_heads": 2, "num_layers": 2}
+
+
+@pytest.fixture(scope="module")
+def tiny_musiq_file(tmp_path_factory):
+    musiq_arch = pytest.importorskip("pyiqa.archs.musiq_arch")
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("musiq") / "musiq_tiny.pth"
+    torch.save(musiq_arch.MUSIQ(pretrained=False, **MUSIQ_ARCH).state_dict(), path)
+    return str(path)
+
+
+def test_imaging_quality_on_a_4k_batch_peaks_within_1_5x_its_decoded_size(tiny_musiq_file, uhd_jpeg, tmp_path):
+    """VBench resizes float values without antialiasing: the whole 4K image as float32 (4x its bytes) was held (two
+    images: 238 MiB before, 142 MiB now). The bound adds the model's working set: MUSIQ's multi-scale patches of one
+    image at the size it scores (288x512), measured the same way on an image of that size. Two images, so that one
+    float32 4K image (95 MiB) is past the bound's slack."""
+    path, small = uhd_jpeg
+    at_model_size = tmp_path / "model_size.png"
+    Image.fromarray(np.full((288, 512, 3), 120, np.uint8)).save(at_model_size)
+    spec = {"name": "imaging_quality", "model_path": tiny_musiq_file, "device": "cpu", "batch_size": N}
+    spec["kwargs"] = {"arch": MUSIQ_ARCH}
+    working_set = _run(spec, [str(at_model_size)], small)["growth"]
+    got = _run(spec, [path] * 2, small)
+    decoded = 2 * DECODED // N
+    assert got["growth"] <= 1.5 * decoded + working_set, (
+        f"imaging_quality: peak grew {got['growth'] / 2**20:.0f} MiB for {decoded / 2**20:.0f} MiB of images "
+        f"(model working set {working_set / 2**20:.0f} MiB)"
+    )
+    assert len(set(got["scores"])) == 1  # the same image eight times, scored alike
+
+
+@pytest.mark.parametrize("mode", ["longer", "shorter", "shorter_centercrop"])
+@pytest.mark.parametrize("form", ["uint8", "float"])
+def test_imaging_quality_resizes_plane_by_plane_as_torchvision_resizes_the_whole_image(tiny_musiq_file, mode, form):
+    """torchvision's resize of the whole (1, 3, H, W) float image (VBench's transform), to float32 rounding: torch's
+    own result differs by as much between 1 and 2 threads."""
+    import torchvision.transforms as T
+
+    from rewardzoo import load_reward
+
+    reward = load_reward({"name": "imaging_quality", "model_path": tiny_musiq_file}, resize=mode, arch=MUSIQ_ARCH)
+    rng = np.random.default_rng(1)
+    pixels = torch.from_numpy(rng.integers(0, 256, (3, 1100, 1500), dtype=np.uint8))
+    image = pixels if form == "uint8" else pixels.float() / 255
+    h, w = pixels.shape[-2:]
+    scale = 512 / (max(h, w) if mode == "longer" else min(h, w))
+    want = T.Resize(size=(int(scale * h), int(scale * w)), antialias=False)(pixels.float()[None])
+    if mode == "shorter_centercrop":
+        want = T.CenterCrop(512)(want)
+    got = reward._resized(image)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got.numpy() * 255.0, want.numpy(), rtol=0, atol=1e-3)

@@ -10,7 +10,7 @@ the weights are loaded here (``weights_only=True`` or safetensors), never throug
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -18,7 +18,7 @@ from torchvision.transforms import functional as TF
 
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.clip import resolve_weights_file
-from ...shared.image_ops import float_batches
+from ...shared.image_ops import CHUNK_BYTES, bilinear_plane, float_batches
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
 
@@ -148,15 +148,46 @@ class ImagingQuality(PointwiseReward):
         """pyiqa's MUSIQ score (0-100 scale) of each image (3, H, W), uint8 or float in [0, 1], after VBench's resize.
 
         Images of one size run as batches of :data:`~rewardzoo.shared.image_ops.CHUNK_BYTES` as float32 (a batch
-        of 4K images one by one); the 8-bit grid is restored first (``round(x * 255)``)."""
+        of 4K images one by one); the 8-bit grid is restored first (``round(x * 255)``). An image that VBench
+        resizes is resized one colour plane at a time from its 8-bit values
+        (:func:`~rewardzoo.shared.image_ops.bilinear_plane`), so a 4K image is never held as float32."""
         scores = torch.empty(len(images), dtype=torch.float64)
         by_size: dict[tuple[int, ...], list[int]] = {}
         for i, img in enumerate(images):
             by_size.setdefault(tuple(img.shape), []).append(i)
         with torch.inference_mode():
             for idx in by_size.values():
-                for chunk, x in float_batches(images, idx, device=self.device):
-                    x = vbench_resize(x.mul_(255.0).round_().clamp_(0.0, 255.0), self.resize)
+                for chunk, x in self._batches(images, idx):
                     out = self.net(x.to(self.dtype))
                     scores[chunk] = out.reshape(len(chunk)).double().cpu()
         return scores
+
+    def _batches(self, images: Sequence[torch.Tensor], idx: list[int]) -> Iterator[tuple[list[int], torch.Tensor]]:
+        """(indices, VBench-preprocessed float batch) for same-sized ``images[idx]``, chunked as
+        :func:`~rewardzoo.shared.image_ops.float_batches` chunks them."""
+        h, w = images[idx[0]].shape[-2:]
+        ref = max(h, w) if self.resize == "longer" else min(h, w)
+        if self.resize is None or ref <= VBENCH_SIDE:  # the model reads the full size: its input is float anyway
+            for chunk, x in float_batches(images, idx, device=self.device):
+                yield chunk, vbench_resize(x.mul_(255.0).round_().clamp_(0.0, 255.0), self.resize)
+            return
+        step = max(1, CHUNK_BYTES // (12 * h * w))
+        for a in range(0, len(idx), step):
+            chunk = idx[a : a + step]
+            yield chunk, torch.cat([self._resized(images[i]) for i in chunk])
+
+    def _resized(self, image: torch.Tensor) -> torch.Tensor:
+        """One image (3, H, W), uint8 or float in [0, 1], as VBench resizes it: (1, 3, h, w) in [0, 1], a plane at a
+        time through :func:`~rewardzoo.shared.image_ops.bilinear_plane` (never the whole image as float32)."""
+        h, w = image.shape[-2:]
+        scale = VBENCH_SIDE / (max(h, w) if self.resize == "longer" else min(h, w))
+        size = (int(scale * h), int(scale * w))
+        planes = []
+        for plane in image.to(self.device):
+            if plane.dtype != torch.uint8:  # the 8-bit grid, as float_batches' path restores it
+                plane = (plane * 255.0).round_().clamp_(0, 255).to(torch.uint8)
+            planes.append(bilinear_plane(plane, size))
+        resized = torch.stack(planes)[None]
+        if self.resize == "shorter_centercrop":
+            resized = TF.center_crop(resized, VBENCH_SIDE)
+        return resized / 255.0
