@@ -137,9 +137,8 @@ def qwen_tokenizer(extra_text: tuple[str, ...] = ()) -> Any:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     fast = PreTrainedTokenizerFast(tokenizer_object=tok)
-    fast.add_special_tokens(
-        {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "additional_special_tokens": list(QWEN_SPECIALS)}
-    )
+    fast.add_special_tokens({"additional_special_tokens": list(QWEN_SPECIALS)})  # in id order
+    fast.add_special_tokens({"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"})
     ids = fast.convert_tokens_to_ids(list(QWEN_SPECIALS))
     assert ids == list(range(QWEN_REGULAR, QWEN_REGULAR + len(QWEN_SPECIALS))), ids[:3]
     return fast

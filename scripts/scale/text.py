@@ -63,13 +63,9 @@ def llama3_tokenizer() -> Any:
                 "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>", "<|eot_id|>", "<|python_tag|>"]  # fmt: skip
     specials += [f"<|reserved_special_token_{i}|>" for i in range(3, 3 + 256 - len(specials))]
     fast = PreTrainedTokenizerFast(tokenizer_object=tok)
+    fast.add_special_tokens({"additional_special_tokens": specials})  # in id order
     fast.add_special_tokens(
-        {
-            "bos_token": "<|begin_of_text|>",
-            "eos_token": "<|eot_id|>",
-            "pad_token": "<|finetune_right_pad_id|>",
-            "additional_special_tokens": specials,
-        }
+        {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>", "pad_token": "<|finetune_right_pad_id|>"}
     )
     assert fast.convert_tokens_to_ids("<|begin_of_text|>") == LLAMA3_REGULAR and len(fast) == 128256
     fast.chat_template = LLAMA3_TEMPLATE
@@ -78,7 +74,7 @@ def llama3_tokenizer() -> Any:
 
 def build_sequence_reward(folder: Path) -> None:
     import torch
-    from transformers import LlamaConfig, LlamaForSequenceClassification
+    from transformers import AutoModelForSequenceClassification, LlamaConfig
     from transformers.initialization import no_init_weights
 
     tokenizer = llama3_tokenizer()
@@ -92,7 +88,7 @@ def build_sequence_reward(folder: Path) -> None:
     config.architectures = ["LlamaForSequenceClassification"]
     torch.manual_seed(0)
     with no_init_weights():
-        model = LlamaForSequenceClassification(config).to(torch.bfloat16).eval()
+        model = AutoModelForSequenceClassification.from_config(config, dtype=torch.bfloat16).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.normal_(0.0, 0.02) if p.dim() >= 2 else p.fill_(1.0)

@@ -37,7 +37,7 @@ def _videoalign_template() -> str:
 def build_videoalign(folder: Path) -> None:
     import torch
     from peft import LoraConfig, get_peft_model
-    from transformers import Qwen2VLForConditionalGeneration
+    from transformers import AutoModelForImageTextToText
     from transformers.initialization import no_init_weights
 
     from rewardzoo.testing.reward_models import VIDEOALIGN_TOKENS, older_qwen2_vl_peft_key, videoalign_model_config
@@ -49,14 +49,14 @@ def build_videoalign(folder: Path) -> None:
     base = folder / "Qwen2-VL-2B-Instruct"
     torch.manual_seed(0)
     with no_init_weights():
-        model = Qwen2VLForConditionalGeneration(config).to(torch.bfloat16).eval()
+        model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16).eval()
     _randomize(model)
     model.save_pretrained(base, max_shard_size="4GB")  # Qwen/Qwen2-VL-2B-Instruct: 2 shards + index
     processor.save_pretrained(base)
 
     # VideoAlign's create_model_and_processor: the reward tokens, embeddings resized, a bias-free rm_head, PEFT LoRA
     tokenizer.add_special_tokens({"additional_special_tokens": list(VIDEOALIGN_TOKENS)})
-    model.resize_token_embeddings(len(tokenizer))
+    model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
     model.rm_head = torch.nn.Linear(config.text_config.hidden_size, 1, bias=False, dtype=torch.bfloat16)
     excluded = ("lm_head", "rm_head", "embed_tokens", "visual")
     targets = [
@@ -92,7 +92,7 @@ def reference_videoalign(folder: Path) -> Any:
     model = Qwen2VLForConditionalGeneration.from_pretrained(base, dtype=torch.bfloat16)
     tokenizer = AutoTokenizer.from_pretrained(base)
     tokenizer.add_special_tokens({"additional_special_tokens": ["<|VQ_reward|>", "<|MQ_reward|>", "<|TA_reward|>"]})
-    model.resize_token_embeddings(len(tokenizer))
+    model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
     model.rm_head = torch.nn.Linear(model.config.text_config.hidden_size, 1, bias=False, dtype=torch.bfloat16)
     excluded = ("lm_head", "rm_head", "embed_tokens", "visual")
     targets = [
