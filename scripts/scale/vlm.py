@@ -50,6 +50,7 @@ def build_videoalign(folder: Path) -> None:
     torch.manual_seed(0)
     with no_init_weights():
         model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16).eval()
+    model.tie_weights()  # (skipped under no_init_weights): the 2B ties lm_head to the embeddings
     _randomize(model)
     model.save_pretrained(base, max_shard_size="4GB")  # Qwen/Qwen2-VL-2B-Instruct: 2 shards + index
     processor.save_pretrained(base)
@@ -133,6 +134,7 @@ def build_qwen_judge(folder: Path, spec: Any, family: str) -> None:
     torch.manual_seed(0)
     with no_init_weights():
         model = AutoModelForImageTextToText.from_config(hf_config(spec), dtype=torch.bfloat16).eval()
+    model.tie_weights()  # (skipped under no_init_weights): the 3B ties lm_head to the embeddings
     _randomize(model)
     model.save_pretrained(folder, max_shard_size="4GB")
     processor.save_pretrained(folder)
