@@ -164,12 +164,22 @@ def qwen_processor(family: str, tokenizer: Any) -> Any:
 _ST_DTYPES = {"torch.bfloat16": "BF16", "torch.float16": "F16", "torch.float32": "F32", "torch.int64": "I64"}
 
 
-def sparse_safetensors(model: Any, directory: Path, *, shard_bytes: int = 5 * 10**9) -> list[Path]:
+def sparse_safetensors(
+    model: Any,
+    directory: Path,
+    *,
+    shard_bytes: int = 5 * 10**9,
+    single: str | None = None,
+    rename: Any = None,
+    extra: dict[str, tuple[str, list[int]]] | None = None,
+) -> list[Path]:
     """Write ``model``'s state dict (a meta-device model is fine) as sharded safetensors whose headers are real and
     whose data are holes (``truncate`` to the full size: no disk blocks), plus ``model.safetensors.index.json``.
 
     What ``rewardzoo plan`` and any header reader see is the published layout at full size; reading the data would
-    give zeros. Tied parameters are written once (the first name), as ``save_pretrained`` does."""
+    give zeros. Tied parameters are written once (the first name), as ``save_pretrained`` does. ``single``: one
+    file of that name, no index; ``rename``: a function applied to each key; ``extra``: more tensors
+    (``name -> (torch dtype string, shape)``)."""
     directory.mkdir(parents=True, exist_ok=True)
     tied = {n for n, _ in model.named_parameters(remove_duplicate=False)} - {n for n, _ in model.named_parameters()}
     items = [
@@ -177,6 +187,15 @@ def sparse_safetensors(model: Any, directory: Path, *, shard_bytes: int = 5 * 10
         for name, t in model.state_dict().items()
         if name not in tied
     ]
+    if rename is not None:
+        items = [(rename(n), *rest) for n, *rest in items]
+    for name, (dtype, shape) in (extra or {}).items():
+        size = {"torch.float32": 4, "torch.bfloat16": 2, "torch.float16": 2}[dtype]
+        for dim in shape:
+            size *= dim
+        items.append((name, dtype, list(shape), size))
+    if single is not None:
+        shard_bytes = 1 << 62
     shards: list[list[tuple]] = [[]]
     size = 0
     for item in items:
@@ -187,7 +206,7 @@ def sparse_safetensors(model: Any, directory: Path, *, shard_bytes: int = 5 * 10
         size += item[3]
     weight_map, paths, total = {}, [], 0
     for i, shard in enumerate(shards, 1):
-        fname = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
+        fname = single or f"model-{i:05d}-of-{len(shards):05d}.safetensors"
         header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
         offset = 0
         for name, dtype, shape, nbytes in shard:
@@ -203,6 +222,7 @@ def sparse_safetensors(model: Any, directory: Path, *, shard_bytes: int = 5 * 10
             f.truncate(8 + len(raw) + offset)
         paths.append(path)
         total += offset
-    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
-    (directory / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
+    if single is None:
+        index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+        (directory / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
     return paths

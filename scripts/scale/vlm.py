@@ -224,6 +224,81 @@ META = {
 }
 
 
+def hpsv3_meta_row(scratch: Path) -> dict[str, Any]:
+    """HPSv3 (MizzenAI/HPSv3): ``HPSv3.safetensors``, one file holding the Qwen2-VL-7B reward model in the older key
+    names (embeddings resized to the tokenizer + ``<|Reward|>``, ``lm_head``, ``rm_head`` ranknet 3584-1024-16-2),
+    bf16, as a sparse file; the base directory (config, tokenizer, processor) beside it. Plan vs the meta build
+    of what the reward constructs (``Qwen2VLModel`` without ``lm_head``, the head in float32)."""
+    import datetime as dt
+    import shutil
+
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoModelForImageTextToText
+
+    from rewardzoo.core.memory_plan import plan_config
+    from rewardzoo.core.resolve import resolve_config
+    from rewardzoo.rewards.vlm.reward_models import resize_vocabulary
+    from rewardzoo.testing.reward_models import older_qwen2_vl_peft_key
+    from scale.common import Measured
+    from scale.qwen import hf_config, qwen_processor, qwen_tokenizer, sparse_safetensors
+
+    folder = scratch / "meta.hpsv3"
+    shutil.rmtree(folder, ignore_errors=True)
+    base = folder / "Qwen2-VL-7B-Instruct"
+    config = hf_config(_spec("qwen2_vl_7b"))
+    config.save_pretrained(base)
+    tokenizer = qwen_tokenizer()
+    qwen_processor("qwen2_vl", tokenizer).save_pretrained(base)
+    rows = len(tokenizer) + 1  # + <|Reward|>
+    resize_vocabulary(config, rows)
+    with torch.device("meta"):
+        model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
+    width = config.text_config.hidden_size
+    head = {"rm_head.0.weight": [1024, width], "rm_head.0.bias": [1024], "rm_head.3.weight": [16, 1024],
+            "rm_head.3.bias": [16], "rm_head.5.weight": [2, 16], "rm_head.5.bias": [2]}  # fmt: skip
+    files = sparse_safetensors(
+        model,
+        folder,
+        single="HPSv3.safetensors",
+        rename=lambda k: older_qwen2_vl_peft_key("base_model.model." + k).removeprefix("base_model.model."),
+        extra={k: ("torch.bfloat16", v) for k, v in head.items()},
+    )
+    del model
+    entry = {"name": "meta_hpsv3", "reward_model": "hpsv3", "model_path": str(files[0]), "dtype": "bfloat16",
+             "kwargs": {"base_model": str(base)}}  # fmt: skip
+    with Measured() as mp:
+        planned = plan_config(resolve_config({"rewards": [entry]})).models[0]
+    with Measured() as mm:  # what the reward builds: the bare backbone (no lm_head) + the head in float32
+        cfg = AutoConfig.from_pretrained(base)
+        resize_vocabulary(cfg, rows)
+        with torch.device("meta"):
+            backbone = AutoModel.from_config(cfg, dtype=torch.bfloat16)
+    built = sum(t.numel() * t.element_size() for t in backbone.state_dict().values())
+    head_bytes = 4 * sum(int(torch.tensor(v).prod()) for v in head.values())
+    apparent = files[0].stat().st_size
+    shutil.rmtree(folder, ignore_errors=True)
+    return {
+        "reward": "hpsv3",
+        "family": "vlm",
+        "dtype": "bfloat16",
+        "layout": "HPSv3.safetensors: one sparse file (the layout of MizzenAI/HPSv3), older Qwen2-VL key names, bf16 "
+        "+ a Qwen2-VL-7B-Instruct base directory (config, tokenizer, processor)",
+        "notes": "7B+: plan and the meta-device build only, nothing loaded; the reward drops lm_head and holds its "
+        "head in float32, which the plan (file headers at the entry dtype) does not know",
+        "date": dt.date.today().isoformat(),
+        "meta": {
+            "parameters": sum(p.numel() for p in backbone.parameters()) + head_bytes // 4,
+            "meta_build_bytes": built + head_bytes,
+            "meta_build_s": mm.seconds,
+            "plan_bytes": planned.weights,
+            "plan_from": planned.how,
+            "plan_s": mp.seconds,
+            "files_apparent_bytes": apparent,
+        },
+        "checks": {"plan_equals_meta_build": planned.weights == built + head_bytes},
+    }
+
+
 def meta_row(name: str, scratch: Path) -> dict[str, Any]:
     """Sparse published layout + ``rewardzoo plan`` vs the parameter bytes of the meta-device build."""
     import datetime as dt
@@ -292,10 +367,10 @@ def meta_main(argv: list[str]) -> int:
     """``python scripts/scale/vlm.py --meta [NAME ...]``: the 7B rows, merged into scale.json."""
     from scale.common import SCRATCH, write_rows
 
-    names = argv or list(META)
+    names = argv or [*META, "meta.hpsv3"]
     rows = {}
     for name in names:
-        rows[name] = meta_row(name, SCRATCH)
+        rows[name] = hpsv3_meta_row(SCRATCH) if name == "meta.hpsv3" else meta_row(name, SCRATCH)
         print(json.dumps({name: rows[name]["meta"] | rows[name]["checks"]}), flush=True)
     write_rows(rows, command="python scripts/scale/vlm.py --meta")
     return 0
