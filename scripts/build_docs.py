@@ -33,7 +33,10 @@ The documentation site (``mkdocs.yml``, sources under ``docs/``):
   hand-written advice on choosing between them; the Rewards part of the nav in ``mkdocs.yml`` (``reward nav``);
 - ``docs/guides/config-reference.md`` from ``rewardzoo.spec.config.json_schema()``; ``docs/api.md`` from the
   public names (``rewardzoo._LAZY``); ``docs/benchmarks.md`` from ``benchmarks/results/*.json``;
-- ``docs/architecture.md``: each package's docstring (``package docstrings``).
+- ``docs/architecture.md``: each package's docstring (``package docstrings``);
+- from ``benchmarks/results/scale.json`` (``scripts/scale_check.py``): the Benchmarks page's "At real size" table,
+  each reward page's "at real size" row, and the package data ``rewardzoo/catalog/scale.json`` that
+  ``rewardzoo plan`` reads (:mod:`rewardzoo.catalog.measured`).
 
     python scripts/build_docs.py            # rewrite what is out of date
     python scripts/build_docs.py --check    # exit 1 listing (with a short diff) what is out of date
@@ -61,6 +64,8 @@ from rewardzoo.rewards.vlm.pairings import PAIRINGS  # noqa: E402  (pure data: n
 
 CARDS = ROOT / "rewardzoo" / "model_cards"
 RESULTS = ROOT / "benchmarks" / "results"
+SCALE = RESULTS / "scale.json"  # scripts/scale_check.py: figures + the raw rows by case
+MEASURED_DATA = ROOT / "rewardzoo" / "catalog" / "scale.json"  # package data for `rewardzoo plan` (generated here)
 DOCS = ROOT / "docs"
 REWARD_PAGES = DOCS / "rewards"
 FAMILY_PAGES = REWARD_PAGES / "families"
@@ -522,6 +527,9 @@ def reward_page(name: str, meta: dict, runs: list[dict]) -> str:
     if isinstance(ref, dict):
         for key, value in ref.items():
             rows.append((f"reference {key}", str(value)))
+    for case, row in scale_rows().items():
+        if row.get("reward") == name:
+            rows.append(("at real size", scale_summary(case, row)))
     figures = speed_count(name, runs)
     rows.append(("speed", f"[{figures} benchmark figure{'s' * (figures != 1)}](#speed)" if figures else "not measured"))
     body = card_body(name)
@@ -728,6 +736,118 @@ def api_page() -> str:
     return "\n".join(lines)
 
 
+def scale_rows() -> dict[str, dict]:
+    """The rows of ``scripts/scale_check.py`` by case (``benchmarks/results/scale.json``), none when absent."""
+    if not SCALE.is_file():
+        return {}
+    return dict(json.loads(SCALE.read_text(encoding="utf-8")).get("rows", {}))
+
+
+def _gb(n: float | None) -> str:
+    return "" if n is None else f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+
+
+def scale_summary(case: str, row: dict) -> str:
+    """One line of a case's real-size figures (the reward page's "at real size" row)."""
+    load, ref, drop, gpu = (row.get(k) or {} for k in ("load", "reference", "drop", "gpu"))
+    if "state_bytes" not in load:
+        return f"`{case}`: not measured ({load.get('error', 'no load figures')[:80]})"
+    parts = [f"weights {_gb(load['state_bytes'])} {row['dtype']}", f"load peak {_gb(load['load_peak_bytes'])}"]
+    if ref.get("load_peak_bytes"):
+        parts[-1] += f" (reference loader {_gb(ref['load_peak_bytes'])})"
+    n = load.get("samples_per_call", 1)
+    parts.append(
+        f"{_gb(load['activation_bytes_per_sample'])} and {num(load['cpu_s_per_sample'])} CPU seconds per real-sized "
+        f"sample ({load.get('threads')} threads" + (f", {n} per call)" if n != 1 else ")")
+    )
+    if gpu.get("activation_bytes_per_sample") is not None:
+        parts.append(
+            f"{_gb(gpu['activation_bytes_per_sample'])} and {num(gpu['s_per_sample'])} s per sample on "
+            f"{gpu.get('device', 'CUDA')}"
+        )
+    if drop.get("freed_fraction") is not None:
+        same = drop.get("tensors_bit_identical") and drop.get("scores_bit_identical")
+        parts.append(
+            f"`offload: drop` frees {drop['freed_fraction']:.0%}, wakes {'bit-identical' if same else 'CHANGED'}"
+        )
+    return f"`{case}` ({row.get('date')}): " + "; ".join(parts)
+
+
+def scale_table(rows: dict[str, dict]) -> list[str]:
+    """The Benchmarks page's table of the real-size runs, one row per case."""
+    lines = [
+        "| case | layout | weights | load peak: rewardzoo / reference | plan = loaded | memory / sample | "
+        "CPU s / sample | drop frees | wake / cold load | GPU memory, s / sample |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for case, row in rows.items():
+        load, ref, drop, gpu = (row.get(k) or {} for k in ("load", "reference", "drop", "gpu"))
+        if "state_bytes" not in load:
+            lines.append(f"| `{case}` | {cell(row.get('layout', ''))} | not measured | | | | | | | |")
+            continue
+        peak = _gb(load["load_peak_bytes"])
+        if ref.get("load_peak_bytes"):
+            peak += f" / {_gb(ref['load_peak_bytes'])} (**{load['load_peak_bytes'] / ref['load_peak_bytes']:.2f}x**)"
+        plan = load.get("plan_bytes")
+        if plan is None:
+            plan_cell = "unknown"
+        elif plan == load["state_bytes"]:
+            plan_cell = "yes"
+        else:
+            plan_cell = f"{plan - load['state_bytes']:+d} B ({load.get('plan_from')})"
+        freed = "" if drop.get("freed_fraction") is None else f"{drop['freed_fraction']:.0%}"
+        if freed:
+            freed += ", bit-identical" if drop.get("tensors_bit_identical") and drop.get("scores_bit_identical") else ""
+        wake = f"{drop['wake_s'] / load['load_s']:.2f}" if drop.get("wake_s") is not None else ""
+        on_gpu = (
+            f"{_gb(gpu['activation_bytes_per_sample'])}, {num(gpu['s_per_sample'])} s"
+            if gpu.get("activation_bytes_per_sample") is not None
+            else "not measured"
+        )
+        lines.append(
+            f"| `{case}` | {cell(row.get('layout', ''))} | {_gb(load['state_bytes'])} {row['dtype']} | {peak} | "
+            f"{plan_cell} | {_gb(load['activation_bytes_per_sample'])} | {num(load['cpu_s_per_sample'])} | {freed} | "
+            f"{wake} | {on_gpu} |"
+        )
+    return lines
+
+
+def measured_data(rows: dict[str, dict]) -> str:
+    """``rewardzoo/catalog/scale.json``: what ``rewardzoo plan`` reads of the real-size runs
+    (:mod:`rewardzoo.catalog.measured`)."""
+    machine = json.loads(SCALE.read_text(encoding="utf-8"))["machine"] if SCALE.is_file() else ""
+    records = []
+    for case, row in rows.items():
+        load, gpu = row.get("load") or {}, row.get("gpu") or {}
+        if "state_bytes" not in load:
+            continue
+        record = {
+            "case": case,
+            "reward": row["reward"],
+            "matches": row.get("matches", {}),
+            "stands_for": row.get("stands_for", []),
+            "dtype": row["dtype"],
+            "weights_bytes": load["state_bytes"],
+            "load_peak_bytes": load["load_peak_bytes"],
+            "date": row["date"],
+            "machine": machine,
+            "cpu": {
+                "activation_bytes_per_sample": round(load["activation_bytes_per_sample"]),
+                "cpu_s_per_sample": float(num(load["cpu_s_per_sample"])),
+                "threads": load.get("threads"),
+            },
+        }
+        if gpu.get("activation_bytes_per_sample") is not None:
+            record["cuda"] = {
+                "activation_bytes_per_sample": round(gpu["activation_bytes_per_sample"]),
+                "s_per_sample": float(num(gpu["s_per_sample"])),
+                "device": gpu.get("device"),
+            }
+        records.append(record)
+    note = "generated by scripts/build_docs.py from benchmarks/results/scale.json; do not edit"
+    return json.dumps({"note": note, "records": records}, indent=1) + "\n"
+
+
 def benchmarks_page(runs: list[dict]) -> str:
     lines = [
         PAGE_NOTE.format(source="benchmarks/results/*.json"),
@@ -747,6 +867,22 @@ def benchmarks_page(runs: list[dict]) -> str:
             f"| [`{run['script']}`](#{anchor}) | {run['date']} | {cell(run['machine'])} | {run.get('torch') or ''} | "
             f"{len(run['figures'])} |"
         )
+    rows = scale_rows()
+    if rows:
+        lines += [
+            "",
+            "## At real size {#at-real-size}",
+            "",
+            "`scripts/scale_check.py` (on demand, never in CI) builds each flagship reward's real architecture at its "
+            "real size with random weights, saved in the layout its published checkpoint uses, and measures each step "
+            "in a fresh process: load (peak RSS against the reference library's own loader in the same process "
+            "layout), `rewardzoo plan`'s bytes against the loaded parameters and persistent buffers, one call on a "
+            "real-sized sample (peak RSS added, seconds), `offload: drop` (RSS freed, wake bit-identical, wake time "
+            "against the cold load). Goals: load peak <= 1.1x the reference's, plan = loaded, drop frees >= 90%. "
+            "The figures are in the `scale_check.py` section below; `rewardzoo plan` uses the memory per sample.",
+            "",
+            *scale_table(rows),
+        ]
     for run in runs:
         anchor = run["script"].replace(".py", "").replace("_", "-")
         lines += ["", f"## {run['script']} {{#{anchor}}}", "", f"Run: {run_line(run)}.", ""]
@@ -782,6 +918,7 @@ def site_targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callabl
     out[DOCS / "guides" / "config-reference.md"] = lambda t: config_reference()
     out[DOCS / "api.md"] = lambda t: api_page()
     out[DOCS / "benchmarks.md"] = lambda t: benchmarks_page(runs)
+    out[MEASURED_DATA] = lambda t: measured_data(scale_rows())
     pkg_note = NOTE.format(source="the package docstrings")
     out[DOCS / "architecture.md"] = lambda t: splice(
         t, "package docstrings", pkg_note + "\n" + package_block(), "docs/architecture.md"

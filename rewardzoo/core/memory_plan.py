@@ -12,8 +12,13 @@ instances (the model identity, :func:`~rewardzoo.core.loader.model_identity`). P
   is what a checkpoint stores: parameters and persistent buffers. Buffers a module recomputes at construction
   (non-persistent: attention masks, position ids) are not in a checkpoint and not counted. A card with
   ``model_free: true``: no weights, and ``offload`` on it does nothing;
-- activations: the card's ``activation_per_sample`` (or a ``--probe`` measurement) times the entry's batch size;
+- activations: the card's ``activation_per_sample``, else the figure measured at real size for the same model
+  (:mod:`rewardzoo.catalog.measured`, from ``scripts/scale_check.py``), or a ``--probe`` measurement, times the
+  entry's batch size;
 - offload: as the loader combines it (``none`` if any entry sharing the model says so, else ``cpu``, else ``drop``).
+
+A model whose weights alone are larger than this machine's memory (:func:`host_memory`) is a problem of the plan
+(``rewardzoo plan`` exits 1 naming it) whatever the budgets: refused before anything is loaded.
 
 Per device: *resident* (weights that stay between reward phases: ``offload: none``), *asleep* (host memory the
 sleeping ``offload: cpu`` models take; ``drop`` takes none), *peak* during a reward phase (every model of the device
@@ -29,6 +34,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..catalog.measured import activation_for
 from ..catalog.registry import find, lookup
 from ..errors import ConfigError, RegistryError
 from ..shared.checkpoints import FILE_SIZE, HEADERS, Checkpoint, checkpoint_bytes, format_size, resolve_checkpoint
@@ -187,7 +193,7 @@ def plan_config(
     devices: dict[str, DevicePlan] = {}
     for model in models:
         devices.setdefault(model.device, DevicePlan(model.device, [])).models.append(model)
-    problems = []
+    problems = too_large(models)
     for name, dev in devices.items():
         if budgets is None:
             continue
@@ -205,6 +211,38 @@ def plan_config(
                 + ")"
             )
     return MemoryPlan(models, devices, problems)
+
+
+def host_memory() -> int | None:
+    """This machine's memory in bytes (the physical memory, or the cgroup's limit when lower); None if unknown."""
+    import os
+
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        if limit.isdigit():
+            total = min(total, int(limit))
+    except OSError:
+        pass
+    return total
+
+
+def too_large(models: Sequence[PlannedModel]) -> list[str]:
+    """One problem per model whose weights alone exceed this machine's memory: every loader builds or reads the
+    weights in host memory (also for a CUDA device), so loading it would end in an out-of-memory kill."""
+    memory = host_memory()
+    if memory is None:
+        return []
+    return [
+        f"entry '{m.entries[0]}': its weights ({format_size(m.weights)} at {m.dtype}, {m.how}) are larger than this "
+        f"machine's memory ({format_size(memory)}); loading them would run it out of memory. Refused before loading"
+        for m in models
+        if m.weights is not None and m.weights > memory
+    ]
 
 
 def _placed(models: list[PlannedModel], free: Mapping[str, int]) -> list[PlannedModel]:
@@ -313,6 +351,13 @@ def _model(spec: RewardSpec, auto_kind: str) -> tuple[PlannedModel, list[RewardS
         weights, how, files = _weights(parts, dtype)
     if spec.environment is not None:
         notes.append("loaded in its environment's worker process")
+    activation, activation_source = None, "unknown"
+    if card is not None and card.activation_per_sample is not None:
+        activation, activation_source = card.activation_per_sample, "card"
+    elif card is not None and not card.model_free:
+        found_figure = activation_for(card.name, spec.kwargs, dtype, requested, weights, source)
+        if found_figure is not None:
+            activation, activation_source = found_figure
     model = PlannedModel(
         entries=[spec.name],
         reward_model=spec.reward_model,
@@ -324,8 +369,8 @@ def _model(spec: RewardSpec, auto_kind: str) -> tuple[PlannedModel, list[RewardS
         weights=weights,
         how=how,
         files=files,
-        activation=card.activation_per_sample if card is not None else None,
-        activation_source="card" if card is not None and card.activation_per_sample is not None else "unknown",
+        activation=activation,
+        activation_source=activation_source,
         batch_size=spec.batch_size,
         async_reward=spec.async_reward,
         notes=notes,

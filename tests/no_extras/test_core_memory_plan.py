@@ -211,3 +211,124 @@ def test_package_files_and_files_in_a_model_directory(tmp_path):
     (tmp_path / "det.onnx").write_bytes(b"x" * 7)
     assert local_file(tmp_path / "det.onnx").files == (tmp_path / "det.onnx",)
     assert "does not exist" in (local_file(tmp_path / "rec.onnx").missing or "")
+
+
+def _write_header_only(path, tensors: dict[str, tuple[str, list[int]]]):
+    """A safetensors header declaring ``tensors`` with none of their data: a checkpoint's size, nothing big on disk."""
+    header, offset = {}, 0
+    for name, (dtype, shape) in tensors.items():
+        n = _ITEM[dtype]
+        for d in shape:
+            n *= d
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + n]}
+        offset += n
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw)
+    return path
+
+
+def _clip_config(tmp_path, model_path, **extra) -> Path:
+    cfg = tmp_path / "c.yaml"
+    lines = [f"    {k}: {v}" for k, v in {"model_path": model_path, "device": "cpu", **extra}.items()]
+    cfg.write_text("rewards:\n  - name: scorer\n    reward_model: clip_score\n" + "\n".join(lines) + "\n")
+    return cfg
+
+
+def test_plan_refuses_weights_larger_than_the_machine_before_loading(tmp_path, capsys, monkeypatch):
+    from rewardzoo.core import memory_plan
+
+    huge = _write_header_only(tmp_path / "huge.safetensors", {"w": ("F32", [2**39])})  # declares 2 TiB
+    assert huge.stat().st_size < 200
+    assert main(["plan", str(_clip_config(tmp_path, huge))]) == 1  # no --devices: the machine's memory decides
+    err = capsys.readouterr().err
+    assert "entry 'scorer'" in err and "2.0 TiB" in err and "larger than this machine's memory" in err
+    assert "before loading" in err
+    monkeypatch.setattr(memory_plan, "host_memory", lambda: 2**42)  # a machine with 4 TiB plans it
+    assert main(["plan", str(_clip_config(tmp_path, huge))]) == 0
+    capsys.readouterr()
+    small = _write_safetensors(tmp_path / "small.safetensors", {"w": ("F32", [1024, 256])})  # 1 MiB
+    monkeypatch.setattr(memory_plan, "host_memory", lambda: 2**20 - 1)
+    assert main(["plan", str(_clip_config(tmp_path, small))]) == 1
+    assert "larger than this machine's memory (1024.0 KiB)" in capsys.readouterr().err.replace("1023.9", "1024.0")
+    monkeypatch.setattr(memory_plan, "host_memory", lambda: 2**20)  # exactly fits: planned
+    assert main(["plan", str(_clip_config(tmp_path, small))]) == 0
+
+
+def test_host_memory_is_at_most_the_physical_memory():
+    from rewardzoo.core.memory_plan import host_memory
+
+    total = next(int(line.split()[1]) * 1024 for line in open("/proc/meminfo") if line.startswith("MemTotal:"))
+    assert 0 < host_memory() <= total
+
+
+def _record(**over):
+    record = {
+        "case": "clip_score",
+        "reward": "clip_score",
+        "matches": {},
+        "stands_for": ["org/published-clip"],
+        "dtype": "float32",
+        "weights_bytes": 400_000,
+        "load_peak_bytes": 800_000,
+        "date": "2026-12-06",
+        "machine": "test",
+        "cpu": {"activation_bytes_per_sample": 37_000_000, "cpu_s_per_sample": 1.0, "threads": 2},
+        "cuda": {"activation_bytes_per_sample": 21_000_000, "s_per_sample": 0.01, "device": "a GPU"},
+    }
+    return {**record, **over}
+
+
+def test_plan_reads_the_activation_measured_at_real_size(tmp_path, monkeypatch):
+    from rewardzoo.catalog import measured
+
+    monkeypatch.setattr(measured, "records", lambda: (_record(),))
+    same = _write_safetensors(tmp_path / "same.safetensors", {"w": ("F32", [1000, 100])})  # 400000 bytes: that model
+    other = _write_safetensors(tmp_path / "other.safetensors", {"w": ("F32", [10, 100])})
+
+    def planned(model_path, budgets=None, **entry):
+        spec = {"name": "s", "reward_model": "clip_score", "model_path": str(model_path), "batch_size": 4, **entry}
+        plan = plan_config(load_config({"rewards": [spec]}), budgets)
+        return plan.models[0], plan
+
+    model, plan = planned(same, device="cpu")
+    assert model.activation == 37_000_000 and model.activation_source.startswith("measured (CPU peak RSS")
+    assert plan.devices["cpu"].peak == 400_000 + 4 * 37_000_000 and plan.devices["cpu"].exact
+    assert "clip_score 2026-12-06" in model.as_dict()["activation_from"]
+    model, _ = planned(same, {"cuda:0": 2**30}, device="cuda", dtype="float32")  # on CUDA: the CUDA figure
+    assert (model.activation, model.activation_source.split(",")[0]) == (
+        21_000_000,
+        "measured (CUDA max_memory_allocated",
+    )
+    # another architecture, or the same one at another dtype: not the measured model
+    assert planned(other, device="cpu")[0].activation is None
+    assert planned(same, device="cpu", dtype="bfloat16")[0].activation is None
+    # weights unknown here (a hub id not downloaded): the published id the build reproduces stands for it
+    assert planned("org/published-clip", device="cpu")[0].activation == 37_000_000
+    assert planned("org/another-clip", device="cpu")[0].activation is None
+
+
+def test_a_measured_figure_applies_only_to_the_entries_it_matches(tmp_path, monkeypatch):
+    from rewardzoo.catalog import measured
+
+    record = _record(matches={"prefix": ""}, cuda=None)
+    record.pop("cuda")
+    monkeypatch.setattr(measured, "records", lambda: (record,))
+    path = _write_safetensors(tmp_path / "same.safetensors", {"w": ("F32", [1000, 100])})
+    entry = {"name": "s", "reward_model": "clip_score", "model_path": str(path), "device": "cpu"}
+    plan = plan_config(load_config({"rewards": [{**entry, "kwargs": {"prefix": ""}}]}))
+    assert plan.models[0].activation == 37_000_000
+    assert plan_config(load_config({"rewards": [entry]})).models[0].activation is None  # prefix not set: unknown
+    cuda = {**entry, "device": "cuda", "dtype": "float32", "kwargs": {"prefix": ""}}
+    on_cuda = plan_config(load_config({"rewards": [cuda]}), {"cuda:0": 2**30})
+    assert on_cuda.models[0].activation == 37_000_000  # no CUDA figure: the CPU one
+
+
+def test_the_shipped_figures_name_rewards_with_cards_and_apply_to_their_model():
+    from rewardzoo.catalog import measured
+    from rewardzoo.catalog.registry import lookup
+
+    for record in measured.records():
+        assert lookup(record["reward"]) is not None, record["case"]
+        for source in record["stands_for"]:
+            got = measured.activation_for(record["reward"], record["matches"], record["dtype"], "cpu", None, source)
+            assert got is not None and got[0] == record["cpu"]["activation_bytes_per_sample"], record["case"]
