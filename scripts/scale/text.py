@@ -90,7 +90,7 @@ def build_sequence_reward(folder: Path) -> None:
     with no_init_weights():
         model = AutoModelForSequenceClassification.from_config(config, dtype=torch.bfloat16).eval()
     with torch.no_grad():
-        for name, p in model.named_parameters():
+        for p in model.parameters():
             p.normal_(0.0, 0.02) if p.dim() >= 2 else p.fill_(1.0)
     model.save_pretrained(folder)  # one model.safetensors (2.47 GB in bf16), as the hub repository
     tokenizer.save_pretrained(folder)

@@ -220,7 +220,11 @@ def _spec(name: str) -> Any:
 META = {
     "meta.unified_reward_qwen_7b": ("unified_reward", "qwen2_5_vl_7b", "CodeGoat24/UnifiedReward-qwen-7b"),
     "meta.videoscore2": ("videoscore2", "qwen2_5_vl_7b", "TIGER-Lab/VideoScore2"),
-    "meta.unified_reward_2_qwen2_5_vl_7b": ("unified_reward_2", "qwen2_5_vl_7b", "CodeGoat24/UnifiedReward-2.0-qwen-7b"),
+    "meta.unified_reward_2_qwen2_5_vl_7b": (
+        "unified_reward_2",
+        "qwen2_5_vl_7b",
+        "CodeGoat24/UnifiedReward-2.0-qwen-7b",
+    ),
 }
 
 
