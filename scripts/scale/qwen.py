@@ -94,6 +94,18 @@ def qwen2_5_vl_7b() -> dict[str, Any]:
     return cfg
 
 
+def qwen2_5_vl_72b() -> dict[str, Any]:
+    """Qwen/Qwen2.5-VL-72B-Instruct's config.json (UnifiedReward-qwen-72b's base)."""
+    cfg = qwen2_5_vl_3b()
+    cfg["text_config"].update(
+        hidden_size=8192, intermediate_size=29568, num_hidden_layers=80, num_attention_heads=64,
+        num_key_value_heads=8, vocab_size=152064, tie_word_embeddings=False,
+    )  # fmt: skip
+    cfg["vision_config"].update(out_hidden_size=8192)
+    cfg["tie_word_embeddings"] = False
+    return cfg
+
+
 def hf_config(spec: dict[str, Any]) -> Any:
     """The transformers config object of a spec above, with Qwen's special token ids."""
     from transformers import Qwen2_5_VLConfig, Qwen2VLConfig

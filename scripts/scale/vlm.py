@@ -225,6 +225,7 @@ META = {
         "qwen2_5_vl_7b",
         "CodeGoat24/UnifiedReward-2.0-qwen-7b",
     ),
+    "meta.unified_reward_qwen_72b": ("unified_reward", "qwen2_5_vl_72b", "CodeGoat24/UnifiedReward-qwen-72b"),
 }
 
 
@@ -303,6 +304,22 @@ def hpsv3_meta_row(scratch: Path) -> dict[str, Any]:
     }
 
 
+def _plan_cli(entry: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``rewardzoo plan CONFIG`` on the entry, as a user runs it: its exit status (1: does not fit this machine) and
+    the line saying why."""
+    import subprocess
+
+    import yaml
+
+    config = folder / "plan.yaml"
+    config.write_text(yaml.safe_dump({"rewards": [entry]}))
+    done = subprocess.run(
+        [sys.executable, "-m", "rewardzoo.cli", "plan", str(config)], capture_output=True, text=True, timeout=300
+    )
+    why = [ln for ln in done.stderr.splitlines() if "does not fit" in ln]
+    return {"plan_cli_exit": done.returncode, "plan_cli_refusal": why[0] if why else None}
+
+
 def meta_row(name: str, scratch: Path) -> dict[str, Any]:
     """Sparse published layout + ``rewardzoo plan`` vs the parameter bytes of the meta-device build."""
     import datetime as dt
@@ -334,6 +351,7 @@ def meta_row(name: str, scratch: Path) -> dict[str, Any]:
     entry = {"name": name.replace(".", "_"), "reward_model": reward, "model_path": str(folder), "dtype": "bfloat16"}
     with Measured() as mp:
         planned = plan_config(resolve_config({"rewards": [entry]})).models[0]
+    cli = _plan_cli(entry, folder)
     with Measured() as mm:  # the loader's metadata path: config -> model on the meta device (no data read)
         cfg = AutoConfig.from_pretrained(folder)
         with torch.device("meta"):
@@ -362,6 +380,7 @@ def meta_row(name: str, scratch: Path) -> dict[str, Any]:
             "files_apparent_bytes": apparent,
             "files_disk_bytes": disk,
             "cleanup_s": time.perf_counter() - t0,
+            **cli,
         },
         "checks": {"plan_equals_meta_build": planned.weights == params},
     }
