@@ -289,8 +289,12 @@ def task_load(case: Case, folder: Path) -> dict[str, Any]:
         "state_bytes": state_bytes(proc.loader.residency.modules(reward)),
         "threads": torch.get_num_threads(),
     }
-    planned = plan_config(resolve_config({"rewards": [entry]})).models[0]
-    out["plan_bytes"], out["plan_from"] = planned.weights, planned.how
+    # every model of the entry: a composite (video_aesthetic, video_clip_score) is model-free itself and plans its
+    # inner image reward as a second model
+    models = plan_config(resolve_config({"rewards": [entry]})).models
+    sizes = [m.weights for m in models]
+    out["plan_bytes"] = None if None in sizes else sum(s for s in sizes if s is not None)
+    out["plan_from"] = "; ".join(m.how for m in models if len(models) == 1 or not m.model_free)
     samples = case.samples()
     runs = []
     for _ in range(2):  # the first call pays one-time costs (lazy init, allocator growth); the second is reported
