@@ -166,6 +166,17 @@ def tensor_bytes(obj: Any) -> int:
     return sum(seen.values())
 
 
+def touch(obj: Any) -> None:
+    """Read one element per page of every parameter and buffer of the modules in ``obj``: a loader that maps its
+    checkpoint (transformers' safetensors loading) leaves the weights on disk until first use, so without this the
+    load's peak RSS misses them and the first call's includes them. Both loaders are measured through this."""
+    for module in _modules(obj):
+        for t in (*module.parameters(), *module.buffers()):
+            if t.device.type == "cpu" and t.numel():
+                flat = t.detach().reshape(-1)
+                flat[:: max(1, 4096 // t.element_size())].float().sum()
+
+
 def state_bytes(obj: Any) -> int:
     """Bytes of what the modules in ``obj`` save (parameters and persistent buffers: their ``state_dict``), each
     tensor once: what a checkpoint stores and ``rewardzoo plan`` counts (non-persistent buffers, such as an
@@ -262,6 +273,7 @@ def task_reference(case: Case, folder: Path) -> dict[str, Any]:
         return {"skipped": "no reference loader"}
     with Measured() as m:
         model = case.reference(folder)
+        touch(model)
     return {
         "load_s": m.seconds,
         "load_peak_bytes": m.peak,
@@ -281,7 +293,8 @@ def task_load(case: Case, folder: Path) -> dict[str, Any]:
     entry = case.full_entry(folder)
     with Measured() as m:
         proc = RewardProcessor([entry])
-    reward = proc.rewards[entry["name"]]
+        reward = proc.rewards[entry["name"]]
+        touch(proc.loader.residency.modules(reward))
     out: dict[str, Any] = {
         "load_s": m.seconds,
         "load_peak_bytes": m.peak,
@@ -371,6 +384,7 @@ def task_shared(case: Case, folder: Path) -> dict[str, Any]:
     }
     with Measured() as m:
         train, evaluate = build_processors(config, loader)
+        touch(loader.residency.modules(train.rewards["train_entry"]))
     same = train.rewards["train_entry"] is evaluate.rewards["eval_entry"]
     return {
         "constructions": loader.constructions,

@@ -220,7 +220,7 @@ def _dinov3_build(folder: Path) -> None:
     torch.manual_seed(0)
     model = timm.create_model(DINOV3, pretrained=False)
     # timm/vit_large_patch16_dinov3.lvd1689m: config.json + model.safetensors
-    timm.models.push_to_hub.save_for_hf(model, str(folder), safe_serialization=True)
+    timm.models.save_for_hf(model, str(folder), safe_serialization=True)
 
 
 def _dinov3_reference(folder: Path):
