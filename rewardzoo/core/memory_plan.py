@@ -389,7 +389,7 @@ def _weights(parts: Sequence[Checkpoint], dtype: str) -> tuple[int | None, str, 
         return None, "unknown: " + "; ".join(missing), files
     if not parts:
         return 0, "no weight files in this configuration", files
-    sizes = [checkpoint_bytes(part.files, part.dtype or dtype) for part in parts]
+    sizes = [checkpoint_bytes(part.files, part.dtype or dtype, part.include, part.exclude) for part in parts]
     if all(size.method == HEADERS for size in sizes):
         how = HEADERS
     elif any(size.method == HEADERS for size in sizes):

@@ -97,6 +97,21 @@ def module_tensors(modules: Iterable[Any]) -> list[Any]:
     return list(out.values())
 
 
+def release_heap() -> None:
+    """Hand freed heap pages back to the OS (glibc's ``malloc_trim(0)``; elsewhere nothing). Tensors under glibc's
+    adaptive mmap threshold (up to 32 MiB: a 1B decoder's attention matrices) live on the heap, whose freed pages
+    ``free`` keeps: without this, ``offload: drop`` freed 86% of a 4.9 GB Llama-3.2-1B reward, not 100%."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (musl): nothing to trim this way
+        pass
+
+
 @dataclass
 class _Asleep:
     tensor: Any  # the Parameter / buffer object itself, kept (the skeleton)
@@ -226,6 +241,8 @@ class Residency:
             if moved:
                 modules = {id(m): m for reward, _ in plan for m in self.modules(reward)}.values()
                 self._guard([m for m in modules if any(id(t) in moved for t in module_tensors([m]))])
+            if dropped:
+                release_heap()
 
     def _bind(self, rewards: list[Reward], dropped: dict[str, Any]) -> None:
         """Bind the dropped tensors not bound yet to their checkpoint entries (once per tensor)."""

@@ -54,12 +54,17 @@ MAX_DIMS = 64
 @dataclass(frozen=True)
 class Checkpoint:
     """The weight files one ``model_path`` resolves to (``files``), or why none were found (``missing``); ``dtype``:
-    the dtype these weights are held at when it is not the entry's (a head that always runs in float32)."""
+    the dtype these weights are held at when it is not the entry's (a head that always runs in float32).
+    ``include`` / ``exclude``: key prefixes of the tensors this part counts (all when ``include`` is empty) and
+    leaves out (what the reward drops, e.g. ``lm_head.``); safetensors only (by file size, a part with ``include``
+    counts nothing: the file is counted by the part without it)."""
 
     source: str
     files: tuple[Path, ...] = ()
     missing: str | None = None
     dtype: str | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,10 +181,17 @@ def _size(value: object) -> bool:
     return type(value) is int and 0 <= value < 2**63
 
 
-def safetensors_bytes(path: str | os.PathLike[str], dtype: str | None) -> tuple[int, int]:
-    """(bytes, tensor count) of one safetensors file with its floating tensors at ``dtype`` (None: as stored)."""
+def safetensors_bytes(
+    path: str | os.PathLike[str], dtype: str | None, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()
+) -> tuple[int, int]:
+    """(bytes, tensor count) of one safetensors file with its floating tensors at ``dtype`` (None: as stored); only
+    the tensors whose names start with a prefix of ``include`` (any, when empty) and with none of ``exclude``."""
     total = 0
-    table = safetensors_header(path)
+    table = {
+        name: entry
+        for name, entry in safetensors_header(path).items()
+        if (not include or name.startswith(include)) and not name.startswith(exclude)
+    }
     for entry in table.values():
         size, floating = _ST_DTYPES[entry["dtype"]]
         count = (entry["data_offsets"][1] - entry["data_offsets"][0]) // size
@@ -187,16 +199,18 @@ def safetensors_bytes(path: str | os.PathLike[str], dtype: str | None) -> tuple[
     return total, len(table)
 
 
-def checkpoint_bytes(files: tuple[Path, ...], dtype: str | None) -> CheckpointBytes:
+def checkpoint_bytes(
+    files: tuple[Path, ...], dtype: str | None, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()
+) -> CheckpointBytes:
     """The tensor bytes of ``files`` at ``dtype``: exact from headers when every file is safetensors, else the files'
-    sizes (safetensors ones still by header)."""
+    sizes (safetensors ones still by header); ``include`` / ``exclude`` as :class:`Checkpoint` says."""
     total, tensors, exact = 0, 0, True
     for path in files:
         if path.suffix == ".safetensors":
-            size, count = safetensors_bytes(path, dtype)
+            size, count = safetensors_bytes(path, dtype, include, exclude)
             total, tensors = total + size, tensors + count
         else:
-            total, exact = total + path.stat().st_size, False
+            total, exact = total + (0 if include else path.stat().st_size), False
     return CheckpointBytes(total, HEADERS if exact else FILE_SIZE, tensors if exact else None)
 
 

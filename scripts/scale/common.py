@@ -302,8 +302,12 @@ def task_load(case: Case, folder: Path) -> dict[str, Any]:
         "state_bytes": state_bytes(proc.loader.residency.modules(reward)),
         "threads": torch.get_num_threads(),
     }
-    planned = plan_config(resolve_config({"rewards": [entry]})).models[0]
-    out["plan_bytes"], out["plan_from"] = planned.weights, planned.how
+    # every model of the entry: a composite (video_aesthetic, video_clip_score) is model-free itself and plans its
+    # inner image reward as a second model
+    models = plan_config(resolve_config({"rewards": [entry]})).models
+    sizes = [m.weights for m in models]
+    out["plan_bytes"] = None if None in sizes else sum(s for s in sizes if s is not None)
+    out["plan_from"] = "; ".join(m.how for m in models if len(models) == 1 or not m.model_free)
     samples = case.samples()
     runs = []
     for _ in range(2):  # the first call pays one-time costs (lazy init, allocator growth); the second is reported
@@ -581,6 +585,9 @@ def checks(row: Mapping[str, Any]) -> dict[str, bool | None]:
         else:  # a .pt / .bin part counted by file size: the pickle framing on top, at most 1%
             over = load["plan_bytes"] - load.get("state_bytes", 0)
             out["plan_file_size_within_1pct"] = 0 <= over <= 0.01 * load["plan_bytes"]
+    meta = row.get("meta") or {}
+    if meta.get("plan_bytes") is not None:  # a 7B+ row: the plan against the meta-device build (scale/vlm.py)
+        out["plan_equals_meta_build"] = meta["plan_bytes"] == meta["meta_build_bytes"]
     if "finite" in load:
         out["forward_finite_in_range"] = bool(load["finite"] and load["in_range"])
     if drop.get("freed_fraction") is not None:
@@ -657,6 +664,21 @@ def figures_of(name: str, row: Mapping[str, Any]) -> list[dict[str, Any]]:
         fig["date"] = date
         out.append(fig)
 
+    meta = row.get("meta") or {}
+    if meta.get("plan_bytes") is not None:
+        add(
+            figure(
+                f"{fid}.plan",
+                f"`rewardzoo plan` weight bytes vs the parameter bytes of a meta-device build (nothing loaded), {size}",
+                measure("plan", meta["plan_bytes"] / MB, "MB"),
+                baseline=measure("meta build", meta["meta_build_bytes"] / MB, "MB"),
+                ratio=meta["plan_bytes"] / meta["meta_build_bytes"],
+                ratio_label="plan / meta build",
+                goal="= 1",
+                rewards=rewards,
+                notes=meta.get("plan_from"),
+            )
+        )
     if "error" not in load and "load_peak_bytes" in load:
         base = None if "load_peak_bytes" not in ref else measure("reference loader", ref["load_peak_bytes"] / MB, "MB")
         add(
@@ -683,7 +705,7 @@ def figures_of(name: str, row: Mapping[str, Any]) -> list[dict[str, Any]]:
                 rewards=rewards,
             )
         )
-        if load.get("plan_bytes") is not None:
+        if load.get("plan_bytes") is not None and load.get("state_bytes"):  # (a model-free reward holds 0 bytes)
             add(
                 figure(
                     f"{fid}.plan",

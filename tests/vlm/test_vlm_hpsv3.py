@@ -262,3 +262,17 @@ def test_bfloat16_backbone_with_float32_head(published, reward):
     a = np.asarray(bf16(image=images, prompt=PROMPTS[:3]).rewards)
     b = np.asarray(reward(image=images, prompt=PROMPTS[:3]).rewards)
     assert np.isfinite(a).all() and np.abs(a - b).max() < 1e-2
+
+
+def test_plan_counts_what_the_reward_holds(published, reward):
+    """`rewardzoo plan` = the bytes the loaded reward holds: the backbone at the entry dtype without the lm_head it
+    drops, the head in float32 (at HPSv3's real size the file's lm_head alone is 1.09 GB the plan counted)."""
+    from rewardzoo.core.memory_plan import plan_config
+    from rewardzoo.core.resolve import resolve_config
+
+    base, ckpt, *_ = published
+    for path in (ckpt, ckpt.parent):  # the file, or the directory holding it
+        entry = {"name": "hpsv3", "model_path": str(path), "kwargs": {"base_model": str(base), "pixels": PIXELS}}
+        planned = plan_config(resolve_config({"rewards": [entry]})).models[0]
+        held = {id(t): t for m in (reward.vlm.model, reward.head) for t in m.state_dict().values()}
+        assert planned.weights == sum(t.numel() * t.element_size() for t in held.values())

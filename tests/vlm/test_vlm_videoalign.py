@@ -353,3 +353,19 @@ def test_head_dtype_and_merge_lora_options_are_checked(published):
         model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS, head_dtype="bfloat16"
     )
     assert bf16_head.head.weight.dtype == torch.bfloat16
+
+
+def test_plan_finds_the_release_checkpoint(published, tmp_path):
+    """`rewardzoo plan` sizes checkpoint-<step>/model.pth (the highest step, or checkpoint_step), found at real size
+    to be 'unknown: no weight files' before (the release keeps its weights one folder down)."""
+    from rewardzoo.core.memory_plan import plan_config
+    from rewardzoo.core.resolve import resolve_config
+
+    released, *_ = published
+    entry = {"name": "videoalign", "model_path": str(released), "kwargs": {"source_fps": SOURCE_FPS}}
+    planned = plan_config(resolve_config({"rewards": [entry]})).models[0]
+    pth = released / "checkpoint-7" / "model.pth"
+    assert planned.files == [str(pth)] and planned.weights == pth.stat().st_size
+    entry["kwargs"]["checkpoint_step"] = 3  # a step without model.pth: unknown, saying why
+    planned = plan_config(resolve_config({"rewards": [entry]})).models[0]
+    assert planned.weights is None and "model.pth" in planned.how

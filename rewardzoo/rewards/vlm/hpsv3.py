@@ -10,12 +10,15 @@ reward model's forward numbers them (see :mod:`rewardzoo.rewards.vlm.reward_mode
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 
 from ...errors import ConfigError, InputError
+from ...shared.checkpoints import Checkpoint
 from ...shared.clip import check_pairs, resolve_weights_file
 from ...shared.media import to_pil_rgb
 from ..base import Inputs, PointwiseReward, RewardOutput
@@ -123,6 +126,24 @@ class HPSv3(PointwiseReward):
     weights_file: ClassVar[str] = "HPSv3.safetensors"
     default_base: ClassVar[str] = "Qwen/Qwen2-VL-7B-Instruct"
     template: ClassVar[str] = TEMPLATES["hpsv3"]
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """The checkpoint as this reward holds it: the backbone at the entry's dtype without ``lm_head`` (dropped
+        on load), the ``rm_head`` in float32."""
+        source = model_path or cls.default_repo
+        path = Path(source).expanduser()
+        if path.is_dir() and (path / cls.weights_file).is_file():
+            source = str(path / cls.weights_file)
+        elif not path.exists() and source.count("/") == 1:
+            source = f"{source}/{cls.weights_file}"
+        parts = []
+        for part in super().weight_files(source, kwargs):
+            parts += [
+                replace(part, exclude=("lm_head.", "rm_head.")),
+                replace(part, include=("rm_head.",), dtype="float32"),
+            ]
+        return parts
 
     def __init__(
         self,

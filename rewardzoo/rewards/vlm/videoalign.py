@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from ...errors import ConfigError, InputError
+from ...shared.checkpoints import Checkpoint
 from ...shared.clip import check_pairs
 from ...shared.device import torch_dtype
 from ...shared.media import image_to_uint8, is_tensor
@@ -234,6 +235,25 @@ class VideoAlign(PointwiseReward):
         self.vlm = VLMBackbone(model, processor, source=str(checkpoint), device=device, dtype=self.dtype)
 
     # -- loading ------------------------------------------------------------------------------------------
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """``checkpoint-<step>/model.pth`` of the release (``checkpoint_step``, else the highest step), in a local
+        directory or the hub cache: the only weights this reward reads (the base model gives config and
+        tokenizer)."""
+        source = str(model_path or cls.default_repo)
+        root = Path(source).expanduser()
+        if not root.is_dir():
+            try:  # a hub repository already in the local cache (nothing is downloaded)
+                from huggingface_hub import snapshot_download
+
+                root = Path(snapshot_download(source, local_files_only=True))
+            except Exception:  # not cached, not a repository id, or huggingface_hub missing
+                return [Checkpoint(source, missing=f"'{source}' is neither a local directory nor in the hub cache")]
+        try:
+            return [Checkpoint(source, (cls._checkpoint_file(root, cls.configured(kwargs, "checkpoint_step")),))]
+        except ConfigError as exc:
+            return [Checkpoint(source, missing=exc.message)]
+
     @staticmethod
     def _local_root(model_path: str) -> Path:
         path = Path(model_path).expanduser()
