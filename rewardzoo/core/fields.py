@@ -59,6 +59,7 @@ def _video(value: Any, sample: Sample, wants: Inputs) -> Any:
 
     return prepare_video(
         value,
+        as_array=wants.frames == "array",
         as_tensor=wants.frames in ("float", "native"),
         keep_uint8=wants.frames == "native",
         num_frames=wants.num_frames,

@@ -213,7 +213,7 @@ def served_inputs(rows: Mapping[str, Mapping[str, Any]], kind: str, limits: Mapp
     return Inputs(
         tuple(fields),
         images="pil",
-        frames="pil",
+        frames="array",
         audio="numpy",
         mono=False,
         max_pixels=limits.get("max_pixels"),
