@@ -212,7 +212,7 @@ def served_inputs(rows: Mapping[str, Mapping[str, Any]], kind: str, limits: Mapp
     fields = [f for f in dict.fromkeys(fields) if f != "audio_sample_rate"]
     return Inputs(
         tuple(fields),
-        images="pil",
+        images="array",
         frames="array",
         audio="numpy",
         mono=False,
