@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 from PIL import Image
@@ -424,7 +424,7 @@ def video_to_uint8(value: Any, num_frames: int | None = None) -> np.ndarray:
 def _uint8_array(frames: Any, index: list[int]) -> np.ndarray:
     """The frames at ``index`` as one uint8 array (T, H, W, 3): a uint8 RGB array's own frames as they are (a view
     when all are kept), other frames converted one at a time into the result."""
-    if isinstance(frames, np.ndarray) and frames.dtype == np.uint8 and frames.ndim == 4 and frames.shape[-1] == 3:
+    if _is_uint8_video(frames):
         return frames if len(index) == len(frames) else frames[index]
     first = image_to_uint8(frames[index[0]])
     # filled frame by frame: a list of converted frames and its stacked copy would hold the video twice
@@ -478,9 +478,8 @@ def prepare_video(
         return _uint8_array(frames, index)
     if as_tensor and is_tensor(frames) and getattr(frames, "ndim", 0) == 4:
         return _frames_tensor(frames, index, keep_uint8)
-    if as_tensor and keep_uint8 and isinstance(frames, np.ndarray) and frames.ndim == 4:
-        if frames.dtype == np.uint8 and frames.shape[-1] == 3:  # (a worker's video, read in shared memory)
-            return _uint8_frames_tensor(frames, index)
+    if as_tensor and keep_uint8 and _is_uint8_video(frames):  # (a worker's video, read in shared memory)
+        return _uint8_frames_tensor(frames, index)
     picked = [frames[i] for i in index]
     if as_tensor:
         import torch
@@ -518,6 +517,11 @@ def frame_batches(frames: Any, batch_size: int | None = None) -> list[Any]:
     if batch_size is not None:
         step = min(step, batch_size)
     return list(frames.split(step))
+
+
+def _is_uint8_video(frames: Any) -> TypeGuard[np.ndarray]:
+    """Whether ``frames`` is a uint8 RGB NumPy video (T, H, W, 3)."""
+    return isinstance(frames, np.ndarray) and frames.dtype == np.uint8 and frames.ndim == 4 and frames.shape[-1] == 3
 
 
 def _uint8_frames_tensor(frames: np.ndarray, index: list[int]) -> Any:
