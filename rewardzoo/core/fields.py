@@ -44,11 +44,20 @@ def _metadata(value: Any, sample: Sample, wants: Inputs) -> str:
 
 
 def _image(value: Any, sample: Sample, wants: Inputs) -> Any:
-    from ..shared.media import check_pixels, is_float_image_tensor, to_image_tensor, to_pil_rgb, to_uint8_tensor
+    from ..shared.media import (
+        check_pixels,
+        image_to_uint8,
+        is_float_image_tensor,
+        to_image_tensor,
+        to_pil_rgb,
+        to_uint8_tensor,
+    )
 
     value = check_pixels(value, wants.max_pixels)
     if wants.images == "pil":
         return to_pil_rgb(value)
+    if wants.images == "array":
+        return image_to_uint8(value)
     if wants.images == "native":
         return to_image_tensor(value) if is_float_image_tensor(value) else to_uint8_tensor(value)
     return to_uint8_tensor(value) if wants.images == "uint8" else to_image_tensor(value)
@@ -59,6 +68,7 @@ def _video(value: Any, sample: Sample, wants: Inputs) -> Any:
 
     return prepare_video(
         value,
+        as_array=wants.frames == "array",
         as_tensor=wants.frames in ("float", "native"),
         keep_uint8=wants.frames == "native",
         num_frames=wants.num_frames,

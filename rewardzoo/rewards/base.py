@@ -52,8 +52,8 @@ KNOWN_FIELDS = (
     "dataset",
     "group_id",
 )
-IMAGE_FORMS = ("pil", "float", "uint8", "native")
-FRAME_FORMS = ("pil", "float", "native")
+IMAGE_FORMS = ("pil", "float", "uint8", "native", "array")
+FRAME_FORMS = ("pil", "float", "native", "array")
 AUDIO_FORMS = ("numpy", "tensor")
 _TEXT_FIELDS = ("prompt", "completion", "metadata", "dataset", "group_id")
 
@@ -68,12 +68,14 @@ class Inputs:
       (tensor (3, H, W) in [0, 1]), ``"uint8"`` (tensor (3, H, W); float inputs quantised with
       ``round(x * 255)`` as the PIL path does, ~4x faster to resize on the CPU than floats) or ``"native"``
       (uint8 (3, H, W) where the source is 8-bit, a float tensor's own float32 values otherwise: for a reward that
-      converts to float itself, a chunk at a time, so a batch of large images is never held as float32).
+      converts to float itself, a chunk at a time, so a batch of large images is never held as float32) or
+      ``"array"`` (uint8 NumPy array (H, W, 3): what a worker entry sends on).
     - ``frames``: ``video`` and each of ``condition_videos`` as ``"pil"`` (list of RGB PIL frames),
       ``"float"`` (tensor (T, 3, H, W) in [0, 1]) or ``"native"`` (tensor (T, 3, H, W) as the source
       holds it: uint8 where it is 8-bit (files, PIL, uint8 arrays and tensors), float32 in [0, 1] where it
       is a float tensor; for a reward that uses a few of the frames it is given and converts only those:
-      ``x.float() / 255`` of a uint8 frame is its ``"float"`` value); ``num_frames`` frames sampled
+      ``x.float() / 255`` of a uint8 frame is its ``"float"`` value) or ``"array"`` (uint8 NumPy array
+      (T, H, W, 3), the decoded frames themselves: what a worker entry sends on); ``num_frames`` frames sampled
       uniformly (None = all).
     - ``audio``: ``audio`` and ``condition_audio`` (one reference clip) as float32 (channels, time),
       ``"numpy"`` or ``"tensor"``, resampled to ``sample_rate`` (None = as given), mixed down when ``mono``.

@@ -212,8 +212,8 @@ def served_inputs(rows: Mapping[str, Mapping[str, Any]], kind: str, limits: Mapp
     fields = [f for f in dict.fromkeys(fields) if f != "audio_sample_rate"]
     return Inputs(
         tuple(fields),
-        images="pil",
-        frames="pil",
+        images="array",
+        frames="array",
         audio="numpy",
         mono=False,
         max_pixels=limits.get("max_pixels"),

@@ -24,8 +24,9 @@ from ..transport.wire import WireError, png_size
 
 #: Bytes per pixel of an image or frame converted to each form: a PNG arrives as an RGB PIL image (the ``pil``
 #: form costs nothing more), a raw array as a view over the received bytes (a PIL image copies it, 4 bytes per
-#: pixel); ``uint8`` / ``native`` copy 3 bytes per pixel, ``float`` allocates float32 RGB, 12.
-FORM_BYTES = {"pil": (0, 4), "uint8": (3, 3), "native": (3, 3), "float": (12, 12)}
+#: pixel); ``uint8`` / ``native`` copy 3 bytes per pixel, ``float`` allocates float32 RGB, 12; frames as an
+#: ``array`` are the raw video itself (PNG frames are stacked: 3).
+FORM_BYTES = {"pil": (0, 4), "uint8": (3, 3), "native": (3, 3), "float": (12, 12), "array": (3, 0)}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 from PIL import Image
@@ -413,14 +413,29 @@ def _rate(fps: float):
 
 
 def video_to_uint8(value: Any, num_frames: int | None = None) -> np.ndarray:
-    """Any supported video -> uint8 array (T, H, W, 3) of the sampled frames."""
+    """Any supported video -> uint8 array (T, H, W, 3) of the sampled frames (a uint8 RGB array: itself, or its
+    sampled frames)."""
     if is_path(value):
         return read_video(value, num_frames)
     frames = _frame_list(value)
-    picked = [frames[i] for i in sample_indices(len(frames), num_frames)]
-    out = [image_to_uint8(f) for f in picked]
-    _check_sizes([f.shape[:2] for f in out])
-    return np.stack(out)
+    return _uint8_array(frames, sample_indices(len(frames), num_frames))
+
+
+def _uint8_array(frames: Any, index: list[int]) -> np.ndarray:
+    """The frames at ``index`` as one uint8 array (T, H, W, 3): a uint8 RGB array's own frames as they are (a view
+    when all are kept), other frames converted one at a time into the result."""
+    if _is_uint8_video(frames):
+        return frames if len(index) == len(frames) else frames[index]
+    first = image_to_uint8(frames[index[0]])
+    # filled frame by frame: a list of converted frames and its stacked copy would hold the video twice
+    out = np.empty((len(index), *first.shape), np.uint8)
+    out[0] = first
+    for j, i in enumerate(index[1:], 1):
+        frame = image_to_uint8(frames[i])
+        if frame.shape != first.shape:
+            _check_sizes([image_to_uint8(frames[k]).shape[:2] for k in index])
+        out[j] = frame
+    return out
 
 
 def prepare_video(
@@ -431,6 +446,7 @@ def prepare_video(
     max_frames: int | None = None,
     max_pixels: int | None = None,
     keep_uint8: bool = False,
+    as_array: bool = False,
 ):
     """Convert a video for a reward: RGB PIL frames, or a float32 tensor (T, 3, H, W) in [0, 1].
 
@@ -438,13 +454,16 @@ def prepare_video(
     its full precision when ``as_tensor``; anything else goes through 8-bit RGB. ``keep_uint8`` (with
     ``as_tensor``): what goes through 8-bit RGB stays a uint8 tensor (T, 3, H, W), so that a reward that
     uses a few of the frames converts only those (``x.float() / 255`` of a frame is the float form's
-    value). ``max_frames`` / ``max_pixels``: limits on the frames kept and the pixels per frame (InputError).
+    value). ``as_array``: a uint8 NumPy array (T, H, W, 3) instead (a file's decoded frames themselves, a uint8 RGB
+    array as it is). ``max_frames`` / ``max_pixels``: limits on the frames kept and the pixels per frame (InputError).
     """
     num_frames = check_num_frames(num_frames)
     if is_path(value):
         cost = 5.0 if as_tensor and not keep_uint8 else 1.0  # float frames beside the 8-bit ones
         arr = read_video(value, num_frames, max_frames=max_frames, cost=cost)
         check_pixels(arr[0], max_pixels)
+        if as_array:
+            return arr
         if not as_tensor:
             return [Image.fromarray(f, mode="RGB") for f in arr]
         import torch
@@ -455,8 +474,12 @@ def prepare_video(
     index = sample_indices(len(frames), num_frames)
     check_frame_count(len(index), max_frames)
     check_pixels(frames[index[0]], max_pixels)
+    if as_array:
+        return _uint8_array(frames, index)
     if as_tensor and is_tensor(frames) and getattr(frames, "ndim", 0) == 4:
         return _frames_tensor(frames, index, keep_uint8)
+    if as_tensor and keep_uint8 and _is_uint8_video(frames):  # (a worker's video, read in shared memory)
+        return _uint8_frames_tensor(frames, index)
     picked = [frames[i] for i in index]
     if as_tensor:
         import torch
@@ -494,6 +517,23 @@ def frame_batches(frames: Any, batch_size: int | None = None) -> list[Any]:
     if batch_size is not None:
         step = min(step, batch_size)
     return list(frames.split(step))
+
+
+def _is_uint8_video(frames: Any) -> TypeGuard[np.ndarray]:
+    """Whether ``frames`` is a uint8 RGB NumPy video (T, H, W, 3)."""
+    return isinstance(frames, np.ndarray) and frames.dtype == np.uint8 and frames.ndim == 4 and frames.shape[-1] == 3
+
+
+def _uint8_frames_tensor(frames: np.ndarray, index: list[int]) -> Any:
+    """The frames at ``index`` of a uint8 (T, H, W, 3) array as a uint8 tensor (T, 3, H, W) of their own, copied
+    frame by frame (what stacking per-frame tensors gives, without the list of them beside the stack)."""
+    import torch
+
+    out = torch.empty((len(index), 3, *frames.shape[1:3]), dtype=torch.uint8)
+    target = out.numpy()
+    for j, i in enumerate(index):
+        target[j] = frames[i].transpose(2, 0, 1)
+    return out
 
 
 def _frames_tensor(frames: Any, index: list[int], keep_uint8: bool) -> Any:

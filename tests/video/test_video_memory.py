@@ -255,3 +255,27 @@ def test_a_converted_tensor_owns_its_memory_only_apart_from_the_samples_views_ar
     assert not owns_memory(t, arr) and not owns_memory(t[1:2], arr) and not owns_memory(t, t[2])
     assert not owns_memory(t, [np.zeros(3), arr[1]])
     assert owns_memory(t.clone(), arr) and owns_memory(t, arr.copy()) and owns_memory(t, "a.mp4")
+
+
+@pytest.mark.parametrize("num_frames", [None, 3])
+def test_a_uint8_array_video_becomes_its_frames_in_every_form_with_one_copy_at_most(num_frames):
+    """What a worker receives (a read-only uint8 (T, H, W, 3) array) and what its parent sends (``"array"``):
+    the same frames as NumPy's own indexing and transposition of the array."""
+    from PIL import Image
+
+    from rewardzoo.errors import InputError
+    from rewardzoo.shared.video import prepare_video, video_to_uint8
+
+    video = np.random.default_rng(1).integers(0, 256, (7, 5, 6, 3), dtype=np.uint8)
+    video.flags.writeable = False
+    keep = [0, 3, 6] if num_frames else list(range(7))
+    tensor = prepare_video(video, as_tensor=True, keep_uint8=True, num_frames=num_frames)
+    np.testing.assert_array_equal(tensor.numpy(), video[keep].transpose(0, 3, 1, 2))
+    assert tensor.numpy().flags.writeable and not np.shares_memory(tensor.numpy(), video)  # its own copy
+    array = prepare_video(video, as_array=True, num_frames=num_frames)
+    np.testing.assert_array_equal(array, video[keep])
+    assert (array is video) == (num_frames is None)  # all frames: the array itself, no copy
+    frames = [Image.fromarray(f) for f in video]
+    np.testing.assert_array_equal(video_to_uint8(frames, num_frames), video[keep])
+    with pytest.raises(InputError, match="differ in size"):
+        video_to_uint8([*frames[:3], Image.fromarray(video[0, :4])])
