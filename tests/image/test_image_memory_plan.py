@@ -157,3 +157,27 @@ def test_an_open_clip_tag_is_found_where_open_clip_looks(tmp_path, monkeypatch):
     assert [os.path.realpath(f) for f in model.files] == [os.path.realpath(path)]
     assert os.path.realpath(open_clip.pretrained.download_pretrained(cfg)) == os.path.realpath(path)
     assert model.weights == (12 + 5) * 4  # at the entry's float32
+
+
+def test_a_frame_averaging_video_reward_plans_its_image_reward_once(tmp_path):
+    """The composite holds no weights of its own (its card says model_free): its inner image reward's checkpoint is
+    counted once, not once for each (the real-size check found video_imaging_quality planned at twice its weights)."""
+    from rewardzoo.core.resolve import load_config
+    from rewardzoo.registry import find
+    from rewardzoo.rewards.video.frame_scores import FrameAverage
+
+    composites = [
+        name
+        for name in ("video_clip_score", "video_aesthetic", "video_imaging_quality", "video_quality")
+        if issubclass(find(name).load_class(), FrameAverage)
+    ]
+    assert len(composites) == 4 and all(find(name).card.model_free for name in composites)
+    checkpoint = tmp_path / "w.safetensors"
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.zeros(1000)}, str(checkpoint))
+    config = load_config(
+        {"rewards": [{"name": "v", "reward_model": "video_imaging_quality", "model_path": str(checkpoint)}]}
+    )
+    models = plan_config(config).models
+    assert sum(m.weights or 0 for m in models) == 4000
