@@ -134,7 +134,7 @@ class _Restricted(pickle.Unpickler):
         if (module, name) == ("collections", "OrderedDict"):
             return OrderedDict
         raise pickle.UnpicklingError(
-            f"refusing the global '{short(module)}.{short(name)}' (not a tensor, storage or TorchScript class)"
+            f"refusing the global '{module[:80]}.{name[:80]}' (not a tensor, storage or TorchScript class)"
         )
 
     def persistent_load(self, pid: Any) -> Any:
