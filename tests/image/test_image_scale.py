@@ -116,7 +116,9 @@ def test_imaging_quality_on_a_4k_batch_peaks_within_1_5x_its_decoded_size(tiny_m
     working_set = _run(spec, [str(at_model_size)], small)["growth"]
     got = _run(spec, [path] * 2, small)
     decoded = 2 * DECODED // N
-    assert got["growth"] <= 1.5 * decoded + working_set, (
+    # the working set is measured after a warm-up whose freed memory it may reuse: 48 MiB of slack for that noise
+    # (the old code held a float32 4K image more: 238 MiB here, past the bound with any working set measured)
+    assert got["growth"] <= 1.5 * decoded + working_set + 48 * 2**20, (
         f"imaging_quality: peak grew {got['growth'] / 2**20:.0f} MiB for {decoded / 2**20:.0f} MiB of images "
         f"(model working set {working_set / 2**20:.0f} MiB)"
     )
