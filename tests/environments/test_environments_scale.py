@@ -16,11 +16,12 @@ import json
 import os
 import subprocess
 import sys
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.video.media import write_ramp_clip
 
 from .conftest import REPO, needs_linux
 
@@ -76,22 +77,8 @@ print(json.dumps({"parent": parent, "worker": worker, "score": score}))
 
 @pytest.fixture(scope="module")
 def clip720(tmp_path_factory) -> Path:
-    """A moving colour ramp, H.264 (ultrafast), encoded one frame at a time."""
     path = tmp_path_factory.mktemp("clip720") / "clip720.mp4"
-    y = np.arange(H, dtype=np.int32)[:, None]
-    x = np.arange(W, dtype=np.int32)[None, :]
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("libx264", rate=Fraction(30), options={"preset": "ultrafast"})
-        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
-        for i in range(T):
-            r = np.broadcast_to((x + 3 * i) % 256, (H, W))
-            g = np.broadcast_to((y + 2 * i) % 256, (H, W))
-            b = ((x + y) // 4 + 5 * i) % 256
-            frame = np.stack([r, g, b], -1).astype(np.uint8)
-            for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
+    write_ramp_clip(path, T, H, W)
     return path
 
 

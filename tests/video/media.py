@@ -35,3 +35,26 @@ def frame_index(frame: np.ndarray) -> int:
 
 # The tiny open_clip config (one text layer) and preprocessing of the video tests' clip_dir, from rewardzoo.testing.
 TINY_CLIP = TINY_VIDEO_OPEN_CLIP
+
+
+def write_ramp_clip(path, frames: int, height: int = 720, width: int = 1280) -> None:
+    """A moving colour ramp, ``frames`` frames of ``width x height`` at 30 fps, H.264 (ultrafast), encoded one frame
+    at a time (the memory tests' real-sized clip; never held whole)."""
+    from fractions import Fraction
+
+    import av
+
+    y = np.arange(height, dtype=np.int32)[:, None]
+    x = np.arange(width, dtype=np.int32)[None, :]
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=Fraction(30), options={"preset": "ultrafast"})
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for i in range(frames):
+            r = np.broadcast_to((x + 3 * i) % 256, (height, width))
+            g = np.broadcast_to((y + 2 * i) % 256, (height, width))
+            b = ((x + y) // 4 + 5 * i) % 256
+            frame = np.stack([r, g, b], -1).astype(np.uint8)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
