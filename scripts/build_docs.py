@@ -621,11 +621,16 @@ def yaml_splice(text: str, marker: str, content: str, where: str) -> str:
     return text[: m.end()] + content.rstrip("\n") + "\n" + text[e.start() :]
 
 
+def _alternatives(node: dict) -> list[dict]:
+    """A union's alternatives (``oneOf`` or ``anyOf``; none for an object requiring one key or another)."""
+    return [] if "type" in node else node.get("oneOf", node.get("anyOf", []))
+
+
 def _schema_type(node: dict) -> str:
     if "enum" in node:
         return " \\| ".join(f"`{v}`" for v in node["enum"])
-    if "oneOf" in node and "type" not in node:
-        return " or ".join(_schema_type(alt) for alt in node["oneOf"])
+    if _alternatives(node):
+        return " or ".join(_schema_type(alt) for alt in _alternatives(node))
     kinds = node.get("type", "any")
     kinds = kinds if isinstance(kinds, list) else [kinds]
     names = {"object": "mapping", "array": "list", "null": "null", "number": "number", "integer": "integer"}
@@ -649,6 +654,10 @@ def _schema_constraints(node: dict) -> str:
         "pattern": "matches `{}`",
     }
     out = [w.format(node[k]) for k, w in words.items() if k in node]
+    for alt in _alternatives(node):  # the bounds of a value that may also be null
+        out += [w.format(alt[k]) for k, w in words.items() if k in alt and alt.get("type") != "null"]
+    if "default" in node:
+        out.append(f"default `{json.dumps(node['default'])}`")
     if node.get("required"):
         out.append("requires " + ", ".join(f"`{r}`" for r in node["required"]))
     return "; ".join(out)
@@ -659,13 +668,13 @@ def schema_rows(node: dict, path: str, seen: dict[str, str], rows: list[tuple[st
     is named by the path that documented it."""
     key = json.dumps(node, sort_keys=True)
     if path:
-        desc = node.get("description", "")
+        desc = node.get("description", "").replace("``", "`")
         if key in seen and node.get("type") in ("object", None) and ("properties" in json.dumps(node)):
             rows.append((path, _schema_type(node), "", cell(f"{desc} (as `{seen[key]}`)".strip())))
             return
         rows.append((path, _schema_type(node), _schema_constraints(node), cell(desc)))
         seen.setdefault(key, path)
-    for alt in node.get("oneOf", []):
+    for alt in _alternatives(node):
         if isinstance(alt, dict) and ("properties" in alt or "items" in alt or "additionalProperties" in alt):
             schema_rows_inner(alt, path, seen, rows)
     schema_rows_inner(node, path, seen, rows)

@@ -33,7 +33,8 @@ environment: {...}            # optional: the environment of every entry that na
 ```
 A bare string entry (``- jpeg_compressibility``) is shorthand for ``{name: jpeg_compressibility}``.
 
-The value types and their strict parsing (importing only :mod:`rewardzoo.errors` and :mod:`rewardzoo.shared`);
+The value types, built from the config's declaration (:mod:`rewardzoo.spec.models`, pydantic models imported
+when a config is parsed: their fields, defaults, constraints and errors, and the JSON schema);
 :mod:`rewardzoo.core.resolve` resolves what needs the registry (names, ``reference:`` entries).
 """
 
@@ -43,19 +44,19 @@ import json
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
-from ..errors import ConfigError, did_you_mean
-from ..shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
+from ..errors import ConfigError
 from ..shared.files import read_utf8
-from ..shared.options import positive_float, positive_int
-from .monitor import MonitorSettings, parse_monitor
-from .placement import RayPlacement, parse_ray
+from .monitor import MonitorSettings
+from .placement import RayPlacement
+
+if TYPE_CHECKING:
+    from .models import EntryModel, EnvironmentModel
 
 SCHEDULES = ("linear", "cosine", "step")
-SCHEDULE_KEYS = ("schedule", "start", "end", "steps", "after")
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,6 @@ Weight = float | WeightSchedule
 #: ``group``, ``(v - mean_g) / max(std_g, 1e-6)`` with the population std (GDPO's, rewardzoo.core.advantages);
 #: ``group_unbiased``, ``(v - mean_g) / (std_g + 1e-8)`` with the unbiased std (Pref-GRPO's ``_compute_adv``).
 NORMALIZE_MODES = ("none", "group", "group_unbiased")
-STREAM_KEYS = ("weight", "normalize")
 
 
 @dataclass(frozen=True)
@@ -205,75 +205,36 @@ class EnvironmentSpec:
         )
 
 
-ENVIRONMENT_KEYS = (
-    "python",
-    "requirements",
-    "system_site_packages",
-    "start_timeout_s",
-    "call_timeout_s",
-    "max_restarts",
-    "shared_memory",
-)
-
-
-def parse_environment(value: Any, entry: str | None = None) -> EnvironmentSpec | None:
-    """An ``environment:`` mapping (of an entry or a whole config) as an :class:`EnvironmentSpec`; None for null."""
-    if value is None or isinstance(value, EnvironmentSpec):
-        return value
-
-    def err(msg: str) -> ConfigError:
-        return ConfigError(msg, entry=entry, field="environment")
-
-    if not isinstance(value, Mapping):
-        raise err("must be a mapping: {python: /path/to/python} or {requirements: [...], system_site_packages: ...}")
-    for key in value:
-        if key not in ENVIRONMENT_KEYS:
-            raise err(
-                f"unknown key '{key}'{did_you_mean(str(key), ENVIRONMENT_KEYS)}; keys: {', '.join(ENVIRONMENT_KEYS)}"
-            )
-    python, requirements = value.get("python"), value.get("requirements")
-    if (python is None) == (requirements is None):
-        raise err("name either 'python' (an existing interpreter) or 'requirements' (a venv rewardzoo builds)")
-    if python is not None and (not isinstance(python, str) or not python.strip()):
-        raise err(f"'python' must be the path of an interpreter, got {python!r}")
-    if requirements is not None:
-        if isinstance(requirements, str):
-            requirements = [requirements]
-        if (
-            not isinstance(requirements, list)
-            or not requirements
-            or not all(isinstance(r, str) and r.strip() for r in requirements)
-        ):
-            raise err("'requirements' must be a non-empty list of pip requirement strings")
-        if any(r.strip().startswith("-") for r in requirements):
-            raise err("'requirements' are requirement strings, not pip options")
-    ssp, shm = value.get("system_site_packages", False), value.get("shared_memory", True)
-    if not isinstance(ssp, bool) or not isinstance(shm, bool):
-        raise err("'system_site_packages' and 'shared_memory' are true or false")
-    if python is not None and "system_site_packages" in value:
-        raise err("'system_site_packages' applies to a built environment ('requirements'), not to 'python'")
-    timeout = positive_float(value.get("start_timeout_s", 300.0), "environment.start_timeout_s", entry=entry)
-    call_timeout = value.get("call_timeout_s", EnvironmentSpec.call_timeout_s)
-    if call_timeout is not None:  # null: no bound
-        call_timeout = positive_float(call_timeout, "environment.call_timeout_s", entry=entry)
-    restarts = value.get("max_restarts", 3)
-    if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
-        raise err(f"'max_restarts' must be a non-negative integer, got {restarts!r}")
-    return EnvironmentSpec(
-        python=python,
-        requirements=tuple(r.strip() for r in requirements or ()),
-        system_site_packages=ssp,
-        start_timeout_s=timeout,
-        call_timeout_s=call_timeout,
-        max_restarts=restarts,
-        shared_memory=shm,
-    )
-
-
-SPEC_FIELDS = tuple(f.name for f in fields(RewardSpec))
 #: The keys of a config entry: the spec's fields and ``reference`` (rewardzoo.rewards.references).
-ENTRY_KEYS = (*SPEC_FIELDS, "reference")
-TOP_LEVEL = ("rewards", "eval_rewards", "advantage", "monitor", "environment")
+ENTRY_KEYS = (
+    "name",
+    "reward_model",
+    "model_path",
+    "dtype",
+    "device",
+    "batch_size",
+    "applicable_datasets",
+    "weight",
+    "async_reward",
+    "num_workers",
+    "kwargs",
+    "limits",
+    "environment",
+    "offload",
+    "streams",
+    "ray",
+    "reference",
+)
+#: Where a reward's weights live between reward phases (rewardzoo.core.residency).
+OFFLOAD_MODES = ("none", "cpu", "drop")
+#: The ways ``result.advantages()`` combines several rewards (:mod:`rewardzoo.core.advantages`).
+ADVANTAGE_MODES = ("sum", "gdpo")
+#: The most values a config may hold once its YAML aliases are expanded (a real one holds a few hundred).
+MAX_VALUES = 100_000
+#: Levels of nesting a config may have (a reward config needs a handful; a deep one only exhausts the stack).
+MAX_DEPTH = 100
+#: Each reward's typed options (``{name: {"schema", "rows"}}``, generated by ``scripts/gen_options.py``).
+OPTIONS_FILE = Path(__file__).resolve().parents[1] / "catalog" / "options.json"
 
 
 def read_config_file(path: str | os.PathLike[str]) -> Any:
@@ -289,48 +250,6 @@ def read_config_file(path: str | os.PathLike[str]) -> Any:
         raise ConfigError(f"'{path}' is not valid YAML: {exc}") from None
     except RecursionError:  # PyYAML's composer recurses once per level, before any depth can be checked
         raise ConfigError(f"'{path}' does not parse: its YAML nests deeper than {MAX_DEPTH} levels") from None
-
-
-#: The ways ``result.advantages()`` combines several rewards (:mod:`rewardzoo.core.advantages`).
-ADVANTAGE_MODES = ("sum", "gdpo")
-
-
-def check_mode(mode: Any, field: str = "advantage") -> str:
-    """``mode`` if it is one of :data:`ADVANTAGE_MODES`, else a :class:`~rewardzoo.errors.ConfigError`."""
-    if mode not in ADVANTAGE_MODES:
-        raise ConfigError(f"must be one of {', '.join(ADVANTAGE_MODES)}, got {mode!r}", field=field)
-    return str(mode)
-
-
-#: Expands an entry's ``reference:`` key into the entry it stands for (resolution, above this layer).
-ExpandEntry = Callable[[Mapping[str, Any]], Mapping[str, Any]]
-
-
-def parse_config(data: Any, expand: ExpandEntry | None = None) -> RewardConfig:
-    """Validate a loaded config mapping into a :class:`RewardConfig` (no registry look-up: the names are
-    resolved by :func:`rewardzoo.core.resolve.load_config`)."""
-    if not isinstance(data, Mapping):
-        raise ConfigError("a reward config is a mapping with a 'rewards' list")
-    for key in data:
-        if key not in TOP_LEVEL:
-            raise ConfigError(f"unknown top-level key '{key}'{did_you_mean(str(key), TOP_LEVEL)}")
-    if "rewards" not in data:
-        raise ConfigError("the config has no 'rewards' list")
-    environment = parse_environment(data.get("environment"))
-    train = parse_specs(data["rewards"], "rewards", environment, expand)
-    evals = (
-        parse_specs(data["eval_rewards"], "eval_rewards", environment, expand)
-        if data.get("eval_rewards") is not None
-        else train
-    )
-    monitor = parse_monitor(data["monitor"]) if data.get("monitor") is not None else None
-    return RewardConfig(train, evals, check_mode(data.get("advantage", "sum")), monitor)
-
-
-#: The most values a config may hold once its YAML aliases are expanded (a real one holds a few hundred).
-MAX_VALUES = 100_000
-#: Levels of nesting a config may have (a reward config needs a handful; a deep one only exhausts the stack).
-MAX_DEPTH = 100
 
 
 def check_aliases(node: Any, where: str) -> None:
@@ -365,22 +284,30 @@ def check_aliases(node: Any, where: str) -> None:
         size(node)
 
 
-def _check_kwargs_size(value: Any, name: str) -> None:
-    """Python configs can share and nest objects too: the same bound on the values kwargs expand to."""
-    count, stack = 0, [value]
-    while stack:
-        item = stack.pop()
-        count += 1
-        if count > MAX_VALUES:
-            raise ConfigError(
-                f"kwargs expand to more than {MAX_VALUES} values (shared or recursive containers)",
-                entry=name,
-                field="kwargs",
-            )
-        if isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
+def check_mode(mode: Any, field: str = "advantage") -> str:
+    """``mode`` if it is one of :data:`ADVANTAGE_MODES`, else a :class:`~rewardzoo.errors.ConfigError`."""
+    if mode not in ADVANTAGE_MODES:
+        raise ConfigError(f"must be one of {', '.join(ADVANTAGE_MODES)}, got {mode!r}", field=field)
+    return str(mode)
+
+
+#: Expands an entry's ``reference:`` key into the entry it stands for (resolution, above this layer).
+ExpandEntry = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+
+
+def parse_config(data: Any, expand: ExpandEntry | None = None) -> RewardConfig:
+    """Validate a loaded config mapping into a :class:`RewardConfig` (no registry look-up: the names are
+    resolved by :func:`rewardzoo.core.resolve.load_config`)."""
+    from .models import ConfigModel, validate
+
+    config = validate(ConfigModel, dict(data) if isinstance(data, Mapping) else data)
+    environment = _environment(config.environment)
+    train = parse_specs(data["rewards"], "rewards", environment, expand)
+    evals = (
+        train if config.eval_rewards is None else parse_specs(data["eval_rewards"], "eval_rewards", environment, expand)
+    )
+    monitor = None if config.monitor is None else MonitorSettings(**config.monitor.model_dump())
+    return RewardConfig(train, evals, config.advantage, monitor)
 
 
 def parse_specs(
@@ -391,13 +318,9 @@ def parse_specs(
 ) -> tuple[RewardSpec, ...]:
     """Validate a list of reward entries; errors name the entry and the field. ``environment``: the config's,
     for entries that name none."""
-    if not isinstance(entries, list):
-        raise ConfigError(f"'{section}' must be a list of reward entries")
-    if not entries:
-        raise ConfigError(
-            f"'{section}' is empty: name at least one reward (a config that scores nothing "
-            "would give every sample a null total)"
-        )
+    from .models import Entries, validate
+
+    validate(Entries, entries, prefix=(section,))
     specs, seen = [], set()
     for i, raw in enumerate(entries):
         spec = parse_spec(raw, f"{section}[{i}]", environment, expand)
@@ -414,6 +337,8 @@ def parse_spec(
     """Validate one reward entry (a mapping, or a bare name). ``environment``: the config's, used when the
     entry has no ``environment`` key (``environment: null`` runs it in process); ``expand``: what turns a
     ``reference:`` entry into the entry it stands for (without it, such an entry is an error)."""
+    from .models import EntryModel, validate
+
     if isinstance(raw, str):
         raw = {"name": raw}
     if isinstance(raw, RewardSpec):
@@ -421,9 +346,8 @@ def parse_spec(
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: a reward entry is a mapping or a name, got {type(raw).__name__}")
     name = raw.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError(f"{where}: every reward entry needs a non-empty string 'name'", field="name")
-    if "reference" in raw:  # scored by the reward's reference package, in its own environment
+    entry = name if isinstance(name, str) and name.strip() else None
+    if "reference" in raw and entry is not None:  # scored by the reward's reference package, in its own environment
         if expand is None:
             raise ConfigError(
                 "a 'reference' entry is resolved by load_config or the processor, not parsed alone",
@@ -431,73 +355,76 @@ def parse_spec(
                 field="reference",
             )
         raw = expand(raw)
-    for key in raw:
-        if key not in ENTRY_KEYS:
-            raise ConfigError(f"unknown key{did_you_mean(str(key), ENTRY_KEYS)}", entry=name, field=str(key))
-
-    def err(fld: str, msg: str) -> ConfigError:
-        return ConfigError(msg, entry=name, field=fld)
-
-    reward_model = raw.get("reward_model", name)
-    if not isinstance(reward_model, str) or not reward_model:
-        raise err("reward_model", "must be a registry name or a Python path")
-    model_path = raw.get("model_path")
-    if model_path is not None and not isinstance(model_path, str):
-        raise err("model_path", f"must be a string, got {type(model_path).__name__}")
     try:
-        dtype = raw.get("dtype", "auto")
-        dtype = "auto" if dtype == "auto" else canonical_dtype(dtype)
-    except ValueError as exc:
-        raise err("dtype", str(exc)) from None
-    device = raw.get("device", "auto")
-    if not isinstance(device, str) or not valid_device(device):
-        raise err("device", f"unknown device '{device}'; use auto, cpu, cuda, cuda:N or mps")
-    batch_size = int(positive_int(raw.get("batch_size", 16), "batch_size", entry=name) or 0)
-    num_workers = int(positive_int(raw.get("num_workers", 1), "num_workers", entry=name) or 0)
-    async_reward = raw.get("async_reward", False)
-    if not isinstance(async_reward, bool):
-        raise err("async_reward", "must be true or false")
-    datasets = raw.get("applicable_datasets")
-    if datasets is not None:
-        if isinstance(datasets, str):
-            datasets = [datasets]
-        if not isinstance(datasets, list) or not datasets or not all(isinstance(d, str) for d in datasets):
-            raise err("applicable_datasets", "must be null or a non-empty list of dataset names")
-        datasets = tuple(datasets)
-    weight = _weight(raw.get("weight", 1.0), datasets, err)
-    kwargs = raw.get("kwargs")
-    kwargs = {} if kwargs is None else kwargs
-    if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
-        raise err("kwargs", "must be a mapping of constructor keyword arguments")
-    _check_kwargs_size(kwargs, name)
-    limits = _limits(raw.get("limits"), err, name)
-    own = parse_environment(raw["environment"], name) if "environment" in raw else environment
-    offload = raw.get("offload", "none")
-    if offload not in OFFLOAD_MODES:
-        raise err(
-            "offload",
-            f"must be one of {', '.join(OFFLOAD_MODES)}, got {offload!r}{did_you_mean(str(offload), OFFLOAD_MODES)}",
-        )
-    streams = parse_streams(raw.get("streams"), name)
-    ray = parse_ray(raw["ray"], name) if raw.get("ray") is not None else None
+        model = validate(EntryModel, dict(raw), entry=entry)
+    except ConfigError as exc:
+        if entry is None:  # no name to say which entry: say where it is
+            raise ConfigError(f"{where}: {exc.message}", field=exc.field) from None
+        raise
+    return _spec(model, environment)
+
+
+def _spec(model: EntryModel, environment: EnvironmentSpec | None) -> RewardSpec:
+    """The :class:`RewardSpec` of a validated entry."""
+    datasets = model.applicable_datasets
     return RewardSpec(
-        name=name,
-        reward_model=reward_model,
-        model_path=model_path,
-        dtype=dtype,
-        device=device,
-        batch_size=batch_size,
-        applicable_datasets=datasets,
-        weight=weight,
-        async_reward=async_reward,
-        num_workers=num_workers,
-        kwargs=dict(kwargs),
-        limits=limits,
-        environment=own,
-        offload=offload,
-        streams=streams,
-        ray=ray,
+        name=model.name,
+        reward_model=model.reward_model or model.name,
+        model_path=model.model_path,
+        dtype=model.dtype,
+        device=model.device,
+        batch_size=model.batch_size,
+        applicable_datasets=(datasets,) if isinstance(datasets, str) else None if datasets is None else tuple(datasets),
+        weight=_weight(model.weight),
+        async_reward=model.async_reward,
+        num_workers=model.num_workers,
+        kwargs=dict(model.kwargs),
+        limits={} if model.limits is None else {k: getattr(model.limits, k) for k in model.limits.model_fields_set},
+        environment=_environment(model.environment) if "environment" in model.model_fields_set else environment,
+        offload=model.offload,
+        streams=None if model.streams is None else _streams(model.streams),
+        ray=None if model.ray is None else RayPlacement(**model.ray.model_dump()),
     )
+
+
+def _weight(value: Any) -> Any:
+    """A validated weight as the spec holds it: a float, a :class:`WeightSchedule`, or dataset -> either."""
+    if isinstance(value, Mapping):
+        return {k: _weight(v) for k, v in value.items()}
+    if isinstance(value, (int, float)):
+        return float(value)
+    return WeightSchedule(**value.model_dump())
+
+
+def _streams(value: Mapping[str, Any]) -> dict[str, StreamSpec]:
+    return {
+        name: StreamSpec(float(s)) if isinstance(s, (int, float)) else StreamSpec(**s.model_dump())
+        for name, s in value.items()
+    }
+
+
+def _environment(model: EnvironmentModel | None) -> EnvironmentSpec | None:
+    if model is None:
+        return None
+    requirements = [model.requirements] if isinstance(model.requirements, str) else model.requirements or []
+    return EnvironmentSpec(
+        python=model.python,
+        requirements=tuple(r.strip() for r in requirements),
+        system_site_packages=model.system_site_packages,
+        start_timeout_s=model.start_timeout_s,
+        call_timeout_s=model.call_timeout_s,
+        max_restarts=model.max_restarts,
+        shared_memory=model.shared_memory,
+    )
+
+
+def parse_environment(value: Any, entry: str | None = None) -> EnvironmentSpec | None:
+    """An ``environment:`` mapping (of an entry or a whole config) as an :class:`EnvironmentSpec`; None for null."""
+    if value is None or isinstance(value, EnvironmentSpec):
+        return value
+    from .models import EnvironmentModel, validate
+
+    return _environment(validate(EnvironmentModel, value, entry=entry, prefix=("environment",)))
 
 
 def parse_streams(value: Any, entry: str | None = None) -> dict[str, StreamSpec] | None:
@@ -506,292 +433,44 @@ def parse_streams(value: Any, entry: str | None = None) -> dict[str, StreamSpec]
     (:func:`rewardzoo.core.streams.resolve_streams`), which needs the reward."""
     if value is None:
         return None
+    if isinstance(value, Mapping) and value and all(isinstance(s, StreamSpec) for s in value.values()):
+        return dict(value)
+    from .models import Streams, validate
 
-    def err(fld: str, msg: str) -> ConfigError:
-        return ConfigError(msg, entry=entry, field=fld)
-
-    if not isinstance(value, Mapping) or not value:
-        raise err("streams", "must be a non-empty mapping of stream name -> {weight, normalize} (or a weight)")
-    out: dict[str, StreamSpec] = {}
-    for name, setting in value.items():
-        if not isinstance(name, str) or not name:
-            raise err("streams", f"stream names are strings, got {name!r}")
-        if isinstance(setting, StreamSpec):
-            out[name] = setting
-            continue
-        if _number(setting):
-            setting = {"weight": setting}
-        if not isinstance(setting, Mapping):
-            raise err(f"streams.{name}", f"must be a weight or a mapping {{weight, normalize}}, got {setting!r}")
-        for key in setting:
-            if key not in STREAM_KEYS:
-                raise err(
-                    f"streams.{name}.{key}",
-                    f"unknown stream key{did_you_mean(str(key), STREAM_KEYS)}; keys: {', '.join(STREAM_KEYS)}",
-                )
-        weight = setting.get("weight", 1.0)
-        if not _number(weight):
-            raise err(f"streams.{name}.weight", f"must be a finite number, got {weight!r}")
-        normalize = setting.get("normalize", "none")
-        if normalize not in NORMALIZE_MODES:
-            raise err(
-                f"streams.{name}.normalize",
-                f"must be one of {', '.join(NORMALIZE_MODES)}, got {normalize!r}"
-                f"{did_you_mean(str(normalize), NORMALIZE_MODES)}",
-            )
-        out[name] = StreamSpec(float(weight), str(normalize))
-    return out
+    found: dict[str, Any] = validate(Streams, value, entry=entry, prefix=("streams",))
+    return _streams(found)
 
 
-#: Where a reward's weights live between reward phases (rewardzoo.core.residency).
-OFFLOAD_MODES = ("none", "cpu", "drop")
+def json_schema(options: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of a reward config file, for editors validating YAML: the config's models'
+    (:mod:`rewardzoo.spec.models`), each entry's ``kwargs`` the options schema of the reward it names
+    (``options``: name -> ``{"schema": ...}``; default: the shipped rewards', ``rewardzoo/catalog/options.json``)."""
+    from .models import ConfigModel, schema_of
+
+    if options is None:
+        options = json.loads(OPTIONS_FILE.read_text(encoding="utf-8")) if OPTIONS_FILE.is_file() else {}
+    schema = schema_of(ConfigModel)
+    entry = schema["properties"]["rewards"]["items"]["oneOf"][1]
+    entry["allOf"] = [_kwargs_rule(name, schema_of(None, found["schema"])) for name, found in sorted(options.items())]
+    if not entry["allOf"]:
+        del entry["allOf"]
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
-LIMIT_KEYS = ("seconds", "frames", "pixels")
-
-
-#: An entry's error maker: ``err(field, message)``.
-_Err = Callable[[str, str], ConfigError]
-
-
-def _limits(value: Any, err: _Err, name: str) -> dict[str, float | int | None]:
-    """``limits: {seconds: 600, frames: 2000, pixels: 16777216}``; null lifts a limit."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise err("limits", f"must be a mapping with keys {', '.join(LIMIT_KEYS)}")
-    out: dict[str, float | int | None] = {}
-    for key, limit in value.items():
-        if key not in LIMIT_KEYS:
-            raise err(
-                "limits", f"unknown limit '{key}'{did_you_mean(str(key), LIMIT_KEYS)}; limits: {', '.join(LIMIT_KEYS)}"
-            )
-        if limit is None:
-            out[key] = None
-        elif key == "seconds":
-            if not _number(limit) or limit <= 0:
-                raise err("limits", f"seconds must be a positive number or null, got {limit!r}")
-            out[key] = float(limit)
-        else:
-            out[key] = positive_int(limit, f"limits.{key}", allow_none=True, entry=name)
-    return out
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _weight(value: Any, datasets: tuple[str, ...] | None, err: _Err) -> Weight | dict[str, Weight]:
-    if _number(value):
-        return float(value)
-    if isinstance(value, Mapping) and "schedule" in value:
-        return _schedule(value, "weight", err)
-    if isinstance(value, Mapping) and value:
-        out: dict[str, Weight] = {}
-        for key, w in value.items():
-            if not isinstance(key, str) or not (_number(w) or isinstance(w, Mapping)):
-                raise err(
-                    "weight",
-                    f"per-dataset weights map dataset names to finite numbers or schedules; bad item {key!r}: {w!r}",
-                )
-            if datasets is not None and key not in datasets:
-                raise err("weight", f"weight for dataset '{key}' which is not in applicable_datasets {list(datasets)}")
-            out[key] = _schedule(w, f"weight.{key}", err) if isinstance(w, Mapping) else float(w)
-        return out
-    raise err(
-        "weight",
-        f"must be a finite number, a schedule {{schedule: linear|cosine|step, start, end, steps, "
-        f"after}} or a non-empty mapping dataset -> either, got {value!r}",
-    )
-
-
-def _schedule(value: Mapping[str, Any], where: str, err: _Err) -> WeightSchedule:
-    """``{schedule: linear|cosine|step, start, end, steps, after}`` (``after`` optional, default 0)."""
-    for key in value:
-        if key not in SCHEDULE_KEYS:
-            raise err(
-                f"{where}.{key}",
-                f"unknown schedule key{did_you_mean(str(key), SCHEDULE_KEYS)}; a schedule "
-                f"has {', '.join(SCHEDULE_KEYS)}",
-            )
-    kind = value.get("schedule")
-    if kind not in SCHEDULES:
-        raise err(
-            f"{where}.schedule",
-            f"must be one of {', '.join(SCHEDULES)}, got {kind!r}{did_you_mean(str(kind), SCHEDULES)}",
-        )
-    for key in ("start", "end", "steps"):
-        if key not in value:
-            raise err(f"{where}.{key}", f"a {kind} schedule needs '{key}'")
-    for key in ("start", "end"):
-        if not _number(value[key]):
-            raise err(f"{where}.{key}", f"must be a finite number, got {value[key]!r}")
-    steps, after = value["steps"], value.get("after", 0)
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
-        raise err(f"{where}.steps", f"must be an integer >= 1 (trainer steps from start to end), got {steps!r}")
-    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
-        raise err(f"{where}.after", f"must be an integer >= 0 (the step the schedule begins at), got {after!r}")
-    return WeightSchedule(kind, float(value["start"]), float(value["end"]), steps, after)
-
-
-def json_schema() -> dict[str, Any]:
-    """JSON Schema (draft 2020-12) of a reward config file, for editors validating YAML."""
-    number = {"type": "number"}
-    schedule = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["schedule", "start", "end", "steps"],
-        "properties": {
-            "schedule": {"enum": list(SCHEDULES)},
-            "start": number,
-            "end": number,
-            "steps": {"type": "integer", "minimum": 1},
-            "after": {"type": "integer", "minimum": 0},
-        },
-        "description": "a weight over the trainer's step (rewardzoo.spec.config.WeightSchedule)",
-    }
-    strings = {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
-    environment = {
-        "oneOf": [
-            {"type": "null"},
-            {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "python": {"type": "string", "minLength": 1, "description": "an existing interpreter"},
-                    "requirements": {
-                        "oneOf": [{"type": "string"}, strings],
-                        "description": "a venv rewardzoo builds once (cached)",
-                    },
-                    "system_site_packages": {"type": "boolean"},
-                    "start_timeout_s": {"type": "number", "exclusiveMinimum": 0},
-                    "call_timeout_s": {
-                        "type": ["number", "null"],
-                        "exclusiveMinimum": 0,
-                        "description": "seconds a call waits for the worker (null: no bound)",
-                    },
-                    "max_restarts": {"type": "integer", "minimum": 0},
-                    "shared_memory": {"type": "boolean"},
-                },
-                "oneOf": [{"required": ["python"]}, {"required": ["requirements"]}],
-            },
+def _kwargs_rule(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` takes reward ``name``'s options where the entry names that reward (``reward_model``, else
+    ``name``)."""
+    names = {
+        "anyOf": [
+            {"required": ["reward_model"], "properties": {"reward_model": {"const": name}}},
+            {"not": {"required": ["reward_model"]}, "properties": {"name": {"const": name}}},
         ]
     }
-    entry = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["name"],
-        "properties": {
-            "name": {"type": "string", "minLength": 1, "description": "stream name, unique within the list"},
-            "reward_model": {"type": "string", "description": "registry name or Python path; defaults to name"},
-            "model_path": {"type": ["string", "null"], "description": "hub id, local directory or file"},
-            "dtype": {"enum": ["auto", *sorted(DTYPE_ALIASES)]},
-            "device": {"type": "string", "pattern": r"^(auto|cpu|mps|cuda(:\d+)?)$"},
-            "batch_size": {"type": "integer", "minimum": 1},
-            "applicable_datasets": {
-                "oneOf": [
-                    {"type": "null"},
-                    {"type": "string"},
-                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                ]
-            },
-            "weight": {
-                "oneOf": [
-                    number,
-                    schedule,
-                    {"type": "object", "additionalProperties": {"oneOf": [number, schedule]}, "minProperties": 1},
-                ]
-            },
-            "async_reward": {"type": "boolean"},
-            "num_workers": {"type": "integer", "minimum": 1},
-            "kwargs": {"type": "object"},
-            "limits": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "seconds": {"type": ["number", "null"], "exclusiveMinimum": 0},
-                    "frames": {"type": ["integer", "null"], "minimum": 1},
-                    "pixels": {"type": ["integer", "null"], "minimum": 1},
-                },
-            },
-            "environment": environment,
-            "offload": {
-                "enum": ["none", "cpu", "drop"],
-                "description": "weights between reward phases: resident, in CPU memory, or freed",
-            },
-            "streams": {
-                "type": ["object", "null"],
-                "minProperties": 1,
-                "additionalProperties": {
-                    "oneOf": [
-                        number,
-                        {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {"weight": number, "normalize": {"enum": list(NORMALIZE_MODES)}},
-                        },
-                    ]
-                },
-                "description": "a multi-output reward's named streams, each weighted (and normalised in its group)",
-            },
-            "ray": {
-                "type": ["object", "null"],
-                "additionalProperties": False,
-                "properties": {
-                    "num_gpus": {"type": "number", "minimum": 0},
-                    "num_cpus": {"type": "number", "minimum": 0},
-                    "replicas": {"type": "integer", "minimum": 1},
-                    "max_ongoing_requests": {"type": "integer", "minimum": 1},
-                },
-                "description": "a Ray Serve deployment and Ray Data stage of its own with these resources",
-            },
-            "reference": {
-                "oneOf": [
-                    {"type": "boolean"},
-                    {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {
-                            "reward_model": {"type": "string", "minLength": 1},
-                            "environment": environment,
-                            "kwargs": {"type": "object"},
-                        },
-                    },
-                ],
-                "description": "score with the reward's reference package (true: the known wrapper and environment)",
-            },
-        },
-    }
-    items = {"oneOf": [{"type": "string"}, entry]}
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "rewardzoo reward configuration",
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["rewards"],
-        "properties": {
-            "rewards": {"type": "array", "items": items},
-            "eval_rewards": {"type": ["array", "null"], "items": items},
-            "advantage": {"enum": ["sum", "gdpo"]},
-            "environment": environment,
-            "monitor": {
-                "type": ["object", "null"],
-                "additionalProperties": False,
-                "properties": {
-                    "log": {"type": ["string", "null"]},
-                    "window": {"type": "integer", "minimum": 3},
-                    "saturation": {"type": ["number", "null"]},
-                    "margin": {"type": "number"},
-                    "inseparable": {"type": ["number", "null"]},
-                    "conflict": {"type": ["number", "null"]},
-                    "divergence": {"type": ["number", "null"]},
-                },
-            },
-        },
-    }
+    return {"if": names, "then": {"properties": {"kwargs": options}}}
 
 
 def schema_json() -> str:
+    """:func:`json_schema` as indented JSON text (what ``rewardzoo schema`` prints)."""
     return json.dumps(json_schema(), indent=2)
 
 

@@ -1,4 +1,4 @@
-"""An entry's placement on Ray (``ray:``), its strict parsing, and whether a set of placements fits a cluster.
+"""An entry's placement on Ray (``ray:``), its parsing, and whether a set of placements fits a cluster.
 
 ```yaml
 rewards:
@@ -19,12 +19,11 @@ Imports only :mod:`rewardzoo.errors` and :mod:`rewardzoo.shared` (the spec layer
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, did_you_mean
+from ..errors import ConfigError
 
 RAY_KEYS = ("num_gpus", "num_cpus", "replicas", "max_ongoing_requests")
 
@@ -50,41 +49,11 @@ class RayPlacement:
 
 
 def parse_ray(value: Any, entry: str) -> RayPlacement:
-    """An entry's ``ray:`` mapping as a :class:`RayPlacement`; ConfigError naming the entry and key otherwise."""
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"must be a mapping with keys {', '.join(RAY_KEYS)}", entry=entry, field="ray")
-    for key in value:
-        if key not in RAY_KEYS:
-            raise ConfigError(
-                f"unknown key '{key}'{did_you_mean(str(key), RAY_KEYS)}; keys: {', '.join(RAY_KEYS)}",
-                entry=entry,
-                field="ray",
-            )
-    gpus, cpus = (_resource(value.get(k), f"ray.{k}", entry) for k in ("num_gpus", "num_cpus"))
-    if gpus is not None and gpus > 1 and not gpus.is_integer():
-        raise ConfigError(
-            f"a replica takes a fraction of one GPU (0 < num_gpus <= 1) or whole GPUs (1, 2, ...), got {gpus:g}",
-            entry=entry,
-            field="ray.num_gpus",
-        )
-    replicas, ongoing = (_count(value.get(k), f"ray.{k}", entry) for k in ("replicas", "max_ongoing_requests"))
-    return RayPlacement(gpus, cpus, replicas, ongoing)
+    """An entry's ``ray:`` mapping as a :class:`RayPlacement` (declared by :class:`rewardzoo.spec.models.RayModel`);
+    ConfigError naming the entry and key otherwise."""
+    from .models import RayModel, validate
 
-
-def _resource(value: Any, field: str, entry: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ConfigError(f"must be a number >= 0, got {value!r}", entry=entry, field=field)
-    return float(value)
-
-
-def _count(value: Any, field: str, entry: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"must be an integer >= 1, got {value!r}", entry=entry, field=field)
-    return value
+    return RayPlacement(**validate(RayModel, value, entry=entry, prefix=("ray",)).model_dump())
 
 
 @dataclass(frozen=True)

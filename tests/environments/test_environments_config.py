@@ -31,7 +31,7 @@ from rewardzoo.spec.config import EnvironmentSpec, json_schema, parse_environmen
 def test_bad_environments_name_the_entry_and_field(value, message):
     with pytest.raises(ConfigError, match=message) as err:
         load_config({"rewards": [{"name": "r", "reward_model": "x:Y", "environment": value}]})
-    assert (err.value.entry, err.value.field) in {("r", "environment"), ("r", "environment.start_timeout_s")}
+    assert err.value.entry == "r" and err.value.field.split(".")[0] == "environment"  # or the key's own path
 
 
 def test_entries_inherit_the_config_environment_and_null_opts_out():
@@ -51,7 +51,7 @@ def test_entries_inherit_the_config_environment_and_null_opts_out():
     assert config.eval_rewards[0].environment == built
     assert hash(built) == hash(EnvironmentSpec(requirements=("timm==0.6.13",), system_site_packages=True))
     assert load_config({"rewards": ["a"]}).rewards[0].environment is None
-    with pytest.raises(ConfigError, match="field 'environment'"):
+    with pytest.raises(ConfigError, match="field 'environment.python'"):
         load_config({"environment": {"python": ""}, "rewards": ["a"]})
     assert parse_environment(None) is None
 

@@ -67,8 +67,12 @@ def test_eval_rewards_are_independent():
         ({"name": "a", "device": "cuda:x"}, "device", "unknown device"),
         ({"name": "a", "weight": "high"}, "weight", "finite number"),
         ({"name": "a", "weight": float("nan")}, "weight", "finite number"),
-        ({"name": "a", "weight": {"t2i": 1}, "applicable_datasets": ["edit"]}, "weight", "not in applicable_datasets"),
-        ({"name": "a", "weight": {"t2i": "x"}}, "weight", "finite numbers"),
+        (
+            {"name": "a", "weight": {"t2i": 1}, "applicable_datasets": ["edit"]},
+            "weight.t2i",
+            "not in applicable_datasets",
+        ),
+        ({"name": "a", "weight": {"t2i": "x"}}, "weight.t2i", "finite number or a mapping"),
         ({"name": "a", "applicable_datasets": []}, "applicable_datasets", "non-empty list"),
         ({"name": "a", "applicable_datasets": [1]}, "applicable_datasets", "non-empty list"),
         ({"name": "a", "async_reward": "yes"}, "async_reward", "true or false"),
@@ -93,9 +97,9 @@ def test_duplicate_names_and_top_level_errors():
         load_config({"rewards": ["a", {"name": "a"}]})
     with pytest.raises(ConfigError, match="unknown top-level key 'reward'.*did you mean 'rewards'"):
         load_config({"reward": []})
-    with pytest.raises(ConfigError, match="no 'rewards' list"):
+    with pytest.raises(ConfigError, match="needs 'rewards', a non-empty list"):
         load_config({"eval_rewards": []})
-    with pytest.raises(ConfigError, match="must be a list"):
+    with pytest.raises(ConfigError, match="must be a non-empty list"):
         load_config({"rewards": {"name": "a"}})
 
 

@@ -375,7 +375,7 @@ def test_video_frame_limit(tmp_path):
 @pytest.mark.parametrize(
     "limits, match",
     [
-        ({"secs": 1}, "unknown limit 'secs'"),
+        ({"secs": 1}, "unknown key 'secs'"),
         ({"frames": 0}, "positive"),
         ({"seconds": -1}, "positive"),
         ([1], "mapping"),
@@ -401,7 +401,7 @@ def test_a_weight_mapping_that_misses_the_sample_dataset_is_an_error():
 
 @pytest.mark.parametrize("data", [{"rewards": []}, {"rewards": ["loudness"], "eval_rewards": []}])
 def test_an_empty_reward_list_is_an_error(data):
-    with pytest.raises(ConfigError, match="is empty"):
+    with pytest.raises(ConfigError, match="rewards': must be a non-empty list"):
         load_config(data)
 
 

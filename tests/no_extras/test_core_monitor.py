@@ -181,7 +181,7 @@ def test_the_monitor_section_is_parsed_strictly():
     ]:
         with pytest.raises(ConfigError, match=rf"monitor\.{key}"):
             parse_monitor({key: value})
-    with pytest.raises(ConfigError, match="'monitor' must be a mapping"):
+    with pytest.raises(ConfigError, match="field 'monitor': must be a mapping"):
         load_config({"rewards": ["jpeg_compressibility"], "monitor": [1]})
 
 

@@ -27,14 +27,14 @@ def test_a_ray_block_parses_and_fills_what_it_leaves_out_from_the_command():
 @pytest.mark.parametrize(
     "ray,field,words",
     [
-        ({"num_gpu": 1}, "ray", "unknown key 'num_gpu'"),
+        ({"num_gpu": 1}, "ray.num_gpu", "unknown key 'num_gpu'"),
         ({"num_gpus": -0.1}, "ray.num_gpus", ">= 0"),
         ({"num_cpus": -1}, "ray.num_cpus", ">= 0"),
         ({"num_gpus": 1.5}, "ray.num_gpus", "fraction of one GPU"),
         ({"num_gpus": "1"}, "ray.num_gpus", ">= 0"),
-        ({"replicas": 0}, "ray.replicas", "integer >= 1"),
-        ({"replicas": 1.5}, "ray.replicas", "integer >= 1"),
-        ({"max_ongoing_requests": True}, "ray.max_ongoing_requests", "integer >= 1"),
+        ({"replicas": 0}, "ray.replicas", "positive integer"),
+        ({"replicas": 1.5}, "ray.replicas", "positive integer"),
+        ({"max_ongoing_requests": True}, "ray.max_ongoing_requests", "positive integer"),
         ([1], "ray", "must be a mapping"),
     ],
 )

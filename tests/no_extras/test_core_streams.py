@@ -168,7 +168,8 @@ def test_streams_parse_from_yaml_and_the_schema_knows_them(tmp_path):
     spec = load_config(path).rewards[0]
     assert spec.streams == {"a": StreamSpec(1.0, "group"), "b": StreamSpec(0.5, "none")}
     entry = json_schema()["properties"]["rewards"]["items"]["oneOf"][1]
-    assert entry["properties"]["streams"]["additionalProperties"]["oneOf"][1]["properties"]["normalize"]["enum"] == [
+    streams = entry["properties"]["streams"]["anyOf"][0]  # or null
+    assert streams["additionalProperties"]["oneOf"][1]["properties"]["normalize"]["enum"] == [
         "none",
         "group",
         "group_unbiased",

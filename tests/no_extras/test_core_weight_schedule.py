@@ -109,12 +109,16 @@ def test_a_scheduled_weight_without_a_step_is_an_error_naming_the_entry():
     [
         ({"schedule": "exp", "start": 0, "end": 1, "steps": 5}, "weight.schedule", "linear, cosine, step"),
         ({"schedule": "linear", "start": 0, "steps": 5}, "weight.end", "needs 'end'"),
-        ({"schedule": "linear", "start": 0, "end": 1, "steps": 0}, "weight.steps", "integer >= 1"),
-        ({"schedule": "linear", "start": 0, "end": 1, "steps": 2.5}, "weight.steps", "integer >= 1"),
-        ({"schedule": "linear", "start": 0, "end": 1, "steps": 5, "after": -1}, "weight.after", "integer >= 0"),
+        ({"schedule": "linear", "start": 0, "end": 1, "steps": 0}, "weight.steps", "positive integer"),
+        ({"schedule": "linear", "start": 0, "end": 1, "steps": 2.5}, "weight.steps", "positive integer"),
+        ({"schedule": "linear", "start": 0, "end": 1, "steps": 5, "after": -1}, "weight.after", "non-negative integer"),
         ({"schedule": "linear", "start": "x", "end": 1, "steps": 5}, "weight.start", "finite number"),
         ({"schedule": "linear", "start": 0, "end": float("nan"), "steps": 5}, "weight.end", "finite number"),
-        ({"schedule": "linear", "start": 0, "end": 1, "steps": 5, "step": 3}, "weight.step", "unknown schedule key"),
+        (
+            {"schedule": "linear", "start": 0, "end": 1, "steps": 5, "step": 3},
+            "weight.step",
+            "unknown key 'step'.*did you mean 'steps'",
+        ),
         ({"t2i": {"schedule": "cosine", "start": 0, "end": 1}}, "weight.t2i.steps", "needs 'steps'"),
     ],
 )
