@@ -103,7 +103,8 @@ def test_import_rewardzoo_and_list_rewards_do_not_import_heavy_backends():
         import sys, rewardzoo
         rows = rewardzoo.list_rewards()
         assert len(rows) > 5
-        heavy = [m for m in ("torch", "open_clip", "transformers", "onnxruntime", "av", "decord", "soundfile")
+        heavy = [m for m in ("torch", "open_clip", "transformers", "onnxruntime", "av", "decord", "soundfile",
+                             "pydantic")  # pydantic: imported when a config or a reward's options are validated
                  if m in sys.modules]
         print(",".join(heavy))
     """)
