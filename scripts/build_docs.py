@@ -31,6 +31,8 @@ The documentation site (``mkdocs.yml``, sources under ``docs/``):
   the table of every reward; a page whose card is gone is removed (``--check``: reported);
 - each family page ``docs/rewards/families/FAMILY.md``: its members (``family members``), after the
   hand-written advice on choosing between them; the Rewards part of the nav in ``mkdocs.yml`` (``reward nav``);
+- ``rewardzoo/catalog/options.json`` (``scripts/gen_options.py``, where the reward modules import: not with
+  ``--check``) from each reward's ``Options``; each reward page's ``## Options`` table from it;
 - ``docs/guides/config-reference.md`` from ``rewardzoo.spec.config.json_schema()``; ``docs/api.md`` from the
   public names (``rewardzoo._LAZY``); ``docs/benchmarks.md`` from ``benchmarks/results/*.json``;
 - ``docs/architecture.md``: each package's docstring (``package docstrings``);
@@ -548,7 +550,7 @@ def reward_page(name: str, meta: dict, runs: list[dict]) -> str:
         "",
         f"`rewardzoo card {name}` prints this card; `rewardzoo score {name} ...` scores with its example config.",
         "",
-        rest.strip("\n"),
+        page_options(name, rest).strip("\n"),
         "",
     ]
     return "\n".join(lines)
@@ -691,6 +693,35 @@ def schema_rows_inner(node: dict, path: str, seen: dict[str, str], rows: list) -
     extra = node.get("additionalProperties")
     if isinstance(extra, dict):
         schema_rows(extra, f"{path}.KEY", seen, rows)
+
+
+def page_options(name: str, body: str) -> str:
+    """A reward page's card body with the reward's ``## Options`` table (``rewardzoo/catalog/options.json``, the
+    same section ``rewardzoo card`` prints), before its ``## Speed``."""
+    from rewardzoo.catalog.options import with_options
+
+    return with_options(body, name)
+
+
+def refresh_options() -> str | None:
+    """Rewrite ``rewardzoo/catalog/options.json`` from the rewards' ``Options`` classes (``scripts/gen_options.py``);
+    where the reward modules cannot be imported (no extras), say so and keep the file as it is."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gen_options
+
+        new = gen_options.text(gen_options.collect())
+    except ImportError as exc:
+        return f"rewardzoo/catalog/options.json not regenerated ({exc}): run scripts/gen_options.py in the dev env"
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    if not gen_options.FILE.is_file() or gen_options.FILE.read_text(encoding="utf-8") != new:
+        gen_options.FILE.write_text(new, encoding="utf-8")
+        from rewardzoo.catalog.options import catalog
+
+        catalog.cache_clear()
+        return "rewrote rewardzoo/catalog/options.json"
+    return None
 
 
 def config_reference() -> str:
@@ -1026,6 +1057,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is out of date")
     args = ap.parse_args(argv)
     try:
+        if not args.check:  # --check leaves options.json to its own test (scripts/gen_options.py --check)
+            note = refresh_options()
+            if note:
+                print(f"build_docs: {note}")
         cards, runs = load_cards(), load_results()
         validate(cards, runs)
         stale, problems = [], []

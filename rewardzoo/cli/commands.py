@@ -213,9 +213,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_card(args: argparse.Namespace) -> int:
+    from ..catalog.options import with_options
     from ..registry import card_path
 
-    sys.stdout.write(card_path(args.name).read_text(encoding="utf-8"))
+    path = card_path(args.name)
+    sys.stdout.write(with_options(path.read_text(encoding="utf-8"), path.stem))
     return 0
 
 

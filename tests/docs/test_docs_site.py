@@ -105,6 +105,16 @@ def test_every_card_has_a_built_page_and_nothing_loads_from_elsewhere(site):
     assert not re.search(r"fonts\.(googleapis|gstatic)\.com", (site / "index.html").read_text("utf-8"))
 
 
+def test_a_reward_page_shows_its_options_table(site):
+    """The options a reward declares (rewardzoo/catalog/options.json) as a table on its built page."""
+    import json
+
+    rows = json.loads((ROOT / "rewardzoo" / "catalog" / "options.json").read_text("utf-8"))["pickscore"]["rows"]
+    page = (site / "rewards" / "pickscore.html").read_text("utf-8")
+    table = page[page.index('id="options"') :].split("</table>", 1)[0]
+    assert [r["name"] for r in rows] == re.findall(r"<tr>\s*<td><code>(\w+)</code></td>", table) != []
+
+
 def test_text_rendering_is_two_clicks_from_home(site):
     """Home -> the image family (which says which reward scores rendered text) -> the ocr page."""
     home = (site / "index.html").read_text("utf-8")

@@ -12,6 +12,7 @@ from rewardzoo.registry import (
     CARD_FACTS,
     CARD_KINDS,
     builtin,
+    card_path,
     example_config,
     extra_installed,
     read_card,
@@ -100,3 +101,25 @@ def test_a_card_with_a_bad_front_matter_is_refused_with_its_file_and_key(tmp_pat
     with pytest.raises(RegistryError, match="summary' is missing"):
         info_from_card({k: v for k, v in meta.items() if k != "summary"}, tmp_path / "card.md")
     yaml.safe_dump(meta)  # the record is plain YAML data
+
+
+def test_card_prints_the_options_table_of_a_reward_that_declares_options(capsys):
+    """``rewardzoo card`` adds the reward's typed options (rewardzoo/catalog/options.json, generated from its
+    Options class) before its Speed section; a reward declaring none gets no section."""
+    from rewardzoo.catalog.options import catalog
+    from rewardzoo.cli.commands import main
+
+    assert "pickscore" in catalog()  # converted: its Options declare processor_path and scale
+    assert main(["card", "pickscore"]) == 0
+    out = capsys.readouterr().out
+    section = out.split("\n## Options\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert [r.split("`")[1] for r in rows] == ["processor_path", "scale"]
+    assert "| `scale` | number | `0.0384615` | Multiplies the score" in section
+    assert out.index("\n## Options\n") < out.index("\n## Speed")
+    text = card_path("pickscore").read_text(encoding="utf-8")  # the rest is the card as written
+    start, speed = out.index("## Options"), out.index("## Speed")
+    assert out[:start].rstrip("\n") == text[: text.index("## Speed")].rstrip("\n")
+    assert out[speed:] == text[text.index("## Speed") :]
+    assert main(["card", "jpeg_compressibility"]) == 0
+    assert "## Options" not in capsys.readouterr().out and "jpeg_compressibility" not in catalog()

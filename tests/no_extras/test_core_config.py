@@ -135,3 +135,28 @@ def test_schema_accepts_every_shipped_config_and_rejects_bad_ones():
     ):
         assert not validator.is_valid(bad), bad
     json.dumps(schema)
+
+
+def test_the_schema_gives_each_entry_the_options_of_the_reward_it_names():
+    """An entry's ``kwargs`` is checked against the options its reward declares (rewardzoo/catalog/options.json),
+    whether the entry names the reward by ``reward_model`` or by ``name``; a reward declaring none takes any."""
+    from rewardzoo.catalog.options import catalog
+
+    rules = json_schema()["properties"]["rewards"]["items"]["oneOf"][1]["allOf"]
+    named = [r["if"]["anyOf"][0]["properties"]["reward_model"]["const"] for r in rules]
+    assert named == sorted(catalog()) and "pickscore" in named
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(json_schema())
+    for entry in (
+        {"name": "p", "reward_model": "pickscore", "kwargs": {"scale": 1, "processor_path": "/w"}},
+        {"name": "pickscore", "kwargs": {"scale": 0.5}},
+        {"name": "j", "reward_model": "jpeg_compressibility", "kwargs": {"anything": [1, 2]}},
+        {"name": "pickscore", "reward_model": "jpeg_compressibility", "kwargs": {"bogus": 1}},  # the reward named
+    ):
+        validator.validate({"rewards": [entry]})
+    for entry in (
+        {"name": "p", "reward_model": "pickscore", "kwargs": {"scale": -1}},
+        {"name": "p", "reward_model": "pickscore", "kwargs": {"scael": 1}},
+        {"name": "pickscore", "kwargs": {"scale": "big"}},
+    ):
+        assert not validator.is_valid({"rewards": [entry]}), entry
