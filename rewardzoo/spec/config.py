@@ -56,8 +56,6 @@ from .placement import RayPlacement
 if TYPE_CHECKING:
     from .models import EntryModel, EnvironmentModel
 
-SCHEDULES = ("linear", "cosine", "step")
-
 
 @dataclass(frozen=True)
 class WeightSchedule:
@@ -205,28 +203,6 @@ class EnvironmentSpec:
         )
 
 
-#: The keys of a config entry: the spec's fields and ``reference`` (rewardzoo.rewards.references).
-ENTRY_KEYS = (
-    "name",
-    "reward_model",
-    "model_path",
-    "dtype",
-    "device",
-    "batch_size",
-    "applicable_datasets",
-    "weight",
-    "async_reward",
-    "num_workers",
-    "kwargs",
-    "limits",
-    "environment",
-    "offload",
-    "streams",
-    "ray",
-    "reference",
-)
-#: Where a reward's weights live between reward phases (rewardzoo.core.residency).
-OFFLOAD_MODES = ("none", "cpu", "drop")
 #: The ways ``result.advantages()`` combines several rewards (:mod:`rewardzoo.core.advantages`).
 ADVANTAGE_MODES = ("sum", "gdpo")
 #: The most values a config may hold once its YAML aliases are expanded (a real one holds a few hundred).
@@ -355,6 +331,7 @@ def parse_spec(
                 field="reference",
             )
         raw = expand(raw)
+    _check_size(raw.get("kwargs"), entry)
     try:
         model = validate(EntryModel, dict(raw), entry=entry)
     except ConfigError as exc:
@@ -362,6 +339,24 @@ def parse_spec(
             raise ConfigError(f"{where}: {exc.message}", field=exc.field) from None
         raise
     return _spec(model, environment)
+
+
+def _check_size(kwargs: Any, entry: str | None) -> None:
+    """Python configs can share and nest objects too: the same bound on the values kwargs expand to as on YAML's."""
+    count, stack = 0, [kwargs]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise ConfigError(
+                f"kwargs expand to more than {MAX_VALUES} values (shared or recursive containers)",
+                entry=entry,
+                field="kwargs",
+            )
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
 
 
 def _spec(model: EntryModel, environment: EnvironmentSpec | None) -> RewardSpec:

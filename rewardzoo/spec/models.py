@@ -34,13 +34,6 @@ from pydantic import (
 from ..errors import ConfigError, did_you_mean
 from ..shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
 
-SCHEDULES = ("linear", "cosine", "step")
-#: How a stream's values enter the total (:class:`rewardzoo.spec.config.StreamSpec`).
-NORMALIZE_MODES = ("none", "group", "group_unbiased")
-#: Where a reward's weights live between reward phases (rewardzoo.core.residency).
-OFFLOAD_MODES = ("none", "cpu", "drop")
-#: The ways ``result.advantages()`` combines several rewards (:mod:`rewardzoo.core.advantages`).
-ADVANTAGE_MODES = ("sum", "gdpo")
 DEVICE_PATTERN = r"^(auto|cpu|mps|cuda(:\d+)?)$"
 
 
@@ -287,22 +280,6 @@ class EntryModel(Model):
     reference: bool | ReferenceModel = False
     """score with the reward's reference package (true: the known wrapper and environment)"""
 
-    @field_validator("kwargs")
-    @classmethod
-    def _bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
-        """Python configs can share and nest objects: the same bound as on YAML aliases."""
-        count, stack = 0, [value]
-        while stack:
-            item = stack.pop()
-            count += 1
-            if count > MAX_VALUES:
-                raise ValueError(f"kwargs expand to more than {MAX_VALUES} values (shared or recursive containers)")
-            if isinstance(item, Mapping):
-                stack.extend(item.values())
-            elif isinstance(item, (list, tuple)):
-                stack.extend(item)
-        return value
-
     @model_validator(mode="after")
     def _weights_within_datasets(self) -> EntryModel:
         datasets = self.applicable_datasets
@@ -316,9 +293,6 @@ class EntryModel(Model):
                     )
         return self
 
-
-#: The most values a config may hold once its YAML aliases are expanded (a real one holds a few hundred).
-MAX_VALUES = 100_000
 
 #: A ``rewards`` item: a reward name (``- jpeg_compressibility``) or an entry, each parsed on its own
 #: (:func:`rewardzoo.spec.config.parse_spec`, whose errors name the entry).

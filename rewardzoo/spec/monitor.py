@@ -34,9 +34,6 @@ class MonitorSettings:
     divergence: float | None = 0.25
 
 
-KEYS = ("log", "window", "saturation", "margin", "inseparable", "conflict", "divergence")
-
-
 def parse_monitor(raw: Any) -> MonitorSettings:
     """Validate a ``monitor:`` mapping (None: the defaults) against its declaration
     (:class:`rewardzoo.spec.models.MonitorModel`); :class:`ConfigError` names ``monitor.<key>``."""
