@@ -21,9 +21,9 @@ import numpy as np
 from ...errors import ConfigError, MissingExtraError
 from ...shared.checkpoints import Checkpoint, package_file, resolve_checkpoint
 from ...shared.media import images_to_uint8
-from ...shared.onnx import onnx_session
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.onnx import onnx_session
 from .detections import Detections
 
 #: NudeNet 3.4's class names, in the order of the 320n head's class channels.
