@@ -18,9 +18,10 @@ from torch import nn
 
 from ...errors import ConfigError, InputError
 from ...shared.checkpoints import Checkpoint, resolve_checkpoint
-from ...shared.clip import clip_weight_files, load_clip_backbone, resolve_weights_file
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import clip_weight_files, load_clip_backbone
+from ..models.weights import resolve_weights_file
 
 OFFICIAL_HEAD_URL = (
     "https://github.com/christophschuhmann/improved-aesthetic-predictor/raw/main/sac+logos+ava1-l14-linearMSE.pth"
@@ -128,7 +129,7 @@ class LaionAesthetic(PointwiseReward):
 
     @classmethod
     def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
-        """The head's file (held in float32) and the CLIP backbone's (:func:`~rewardzoo.shared.clip.clip_weight_files`)."""
+        """The head's file (held in float32) and the CLIP backbone's (:func:`~rewardzoo.rewards.models.clip.clip_weight_files`)."""
         head = replace(resolve_checkpoint(model_path or OFFICIAL_HEAD_URL), dtype="float32")
         backbone = clip_weight_files(
             cls.configured(kwargs, "clip_model"),

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from ...shared.clip import check_pairs, clip_reward_files, load_clip_backbone
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import check_pairs, clip_reward_files, load_clip_backbone
 
 
 class ClipScore(PointwiseReward):
@@ -25,7 +25,7 @@ class ClipScore(PointwiseReward):
 
     ``model_path``: an open_clip architecture (default ``ViT-B-32`` with ``pretrained: openai``), an
     open_clip hub id or hub-style directory, or a transformers CLIPModel directory/hub id
-    (``backend: transformers``). See :func:`rewardzoo.shared.clip.load_clip_backbone`.
+    (``backend: transformers``). See :func:`rewardzoo.rewards.models.clip.load_clip_backbone`.
     """
 
     inputs = Inputs(("image", "prompt"), images="uint8")

@@ -17,11 +17,11 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import ConfigError, InputError, RewardExecutionError
-from ...shared.clip import check_pairs, load_clip_backbone
 from ...shared.media import to_uint8_tensor
 from ...shared.options import choice, positive_int
 from ...shared.weights import loading
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import check_pairs, load_clip_backbone
 from .detections import Detections
 from .geneval_rules import (
     CLASS_NAMES,

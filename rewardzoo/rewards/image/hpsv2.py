@@ -16,9 +16,10 @@ import torch
 
 from ...errors import ConfigError
 from ...shared.checkpoints import Checkpoint, resolve_checkpoint
-from ...shared.clip import check_pairs, load_clip_backbone, resolve_weights_file
 from ...shared.device import autocast_context, autocast_dtype
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import check_pairs, load_clip_backbone
+from ..models.weights import resolve_weights_file
 
 #: HPSv2's ``img_score.py`` scores under ``torch.cuda.amp.autocast()`` (float16) with float32 weights.
 REFERENCE_AUTOCAST = {"cuda": "float16"}

@@ -26,11 +26,11 @@ from unittest import mock
 import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError, did_you_mean
-from ...shared.clip import resolve_weights_file
 from ...shared.image_ops import float_batches
 from ...shared.media import to_image_tensor
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.weights import resolve_weights_file
 from ..options import RewardOptions, WeightPath, model_validator
 from . import iqa_arniqa, iqa_clip, iqa_qalign
 

@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 import torch
 
 from ...errors import ConfigError, InputError
-from ...shared.clip import check_pairs, resolve_weights_file
 from ...shared.image_ops import (
     OPENAI_CLIP_MEAN,
     OPENAI_CLIP_STD,
@@ -30,6 +29,8 @@ from ...shared.image_ops import (
 from ...shared.options import positive_int
 from ...shared.weights import load_state_dict, loading
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import check_pairs
+from ..models.weights import resolve_weights_file
 
 #: ImageReward's normalisation of the MLP output (``ImageReward.py``: ``self.mean``, ``self.std``).
 RAW_MEAN = 0.16717362830052426

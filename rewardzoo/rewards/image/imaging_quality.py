@@ -17,10 +17,10 @@ import torch
 from torchvision.transforms import functional as TF
 
 from ...errors import ConfigError, InputError, MissingExtraError
-from ...shared.clip import resolve_weights_file
 from ...shared.image_ops import CHUNK_BYTES, bilinear_plane, float_batches
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.weights import resolve_weights_file
 from ..options import RewardOptions, field_validator
 
 #: pyiqa metric names -> the checkpoint of ``pyiqa.archs.musiq_arch.default_model_urls`` (0-100 MOS heads).

@@ -109,11 +109,11 @@ class EditPreservation(PointwiseReward):
         self.resize = positive_int(resize, "kwargs.resize")
         self.backbone: Any = None
         if self.metric == "dino":
-            from ...shared.dino import load_dino_backbone
+            from ..models.dino import load_dino_backbone
 
             self.backbone = load_dino_backbone(model_path or self.default_models["dino"], device, self.dtype)
         elif self.metric == "clip":
-            from ...shared.clip import load_clip_backbone
+            from ..models.clip import load_clip_backbone
 
             self.backbone = load_clip_backbone(
                 model_path or self.default_models["clip"],

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 import torch
 
 from ...errors import InputError
-from ...shared.clip import check_pairs, clip_reward_files, load_clip_backbone
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import check_pairs, clip_reward_files, load_clip_backbone
 
 
 class ClipImageSimilarity(PointwiseReward):
