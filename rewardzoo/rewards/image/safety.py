@@ -21,7 +21,6 @@ import numpy as np
 from ...errors import ConfigError, MissingExtraError
 from ...shared.checkpoints import Checkpoint, package_file, resolve_checkpoint
 from ...shared.media import images_to_uint8
-from ...shared.onnx import onnx_session
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.onnx import onnx_session
 from ..options import Field, PositiveInt, RewardOptions, field_validator
