@@ -20,7 +20,7 @@ import pytest
 import rewardzoo
 from rewardzoo.errors import ConfigError
 from rewardzoo.registry import info
-from rewardzoo.rewards.vlm import backend as backend_module
+from rewardzoo.rewards.models.vlm import backend as backend_module
 from rewardzoo.rewards.vlm.pairings import PAIRINGS, USER_GIVEN, model_id
 
 ROWS = [(name, row) for name, rows in PAIRINGS.items() for row in rows]

@@ -7,8 +7,8 @@ Sources: flow_grpo ``flow_grpo/rewards.py`` (``unifiedreward_score_sglang``); Pr
 ``fastvideo/train_flux_pref_grpo.py`` / ``train_wan_2_1_pref_grpo.py`` (6d405e8 / a1ca93c to 7246966);
 t2v_metrics ``t2v_metrics/models/vqascore_models/qwen2vl_model.py`` (commit 6ecb74f); UnifiedReward
 ``UnifiedReward-Edit/*.py`` (commit ff6f520); Flow-Factory ``src/flow_factory/rewards/rational_rewards_t2i.py`` /
-``rational_rewards_edit.py`` (commit a0b2bc5, RationalRewards); verl-omni
-``verl_omni/utils/reward_score/genrm_ocr.py`` (commit a1139ba).
+``rational_rewards_edit.py`` (commit a0b2bc5, RationalRewards). verl-omni's OCR question lives with its reader,
+:mod:`rewardzoo.rewards.models.vlm.transcription`.
 """
 
 from __future__ import annotations
@@ -597,15 +597,4 @@ RATIONAL_REWARDS_EDIT = (
     "User Instruction: {prompt}\nYou are provided with two images:\n1. Source Image <image>\n"
     "\n2. Edited Image <image>\n"
     "\n\nGive your analysis and judgement following guidelines in the system prompt. \n\n" + _RATIONAL_EDIT_RUBRIC
-)
-
-# ------------------------------------------------------------------------------------------ OCR read by a VLM
-# verl-omni a1139ba verl_omni/utils/reward_score/genrm_ocr.py ``compute_score_ocr``: a system turn, then the image
-# and this question.
-
-#: The system turn verl-omni sends with the OCR question.
-GENRM_OCR_SYSTEM = "You are a helpful assistant."
-#: ``DEFAULT_GRM_PROMPT``: the transcription question.
-GENRM_OCR_QUESTION = (
-    "Please output only the text content from the image without any additional descriptions or formatting."
 )
