@@ -113,13 +113,18 @@ def test_card_prints_the_options_table_of_a_reward_that_declares_options(capsys)
     assert main(["card", "pickscore"]) == 0
     out = capsys.readouterr().out
     section = out.split("\n## Options\n", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| `")]
-    assert [r.split("`")[1] for r in rows] == ["processor_path", "scale"]
-    assert "| `scale` | number | `0.0384615` | Multiplies the score" in section
-    assert out.index("\n## Options\n") < out.index("\n## Speed")
+    lines = [line for line in section.splitlines() if line.startswith("| `")]
+    rows = catalog()["pickscore"]["rows"]
+    assert [line.split("`")[1] for line in lines] == [r["name"] for r in rows] and {"processor_path", "scale"} <= {
+        r["name"] for r in rows
+    }
+    for line, row in zip(lines, rows):
+        assert row["description"].split()[0] in line and row["type"].split()[0] in line
     text = card_path("pickscore").read_text(encoding="utf-8")  # the rest is the card as written
     start, speed = out.index("## Options"), out.index("## Speed")
     assert out[:start].rstrip("\n") == text[: text.index("## Speed")].rstrip("\n")
     assert out[speed:] == text[text.index("## Speed") :]
-    assert main(["card", "jpeg_compressibility"]) == 0
-    assert "## Options" not in capsys.readouterr().out and "jpeg_compressibility" not in catalog()
+    plain = [n for n in NAMES if n not in catalog()]
+    if plain:  # until every reward declares its options
+        assert main(["card", plain[0]]) == 0
+        assert "## Options" not in capsys.readouterr().out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import textwrap
 
@@ -11,6 +12,7 @@ from rewardzoo import load_config
 from rewardzoo.catalog.resources import data_dir
 from rewardzoo.core.resolve import parse_spec
 from rewardzoo.errors import ConfigError
+from rewardzoo.registry import builtin, example_config
 from rewardzoo.spec.config import RewardSpec, json_schema
 
 
@@ -137,6 +139,32 @@ def test_schema_accepts_every_shipped_config_and_rejects_bad_ones():
     json.dumps(schema)
 
 
+#: Card examples the declared options refuse (the conversion's bug, to fix in the reward or its card)
+REFUSED_EXAMPLES = {"nsfw_safety": "its card writes `classes: null`; NudeNetSafety.Options.classes takes a list only"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(reason=REFUSED_EXAMPLES[n], strict=True))
+        if n in REFUSED_EXAMPLES
+        else n
+        for n in sorted(builtin())
+    ],
+)
+def test_every_card_example_config_is_valid_against_the_schema_with_its_options(name):
+    """The shipped examples (each card's config) against the schema, each entry's kwargs against its reward's
+    declared options: the generated option schemas accept what the cards tell users to write."""
+    jsonschema = pytest.importorskip("jsonschema")
+    errors = [e.message for e in jsonschema.Draft202012Validator(_schema()).iter_errors(example_config(name))]
+    assert not errors, errors[:3]
+
+
+@functools.cache
+def _schema() -> dict:
+    return json_schema()
+
+
 def test_the_schema_gives_each_entry_the_options_of_the_reward_it_names():
     """An entry's ``kwargs`` is checked against the options its reward declares (rewardzoo/catalog/options.json),
     whether the entry names the reward by ``reward_model`` or by ``name``; a reward declaring none takes any."""
@@ -150,8 +178,8 @@ def test_the_schema_gives_each_entry_the_options_of_the_reward_it_names():
     for entry in (
         {"name": "p", "reward_model": "pickscore", "kwargs": {"scale": 1, "processor_path": "/w"}},
         {"name": "pickscore", "kwargs": {"scale": 0.5}},
-        {"name": "j", "reward_model": "jpeg_compressibility", "kwargs": {"anything": [1, 2]}},
-        {"name": "pickscore", "reward_model": "jpeg_compressibility", "kwargs": {"bogus": 1}},  # the reward named
+        {"name": "c", "reward_model": "tests.no_extras.rewards:PromptLength", "kwargs": {"anything": [1, 2]}},
+        {"name": "pickscore", "reward_model": "tests.no_extras.rewards:PromptLength", "kwargs": {"bogus": 1}},
     ):
         validator.validate({"rewards": [entry]})
     for entry in (
