@@ -66,7 +66,9 @@ def _device(value: str) -> str:
 
 
 def _plain(value: Any) -> Any:
-    """A mapping of another type (a read-only view) as a dict."""
+    """A mapping of another type (a read-only view) as a dict; null (YAML's ``kwargs:`` left empty) as {}."""
+    if value is None:
+        return {}
     return dict(value) if isinstance(value, Mapping) and not isinstance(value, dict) else value
 
 

@@ -48,6 +48,12 @@ def test_yaml_file_with_eval_fallback_and_defaults(tmp_path):
     assert second.async_reward and second.num_workers == 2 and second.kwargs == {"quality": 90}
 
 
+def test_empty_sections_of_an_entry_are_their_defaults():
+    """YAML's ``kwargs:`` or ``limits:`` left empty is null: no options, no limits."""
+    spec = load_config({"rewards": [{"name": "a", "kwargs": None, "limits": None, "streams": None}]}).rewards[0]
+    assert (spec.kwargs, spec.limits, spec.streams, spec.environment) == ({}, {}, None, None)
+
+
 def test_eval_rewards_are_independent():
     cfg = load_config(
         {"rewards": ["jpeg_compressibility"], "eval_rewards": [{"name": "e", "reward_model": "jpeg_incompressibility"}]}
