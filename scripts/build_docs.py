@@ -736,7 +736,9 @@ def config_reference() -> str:
         "",
         "Every key a reward config may hold, from the JSON Schema `rewardzoo schema` prints (for editor "
         "validation). A `rewards` or `eval_rewards` item is a reward name, or a mapping with the keys under "
-        "`rewards[]`; parsing is stricter than the schema (see [Configuring](configuring.md)).",
+        "`rewards[]`; parsing is stricter than the schema (see [Configuring](configuring.md)). An entry's `kwargs` "
+        "takes the options of the reward it names: the Options table on the reward's page (the schema checks them "
+        "too).",
         "",
         f"Top level: required {', '.join(f'`{r}`' for r in schema.get('required', []))}; no other keys than those below.",
         "",
