@@ -2,7 +2,7 @@
 reads it (``verl_omni/utils/reward_score/genrm_ocr.py`` ``compute_score_ocr``).
 
 Each image is one request: the system turn ``You are a helpful assistant.``, then the image and the question
-``DEFAULT_GRM_PROMPT`` (:mod:`rewardzoo.rewards.vlm.prompts`), with verl-omni's sampling
+``DEFAULT_GRM_PROMPT`` (:data:`GENRM_OCR_QUESTION`), with verl-omni's sampling
 ``{"temperature": 0.7, "top_p": 0.8, "max_tokens": 4096}`` (its ``GENRM_OCR_*`` variables set ``temperature``,
 ``top_p``, ``max_tokens`` and ``seed``; here the option ``sampling``). Through an endpoint the fields are sent as
 they are; locally the same request is sampled as vLLM samples it
@@ -20,7 +20,13 @@ from ...errors import ConfigError
 from .backbone import VLMQuery
 from .common import ALL_OPTIONS, VLMJudgeMixin
 from .judging import Failure
-from .prompts import GENRM_OCR_QUESTION, GENRM_OCR_SYSTEM
+
+#: The system turn verl-omni sends with the OCR question.
+GENRM_OCR_SYSTEM = "You are a helpful assistant."
+#: ``DEFAULT_GRM_PROMPT``: the transcription question.
+GENRM_OCR_QUESTION = (
+    "Please output only the text content from the image without any additional descriptions or formatting."
+)
 
 #: verl-omni's ``DEFAULT_SAMPLING_PARAMS``.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_tokens": 4096}
