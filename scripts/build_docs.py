@@ -3,10 +3,10 @@
 
 Sources (the only places a fact is written by hand):
 
-- ``rewardzoo/model_cards/<name>.md``: each reward's record in the YAML front matter;
+- ``rewardzoo/model_cards/<name>.md``: each reward's record in the YAML front matter (for a judge, its ``pairing:``
+  rows: what each reference runs, and rewardzoo's default and presets);
 - ``benchmarks/results/<script>.json``: the figures each benchmark script wrote (schema in
   ``benchmarks/results_io.py``);
-- ``rewardzoo/rewards/vlm/pairings.py``: what each judge's reference runs, and rewardzoo's default and presets.
 
 Generated, between ``<!-- generated: ... -->`` and ``<!-- end generated -->`` markers:
 
@@ -16,8 +16,8 @@ Generated, between ``<!-- generated: ... -->`` and ``<!-- end generated -->`` ma
 - each card's ``## Speed`` section: the figures whose ``rewards`` name that card (``speed``); the
   hand-written prose around the block must not contain measured numbers (checked here);
 - benchmarks/README.md: the latest run of each script (``benchmark runs``);
-- each judge's card: its ``## Reference pairing`` table (``pairing``) from
-  ``rewardzoo/rewards/vlm/pairings.py`` (the section is added before ``## Speed`` when a card lacks it);
+- each judge's card: its ``## Reference pairing`` table (``pairing``) from its front matter's ``pairing:`` rows
+  (:mod:`rewardzoo.catalog.pairings`; the section is added before ``## Speed`` when a card lacks it);
 - each card that loads weights: its ``## Precision`` section (``precision``), what ``dtype: auto`` runs in
   and where the reference sets it, from the front matter's ``default_dtype`` and ``dtype_source`` (added
   before ``## Speed`` when a card lacks it);
@@ -60,7 +60,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from rewardzoo.rewards.vlm.pairings import PAIRINGS  # noqa: E402  (pure data: no torch
+from rewardzoo.catalog.pairings import card_pairings  # noqa: E402  (pure data: no torch)
+from rewardzoo.errors import RegistryError  # noqa: E402
 
 CARDS = ROOT / "rewardzoo" / "model_cards"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -153,9 +154,7 @@ def load_results() -> list[dict]:
 
 def validate(cards: dict[str, dict], runs: list[dict]) -> None:
     seen: dict[str, str] = {}
-    problems = [
-        f"rewardzoo/rewards/vlm/pairings.py names '{name}', which has no card" for name in PAIRINGS if name not in cards
-    ]
+    problems: list[str] = []
     for run in runs:
         for fig in run["figures"]:
             if fig["id"] in seen:
@@ -327,8 +326,8 @@ def runs_block(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def pairing_block(name: str) -> str:
-    """The reward's rows of :data:`PAIRINGS` as a table; a default or preset row names what it reproduces."""
+def pairing_block(meta: dict) -> str:
+    """A judge card's ``pairing:`` rows as a table; a default or preset row names what it reproduces."""
 
     def code(text: str) -> str:  # an id or key in backticks, a note after it as it is
         head, sep, note = text.partition(" (")
@@ -338,7 +337,11 @@ def pairing_block(name: str) -> str:
         "| setting | source | model | template | decoding | image bounds | frames |",
         "|---|---|---|---|---|---|---|",
     ]
-    for row in PAIRINGS[name]:
+    try:
+        rows = card_pairings(meta, f"rewardzoo/model_cards/{meta['name']}.md")
+    except RegistryError as exc:
+        raise DocsError(str(exc)) from None
+    for row in rows:
         source = (
             row.source
             if row.reference in (None, "-")
@@ -962,12 +965,12 @@ def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
             "benchmarks/README.md",
         ),
     }
-    pairing_note = NOTE.format(source="rewardzoo/rewards/vlm/pairings.py")
-    for name in cards:
+    pairing_note = NOTE.format(source="the card's front matter (`pairing:`)")
+    for name, meta in cards.items():
         block = NOTE.format(source="benchmarks/results/*.json") + "\n" + speed_block(name, runs)
         where = f"rewardzoo/model_cards/{name}.md"
-        if name in PAIRINGS:
-            pairing = pairing_note + "\n" + pairing_block(name)
+        if meta.get("pairing") is not None:
+            pairing = pairing_note + "\n" + pairing_block(meta)
             out[CARDS / f"{name}.md"] = lambda t, n=name, b=block, p=pairing, w=where: card_text(
                 pairing_text(t, p, w), n, b, w
             )
