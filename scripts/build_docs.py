@@ -40,6 +40,7 @@ The documentation site (``mkdocs.yml``, sources under ``docs/``):
 
     python scripts/build_docs.py            # rewrite what is out of date
     python scripts/build_docs.py --check    # exit 1 listing (with a short diff) what is out of date
+    python scripts/build_docs.py --page NAME  # print one reward's page (a plugin's too: found through the registry)
 
 Only the text between the markers (and nothing else) is rewritten; a card is re-read right before it
 is written, so concurrent edits of its other sections survive.
@@ -480,9 +481,10 @@ def family(meta: dict) -> str:
     return parts[2]
 
 
-def card_body(name: str) -> str:
-    """A card's markdown after its front matter (read now: the cards may have just been rewritten)."""
-    text = (CARDS / f"{name}.md").read_text(encoding="utf-8")
+def card_body(name: str, card: Path | None = None) -> str:
+    """A card's markdown after its front matter (read now: the cards may have just been rewritten); ``card``: its
+    file when it is not a shipped card (a plugin's)."""
+    text = (card or CARDS / f"{name}.md").read_text(encoding="utf-8")
     return text[4:].split("\n---\n", 1)[1].lstrip("\n")
 
 
@@ -503,13 +505,18 @@ def speed_count(name: str, runs: list[dict]) -> int:
     return sum(name in f["rewards"] for run in runs for f in run["figures"])
 
 
-def reward_page(name: str, meta: dict, runs: list[dict]) -> str:
-    """A reward's page: the card's front matter as a table of facts, then the card's own text."""
+def reward_page(name: str, meta: dict, runs: list[dict], card: Path | None = None) -> str:
+    """A reward's page: the card's front matter as a table of facts, then the card's own text. ``card``: the file of
+    a card that is not shipped (a plugin's, :func:`plugin_page`); its family row names the plugin."""
     lo, hi = (float(b) for b in meta["score_range"])
-    fam = family(meta)
     ref = meta.get("reference") or {}
+    if card is None:
+        fam = family(meta)
+        family_row = f"[{FAMILIES[fam]}](families/{fam}.md)"
+    else:
+        family_row = f"a plugin's (`{meta['implementation']}`)"
     rows = [
-        ("family", f"[{FAMILIES[fam]}](families/{fam}.md)"),
+        ("family", family_row),
         ("modality", meta["modality"]),
         ("kind", meta["kind"]),
         ("install", install_line(meta)),
@@ -531,12 +538,13 @@ def reward_page(name: str, meta: dict, runs: list[dict]) -> str:
             rows.append(("at real size", scale_summary(case, row)))
     figures = speed_count(name, runs)
     rows.append(("speed", f"[{figures} benchmark figure{'s' * (figures != 1)}](#speed)" if figures else "not measured"))
-    body = card_body(name)
+    body = card_body(name, card)
     head, _, rest = body.partition("\n")
+    source = f"rewardzoo/model_cards/{name}.md" if card is None else str(card)
     if not head.startswith("# "):
-        raise DocsError(f"rewardzoo/model_cards/{name}.md: the body does not start with '# {name}'")
+        raise DocsError(f"{source}: the body does not start with '# {name}'")
     lines = [
-        PAGE_NOTE.format(source=f"rewardzoo/model_cards/{name}.md"),
+        PAGE_NOTE.format(source=source),
         f"# {name}",
         "",
         cell(meta.get("summary", "")),
@@ -551,6 +559,19 @@ def reward_page(name: str, meta: dict, runs: list[dict]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def plugin_page(name: str) -> str:
+    """The page of any reward the registry knows by a card (a plugin's included), as the site renders it."""
+    from rewardzoo.registry import info
+
+    found = info(name)
+    if found is None or found.card is None:
+        raise DocsError(f"no reward named '{name}' with a model card (rewardzoo list shows them)")
+    meta = read_front_matter(found.card)
+    meta = {**meta, "name": found.name, "implementation": found.implementation}
+    shipped = found.card.parent.resolve() == CARDS.resolve()
+    return reward_page(found.name, meta, load_results(), None if shipped else found.card)
 
 
 def rewards_index(cards: dict[str, dict], runs: list[dict]) -> str:
@@ -1014,7 +1035,15 @@ def short_diff(old: str, new: str, name: str, limit: int = 30) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is out of date")
+    ap.add_argument("--page", metavar="NAME", help="print the page of one reward (any with a card: a plugin's too)")
     args = ap.parse_args(argv)
+    if args.page:
+        try:
+            print(plugin_page(args.page), end="")
+        except DocsError as exc:
+            print(f"build_docs: {exc}", file=sys.stderr)
+            return 1
+        return 0
     try:
         cards, runs = load_cards(), load_results()
         validate(cards, runs)
