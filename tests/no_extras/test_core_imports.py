@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared", ("rewardzoo.shared",)),
     ("spec", ("rewardzoo.spec",)),
     ("transport", ("rewardzoo.transport",)),
-    ("contract", ("rewardzoo.rewards.base", "rewardzoo.rewards.info")),
+    ("contract", ("rewardzoo.rewards.base", "rewardzoo.rewards.info", "rewardzoo.rewards.options")),
     ("rewards", ("rewardzoo.rewards",)),
     ("environments", ("rewardzoo.environments",)),
     ("catalog", ("rewardzoo.catalog", "rewardzoo.registry")),  # the registry sits at the package root
