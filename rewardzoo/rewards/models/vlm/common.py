@@ -10,13 +10,13 @@ A template's ``<image>`` marks where the image goes (:func:`place_media`); witho
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from ....errors import ConfigError, InputError
 from ....shared.media import to_pil_rgb
 from ...base import Reward
-from ...options import PositiveInt, PositiveNumber, RewardOptions, WeightPath
+from ...options import PositiveInt, PositiveNumber, RewardOptions, WeightPath, model_validator
 from .backbone import Video, VLMQuery
 from .backend import build_backend
 from .judging import Failure, FailurePolicy
@@ -104,6 +104,15 @@ class JudgeOptions(RewardOptions):
         "max_pixels",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _frames_for_video_only(cls, values: Any) -> Any:
+        if "num_frames" not in cls.model_fields and isinstance(values, Mapping):
+            for key in ("num_frames", "fps"):
+                if key in values:
+                    raise ConfigError("num_frames and fps apply to video judges only", field=f"kwargs.{key}")
+        return values
+
     def backend_kwargs(self) -> dict[str, Any]:
         """The backend's share, as ``build_backend`` takes it."""
         return {name: getattr(self, name) for name in self.BACKEND_FIELDS}
@@ -137,9 +146,7 @@ class VLMJudgeMixin:
     default_num_frames: ClassVar[int | None] = 8
     default_fps: ClassVar[float] = 2.0
 
-    def setup_judge(
-        self, name: str, options: JudgeOptions, *, model_path: str | None, device: str, dtype: str
-    ) -> None:
+    def setup_judge(self, name: str, options: JudgeOptions, *, model_path: str | None, device: str, dtype: str) -> None:
         self.judge_name = name
         self.policy = FailurePolicy.from_option(options.on_failure, owner=name)
         self.backend = build_backend(
