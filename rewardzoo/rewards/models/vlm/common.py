@@ -10,16 +10,16 @@ A template's ``<image>`` marks where the image goes (:func:`place_media`); witho
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from ....errors import ConfigError, InputError
 from ....shared.media import to_pil_rgb
 from ...base import Reward
-from ...options import PositiveInt, PositiveNumber, RewardOptions, WeightPath, model_validator
 from .backbone import Video, VLMQuery
 from .backend import build_backend
 from .judging import Failure, FailurePolicy
+from .options import JudgeOptions, VideoJudgeOptions
 
 #: Where a template places an image: LLaVA's ``DEFAULT_IMAGE_TOKEN`` (with the newline after it, which LLaVA's
 #: prompts and the chat templates of LLaVA-OneVision and SGLang's ``chatml-llava`` emit with each image part).
@@ -68,64 +68,6 @@ def check_prompts(prompt: Sequence[Any], n: int) -> list[str]:
         if not isinstance(p, str):
             raise InputError(f"expected a string, got {type(p).__name__}", field="prompt", sample=i)
     return list(prompt)
-
-
-class JudgeOptions(RewardOptions):
-    """The backend and failure options every VLM judge takes (a judge's ``Options`` subclasses this one, or
-    :class:`VideoJudgeOptions`); :func:`~rewardzoo.rewards.models.vlm.backend.build_backend` checks what needs the
-    model (LLaVA-OneVision and pixel bounds) and the options of the other backend."""
-
-    backend: Literal["transformers", "openai"] = "transformers"
-    """``transformers``: the model runs here; ``openai``: an OpenAI-compatible server answers (``endpoint``)."""
-    endpoint: dict[str, Any] | None = None
-    """The server mapping of ``backend: openai`` (:mod:`rewardzoo.rewards.models.vlm.endpoint`)."""
-    processor_path: WeightPath | None = None
-    """Local backend: where the processor configs live (default ``model_path``)."""
-    attn_implementation: str | None = None
-    """Local backend: transformers' ``attn_implementation`` (``sdpa``, ``eager``, ``flash_attention_2``)."""
-    trust_remote_code: bool = False
-    """Local backend: let transformers run the checkpoint's own code (off unless a config asks)."""
-    min_pixels: PositiveInt | None = None
-    """Local backend, Qwen-VL: the fewest pixels an image or video frame is resized to."""
-    max_pixels: PositiveInt | None = None
-    """Local backend, Qwen-VL: the most pixels an image or video frame is resized to."""
-    on_failure: Any = None
-    """``error`` (the default: an unparseable answer is an error) or ``{substitute: VALUE}``
-    (:mod:`rewardzoo.rewards.models.vlm.judging`)."""
-
-    #: What :func:`~rewardzoo.rewards.models.vlm.backend.build_backend` reads; the rest is the judge's own.
-    BACKEND_FIELDS: ClassVar[tuple[str, ...]] = (
-        "backend",
-        "endpoint",
-        "processor_path",
-        "attn_implementation",
-        "trust_remote_code",
-        "min_pixels",
-        "max_pixels",
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _frames_for_video_only(cls, values: Any) -> Any:
-        if "num_frames" not in cls.model_fields and isinstance(values, Mapping):
-            for key in ("num_frames", "fps"):
-                if key in values:
-                    raise ConfigError("num_frames and fps apply to video judges only", field=f"kwargs.{key}")
-        return values
-
-    def backend_kwargs(self) -> dict[str, Any]:
-        """The backend's share, as ``build_backend`` takes it."""
-        return {name: getattr(self, name) for name in self.BACKEND_FIELDS}
-
-
-class VideoJudgeOptions(JudgeOptions):
-    """:class:`JudgeOptions` and the frames of a video judge."""
-
-    num_frames: PositiveInt | None = None
-    """Frames sampled uniformly by the video layer (default the judge's ``default_num_frames``)."""
-    fps: PositiveNumber | None = None
-    """The rate the sampled frames stand for, given to the model's time positions (default the judge's
-    ``default_fps``)."""
 
 
 #: Every backend, failure and frame option, as a video judge takes them.
