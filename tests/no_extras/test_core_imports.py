@@ -354,12 +354,6 @@ REWARDS, FLOOR = "rewardzoo.rewards", "rewardzoo.rewards.models"
 
 #: Family crossings still to remove (the models-floor move left these; each goes in its own commit).
 KNOWN_CROSSINGS: set[tuple[str, str]] = {
-    ("rewardzoo.rewards.references.hpsv2", "rewardzoo.rewards.image.hpsv2"),
-    ("rewardzoo.rewards.video.frame_scores", "rewardzoo.rewards.image.aesthetic"),
-    ("rewardzoo.rewards.video.frame_scores", "rewardzoo.rewards.image.clip_score"),
-    ("rewardzoo.rewards.video.imaging_quality", "rewardzoo.rewards.image.imaging_quality"),
-    ("rewardzoo.rewards.video.quality", "rewardzoo.rewards.image.image_quality"),
-    ("rewardzoo.rewards.video.quality", "rewardzoo.rewards.image.iqa_qalign"),
     ("rewardzoo.rewards.vlm.unified_reward_edit", "rewardzoo.rewards.group.ranking"),
     ("rewardzoo.rewards.vlm.unified_reward_think", "rewardzoo.rewards.group.ranking"),
 }
