@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared", ("rewardzoo.shared",)),
     ("spec", ("rewardzoo.spec",)),
     ("transport", ("rewardzoo.transport",)),
-    ("contract", ("rewardzoo.rewards.base", "rewardzoo.rewards.info")),
+    ("contract", ("rewardzoo.rewards.base", "rewardzoo.rewards.info", "rewardzoo.rewards.options")),
     ("models", ("rewardzoo.rewards.models",)),  # the floor beneath the families
     ("rewards", ("rewardzoo.rewards",)),  # the families: never each other (test_no_family_imports_another)
     ("environments", ("rewardzoo.environments",)),

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import torch
 
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..models.clip import check_pairs, clip_reward_files, load_clip_backbone
+from ..models.clip import ClipOptions, check_pairs, clip_reward_files, load_clip_backbone
 
 
 class ClipScore(PointwiseReward):
@@ -32,19 +32,17 @@ class ClipScore(PointwiseReward):
     w: ClassVar[float] = 2.5
     default_model: ClassVar[str] = "ViT-B-32"
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        pretrained: str | None = "openai",
-        backend: str = "auto",
-        prefix: str = "A photo depicts ",
-        processor_path: str | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        self.prefix = str(prefix)
+    class Options(ClipOptions):
+        prefix: str = "A photo depicts "
+        """Prepended to each prompt (the CLIPScore paper's)."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        pretrained, backend = self.options.pretrained, self.options.backend
+        processor_path = self.options.processor_path
+        self.prefix = self.options.prefix
         self.backbone = load_clip_backbone(
             model_path or self.default_model,
             backend=backend,

@@ -40,7 +40,7 @@ import threading
 import weakref
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -56,6 +56,7 @@ from ...shared.image_ops import (
     preprocess_pixels,
 )
 from ...shared.weights import cannot_wake, loading
+from ..options import RewardOptions, WeightPath
 
 BACKENDS = ("auto", "open_clip", "transformers")
 
@@ -394,6 +395,18 @@ def clip_weight_files(
     if pretrained is None:
         return [Checkpoint(text, missing=f"open_clip architecture '{text}' without `pretrained` names no weights")]
     return [open_clip_pretrained(arch, pretrained)]
+
+
+class ClipOptions(RewardOptions):
+    """The options of a reward over one CLIP backbone (:func:`load_clip_backbone`)."""
+
+    pretrained: WeightPath | None = "openai"
+    """open_clip's weights tag or a weights file, for a ``model_path`` naming an architecture (ignored for
+    directories and hub ids)."""
+    backend: Literal["auto", "open_clip", "transformers"] = "auto"
+    """Which library builds the model (``auto``: by the files ``model_path`` holds)."""
+    processor_path: WeightPath | None = None
+    """transformers only: where the tokenizer and image-processor configs live (default ``model_path``)."""
 
 
 def clip_reward_files(cls: Any, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:

@@ -27,7 +27,10 @@ from ...shared.options import choice
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin
 from ..models.vlm.judging import Failure
-from .prompts import SOFT_TIFA_QUESTION
+
+#: Soft-TIFA's question to the VLM (GenEval2 evaluation.py ``soft_tifa``, commit a6e82d2): ``{question}`` is one
+#: atomic question of the prompt.
+SOFT_TIFA_QUESTION = "{question} Answer in one word."
 
 #: Named question templates (``{question}`` is one atomic question).
 TEMPLATES = {"geneval2": SOFT_TIFA_QUESTION}

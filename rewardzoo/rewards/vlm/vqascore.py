@@ -31,7 +31,11 @@ from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.vlm.common import VLMJudgeMixin, check_prompts, check_template, fill
 from ..models.vlm.judging import Failure, yes_probability
 from ..models.vlm.reward_models import resize_image
-from .prompts import VQASCORE_ANSWER, VQASCORE_QUESTION
+
+#: VQAScore question and answer of t2v_metrics' Qwen2-VL / Qwen2.5-VL scorer (t2v_metrics/models/vqascore_models/
+#: qwen2vl_model.py, commit 6ecb74f).
+VQASCORE_QUESTION = 'Does this figure show "{prompt}"? Please answer Yes or No.'
+VQASCORE_ANSWER = "Yes"
 
 #: Named question templates (``question_template`` takes a key or your own text): t2v_metrics' Qwen one.
 TEMPLATES = {"t2v_metrics": VQASCORE_QUESTION}
