@@ -125,7 +125,7 @@ class RewardOptions(BaseModel):
     )
 
     @classmethod
-    def parse(cls: type[_Options], values: Mapping[str, Any], owner: str | None = None) -> _Options:
+    def from_kwargs(cls: type[_Options], values: Mapping[str, Any], owner: str | None = None) -> _Options:
         """Validated options from a ``kwargs:`` mapping; a :class:`ConfigError` naming ``kwargs.NAME`` else."""
         try:
             return cls.model_validate(dict(values))
