@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import reprlib
+import warnings
 from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar, get_args
 
@@ -56,6 +57,14 @@ __all__ = [
 ]
 
 _Options = TypeVar("_Options", bound="RewardOptions")
+
+# An option may bear the name of one of BaseModel's pydantic-v1 methods (vlm_judge's ``parse``): the field wins and
+# those methods are never called on options, so pydantic's warning about the shadowing says nothing to users.
+warnings.filterwarnings(
+    "ignore",
+    message=r'Field name "(parse|json|copy|schema|validate|dict|construct|fields)" in ".*Options" shadows an attribute',
+    category=UserWarning,
+)
 
 
 def _number_text(value: Any) -> Any:
@@ -129,7 +138,7 @@ class RewardOptions(BaseModel):
     )
 
     @classmethod
-    def parse(cls: type[_Options], values: Mapping[str, Any], owner: str | None = None) -> _Options:
+    def from_kwargs(cls: type[_Options], values: Mapping[str, Any], owner: str | None = None) -> _Options:
         """Validated options from a ``kwargs:`` mapping; a :class:`ConfigError` naming ``kwargs.NAME`` else."""
         try:
             return cls.model_validate(dict(values))
