@@ -146,3 +146,20 @@ def test_a_bounded_option_names_its_interval():
         Options.from_kwargs({"quality": 101})
     with pytest.raises(ConfigError, match=r"must be a number in \(0, 1\), got 1"):
         Options.from_kwargs({"share": 1})
+
+
+def test_a_union_option_says_what_it_may_be_or_what_its_member_lacks():
+    class Rule(RewardOptions):
+        regex: str
+        low: Number
+
+    class Options(RewardOptions):
+        parse: Literal["yes_no"] | Rule | None = None
+
+    with pytest.raises(ConfigError, match=r"must be 'yes_no' \| mapping \| null, got 'number'") as info:
+        Options.from_kwargs({"parse": "number"})
+    assert info.value.field == "kwargs.parse"
+    with pytest.raises(ConfigError, match=r"low: Field required") as info:
+        Options.from_kwargs({"parse": {"regex": "(x)"}})
+    assert info.value.field == "kwargs.parse"
+    assert Options.from_kwargs({"parse": {"regex": "(x)", "low": 1}}).parse == Rule(regex="(x)", low=1.0)
