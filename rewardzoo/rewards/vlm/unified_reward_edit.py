@@ -236,7 +236,7 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
         options: UnifiedRewardEditJudge.Options | None = None,
         **kwargs: Any,
     ) -> None:
-        judge_options = o = options if options is not None else self.Options.parse(kwargs, type(self).__name__)
+        judge_options = o = options if options is not None else self.Options.from_kwargs(kwargs, type(self).__name__)
         self.preset = o.preset
         self.template = PAIRWISE_TEMPLATES[PAIRWISE_PRESETS[o.preset]]
         self.max_new_tokens, self.max_batch = o.max_new_tokens, o.max_batch
@@ -288,7 +288,7 @@ class UnifiedRewardEditPairwise(PairwiseJudged):
     options: UnifiedRewardEditJudge.Options
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
-        checked = self.Options.parse(options, type(self).__name__)
+        checked = self.Options.from_kwargs(options, type(self).__name__)
         judge = UnifiedRewardEditJudge(model_path, device, dtype, options=checked)
         super().__init__(model_path, device, dtype)  # the judge is its own model, loaded above
         self.use_judge(judge, "unified_reward_edit_pairwise")

@@ -55,7 +55,7 @@ class JudgeOptions(RewardOptions):
     @model_validator(mode="before")
     @classmethod
     def _frames_for_video_only(cls, values: Any) -> Any:
-        if "num_frames" not in cls.model_fields and isinstance(values, Mapping):
+        if "num_frames" not in cls.model_fields and "fps" not in cls.model_fields and isinstance(values, Mapping):
             for key in ("num_frames", "fps"):
                 if key in values:
                     raise ConfigError("num_frames and fps apply to video judges only", field=f"kwargs.{key}")
