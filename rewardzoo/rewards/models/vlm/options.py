@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from ....errors import ConfigError
-from ...options import PositiveInt, PositiveNumber, RewardOptions, WeightPath, model_validator
+from ...options import Field, PositiveInt, PositiveNumber, RewardOptions, WeightPath, model_validator
 
 #: The system turn verl-omni sends with the OCR question.
 GENRM_OCR_SYSTEM = "You are a helpful assistant."
@@ -86,3 +86,15 @@ class TranscriberOptions(JudgeOptions):
     """The system turn (default verl-omni's)."""
     sampling: dict[str, Any] | None = None
     """Sampling fields over verl-omni's (``temperature``, ``top_p``, ``max_tokens``, ``seed``; module docstring)."""
+
+
+class RewardModelOptions(RewardOptions):
+    """The options of a reward model on a Qwen-VL backbone (HPSv3, EditReward: a checkpoint of backbone and head)."""
+
+    base_model: str | None = None
+    """Config, tokenizer, chat template and image processor of the Qwen-VL it was trained on (its weights are not
+    read; default the reward's)."""
+    pixels: int = Field(256 * 28 * 28, ge=28 * 28)
+    """Each image's size in pixels (``min = max``; at least one 28 x 28 patch)."""
+    attn_implementation: str | None = None
+    """transformers' ``attn_implementation`` (``sdpa``, ``eager``, ``flash_attention_2``)."""
