@@ -240,7 +240,7 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
         self.preset = o.preset
         self.template = PAIRWISE_TEMPLATES[PAIRWISE_PRESETS[o.preset]]
         self.max_new_tokens, self.max_batch = o.max_new_tokens, o.max_batch
-        if judge_options.endpoint is not None:
+        if o.endpoint is not None:
             judge_options = o.model_copy(update={"endpoint": {**ENDPOINT_DEFAULTS, **o.endpoint}})
         self.setup_judge(name, judge_options, model_path=model_path, device=device, dtype=dtype)
 
