@@ -38,9 +38,11 @@ from pydantic import (
 )
 
 from ..errors import ConfigError, did_you_mean
+from ..shared.device import autocast_dtype
 
 __all__ = [
     "AfterValidator",
+    "Autocast",
     "Field",
     "Number",
     "PositiveInt",
@@ -76,6 +78,17 @@ Number = Annotated[float, BeforeValidator(_number_text), AfterValidator(_finite)
 PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(_number_text), AfterValidator(_finite)]
 #: An integer above zero (not a bool).
 PositiveInt = Annotated[int, Field(gt=0)]
+
+
+def _autocast_form(value: Any) -> Any:
+    autocast_dtype(value, "cpu")  # a ValueError for anything that is no autocast setting on any device
+    return value
+
+
+#: An autocast setting: ``auto`` (the reference's autocast on the device the reward runs on), null / ``none`` /
+#: false (none), or a dtype name (``float16``, ``bfloat16``); resolved per device by
+#: :func:`~rewardzoo.shared.device.autocast_dtype`.
+Autocast = Annotated[str | bool | None, AfterValidator(_autocast_form)]
 
 
 class _WeightSource:

@@ -21,7 +21,7 @@ import rewardzoo
 from rewardzoo.catalog.pairings import USER_GIVEN, model_id, pairings
 from rewardzoo.errors import ConfigError
 from rewardzoo.registry import info
-from rewardzoo.rewards.vlm import backend as backend_module
+from rewardzoo.rewards.models.vlm import backend as backend_module
 
 PAIRINGS = pairings()
 ROWS = [(name, row) for name, rows in PAIRINGS.items() for row in rows]

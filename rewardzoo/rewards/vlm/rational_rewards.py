@@ -18,7 +18,7 @@ A judgement with no usable aspect is unparseable: an error naming the reward and
 0.0 with a warning; ``on_failure: {substitute: 0.0}`` does the same here, counted in the extra ``substituted``).
 Decoding is the reference's request (``temperature: 0.1``, ``max_tokens: 2048``; the rest the server's defaults:
 the checkpoint's generation config, as Flow-Factory's ``scripts/start_vllm_rational_reward.sh`` serves it);
-locally the same request is sampled as vLLM samples it (:func:`~rewardzoo.rewards.vlm.backend.served_sampling`).
+locally the same request is sampled as vLLM samples it (:func:`~rewardzoo.rewards.models.vlm.backend.served_sampling`).
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from ...shared.clip import check_pairs
 from ...shared.editing import edit_inputs
 from ...shared.files import text_blocks
 from ...shared.options import choice, positive_float, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .backbone import VLMQuery
-from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, fill, place_media
-from .judging import Failure
+from ..models.clip import check_pairs
+from ..models.vlm.backbone import VLMQuery
+from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, fill, place_media
+from ..models.vlm.judging import Failure
 
 # The reference's prompts, verbatim, from the data file beside this module (rational_rewards_prompts.txt), as
 # Flow-Factory a0b2bc5 sends them (src/flow_factory/rewards/rational_rewards_t2i.py ``RATIONAL_T2I_SYSTEM_PROMPT``,
@@ -168,7 +168,7 @@ class RationalRewards(VLMJudgeMixin, PointwiseReward):
     ``text_faithfulness``, ``physical_quality``, ``text_rendering``; default all), ``decoding`` (``reference``:
     Flow-Factory's request, ``temperature`` then ``max_new_tokens``, the rest the server's defaults, sampled
     locally as vLLM samples it; ``greedy``), ``temperature`` (0.1), ``max_new_tokens`` (2048), and the backend and
-    failure options of :mod:`rewardzoo.rewards.vlm.common`. Extras: one per rubric aspect (its score clamped to
+    failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Extras: one per rubric aspect (its score clamped to
     [1, 4], NaN when missing or N/A), ``judgement`` (the text), ``substituted``, ``failure``.
     """
 

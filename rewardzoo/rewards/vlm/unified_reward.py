@@ -17,8 +17,8 @@ from ...errors import ConfigError
 from ...shared.media import to_pil_rgb
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
-from .judging import Failure, RegexScore
+from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
+from ..models.vlm.judging import Failure, RegexScore
 
 #: UnifiedReward pointwise image prompt as flow_grpo sends it (with its leading "<image>\n" line): flow_grpo ac4c86e
 #: flow_grpo/rewards.py ``unifiedreward_score_sglang``.
@@ -83,7 +83,7 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
     (``qwen_release``, the UnifiedReward-qwen inference prompt; ``flow_grpo``, flow_grpo's question; or your
     own text with ``{prompt}`` asking for a ``Final Score``; default the preset's), ``max_new_tokens`` (512),
     ``resize`` (``[width, height]`` or null to keep the image size; default the preset's), the backend and
-    failure options of :mod:`rewardzoo.rewards.vlm.common`. Options given explicitly override the preset's.
+    failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Options given explicitly override the preset's.
     """
 
     inputs: Inputs = Inputs(("prompt", "image"))

@@ -35,8 +35,8 @@ from ...shared.media import to_pil_rgb
 from ...shared.options import positive_int
 from ...shared.video import stride_indices
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
-from .judging import Failure
+from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
+from ..models.vlm.judging import Failure
 
 #: UnifiedReward-2.0 pointwise image prompt (alignment, coherence, style from 1 to 5): the ``problem`` of
 #: UnifiedReward's inference_qwen/UnifiedReward-2.0-inference/point_score_ACS_image_generation.py (commit ff6f520),
@@ -206,7 +206,7 @@ class UnifiedReward2(_UnifiedReward2Judge):
     ``pref_grpo``: Pref-GRPO's reading and its per-dimension group-normalised streams, module docstring),
     ``weights`` (a mapping of ``alignment`` / ``coherence`` / ``style`` to non-negative numbers, default 1 each; a
     dimension left out weighs 0), ``template`` (``unified_reward_2`` or your own text with ``{prompt}`` asking for the three lines),
-    ``max_new_tokens`` (512), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`. Extras:
+    ``max_new_tokens`` (512), the backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Extras:
     ``alignment``, ``coherence``, ``style`` (the judge's numbers, NaN where it gave none) and ``judgement``.
     """
 

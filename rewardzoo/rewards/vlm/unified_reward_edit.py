@@ -32,15 +32,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from ...shared.clip import check_pairs
 from ...shared.editing import edit_inputs
 from ...shared.files import text_blocks
 from ...shared.options import positive_int
 from ..base import Inputs, RewardOutput
 from ..group.ranking import PairwiseWinRate
-from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_prompts, fill
+from ..models.clip import check_pairs
+from ..models.vlm.common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_prompts, fill
+from ..models.vlm.judging import Failure, rubric_scores
 from .edit_score import RubricEditJudge
-from .judging import Failure, rubric_scores
 
 # The release's prompts, verbatim, from the data file beside this module (unified_reward_edit_prompts.txt), each the
 # ``problem`` of a UnifiedReward ff6f520 script with ``{prompt}`` where it puts the instruction:
@@ -107,7 +107,7 @@ class UnifiedRewardEdit(RubricEditJudge):
     Inputs and extras: :class:`~rewardzoo.rewards.vlm.edit_score.RubricEditJudge`'s, and the streams ``success``,
     ``overedit``, ``naturalness``, ``artifacts`` (the answers' raw 0-25 numbers). Options: ``preset`` (None, or
     ``pref_grpo``: Pref-GRPO's reading and group-normalised streams, module docstring), ``max_new_tokens`` (4096,
-    the release's ``max_tokens``), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
+    the release's ``max_tokens``), the backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`.
     """
 
     templates: ClassVar[dict[str, tuple[str, str]]] = {"unified_reward_edit": _POINTWISE}

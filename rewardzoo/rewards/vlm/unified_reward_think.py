@@ -30,8 +30,8 @@ from ...shared.options import choice, positive_int
 from ...shared.video import sample_indices
 from ..base import Inputs
 from ..group.ranking import PairwiseWinRate
-from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_template, fill
-from .judging import Failure, tagged
+from ..models.vlm.common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_template, fill
+from ..models.vlm.judging import Failure, tagged
 
 # The reference prompts, verbatim, from the data file beside this module (unified_reward_think_prompts.txt).
 # ``UNIFIED_REWARD_THINK_IMAGE`` / ``..._VIDEO``: Pref-GRPO ``fastvideo/rewards/templates.py``
@@ -112,7 +112,7 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
     generate call on the local backend, 16: a group of n has n(n-1)/2 pairs; the endpoint gets them all,
     ``max_concurrency`` at a time), ``num_frames`` (video, default 8; the presets take every frame from the
     video layer and pick ``np.linspace(0, T - 1, K, dtype=int)``, Pref-GRPO's floored indices), and the
-    backend and failure options of :mod:`rewardzoo.rewards.vlm.common`. Per-pair extras: ``substituted``,
+    backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Per-pair extras: ``substituted``,
     ``tie``. The endpoint sends JPEG (quality 95) as Pref-GRPO does unless ``endpoint.image_format`` says.
     """
 
