@@ -26,12 +26,11 @@ from ...shared.image_ops import (
     preprocess_images,
     preprocess_pixels,
 )
-from ...shared.options import positive_int
 from ...shared.weights import load_state_dict, loading
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..options import PositiveInt, RewardOptions, WeightPath
 from ..models.clip import check_pairs
 from ..models.weights import resolve_weights_file
+from ..options import PositiveInt, RewardOptions, WeightPath
 
 #: ImageReward's normalisation of the MLP output (``ImageReward.py``: ``self.mean``, ``self.std``).
 RAW_MEAN = 0.16717362830052426

@@ -21,9 +21,6 @@ from .backbone import VLMQuery
 from .common import ALL_OPTIONS, VLMJudgeMixin
 from .judging import Failure
 
-# verl-omni a1139ba verl_omni/utils/reward_score/genrm_ocr.py ``compute_score_ocr``: a system turn, then the image
-# and this question.
-
 #: The system turn verl-omni sends with the OCR question.
 GENRM_OCR_SYSTEM = "You are a helpful assistant."
 #: ``DEFAULT_GRM_PROMPT``: the transcription question.
