@@ -38,7 +38,8 @@ from ...errors import ConfigError, InputError
 from ...shared.options import choice, positive_int
 from ...shared.video import check_num_frames, float_frames
 from ..base import GroupwiseReward, Inputs, Reward, RewardOutput
-from .ranking import GroupwiseOverBase, group_positions
+from ..models.groups import group_positions
+from .ranking import GroupwiseOverBase
 
 EMBEDDINGS = ("dino", "clip", "timm")
 MEDIA = ("image", "video")
