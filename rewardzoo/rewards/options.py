@@ -38,9 +38,11 @@ from pydantic import (
 )
 
 from ..errors import ConfigError, did_you_mean
+from ..shared.device import autocast_dtype
 
 __all__ = [
     "AfterValidator",
+    "Autocast",
     "Field",
     "Number",
     "PositiveInt",
@@ -76,6 +78,17 @@ Number = Annotated[float, BeforeValidator(_number_text), AfterValidator(_finite)
 PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(_number_text), AfterValidator(_finite)]
 #: An integer above zero (not a bool).
 PositiveInt = Annotated[int, Field(gt=0)]
+
+
+def _autocast_form(value: Any) -> Any:
+    autocast_dtype(value, "cpu")  # a ValueError for anything that is no autocast setting on any device
+    return value
+
+
+#: An autocast setting: ``auto`` (the reference's autocast on the device the reward runs on), null / ``none`` /
+#: false (none), or a dtype name (``float16``, ``bfloat16``); resolved per device by
+#: :func:`~rewardzoo.shared.device.autocast_dtype`.
+Autocast = Annotated[str | bool | None, AfterValidator(_autocast_form)]
 
 
 class _WeightSource:
@@ -179,6 +192,9 @@ def config_error(cls: type[RewardOptions], exc: ValidationError, owner: str) -> 
     if len(same) > 1 and all(e["type"].endswith(("_type", "_instance_of")) for e in same):
         expected = _type_words(cls.model_json_schema().get("properties", {}).get(name, {}))
         return ConfigError(f"must be {expected}, got {got}", field=field)
+    if first["type"] in _BOUND_ERRORS:
+        prop = cls.model_json_schema().get("properties", {}).get(name, {})
+        return ConfigError(f"must be {_bounded_words(prop)}, got {got}", field=field)
     message = str(first["msg"])
     for prefix, replacement in (("Value error, ", ""), ("Input should be ", "must be "), ("Assertion failed, ", "")):
         if message.startswith(prefix):
@@ -189,6 +205,40 @@ def config_error(cls: type[RewardOptions], exc: ValidationError, owner: str) -> 
     if "got " not in message:
         message = f"{message}, got {got}"
     return ConfigError(message, field=field)
+
+
+_BOUND_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+
+
+def _bounded_words(prop: Mapping[str, Any]) -> str:
+    """A bounded number property as words: ``an integer in [1, 100]``, ``a number > 0``, ``null or an integer >= 1``."""
+    nullable = any(p.get("type") == "null" for p in prop.get("anyOf", ()))
+    if "anyOf" in prop:
+        prop = next((p for p in prop["anyOf"] if p.get("type") != "null"), {})
+    kind = "an integer" if prop.get("type") == "integer" else "a number"
+    lo = (
+        ("[", prop["minimum"])
+        if "minimum" in prop
+        else ("(", prop["exclusiveMinimum"])
+        if "exclusiveMinimum" in prop
+        else None
+    )
+    hi = (
+        ("]", prop["maximum"])
+        if "maximum" in prop
+        else (")", prop["exclusiveMaximum"])
+        if "exclusiveMaximum" in prop
+        else None
+    )
+    if lo and hi:
+        words = f"{kind} in {lo[0]}{lo[1]}, {hi[1]}{hi[0]}"
+    elif lo:
+        words = f"{kind} {'>=' if lo[0] == '[' else '>'} {lo[1]}"
+    elif hi:
+        words = f"{kind} {'<=' if hi[0] == ']' else '<'} {hi[1]}"
+    else:
+        words = kind
+    return f"null or {words}" if nullable else words
 
 
 def _marked(annotation: Any, marker: object) -> bool:

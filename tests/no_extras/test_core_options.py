@@ -74,12 +74,13 @@ def test_options_reach_the_reward_typed_and_defaulted():
     ("kwargs", "field", "words"),
     [
         ({"scael": 1.0}, "kwargs.scael", ["Scaled has no option 'scael'", "did you mean 'scale'?", "options: scale"]),
-        ({"scale": 0}, "kwargs.scale", ["greater than 0", "got 0"]),
+        ({"scale": 0}, "kwargs.scale", ["must be a number > 0, got 0"]),
         ({"scale": "x"}, "kwargs.scale", ["number", "got 'x'"]),
         ({"scale": float("inf")}, "kwargs.scale", ["finite", "inf"]),
         ({"mode": "lines"}, "kwargs.mode", ["'chars' or 'words'", "got 'lines'"]),
         ({"window": True}, "kwargs.window", ["integer", "got True"]),
-        ({"window": 0}, "kwargs.window", ["greater than 0", "got 0"]),
+        ({"window": 0}, "kwargs.window", ["must be null or an integer > 0, got 0"]),
+        ({"low": -1e400}, "kwargs.low", ["finite"]),
         ({"names": "a"}, "kwargs.names", ["list", "got 'a'"]),
         ({"names": ["a", 3]}, "kwargs.names", ["1:", "string", "got 3"]),
         ({"low": 2.0}, "kwargs.low", ["low (2.0) is above high (1.0)"]),
@@ -134,3 +135,14 @@ def test_an_inner_reward_option_takes_an_entry_or_a_built_reward():
     with pytest.raises(ConfigError) as info:
         Options.parse({"base": 3}, "Wrapper")
     assert info.value.field == "kwargs.base" and "reward entry" in info.value.message
+
+
+def test_a_bounded_option_names_its_interval():
+    class Options(RewardOptions):
+        quality: int = Field(95, ge=1, le=100)
+        share: Number = Field(0.5, gt=0, lt=1)
+
+    with pytest.raises(ConfigError, match=r"must be an integer in \[1, 100\], got 101"):
+        Options.parse({"quality": 101})
+    with pytest.raises(ConfigError, match=r"must be a number in \(0, 1\), got 1"):
+        Options.parse({"share": 1})

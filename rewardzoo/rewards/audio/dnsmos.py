@@ -34,8 +34,8 @@ import torch
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
 from ...shared.checkpoints import Checkpoint, local_file, package_file
-from ...shared.onnx import onnx_session
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.onnx import onnx_session
 from ..options import PositiveInt, RewardOptions
 
 SAMPLE_RATE = 16000

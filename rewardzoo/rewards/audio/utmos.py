@@ -21,9 +21,9 @@ import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
-from ...shared.clip import resolve_weights_file
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.weights import resolve_weights_file
 from ..options import PositiveInt, RewardOptions
 
 SAMPLE_RATE = 16000

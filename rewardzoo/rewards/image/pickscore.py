@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from ...shared.clip import check_pairs, load_clip_backbone
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import check_pairs, load_clip_backbone
 from ..options import PositiveNumber, RewardOptions, WeightPath
 
 
