@@ -40,6 +40,7 @@ from ..group.ranking import PairwiseWinRate
 from ..models.clip import check_pairs
 from ..models.vlm.common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_prompts, fill
 from ..models.vlm.judging import Failure, rubric_scores
+from ..options import RewardOptions
 from .edit_score import RubricEditJudge
 
 # The release's prompts, verbatim, from the data file beside this module (unified_reward_edit_prompts.txt), each the
@@ -287,6 +288,7 @@ class UnifiedRewardEditPairwise(PairwiseWinRate):
 
     inputs: Inputs = Inputs(("prompt", "image", "condition_images", "group_id"))
     has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
+    Options = RewardOptions  # type: ignore[assignment]  # checked by the judge until declared here (vlm)
 
     def __init__(
         self,

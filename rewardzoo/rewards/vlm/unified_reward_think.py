@@ -32,6 +32,7 @@ from ..base import Inputs
 from ..group.ranking import PairwiseWinRate
 from ..models.vlm.common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_template, fill
 from ..models.vlm.judging import Failure, tagged
+from ..options import RewardOptions
 
 # The reference prompts, verbatim, from the data file beside this module (unified_reward_think_prompts.txt).
 # ``UNIFIED_REWARD_THINK_IMAGE`` / ``..._VIDEO``: Pref-GRPO ``fastvideo/rewards/templates.py``
@@ -224,6 +225,7 @@ class UnifiedRewardThink(PairwiseWinRate):
 
     inputs: Inputs = Inputs(("prompt", "image", "group_id"))
     has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
+    Options = RewardOptions  # type: ignore[assignment]  # checked by the judge until declared here (vlm)
 
     def __init__(
         self,
