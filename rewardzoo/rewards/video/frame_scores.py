@@ -20,10 +20,10 @@ import torch.nn.functional as F
 
 from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.media import to_image_tensor, to_pil_rgb
-from ...shared.options import positive_int
-from ...shared.video import CONVERT_BYTES, check_num_frames, float_frames
-from ..base import Inputs, PointwiseReward, Reward, RewardOutput, invoke, is_text_extra, validate_scores
-from .vbench import CLIP_MEAN, CLIP_STD, check_preset, middle_indices, preset_num_frames, vbench_transform
+from ...shared.video import CONVERT_BYTES, float_frames
+from ..base import InnerReward, Inputs, PointwiseReward, Reward, RewardOutput, invoke, is_text_extra, validate_scores
+from ..options import PositiveInt, WeightPath, model_validator
+from .vbench import CLIP_MEAN, CLIP_STD, VBenchOptions, middle_indices, vbench_transform
 
 if TYPE_CHECKING:
     from ..image.aesthetic import LaionAesthetic
@@ -43,20 +43,28 @@ class FrameAverage(PointwiseReward):
 
     Inputs: ``video`` as a tensor (T, 3, H, W) in its native form (uint8 for 8-bit sources: a ``uint8`` image
     reward takes those bits, a ``float`` one gets ``x / 255`` a few full-resolution frames at a time), plus the
-    image reward's other fields (e.g. ``prompt``, repeated for every frame). ``num_frames``: uniformly sampled frames
-    (default 8; None = every frame). The image reward's extras are averaged per video too.
-    Remaining keyword arguments configure the image reward (same names as in its model card).
+    image reward's other fields (e.g. ``prompt``, repeated for every frame). The image reward's extras are
+    averaged per video too. Options: :class:`Options`; the remaining keyword arguments configure the image reward
+    (same names as in its model card).
     """
 
     frame_reward: ClassVar[str] = ""
-    OWN_OPTIONS: ClassVar[tuple[str, ...]] = ("num_frames", "frame_batch_size", "preset")
+
+    class Options(VBenchOptions):
+        image_reward: InnerReward = None
+        """The image reward averaged (built by the loader from the entry: ``frame_reward`` with this entry's
+        ``model_path``, device, dtype and the options not declared here)."""
+        frame_batch_size: PositiveInt = 64
+        """Frames per call of the image reward."""
+
+    options: Options
 
     @classmethod
     def inner_rewards(
         cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """The image reward (``frame_reward``) with this entry's weights, device, dtype and other kwargs."""
-        own = {k: kwargs.pop(k) for k in cls.OWN_OPTIONS if k in kwargs}
+        own = {k: kwargs.pop(k) for k in cls.Options.model_fields if k in kwargs and k != "image_reward"}
         entry = {
             "reward_model": cls.frame_reward,
             "model_path": model_path,
@@ -67,27 +75,19 @@ class FrameAverage(PointwiseReward):
         return own, {"image_reward": entry}
 
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        image_reward: Reward | None = None,
-        num_frames: int | None = 8,
-        frame_batch_size: int = 64,
-        preset: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        self.preset = check_preset(preset)
-        num_frames = preset_num_frames(self.preset, num_frames, 8)  # the preset samples inside the call
+        super().__init__(model_path, device, dtype, **options)
+        self.preset = self.options.preset
+        image_reward = self.options.image_reward
         if not isinstance(image_reward, Reward):
             raise ConfigError(
                 f"{self.name} averages a built image reward; build it through the loader, "
                 "e.g. rewardzoo.load_reward({'name': 'video_clip_score', 'model_path': ...})",
                 field="image_reward",
             )
-        self.num_frames = check_num_frames(num_frames)
-        self.frame_batch_size = positive_int(frame_batch_size, "kwargs.frame_batch_size")
+        self.num_frames = self.options.sampled_frames()  # the preset samples inside the call
+        self.frame_batch_size = self.options.frame_batch_size
         self.inputs = replace(self.inputs, num_frames=self.num_frames)
         self.image_reward = image_reward
         self.thread_safe = image_reward.thread_safe
@@ -289,37 +289,34 @@ class VideoAesthetic(FrameAverage):
 
     ``preset: vbench``: VBench's aesthetic quality (every frame, ``clip_transform``, the v1 linear head from
     ``linear_head_path``, /10). Inputs: ``video``. ``model_path`` (the aesthetic head) and ``clip_model``/``clip_pretrained``/
-    ``backend`` are those of ``laion_aesthetic``. Range unbounded in principle, about 1-10.
+    ``backend`` are those of ``laion_aesthetic``; options: :class:`Options`. Range unbounded in principle, about
+    1-10.
     """
 
     frame_reward = "laion_aesthetic"
     inputs = Inputs(("video",), frames="native")
-    OWN_OPTIONS: ClassVar[tuple[str, ...]] = FrameAverage.OWN_OPTIONS + ("linear_head_path",)
+
+    class Options(FrameAverage.Options):
+        linear_head_path: WeightPath | None = None
+        """``preset: vbench`` only: the v1 linear aesthetic head (default: the official
+        ``sa_0_4_vit_l_14_linear.pth``)."""
+
+        @model_validator(mode="after")
+        def _head_with_preset(self) -> VideoAesthetic.Options:
+            if self.linear_head_path is not None and self.preset != "vbench":
+                raise ConfigError(
+                    "kwargs.linear_head_path is used by preset: vbench only", field="kwargs.linear_head_path"
+                )
+            return self
+
+    options: Options
 
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        image_reward: Reward | None = None,
-        num_frames: int | None = 8,
-        frame_batch_size: int = 64,
-        preset: str | None = None,
-        linear_head_path: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(
-            model_path,
-            device,
-            dtype,
-            image_reward=image_reward,
-            num_frames=num_frames,
-            frame_batch_size=frame_batch_size,
-            preset=preset,
-        )
+        super().__init__(model_path, device, dtype, **options)
+        linear_head_path = self.options.linear_head_path
         self.linear_head: torch.nn.Module | None = None
-        if linear_head_path is not None and self.preset != "vbench":
-            raise ConfigError("kwargs.linear_head_path is used by preset: vbench only", field="kwargs")
         if self.preset == "vbench":
             from ..image.aesthetic import OFFICIAL_LINEAR_HEAD_URL, load_linear_aesthetic_head
             from ..models.weights import resolve_weights_file
@@ -329,7 +326,7 @@ class VideoAesthetic(FrameAverage):
             if head.in_features != dim:
                 raise ConfigError(
                     f"the linear head expects {head.in_features}-d embeddings but the CLIP model gives {dim}-d ones",
-                    field="kwargs",
+                    field="kwargs.linear_head_path",
                 )
             self.linear_head = head.to(self.aesthetic().backbone.device)
 
