@@ -29,7 +29,8 @@ class ReferenceHPSv2(PointwiseReward):
     repository holding the version's file; default ``xswu/HPSv2``). The package builds its own open_clip
     ``ViT-H-14`` (:meth:`install_model` may put another architecture in its place) and, as published, loads the
     checkpoint again on every call; it runs on ``device`` in float32 (``dtype`` is not applied). The package keeps
-    its model in module globals, so a process holds one such reward.
+    its model in module globals, so a process holds one such reward. Options: :class:`Options`, rewardzoo's
+    ``hpsv2``'s (``autocast`` is taken and not used: the package applies its own).
     """
 
     inputs = Inputs(("image", "prompt"))
@@ -37,19 +38,16 @@ class ReferenceHPSv2(PointwiseReward):
     higher_is_better: ClassVar[bool] = True
     score_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
 
+    class Options(HPSv2.Options):
+        pass
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        version: str = "v2.1",
-        clip_model: str = "ViT-H-14",
-        autocast: str | None = "auto",
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        if version not in HPSv2.files:
-            raise ConfigError(f"version must be one of {sorted(HPSv2.files)}, got {version!r}", field="kwargs")
+        super().__init__(model_path, device, dtype, **options)
+        version, clip_model = self.options.version, self.options.clip_model
         supply_vocabulary()
         from hpsv2 import img_score
 
