@@ -37,8 +37,9 @@ import numpy as np
 from ...errors import ConfigError, InputError
 from ...shared.video import float_frames
 from ..base import GroupwiseReward, Inputs, RewardOutput
+from ..models.groups import group_positions
 from ..options import PositiveInt, RewardOptions, WeightPath, model_validator
-from .ranking import GroupwiseOverBase, group_positions
+from .ranking import GroupwiseOverBase
 
 DEFAULT_MODELS = {"dino": "facebook/dino-vitb16", "clip": "ViT-B-32", "timm": "vit_large_patch16_dinov3.lvd1689m"}
 DEFAULT_RESIZE = 224  # DINO's shorter side

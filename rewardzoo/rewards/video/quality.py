@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
@@ -26,6 +26,13 @@ from ..options import PositiveNumber, model_validator
 from .frame_scores import FrameAverage
 
 DEFAULT_NUM_FRAMES = 8
+
+
+@runtime_checkable
+class VideoRater(Protocol):
+    """A network that rates whole videos (``image_quality``'s Q-Align scorer, ``QAlignScorer.videos``)."""
+
+    def videos(self, videos: Sequence[torch.Tensor]) -> torch.Tensor: ...
 
 
 def one_per_second(total: int, fps: float) -> list[int]:
@@ -68,12 +75,10 @@ class VideoQuality(FrameAverage):
         if self.fps is not None:  # with fps every frame arrives
             self.num_frames = None
             self.inputs = replace(self.inputs, num_frames=None)
-        from ..image.image_quality import ImageQuality
-        from ..image.iqa_qalign import QAlignScorer
-
+        # the inner image_quality's network, when its metric rates videos as one (Q-Align); else the frame average
         inner = self.image_reward
-        net = inner.net if isinstance(inner, ImageQuality) and inner.variant.video else None
-        self.qalign = net if isinstance(net, QAlignScorer) else None
+        net = getattr(inner, "net", None) if getattr(getattr(inner, "variant", None), "video", False) else None
+        self.qalign = net if isinstance(net, VideoRater) else None
 
     def __call__(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
         if self.fps is not None:

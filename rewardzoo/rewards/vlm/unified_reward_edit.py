@@ -19,7 +19,7 @@
   Pref-GRPO 3e787f6 reads it (``templates.py`` 238-239, ``unifiedreward_edit_pairwise.py`` 13-60): the text of the
   ``<answer>`` tag (else the whole answer) saying "Edited image 1 is better" or "... 2 ...", else the whole
   answer, else a tie. :class:`UnifiedRewardEditJudge` answers the pairs of a group for
-  :class:`~rewardzoo.rewards.group.ranking.PairwiseWinRate` (``unified_reward_edit_pairwise``).
+  :class:`~rewardzoo.rewards.models.groups.PairwiseJudged` (``unified_reward_edit_pairwise``).
 """
 
 from __future__ import annotations
@@ -36,11 +36,10 @@ from ...shared.editing import edit_inputs
 from ...shared.files import text_blocks
 from ...shared.options import positive_int
 from ..base import Inputs, RewardOutput
-from ..group.ranking import PairwiseWinRate
 from ..models.clip import check_pairs
+from ..models.groups import PairwiseJudged
 from ..models.vlm.common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_prompts, fill
 from ..models.vlm.judging import Failure, rubric_scores
-from ..options import RewardOptions
 from .edit_score import RubricEditJudge
 
 # The release's prompts, verbatim, from the data file beside this module (unified_reward_edit_prompts.txt), each the
@@ -273,11 +272,11 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
         return pairwise_verdict(answer, DECIMAL if self.preset == "release" else SIGNED_DECIMAL)
 
     def __call__(self, first: dict, second: dict) -> float:
-        """One pair (the per-pair protocol of PairwiseWinRate)."""
+        """One pair (the per-pair protocol of PairwiseJudged)."""
         return self.judge_pairs([(first, second)])[0][0]
 
 
-class UnifiedRewardEditPairwise(PairwiseWinRate):
+class UnifiedRewardEditPairwise(PairwiseJudged):
     """Pref-GRPO's pairwise win rate over the edits of a group with :class:`UnifiedRewardEditJudge`.
 
     Inputs: ``prompt``, ``image``, ``condition_images`` and ``group_id``. Range [0, 1]. Options: ``preset`` (None:
@@ -287,8 +286,6 @@ class UnifiedRewardEditPairwise(PairwiseWinRate):
     """
 
     inputs: Inputs = Inputs(("prompt", "image", "condition_images", "group_id"))
-    has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
-    Options = RewardOptions  # type: ignore[assignment]  # checked by the judge until declared here (vlm)
 
     def __init__(
         self,
@@ -305,9 +302,8 @@ class UnifiedRewardEditPairwise(PairwiseWinRate):
         judge = UnifiedRewardEditJudge(
             model_path, device, dtype, max_new_tokens=max_new_tokens, max_batch=max_batch, preset=preset, **options
         )
-        super().__init__(None, device, dtype, judge=judge)
-        self.model_path = model_path
-        self.judge_name = "unified_reward_edit_pairwise"
+        super().__init__(model_path, device, dtype)  # the judge is its own model, loaded above
+        self.use_judge(judge, "unified_reward_edit_pairwise")
         self.io_bound = judge.io_bound
         self.template, self.backend = judge.template, judge.backend  # what it runs, as a pointwise judge says
 
