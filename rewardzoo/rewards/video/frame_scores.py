@@ -101,13 +101,13 @@ class FrameAverage(PointwiseReward):
             raise ConfigError(
                 f"{self.name}: preset {self.preset} reads the {attribute} of a {self.frame_reward} image reward, "
                 f"got {type(self.image_reward).__name__}",
-                field="kwargs",
+                field="kwargs.preset",
             )
         return part
 
     def vbench(self, video: Sequence[torch.Tensor], *args: Any, **fields: Any) -> RewardOutput:
         """``preset: vbench``: VBench's own computation (subclasses)."""
-        raise ConfigError(f"{self.name} has no VBench preset", field="kwargs")
+        raise ConfigError(f"{self.name} has no VBench preset", field="kwargs.preset")
 
     def __call__(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
         if self.preset == "vbench":
@@ -201,7 +201,8 @@ class FrameAverage(PointwiseReward):
 
         if self.preset is not None:
             raise ConfigError(
-                "score_pixels has no VBench preset: drop kwargs.preset for the differentiable path", field="kwargs"
+                "score_pixels has no VBench preset: drop kwargs.preset for the differentiable path",
+                field="kwargs.preset",
             )
         if not isinstance(pixels, torch.Tensor) or pixels.ndim != 5:
             shape = tuple(pixels.shape) if isinstance(pixels, torch.Tensor) else type(pixels).__name__
@@ -364,7 +365,7 @@ class VideoAesthetic(FrameAverage):
         divided by 10, mean over frames (about 0-1)."""
         backbone, head = self.backbone(), self.linear_head
         if head is None:  # (set by __init__ for preset: vbench)
-            raise ConfigError("the VBench aesthetic head is not loaded", field="kwargs")
+            raise ConfigError("the VBench aesthetic head is not loaded", field="kwargs.linear_head_path")
         scores = []
         for frames in video:
             parts = []
