@@ -572,7 +572,8 @@ def _load_transformers(source: str, model_path: str, processor_path: str | None)
     with loading(f"transformers CLIPModel '{model_path}'"):
         model = CLIPModel.from_pretrained(source)
     with loading(
-        f"the CLIP tokenizer/image processor from '{proc}'", field="kwargs.processor_path" if processor_path else "model_path"
+        f"the CLIP tokenizer/image processor from '{proc}'",
+        field="kwargs.processor_path" if processor_path else "model_path",
     ):
         tokenizer = AutoTokenizer.from_pretrained(proc)
         improc = CLIPImageProcessor.from_pretrained(proc)
