@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Write ``rewardzoo/catalog/options.json``: each shipped reward's typed options, from its ``Options`` class.
 
-``{registry name: {"schema": Options.model_json_schema(), "rows": Options.rows()}}`` for every card whose class
-declares options (rewards sorted by name; a class declaring none is left out: its ``kwargs:`` is a free mapping).
+``{registry name: {"schema": Options.model_json_schema(), "rows": Options.rows()}}`` (and ``"passes_on": true`` for
+a composite, whose undeclared keys may configure its inner rewards) for every card whose class declares options (rewards sorted by name; a class declaring none is left out: its ``kwargs:`` is a free mapping).
 ``rewardzoo card``, the docs' reward pages and the config's JSON schema read the file, so none of them imports a
 reward (torch). It imports every reward module: run it where the extras are installed (the dev environment);
 ``scripts/build_docs.py`` runs it when it can.
@@ -29,13 +29,17 @@ from rewardzoo.catalog.options import FILE  # noqa: E402
 def collect() -> dict[str, dict[str, Any]]:
     """``{name: {"schema", "rows"}}`` of the shipped rewards whose class declares options."""
     from rewardzoo.registry import builtin, resolve
+    from rewardzoo.rewards.base import Reward
     from rewardzoo.rewards.options import RewardOptions
 
     out: dict[str, dict[str, Any]] = {}
     for name in sorted(builtin()):
-        options = getattr(resolve(name), "Options", RewardOptions)
+        cls = resolve(name)
+        options = getattr(cls, "Options", RewardOptions)
         if options is not RewardOptions:
             out[name] = {"schema": options.model_json_schema(), "rows": options.rows()}
+            if getattr(cls.inner_rewards, "__func__", None) is not Reward.inner_rewards.__func__:
+                out[name]["passes_on"] = True  # a composite: keys it does not declare may configure its inner rewards
     return out
 
 

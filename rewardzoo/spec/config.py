@@ -446,10 +446,20 @@ def json_schema(options: Mapping[str, Mapping[str, Any]] | None = None) -> dict[
         options = json.loads(OPTIONS_FILE.read_text(encoding="utf-8")) if OPTIONS_FILE.is_file() else {}
     schema = schema_of(ConfigModel)
     entry = schema["properties"]["rewards"]["items"]["oneOf"][1]
-    entry["allOf"] = [_kwargs_rule(name, schema_of(None, found["schema"])) for name, found in sorted(options.items())]
+    entry["allOf"] = [_kwargs_rule(name, _kwargs_schema(found)) for name, found in sorted(options.items())]
     if not entry["allOf"]:
         del entry["allOf"]
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+
+def _kwargs_schema(found: Mapping[str, Any]) -> dict[str, Any]:
+    """A reward's kwargs schema; a composite's (``passes_on``) takes other keys too (its inner rewards' options)."""
+    from .models import schema_of
+
+    schema = schema_of(None, found["schema"])
+    if found.get("passes_on"):
+        schema.pop("additionalProperties", None)
+    return schema
 
 
 def _kwargs_rule(name: str, options: dict[str, Any]) -> dict[str, Any]:

@@ -188,6 +188,10 @@ def test_the_schema_gives_each_entry_the_options_of_the_reward_it_names():
         {"name": "pickscore", "reward_model": "tests.no_extras.rewards:PromptLength", "kwargs": {"bogus": 1}},
     ):
         validator.validate({"rewards": [entry]})
+    composite = next(n for n, found in sorted(catalog().items()) if found.get("passes_on"))
+    own = catalog()[composite]["rows"][0]["name"]  # a composite takes other keys (its inner reward's options) too
+    validator.validate({"rewards": [{"name": composite, "kwargs": {"clip_model_of_the_inner_reward": 1}}]})
+    assert not validator.is_valid({"rewards": [{"name": composite, "kwargs": {own: {"not": "its type"}}}]})
     for entry in (
         {"name": "p", "reward_model": "pickscore", "kwargs": {"scale": -1}},
         {"name": "p", "reward_model": "pickscore", "kwargs": {"scael": 1}},
