@@ -327,15 +327,21 @@ def main() -> None:
     p.add_argument("--budget-mb", type=float, default=1024.0)
     p.add_argument("--slow", type=int, default=260)
     p.add_argument("--duration", type=float, default=20.0)
+    p.add_argument("--raw", type=Path, help="folder of each tree's raw results: written when measured, read (not "
+                   "measured again) when --reuse names the tree")  # fmt: skip
+    p.add_argument("--reuse", default="", help="trees whose raw results --raw holds, e.g. 'before'")
     args = p.parse_args()
     parts = args.parts.split(",")
     results: dict = {}
+    if args.raw is not None:
+        for name in filter(None, args.reuse.split(",")):
+            results[name] = json.loads((args.raw / f"{name}.json").read_text())
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         (tmp / "bench_admission_reward.py").write_text(REWARD)
         trees = {"before": lambda: extract(args.before, tmp / "before"), "after": lambda: ROOT}
         for name, tree_of in trees.items():
-            if args.only and name != args.only:
+            if (args.only and name != args.only) or name in results:
                 continue
             tree, r = tree_of(), {}
             if "png" in parts:
@@ -350,6 +356,9 @@ def main() -> None:
                 r["slow"] = slow_bodies(tree, tmp, args.slow, args.duration)
                 print(name, "slow", r["slow"], flush=True)
             results[name] = r
+            if args.raw is not None:
+                args.raw.mkdir(parents=True, exist_ok=True)
+                (args.raw / f"{name}.json").write_text(json.dumps(r))
     print(json.dumps(results, indent=1))
     if args.only:
         return

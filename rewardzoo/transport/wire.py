@@ -275,20 +275,25 @@ def loads(body: bytes | bytearray, fmt: str, limits: WireLimits = WireLimits()) 
 
 def _json_items(body: bytes | bytearray, stop: int | None = None) -> int:
     """An upper bound of the containers and items of a JSON body, as the MessagePack hooks count them (a container
-    and each of its items): outside its strings, two per bracket and one per comma. Linear, C-speed: escaped
-    backslashes and quotes are cut out first (left to right, as JSON reads escapes), then every quote left opens
-    or closes a string; the parity of the quotes before a byte, a megabyte at a time, says whether it is inside.
-    Counting ends early once past ``stop``."""
-    text = body.replace(b"\\\\", b"").replace(b'\\"', b"")  # a copy at most the body's size, freed on return
-    data = np.frombuffer(text, np.uint8)
-    count, inside, step = 1, False, 2**20
+    and each of its items): outside its strings, two per bracket and one per comma. Linear and vectorised, 64 kB
+    at a time (a few arrays of that length, no copy of the body): a quote preceded by an odd run of
+    backslashes is escaped, every other one opens or closes a string, and the parity of those before a byte says
+    whether it is inside one. Counting ends early once past ``stop``."""
+    data = np.frombuffer(body, np.uint8)
+    count, inside, run, step = 1, False, 0, 2**16  # run: backslashes ending the previous part
     for start in range(0, len(data), step):
         part = data[start : start + step]
-        state = np.logical_xor.accumulate(part == ord('"'))  # odd quotes so far in this part
-        outside = state if inside else ~state
+        at = np.arange(len(part), dtype=np.int32)
+        backslash = part == ord("\\")
+        last = np.maximum.accumulate(np.where(backslash, -1, at))  # the last byte at or before i that is not one
+        ending = at - last + np.where(last < 0, run, 0)  # backslashes ending at i (a run may start in a part before)
+        before = np.concatenate(([run], ending[:-1]))
+        quote = (part == ord('"')) & (before % 2 == 0)
+        odd = np.logical_xor.accumulate(quote)  # an odd number of string quotes so far in this part
+        outside = odd if inside else ~odd
         brackets = (part == ord("[")) | (part == ord("{"))
         count += 2 * int(np.count_nonzero(brackets & outside)) + int(np.count_nonzero((part == ord(",")) & outside))
-        inside = not bool(outside[-1])
+        inside, run = not bool(outside[-1]), int(ending[-1])
         if stop is not None and count > stop:
             break
     return count
