@@ -44,24 +44,11 @@ import numpy as np
 from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.imports import import_path
 from ...shared.options import choice, positive_float, positive_int
-from ..base import KNOWN_FIELDS, GroupwiseReward, Inputs, Reward, RewardOutput, invoke, validate_scores
-
-_UNJUDGED = object()  # a pair no batched judge has answered yet
+from ..base import GroupwiseReward, Inputs, Reward, RewardOutput, invoke, validate_scores
+from ..models.groups import PairwiseJudged, group_positions, win_counts
 
 #: Keys a ``base:`` mapping may have (the model fields of a reward entry, plus the chunk size).
 BASE_KEYS = ("reward_model", "model_path", "dtype", "device", "kwargs", "batch_size")
-
-
-def group_positions(group_id: Sequence[Any] | None, n: int) -> list[np.ndarray]:
-    """Positions of each group in a call, in order of first appearance (``1`` and ``"1"`` differ)."""
-    if group_id is None:
-        raise InputError("groupwise reward needs a group_id on every sample", field="group_id", sample=0 if n else None)
-    groups: dict[tuple[str, Any], list[int]] = {}
-    for i, gid in enumerate(group_id):
-        if gid is None:
-            raise InputError("groupwise reward needs a group_id on every sample", field="group_id", sample=i)
-        groups.setdefault((type(gid).__name__, gid), []).append(i)
-    return [np.asarray(idx, dtype=np.intp) for idx in groups.values()]
 
 
 def average_ranks(scores: np.ndarray) -> np.ndarray:
@@ -266,7 +253,7 @@ class GroupNormalized(GroupwiseOverBase):
         return centred / (std + self.eps)
 
 
-class PairwiseWinRate(GroupwiseOverBase):
+class PairwiseWinRate(GroupwiseOverBase, PairwiseJudged):
     """Pref-GRPO pairwise win rate: every pair of the group is judged; ``score_i = wins_i / (n - 1)``.
 
     A pair (i, j) has ``p = P(i beats j)``. ``mode: hard`` (default, Pref-GRPO's discrete wins):
@@ -290,7 +277,9 @@ class PairwiseWinRate(GroupwiseOverBase):
       per-pair numeric extras (e.g. ``substituted``), each reported per sample as the sum over its pairs.
       No ``base`` with a user judge.
 
-    Inputs: the base's (or judge's) fields + ``group_id``. Range [0, 1]; higher is better.
+    Inputs: the base's (or judge's) fields + ``group_id``. Range [0, 1]; higher is better. The pairs of a user
+    judge and the wins are the floor's (:class:`~rewardzoo.rewards.models.groups.PairwiseJudged`), which the VLM
+    pairwise judges share.
     """
 
     base_required: ClassVar[bool] = False
@@ -328,7 +317,7 @@ class PairwiseWinRate(GroupwiseOverBase):
                     field="kwargs",
                 )
             super().__init__(model_path, device, dtype, base=base, base_batch_size=base_batch_size)
-            self.judge: Callable[..., Any] | None = None
+            self.judge = None
             return
         if base is not None:
             raise ConfigError(
@@ -336,92 +325,13 @@ class PairwiseWinRate(GroupwiseOverBase):
                 field="kwargs.base",
             )
         super().__init__(model_path, device, dtype, base=None)
-        self.judge_name = judge if isinstance(judge, str) else getattr(judge, "__qualname__", repr(judge))
-        self.judge = _build_judge(judge, dict(judge_kwargs or {}), device, dtype)
-        declared = fields if fields is not None else getattr(self.judge, "required_fields", None)
-        if isinstance(declared, str) or not declared or not all(isinstance(f, str) for f in declared):
-            raise ConfigError(
-                "PairwiseWinRate: say which fields the judge receives: kwargs 'fields' (e.g. "
-                "[prompt, image]) or a 'required_fields' attribute on the judge",
-                field="kwargs.fields",
-            )
-        unknown = [f for f in declared if f not in KNOWN_FIELDS]
-        if unknown:
-            raise ConfigError(
-                f"{self.name}: unknown judge field(s) {unknown}; known: {', '.join(KNOWN_FIELDS)}",
-                field="kwargs.fields",
-            )
-        # the judge's media forms: tensors when asked for (kwargs, else the judge's own attribute)
-        tensors = bool(
-            getattr(self.judge, "use_tensor_inputs", False) if use_tensor_inputs is None else use_tensor_inputs
-        )
-        settings = {k: getattr(self.judge, k) for k in ("num_frames", "sample_rate", "mono") if hasattr(self.judge, k)}
-        fields_with_group = tuple(dict.fromkeys((*declared, "group_id")))
-        self.inputs = (Inputs.tensors if tensors else Inputs)(fields_with_group, **settings)
-        # a judge that does not say otherwise may hold a model or a client: not assumed thread-safe
-        self.thread_safe = bool(getattr(self.judge, "thread_safe", False))
-        self.io_bound = bool(getattr(self.judge, "io_bound", False))  # an endpoint judge waits on its server
-        self.judge_fields = tuple(declared)
+        name = judge if isinstance(judge, str) else getattr(judge, "__qualname__", repr(judge))
+        self.use_judge(_build_judge(judge, dict(judge_kwargs or {}), device, dtype), name, fields, use_tensor_inputs)
 
     def __call__(self, **fields: Sequence[Any]) -> RewardOutput:
         if self.judge is None:
-            return super().__call__(**fields)
-        group_id = fields.get("group_id")
-        n = len(group_id) if group_id is not None else len(next(iter(fields.values()), ()))
-        groups = group_positions(group_id, n)
-        wanted = set(self.judge_fields) | ({"audio_sample_rate"} if "audio" in self.judge_fields else set())
-        keys = [k for k in fields if k in wanted]
-        samples = [{k: fields[k][i] for k in keys} for i in range(n)]
-        out = np.empty(n, dtype=np.float64)
-        wins_all = np.empty(n, dtype=np.float64)
-        pair_extras: dict[str, np.ndarray] = {}
-        batched = getattr(self.judge, "judge_pairs", None)
-        for idx in groups:
-            m = len(idx)
-            prob = np.full((m, m), 0.5)
-            pairs = [(a, b) for a in range(m) for b in range(a + 1, m)]
-            if batched is not None and pairs:
-                try:
-                    values, extras = self._judge_pairs(batched, [(samples[idx[a]], samples[idx[b]]) for a, b in pairs])
-                except RewardOutputError as exc:  # the judge names pairs: name both samples of each
-                    if not exc.inputs:
-                        raise
-                    both = sorted({int(idx[i]) for p in exc.inputs for i in pairs[p]})
-                    raise RewardOutputError(
-                        f"{exc.message} (pairs of samples "
-                        f"{', '.join(f'{idx[pairs[p][0]]}-{idx[pairs[p][1]]}' for p in exc.inputs[:8])})",
-                        reward=exc.reward or self.name,
-                        inputs=both,
-                    ) from exc
-                for key, per_pair in extras.items():  # a pair's extra counts for both of its samples
-                    total = pair_extras.setdefault(key, np.zeros(n, dtype=np.float64))
-                    for (a, b), v in zip(pairs, per_pair):
-                        total[idx[a]] += v
-                        total[idx[b]] += v
-            else:
-                values = [_UNJUDGED] * len(pairs)
-            for (a, b), value in zip(pairs, values):
-                p = self._judge_pair(samples[idx[a]], samples[idx[b]], int(idx[a]), int(idx[b]), value)
-                prob[a, b], prob[b, a] = p, 1.0 - p
-            wins = self._wins(prob)
-            wins_all[idx] = wins
-            out[idx] = 0.5 if m == 1 else wins / (m - 1)
-        return RewardOutput(out, extras={"wins": wins_all, **pair_extras})
-
-    def _judge_pairs(self, batched: Callable, pairs: list[tuple[dict, dict]]) -> tuple[list, dict]:
-        """A batched judge's answers for the pairs of one group: ``judge_pairs(pairs)`` returns one value per
-        pair, or ``(values, extras)`` with per-pair numeric extras (summed onto both samples of each pair)."""
-        result = batched(pairs)
-        values, extras = result if isinstance(result, tuple) else (result, {})
-        values = list(values)
-        bad = [k for k, v in extras.items() if len(v) != len(pairs)]
-        if len(values) != len(pairs) or bad:
-            raise RewardOutputError(
-                f"pairwise judge '{self.judge_name}'.judge_pairs returned {len(values)} values "
-                f"for {len(pairs)} pairs" + (f" (extras {bad} of another length)" if bad else ""),
-                reward=self.name,
-            )
-        return values, dict(extras)
+            return GroupwiseOverBase.__call__(self, **fields)
+        return self.judge_groups(fields)
 
     def score_group(self, scores: np.ndarray) -> np.ndarray:
         n = len(scores)
@@ -429,36 +339,7 @@ class PairwiseWinRate(GroupwiseOverBase):
             return np.full(1, 0.5)
         diff = scores[:, None] - scores[None, :]
         prob = _sigmoid(diff / self.temperature) if self.mode == "soft" else np.sign(diff) * 0.5 + 0.5
-        return self._wins(prob) / (n - 1)
-
-    def _wins(self, prob: np.ndarray) -> np.ndarray:
-        """Row sums of the win matrix without the diagonal (prob[i, j] = P(i beats j), diagonal 0.5)."""
-        if self.mode == "hard":
-            prob = np.where(prob > 0.5, 1.0, np.where(prob < 0.5, 0.0, 0.5))
-        return prob.sum(axis=1) - 0.5
-
-    def _judge_pair(self, first: dict, second: dict, i: int, j: int, value: Any = _UNJUDGED) -> float:
-        """P(first beats second): the judge's answer (``value`` when a batched judge gave it), checked."""
-        if value is _UNJUDGED:
-            if self.judge is None:  # (pairs are judged only by a wrapper built with a user judge)
-                raise ConfigError(f"{self.name} has no user judge", field="kwargs.judge")
-            value = self.judge(first, second)
-        if hasattr(value, "detach"):  # a 0-d/1-element tensor
-            value = value.detach().cpu().reshape(-1).tolist()
-            value = value[0] if len(value) == 1 else value
-        if isinstance(value, (bool, np.bool_)):
-            return float(value)
-        try:
-            p = None if isinstance(value, (str, bytes)) else float(value)
-        except (TypeError, ValueError):
-            p = None
-        if p is None or not (0.0 <= p <= 1.0):  # also catches NaN
-            raise RewardOutputError(
-                f"pairwise judge '{self.judge_name}' returned {value!r} for the pair (inputs {i}, "
-                f"{j}); it must return P(first beats second), a number in [0, 1]",
-                reward=self.name,
-            )
-        return p
+        return win_counts(prob, self.mode) / (n - 1)
 
 
 def _build_judge(judge: str | Callable, judge_kwargs: dict, device: str, dtype: str) -> Callable:

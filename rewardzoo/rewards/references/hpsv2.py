@@ -15,10 +15,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from ...shared.clip import check_pairs, resolve_weights_file
 from ...shared.media import to_pil_rgb
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..image.hpsv2 import HPSv2
+from ..models.clip import check_pairs
+from ..models.weights import resolve_weights_file
+
+#: The hpsv2 package's checkpoints (``hpsv2/img_score.py``, ``hps_version``) and their hub repository: the same files
+#: rewardzoo's ``hpsv2`` reward loads (a test checks the two tables agree; a family does not import another).
+DEFAULT_REPO = "xswu/HPSv2"
+FILES = {"v2.0": "HPS_v2_compressed.pt", "v2.1": "HPS_v2.1_compressed.pt"}
 
 
 class ReferenceHPSv2(PointwiseReward):
@@ -47,13 +52,13 @@ class ReferenceHPSv2(PointwiseReward):
         autocast: str | None = "auto",
     ) -> None:
         super().__init__(model_path, device, dtype)
-        if version not in HPSv2.files:
-            raise ConfigError(f"version must be one of {sorted(HPSv2.files)}, got {version!r}", field="kwargs")
+        if version not in FILES:
+            raise ConfigError(f"version must be one of {sorted(FILES)}, got {version!r}", field="kwargs")
         supply_vocabulary()
         from hpsv2 import img_score
 
         self.version = version
-        self.checkpoint = resolve_weights_file(model_path or HPSv2.default_repo, filename=HPSv2.files[version])
+        self.checkpoint = resolve_weights_file(model_path or DEFAULT_REPO, filename=FILES[version])
         img_score.device = device  # the package's module-level choice (CUDA when present)
         self.install_model(img_score, clip_model)
 

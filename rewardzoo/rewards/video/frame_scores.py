@@ -12,24 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
+from typing import Any, ClassVar, Protocol, cast
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.media import to_image_tensor, to_pil_rgb
 from ...shared.options import positive_int
 from ...shared.video import CONVERT_BYTES, check_num_frames, float_frames
+from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, Reward, RewardOutput, invoke, is_text_extra, validate_scores
+from ..models.clip import ClipBackbone
+from ..models.weights import resolve_weights_file
 from .vbench import CLIP_MEAN, CLIP_STD, check_preset, middle_indices, preset_num_frames, vbench_transform
 
-if TYPE_CHECKING:
-    from ..image.aesthetic import LaionAesthetic
-
 VBENCH_CLIP_T_FRAMES = 8  # VBench's CLIP-T reads 8 frames (sample="middle")
-_R = TypeVar("_R", bound=Reward)
 
 
 class _PixelScorer(Protocol):
@@ -92,15 +92,18 @@ class FrameAverage(PointwiseReward):
         self.image_reward = image_reward
         self.thread_safe = image_reward.thread_safe
 
-    def inner(self, cls: type[_R]) -> _R:
-        """The image reward as the class a preset reads (its ``frame_reward``'s); ConfigError for another."""
-        reward = self.image_reward
-        if not isinstance(reward, cls):
+    def inner_part(self, attribute: str, kind: type | None = None) -> Any:
+        """The image reward's ``attribute`` that a preset reads (its CLIP backbone, its MUSIQ network), of ``kind``
+        when given; ConfigError when the image reward has none (another reward than ``frame_reward``). The video
+        family reaches the image reward only through this inner reward, never by importing its class."""
+        part = getattr(self.image_reward, attribute, None)
+        if part is None or (kind is not None and not isinstance(part, kind)):
             raise ConfigError(
-                f"{self.name}: preset {self.preset} reads a {cls.__name__} image reward, got {type(reward).__name__}",
+                f"{self.name}: preset {self.preset} reads the {attribute} of a {self.frame_reward} image reward, "
+                f"got {type(self.image_reward).__name__}",
                 field="kwargs",
             )
-        return reward
+        return part
 
     def vbench(self, video: Sequence[torch.Tensor], *args: Any, **fields: Any) -> RewardOutput:
         """``preset: vbench``: VBench's own computation (subclasses)."""
@@ -255,9 +258,7 @@ class VideoClipScore(FrameAverage):
         no antialias, centre crop, /255), raw cosine against the bare prompt (no prefix), mean over frames.
         The score keeps this reward's formula on those cosines (mean ``2.5 * max(cos, 0)``); the extra
         ``cosine`` is VBench's CLIP-T number."""
-        from ..image.clip_score import ClipScore
-
-        backbone = self.inner(ClipScore).backbone
+        backbone = self.inner_part("backbone", ClipBackbone)
         if len(prompt) != len(video):
             raise InputError(
                 f"{len(video)} video but {len(prompt)} prompt entries; one prompt per video",
@@ -282,6 +283,32 @@ class VideoClipScore(FrameAverage):
             scores.append(float((2.5 * cos.clamp_min(0.0)).mean()))
             cosines.append(float(cos.mean()))
         return RewardOutput(scores, extras={"cosine": cosines})
+
+
+#: The LAION aesthetic predictor v1 linear head on CLIP ViT-L/14 (the one VBench's aesthetic quality uses).
+OFFICIAL_LINEAR_HEAD_URL = "https://github.com/LAION-AI/aesthetic-predictor/raw/main/sa_0_4_vit_l_14_linear.pth"
+
+
+def load_linear_aesthetic_head(path: str, field: str = "kwargs.linear_head_path") -> nn.Linear:
+    """The v1 head, ``Linear(D, 1)``, from a state dict with the published key names ``weight`` / ``bias``
+    (optionally prefixed ``module.`` / ``model.``), loaded strictly."""
+    try:
+        state = strip_prefix(load_state_dict(path), ("module.", "model."))
+    except InputError as exc:
+        raise ConfigError(exc.message, field=field) from None
+    weight = state.get("weight")
+    if weight is None or weight.ndim != 2 or weight.shape[0] != 1 or set(state) != {"weight", "bias"}:
+        raise ConfigError(
+            f"'{path}' is not a LAION aesthetic v1 linear head (expected exactly 'weight' (1, D) and "
+            f"'bias'; keys: {sorted(state)[:6]})",
+            field=field,
+        )
+    head = nn.Linear(int(weight.shape[1]), 1)
+    try:
+        head.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise ConfigError(f"'{path}' does not fit Linear({int(weight.shape[1])}, 1): {exc}", field=field) from None
+    return head.eval().requires_grad_(False)
 
 
 class VideoAesthetic(FrameAverage):
@@ -321,28 +348,24 @@ class VideoAesthetic(FrameAverage):
         if linear_head_path is not None and self.preset != "vbench":
             raise ConfigError("kwargs.linear_head_path is used by preset: vbench only", field="kwargs")
         if self.preset == "vbench":
-            from ...shared.clip import resolve_weights_file
-            from ..image.aesthetic import OFFICIAL_LINEAR_HEAD_URL, load_linear_aesthetic_head
-
             head = load_linear_aesthetic_head(resolve_weights_file(linear_head_path or OFFICIAL_LINEAR_HEAD_URL))
-            dim = self.aesthetic().backbone.embed_dim
+            dim = self.backbone().embed_dim
             if head.in_features != dim:
                 raise ConfigError(
                     f"the linear head expects {head.in_features}-d embeddings but the CLIP model gives {dim}-d ones",
                     field="kwargs",
                 )
-            self.linear_head = head.to(self.aesthetic().backbone.device)
+            self.linear_head = head.to(self.backbone().device)
 
-    def aesthetic(self) -> LaionAesthetic:
-        from ..image.aesthetic import LaionAesthetic
-
-        return self.inner(LaionAesthetic)
+    def backbone(self) -> ClipBackbone:
+        """The CLIP backbone of the inner ``laion_aesthetic`` (VBench's features come from it)."""
+        return cast(ClipBackbone, self.inner_part("backbone", ClipBackbone))
 
     def vbench(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
         """VBench aesthetic quality: every frame, ``clip_transform`` on the float 0-255 frames (bicubic, no
         antialias, centre crop, /255), L2-normalised CLIP features in float32, the v1 ``Linear(768, 1)`` head,
         divided by 10, mean over frames (about 0-1)."""
-        backbone, head = self.aesthetic().backbone, self.linear_head
+        backbone, head = self.backbone(), self.linear_head
         if head is None:  # (set by __init__ for preset: vbench)
             raise ConfigError("the VBench aesthetic head is not loaded", field="kwargs")
         scores = []

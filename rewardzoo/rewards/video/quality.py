@@ -14,7 +14,7 @@ Q-Align's ``load_video``: one frame a second, frames ``int(fps * i)`` for ``i < 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import torch
 
@@ -24,6 +24,13 @@ from ..base import Inputs, Reward, RewardOutput
 from .frame_scores import FrameAverage
 
 DEFAULT_NUM_FRAMES = 8
+
+
+@runtime_checkable
+class VideoRater(Protocol):
+    """A network that rates whole videos (``image_quality``'s Q-Align scorer, ``QAlignScorer.videos``)."""
+
+    def videos(self, videos: Sequence[torch.Tensor]) -> torch.Tensor: ...
 
 
 def one_per_second(total: int, fps: float) -> list[int]:
@@ -90,12 +97,10 @@ class VideoQuality(FrameAverage):
             preset=preset,
         )
         self.fps = None if fps is None else float(fps)
-        from ..image.image_quality import ImageQuality
-        from ..image.iqa_qalign import QAlignScorer
-
+        # the inner image_quality's network, when its metric rates videos as one (Q-Align); else the frame average
         inner = self.image_reward
-        net = inner.net if isinstance(inner, ImageQuality) and inner.variant.video else None
-        self.qalign = net if isinstance(net, QAlignScorer) else None
+        net = getattr(inner, "net", None) if getattr(getattr(inner, "variant", None), "video", False) else None
+        self.qalign = net if isinstance(net, VideoRater) else None
 
     def __call__(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
         if self.fps is not None:
