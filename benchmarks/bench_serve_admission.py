@@ -373,7 +373,9 @@ def main() -> None:
                 measure("after", a["png"]["peak_mb"] - a["png"]["rss_before_mb"], "MB"),
                 baseline=measure("before", b["png"]["peak_mb"] - b["png"]["rss_before_mb"], "MB"),
                 notes=f"idle RSS 3 s after: before {b['png']['idle_mb']:.0f} MB, after {a['png']['idle_mb']:.0f} MB "
-                f"(start {b['png']['rss_before_mb']:.0f} / {a['png']['rss_before_mb']:.0f} MB)",
+                f"(start {b['png']['rss_before_mb']:.0f} / {a['png']['rss_before_mb']:.0f} MB); statuses before "
+                f"{b['png']['round_statuses']} then {b['png']['sequence_statuses']}, after "
+                f"{a['png']['round_statuses']} then {a['png']['sequence_statuses']}",
             )
         )
     if "parse" in parts:
@@ -381,7 +383,8 @@ def main() -> None:
             figs.append(
                 figure(
                     f"serve.admission.{case}",
-                    f"server peak RSS growth per body MB, {case}",
+                    f"server peak RSS growth per body MB, {case} (statuses before {b['parse'][case]['statuses']}, "
+                    f"after {a['parse'][case]['statuses']})",
                     measure("after", a["parse"][case]["per_body"], "x"),
                     baseline=measure("before", b["parse"][case]["per_body"], "x"),
                 )
@@ -390,11 +393,11 @@ def main() -> None:
         figs.append(
             figure(
                 "serve.admission.slow_bodies",
-                f"an honest /v1/score's worst latency with {args.slow} slow body senders",
-                measure("after", a["slow"]["worst_s"], "s"),
-                baseline=measure("before", b["slow"]["worst_s"], "s"),
-                notes=f"honest answers 200: before {b['slow']['honest_200']}/{b['slow']['honest_requests']}, "
-                f"after {a['slow']['honest_200']}/{a['slow']['honest_requests']}",
+                f"honest /v1/score requests answered 200 during {args.duration:g} s of {args.slow} slow body senders",
+                measure("after", 100 * a["slow"]["honest_200"] / a["slow"]["honest_requests"], "%"),
+                baseline=measure("before", 100 * b["slow"]["honest_200"] / b["slow"]["honest_requests"], "%"),
+                notes=f"statuses before {b['slow']['statuses']}, after {a['slow']['statuses']}; worst answer "
+                f"after {a['slow']['worst_s']:.3f} s",
             )
         )
     print_figures(figs)
