@@ -33,6 +33,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    Strict,
     ValidationError,
     field_validator,
     model_validator,
@@ -49,6 +50,7 @@ __all__ = [
     "PositiveInt",
     "PositiveNumber",
     "RewardOptions",
+    "Size",
     "WeightPath",
     "field_validator",
     "model_validator",
@@ -87,6 +89,8 @@ Number = Annotated[float, BeforeValidator(_number_text), AfterValidator(_finite)
 PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(_number_text), AfterValidator(_finite)]
 #: An integer above zero (not a bool).
 PositiveInt = Annotated[int, Field(gt=0)]
+#: A size ``[width, height]`` in pixels (a YAML list).
+Size = Annotated[tuple[PositiveInt, PositiveInt], Strict(False)]
 
 
 def _autocast_form(value: Any) -> Any:
