@@ -37,15 +37,24 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import WithJsonSchema
 
 from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.imports import import_path
-from ...shared.options import choice, positive_float, positive_int
-from ..base import GroupwiseReward, Inputs, Reward, RewardOutput, invoke, validate_scores
+from ...shared.options import positive_int
+from ..base import GroupwiseReward, InnerReward, Inputs, Reward, RewardOutput, invoke, validate_scores
 from ..models.groups import PairwiseJudged, group_positions, win_counts
+from ..options import (
+    AfterValidator,
+    Field,
+    PositiveInt,
+    PositiveNumber,
+    RewardOptions,
+    model_validator,
+)
 
 #: Keys a ``base:`` mapping may have (the model fields of a reward entry, plus the chunk size).
 BASE_KEYS = ("reward_model", "model_path", "dtype", "device", "kwargs", "batch_size")
@@ -118,17 +127,21 @@ class GroupwiseOverBase(GroupwiseReward):
         entry.setdefault("dtype", dtype)
         return kwargs, {"base": entry}
 
+    class Options(RewardOptions):
+        base: InnerReward = None
+        """The base reward: a registry name or a mapping of entry fields (``reward_model``, ``model_path``,
+        ``dtype``, ``device``, ``kwargs``, and ``batch_size``: inputs per base call)."""
+        base_batch_size: PositiveInt | None = None
+        """Inputs per base call (set from ``base.batch_size``); default: the whole call at once."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        base: Reward | None = None,
-        base_batch_size: int | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
+        super().__init__(model_path, device, dtype, **options)
         cls = self.name
+        base, base_batch_size = self.options.base, self.options.base_batch_size
         if base is not None and not isinstance(base, Reward):
             raise ConfigError(
                 f"{cls}: 'base' must be a built reward; build the wrapper through the loader, e.g. "
@@ -219,31 +232,25 @@ class GroupRank(GroupwiseOverBase):
 class GroupNormalized(GroupwiseOverBase):
     """Group advantage of the base score: ``(s - mean_g) / (std_g + eps)``.
 
-    ``std_g`` uses ``ddof`` (0: population std, as flow_grpo with ``eps = 1e-4`` — the defaults;
-    1: sample std, as DanceGRPO with ``eps = 1e-8``). A group of one (or ``n <= ddof``) has no
+    ``std_g`` uses ``ddof``; options: :class:`Options`. A group of one (or ``n <= ddof``) has no
     spread and scores 0; a group of equal scores scores 0.
 
     Inputs: the base's fields + ``group_id``. Range (-inf, inf); higher is better.
     """
 
+    class Options(GroupwiseOverBase.Options):
+        ddof: int = Field(0, ge=0)
+        """Delta degrees of freedom of ``std_g``: 0 (population std, flow_grpo) or 1 (sample std, DanceGRPO)."""
+        eps: PositiveNumber = 1e-4
+        """Added to ``std_g``: ``1e-4`` as flow_grpo; DanceGRPO uses ``1e-8``."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        base: Reward | None = None,
-        base_batch_size: int | None = None,
-        ddof: int = 0,
-        eps: float = 1e-4,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        if isinstance(ddof, bool) or not isinstance(ddof, int) or ddof < 0:
-            raise ConfigError(
-                f"GroupNormalized: ddof must be a non-negative integer, got {ddof!r}", field="kwargs.ddof"
-            )
-        eps = positive_float(eps, "kwargs.eps")
-        super().__init__(model_path, device, dtype, base=base, base_batch_size=base_batch_size)
-        self.ddof, self.eps = ddof, eps
+        super().__init__(model_path, device, dtype, **options)
+        self.ddof, self.eps = self.options.ddof, self.options.eps
 
     def score_group(self, scores: np.ndarray) -> np.ndarray:
         centred = scores - scores.mean()
@@ -277,56 +284,71 @@ class PairwiseWinRate(GroupwiseOverBase, PairwiseJudged):
       per-pair numeric extras (e.g. ``substituted``), each reported per sample as the sum over its pairs.
       No ``base`` with a user judge.
 
-    Inputs: the base's (or judge's) fields + ``group_id``. Range [0, 1]; higher is better. The pairs of a user
-    judge and the wins are the floor's (:class:`~rewardzoo.rewards.models.groups.PairwiseJudged`), which the VLM
-    pairwise judges share.
+    Inputs: the base's (or judge's) fields + ``group_id``. Range [0, 1]; higher is better. Options:
+    :class:`Options`. The pairs of a user judge and the wins are the floor's
+    (:class:`~rewardzoo.rewards.models.groups.PairwiseJudged`), which the VLM pairwise judges share.
     """
 
     base_required: ClassVar[bool] = False
     MODES: ClassVar[tuple[str, ...]] = ("hard", "soft")
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        base: Reward | None = None,
-        base_batch_size: int | None = None,
-        judge: str | Callable = "bradley_terry",
-        judge_kwargs: Mapping[str, Any] | None = None,
-        fields: Sequence[str] | None = None,
-        use_tensor_inputs: bool | None = None,
-        temperature: float = 1.0,
-        mode: str = "hard",
-    ) -> None:
-        self.mode = choice(mode, "kwargs.mode", self.MODES)
-        self.temperature = positive_float(temperature, "kwargs.temperature")
-        self.bradley_terry = isinstance(judge, str) and judge.lower() in ("bradley_terry", "bt")
-        if self.bradley_terry:
-            if base is None:
+    class Options(GroupwiseOverBase.Options):
+        judge: Judge = "bradley_terry"
+        """``bradley_terry`` (or ``bt``) over ``base``, or a user pairwise judge ``pkg.mod:obj`` (a callable
+        from Python)."""
+        judge_kwargs: dict[str, Any] | None = None
+        """A user judge class's constructor arguments."""
+        fields: list[str] | None = Field(None, strict=False)
+        """The sample fields a user judge receives; default: its ``required_fields`` attribute."""
+        use_tensor_inputs: bool | None = None
+        """A user judge receives media as tensors; default: its ``use_tensor_inputs`` attribute, else false."""
+        temperature: PositiveNumber = 1.0
+        """Bradley-Terry: ``p = sigmoid((s_i - s_j) / temperature)`` (no effect in hard mode)."""
+        mode: Literal["hard", "soft"] = "hard"
+        """``hard``: Pref-GRPO's discrete wins (1, 0, or 0.5 on a tie); ``soft``: expected wins (``p``)."""
+
+        @model_validator(mode="after")
+        def _judge_and_base(self) -> PairwiseWinRate.Options:
+            if _is_bradley_terry(self.judge):
+                if self.base is None:
+                    raise ConfigError(
+                        "PairwiseWinRate: the Bradley-Terry judge needs kwargs 'base' (the reward whose "
+                        "scores it compares); or set 'judge' to a pairwise judge 'pkg.mod:callable'",
+                        field="kwargs.base",
+                    )
+                given = [
+                    k for k in ("judge_kwargs", "fields", "use_tensor_inputs") if getattr(self, k) not in (None, {})
+                ]
+                if given:
+                    raise ConfigError(
+                        "PairwiseWinRate: judge_kwargs / fields / use_tensor_inputs apply to a user judge "
+                        "only; the Bradley-Terry judge takes them from its base",
+                        field=f"kwargs.{given[0]}",
+                    )
+            elif self.base is not None:
                 raise ConfigError(
-                    "PairwiseWinRate: the Bradley-Terry judge needs kwargs 'base' (the reward whose "
-                    "scores it compares); or set 'judge' to a pairwise judge 'pkg.mod:callable'",
+                    "PairwiseWinRate: give either 'base' (Bradley-Terry judge) or a user 'judge', not both",
                     field="kwargs.base",
                 )
-            if judge_kwargs or fields is not None or use_tensor_inputs is not None:
-                raise ConfigError(
-                    "PairwiseWinRate: judge_kwargs / fields / use_tensor_inputs apply to a user judge "
-                    "only; the Bradley-Terry judge takes them from its base",
-                    field="kwargs",
-                )
-            super().__init__(model_path, device, dtype, base=base, base_batch_size=base_batch_size)
+            return self
+
+    options: Options
+
+    def __init__(
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
+    ) -> None:
+        super().__init__(model_path, device, dtype, **options)
+        opts = self.options
+        self.mode, self.temperature = opts.mode, opts.temperature
+        self.bradley_terry = _is_bradley_terry(opts.judge)
+        if self.bradley_terry:
             self.judge = None
             return
-        if base is not None:
-            raise ConfigError(
-                "PairwiseWinRate: give either 'base' (Bradley-Terry judge) or a user 'judge', not both",
-                field="kwargs.base",
-            )
-        super().__init__(model_path, device, dtype, base=None)
+        judge = opts.judge
         name = judge if isinstance(judge, str) else getattr(judge, "__qualname__", repr(judge))
-        self.use_judge(_build_judge(judge, dict(judge_kwargs or {}), device, dtype), name, fields, use_tensor_inputs)
+        self.use_judge(
+            _build_judge(judge, dict(opts.judge_kwargs or {}), device, dtype), name, opts.fields, opts.use_tensor_inputs
+        )
 
     def __call__(self, **fields: Sequence[Any]) -> RewardOutput:
         if self.judge is None:
@@ -340,6 +362,20 @@ class PairwiseWinRate(GroupwiseOverBase, PairwiseJudged):
         diff = scores[:, None] - scores[None, :]
         prob = _sigmoid(diff / self.temperature) if self.mode == "soft" else np.sign(diff) * 0.5 + 0.5
         return win_counts(prob, self.mode) / (n - 1)
+
+
+def _is_bradley_terry(judge: Any) -> bool:
+    return isinstance(judge, str) and judge.lower() in ("bradley_terry", "bt")
+
+
+def _judge_form(value: Any) -> Any:
+    if isinstance(value, str) or callable(value):
+        return value
+    raise ValueError(f"must be 'bradley_terry', a Python path 'pkg.mod:callable' or a callable, got {value!r}")
+
+
+#: The type of :class:`PairwiseWinRate`'s ``judge`` option: a name or Python path, or (from Python) a callable.
+Judge = Annotated[Any, AfterValidator(_judge_form), WithJsonSchema({"type": "string"})]
 
 
 def _build_judge(judge: str | Callable, judge_kwargs: dict, device: str, dtype: str) -> Callable:

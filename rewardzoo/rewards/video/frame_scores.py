@@ -21,13 +21,13 @@ from torch import nn
 
 from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.media import to_image_tensor, to_pil_rgb
-from ...shared.options import positive_int
-from ...shared.video import CONVERT_BYTES, check_num_frames, float_frames
+from ...shared.video import CONVERT_BYTES, float_frames
 from ...shared.weights import load_state_dict, strip_prefix
-from ..base import Inputs, PointwiseReward, Reward, RewardOutput, invoke, is_text_extra, validate_scores
+from ..base import InnerReward, Inputs, PointwiseReward, Reward, RewardOutput, invoke, is_text_extra, validate_scores
 from ..models.clip import ClipBackbone
 from ..models.weights import resolve_weights_file
-from .vbench import CLIP_MEAN, CLIP_STD, check_preset, middle_indices, preset_num_frames, vbench_transform
+from ..options import PositiveInt, WeightPath, model_validator
+from .vbench import CLIP_MEAN, CLIP_STD, VBenchOptions, middle_indices, vbench_transform
 
 VBENCH_CLIP_T_FRAMES = 8  # VBench's CLIP-T reads 8 frames (sample="middle")
 
@@ -43,20 +43,28 @@ class FrameAverage(PointwiseReward):
 
     Inputs: ``video`` as a tensor (T, 3, H, W) in its native form (uint8 for 8-bit sources: a ``uint8`` image
     reward takes those bits, a ``float`` one gets ``x / 255`` a few full-resolution frames at a time), plus the
-    image reward's other fields (e.g. ``prompt``, repeated for every frame). ``num_frames``: uniformly sampled frames
-    (default 8; None = every frame). The image reward's extras are averaged per video too.
-    Remaining keyword arguments configure the image reward (same names as in its model card).
+    image reward's other fields (e.g. ``prompt``, repeated for every frame). The image reward's extras are
+    averaged per video too. Options: :class:`Options`; the remaining keyword arguments configure the image reward
+    (same names as in its model card).
     """
 
     frame_reward: ClassVar[str] = ""
-    OWN_OPTIONS: ClassVar[tuple[str, ...]] = ("num_frames", "frame_batch_size", "preset")
+
+    class Options(VBenchOptions):
+        image_reward: InnerReward = None
+        """The image reward averaged (built by the loader from the entry: ``frame_reward`` with this entry's
+        ``model_path``, device, dtype and the options not declared here)."""
+        frame_batch_size: PositiveInt = 64
+        """Frames per call of the image reward."""
+
+    options: Options
 
     @classmethod
     def inner_rewards(
         cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """The image reward (``frame_reward``) with this entry's weights, device, dtype and other kwargs."""
-        own = {k: kwargs.pop(k) for k in cls.OWN_OPTIONS if k in kwargs}
+        own = {k: kwargs.pop(k) for k in cls.Options.model_fields if k in kwargs and k != "image_reward"}
         entry = {
             "reward_model": cls.frame_reward,
             "model_path": model_path,
@@ -67,27 +75,19 @@ class FrameAverage(PointwiseReward):
         return own, {"image_reward": entry}
 
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        image_reward: Reward | None = None,
-        num_frames: int | None = 8,
-        frame_batch_size: int = 64,
-        preset: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        self.preset = check_preset(preset)
-        num_frames = preset_num_frames(self.preset, num_frames, 8)  # the preset samples inside the call
+        super().__init__(model_path, device, dtype, **options)
+        self.preset = self.options.preset
+        image_reward = self.options.image_reward
         if not isinstance(image_reward, Reward):
             raise ConfigError(
                 f"{self.name} averages a built image reward; build it through the loader, "
                 "e.g. rewardzoo.load_reward({'name': 'video_clip_score', 'model_path': ...})",
                 field="image_reward",
             )
-        self.num_frames = check_num_frames(num_frames)
-        self.frame_batch_size = positive_int(frame_batch_size, "kwargs.frame_batch_size")
+        self.num_frames = self.options.sampled_frames()  # the preset samples inside the call
+        self.frame_batch_size = self.options.frame_batch_size
         self.inputs = replace(self.inputs, num_frames=self.num_frames)
         self.image_reward = image_reward
         self.thread_safe = image_reward.thread_safe
@@ -101,13 +101,13 @@ class FrameAverage(PointwiseReward):
             raise ConfigError(
                 f"{self.name}: preset {self.preset} reads the {attribute} of a {self.frame_reward} image reward, "
                 f"got {type(self.image_reward).__name__}",
-                field="kwargs",
+                field="kwargs.preset",
             )
         return part
 
     def vbench(self, video: Sequence[torch.Tensor], *args: Any, **fields: Any) -> RewardOutput:
         """``preset: vbench``: VBench's own computation (subclasses)."""
-        raise ConfigError(f"{self.name} has no VBench preset", field="kwargs")
+        raise ConfigError(f"{self.name} has no VBench preset", field="kwargs.preset")
 
     def __call__(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
         if self.preset == "vbench":
@@ -201,7 +201,8 @@ class FrameAverage(PointwiseReward):
 
         if self.preset is not None:
             raise ConfigError(
-                "score_pixels has no VBench preset: drop kwargs.preset for the differentiable path", field="kwargs"
+                "score_pixels has no VBench preset: drop kwargs.preset for the differentiable path",
+                field="kwargs.preset",
             )
         if not isinstance(pixels, torch.Tensor) or pixels.ndim != 5:
             shape = tuple(pixels.shape) if isinstance(pixels, torch.Tensor) else type(pixels).__name__
@@ -316,44 +317,41 @@ class VideoAesthetic(FrameAverage):
 
     ``preset: vbench``: VBench's aesthetic quality (every frame, ``clip_transform``, the v1 linear head from
     ``linear_head_path``, /10). Inputs: ``video``. ``model_path`` (the aesthetic head) and ``clip_model``/``clip_pretrained``/
-    ``backend`` are those of ``laion_aesthetic``. Range unbounded in principle, about 1-10.
+    ``backend`` are those of ``laion_aesthetic``; options: :class:`Options`. Range unbounded in principle, about
+    1-10.
     """
 
     frame_reward = "laion_aesthetic"
     inputs = Inputs(("video",), frames="native")
-    OWN_OPTIONS: ClassVar[tuple[str, ...]] = FrameAverage.OWN_OPTIONS + ("linear_head_path",)
+
+    class Options(FrameAverage.Options):
+        linear_head_path: WeightPath | None = None
+        """``preset: vbench`` only: the v1 linear aesthetic head (default: the official
+        ``sa_0_4_vit_l_14_linear.pth``)."""
+
+        @model_validator(mode="after")
+        def _head_with_preset(self) -> VideoAesthetic.Options:
+            if self.linear_head_path is not None and self.preset != "vbench":
+                raise ConfigError(
+                    "kwargs.linear_head_path is used by preset: vbench only", field="kwargs.linear_head_path"
+                )
+            return self
+
+    options: Options
 
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        image_reward: Reward | None = None,
-        num_frames: int | None = 8,
-        frame_batch_size: int = 64,
-        preset: str | None = None,
-        linear_head_path: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(
-            model_path,
-            device,
-            dtype,
-            image_reward=image_reward,
-            num_frames=num_frames,
-            frame_batch_size=frame_batch_size,
-            preset=preset,
-        )
+        super().__init__(model_path, device, dtype, **options)
+        linear_head_path = self.options.linear_head_path
         self.linear_head: torch.nn.Module | None = None
-        if linear_head_path is not None and self.preset != "vbench":
-            raise ConfigError("kwargs.linear_head_path is used by preset: vbench only", field="kwargs")
         if self.preset == "vbench":
             head = load_linear_aesthetic_head(resolve_weights_file(linear_head_path or OFFICIAL_LINEAR_HEAD_URL))
             dim = self.backbone().embed_dim
             if head.in_features != dim:
                 raise ConfigError(
                     f"the linear head expects {head.in_features}-d embeddings but the CLIP model gives {dim}-d ones",
-                    field="kwargs",
+                    field="kwargs.linear_head_path",
                 )
             self.linear_head = head.to(self.backbone().device)
 
@@ -367,7 +365,7 @@ class VideoAesthetic(FrameAverage):
         divided by 10, mean over frames (about 0-1)."""
         backbone, head = self.backbone(), self.linear_head
         if head is None:  # (set by __init__ for preset: vbench)
-            raise ConfigError("the VBench aesthetic head is not loaded", field="kwargs")
+            raise ConfigError("the VBench aesthetic head is not loaded", field="kwargs.linear_head_path")
         scores = []
         for frames in video:
             parts = []
