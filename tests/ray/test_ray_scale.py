@@ -54,7 +54,7 @@ def png_bytes(i: int, height: int = H, width: int = W) -> bytes:
     rng = np.random.default_rng(i)
     y = np.arange(height, dtype=np.int32)[:, None, None]
     x = np.arange(width, dtype=np.int32)[None, :, None]
-    rgb = (x // 16 + y // 9 + np.array([0, 85, 170]) + 13 * i) % 256 + rng.integers(-6, 7, (height, width, 3))
+    rgb = (x // 16 + y // 9 + np.array([0, 85, 170]) + 13 * i) % 256 + rng.integers(-3, 4, (height, width, 3))
     buf = io.BytesIO()
     Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8)).save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
