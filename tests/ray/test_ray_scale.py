@@ -109,7 +109,7 @@ def test_a_parquet_chunk_of_4k_png_bytes_grows_a_ray_actor_by_at_most_1_5x_the_d
     del cells
     out = ray.get(actor_peak.remote(str(tmp_path / "small.parquet"), str(tmp_path / "big.parquet")))
     assert out["error"] == ""
-    np.testing.assert_allclose([r["rewards"]["jpeg_compressibility"] for r in out["records"]], want, rtol=1e-12)
+    np.testing.assert_allclose([r["rewards"]["jpeg_compressibility"] for r in out["records"]], want, rtol=1e-6)
     assert out["grew"] <= BOUND * DECODED, f"the actor grew {out['grew'] / DECODED:.2f}x the decoded images"
 
 
