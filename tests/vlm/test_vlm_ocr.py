@@ -57,7 +57,7 @@ def server():
 
 
 def _endpoint_reward(server, images, reads, **kwargs):
-    from rewardzoo.rewards.vlm.endpoint import image_data_url
+    from rewardzoo.rewards.models.vlm.endpoint import image_data_url
 
     for im, text in zip(images, reads):
         server.by_image[image_data_url(im)] = text
@@ -126,7 +126,7 @@ def test_an_empty_transcription_is_an_error_naming_the_sample(server):
 
 
 def test_local_qwen_vl_scores_its_own_transcription_sampled_as_vllm_would(vlm_dir, monkeypatch):
-    from rewardzoo.rewards.vlm.backend import served_sampling
+    from rewardzoo.rewards.models.vlm.backend import served_sampling
 
     proc = rewardzoo.RewardProcessor(
         [
@@ -167,7 +167,7 @@ def test_local_qwen_vl_scores_its_own_transcription_sampled_as_vllm_would(vlm_di
         ("ocr", {"sampling": {"temperature": 0.7, "beam": 2}}, "kwargs.sampling"),
         ("ocr", {"sampling": {"top_p": 1.5}}, "kwargs.sampling"),
         ("ocr", {"question": 3}, "kwargs.question"),
-        ("ocr", {"min_pixel": 5}, "kwargs"),
+        ("ocr", {"min_pixel": 5}, "kwargs.min_pixel"),
         ("video_ocr", {}, "kwargs.engine"),
     ],
 )

@@ -9,10 +9,10 @@ Linear(16, 2)``, float32; HPSv3's :class:`~rewardzoo.rewards.vlm.hpsv3.RankNetHe
 state at ``<|Reward|>`` and gives ``(mu, log sigma)``; the model's output is the mean of the two heads'
 outputs, and the reward is its first entry. Both images are resized as the reference does (qwen-vl-utils'
 smart resize, ``min_pixels = max_pixels = 256 * 28 * 28``, PIL bicubic), with the token positions ``0 .. L-1``
-its forward gives the decoder (see :mod:`rewardzoo.rewards.vlm.reward_models`).
+its forward gives the decoder (see :mod:`rewardzoo.rewards.models.vlm.reward_models`).
 
 Here the two dimensions of every sample go through the backbone as one batch (the reference runs one forward
-per dimension), its rows right-aligned without a padding mask (:func:`~rewardzoo.rewards.vlm.reward_models.right_aligned`:
+per dimension), its rows right-aligned without a padding mask (:func:`~rewardzoo.rewards.models.vlm.reward_models.right_aligned`:
 exact for the causal decoder, and the fast causal attention kernel); batching does not change a score (positions
 are per row, the reward token is read per row).
 """
@@ -26,13 +26,13 @@ from typing import Any, ClassVar
 import torch
 
 from ...errors import ConfigError, InputError
-from ...shared.clip import check_pairs, resolve_weights_file
 from ...shared.editing import edit_inputs
 from ...shared.media import to_pil_rgb
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .backbone import PixelBounds, VLMBackbone, VLMQuery
-from .hpsv3 import RATING_REQUEST, REWARD_TOKEN, RankNetHead
-from .reward_models import (
+from ..models.clip import check_pairs
+from ..models.vlm.backbone import PixelBounds, VLMBackbone, VLMQuery
+from ..models.vlm.options import RewardModelOptions
+from ..models.vlm.reward_models import (
     check_prompt_text,
     read_checkpoint,
     resize_image,
@@ -40,6 +40,8 @@ from .reward_models import (
     reward_processor,
     right_aligned,
 )
+from ..models.weights import resolve_weights_file
+from .hpsv3 import RATING_REQUEST, REWARD_TOKEN, RankNetHead
 
 #: ``INSTRUCTION_EDIT_FOLLOWING`` (``EditReward/dataset/prompts.py``), read by head 0; ``{text_prompt}`` = the
 #: edit instruction.
@@ -109,7 +111,6 @@ TEMPLATES = {"edit_reward": (INSTRUCTION_FOLLOWING, VISUAL_QUALITY)}
 #: The checkpoint files the reference's inferencer looks for in a checkpoint directory, in its order.
 CHECKPOINT_FILES = ("model.pth", "model.safetensors")
 #: Both images' pixel count (``min_pixels = max_pixels``), as ``prepare_batch`` sets it.
-PIXELS = 256 * 28 * 28
 
 
 def edit_reward_text(instruction: str, dimension: int) -> str:
@@ -138,9 +139,9 @@ class EditReward(PointwiseReward):
     heads' second outputs, as the model returns it).
 
     ``model_path`` (required): the released checkpoint (``model.pth`` / ``model.safetensors``, or the directory
-    or hub repository holding it). ``base_model``: config, tokenizer, chat template and image processor of the
-    Qwen2.5-VL it was trained on (default ``Qwen/Qwen2.5-VL-7B-Instruct``; its weights are not read).
-    ``pixels``: both images' size in pixels (``min = max``, default ``256 * 28 * 28``).
+    or hub repository holding it). Options:
+    :class:`~rewardzoo.rewards.models.vlm.options.RewardModelOptions` (``base_model`` default
+    ``Qwen/Qwen2.5-VL-7B-Instruct``; ``pixels`` for both images).
     """
 
     inputs = Inputs(("prompt", "image", "condition_images"), images="pil")
@@ -148,21 +149,16 @@ class EditReward(PointwiseReward):
     #: The instructions every sample is read with (fixed: the heads were trained on them).
     template: ClassVar[tuple[str, str]] = TEMPLATES["edit_reward"]
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        base_model: str | None = None,
-        pixels: int = PIXELS,
-        attn_implementation: str | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        if not isinstance(pixels, int) or isinstance(pixels, bool) or pixels < 28 * 28:
-            raise ConfigError(
-                f"pixels must be an integer of at least 784 (28 x 28), got {pixels!r}", field="kwargs.pixels"
-            )
+    Options = RewardModelOptions
+    options: RewardModelOptions
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        base_model, pixels, attn_implementation = (
+            self.options.base_model,
+            self.options.pixels,
+            self.options.attn_implementation,
+        )
         if model_path is None:
             raise ConfigError(
                 "edit_reward: set model_path to the released checkpoint (model.pth / "

@@ -2,11 +2,11 @@
 reads it (``verl_omni/utils/reward_score/genrm_ocr.py`` ``compute_score_ocr``).
 
 Each image is one request: the system turn ``You are a helpful assistant.``, then the image and the question
-``DEFAULT_GRM_PROMPT`` (:mod:`rewardzoo.rewards.vlm.prompts`), with verl-omni's sampling
+``DEFAULT_GRM_PROMPT`` (:data:`GENRM_OCR_QUESTION`), with verl-omni's sampling
 ``{"temperature": 0.7, "top_p": 0.8, "max_tokens": 4096}`` (its ``GENRM_OCR_*`` variables set ``temperature``,
 ``top_p``, ``max_tokens`` and ``seed``; here the option ``sampling``). Through an endpoint the fields are sent as
 they are; locally the same request is sampled as vLLM samples it
-(:func:`~rewardzoo.rewards.vlm.backend.served_sampling`; ``seed`` is an endpoint field only). The answer is the
+(:func:`~rewardzoo.rewards.models.vlm.backend.served_sampling`; ``seed`` is an endpoint field only). The answer is the
 transcription; an empty one is unparseable (the failure policy decides; verl-omni scores it as text that matches
 nothing).
 """
@@ -14,13 +14,13 @@ nothing).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from ...errors import ConfigError
+from ....errors import ConfigError
 from .backbone import VLMQuery
-from .common import ALL_OPTIONS, VLMJudgeMixin
+from .common import VLMJudgeMixin
 from .judging import Failure
-from .prompts import GENRM_OCR_QUESTION, GENRM_OCR_SYSTEM
+from .options import TranscriberOptions
 
 #: verl-omni's ``DEFAULT_SAMPLING_PARAMS``.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_tokens": 4096}
@@ -49,32 +49,14 @@ def check_sampling(sampling: Any, owner: str) -> dict[str, Any]:
 class VLMTranscriber(VLMJudgeMixin):
     """Reads the text of images with a VLM on either backend (module docstring).
 
-    ``transcribe(images) -> [text | Failure]``; ``resolve(outcomes)`` applies the failure policy. Options:
-    ``question`` (default verl-omni's), ``system`` (default verl-omni's), ``sampling`` (module docstring), and the
-    backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
+    ``transcribe(images) -> [text | Failure]``; ``resolve(outcomes)`` applies the failure policy. Built from
+    :class:`TranscriberOptions`.
     """
 
-    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
-
-    def __init__(
-        self,
-        name: str,
-        model_path: str | None,
-        device: str,
-        dtype: str,
-        *,
-        question: str = GENRM_OCR_QUESTION,
-        system: str | None = GENRM_OCR_SYSTEM,
-        sampling: Mapping[str, Any] | None = None,
-        **options: Any,
-    ) -> None:
-        judge_options = self.judge_options_of(options)
-        for field, value in (("question", question), ("system", system)):
-            if not isinstance(value, str) and not (field == "system" and value is None):
-                raise ConfigError(f"{name}: {field} must be a string, got {value!r}", field=f"kwargs.{field}")
-        self.question, self.system = question, system
-        self.request = check_sampling(sampling, name)
-        self.setup_judge(name, judge_options, model_path=model_path, device=device, dtype=dtype)
+    def __init__(self, name: str, model_path: str | None, device: str, dtype: str, options: TranscriberOptions) -> None:
+        self.question, self.system = options.question, options.system
+        self.request = check_sampling(options.sampling, name)
+        self.setup_judge(name, options, model_path=model_path, device=device, dtype=dtype)
 
     def transcribe(self, images: Sequence[Any]) -> list[str | Failure]:
         """The text the model reads in each image (image first, then the question), or a Failure."""
@@ -86,4 +68,4 @@ class VLMTranscriber(VLMJudgeMixin):
         ]
 
 
-__all__ = ["SAMPLING", "SAMPLING_KEYS", "VLMTranscriber", "check_sampling"]
+__all__ = ["SAMPLING", "SAMPLING_KEYS", "TranscriberOptions", "VLMTranscriber", "check_sampling"]
