@@ -49,6 +49,7 @@ from ..errors import ConfigError, InputError
 from .checkpoints import Checkpoint, open_clip_pretrained, resolve_checkpoint
 from .device import torch_dtype
 from .image_ops import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PreprocessConfig, preprocess_images, preprocess_pixels
+from .resources import Resources
 from .weights import cannot_wake, loading
 
 BACKENDS = ("auto", "open_clip", "transformers")
@@ -91,6 +92,9 @@ class ClipBackbone:
         self.device = device
         self.dtype = dtype
         self.source = source
+        #: what it holds (rewardzoo.shared.resources): a reward using it holds it (``reward.hold(backbone)``)
+        self.resources = Resources()
+        self.resources.hold(model, files=[source])
         self._tok_lock = threading.Lock()  # HF fast tokenizers are not safe to call from several threads
         self.embed_dim = int(self._embed_dim())
 
@@ -506,7 +510,9 @@ def _load(
     if checkpoint is not None:
         _load_checkpoint(model, checkpoint)
     model = model.to(device=device, dtype=dtype).eval().requires_grad_(False)
-    return ClipBackbone(backend, model, tokenizer, pp, device, dtype, source)
+    backbone = ClipBackbone(backend, model, tokenizer, pp, device, dtype, source)
+    backbone.resources.add_files([model_path, pretrained, checkpoint])
+    return backbone
 
 
 def _load_open_clip(source: str, model_path: str, pretrained: str | None):

@@ -115,7 +115,8 @@ class AudioboxAesthetics(PointwiseReward):
         positive_int(max_batch_windows, "kwargs.max_batch_windows")
         self.axis = axis
         self.max_batch_windows = max_batch_windows
-        self.model = load_aes_model(model_path or DEFAULT_MODEL).to(self.device, self.dtype).eval()
+        source = model_path or DEFAULT_MODEL
+        self.model = self.hold(load_aes_model(source).to(self.device, self.dtype).eval(), files=[source])
         transform = self.model.target_transform or {}
         missing = [a for a in AXES if a not in transform]
         if missing:

@@ -36,6 +36,7 @@ import numpy as np
 
 from ...errors import ConfigError, InputError
 from ...shared.options import choice, positive_int
+from ...shared.resources import Resources
 from ...shared.video import check_num_frames, float_frames
 from ..base import GroupwiseReward, Inputs, Reward, RewardOutput
 from .ranking import GroupwiseOverBase, group_positions
@@ -80,6 +81,7 @@ class Embedder:
         owner: str = "group_diversity",
     ) -> None:
         self.embedding = choice(embedding, "kwargs.embedding", EMBEDDINGS)
+        self.resources = Resources()  # the backbone it embeds with (the reward using it holds it)
         self.media = choice(media, "kwargs.media", MEDIA)
         self.num_frames = check_num_frames(num_frames)
         self.batch_size = positive_int(batch_size, "kwargs.embed_batch_size")
@@ -94,10 +96,12 @@ class Embedder:
             from ...shared.dino import load_dino_backbone
 
             self.dino = load_dino_backbone(self.model_path, device, dtype)
+            self.resources.hold(self.dino)
         elif self.embedding == "timm":
             from ...shared.timm_backbone import load_timm_backbone
 
             self.timm = load_timm_backbone(self.model_path, device, dtype, reward=owner)
+            self.resources.hold(self.timm)
         else:
             from ...shared.clip import load_clip_backbone
 
@@ -109,6 +113,7 @@ class Embedder:
                 pretrained=pretrained,
                 processor_path=processor_path,
             )
+            self.resources.hold(self.clip)
 
     def inputs(self) -> Inputs:
         """The medium as tensors: images float (3, H, W); videos (T, 3, H, W) with ``num_frames`` sampled frames
@@ -292,6 +297,7 @@ class GroupDiversity(GroupwiseReward):
         )
         self.preset = preset
         self.embedder = _embedder(model_path, device, self.dtype, preset_options("group_diversity", preset, options))
+        self.hold(self.embedder)
         self.model_path = self.embedder.model_path
         own = self.embedder.inputs()
         self.inputs = replace(own, fields=(*own.fields, "group_id"))
@@ -359,6 +365,7 @@ class DiversityWeighted(GroupwiseOverBase):
         self.preset = preset
         super().__init__(None, device, dtype, base=base, base_batch_size=base_batch_size)
         self.embedder = _embedder(model_path, device, self.dtype, options)
+        self.hold(self.embedder)
         self.model_path = self.embedder.model_path
         medium = self.embedder.media
         base = self.required_base()

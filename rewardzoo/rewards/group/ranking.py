@@ -44,6 +44,7 @@ import numpy as np
 from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.imports import import_path
 from ...shared.options import choice, positive_float, positive_int
+from ...shared.resources import Resources
 from ..base import KNOWN_FIELDS, GroupwiseReward, Inputs, Reward, RewardOutput, invoke, validate_scores
 
 _UNJUDGED = object()  # a pair no batched judge has answered yet
@@ -338,6 +339,8 @@ class PairwiseWinRate(GroupwiseOverBase):
         super().__init__(model_path, device, dtype, base=None)
         self.judge_name = judge if isinstance(judge, str) else getattr(judge, "__qualname__", repr(judge))
         self.judge = _build_judge(judge, dict(judge_kwargs or {}), device, dtype)
+        if isinstance(getattr(self.judge, "resources", None), Resources):  # a judge that declares its models
+            self.hold(self.judge)
         declared = fields if fields is not None else getattr(self.judge, "required_fields", None)
         if isinstance(declared, str) or not declared or not all(isinstance(f, str) for f in declared):
             raise ConfigError(

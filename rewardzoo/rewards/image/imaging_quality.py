@@ -139,7 +139,8 @@ class ImagingQuality(PointwiseReward):
         if arch is not None and not isinstance(arch, Mapping):
             raise ConfigError(f"kwargs.arch must be a mapping of MUSIQ options, got {arch!r}", field="kwargs.arch")
         self.resize = resize
-        self.net = load_musiq(checkpoint_file(model_path), arch).to(device=device, dtype=self.dtype)
+        weights = checkpoint_file(model_path)
+        self.net = self.hold(load_musiq(weights, arch).to(device=device, dtype=self.dtype), files=[weights])
 
     def __call__(self, image: Sequence[torch.Tensor] | torch.Tensor, **_: Any) -> RewardOutput:
         return RewardOutput(self.musiq(image) / 100.0)

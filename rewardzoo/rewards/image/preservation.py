@@ -112,6 +112,7 @@ class EditPreservation(PointwiseReward):
             from ...shared.dino import load_dino_backbone
 
             self.backbone = load_dino_backbone(model_path or self.default_models["dino"], device, self.dtype)
+            self.hold(self.backbone)
         elif self.metric == "clip":
             from ...shared.clip import load_clip_backbone
 
@@ -123,6 +124,7 @@ class EditPreservation(PointwiseReward):
                 pretrained=pretrained,
                 processor_path=processor_path,
             )
+            self.hold(self.backbone)
 
     @property
     def info(self) -> RewardInfo:

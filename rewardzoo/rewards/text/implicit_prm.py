@@ -246,7 +246,9 @@ class ImplicitPRMReward(PointwiseReward):
             raise ConfigError(
                 f"policy ({policy.vocab_size}) and reference ({ref.vocab_size}) vocabularies differ", field="kwargs"
             )
-        self.prm = ImplicitPRM(policy, ref, beta=beta).to(self.device).eval()
+        self.prm = self.hold(
+            ImplicitPRM(policy, ref, beta=beta).to(self.device).eval(), files=[model_path, ref_model_path]
+        )
         if not isinstance(score_end_of_turn, bool):
             raise ConfigError(
                 f"kwargs.score_end_of_turn must be true or false, got {score_end_of_turn!r}", field="kwargs"

@@ -466,7 +466,7 @@ class SequenceReward(PointwiseReward):
                     field="kwargs",
                 )
             self.model.config.pad_token_id = int(pad)
-        self.model.to(device=self.device, dtype=self.dtype).eval()
+        self.hold(self.model.to(device=self.device, dtype=self.dtype).eval())
         self.encoder = PairEncoder(
             tokenizer,
             max_length=max_length or default_max_length(tokenizer, hf_config),

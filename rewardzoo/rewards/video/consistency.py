@@ -110,6 +110,7 @@ class SubjectConsistency(FrameConsistency):
         )
         self.resize = positive_int(resize, "kwargs.resize")
         self.backbone = load_dino_backbone(model_path, self.device, self.dtype)
+        self.hold(self.backbone)
         self.model = self.backbone.model
 
     def preprocess(self, frames: torch.Tensor) -> torch.Tensor:
@@ -175,6 +176,7 @@ class BackgroundConsistency(FrameConsistency):
             pretrained=pretrained,
             processor_path=processor_path,
         )
+        self.hold(self.backbone)
 
     weight_files = classmethod(clip_reward_files)  # the CLIP backbone's file
 

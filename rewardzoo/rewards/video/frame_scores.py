@@ -324,14 +324,15 @@ class VideoAesthetic(FrameAverage):
             from ...shared.clip import resolve_weights_file
             from ..image.aesthetic import OFFICIAL_LINEAR_HEAD_URL, load_linear_aesthetic_head
 
-            head = load_linear_aesthetic_head(resolve_weights_file(linear_head_path or OFFICIAL_LINEAR_HEAD_URL))
+            head_file = resolve_weights_file(linear_head_path or OFFICIAL_LINEAR_HEAD_URL)
+            head = load_linear_aesthetic_head(head_file)
             dim = self.aesthetic().backbone.embed_dim
             if head.in_features != dim:
                 raise ConfigError(
                     f"the linear head expects {head.in_features}-d embeddings but the CLIP model gives {dim}-d ones",
                     field="kwargs",
                 )
-            self.linear_head = head.to(self.aesthetic().backbone.device)
+            self.linear_head = self.hold(head.to(self.aesthetic().backbone.device), files=[head_file])
 
     def aesthetic(self) -> LaionAesthetic:
         from ..image.aesthetic import LaionAesthetic

@@ -21,10 +21,11 @@ from typing import Any, ClassVar
 from ...errors import ConfigError, InputError
 from ...shared.media import to_pil_rgb
 from ...shared.options import known_options, positive_float
+from ...shared.resources import Resources
 from ...shared.video import check_num_frames
 from ..base import Reward
 from .backbone import Video, VLMQuery
-from .backend import build_backend
+from .backend import LocalVLM, build_backend
 from .judging import Failure, FailurePolicy
 
 #: Where a template places an image: LLaVA's ``DEFAULT_IMAGE_TOKEN`` (with the newline after it, which LLaVA's
@@ -155,6 +156,10 @@ class VLMJudgeMixin:
             **options.backend_kwargs(),
         )
         self.io_bound = self.backend.io_bound  # an endpoint judge overlaps with the local streams
+        # what it holds: a Reward's own record; a pairwise judge or transcriber keeps one for the reward using it
+        held = self.resources if isinstance(self, Reward) else vars(self).setdefault("resources", Resources())
+        if isinstance(self.backend, LocalVLM):  # a model in this process (an endpoint holds nothing here)
+            held.hold(self.backend.backbone)
         num_frames, fps = options.num_frames, options.fps
         if self.media != "video" and (num_frames is not None or fps is not None):
             raise ConfigError(f"{name}: num_frames and fps apply to video judges only", field="kwargs.num_frames")
