@@ -210,11 +210,15 @@ class Residency:
     def _guard(self, modules: list[Any]) -> None:
         """A forward pre-hook on every submodule of each sleeping module: a forward that does not come through a
         loaded reward's call (a reward built directly over a model cached across loaders, a backbone used by
-        hand) wakes that module's tensors first, instead of running on freed or misplaced weights."""
+        hand) wakes that module's tensors first, instead of running on freed or misplaced weights. A TorchScript
+        module takes no hooks (Silero VAD's): it wakes through its reward's call only."""
+        import torch
+
         for module in modules:
             if id(module) not in self._guards:
                 hook = partial(self._wake_module_hook, module)
-                self._guards[id(module)] = (module, [sub.register_forward_pre_hook(hook) for sub in module.modules()])
+                subs = [sub for sub in module.modules() if not isinstance(sub, torch.jit.ScriptModule)]
+                self._guards[id(module)] = (module, [sub.register_forward_pre_hook(hook) for sub in subs])
 
     def _wake_module_hook(self, module: Any, _sub: Any, _args: Any) -> None:
         with self._lock:

@@ -241,10 +241,27 @@ def _more(family, root):
     if family == "edit_preservation":
         oc = str(rzt.tiny_open_clip_dir(root / "oc", seed=2))
         return {"reward_model": "edit_preservation", "model_path": oc, "kwargs": {"metric": "clip"}}
+    if family == "dnsmos":
+        pytest.importorskip("onnxruntime")
+        pytest.importorskip("speechmos")
+        return {"reward_model": "dnsmos"}
+    if family == "speech_presence":
+        pytest.importorskip("silero_vad")
+        return {"reward_model": "speech_presence"}
+    if family == "video_dynamic_degree":
+        from torchvision.models.optical_flow import raft_small
+
+        torch.manual_seed(0)
+        path = root / "raft_small.pth"
+        torch.save(raft_small(weights=None, progress=False).state_dict(), path)
+        return {"reward_model": "video_dynamic_degree", "model_path": str(path), "kwargs": {"arch": "small"}}
     raise KeyError(family)
 
 
 MORE = [
+    "dnsmos",
+    "speech_presence",
+    "video_dynamic_degree",
     "clap_score",
     "asr_wer",
     "speaker_similarity",
