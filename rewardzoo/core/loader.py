@@ -26,6 +26,7 @@ from ..errors import ConfigError, RegistryError, RewardZooError, WakeError
 from ..registry import Found, find
 from ..rewards.base import Reward, before_call, check_kind
 from ..rewards.info import RewardInfo
+from ..rewards.options import RewardOptions
 from ..shared.device import check_device, resolve_device
 from ..shared.options import known_options
 from ..shared.weights import refused_reason
@@ -308,12 +309,15 @@ def requested_device(spec: RewardSpec, card: RewardInfo | None) -> str:
     return requested
 
 
-def _check_options(cls: type, kwargs: dict[str, Any], inner: dict[str, Any]) -> None:
-    """Every configured option must be a constructor parameter (unless it takes ``**kwargs``)."""
-    params = _init_params(cls)
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+def _check_options(cls: type[Reward], kwargs: dict[str, Any], inner: dict[str, Any]) -> None:
+    """The configured options, checked against the reward's declared ``Options`` before anything is loaded (inner
+    rewards as the entries they are at this point)."""
+    if cls.Options is RewardOptions:  # a class declaring no Options: its constructor's parameters are its options
+        params = _init_params(cls)
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            known_options(cls.__name__, kwargs, [p for p in params if p not in _RESERVED and p not in inner])
         return
-    known_options(cls.__name__, kwargs, [p for p in params if p not in _RESERVED and p not in inner])
+    cls.Options.parse({**kwargs, **inner}, cls.__name__)
 
 
 def _init_params(cls: type[Any]) -> dict[str, inspect.Parameter]:

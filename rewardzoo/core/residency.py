@@ -48,7 +48,7 @@ def reward_modules(reward: Reward) -> list[Any]:
 
 
 def reward_sessions(reward: Reward) -> list[Any]:
-    """The ONNX sessions (:class:`~rewardzoo.shared.onnx.ReleasableSession`) ``reward`` holds."""
+    """The ONNX sessions (:class:`~rewardzoo.rewards.models.onnx.ReleasableSession`) ``reward`` holds."""
     return reward.resources.sessions()
 
 

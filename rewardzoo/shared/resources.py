@@ -9,7 +9,8 @@ walks a reward's attributes to find them.
 :meth:`Resources.hold` takes
 
 - a ``torch.nn.Module`` (its submodules, parameters and buffers with it);
-- an ONNX session (:class:`~rewardzoo.shared.onnx.ReleasableSession`);
+- an ONNX session that can be released and recreated from its file (``release()``, ``restore()``, ``released``,
+  ``path``: :class:`~rewardzoo.rewards.models.onnx.ReleasableSession`);
 - an inner reward, or a helper object that keeps a record of its own in a ``resources`` attribute (a CLIP
   backbone, a VLM backbone): its record is part of this one, read through at every use, so what it holds later
   is held too;
@@ -113,8 +114,9 @@ def _is_module(obj: Any) -> bool:
 
 
 def _is_session(obj: Any) -> bool:
-    onnx = sys.modules.get("rewardzoo.shared.onnx")
-    return onnx is not None and isinstance(obj, onnx.ReleasableSession)
+    """A releasable session, by its class (an attribute read on the object would recreate a released session)."""
+    kind = type(obj)
+    return all(callable(getattr(kind, name, None)) for name in ("release", "restore")) and hasattr(kind, "released")
 
 
 def _transformers_source(module: Any) -> list[str]:

@@ -26,7 +26,7 @@ from rewardzoo import RewardProcessor
 from rewardzoo import testing as rzt
 from rewardzoo.core.residency import module_tensors
 from rewardzoo.rewards.base import Inputs, PointwiseReward
-from rewardzoo.shared.onnx import ReleasableSession
+from rewardzoo.rewards.models.onnx import ReleasableSession
 from rewardzoo.shared.resources import Resources
 
 from .test_execution_residency import FAMILIES, _build

@@ -21,9 +21,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, MissingExtraError
-from .resources import Resources
-from .weights import cannot_wake, loading
+from ...errors import ConfigError, MissingExtraError
+from ...shared.resources import Resources
+from ...shared.weights import cannot_wake, loading
 
 _CACHE: dict[tuple[str, str, str], TimmBackbone] = {}
 _LOCK = threading.Lock()
