@@ -103,8 +103,9 @@ class VLMJudgeMixin:
         self.io_bound = self.backend.io_bound  # an endpoint judge overlaps with the local streams
         # what it holds: a Reward's own record; a pairwise judge or transcriber keeps one for the reward using it
         held = self.resources if isinstance(self, Reward) else vars(self).setdefault("resources", Resources())
-        if isinstance(self.backend, LocalVLM):  # a model in this process (an endpoint holds nothing here)
-            held.hold(self.backend.backbone)
+        backbone = self.backend.backbone if isinstance(self.backend, LocalVLM) else None  # endpoints hold nothing
+        if isinstance(getattr(backbone, "resources", None), Resources):  # a model loaded in this process
+            held.hold(backbone)
         num_frames, fps = getattr(options, "num_frames", None), getattr(options, "fps", None)
         if self.media != "video" and (num_frames is not None or fps is not None):
             raise ConfigError(f"{name}: num_frames and fps apply to video judges only", field="kwargs.num_frames")
