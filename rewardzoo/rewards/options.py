@@ -209,7 +209,7 @@ def config_error(cls: type[RewardOptions], exc: ValidationError, owner: str) -> 
             return ConfigError(f"must be {expected}, got {got}", field=field)
         first = deeper[0]
         got = _SHORT.repr(first.get("input"))
-    if first["type"] in _BOUND_ERRORS:
+    if first["type"] in _BOUND_ERRORS and len(first["loc"]) == 1:
         prop = cls.model_json_schema().get("properties", {}).get(name, {})
         return ConfigError(f"must be {_bounded_words(prop)}, got {got}", field=field)
     message = str(first["msg"])

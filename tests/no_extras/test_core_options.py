@@ -163,3 +163,12 @@ def test_a_union_option_says_what_it_may_be_or_what_its_member_lacks():
         Options.from_kwargs({"parse": {"regex": "(x)"}})
     assert info.value.field == "kwargs.parse"
     assert Options.from_kwargs({"parse": {"regex": "(x)", "low": 1}}).parse == Rule(regex="(x)", low=1.0)
+
+
+def test_a_bound_inside_an_option_names_the_key_and_the_bound():
+    class Options(RewardOptions):
+        weights: dict[str, PositiveNumber] = Field(default_factory=dict)
+
+    with pytest.raises(ConfigError, match=r"a: must be greater than 0, got -1") as info:
+        Options.from_kwargs({"weights": {"a": -1}})
+    assert info.value.field == "kwargs.weights"
