@@ -9,6 +9,7 @@ declaration's media forms are read (the engine reads only its ``fields``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from PIL import Image
 
 from ..errors import InputError
 from ..shared.media import is_tensor
+from ..shared.sharedmem import shared_arrays
 
 if TYPE_CHECKING:
     from ..rewards.base import Inputs
@@ -57,7 +59,8 @@ def _image(value: Any, sample: Sample, wants: Inputs) -> Any:
     if wants.images == "pil":
         return to_pil_rgb(value)
     if wants.images == "array":
-        return image_to_uint8(value)
+        with shared_arrays():  # decoded straight into memory a worker maps (no copy for it to be sent)
+            return image_to_uint8(value)
     if wants.images == "native":
         return to_image_tensor(value) if is_float_image_tensor(value) else to_uint8_tensor(value)
     return to_uint8_tensor(value) if wants.images == "uint8" else to_image_tensor(value)
@@ -66,15 +69,16 @@ def _image(value: Any, sample: Sample, wants: Inputs) -> Any:
 def _video(value: Any, sample: Sample, wants: Inputs) -> Any:
     from ..shared.video import prepare_video
 
-    return prepare_video(
-        value,
-        as_array=wants.frames == "array",
-        as_tensor=wants.frames in ("float", "native"),
-        keep_uint8=wants.frames == "native",
-        num_frames=wants.num_frames,
-        max_frames=wants.max_frames,
-        max_pixels=wants.max_pixels,
-    )
+    with shared_arrays() if wants.frames == "array" else contextlib.nullcontext():  # (as for images)
+        return prepare_video(
+            value,
+            as_array=wants.frames == "array",
+            as_tensor=wants.frames in ("float", "native"),
+            keep_uint8=wants.frames == "native",
+            num_frames=wants.num_frames,
+            max_frames=wants.max_frames,
+            max_pixels=wants.max_pixels,
+        )
 
 
 def _audio(value: Any, sample: Sample, wants: Inputs) -> tuple[Any, int]:

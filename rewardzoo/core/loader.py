@@ -17,7 +17,7 @@ import inspect
 import json
 import pickle
 import threading
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
@@ -149,7 +149,6 @@ class RewardLoader:
             if old is None or self.residency.wake_failed(old):  # weights that cannot wake: a fresh build
                 built = self._instances[resolved.identity] = self._construct(resolved, label)
                 before_call(built, self.residency.wake_reward)
-                self.residency.note_roots(built, [spec.model_path, *_weight_sources(built, spec.kwargs)])
             reward = self._instances[resolved.identity]
             self._offload.setdefault(id(reward), set()).add(spec.offload)
             if spec.offload == "none":  # an entry that keeps the model resident: awake from now on
@@ -263,6 +262,8 @@ class RewardLoader:
                 field="model_path",
             ) from None
         check_kind(instance)
+        for param in inner:  # a composite holds the inner rewards it was given (their weights sleep with it)
+            instance.resources.hold(kwargs[param])
         instance.info = resolved.record
         if spec.limits:
             instance.inputs = instance.inputs.with_limits(spec.limits)
@@ -271,22 +272,6 @@ class RewardLoader:
 
 
 _RESERVED = ("self", "model_path", "device", "dtype")
-#: Option names that hold a path a reward loads weights from (``clip_model``, ``base_model``, ``processor_path``, ...).
-_PATH_OPTIONS = ("model", "path", "checkpoint", "ckpt", "weights", "pretrained")
-
-
-def _weight_sources(reward: Reward, kwargs: Mapping[str, Any]) -> list[str]:
-    """Where, besides ``model_path``, a built reward's weights were loaded from: its options declared as weight
-    paths; for a class declaring no ``Options``, its path-like option names."""
-    if type(reward).Options is RewardOptions:
-        return _path_options(kwargs)
-    return reward.options.weight_sources()
-
-
-def _path_options(kwargs: Mapping[str, Any]) -> list[str]:
-    """The values of an entry's path options: where, besides ``model_path``, its weights were loaded from (an inner
-    reward given as a mapping is an entry of its own, with its own roots)."""
-    return [v for k, v in kwargs.items() if isinstance(v, str) and v and k.endswith(_PATH_OPTIONS)]
 
 
 def dtype_for(spec: RewardSpec, device: str, card: RewardInfo | None) -> str:

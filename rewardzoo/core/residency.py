@@ -14,11 +14,11 @@ weights, and no later write to a file reaches a woken model. After a WakeError t
 rewards, and closing never raises it.
 
 Residency belongs to the loaded model, not to a reward class: the weights are the tensors of the ``torch.nn``
-modules reachable from a reward instance (its attributes, inner rewards, lists and dicts of them, rewardzoo
-helper objects), found generically. A tensor shared by several loaded rewards (train/eval dedup, shared
-backbones) sleeps once; one used by an entry with ``offload: none`` of the same loader stays awake. The state is
-one per process (:func:`process_residency`), so a model shared across loaders wakes through any of them. A
-model-free reward has no tensors: sleeping it does nothing.
+modules a reward declares it holds (:attr:`~rewardzoo.rewards.base.Reward.resources`, its inner rewards' with it),
+and a wake from ``drop`` reads them back from the files that record names. A tensor shared by several loaded
+rewards (train/eval dedup, shared backbones) sleeps once; one used by an entry with ``offload: none`` of the same
+loader stays awake. The state is one per process (:func:`process_residency`), so a model shared across loaders
+wakes through any of them. A model-free reward holds nothing: sleeping it does nothing.
 """
 
 from __future__ import annotations
@@ -38,54 +38,18 @@ from ..rewards.base import Reward
 from ..shared.weights import WAKE_FAILED
 from . import weight_files
 
-_MAX_DEPTH = 4
-
 __all__ = ["Residency", "WakeError", "module_tensors", "process_residency", "reward_modules", "reward_sessions"]
 
 
 def reward_modules(reward: Reward) -> list[Any]:
-    """The ``torch.nn.Module`` objects reachable from ``reward`` (attributes, inner rewards, containers, rewardzoo
-    helper objects), each once; none when torch is not imported (a model-free reward never imports it)."""
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return []
-    return _reachable(reward, lambda obj: isinstance(obj, torch.nn.Module))
+    """The ``torch.nn.Module`` objects ``reward`` holds (its :attr:`~rewardzoo.rewards.base.Reward.resources`, its
+    inner rewards' included), each once; none for a model-free reward."""
+    return reward.resources.modules()
 
 
 def reward_sessions(reward: Reward) -> list[Any]:
-    """The ONNX sessions (:class:`~rewardzoo.rewards.models.onnx.ReleasableSession`) reachable from ``reward``."""
-    from ..rewards.models.onnx import ReleasableSession
-
-    return _reachable(reward, lambda obj: isinstance(obj, ReleasableSession))
-
-
-def _reachable(reward: Reward, wanted: Any, *, through: bool = False) -> list[Any]:
-    """The objects reachable from ``reward`` for which ``wanted(obj)``; ``through``: look inside those too."""
-    found: dict[int, Any] = {}
-    seen: set[int] = set()
-
-    def walk(obj: Any, depth: int) -> None:
-        if id(obj) in seen or depth > _MAX_DEPTH:
-            return
-        seen.add(id(obj))
-        if wanted(obj):
-            found.setdefault(id(obj), obj)
-            if not through:
-                return
-        if isinstance(obj, (list, tuple, set, frozenset)):
-            for item in obj:
-                walk(item, depth + 1)
-        elif isinstance(obj, dict):
-            for item in obj.values():
-                walk(item, depth + 1)
-        elif isinstance(obj, Reward) or type(obj).__module__.startswith("rewardzoo."):
-            for item in getattr(obj, "__dict__", {}).values():
-                walk(item, depth + 1)
-
-    walk(reward, 0)
-    return list(found.values())
+    """The ONNX sessions (:class:`~rewardzoo.rewards.models.onnx.ReleasableSession`) ``reward`` holds."""
+    return reward.resources.sessions()
 
 
 def module_tensors(modules: Iterable[Any]) -> list[Any]:
@@ -126,58 +90,46 @@ class Residency:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._asleep: dict[int, _Asleep] = {}
-        self._tensors: weakref.WeakKeyDictionary[Reward, list[Any]] = weakref.WeakKeyDictionary()
+        # reward -> (what its record held, its tensors / its checkpoint files): redone when the record holds more
+        self._tensors: weakref.WeakKeyDictionary[Reward, tuple[Any, list[Any]]] = weakref.WeakKeyDictionary()
+        self._sources: weakref.WeakKeyDictionary[Reward, tuple[Any, list[str]]] = weakref.WeakKeyDictionary()
         self._count = itertools.count()
         self._folder: str | None = None  # where dropped weights are written (safetensors, once per tensor)
         self._files: dict[str, str] = {}  # tensor key -> its file
         self._spilled: dict[str, int] = {}  # tensor key -> its bytes in the drop file
-        self._sessions: weakref.WeakKeyDictionary[Reward, list[Any]] = weakref.WeakKeyDictionary()
         self._released: dict[int, Any] = {}  # id(session) -> the released ONNX session
         self._guards: dict[int, tuple[Any, list[Any]]] = {}  # sleeping module -> its forward pre-hooks
-        self._modules: weakref.WeakKeyDictionary[Reward, list[Any]] = weakref.WeakKeyDictionary()
-        self._sources: weakref.WeakKeyDictionary[Reward, list[str]] = weakref.WeakKeyDictionary()
-        self._roots: weakref.WeakKeyDictionary[Reward, list[str | None]] = weakref.WeakKeyDictionary()
         self._bound: dict[str, weight_files.Entry] = {}  # tensor key -> its checkpoint entry
         self._spill: dict[str, weight_files.Entry] = {}  # tensor key -> its entry in the drop file
         self._unbound: set[str] = set()  # tensor keys found in no checkpoint (written to the drop file)
 
     def modules(self, reward: Reward) -> list[Any]:
-        with self._lock:
-            if reward not in self._modules:
-                self._modules[reward] = reward_modules(reward)
-            return self._modules[reward]
-
-    def note_roots(self, reward: Reward, roots: Iterable[str | None]) -> None:
-        """Where ``reward`` was loaded from (its entry's ``model_path`` and path options; the loader's)."""
-        with self._lock:
-            self._roots[reward] = list(roots)
-
-    def sources(self, reward: Reward) -> list[str]:
-        """The checkpoint files ``reward`` was loaded from: under the roots of it and its inner rewards
-        (:meth:`note_roots`, else their ``model_path``) and the ``name_or_path`` of its transformers modules;
-        resolved once (the loader does it at load)."""
-        with self._lock:
-            if reward not in self._sources:
-                roots: list[Any] = []
-                for inner in _reachable(reward, lambda o: isinstance(o, Reward), through=True):
-                    roots += self._roots.get(inner, [getattr(inner, "model_path", None)])
-                for module in self.modules(reward):
-                    config = getattr(module, "config", None)
-                    roots += [getattr(module, "name_or_path", None), getattr(config, "_name_or_path", None)]
-                self._sources[reward] = weight_files.checkpoint_files(roots)
-            return self._sources[reward]
+        """The torch modules ``reward`` holds (its record)."""
+        return reward.resources.modules()
 
     def sessions(self, reward: Reward) -> list[Any]:
+        """The ONNX sessions ``reward`` holds (its record)."""
+        return reward.resources.sessions()
+
+    def sources(self, reward: Reward) -> list[str]:
+        """The checkpoint files ``reward`` was loaded from: those under the files its record names (the loader
+        resolves them at load, for an entry with ``offload: drop``)."""
         with self._lock:
-            if reward not in self._sessions:
-                self._sessions[reward] = reward_sessions(reward)
-            return self._sessions[reward]
+            declared = tuple(reward.resources.files())
+            found = self._sources.get(reward)
+            if found is None or found[0] != declared:
+                found = self._sources[reward] = (declared, weight_files.checkpoint_files(declared))
+            return found[1]
 
     def tensors(self, reward: Reward) -> list[Any]:
+        """The parameters and buffers of the modules ``reward`` holds, each once."""
         with self._lock:
-            if reward not in self._tensors:
-                self._tensors[reward] = module_tensors(self.modules(reward))
-            return self._tensors[reward]
+            modules = self.modules(reward)
+            held = tuple(id(m) for m in modules)
+            found = self._tensors.get(reward)
+            if found is None or found[0] != held:
+                found = self._tensors[reward] = (held, module_tensors(modules))
+            return found[1]
 
     def weight_bytes(self, reward: Reward) -> int:
         """The bytes of the reward's parameters and buffers on their device now (0 while dropped)."""
@@ -258,11 +210,15 @@ class Residency:
     def _guard(self, modules: list[Any]) -> None:
         """A forward pre-hook on every submodule of each sleeping module: a forward that does not come through a
         loaded reward's call (a reward built directly over a model cached across loaders, a backbone used by
-        hand) wakes that module's tensors first, instead of running on freed or misplaced weights."""
+        hand) wakes that module's tensors first, instead of running on freed or misplaced weights. A TorchScript
+        module takes no hooks (Silero VAD's): it wakes through its reward's call only."""
+        import torch
+
         for module in modules:
             if id(module) not in self._guards:
                 hook = partial(self._wake_module_hook, module)
-                self._guards[id(module)] = (module, [sub.register_forward_pre_hook(hook) for sub in module.modules()])
+                subs = [sub for sub in module.modules() if not isinstance(sub, torch.jit.ScriptModule)]
+                self._guards[id(module)] = (module, [sub.register_forward_pre_hook(hook) for sub in subs])
 
     def _wake_module_hook(self, module: Any, _sub: Any, _args: Any) -> None:
         with self._lock:

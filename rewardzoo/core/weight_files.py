@@ -215,6 +215,7 @@ def read_entries(
             state = read(path)
         except Exception as exc:
             raise OSError(f"reading its {what} {path} failed ({type(exc).__name__}: {exc})") from exc
+        mapped = file_mappings(before)
         for key, item in wanted:
             try:
                 copy = _private(state[item.key], dtypes[key])
@@ -225,6 +226,8 @@ def read_entries(
                 if digest(copy) != item.digest:
                     raise FileChanged(f"its {what} {path} was rewritten since it was loaded: it holds other weights")
                 renewed[key] = Entry(item.path, item.key, after, item.digest, item.sample)
+            if _inside(state[item.key], mapped):  # its file pages leave this process (bf16 waking as float32: 1.5x)
+                release(state[item.key])
             device = (devices or {}).get(key)
             out[key] = copy if device is None or str(device) == "cpu" else copy.to(device)
         del state  # the mapping goes: nothing live refers to the file
@@ -260,9 +263,9 @@ _LIBC: Any = None
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def populate(tensor: Any) -> None:
-    """Map the pages of a memory-mapped CPU tensor now (one ``madvise`` instead of a fault per page on first use);
-    nothing where the system cannot."""
+def _madvise(tensor: Any, advice: int, whole_pages: bool) -> None:
+    """``madvise`` over a CPU tensor's bytes: from the page holding its first byte, or (``whole_pages``) only over
+    the pages that hold nothing else; nothing where the system cannot."""
     global _LIBC
     if not sys.platform.startswith("linux") or tensor.device.type != "cpu":
         return
@@ -272,5 +275,48 @@ def populate(tensor: Any) -> None:
         _LIBC = ctypes.CDLL(None, use_errno=True)
         _LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     start = tensor.data_ptr()
+    end = start + tensor.numel() * tensor.element_size()
     begin = start - start % _PAGE
-    _LIBC.madvise(begin, start + tensor.numel() * tensor.element_size() - begin, 22)  # MADV_POPULATE_READ
+    if whole_pages:
+        begin, end = -(-start // _PAGE) * _PAGE, end - end % _PAGE
+    if end > begin:
+        _LIBC.madvise(begin, end - begin, advice)
+
+
+def populate(tensor: Any) -> None:
+    """Map the pages of a memory-mapped CPU tensor now (one ``madvise`` instead of a fault per page on first use);
+    nothing where the system cannot."""
+    _madvise(tensor, 22, whole_pages=False)  # MADV_POPULATE_READ
+
+
+def release(tensor: Any) -> None:
+    """Unmap the pages of a memory-mapped, never written CPU tensor from this process (``MADV_DONTNEED``: they stay in
+    the page cache and are read again if touched), so that reading a checkpoint one tensor at a time holds one
+    tensor's file pages, not the whole file's. Only the pages that hold nothing else (a neighbour may be in use)."""
+    _madvise(tensor, 4, whole_pages=True)
+
+
+def file_mappings(stat: Identity) -> list[tuple[int, int]]:
+    """The address ranges of this process mapped from the file of ``stat`` (Linux's ``/proc/self/maps``; else
+    none)."""
+    dev = f"{os.major(stat[0]):02x}:{os.minor(stat[0]):02x}" if hasattr(os, "major") else None
+    out = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) >= 5 and fields[3] == dev and fields[4] == str(stat[1]):
+                    lo, hi = fields[0].split("-")
+                    out.append((int(lo, 16), int(hi, 16)))
+    except OSError:
+        return []
+    return out
+
+
+def _inside(tensor: Any, ranges: list[tuple[int, int]]) -> bool:
+    """Whether a CPU tensor's bytes lie in one of ``ranges`` (a file's mappings: memory no one else allocated)."""
+    if tensor.device.type != "cpu":
+        return False
+    start = tensor.data_ptr()
+    end = start + tensor.numel() * tensor.element_size()
+    return any(lo <= start and end <= hi for lo, hi in ranges)

@@ -116,8 +116,8 @@ class Worker:
                     sent = message
                     fds: tuple[int, ...] = ()
                     if shared is not None and self._shared is not None:
-                        packed, fds = self._shared.pack(message[shared])
-                        sent = {**message, shared: packed}
+                        packed, fds, segments = self._shared.pack(message[shared])
+                        sent = {**message, shared: packed, "segments": segments}
                     return self._exchange(sent, fds, bound, entry)
                 except WorkerDied as exc:
                     stderr = self.stderr_tail

@@ -23,7 +23,8 @@ after each call Flow-Factory makes, see docs/residency.md); options named like a
         device: cpu
 
 A rewardzoo reward class named in ``reward_model:`` itself (``rewardzoo.rewards.image.jpeg.JpegCompressibility``)
-is refused with a :class:`~rewardzoo.errors.ConfigError` that shows the adapter entry to write instead.
+is refused with a :class:`~rewardzoo.errors.ConfigError` that shows the adapter entry to write instead
+(:func:`bare_reward_refusal`, which :mod:`rewardzoo.integrations` registers for Flow-Factory's construction call).
 
 Flow-Factory's ``device`` and ``dtype`` (torch objects) become the spec's device string and dtype name;
 its default ``cuda`` means this rank's device (``accelerator.device``), or the CPU for a reward whose
@@ -61,7 +62,7 @@ from ..core.resolve import parse_spec
 from ..errors import ConfigError, InputError, RegistryError
 from ..registry import lookup, resolve
 from ..rewards.base import Reward, is_text_extra
-from ..rewards.info import KINDS
+from ..rewards.info import KINDS, PER_INSTANCE
 from ..spec.config import RewardSpec
 from ..spec.sample import Sample, samples_of
 
@@ -78,6 +79,29 @@ OWN_KEYS = ("rewardzoo", "model_path", "limits", "kwargs", "offload")
 _NESTED = ("condition_images", "condition_videos")
 
 _LOADER = RewardLoader()
+
+
+def bare_reward_refusal(cls: type, kwargs: Mapping[str, Any]) -> ConfigError | None:
+    """The error for Flow-Factory's own construction of a rewardzoo reward class (``Class(config=RewardArguments,
+    accelerator=...)``, its dotted-path fallback for a ``reward_model:`` naming the class itself): the adapter
+    entry to write. None for another call with those keywords (a reward whose options have these names).
+    Registered in :mod:`rewardzoo.integrations` (:mod:`rewardzoo.shared.foreign`)."""
+    config = kwargs.get("config")
+    if not (isinstance(cls, type) and issubclass(cls, Reward) and hasattr(config, "extra_kwargs")):
+        return None
+    kind = getattr(cls, "kind", "")
+    either = "  # RewardZooGroupwise when it is built groupwise" if kind == PER_INSTANCE else ""
+    adapter = f"{__name__}.RewardZoo" + ("Groupwise" if kind == "groupwise" else "Pointwise")
+    name = getattr(config, "name", None)
+    return ConfigError(
+        f"{cls.__qualname__} is a rewardzoo reward, which Flow-Factory builds through rewardzoo's adapter, not "
+        f"directly; write the entry as\n  - name: {name or 'NAME'}\n"
+        f"    reward_model: {adapter}{either}\n    rewardzoo: {cls.__module__}:{cls.__qualname__}\n"
+        "keeping its other keys (the reward's options, batch_size, device, dtype); `rewardzoo:` also takes the "
+        "reward's registry name (`rewardzoo list` shows them)",
+        entry=name,
+        field="reward_model",
+    )
 
 
 def _target(config: RewardArguments, kind: str) -> str:

@@ -94,22 +94,23 @@ class ChunkScorer:
         self, indices: list[int], labels: list[str], rows: list[dict], media: bytes, parts: list[Part]
     ) -> tuple[str, str, Part | None]:
         assert self.processor is not None  # __call__ answers with the loader's error first
-        if self.media is not None:
-            try:
-                cells_of = self.media.rows(indices)
-            except Exception as exc:
-                error = f"cannot read the media columns of '{self.media.file_path}': {type(exc).__name__}: {exc}"
-                return "", error, Part(error=(BEFORE_ENTRIES, error))
-            rows = [{**row, **cells} for row, cells in zip(rows, cells_of)]
         if media:  # encoded media of a Ray Dataset's rows, pickled by this job's driver (Ray's own transport)
             rows = [{**row, **cells} for row, cells in zip(rows, pickle.loads(media))]
         samples: list = []
         with tempfile.TemporaryDirectory(prefix="rewardzoo-media-") as folder:
+            if self.media is not None:  # the chunk's cells as files
+                try:
+                    cells_of = self.media.files(indices)
+                except Exception as exc:
+                    error = f"cannot read the media columns of '{self.media.file_path}': {type(exc).__name__}: {exc}"
+                    return "", error, Part(error=(BEFORE_ENTRIES, error))
+                rows = [{**row, **cells} for row, cells in zip(rows, cells_of)]
             try:
                 samples = as_samples([decoded(row, i, folder) for i, row in enumerate(rows)])
             except RewardZooError as exc:  # its samples (if any) named by their rows' labels
                 part = failed(exc, self.order, labels.__getitem__)
             else:
+                del rows  # (a Ray Dataset's encoded bytes are in the files now)
                 part = score_part(self.processor, samples, self.order, labels.__getitem__)
         if not self.final:
             return "", "", part

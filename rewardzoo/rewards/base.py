@@ -30,14 +30,18 @@ import threading
 import weakref
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 import numpy as np
 
-from ..errors import ConfigError, RegistryError, RewardOutputError
+from ..errors import RegistryError, RewardOutputError
+from ..shared import foreign
 from ..shared.checkpoints import Checkpoint, resolve_checkpoint
+from ..shared.resources import Resources
 from .info import KINDS, PER_INSTANCE, RewardInfo
 from .options import AfterValidator, RewardOptions
+
+_Held = TypeVar("_Held")
 
 #: Fields a reward may declare in its :class:`Inputs`.
 KNOWN_FIELDS = (
@@ -180,8 +184,10 @@ class Reward:
     under (:meth:`named`) from the start of ``__init__``, else the class name. A subclass declares its options
     (the YAML ``kwargs:`` mapping) once, as a nested ``Options`` class (:class:`~rewardzoo.rewards.options.RewardOptions`),
     passes ``**options`` on to this constructor, which validates them into ``self.options``, and loads its
-    weights in ``__init__``; it never prepares or shards itself for a trainer. Flow-Factory's own constructor call (``Class(config=..., accelerator=...)``, when its
-    ``reward_model:`` names a reward class) is refused with a ConfigError showing the adapter entry to write.
+    weights in ``__init__``, declaring the models it keeps (:meth:`hold`); it never prepares or shards itself for a
+    trainer. A trainer's own constructor call (a class named in its config, built with the trainer's keywords:
+    Flow-Factory's ``Class(config=..., accelerator=...)``) is refused as that trainer's front door registered
+    (:mod:`rewardzoo.shared.foreign`; Flow-Factory's shows the adapter entry to write).
     """
 
     inputs: Inputs = Inputs()  # an instance may replace it in __init__ (e.g. with its configured num_frames)
@@ -195,11 +201,10 @@ class Reward:
     default_streams: Mapping[str, Mapping[str, Any]] | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Reward:
-        # Flow-Factory's dotted-path fallback builds whatever class its `reward_model:` names as
-        # Class(config=RewardArguments, accelerator=Accelerator): refused here, before a subclass's
-        # __init__ would fail on `config` with a bare TypeError.
-        if not args and kwargs.keys() == {"config", "accelerator"} and hasattr(kwargs["config"], "extra_kwargs"):
-            raise _flow_factory_refusal(cls, kwargs["config"])
+        # a trainer that builds the class its config names with keywords of its own (rewardzoo.shared.foreign):
+        # refused with what its front door says, before a subclass's __init__ would fail with a bare TypeError
+        if kwargs and not args and (refused := foreign.refusal(cls, kwargs)) is not None:
+            raise refused
         return super().__new__(cls)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -302,6 +307,30 @@ class Reward:
 
         return torch_dtype(self.dtype_name)
 
+    # ---- declared resources (rewardzoo.shared.resources) -------------------------------------------------------
+
+    @property
+    def resources(self) -> Resources:
+        """What this reward holds (its torch modules, ONNX sessions, inner rewards and the files their weights were
+        read from), as declared with :meth:`hold`: what residency, the differentiable path and the scale harness
+        read. Empty for a model-free reward."""
+        found = self.__dict__.get("_resources")
+        if found is None:
+            found = self.__dict__["_resources"] = Resources()
+        return found
+
+    def hold(self, obj: _Held, *, files: Any = None) -> _Held:
+        """Declare ``obj`` held by this reward and return it (``self.model = self.hold(model)``): a torch module, an
+        ONNX session, an inner reward or a helper object with a ``resources`` record of its own, wherever the
+        reward keeps it. ``files``: where its weights were read from (default: this reward's ``model_path`` and its
+        options typed :data:`~rewardzoo.rewards.options.WeightPath`; a transformers model adds its ``name_or_path``);
+        a wake from ``offload: drop`` reads them back from there."""
+        if files is None:
+            options = vars(self).get("options")
+            declared = options.weight_sources() if isinstance(options, RewardOptions) else []
+            files = [getattr(self, "model_path", None), *declared]
+        return self.resources.hold(obj, files=files)
+
     # Each reward declares the keyword fields it takes (its `inputs`); `*args: Any, **fields: Any` is the
     # signature mypy lets every such subclass narrow (the engine calls it with keywords only).
     def __call__(self, *args: Any, **fields: Any) -> RewardOutput | Sequence[float]:
@@ -311,24 +340,6 @@ class Reward:
         return (
             f"{type(self).__name__}(model_path={self.model_path!r}, device={self.device!r}, dtype={self.dtype_name!r})"
         )
-
-
-_FLOW_FACTORY_ADAPTER = "rewardzoo.integrations.flow_factory.RewardZoo"
-
-
-def _flow_factory_refusal(cls: type[Reward], config: Any) -> ConfigError:
-    """The error for a Flow-Factory entry naming a rewardzoo reward class itself: the adapter entry to write."""
-    either = "  # RewardZooGroupwise when it is built groupwise" if cls.kind == PER_INSTANCE else ""
-    adapter = _FLOW_FACTORY_ADAPTER + ("Groupwise" if cls.kind == "groupwise" else "Pointwise")
-    return ConfigError(
-        f"{cls.__qualname__} is a rewardzoo reward, which Flow-Factory builds through rewardzoo's adapter, not "
-        f"directly; write the entry as\n  - name: {getattr(config, 'name', None) or 'NAME'}\n"
-        f"    reward_model: {adapter}{either}\n    rewardzoo: {cls.__module__}:{cls.__qualname__}\n"
-        "keeping its other keys (the reward's options, batch_size, device, dtype); `rewardzoo:` also takes the "
-        "reward's registry name (`rewardzoo list` shows them)",
-        entry=getattr(config, "name", None),
-        field="reward_model",
-    )
 
 
 def check_kind(reward: Reward) -> None:

@@ -287,7 +287,11 @@ def serve(channel: Channel, worker: Worker) -> int:
             message, fds = channel.recv()
         except ChannelClosed:
             return 0
-        worker.shared.adopt(fds)
+        try:
+            worker.shared.adopt(fds, message.get("segments", 0))
+        except (ValueError, OSError) as exc:  # descriptors that do not match the message: nothing can be read
+            channel.send({"error": {"kind": "execution", "type": type(exc).__name__, "message": str(exc)}})
+            continue
         _State.busy = True
         op = message.get("op")
         try:

@@ -18,6 +18,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import InputError
+from . import sharedmem
 from .files import regular_file
 
 PathLike = (str, os.PathLike)
@@ -213,7 +214,7 @@ def _rgb_array(img: Image.Image) -> np.ndarray:
     w, h = img.size
     if h <= STRIP_ROWS:
         return np.array(img)
-    out = np.empty((h, w, 3), dtype=np.uint8)
+    out = sharedmem.empty((h, w, 3), np.uint8)  # (in shared memory for a worker's "array" form)
     for top in range(0, h, STRIP_ROWS):
         bottom = min(top + STRIP_ROWS, h)
         out[top:bottom] = np.asarray(img.crop((0, top, w, bottom)))

@@ -33,6 +33,7 @@ import numpy as np
 from PIL import Image
 
 from ..errors import InputError
+from . import sharedmem
 from .files import regular_file
 from .media import (
     check_pixels,
@@ -239,7 +240,7 @@ def _read_decord(path: Path, num_frames: int | None, max_frames: int | None = No
     h, w = reader[0].shape[:2]
     reader.seek(0)
     check_decoded_bytes(len(wanted), h, w, f"video file '{path}'", cost=cost)
-    out = np.empty((len(wanted), h, w, 3), np.uint8)
+    out = sharedmem.empty((len(wanted), h, w, 3), np.uint8)
     if len(wanted) == total:  # straight through: get_batch would keep ~0.7x the video in decord's buffers
         for k in range(total):
             _put(out, k, reader.next().asnumpy()[None])
@@ -313,7 +314,7 @@ class _FrameBuffer:
 
     def append(self, frame: np.ndarray) -> None:
         if self.out is None and self.expected and not self.rest:
-            self.out = np.empty((self.expected, *frame.shape), frame.dtype)
+            self.out = sharedmem.empty((self.expected, *frame.shape), frame.dtype)
         if self.out is not None and self.n < len(self.out) and not self.rest and frame.shape == self.out.shape[1:]:
             self.out[self.n] = frame
             self.n += 1
@@ -428,7 +429,7 @@ def _uint8_array(frames: Any, index: list[int]) -> np.ndarray:
         return frames if len(index) == len(frames) else frames[index]
     first = image_to_uint8(frames[index[0]])
     # filled frame by frame: a list of converted frames and its stacked copy would hold the video twice
-    out = np.empty((len(index), *first.shape), np.uint8)
+    out = sharedmem.empty((len(index), *first.shape), np.uint8)
     out[0] = first
     for j, i in enumerate(index[1:], 1):
         frame = image_to_uint8(frames[i])

@@ -255,6 +255,10 @@ class HttpClient:
                 reason=f"the answer is over max_response_bytes={cap} (the client's cap on what it "
                 "reads; raise it if the server is trusted)",
             )
+        if declared.strip().isdigit() and len(data) < int(declared):
+            # read(n) returns what came before the connection closed, without the IncompleteRead that read() raises:
+            # a server that died mid-answer sent no answer (retried as a broken connection)
+            raise http.client.IncompleteRead(data, int(declared) - len(data))
         return data
 
     def post_json(self, path: str, payload: Any, **kwargs: Any) -> Any:

@@ -100,6 +100,62 @@ def test_a_shared_memory_array_past_the_first_4_gib_is_read_in_place_by_the_work
     np.testing.assert_array_equal(decode_image(view.unpack(message)["image"]), pixels)
 
 
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="no memfd")
+def test_arrays_in_shared_segments_are_passed_as_their_segments_and_the_others_copied():
+    from rewardzoo.environments.channel import SharedBuffer, SharedView
+    from rewardzoo.shared import sharedmem
+    from rewardzoo.transport.wire import decode_image, decode_video, dumps, loads, raw_array
+
+    rng = np.random.default_rng(4)
+    with sharedmem.shared_arrays():
+        video = sharedmem.empty((4, 320, 320, 3))  # 1.2 MB: a segment of its own
+    video[:] = rng.integers(0, 256, video.shape, dtype=np.uint8)
+    plain = rng.integers(0, 256, (200, 200, 3), dtype=np.uint8)  # ordinary memory: copied
+    request = {"samples": [{"video": raw_array(video[1:]), "image": raw_array(plain)}]}
+    buffer = SharedBuffer()
+    try:
+        packed, fds, segments = buffer.pack(request)
+        assert segments == 1 and len(fds) == 2 and fds[-1] == sharedmem.segment_of(video.data)[0].fd
+        assert packed["samples"][0]["video"]["data"] == {"shm": [video[0].nbytes, video[1:].nbytes, 0]}
+        assert packed["samples"][0]["image"]["data"] == {"shm": [0, plain.nbytes]}
+        assert buffer.size < video.nbytes  # the buffer holds the plain array only
+        message = loads(dumps(packed, "msgpack"), "msgpack")
+        view = SharedView()
+        view.adopt([os.dup(fd) for fd in fds], segments)  # (the worker receives its own descriptors)
+        sample = view.unpack(message)["samples"][0]
+        np.testing.assert_array_equal(decode_video(sample["video"]), video[1:])
+        np.testing.assert_array_equal(decode_image(sample["image"]), plain)
+        with pytest.raises(ValueError, match="outside"):
+            view.unpack({"data": {"shm": [0, 1, 1]}})  # no second segment came with it
+        dup = os.dup(fds[0])
+        with pytest.raises(ValueError, match="2 shared segments but carries 1"):
+            view.adopt([dup], 2)
+        with pytest.raises(OSError):
+            os.fstat(dup)  # closed, not leaked
+    finally:
+        buffer.close()
+
+
+def test_decoded_files_go_to_the_worker_in_their_own_shared_segments_not_copied(tmp_path):
+    from PIL import Image
+
+    from rewardzoo.shared import sharedmem
+
+    images = _images(3, size=720, seed=3)  # 720x728 RGB: 1.5 MiB decoded, past sharedmem.MIN_BYTES
+    paths = []
+    for i, img in enumerate(images):
+        Image.fromarray(img).save(tmp_path / f"{i}.png", compress_level=1)
+        paths.append(str(tmp_path / f"{i}.png"))
+    before = sharedmem.live_segments()
+    entry = {"name": "b", "reward_model": f"{HERE}:Brightness", "device": "cpu", "environment": here_env()}
+    with RewardProcessor([entry]) as processor:
+        result = processor([rewardzoo.Sample(image=p, prompt="p") for p in paths])
+        np.testing.assert_allclose(result.rewards["b"], brightness(images), rtol=1e-6)
+        shared = processor.rewards["b"].worker._shared
+        assert shared is not None and shared.size == 0  # nothing copied into the channel's buffer
+        assert sharedmem.live_segments() == before  # the segments went with the arrays
+
+
 def test_entries_with_one_environment_share_one_worker_and_facts_come_from_it():
     env = here_env()
     config = load_config(

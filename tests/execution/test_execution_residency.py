@@ -200,7 +200,7 @@ class WideWeights(PointwiseReward):
         super().__init__(model_path, device, dtype)
         from safetensors.torch import load_file
 
-        self.net = torch.nn.Module()
+        self.net = self.hold(torch.nn.Module())
         for key, value in load_file(os.path.join(model_path, "model.safetensors")).items():
             self.net.register_parameter(key, torch.nn.Parameter(value, requires_grad=False))
 

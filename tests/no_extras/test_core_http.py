@@ -285,3 +285,33 @@ def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout_not_per_read()
         stop.set()
         thread.join(5)
         listener.close()
+
+
+@pytest.mark.parametrize("cap", [None, 1 << 20])
+def test_an_answer_cut_short_by_a_dying_server_is_retried_not_taken(waits, cap):
+    """A server that dies mid-answer (Content-Length 100, 10 bytes, then closed) sent no answer: the next try's
+    whole answer is returned, whether or not the client caps what it reads (read(n) returns short reads silently)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    whole = json.dumps({"ok": True}).encode()
+
+    def serve():
+        for cut in (True, False):
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                if cut:
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b'{"ok": tru')
+                else:
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(whole))
+                    conn.sendall(whole)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with HttpClient(url, policy=RetryPolicy(attempts=2, timeout_s=5.0), max_response_bytes=cap) as client:
+            assert client.get_json("/x") == {"ok": True}
+        assert len(waits) == 1  # one failed try, then the answer
+    finally:
+        thread.join(5)
+        listener.close()

@@ -113,6 +113,7 @@ class ASRAccuracy(PointwiseReward):
 
             self.ctc = False
         self.model = model_cls.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
+        self.hold(self.model)
         self.sample_rate = int(self.processor.feature_extractor.sampling_rate)
         fields = ("audio", *text_fields(text_key))
         self.inputs = replace(

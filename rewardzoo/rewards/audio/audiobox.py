@@ -114,7 +114,8 @@ class AudioboxAesthetics(PointwiseReward):
         super().__init__(model_path, device, dtype, **options)
         self.axis = self.options.axis
         self.max_batch_windows = self.options.max_batch_windows
-        self.model = load_aes_model(model_path or DEFAULT_MODEL).to(self.device, self.dtype).eval()
+        source = model_path or DEFAULT_MODEL
+        self.model = self.hold(load_aes_model(source).to(self.device, self.dtype).eval(), files=[source])
         transform = self.model.target_transform or {}
         missing = [a for a in AXES if a not in transform]
         if missing:

@@ -71,6 +71,7 @@ class ClapScore(PointwiseReward):
         path = model_path or DEFAULT_MODEL
         self.processor = ClapProcessor.from_pretrained(path)
         self.model = ClapModel.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
+        self.hold(self.model)
         extractor = self.processor.feature_extractor
         self.sample_rate = int(extractor.sampling_rate)
         self.inputs = replace(self.inputs, sample_rate=self.sample_rate)

@@ -162,8 +162,8 @@ class DNSMOS(PointwiseReward):
         self.personalized = type(self).personalized if personalized is None else personalized
         self.max_batch_windows = self.options.max_batch_windows
         primary, p808 = self._model_files(model_path)
-        self._primary = onnx_session(primary, device=device)
-        self._p808 = onnx_session(p808, device=device)
+        self._primary = self.hold(onnx_session(primary, device=device))
+        self._p808 = self.hold(onnx_session(p808, device=device))
         self._poly = POLY[self.personalized]
         self._window = torch.hann_window(N_FFT, periodic=True, dtype=torch.float32, device=self.device)
         self._fbank = torch.from_numpy(slaney_mel_filterbank(SAMPLE_RATE, N_FFT, N_MELS)).to(self.device)

@@ -54,6 +54,7 @@ class SpeakerSimilarity(PointwiseReward):
         path = model_path or DEFAULT_MODEL
         self.extractor = AutoFeatureExtractor.from_pretrained(path)
         self.model = WavLMForXVector.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
+        self.hold(self.model)
         self.sample_rate = int(self.extractor.sampling_rate)
         self.inputs = replace(self.inputs, sample_rate=self.sample_rate)
         self.max_batch = self.options.max_batch

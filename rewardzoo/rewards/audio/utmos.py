@@ -89,7 +89,7 @@ class UTMOS(PointwiseReward):
         self.max_batch = self.options.max_batch
         utmos_model(self.name)  # the extra is checked before any download
         path = resolve_weights_file(model_path or DEFAULT_WEIGHTS)
-        self.net = load_utmos(path, self.name).to(device=device, dtype=self.dtype)
+        self.net = self.hold(load_utmos(path, self.name).to(device=device, dtype=self.dtype), files=[path])
 
     def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)

@@ -78,6 +78,7 @@ class SpeechPresence(PointwiseReward):
         from silero_vad import load_silero_vad
 
         self.model = load_silero_vad(onnx=False)
+        self.hold(self.model)  # the wheel's TorchScript file: a drop keeps it in the private file
         self.vad_settings = dict(
             threshold=opts.threshold,
             min_speech_duration_ms=opts.min_speech_duration_ms,

@@ -35,6 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ...errors import ConfigError, InputError
+from ...shared.resources import Resources
 from ...shared.video import float_frames
 from ..base import GroupwiseReward, Inputs, RewardOutput
 from ..models.groups import group_positions
@@ -79,15 +80,18 @@ class Embedder:
     ) -> None:
         self.embedding, self.media, self.num_frames, self.batch_size = embedding, media, num_frames, batch_size
         self.resize = DEFAULT_RESIZE if resize is None else resize
+        self.resources = Resources()  # the backbone it embeds with (the reward using it holds it)
         self.model_path = model_path or DEFAULT_MODELS[self.embedding]
         if self.embedding == "dino":
             from ..models.dino import load_dino_backbone
 
             self.dino = load_dino_backbone(self.model_path, device, dtype)
+            self.resources.hold(self.dino)
         elif self.embedding == "timm":
             from ..models.timm_backbone import load_timm_backbone
 
             self.timm = load_timm_backbone(self.model_path, device, dtype, reward=owner)
+            self.resources.hold(self.timm)
         else:
             from ..models.clip import load_clip_backbone
 
@@ -99,6 +103,7 @@ class Embedder:
                 pretrained=pretrained,
                 processor_path=processor_path,
             )
+            self.resources.hold(self.clip)
 
     def inputs(self) -> Inputs:
         """The medium as tensors: images float (3, H, W); videos (T, 3, H, W) with ``num_frames`` sampled frames
@@ -287,6 +292,7 @@ class GroupDiversity(GroupwiseReward):
         super().__init__(model_path, device, dtype, **options)
         self.preset = self.options.preset
         self.embedder = _embedder(model_path, device, self.dtype, self.options, "group_diversity")
+        self.hold(self.embedder)
         self.model_path = self.embedder.model_path
         own = self.embedder.inputs()
         self.inputs = replace(own, fields=(*own.fields, "group_id"))
@@ -332,6 +338,7 @@ class DiversityWeighted(GroupwiseOverBase):
         self.distance = self.options.distance or "nearest"
         self.preset = self.options.preset
         self.embedder = _embedder(model_path, device, self.dtype, self.options, "diversity_weighted")
+        self.hold(self.embedder)
         self.model_path = self.embedder.model_path
         medium = self.embedder.media
         base = self.required_base()

@@ -96,10 +96,12 @@ class LaionAesthetic(PointwiseReward):
             self.options.clip_pretrained,
             self.options.backend,
         )
-        self.head = load_aesthetic_head(resolve_weights_file(model_path or OFFICIAL_HEAD_URL)).to(device)
+        head_file = resolve_weights_file(model_path or OFFICIAL_HEAD_URL)
+        self.head = self.hold(load_aesthetic_head(head_file).to(device), files=[head_file])
         self.backbone = load_clip_backbone(
             clip_model, backend=backend, device=device, dtype=self.dtype, pretrained=clip_pretrained
         )
+        self.hold(self.backbone)
         if self.backbone.embed_dim != self.head.layers[0].in_features:
             raise ConfigError(
                 f"the head expects {self.head.layers[0].in_features}-d embeddings but '{clip_model}' "

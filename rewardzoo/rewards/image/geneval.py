@@ -114,8 +114,10 @@ class GenEval(PointwiseReward):
             model = Mask2FormerForUniversalSegmentation.from_pretrained(path)
         self.class_names = _geneval_names(model.config, path)
         self.detector = model.to(device=device, dtype=self.dtype).eval().requires_grad_(False)
+        self.hold(self.detector)
         self.mean, self.std = _normalisation(path)
         self.clip = load_clip_backbone(clip_model, pretrained=clip_pretrained, device=device, dtype=dtype)
+        self.hold(self.clip)
         self._classifiers: dict[str, torch.Tensor] = {}
         self._lock = threading.Lock()
 

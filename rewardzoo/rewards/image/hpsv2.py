@@ -57,6 +57,7 @@ class HPSv2(PointwiseReward):
         self.backbone = load_clip_backbone(
             clip_model, backend="open_clip", device=device, dtype=self.dtype, pretrained=None, checkpoint=checkpoint
         )
+        self.hold(self.backbone)
         self.preprocess_config = self.backbone.preprocess_config.replace(resize_mode="longest", fill=0)
 
     @classmethod

@@ -361,14 +361,17 @@ class ImageQuality(PointwiseReward):
             self.net = iqa_qalign.QAlignScorer(
                 model_path or str(row.checkpoint), row.task, device, self.dtype, self.name
             )
+            self.hold(self.net)
             return
         cls = arch_class(row, self.name)
         options = metric_options(metric, arch)  # option errors before any weights are fetched
+        weights = None
         if row.regressor:
             net = arniqa_network(metric, cls, options, model_path, regressor_path, self.name)
         else:
-            net = load_network(metric, checkpoint_file(metric, row, model_path), arch, self.name)
-        self.net = net.to(device=device, dtype=self.dtype)
+            weights = checkpoint_file(metric, row, model_path)
+            net = load_network(metric, weights, arch, self.name)
+        self.net = self.hold(net.to(device=device, dtype=self.dtype), files=[model_path, regressor_path, weights])
 
     def __call__(self, image: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
         return RewardOutput(self.scores(image))

@@ -157,7 +157,7 @@ class ImageReward(PointwiseReward):
             raise ConfigError(
                 f"'{weights}' does not fit the ImageReward architecture: {exc}", field="model_path"
             ) from None
-        self.model = model.to(device=device).eval().requires_grad_(False)
+        self.model = self.hold(model.to(device=device).eval().requires_grad_(False), files=[weights])
         self.model.visual_encoder.to(self.dtype)
         self.model.text_encoder.to(self.dtype)
         self.model.mlp.to(torch.float64 if self.dtype == torch.float64 else torch.float32)  # float64: gradient checks

@@ -137,7 +137,8 @@ class ImagingQuality(PointwiseReward):
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
         super().__init__(model_path, device, dtype, **options)
         self.resize, arch = self.options.resize, self.options.arch
-        self.net = load_musiq(checkpoint_file(model_path), arch).to(device=device, dtype=self.dtype)
+        weights = checkpoint_file(model_path)
+        self.net = self.hold(load_musiq(weights, arch).to(device=device, dtype=self.dtype), files=[weights])
 
     def __call__(self, image: Sequence[torch.Tensor] | torch.Tensor, **_: Any) -> RewardOutput:
         return RewardOutput(self.musiq(image) / 100.0)

@@ -37,6 +37,7 @@ from unittest import mock
 import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError
+from ...shared.resources import Resources
 from ...shared.weights import load_state_dict, model_folder
 
 #: The environment pyiqa's Q-Align code runs in (the parent's torch and pyiqa seen through system_site_packages).
@@ -202,6 +203,8 @@ class QAlignScorer:
         except RuntimeError as exc:
             raise ConfigError(f"'{model_path}' does not fit mPLUG-Owl2: {str(exc)[:400]}", field="model_path") from None
         self.model = model.to(device=device, dtype=dtype).eval().requires_grad_(False)
+        self.resources = Resources()  # what a reward scoring with it holds (``reward.hold(scorer)``)
+        self.resources.hold(self.model, files=[str(root)])
         self.device, self.dtype = torch.device(device), dtype
         self.input_ids = torch.tensor(prompt_ids(tokenizer, task), device=self.device)[None]
         self.video_ids = torch.tensor(prompt_ids(tokenizer, task, "video"), device=self.device)[None]

@@ -36,6 +36,7 @@ import numpy as np
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.checkpoints import Checkpoint, local_file, package_file
 from ...shared.media import images_to_uint8
+from ...shared.resources import Resources
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.onnx import onnx_session
 from ..models.vlm.judging import Failure
@@ -171,6 +172,9 @@ class RapidOCREngine:
         # ours: the spec's device and thread count, the arena on
         self.engine.text_det.infer.session = onnx_session(paths["det_model_path"], threads=threads, device=device)
         self.engine.text_rec.session.session = onnx_session(paths["rec_model_path"], threads=threads, device=device)
+        self.resources = Resources()  # its two sessions, held inside RapidOCR's engine (the OCR reward holds it)
+        self.resources.hold(self.engine.text_det.infer.session)
+        self.resources.hold(self.engine.text_rec.session.session)
         self.text_score = text_score
         det = self.engine.text_det
         self._det_pre = DetPreProcess(detector.det_limit_side_len, detector.det_limit_type, det.mean, det.std)
@@ -311,6 +315,7 @@ class PaddleOCREngine:
         except ImportError as exc:
             raise MissingExtraError("ocr", "paddleocr", None) from exc
         cuda = str(device).startswith("cuda")
+        self.resources = Resources()  # PaddlePaddle's models: none a torch module or ONNX session (they stay put)
         self.text_score = text_score
         self.legacy = int(str(getattr(paddleocr, "__version__", "2")).split(".")[0]) < 3
         dirs = (
@@ -435,7 +440,7 @@ class _OCRReward(PointwiseReward):
         if o.engine == "vlm":
             from ..models.vlm.transcription import VLMTranscriber
 
-            self.reader = VLMTranscriber(self.name, model_path, device, dtype, o)
+            self.reader = self.hold(VLMTranscriber(self.name, model_path, device, dtype, o))
             self.io_bound = self.reader.io_bound
             return
         if self.dtype_name != "float32":
@@ -452,6 +457,7 @@ class _OCRReward(PointwiseReward):
             rec_batch_size=o.rec_batch_size,
             detector=self.detector,
         )
+        self.hold(self.engine)
 
     @classmethod
     def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:

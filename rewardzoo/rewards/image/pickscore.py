@@ -61,6 +61,7 @@ class PickScore(PointwiseReward):
         self.backbone = load_clip_backbone(
             path, backend="transformers", device=device, dtype=self.dtype, processor_path=processor
         )
+        self.hold(self.backbone)
         self.logit_scale = self.backbone.logit_scale
 
     def __call__(self, image: Sequence[Any] | torch.Tensor, prompt: Sequence[str], **_: Any) -> RewardOutput:

@@ -110,6 +110,7 @@ class EditPreservation(PointwiseReward):
             from ..models.dino import load_dino_backbone
 
             self.backbone = load_dino_backbone(model_path or self.default_models["dino"], device, self.dtype)
+            self.hold(self.backbone)
         elif self.metric == "clip":
             from ..models.clip import load_clip_backbone
 
@@ -121,6 +122,7 @@ class EditPreservation(PointwiseReward):
                 pretrained=pretrained,
                 processor_path=processor_path,
             )
+            self.hold(self.backbone)
 
     @property
     def info(self) -> RewardInfo:

@@ -101,7 +101,7 @@ class NudeNetSafety(PointwiseReward):
             raise MissingExtraError("nsfw_safety", "cv2", "verifiers") from exc
         self._cv2 = cv2
         path = nudenet_model_file() if model_path is None else Path(model_path)
-        self.session = onnx_session(path, threads=threads, device=device)
+        self.session = self.hold(onnx_session(path, threads=threads, device=device))
         self._input = self.session.get_inputs()[0].name
 
     @classmethod

@@ -44,6 +44,7 @@ class ClipImageSimilarity(PointwiseReward):
             pretrained=pretrained,
             processor_path=processor_path,
         )
+        self.hold(self.backbone)
 
     weight_files = classmethod(clip_reward_files)  # the CLIP backbone's file
 

@@ -55,6 +55,7 @@ from ...shared.image_ops import (
     preprocess_images,
     preprocess_pixels,
 )
+from ...shared.resources import Resources
 from ...shared.weights import cannot_wake, loading
 from ..options import RewardOptions, WeightPath
 
@@ -98,6 +99,9 @@ class ClipBackbone:
         self.device = device
         self.dtype = dtype
         self.source = source
+        #: what it holds (rewardzoo.shared.resources): a reward using it holds it (``reward.hold(backbone)``)
+        self.resources = Resources()
+        self.resources.hold(model, files=[source])
         self._tok_lock = threading.Lock()  # HF fast tokenizers are not safe to call from several threads
         self.embed_dim = int(self._embed_dim())
 
@@ -525,7 +529,9 @@ def _load(
     if checkpoint is not None:
         _load_checkpoint(model, checkpoint)
     model = model.to(device=device, dtype=dtype).eval().requires_grad_(False)
-    return ClipBackbone(backend, model, tokenizer, pp, device, dtype, source)
+    backbone = ClipBackbone(backend, model, tokenizer, pp, device, dtype, source)
+    backbone.resources.add_files([model_path, pretrained, checkpoint])
+    return backbone
 
 
 def _load_open_clip(source: str, model_path: str, pretrained: str | None):

@@ -16,6 +16,7 @@ import torch
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
+from ...shared.resources import Resources
 from ...shared.weights import cannot_wake, loading
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -38,6 +39,8 @@ class DinoBackbone:
             except TypeError:  # architectures without that option (DINOv2)
                 model = AutoModel.from_pretrained(model_path, dtype=dtype)
         self.model = model.to(self.device).eval()
+        self.resources = Resources()  # what a reward using it holds (``reward.hold(backbone)``)
+        self.resources.hold(self.model, files=[model_path])
         # transformers' ViT needs to be told to interpolate position embeddings for non-square inputs;
         # DINOv2 always does.
         params = inspect.signature(self.model.forward).parameters

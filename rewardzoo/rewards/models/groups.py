@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...errors import ConfigError, InputError, RewardOutputError
+from ...shared.resources import Resources
 from ..base import KNOWN_FIELDS, GroupwiseReward, Inputs, RewardOutput
 
 _UNJUDGED = object()  # a pair no batched judge has answered yet
@@ -71,6 +72,8 @@ class PairwiseJudged(GroupwiseReward):
         ``required_fields`` attribute), as tensors when ``tensors`` (else its ``use_tensor_inputs`` attribute), with
         its ``num_frames`` / ``sample_rate`` / ``mono`` settings; it is thread-safe or io-bound only when it says so."""
         self.judge, self.judge_name = judge, name
+        if isinstance(getattr(judge, "resources", None), Resources):  # a judge that declares the models it runs
+            self.hold(judge)
         declared = fields if fields is not None else getattr(judge, "required_fields", None)
         if isinstance(declared, str) or not declared or not all(isinstance(f, str) for f in declared):
             raise ConfigError(

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError, MissingExtraError
+from ...shared.resources import Resources
 from ...shared.weights import cannot_wake, loading
 
 _CACHE: dict[tuple[str, str, str], TimmBackbone] = {}
@@ -60,6 +61,8 @@ class TimmBackbone:
         with loading(f"the timm model '{model_path}'"):
             model = timm.create_model(name, pretrained=True)
         self.model = model.to(self.device, dtype).eval()
+        self.resources = Resources()  # what a reward using it holds (``reward.hold(backbone)``)
+        self.resources.hold(self.model, files=[model_path, model_path.removeprefix("hf-hub:")])
         self.data_config = timm.data.resolve_model_data_config(self.model)
         self.transform = timm.data.create_transform(**self.data_config, is_training=False)
 

@@ -30,7 +30,7 @@ class ReferenceImageReward(PointwiseReward):
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32") -> None:
         super().__init__(model_path, device, dtype)
-        self.model = self.load_model(model_path, device)
+        self.model = self.hold(self.load_model(model_path, device))
 
     def load_model(self, model_path: str | None, device: str) -> Any:
         """The package's model, loaded by the package (``ImageReward.load``)."""

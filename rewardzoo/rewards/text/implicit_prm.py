@@ -264,7 +264,7 @@ class ImplicitPRMReward(PointwiseReward):
                 f"policy ({policy.vocab_size}) and reference ({ref.vocab_size}) vocabularies differ",
                 field="kwargs.ref_model_path",
             )
-        self.prm = ImplicitPRM(policy, ref, beta=opts.beta).to(self.device).eval()
+        self.prm = self.hold(ImplicitPRM(policy, ref, beta=opts.beta).to(self.device).eval())
         self.encoder = CompletionSpanEncoder(
             tokenizer,
             max_length=opts.max_length or default_max_length(tokenizer, policy.model.config),

@@ -472,7 +472,7 @@ class SequenceReward(PointwiseReward):
                     field="kwargs.pad_token_id",
                 )
             self.model.config.pad_token_id = int(pad)
-        self.model.to(device=self.device, dtype=self.dtype).eval()
+        self.hold(self.model.to(device=self.device, dtype=self.dtype).eval())
         self.encoder = PairEncoder(
             tokenizer,
             max_length=opts.max_length or default_max_length(tokenizer, hf_config),

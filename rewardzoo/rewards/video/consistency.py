@@ -105,6 +105,7 @@ class SubjectConsistency(FrameConsistency):
         super().__init__(model_path, device, dtype, **options)
         self.resize = self.options.resize
         self.backbone = load_dino_backbone(model_path, self.device, self.dtype)
+        self.hold(self.backbone)
         self.model = self.backbone.model
 
     def preprocess(self, frames: torch.Tensor) -> torch.Tensor:
@@ -158,6 +159,7 @@ class BackgroundConsistency(FrameConsistency):
             pretrained=self.options.pretrained,
             processor_path=self.options.processor_path,
         )
+        self.hold(self.backbone)
 
     weight_files = classmethod(clip_reward_files)  # the CLIP backbone's file
 

@@ -102,7 +102,7 @@ class DynamicDegree(PointwiseReward):
         with loading(f"a torchvision RAFT-{arch} state dict from '{model_path}'"):
             state = strip_prefix(load_state_dict(model_path), ("module.",))
             model.load_state_dict(state, strict=True)
-        self.model = model.to(self.device, self.dtype).eval()
+        self.model = self.hold(model.to(self.device, self.dtype).eval())
 
     def pair_scores(self, frames: torch.Tensor) -> list[float]:
         """Top-5 % flow magnitude of each consecutive pair of frames (T, 3, H, W), uint8 or float in [0, 1];

@@ -346,14 +346,15 @@ class VideoAesthetic(FrameAverage):
         linear_head_path = self.options.linear_head_path
         self.linear_head: torch.nn.Module | None = None
         if self.preset == "vbench":
-            head = load_linear_aesthetic_head(resolve_weights_file(linear_head_path or OFFICIAL_LINEAR_HEAD_URL))
+            head_file = resolve_weights_file(linear_head_path or OFFICIAL_LINEAR_HEAD_URL)
+            head = load_linear_aesthetic_head(head_file)
             dim = self.backbone().embed_dim
             if head.in_features != dim:
                 raise ConfigError(
                     f"the linear head expects {head.in_features}-d embeddings but the CLIP model gives {dim}-d ones",
                     field="kwargs.linear_head_path",
                 )
-            self.linear_head = head.to(self.backbone().device)
+            self.linear_head = self.hold(head.to(self.backbone().device), files=[head_file])
 
     def backbone(self) -> ClipBackbone:
         """The CLIP backbone of the inner ``laion_aesthetic`` (VBench's features come from it)."""

@@ -217,7 +217,7 @@ class ImageBindScore(PointwiseReward):
         _, pre = imagebind_modules()
         bpe = Path(str(pre.__file__)).resolve().parents[1] / "bpe" / "bpe_simple_vocab_16e6.txt.gz"
         self.tokenizer = pre.SimpleTokenizer(bpe_path=str(bpe))
-        self.model = build_model(model_path).to(self.device, self.dtype)
+        self.model = self.hold(build_model(model_path).to(self.device, self.dtype))
 
     def _audio(self, audio: Sequence[Any], rates: Sequence[int] | None) -> torch.Tensor:
         from ...shared.audio import prepare_clips

@@ -200,6 +200,9 @@ class EditReward(PointwiseReward):
             for name in names
         ]
         self.vlm = VLMBackbone(model, processor, source=checkpoint, device=device, dtype=self.dtype)
+        for head in self.heads:
+            self.hold(head, files=[checkpoint])
+        self.hold(self.vlm, files=[checkpoint, base])
 
     def _resized(self, img: Any, field: str, sample: int) -> Any:
         try:

@@ -174,6 +174,8 @@ class HPSv3(PointwiseReward):
         )
         self.head = RankNetHead.from_state(head_state, config.text_config.hidden_size, checkpoint).to(device)
         self.vlm = VLMBackbone(model, processor, source=checkpoint, device=device, dtype=self.dtype)
+        self.hold(self.vlm, files=[checkpoint, base])
+        self.hold(self.head, files=[checkpoint])
 
     def __call__(self, image: Sequence[Any], prompt: Sequence[str], **_: Any) -> RewardOutput:
         check_pairs(image=image, prompt=prompt)

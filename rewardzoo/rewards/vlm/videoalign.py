@@ -250,6 +250,8 @@ class VideoAlign(PointwiseReward):
             raise ConfigError(str(exc), field="kwargs.head_dtype") from None
         self.head = self.head.to(device=device, dtype=head_type).eval().requires_grad_(False)
         self.vlm = VLMBackbone(model, processor, source=str(checkpoint), device=device, dtype=self.dtype)
+        self.hold(self.vlm, files=[checkpoint, base])
+        self.hold(self.head, files=[checkpoint])
 
     # -- loading ------------------------------------------------------------------------------------------
     @classmethod

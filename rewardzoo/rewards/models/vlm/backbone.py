@@ -49,6 +49,7 @@ import torch
 
 from ....errors import ConfigError, InputError
 from ....shared.device import canonical_dtype, torch_dtype
+from ....shared.resources import Resources
 from ....shared.weights import cannot_wake, loading
 
 #: ``config.json`` model types this layer renders and batches (transformers 5.x ships all of them).
@@ -195,6 +196,8 @@ class VLMBackbone:
         text_config = getattr(config, "text_config", config)
         self.max_length = int(getattr(text_config, "max_position_embeddings", 0) or 0) or None
         self.lock = threading.RLock()  # fast tokenizers and generate() are not safe to share between threads
+        self.resources = Resources()  # what a reward using it holds (``reward.hold(backbone)``)
+        self.resources.hold(model, files=[source])
 
     def __repr__(self) -> str:
         return (

@@ -15,9 +15,10 @@ from typing import Any, ClassVar
 
 from ....errors import ConfigError, InputError
 from ....shared.media import to_pil_rgb
+from ....shared.resources import Resources
 from ...base import Reward
 from .backbone import Video, VLMQuery
-from .backend import build_backend
+from .backend import LocalVLM, build_backend
 from .judging import Failure, FailurePolicy
 from .options import JudgeOptions, VideoJudgeOptions
 
@@ -100,6 +101,11 @@ class VLMJudgeMixin:
             **options.backend_kwargs(),
         )
         self.io_bound = self.backend.io_bound  # an endpoint judge overlaps with the local streams
+        # what it holds: a Reward's own record; a pairwise judge or transcriber keeps one for the reward using it
+        held = self.resources if isinstance(self, Reward) else vars(self).setdefault("resources", Resources())
+        backbone = self.backend.backbone if isinstance(self.backend, LocalVLM) else None  # endpoints hold nothing
+        if isinstance(getattr(backbone, "resources", None), Resources):  # a model loaded in this process
+            held.hold(backbone)
         num_frames, fps = getattr(options, "num_frames", None), getattr(options, "fps", None)
         if self.media != "video" and (num_frames is not None or fps is not None):
             raise ConfigError(f"{name}: num_frames and fps apply to video judges only", field="kwargs.num_frames")
