@@ -71,8 +71,8 @@ class NudeNetSafety(PointwiseReward):
     inputs = Inputs(("image",))
 
     class Options(RewardOptions):
-        classes: list[str] = Field(default_factory=lambda: list(EXPOSED), min_length=1)
-        """NudeNet class names whose confidence counts (default every ``*_EXPOSED`` class)."""
+        classes: list[str] | None = Field(None, min_length=1)
+        """NudeNet class names whose confidence counts (null: every ``*_EXPOSED`` class)."""
         threads: PositiveInt | None = None
         """ONNX intra-op threads (default onnxruntime's)."""
         batch_images: PositiveInt = 16
@@ -80,8 +80,8 @@ class NudeNetSafety(PointwiseReward):
 
         @field_validator("classes")
         @classmethod
-        def _known(cls, classes: list[str]) -> list[str]:
-            unknown = [c for c in classes if c not in LABELS]
+        def _known(cls, classes: list[str] | None) -> list[str] | None:
+            unknown = [c for c in classes or () if c not in LABELS]
             if unknown:
                 raise ValueError(f"unknown NudeNet class(es) {unknown}; known: {', '.join(LABELS)}")
             return classes
@@ -92,7 +92,7 @@ class NudeNetSafety(PointwiseReward):
         super().__init__(model_path, device, dtype, **options)
         if self.dtype_name != "float32":
             raise ConfigError(f"NudeNet runs in float32; dtype '{self.dtype_name}' is not supported", field="dtype")
-        self.classes = tuple(dict.fromkeys(self.options.classes))
+        self.classes = tuple(dict.fromkeys(self.options.classes or EXPOSED))
         self.batch_images = self.options.batch_images
         threads = self.options.threads
         try:
