@@ -45,7 +45,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +56,7 @@ from ..rewards.base import Reward
 from ..shared.device import DeviceStreams as _Streams
 from ..shared.options import positive_float, positive_int
 from ..spec.sample import Sample
-from .batching import Assembler, DaemonPool, GroupOverflow
+from .batching import Assembler, DaemonPool, GroupOverflow, ThreadExecutor
 from .engine import (
     ConversionCache,
     Job,
@@ -78,7 +78,7 @@ from .engine import (
 if TYPE_CHECKING:
     from ..spec.config import RewardSpec
 
-__all__ = ["AsyncRewardRunner", "DaemonPool", "effective_workers"]
+__all__ = ["AsyncRewardRunner", "DaemonPool", "RewardTimeoutError", "effective_workers"]
 
 _WARNED: set[tuple[str, type]] = set()
 _WARNED_LOCK = threading.Lock()
@@ -121,9 +121,9 @@ class AsyncRewardRunner:
         self.timeout = timeout
         self.group_size = group_size
         self._async = [s for s in processor.specs if s.async_reward]
-        self._workers = {s.name: effective_workers(s, processor.rewards[s.name]) for s in self._async}
-        self._pools: dict[str, DaemonPool] = {}
-        self._streams = _Streams()
+        self._executor = ThreadExecutor(
+            {s.name: effective_workers(s, processor.rewards[s.name]) for s in self._async}, timeout
+        )
         self._cuda_devices = sorted(
             {str(processor.rewards[s.name].device) for s in self._async if _Streams.is_cuda(processor.rewards[s.name])}
         )
@@ -228,14 +228,12 @@ class AsyncRewardRunner:
     @property
     def in_flight(self) -> int:
         """Submitted calls that have not finished yet."""
-        return sum(not f.done() for _, f in self._futures)
+        return self._executor.in_flight
 
     def close(self) -> None:
         """Stop the worker threads (waiting for running calls); the runner cannot be used afterwards."""
         self._abort()
-        for pool in self._pools.values():
-            pool.shutdown(wait=True)
-        self._pools.clear()
+        self._executor.close()
         self._closed = True
 
     def __enter__(self) -> AsyncRewardRunner:
@@ -251,7 +249,7 @@ class AsyncRewardRunner:
         self._assemblers: dict[str, Assembler[int]] = {
             s.name: stream_assembler(s, self.processor.rewards[s.name], self.group_size) for s in self._async
         }
-        self._futures: list[tuple[str, cf.Future[Outcome]]] = []
+        self._executor.new_round()
         self._deferred: Exception | None = None
         self._done: list[tuple[str, list[int], cf.Future[Outcome]]] = []  # calls whose outcome is not in the table yet
         # set when the round is sealed (by ready/results/finalize):
@@ -288,27 +286,11 @@ class AsyncRewardRunner:
                 ) from None
         return due
 
-    def _pool(self, spec: RewardSpec) -> DaemonPool:
-        pool = self._pools.get(spec.name)
-        if pool is None:
-            pool = self._pools[spec.name] = DaemonPool(self._workers[spec.name], f"rewardzoo-{spec.name}")
-        return pool
-
-    def _task(
-        self, name: str, reward: Reward, fn: Callable[[], Outcome], events: dict[str, Any]
-    ) -> Callable[[], Outcome]:
-        if not _Streams.is_cuda(reward):
-            return fn
-        device = str(reward.device)
-        return lambda: self._streams.call(fn, device, events.get(device))
-
     def _submit(
         self, spec: RewardSpec, reward: Reward, indices: list[int], events: dict[str, Any]
     ) -> cf.Future[Outcome]:
         cache = self._cache
-        fn = self._task(spec.name, reward, lambda: run_call(spec.name, reward, indices, cache), events)
-        future = self._pool(spec).submit(fn)
-        self._futures.append((spec.name, future))
+        future = self._executor.submit(spec.name, reward, partial(run_call, spec.name, reward, indices, cache), events)
         self._done.append((spec.name, indices, future))
         return future
 
@@ -318,11 +300,7 @@ class AsyncRewardRunner:
         """Run prepared calls of ``spec`` (on its pool when async) and return their outcomes in order."""
         if not spec.async_reward:
             return [job() for job in jobs]
-        events = _Streams.ready_events([str(reward.device)]) if _Streams.is_cuda(reward) else {}
-        futures = [self._pool(spec).submit(self._task(spec.name, reward, job, events)) for job in jobs]
-        self._futures.extend((spec.name, f) for f in futures)
-        self._wait([(spec.name, f) for f in futures], deadline)
-        return [f.result() for f in futures]
+        return self._executor.run(spec.name, reward, jobs, deadline)
 
     def _deadline(self) -> float | None:
         return None if self.timeout is None else time.monotonic() + self.timeout
@@ -371,10 +349,10 @@ class AsyncRewardRunner:
             skip=own,
             run_jobs=lambda spec, reward, jobs: self.run_jobs(spec, reward, jobs, deadline),
             error=self._deferred,
-            finish=lambda: self._wait(self._futures, deadline),
+            finish=lambda: self._executor.wait(None, deadline),
         )
         self.processor.score_into(table, self._cache, run)
-        self._wait(self._futures, deadline)
+        self._executor.wait(None, deadline)
         for name, indices, future in self._done:
             table.put(name, indices, *future.result())
         self._done = []
@@ -386,7 +364,7 @@ class AsyncRewardRunner:
         """Take in the finished calls; if none has finished, run one synchronous call or wait a little."""
         if not any(f.done() for _, _, f in self._done):
             if not self._inline:
-                self._wait_any(deadline)
+                self._executor.wait_any([(n, f) for n, _, f in self._done], deadline)
                 return
             name, chunk, job = self._inline.popleft()
             future: cf.Future[Outcome] = cf.Future()
@@ -409,17 +387,6 @@ class AsyncRewardRunner:
                 self._need[chunk] -= 1
                 self._order.extend(i for i in chunk if self._need[i] == 0 and i not in self._failed)
         self._done = waiting
-
-    def _wait_any(self, deadline: float | None) -> None:
-        """Wait (at most 0.1 s, for KeyboardInterrupt) for one of the submitted calls; a timeout past ``deadline``."""
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            raise self._timeout_error([(n, f) for n, _, f in self._done])
-        cf.wait(
-            [f for _, _, f in self._done],
-            timeout=0.1 if left is None else min(0.1, left),
-            return_when=cf.FIRST_COMPLETED,
-        )
 
     def _iterate(self, ordered: bool, deadline: float | None, round_id: object) -> Iterator[tuple[int, RewardResult]]:
         position = 0  # ordered: the next sample index; otherwise: the next entry of self._order
@@ -467,37 +434,7 @@ class AsyncRewardRunner:
             t.step,
         )
 
-    def _wait(self, futures: list[tuple[str, cf.Future[Outcome]]], deadline: float | None) -> None:
-        """Wait for ``futures``; raise the first error in submission order, or a timeout naming the rewards."""
-        pending = {f for _, f in futures}
-        while pending:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            # short waits keep the main thread responsive to KeyboardInterrupt
-            done, pending = cf.wait(
-                pending, timeout=0.1 if left is None else min(0.1, left), return_when=cf.FIRST_EXCEPTION
-            )
-            if any(f.exception() is not None for f in done if not f.cancelled()):
-                break
-            if pending and left is not None and left <= 0:
-                raise self._timeout_error([(n, f) for n, f in futures if f in pending])
-        for _, future in futures:
-            if future.done() and not future.cancelled() and (error := future.exception()) is not None:
-                raise error
-
-    def _timeout_error(self, pending: list[tuple[str, cf.Future[Outcome]]]) -> RewardTimeoutError:
-        names = sorted({n for n, _ in pending})
-        return RewardTimeoutError(
-            f"{len(pending)} call(s) still running after the runner's timeout of {self.timeout} s",
-            reward=", ".join(names),
-        )
-
     def _abort(self) -> None:
         """Cancel queued calls and drop the round; pools whose threads may still be busy are replaced."""
-        for _name, future in self._futures:
-            future.cancel()
-        busy = {name for name, f in self._futures if not f.done()}
-        for name in busy:
-            pool = self._pools.pop(name, None)
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+        self._executor.abort()
         self._reset()

@@ -15,8 +15,9 @@ gatherer behind verl's per-sample reward function), whole requests (the server's
 :func:`split_on_failure` runs a call and, when it fails, runs its items again one by one (a group as a
 whole, never split), so an error reaches only the items it belongs to and the others get their results.
 
-Executors run the calls: :func:`run_inline` on the caller's thread (the processor), a :class:`DaemonPool`
-of worker threads (the incremental runner, TRL's concurrent reward functions), and the cross-rank exchange
+Executors run the calls: :func:`run_inline` on the caller's thread (the processor), a :class:`ThreadExecutor`
+of worker threads per stream (the incremental runner; its :class:`DaemonPool` also runs TRL's concurrent
+reward functions), and the cross-rank exchange
 (:class:`~rewardzoo.core.distributed.GroupExchange`), which gathers the groups split over ranks before
 they are called.
 """
@@ -26,8 +27,13 @@ from __future__ import annotations
 import concurrent.futures as cf
 import queue
 import threading
-from collections.abc import Callable, Hashable, Iterable, Sequence
+import time
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ..errors import RewardTimeoutError
+from ..shared.device import DeviceStreams
 
 if TYPE_CHECKING:
     from ..rewards.base import Reward
@@ -200,3 +206,96 @@ class DaemonPool:
         if wait:
             for thread in self._threads:
                 thread.join()
+
+
+class ThreadExecutor:
+    """The thread executor: each stream's calls on a :class:`DaemonPool` of its own (``workers[name]`` threads,
+    started at its first call), a CUDA reward's on its device's side stream after the events recorded when the
+    call was queued. It keeps the futures of the round (until :meth:`new_round` or :meth:`abort`) and waits for
+    them with a deadline; past it, a :class:`~rewardzoo.errors.RewardTimeoutError` naming the streams."""
+
+    def __init__(self, workers: Mapping[str, int], timeout: float | None = None) -> None:
+        self.workers, self.timeout = dict(workers), timeout
+        self.futures: list[tuple[str, cf.Future[Any]]] = []
+        self._pools: dict[str, DaemonPool] = {}
+        self._streams = DeviceStreams()
+
+    def submit(self, name: str, reward: Reward, fn: Callable[[], _R], events: Mapping[str, Any]) -> cf.Future[_R]:
+        """Queue ``fn`` (a call of stream ``name``) on the stream's pool; its future, kept for the round."""
+        if DeviceStreams.is_cuda(reward):
+            device, call = str(reward.device), fn
+            fn = partial(self._streams.call, call, device, events.get(device))
+        pool = self._pools.get(name)
+        if pool is None:
+            pool = self._pools[name] = DaemonPool(self.workers[name], f"rewardzoo-{name}")
+        future = pool.submit(fn)
+        self.futures.append((name, future))
+        return future
+
+    def run(self, name: str, reward: Reward, jobs: Sequence[Callable[[], _R]], deadline: float | None) -> list[_R]:
+        """Run ``jobs`` of stream ``name`` on its pool; their outcomes in order (see :meth:`wait`)."""
+        events = DeviceStreams.ready_events([str(reward.device)]) if DeviceStreams.is_cuda(reward) else {}
+        futures = [(name, self.submit(name, reward, job, events)) for job in jobs]
+        self.wait(futures, deadline)
+        return [f.result() for _, f in futures]
+
+    @property
+    def in_flight(self) -> int:
+        """Calls of the round that have not finished yet."""
+        return sum(not f.done() for _, f in self.futures)
+
+    def wait(self, futures: Sequence[tuple[str, cf.Future[Any]]] | None, deadline: float | None) -> None:
+        """Wait for ``futures`` (None: the round's); raise the first error in submission order, or a timeout
+        past ``deadline`` naming the streams still running."""
+        futures = self.futures if futures is None else futures
+        pending = {f for _, f in futures}
+        while pending:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            # short waits keep the main thread responsive to KeyboardInterrupt
+            done, pending = cf.wait(
+                pending, timeout=0.1 if left is None else min(0.1, left), return_when=cf.FIRST_EXCEPTION
+            )
+            if any(f.exception() is not None for f in done if not f.cancelled()):
+                break
+            if pending and left is not None and left <= 0:
+                raise self.timeout_error([(n, f) for n, f in futures if f in pending])
+        for _, future in futures:
+            if future.done() and not future.cancelled() and (error := future.exception()) is not None:
+                raise error
+
+    def wait_any(self, futures: Sequence[tuple[str, cf.Future[Any]]], deadline: float | None) -> None:
+        """Wait (at most 0.1 s, for KeyboardInterrupt) for one of ``futures``; a timeout past ``deadline``."""
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise self.timeout_error(futures)
+        cf.wait(
+            [f for _, f in futures], timeout=0.1 if left is None else min(0.1, left), return_when=cf.FIRST_COMPLETED
+        )
+
+    def timeout_error(self, pending: Sequence[tuple[str, cf.Future[Any]]]) -> RewardTimeoutError:
+        names = sorted({n for n, _ in pending})
+        return RewardTimeoutError(
+            f"{len(pending)} call(s) still running after the runner's timeout of {self.timeout} s",
+            reward=", ".join(names),
+        )
+
+    def new_round(self) -> None:
+        """Forget the futures of the round (they have finished)."""
+        self.futures = []
+
+    def abort(self) -> None:
+        """Cancel the round's queued calls and forget them; pools whose threads may still be busy are replaced."""
+        for _name, future in self.futures:
+            future.cancel()
+        busy = {name for name, f in self.futures if not f.done()}
+        for name in busy:
+            pool = self._pools.pop(name, None)
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self.futures = []
+
+    def close(self) -> None:
+        """Stop every pool's threads (waiting for running calls)."""
+        for pool in self._pools.values():
+            pool.shutdown(wait=True)
+        self._pools.clear()
