@@ -19,8 +19,9 @@ calls one by one. The front ends — the synchronous
 :class:`~rewardzoo.core.processor.RewardProcessor`, the incremental
 :class:`~rewardzoo.core.async_runner.AsyncRewardRunner` and the cross-rank
 :class:`~rewardzoo.core.distributed.DistributedRewardProcessor` — only choose how the calls (jobs) run:
-inline, on worker threads, or exchanged between ranks. :class:`ConversionCache` and
-:func:`call_reward` are safe to use from several threads.
+inline, on worker threads, or exchanged between ranks (the executors of :mod:`rewardzoo.core.batching`, whose
+:class:`~rewardzoo.core.batching.Assembler` cuts every front end's calls); a :class:`ScoreRun` says which.
+:class:`ConversionCache` and :func:`call_reward` are safe to use from several threads.
 """
 
 from __future__ import annotations
