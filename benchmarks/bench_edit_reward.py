@@ -49,8 +49,8 @@ def bench(root: Path, repeats: int) -> dict:
     from transformers import AutoConfig, AutoProcessor, Qwen2_5_VLForConditionalGeneration
 
     import rewardzoo
+    from rewardzoo.rewards.models.vlm.reward_models import resize_image
     from rewardzoo.rewards.vlm.edit_reward import edit_reward_text
-    from rewardzoo.rewards.vlm.reward_models import resize_image
     from rewardzoo.testing import EDIT_REWARD_HEADS, tiny_edit_reward_dirs
 
     base, ckpt = tiny_edit_reward_dirs(root / "edit_reward", seed=0)

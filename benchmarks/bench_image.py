@@ -237,7 +237,7 @@ MEMORY_CHILD = r"""
 import json, os, resource, sys, weakref
 import numpy as np, torch
 from PIL import Image
-import rewardzoo.shared.clip as clip
+import rewardzoo.rewards.models.clip as clip
 from rewardzoo import RewardProcessor, Sample
 oc_dir, head, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 from rewardzoo.core.loader import RewardLoader

@@ -17,7 +17,7 @@ import time
 import torch
 from results_io import figure, measure, write_results
 
-from rewardzoo.rewards.text.backbones import HFBackbone
+from rewardzoo.rewards.models.text.backbones import HFBackbone
 from rewardzoo.rewards.text.implicit_prm import ImplicitPRM
 from rewardzoo.rewards.text.sequence_reward import SequenceRewardModel
 from rewardzoo.shared.device import resolve_device

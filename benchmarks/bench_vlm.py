@@ -108,8 +108,8 @@ def bench_endpoint(model_dir: str, repeats: int) -> dict:
     sys.path.insert(0, str(ROOT / "tests" / "vlm"))
     from openai_server import ChatServer
 
-    from rewardzoo.rewards.vlm.backbone import VLMQuery
-    from rewardzoo.rewards.vlm.endpoint import OpenAIVLM
+    from rewardzoo.rewards.models.vlm.backbone import VLMQuery
+    from rewardzoo.rewards.models.vlm.endpoint import OpenAIVLM
 
     server = ChatServer(model_dir, max_batch=8)
     images, prompts = pairs(16, seed=1)

@@ -3,10 +3,10 @@
 
 Sources (the only places a fact is written by hand):
 
-- ``rewardzoo/model_cards/<name>.md``: each reward's record in the YAML front matter;
+- ``rewardzoo/model_cards/<name>.md``: each reward's record in the YAML front matter (for a judge, its ``pairing:``
+  rows: what each reference runs, and rewardzoo's default and presets);
 - ``benchmarks/results/<script>.json``: the figures each benchmark script wrote (schema in
   ``benchmarks/results_io.py``);
-- ``rewardzoo/rewards/vlm/pairings.py``: what each judge's reference runs, and rewardzoo's default and presets.
 
 Generated, between ``<!-- generated: ... -->`` and ``<!-- end generated -->`` markers:
 
@@ -16,8 +16,8 @@ Generated, between ``<!-- generated: ... -->`` and ``<!-- end generated -->`` ma
 - each card's ``## Speed`` section: the figures whose ``rewards`` name that card (``speed``); the
   hand-written prose around the block must not contain measured numbers (checked here);
 - benchmarks/README.md: the latest run of each script (``benchmark runs``);
-- each judge's card: its ``## Reference pairing`` table (``pairing``) from
-  ``rewardzoo/rewards/vlm/pairings.py`` (the section is added before ``## Speed`` when a card lacks it);
+- each judge's card: its ``## Reference pairing`` table (``pairing``) from its front matter's ``pairing:`` rows
+  (:mod:`rewardzoo.catalog.pairings`; the section is added before ``## Speed`` when a card lacks it);
 - each card that loads weights: its ``## Precision`` section (``precision``), what ``dtype: auto`` runs in
   and where the reference sets it, from the front matter's ``default_dtype`` and ``dtype_source`` (added
   before ``## Speed`` when a card lacks it);
@@ -40,6 +40,7 @@ The documentation site (``mkdocs.yml``, sources under ``docs/``):
 
     python scripts/build_docs.py            # rewrite what is out of date
     python scripts/build_docs.py --check    # exit 1 listing (with a short diff) what is out of date
+    python scripts/build_docs.py --page NAME  # print one reward's page (a plugin's too: found through the registry)
 
 Only the text between the markers (and nothing else) is rewritten; a card is re-read right before it
 is written, so concurrent edits of its other sections survive.
@@ -60,7 +61,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from rewardzoo.rewards.vlm.pairings import PAIRINGS  # noqa: E402  (pure data: no torch
+from rewardzoo.catalog.pairings import card_pairings  # noqa: E402  (pure data: no torch)
+from rewardzoo.errors import RegistryError  # noqa: E402
 
 CARDS = ROOT / "rewardzoo" / "model_cards"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -78,7 +80,8 @@ SPEED = "## Speed"
 PAIRING = "## Reference pairing"
 PRECISION = "## Precision"
 PUBLISHED = "## Published agreement"
-#: Scripts in the order the Benchmarks page lists them; others follow alphabetically.
+#: The scripts the Benchmarks page lists first (the front doors, then each family's); a reward's own benchmark
+#: follows alphabetically with the others, so adding one touches nothing here.
 SCRIPT_ORDER = (
     "bench_processor.py",
     "bench_execution.py",
@@ -93,11 +96,6 @@ SCRIPT_ORDER = (
     "bench_report.py",
     "bench_ray.py",
     "bench_vlm.py",
-    "bench_verifiers.py",
-    "bench_geneval.py",
-    "bench_imaging_quality.py",
-    "bench_image_quality.py",
-    "bench_utmos.py",
     "bench_serve.py",
     "bench_residency.py",
 )
@@ -153,9 +151,7 @@ def load_results() -> list[dict]:
 
 def validate(cards: dict[str, dict], runs: list[dict]) -> None:
     seen: dict[str, str] = {}
-    problems = [
-        f"rewardzoo/rewards/vlm/pairings.py names '{name}', which has no card" for name in PAIRINGS if name not in cards
-    ]
+    problems: list[str] = []
     for run in runs:
         for fig in run["figures"]:
             if fig["id"] in seen:
@@ -327,8 +323,8 @@ def runs_block(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def pairing_block(name: str) -> str:
-    """The reward's rows of :data:`PAIRINGS` as a table; a default or preset row names what it reproduces."""
+def pairing_block(meta: dict) -> str:
+    """A judge card's ``pairing:`` rows as a table; a default or preset row names what it reproduces."""
 
     def code(text: str) -> str:  # an id or key in backticks, a note after it as it is
         head, sep, note = text.partition(" (")
@@ -338,7 +334,11 @@ def pairing_block(name: str) -> str:
         "| setting | source | model | template | decoding | image bounds | frames |",
         "|---|---|---|---|---|---|---|",
     ]
-    for row in PAIRINGS[name]:
+    try:
+        rows = card_pairings(meta, f"rewardzoo/model_cards/{meta['name']}.md")
+    except RegistryError as exc:
+        raise DocsError(str(exc)) from None
+    for row in rows:
         source = (
             row.source
             if row.reference in (None, "-")
@@ -481,9 +481,10 @@ def family(meta: dict) -> str:
     return parts[2]
 
 
-def card_body(name: str) -> str:
-    """A card's markdown after its front matter (read now: the cards may have just been rewritten)."""
-    text = (CARDS / f"{name}.md").read_text(encoding="utf-8")
+def card_body(name: str, card: Path | None = None) -> str:
+    """A card's markdown after its front matter (read now: the cards may have just been rewritten); ``card``: its
+    file when it is not a shipped card (a plugin's)."""
+    text = (card or CARDS / f"{name}.md").read_text(encoding="utf-8")
     return text[4:].split("\n---\n", 1)[1].lstrip("\n")
 
 
@@ -504,13 +505,18 @@ def speed_count(name: str, runs: list[dict]) -> int:
     return sum(name in f["rewards"] for run in runs for f in run["figures"])
 
 
-def reward_page(name: str, meta: dict, runs: list[dict]) -> str:
-    """A reward's page: the card's front matter as a table of facts, then the card's own text."""
+def reward_page(name: str, meta: dict, runs: list[dict], card: Path | None = None) -> str:
+    """A reward's page: the card's front matter as a table of facts, then the card's own text. ``card``: the file of
+    a card that is not shipped (a plugin's, :func:`plugin_page`); its family row names the plugin."""
     lo, hi = (float(b) for b in meta["score_range"])
-    fam = family(meta)
     ref = meta.get("reference") or {}
+    if card is None:
+        fam = family(meta)
+        family_row = f"[{FAMILIES[fam]}](families/{fam}.md)"
+    else:
+        family_row = f"a plugin's (`{meta['implementation']}`)"
     rows = [
-        ("family", f"[{FAMILIES[fam]}](families/{fam}.md)"),
+        ("family", family_row),
         ("modality", meta["modality"]),
         ("kind", meta["kind"]),
         ("install", install_line(meta)),
@@ -532,12 +538,13 @@ def reward_page(name: str, meta: dict, runs: list[dict]) -> str:
             rows.append(("at real size", scale_summary(case, row)))
     figures = speed_count(name, runs)
     rows.append(("speed", f"[{figures} benchmark figure{'s' * (figures != 1)}](#speed)" if figures else "not measured"))
-    body = card_body(name)
+    body = card_body(name, card)
     head, _, rest = body.partition("\n")
+    source = f"rewardzoo/model_cards/{name}.md" if card is None else str(card)
     if not head.startswith("# "):
-        raise DocsError(f"rewardzoo/model_cards/{name}.md: the body does not start with '# {name}'")
+        raise DocsError(f"{source}: the body does not start with '# {name}'")
     lines = [
-        PAGE_NOTE.format(source=f"rewardzoo/model_cards/{name}.md"),
+        PAGE_NOTE.format(source=source),
         f"# {name}",
         "",
         cell(meta.get("summary", "")),
@@ -552,6 +559,19 @@ def reward_page(name: str, meta: dict, runs: list[dict]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def plugin_page(name: str) -> str:
+    """The page of any reward the registry knows by a card (a plugin's included), as the site renders it."""
+    from rewardzoo.registry import info
+
+    found = info(name)
+    if found is None or found.card is None:
+        raise DocsError(f"no reward named '{name}' with a model card (rewardzoo list shows them)")
+    meta = read_front_matter(found.card)
+    meta = {**meta, "name": found.name, "implementation": found.implementation}
+    shipped = found.card.parent.resolve() == CARDS.resolve()
+    return reward_page(found.name, meta, load_results(), None if shipped else found.card)
 
 
 def rewards_index(cards: dict[str, dict], runs: list[dict]) -> str:
@@ -962,12 +982,12 @@ def targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callable]:
             "benchmarks/README.md",
         ),
     }
-    pairing_note = NOTE.format(source="rewardzoo/rewards/vlm/pairings.py")
-    for name in cards:
+    pairing_note = NOTE.format(source="the card's front matter (`pairing:`)")
+    for name, meta in cards.items():
         block = NOTE.format(source="benchmarks/results/*.json") + "\n" + speed_block(name, runs)
         where = f"rewardzoo/model_cards/{name}.md"
-        if name in PAIRINGS:
-            pairing = pairing_note + "\n" + pairing_block(name)
+        if meta.get("pairing") is not None:
+            pairing = pairing_note + "\n" + pairing_block(meta)
             out[CARDS / f"{name}.md"] = lambda t, n=name, b=block, p=pairing, w=where: card_text(
                 pairing_text(t, p, w), n, b, w
             )
@@ -1015,7 +1035,15 @@ def short_diff(old: str, new: str, name: str, limit: int = 30) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is out of date")
+    ap.add_argument("--page", metavar="NAME", help="print the page of one reward (any with a card: a plugin's too)")
     args = ap.parse_args(argv)
+    if args.page:
+        try:
+            print(plugin_page(args.page), end="")
+        except DocsError as exc:
+            print(f"build_docs: {exc}", file=sys.stderr)
+            return 1
+        return 0
     try:
         cards, runs = load_cards(), load_results()
         validate(cards, runs)

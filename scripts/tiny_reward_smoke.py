@@ -20,7 +20,7 @@ import sys
 import torch
 
 from rewardzoo.errors import ConfigError
-from rewardzoo.rewards.text.backbones import PaLMBackbone, TinyTransformer
+from rewardzoo.rewards.models.text.backbones import PaLMBackbone, TinyTransformer
 from rewardzoo.rewards.text.sequence_reward import SequenceRewardModel
 from rewardzoo.shared.device import resolve_device, valid_device
 

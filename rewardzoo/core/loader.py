@@ -26,6 +26,7 @@ from ..errors import ConfigError, RegistryError, RewardZooError, WakeError
 from ..registry import Found, find
 from ..rewards.base import Reward, before_call, check_kind
 from ..rewards.info import RewardInfo
+from ..rewards.options import RewardOptions
 from ..shared.device import check_device, resolve_device
 from ..shared.options import known_options
 from ..shared.weights import refused_reason
@@ -148,7 +149,7 @@ class RewardLoader:
             if old is None or self.residency.wake_failed(old):  # weights that cannot wake: a fresh build
                 built = self._instances[resolved.identity] = self._construct(resolved, label)
                 before_call(built, self.residency.wake_reward)
-                self.residency.note_roots(built, [spec.model_path, *_path_options(spec.kwargs)])
+                self.residency.note_roots(built, [spec.model_path, *_weight_sources(built, spec.kwargs)])
             reward = self._instances[resolved.identity]
             self._offload.setdefault(id(reward), set()).add(spec.offload)
             if spec.offload == "none":  # an entry that keeps the model resident: awake from now on
@@ -274,6 +275,14 @@ _RESERVED = ("self", "model_path", "device", "dtype")
 _PATH_OPTIONS = ("model", "path", "checkpoint", "ckpt", "weights", "pretrained")
 
 
+def _weight_sources(reward: Reward, kwargs: Mapping[str, Any]) -> list[str]:
+    """Where, besides ``model_path``, a built reward's weights were loaded from: its options declared as weight
+    paths; for a class declaring no ``Options``, its path-like option names."""
+    if type(reward).Options is RewardOptions:
+        return _path_options(kwargs)
+    return reward.options.weight_sources()
+
+
 def _path_options(kwargs: Mapping[str, Any]) -> list[str]:
     """The values of an entry's path options: where, besides ``model_path``, its weights were loaded from (an inner
     reward given as a mapping is an entry of its own, with its own roots)."""
@@ -315,12 +324,15 @@ def requested_device(spec: RewardSpec, card: RewardInfo | None) -> str:
     return requested
 
 
-def _check_options(cls: type, kwargs: dict[str, Any], inner: dict[str, Any]) -> None:
-    """Every configured option must be a constructor parameter (unless it takes ``**kwargs``)."""
-    params = _init_params(cls)
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+def _check_options(cls: type[Reward], kwargs: dict[str, Any], inner: dict[str, Any]) -> None:
+    """The configured options, checked against the reward's declared ``Options`` before anything is loaded (inner
+    rewards as the entries they are at this point)."""
+    if cls.Options is RewardOptions:  # a class declaring no Options: its constructor's parameters are its options
+        params = _init_params(cls)
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            known_options(cls.__name__, kwargs, [p for p in params if p not in _RESERVED and p not in inner])
         return
-    known_options(cls.__name__, kwargs, [p for p in params if p not in _RESERVED and p not in inner])
+    cls.Options.parse({**kwargs, **inner}, cls.__name__)
 
 
 def _init_params(cls: type[Any]) -> dict[str, inspect.Parameter]:

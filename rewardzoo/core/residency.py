@@ -55,8 +55,8 @@ def reward_modules(reward: Reward) -> list[Any]:
 
 
 def reward_sessions(reward: Reward) -> list[Any]:
-    """The ONNX sessions (:class:`~rewardzoo.shared.onnx.ReleasableSession`) reachable from ``reward``."""
-    from ..shared.onnx import ReleasableSession
+    """The ONNX sessions (:class:`~rewardzoo.rewards.models.onnx.ReleasableSession`) reachable from ``reward``."""
+    from ..rewards.models.onnx import ReleasableSession
 
     return _reachable(reward, lambda obj: isinstance(obj, ReleasableSession))
 

@@ -30,13 +30,14 @@ import threading
 import weakref
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 
 from ..errors import ConfigError, RegistryError, RewardOutputError
 from ..shared.checkpoints import Checkpoint, resolve_checkpoint
 from .info import KINDS, PER_INSTANCE, RewardInfo
+from .options import AfterValidator, RewardOptions
 
 #: Fields a reward may declare in its :class:`Inputs`.
 KNOWN_FIELDS = (
@@ -174,11 +175,12 @@ class Reward:
     ``higher_is_better`` and ``score_range`` as class attributes instead; the defaults are higher is
     better and any finite score.
 
-    Construction: ``Reward(model_path=None, device="cpu", dtype="float32", **kwargs)``; ``device`` is a
+    Construction: ``Reward(model_path=None, device="cpu", dtype="float32", **options)``; ``device`` is a
     resolved device string, ``dtype`` a dtype name. ``self.name`` is the registry name the loader builds it
-    under (:meth:`named`) from the start of ``__init__``, else the class name. Subclasses add keyword arguments of their own (the
-    YAML ``kwargs:`` mapping) and load weights in ``__init__``; they never prepare or shard themselves
-    for a trainer. Flow-Factory's own constructor call (``Class(config=..., accelerator=...)``, when its
+    under (:meth:`named`) from the start of ``__init__``, else the class name. A subclass declares its options
+    (the YAML ``kwargs:`` mapping) once, as a nested ``Options`` class (:class:`~rewardzoo.rewards.options.RewardOptions`),
+    passes ``**options`` on to this constructor, which validates them into ``self.options``, and loads its
+    weights in ``__init__``; it never prepares or shards itself for a trainer. Flow-Factory's own constructor call (``Class(config=..., accelerator=...)``, when its
     ``reward_model:`` names a reward class) is refused with a ConfigError showing the adapter entry to write.
     """
 
@@ -186,6 +188,9 @@ class Reward:
     thread_safe: bool = True  # an instance may set it in __init__ (e.g. by the backend it was built on)
     io_bound: bool = False
     kind: ClassVar[str] = ""
+    #: The options (``kwargs:``) this reward takes, typed (:mod:`rewardzoo.rewards.options`); none by default.
+    Options: ClassVar[type[RewardOptions]] = RewardOptions
+    options: RewardOptions
     streams: ClassVar[tuple[str, ...]] = ()
     default_streams: Mapping[str, Mapping[str, Any]] | None = None
 
@@ -206,11 +211,14 @@ class Reward:
                 "(rewardzoo.rewards.base.Inputs)"
             )
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32") -> None:
+    def __init__(
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
+    ) -> None:
         self.model_path = model_path
         self.device = device
         self.dtype_name = dtype
         self.name: str = vars(self).get("name", type(self).__name__)  # set before __init__ by :meth:`named`
+        self.options = type(self).Options.parse(options, type(self).__name__)
 
     @classmethod
     def named(cls, name: str, /, **kwargs: Any) -> Reward:
@@ -265,10 +273,12 @@ class Reward:
 
     @classmethod
     def configured(cls, kwargs: Mapping[str, Any], name: str) -> Any:
-        """The value an instance built with ``kwargs`` gets for its constructor option ``name``: the configured one,
-        else the constructor's default (for :meth:`weight_files`)."""
+        """The value an instance built with ``kwargs`` gets for its option ``name``: the configured one, else the
+        declared default (for :meth:`weight_files`)."""
         if name in kwargs:
             return kwargs[name]
+        if name in cls.Options.model_fields:
+            return cls.Options.default(name)
         return inspect.signature(cls.__init__).parameters[name].default
 
     @property
@@ -329,6 +339,17 @@ def check_kind(reward: Reward) -> None:
             f"{type(reward).__qualname__} declares kind {PER_INSTANCE!r} but its __init__ did not "
             f"decide one of {KINDS} (Reward.decide_kind)"
         )
+
+
+def _inner_entry(value: Any) -> Any:
+    if value is None or isinstance(value, (str, Mapping, Reward)):
+        return value
+    raise ValueError(f"must be a reward entry (a name or a mapping) or a built reward, got {type(value).__name__}")
+
+
+#: The type of a composite's inner-reward option: a reward entry as configured (a name or a mapping), or the built
+#: reward the loader hands the constructor (:meth:`Reward.inner_rewards`).
+InnerReward = Annotated[Any, AfterValidator(_inner_entry)]
 
 
 class PointwiseReward(Reward):

@@ -105,3 +105,31 @@ def bounded_lines(
         if len(line) > max_line_chars:
             raise error(f"longer than {max_line_chars} characters (the longest line read)", lineno)
         yield line
+
+
+#: The line that opens a text block in a :func:`text_blocks` file: ``@@ NAME``.
+BLOCK_HEADER = "@@ "
+
+
+def text_blocks(path: str | os.PathLike) -> dict[str, str]:
+    """The named texts of a package data file, verbatim: each starts after a line ``@@ NAME`` and ends at the
+    newline before the next such line (or the file's last newline). Lines before the first header are comments.
+
+    Reference prompts live in such files beside the judge that sends them, character for character (trailing
+    spaces and blank lines included); a header line inside a text is impossible by construction."""
+    text = Path(path).read_text(encoding="utf-8")
+    if not text.endswith("\n"):
+        raise ValueError(f"{path}: a text-block file ends with a newline")
+    blocks: dict[str, str] = {}
+    name: str | None = None
+    lines: list[str] = []
+    for line in text[:-1].split("\n") + [BLOCK_HEADER]:
+        if line.startswith(BLOCK_HEADER):
+            if name is not None:
+                blocks[name] = "\n".join(lines)
+            name, lines = line[len(BLOCK_HEADER) :].strip(), []
+            if name in blocks:
+                raise ValueError(f"{path}: the block '{name}' appears twice")
+        elif name is not None:
+            lines.append(line)
+    return blocks

@@ -1,7 +1,7 @@
 """Tiny CLIP backbones on disk: an open_clip hub directory, a transformers ``CLIPModel`` + ``CLIPProcessor``
 directory and an HPSv2-style ``{"state_dict": ...}`` checkpoint of an open_clip model.
 
-These are the three layouts :func:`rewardzoo.shared.clip.load_clip_backbone` reads (``local-dir:`` open_clip,
+These are the three layouts :func:`rewardzoo.rewards.models.clip.load_clip_backbone` reads (``local-dir:`` open_clip,
 ``from_pretrained`` transformers, an open_clip model plus ``checkpoint``), so every CLIP-based reward
 (``clip_score``, ``pickscore``, ``hpsv2``, the aesthetic and video rewards' ``clip_model``) loads them through
 its ordinary ``model_path``. Imports: the standard library and :mod:`.common` at module level; torch,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..rewards.vlm import llava_checkpoint
+from ..rewards.models.vlm import llava_checkpoint
 from .common import made_dir
 
 #: Tiny tile grid (SigLIP image size 28, patch 14: 2x2 patches = 4 tokens per tile).
@@ -85,7 +85,7 @@ def tiny_llava_onevision_config(
 def tiny_llava_onevision_processor(tokenizer=None):
     """The real ``LlavaOnevisionProcessor`` over the tiny BPE with ``<image>`` / ``<video>`` added (as
     transformers' conversion script adds them), SigLIP preprocessing at 28x28 and LLaVA-NeXT's ChatML chat template
-    (:data:`~rewardzoo.rewards.vlm.llava_checkpoint.LLAVA_QWEN_CHAT_TEMPLATE`)."""
+    (:data:`~rewardzoo.rewards.models.vlm.llava_checkpoint.LLAVA_QWEN_CHAT_TEMPLATE`)."""
     from transformers import AddedToken, LlavaOnevisionImageProcessor, LlavaOnevisionProcessor
     from transformers.models.llava_onevision.video_processing_llava_onevision import LlavaOnevisionVideoProcessor
 

@@ -2,7 +2,7 @@
 and a timm DINOv3 as a ``timm.models.save_for_hf`` directory.
 
 The first two are what the subject-consistency reward (:mod:`rewardzoo.rewards.video.consistency`) loads as
-``model_path``; the timm one is what :mod:`rewardzoo.shared.timm_backbone` loads (the diversity rewards'
+``model_path``; the timm one is what :mod:`rewardzoo.rewards.models.timm_backbone` loads (the diversity rewards'
 ``preset: gardo``). Imports: the standard library at module level; torch, transformers and timm inside the
 builders.
 """

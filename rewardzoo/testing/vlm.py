@@ -224,7 +224,7 @@ def tiny_vlm_dir(
     """Write a random-init Qwen-VL ``...ForConditionalGeneration`` and its processor with ``save_pretrained``.
 
     The directory is what ``AutoModelForImageTextToText`` / ``AutoProcessor.from_pretrained`` (and so
-    :func:`rewardzoo.rewards.vlm.backbone.load_vlm`, and every VLM reward's ``model_path``) read, as a hub checkpoint.
+    :func:`rewardzoo.rewards.models.vlm.backbone.load_vlm`, and every VLM reward's ``model_path``) read, as a hub checkpoint.
     ``torch.manual_seed(seed)`` is called right before the model is built from ``config`` (default
     :func:`tiny_vlm_config`), so equal seeds give equal weights. Returns the directory.
     """

@@ -242,7 +242,7 @@ def hpsv3_meta_row(scratch: Path) -> dict[str, Any]:
 
     from rewardzoo.core.memory_plan import plan_config
     from rewardzoo.core.resolve import resolve_config
-    from rewardzoo.rewards.vlm.reward_models import resize_vocabulary
+    from rewardzoo.rewards.models.vlm.reward_models import resize_vocabulary
     from rewardzoo.testing.reward_models import older_qwen2_vl_peft_key
     from scale.common import Measured
     from scale.qwen import hf_config, qwen_processor, qwen_tokenizer, sparse_safetensors

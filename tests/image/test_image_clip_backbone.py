@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.shared.clip import cached_backbones, check_pairs, load_clip_backbone, resolve_weights_file
+from rewardzoo.rewards.models.clip import cached_backbones, check_pairs, load_clip_backbone
+from rewardzoo.rewards.models.weights import resolve_weights_file
 
 from .media import PROMPTS
 

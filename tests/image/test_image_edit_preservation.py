@@ -158,7 +158,7 @@ def test_dino_is_the_cosine_of_the_backbones_cls_tokens_and_pastes_the_edit_regi
 
 
 def test_clip_is_the_cosine_of_the_backbones_image_features(oc_dir):
-    from rewardzoo.shared.clip import load_clip_backbone
+    from rewardzoo.rewards.models.clip import load_clip_backbone
 
     pairs = [edit_pair(s) for s in range(2)]
     samples = [Sample(image=r, condition_images=[s]) for s, r, _ in pairs]

@@ -56,7 +56,9 @@ def test_device_auto_and_cpu_are_one_identity_on_a_cpu_machine():
 
 
 def test_unknown_constructor_option_is_a_config_error():
-    with pytest.raises(ConfigError, match="entry 'q', field 'kwargs'.*no option 'qualty'.*did you mean 'quality'"):
+    with pytest.raises(
+        ConfigError, match="entry 'q', field 'kwargs.qualty'.*no option 'qualty'.*did you mean 'quality'"
+    ):
         RewardLoader().load({"name": "q", "reward_model": "jpeg_compressibility", "kwargs": {"qualty": 90}})
 
 

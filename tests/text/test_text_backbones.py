@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.rewards.text.backbones import Backbone, HFBackbone, TinyTransformer, as_backbone
-from rewardzoo.rewards.text.lora import LoRALinear, add_lora, lora_parameters
+from rewardzoo.rewards.models.text.backbones import Backbone, HFBackbone, TinyTransformer, as_backbone
+from rewardzoo.rewards.models.text.lora import LoRALinear, add_lora, lora_parameters
 
 SEQS = [[2, 5, 6, 7, 8, 9, 10], [2, 5, 6], [2, 11, 12, 13, 14], [4]]
 

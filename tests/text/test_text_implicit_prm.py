@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.rewards.text.backbones import TinyTransformer
+from rewardzoo.rewards.models.text.backbones import TinyTransformer
 from rewardzoo.rewards.text.implicit_prm import ImplicitPRM
 
 SEQS = [[2, 5, 6, 7, 8, 9, 10], [2, 5, 6], [2, 11, 12, 13, 14]]

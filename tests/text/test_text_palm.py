@@ -14,14 +14,9 @@ palm_rlhf = pytest.importorskip(
 )
 
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.rewards.text.backbones import (
-    Backbone,
-    PaLMBackbone,
-    as_backbone,
-    from_negative_padding,
-)
+from rewardzoo.rewards.models.text.backbones import Backbone, PaLMBackbone, as_backbone, from_negative_padding
+from rewardzoo.rewards.models.text.lora import LoRALinear
 from rewardzoo.rewards.text.implicit_prm import ImplicitPRM
-from rewardzoo.rewards.text.lora import LoRALinear
 from rewardzoo.rewards.text.sequence_reward import SequenceRewardModel
 
 PaLM, PalmRewardModel, PalmImplicitPRM = palm_rlhf.PaLM, palm_rlhf.RewardModel, palm_rlhf.ImplicitPRM

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.rewards.text.backbones import HFBackbone, TinyTransformer
-from rewardzoo.rewards.text.lora import LoRALinear
+from rewardzoo.rewards.models.text.backbones import HFBackbone, TinyTransformer
+from rewardzoo.rewards.models.text.lora import LoRALinear
 from rewardzoo.rewards.text.sequence_reward import (
     SequenceRewardModel,
     bradley_terry_loss,

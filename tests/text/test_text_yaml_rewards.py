@@ -58,7 +58,7 @@ def test_sequence_reward_hf_classifier(tmp_path, text_models, tokenizer):
 
 @pytest.mark.parametrize("dtype, tol", [("float32", 1e-5), ("bfloat16", 0.05)])
 def test_sequence_reward_rewardzoo_format(tmp_path, text_models, tokenizer, dtype, tol):
-    from rewardzoo.rewards.text.backbones import HFBackbone
+    from rewardzoo.rewards.models.text.backbones import HFBackbone
     from rewardzoo.rewards.text.sequence_reward import SequenceRewardModel
 
     model = SequenceRewardModel(
@@ -98,7 +98,7 @@ def test_bfloat16_close_to_float32(tmp_path, text_models, name, kwargs):
 
 
 def test_sequence_reward_tiny_backbone_truncates_to_its_max_len(tmp_path, tokenizer):
-    from rewardzoo.rewards.text.backbones import TinyTransformer
+    from rewardzoo.rewards.models.text.backbones import TinyTransformer
     from rewardzoo.rewards.text.sequence_reward import SequenceRewardModel
 
     torch.manual_seed(0)

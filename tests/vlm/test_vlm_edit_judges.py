@@ -25,10 +25,10 @@ from transformers import AutoModelForImageTextToText, AutoProcessor
 
 import rewardzoo
 from rewardzoo.errors import InputError, RewardOutputError
+from rewardzoo.rewards.models.vlm.judging import Failure, rubric_scores
 from rewardzoo.rewards.vlm import edit_score as es
 from rewardzoo.rewards.vlm import unified_reward_edit as ure
-from rewardzoo.rewards.vlm.judging import Failure, rubric_scores
-from rewardzoo.rewards.vlm.prompts import UNIFIED_REWARD_EDIT_PAIRWISE_SCORE
+from rewardzoo.rewards.vlm.unified_reward_edit import UNIFIED_REWARD_EDIT_PAIRWISE_SCORE
 
 from .openai_server import ChatServer
 

@@ -18,8 +18,8 @@ import pytest
 
 import rewardzoo
 from rewardzoo.errors import ConfigError
+from rewardzoo.rewards.models.vlm.judging import Failure
 from rewardzoo.rewards.vlm import edit_score as es
-from rewardzoo.rewards.vlm.judging import Failure
 
 from .test_vlm_edit_judges import ANSWERS, PROMPTS, CannedBackend, _edits, reference_parse
 

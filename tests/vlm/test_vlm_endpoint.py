@@ -25,8 +25,8 @@ import pytest
 
 import rewardzoo
 from rewardzoo.errors import ConfigError, RewardOutputError
-from rewardzoo.rewards.vlm.backbone import VLMQuery
-from rewardzoo.rewards.vlm.endpoint import OpenAIVLM
+from rewardzoo.rewards.models.vlm.backbone import VLMQuery
+from rewardzoo.rewards.models.vlm.endpoint import OpenAIVLM
 from tests.execution.rewards import Rendezvous, overlapping, path
 from tests.execution.test_execution_overlap import one_by_one
 

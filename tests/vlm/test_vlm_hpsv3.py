@@ -141,7 +141,7 @@ def test_positions_are_the_published_forwards_not_mrope(reward, published):
 
 def test_images_resized_as_hpsv3(reward):
     """Every image goes in at qwen-vl-utils' size for min = max pixels (the image grid the model sees)."""
-    from rewardzoo.rewards.vlm.reward_models import smart_resize
+    from rewardzoo.rewards.models.vlm.reward_models import smart_resize
 
     for h, w in SIZES + [(1024, 1024), (512, 768)]:
         rh, rw = smart_resize(h, w, min_pixels=256 * 28 * 28, max_pixels=256 * 28 * 28)

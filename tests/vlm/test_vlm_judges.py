@@ -11,7 +11,7 @@ import pytest
 
 import rewardzoo
 from rewardzoo.errors import ConfigError, RewardOutputError
-from rewardzoo.rewards.vlm.judging import Failure, FailurePolicy, RegexScore, tagged, yes_probability
+from rewardzoo.rewards.models.vlm.judging import Failure, FailurePolicy, RegexScore, tagged, yes_probability
 
 
 def flow_grpo_unifiedreward(texts):

@@ -1,4 +1,4 @@
-"""The VLM backbone (rewardzoo.rewards.vlm.backbone): loading, chat-template rendering, left-padded batches, limits."""
+"""The VLM backbone (rewardzoo.rewards.models.vlm.backbone): loading, chat-template rendering, left-padded batches, limits."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
 from rewardzoo.errors import ConfigError, InputError
-from rewardzoo.rewards.vlm.backbone import PixelBounds, Video, VLMQuery, backbone_key, load_vlm
+from rewardzoo.rewards.models.vlm.backbone import PixelBounds, Video, VLMQuery, backbone_key, load_vlm
 
 from .conftest import random_image
 

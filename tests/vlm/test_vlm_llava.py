@@ -13,7 +13,7 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoProcessor, LlavaOnevisionForConditionalGeneration
 
 from rewardzoo.errors import ConfigError
-from rewardzoo.rewards.vlm.backbone import VLMQuery, load_vlm
+from rewardzoo.rewards.models.vlm.backbone import VLMQuery, load_vlm
 from rewardzoo.testing import tiny_llava_onevision_dirs
 
 # transformers src/transformers/models/llava_onevision/convert_llava_onevision_weights_to_hf.py
@@ -136,7 +136,7 @@ def test_a_checkpoint_that_does_not_fit_is_a_config_error(llava_dirs, tmp_path):
 
 
 def test_pixel_bounds_of_the_qwen_resize_are_refused_for_llava(llava_dirs):
-    from rewardzoo.rewards.vlm.backend import build_backend
+    from rewardzoo.rewards.models.vlm.backend import build_backend
 
     with pytest.raises(ConfigError, match="LLaVA-OneVision .* tiles each image"):
         build_backend("judge", model_path=llava_dirs["llava"], device="cpu", dtype="float32", max_pixels=4096)

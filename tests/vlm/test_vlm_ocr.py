@@ -57,7 +57,7 @@ def server():
 
 
 def _endpoint_reward(server, images, reads, **kwargs):
-    from rewardzoo.rewards.vlm.endpoint import image_data_url
+    from rewardzoo.rewards.models.vlm.endpoint import image_data_url
 
     for im, text in zip(images, reads):
         server.by_image[image_data_url(im)] = text
@@ -126,7 +126,7 @@ def test_an_empty_transcription_is_an_error_naming_the_sample(server):
 
 
 def test_local_qwen_vl_scores_its_own_transcription_sampled_as_vllm_would(vlm_dir, monkeypatch):
-    from rewardzoo.rewards.vlm.backend import served_sampling
+    from rewardzoo.rewards.models.vlm.backend import served_sampling
 
     proc = rewardzoo.RewardProcessor(
         [

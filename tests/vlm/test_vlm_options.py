@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 import rewardzoo
 from rewardzoo.errors import ConfigError
-from rewardzoo.rewards.vlm.common import ALL_OPTIONS, BackendOptions
+from rewardzoo.rewards.models.vlm.common import ALL_OPTIONS, BackendOptions
 
 JUDGES = {
     "vqascore": "VQAScore",

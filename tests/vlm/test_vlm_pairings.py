@@ -1,5 +1,5 @@
-"""The reference-pairing table (rewardzoo/rewards/vlm/pairings.py): a default model and a default template never
-come from different references, and each reward runs what its rows say.
+"""The reference pairings (each judge card's ``pairing:`` rows, :mod:`rewardzoo.catalog.pairings`): a default
+model and a default template never come from different references, and each reward runs what its rows say.
 
 - every ``default`` / ``preset:`` row names a ``reference`` row of the same reward and has that row's model and
   template (``reference="-"``: no reference pairing exists, the model and template are the user's);
@@ -18,11 +18,12 @@ from dataclasses import replace
 import pytest
 
 import rewardzoo
+from rewardzoo.catalog.pairings import USER_GIVEN, model_id, pairings
 from rewardzoo.errors import ConfigError
 from rewardzoo.registry import info
-from rewardzoo.rewards.vlm import backend as backend_module
-from rewardzoo.rewards.vlm.pairings import PAIRINGS, USER_GIVEN, model_id
+from rewardzoo.rewards.models.vlm import backend as backend_module
 
+PAIRINGS = pairings()
 ROWS = [(name, row) for name, rows in PAIRINGS.items() for row in rows]
 RUN_ROWS = [(name, row) for name, row in ROWS if row.setting != "reference"]
 #: No request is sent: building an endpoint judge reads its options only.

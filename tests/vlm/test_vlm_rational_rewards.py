@@ -331,7 +331,7 @@ def test_local_backend_generates_what_transformers_does_on_the_references_messag
 
 
 def test_reference_decoding_is_sampled_locally_as_vllm_would(vlm_dir, monkeypatch):
-    from rewardzoo.rewards.vlm import backend as backend_module
+    from rewardzoo.rewards.models.vlm import backend as backend_module
 
     reward = _load("rational_rewards", vlm_dir, on_failure={"substitute": 0.0})
     seen = {}

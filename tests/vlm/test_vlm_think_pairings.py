@@ -24,8 +24,8 @@ from transformers import AutoModelForImageTextToText, AutoProcessor, GenerationC
 
 import rewardzoo
 from rewardzoo.errors import ConfigError
-from rewardzoo.rewards.vlm.backbone import VLMQuery, load_vlm
-from rewardzoo.rewards.vlm.backend import LocalVLM, served_sampling
+from rewardzoo.rewards.models.vlm.backbone import VLMQuery, load_vlm
+from rewardzoo.rewards.models.vlm.backend import LocalVLM, served_sampling
 from rewardzoo.rewards.vlm.unified_reward_think import TEMPLATES
 from rewardzoo.shared.video import sample_indices
 from rewardzoo.testing import tiny_vlm_dir
@@ -182,7 +182,7 @@ PREF_GRPO_QWEN_7B_VIDEO = "Given a caption and two videos generated based on thi
 )
 def test_each_template_is_pref_grpos_text_and_fills_as_its_str_format(key, quoted):
     assert TEMPLATES[key] == quoted
-    from rewardzoo.rewards.vlm.common import fill
+    from rewardzoo.rewards.models.vlm.common import fill
 
     prompt = "a {braced} cat 「quoted」"
     assert fill(TEMPLATES[key], prompt) == quoted.format(prompt=prompt)  # Pref-GRPO: template.format(prompt=...)

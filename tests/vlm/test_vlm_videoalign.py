@@ -141,7 +141,7 @@ def test_lora_is_merged_and_normalisation_can_be_switched_off(published):
 
 
 def test_frame_choice_follows_qwen_vl_utils():
-    from rewardzoo.rewards.vlm.reward_models import video_frame_indices
+    from rewardzoo.rewards.models.vlm.reward_models import video_frame_indices
 
     # 2 fps of a 24 fps clip: 49 frames -> 4 (the minimum), 121 -> 10, 5 s at 16 fps (81) -> 10
     assert len(video_frame_indices(49, fps=2.0, source_fps=24.0)) == 4
@@ -155,7 +155,7 @@ def test_frame_choice_follows_qwen_vl_utils():
 
 
 def test_frame_choice_stays_inside_a_video_of_more_than_2_24_frames():
-    from rewardzoo.rewards.vlm.reward_models import video_frame_indices
+    from rewardzoo.rewards.models.vlm.reward_models import video_frame_indices
 
     total = 2**24 + 4  # float32 rounds total - 1 = 2**24 + 3 up to total: qwen-vl-utils' last index is past the end
     reference = torch.linspace(0, total - 1, 8).round().long().tolist()

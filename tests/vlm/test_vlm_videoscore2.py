@@ -13,8 +13,8 @@ from transformers import AutoModelForImageTextToText, AutoProcessor
 
 import rewardzoo
 from rewardzoo.errors import RewardOutputError
+from rewardzoo.rewards.models.vlm.judging import Failure
 from rewardzoo.rewards.vlm import videoscore2 as vs2
-from rewardzoo.rewards.vlm.judging import Failure
 
 # TIGER-AI-Lab/VideoScore2 e6abe26bf694c293023cb3863bd6c657128766ac, vs2_inference.py, main(): VS2_QUERY_TEMPLATE
 # (a string.Template; the literal as written inside main, its indentation included).

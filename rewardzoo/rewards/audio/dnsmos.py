@@ -34,9 +34,9 @@ import torch
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
 from ...shared.checkpoints import Checkpoint, local_file, package_file
-from ...shared.onnx import onnx_session
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.onnx import onnx_session
 
 SAMPLE_RATE = 16000
 INPUT_SECONDS = 9.01

@@ -21,10 +21,10 @@ import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
-from ...shared.clip import resolve_weights_file
 from ...shared.options import positive_int
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.weights import resolve_weights_file
 
 SAMPLE_RATE = 16000
 DEFAULT_WEIGHTS = "Blinorot/UTMOS-PyTorch/utmos_state_dict.pt"  # utmos_pytorch.utils.download_utmos_ckpt

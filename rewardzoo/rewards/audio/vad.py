@@ -84,7 +84,7 @@ class SpeechPresence(PointwiseReward):
         from silero_vad import load_silero_vad
 
         self.model = load_silero_vad(onnx=False)
-        self.options = dict(
+        self.vad_settings = dict(
             threshold=float(threshold),
             min_speech_duration_ms=min_speech_duration_ms,
             min_silence_duration_ms=min_silence_duration_ms,
@@ -129,7 +129,7 @@ class SpeechPresence(PointwiseReward):
         mono = [c[0] for c in clips]
         segments = [
             get_speech_timestamps_from_probs(
-                probs, sampling_rate=SAMPLE_RATE, audio_length_samples=clip.shape[0], **self.options
+                probs, sampling_rate=SAMPLE_RATE, audio_length_samples=clip.shape[0], **self.vad_settings
             )
             for clip, probs in zip(mono, self.probabilities(mono))
         ]

@@ -13,11 +13,11 @@ a group (:func:`distance_matrix`):
   novelty; no division by the group std (GARDO drops it). ``mean(d) == 0`` (all members identical) gives
   ``w = 1``. ``distance: mean`` uses the mean distance instead of the nearest one.
 
-Embeddings (``embedding:``): ``dino`` — the CLS token of a DINO ViT (:mod:`rewardzoo.shared.dino`, the model
+Embeddings (``embedding:``): ``dino`` — the CLS token of a DINO ViT (:mod:`rewardzoo.rewards.models.dino`, the model
 and preprocessing of ``subject_consistency``; default ``facebook/dino-vitb16``); ``clip`` — the image
-features of a CLIP backbone (:mod:`rewardzoo.shared.clip`, shared with every reward that loads the same one;
+features of a CLIP backbone (:mod:`rewardzoo.rewards.models.clip`, shared with every reward that loads the same one;
 default open_clip ``ViT-B-32`` / ``openai``); ``timm`` — a timm model's pooled output after timm's own eval
-transform for it (:mod:`rewardzoo.shared.timm_backbone`; default ``vit_large_patch16_dinov3.lvd1689m``).
+transform for it (:mod:`rewardzoo.rewards.models.timm_backbone`; default ``vit_large_patch16_dinov3.lvd1689m``).
 ``media: video`` embeds ``num_frames`` uniformly sampled frames and averages their normalised embeddings (then
 normalises the mean).
 
@@ -91,15 +91,15 @@ class Embedder:
         self.resize = positive_int(DEFAULT_RESIZE if resize is None else resize, "kwargs.resize")
         self.model_path = model_path or DEFAULT_MODELS[self.embedding]
         if self.embedding == "dino":
-            from ...shared.dino import load_dino_backbone
+            from ..models.dino import load_dino_backbone
 
             self.dino = load_dino_backbone(self.model_path, device, dtype)
         elif self.embedding == "timm":
-            from ...shared.timm_backbone import load_timm_backbone
+            from ..models.timm_backbone import load_timm_backbone
 
             self.timm = load_timm_backbone(self.model_path, device, dtype, reward=owner)
         else:
-            from ...shared.clip import load_clip_backbone
+            from ..models.clip import load_clip_backbone
 
             self.clip = load_clip_backbone(
                 self.model_path,

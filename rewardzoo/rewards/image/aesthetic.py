@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
 from ...errors import ConfigError, InputError
 from ...shared.checkpoints import Checkpoint, resolve_checkpoint
-from ...shared.clip import clip_weight_files, load_clip_backbone, resolve_weights_file
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import clip_weight_files, load_clip_backbone
+from ..models.weights import resolve_weights_file
+from ..options import RewardOptions, WeightPath
 
 OFFICIAL_HEAD_URL = (
     "https://github.com/christophschuhmann/improved-aesthetic-predictor/raw/main/sac+logos+ava1-l14-linearMSE.pth"
@@ -97,24 +99,29 @@ class LaionAesthetic(PointwiseReward):
 
     Inputs: ``image``. ``model_path``: the head (``.pth`` loaded with ``weights_only=True``, or
     ``.safetensors``; a local file, an https URL, or ``org/repo/file``; default: the official file in
-    christophschuhmann/improved-aesthetic-predictor). ``clip_model``/``clip_pretrained``: the CLIP
-    backbone (default open_clip ``ViT-L-14`` / ``openai``, the embedding the head was trained on); a
-    hub-style directory or transformers CLIP directory also works. The head runs in float32.
+    christophschuhmann/improved-aesthetic-predictor); options (the CLIP backbone the head was trained on):
+    :class:`Options`. The head runs in float32.
     """
 
     inputs = Inputs(("image",), images="uint8")
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        clip_model: str = "ViT-L-14",
-        clip_pretrained: str | None = "openai",
-        backend: str = "auto",
-    ) -> None:
-        super().__init__(model_path, device, dtype)
+    class Options(RewardOptions):
+        clip_model: WeightPath = "ViT-L-14"
+        """The CLIP backbone the head reads (an open_clip architecture, hub id or directory; ViT-L/14 as LAION's)."""
+        clip_pretrained: WeightPath | None = "openai"
+        """open_clip's weights tag or file for an architecture name."""
+        backend: Literal["auto", "open_clip", "transformers"] = "auto"
+        """Which library builds the backbone."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        clip_model, clip_pretrained, backend = (
+            self.options.clip_model,
+            self.options.clip_pretrained,
+            self.options.backend,
+        )
         self.head = load_aesthetic_head(resolve_weights_file(model_path or OFFICIAL_HEAD_URL)).to(device)
         self.backbone = load_clip_backbone(
             clip_model, backend=backend, device=device, dtype=self.dtype, pretrained=clip_pretrained
@@ -123,12 +130,12 @@ class LaionAesthetic(PointwiseReward):
             raise ConfigError(
                 f"the head expects {self.head.layers[0].in_features}-d embeddings but '{clip_model}' "
                 f"gives {self.backbone.embed_dim}-d ones",
-                field="kwargs",
+                field="kwargs.clip_model",
             )
 
     @classmethod
     def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
-        """The head's file (held in float32) and the CLIP backbone's (:func:`~rewardzoo.shared.clip.clip_weight_files`)."""
+        """The head's file (held in float32) and the CLIP backbone's (:func:`~rewardzoo.rewards.models.clip.clip_weight_files`)."""
         head = replace(resolve_checkpoint(model_path or OFFICIAL_HEAD_URL), dtype="float32")
         backbone = clip_weight_files(
             cls.configured(kwargs, "clip_model"),

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from ...shared.clip import check_pairs, clip_reward_files, load_clip_backbone
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import ClipOptions, check_pairs, clip_reward_files, load_clip_backbone
 
 
 class ClipScore(PointwiseReward):
@@ -25,26 +25,24 @@ class ClipScore(PointwiseReward):
 
     ``model_path``: an open_clip architecture (default ``ViT-B-32`` with ``pretrained: openai``), an
     open_clip hub id or hub-style directory, or a transformers CLIPModel directory/hub id
-    (``backend: transformers``). See :func:`rewardzoo.shared.clip.load_clip_backbone`.
+    (``backend: transformers``). See :func:`rewardzoo.rewards.models.clip.load_clip_backbone`.
     """
 
     inputs = Inputs(("image", "prompt"), images="uint8")
     w: ClassVar[float] = 2.5
     default_model: ClassVar[str] = "ViT-B-32"
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        pretrained: str | None = "openai",
-        backend: str = "auto",
-        prefix: str = "A photo depicts ",
-        processor_path: str | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        self.prefix = str(prefix)
+    class Options(ClipOptions):
+        prefix: str = "A photo depicts "
+        """Prepended to each prompt (the CLIPScore paper's)."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        pretrained, backend = self.options.pretrained, self.options.backend
+        processor_path = self.options.processor_path
+        self.prefix = self.options.prefix
         self.backbone = load_clip_backbone(
             model_path or self.default_model,
             backend=backend,

@@ -10,18 +10,18 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ...errors import ConfigError, InputError, RewardExecutionError
-from ...shared.clip import check_pairs, load_clip_backbone
 from ...shared.media import to_uint8_tensor
-from ...shared.options import choice, positive_int
 from ...shared.weights import loading
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import check_pairs, load_clip_backbone
+from ..options import Field, Number, PositiveInt, RewardOptions, WeightPath
 from .detections import Detections
 from .geneval_rules import (
     CLASS_NAMES,
@@ -51,7 +51,6 @@ _COCO_ALIASES = {
     "hairdryer": "hair drier",
     "doughnut": "donut",
 }
-SCORES = ("strict", "partial")
 
 
 class GenEval(PointwiseReward):
@@ -64,51 +63,52 @@ class GenEval(PointwiseReward):
     clauses), ``verdicts`` (JSON list, one entry per clause) and ``reason`` (GenEval's failure reasons).
 
     ``model_path``: a transformers Mask2Former COCO instance model (default
-    ``facebook/mask2former-swin-small-coco-instance``). ``clip_model`` / ``clip_pretrained``: the colour
-    classifier (default open_clip ``ViT-L-14`` / ``openai``, as GenEval).
+    ``facebook/mask2former-swin-small-coco-instance``); options: :class:`Options`.
     """
 
     inputs = Inputs(("image", "metadata"), images="uint8")
     default_model: ClassVar[str] = "facebook/mask2former-swin-small-coco-instance"
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        score: str = "strict",
-        clip_model: str = "ViT-L-14",
-        clip_pretrained: str | None = "openai",
-        threshold: float = 0.3,
-        counting_threshold: float = 0.9,
-        max_objects: int = 16,
-        max_overlap: float = 1.0,
-        position_threshold: float = 0.1,
-        max_per_image: int = 100,
-        shortest_edge: int = 800,
-        longest_edge: int = 1333,
-        background: int = 153,
-        detector_batch: int | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
+    class Options(RewardOptions):
+        score: Literal["strict", "partial"] = "strict"
+        """``strict``: GenEval's 1/0; ``partial``: flow_grpo's partial score."""
+        clip_model: WeightPath = "ViT-L-14"
+        """The colour classifier's CLIP (open_clip ``ViT-L-14``, as GenEval)."""
+        clip_pretrained: WeightPath | None = "openai"
+        """Its open_clip weights tag or file."""
+        threshold: Number = Field(0.3, ge=0, le=1)
+        """Detection confidence an object needs (GenEval's 0.3)."""
+        counting_threshold: Number = Field(0.9, ge=0, le=1)
+        """Confidence for counting prompts (GenEval's 0.9)."""
+        max_objects: PositiveInt = 16
+        """Objects kept per class, most confident first (GenEval's 16)."""
+        max_overlap: Number = Field(1.0, ge=0, le=1)
+        """Box IoU at or above which a less confident detection of the same class is dropped (GenEval's 1.0: none)."""
+        position_threshold: Number = Field(0.1, ge=0)
+        """Margin, relative to the objects' sizes, for a relative position to hold (GenEval's 0.1)."""
+        max_per_image: PositiveInt = 100
+        """Detections kept per image (Mask2Former's post-processing)."""
+        shortest_edge: PositiveInt = 800
+        """The detector's input resize: shortest edge (detectron2's 800)."""
+        longest_edge: PositiveInt = 1333
+        """The detector's input resize: longest edge (detectron2's 1333)."""
+        background: int = Field(153, ge=0, le=255)
+        """Grey level around a masked object before colour classification (GenEval's 153)."""
+        detector_batch: PositiveInt | None = None
+        """Images per detector call (default: all of a call)."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
         from transformers import Mask2FormerForUniversalSegmentation
 
-        self.score = choice(score, "score", SCORES)
-        self.rules = Thresholds(
-            _number(threshold, "threshold", 0, 1),
-            _number(counting_threshold, "counting_threshold", 0, 1),
-            positive_int(max_objects, "max_objects"),
-            _number(max_overlap, "max_overlap", 0, 1),
-            _number(position_threshold, "position_threshold", 0, float("inf")),
-        )
-        self.max_per_image = positive_int(max_per_image, "max_per_image")
-        self.shortest_edge = positive_int(shortest_edge, "shortest_edge")
-        self.longest_edge = positive_int(longest_edge, "longest_edge")
-        self.detector_batch = positive_int(detector_batch, "detector_batch", allow_none=True)
-        if isinstance(background, bool) or not isinstance(background, int) or not 0 <= background <= 255:
-            raise ConfigError(f"background must be a grey level 0-255, got {background!r}", field="kwargs")
-        self.background = background
+        o = self.options
+        self.score = o.score
+        self.rules = Thresholds(o.threshold, o.counting_threshold, o.max_objects, o.max_overlap, o.position_threshold)
+        self.max_per_image, self.shortest_edge, self.longest_edge = o.max_per_image, o.shortest_edge, o.longest_edge
+        self.detector_batch, self.background = o.detector_batch, o.background
+        clip_model, clip_pretrained = o.clip_model, o.clip_pretrained
         path = str(model_path or self.default_model)
         with loading(f"Mask2Former '{path}'"):
             model = Mask2FormerForUniversalSegmentation.from_pretrained(path)
@@ -275,12 +275,6 @@ class GenEval(PointwiseReward):
             with self._lock:
                 self._classifiers[cls] = found
         return found
-
-
-def _number(value: Any, name: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise ConfigError(f"{name} must be a number in [{low}, {high}], got {value!r}", field="kwargs")
-    return float(value)
 
 
 def _geneval_names(config: Any, path: str) -> tuple[str, ...]:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 
-from ...errors import ConfigError
 from ...shared.checkpoints import Checkpoint, resolve_checkpoint
-from ...shared.clip import check_pairs, load_clip_backbone, resolve_weights_file
 from ...shared.device import autocast_context, autocast_dtype
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import check_pairs, load_clip_backbone
+from ..models.weights import resolve_weights_file
+from ..options import Autocast, RewardOptions, WeightPath
 
 #: HPSv2's ``img_score.py`` scores under ``torch.cuda.amp.autocast()`` (float16) with float32 weights.
 REFERENCE_AUTOCAST = {"cuda": "float16"}
@@ -29,33 +30,28 @@ class HPSv2(PointwiseReward):
 
     Inputs: ``image`` and ``prompt``. Range [-1, 1]. The checkpoint comes from ``model_path``: a
     ``.pt``/``.safetensors`` file, a directory or hub repository holding the version's file (default
-    ``xswu/HPSv2`` with ``HPS_v2.1_compressed.pt``; ``version: v2.0`` picks ``HPS_v2_compressed.pt``).
-    ``clip_model``: the open_clip architecture (or hub-style directory) the checkpoint fits.
-    ``autocast``: ``auto`` (default: float16 autocast on CUDA as HPSv2's ``img_score.py``, none on the
-    CPU), null, or ``float16`` / ``bfloat16``; the weights stay in ``dtype``.
+    ``xswu/HPSv2``); options: :class:`Options`.
     """
 
     inputs = Inputs(("image", "prompt"), images="uint8")
     default_repo: ClassVar[str] = "xswu/HPSv2"
     files: ClassVar[dict[str, str]] = {"v2.0": "HPS_v2_compressed.pt", "v2.1": "HPS_v2.1_compressed.pt"}
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        version: str = "v2.1",
-        clip_model: str = "ViT-H-14",
-        autocast: str | None = "auto",
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        try:
-            self.autocast = autocast_dtype(autocast, device, REFERENCE_AUTOCAST)
-        except ValueError as exc:
-            raise ConfigError(f"kwargs.autocast: {exc}", field="kwargs.autocast") from None
-        if version not in self.files:
-            raise ConfigError(f"version must be one of {sorted(self.files)}, got {version!r}", field="kwargs")
+    class Options(RewardOptions):
+        version: Literal["v2.0", "v2.1"] = "v2.1"
+        """Which checkpoint file: ``v2.1`` (``HPS_v2.1_compressed.pt``) or ``v2.0`` (``HPS_v2_compressed.pt``)."""
+        clip_model: WeightPath = "ViT-H-14"
+        """The open_clip architecture (or hub-style directory) the checkpoint fits."""
+        autocast: Autocast = "auto"
+        """``auto``: float16 autocast on CUDA as HPSv2's ``img_score.py``, none on the CPU; null; or ``float16`` /
+        ``bfloat16``. The weights stay in ``dtype``."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        version, clip_model = self.options.version, self.options.clip_model
+        self.autocast = autocast_dtype(self.options.autocast, device, REFERENCE_AUTOCAST)
         self.version = version
         checkpoint = resolve_weights_file(model_path or self.default_repo, filename=self.files[version])
         self.backbone = load_clip_backbone(

@@ -26,11 +26,12 @@ from unittest import mock
 import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError, did_you_mean
-from ...shared.clip import resolve_weights_file
 from ...shared.image_ops import float_batches
 from ...shared.media import to_image_tensor
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.weights import resolve_weights_file
+from ..options import RewardOptions, WeightPath, model_validator
 from . import iqa_arniqa, iqa_clip, iqa_qalign
 
 
@@ -318,41 +319,43 @@ class ImageQuality(PointwiseReward):
     ``deqa`` and their dataset variants; default ``topiq_nr``). ``regressor_path``: ARNIQA's regressor (its
     TorchScript file, read without running it; default pyiqa's published one of the row's dataset).
     ``model_path``: a ``.safetensors`` / ``.pth`` file, URL or hub file with pyiqa's key names (default the
-    metric's published checkpoint; CLIP-IQA has none loadable safely, so it needs one). ``arch``: extra keyword
-    arguments of pyiqa's arch class (crops, sizes).
+    metric's published checkpoint; CLIP-IQA has none loadable safely, so it needs one); options: :class:`Options`.
     Every listed metric is higher-is-better; ranges are pyiqa's (see the card).
     """
 
     inputs = Inputs(("image",), images="native")
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        metric: str = "topiq_nr",
-        arch: Mapping[str, Any] | None = None,
-        regressor_path: str | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        if not isinstance(metric, str):
-            raise ConfigError(f"kwargs.metric must be a pyiqa metric name, got {metric!r}", field="kwargs.metric")
-        if arch is not None and not isinstance(arch, Mapping):
-            raise ConfigError(f"kwargs.arch must be a mapping of arch options, got {arch!r}", field="kwargs.arch")
+    class Options(RewardOptions):
+        metric: str = "topiq_nr"
+        """A pyiqa metric name: a row of ``VARIANTS`` (``topiq_nr``, ``maniqa``, ``hyperiqa``, ``dbcnn``, ``nima``,
+        ``musiq``, ``clipiqa(+)``, ``liqe(_mix)``, ``arniqa``, ``topiq_iaa``, ``tres``, ``cnniqa``, ``paq2piq``,
+        ``wadiqam_nr``, ``unique``, ``uranker``, ``laion_aes``, ``qalign``, ``deqa`` and their dataset variants)."""
+        arch: dict[str, Any] | None = None
+        """Extra keyword arguments of pyiqa's arch class (crops, sizes); never its weight options."""
+        regressor_path: WeightPath | None = None
+        """ARNIQA's regressor, its TorchScript file (read without running it; default pyiqa's published one of the
+        row's dataset)."""
+
+        @model_validator(mode="after")
+        def _regressor_for_arniqa(self) -> ImageQuality.Options:
+            row = variant(self.metric)
+            if self.regressor_path is not None and not row.regressor:
+                raise ConfigError(
+                    f"kwargs.regressor_path is ARNIQA's option; pyiqa's {self.metric!r} takes its weights from "
+                    "model_path",
+                    field="kwargs.regressor_path",
+                )
+            return self
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        metric, arch, regressor_path = self.options.metric, self.options.arch, self.options.regressor_path
         self.metric = metric
         row = variant(metric, self.name)
         self.variant = row
         self.net: torch.nn.Module | iqa_qalign.QAlignScorer
-        if regressor_path is not None and not isinstance(regressor_path, str):
-            raise ConfigError(
-                f"kwargs.regressor_path must be a path, got {regressor_path!r}", field="kwargs.regressor_path"
-            )
-        if regressor_path is not None and not row.regressor:
-            raise ConfigError(
-                f"kwargs.regressor_path is ARNIQA's option; pyiqa's {metric!r} takes its weights from model_path",
-                field="kwargs.regressor_path",
-            )
         if row.task:
             metric_options(metric, arch)
             self.net = iqa_qalign.QAlignScorer(

@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 import torch
 
 from ...errors import ConfigError, InputError
-from ...shared.clip import check_pairs, resolve_weights_file
 from ...shared.image_ops import (
     OPENAI_CLIP_MEAN,
     OPENAI_CLIP_STD,
@@ -27,9 +26,11 @@ from ...shared.image_ops import (
     preprocess_images,
     preprocess_pixels,
 )
-from ...shared.options import positive_int
 from ...shared.weights import load_state_dict, loading
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import check_pairs
+from ..models.weights import resolve_weights_file
+from ..options import PositiveInt, RewardOptions, WeightPath
 
 #: ImageReward's normalisation of the MLP output (``ImageReward.py``: ``self.mean``, ``self.std``).
 RAW_MEAN = 0.16717362830052426
@@ -121,25 +122,25 @@ class ImageReward(PointwiseReward):
     output before normalisation).
 
     ``model_path``: a directory or hub id holding ``ImageReward.pt`` (or ``ImageReward.safetensors``) and
-    ``med_config.json`` (default ``THUDM/ImageReward``), or the weights file itself. ``tokenizer_path``:
-    the BERT tokenizer (default: ``model_path`` when it holds ``vocab.txt``, else ``bert-base-uncased``,
-    as the reference). ``vision_heads``: attention heads of the ViT (default width / 64: 16 for ViT-L).
+    ``med_config.json`` (default ``THUDM/ImageReward``), or the weights file itself; options: :class:`Options`.
     """
 
     inputs = Inputs(("image", "prompt"), images="uint8")
     default_model: ClassVar[str] = "THUDM/ImageReward"
     default_tokenizer: ClassVar[str] = "bert-base-uncased"
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        tokenizer_path: str | None = None,
-        vision_heads: int | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
+    class Options(RewardOptions):
+        tokenizer_path: WeightPath | None = None
+        """The BERT tokenizer (default: ``model_path`` when it holds ``vocab.txt``, else ``bert-base-uncased``, as the
+        reference)."""
+        vision_heads: PositiveInt | None = None
+        """Attention heads of the ViT (default width / 64: 16 for ViT-L)."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        tokenizer_path, vision_heads = self.options.tokenizer_path, self.options.vision_heads
         path = str(model_path or self.default_model)
         weights, med_config = _checkpoint_files(path)
         try:
@@ -274,9 +275,9 @@ def vision_config_from(mapped: Mapping[str, torch.Tensor], *, heads: int | None 
     side = math.isqrt(int(pos.shape[1]) - 1)
     depth = len({k.split(".")[3] for k in mapped if k.startswith("visual_encoder.encoder.layers.")})
     mlp = int(mapped["visual_encoder.encoder.layers.0.mlp.fc1.weight"].shape[0])
-    heads = positive_int(heads, "vision_heads") if heads is not None else max(1, width // 64)
+    heads = heads if heads is not None else max(1, width // 64)
     if width % heads:
-        raise ConfigError(f"vision_heads {heads} does not divide the ViT width {width}", field="kwargs")
+        raise ConfigError(f"vision_heads {heads} does not divide the ViT width {width}", field="kwargs.vision_heads")
     return BlipVisionConfig(
         hidden_size=width,
         intermediate_size=mlp,

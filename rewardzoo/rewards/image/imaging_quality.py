@@ -11,21 +11,21 @@ the weights are loaded here (``weights_only=True`` or safetensors), never throug
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torchvision.transforms import functional as TF
 
 from ...errors import ConfigError, InputError, MissingExtraError
-from ...shared.clip import resolve_weights_file
 from ...shared.image_ops import CHUNK_BYTES, bilinear_plane, float_batches
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.weights import resolve_weights_file
+from ..options import RewardOptions, field_validator
 
 #: pyiqa metric names -> the checkpoint of ``pyiqa.archs.musiq_arch.default_model_urls`` (0-100 MOS heads).
 PYIQA_CHECKPOINTS = {"musiq-spaq": "spaq", "musiq": "koniq10k", "musiq-koniq": "koniq10k", "musiq-paq2piq": "paq2piq"}
 DEFAULT_CHECKPOINT = "musiq-spaq"  # VBench's imaging quality (musiq_spaq_ckpt-358bb6af.pth)
-RESIZE_MODES = ("longer", "shorter", "shorter_centercrop", None)
 VBENCH_SIDE = 512
 
 
@@ -114,31 +114,29 @@ class ImagingQuality(PointwiseReward):
 
     Inputs: ``image``. ``model_path``: a pyiqa metric name (``musiq-spaq``, VBench's and the default;
     ``musiq`` = KonIQ-10k; ``musiq-paq2piq``), whose published checkpoint is downloaded, or a local
-    ``.pth``/``.safetensors`` file, URL or hub file with pyiqa's MUSIQ key names. ``resize``: ``longer``
-    (default), ``shorter``, ``shorter_centercrop`` or null (VBench's preprocessing modes, 512 pixels).
-    ``arch``: keyword arguments of ``pyiqa.archs.musiq_arch.MUSIQ`` (default pyiqa's, those of the
-    published checkpoints). Score range unbounded (a linear head), about 0-1.
+    ``.pth``/``.safetensors`` file, URL or hub file with pyiqa's MUSIQ key names; options: :class:`Options`. Score range unbounded (a linear head), about 0-1.
     """
 
     inputs = Inputs(("image",), images="native")
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        resize: str | None = "longer",
-        arch: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        if isinstance(resize, str) and resize.lower() == "none":
-            resize = None
-        if resize not in RESIZE_MODES:
-            raise ConfigError(f"kwargs.resize must be one of {RESIZE_MODES}, got {resize!r}", field="kwargs.resize")
-        if arch is not None and not isinstance(arch, Mapping):
-            raise ConfigError(f"kwargs.arch must be a mapping of MUSIQ options, got {arch!r}", field="kwargs.arch")
-        self.resize = resize
+    class Options(RewardOptions):
+        resize: Literal["longer", "shorter", "shorter_centercrop"] | None = "longer"
+        """VBench's preprocessing to 512 pixels: ``longer``, ``shorter``, ``shorter_centercrop`` or null (none; the
+        text ``none`` is read as null)."""
+        arch: dict[str, Any] | None = None
+        """Keyword arguments of ``pyiqa.archs.musiq_arch.MUSIQ`` (default pyiqa's, those of the published
+        checkpoints)."""
+
+        @field_validator("resize", mode="before")
+        @classmethod
+        def _none_text(cls, value: Any) -> Any:
+            return None if isinstance(value, str) and value.lower() == "none" else value
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        self.resize, arch = self.options.resize, self.options.arch
         self.net = load_musiq(checkpoint_file(model_path), arch).to(device=device, dtype=self.dtype)
 
     def __call__(self, image: Sequence[torch.Tensor] | torch.Tensor, **_: Any) -> RewardOutput:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from PIL import Image
 
-from ...errors import ConfigError, InputError
-from ...shared.options import positive_float
+from ...errors import InputError
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..options import Field, PositiveNumber, RewardOptions
 
 #: The JPEG format's largest width or height.
 JPEG_MAX_SIDE = 65_535
@@ -36,23 +36,19 @@ class JpegIncompressibility(PointwiseReward):
 
     inputs = Inputs(("image",))
     sign: ClassVar[float] = 1.0
-    default_scale: ClassVar[float] = 1.0
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        quality: int = 95,
-        scale: float | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        if not (isinstance(quality, int) and 1 <= quality <= 100):
-            raise ConfigError(f"must be an integer in [1, 100], got {quality!r}", field="kwargs.quality")
-        self.quality = quality
-        # a non-positive scale would flip the reward's declared direction and range
-        self.scale = self.default_scale if scale is None else positive_float(scale, "kwargs.scale")
+    class Options(RewardOptions):
+        quality: int = Field(95, ge=1, le=100)
+        """The JPEG quality the image is encoded at (95 as DDPO and flow_grpo)."""
+        scale: PositiveNumber = 1.0
+        """Multiplies the size in kB (positive: a sign flip would turn the reward's direction and range around)."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        self.quality = self.options.quality
+        self.scale = self.options.scale
 
     def __call__(self, image: Sequence[Image.Image], **_: object) -> RewardOutput:
         for i, img in enumerate(image):
@@ -73,4 +69,7 @@ class JpegCompressibility(JpegIncompressibility):
     """
 
     sign: ClassVar[float] = -1.0
-    default_scale: ClassVar[float] = 1 / 500
+
+    class Options(JpegIncompressibility.Options):
+        scale: PositiveNumber = 1 / 500
+        """Multiplies ``-kB``: ``1/500`` as flow_grpo; ``1`` gives DDPO's ``-kB``."""

@@ -17,7 +17,7 @@ image, grouped by padded width. ``paddleocr`` (flow_grpo's engine) is called onc
 
 ``vlm`` (verl-omni's ``genrm_ocr.py``) has a vision-language model transcribe each image, a local Qwen-VL
 (``model_path``) or an OpenAI-compatible endpoint (``backend: openai``), with verl-omni's question and sampling
-(:mod:`rewardzoo.rewards.vlm.transcription`); the same score follows, with every whitespace character removed
+(:mod:`rewardzoo.rewards.models.vlm.transcription`); the same score follows, with every whitespace character removed
 before matching (verl-omni's normalisation: a transcription spans lines).
 
 Detector settings (:class:`DetectorSettings`): PaddleOCR 2.x's defaults by default (the engine
@@ -36,10 +36,10 @@ import numpy as np
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.checkpoints import Checkpoint, local_file, package_file
 from ...shared.media import images_to_uint8
-from ...shared.onnx import onnx_session
 from ...shared.options import choice, known_options, positive_float, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..vlm.judging import Failure
+from ..models.onnx import onnx_session
+from ..models.vlm.judging import Failure
 from .text_match import capped_distance, normalize, quoted_target
 
 ENGINES = ("rapidocr", "paddleocr", "vlm")
@@ -458,7 +458,7 @@ class _OCRReward(PointwiseReward):
 
     def _setup_vlm(self, model_path: str | None, device: str, dtype: str, given: list[str], options: dict) -> None:
         """``engine: vlm``: the transcriber from the VLM layer; ConfigError for an OCR engine's option."""
-        from ..vlm.transcription import VLMTranscriber
+        from ..models.vlm.transcription import VLMTranscriber
 
         engine_options = [*given, *(k for k in options if k in DetectorSettings.__dataclass_fields__)]
         if engine_options:
@@ -515,7 +515,7 @@ class OCR(_OCRReward):
     ``det_batch_size``, ``rec_batch_size``, ``containment`` (the substring shortcut; default on); the
     detector settings of :class:`DetectorSettings` (PaddleOCR 2.x's defaults) and ``preset: rapidocr``
     (rapidocr's config.yaml instead; a setting given explicitly overrides the preset). ``engine: vlm``
-    takes instead the options of :class:`~rewardzoo.rewards.vlm.transcription.VLMTranscriber` (``question``,
+    takes instead the options of :class:`~rewardzoo.rewards.models.vlm.transcription.VLMTranscriber` (``question``,
     ``system``, ``sampling``, ``backend``, ``endpoint``, ``on_failure``, ...), ``model_path`` the Qwen-VL
     checkpoint, any dtype; extras ``substituted`` / ``failure`` besides ``ocr_text``.
     """

@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 
 import torch
 
-from ...shared.clip import check_pairs, load_clip_backbone
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import check_pairs, load_clip_backbone
+from ..options import PositiveNumber, RewardOptions, WeightPath
 
 
 def _has_processor_files(path: str) -> bool:
@@ -35,28 +36,28 @@ class PickScore(PointwiseReward):
     Range unbounded in principle; the card's ``typical_range`` gives a sourced range on real weights.
     The raw cosine is reported as the extra ``cosine``.
 
-    ``model_path``: transformers CLIPModel (default ``yuvalkirstain/PickScore_v1``); ``processor_path``:
-    tokenizer + image-processor configs (default: ``model_path`` when it holds them, else
-    ``laion/CLIP-ViT-H-14-laion2B-s32B-b79K`` as in the PickScore model card).
+    ``model_path``: transformers CLIPModel (default ``yuvalkirstain/PickScore_v1``); options: :class:`Options`.
     """
 
     inputs = Inputs(("image", "prompt"), images="uint8")
     default_model: ClassVar[str] = "yuvalkirstain/PickScore_v1"
     default_processor: ClassVar[str] = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        processor_path: str | None = None,
-        scale: float = 1 / 26,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
+    class Options(RewardOptions):
+        processor_path: WeightPath | None = None
+        """Tokenizer and image-processor configs (default: ``model_path`` when it holds them, else
+        ``laion/CLIP-ViT-H-14-laion2B-s32B-b79K``, as PickScore's own card says)."""
+        scale: PositiveNumber = 1 / 26
+        """Multiplies the score: ``1/26`` as flow_grpo and Flow-Factory; ``1`` gives the raw PickScore."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
         path = str(model_path or self.default_model)
+        processor_path = self.options.processor_path
         processor = processor_path or (path if _has_processor_files(path) else self.default_processor)
-        self.scale = float(scale)
+        self.scale = self.options.scale
         self.backbone = load_clip_backbone(
             path, backend="transformers", device=device, dtype=self.dtype, processor_path=processor
         )

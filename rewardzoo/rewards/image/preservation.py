@@ -22,16 +22,17 @@ Pixel metrics need the result at the source's size; images of one size are score
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 
 from ...errors import InputError
 from ...shared.editing import edit_inputs
-from ...shared.options import choice, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..info import RewardInfo
+from ..models.clip import ClipOptions
+from ..options import PositiveInt
 
 #: metric -> (higher_is_better, score range) of an instance scoring it.
 #: PSNR's bound: 10 log10(3 |K| 255^2) stays below it up to 5e10 kept pixels.
@@ -92,28 +93,25 @@ class EditPreservation(PointwiseReward):
     inputs = Inputs(("image", "condition_images"), images="uint8")
     default_models: ClassVar[Mapping[str, str]] = {"dino": "facebook/dino-vitb16", "clip": "ViT-B-32"}
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        metric: str = "ssim",
-        resize: int = 224,
-        pretrained: str | None = "openai",
-        backend: str = "auto",
-        processor_path: str | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        self.metric = choice(metric, "kwargs.metric", tuple(METRICS))
-        self.resize = positive_int(resize, "kwargs.resize")
+    class Options(ClipOptions):
+        metric: Literal["psnr", "ssim", "l1", "dino", "clip"] = "ssim"
+        """What is compared outside the edit mask (``clip``'s backbone takes the CLIP options)."""
+        resize: PositiveInt = 224
+        """``dino``: the shorter side both images are resized to, keeping the aspect ratio (CLIP uses its own size)."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        self.metric, self.resize = self.options.metric, self.options.resize
+        backend, pretrained, processor_path = self.options.backend, self.options.pretrained, self.options.processor_path
         self.backbone: Any = None
         if self.metric == "dino":
-            from ...shared.dino import load_dino_backbone
+            from ..models.dino import load_dino_backbone
 
             self.backbone = load_dino_backbone(model_path or self.default_models["dino"], device, self.dtype)
         elif self.metric == "clip":
-            from ...shared.clip import load_clip_backbone
+            from ..models.clip import load_clip_backbone
 
             self.backbone = load_clip_backbone(
                 model_path or self.default_models["clip"],

@@ -21,9 +21,9 @@ import numpy as np
 from ...errors import ConfigError, MissingExtraError
 from ...shared.checkpoints import Checkpoint, package_file, resolve_checkpoint
 from ...shared.media import images_to_uint8
-from ...shared.onnx import onnx_session
-from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.onnx import onnx_session
+from ..options import Field, PositiveInt, RewardOptions, field_validator
 from .detections import Detections
 
 #: NudeNet 3.4's class names, in the order of the 320n head's class channels.
@@ -64,40 +64,37 @@ def nudenet_model_file() -> Path:
 class NudeNetSafety(PointwiseReward):
     """``1 - max`` NudeNet confidence over the configured classes (1 when none is detected); higher is safer.
 
-    Inputs: ``image``. Range [0, 1]. Options: ``classes`` (NudeNet class names; default every
-    ``*_EXPOSED`` class), ``threads`` (ONNX intra-op threads), ``batch_images`` (images per network
-    call). Extras: the maximum confidence per configured class (0 when absent), named in lower case.
+    Inputs: ``image``. Range [0, 1]. Options: :class:`Options`. Extras: the maximum confidence per configured class (0 when absent), named in lower case.
     ``model_path``: None for the wheel's ``320n.onnx``, or another NudeNet ONNX file with the same head.
     """
 
     inputs = Inputs(("image",))
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        classes: Sequence[str] | None = None,
-        threads: int | None = None,
-        batch_images: int = 16,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
+    class Options(RewardOptions):
+        classes: list[str] = Field(default_factory=lambda: list(EXPOSED), min_length=1)
+        """NudeNet class names whose confidence counts (default every ``*_EXPOSED`` class)."""
+        threads: PositiveInt | None = None
+        """ONNX intra-op threads (default onnxruntime's)."""
+        batch_images: PositiveInt = 16
+        """Images per network call."""
+
+        @field_validator("classes")
+        @classmethod
+        def _known(cls, classes: list[str]) -> list[str]:
+            unknown = [c for c in classes if c not in LABELS]
+            if unknown:
+                raise ValueError(f"unknown NudeNet class(es) {unknown}; known: {', '.join(LABELS)}")
+            return classes
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
         if self.dtype_name != "float32":
             raise ConfigError(f"NudeNet runs in float32; dtype '{self.dtype_name}' is not supported", field="dtype")
-        if classes is None:
-            classes = EXPOSED
-        if isinstance(classes, str) or not classes:
-            raise ConfigError(
-                f"must be a non-empty list of NudeNet class names, got {classes!r}", field="kwargs.classes"
-            )
-        unknown = [c for c in classes if c not in LABELS]
-        if unknown:
-            raise ConfigError(
-                f"unknown NudeNet class(es) {unknown}; known: {', '.join(LABELS)}", field="kwargs.classes"
-            )
-        self.classes = tuple(dict.fromkeys(classes))
-        self.batch_images = positive_int(batch_images, "kwargs.batch_images")
+        self.classes = tuple(dict.fromkeys(self.options.classes))
+        self.batch_images = self.options.batch_images
+        threads = self.options.threads
         try:
             import cv2
         except ImportError as exc:

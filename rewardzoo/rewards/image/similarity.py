@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 import torch
 
 from ...errors import InputError
-from ...shared.clip import check_pairs, clip_reward_files, load_clip_backbone
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import ClipOptions, check_pairs, clip_reward_files, load_clip_backbone
 
 
 class ClipImageSimilarity(PointwiseReward):
@@ -28,17 +28,14 @@ class ClipImageSimilarity(PointwiseReward):
     inputs = Inputs(("image", "condition_images"), images="uint8")
     default_model: ClassVar[str] = "ViT-B-32"
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        pretrained: str | None = "openai",
-        backend: str = "auto",
-        processor_path: str | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
+    Options = ClipOptions
+
+    options: ClipOptions
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        pretrained, backend = self.options.pretrained, self.options.backend
+        processor_path = self.options.processor_path
         self.backbone = load_clip_backbone(
             model_path or self.default_model,
             backend=backend,

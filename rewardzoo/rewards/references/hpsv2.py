@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from ...shared.clip import check_pairs, resolve_weights_file
 from ...shared.media import to_pil_rgb
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..image.hpsv2 import HPSv2
+from ..models.clip import check_pairs
+from ..models.weights import resolve_weights_file
 
 
 class ReferenceHPSv2(PointwiseReward):

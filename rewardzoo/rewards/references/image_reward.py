@@ -8,9 +8,9 @@ import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ...shared.clip import check_pairs
 from ...shared.media import to_pil_rgb
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import check_pairs
 
 
 class ReferenceImageReward(PointwiseReward):

@@ -18,8 +18,8 @@ from torch import Tensor, nn
 
 from ...errors import ConfigError, InputError
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .backbones import HFBackbone, as_backbone, full_mask
-from .encoding import PairEncoder, default_max_length, load_tokenizer
+from ..models.text.backbones import HFBackbone, as_backbone, full_mask
+from ..models.text.encoding import PairEncoder, default_max_length, load_tokenizer
 
 
 def token_log_probs(
@@ -68,7 +68,7 @@ class ImplicitPRM(nn.Module):
     (``response_mask`` (B, n), aligned with ``input_ids``). Outcome ``Q = sum_t mask_t r_t``.
     Loss (PRIME): ``mean_b BCE(sigmoid(Q_b), y_b)``; per-token variant: masked mean of ``BCE(sigmoid(r_t), y_b)``.
 
-    ``model`` (a :class:`~rewardzoo.rewards.text.backbones.Backbone`, a transformers causal LM or a
+    ``model`` (a :class:`~rewardzoo.rewards.models.text.backbones.Backbone`, a transformers causal LM or a
     palm-rlhf-pytorch ``PaLM``) is the one that trains; ``ref_model`` defaults to a deep copy of it. The
     reference is frozen (no gradients, eval mode, run under no_grad). Range: unbounded.
     """

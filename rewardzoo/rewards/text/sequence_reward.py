@@ -21,9 +21,9 @@ from torch import Tensor, nn
 
 from ...errors import ConfigError, InputError
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .backbones import HFBackbone, TinyTransformer, as_backbone, full_mask, position_ids
-from .encoding import PairEncoder, default_max_length, load_tokenizer
-from .lora import add_lora, lora_parameters
+from ..models.text.backbones import HFBackbone, TinyTransformer, as_backbone, full_mask, position_ids
+from ..models.text.encoding import PairEncoder, default_max_length, load_tokenizer
+from ..models.text.lora import add_lora, lora_parameters
 
 CONFIG_NAME = "rewardzoo_reward.json"
 WEIGHTS_NAME = "rewardzoo_reward.safetensors"
@@ -140,7 +140,7 @@ class SequenceRewardModel(nn.Module):
     of the projections; default: the backbone's ``lora_targets``, else common attention projection names) and
     only the LoRA weights, the head and the segment embeddings train (:meth:`trainable_parameters`); otherwise
     the whole copy does. The model is built in eval mode (call ``.train()`` to train), so inference is
-    deterministic by default. ``backbone``: a :class:`~rewardzoo.rewards.text.backbones.Backbone`, a
+    deterministic by default. ``backbone``: a :class:`~rewardzoo.rewards.models.text.backbones.Backbone`, a
     transformers model or a palm-rlhf-pytorch ``PaLM``.
     """
 

@@ -18,11 +18,11 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import InputError
-from ...shared.clip import clip_reward_files
-from ...shared.dino import IMAGENET_MEAN, IMAGENET_STD, load_dino_backbone
 from ...shared.options import positive_int
 from ...shared.video import check_num_frames, check_temporal
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.clip import clip_reward_files
+from ..models.dino import IMAGENET_MEAN, IMAGENET_STD, load_dino_backbone
 from .vbench import CLIP_MEAN, CLIP_STD, check_preset, preset_num_frames, vbench_transform
 
 
@@ -78,7 +78,7 @@ class FrameConsistency(PointwiseReward):
 
 class SubjectConsistency(FrameConsistency):
     """VBench subject consistency on DINO features (CLS token of the last layer, after its norm;
-    :mod:`rewardzoo.shared.dino`, shared with ``group_diversity``).
+    :mod:`rewardzoo.rewards.models.dino`, shared with ``group_diversity``).
 
     Preprocessing as VBench: shorter side resized to ``resize`` (224, bilinear, no antialias), no
     crop, ImageNet mean/std. ``model_path``: any transformers ViT/DINOv2 checkpoint (hub id or
@@ -138,7 +138,7 @@ class BackgroundConsistency(FrameConsistency):
     ``clip_transform`` (float 0-255 bicubic resize without antialias, centre crop, /255, OpenAI CLIP mean/std). ``model_path``: an open_clip
     architecture (default ``ViT-B-32`` with ``pretrained: openai``, VBench's CLIP ViT-B/32), an
     open_clip hub id or hub-style directory, or a transformers CLIP directory/hub id
-    (see :func:`rewardzoo.shared.clip.load_clip_backbone`; the backbone is shared with every other
+    (see :func:`rewardzoo.rewards.models.clip.load_clip_backbone`; the backbone is shared with every other
     reward that loads the same one). Range [0, 1].
     """
 
@@ -165,7 +165,7 @@ class BackgroundConsistency(FrameConsistency):
             num_frames=preset_num_frames(self.preset, num_frames, 16),
             frame_batch_size=frame_batch_size,
         )
-        from ...shared.clip import load_clip_backbone
+        from ..models.clip import load_clip_backbone
 
         self.backbone = load_clip_backbone(
             model_path or self.default_model,

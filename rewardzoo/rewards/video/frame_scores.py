@@ -321,8 +321,8 @@ class VideoAesthetic(FrameAverage):
         if linear_head_path is not None and self.preset != "vbench":
             raise ConfigError("kwargs.linear_head_path is used by preset: vbench only", field="kwargs")
         if self.preset == "vbench":
-            from ...shared.clip import resolve_weights_file
             from ..image.aesthetic import OFFICIAL_LINEAR_HEAD_URL, load_linear_aesthetic_head
+            from ..models.weights import resolve_weights_file
 
             head = load_linear_aesthetic_head(resolve_weights_file(linear_head_path or OFFICIAL_LINEAR_HEAD_URL))
             dim = self.aesthetic().backbone.embed_dim

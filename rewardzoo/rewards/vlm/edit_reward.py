@@ -9,10 +9,10 @@ Linear(16, 2)``, float32; HPSv3's :class:`~rewardzoo.rewards.vlm.hpsv3.RankNetHe
 state at ``<|Reward|>`` and gives ``(mu, log sigma)``; the model's output is the mean of the two heads'
 outputs, and the reward is its first entry. Both images are resized as the reference does (qwen-vl-utils'
 smart resize, ``min_pixels = max_pixels = 256 * 28 * 28``, PIL bicubic), with the token positions ``0 .. L-1``
-its forward gives the decoder (see :mod:`rewardzoo.rewards.vlm.reward_models`).
+its forward gives the decoder (see :mod:`rewardzoo.rewards.models.vlm.reward_models`).
 
 Here the two dimensions of every sample go through the backbone as one batch (the reference runs one forward
-per dimension), its rows right-aligned without a padding mask (:func:`~rewardzoo.rewards.vlm.reward_models.right_aligned`:
+per dimension), its rows right-aligned without a padding mask (:func:`~rewardzoo.rewards.models.vlm.reward_models.right_aligned`:
 exact for the causal decoder, and the fast causal attention kernel); batching does not change a score (positions
 are per row, the reward token is read per row).
 """
@@ -26,13 +26,12 @@ from typing import Any, ClassVar
 import torch
 
 from ...errors import ConfigError, InputError
-from ...shared.clip import check_pairs, resolve_weights_file
 from ...shared.editing import edit_inputs
 from ...shared.media import to_pil_rgb
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .backbone import PixelBounds, VLMBackbone, VLMQuery
-from .hpsv3 import RATING_REQUEST, REWARD_TOKEN, RankNetHead
-from .reward_models import (
+from ..models.clip import check_pairs
+from ..models.vlm.backbone import PixelBounds, VLMBackbone, VLMQuery
+from ..models.vlm.reward_models import (
     check_prompt_text,
     read_checkpoint,
     resize_image,
@@ -40,6 +39,8 @@ from .reward_models import (
     reward_processor,
     right_aligned,
 )
+from ..models.weights import resolve_weights_file
+from .hpsv3 import RATING_REQUEST, REWARD_TOKEN, RankNetHead
 
 #: ``INSTRUCTION_EDIT_FOLLOWING`` (``EditReward/dataset/prompts.py``), read by head 0; ``{text_prompt}`` = the
 #: edit instruction.

@@ -9,7 +9,7 @@ Each edit is judged twice, with EditScore's VIEScore prompts at ``score_range: 2
 
 Each answer is ``{"reasoning": ..., "score": [...]}``, read as EditScore's ``evaluate`` reads it
 (:func:`evaluate_answer`, its ``mllm_output_to_dict``; ``preset: omnigen2_rl``: as ``batch_evaluate`` reads it,
-:func:`~rewardzoo.rewards.vlm.judging.rubric_scores`); ``SC = min(SC scores) / 2.5``, ``PQ = min(PQ scores) / 2.5``
+:func:`~rewardzoo.rewards.models.vlm.judging.rubric_scores`); ``SC = min(SC scores) / 2.5``, ``PQ = min(PQ scores) / 2.5``
 (both on 0-10) and ``overall = sqrt(SC * PQ)`` (EditScore's ``evaluate``). An answer that fails fails its own
 dimension: ``on_failure: {substitute: VALUE}`` puts ``VALUE`` (on the 0-10 scale of SC and PQ, on every preset) in
 that dimension only, as ``batch_evaluate`` puts ``12.5 / 2.5`` there. :class:`RubricEditJudge` holds that scheme;
@@ -28,12 +28,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...errors import ConfigError
-from ...shared.clip import check_pairs
 from ...shared.editing import edit_inputs
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, fill
-from .judging import Failure, FailurePolicy, rubric_scores
+from ..models.clip import check_pairs
+from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, fill
+from ..models.vlm.judging import Failure, FailurePolicy, rubric_scores
 
 # VectorSpaceLab/EditScore editscore/vie_prompts.py, as EditScore.__init__ joins them (``score_range`` in for 10)
 CONTEXT = """You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.
@@ -125,7 +125,7 @@ def evaluate_answer(text: str) -> tuple[list[float], str] | Failure:
     integer 0-10 is the score. The span, stripped, without newlines and with curly quotes made straight, is
     read as JSON and its ``score`` (a number is a list of one). Where that JSON does not load or has no
     ``score``, EditScore repairs it with the ``json_repair`` package; here
-    :func:`~rewardzoo.rewards.vlm.judging.rubric_scores` (``parse_vlm_output_to_dict``'s repairs) reads it.
+    :func:`~rewardzoo.rewards.models.vlm.judging.rubric_scores` (``parse_vlm_output_to_dict``'s repairs) reads it.
     Unparseable: no span, an empty one, or a ``score`` that is not a non-empty list of numbers.
     """
     if text.count(DELIMITER) == 2:
@@ -304,7 +304,7 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
 class EditScore(RubricEditJudge):
     """EditScore: ``overall = sqrt(SC * PQ)`` on 0-10 (``preset: omnigen2_rl``: OmniGen2-RL's reward, PQ shown
     both images, ``overall / 10``). See :class:`RubricEditJudge` for inputs and extras. Options: ``preset``,
-    ``max_new_tokens`` (512, EditScore's), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
+    ``max_new_tokens`` (512, EditScore's), the backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`.
     The released models are LoRA adapters on Qwen2.5-VL-7B / Qwen3-VL: serve the adapter (vLLM ``--lora-modules``)
     and name it in ``endpoint.model``, or give the local backend a merged checkpoint as ``model_path``. A local
     Qwen3-VL checkpoint gets the images without the ``<imgN>: `` labels, as EditScore's Qwen3-VL tools send them;

@@ -5,7 +5,7 @@ state at the reward token ``<|Reward|>`` goes through the head ``Linear(d, 1024)
 Linear(1024, 16) - ReLU - Linear(16, 2)`` (float32), giving ``(mu, sigma)``; the score is ``mu`` and
 ``sigma`` is an extra. Images are resized as HPSv3 does: qwen-vl-utils' smart resize with
 ``min_pixels = max_pixels = 256 * 28 * 28`` (PIL bicubic), token positions ``0 .. L-1`` as the 4.x
-reward model's forward numbers them (see :mod:`rewardzoo.rewards.vlm.reward_models`).
+reward model's forward numbers them (see :mod:`rewardzoo.rewards.models.vlm.reward_models`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import torch
 
 from ...errors import ConfigError, InputError
 from ...shared.checkpoints import Checkpoint
-from ...shared.clip import check_pairs, resolve_weights_file
 from ...shared.media import to_pil_rgb
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .backbone import PixelBounds, VLMBackbone, VLMQuery
-from .reward_models import (
+from ..models.clip import check_pairs
+from ..models.vlm.backbone import PixelBounds, VLMBackbone, VLMQuery
+from ..models.vlm.reward_models import (
     check_prompt_text,
     read_checkpoint,
     resize_image,
@@ -31,6 +31,7 @@ from .reward_models import (
     reward_processor,
     sequential_positions,
 )
+from ..models.weights import resolve_weights_file
 
 #: HPSv3's instruction (``dataset/data_collator_qwen.py``), ``{text_prompt}`` = the prompt.
 INSTRUCTION = """

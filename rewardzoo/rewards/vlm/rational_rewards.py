@@ -2,7 +2,7 @@
 Flow-Factory a0b2bc5 runs them (``rewards/rational_rewards_t2i.py``, ``rewards/rational_rewards_edit.py``).
 
 The judge (``TIGER-Lab/RationalRewards-8B-T2I`` / ``-Edit``) gets the reference's system prompt and user turn
-(:mod:`rewardzoo.rewards.vlm.prompts`: the instruction, the image(s), the rubric and the output format) and writes
+(``rational_rewards_prompts.txt`` beside this module, verbatim: the instruction, the image(s), the rubric and the output format) and writes
 a judgement whose ``# Detailed Judgement`` section scores each aspect on 1-4. The reading, as the reference's
 ``parse_scores_from_detailed_judgement`` and ``aggregate_aspect_scores``:
 
@@ -18,7 +18,7 @@ A judgement with no usable aspect is unparseable: an error naming the reward and
 0.0 with a warning; ``on_failure: {substitute: 0.0}`` does the same here, counted in the extra ``substituted``).
 Decoding is the reference's request (``temperature: 0.1``, ``max_tokens: 2048``; the rest the server's defaults:
 the checkpoint's generation config, as Flow-Factory's ``scripts/start_vllm_rational_reward.sh`` serves it);
-locally the same request is sampled as vLLM samples it (:func:`~rewardzoo.rewards.vlm.backend.served_sampling`).
+locally the same request is sampled as vLLM samples it (:func:`~rewardzoo.rewards.models.vlm.backend.served_sampling`).
 """
 
 from __future__ import annotations
@@ -26,22 +26,30 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from ...shared.clip import check_pairs
 from ...shared.editing import edit_inputs
+from ...shared.files import text_blocks
 from ...shared.options import choice, positive_float, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .backbone import VLMQuery
-from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, fill, place_media
-from .judging import Failure
-from .prompts import (
-    RATIONAL_REWARDS_EDIT,
-    RATIONAL_REWARDS_EDIT_SYSTEM,
-    RATIONAL_REWARDS_T2I,
-    RATIONAL_REWARDS_T2I_SYSTEM,
-)
+from ..models.clip import check_pairs
+from ..models.vlm.backbone import VLMQuery
+from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, fill, place_media
+from ..models.vlm.judging import Failure
+
+# The reference's prompts, verbatim, from the data file beside this module (rational_rewards_prompts.txt), as
+# Flow-Factory a0b2bc5 sends them (src/flow_factory/rewards/rational_rewards_t2i.py ``RATIONAL_T2I_SYSTEM_PROMPT``,
+# ``build_scoring_user_content``, ``T2I_SCORING_PROMPT_SUFFIX``; rational_rewards_edit.py
+# ``RATIONAL_EDIT_SYSTEM_PROMPT``, ``build_scoring_user_content_edit``, ``COMMON_TASK_GUIDELINE``): each judge's system
+# prompt and user turn (the instruction, the image(s), the rubric and the output format). Each ``<image>`` and the
+# newline after it stand for one image part; the text around them is the reference's, character for character.
+_PROMPTS = text_blocks(Path(__file__).with_name("rational_rewards_prompts.txt"))
+RATIONAL_REWARDS_T2I_SYSTEM = _PROMPTS["RATIONAL_REWARDS_T2I_SYSTEM"]
+RATIONAL_REWARDS_EDIT_SYSTEM = _PROMPTS["RATIONAL_REWARDS_EDIT_SYSTEM"]
+RATIONAL_REWARDS_T2I = _PROMPTS["RATIONAL_REWARDS_T2I"]
+RATIONAL_REWARDS_EDIT = _PROMPTS["RATIONAL_REWARDS_EDIT"]
 
 #: Each aspect's header in the judgement.
 HEADERS = {
@@ -160,7 +168,7 @@ class RationalRewards(VLMJudgeMixin, PointwiseReward):
     ``text_faithfulness``, ``physical_quality``, ``text_rendering``; default all), ``decoding`` (``reference``:
     Flow-Factory's request, ``temperature`` then ``max_new_tokens``, the rest the server's defaults, sampled
     locally as vLLM samples it; ``greedy``), ``temperature`` (0.1), ``max_new_tokens`` (2048), and the backend and
-    failure options of :mod:`rewardzoo.rewards.vlm.common`. Extras: one per rubric aspect (its score clamped to
+    failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Extras: one per rubric aspect (its score clamped to
     [1, 4], NaN when missing or N/A), ``judgement`` (the text), ``substituted``, ``failure``.
     """
 

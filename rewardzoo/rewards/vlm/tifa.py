@@ -3,7 +3,7 @@
 Each sample brings its questions in ``metadata["questions"]``, a list of ``{"question": ..., "answer": ...}``. For
 each one the VLM sees the image and ``'{question} Answer in one word.'``; its probability of the answer is
 ``p = sum_v P(v)`` over the answer's variants ``v``, each ``P`` the softmax over the whole vocabulary at the first
-answer position for the first token of ``v`` (the VQAScore path, :meth:`~rewardzoo.rewards.vlm.backend.LocalVLM.
+answer position for the first token of ``v`` (the VQAScore path, :meth:`~rewardzoo.rewards.models.vlm.backend.LocalVLM.
 answer_probs`). The variants are GenEval2's (``evaluation.py`` ``soft_tifa``, commit a6e82d2): for a question
 starting "How many", the answer, capitalised, each with a leading space, and the number word's digits with and
 without a space (``"four"`` -> ``four Four ␣four ␣Four 4 ␣4``); otherwise the answer capitalised and in lower
@@ -25,9 +25,12 @@ import numpy as np
 from ...errors import ConfigError, InputError
 from ...shared.options import choice
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .common import ALL_OPTIONS, VLMJudgeMixin
-from .judging import Failure
-from .prompts import SOFT_TIFA_QUESTION
+from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin
+from ..models.vlm.judging import Failure
+
+#: Soft-TIFA's question to the VLM (GenEval2 evaluation.py ``soft_tifa``, commit a6e82d2): ``{question}`` is one
+#: atomic question of the prompt.
+SOFT_TIFA_QUESTION = "{question} Answer in one word."
 
 #: Named question templates (``{question}`` is one atomic question).
 TEMPLATES = {"geneval2": SOFT_TIFA_QUESTION}
@@ -85,7 +88,7 @@ class TifaVQA(VLMJudgeMixin, PointwiseReward):
     Inputs: ``image`` and ``metadata`` (``{"questions": [{"question", "answer"}, ...]}``). Range [0, 6] (above 1
     only when answer variants share a first token); higher is better. Options: ``aggregate`` (``mean``, Soft-TIFA
     AM, or ``geometric``, Soft-TIFA GM), ``template``
-    (``geneval2`` or your own text with ``{question}``), the backend options of :mod:`rewardzoo.rewards.vlm.common`.
+    (``geneval2`` or your own text with ``{question}``), the backend options of :mod:`rewardzoo.rewards.models.vlm.common`.
     Every (image, question) pair of a call is scored in one batch. Extras: ``question_probs`` (a JSON list of the
     per-question probabilities, in the questions' order; ``""`` for a failed sample), ``min_prob`` and
     ``num_questions``. An endpoint failure on any of a sample's questions fails the sample (``on_failure``).

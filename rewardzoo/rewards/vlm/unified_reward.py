@@ -4,7 +4,7 @@ The judge writes an assessment ending in ``Final Score: X`` (1 to 5); ``score = 
 of flow_grpo's pattern ``Final Score:\\s*([1-5](?:\\.\\d+)?)``. Greedy generation with a token limit. By
 default the UnifiedReward-qwen release's model with its own inference prompt, images as given; ``preset:
 flow_grpo`` is flow_grpo's pairing (``UnifiedReward-7b-v1.5``, LLaVA-OneVision based, with flow_grpo's
-question, images resized to 512x512). The rows of :mod:`rewardzoo.rewards.vlm.pairings` state both. The
+question, images resized to 512x512). The ``pairing`` rows of its card state both. The
 generated text is kept as the per-sample extra ``judgement``.
 """
 
@@ -17,9 +17,41 @@ from ...errors import ConfigError
 from ...shared.media import to_pil_rgb
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
-from .judging import Failure, RegexScore
-from .prompts import UNIFIED_REWARD_FLOW_GRPO, UNIFIED_REWARD_QWEN_RELEASE
+from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
+from ..models.vlm.judging import Failure, RegexScore
+
+#: UnifiedReward pointwise image prompt as flow_grpo sends it (with its leading "<image>\n" line): flow_grpo ac4c86e
+#: flow_grpo/rewards.py ``unifiedreward_score_sglang``.
+UNIFIED_REWARD_FLOW_GRPO = (
+    "<image>\n"
+    "You are given a text caption and a generated image based on that caption. Your task is to "
+    "evaluate this image based on two key criteria:\n"
+    "1. Alignment with the Caption: Assess how well this image aligns with the provided "
+    "caption. Consider the accuracy of depicted objects, their relationships, and attributes "
+    "as described in the caption.\n"
+    "2. Overall Image Quality: Examine the visual quality of this image, including clarity, "
+    "detail preservation, color accuracy, and overall aesthetic appeal.\n"
+    "Based on the above criteria, assign a score from 1 to 5 after 'Final Score:'.\n"
+    "Your task is provided as follows:\n"
+    "Text Caption: [{prompt}]"
+)
+
+#: UnifiedReward pointwise image prompt of the UnifiedReward-qwen release (inference_qwen/image_generation/
+#: qwen_point_score_image_generation.py, commit ff6f520): element extraction, then 'Final Score:' from 1 to 5.
+UNIFIED_REWARD_QWEN_RELEASE = (
+    "You are given a text caption and a generated image based on that caption. Your task is to "
+    "evaluate this image based on two key criteria:\n"
+    "1. Alignment with the Caption: Assess how well this image aligns with the provided "
+    "caption. Consider the accuracy of depicted objects, their relationships, and attributes "
+    "as described in the caption.\n"
+    "2. Overall Image Quality: Examine the visual quality of this image, including clarity, "
+    "detail preservation, color accuracy, and overall aesthetic appeal.\n"
+    "Extract key elements from the provided text caption, evaluate their presence in the "
+    "generated image using the format: 'element (type): value' (where value=0 means not "
+    "generated, and value=1 means generated), and assign a score from 1 to 5 after 'Final Score:'.\n"
+    "Your task is provided as follows:\n"
+    "Text Caption: [{prompt}]"
+)
 
 
 class _Preset(TypedDict):
@@ -51,7 +83,7 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
     (``qwen_release``, the UnifiedReward-qwen inference prompt; ``flow_grpo``, flow_grpo's question; or your
     own text with ``{prompt}`` asking for a ``Final Score``; default the preset's), ``max_new_tokens`` (512),
     ``resize`` (``[width, height]`` or null to keep the image size; default the preset's), the backend and
-    failure options of :mod:`rewardzoo.rewards.vlm.common`. Options given explicitly override the preset's.
+    failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Options given explicitly override the preset's.
     """
 
     inputs: Inputs = Inputs(("prompt", "image"))

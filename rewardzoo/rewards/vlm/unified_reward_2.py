@@ -1,6 +1,6 @@
 """UnifiedReward-2.0 pointwise scoring: alignment, coherence (physics for videos) and style, 1 to 5, in one judgement.
 
-The judge answers UnifiedReward-2.0's prompt (:data:`~rewardzoo.rewards.vlm.prompts.UNIFIED_REWARD_2_IMAGE`) with
+The judge answers UnifiedReward-2.0's prompt (:data:`UNIFIED_REWARD_2_IMAGE`) with
 ``Alignment Score (1-5): X``, ``Coherence Score (1-5): Y`` and ``Style Score (1-5): Z``. The numbers are read as
 Pref-GRPO reads them (``fastvideo/rewards/unifiedreward.py``, commit 3e787f6): every match of
 ``(\\w+) Score \\(1-5\\):\\s*([0-5](?:\\.\\d+)?)``, the last one per dimension name. The score is the configured
@@ -18,7 +18,7 @@ normalised within its group by the unbiased std (``normalize: group_unbiased``),
 capped at 5 there (the streams keep it).
 
 The video form (:class:`VideoUnifiedReward2`) is the same judge with UnifiedReward-2.0's video prompt
-(:data:`~rewardzoo.rewards.vlm.prompts.UNIFIED_REWARD_2_VIDEO`), whose dimensions are ``Alignment``, ``Physics``
+(:data:`UNIFIED_REWARD_2_VIDEO`), whose dimensions are ``Alignment``, ``Physics``
 and ``Style``: 16 frames at ``int(i * T / 16)`` (UnifiedReward's ``read_video_frames``), each sent as an image
 before the text, as ``point_score_APS_video_generation.py`` (commit ff6f520) sends them.
 """
@@ -35,9 +35,45 @@ from ...shared.media import to_pil_rgb
 from ...shared.options import positive_int
 from ...shared.video import stride_indices
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
-from .judging import Failure
-from .prompts import UNIFIED_REWARD_2_IMAGE, UNIFIED_REWARD_2_VIDEO
+from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
+from ..models.vlm.judging import Failure
+
+#: UnifiedReward-2.0 pointwise image prompt (alignment, coherence, style from 1 to 5): the ``problem`` of
+#: UnifiedReward's inference_qwen/UnifiedReward-2.0-inference/point_score_ACS_image_generation.py (commit ff6f520),
+#: also Pref-GRPO's ``get_unifiedreward_image_template`` (fastvideo/rewards/templates.py, commit 3e787f6).
+UNIFIED_REWARD_2_IMAGE = (
+    "You are presented with a generated image and its associated text caption. "
+    "Your task is to analyze the image across multiple dimensions in relation to the caption. Specifically:\n"
+    "Provide overall assessments for the image along the following axes (each rated from 1 to 5):\n"
+    "- Alignment Score: How well the image matches the caption in terms of content.\n"
+    "- Coherence Score: How logically consistent the image is (absence of visual glitches, object distortions, "
+    "etc.).\n"
+    "- Style Score: How aesthetically appealing the image looks, regardless of caption accuracy.\n\n"
+    "Output your evaluation using the format below:\n\n"
+    "Alignment Score (1-5): X\n"
+    "Coherence Score (1-5): Y\n"
+    "Style Score (1-5): Z\n\n"
+    "Your task is provided as follows:\n"
+    "Text Caption: [{prompt}]"
+)
+
+#: UnifiedReward-2.0 pointwise video prompt (alignment, physics, style from 1 to 5), asked after the sampled frames
+#: (one image each): the ``problem`` of UnifiedReward's
+#: inference_qwen/UnifiedReward-2.0-inference/point_score_APS_video_generation.py (commit ff6f520).
+UNIFIED_REWARD_2_VIDEO = (
+    "You are presented with a generated video and its associated text caption. "
+    "Your task is to analyze the video across multiple dimensions in relation to the caption. Specifically:\n"
+    "Provide overall assessments for the video along the following axes (each rated from 1 to 5):\n"
+    "- Alignment Score: How well the video matches the caption in terms of content.\n"
+    "- Physics Score: How well the gravity, movements, collisions, and interactions make physical sense.\n"
+    "- Style Score: How visually appealing the video looks, regardless of caption accuracy.\n\n"
+    "Output your evaluation using the format below:\n\n"
+    "Alignment Score (1-5): X\n"
+    "Physics Score (1-5): Y\n"
+    "Style Score (1-5): Z\n\n"
+    "Your task is provided as follows:\n"
+    "Text Caption: [{prompt}]"
+)
 
 #: Named templates: UnifiedReward-2.0's pointwise image and video prompts.
 TEMPLATES = {"unified_reward_2": UNIFIED_REWARD_2_IMAGE, "unified_reward_2_video": UNIFIED_REWARD_2_VIDEO}
@@ -170,7 +206,7 @@ class UnifiedReward2(_UnifiedReward2Judge):
     ``pref_grpo``: Pref-GRPO's reading and its per-dimension group-normalised streams, module docstring),
     ``weights`` (a mapping of ``alignment`` / ``coherence`` / ``style`` to non-negative numbers, default 1 each; a
     dimension left out weighs 0), ``template`` (``unified_reward_2`` or your own text with ``{prompt}`` asking for the three lines),
-    ``max_new_tokens`` (512), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`. Extras:
+    ``max_new_tokens`` (512), the backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Extras:
     ``alignment``, ``coherence``, ``style`` (the judge's numbers, NaN where it gave none) and ``judgement``.
     """
 

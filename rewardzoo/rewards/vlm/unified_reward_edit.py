@@ -28,25 +28,35 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from ...shared.clip import check_pairs
 from ...shared.editing import edit_inputs
+from ...shared.files import text_blocks
 from ...shared.options import positive_int
 from ..base import Inputs, RewardOutput
 from ..group.ranking import PairwiseWinRate
-from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_prompts, fill
+from ..models.clip import check_pairs
+from ..models.vlm.common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_prompts, fill
+from ..models.vlm.judging import Failure, rubric_scores
 from .edit_score import RubricEditJudge
-from .judging import Failure, rubric_scores
-from .prompts import (
-    UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING,
-    UNIFIED_REWARD_EDIT_PAIRWISE_RANK,
-    UNIFIED_REWARD_EDIT_PAIRWISE_SCORE,
-    UNIFIED_REWARD_EDIT_QUALITY,
-)
 
-#: The release's prompts (:mod:`rewardzoo.rewards.vlm.prompts`): the pointwise pair and the pairwise one.
+# The release's prompts, verbatim, from the data file beside this module (unified_reward_edit_prompts.txt), each the
+# ``problem`` of a UnifiedReward ff6f520 script with ``{prompt}`` where it puts the instruction:
+# ``..._INSTRUCTION_FOLLOWING``: UnifiedReward-Edit/edit_pointwise_instruction_following.py (EditScore's VIEScore
+# prompt at scale 0-25; the source and the edited image come first); ``..._QUALITY``: edit_pointwise_quality.py (the
+# edited image alone first); ``..._PAIRWISE_SCORE``: edit_paiwise_score.py (an f-string; the source and the two edits
+# first); ``..._PAIRWISE_RANK``: edit_pairwise_rank.py as Pref-GRPO 3e787f6 sends it (``fastvideo/rewards/
+# templates.py`` ``get_unifiedreward_edit_pairwise_template``; it states no answer format: Pref-GRPO reads "Edited
+# image 1/2 is better").
+_PROMPTS = text_blocks(Path(__file__).with_name("unified_reward_edit_prompts.txt"))
+UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING = _PROMPTS["UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING"]
+UNIFIED_REWARD_EDIT_QUALITY = _PROMPTS["UNIFIED_REWARD_EDIT_QUALITY"]
+UNIFIED_REWARD_EDIT_PAIRWISE_RANK = _PROMPTS["UNIFIED_REWARD_EDIT_PAIRWISE_RANK"]
+UNIFIED_REWARD_EDIT_PAIRWISE_SCORE = _PROMPTS["UNIFIED_REWARD_EDIT_PAIRWISE_SCORE"]
+
+#: The release's prompts: the pointwise pair and the pairwise one.
 _POINTWISE = (UNIFIED_REWARD_EDIT_INSTRUCTION_FOLLOWING, UNIFIED_REWARD_EDIT_QUALITY)
 PAIRWISE_TEMPLATES: dict[str, str] = {
     "pairwise_score": UNIFIED_REWARD_EDIT_PAIRWISE_SCORE,
@@ -97,7 +107,7 @@ class UnifiedRewardEdit(RubricEditJudge):
     Inputs and extras: :class:`~rewardzoo.rewards.vlm.edit_score.RubricEditJudge`'s, and the streams ``success``,
     ``overedit``, ``naturalness``, ``artifacts`` (the answers' raw 0-25 numbers). Options: ``preset`` (None, or
     ``pref_grpo``: Pref-GRPO's reading and group-normalised streams, module docstring), ``max_new_tokens`` (4096,
-    the release's ``max_tokens``), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
+    the release's ``max_tokens``), the backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`.
     """
 
     templates: ClassVar[dict[str, tuple[str, str]]] = {"unified_reward_edit": _POINTWISE}

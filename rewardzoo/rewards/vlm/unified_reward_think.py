@@ -20,22 +20,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError
+from ...shared.files import text_blocks
 from ...shared.media import to_pil_rgb
 from ...shared.options import choice, positive_int
 from ...shared.video import sample_indices
 from ..base import Inputs
 from ..group.ranking import PairwiseWinRate
-from .common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_template, fill
-from .judging import Failure, tagged
-from .prompts import (
-    UNIFIED_REWARD_THINK_IMAGE,
-    UNIFIED_REWARD_THINK_IMAGE_QWEN_7B,
-    UNIFIED_REWARD_THINK_VIDEO,
-    UNIFIED_REWARD_THINK_VIDEO_QWEN_7B,
-)
+from ..models.vlm.common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_template, fill
+from ..models.vlm.judging import Failure, tagged
+
+# The reference prompts, verbatim, from the data file beside this module (unified_reward_think_prompts.txt).
+# ``UNIFIED_REWARD_THINK_IMAGE`` / ``..._VIDEO``: Pref-GRPO ``fastvideo/rewards/templates.py``
+# (``get_unifiedreward_think_image_template`` / ``..._video_template``, commit 3e787f6, unchanged since 1dc528e): the
+# two images (or the frames of video 1, then of video 2) come first. ``..._QWEN_7B``: the ``template`` Pref-GRPO served
+# UnifiedReward-Think-qwen-7b with before 1dc528e (``fastvideo/train_flux_pref_grpo.py``, 6d405e8 to 7246966;
+# ``train_wan_2_1_pref_grpo.py``, a1ca93c to 7246966; filled with ``str.format``). ``{prompt}`` marks the caption.
+_PROMPTS = text_blocks(Path(__file__).with_name("unified_reward_think_prompts.txt"))
+UNIFIED_REWARD_THINK_IMAGE = _PROMPTS["UNIFIED_REWARD_THINK_IMAGE"]
+UNIFIED_REWARD_THINK_VIDEO = _PROMPTS["UNIFIED_REWARD_THINK_VIDEO"]
+UNIFIED_REWARD_THINK_IMAGE_QWEN_7B = _PROMPTS["UNIFIED_REWARD_THINK_IMAGE_QWEN_7B"]
+UNIFIED_REWARD_THINK_VIDEO_QWEN_7B = _PROMPTS["UNIFIED_REWARD_THINK_VIDEO_QWEN_7B"]
 
 #: Named templates (the ``template`` option takes a key or your own text): Pref-GRPO's current ones and those it
 #: served UnifiedReward-Think-qwen-7b with, per media.
@@ -104,7 +112,7 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
     generate call on the local backend, 16: a group of n has n(n-1)/2 pairs; the endpoint gets them all,
     ``max_concurrency`` at a time), ``num_frames`` (video, default 8; the presets take every frame from the
     video layer and pick ``np.linspace(0, T - 1, K, dtype=int)``, Pref-GRPO's floored indices), and the
-    backend and failure options of :mod:`rewardzoo.rewards.vlm.common`. Per-pair extras: ``substituted``,
+    backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Per-pair extras: ``substituted``,
     ``tie``. The endpoint sends JPEG (quality 95) as Pref-GRPO does unless ``endpoint.image_format`` says.
     """
 

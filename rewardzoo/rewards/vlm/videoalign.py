@@ -7,7 +7,7 @@ released model), giving raw VQ, MQ, TA. With the released ``inference_config`` e
 ``(x - mean) / std``, and the score is their sum (the reference's ``Overall``). Frames are chosen and
 resized as VideoAlign's vendored qwen-vl-utils does (2 frames per second of video, even counts, 100,352
 to 200,704 pixels per frame, torchvision bicubic with antialias), and tokens are numbered ``0 .. L-1`` as
-the 4.x reward model's forward does (see :mod:`rewardzoo.rewards.vlm.reward_models`).
+the 4.x reward model's forward does (see :mod:`rewardzoo.rewards.models.vlm.reward_models`).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ import torch
 
 from ...errors import ConfigError, InputError
 from ...shared.checkpoints import Checkpoint
-from ...shared.clip import check_pairs
 from ...shared.device import torch_dtype
 from ...shared.media import image_to_uint8, is_tensor
 from ...shared.video import prepare_video
 from ...shared.weights import model_folder
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .backbone import PixelBounds, Video, VLMBackbone, VLMQuery
-from .reward_models import (
+from ..models.clip import check_pairs
+from ..models.vlm.backbone import PixelBounds, Video, VLMBackbone, VLMQuery
+from ..models.vlm.reward_models import (
     attach_lora,
     check_prompt_text,
     peft_parts,

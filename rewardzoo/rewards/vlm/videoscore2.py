@@ -33,9 +33,9 @@ import numpy as np
 from ...errors import ConfigError
 from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .backbone import VLMQuery
-from .common import VLMJudgeMixin, check_prompts, fill
-from .judging import Failure
+from ..models.vlm.backbone import VLMQuery
+from ..models.vlm.common import VLMJudgeMixin, check_prompts, fill
+from ..models.vlm.judging import Failure
 
 #: TIGER-AI-Lab/VideoScore2 ``vs2_inference.py``: ``VS2_QUERY_TEMPLATE`` (``$t2v_prompt`` -> ``{prompt}``), with the
 #: indentation the triple-quoted literal carries inside ``main``.
@@ -124,7 +124,7 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
     reference. Options: ``soft`` (true), ``temperature`` (0.7, the reference's: the soft scores' distribution;
     null: the raw softmax), ``weights`` (three non-negative numbers, default
     equal), ``max_new_tokens`` (1024, the reference's), ``num_frames`` (8) and ``fps`` (2.0, the reference's
-    ``infer_fps``), the backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
+    ``infer_fps``), the backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`.
     """
 
     inputs: Inputs = Inputs(("prompt", "video"), num_frames=8)

@@ -18,8 +18,8 @@ from typing import Any
 from ...errors import ConfigError
 from ...shared.options import choice, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .common import VLMJudgeMixin, check_prompts, check_template, fill
-from .judging import Failure, RegexScore, yes_probability
+from ..models.vlm.common import VLMJudgeMixin, check_prompts, check_template, fill
+from ..models.vlm.judging import Failure, RegexScore, yes_probability
 
 _REGEX_KEYS = ("regex", "low", "high", "group")
 
@@ -51,7 +51,7 @@ class VLMJudge(VLMJudgeMixin, PointwiseReward):
     Inputs: ``image`` and ``prompt``. Range [0, 1]; higher is better. Options: ``template`` (required),
     ``parse`` (required), ``mode`` / ``yes`` / ``no`` (yes/no rule), ``max_new_tokens`` (regex rule, 256),
     ``system`` (a system prompt, default the chat template's), and the backend and failure options of
-    :mod:`rewardzoo.rewards.vlm.common`. Extras: ``judgement`` (the generated text, regex rule) or
+    :mod:`rewardzoo.rewards.models.vlm.common`. Extras: ``judgement`` (the generated text, regex rule) or
     ``p_yes`` (yes/no rule), ``substituted``, ``failure``.
     """
 

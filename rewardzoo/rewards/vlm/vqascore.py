@@ -12,7 +12,7 @@ t2v_metrics' path) and video frames at most 151,200 (t2v_metrics' ``360 * 420``)
 models on the local backend unless ``max_pixels`` says otherwise. t2v_metrics reads ``generate``'s ``scores``:
 the logits after the logits processors the checkpoint's generation config sets for greedy decoding
 (``repetition_penalty``, which penalises every token of the prompt, etc.), not the raw logits.
-``preset: t2v_metrics`` reproduces that (:meth:`~rewardzoo.rewards.vlm.backbone.VLMBackbone.first_scores`) and
+``preset: t2v_metrics`` reproduces that (:meth:`~rewardzoo.rewards.models.vlm.backbone.VLMBackbone.first_scores`) and
 resizes images as qwen-vl-utils does (PIL bicubic to the smart-resize size, then the processor with
 ``do_resize=False``); the default reads the raw logits (the model's own distribution) with the processor's
 resize.
@@ -28,10 +28,14 @@ from ...errors import ConfigError
 from ...shared.media import to_pil_rgb
 from ...shared.options import choice
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .common import VLMJudgeMixin, check_prompts, check_template, fill
-from .judging import Failure, yes_probability
-from .prompts import VQASCORE_ANSWER, VQASCORE_QUESTION
-from .reward_models import resize_image
+from ..models.vlm.common import VLMJudgeMixin, check_prompts, check_template, fill
+from ..models.vlm.judging import Failure, yes_probability
+from ..models.vlm.reward_models import resize_image
+
+#: VQAScore question and answer of t2v_metrics' Qwen2-VL / Qwen2.5-VL scorer (t2v_metrics/models/vqascore_models/
+#: qwen2vl_model.py, commit 6ecb74f).
+VQASCORE_QUESTION = 'Does this figure show "{prompt}"? Please answer Yes or No.'
+VQASCORE_ANSWER = "Yes"
 
 #: Named question templates (``question_template`` takes a key or your own text): t2v_metrics' Qwen one.
 TEMPLATES = {"t2v_metrics": VQASCORE_QUESTION}
@@ -54,7 +58,7 @@ class VQAScore(VLMJudgeMixin, PointwiseReward):
     ``'Does this figure show "{prompt}"? Please answer Yes or No.'``, or your own text), ``answer``
     (``"Yes"``), ``normalize`` (``absolute``: P(Yes) over the vocabulary, the reference; ``relative``:
     P(Yes) / (P(Yes) + P(No)) with ``negative`` ``"No"``), the backend options of
-    :mod:`rewardzoo.rewards.vlm.common` (``max_pixels`` default :data:`IMAGE_MAX_PIXELS`, or
+    :mod:`rewardzoo.rewards.models.vlm.common` (``max_pixels`` default :data:`IMAGE_MAX_PIXELS`, or
     :data:`VIDEO_MAX_PIXELS` per frame for videos, on the local backend). The extra ``p_answer`` is P(answer)
     over the vocabulary.
     """

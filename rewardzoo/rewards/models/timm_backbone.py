@@ -21,8 +21,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, MissingExtraError
-from .weights import cannot_wake, loading
+from ...errors import ConfigError, MissingExtraError
+from ...shared.weights import cannot_wake, loading
 
 _CACHE: dict[tuple[str, str, str], TimmBackbone] = {}
 _LOCK = threading.Lock()

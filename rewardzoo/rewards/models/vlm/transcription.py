@@ -2,11 +2,11 @@
 reads it (``verl_omni/utils/reward_score/genrm_ocr.py`` ``compute_score_ocr``).
 
 Each image is one request: the system turn ``You are a helpful assistant.``, then the image and the question
-``DEFAULT_GRM_PROMPT`` (:mod:`rewardzoo.rewards.vlm.prompts`), with verl-omni's sampling
+``DEFAULT_GRM_PROMPT`` (:data:`GENRM_OCR_QUESTION`), with verl-omni's sampling
 ``{"temperature": 0.7, "top_p": 0.8, "max_tokens": 4096}`` (its ``GENRM_OCR_*`` variables set ``temperature``,
 ``top_p``, ``max_tokens`` and ``seed``; here the option ``sampling``). Through an endpoint the fields are sent as
 they are; locally the same request is sampled as vLLM samples it
-(:func:`~rewardzoo.rewards.vlm.backend.served_sampling`; ``seed`` is an endpoint field only). The answer is the
+(:func:`~rewardzoo.rewards.models.vlm.backend.served_sampling`; ``seed`` is an endpoint field only). The answer is the
 transcription; an empty one is unparseable (the failure policy decides; verl-omni scores it as text that matches
 nothing).
 """
@@ -16,11 +16,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ...errors import ConfigError
+from ....errors import ConfigError
 from .backbone import VLMQuery
 from .common import ALL_OPTIONS, VLMJudgeMixin
 from .judging import Failure
-from .prompts import GENRM_OCR_QUESTION, GENRM_OCR_SYSTEM
+
+#: The system turn verl-omni sends with the OCR question.
+GENRM_OCR_SYSTEM = "You are a helpful assistant."
+#: ``DEFAULT_GRM_PROMPT``: the transcription question.
+GENRM_OCR_QUESTION = (
+    "Please output only the text content from the image without any additional descriptions or formatting."
+)
 
 #: verl-omni's ``DEFAULT_SAMPLING_PARAMS``.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_tokens": 4096}
@@ -51,7 +57,7 @@ class VLMTranscriber(VLMJudgeMixin):
 
     ``transcribe(images) -> [text | Failure]``; ``resolve(outcomes)`` applies the failure policy. Options:
     ``question`` (default verl-omni's), ``system`` (default verl-omni's), ``sampling`` (module docstring), and the
-    backend and failure options of :mod:`rewardzoo.rewards.vlm.common`.
+    backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`.
     """
 
     judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))

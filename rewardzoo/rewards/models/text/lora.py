@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator
 
 from torch import Tensor, nn
 
-from ...errors import ConfigError
-from ...shared.options import positive_int
+from ....errors import ConfigError
+from ....shared.options import positive_int
 
 #: Attention projection names tried when no ``targets`` are given (TinyTransformer, Llama/Mistral/Qwen,
 #: GPT-2, BERT-style and DeBERTa models).

@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
-from ...shared.weights import loading, model_folder
+from ....errors import ConfigError
+from ....shared.weights import loading, model_folder
 
 #: ``model_type`` values LLaVA-NeXT writes (with ``mm_vision_tower`` beside them).
 ORIGINAL_MODEL_TYPES = ("llava", "llava_qwen")

@@ -32,8 +32,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import ConfigError, InputError
-from ...shared.weights import load_state_dict, loading
+from ....errors import ConfigError, InputError
+from ....shared.weights import load_state_dict, loading
 
 #: qwen-vl-utils constants: the size factor (patch 14 x merge 2), the largest aspect ratio, 2 frames per
 #: temporal patch, and the frame-count bounds of fps sampling.

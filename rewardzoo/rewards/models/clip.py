@@ -40,16 +40,23 @@ import threading
 import weakref
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError, InputError
-from .checkpoints import Checkpoint, open_clip_pretrained, resolve_checkpoint
-from .device import torch_dtype
-from .image_ops import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PreprocessConfig, preprocess_images, preprocess_pixels
-from .weights import cannot_wake, loading
+from ...errors import ConfigError, InputError
+from ...shared.checkpoints import Checkpoint, open_clip_pretrained, resolve_checkpoint
+from ...shared.device import torch_dtype
+from ...shared.image_ops import (
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    PreprocessConfig,
+    preprocess_images,
+    preprocess_pixels,
+)
+from ...shared.weights import cannot_wake, loading
+from ..options import RewardOptions, WeightPath
 
 BACKENDS = ("auto", "open_clip", "transformers")
 
@@ -390,6 +397,18 @@ def clip_weight_files(
     return [open_clip_pretrained(arch, pretrained)]
 
 
+class ClipOptions(RewardOptions):
+    """The options of a reward over one CLIP backbone (:func:`load_clip_backbone`)."""
+
+    pretrained: WeightPath | None = "openai"
+    """open_clip's weights tag or a weights file, for a ``model_path`` naming an architecture (ignored for
+    directories and hub ids)."""
+    backend: Literal["auto", "open_clip", "transformers"] = "auto"
+    """Which library builds the model (``auto``: by the files ``model_path`` holds)."""
+    processor_path: WeightPath | None = None
+    """transformers only: where the tokenizer and image-processor configs live (default ``model_path``)."""
+
+
 def clip_reward_files(cls: Any, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
     """``weight_files`` of a reward over a CLIP backbone (bind it with ``classmethod``): the backbone's file for the
     entry's ``model_path`` (else the class's ``default_model``), ``backend`` and ``pretrained``."""
@@ -585,7 +604,7 @@ def _size_field(size: Any, name: str) -> int | None:
 
 
 def _load_checkpoint(model: torch.nn.Module, checkpoint: str) -> None:
-    from .weights import load_state_dict, strip_prefix
+    from ...shared.weights import load_state_dict, strip_prefix
 
     try:
         state = strip_prefix(load_state_dict(checkpoint))
@@ -617,44 +636,3 @@ def check_pairs(**fields: Sequence[Any]) -> int:
                 sample=min(len(values), n_first),
             )
     return n_first
-
-
-def resolve_weights_file(model_path: str | os.PathLike, filename: str | None = None) -> str:
-    """A local path for a weights file named by ``model_path``.
-
-    Accepts a local file; a local directory (``filename`` inside it); an ``http(s)://`` URL (downloaded
-    once into torch's hub cache); a hub id ``org/repo`` (with ``filename``) or ``org/repo/path/file``.
-    Raises :class:`ConfigError` naming ``model_path`` when the file cannot be found or fetched.
-    """
-    text = os.fspath(model_path)
-    path = Path(text).expanduser()
-    if path.is_file():
-        return str(path)
-    if path.is_dir():
-        if filename and (path / filename).is_file():
-            return str(path / filename)
-        found = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".pth", ".pt", ".bin"))
-        if len(found) == 1 and not filename:
-            return str(found[0])
-        raise ConfigError(
-            f"'{text}' holds no weights file '{filename or '*.safetensors|*.pth|*.pt'}'", field="model_path"
-        )
-    if text.startswith(("http://", "https://")):
-        from urllib.parse import unquote, urlparse
-
-        target = Path(torch.hub.get_dir()) / "checkpoints" / unquote(Path(urlparse(text).path).name)
-        if not target.is_file():
-            with loading(f"'{text}'", verb="download"):
-                target.parent.mkdir(parents=True, exist_ok=True)
-                torch.hub.download_url_to_file(text, str(target), progress=False)
-        return str(target)
-    parts = text.strip("/").split("/")
-    if len(parts) < 2 or text.startswith((".", "/", "~")):
-        raise ConfigError(f"weights file not found: '{text}'", field="model_path")
-    repo, name = "/".join(parts[:2]), "/".join(parts[2:]) or filename
-    if not name:
-        raise ConfigError(f"'{text}' names a hub repository but no file in it", field="model_path")
-    with loading(f"'{name}' from the hub repository '{repo}' (and '{text}' is not a local file)", verb="fetch"):
-        from huggingface_hub import hf_hub_download
-
-        return hf_hub_download(repo, name)

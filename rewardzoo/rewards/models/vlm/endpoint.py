@@ -1,6 +1,6 @@
 """The OpenAI-compatible endpoint backend of the VLM judges (vLLM, SGLang, ``transformers serve``, hosted APIs).
 
-Each :class:`~rewardzoo.rewards.vlm.backbone.VLMQuery` becomes one ``POST {url}/chat/completions``:
+Each :class:`~rewardzoo.rewards.models.vlm.backbone.VLMQuery` becomes one ``POST {url}/chat/completions``:
 
 - messages: the optional system turn, then one user turn whose content parts follow the query's order;
   an image is an ``image_url`` part with a base64 data URL (``data:image/png;base64,...``, or JPEG with
@@ -16,7 +16,7 @@ Each :class:`~rewardzoo.rewards.vlm.backbone.VLMQuery` becomes one ``POST {url}/
 Transport is :class:`~rewardzoo.transport.http.HttpClient` (retries with backoff on connection errors, 408,
 429 and 5xx; a per-request ``timeout_s``; ``max_concurrency`` requests in flight). The API key is read
 from the environment variable named by ``api_key_env`` and never logged. A request that still fails, a
-body that is not the chat-completions JSON, or a refusal becomes a :class:`~rewardzoo.rewards.vlm.judging.Failure`
+body that is not the chat-completions JSON, or a refusal becomes a :class:`~rewardzoo.rewards.models.vlm.judging.Failure`
 for that sample; the judge's failure policy decides what happens next.
 """
 
@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError, HttpError
-from ...shared.options import choice, positive_int
-from ...transport.http import HttpClient, RetryPolicy, bearer_headers
+from ....errors import ConfigError, HttpError
+from ....shared.options import choice, positive_int
+from ....transport.http import HttpClient, RetryPolicy, bearer_headers
 from .backbone import Video, VLMQuery
 from .judging import Failure
 

@@ -1,15 +1,15 @@
 """The two backends of the VLM judges behind one surface, chosen in YAML with ``backend:``.
 
-- ``backend: transformers`` (default): :class:`LocalVLM`, a :class:`~rewardzoo.rewards.vlm.backbone.VLMBackbone`
+- ``backend: transformers`` (default): :class:`LocalVLM`, a :class:`~rewardzoo.rewards.models.vlm.backbone.VLMBackbone`
   loaded from ``model_path`` (shared with every other reward naming the same model, dtype and device);
   one left-padded batch per call.
-- ``backend: openai``: :class:`~rewardzoo.rewards.vlm.endpoint.OpenAIVLM`, any OpenAI-compatible
+- ``backend: openai``: :class:`~rewardzoo.rewards.models.vlm.endpoint.OpenAIVLM`, any OpenAI-compatible
   chat-completions server, configured by ``endpoint: {url, model, api_key_env, ...}``.
 
 Both answer ``generate(queries, max_new_tokens=N) -> [text | Failure]`` (greedy; ``request=``: a reference's
 chat-completions decoding fields, sent as they are by the endpoint, decoded as vLLM would locally) and
 ``answer_probs(queries, answers) -> [probabilities (K,) | Failure]``; the judge turns those into scores
-with its parse rule and failure policy (:mod:`rewardzoo.rewards.vlm.judging`); ``io_bound`` says whether the
+with its parse rule and failure policy (:mod:`rewardzoo.rewards.models.vlm.judging`); ``io_bound`` says whether the
 judge's calls wait on a server (the endpoint) and so may overlap with the other streams (``Reward.io_bound``). The local backend never
 produces a Failure: an exception there is a bug or bad input and is raised.
 """
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError
-from ...shared.options import choice, positive_int
+from ....errors import ConfigError
+from ....shared.options import choice, positive_int
 from .backbone import PixelBounds, VLMBackbone, VLMQuery, load_vlm
 from .judging import Failure
 
@@ -104,7 +104,7 @@ def build_backend(
 ) -> Any:
     """The backend a reward's options ask for.
 
-    ``backend: transformers``: :func:`~rewardzoo.rewards.vlm.backbone.load_vlm` of ``model_path`` (else
+    ``backend: transformers``: :func:`~rewardzoo.rewards.models.vlm.backbone.load_vlm` of ``model_path`` (else
     ``default_model``) with ``processor_path``, ``attn_implementation``, ``trust_remote_code``; ``min_pixels``
     / ``max_pixels`` bound every image and video frame. ``backend: openai``: :class:`OpenAIVLM` from the
     ``endpoint`` mapping (its ``model`` defaults to ``model_path``, else ``default_model``). ConfigError

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ...errors import ConfigError, InputError
+from ....errors import ConfigError, InputError
 
 
 @dataclass

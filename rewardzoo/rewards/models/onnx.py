@@ -9,8 +9,8 @@ import os
 import warnings
 from typing import Any
 
-from ..errors import ConfigError
-from .options import positive_int
+from ...errors import ConfigError
+from ...shared.options import positive_int
 
 
 def providers_for(device: str) -> list[Any]:

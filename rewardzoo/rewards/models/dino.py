@@ -16,7 +16,7 @@ import torch
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
-from .weights import cannot_wake, loading
+from ...shared.weights import cannot_wake, loading
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -50,7 +50,7 @@ class DinoBackbone:
     def preprocess(self, frames: torch.Tensor, resize: int) -> torch.Tensor:
         """(T, 3, H, W) float in [0, 1] or uint8 -> normalised model input, shorter side ``resize``; the
         full-resolution float frames exist a few at a time (:func:`~rewardzoo.shared.video.frame_batches`)."""
-        from .video import float_frames, frame_batches
+        from ...shared.video import float_frames, frame_batches
 
         parts = []
         for chunk in frame_batches(frames):

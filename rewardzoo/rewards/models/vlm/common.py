@@ -2,10 +2,10 @@
 policy, its queries built from the converted inputs, and its substitution counter.
 
 Options every judge takes (reward ``kwargs``, read into one :class:`BackendOptions`): ``backend``
-(``transformers`` | ``openai``), ``endpoint`` (the server mapping, see :mod:`rewardzoo.rewards.vlm.endpoint`),
+(``transformers`` | ``openai``), ``endpoint`` (the server mapping, see :mod:`rewardzoo.rewards.models.vlm.endpoint`),
 ``processor_path``, ``attn_implementation``, ``trust_remote_code``, ``min_pixels`` / ``max_pixels`` (local
 backend; images and video frames), ``on_failure`` (``error`` by default, or ``{substitute: VALUE}``; see
-:mod:`rewardzoo.rewards.vlm.judging`); video judges also ``num_frames`` and ``fps``.
+:mod:`rewardzoo.rewards.models.vlm.judging`); video judges also ``num_frames`` and ``fps``.
 
 A template's ``<image>`` marks where the image goes (:func:`place_media`); without one, media come first.
 """
@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from ...errors import ConfigError, InputError
-from ...shared.media import to_pil_rgb
-from ...shared.options import known_options, positive_float
-from ...shared.video import check_num_frames
-from ..base import Reward
+from ....errors import ConfigError, InputError
+from ....shared.media import to_pil_rgb
+from ....shared.options import known_options, positive_float
+from ....shared.video import check_num_frames
+from ...base import Reward
 from .backbone import Video, VLMQuery
 from .backend import build_backend
 from .judging import Failure, FailurePolicy
@@ -93,7 +93,7 @@ class BackendOptions:
     num_frames: int | None = None
     fps: float | None = None
 
-    #: What :func:`~rewardzoo.rewards.vlm.backend.build_backend` reads; the rest is the judge's own.
+    #: What :func:`~rewardzoo.rewards.models.vlm.backend.build_backend` reads; the rest is the judge's own.
     BACKEND_FIELDS: ClassVar[tuple[str, ...]] = (
         "backend",
         "endpoint",

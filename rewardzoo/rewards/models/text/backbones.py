@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import Tensor, nn
 
-from ...errors import ConfigError, InputError
+from ....errors import ConfigError, InputError
 
 
 def embedded(backbone: nn.Module, input_ids: Tensor | None, inputs_embeds: Tensor | None) -> Tensor:
@@ -377,6 +377,6 @@ def as_backbone(model: nn.Module) -> nn.Module:
         return HFBackbone(model)
     raise ConfigError(
         f"{type(model).__name__} is not a backbone: it needs embed(), hidden_states(), logits(), dim "
-        "and vocab_size (see rewardzoo.rewards.text.backbones), or must be a transformers model or a "
+        "and vocab_size (see rewardzoo.rewards.models.text.backbones), or must be a transformers model or a "
         "palm_rlhf_pytorch.PaLM"
     )

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError, RewardOutputError
+from ....errors import ConfigError, RewardOutputError
 
 #: The per-sample extra marking substituted scores (1.0 substituted, 0.0 scored); the engine sums it.
 SUBSTITUTED = "substituted"

@@ -28,7 +28,7 @@ Qwen3-VL place frames in time with it). Image and video sizes follow the process
 Loading: ``model_path`` is a hub id or a local directory holding a transformers checkpoint whose
 ``model_type`` is one of :data:`SUPPORTED_MODEL_TYPES`, with its processor files (or ``processor_path``),
 or an original LLaVA-NeXT checkpoint (LLaVA-OneVision in that code's layout, mapped on load by
-:mod:`~rewardzoo.rewards.vlm.llava_checkpoint`).
+:mod:`~rewardzoo.rewards.models.vlm.llava_checkpoint`).
 Loaded backbones are cached per process (weakly, keyed by :func:`backbone_key`: weights, processor,
 device, dtype, attention implementation, remote code), so two rewards naming the same model share one
 copy in memory. ``dtype=None`` means bfloat16 on CUDA and float32 elsewhere. A prompt longer than the
@@ -47,9 +47,9 @@ from typing import Any
 
 import torch
 
-from ...errors import ConfigError, InputError
-from ...shared.device import canonical_dtype, torch_dtype
-from ...shared.weights import cannot_wake, loading
+from ....errors import ConfigError, InputError
+from ....shared.device import canonical_dtype, torch_dtype
+from ....shared.weights import cannot_wake, loading
 
 #: ``config.json`` model types this layer renders and batches (transformers 5.x ships all of them).
 SUPPORTED_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llava_onevision")
