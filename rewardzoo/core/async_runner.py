@@ -62,8 +62,8 @@ from .engine import (
     Job,
     Outcome,
     RewardResult,
-    ScoreRun,
     ScoreTable,
+    Scoring,
     ScoringFront,
     applicable_mask,
     as_samples,
@@ -326,7 +326,7 @@ class AsyncRewardRunner:
         if self.processor.collective:  # every rank takes part in the exchange: the whole round is scored here
             self._score_collective(table, deadline)
         else:
-            self.processor.score_into(table, self._cache, ScoreRun(skip=[s.name for s in specs]))  # gates only
+            self.processor.score_into(table, self._cache, Scoring(skip=[s.name for s in specs]))  # gates only
             for spec in specs:
                 if not spec.async_reward:
                     reward = self.processor.rewards[spec.name]
@@ -345,7 +345,7 @@ class AsyncRewardRunner:
         # what this runner submitted itself: async pointwise streams; the groupwise streams go through
         # the processor's exchange, on this runner's pools
         own = {s.name for s in self._async if self.processor.rewards[s.name].kind != "groupwise"}
-        run = ScoreRun(
+        run = Scoring(
             skip=own,
             run_jobs=lambda spec, reward, jobs: self.run_jobs(spec, reward, jobs, deadline),
             error=self._deferred,

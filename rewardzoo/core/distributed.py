@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InputError, RemoteRankError, RewardExecutionError
 from ..rewards.base import Reward
-from .engine import ConversionCache, Outcome, ScoreRun, ScoreTable, build_fields, call_reward, score_specs
+from .engine import ConversionCache, Outcome, ScoreTable, Scoring, build_fields, call_reward, score_specs
 from .processor import RewardProcessor
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class GroupExchange:
         processor: RewardProcessor,
         table: ScoreTable,
         cache: ConversionCache,
-        run: ScoreRun = ScoreRun(),
+        run: Scoring = Scoring(),
     ) -> None:
         """Fill ``table`` for every spec of ``processor``: pointwise locally (except names in ``run.skip``,
         already handled by the caller), groupwise through the exchange.
@@ -188,7 +188,7 @@ class GroupExchange:
         local: dict[str, dict[Any, list[int]]],
         cache: ConversionCache,
         table: ScoreTable,
-        run: ScoreRun,
+        run: Scoring,
     ) -> None:
         me, error, run_jobs, finish = self.rank, run.error, run.run_jobs, run.finish
         keys = {s.name: [(k, len(m)) for k, m in local.get(s.name, {}).items()] for s in groupwise}
@@ -315,7 +315,7 @@ class DistributedRewardProcessor(RewardProcessor):
         calls of every processor doing so must come in the same order on every rank."""
         return self.collective and any(self.rewards[s.name].kind == "groupwise" for s in self.specs)
 
-    def score_into(self, table: ScoreTable, cache: ConversionCache, run: ScoreRun = ScoreRun()) -> None:
+    def score_into(self, table: ScoreTable, cache: ConversionCache, run: Scoring = Scoring()) -> None:
         if not self.exchange.active:
             return super().score_into(table, cache, run)
         self.exchange.score(self, table, cache, run)

@@ -20,7 +20,7 @@ calls one by one. The front ends — the synchronous
 :class:`~rewardzoo.core.async_runner.AsyncRewardRunner` and the cross-rank
 :class:`~rewardzoo.core.distributed.DistributedRewardProcessor` — only choose how the calls (jobs) run:
 inline, on worker threads, or exchanged between ranks (the executors of :mod:`rewardzoo.core.batching`, whose
-:class:`~rewardzoo.core.batching.Assembler` cuts every front end's calls); a :class:`ScoreRun` says which.
+:class:`~rewardzoo.core.batching.Assembler` cuts every front end's calls); a :class:`Scoring` says which.
 :class:`ConversionCache` and :func:`call_reward` are safe to use from several threads.
 """
 
@@ -51,7 +51,7 @@ RunJobs = Callable[[RewardSpec, Reward, Sequence[Job]], list[Outcome]]
 
 
 @dataclass(frozen=True)
-class ScoreRun:
+class Scoring:
     """How a front end has a batch scored (:meth:`~rewardzoo.core.processor.RewardProcessor.score_into`).
 
     ``skip``: the streams the caller scores itself (gated, not called); ``run_jobs``: the executor of a
@@ -333,7 +333,7 @@ class ScoringFront(Protocol):
 
     def phase_done(self) -> None: ...
 
-    def score_into(self, table: ScoreTable, cache: ConversionCache, run: ScoreRun = ScoreRun()) -> None: ...
+    def score_into(self, table: ScoreTable, cache: ConversionCache, run: Scoring = Scoring()) -> None: ...
 
 
 def score_specs(
@@ -341,7 +341,7 @@ def score_specs(
     rewards: Mapping[str, Reward],
     table: ScoreTable,
     cache: ConversionCache,
-    run: ScoreRun = ScoreRun(),
+    run: Scoring = Scoring(),
     *,
     exchange_groups: bool = False,
     overlap: bool = True,

@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..rewards.base import Reward
 from ..spec.config import RewardSpec
 from ..spec.sample import Sample
-from .engine import ConversionCache, RewardResult, ScoreRun, ScoreTable, as_samples, score_specs
+from .engine import ConversionCache, RewardResult, ScoreTable, Scoring, as_samples, score_specs
 from .loader import RewardLoader
 from .memory_plan import place_auto_entries
 from .resolve import parse_specs
@@ -115,15 +115,15 @@ class RewardProcessor:
             batch, error = [], exc  # every rank must still reach the exchange; then all of them raise
         table = ScoreTable(self.specs, batch, self.advantage, step)
         try:
-            self.score_into(table, ConversionCache(batch), ScoreRun(error=error))
+            self.score_into(table, ConversionCache(batch), Scoring(error=error))
         finally:
             self.phase_done()
         return table.result()
 
-    def score_into(self, table: ScoreTable, cache: ConversionCache, run: ScoreRun = ScoreRun()) -> None:
+    def score_into(self, table: ScoreTable, cache: ConversionCache, run: Scoring = Scoring()) -> None:
         """Fill ``table`` for every spec except those in ``run.skip`` (already handled by the caller).
 
-        ``run`` (a :class:`~rewardzoo.core.engine.ScoreRun`): ``run_jobs`` runs a stream's prepared calls;
+        ``run`` (a :class:`~rewardzoo.core.engine.Scoring`): ``run_jobs`` runs a stream's prepared calls;
         ``error`` is a failure the caller already had (raised here, after any collective step); ``finish()``
         is the caller's remaining work (e.g. waiting for its workers), run once the local scoring is done.
         """
