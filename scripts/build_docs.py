@@ -34,6 +34,8 @@ The documentation site (``mkdocs.yml``, sources under ``docs/``):
 - ``docs/guides/config-reference.md`` from ``rewardzoo.spec.config.json_schema()``; ``docs/api.md`` from the
   public names (``rewardzoo._LAZY``); ``docs/benchmarks.md`` from ``benchmarks/results/*.json``;
 - ``docs/architecture.md``: each package's docstring (``package docstrings``);
+- ``rewardzoo/configs/demo.yaml``, the config ``rewardzoo demo`` runs: every card that needs no download (a card's
+  ``demo:`` key adjusts its entry);
 - from ``benchmarks/results/scale.json`` (``scripts/scale_check.py``): the Benchmarks page's "At real size" table,
   each reward page's "at real size" row, and the package data ``rewardzoo/catalog/scale.json`` that
   ``rewardzoo plan`` reads (:mod:`rewardzoo.catalog.measured`).
@@ -621,6 +623,48 @@ def family_block(cards: dict[str, dict], fam: str) -> str:
     return "\n".join(lines)
 
 
+#: The demo's datasets (``rewardzoo demo`` generates media for each), in the config's order.
+DEMO_DATASETS = ("image", "video", "audio", "edit")
+DEMO = ROOT / "rewardzoo" / "configs" / "demo.yaml"
+
+
+def demo_config(cards: dict[str, dict]) -> str:
+    """``rewardzoo/configs/demo.yaml``: an entry per card that needs no download, routed by its modality (a card's
+    ``demo:`` mapping adds to its entry or replaces its datasets; ``demo: false`` leaves it out)."""
+    entries = []
+    for name, meta in sorted(cards.items()):
+        demo = meta.get("demo", {})
+        if demo is False:
+            continue
+        if not isinstance(demo, dict):
+            raise DocsError(f"rewardzoo/model_cards/{name}.md: 'demo' must be a mapping or false, got {demo!r}")
+        if meta.get("download", True):
+            if "demo" in meta:
+                raise DocsError(f"rewardzoo/model_cards/{name}.md: 'demo' on a card that downloads weights")
+            continue
+        entry = {"name": name, "applicable_datasets": [meta["modality"]], **demo}
+        datasets = entry["applicable_datasets"]
+        if not (isinstance(datasets, list) and len(datasets) == 1 and datasets[0] in DEMO_DATASETS):
+            raise DocsError(
+                f"rewardzoo/model_cards/{name}.md: the demo routes it to {datasets}, not one of {DEMO_DATASETS}"
+            )
+        entries.append(entry)
+    entries.sort(key=lambda e: DEMO_DATASETS.index(e["applicable_datasets"][0]))  # stable: by name within a dataset
+    lines = [
+        "# written by scripts/build_docs.py from the model cards: every reward that needs no download, routed to the",
+        "# demo's generated media by dataset (a card's `demo:` key adjusts its entry; `demo: false` leaves it out).",
+        "# `rewardzoo demo` skips the entries whose extra is not installed and says which extra to install.",
+        "rewards:",
+    ]
+    for entry in entries:
+        lines.append(f"  - name: {entry.pop('name')}")
+        for key in ("device", "applicable_datasets", *sorted(set(entry) - {"device", "applicable_datasets"})):
+            if key in entry:
+                value = yaml.safe_dump({key: entry[key]}, default_flow_style=True, width=1000).strip()[1:-1]
+                lines.append(f"    {value}")
+    return "\n".join(lines) + "\n"
+
+
 def reward_nav(cards: dict[str, dict]) -> str:
     """The Rewards part of mkdocs.yml's nav: the table, then each family's page and members."""
     lines = ["    - rewards/index.md"]
@@ -939,6 +983,7 @@ def site_targets(cards: dict[str, dict], runs: list[dict]) -> dict[Path, callabl
             t, "family members", note + "\n" + family_block(cards, f), w
         )
     out[MKDOCS] = lambda t: yaml_splice(t, "reward nav", reward_nav(cards), "mkdocs.yml")
+    out[DEMO] = lambda t: demo_config(cards)
     out[DOCS / "guides" / "config-reference.md"] = lambda t: config_reference()
     out[DOCS / "api.md"] = lambda t: api_page()
     out[DOCS / "benchmarks.md"] = lambda t: benchmarks_page(runs)

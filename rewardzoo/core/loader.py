@@ -332,7 +332,7 @@ def _check_options(cls: type[Reward], kwargs: dict[str, Any], inner: dict[str, A
         if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
             known_options(cls.__name__, kwargs, [p for p in params if p not in _RESERVED and p not in inner])
         return
-    cls.Options.parse({**kwargs, **inner}, cls.__name__)
+    cls.Options.from_kwargs({**kwargs, **inner}, cls.__name__)
 
 
 def _init_params(cls: type[Any]) -> dict[str, inspect.Parameter]:

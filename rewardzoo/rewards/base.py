@@ -218,7 +218,7 @@ class Reward:
         self.device = device
         self.dtype_name = dtype
         self.name: str = vars(self).get("name", type(self).__name__)  # set before __init__ by :meth:`named`
-        self.options = type(self).Options.parse(options, type(self).__name__)
+        self.options = type(self).Options.from_kwargs(options, type(self).__name__)
 
     @classmethod
     def named(cls, name: str, /, **kwargs: Any) -> Reward:

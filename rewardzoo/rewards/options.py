@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import reprlib
+import warnings
 from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar, get_args
 
@@ -32,6 +33,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    Strict,
     ValidationError,
     field_validator,
     model_validator,
@@ -48,12 +50,21 @@ __all__ = [
     "PositiveInt",
     "PositiveNumber",
     "RewardOptions",
+    "Size",
     "WeightPath",
     "field_validator",
     "model_validator",
 ]
 
 _Options = TypeVar("_Options", bound="RewardOptions")
+
+# An option may bear the name of one of BaseModel's pydantic-v1 methods (vlm_judge's ``parse``): the field wins and
+# those methods are never called on options, so pydantic's warning about the shadowing says nothing to users.
+warnings.filterwarnings(
+    "ignore",
+    message=r'Field name "(parse|json|copy|schema|validate|dict|construct|fields)" in ".*Options" shadows an attribute',
+    category=UserWarning,
+)
 
 
 def _number_text(value: Any) -> Any:
@@ -78,6 +89,8 @@ Number = Annotated[float, BeforeValidator(_number_text), AfterValidator(_finite)
 PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(_number_text), AfterValidator(_finite)]
 #: An integer above zero (not a bool).
 PositiveInt = Annotated[int, Field(gt=0)]
+#: A size ``[width, height]`` in pixels (a YAML list).
+Size = Annotated[tuple[PositiveInt, PositiveInt], Strict(False)]
 
 
 def _autocast_form(value: Any) -> Any:
@@ -125,7 +138,7 @@ class RewardOptions(BaseModel):
     )
 
     @classmethod
-    def parse(cls: type[_Options], values: Mapping[str, Any], owner: str | None = None) -> _Options:
+    def from_kwargs(cls: type[_Options], values: Mapping[str, Any], owner: str | None = None) -> _Options:
         """Validated options from a ``kwargs:`` mapping; a :class:`ConfigError` naming ``kwargs.NAME`` else."""
         try:
             return cls.model_validate(dict(values))
@@ -189,22 +202,39 @@ def config_error(cls: type[RewardOptions], exc: ValidationError, owner: str) -> 
         )
     same = [e for e in errors if e["loc"][:1] == first["loc"][:1]]
     got = _SHORT.repr(first.get("input"))
-    if len(same) > 1 and all(e["type"].endswith(("_type", "_instance_of")) for e in same):
-        expected = _type_words(cls.model_json_schema().get("properties", {}).get(name, {}))
-        return ConfigError(f"must be {expected}, got {got}", field=field)
-    if first["type"] in _BOUND_ERRORS:
+    if len(same) > 1:  # a union: a member's own complaint when the value was meant for it, else what it may be
+        deeper = [e for e in same if not _member_mismatch(e)]
+        if not deeper:
+            expected = _type_words(cls.model_json_schema().get("properties", {}).get(name, {}))
+            return ConfigError(f"must be {expected}, got {got}", field=field)
+        first = deeper[0]
+        got = _SHORT.repr(first.get("input"))
+    if first["type"] in _BOUND_ERRORS and len(first["loc"]) == 1:
         prop = cls.model_json_schema().get("properties", {}).get(name, {})
         return ConfigError(f"must be {_bounded_words(prop)}, got {got}", field=field)
     message = str(first["msg"])
+    where = ".".join(str(p) for p in first["loc"][1:] if not _is_member_tag(p))
     for prefix, replacement in (("Value error, ", ""), ("Input should be ", "must be "), ("Assertion failed, ", "")):
         if message.startswith(prefix):
             message = replacement + message[len(prefix) :]
-    where = ".".join(str(p) for p in first["loc"][1:])
     if where:
         message = f"{where}: {message}"
     if "got " not in message:
         message = f"{message}, got {got}"
     return ConfigError(message, field=field)
+
+
+def _member_mismatch(error: Mapping[str, Any]) -> bool:
+    """Whether a union member refused the value for its kind alone (not for what is inside it)."""
+    kind = str(error["type"])
+    return len(error["loc"]) <= 2 and (
+        kind.endswith(("_type", "_instance_of")) or kind in ("literal_error", "none_required")
+    )
+
+
+def _is_member_tag(part: Any) -> bool:
+    """Whether a location part names a union member (``literal['yes_no']``, ``RegexRule``) rather than a key."""
+    return isinstance(part, str) and (not part.isidentifier() or part[:1].isupper())
 
 
 _BOUND_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import BeforeValidator, WithJsonSchema
 
 from ..errors import ConfigError, HttpError, InputError, RewardExecutionError, did_you_mean
-from ..shared.options import positive_float, positive_int
 from ..transport.http import RetryPolicy
 from ..transport.served import ServedRewards
 from .base import Inputs, Reward, RewardOutput
 from .info import PER_INSTANCE, RewardInfo
+from .options import Field, PositiveInt, PositiveNumber, RewardOptions, model_validator
 
 
 class RemoteReward(Reward):
@@ -28,6 +28,7 @@ class RemoteReward(Reward):
         ``higher_is_better``. Its kind is the served rewards' (:data:`~rewardzoo.rewards.info.PER_INSTANCE`):
     groupwise when one of them is (one request per group), else pointwise.
         With several named rewards each one's score is also reported as an extra under its served name.
+        Options: :class:`Options` (``url`` and ``rewards`` required).
 
         Failures are never scores: after the last retry (connection errors, 408, 429, 5xx, with backoff and
         Retry-After) a :class:`~rewardzoo.errors.RewardExecutionError` names the server and the served rewards;
@@ -39,44 +40,68 @@ class RemoteReward(Reward):
     io_bound = True  # its calls wait on the server: the engine overlaps them with the local streams
     kind = PER_INSTANCE
 
+    class Options(RewardOptions):
+        url: str | None = None
+        """The server's URL (``http://host:port``); required."""
+        rewards: ServedWeights = None  # type: ignore[assignment]  # None: not given (refused by _required)
+        """The served rewards scored: a list of names (weight 1 each) or a mapping name -> positive weight;
+        required."""
+        timeout_s: PositiveNumber = 60.0
+        """Seconds one request may take."""
+        max_concurrency: PositiveInt = 8
+        """Requests in flight at once."""
+        retries: int = Field(3, ge=0)
+        """Tries after the first (connection errors, 408, 429, 5xx)."""
+        backoff_s: PositiveNumber = 0.5
+        """First wait between tries in seconds, doubled each try (a server's Retry-After wins when longer)."""
+        max_backoff_s: PositiveNumber = 8.0
+        """Longest wait between tries in seconds."""
+        token_env: str | None = None
+        """The environment variable holding the server's bearer token."""
+        format: Literal["msgpack", "json"] = "msgpack"
+        """The request and answer encoding."""
+        image_format: Literal["raw", "png"] = "raw"
+        """How images travel: raw uint8 arrays or PNG."""
+        ready_timeout_s: PositiveNumber = 300.0
+        """Seconds to wait for the server's reward list when it is still loading."""
+
+        @model_validator(mode="after")
+        def _required(self) -> RemoteReward.Options:
+            if not self.url:
+                raise ConfigError(f"must be the server's URL (http://host:port), got {self.url!r}", field="kwargs.url")
+            if self.rewards is None:
+                raise ConfigError(
+                    "must be a list of served reward names or a mapping name -> weight, got None",
+                    field="kwargs.rewards",
+                )
+            return self
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        url: str,
-        rewards: Sequence[str] | Mapping[str, float],
-        timeout_s: float = 60.0,
-        max_concurrency: int = 8,
-        retries: int = 3,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 8.0,
-        token_env: str | None = None,
-        format: str = "msgpack",
-        image_format: str = "raw",
-        ready_timeout_s: float = 300.0,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
+        super().__init__(model_path, device, dtype, **options)
         if model_path is not None:
             raise ConfigError(
                 "a remote reward has no model_path (the server holds the models); remove it", field="model_path"
             )
-        if not isinstance(url, str) or not url:
-            raise ConfigError(f"must be the server's URL (http://host:port), got {url!r}", field="kwargs.url")
-        self.weights = _weights(rewards)
-        policy = RetryPolicy.from_options(
-            {"retries": retries, "backoff_s": backoff_s, "max_backoff_s": max_backoff_s, "timeout_s": timeout_s},
-            owner="remote",
+        opts = self.options
+        self.weights = dict(opts.rewards or {})
+        policy = RetryPolicy(
+            attempts=opts.retries + 1,
+            backoff_s=opts.backoff_s,
+            max_backoff_s=opts.max_backoff_s,
+            timeout_s=opts.timeout_s,
         )
         self.server = ServedRewards(
-            url,
+            str(opts.url),
             policy=policy,
-            token_env=token_env,
-            max_concurrency=positive_int(max_concurrency, "kwargs.max_concurrency"),
-            fmt=format,
-            image_format=image_format,
-            ready_timeout_s=positive_float(ready_timeout_s, "kwargs.ready_timeout_s"),
+            token_env=opts.token_env,
+            max_concurrency=opts.max_concurrency,
+            fmt=opts.format,
+            image_format=opts.image_format,
+            ready_timeout_s=opts.ready_timeout_s,
         )
         try:
             rows = self.server.rows
@@ -148,33 +173,31 @@ class RemoteReward(Reward):
         return f"RemoteReward(url={self.server.url!r}, rewards={list(self.weights)!r})"
 
 
-def _weights(rewards: Any) -> dict[str, float]:
-    if isinstance(rewards, str):
-        rewards = [rewards]
-    if isinstance(rewards, Mapping):
-        out = {}
-        for name, w in rewards.items():
-            if (
-                not isinstance(name, str)
-                or isinstance(w, bool)
-                or not isinstance(w, (int, float))
-                or not math.isfinite(w)
-                or w <= 0
-            ):
-                raise ConfigError(
-                    f"maps served reward names to positive weights; bad item {name!r}: {w!r}", field="kwargs.rewards"
-                )
-            out[name] = float(w)
-    elif isinstance(rewards, (list, tuple)) and all(isinstance(r, str) for r in rewards):
-        out = {name: 1.0 for name in rewards}
-    else:
-        raise ConfigError(
-            f"must be a list of served reward names or a mapping name -> weight, got {rewards!r}",
-            field="kwargs.rewards",
-        )
-    if not out:
-        raise ConfigError("name at least one served reward", field="kwargs.rewards")
-    return out
+def _as_weights(value: Any) -> Any:
+    """Served reward names (a name or a list: weight 1 each) as the mapping name -> weight; a mapping unchanged."""
+    if isinstance(value, str):
+        return {value: 1.0}
+    if isinstance(value, (list, tuple)):
+        if not all(isinstance(name, str) for name in value):
+            raise ValueError(f"must be a list of served reward names or a mapping name -> weight, got {value!r}")
+        return dict.fromkeys(value, 1.0)
+    return value
+
+
+#: The ``rewards`` option: served reward names (weight 1 each) or a mapping name -> positive weight, at least one.
+ServedWeights = Annotated[
+    dict[str, PositiveNumber],
+    Field(min_length=1),
+    BeforeValidator(_as_weights),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "array", "items": {"type": "string"}},
+                {"type": "object", "additionalProperties": {"type": "number"}},
+            ]
+        }
+    ),
+]
 
 
 def served_facts(rows: Mapping[str, Mapping[str, Any]], weights: Mapping[str, float], url: str) -> dict[str, Any]:

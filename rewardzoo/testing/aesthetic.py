@@ -2,7 +2,7 @@
 ``Linear`` head (``sa_0_4_vit_l_14_linear.pth``), plus the reference MLP a test scores with.
 
 The files are what :func:`rewardzoo.rewards.image.aesthetic.load_aesthetic_head` and
-:func:`~rewardzoo.rewards.image.aesthetic.load_linear_aesthetic_head` read (``laion_aesthetic``,
+:func:`~rewardzoo.rewards.video.frame_scores.load_linear_aesthetic_head` read (``laion_aesthetic``,
 ``video_aesthetic``). Imports: the standard library, :mod:`.clip` (``EMBED_DIM``) and :mod:`.common` at module
 level; torch and safetensors inside the builders (``ReferenceAestheticMLP``, a torch class, is defined on
 first access).

@@ -81,3 +81,11 @@ def test_directory_with_version_file_and_safetensors(oc_dir, hps_ckpt, tmp_path)
 def test_wrong_checkpoint_is_a_config_error(oc_dir, aesthetic_head_file):
     with pytest.raises(ConfigError, match="does not fit"):
         HPSv2(model_path=str(aesthetic_head_file), clip_model=str(oc_dir))
+
+
+def test_the_reference_wrapper_names_the_same_checkpoints():
+    """The hpsv2 package's wrapper (references family) keeps its own table of checkpoint files (a family does not
+    import another); it must name what rewardzoo's hpsv2 loads."""
+    from rewardzoo.rewards.references import hpsv2 as reference
+
+    assert HPSv2.files == reference.FILES and HPSv2.default_repo == reference.DEFAULT_REPO

@@ -129,11 +129,11 @@ def test_an_inner_reward_option_takes_an_entry_or_a_built_reward():
     class Options(RewardOptions):
         base: InnerReward = None
 
-    assert Options.parse({"base": {"reward_model": "clip_score"}}).base == {"reward_model": "clip_score"}
+    assert Options.from_kwargs({"base": {"reward_model": "clip_score"}}).base == {"reward_model": "clip_score"}
     built = Scaled()
-    assert Options.parse({"base": built}).base is built
+    assert Options.from_kwargs({"base": built}).base is built
     with pytest.raises(ConfigError) as info:
-        Options.parse({"base": 3}, "Wrapper")
+        Options.from_kwargs({"base": 3}, "Wrapper")
     assert info.value.field == "kwargs.base" and "reward entry" in info.value.message
 
 
@@ -143,6 +143,32 @@ def test_a_bounded_option_names_its_interval():
         share: Number = Field(0.5, gt=0, lt=1)
 
     with pytest.raises(ConfigError, match=r"must be an integer in \[1, 100\], got 101"):
-        Options.parse({"quality": 101})
+        Options.from_kwargs({"quality": 101})
     with pytest.raises(ConfigError, match=r"must be a number in \(0, 1\), got 1"):
-        Options.parse({"share": 1})
+        Options.from_kwargs({"share": 1})
+
+
+def test_a_union_option_says_what_it_may_be_or_what_its_member_lacks():
+    class Rule(RewardOptions):
+        regex: str
+        low: Number
+
+    class Options(RewardOptions):
+        parse: Literal["yes_no"] | Rule | None = None
+
+    with pytest.raises(ConfigError, match=r"must be 'yes_no' \| mapping \| null, got 'number'") as info:
+        Options.from_kwargs({"parse": "number"})
+    assert info.value.field == "kwargs.parse"
+    with pytest.raises(ConfigError, match=r"low: Field required") as info:
+        Options.from_kwargs({"parse": {"regex": "(x)"}})
+    assert info.value.field == "kwargs.parse"
+    assert Options.from_kwargs({"parse": {"regex": "(x)", "low": 1}}).parse == Rule(regex="(x)", low=1.0)
+
+
+def test_a_bound_inside_an_option_names_the_key_and_the_bound():
+    class Options(RewardOptions):
+        weights: dict[str, PositiveNumber] = Field(default_factory=dict)
+
+    with pytest.raises(ConfigError, match=r"a: must be greater than 0, got -1") as info:
+        Options.from_kwargs({"weights": {"a": -1}})
+    assert info.value.field == "kwargs.weights"

@@ -227,7 +227,7 @@ def test_aesthetic_preset_matches_vbench_with_v1_linear_head(clip_dir, aesthetic
 
 def test_linear_head_loader_rejects_other_files(aesthetic_head, clip_dir, tmp_path):
     from rewardzoo.core.loader import RewardLoader
-    from rewardzoo.rewards.image.aesthetic import load_linear_aesthetic_head
+    from rewardzoo.rewards.video.frame_scores import load_linear_aesthetic_head
 
     with pytest.raises(ConfigError, match="v1 linear head"):
         load_linear_aesthetic_head(aesthetic_head)  # a v2 MLP head

@@ -283,13 +283,13 @@ def test_video_vlm_judge_runs_on_frames(vlm_dir, video_frames):
     [
         ({"parse": "yes_no"}, "set kwargs.template"),
         ({"template": "x {prompt}"}, "set kwargs.template"),
-        ({"template": "x {prompt}", "parse": "number"}, "parse must be"),
+        ({"template": "x {prompt}", "parse": "number"}, "must be 'yes_no' | mapping | null, got 'number'"),
         ({"template": "x {prompt}", "parse": {"regex": "(", "low": 0, "high": 1}}, "not a regular expression"),
         ({"template": "x {prompt}", "parse": {"regex": "no group", "low": 0, "high": 1}}, "no group 1"),
         ({"template": "x {prompt}", "parse": {"regex": "(\\d)", "low": 3, "high": 1}}, "low < high"),
         ({"template": "x {prompt}", "parse": "yes_no", "on_failure": {"substitute": float("nan")}}, "finite number"),
         ({"template": "x {prompt}", "parse": "yes_no", "on_failure": "zero"}, "on_failure must be"),
-        ({"template": "x {prompt}", "parse": "yes_no", "backend": "vllm"}, "must be one of"),
+        ({"template": "x {prompt}", "parse": "yes_no", "backend": "vllm"}, "must be 'transformers' or 'openai'"),
         ({"template": "x {prompt}", "parse": "yes_no", "endpoint": {"url": "http://x"}}, "needs backend: openai"),
         ({"template": "x {prompt}", "parse": "yes_no", "backend": "openai"}, "needs kwargs.endpoint"),
         (

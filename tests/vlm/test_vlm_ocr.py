@@ -167,7 +167,7 @@ def test_local_qwen_vl_scores_its_own_transcription_sampled_as_vllm_would(vlm_di
         ("ocr", {"sampling": {"temperature": 0.7, "beam": 2}}, "kwargs.sampling"),
         ("ocr", {"sampling": {"top_p": 1.5}}, "kwargs.sampling"),
         ("ocr", {"question": 3}, "kwargs.question"),
-        ("ocr", {"min_pixel": 5}, "kwargs"),
+        ("ocr", {"min_pixel": 5}, "kwargs.min_pixel"),
         ("video_ocr", {}, "kwargs.engine"),
     ],
 )

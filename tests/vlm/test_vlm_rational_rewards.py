@@ -209,7 +209,7 @@ def test_no_usable_aspect_is_an_error_naming_the_sample(vlm_dir):
         ({"aspects": "text_rendering"}, "kwargs.aspects"),
         ({"decoding": "beam"}, "kwargs.decoding"),
         ({"temperature": 0}, "kwargs.temperature"),
-        ({"num_frames": 4}, "kwargs"),
+        ({"num_frames": 4}, "kwargs.num_frames"),
     ],
 )
 def test_bad_options_are_config_errors(vlm_dir, kwargs, field):

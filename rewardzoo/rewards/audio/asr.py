@@ -17,19 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 import numpy as np
 import torch
 
-from ...errors import ConfigError, InputError
+from ...errors import InputError
 from ...shared.audio import prepare_clips
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .targets import check_text_key, target_texts, text_fields
+from ..options import PositiveInt, RewardOptions
+from .targets import TextKey, target_texts, text_fields
 
 DEFAULT_MODEL = "openai/whisper-large-v3-turbo"
-METRICS = ("wer", "cer")
-NORMALIZERS = ("auto", "whisper", "basic", "none")
+Metric = Literal["wer", "cer"]
+METRICS: tuple[str, ...] = get_args(Metric)
 #: Shortest clip transcribed (seconds); shorter is an InputError.
 MIN_SECONDS = 0.1
 #: A clip whose peak |sample| is below this counts as silence: its transcript is "" without running the
@@ -56,9 +57,8 @@ class ASRAccuracy(PointwiseReward):
 
     ``model_path``: a Whisper, other seq2seq or CTC ASR checkpoint (hub id or local dir); default
     ``openai/whisper-large-v3-turbo``. Inputs: ``audio`` (mono, resampled to the processor's rate, at
-    least 0.1 s; Whisper up to 30 s) and ``prompt`` (or ``metadata`` with ``text_key``). Options:
-    ``metric``, ``text_key``, ``normalizer`` (auto | whisper | basic | none), ``language`` and ``task``
-    (Whisper), ``max_new_tokens``. Range [0, 1]. Extra: ``error_rate`` (jiwer's, unclipped; for an empty
+    least 0.1 s; Whisper up to 30 s) and ``prompt`` (or ``metadata`` with ``text_key``); options:
+    :class:`Options`. Range [0, 1]. Extra: ``error_rate`` (jiwer's, unclipped; for an empty
     reference the count of hypothesised words or characters). The transcripts are the text extra ``transcript``; :meth:`transcribe`
     returns them for clips without a target.
     """
@@ -67,33 +67,36 @@ class ASRAccuracy(PointwiseReward):
     metric_default = "wer"
     default_model: ClassVar[str] = DEFAULT_MODEL
 
+    class Options(RewardOptions):
+        metric: Metric | None = None
+        """``wer`` (word error rate) or ``cer`` (character error rate); default: the reward's own (``asr_wer``:
+        wer, ``asr_cer``: cer)."""
+        text_key: TextKey | None = None
+        """A ``metadata`` key holding the target text; default: the ``prompt`` is the target."""
+        normalizer: Literal["auto", "whisper", "basic", "none"] = "auto"
+        """Text normalisation of target and transcript: ``auto`` (Whisper's English normaliser for a Whisper model,
+        else transformers' basic one), ``whisper``, ``basic`` or ``none``."""
+        language: str | None = None
+        """Whisper's decoding language (e.g. ``en``); default: Whisper detects it."""
+        task: str | None = None
+        """Whisper's task (``transcribe`` or ``translate``); default: Whisper's own."""
+        max_new_tokens: PositiveInt = 128
+        """Most tokens generated per clip (seq2seq models)."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        metric: str | None = None,
-        text_key: str | None = None,
-        normalizer: str = "auto",
-        language: str | None = None,
-        task: str | None = None,
-        max_new_tokens: int = 128,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        metric = metric or self.metric_default
-        if metric not in METRICS:
-            raise ConfigError(f"ASR metric must be 'wer' or 'cer', got {metric!r}", field="kwargs")
-        if normalizer not in NORMALIZERS:
-            raise ConfigError(
-                f"ASR normalizer must be one of {', '.join(NORMALIZERS)}, got {normalizer!r}", field="kwargs"
-            )
-        check_text_key(text_key, "ASR")
+        super().__init__(model_path, device, dtype, **options)
+        opts = self.options
+        metric = opts.metric or self.metric_default
+        text_key, language, task = opts.text_key, opts.language, opts.task
         from transformers import AutoConfig, AutoProcessor
 
         path = model_path or DEFAULT_MODEL
         self.metric, self.text_key, self.language, self.task = metric, text_key, language, task
-        self.max_new_tokens = int(max_new_tokens)
+        self.max_new_tokens = opts.max_new_tokens
         config = AutoConfig.from_pretrained(path)
         self.is_whisper = config.model_type == "whisper"
         self.processor = AutoProcessor.from_pretrained(path)
@@ -115,7 +118,7 @@ class ASRAccuracy(PointwiseReward):
         self.inputs = replace(
             self.inputs, fields=fields, sample_rate=self.sample_rate, max_seconds=30.0 if self.is_whisper else 600.0
         )
-        self.normalize = self._normalizer(normalizer)
+        self.normalize = self._normalizer(opts.normalizer)
 
     def _normalizer(self, name: str):
         from transformers.models.whisper.english_normalizer import (

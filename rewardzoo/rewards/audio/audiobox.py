@@ -19,21 +19,22 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
-from ...shared.options import positive_int
 from ...shared.weights import refused_reason
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..options import PositiveInt, RewardOptions
 
 DEFAULT_MODEL = "facebook/audiobox-aesthetics"
 SAMPLE_RATE = 16000
 WINDOW = 10 * SAMPLE_RATE
-AXES = ("CE", "CU", "PC", "PQ")
+Axis = Literal["CE", "CU", "PC", "PQ"]
+AXES: tuple[str, ...] = get_args(Axis)
 #: Shortest clip scored (seconds).
 MIN_SECONDS = 0.1
 
@@ -91,30 +92,28 @@ class AudioboxAesthetics(PointwiseReward):
     ``x * std + mean`` (checkpoint ``target_transform``). ``model_path``: the published checkpoint
     (hub id ``facebook/audiobox-aesthetics`` or a local directory with ``config.json`` and
     ``model.safetensors``) or a ``.pth`` training checkpoint. Inputs: ``audio`` (mono, 16 kHz, at least
-    0.1 s). Range: unbounded regression outputs (nominally 1-10). Extras: all four axes ``CE``, ``CU``,
-    ``PC``, ``PQ``.
+    0.1 s); options: :class:`Options`. Range: unbounded regression outputs (nominally 1-10). Extras: all four
+    axes ``CE``, ``CU``, ``PC``, ``PQ``.
     """
 
     inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=600.0)
     streams = AXES  # the four axes come from one forward: weighable on their own (rewardzoo.core.streams)
 
+    class Options(RewardOptions):
+        axis: Axis = "PQ"
+        """The axis scored: CE (content enjoyment), CU (content usefulness), PC (production complexity) or PQ
+        (production quality); all four are extras."""
+        max_batch_windows: PositiveInt = 8
+        """Most 10 s windows per forward pass (batching does not change a window's output)."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        axis: str = "PQ",
-        max_batch_windows: int = 8,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        if axis not in AXES:
-            raise ConfigError(
-                f"audiobox_aesthetics axis must be one of {', '.join(AXES)}, got {axis!r}", field="kwargs"
-            )
-        positive_int(max_batch_windows, "kwargs.max_batch_windows")
-        self.axis = axis
-        self.max_batch_windows = max_batch_windows
+        super().__init__(model_path, device, dtype, **options)
+        self.axis = self.options.axis
+        self.max_batch_windows = self.options.max_batch_windows
         self.model = load_aes_model(model_path or DEFAULT_MODEL).to(self.device, self.dtype).eval()
         transform = self.model.target_transform or {}
         missing = [a for a in AXES if a not in transform]

@@ -22,8 +22,8 @@ from transformers import ClapModel, ClapProcessor
 
 from ...errors import InputError
 from ...shared.audio import prepare_clips
-from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..options import PositiveInt, RewardOptions
 
 DEFAULT_MODEL = "laion/larger_clap_general"
 
@@ -47,26 +47,27 @@ TEXT_MAX_LENGTH = 77  # LAION CLAP's text length (its tokenizer call uses max_le
 class ClapScore(PointwiseReward):
     """Score = ``cos(a, t)`` between the CLAP audio embedding of the clip and the text embedding of the prompt.
 
-        ``model_path``: a transformers CLAP checkpoint (hub id or local directory with the model and its
-        ``ClapProcessor``); default ``laion/larger_clap_general``. Inputs: ``audio`` (any rate and
-        channels; mixed to mono, resampled to the checkpoint's rate, fitted to its clip length as the
-        module docstring says) and ``prompt``. Prompts are truncated to ``text_max_length`` tokens (default
-    77, LAION CLAP's; special tokens included). Range [-1, 1]; higher means a better audio-text match.
+    ``model_path``: a transformers CLAP checkpoint (hub id or local directory with the model and its
+    ``ClapProcessor``); default ``laion/larger_clap_general``. Inputs: ``audio`` (any rate and
+    channels; mixed to mono, resampled to the checkpoint's rate, fitted to its clip length as the
+    module docstring says) and ``prompt``; options: :class:`Options`. Range [-1, 1]; higher means a better
+    audio-text match.
     """
 
     inputs = Inputs(("audio", "prompt"), sample_rate=48000)  # the rate is replaced by the checkpoint's
     default_model: ClassVar[str] = DEFAULT_MODEL
 
+    class Options(RewardOptions):
+        text_max_length: PositiveInt = TEXT_MAX_LENGTH
+        """Prompts are truncated to this many tokens, special tokens included (77: LAION CLAP's)."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        text_max_length: int = TEXT_MAX_LENGTH,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        self.text_max_length = positive_int(text_max_length, "kwargs.text_max_length")
+        super().__init__(model_path, device, dtype, **options)
+        self.text_max_length = self.options.text_max_length
         path = model_path or DEFAULT_MODEL
         self.processor = ClapProcessor.from_pretrained(path)
         self.model = ClapModel.from_pretrained(path, dtype=self.dtype).to(self.device).eval()

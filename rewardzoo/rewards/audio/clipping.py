@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError
 from ...shared.audio import prepare_clips
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..options import PositiveNumber, RewardOptions
 
 #: Default threshold: the largest positive 16-bit sample, 32767 / 32768, so 16-bit audio pinned at
 #: either rail counts as clipped (float audio at +-1.0 or beyond counts too).
@@ -20,32 +19,25 @@ FULL_SCALE_16BIT = 32767 / 32768
 class AudioClipping(PointwiseReward):
     """Score = ``1 - mean(|x| >= threshold)`` over all samples of all channels.
 
-    ``threshold`` defaults to 32767/32768 (16-bit full scale; float samples are on the [-1, 1] scale,
-    int16/int32 inputs are scaled to it). Inputs: ``audio`` at any rate, channels kept (a clipped
-    channel is not hidden by a mixdown). Range [0, 1]; 1 = no sample at full scale. Extra:
-    ``clipped_fraction``.
+    Float samples are on the [-1, 1] scale, int16/int32 inputs are scaled to it. Inputs: ``audio`` at any rate,
+    channels kept (a clipped channel is not hidden by a mixdown); options: :class:`Options`. Range [0, 1];
+    1 = no sample at full scale. Extra: ``clipped_fraction``.
     """
 
     inputs = Inputs(("audio",), mono=False)
 
+    class Options(RewardOptions):
+        threshold: PositiveNumber = FULL_SCALE_16BIT
+        """A sample with ``|x| >= threshold`` counts as clipped (full scale = 1.0); default 32767/32768, 16-bit
+        full scale."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        threshold: float = FULL_SCALE_16BIT,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, (int, float))
-            or not (math.isfinite(threshold) and threshold > 0)
-        ):
-            raise ConfigError(
-                f"clipping threshold must be a positive number (full scale = 1.0), got {threshold!r}", field="kwargs"
-            )
-        self.threshold = float(threshold)
+        super().__init__(model_path, device, dtype, **options)
+        self.threshold = self.options.threshold
 
     def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
         clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=None, mono=False)

@@ -25,7 +25,7 @@ import importlib.util
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import onnxruntime  # noqa: F401  (a missing audio extra fails at import, before any model is read)
@@ -34,9 +34,9 @@ import torch
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
 from ...shared.checkpoints import Checkpoint, local_file, package_file
-from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.onnx import onnx_session
+from ..options import PositiveInt, RewardOptions
 
 SAMPLE_RATE = 16000
 INPUT_SECONDS = 9.01
@@ -58,7 +58,8 @@ POLY: dict[bool, dict[str, tuple[float, ...]]] = {
         "ovrl": (-0.00533021, 0.005101, 1.18058466, -0.11236046),
     },
 }
-TARGETS = ("ovrl", "sig", "bak", "p808")
+Target = Literal["ovrl", "sig", "bak", "p808"]
+TARGETS: tuple[str, ...] = get_args(Target)
 
 
 def _hz_to_mel(hz: float | np.ndarray) -> np.ndarray:
@@ -124,10 +125,9 @@ class DNSMOS(PointwiseReward):
     """DNSMOS P.835 (SIG, BAK, OVRL) and P.808 MOS of a speech clip; the score is the ``target`` MOS.
 
     Score per clip: mean over 9.01 s windows (1 s hop; shorter clips tiled) of the calibrated model
-    output, ``poly_target(raw_target)`` for ovrl/sig/bak (the P.808 output is used as is). Options:
-    ``target`` in {ovrl (default), sig, bak, p808}; ``personalized`` selects the personalised P.835
-    model (``pdnsmos_models``) and its polynomials. ``model_path``: None loads the ONNX files of the
-    installed speechmos wheel; a directory must hold ``sig_bak_ovr.onnx`` and ``model_v8.onnx``.
+    output, ``poly_target(raw_target)`` for ovrl/sig/bak (the P.808 output is used as is); options:
+    :class:`Options`. ``model_path``: None loads the ONNX files of the installed speechmos wheel; a directory
+    must hold ``sig_bak_ovr.onnx`` and ``model_v8.onnx``.
 
     Inputs: ``audio`` (any rate/channels; mixed to mono and resampled to 16 kHz; samples clipped to
     [-1, 1]). Range: about 1-5 (higher is better). All four MOS are reported as extras
@@ -137,27 +137,30 @@ class DNSMOS(PointwiseReward):
     inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=600.0)  # ~10 s of CPU per minute of audio
     personalized: bool = False
 
+    class Options(RewardOptions):
+        target: Target = "ovrl"
+        """The MOS scored (all four are extras): ``ovrl`` (overall), ``sig`` (signal), ``bak`` (background) or
+        ``p808`` (the P.808 MOS)."""
+        personalized: bool | None = None
+        """Use the personalised P.835 model (``pdnsmos_models``) and its polynomials; default: the reward's own
+        (``dnsmos``: false, ``dnsmos_personalized``: true)."""
+        max_batch_windows: PositiveInt = 16
+        """Most 9.01 s windows per ONNX run (bounds memory for long or many clips)."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        target: str = "ovrl",
-        personalized: bool | None = None,
-        max_batch_windows: int = 16,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        if target not in TARGETS:
-            raise ConfigError(f"DNSMOS target must be one of {', '.join(TARGETS)}, got {target!r}", field="kwargs")
+        super().__init__(model_path, device, dtype, **options)
+        target, personalized = self.options.target, self.options.personalized
         if self.dtype_name != "float32":
             raise ConfigError(
                 f"DNSMOS runs its ONNX models in float32; dtype '{self.dtype_name}' is not supported", field="dtype"
             )
-        positive_int(max_batch_windows, "kwargs.max_batch_windows")
         self.target = target
-        self.personalized = type(self).personalized if personalized is None else bool(personalized)
-        self.max_batch_windows = max_batch_windows
+        self.personalized = type(self).personalized if personalized is None else personalized
+        self.max_batch_windows = self.options.max_batch_windows
         primary, p808 = self._model_files(model_path)
         self._primary = onnx_session(primary, device=device)
         self._p808 = onnx_session(p808, device=device)

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ...errors import ConfigError, InputError
 from ...shared.audio import prepare_clips
-from ...shared.options import choice, positive_float
 from ..base import Inputs, PointwiseReward, RewardOutput
-from .targets import check_text_key, target_texts, text_fields
+from ..options import Field, PositiveNumber, RewardOptions, field_validator
+from .targets import TextKey, target_texts, text_fields
 
-UNITS = ("word", "character")
 #: Speaking rates (units per second) used when ``rate`` is not set: 150 words a minute, the usual figure for
 #: conversational English, and the ~5 letters of an English word.
 DEFAULT_RATES = {"word": 2.5, "character": 12.5}
@@ -43,37 +42,41 @@ class SpeechDurationRatio(PointwiseReward):
     """Score = ``min(1, ratio / low, high / ratio)`` with ``ratio = seconds / (units(text) / rate)``.
 
     Inputs: ``audio`` (any rate; its length in seconds) and the target text, ``prompt`` or
-    ``metadata[text_key]``. Options: ``unit`` (``word`` | ``character``), ``rate`` (units per second;
-    default 2.5 words or 12.5 characters), ``band`` ``[low, high]`` (default ``[0.7, 1.5]``), ``text_key``.
-    Range [0, 1]. Extras: ``ratio``, ``expected_seconds``. A text without units is an InputError.
+    ``metadata[text_key]``; options: :class:`Options`. Range [0, 1]. Extras: ``ratio``, ``expected_seconds``. A text without units is an InputError.
     """
 
     inputs = Inputs(("audio", "prompt"))
 
+    class Options(RewardOptions):
+        unit: Literal["word", "character"] = "word"
+        """What is counted in the text: words (whitespace-separated) or characters (letters and digits)."""
+        rate: PositiveNumber | None = None
+        """Speaking rate in units per second; default 2.5 words (150 a minute, conversational English) or 12.5
+        characters."""
+        band: tuple[PositiveNumber, PositiveNumber] = Field((0.7, 1.5), strict=False)
+        """The tolerance band ``[low, high]`` of ``ratio`` that scores 1 (``low < high``)."""
+        text_key: TextKey | None = None
+        """A ``metadata`` key holding the target text; default: the ``prompt``."""
+
+        @field_validator("band")
+        @classmethod
+        def _ordered(cls, band: tuple[float, float]) -> tuple[float, float]:
+            if not band[0] < band[1]:
+                raise ValueError(f"band must have low < high, got {list(band)!r}")
+            return band
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        unit: str = "word",
-        rate: float | None = None,
-        band: Sequence[float] = (0.7, 1.5),
-        text_key: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
+        super().__init__(model_path, device, dtype, **options)
         if model_path is not None:
             raise ConfigError(f"{self.name} is model-free; model_path must be null", field="model_path")
-        self.unit = choice(unit, "kwargs.unit", UNITS)
-        self.rate = DEFAULT_RATES[self.unit] if rate is None else positive_float(rate, "kwargs.rate")
-        try:
-            low, high = (positive_float(b, "kwargs.band") for b in band)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{self.name} band must be [low, high], got {band!r}", field="kwargs.band") from None
-        if not low < high:
-            raise ConfigError(f"{self.name} band must have low < high, got {list(band)!r}", field="kwargs.band")
-        self.band = (low, high)
-        self.text_key = check_text_key(text_key, self.name)
+        self.unit = self.options.unit
+        self.rate = DEFAULT_RATES[self.unit] if self.options.rate is None else self.options.rate
+        self.band = self.options.band
+        self.text_key = self.options.text_key
         self.inputs = replace(self.inputs, fields=("audio", *text_fields(self.text_key)))
 
     def __call__(

@@ -27,9 +27,10 @@ from typing import Any
 import numpy as np
 from scipy.signal import lfilter
 
-from ...errors import ConfigError, InputError
+from ...errors import InputError
 from ...shared.audio import prepare_clips
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..options import Number, RewardOptions
 
 BLOCK_SECONDS = 0.4
 OVERLAP = 0.75
@@ -150,7 +151,7 @@ def integrated_loudness(audio: np.ndarray, rate: int) -> float:
 class Loudness(PointwiseReward):
     """Score = ``-|LUFS - target|``: how close the integrated loudness (ITU-R BS.1770-4) is to ``target``.
 
-    ``target`` defaults to -23 LUFS (EBU R128 broadcast); -14 is common for streaming. A fully gated
+    Options: :class:`Options`. A fully gated
     (near-silent) clip counts as -70 LUFS (score ``-|-70 - target|``, finite). Inputs: ``audio`` at
     its own sample rate, up to 5 channels in the order L, R, C, Ls, Rs (surrounds weighted 1.41), at
     least 400 ms long. Range (-inf, 0]; 0 is exactly on target. Extra: ``lufs`` (the measured loudness,
@@ -159,13 +160,18 @@ class Loudness(PointwiseReward):
 
     inputs = Inputs(("audio",), mono=False)
 
+    class Options(RewardOptions):
+        target: Number = -23.0
+        """The target integrated loudness in LUFS: -23 (EBU R128 broadcast) by default; -14 is common for
+        streaming."""
+
+    options: Options
+
     def __init__(
-        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *, target: float = -23.0
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        if isinstance(target, bool) or not isinstance(target, (int, float)) or not math.isfinite(target):
-            raise ConfigError(f"loudness target must be a finite number in LUFS, got {target!r}", field="kwargs")
-        self.target = float(target)
+        super().__init__(model_path, device, dtype, **options)
+        self.target = self.options.target
 
     def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
         clips, rates = prepare_clips(audio, audio_sample_rate, target_rate=None, mono=False)

@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
-from ...errors import ConfigError, InputError
+from ...errors import InputError
 from ...shared.audio import prepare_clips, resample
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..options import RewardOptions
 
 #: A clip whose peak |sample| is below this (-100 dBFS) counts as silence.
 SILENCE_PEAK = 1e-5
-ALIGN = ("error", "trim")
 
 
 def si_sdr(preds: torch.Tensor, target: torch.Tensor, zero_mean: bool = True) -> torch.Tensor:
@@ -53,13 +53,18 @@ class _ReferenceReward(PointwiseReward):
     #: Shortest clip (seconds, at the metric's rate) the metric is defined for.
     min_seconds: float = 0.0
 
+    class Options(RewardOptions):
+        align: Literal["error", "trim"] = "error"
+        """Clips of different lengths: ``error`` refuses the pair (an InputError), ``trim`` cuts both to the
+        shorter."""
+
+    options: Options
+
     def __init__(
-        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *, align: str = "error"
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        if align not in ALIGN:
-            raise ConfigError(f"{self.name}: align must be one of {', '.join(ALIGN)}, got {align!r}", field="kwargs")
-        self.align = align
+        super().__init__(model_path, device, dtype, **options)
+        self.align = self.options.align
 
     def pairs(
         self,
@@ -160,30 +165,28 @@ class PESQ(_ReferenceReward):
     """Score = PESQ MOS-LQO (ITU-T P.862.2 wide band, or P.862 / P.862.1 narrow band) from the ``pesq``
     package, ``pesq(rate, reference, audio, mode)``.
 
-    Options: ``mode`` ``wb`` (default; 16 kHz) or ``nb`` (8 kHz): both clips are resampled to that rate.
     Inputs: ``audio`` and ``condition_audio`` (clean reference), at least 0.25 s, equal lengths unless
-    ``align: trim``. Range about [1, 4.64] (wb) / [1, 4.55] (nb); declared [0.999, 5.0], the bounds of the
+    ``align: trim``; options: :class:`Options`. Range about [1, 4.64] (wb) / [1, 4.55] (nb); declared [0.999, 5.0], the bounds of the
     MOS-LQO mapping.
     """
 
     inputs = Inputs(("audio", "condition_audio"), sample_rate=16000)
     min_seconds = 0.25
 
+    class Options(_ReferenceReward.Options):
+        mode: Literal["wb", "nb"] = "wb"
+        """``wb``: wide band, 16 kHz (P.862.2); ``nb``: narrow band, 8 kHz (P.862 / P.862.1). Both clips are
+        resampled to that rate."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        mode: str = "wb",
-        align: str = "error",
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype, align=align)
-        if mode not in PESQ_MODES:
-            raise ConfigError(f"PESQ mode must be 'wb' (16 kHz) or 'nb' (8 kHz), got {mode!r}", field="kwargs")
+        super().__init__(model_path, device, dtype, **options)
         import pesq  # noqa: F401  (fail at load time when the package is missing)
 
-        self.mode = mode
+        mode = self.mode = self.options.mode
         self.inputs = Inputs(("audio", "condition_audio"), sample_rate=PESQ_MODES[mode])
 
     def score_pair(self, x: np.ndarray, s: np.ndarray, rate: int, index: int) -> float:
@@ -206,28 +209,26 @@ class STOI(_ReferenceReward):
 
     Inputs: ``audio`` and ``condition_audio`` resampled to 10 kHz (pystoi's own rate, so it does not
     resample again), equal lengths unless ``align: trim``. pystoi drops silent frames (40 dB below the
-    loudest); fewer than 30 frames left (about 0.4 s of active signal) is an InputError. Range [-1, 1]
-    (in practice 0-1; higher is more intelligible).
+    loudest); fewer than 30 frames left (about 0.4 s of active signal) is an InputError. Options:
+    :class:`Options`. Range [-1, 1] (in practice 0-1; higher is more intelligible).
     """
 
     inputs = Inputs(("audio", "condition_audio"), sample_rate=STOI_RATE)
     min_seconds = 0.4
 
+    class Options(_ReferenceReward.Options):
+        extended: bool = False
+        """Extended STOI (Jensen & Taal 2016) instead of STOI."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        extended: bool = False,
-        align: str = "error",
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype, align=align)
-        if not isinstance(extended, bool):
-            raise ConfigError(f"STOI extended must be true or false, got {extended!r}", field="kwargs")
+        super().__init__(model_path, device, dtype, **options)
         import pystoi  # noqa: F401
 
-        self.extended = extended
+        self.extended = self.options.extended
 
     def score_pair(self, x: np.ndarray, s: np.ndarray, rate: int, index: int) -> float:
         from pystoi import stoi

@@ -29,10 +29,10 @@ import torch
 
 from ...errors import ConfigError
 from ...shared.audio import prepare_clips
-from ...shared.options import positive_float, positive_int
-from ..base import Inputs, PointwiseReward, Reward, RewardOutput
+from ..base import InnerReward, Inputs, PointwiseReward, Reward, RewardOutput
+from ..options import Field, Number, PositiveInt, PositiveNumber, RewardOptions
 from .asr import ASRAccuracy
-from .targets import check_text_key, target_texts, text_fields
+from .targets import TextKey, target_texts, text_fields
 
 SAMPLE_RATE = 16000
 N_FFT, HOP, N_MELS = 512, 320, 64
@@ -98,13 +98,11 @@ class Repetition(PointwiseReward):
     """Score = ``1 - repeated``, the share of voiced log-mel frames that repeat earlier frames at a constant lag.
 
     Inputs: ``audio`` (mixed to mono, resampled to 16 kHz; up to 60 s, the frame similarity matrix grows with
-    the square of the length). Options: ``min_lag`` (seconds, 0.3), ``window`` (seconds, 0.4), ``threshold``
-    (cosine, 0.8), ``floor_db`` (25). Range [0, 1]. Extras: ``repeated`` and ``lag`` (seconds between the
-    copies that repeat the most; 0 when none do).
+    the square of the length); options: :class:`Options`. Range [0, 1]. Extras: ``repeated`` and ``lag``
+    (seconds between the copies that repeat the most; 0 when none do).
 
-    With ``asr`` (an ASR reward: a registry name such as ``asr_wer`` or a mapping of entry fields), the
-    transcript's repeated word ``ngram``-grams beyond the target text's (``prompt``, or ``metadata[text_key]``)
-    instead; extras ``repeated`` and the text extra ``transcript``.
+    With ``asr``, the transcript's repeated word ``ngram``-grams beyond the target text's (``prompt``, or
+    ``metadata[text_key]``) instead; extras ``repeated`` and the text extra ``transcript``.
     """
 
     inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=60.0)
@@ -126,33 +124,37 @@ class Repetition(PointwiseReward):
         entry.setdefault("dtype", dtype)
         return kwargs, {"asr": entry}
 
+    class Options(RewardOptions):
+        min_lag: PositiveNumber = 0.3
+        """Shortest lag (seconds) between a frame and the earlier frame it repeats."""
+        window: PositiveNumber = 0.4
+        """Seconds of frames that must repeat together at one lag to count."""
+        threshold: Number = Field(0.8, gt=-1, le=1)
+        """Cosine similarity of log-mel frames at or above which a frame repeats another, in (-1, 1]."""
+        floor_db: PositiveNumber = 25.0
+        """Frames more than this many dB below the clip's loudest are unvoiced and never count."""
+        asr: InnerReward = None
+        """An ASR reward (``asr_wer``, ``asr_cer``: a registry name or a mapping of entry fields) to score
+        repeated words of the transcript instead of repeated frames."""
+        ngram: PositiveInt = 2
+        """With ``asr``: the word n-gram length counted."""
+        text_key: TextKey | None = None
+        """With ``asr``: a ``metadata`` key holding the target text; default: the ``prompt``."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        min_lag: float = 0.3,
-        window: float = 0.4,
-        threshold: float = 0.8,
-        floor_db: float = 25.0,
-        asr: Reward | None = None,
-        ngram: int = 2,
-        text_key: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
+        super().__init__(model_path, device, dtype, **options)
         if model_path is not None:
             raise ConfigError(f"{self.name} is model-free; model_path must be null", field="model_path")
-        self.min_lag = max(1, round(positive_float(min_lag, "kwargs.min_lag") / FRAME_SECONDS))
-        self.window = max(1, round(positive_float(window, "kwargs.window") / FRAME_SECONDS))
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1.0 < threshold <= 1.0:
-            raise ConfigError(
-                f"{self.name} threshold must be a cosine in (-1, 1], got {threshold!r}", field="kwargs.threshold"
-            )
-        self.threshold = float(threshold)
-        self.floor_db = positive_float(floor_db, "kwargs.floor_db")
-        self.ngram = positive_int(ngram, "kwargs.ngram")
-        self.text_key = check_text_key(text_key, self.name)
+        opts = self.options
+        self.min_lag = max(1, round(opts.min_lag / FRAME_SECONDS))
+        self.window = max(1, round(opts.window / FRAME_SECONDS))
+        self.threshold, self.floor_db, self.ngram = opts.threshold, opts.floor_db, opts.ngram
+        self.text_key = opts.text_key
+        asr: Reward | None = opts.asr
         self.asr: ASRAccuracy | None = None
         if asr is not None:
             if not isinstance(asr, ASRAccuracy):

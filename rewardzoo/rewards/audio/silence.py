@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError
 from ..base import RewardOutput
+from ..options import Field, Number
 from .vad import SAMPLE_RATE, SpeechPresence
 
 
@@ -39,31 +39,26 @@ def excess_silence(
 
 class SilenceRatio(SpeechPresence):
     """Score = ``1 - excess / seconds``: the share of the clip that is not silence beyond the allowance
-    (``max_edge`` seconds at each end, default 0.3; ``max_pause`` per internal pause, default 0.75).
+    (``max_edge`` seconds at each end, ``max_pause`` per internal pause).
 
-    Inputs: ``audio`` (mixed to mono, resampled to 16 kHz), at least 512 samples at 16 kHz. The VAD options
-    are ``speech_presence``'s (``threshold``, ``min_speech_duration_ms``, ``min_silence_duration_ms``,
-    ``speech_pad_ms``). Range [0, 1]; a clip without speech scores 0. Extras: ``silence_ratio``, ``leading``,
+    Inputs: ``audio`` (mixed to mono, resampled to 16 kHz), at least 512 samples at 16 kHz. Options:
+    :class:`Options` (the VAD options are ``speech_presence``'s). Range [0, 1]; a clip without speech scores 0. Extras: ``silence_ratio``, ``leading``,
     ``trailing``, ``internal`` (seconds; ``internal`` sums the pauses) and ``longest_pause``.
     """
 
+    class Options(SpeechPresence.Options):
+        max_edge: Number = Field(0.3, ge=0)
+        """Seconds of silence allowed at each end of the clip."""
+        max_pause: Number = Field(0.75, ge=0)
+        """Seconds of silence allowed per internal pause."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        max_edge: float = 0.3,
-        max_pause: float = 0.75,
-        **vad: Any,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype, **vad)
-        for key, value in (("max_edge", max_edge), ("max_pause", max_pause)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < float("inf"):
-                raise ConfigError(
-                    f"{self.name} {key} must be a non-negative number of seconds, got {value!r}", field=f"kwargs.{key}"
-                )
-        self.max_edge, self.max_pause = float(max_edge), float(max_pause)
+        super().__init__(model_path, device, dtype, **options)
+        self.max_edge, self.max_pause = self.options.max_edge, self.options.max_pause
 
     def __call__(self, audio: Sequence[Any], audio_sample_rate: Sequence[int] | None = None, **_: Any) -> RewardOutput:
         extras: dict[str, list[float]] = {

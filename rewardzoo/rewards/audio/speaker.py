@@ -20,6 +20,7 @@ import torch
 from ...errors import InputError
 from ...shared.audio import prepare_clips
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..options import PositiveInt, RewardOptions
 
 DEFAULT_MODEL = "microsoft/wavlm-base-plus-sv"
 #: A clip whose peak |sample| is below this (-100 dBFS) counts as silence (no speaker to compare).
@@ -32,15 +33,22 @@ class SpeakerSimilarity(PointwiseReward):
     ``model_path``: a ``WavLMForXVector`` checkpoint with its feature extractor (hub id or local dir);
     default ``microsoft/wavlm-base-plus-sv``. Inputs: ``audio`` and ``condition_audio`` (the reference
     speaker's clip), mixed to mono and resampled to the checkpoint's rate; each at least as long as the
-    x-vector TDNN's receptive field (:attr:`min_samples`). Range [-1, 1]; identical clips score 1.
+    x-vector TDNN's receptive field (:attr:`min_samples`); options: :class:`Options`. Range [-1, 1]; identical
+    clips score 1.
     """
 
     inputs = Inputs(("audio", "condition_audio"), sample_rate=16000, max_seconds=600.0)
 
+    class Options(RewardOptions):
+        max_batch: PositiveInt = 16
+        """Most clips per forward pass."""
+
+    options: Options
+
     def __init__(
-        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *, max_batch: int = 16
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
+        super().__init__(model_path, device, dtype, **options)
         from transformers import AutoFeatureExtractor, WavLMForXVector
 
         path = model_path or DEFAULT_MODEL
@@ -48,7 +56,7 @@ class SpeakerSimilarity(PointwiseReward):
         self.model = WavLMForXVector.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
         self.sample_rate = int(self.extractor.sampling_rate)
         self.inputs = replace(self.inputs, sample_rate=self.sample_rate)
-        self.max_batch = int(max_batch)
+        self.max_batch = self.options.max_batch
         cfg = self.model.config
         frames = 1 + sum((k - 1) * d for k, d in zip(cfg.tdnn_kernel, cfg.tdnn_dilation))
         self.min_samples = self._samples_for_frames(frames)

@@ -1,20 +1,17 @@
 """The text a speech clip should say: the sample's ``prompt``, or ``metadata[text_key]`` (``asr_wer``,
-``speech_duration_ratio``, ``repetition``). Imports the standard library and rewardzoo.errors."""
+``speech_duration_ratio``, ``repetition``). Imports the standard library, rewardzoo.errors and the options types."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from ...errors import ConfigError, InputError
+from ...errors import InputError
+from ..options import Field
 
-
-def check_text_key(text_key: Any, owner: str) -> str | None:
-    """``text_key`` as configured: None (the prompt is the target) or a metadata key."""
-    if text_key is not None and (not isinstance(text_key, str) or not text_key):
-        raise ConfigError(f"{owner} text_key must be a metadata key (string), got {text_key!r}", field="kwargs")
-    return text_key
+#: The type of a ``text_key`` option: a ``metadata`` key (a non-empty string) holding the target text.
+TextKey = Annotated[str, Field(min_length=1)]
 
 
 def text_fields(text_key: str | None) -> tuple[str, ...]:

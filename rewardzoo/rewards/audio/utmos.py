@@ -21,10 +21,10 @@ import torch
 
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.audio import prepare_clips
-from ...shared.options import positive_int
 from ...shared.weights import load_state_dict, strip_prefix
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.weights import resolve_weights_file
+from ..options import PositiveInt, RewardOptions
 
 SAMPLE_RATE = 16000
 DEFAULT_WEIGHTS = "Blinorot/UTMOS-PyTorch/utmos_state_dict.pt"  # utmos_pytorch.utils.download_utmos_ckpt
@@ -71,17 +71,22 @@ class UTMOS(PointwiseReward):
 
     Inputs: ``audio`` (mixed to mono, resampled to 16 kHz). ``model_path``: the converted state dict of
     ``utmos-pytorch`` (default ``Blinorot/UTMOS-PyTorch/utmos_state_dict.pt`` on the hub) or a local file.
-    ``max_batch``: clips per forward pass; only clips of equal length share one.
+    Options: :class:`Options`.
     """
 
     inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=120.0)
 
+    class Options(RewardOptions):
+        max_batch: PositiveInt = 16
+        """Most clips per forward pass; only clips of equal length share one."""
+
+    options: Options
+
     def __init__(
-        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", *, max_batch: int = 16
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        positive_int(max_batch, "kwargs.max_batch")
-        self.max_batch = max_batch
+        super().__init__(model_path, device, dtype, **options)
+        self.max_batch = self.options.max_batch
         utmos_model(self.name)  # the extra is checked before any download
         path = resolve_weights_file(model_path or DEFAULT_WEIGHTS)
         self.net = load_utmos(path, self.name).to(device=device, dtype=self.dtype)

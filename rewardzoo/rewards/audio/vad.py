@@ -20,6 +20,7 @@ from ...errors import ConfigError, InputError
 from ...shared.audio import prepare_clips
 from ...shared.checkpoints import Checkpoint, package_file
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..options import Field, Number, RewardOptions
 
 SAMPLE_RATE = 16000
 WINDOW = 512
@@ -44,8 +45,7 @@ class SpeechPresence(PointwiseReward):
     """Score = fraction of the clip that Silero VAD marks as speech, ``sum(end - start) / len``.
 
     Inputs: ``audio`` (mixed to mono, resampled to 16 kHz), at least 512 samples at 16 kHz (32 ms).
-    Options (passed to silero-vad): ``threshold`` (0.5), ``min_speech_duration_ms`` (250),
-    ``min_silence_duration_ms`` (100), ``speech_pad_ms`` (30). Range [0, 1]; silence scores 0 (a
+    Options: :class:`Options` (passed to silero-vad). Range [0, 1]; silence scores 0 (a
     valid answer, not an error). Extra: ``longest_silence`` (seconds, the longest gap without speech,
     lead-in and tail included).
     """
@@ -53,29 +53,23 @@ class SpeechPresence(PointwiseReward):
     inputs = Inputs(("audio",), sample_rate=SAMPLE_RATE, max_seconds=600.0)
     thread_safe = False  # the model keeps its recurrent state between windows
 
+    class Options(RewardOptions):
+        threshold: Number = Field(0.5, gt=0, lt=1)
+        """Silero speech probability above which a window is speech, in (0, 1)."""
+        min_speech_duration_ms: int = Field(250, ge=0)
+        """Speech segments shorter than this (ms) are dropped."""
+        min_silence_duration_ms: int = Field(100, ge=0)
+        """Silence shorter than this (ms) does not end a speech segment."""
+        speech_pad_ms: int = Field(30, ge=0)
+        """Each speech segment is padded by this many ms on both sides."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        threshold: float = 0.5,
-        min_speech_duration_ms: int = 250,
-        min_silence_duration_ms: int = 100,
-        speech_pad_ms: int = 30,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold < 1.0:
-            raise ConfigError(f"speech_presence threshold must be in (0, 1), got {threshold!r}", field="kwargs")
-        for key, value in (
-            ("min_speech_duration_ms", min_speech_duration_ms),
-            ("min_silence_duration_ms", min_silence_duration_ms),
-            ("speech_pad_ms", speech_pad_ms),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(
-                    f"speech_presence {key} must be a non-negative integer, got {value!r}", field="kwargs"
-                )
+        super().__init__(model_path, device, dtype, **options)
+        opts = self.options
         if model_path is not None:
             raise ConfigError(
                 "speech_presence uses the Silero VAD weights of the silero-vad wheel; model_path must be null",
@@ -85,10 +79,10 @@ class SpeechPresence(PointwiseReward):
 
         self.model = load_silero_vad(onnx=False)
         self.vad_settings = dict(
-            threshold=float(threshold),
-            min_speech_duration_ms=min_speech_duration_ms,
-            min_silence_duration_ms=min_silence_duration_ms,
-            speech_pad_ms=speech_pad_ms,
+            threshold=opts.threshold,
+            min_speech_duration_ms=opts.min_speech_duration_ms,
+            min_silence_duration_ms=opts.min_silence_duration_ms,
+            speech_pad_ms=opts.speech_pad_ms,
         )
 
     @classmethod

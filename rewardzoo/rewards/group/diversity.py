@@ -28,23 +28,20 @@ normalises the mean).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ...errors import ConfigError, InputError
-from ...shared.options import choice, positive_int
-from ...shared.video import check_num_frames, float_frames
-from ..base import GroupwiseReward, Inputs, Reward, RewardOutput
-from .ranking import GroupwiseOverBase, group_positions
+from ...shared.video import float_frames
+from ..base import GroupwiseReward, Inputs, RewardOutput
+from ..models.groups import group_positions
+from ..options import PositiveInt, RewardOptions, WeightPath, model_validator
+from .ranking import GroupwiseOverBase
 
-EMBEDDINGS = ("dino", "clip", "timm")
-MEDIA = ("image", "video")
-DISTANCES = ("nearest", "mean")
 DEFAULT_MODELS = {"dino": "facebook/dino-vitb16", "clip": "ViT-B-32", "timm": "vit_large_patch16_dinov3.lvd1689m"}
-PRESETS = ("gardo",)
 DEFAULT_RESIZE = 224  # DINO's shorter side
 
 
@@ -61,7 +58,8 @@ def off_diagonal(distances: np.ndarray) -> np.ndarray:
 
 
 class Embedder:
-    """One embedding of images or videos for the diversity rewards (see the module docstring)."""
+    """One embedding of images or videos for the diversity rewards (see the module docstring); its settings are
+    checked by :class:`EmbeddingOptions`."""
 
     def __init__(
         self,
@@ -79,16 +77,8 @@ class Embedder:
         processor_path: str | None,
         owner: str = "group_diversity",
     ) -> None:
-        self.embedding = choice(embedding, "kwargs.embedding", EMBEDDINGS)
-        self.media = choice(media, "kwargs.media", MEDIA)
-        self.num_frames = check_num_frames(num_frames)
-        self.batch_size = positive_int(batch_size, "kwargs.embed_batch_size")
-        if resize is not None and self.embedding == "timm":
-            raise ConfigError(
-                "kwargs.resize is DINO's; with embedding: timm the size is timm's data config for the model",
-                field="kwargs.resize",
-            )
-        self.resize = positive_int(DEFAULT_RESIZE if resize is None else resize, "kwargs.resize")
+        self.embedding, self.media, self.num_frames, self.batch_size = embedding, media, num_frames, batch_size
+        self.resize = DEFAULT_RESIZE if resize is None else resize
         self.model_path = model_path or DEFAULT_MODELS[self.embedding]
         if self.embedding == "dino":
             from ..models.dino import load_dino_backbone
@@ -207,91 +197,96 @@ def _float_frames(value: Any, sample: int):
     return frames
 
 
-def preset_options(owner: str, preset: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The embedding options with ``preset`` applied: ``None`` leaves them (``embedding`` defaults to ``dino``);
-    ``gardo`` sets ``embedding: timm`` and refuses what GARDO does not run (another embedding, video, DINO's
-    ``resize``, ``distance: mean``)."""
-    out = dict(options)
-    if preset is None:
-        out["embedding"] = out["embedding"] or "dino"
-        return out
-    choice(preset, "kwargs.preset", PRESETS)
-    clashes = {
-        "embedding": out["embedding"] not in (None, "timm"),
-        "media": out["media"] != "image",
-        "resize": out["resize"] is not None,
-        "distance": out.get("distance") not in (None, "nearest"),
-    }
-    for key, clash in clashes.items():
-        if clash:
+class EmbeddingOptions(RewardOptions):
+    """The embedding options of the diversity rewards (``group_diversity``, ``diversity_weighted``); ``pretrained``,
+    ``backend`` and ``processor_path`` apply to ``embedding: clip``, as for ``clip_score`` (its
+    :class:`~rewardzoo.rewards.models.clip.ClipOptions`, not imported here: this module loads without torch)."""
+
+    embedding: Literal["dino", "clip", "timm"] | None = None
+    """The embedding model family: ``dino`` (default), ``clip`` or ``timm`` (``preset: gardo``: timm)."""
+    media: Literal["image", "video"] = "image"
+    """What is embedded: images, or videos (the mean of ``num_frames`` frames' embeddings)."""
+    num_frames: PositiveInt | None = 8
+    """Video: frames sampled uniformly per video (null: every frame)."""
+    embed_batch_size: PositiveInt = 32
+    """Images (or frames) per embedding forward pass."""
+    resize: PositiveInt | None = None
+    """DINO's shorter side in pixels (default 224); not with ``embedding: timm`` (timm's data config)."""
+    pretrained: WeightPath | None = "openai"
+    """CLIP: open_clip's weights tag or a weights file, for a ``model_path`` naming an architecture."""
+    backend: Literal["auto", "open_clip", "transformers"] = "auto"
+    """CLIP: which library builds the model (``auto``: by the files ``model_path`` holds)."""
+    processor_path: WeightPath | None = None
+    """CLIP, transformers only: where the tokenizer and image-processor configs live (default ``model_path``)."""
+    preset: Literal["gardo"] | None = None
+    """``gardo``: GARDO's embedding (timm DINOv3 on images, nearest distance); options that contradict it are
+    refused."""
+
+    @model_validator(mode="after")
+    def _preset_and_resize(self) -> EmbeddingOptions:
+        if self.preset == "gardo":
+            clashes = {
+                "embedding": self.embedding not in (None, "timm"),
+                "media": self.media != "image",
+                "resize": self.resize is not None,
+                "distance": getattr(self, "distance", None) not in (None, "nearest"),
+            }
+            for key, clash in clashes.items():
+                if clash:
+                    raise ConfigError(
+                        "preset: gardo runs GARDO's embedding (timm DINOv3 on images, nearest distance); "
+                        f"drop kwargs.{key} (got {getattr(self, key)!r})",
+                        field=f"kwargs.{key}",
+                    )
+        if self.resize is not None and self.embedding == "timm":
             raise ConfigError(
-                f"{owner}: preset: gardo runs GARDO's embedding (timm DINOv3 on images, nearest distance); "
-                f"drop kwargs.{key} (got {out[key]!r})",
-                field=f"kwargs.{key}",
+                "kwargs.resize is DINO's; with embedding: timm the size is timm's data config for the model",
+                field="kwargs.resize",
             )
-    out["embedding"] = "timm"
-    return out
+        return self
+
+    def embedding_name(self) -> str:
+        """The embedding used: the configured one, ``timm`` under ``preset: gardo``, else ``dino``."""
+        return "timm" if self.preset == "gardo" else self.embedding or "dino"
 
 
-def _embedder(model_path: str | None, device: str, dtype: Any, options: Mapping[str, Any]) -> Embedder:
+def _embedder(model_path: str | None, device: str, dtype: Any, options: EmbeddingOptions, owner: str) -> Embedder:
     return Embedder(
-        options["embedding"],
+        options.embedding_name(),
         model_path,
         device,
         dtype,
-        media=options["media"],
-        num_frames=options["num_frames"],
-        batch_size=options["embed_batch_size"],
-        resize=options["resize"],
-        pretrained=options["pretrained"],
-        backend=options["backend"],
-        processor_path=options["processor_path"],
-        owner=options["owner"],
+        media=options.media,
+        num_frames=options.num_frames,
+        batch_size=options.embed_batch_size,
+        resize=options.resize,
+        pretrained=options.pretrained,
+        backend=options.backend,
+        processor_path=options.processor_path,
+        owner=owner,
     )
 
 
 class GroupDiversity(GroupwiseReward):
     """Mean ``1 - cos`` distance of each sample to the other members of its group; range [0, 2].
 
-    Options: ``embedding`` (``dino`` default, ``clip`` or ``timm``), ``media`` (``image`` default, or ``video``),
-    ``num_frames`` (video, default 8), ``embed_batch_size`` (32), ``resize`` (DINO's shorter side, 224),
-    ``pretrained`` / ``backend`` / ``processor_path`` (CLIP, as for ``clip_score``), ``preset`` (``gardo``:
-    GARDO's timm DINOv3 embedding). ``model_path`` is the embedding model's. Extra: ``nearest_distance``. See
+    Options: :class:`EmbeddingOptions`. ``model_path`` is the embedding model's. Extra: ``nearest_distance``. See
     the module docstring.
     """
 
     inputs: Inputs = Inputs(("image", "group_id"), images="float")
 
+    class Options(EmbeddingOptions):
+        pass
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        embedding: str | None = None,
-        media: str = "image",
-        num_frames: int | None = 8,
-        embed_batch_size: int = 32,
-        resize: int | None = None,
-        pretrained: str | None = "openai",
-        backend: str = "auto",
-        processor_path: str | None = None,
-        preset: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        options = dict(
-            embedding=embedding,
-            media=media,
-            num_frames=num_frames,
-            embed_batch_size=embed_batch_size,
-            resize=resize,
-            pretrained=pretrained,
-            backend=backend,
-            processor_path=processor_path,
-            owner="group_diversity",
-        )
-        self.preset = preset
-        self.embedder = _embedder(model_path, device, self.dtype, preset_options("group_diversity", preset, options))
+        super().__init__(model_path, device, dtype, **options)
+        self.preset = self.options.preset
+        self.embedder = _embedder(model_path, device, self.dtype, self.options, "group_diversity")
         self.model_path = self.embedder.model_path
         own = self.embedder.inputs()
         self.inputs = replace(own, fields=(*own.fields, "group_id"))
@@ -319,46 +314,24 @@ class DiversityWeighted(GroupwiseOverBase):
     ``w_i = d_i / mean(d)`` for samples at or above the group mean, 1 below it; ``d_i`` the distance to the
     nearest other member (``distance: nearest``, GARDO's) or the mean distance (``distance: mean``), in the
     embedding of ``group_diversity`` (same options; ``model_path`` is the embedding model's, the base sets
-    its own inside ``base``; ``preset: gardo``: GARDO's timm DINOv3 embedding). Extras: ``base_score``,
-    ``diversity_weight``, ``distance``.
+    its own inside ``base``; ``preset: gardo``: GARDO's timm DINOv3 embedding); options: :class:`Options`.
+    Extras: ``base_score``, ``diversity_weight``, ``distance``.
     """
 
+    class Options(GroupwiseOverBase.Options, EmbeddingOptions):
+        distance: Literal["nearest", "mean"] | None = None
+        """``d_i``: the distance to the nearest other member (``nearest``, GARDO's; the default) or the mean
+        distance (``mean``)."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        base: Reward | None = None,
-        base_batch_size: int | None = None,
-        embedding: str | None = None,
-        media: str = "image",
-        num_frames: int | None = 8,
-        embed_batch_size: int = 32,
-        resize: int | None = None,
-        pretrained: str | None = "openai",
-        backend: str = "auto",
-        processor_path: str | None = None,
-        distance: str | None = None,
-        preset: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        options = dict(
-            embedding=embedding,
-            media=media,
-            num_frames=num_frames,
-            embed_batch_size=embed_batch_size,
-            resize=resize,
-            pretrained=pretrained,
-            backend=backend,
-            processor_path=processor_path,
-            owner="diversity_weighted",
-            distance=distance,
-        )
-        options = preset_options("diversity_weighted", preset, options)
-        self.distance = choice(distance or "nearest", "kwargs.distance", DISTANCES)
-        self.preset = preset
-        super().__init__(None, device, dtype, base=base, base_batch_size=base_batch_size)
-        self.embedder = _embedder(model_path, device, self.dtype, options)
+        super().__init__(None, device, dtype, **options)  # model_path is the embedding model's, not the base's
+        self.distance = self.options.distance or "nearest"
+        self.preset = self.options.preset
+        self.embedder = _embedder(model_path, device, self.dtype, self.options, "diversity_weighted")
         self.model_path = self.embedder.model_path
         medium = self.embedder.media
         base = self.required_base()

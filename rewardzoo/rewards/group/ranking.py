@@ -37,32 +37,27 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import WithJsonSchema
 
 from ...errors import ConfigError, InputError, RewardOutputError
-from ...shared.groups import group_members
 from ...shared.imports import import_path
-from ...shared.options import choice, positive_float, positive_int
-from ..base import KNOWN_FIELDS, GroupwiseReward, Inputs, Reward, RewardOutput, invoke, validate_scores
-
-_UNJUDGED = object()  # a pair no batched judge has answered yet
+from ...shared.options import positive_int
+from ..base import GroupwiseReward, InnerReward, Inputs, Reward, RewardOutput, invoke, validate_scores
+from ..models.groups import PairwiseJudged, group_positions, win_counts
+from ..options import (
+    AfterValidator,
+    Field,
+    PositiveInt,
+    PositiveNumber,
+    RewardOptions,
+    model_validator,
+)
 
 #: Keys a ``base:`` mapping may have (the model fields of a reward entry, plus the chunk size).
 BASE_KEYS = ("reward_model", "model_path", "dtype", "device", "kwargs", "batch_size")
-
-
-def group_positions(group_id: Sequence[Any] | None, n: int) -> list[np.ndarray]:
-    """Positions of each group in a call, in order of first appearance (``1`` and ``"1"`` differ)."""
-    if group_id is None:
-        raise InputError("groupwise reward needs a group_id on every sample", field="group_id", sample=0 if n else None)
-    groups = group_members(enumerate(group_id), _no_group)
-    return [np.asarray(idx, dtype=np.intp) for idx in groups.values()]
-
-
-def _no_group(i: int) -> InputError:
-    return InputError("groupwise reward needs a group_id on every sample", field="group_id", sample=i)
 
 
 def average_ranks(scores: np.ndarray) -> np.ndarray:
@@ -132,17 +127,21 @@ class GroupwiseOverBase(GroupwiseReward):
         entry.setdefault("dtype", dtype)
         return kwargs, {"base": entry}
 
+    class Options(RewardOptions):
+        base: InnerReward = None
+        """The base reward: a registry name or a mapping of entry fields (``reward_model``, ``model_path``,
+        ``dtype``, ``device``, ``kwargs``, and ``batch_size``: inputs per base call)."""
+        base_batch_size: PositiveInt | None = None
+        """Inputs per base call (set from ``base.batch_size``); default: the whole call at once."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        base: Reward | None = None,
-        base_batch_size: int | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
+        super().__init__(model_path, device, dtype, **options)
         cls = self.name
+        base, base_batch_size = self.options.base, self.options.base_batch_size
         if base is not None and not isinstance(base, Reward):
             raise ConfigError(
                 f"{cls}: 'base' must be a built reward; build the wrapper through the loader, e.g. "
@@ -233,31 +232,25 @@ class GroupRank(GroupwiseOverBase):
 class GroupNormalized(GroupwiseOverBase):
     """Group advantage of the base score: ``(s - mean_g) / (std_g + eps)``.
 
-    ``std_g`` uses ``ddof`` (0: population std, as flow_grpo with ``eps = 1e-4`` — the defaults;
-    1: sample std, as DanceGRPO with ``eps = 1e-8``). A group of one (or ``n <= ddof``) has no
+    ``std_g`` uses ``ddof``; options: :class:`Options`. A group of one (or ``n <= ddof``) has no
     spread and scores 0; a group of equal scores scores 0.
 
     Inputs: the base's fields + ``group_id``. Range (-inf, inf); higher is better.
     """
 
+    class Options(GroupwiseOverBase.Options):
+        ddof: int = Field(0, ge=0)
+        """Delta degrees of freedom of ``std_g``: 0 (population std, flow_grpo) or 1 (sample std, DanceGRPO)."""
+        eps: PositiveNumber = 1e-4
+        """Added to ``std_g``: ``1e-4`` as flow_grpo; DanceGRPO uses ``1e-8``."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        base: Reward | None = None,
-        base_batch_size: int | None = None,
-        ddof: int = 0,
-        eps: float = 1e-4,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        if isinstance(ddof, bool) or not isinstance(ddof, int) or ddof < 0:
-            raise ConfigError(
-                f"GroupNormalized: ddof must be a non-negative integer, got {ddof!r}", field="kwargs.ddof"
-            )
-        eps = positive_float(eps, "kwargs.eps")
-        super().__init__(model_path, device, dtype, base=base, base_batch_size=base_batch_size)
-        self.ddof, self.eps = ddof, eps
+        super().__init__(model_path, device, dtype, **options)
+        self.ddof, self.eps = self.options.ddof, self.options.eps
 
     def score_group(self, scores: np.ndarray) -> np.ndarray:
         centred = scores - scores.mean()
@@ -267,7 +260,7 @@ class GroupNormalized(GroupwiseOverBase):
         return centred / (std + self.eps)
 
 
-class PairwiseWinRate(GroupwiseOverBase):
+class PairwiseWinRate(GroupwiseOverBase, PairwiseJudged):
     """Pref-GRPO pairwise win rate: every pair of the group is judged; ``score_i = wins_i / (n - 1)``.
 
     A pair (i, j) has ``p = P(i beats j)``. ``mode: hard`` (default, Pref-GRPO's discrete wins):
@@ -291,138 +284,76 @@ class PairwiseWinRate(GroupwiseOverBase):
       per-pair numeric extras (e.g. ``substituted``), each reported per sample as the sum over its pairs.
       No ``base`` with a user judge.
 
-    Inputs: the base's (or judge's) fields + ``group_id``. Range [0, 1]; higher is better.
+    Inputs: the base's (or judge's) fields + ``group_id``. Range [0, 1]; higher is better. Options:
+    :class:`Options`. The pairs of a user judge and the wins are the floor's
+    (:class:`~rewardzoo.rewards.models.groups.PairwiseJudged`), which the VLM pairwise judges share.
     """
 
     base_required: ClassVar[bool] = False
     MODES: ClassVar[tuple[str, ...]] = ("hard", "soft")
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        base: Reward | None = None,
-        base_batch_size: int | None = None,
-        judge: str | Callable = "bradley_terry",
-        judge_kwargs: Mapping[str, Any] | None = None,
-        fields: Sequence[str] | None = None,
-        use_tensor_inputs: bool | None = None,
-        temperature: float = 1.0,
-        mode: str = "hard",
-    ) -> None:
-        self.mode = choice(mode, "kwargs.mode", self.MODES)
-        self.temperature = positive_float(temperature, "kwargs.temperature")
-        self.bradley_terry = isinstance(judge, str) and judge.lower() in ("bradley_terry", "bt")
-        if self.bradley_terry:
-            if base is None:
+    class Options(GroupwiseOverBase.Options):
+        judge: Judge = "bradley_terry"
+        """``bradley_terry`` (or ``bt``) over ``base``, or a user pairwise judge ``pkg.mod:obj`` (a callable
+        from Python)."""
+        judge_kwargs: dict[str, Any] | None = None
+        """A user judge class's constructor arguments."""
+        fields: list[str] | None = Field(None, strict=False)
+        """The sample fields a user judge receives; default: its ``required_fields`` attribute."""
+        use_tensor_inputs: bool | None = None
+        """A user judge receives media as tensors; default: its ``use_tensor_inputs`` attribute, else false."""
+        temperature: PositiveNumber = 1.0
+        """Bradley-Terry: ``p = sigmoid((s_i - s_j) / temperature)`` (no effect in hard mode)."""
+        mode: Literal["hard", "soft"] = "hard"
+        """``hard``: Pref-GRPO's discrete wins (1, 0, or 0.5 on a tie); ``soft``: expected wins (``p``)."""
+
+        @model_validator(mode="after")
+        def _judge_and_base(self) -> PairwiseWinRate.Options:
+            if _is_bradley_terry(self.judge):
+                if self.base is None:
+                    raise ConfigError(
+                        "PairwiseWinRate: the Bradley-Terry judge needs kwargs 'base' (the reward whose "
+                        "scores it compares); or set 'judge' to a pairwise judge 'pkg.mod:callable'",
+                        field="kwargs.base",
+                    )
+                given = [
+                    k for k in ("judge_kwargs", "fields", "use_tensor_inputs") if getattr(self, k) not in (None, {})
+                ]
+                if given:
+                    raise ConfigError(
+                        "PairwiseWinRate: judge_kwargs / fields / use_tensor_inputs apply to a user judge "
+                        "only; the Bradley-Terry judge takes them from its base",
+                        field=f"kwargs.{given[0]}",
+                    )
+            elif self.base is not None:
                 raise ConfigError(
-                    "PairwiseWinRate: the Bradley-Terry judge needs kwargs 'base' (the reward whose "
-                    "scores it compares); or set 'judge' to a pairwise judge 'pkg.mod:callable'",
+                    "PairwiseWinRate: give either 'base' (Bradley-Terry judge) or a user 'judge', not both",
                     field="kwargs.base",
                 )
-            if judge_kwargs or fields is not None or use_tensor_inputs is not None:
-                raise ConfigError(
-                    "PairwiseWinRate: judge_kwargs / fields / use_tensor_inputs apply to a user judge "
-                    "only; the Bradley-Terry judge takes them from its base",
-                    field="kwargs",
-                )
-            super().__init__(model_path, device, dtype, base=base, base_batch_size=base_batch_size)
-            self.judge: Callable[..., Any] | None = None
+            return self
+
+    options: Options
+
+    def __init__(
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
+    ) -> None:
+        super().__init__(model_path, device, dtype, **options)
+        opts = self.options
+        self.mode, self.temperature = opts.mode, opts.temperature
+        self.bradley_terry = _is_bradley_terry(opts.judge)
+        if self.bradley_terry:
+            self.judge = None
             return
-        if base is not None:
-            raise ConfigError(
-                "PairwiseWinRate: give either 'base' (Bradley-Terry judge) or a user 'judge', not both",
-                field="kwargs.base",
-            )
-        super().__init__(model_path, device, dtype, base=None)
-        self.judge_name = judge if isinstance(judge, str) else getattr(judge, "__qualname__", repr(judge))
-        self.judge = _build_judge(judge, dict(judge_kwargs or {}), device, dtype)
-        declared = fields if fields is not None else getattr(self.judge, "required_fields", None)
-        if isinstance(declared, str) or not declared or not all(isinstance(f, str) for f in declared):
-            raise ConfigError(
-                "PairwiseWinRate: say which fields the judge receives: kwargs 'fields' (e.g. "
-                "[prompt, image]) or a 'required_fields' attribute on the judge",
-                field="kwargs.fields",
-            )
-        unknown = [f for f in declared if f not in KNOWN_FIELDS]
-        if unknown:
-            raise ConfigError(
-                f"{self.name}: unknown judge field(s) {unknown}; known: {', '.join(KNOWN_FIELDS)}",
-                field="kwargs.fields",
-            )
-        # the judge's media forms: tensors when asked for (kwargs, else the judge's own attribute)
-        tensors = bool(
-            getattr(self.judge, "use_tensor_inputs", False) if use_tensor_inputs is None else use_tensor_inputs
+        judge = opts.judge
+        name = judge if isinstance(judge, str) else getattr(judge, "__qualname__", repr(judge))
+        self.use_judge(
+            _build_judge(judge, dict(opts.judge_kwargs or {}), device, dtype), name, opts.fields, opts.use_tensor_inputs
         )
-        settings = {k: getattr(self.judge, k) for k in ("num_frames", "sample_rate", "mono") if hasattr(self.judge, k)}
-        fields_with_group = tuple(dict.fromkeys((*declared, "group_id")))
-        self.inputs = (Inputs.tensors if tensors else Inputs)(fields_with_group, **settings)
-        # a judge that does not say otherwise may hold a model or a client: not assumed thread-safe
-        self.thread_safe = bool(getattr(self.judge, "thread_safe", False))
-        self.io_bound = bool(getattr(self.judge, "io_bound", False))  # an endpoint judge waits on its server
-        self.judge_fields = tuple(declared)
 
     def __call__(self, **fields: Sequence[Any]) -> RewardOutput:
         if self.judge is None:
-            return super().__call__(**fields)
-        group_id = fields.get("group_id")
-        n = len(group_id) if group_id is not None else len(next(iter(fields.values()), ()))
-        groups = group_positions(group_id, n)
-        wanted = set(self.judge_fields) | ({"audio_sample_rate"} if "audio" in self.judge_fields else set())
-        keys = [k for k in fields if k in wanted]
-        samples = [{k: fields[k][i] for k in keys} for i in range(n)]
-        out = np.empty(n, dtype=np.float64)
-        wins_all = np.empty(n, dtype=np.float64)
-        pair_extras: dict[str, np.ndarray] = {}
-        batched = getattr(self.judge, "judge_pairs", None)
-        for idx in groups:
-            m = len(idx)
-            prob = np.full((m, m), 0.5)
-            pairs = [(a, b) for a in range(m) for b in range(a + 1, m)]
-            if batched is not None and pairs:
-                try:
-                    values, extras = self._judge_pairs(batched, [(samples[idx[a]], samples[idx[b]]) for a, b in pairs])
-                except RewardOutputError as exc:  # the judge names pairs: name both samples of each
-                    if not exc.inputs:
-                        raise
-                    both = sorted({int(idx[i]) for p in exc.inputs for i in pairs[p]})
-                    raise RewardOutputError(
-                        f"{exc.message} (pairs of samples "
-                        f"{', '.join(f'{idx[pairs[p][0]]}-{idx[pairs[p][1]]}' for p in exc.inputs[:8])})",
-                        reward=exc.reward or self.name,
-                        inputs=both,
-                    ) from exc
-                for key, per_pair in extras.items():  # a pair's extra counts for both of its samples
-                    total = pair_extras.setdefault(key, np.zeros(n, dtype=np.float64))
-                    for (a, b), v in zip(pairs, per_pair):
-                        total[idx[a]] += v
-                        total[idx[b]] += v
-            else:
-                values = [_UNJUDGED] * len(pairs)
-            for (a, b), value in zip(pairs, values):
-                p = self._judge_pair(samples[idx[a]], samples[idx[b]], int(idx[a]), int(idx[b]), value)
-                prob[a, b], prob[b, a] = p, 1.0 - p
-            wins = self._wins(prob)
-            wins_all[idx] = wins
-            out[idx] = 0.5 if m == 1 else wins / (m - 1)
-        return RewardOutput(out, extras={"wins": wins_all, **pair_extras})
-
-    def _judge_pairs(self, batched: Callable, pairs: list[tuple[dict, dict]]) -> tuple[list, dict]:
-        """A batched judge's answers for the pairs of one group: ``judge_pairs(pairs)`` returns one value per
-        pair, or ``(values, extras)`` with per-pair numeric extras (summed onto both samples of each pair)."""
-        result = batched(pairs)
-        values, extras = result if isinstance(result, tuple) else (result, {})
-        values = list(values)
-        bad = [k for k, v in extras.items() if len(v) != len(pairs)]
-        if len(values) != len(pairs) or bad:
-            raise RewardOutputError(
-                f"pairwise judge '{self.judge_name}'.judge_pairs returned {len(values)} values "
-                f"for {len(pairs)} pairs" + (f" (extras {bad} of another length)" if bad else ""),
-                reward=self.name,
-            )
-        return values, dict(extras)
+            return GroupwiseOverBase.__call__(self, **fields)
+        return self.judge_groups(fields)
 
     def score_group(self, scores: np.ndarray) -> np.ndarray:
         n = len(scores)
@@ -430,36 +361,21 @@ class PairwiseWinRate(GroupwiseOverBase):
             return np.full(1, 0.5)
         diff = scores[:, None] - scores[None, :]
         prob = _sigmoid(diff / self.temperature) if self.mode == "soft" else np.sign(diff) * 0.5 + 0.5
-        return self._wins(prob) / (n - 1)
+        return win_counts(prob, self.mode) / (n - 1)
 
-    def _wins(self, prob: np.ndarray) -> np.ndarray:
-        """Row sums of the win matrix without the diagonal (prob[i, j] = P(i beats j), diagonal 0.5)."""
-        if self.mode == "hard":
-            prob = np.where(prob > 0.5, 1.0, np.where(prob < 0.5, 0.0, 0.5))
-        return prob.sum(axis=1) - 0.5
 
-    def _judge_pair(self, first: dict, second: dict, i: int, j: int, value: Any = _UNJUDGED) -> float:
-        """P(first beats second): the judge's answer (``value`` when a batched judge gave it), checked."""
-        if value is _UNJUDGED:
-            if self.judge is None:  # (pairs are judged only by a wrapper built with a user judge)
-                raise ConfigError(f"{self.name} has no user judge", field="kwargs.judge")
-            value = self.judge(first, second)
-        if hasattr(value, "detach"):  # a 0-d/1-element tensor
-            value = value.detach().cpu().reshape(-1).tolist()
-            value = value[0] if len(value) == 1 else value
-        if isinstance(value, (bool, np.bool_)):
-            return float(value)
-        try:
-            p = None if isinstance(value, (str, bytes)) else float(value)
-        except (TypeError, ValueError):
-            p = None
-        if p is None or not (0.0 <= p <= 1.0):  # also catches NaN
-            raise RewardOutputError(
-                f"pairwise judge '{self.judge_name}' returned {value!r} for the pair (inputs {i}, "
-                f"{j}); it must return P(first beats second), a number in [0, 1]",
-                reward=self.name,
-            )
-        return p
+def _is_bradley_terry(judge: Any) -> bool:
+    return isinstance(judge, str) and judge.lower() in ("bradley_terry", "bt")
+
+
+def _judge_form(value: Any) -> Any:
+    if isinstance(value, str) or callable(value):
+        return value
+    raise ValueError(f"must be 'bradley_terry', a Python path 'pkg.mod:callable' or a callable, got {value!r}")
+
+
+#: The type of :class:`PairwiseWinRate`'s ``judge`` option: a name or Python path, or (from Python) a callable.
+Judge = Annotated[Any, AfterValidator(_judge_form), WithJsonSchema({"type": "string"})]
 
 
 def _build_judge(judge: str | Callable, judge_kwargs: dict, device: str, dtype: str) -> Callable:

@@ -68,32 +68,6 @@ def load_aesthetic_head(path: str) -> AestheticHead:
     return head.eval().requires_grad_(False)
 
 
-#: The LAION aesthetic predictor v1 linear head on CLIP ViT-L/14 (the one VBench's aesthetic quality uses).
-OFFICIAL_LINEAR_HEAD_URL = "https://github.com/LAION-AI/aesthetic-predictor/raw/main/sa_0_4_vit_l_14_linear.pth"
-
-
-def load_linear_aesthetic_head(path: str, field: str = "kwargs.linear_head_path") -> nn.Linear:
-    """The v1 head, ``Linear(D, 1)``, from a state dict with the published key names ``weight`` / ``bias``
-    (optionally prefixed ``module.`` / ``model.``), loaded strictly."""
-    try:
-        state = strip_prefix(load_state_dict(path), ("module.", "model."))
-    except InputError as exc:
-        raise ConfigError(exc.message, field=field) from None
-    weight = state.get("weight")
-    if weight is None or weight.ndim != 2 or weight.shape[0] != 1 or set(state) != {"weight", "bias"}:
-        raise ConfigError(
-            f"'{path}' is not a LAION aesthetic v1 linear head (expected exactly 'weight' (1, D) and "
-            f"'bias'; keys: {sorted(state)[:6]})",
-            field=field,
-        )
-    head = nn.Linear(int(weight.shape[1]), 1)
-    try:
-        head.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        raise ConfigError(f"'{path}' does not fit Linear({int(weight.shape[1])}, 1): {exc}", field=field) from None
-    return head.eval().requires_grad_(False)
-
-
 class LaionAesthetic(PointwiseReward):
     """LAION aesthetic v2: ``mlp(E / ||E||)`` on the CLIP ViT-L/14 image embedding, about 1-10.
 

@@ -316,7 +316,7 @@ def _bert_tokenizer(path: str):
     """BLIP's tokenizer: BERT's, plus ``[DEC]`` as bos and ``[ENC]`` as an extra special token (init_tokenizer)."""
     from transformers import BertTokenizer
 
-    with loading(f"the BERT tokenizer '{path}'", field="kwargs"):
+    with loading(f"the BERT tokenizer '{path}'", field="kwargs.tokenizer_path"):
         tok = BertTokenizer.from_pretrained(path)
     tok.add_special_tokens({"bos_token": "[DEC]"})
     tok.add_special_tokens({"additional_special_tokens": ["[ENC]"]})

@@ -29,17 +29,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from ...errors import ConfigError, InputError, MissingExtraError
 from ...shared.checkpoints import Checkpoint, local_file, package_file
 from ...shared.media import images_to_uint8
-from ...shared.options import choice, known_options, positive_float, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.onnx import onnx_session
 from ..models.vlm.judging import Failure
+from ..models.vlm.options import TranscriberOptions
+from ..options import Field, Number, PositiveInt, PositiveNumber, model_validator
 from .text_match import capped_distance, normalize, quoted_target
 
 ENGINES = ("rapidocr", "paddleocr", "vlm")
@@ -77,19 +78,6 @@ class DetectorSettings:
     use_dilation: bool = False
     det_db_score_mode: str = "fast"
     det_normalize: str = "paddleocr"
-
-    def checked(self) -> DetectorSettings:
-        """These settings, or a ConfigError naming the first invalid one (``kwargs.<name>``)."""
-        positive_int(self.det_limit_side_len, "kwargs.det_limit_side_len")
-        choice(self.det_limit_type, "kwargs.det_limit_type", ("max", "min"))
-        choice(self.det_db_score_mode, "kwargs.det_db_score_mode", ("fast", "slow"))
-        choice(self.det_normalize, "kwargs.det_normalize", tuple(NORMALIZATIONS))
-        for name in ("det_db_thresh", "det_db_box_thresh"):
-            unit_number(getattr(self, name), f"kwargs.{name}")
-        positive_float(self.det_db_unclip_ratio, "kwargs.det_db_unclip_ratio")
-        if not isinstance(self.use_dilation, bool):
-            raise ConfigError(f"must be true or false, got {self.use_dilation!r}", field="kwargs.use_dilation")
-        return replace(self, det_db_unclip_ratio=float(self.det_db_unclip_ratio))
 
     def rapidocr_kwargs(self) -> dict[str, Any]:
         """The same settings as ``RapidOCR(**kwargs)`` takes them (its ``Det`` section of config.yaml)."""
@@ -130,13 +118,6 @@ DETECTOR_PRESETS = {
         det_normalize="rapidocr",
     )
 }
-
-
-def unit_number(value: Any, field: str) -> float:
-    """``value`` as a float if it is a number in [0, 1] (not a bool)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ConfigError(f"must be a number in [0, 1], got {value!r}", field=field)
-    return float(value)
 
 
 class RapidOCREngine:
@@ -387,56 +368,88 @@ class _OCRReward(PointwiseReward):
     thread_safe = False  # PaddleOCR is not thread-safe; ONNX Runtime already spreads one call over the cores
     default_containment: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        engine: str = "rapidocr",
-        threads: int | None = None,
-        text_score: float = 0.5,
-        det_batch_size: int | None = None,
-        rec_batch_size: int | None = None,
-        containment: bool | None = None,
-        preset: str | None = None,
-        **detector: Any,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        choice(engine, "kwargs.engine", ENGINES)
-        self.engine_name = engine
-        self.containment = self._containment(containment)
+    class Options(TranscriberOptions):
+        engine: Literal["rapidocr", "paddleocr", "vlm"] = "rapidocr"
+        """``rapidocr`` (PP-OCRv4 through ONNX Runtime), ``paddleocr``, or ``vlm`` (a vision-language model reads
+        the text: :class:`~rewardzoo.rewards.models.vlm.transcription.TranscriberOptions`; ``model_path`` the Qwen-VL
+        checkpoint, any dtype)."""
+        threads: PositiveInt | None = None
+        """OCR engines: ONNX intra-op threads."""
+        text_score: Number = Field(0.5, ge=0, le=1)
+        """OCR engines: the line-confidence filter (0.5 as in RapidOCR and PaddleOCR)."""
+        det_batch_size: PositiveInt | None = None
+        """rapidocr: images per detector call (default 1 on the CPU, 8 on CUDA)."""
+        rec_batch_size: PositiveInt | None = None
+        """rapidocr: text lines per recogniser call (default 32)."""
+        containment: bool | None = None
+        """The substring shortcut: the distance is 0 when the target occurs in the text (default on for images,
+        off for video, as flow_grpo)."""
+        preset: Literal["rapidocr"] | None = None
+        """OCR engines: ``rapidocr``, the detector settings of rapidocr's config.yaml instead of PaddleOCR 2.x's (a
+        setting given explicitly overrides the preset)."""
+        det_limit_side_len: PositiveInt = 960
+        """Detector: the side the image is scaled to (:class:`DetectorSettings`)."""
+        det_limit_type: Literal["max", "min"] = "max"
+        """Detector: ``max`` scales the longer side down to ``det_limit_side_len``, ``min`` the shorter side up."""
+        det_db_thresh: Number = Field(0.3, ge=0, le=1)
+        """Detector: the probability-map binarisation threshold."""
+        det_db_box_thresh: Number = Field(0.6, ge=0, le=1)
+        """Detector: the least mean probability of a kept box."""
+        det_db_unclip_ratio: PositiveNumber = 1.5
+        """Detector: the box expansion."""
+        use_dilation: bool = False
+        """Detector: a 2x2 dilation of the binary map."""
+        det_db_score_mode: Literal["fast", "slow"] = "fast"
+        """Detector: a box's score over its bounding rectangle (``fast``) or its polygon (``slow``)."""
+        det_normalize: Literal["paddleocr", "rapidocr"] = "paddleocr"
+        """Detector: the input normalisation (:data:`NORMALIZATIONS`)."""
+
+        @model_validator(mode="after")
+        def _engine_options(self) -> _OCRReward.Options:
+            vlm_only = set(TranscriberOptions.model_fields) - {"on_failure"}
+            engine_only = set(ENGINE_ONLY) | set(DetectorSettings.__dataclass_fields__)
+            wrong = sorted(self.model_fields_set & (engine_only if self.engine == "vlm" else vlm_only))
+            if wrong and self.engine == "vlm":
+                raise ConfigError(
+                    f"{wrong} apply to the OCR engines (rapidocr, paddleocr), not to engine: vlm",
+                    field=f"kwargs.{wrong[0]}",
+                )
+            if wrong:
+                raise ConfigError(f"{wrong} apply to engine: vlm only", field=f"kwargs.{wrong[0]}")
+            return self
+
+        def detector(self) -> DetectorSettings:
+            """The preset's detector settings (PaddleOCR 2.x's without one) with those given explicitly."""
+            base = DETECTOR_PRESETS[self.preset] if self.preset is not None else DetectorSettings()
+            given = {k: getattr(self, k) for k in self.model_fields_set if k in DetectorSettings.__dataclass_fields__}
+            return replace(base, **given)
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        o = self.options
+        self.engine_name = o.engine
+        self.containment = self.default_containment if o.containment is None else o.containment
         self.reader: Any = None
-        if engine == "vlm":
-            given = dict(
-                threads=threads,
-                text_score=None if text_score == 0.5 else text_score,
-                det_batch_size=det_batch_size,
-                rec_batch_size=rec_batch_size,
-                preset=preset,
-            )
-            self._setup_vlm(model_path, device, dtype, [k for k, v in given.items() if v is not None], detector)
+        if o.engine == "vlm":
+            from ..models.vlm.transcription import VLMTranscriber
+
+            self.reader = VLMTranscriber(self.name, model_path, device, dtype, o)
+            self.io_bound = self.reader.io_bound
             return
         if self.dtype_name != "float32":
             raise ConfigError(
                 f"the OCR engines run in float32; dtype '{self.dtype_name}' is not supported", field="dtype"
             )
-        text_score = unit_number(text_score, "kwargs.text_score")
-        known_options(self.name, detector, tuple(DetectorSettings.__dataclass_fields__))
-        if preset is not None:
-            choice(preset, "kwargs.preset", tuple(DETECTOR_PRESETS))
-        preset_settings = DETECTOR_PRESETS[preset] if preset is not None else DetectorSettings()
-        self.detector = replace(preset_settings, **detector).checked()
-        threads = positive_int(threads, "kwargs.threads", allow_none=True)
-        det_batch_size = positive_int(det_batch_size, "kwargs.det_batch_size", allow_none=True)
-        rec_batch_size = positive_int(rec_batch_size, "kwargs.rec_batch_size", allow_none=True)
-        self.engine = (RapidOCREngine if engine == "rapidocr" else PaddleOCREngine)(
+        self.detector = o.detector()
+        self.engine = (RapidOCREngine if o.engine == "rapidocr" else PaddleOCREngine)(
             model_path,
             device,
-            threads=threads,
-            text_score=text_score,
-            det_batch_size=det_batch_size,
-            rec_batch_size=rec_batch_size,
+            threads=o.threads,
+            text_score=o.text_score,
+            det_batch_size=o.det_batch_size,
+            rec_batch_size=o.rec_batch_size,
             detector=self.detector,
         )
 
@@ -450,26 +463,6 @@ class _OCRReward(PointwiseReward):
         if engine == "paddleocr":
             return [Checkpoint(model_path or "paddleocr", missing="paddleocr's model files are not read by the plan")]
         return RapidOCREngine.weight_files(model_path)
-
-    def _containment(self, containment: Any) -> bool:
-        if containment is not None and not isinstance(containment, bool):
-            raise ConfigError(f"must be true or false, got {containment!r}", field="kwargs.containment")
-        return self.default_containment if containment is None else containment
-
-    def _setup_vlm(self, model_path: str | None, device: str, dtype: str, given: list[str], options: dict) -> None:
-        """``engine: vlm``: the transcriber from the VLM layer; ConfigError for an OCR engine's option."""
-        from ..models.vlm.transcription import VLMTranscriber
-
-        engine_options = [*given, *(k for k in options if k in DetectorSettings.__dataclass_fields__)]
-        if engine_options:
-            raise ConfigError(
-                f"{self.name}: {sorted(engine_options)} apply to the OCR engines (rapidocr, paddleocr), not to "
-                "engine: vlm",
-                field=f"kwargs.{sorted(engine_options)[0]}",
-            )
-        known_options(self.name, options, ("question", "system", "sampling", *VLMTranscriber.judge_options))
-        self.reader = VLMTranscriber(self.name, model_path, device, dtype, **options)
-        self.io_bound = self.reader.io_bound
 
     @property
     def substitutions(self) -> int:
@@ -510,14 +503,7 @@ class OCR(_OCRReward):
 
     Inputs: ``image`` and ``prompt`` (target = the text between its first pair of double quotes, the
     whole prompt without quotes; an empty target is an error). Range [0, 1]. Extra ``ocr_text``: the
-    recognised text. Options: ``engine`` (rapidocr | paddleocr | vlm), ``threads`` (ONNX intra-op threads),
-    ``text_score`` (the engine's line-confidence filter, 0.5 as in RapidOCR and PaddleOCR),
-    ``det_batch_size``, ``rec_batch_size``, ``containment`` (the substring shortcut; default on); the
-    detector settings of :class:`DetectorSettings` (PaddleOCR 2.x's defaults) and ``preset: rapidocr``
-    (rapidocr's config.yaml instead; a setting given explicitly overrides the preset). ``engine: vlm``
-    takes instead the options of :class:`~rewardzoo.rewards.models.vlm.transcription.VLMTranscriber` (``question``,
-    ``system``, ``sampling``, ``backend``, ``endpoint``, ``on_failure``, ...), ``model_path`` the Qwen-VL
-    checkpoint, any dtype; extras ``substituted`` / ``failure`` besides ``ocr_text``.
+    recognised text (with ``engine: vlm`` also ``substituted`` / ``failure``). Options: :class:`Options`.
     """
 
     inputs = Inputs(("image", "prompt"))
@@ -547,19 +533,21 @@ class VideoOCR(_OCRReward):
     inputs = Inputs(("video", "prompt"), num_frames=None)
     default_containment: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        frame_interval: int = 4,
-        **kwargs: Any,
-    ) -> None:
-        if kwargs.get("engine") == "vlm":
-            raise ConfigError(f"{self.name}: engine: vlm reads images; use it on ocr", field="kwargs.engine")
-        super().__init__(model_path, device, dtype, **kwargs)
-        self.frame_interval = positive_int(frame_interval, "kwargs.frame_interval")
+    class Options(_OCRReward.Options):
+        frame_interval: PositiveInt = 4
+        """Every k-th frame is read: ``0, k, 2k, ...`` (flow_grpo's 4)."""
+
+        @model_validator(mode="after")
+        def _no_vlm(self) -> VideoOCR.Options:
+            if self.engine == "vlm":
+                raise ConfigError("engine: vlm reads images; use it on ocr", field="kwargs.engine")
+            return self
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        self.frame_interval = self.options.frame_interval
 
     def __call__(self, video: Sequence[Sequence[Any]], prompt: Sequence[str], **_: Any) -> RewardOutput:
         targets = self.targets(prompt)

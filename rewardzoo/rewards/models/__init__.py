@@ -4,6 +4,8 @@
 - ``dino``, ``timm_backbone`` — the DINO and timm image backbones (feature extractors);
 - ``onnx`` — ONNX Runtime sessions that can be released and recreated (``offload:``);
 - ``weights`` — weight resolution: the local file a ``model_path`` names (a file, a directory, a URL, a hub file);
+- ``groups`` — the groups of a groupwise call and win rates from a pairwise judge (``group_win_rate``, the VLM
+  pairwise judges);
 - ``vlm/`` — the vision-language runtime: the local Qwen-VL / LLaVA-OneVision backbone, the OpenAI-compatible
   endpoint, the backend choice, the judges' shared options and failure policies, LLaVA checkpoints, the reward-model
   heads on the backbone (HPSv3, VideoAlign), and image transcription;

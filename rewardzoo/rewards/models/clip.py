@@ -336,7 +336,7 @@ def load_clip_backbone(
     Configuration problems raise :class:`~rewardzoo.errors.ConfigError` naming ``model_path``.
     """
     if backend not in BACKENDS:
-        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}", field="kwargs")
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}", field="kwargs.backend")
     if model_path is None:
         raise ConfigError("a CLIP model_path is required", field="model_path")
     dev = torch.device(device)
@@ -572,7 +572,8 @@ def _load_transformers(source: str, model_path: str, processor_path: str | None)
     with loading(f"transformers CLIPModel '{model_path}'"):
         model = CLIPModel.from_pretrained(source)
     with loading(
-        f"the CLIP tokenizer/image processor from '{proc}'", field="kwargs" if processor_path else "model_path"
+        f"the CLIP tokenizer/image processor from '{proc}'",
+        field="kwargs.processor_path" if processor_path else "model_path",
     ):
         tokenizer = AutoTokenizer.from_pretrained(proc)
         improc = CLIPImageProcessor.from_pretrained(proc)

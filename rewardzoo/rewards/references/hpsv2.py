@@ -12,14 +12,19 @@ import importlib.util
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from ...errors import ConfigError
 from ...shared.media import to_pil_rgb
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..image.hpsv2 import HPSv2
 from ..models.clip import check_pairs
 from ..models.weights import resolve_weights_file
+from ..options import Autocast, RewardOptions, WeightPath
+
+#: The hpsv2 package's checkpoints (``hpsv2/img_score.py``, ``hps_version``) and their hub repository: the same files
+#: rewardzoo's ``hpsv2`` reward loads (a test checks the two tables agree; a family does not import another).
+DEFAULT_REPO = "xswu/HPSv2"
+FILES = {"v2.0": "HPS_v2_compressed.pt", "v2.1": "HPS_v2.1_compressed.pt"}
 
 
 class ReferenceHPSv2(PointwiseReward):
@@ -29,7 +34,7 @@ class ReferenceHPSv2(PointwiseReward):
     repository holding the version's file; default ``xswu/HPSv2``). The package builds its own open_clip
     ``ViT-H-14`` (:meth:`install_model` may put another architecture in its place) and, as published, loads the
     checkpoint again on every call; it runs on ``device`` in float32 (``dtype`` is not applied). The package keeps
-    its model in module globals, so a process holds one such reward.
+    its model in module globals, so a process holds one such reward. Options: :class:`Options` (``hpsv2``'s).
     """
 
     inputs = Inputs(("image", "prompt"))
@@ -37,24 +42,27 @@ class ReferenceHPSv2(PointwiseReward):
     higher_is_better: ClassVar[bool] = True
     score_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
 
+    class Options(RewardOptions):
+        version: Literal["v2.0", "v2.1"] = "v2.1"
+        """Which checkpoint file: ``v2.1`` (``HPS_v2.1_compressed.pt``) or ``v2.0`` (``HPS_v2_compressed.pt``)."""
+        clip_model: WeightPath = "ViT-H-14"
+        """The open_clip architecture the checkpoint fits (the package builds ``ViT-H-14``; another one needs a
+        subclass, :meth:`install_model`)."""
+        autocast: Autocast = "auto"
+        """Taken as ``hpsv2``'s option and not used: the package applies its own CUDA autocast."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        version: str = "v2.1",
-        clip_model: str = "ViT-H-14",
-        autocast: str | None = "auto",
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        if version not in HPSv2.files:
-            raise ConfigError(f"version must be one of {sorted(HPSv2.files)}, got {version!r}", field="kwargs")
+        super().__init__(model_path, device, dtype, **options)
+        version, clip_model = self.options.version, self.options.clip_model
         supply_vocabulary()
         from hpsv2 import img_score
 
         self.version = version
-        self.checkpoint = resolve_weights_file(model_path or HPSv2.default_repo, filename=HPSv2.files[version])
+        self.checkpoint = resolve_weights_file(model_path or DEFAULT_REPO, filename=FILES[version])
         img_score.device = device  # the package's module-level choice (CUDA when present)
         self.install_model(img_score, clip_model)
 

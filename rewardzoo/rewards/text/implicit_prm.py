@@ -20,6 +20,7 @@ from ...errors import ConfigError, InputError
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.text.backbones import HFBackbone, as_backbone, full_mask
 from ..models.text.encoding import PairEncoder, default_max_length, load_tokenizer
+from ..options import PositiveInt, PositiveNumber, RewardOptions, WeightPath, model_validator
 
 
 def token_log_probs(
@@ -203,38 +204,54 @@ class CompletionSpanEncoder(PairEncoder):
 
 class ImplicitPRMReward(PointwiseReward):
     """Implicit process reward of a completion: ``beta * sum_t log(pi(y_t|x, y_<t) / pi_ref(y_t|x, y_<t))`` over
-        the completion tokens.
+    the completion tokens.
 
-        ``model_path``: the PRM policy (causal LM + tokenizer, e.g. PRIME's EurusPRM); ``ref_model_path`` (kwarg,
-        required): its reference causal LM. Inputs: ``prompt``, ``completion`` (strings); the completion tokens
-        are the response mask (with ``chat_template``, the assistant turn up to the end of the completion text: the
-    template's end-of-turn tokens are not scored, as in PRIME / verl, unless ``score_end_of_turn``). Extras: ``num_completion_tokens``, ``min_token_reward`` (0 for an empty
-        completion). Range: unbounded (higher is better).
+    ``model_path``: the PRM policy (causal LM + tokenizer, e.g. PRIME's EurusPRM); options: :class:`Options`
+    (``ref_model_path`` required). Inputs: ``prompt``, ``completion`` (strings); the completion tokens are the
+    response mask (with ``chat_template``, the assistant turn up to the end of the completion text: the
+    template's end-of-turn tokens are not scored, as in PRIME / verl, unless ``score_end_of_turn``). Extras:
+    ``num_completion_tokens``, ``min_token_reward`` (0 for an empty completion). Range: unbounded (higher is
+    better).
     """
 
     inputs = Inputs(("prompt", "completion"))
 
+    class Options(RewardOptions):
+        ref_model_path: WeightPath | None = None
+        """The reference causal LM ``pi_ref`` (hub id or local directory); required."""
+        beta: PositiveNumber = 0.1
+        """Scale of the log-ratio (PRIME's ``beta``)."""
+        max_length: PositiveInt | None = None
+        """Most tokens of prompt + completion; default: the model's position limit."""
+        separator: str = ""
+        """Text put between the prompt and the completion."""
+        chat_template: bool = False
+        """Render a user / assistant turn with the tokenizer's chat template instead."""
+        score_end_of_turn: bool = False
+        """With ``chat_template``: score the template's end-of-turn tokens too."""
+        trust_remote_code: bool = False
+        """Let transformers run the checkpoint's own code."""
+
+        @model_validator(mode="after")
+        def _needs_reference(self) -> ImplicitPRMReward.Options:
+            if not self.ref_model_path:
+                raise ConfigError(
+                    "implicit_prm needs kwargs.ref_model_path: the reference causal LM", field="kwargs.ref_model_path"
+                )
+            return self
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        ref_model_path: str | None = None,
-        beta: float = 0.1,
-        max_length: int | None = None,
-        separator: str = "",
-        chat_template: bool = False,
-        score_end_of_turn: bool = False,
-        trust_remote_code: bool = False,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        if not model_path:
+        if not model_path:  # before the options: a missing model names model_path first
             raise ConfigError(
                 "implicit_prm needs model_path: the PRM causal LM (with its tokenizer)", field="model_path"
             )
-        if not ref_model_path:
-            raise ConfigError("implicit_prm needs kwargs.ref_model_path: the reference causal LM", field="kwargs")
+        super().__init__(model_path, device, dtype, **options)
+        opts = self.options
+        ref_model_path, trust_remote_code = str(opts.ref_model_path), opts.trust_remote_code
         tokenizer = load_tokenizer(model_path, trust_remote_code)
         policy = HFBackbone.from_pretrained(
             model_path, causal_lm=True, dtype=self.dtype, trust_remote_code=trust_remote_code
@@ -244,19 +261,16 @@ class ImplicitPRMReward(PointwiseReward):
         )
         if ref.vocab_size != policy.vocab_size:
             raise ConfigError(
-                f"policy ({policy.vocab_size}) and reference ({ref.vocab_size}) vocabularies differ", field="kwargs"
+                f"policy ({policy.vocab_size}) and reference ({ref.vocab_size}) vocabularies differ",
+                field="kwargs.ref_model_path",
             )
-        self.prm = ImplicitPRM(policy, ref, beta=beta).to(self.device).eval()
-        if not isinstance(score_end_of_turn, bool):
-            raise ConfigError(
-                f"kwargs.score_end_of_turn must be true or false, got {score_end_of_turn!r}", field="kwargs"
-            )
+        self.prm = ImplicitPRM(policy, ref, beta=opts.beta).to(self.device).eval()
         self.encoder = CompletionSpanEncoder(
             tokenizer,
-            max_length=max_length or default_max_length(tokenizer, policy.model.config),
-            separator=separator,
-            chat_template=chat_template,
-            score_end_of_turn=score_end_of_turn,
+            max_length=opts.max_length or default_max_length(tokenizer, policy.model.config),
+            separator=opts.separator,
+            chat_template=opts.chat_template,
+            score_end_of_turn=opts.score_end_of_turn,
         )
 
     @torch.no_grad()

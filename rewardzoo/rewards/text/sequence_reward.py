@@ -24,6 +24,7 @@ from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.text.backbones import HFBackbone, TinyTransformer, as_backbone, full_mask, position_ids
 from ..models.text.encoding import PairEncoder, default_max_length, load_tokenizer
 from ..models.text.lora import add_lora, lora_parameters
+from ..options import Field, PositiveInt, RewardOptions
 
 CONFIG_NAME = "rewardzoo_reward.json"
 WEIGHTS_NAME = "rewardzoo_reward.safetensors"
@@ -389,30 +390,35 @@ class SequenceReward(PointwiseReward):
     (``rewardzoo_reward.json``): score =
     its reward with the prompt tokens marked (expected bin value for a binned head).
 
-    Options: ``max_length`` (default: the model's position limit), ``separator`` (put before the completion),
-    ``chat_template`` (render a user / assistant turn instead), ``pad_token_id`` (HF classifier form: the id
-    the model pools by; default: its config's, else the tokenizer's pad, else EOS), ``add_special_tokens``
-    (default true: the tokenizer's BOS etc. before the prompt; false scores as TRL's own reward-model path,
-    which tokenizes the rendered text without them), ``trust_remote_code``.
-    Inputs: ``prompt``, ``completion`` (strings). Range: unbounded (higher is better).
+    Options: :class:`Options`. Inputs: ``prompt``, ``completion`` (strings). Range: unbounded (higher is better).
     """
 
     inputs = Inputs(("prompt", "completion"))
 
+    class Options(RewardOptions):
+        max_length: PositiveInt | None = None
+        """Most tokens of prompt + completion; default: the model's position limit."""
+        separator: str = ""
+        """Text put before the completion."""
+        chat_template: bool = False
+        """Render a user / assistant turn with the tokenizer's chat template instead."""
+        pad_token_id: int | None = Field(None, ge=0)
+        """HF classifier form: the id the model pools by; default: its config's, else the tokenizer's pad, else
+        EOS."""
+        add_special_tokens: bool = True
+        """Put the tokenizer's BOS etc. before the prompt; false scores as TRL's own reward-model path, which
+        tokenizes the rendered text without them."""
+        trust_remote_code: bool = False
+        """Let transformers run the checkpoint's own code."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        max_length: int | None = None,
-        separator: str = "",
-        chat_template: bool = False,
-        pad_token_id: int | None = None,
-        add_special_tokens: bool = True,
-        trust_remote_code: bool = False,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
+        super().__init__(model_path, device, dtype, **options)
+        opts = self.options
+        trust_remote_code, pad_token_id = opts.trust_remote_code, opts.pad_token_id
         if not model_path:
             raise ConfigError(
                 "sequence_reward needs model_path: a directory or hub id with a reward model and its tokenizer",
@@ -463,17 +469,17 @@ class SequenceReward(PointwiseReward):
                 raise ConfigError(
                     f"'{model_path}': neither the model config nor the tokenizer defines a pad or EOS "
                     "token; set kwargs.pad_token_id",
-                    field="kwargs",
+                    field="kwargs.pad_token_id",
                 )
             self.model.config.pad_token_id = int(pad)
         self.model.to(device=self.device, dtype=self.dtype).eval()
         self.encoder = PairEncoder(
             tokenizer,
-            max_length=max_length or default_max_length(tokenizer, hf_config),
-            separator=separator,
-            chat_template=chat_template,
+            max_length=opts.max_length or default_max_length(tokenizer, hf_config),
+            separator=opts.separator,
+            chat_template=opts.chat_template,
             pad_token_id=pad,
-            add_special_tokens=bool(add_special_tokens),
+            add_special_tokens=opts.add_special_tokens,
         )
 
     @torch.no_grad()

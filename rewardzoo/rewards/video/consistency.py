@@ -18,12 +18,12 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import InputError
-from ...shared.options import positive_int
-from ...shared.video import check_num_frames, check_temporal
+from ...shared.video import check_temporal
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..models.clip import clip_reward_files
+from ..models.clip import ClipOptions, clip_reward_files
 from ..models.dino import IMAGENET_MEAN, IMAGENET_STD, load_dino_backbone
-from .vbench import CLIP_MEAN, CLIP_STD, check_preset, preset_num_frames, vbench_transform
+from ..options import PositiveInt
+from .vbench import CLIP_MEAN, CLIP_STD, VBenchOptions, vbench_transform
 
 
 def vbench_consistency(features: torch.Tensor) -> float:
@@ -38,26 +38,29 @@ class FrameConsistency(PointwiseReward):
     """Base of the feature-consistency rewards: subclasses implement :meth:`features`.
 
     Inputs: ``video`` as a tensor (T, 3, H, W) in its native form (uint8 for 8-bit sources, else float in
-    [0, 1]; converted to float a few frames at a time, at the model's resolution); ``num_frames`` uniformly sampled
-    frames (default 16; None = every frame, as VBench). Range [0, 1], higher is more consistent.
+    [0, 1]; converted to float a few frames at a time, at the model's resolution); options: :class:`Options`.
+    Range [0, 1], higher is more consistent.
     A single frame has no temporal signal and raises InputError.
     """
 
     inputs = Inputs(("video",), frames="native")
 
+    class Options(VBenchOptions):
+        num_frames: PositiveInt | None = 16
+        """Frames sampled uniformly from each video (null: every frame, as VBench)."""
+        frame_batch_size: PositiveInt = 32
+        """Frames per forward pass."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        num_frames: int | None = 16,
-        frame_batch_size: int = 32,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        self.num_frames = check_num_frames(num_frames)
+        super().__init__(model_path, device, dtype, **options)
+        self.preset = self.options.preset
+        self.num_frames = self.options.sampled_frames()
         self.inputs = replace(self.inputs, num_frames=self.num_frames)
-        self.frame_batch_size = positive_int(frame_batch_size, "kwargs.frame_batch_size")
+        self.frame_batch_size = self.options.frame_batch_size
 
     def features(self, frames: torch.Tensor) -> torch.Tensor:
         """Per-frame feature vectors (T, D) of a video (T, 3, H, W), uint8 or float in [0, 1]."""
@@ -82,33 +85,25 @@ class SubjectConsistency(FrameConsistency):
 
     Preprocessing as VBench: shorter side resized to ``resize`` (224, bilinear, no antialias), no
     crop, ImageNet mean/std. ``model_path``: any transformers ViT/DINOv2 checkpoint (hub id or
-    local directory; default ``facebook/dino-vitb16``, VBench's DINO ViT-B/16). Range [0, 1].
-    ``preset: vbench``: every frame and VBench's ``dino_transform`` in its order and value range.
+    local directory; default ``facebook/dino-vitb16``, VBench's DINO ViT-B/16). Range [0, 1]; options:
+    :class:`Options` (``preset: vbench``: every frame and VBench's ``dino_transform`` in its order and value
+    range).
     """
 
     default_model: ClassVar[str] = "facebook/dino-vitb16"
 
+    class Options(FrameConsistency.Options):
+        resize: PositiveInt = 224
+        """The shorter side (pixels) frames are resized to, as VBench."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        num_frames: int | None = 16,
-        frame_batch_size: int = 32,
-        resize: int = 224,
-        preset: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        self.preset = check_preset(preset)
         model_path = model_path or self.default_model
-        super().__init__(
-            model_path,
-            device,
-            dtype,
-            num_frames=preset_num_frames(self.preset, num_frames, 16),
-            frame_batch_size=frame_batch_size,
-        )
-        self.resize = positive_int(resize, "kwargs.resize")
+        super().__init__(model_path, device, dtype, **options)
+        self.resize = self.options.resize
         self.backbone = load_dino_backbone(model_path, self.device, self.dtype)
         self.model = self.backbone.model
 
@@ -139,41 +134,29 @@ class BackgroundConsistency(FrameConsistency):
     architecture (default ``ViT-B-32`` with ``pretrained: openai``, VBench's CLIP ViT-B/32), an
     open_clip hub id or hub-style directory, or a transformers CLIP directory/hub id
     (see :func:`rewardzoo.rewards.models.clip.load_clip_backbone`; the backbone is shared with every other
-    reward that loads the same one). Range [0, 1].
+    reward that loads the same one). Range [0, 1]; options: :class:`Options`.
     """
 
     default_model: ClassVar[str] = "ViT-B-32"
 
+    class Options(FrameConsistency.Options, ClipOptions):
+        pass
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        num_frames: int | None = 16,
-        frame_batch_size: int = 32,
-        pretrained: str | None = "openai",
-        backend: str = "auto",
-        processor_path: str | None = None,
-        preset: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        self.preset = check_preset(preset)
-        super().__init__(
-            model_path,
-            device,
-            dtype,
-            num_frames=preset_num_frames(self.preset, num_frames, 16),
-            frame_batch_size=frame_batch_size,
-        )
+        super().__init__(model_path, device, dtype, **options)
         from ..models.clip import load_clip_backbone
 
         self.backbone = load_clip_backbone(
             model_path or self.default_model,
-            backend=backend,
+            backend=self.options.backend,
             device=device,
             dtype=self.dtype,
-            pretrained=pretrained,
-            processor_path=processor_path,
+            pretrained=self.options.pretrained,
+            processor_path=self.options.processor_path,
         )
 
     weight_files = classmethod(clip_reward_files)  # the CLIP backbone's file

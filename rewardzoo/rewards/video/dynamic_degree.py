@@ -11,19 +11,18 @@ exceed ``thres`` (checked pair by pair as VBench does).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ...errors import ConfigError, InputError
-from ...shared.options import positive_int
 from ...shared.video import check_temporal
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..options import PositiveInt, PositiveNumber, RewardOptions
 from .vbench import to_vbench_range
 
-ARCHS = ("large", "small")
 RAFT_ITERS = 20  # VBench calls RAFT with iters=20
 
 
@@ -64,29 +63,29 @@ def frame_stride(fps: float | None) -> int:
 class DynamicDegree(PointwiseReward):
     """VBench dynamic degree on torchvision RAFT flow; score = mean over frame pairs of the top-5 % flow magnitude.
 
-    ``model_path``: a local torchvision RAFT state dict (``.pth`` / ``.safetensors``) for ``arch`` ``large``
-    (default, VBench's RAFT) or ``small``. ``fps`` (optional): keep every ``max(1, round(fps / 8))``-th frame
-    as VBench does; unset = every frame given. Extras: ``dynamic`` (VBench's binary verdict, 1.0 / 0.0),
+    ``model_path``: a local torchvision RAFT state dict (``.pth`` / ``.safetensors``) for ``arch``; options:
+    :class:`Options`. Extras: ``dynamic`` (VBench's binary verdict, 1.0 / 0.0),
     ``threshold``. Range [0, inf) pixels; higher = more motion.
     """
 
     inputs = Inputs(("video",), frames="native")
 
+    class Options(RewardOptions):
+        arch: Literal["large", "small"] = "large"
+        """The RAFT architecture of ``model_path``: ``large`` (VBench's RAFT) or ``small``."""
+        fps: PositiveNumber | None = None
+        """The videos' frame rate: keep every ``max(1, round(fps / 8))``-th frame as VBench does; null: every frame
+        given."""
+        iters: PositiveInt = RAFT_ITERS
+        """RAFT's flow updates per pair (VBench: 20)."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        arch: str = "large",
-        fps: float | None = None,
-        iters: int = RAFT_ITERS,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        if arch not in ARCHS:
-            raise ConfigError(f"kwargs.arch must be one of {ARCHS}, got {arch!r}", field="kwargs")
-        if fps is not None and not (isinstance(fps, (int, float)) and not isinstance(fps, bool) and fps > 0):
-            raise ConfigError(f"kwargs.fps must be a positive number or null, got {fps!r}", field="kwargs")
+        super().__init__(model_path, device, dtype, **options)
+        arch, fps = self.options.arch, self.options.fps
         if not model_path:
             raise ConfigError(
                 "video_dynamic_degree needs model_path: a torchvision RAFT state dict "
@@ -97,8 +96,8 @@ class DynamicDegree(PointwiseReward):
 
         from ...shared.weights import load_state_dict, loading, strip_prefix
 
-        self.fps = None if fps is None else float(fps)
-        self.iters = positive_int(iters, "kwargs.iters")
+        self.fps = fps
+        self.iters = self.options.iters
         model = (raft_large if arch == "large" else raft_small)(weights=None, progress=False)
         with loading(f"a torchvision RAFT-{arch} state dict from '{model_path}'"):
             state = strip_prefix(load_state_dict(model_path), ("module.",))

@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...shared.video import check_num_frames, check_temporal
+from ...shared.video import check_temporal
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..options import PositiveInt
+from .vbench import FrameOptions
 
 #: Elements of one frame chunk's differences (int16 or float32): bounds the working memory (~16-32 MB).
 CHUNK_ELEMENTS = 1 << 23
@@ -65,24 +67,25 @@ class TemporalFlickering(PointwiseReward):
 
     Inputs: ``video`` in its native form (T, 3, H, W): uint8 for 8-bit sources (files, frame lists, uint8
     arrays), scored exactly on integers a few frames at a time (peak memory about the decoded 8-bit video),
-    or a float tensor in [0, 1] at full precision. ``num_frames``: frames used (default None = every frame, as VBench; sampled frames
-    measure change over a longer stride, which is no longer flicker). Range [0, 1], higher is
+    or a float tensor in [0, 1] at full precision; options: :class:`Options`. Range [0, 1], higher is
     steadier. A video needs at least 2 frames: one frame raises InputError (no temporal signal).
     Any change counts, motion included: VBench applies it to static-scene prompts.
     """
 
     inputs = Inputs(("video",), frames="native")
 
+    class Options(FrameOptions):
+        num_frames: PositiveInt | None = None
+        """Frames used (null: every frame, as VBench; sampled frames measure change over a longer stride, which is
+        no longer flicker)."""
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        num_frames: int | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        self.num_frames = check_num_frames(num_frames)
+        super().__init__(model_path, device, dtype, **options)
+        self.num_frames = self.options.num_frames
         self.inputs = replace(self.inputs, num_frames=self.num_frames)
 
     def __call__(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:

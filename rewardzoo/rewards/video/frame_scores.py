@@ -12,24 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
+from typing import Any, ClassVar, Protocol, cast
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.media import to_image_tensor, to_pil_rgb
-from ...shared.options import positive_int
-from ...shared.video import CONVERT_BYTES, check_num_frames, float_frames
-from ..base import Inputs, PointwiseReward, Reward, RewardOutput, invoke, is_text_extra, validate_scores
-from .vbench import CLIP_MEAN, CLIP_STD, check_preset, middle_indices, preset_num_frames, vbench_transform
-
-if TYPE_CHECKING:
-    from ..image.aesthetic import LaionAesthetic
+from ...shared.video import CONVERT_BYTES, float_frames
+from ...shared.weights import load_state_dict, strip_prefix
+from ..base import InnerReward, Inputs, PointwiseReward, Reward, RewardOutput, invoke, is_text_extra, validate_scores
+from ..models.clip import ClipBackbone
+from ..models.weights import resolve_weights_file
+from ..options import PositiveInt, WeightPath, model_validator
+from .vbench import CLIP_MEAN, CLIP_STD, VBenchOptions, middle_indices, vbench_transform
 
 VBENCH_CLIP_T_FRAMES = 8  # VBench's CLIP-T reads 8 frames (sample="middle")
-_R = TypeVar("_R", bound=Reward)
 
 
 class _PixelScorer(Protocol):
@@ -43,20 +43,28 @@ class FrameAverage(PointwiseReward):
 
     Inputs: ``video`` as a tensor (T, 3, H, W) in its native form (uint8 for 8-bit sources: a ``uint8`` image
     reward takes those bits, a ``float`` one gets ``x / 255`` a few full-resolution frames at a time), plus the
-    image reward's other fields (e.g. ``prompt``, repeated for every frame). ``num_frames``: uniformly sampled frames
-    (default 8; None = every frame). The image reward's extras are averaged per video too.
-    Remaining keyword arguments configure the image reward (same names as in its model card).
+    image reward's other fields (e.g. ``prompt``, repeated for every frame). The image reward's extras are
+    averaged per video too. Options: :class:`Options`; the remaining keyword arguments configure the image reward
+    (same names as in its model card).
     """
 
     frame_reward: ClassVar[str] = ""
-    OWN_OPTIONS: ClassVar[tuple[str, ...]] = ("num_frames", "frame_batch_size", "preset")
+
+    class Options(VBenchOptions):
+        image_reward: InnerReward = None
+        """The image reward averaged (built by the loader from the entry: ``frame_reward`` with this entry's
+        ``model_path``, device, dtype and the options not declared here)."""
+        frame_batch_size: PositiveInt = 64
+        """Frames per call of the image reward."""
+
+    options: Options
 
     @classmethod
     def inner_rewards(
         cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """The image reward (``frame_reward``) with this entry's weights, device, dtype and other kwargs."""
-        own = {k: kwargs.pop(k) for k in cls.OWN_OPTIONS if k in kwargs}
+        own = {k: kwargs.pop(k) for k in cls.Options.model_fields if k in kwargs and k != "image_reward"}
         entry = {
             "reward_model": cls.frame_reward,
             "model_path": model_path,
@@ -67,44 +75,39 @@ class FrameAverage(PointwiseReward):
         return own, {"image_reward": entry}
 
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        image_reward: Reward | None = None,
-        num_frames: int | None = 8,
-        frame_batch_size: int = 64,
-        preset: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        self.preset = check_preset(preset)
-        num_frames = preset_num_frames(self.preset, num_frames, 8)  # the preset samples inside the call
+        super().__init__(model_path, device, dtype, **options)
+        self.preset = self.options.preset
+        image_reward = self.options.image_reward
         if not isinstance(image_reward, Reward):
             raise ConfigError(
                 f"{self.name} averages a built image reward; build it through the loader, "
                 "e.g. rewardzoo.load_reward({'name': 'video_clip_score', 'model_path': ...})",
                 field="image_reward",
             )
-        self.num_frames = check_num_frames(num_frames)
-        self.frame_batch_size = positive_int(frame_batch_size, "kwargs.frame_batch_size")
+        self.num_frames = self.options.sampled_frames()  # the preset samples inside the call
+        self.frame_batch_size = self.options.frame_batch_size
         self.inputs = replace(self.inputs, num_frames=self.num_frames)
         self.image_reward = image_reward
         self.thread_safe = image_reward.thread_safe
 
-    def inner(self, cls: type[_R]) -> _R:
-        """The image reward as the class a preset reads (its ``frame_reward``'s); ConfigError for another."""
-        reward = self.image_reward
-        if not isinstance(reward, cls):
+    def inner_part(self, attribute: str, kind: type | None = None) -> Any:
+        """The image reward's ``attribute`` that a preset reads (its CLIP backbone, its MUSIQ network), of ``kind``
+        when given; ConfigError when the image reward has none (another reward than ``frame_reward``). The video
+        family reaches the image reward only through this inner reward, never by importing its class."""
+        part = getattr(self.image_reward, attribute, None)
+        if part is None or (kind is not None and not isinstance(part, kind)):
             raise ConfigError(
-                f"{self.name}: preset {self.preset} reads a {cls.__name__} image reward, got {type(reward).__name__}",
-                field="kwargs",
+                f"{self.name}: preset {self.preset} reads the {attribute} of a {self.frame_reward} image reward, "
+                f"got {type(self.image_reward).__name__}",
+                field="kwargs.preset",
             )
-        return reward
+        return part
 
     def vbench(self, video: Sequence[torch.Tensor], *args: Any, **fields: Any) -> RewardOutput:
         """``preset: vbench``: VBench's own computation (subclasses)."""
-        raise ConfigError(f"{self.name} has no VBench preset", field="kwargs")
+        raise ConfigError(f"{self.name} has no VBench preset", field="kwargs.preset")
 
     def __call__(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
         if self.preset == "vbench":
@@ -198,7 +201,8 @@ class FrameAverage(PointwiseReward):
 
         if self.preset is not None:
             raise ConfigError(
-                "score_pixels has no VBench preset: drop kwargs.preset for the differentiable path", field="kwargs"
+                "score_pixels has no VBench preset: drop kwargs.preset for the differentiable path",
+                field="kwargs.preset",
             )
         if not isinstance(pixels, torch.Tensor) or pixels.ndim != 5:
             shape = tuple(pixels.shape) if isinstance(pixels, torch.Tensor) else type(pixels).__name__
@@ -255,9 +259,7 @@ class VideoClipScore(FrameAverage):
         no antialias, centre crop, /255), raw cosine against the bare prompt (no prefix), mean over frames.
         The score keeps this reward's formula on those cosines (mean ``2.5 * max(cos, 0)``); the extra
         ``cosine`` is VBench's CLIP-T number."""
-        from ..image.clip_score import ClipScore
-
-        backbone = self.inner(ClipScore).backbone
+        backbone = self.inner_part("backbone", ClipBackbone)
         if len(prompt) != len(video):
             raise InputError(
                 f"{len(video)} video but {len(prompt)} prompt entries; one prompt per video",
@@ -284,67 +286,86 @@ class VideoClipScore(FrameAverage):
         return RewardOutput(scores, extras={"cosine": cosines})
 
 
+#: The LAION aesthetic predictor v1 linear head on CLIP ViT-L/14 (the one VBench's aesthetic quality uses).
+OFFICIAL_LINEAR_HEAD_URL = "https://github.com/LAION-AI/aesthetic-predictor/raw/main/sa_0_4_vit_l_14_linear.pth"
+
+
+def load_linear_aesthetic_head(path: str, field: str = "kwargs.linear_head_path") -> nn.Linear:
+    """The v1 head, ``Linear(D, 1)``, from a state dict with the published key names ``weight`` / ``bias``
+    (optionally prefixed ``module.`` / ``model.``), loaded strictly."""
+    try:
+        state = strip_prefix(load_state_dict(path), ("module.", "model."))
+    except InputError as exc:
+        raise ConfigError(exc.message, field=field) from None
+    weight = state.get("weight")
+    if weight is None or weight.ndim != 2 or weight.shape[0] != 1 or set(state) != {"weight", "bias"}:
+        raise ConfigError(
+            f"'{path}' is not a LAION aesthetic v1 linear head (expected exactly 'weight' (1, D) and "
+            f"'bias'; keys: {sorted(state)[:6]})",
+            field=field,
+        )
+    head = nn.Linear(int(weight.shape[1]), 1)
+    try:
+        head.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise ConfigError(f"'{path}' does not fit Linear({int(weight.shape[1])}, 1): {exc}", field=field) from None
+    return head.eval().requires_grad_(False)
+
+
 class VideoAesthetic(FrameAverage):
     """Mean over sampled frames of the LAION aesthetic v2 score (``laion_aesthetic``), about 1-10.
 
     ``preset: vbench``: VBench's aesthetic quality (every frame, ``clip_transform``, the v1 linear head from
     ``linear_head_path``, /10). Inputs: ``video``. ``model_path`` (the aesthetic head) and ``clip_model``/``clip_pretrained``/
-    ``backend`` are those of ``laion_aesthetic``. Range unbounded in principle, about 1-10.
+    ``backend`` are those of ``laion_aesthetic``; options: :class:`Options`. Range unbounded in principle, about
+    1-10.
     """
 
     frame_reward = "laion_aesthetic"
     inputs = Inputs(("video",), frames="native")
-    OWN_OPTIONS: ClassVar[tuple[str, ...]] = FrameAverage.OWN_OPTIONS + ("linear_head_path",)
+
+    class Options(FrameAverage.Options):
+        linear_head_path: WeightPath | None = None
+        """``preset: vbench`` only: the v1 linear aesthetic head (default: the official
+        ``sa_0_4_vit_l_14_linear.pth``)."""
+
+        @model_validator(mode="after")
+        def _head_with_preset(self) -> VideoAesthetic.Options:
+            if self.linear_head_path is not None and self.preset != "vbench":
+                raise ConfigError(
+                    "kwargs.linear_head_path is used by preset: vbench only", field="kwargs.linear_head_path"
+                )
+            return self
+
+    options: Options
 
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        image_reward: Reward | None = None,
-        num_frames: int | None = 8,
-        frame_batch_size: int = 64,
-        preset: str | None = None,
-        linear_head_path: str | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(
-            model_path,
-            device,
-            dtype,
-            image_reward=image_reward,
-            num_frames=num_frames,
-            frame_batch_size=frame_batch_size,
-            preset=preset,
-        )
+        super().__init__(model_path, device, dtype, **options)
+        linear_head_path = self.options.linear_head_path
         self.linear_head: torch.nn.Module | None = None
-        if linear_head_path is not None and self.preset != "vbench":
-            raise ConfigError("kwargs.linear_head_path is used by preset: vbench only", field="kwargs")
         if self.preset == "vbench":
-            from ..image.aesthetic import OFFICIAL_LINEAR_HEAD_URL, load_linear_aesthetic_head
-            from ..models.weights import resolve_weights_file
-
             head = load_linear_aesthetic_head(resolve_weights_file(linear_head_path or OFFICIAL_LINEAR_HEAD_URL))
-            dim = self.aesthetic().backbone.embed_dim
+            dim = self.backbone().embed_dim
             if head.in_features != dim:
                 raise ConfigError(
                     f"the linear head expects {head.in_features}-d embeddings but the CLIP model gives {dim}-d ones",
-                    field="kwargs",
+                    field="kwargs.linear_head_path",
                 )
-            self.linear_head = head.to(self.aesthetic().backbone.device)
+            self.linear_head = head.to(self.backbone().device)
 
-    def aesthetic(self) -> LaionAesthetic:
-        from ..image.aesthetic import LaionAesthetic
-
-        return self.inner(LaionAesthetic)
+    def backbone(self) -> ClipBackbone:
+        """The CLIP backbone of the inner ``laion_aesthetic`` (VBench's features come from it)."""
+        return cast(ClipBackbone, self.inner_part("backbone", ClipBackbone))
 
     def vbench(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
         """VBench aesthetic quality: every frame, ``clip_transform`` on the float 0-255 frames (bicubic, no
         antialias, centre crop, /255), L2-normalised CLIP features in float32, the v1 ``Linear(768, 1)`` head,
         divided by 10, mean over frames (about 0-1)."""
-        backbone, head = self.aesthetic().backbone, self.linear_head
+        backbone, head = self.backbone(), self.linear_head
         if head is None:  # (set by __init__ for preset: vbench)
-            raise ConfigError("the VBench aesthetic head is not loaded", field="kwargs")
+            raise ConfigError("the VBench aesthetic head is not loaded", field="kwargs.linear_head_path")
         scores = []
         for frames in video:
             parts = []

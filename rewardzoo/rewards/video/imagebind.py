@@ -28,18 +28,18 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
 
 from ...errors import ConfigError, InputError, MissingExtraError
-from ...shared.options import choice, positive_float
 from ...shared.weights import load_state_dict, loading
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..options import Field, Number, PositiveNumber, RewardOptions, model_validator
 
 PAIRS = {"audio_video": ("audio", "vision"), "text_audio": ("text", "audio"), "text_video": ("text", "vision")}
-MODES = (*PAIRS, "all")
+Pair = Literal["audio_video", "text_audio", "text_video"]
 DEFAULT_WEIGHTS = {"audio_video": 0.5, "text_audio": 0.25, "text_video": 0.25}
 #: Fields each modality is read from.
 FIELDS = {"text": "prompt", "audio": "audio", "vision": "video"}
@@ -171,56 +171,47 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (F.normalize(a.float(), dim=-1) * F.normalize(b.float(), dim=-1)).sum(dim=-1)
 
 
-def check_weights(mode: str, weights: Any) -> dict[str, float]:
+def pair_weights(mode: str, weights: Mapping[Pair, float] | None) -> dict[str, float]:
     """The pairs scored and their weights: ``{mode: 1.0}`` for one pair; for ``all`` the given ``weights`` (a
     mapping over some of the pairs; pairs left out are not computed) or the references' defaults."""
     if mode != "all":
-        if weights is not None:
-            raise ConfigError("applies only to mode: all (one pair is scored as it is)", field="kwargs.weights")
         return {mode: 1.0}
-    if weights is None:
-        return dict(DEFAULT_WEIGHTS)
-    if not isinstance(weights, Mapping) or not weights:
-        raise ConfigError(f"must be a mapping pair -> weight, got {weights!r}", field="kwargs.weights")
-    out = {}
-    for pair, value in weights.items():
-        choice(pair, "kwargs.weights", tuple(PAIRS))
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or value != value
-            or abs(value) == float("inf")
-        ):
-            raise ConfigError(f"weight of {pair} must be a finite number, got {value!r}", field="kwargs.weights")
-        out[pair] = float(value)
-    return out
+    return dict(DEFAULT_WEIGHTS) if weights is None else {str(pair): w for pair, w in weights.items()}
 
 
 class ImageBindScore(PointwiseReward):
     """ImageBind cosine between text and video, text and audio, audio and video, or a weighted sum of them.
 
-    ``mode``: ``audio_video`` (default), ``text_audio``, ``text_video`` or ``all`` (``weights``, a mapping over
-    the pairs, default ``{audio_video: 0.5, text_audio: 0.25, text_video: 0.25}``). Each scored pair is also an
-    extra ``<pair>_similarity``. Inputs: ``prompt``, ``video``, ``audio`` as the mode needs them; audio shorter
-    than ``min_audio_seconds`` (default 2.0, ImageBind's clip length) is an InputError.
+    Options: :class:`Options`. Each scored pair is also an extra ``<pair>_similarity``. Inputs: ``prompt``,
+    ``video``, ``audio`` as the mode needs them; audio shorter than ``min_audio_seconds`` is an InputError.
     """
 
     inputs = Inputs(("prompt", "video", "audio"), frames="native", audio="tensor", sample_rate=SAMPLE_RATE)
 
+    class Options(RewardOptions):
+        mode: Literal["audio_video", "text_audio", "text_video", "all"] = "audio_video"
+        """The pair scored, or ``all``: the weighted sum of the pairs in ``weights``."""
+        weights: dict[Pair, Number] | None = Field(None, min_length=1)
+        """``mode: all`` only: pair -> weight; pairs left out are not computed (default ``{audio_video: 0.5,
+        text_audio: 0.25, text_video: 0.25}``, the references')."""
+        min_audio_seconds: PositiveNumber = float(CLIP_SECONDS)
+        """Shortest audio scored, in seconds (2.0: ImageBind's clip length; shorter clips are zero-padded)."""
+
+        @model_validator(mode="after")
+        def _weights_for_all(self) -> ImageBindScore.Options:
+            if self.mode != "all" and self.weights is not None:
+                raise ConfigError("applies only to mode: all (one pair is scored as it is)", field="kwargs.weights")
+            return self
+
+    options: Options
+
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        mode: str = "audio_video",
-        weights: Mapping[str, float] | None = None,
-        min_audio_seconds: float = float(CLIP_SECONDS),
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        super().__init__(model_path, device, dtype)
-        self.mode = choice(mode, "kwargs.mode", MODES)
-        self.weights = check_weights(self.mode, weights)
-        self.min_audio_seconds = positive_float(min_audio_seconds, "kwargs.min_audio_seconds")
+        super().__init__(model_path, device, dtype, **options)
+        self.mode = self.options.mode
+        self.weights = pair_weights(self.mode, self.options.weights)
+        self.min_audio_seconds = self.options.min_audio_seconds
         self.modalities = tuple(m for m in FIELDS if any(m in PAIRS[p] for p in self.weights))
         self.inputs = self.inputs.with_fields([FIELDS[m] for m in self.modalities])
         _, pre = imagebind_modules()

@@ -32,9 +32,7 @@ class VideoImagingQuality(FrameAverage):
         """VBench imaging quality: every frame through the image reward's MUSIQ (VBench's preprocessing),
         the per-video mean of the 0-100 scores, divided by 100 (VBench divides the mean over videos;
         the division is linear, so each video's share is the same)."""
-        from ..image.imaging_quality import ImagingQuality
-
-        musiq = self.inner(ImagingQuality).musiq
+        musiq = self.inner_part("musiq")
         scores = []
         for frames in video:
             parts = [musiq(float_frames(chunk)) for chunk in frame_batches(frames, self.frame_batch_size)]

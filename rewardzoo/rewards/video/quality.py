@@ -14,16 +14,25 @@ Q-Align's ``load_video``: one frame a second, frames ``int(fps * i)`` for ``i < 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from dataclasses import replace
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
 from ...errors import ConfigError, InputError
 from ...shared.video import float_frames
-from ..base import Inputs, Reward, RewardOutput
+from ..base import Inputs, RewardOutput
+from ..options import PositiveNumber, model_validator
 from .frame_scores import FrameAverage
 
 DEFAULT_NUM_FRAMES = 8
+
+
+@runtime_checkable
+class VideoRater(Protocol):
+    """A network that rates whole videos (``image_quality``'s Q-Align scorer, ``QAlignScorer.videos``)."""
+
+    def videos(self, videos: Sequence[torch.Tensor]) -> torch.Tensor: ...
 
 
 def one_per_second(total: int, fps: float) -> list[int]:
@@ -31,71 +40,45 @@ def one_per_second(total: int, fps: float) -> list[int]:
     return [int(fps * i) for i in range(int(total / fps))]
 
 
-def check_sampling(fps: Any, num_frames: Any) -> None:
-    """ConfigError unless ``fps`` is null or a positive number, and ``num_frames`` is left alone when it is set."""
-    if fps is None:
-        return
-    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not fps > 0:
-        raise ConfigError(f"kwargs.fps must be a positive number or null, got {fps!r}", field="kwargs.fps")
-    if num_frames not in (None, DEFAULT_NUM_FRAMES):
-        raise ConfigError(
-            f"kwargs.fps samples one frame a second as Q-Align does; drop kwargs.num_frames (got {num_frames!r}) "
-            "or set it to null",
-            field="kwargs.num_frames",
-        )
-
-
 class VideoQuality(FrameAverage):
     """``image_quality`` over a video: the mean over sampled frames of ``pyiqa_net(frame_t)`` on the metric's scale,
     or, for ``metric: qalign`` / ``qalign_aesthetic``, Q-Align's video rating of all sampled frames at once (1-5).
 
-    Inputs: ``video``. ``num_frames`` (default 8; null = all) or ``fps`` (the videos' frame rate: Q-Align's one
-    frame a second; then ``num_frames`` stays unset or null), ``frame_batch_size`` (frame average only).
-    ``model_path``, ``metric`` and ``arch`` are those of ``image_quality`` (the same loaded instance as an equal
-    entry).
+    Inputs: ``video``. ``model_path``, ``metric`` and ``arch`` are those of ``image_quality`` (the same loaded
+    instance as an equal entry); options: :class:`Options` (``frame_batch_size``: frame average only).
     """
 
     frame_reward = "image_quality"
     inputs = Inputs(("video",), frames="native")
-    OWN_OPTIONS: ClassVar[tuple[str, ...]] = FrameAverage.OWN_OPTIONS + ("fps",)
 
-    @classmethod
-    def inner_rewards(
-        cls, kwargs: dict[str, Any], *, model_path: str | None, device: str, dtype: str
-    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        """The sampling options checked before the image reward is built, then :meth:`FrameAverage.inner_rewards`."""
-        check_sampling(kwargs.get("fps"), kwargs.get("num_frames", DEFAULT_NUM_FRAMES))
-        return super().inner_rewards(kwargs, model_path=model_path, device=device, dtype=dtype)
+    class Options(FrameAverage.Options):
+        fps: PositiveNumber | None = None
+        """The videos' frame rate: Q-Align's one frame a second (then ``num_frames`` stays unset or null)."""
+
+        @model_validator(mode="after")
+        def _fps_or_num_frames(self) -> VideoQuality.Options:
+            if self.fps is not None and self.num_frames not in (None, DEFAULT_NUM_FRAMES):
+                raise ConfigError(
+                    f"kwargs.fps samples one frame a second as Q-Align does; drop kwargs.num_frames "
+                    f"(got {self.num_frames!r}) or set it to null",
+                    field="kwargs.num_frames",
+                )
+            return self
+
+    options: Options
 
     def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        image_reward: Reward | None = None,
-        num_frames: int | None = DEFAULT_NUM_FRAMES,
-        frame_batch_size: int = 64,
-        preset: str | None = None,
-        fps: float | None = None,
+        self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any
     ) -> None:
-        check_sampling(fps, num_frames)
-        super().__init__(
-            model_path,
-            device,
-            dtype,
-            image_reward=image_reward,
-            num_frames=None if fps is not None else num_frames,  # with fps every frame arrives
-            frame_batch_size=frame_batch_size,
-            preset=preset,
-        )
-        self.fps = None if fps is None else float(fps)
-        from ..image.image_quality import ImageQuality
-        from ..image.iqa_qalign import QAlignScorer
-
+        super().__init__(model_path, device, dtype, **options)
+        self.fps = self.options.fps
+        if self.fps is not None:  # with fps every frame arrives
+            self.num_frames = None
+            self.inputs = replace(self.inputs, num_frames=None)
+        # the inner image_quality's network, when its metric rates videos as one (Q-Align); else the frame average
         inner = self.image_reward
-        net = inner.net if isinstance(inner, ImageQuality) and inner.variant.video else None
-        self.qalign = net if isinstance(net, QAlignScorer) else None
+        net = getattr(inner, "net", None) if getattr(getattr(inner, "variant", None), "video", False) else None
+        self.qalign = net if isinstance(net, VideoRater) else None
 
     def __call__(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
         if self.fps is not None:

@@ -10,7 +10,7 @@ Reimplemented from the description of VBench's pipeline; no VBench code is used.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 import numpy as np
 import torch
@@ -18,32 +18,42 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
 from ...errors import ConfigError
+from ..options import PositiveInt, RewardOptions, model_validator
 
-PRESETS = (None, "vbench")
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
-def check_preset(preset: Any, field: str = "kwargs.preset") -> str | None:
-    """``None`` (rewardzoo's defaults) or ``"vbench"``."""
-    if preset not in PRESETS:
-        raise ConfigError(f"{field} must be null or 'vbench', got {preset!r}", field="kwargs")
-    return preset
+class FrameOptions(RewardOptions):
+    """The frame-sampling options of the video rewards that read sampled frames (``num_frames``)."""
+
+    num_frames: PositiveInt | None = 8
+    """Frames sampled uniformly from each video (null: every frame)."""
 
 
-def preset_num_frames(preset: str | None, num_frames: int | None, default: int | None) -> int | None:
-    """With ``preset: vbench`` every frame is scored: ``num_frames`` must be left at its default or null."""
-    if preset != "vbench":
-        return num_frames
-    if num_frames not in (None, default):
-        raise ConfigError(
-            f"preset: vbench scores every frame as VBench does; drop kwargs.num_frames "
-            f"(got {num_frames!r}) or set it to null",
-            field="kwargs",
-        )
-    return None
+class VBenchOptions(FrameOptions):
+    """:class:`FrameOptions` with ``preset: vbench``, which scores every frame: ``num_frames`` stays at its default
+    or null."""
+
+    preset: Literal["vbench"] | None = None
+    """``vbench``: VBench's own preprocessing on every frame; null: rewardzoo's defaults."""
+
+    @model_validator(mode="after")
+    def _every_frame(self) -> VBenchOptions:
+        default = type(self).model_fields["num_frames"].default
+        if self.preset == "vbench" and self.num_frames not in (None, default):
+            raise ConfigError(
+                f"preset: vbench scores every frame as VBench does; drop kwargs.num_frames "
+                f"(got {self.num_frames!r}) or set it to null",
+                field="kwargs.num_frames",
+            )
+        return self
+
+    def sampled_frames(self) -> int | None:
+        """The frames a call samples: ``num_frames``, or every frame (None) with ``preset: vbench``."""
+        return None if self.preset == "vbench" else self.num_frames
 
 
 def to_vbench_range(frames: torch.Tensor) -> torch.Tensor:

@@ -31,6 +31,7 @@ from ...shared.media import to_pil_rgb
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.clip import check_pairs
 from ..models.vlm.backbone import PixelBounds, VLMBackbone, VLMQuery
+from ..models.vlm.options import RewardModelOptions
 from ..models.vlm.reward_models import (
     check_prompt_text,
     read_checkpoint,
@@ -110,7 +111,6 @@ TEMPLATES = {"edit_reward": (INSTRUCTION_FOLLOWING, VISUAL_QUALITY)}
 #: The checkpoint files the reference's inferencer looks for in a checkpoint directory, in its order.
 CHECKPOINT_FILES = ("model.pth", "model.safetensors")
 #: Both images' pixel count (``min_pixels = max_pixels``), as ``prepare_batch`` sets it.
-PIXELS = 256 * 28 * 28
 
 
 def edit_reward_text(instruction: str, dimension: int) -> str:
@@ -139,9 +139,9 @@ class EditReward(PointwiseReward):
     heads' second outputs, as the model returns it).
 
     ``model_path`` (required): the released checkpoint (``model.pth`` / ``model.safetensors``, or the directory
-    or hub repository holding it). ``base_model``: config, tokenizer, chat template and image processor of the
-    Qwen2.5-VL it was trained on (default ``Qwen/Qwen2.5-VL-7B-Instruct``; its weights are not read).
-    ``pixels``: both images' size in pixels (``min = max``, default ``256 * 28 * 28``).
+    or hub repository holding it). Options:
+    :class:`~rewardzoo.rewards.models.vlm.options.RewardModelOptions` (``base_model`` default
+    ``Qwen/Qwen2.5-VL-7B-Instruct``; ``pixels`` for both images).
     """
 
     inputs = Inputs(("prompt", "image", "condition_images"), images="pil")
@@ -149,21 +149,16 @@ class EditReward(PointwiseReward):
     #: The instructions every sample is read with (fixed: the heads were trained on them).
     template: ClassVar[tuple[str, str]] = TEMPLATES["edit_reward"]
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        base_model: str | None = None,
-        pixels: int = PIXELS,
-        attn_implementation: str | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        if not isinstance(pixels, int) or isinstance(pixels, bool) or pixels < 28 * 28:
-            raise ConfigError(
-                f"pixels must be an integer of at least 784 (28 x 28), got {pixels!r}", field="kwargs.pixels"
-            )
+    Options = RewardModelOptions
+    options: RewardModelOptions
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        base_model, pixels, attn_implementation = (
+            self.options.base_model,
+            self.options.pixels,
+            self.options.attn_implementation,
+        )
         if model_path is None:
             raise ConfigError(
                 "edit_reward: set model_path to the released checkpoint (model.pth / "

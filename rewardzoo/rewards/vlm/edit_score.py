@@ -22,18 +22,18 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ...errors import ConfigError
 from ...shared.editing import edit_inputs
-from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.clip import check_pairs
-from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, fill
+from ..models.vlm.common import VLMJudgeMixin, check_prompts, fill
 from ..models.vlm.judging import Failure, FailurePolicy, rubric_scores
+from ..models.vlm.options import JudgeOptions
+from ..options import PositiveInt
 
 # VectorSpaceLab/EditScore editscore/vie_prompts.py, as EditScore.__init__ joins them (``score_range`` in for 10)
 CONTEXT = """You are a professional digital artist. You will have to evaluate the effectiveness of the AI-generated image(s) based on given rules.
@@ -195,7 +195,6 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
     """
 
     inputs: Inputs = Inputs(("prompt", "image", "condition_images"))
-    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
     templates: ClassVar[dict[str, tuple[str, str]]] = TEMPLATES
     defaults: ClassVar[dict[str, Any]] = DEFAULTS
     presets: ClassVar[dict[str, dict[str, Any]]] = PRESETS
@@ -207,18 +206,18 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
     #: ``batch_evaluate``) rather than the score.
     per_dimension: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        preset: str | None = None,
-        max_new_tokens: int = 512,
-        **options: Any,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        judge_options = self.judge_options_of(options)
+    class Options(JudgeOptions):
+        preset: str | None = None
+        """null (the judge's defaults) or one of its presets (module docstring)."""
+        max_new_tokens: PositiveInt = 512
+        """Tokens the judge may write per answer."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        judge_options = self.options
+        preset = judge_options.preset
         if preset is not None and preset not in self.presets:
             raise ConfigError(
                 f"{self.name}: preset must be null or one of {sorted(self.presets)}, got {preset!r}",
@@ -232,9 +231,10 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
         self.pq_source = bool(chosen["pq_source"])
         self.scale = float(chosen["scale"])
         self.parse = PARSERS[chosen.get("parse", "parse_vlm_output_to_dict")]
-        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
+        self.max_new_tokens = judge_options.max_new_tokens
         if self.endpoint_defaults and judge_options.endpoint is not None:
-            judge_options = replace(judge_options, endpoint={**self.endpoint_defaults, **judge_options.endpoint})
+            endpoint = {**self.endpoint_defaults, **judge_options.endpoint}
+            judge_options = judge_options.model_copy(update={"endpoint": endpoint})
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
         if self.per_dimension:  # the substitute is an SC or PQ value, on 0-10 whatever the preset's scale
             self.policy = FailurePolicy.from_option(judge_options.on_failure, owner=self.name, score_range=(0.0, 10.0))
@@ -303,8 +303,8 @@ class RubricEditJudge(VLMJudgeMixin, PointwiseReward):
 
 class EditScore(RubricEditJudge):
     """EditScore: ``overall = sqrt(SC * PQ)`` on 0-10 (``preset: omnigen2_rl``: OmniGen2-RL's reward, PQ shown
-    both images, ``overall / 10``). See :class:`RubricEditJudge` for inputs and extras. Options: ``preset``,
-    ``max_new_tokens`` (512, EditScore's), the backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`.
+    both images, ``overall / 10``). See :class:`RubricEditJudge` for inputs, extras and options
+    (``max_new_tokens`` 512, EditScore's).
     The released models are LoRA adapters on Qwen2.5-VL-7B / Qwen3-VL: serve the adapter (vLLM ``--lora-modules``)
     and name it in ``endpoint.model``, or give the local backend a merged checkpoint as ``model_path``. A local
     Qwen3-VL checkpoint gets the images without the ``<imgN>: `` labels, as EditScore's Qwen3-VL tools send them;

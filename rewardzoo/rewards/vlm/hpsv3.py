@@ -23,6 +23,7 @@ from ...shared.media import to_pil_rgb
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.clip import check_pairs
 from ..models.vlm.backbone import PixelBounds, VLMBackbone, VLMQuery
+from ..models.vlm.options import RewardModelOptions
 from ..models.vlm.reward_models import (
     check_prompt_text,
     read_checkpoint,
@@ -117,9 +118,9 @@ class HPSv3(PointwiseReward):
     the head's Gaussian); extra ``sigma`` (its second output, the predicted uncertainty).
 
     ``model_path``: the checkpoint (``HPSv3.safetensors`` or a ``.pth`` state dict), a directory or hub
-    repository holding it (default ``MizzenAI/HPSv3``). ``base_model``: config, tokenizer, chat template
-    and image processor of the Qwen2-VL it was trained on (default ``Qwen/Qwen2-VL-7B-Instruct``; its
-    weights are not read). ``pixels``: the image size in pixels (``min = max``, default ``256 * 28 * 28``).
+    repository holding it (default ``MizzenAI/HPSv3``). Options:
+    :class:`~rewardzoo.rewards.models.vlm.options.RewardModelOptions` (``base_model`` default
+    ``Qwen/Qwen2-VL-7B-Instruct``).
     """
 
     inputs = Inputs(("image", "prompt"), images="pil")
@@ -146,21 +147,16 @@ class HPSv3(PointwiseReward):
             ]
         return parts
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        base_model: str | None = None,
-        pixels: int = 256 * 28 * 28,
-        attn_implementation: str | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        if not isinstance(pixels, int) or isinstance(pixels, bool) or pixels < 28 * 28:
-            raise ConfigError(
-                f"pixels must be an integer of at least 784 (28 x 28), got {pixels!r}", field="kwargs.pixels"
-            )
+    Options = RewardModelOptions
+    options: RewardModelOptions
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        base_model, pixels, attn_implementation = (
+            self.options.base_model,
+            self.options.pixels,
+            self.options.attn_implementation,
+        )
         self.pixels = pixels
         base = str(base_model or self.default_base)
         checkpoint = resolve_weights_file(model_path or self.default_repo, filename=self.weights_file)

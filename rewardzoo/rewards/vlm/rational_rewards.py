@@ -27,17 +27,18 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from ...errors import ConfigError
 from ...shared.editing import edit_inputs
 from ...shared.files import text_blocks
-from ...shared.options import choice, positive_float, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.clip import check_pairs
 from ..models.vlm.backbone import VLMQuery
-from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, fill, place_media
+from ..models.vlm.common import VLMJudgeMixin, check_prompts, fill, place_media
 from ..models.vlm.judging import Failure
+from ..models.vlm.options import JudgeOptions
+from ..options import Field, PositiveInt, PositiveNumber
 
 # The reference's prompts, verbatim, from the data file beside this module (rational_rewards_prompts.txt), as
 # Flow-Factory a0b2bc5 sends them (src/flow_factory/rewards/rational_rewards_t2i.py ``RATIONAL_T2I_SYSTEM_PROMPT``,
@@ -71,7 +72,6 @@ MODELS = {"t2i": "TIGER-Lab/RationalRewards-8B-T2I", "edit": "TIGER-Lab/Rational
 #: Flow-Factory's request fields (the ``temperature`` and ``max_tokens`` defaults of its reward classes).
 TEMPERATURE = 0.1
 MAX_TOKENS = 2048
-DECODINGS = ("reference", "greedy")
 #: What an aspect reads as when the judge writes ``N/A`` (skipped by the mean).
 NA = "N/A"
 
@@ -145,14 +145,10 @@ def rubric_reward(scores: dict[str, float | str | None], aspects: Sequence[str],
     return min(1.0, max(0.0, (sum(usable) / len(usable) - 1.0) / 3.0))
 
 
-def check_aspects(aspects: Any, rubric: Sequence[str], owner: str) -> tuple[str, ...]:
+def check_aspects(aspects: Sequence[str] | None, rubric: Sequence[str], owner: str) -> tuple[str, ...]:
     """The configured aspects (None: the whole rubric); ConfigError naming ``kwargs.aspects`` otherwise."""
     if aspects is None:
         return tuple(rubric)
-    if isinstance(aspects, str) or not isinstance(aspects, Sequence) or not aspects:
-        raise ConfigError(
-            f"{owner}: aspects must be a non-empty list of {list(rubric)}, got {aspects!r}", field="kwargs.aspects"
-        )
     unknown = [a for a in aspects if a not in rubric]
     if unknown:
         raise ConfigError(
@@ -164,40 +160,37 @@ def check_aspects(aspects: Any, rubric: Sequence[str], owner: str) -> tuple[str,
 class RationalRewards(VLMJudgeMixin, PointwiseReward):
     """RationalRewards' text-to-image judge: ``(mean aspect score - 1) / 3`` from its ``# Detailed Judgement``.
 
-    Inputs: ``prompt`` and ``image``. Range [0, 1]; higher is better. Options: ``aspects`` (a subset of
-    ``text_faithfulness``, ``physical_quality``, ``text_rendering``; default all), ``decoding`` (``reference``:
-    Flow-Factory's request, ``temperature`` then ``max_new_tokens``, the rest the server's defaults, sampled
-    locally as vLLM samples it; ``greedy``), ``temperature`` (0.1), ``max_new_tokens`` (2048), and the backend and
-    failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Extras: one per rubric aspect (its score clamped to
+    Inputs: ``prompt`` and ``image``. Range [0, 1]; higher is better. Options: :class:`Options`, with the backend and failure
+    options of :class:`~rewardzoo.rewards.models.vlm.common.JudgeOptions`. Extras: one per rubric aspect (its score clamped to
     [1, 4], NaN when missing or N/A), ``judgement`` (the text), ``substituted``, ``failure``.
     """
 
     inputs: Inputs = Inputs(("prompt", "image"))
-    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
     rubric_name: ClassVar[str] = "t2i"
     default_model: str | None = MODELS["t2i"]
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        aspects: Sequence[str] | None = None,
-        decoding: str = "reference",
-        temperature: float = TEMPERATURE,
-        max_new_tokens: int = MAX_TOKENS,
-        **options: Any,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        judge_options = self.judge_options_of(options)
+    class Options(JudgeOptions):
+        aspects: list[str] | None = Field(None, min_length=1)
+        """The rubric aspects averaged (default all: ``text_faithfulness``, ``physical_quality``, ``text_rendering``
+        for text-to-image)."""
+        decoding: Literal["reference", "greedy"] = "reference"
+        """``reference``: Flow-Factory's request (``temperature`` then ``max_new_tokens``, the rest the server's
+        defaults; sampled locally as vLLM samples it); ``greedy``."""
+        temperature: PositiveNumber = TEMPERATURE
+        """The sampling temperature of ``decoding: reference`` (Flow-Factory's 0.1)."""
+        max_new_tokens: PositiveInt = MAX_TOKENS
+        """Tokens the judge may write (Flow-Factory's 2048)."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        judge_options = o = self.options
         self.rubric = RUBRICS[self.rubric_name]
-        self.aspects = check_aspects(aspects, self.rubric, self.name)
+        self.aspects = check_aspects(o.aspects, self.rubric, self.name)
         self.template = TEMPLATES[f"rational_rewards_{self.rubric_name}"]
         self.system = SYSTEMS[self.rubric_name]
-        self.decoding = choice(decoding, "kwargs.decoding", DECODINGS)
-        self.temperature = positive_float(temperature, "kwargs.temperature")
-        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
+        self.decoding, self.temperature, self.max_new_tokens = o.decoding, o.temperature, o.max_new_tokens
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
 
     @property

@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, Literal
 
 import numpy as np
 
 from ...errors import ConfigError, InputError
-from ...shared.options import choice
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin
+from ..models.vlm.common import JudgeOptions, VLMJudgeMixin
 from ..models.vlm.judging import Failure
 
 #: Soft-TIFA's question to the VLM (GenEval2 evaluation.py ``soft_tifa``, commit a6e82d2): ``{question}`` is one
@@ -86,9 +85,8 @@ class TifaVQA(VLMJudgeMixin, PointwiseReward):
     """Soft-TIFA: the mean over a sample's questions of the VLM's probability of each right answer.
 
     Inputs: ``image`` and ``metadata`` (``{"questions": [{"question", "answer"}, ...]}``). Range [0, 6] (above 1
-    only when answer variants share a first token); higher is better. Options: ``aggregate`` (``mean``, Soft-TIFA
-    AM, or ``geometric``, Soft-TIFA GM), ``template``
-    (``geneval2`` or your own text with ``{question}``), the backend options of :mod:`rewardzoo.rewards.models.vlm.common`.
+    only when answer variants share a first token); higher is better. Options: :class:`Options`, with
+    the backend options of :class:`~rewardzoo.rewards.models.vlm.common.JudgeOptions`.
     Every (image, question) pair of a call is scored in one batch. Extras: ``question_probs`` (a JSON list of the
     per-question probabilities, in the questions' order; ``""`` for a failed sample), ``min_prob`` and
     ``num_questions``. An endpoint failure on any of a sample's questions fails the sample (``on_failure``).
@@ -96,21 +94,19 @@ class TifaVQA(VLMJudgeMixin, PointwiseReward):
 
     inputs: Inputs = Inputs(("image", "metadata"))
     default_model: str | None = DEFAULTS["model"]
-    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        aggregate: str = "mean",
-        template: str | None = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        judge_options = self.judge_options_of(options)
-        self.aggregate = choice(aggregate, "kwargs.aggregate", ("mean", "geometric"))
+    class Options(JudgeOptions):
+        aggregate: Literal["mean", "geometric"] = "mean"
+        """``mean`` (Soft-TIFA AM) or ``geometric`` (Soft-TIFA GM) over a sample's questions."""
+        template: str | None = None
+        """``geneval2`` (the default) or your own text with ``{question}``."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        judge_options = self.options
+        self.aggregate, template = self.options.aggregate, self.options.template
         template = DEFAULTS["template"] if template is None else template
         text = TEMPLATES.get(template, template)
         if not isinstance(text, str) or text.count("{question}") != 1:

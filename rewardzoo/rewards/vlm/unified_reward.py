@@ -11,14 +11,13 @@ generated text is kept as the per-sample extra ``judgement``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, TypedDict
+from typing import Any, Literal, TypedDict
 
-from ...errors import ConfigError
 from ...shared.media import to_pil_rgb
-from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
+from ..models.vlm.common import JudgeOptions, VLMJudgeMixin, check_prompts, check_template, fill
 from ..models.vlm.judging import Failure, RegexScore
+from ..options import PositiveInt, Size
 
 #: UnifiedReward pointwise image prompt as flow_grpo sends it (with its leading "<image>\n" line): flow_grpo ac4c86e
 #: flow_grpo/rewards.py ``unifiedreward_score_sglang``.
@@ -79,44 +78,39 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
 
     Inputs: ``image`` and ``prompt``. Range [0, 1] (parsed scores lie in [0.2, 1]; the rest is room for a
     substitute value). A ``Final Score`` the pattern reads but above 5 (``5.5``) is off the scale and
-    unparseable. Options: ``preset`` (null: :data:`DEFAULTS`; ``flow_grpo``: :data:`PRESETS`), ``template``
-    (``qwen_release``, the UnifiedReward-qwen inference prompt; ``flow_grpo``, flow_grpo's question; or your
-    own text with ``{prompt}`` asking for a ``Final Score``; default the preset's), ``max_new_tokens`` (512),
-    ``resize`` (``[width, height]`` or null to keep the image size; default the preset's), the backend and
-    failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Options given explicitly override the preset's.
+    unparseable. Options: :class:`Options` (with the backend and failure options of
+    :class:`~rewardzoo.rewards.models.vlm.common.JudgeOptions`).
     """
 
     inputs: Inputs = Inputs(("prompt", "image"))
     default_model: str | None = DEFAULTS["model"]
-    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        template: str | None = None,
-        max_new_tokens: int = 512,
-        resize: Sequence[int] | str | None = "auto",
-        preset: str | None = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        judge_options = self.judge_options_of(options)
-        if preset is not None and preset not in PRESETS:
-            raise ConfigError(
-                f"{self.name}: preset must be null or one of {sorted(PRESETS)}, got {preset!r}", field="kwargs.preset"
-            )
-        self.preset = preset
-        chosen = PRESETS[preset] if preset is not None else DEFAULTS
+    class Options(JudgeOptions):
+        preset: Literal["flow_grpo"] | None = None
+        """null: :data:`DEFAULTS`; ``flow_grpo``: :data:`PRESETS` (options given explicitly override the preset's)."""
+        template: str | None = None
+        """``qwen_release`` (the UnifiedReward-qwen inference prompt), ``flow_grpo`` (flow_grpo's question), or your
+        own text with ``{prompt}`` asking for a ``Final Score`` (default the preset's)."""
+        max_new_tokens: PositiveInt = 512
+        """Tokens the judge may write."""
+        resize: Size | Literal["auto"] | None = "auto"
+        """``[width, height]`` the image is resized to, or null to keep its size (``auto``: the preset's)."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        o = self.options
+        self.preset = o.preset
+        chosen = PRESETS[o.preset] if o.preset is not None else DEFAULTS
         self.default_model = chosen["model"]
-        template = chosen["template"] if template is None else template
+        template = chosen["template"] if o.template is None else o.template
         self.template = check_template(TEMPLATES.get(template, template), self.name)
-        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
-        self.resize = _size(chosen["resize"] if resize == "auto" else resize, self.name)
+        self.max_new_tokens = o.max_new_tokens
+        resize = chosen["resize"] if o.resize == "auto" else o.resize
+        self.resize = None if resize is None else (resize[0], resize[1])
         self.parse = RegexScore(FINAL_SCORE, low=1.0, high=5.0)
-        self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
+        self.setup_judge(self.name, o, model_path=model_path, device=device, dtype=dtype)
 
     def score_text(self, text: str) -> float | Failure:
         """The score of one judgement: ``Final Score`` / 5, or a Failure."""
@@ -132,17 +126,3 @@ class UnifiedReward(VLMJudgeMixin, PointwiseReward):
         scores, extras = self.resolve(outcomes)
         extras["judgement"] = [a.answer or "" if isinstance(a, Failure) else a for a in answers]
         return RewardOutput(scores, extras=extras)
-
-
-def _size(resize: object, name: str) -> tuple[int, int] | None:
-    """``resize`` as (width, height), or None; ConfigError for anything else."""
-    if resize is None:
-        return None
-    if (
-        isinstance(resize, Sequence)
-        and not isinstance(resize, str)
-        and len(resize) == 2
-        and all(not isinstance(v, bool) and isinstance(v, int) and v > 0 for v in resize)
-    ):
-        return resize[0], resize[1]
-    raise ConfigError(f"{name}: resize must be [width, height] or null, got {resize!r}", field="kwargs.resize")

@@ -32,11 +32,12 @@ from typing import Any, ClassVar
 
 from ...errors import ConfigError, InputError
 from ...shared.media import to_pil_rgb
-from ...shared.options import positive_int
 from ...shared.video import stride_indices
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..models.vlm.common import ALL_OPTIONS, VLMJudgeMixin, check_prompts, check_template, fill
+from ..models.vlm.common import VLMJudgeMixin, check_prompts, check_template, fill
 from ..models.vlm.judging import Failure
+from ..models.vlm.options import JudgeOptions
+from ..options import Number, PositiveInt
 
 #: UnifiedReward-2.0 pointwise image prompt (alignment, coherence, style from 1 to 5): the ``problem`` of
 #: UnifiedReward's inference_qwen/UnifiedReward-2.0-inference/point_score_ACS_image_generation.py (commit ff6f520),
@@ -119,26 +120,30 @@ class _UnifiedReward2Judge(VLMJudgeMixin, PointwiseReward):
     """What :class:`UnifiedReward2` and :class:`VideoUnifiedReward2` share: options, template, judge, parsing."""
 
     default_model: str | None = DEFAULTS["model"]
-    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
     default_template: ClassVar[str] = DEFAULTS["template"]
     dimensions: ClassVar[Mapping[str, str]] = DIMENSIONS
     streams: ClassVar[tuple[str, ...]] = tuple(DIMENSIONS.values())
     presets: ClassVar[tuple[str | None, ...]] = PRESETS
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        preset: str | None = None,
-        weights: Mapping[str, float] | None = None,
-        template: str | None = None,
-        max_new_tokens: int = 512,
-        **options: Any,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        judge_options = self.judge_options_of(options)
+    class Options(JudgeOptions):
+        preset: str | None = None
+        """null, or (images) ``pref_grpo``: Pref-GRPO's reading and its per-dimension group-normalised streams
+        (module docstring)."""
+        weights: dict[str, Number] | None = None
+        """A mapping of the dimensions (``alignment`` / ``coherence`` / ``style``; video: ``physics`` for
+        ``coherence``) to non-negative numbers, not all 0 (default 1 each; a dimension left out weighs 0)."""
+        template: str | None = None
+        """``unified_reward_2`` (video: ``unified_reward_2_video``) or your own text with ``{prompt}`` asking for the
+        dimensions' lines."""
+        max_new_tokens: PositiveInt = 512
+        """Tokens the judge may write."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        judge_options = o = self.options
+        preset, weights, template = o.preset, o.weights, o.template
         template = self.default_template if template is None else template
         self.template = check_template(TEMPLATES.get(template, template), self.name)
         self.weights = self._weights(weights)
@@ -152,7 +157,7 @@ class _UnifiedReward2Judge(VLMJudgeMixin, PointwiseReward):
             self.default_streams = {
                 k: {"weight": w, "normalize": "group_unbiased"} for k, w in self.weights.items() if w > 0
             }
-        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
+        self.max_new_tokens = o.max_new_tokens
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
 
     def _weights(self, weights: Mapping[str, float] | None) -> dict[str, float]:
@@ -202,11 +207,8 @@ class _UnifiedReward2Judge(VLMJudgeMixin, PointwiseReward):
 class UnifiedReward2(_UnifiedReward2Judge):
     """UnifiedReward-2.0 pointwise: the weighted mean of alignment, coherence and style (each 1-5) over 5.
 
-    Inputs: ``image`` and ``prompt``. Range [0, 1]; higher is better. Options: ``preset`` (None, or
-    ``pref_grpo``: Pref-GRPO's reading and its per-dimension group-normalised streams, module docstring),
-    ``weights`` (a mapping of ``alignment`` / ``coherence`` / ``style`` to non-negative numbers, default 1 each; a
-    dimension left out weighs 0), ``template`` (``unified_reward_2`` or your own text with ``{prompt}`` asking for the three lines),
-    ``max_new_tokens`` (512), the backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Extras:
+    Inputs: ``image`` and ``prompt``. Range [0, 1]; higher is better. Options: :class:`Options`, with the backend and failure
+    options of :class:`~rewardzoo.rewards.models.vlm.common.JudgeOptions`. Extras:
     ``alignment``, ``coherence``, ``style`` (the judge's numbers, NaN where it gave none) and ``judgement``.
     """
 
@@ -230,7 +232,12 @@ class VideoUnifiedReward2(_UnifiedReward2Judge):
     inputs: Inputs = Inputs(("prompt", "video"))  # every frame: the judge picks its own
     media: str = "video"
     default_num_frames: ClassVar[int | None] = 16
-    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o != "fps")  # frames go as images
+
+    class Options(_UnifiedReward2Judge.Options):
+        num_frames: PositiveInt | None = None
+        """Frames the judge sees (default 16), each as an image (no ``fps``: they are not sent as a video)."""
+
+    options: Options
     default_template: ClassVar[str] = "unified_reward_2_video"
     dimensions: ClassVar[Mapping[str, str]] = VIDEO_DIMENSIONS
     streams: ClassVar[tuple[str, ...]] = tuple(VIDEO_DIMENSIONS.values())

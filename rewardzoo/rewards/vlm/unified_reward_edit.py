@@ -19,7 +19,7 @@
   Pref-GRPO 3e787f6 reads it (``templates.py`` 238-239, ``unifiedreward_edit_pairwise.py`` 13-60): the text of the
   ``<answer>`` tag (else the whole answer) saying "Edited image 1 is better" or "... 2 ...", else the whole
   answer, else a tie. :class:`UnifiedRewardEditJudge` answers the pairs of a group for
-  :class:`~rewardzoo.rewards.group.ranking.PairwiseWinRate` (``unified_reward_edit_pairwise``).
+  :class:`~rewardzoo.rewards.models.groups.PairwiseJudged` (``unified_reward_edit_pairwise``).
 """
 
 from __future__ import annotations
@@ -27,19 +27,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from ...errors import ConfigError
 from ...shared.editing import edit_inputs
 from ...shared.files import text_blocks
-from ...shared.options import positive_int
 from ..base import Inputs, RewardOutput
-from ..group.ranking import PairwiseWinRate
 from ..models.clip import check_pairs
-from ..models.vlm.common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_prompts, fill
+from ..models.groups import PairwiseJudged
+from ..models.vlm.common import VLMJudgeMixin, check_prompts, fill
 from ..models.vlm.judging import Failure, rubric_scores
+from ..models.vlm.options import JudgeOptions
+from ..options import PositiveInt
 from .edit_score import RubricEditJudge
 
 # The release's prompts, verbatim, from the data file beside this module (unified_reward_edit_prompts.txt), each the
@@ -105,9 +104,7 @@ class UnifiedRewardEdit(RubricEditJudge):
     """UnifiedReward-Edit pointwise: ``sqrt(SC * PQ)`` on 0-10 from its instruction-following and quality answers.
 
     Inputs and extras: :class:`~rewardzoo.rewards.vlm.edit_score.RubricEditJudge`'s, and the streams ``success``,
-    ``overedit``, ``naturalness``, ``artifacts`` (the answers' raw 0-25 numbers). Options: ``preset`` (None, or
-    ``pref_grpo``: Pref-GRPO's reading and group-normalised streams, module docstring), ``max_new_tokens`` (4096,
-    the release's ``max_tokens``), the backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`.
+    ``overedit``, ``naturalness``, ``artifacts`` (the answers' raw 0-25 numbers). Options: :class:`Options`.
     """
 
     templates: ClassVar[dict[str, tuple[str, str]]] = {"unified_reward_edit": _POINTWISE}
@@ -123,16 +120,16 @@ class UnifiedRewardEdit(RubricEditJudge):
     endpoint_defaults: ClassVar[dict[str, Any]] = ENDPOINT_DEFAULTS
     streams: ClassVar[tuple[str, ...]] = STREAMS
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        max_new_tokens: int = 4096,
-        **options: Any,
-    ) -> None:
-        super().__init__(model_path, device, dtype, max_new_tokens=max_new_tokens, **options)
+    class Options(RubricEditJudge.Options):
+        preset: Literal["pref_grpo"] | None = None
+        """null, or ``pref_grpo``: Pref-GRPO's reading and group-normalised streams (module docstring)."""
+        max_new_tokens: PositiveInt = 4096
+        """Tokens the judge may write per answer (the release's ``max_tokens``)."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
         if self.preset == "pref_grpo":  # two rewards, each the mean of its two group-normalised dimensions
             self.default_streams = {k: {"weight": 0.5, "normalize": "group_unbiased"} for k in STREAMS}
 
@@ -211,15 +208,23 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
     """The pairwise judge: ``judge_pairs([(first, second), ...]) -> (P(first beats second) per pair, extras)``.
 
     ``first`` / ``second``: dicts of ``prompt``, ``image`` (the edit) and ``condition_images`` (the source first;
-    the first sample's source and instruction are used: a group edits one source). Options: ``preset`` (None,
-    ``release`` or ``pref_grpo``, module docstring), ``max_new_tokens`` (4096), ``max_batch`` (pairs per local generate call, 16), the backend and failure options. Per-pair extras:
+    the first sample's source and instruction are used: a group edits one source). Options: :class:`Options` (given as
+    keywords, or ``options=`` already checked). Per-pair extras:
     ``substituted``, ``tie``.
     """
 
     thread_safe: bool = True
     default_model: str | None = DEFAULT_MODEL
-    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
     required_fields = ("prompt", "image", "condition_images")
+
+    class Options(JudgeOptions):
+        preset: Literal["release", "pref_grpo"] | None = None
+        """null: the pairwise-score prompt, signed scores; ``release``: its unsigned reading; ``pref_grpo``: the rank
+        prompt and Pref-GRPO's verdicts (module docstring)."""
+        max_new_tokens: PositiveInt = 4096
+        """Tokens the judge may write."""
+        max_batch: PositiveInt = 16
+        """Pairs per generate call on the local backend (the endpoint gets them all)."""
 
     def __init__(
         self,
@@ -227,23 +232,16 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
         device: str = "cpu",
         dtype: str = "float32",
         *,
-        max_new_tokens: int = 4096,
-        max_batch: int = 16,
         name: str = "unified_reward_edit_pairwise",
-        preset: str | None = None,
-        **options: Any,
+        options: UnifiedRewardEditJudge.Options | None = None,
+        **kwargs: Any,
     ) -> None:
-        judge_options = self.judge_options_of(options)
-        if preset not in PAIRWISE_PRESETS:
-            raise ConfigError(
-                f"{name}: kwargs.preset must be null, 'release' or 'pref_grpo', got {preset!r}", field="kwargs.preset"
-            )
-        self.preset = preset
-        self.template = PAIRWISE_TEMPLATES[PAIRWISE_PRESETS[preset]]
-        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
-        self.max_batch = positive_int(max_batch, "kwargs.max_batch")
-        if judge_options.endpoint is not None:
-            judge_options = replace(judge_options, endpoint={**ENDPOINT_DEFAULTS, **judge_options.endpoint})
+        judge_options = o = options if options is not None else self.Options.from_kwargs(kwargs, type(self).__name__)
+        self.preset = o.preset
+        self.template = PAIRWISE_TEMPLATES[PAIRWISE_PRESETS[o.preset]]
+        self.max_new_tokens, self.max_batch = o.max_new_tokens, o.max_batch
+        if o.endpoint is not None:
+            judge_options = o.model_copy(update={"endpoint": {**ENDPOINT_DEFAULTS, **o.endpoint}})
         self.setup_judge(name, judge_options, model_path=model_path, device=device, dtype=dtype)
 
     def judge_pairs(self, pairs: Sequence[tuple[dict, dict]]) -> tuple[list[float], dict[str, list[float]]]:
@@ -272,40 +270,28 @@ class UnifiedRewardEditJudge(VLMJudgeMixin):
         return pairwise_verdict(answer, DECIMAL if self.preset == "release" else SIGNED_DECIMAL)
 
     def __call__(self, first: dict, second: dict) -> float:
-        """One pair (the per-pair protocol of PairwiseWinRate)."""
+        """One pair (the per-pair protocol of PairwiseJudged)."""
         return self.judge_pairs([(first, second)])[0][0]
 
 
-class UnifiedRewardEditPairwise(PairwiseWinRate):
+class UnifiedRewardEditPairwise(PairwiseJudged):
     """Pref-GRPO's pairwise win rate over the edits of a group with :class:`UnifiedRewardEditJudge`.
 
-    Inputs: ``prompt``, ``image``, ``condition_images`` and ``group_id``. Range [0, 1]. Options: ``preset`` (None:
-    the pairwise-score prompt, signed scores; ``release``: its unsigned reading; ``pref_grpo``: the rank prompt
-    and Pref-GRPO's verdicts), ``max_new_tokens``, ``max_batch``, the backend and failure options. Extras:
+    Inputs: ``prompt``, ``image``, ``condition_images`` and ``group_id``. Range [0, 1]. Options: those of
+    :class:`UnifiedRewardEditJudge`. Extras:
     ``wins``, and per sample ``substituted`` / ``tie``.
     """
 
     inputs: Inputs = Inputs(("prompt", "image", "condition_images", "group_id"))
-    has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        max_new_tokens: int = 4096,
-        max_batch: int = 16,
-        preset: str | None = None,
-        **options: Any,
-    ) -> None:
-        BackendOptions.of(type(self), options, UnifiedRewardEditJudge.judge_options)
-        judge = UnifiedRewardEditJudge(
-            model_path, device, dtype, max_new_tokens=max_new_tokens, max_batch=max_batch, preset=preset, **options
-        )
-        super().__init__(None, device, dtype, judge=judge)
-        self.model_path = model_path
-        self.judge_name = "unified_reward_edit_pairwise"
+    Options = UnifiedRewardEditJudge.Options
+    options: UnifiedRewardEditJudge.Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        checked = self.Options.from_kwargs(options, type(self).__name__)
+        judge = UnifiedRewardEditJudge(model_path, device, dtype, options=checked)
+        super().__init__(model_path, device, dtype)  # the judge is its own model, loaded above
+        self.use_judge(judge, "unified_reward_edit_pairwise")
         self.io_bound = judge.io_bound
         self.template, self.backend = judge.template, judge.backend  # what it runs, as a pointwise judge says
 

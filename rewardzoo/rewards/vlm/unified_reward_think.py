@@ -4,7 +4,7 @@ Pref-GRPO asks the judge about every pair of a group with its prompt (the two im
 for videos the frames of video 1 then of video 2, each frame an image) and reads the verdict from the
 answer: the content of the first ``<answer>...</answer>``; ``"Image 1 is better"`` in it -> the first wins,
 else ``"Image 2 is better"`` -> the second wins (``Video ...`` for videos), else a tie (0.5 each). A sample's
-reward is its wins over its ``n - 1`` comparisons: exactly :class:`~rewardzoo.rewards.group.ranking.PairwiseWinRate`
+reward is its wins over its ``n - 1`` comparisons: exactly :class:`~rewardzoo.rewards.models.groups.PairwiseJudged`
 in ``hard`` mode with this judge, which answers all pairs of a group in one batch.
 
 An answer without ``<answer>`` tags is unparseable: Pref-GRPO counts it as a tie; here it is an error unless
@@ -19,19 +19,19 @@ earlier pairing (``UnifiedReward-Think-qwen-7b`` with the short templates and ``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Literal
 
-from ...errors import ConfigError
 from ...shared.files import text_blocks
 from ...shared.media import to_pil_rgb
-from ...shared.options import choice, positive_int
 from ...shared.video import sample_indices
 from ..base import Inputs
-from ..group.ranking import PairwiseWinRate
-from ..models.vlm.common import ALL_OPTIONS, BackendOptions, VLMJudgeMixin, check_template, fill
+from ..models.groups import PairwiseJudged
+from ..models.vlm.common import VLMJudgeMixin, check_template, fill
 from ..models.vlm.judging import Failure, tagged
+from ..models.vlm.options import JudgeOptions
+from ..options import PositiveInt
 
 # The reference prompts, verbatim, from the data file beside this module (unified_reward_think_prompts.txt).
 # ``UNIFIED_REWARD_THINK_IMAGE`` / ``..._VIDEO``: Pref-GRPO ``fastvideo/rewards/templates.py``
@@ -82,7 +82,6 @@ PREF_GRPO_PAIRINGS = {
 }
 #: ``preset`` -> the pairing it runs (with Pref-GRPO's decoding and frame choice); None: the default.
 PRESETS = {None: "current", "pref_grpo": "current", "pref_grpo_qwen_7b": "qwen_7b"}
-DECODINGS = ("greedy", "reference")
 
 
 def verdict(text: str, media: str = "image") -> float | Failure:
@@ -102,23 +101,32 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
     """The pairwise judge: ``judge_pairs([(first, second), ...]) -> (P(first beats second) per pair, extras)``.
 
     ``first`` / ``second`` are dicts of the declared fields (``prompt`` and ``image``, or ``video`` frames).
-    Options: ``preset`` (None: Pref-GRPO's current model and templates, greedy, rounded frame indices;
-    ``pref_grpo``: the same with Pref-GRPO's decoding and frame indices; ``pref_grpo_qwen_7b``: the earlier
-    pairing, see :data:`PREF_GRPO_PAIRINGS`), ``media`` (``image`` | ``video``), ``template`` (a key of
-    :data:`TEMPLATES` or your own text with ``{prompt}``; default the pairing's for the media),
-    ``max_new_tokens`` (the pairing's ``max_tokens``: 4096, or 2048 for qwen-7b),
-    ``decoding`` (``greedy``; ``reference``, the presets' default: Pref-GRPO's request fields, which leave the
-    sampling to the server's defaults; locally sampled as vLLM samples them), ``max_batch`` (pairs per
-    generate call on the local backend, 16: a group of n has n(n-1)/2 pairs; the endpoint gets them all,
-    ``max_concurrency`` at a time), ``num_frames`` (video, default 8; the presets take every frame from the
-    video layer and pick ``np.linspace(0, T - 1, K, dtype=int)``, Pref-GRPO's floored indices), and the
-    backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`. Per-pair extras: ``substituted``,
+    Options: :class:`Options` (as keywords, or ``options=`` already checked). Per-pair extras: ``substituted``,
     ``tie``. The endpoint sends JPEG (quality 95) as Pref-GRPO does unless ``endpoint.image_format`` says.
     """
 
     thread_safe: bool = True
     default_model: str | None = PREF_GRPO_PAIRINGS["current"].model
-    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o != "fps")
+
+    class Options(JudgeOptions):
+        preset: Literal["pref_grpo", "pref_grpo_qwen_7b"] | None = None
+        """null: Pref-GRPO's current model and templates, greedy, rounded frame indices; ``pref_grpo``: the same with
+        Pref-GRPO's decoding and frame indices; ``pref_grpo_qwen_7b``: the earlier pairing (:data:`PREF_GRPO_PAIRINGS`)."""
+        media: Literal["image", "video"] = "image"
+        """What is compared."""
+        template: str | None = None
+        """A key of :data:`TEMPLATES` or your own text with ``{prompt}`` (default the pairing's for the media)."""
+        max_new_tokens: PositiveInt | None = None
+        """Tokens the judge may write (default the pairing's ``max_tokens``: 4096, or 2048 for qwen-7b)."""
+        decoding: Literal["greedy", "reference"] | None = None
+        """``greedy`` (the default without a preset); ``reference`` (the presets' default): Pref-GRPO's request
+        fields, which leave the sampling to the server's defaults (locally sampled as vLLM samples them)."""
+        max_batch: PositiveInt = 16
+        """Pairs per generate call on the local backend (a group of n has n(n-1)/2 pairs; the endpoint gets them all,
+        ``max_concurrency`` at a time)."""
+        num_frames: PositiveInt | None = None
+        """Video: frames per video (default 8; the presets take every frame from the video layer and pick
+        ``np.linspace(0, T - 1, K, dtype=int)``, Pref-GRPO's floored indices)."""
 
     def __init__(
         self,
@@ -126,50 +134,36 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
         device: str = "cpu",
         dtype: str = "float32",
         *,
-        preset: str | None = None,
-        media: str = "image",
-        template: str | None = None,
-        max_new_tokens: int | None = None,
-        decoding: str | None = None,
-        max_batch: int = 16,
         name: str = "unified_reward_think",
-        **options: Any,
+        options: UnifiedRewardThinkJudge.Options | None = None,
+        **kwargs: Any,
     ) -> None:
-        judge_options = self.judge_options_of(options)
-        if preset not in PRESETS:
-            raise ConfigError(
-                f"{name}: kwargs.preset must be null, 'pref_grpo' or 'pref_grpo_qwen_7b', got {preset!r}",
-                field="kwargs.preset",
-            )
+        judge_options = o = options if options is not None else self.Options.from_kwargs(kwargs, type(self).__name__)
+        preset, template = o.preset, o.template
         self.preset = preset
         self.pairing = PREF_GRPO_PAIRINGS[PRESETS[preset]]
         self.default_model = self.pairing.model
-        self.media = choice(media, "kwargs.media", ("image", "video"))
+        self.media = o.media
         template = self.pairing.templates[self.media] if template is None else template
         self.template = check_template(
             TEMPLATES.get(template, template) if isinstance(template, str) else template, name
         )
-        self.max_new_tokens = positive_int(
-            self.pairing.request["max_tokens"] if max_new_tokens is None else max_new_tokens, "kwargs.max_new_tokens"
-        )
-        self.decoding = choice(
-            ("greedy" if preset is None else "reference") if decoding is None else decoding,
-            "kwargs.decoding",
-            DECODINGS,
-        )
-        self.max_batch = positive_int(max_batch, "kwargs.max_batch")
-        endpoint = judge_options.endpoint
-        judge_options = replace(
-            judge_options,
-            endpoint=None if endpoint is None else {"image_format": "jpeg", **endpoint},
-            num_frames=judge_options.num_frames if self.media == "video" else None,
+        self.max_new_tokens = self.pairing.request["max_tokens"] if o.max_new_tokens is None else o.max_new_tokens
+        self.decoding = ("greedy" if preset is None else "reference") if o.decoding is None else o.decoding
+        self.max_batch = o.max_batch
+        endpoint = o.endpoint
+        judge_options = o.model_copy(
+            update={
+                "endpoint": None if endpoint is None else {"image_format": "jpeg", **endpoint},
+                "num_frames": o.num_frames if self.media == "video" else None,
+            }
         )
         self.setup_judge(name, judge_options, model_path=model_path, device=device, dtype=dtype)
         # under a preset the video layer hands over every frame and the judge picks Pref-GRPO's (floored) indices
         self.sampled_frames = self.num_frames if preset is not None and self.media == "video" else None
         if self.sampled_frames is not None:
             self.num_frames = None
-        self.required_fields = ("prompt", self.media)  # with num_frames, read by PairwiseWinRate
+        self.required_fields = ("prompt", self.media)  # with num_frames, read by PairwiseJudged
 
     @property
     def request(self) -> dict[str, Any] | None:
@@ -209,11 +203,11 @@ class UnifiedRewardThinkJudge(VLMJudgeMixin):
         return [frames[i] for i in sample_indices(len(frames), self.sampled_frames, floor=True)]
 
     def __call__(self, first: dict, second: dict) -> float:
-        """One pair (the per-pair protocol of PairwiseWinRate)."""
+        """One pair (the per-pair protocol of PairwiseJudged)."""
         return self.judge_pairs([(first, second)])[0][0]
 
 
-class UnifiedRewardThink(PairwiseWinRate):
+class UnifiedRewardThink(PairwiseJudged):
     """Pref-GRPO's pairwise win rate with the UnifiedReward-Think judge: ``score_i = wins_i / (n - 1)``.
 
     Inputs: ``prompt``, ``image`` (or ``video`` with ``media: video``) and ``group_id``; every pair of a group
@@ -223,39 +217,16 @@ class UnifiedRewardThink(PairwiseWinRate):
     """
 
     inputs: Inputs = Inputs(("prompt", "image", "group_id"))
-    has_base: ClassVar[bool] = False  # the judge is its own model, loaded in __init__
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        preset: str | None = None,
-        media: str = "image",
-        template: str | None = None,
-        max_new_tokens: int | None = None,
-        decoding: str | None = None,
-        max_batch: int = 16,
-        **options: Any,
-    ) -> None:
-        # checked against this reward's options here, read into BackendOptions by the judge
-        BackendOptions.of(type(self), options, UnifiedRewardThinkJudge.judge_options)
+    Options = UnifiedRewardThinkJudge.Options
+    options: UnifiedRewardThinkJudge.Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
         judge = UnifiedRewardThinkJudge(
-            model_path,
-            device,
-            dtype,
-            preset=preset,
-            media=media,
-            template=template,
-            max_new_tokens=max_new_tokens,
-            decoding=decoding,
-            max_batch=max_batch,
-            **options,
+            model_path, device, dtype, options=self.Options.from_kwargs(options, type(self).__name__)
         )
-        super().__init__(None, device, dtype, judge=judge)
-        self.model_path = model_path
-        self.judge_name = "unified_reward_think"
+        super().__init__(model_path, device, dtype)  # the judge is its own model, loaded above
+        self.use_judge(judge, "unified_reward_think")
         self.io_bound = judge.io_bound  # through an endpoint, its comparisons wait on the server
 
     @property

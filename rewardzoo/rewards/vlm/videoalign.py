@@ -43,6 +43,7 @@ from ..models.vlm.reward_models import (
     unwrap_peft,
     video_frame_indices,
 )
+from ..options import Field, PositiveInt, PositiveNumber, RewardOptions
 
 #: VideoAlign's ``DETAILED_PROMPT_WITH_SPECIAL_TOKEN`` (``prompt_template.py``), ``{text_prompt}`` = the prompt.
 PROMPT_TEMPLATE = """
@@ -117,10 +118,8 @@ class VideoAlign(PointwiseReward):
 
     ``model_path``: the released layout, a directory or hub repository (default ``KwaiVGI/VideoReward``)
     holding ``model_config.json`` and ``checkpoint-<step>/model.pth`` (a PEFT model's full state dict; the
-    LoRA is merged on load, or kept unmerged under PEFT's LoRA layers with ``merge_lora: false``, as the
-    reference runs it). ``head_dtype``: the head's dtype (default float32; the reference runs it in the
-    model's dtype, bfloat16). Frame choice: ``fps`` frames per second of video (the checkpoint's
-    ``data_config.fps``, 2) given the videos' frame rate ``source_fps``, or a fixed ``num_frames``.
+    LoRA is merged on load unless ``merge_lora: false``). Options: :class:`Options` (frame choice: ``fps`` frames per
+    second of video given the videos' frame rate ``source_fps``, or a fixed ``num_frames``).
     """
 
     inputs = Inputs(("video", "prompt"), frames="native")
@@ -128,25 +127,45 @@ class VideoAlign(PointwiseReward):
     default_repo: ClassVar[str] = "KwaiVGI/VideoReward"
     template: ClassVar[str] = TEMPLATES["detailed_special"]
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        source_fps: float | None = None,
-        fps: float | None = None,
-        num_frames: int | None = None,
-        max_pixels: int | None = None,
-        min_pixels: int = VIDEO_MIN_PIXELS,
-        normalize: bool = True,
-        checkpoint_step: int | None = None,
-        base_model: str | None = None,
-        attn_implementation: str | None = None,
-        merge_lora: bool = True,
-        head_dtype: str | None = None,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
+    class Options(RewardOptions):
+        source_fps: PositiveNumber | None = None
+        """The frame rate of the videos scored: ``fps`` frames per second of video are picked from it."""
+        fps: PositiveNumber | None = None
+        """Frames picked per second of video (default the checkpoint's ``data_config.fps``, 2)."""
+        num_frames: int | None = Field(None, ge=2)
+        """A fixed number of frames instead of ``fps`` (default the checkpoint's ``data_config.num_frames``)."""
+        max_pixels: PositiveInt | None = None
+        """The most pixels a frame is resized to (default the checkpoint's ``max_frame_pixels``, 200704)."""
+        min_pixels: int = Field(VIDEO_MIN_PIXELS, ge=28 * 28)
+        """The fewest pixels a frame is resized to."""
+        normalize: bool = True
+        """Standardise each dimension with the checkpoint's ``inference_config`` (false: raw head outputs)."""
+        checkpoint_step: int | None = Field(None, ge=0)
+        """Which ``checkpoint-<step>`` of the release (default the highest step)."""
+        base_model: str | None = None
+        """The Qwen2-VL whose config and processor the checkpoint fits (default the checkpoint's
+        ``model_name_or_path``)."""
+        attn_implementation: str | None = None
+        """transformers' ``attn_implementation``."""
+        merge_lora: bool = True
+        """Merge the LoRA into the weights on load (false: kept under PEFT's LoRA layers, as the reference runs it)."""
+        head_dtype: str | None = None
+        """The head's dtype (default float32; the reference runs it in the model's dtype, bfloat16)."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        o = self.options
+        source_fps, fps, num_frames, max_pixels, min_pixels = (
+            o.source_fps,
+            o.fps,
+            o.num_frames,
+            o.max_pixels,
+            o.min_pixels,
+        )
+        normalize, checkpoint_step, base_model = o.normalize, o.checkpoint_step, o.base_model
+        attn_implementation, merge_lora, head_dtype = o.attn_implementation, o.merge_lora, o.head_dtype
         root = self._local_root(str(model_path or self.default_repo))
         config_file = root / "model_config.json"
         try:
@@ -181,8 +200,6 @@ class VideoAlign(PointwiseReward):
             raise ConfigError(f"'{config_file}' names no base model; set kwargs.base_model", field="kwargs.base_model")
         processor, self.token_ids, config = reward_processor(base, REWARD_TOKENS, family="VideoAlign")
 
-        if not isinstance(merge_lora, bool):
-            raise ConfigError(f"must be true or false, got {merge_lora!r}", field="kwargs.merge_lora")
         self.merge_lora = merge_lora
         checkpoint = self._checkpoint_file(root, checkpoint_step)
         lora_config = self._lora_config(peft)

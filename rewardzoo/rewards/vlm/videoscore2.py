@@ -30,12 +30,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import ConfigError
-from ...shared.options import positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.vlm.backbone import VLMQuery
 from ..models.vlm.common import VLMJudgeMixin, check_prompts, fill
 from ..models.vlm.judging import Failure
+from ..models.vlm.options import VideoJudgeOptions
+from ..options import Field, Number, PositiveInt, PositiveNumber, field_validator
 
 #: TIGER-AI-Lab/VideoScore2 ``vs2_inference.py``: ``VS2_QUERY_TEMPLATE`` (``$t2v_prompt`` -> ``{prompt}``), with the
 #: indentation the triple-quoted literal carries inside ``main``.
@@ -121,10 +121,7 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
     ``visual_quality``, ``text_alignment``, ``physical_consistency`` (the dimension scores), ``reasoning`` (the
     answer before the scores), ``judgement`` (the whole answer), ``substituted`` / ``failure``. A hard score
     outside 1..5 is unparseable with ``soft: false``; with ``soft: true`` it still has its soft score, as in the
-    reference. Options: ``soft`` (true), ``temperature`` (0.7, the reference's: the soft scores' distribution;
-    null: the raw softmax), ``weights`` (three non-negative numbers, default
-    equal), ``max_new_tokens`` (1024, the reference's), ``num_frames`` (8) and ``fps`` (2.0, the reference's
-    ``infer_fps``), the backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`.
+    reference. Options: :class:`Options` (``num_frames`` 8 and ``fps`` 2.0, the reference's ``infer_fps``).
     """
 
     inputs: Inputs = Inputs(("prompt", "video"), num_frames=8)
@@ -132,47 +129,32 @@ class VideoScore2(VLMJudgeMixin, PointwiseReward):
     default_model: str | None = "TIGER-Lab/VideoScore2"
     streams: ClassVar[tuple[str, ...]] = tuple(name for name, _ in DIMENSIONS)  # rewardzoo.core.streams
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        soft: bool = True,
-        temperature: float | None = REFERENCE_TEMPERATURE,
-        weights: Sequence[float] | None = None,
-        max_new_tokens: int = 1024,
-        **options: Any,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        judge_options = self.judge_options_of(options)
-        if not isinstance(soft, bool):
-            raise ConfigError(f"{self.name}: soft must be true or false, got {soft!r}", field="kwargs.soft")
-        self.soft = soft
-        if temperature is not None and (
-            isinstance(temperature, bool)
-            or not isinstance(temperature, (int, float))
-            or not 0 < temperature < float("inf")
-        ):
-            raise ConfigError(
-                f"{self.name}: temperature must be a positive number or null, got {temperature!r}",
-                field="kwargs.temperature",
-            )
-        self.temperature = None if temperature is None else float(temperature)
-        weights = (1.0, 1.0, 1.0) if weights is None else weights
-        if (
-            isinstance(weights, str)
-            or len(weights) != 3
-            or any(isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0 for w in weights)
-            or sum(weights) <= 0
-        ):
-            raise ConfigError(
-                f"{self.name}: weights must be three non-negative numbers, not all 0, got {weights!r}",
-                field="kwargs.weights",
-            )
+    class Options(VideoJudgeOptions):
+        soft: bool = True
+        """The soft scores (the expectation over the score tokens' distribution) rather than the hard ones."""
+        temperature: PositiveNumber | None = REFERENCE_TEMPERATURE
+        """The soft scores' distribution temperature (0.7, the reference's); null: the raw softmax."""
+        weights: tuple[Number, Number, Number] = Field((1.0, 1.0, 1.0), strict=False)
+        """The three dimensions' weights in the mean: non-negative, not all 0 (default equal)."""
+        max_new_tokens: PositiveInt = 1024
+        """Tokens the judge may write (1024, the reference's)."""
+
+        @field_validator("weights")
+        @classmethod
+        def _weights(cls, weights: tuple[float, float, float]) -> tuple[float, float, float]:
+            if min(weights) < 0 or sum(weights) <= 0:
+                raise ValueError(f"must be three non-negative numbers, not all 0, got {list(weights)}")
+            return weights
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        judge_options = o = self.options
+        self.soft, self.temperature, weights = o.soft, o.temperature, o.weights
         self.weights = np.asarray(weights, dtype=np.float64) / float(sum(weights))
         self.template = QUERY
-        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
+        self.max_new_tokens = o.max_new_tokens
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
         self.inputs = Inputs(("prompt", "video"), num_frames=self.num_frames)
 

@@ -12,84 +12,79 @@ Two parse rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from ...errors import ConfigError
-from ...shared.options import choice, positive_int
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..models.vlm.common import VLMJudgeMixin, check_prompts, check_template, fill
+from ..models.vlm.common import JudgeOptions, VideoJudgeOptions, VLMJudgeMixin, check_prompts, check_template, fill
 from ..models.vlm.judging import Failure, RegexScore, yes_probability
+from ..options import Number, PositiveInt, RewardOptions, model_validator
 
-_REGEX_KEYS = ("regex", "low", "high", "group")
 
+class RegexRule(RewardOptions):
+    """A ``parse`` rule reading a number with a regular expression, normalised from ``[low, high]`` to [0, 1]."""
 
-def parse_rule(parse: Any, owner: str) -> RegexScore | None:
-    """None for ``yes_no``; a normalising :class:`RegexScore` for a ``{regex, low, high[, group]}`` mapping."""
-    if parse == "yes_no":
-        return None
-    if isinstance(parse, Mapping) and "regex" in parse:
-        unknown = sorted(set(parse) - set(_REGEX_KEYS))
-        if unknown or "low" not in parse or "high" not in parse:
-            raise ConfigError(
-                f"{owner}: parse mapping takes regex, low, high (and group); got {sorted(parse)}", field="kwargs.parse"
-            )
-        try:
-            low, high = float(parse["low"]), float(parse["high"])
-        except (TypeError, ValueError):
-            raise ConfigError(f"{owner}: parse.low and parse.high must be numbers", field="kwargs.parse") from None
-        group = positive_int(parse.get("group", 1), "kwargs.parse.group")
-        return RegexScore(str(parse["regex"]), group=group, low=low, high=high, normalize=True)
-    raise ConfigError(
-        f"{owner}: parse must be 'yes_no' or {{regex: PATTERN, low: L, high: H}}, got {parse!r}", field="kwargs.parse"
-    )
+    regex: str
+    """The pattern; its ``group`` holds the number."""
+    low: Number
+    """The worst score the rubric gives."""
+    high: Number
+    """The best score the rubric gives."""
+    group: PositiveInt = 1
+    """The pattern's group that holds the number."""
+
+    def rule(self) -> RegexScore:
+        return RegexScore(self.regex, group=self.group, low=self.low, high=self.high, normalize=True)
 
 
 class VLMJudge(VLMJudgeMixin, PointwiseReward):
     """A rubric judge on an image: ``template`` (with ``{prompt}``) and a ``parse`` rule (module docstring).
 
-    Inputs: ``image`` and ``prompt``. Range [0, 1]; higher is better. Options: ``template`` (required),
-    ``parse`` (required), ``mode`` / ``yes`` / ``no`` (yes/no rule), ``max_new_tokens`` (regex rule, 256),
-    ``system`` (a system prompt, default the chat template's), and the backend and failure options of
-    :mod:`rewardzoo.rewards.models.vlm.common`. Extras: ``judgement`` (the generated text, regex rule) or
+    Inputs: ``image`` and ``prompt``. Range [0, 1]; higher is better. Options: :class:`Options`, with the backend and
+    failure options of :class:`~rewardzoo.rewards.models.vlm.common.JudgeOptions`. Extras: ``judgement`` (the generated text, regex rule) or
     ``p_yes`` (yes/no rule), ``substituted``, ``failure``.
     """
 
     inputs: Inputs = Inputs(("prompt", "image"))
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        template: str | None = None,
-        parse: Any = None,
-        mode: str = "absolute",
-        yes: str = "Yes",
-        no: str = "No",
-        max_new_tokens: int = 256,
-        system: str | None = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        judge_options = self.judge_options_of(options)
-        if template is None or parse is None:
-            raise ConfigError(
-                f"{self.name}: set kwargs.template (with {{prompt}}) and kwargs.parse ('yes_no' or "
-                "{regex: PATTERN, low: L, high: H})",
-                field="kwargs.template" if template is None else "kwargs.parse",
-            )
-        self.template = check_template(template, self.name)
-        self.rule = parse_rule(parse, self.name)
-        self.mode = choice(mode, "kwargs.mode", ("absolute", "relative"))
-        self.yes, self.no = str(yes), str(no)
-        self.max_new_tokens = positive_int(max_new_tokens, "kwargs.max_new_tokens")
-        if system is not None and not isinstance(system, str):
-            raise ConfigError(
-                f"{self.name}: system must be a string, got {type(system).__name__}", field="kwargs.system"
-            )
-        self.system = system
+    class Options(JudgeOptions):
+        template: str | None = None
+        """Required: the question, with ``{prompt}`` (``<image>`` marks where the media go)."""
+        parse: Literal["yes_no"] | RegexRule | None = None
+        """Required: ``yes_no`` (the probability of ``yes`` at the first answer token) or ``{regex: PATTERN, low: L,
+        high: H[, group: G]}`` (a number read from the generated text)."""
+        mode: Literal["absolute", "relative"] = "absolute"
+        """yes/no rule: ``absolute`` P(yes) over the vocabulary, or ``relative`` P(yes) / (P(yes) + P(no))."""
+        yes: str = "Yes"
+        """yes/no rule: the answer that scores."""
+        no: str = "No"
+        """yes/no rule: the other answer of ``mode: relative``."""
+        max_new_tokens: PositiveInt = 256
+        """Regex rule: tokens the judge may write."""
+        system: str | None = None
+        """A system prompt (default the chat template's)."""
+
+        @model_validator(mode="after")
+        def _required(self) -> VLMJudge.Options:
+            if self.template is None or self.parse is None:
+                raise ConfigError(
+                    "set kwargs.template (with {prompt}) and kwargs.parse ('yes_no' or "
+                    "{regex: PATTERN, low: L, high: H})",
+                    field="kwargs.template" if self.template is None else "kwargs.parse",
+                )
+            return self
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        judge_options = o = self.options
+        self.template = check_template(o.template, self.name)
+        self.rule = None if o.parse == "yes_no" or o.parse is None else o.parse.rule()
+        self.mode, self.yes, self.no = o.mode, o.yes, o.no
+        self.max_new_tokens = o.max_new_tokens
+        self.system = o.system
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
         if self.media == "video":
             self.inputs = Inputs(("prompt", "video"), num_frames=self.num_frames)
@@ -118,3 +113,8 @@ class VideoVLMJudge(VLMJudge):
 
     inputs: Inputs = Inputs(("prompt", "video"), num_frames=8)
     media: str = "video"
+
+    class Options(VLMJudge.Options, VideoJudgeOptions):
+        pass
+
+    options: Options

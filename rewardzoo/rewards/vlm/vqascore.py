@@ -22,13 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from ...errors import ConfigError
 from ...shared.media import to_pil_rgb
-from ...shared.options import choice
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..models.vlm.common import VLMJudgeMixin, check_prompts, check_template, fill
+from ..models.vlm.common import JudgeOptions, VideoJudgeOptions, VLMJudgeMixin, check_prompts, check_template, fill
 from ..models.vlm.judging import Failure, yes_probability
 from ..models.vlm.reward_models import resize_image
 
@@ -44,7 +43,6 @@ TEMPLATES = {"t2v_metrics": VQASCORE_QUESTION}
 IMAGE_MIN_PIXELS = 4 * 28 * 28
 IMAGE_MAX_PIXELS = 16384 * 28 * 28
 VIDEO_MAX_PIXELS = 360 * 420
-PRESETS = (None, "t2v_metrics")
 #: The model types t2v_metrics' Qwen scorer (``qwen2vl_model.py``) loads.
 T2V_METRICS_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl")
 
@@ -52,13 +50,9 @@ T2V_METRICS_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl")
 class VQAScore(VLMJudgeMixin, PointwiseReward):
     """VQAScore of an image: ``P(answer | image, question_template(prompt))`` at the first answer token.
 
-    Inputs: ``image`` and ``prompt``. Range [0, 1]; higher is better. Options: ``preset`` (null, or
-    ``t2v_metrics``: the scores after the checkpoint's generation-config processors and qwen-vl-utils'
-    image resize, local backend only; module docstring), ``question_template`` (``t2v_metrics``, the default:
-    ``'Does this figure show "{prompt}"? Please answer Yes or No.'``, or your own text), ``answer``
-    (``"Yes"``), ``normalize`` (``absolute``: P(Yes) over the vocabulary, the reference; ``relative``:
-    P(Yes) / (P(Yes) + P(No)) with ``negative`` ``"No"``), the backend options of
-    :mod:`rewardzoo.rewards.models.vlm.common` (``max_pixels`` default :data:`IMAGE_MAX_PIXELS`, or
+    Inputs: ``image`` and ``prompt``. Range [0, 1]; higher is better. Options: :class:`Options`, with the backend
+    options of :class:`~rewardzoo.rewards.models.vlm.common.JudgeOptions` (``max_pixels`` default
+    :data:`IMAGE_MAX_PIXELS`, or
     :data:`VIDEO_MAX_PIXELS` per frame for videos, on the local backend). The extra ``p_answer`` is P(answer)
     over the vocabulary.
     """
@@ -68,25 +62,27 @@ class VQAScore(VLMJudgeMixin, PointwiseReward):
     default_model: str | None = "Qwen/Qwen2.5-VL-7B-Instruct"
     default_max_pixels: ClassVar[int] = IMAGE_MAX_PIXELS
 
-    def __init__(
-        self,
-        model_path: str | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        *,
-        preset: str | None = None,
-        question_template: str = "t2v_metrics",
-        answer: str = VQASCORE_ANSWER,
-        negative: str = "No",
-        normalize: str = "absolute",
-        **options: Any,
-    ) -> None:
-        super().__init__(model_path, device, dtype)
-        judge_options = self.judge_options_of(options)
-        if preset not in PRESETS:
-            raise ConfigError(
-                f"{self.name}: kwargs.preset must be null or 't2v_metrics', got {preset!r}", field="kwargs.preset"
-            )
+    class Options(JudgeOptions):
+        preset: Literal["t2v_metrics"] | None = None
+        """null, or ``t2v_metrics``: the scores after the checkpoint's generation-config processors and qwen-vl-utils'
+        image resize (local backend only; module docstring)."""
+        question_template: str = "t2v_metrics"
+        """``t2v_metrics`` (``'Does this figure show "{prompt}"? Please answer Yes or No.'``) or your own text with
+        ``{prompt}``."""
+        answer: str = VQASCORE_ANSWER
+        """The answer whose first-token probability is the score."""
+        negative: str = "No"
+        """The other answer of ``normalize: relative``."""
+        normalize: Literal["absolute", "relative"] = "absolute"
+        """``absolute``: P(answer) over the vocabulary (the reference); ``relative``: P(answer) / (P(answer) +
+        P(negative))."""
+
+    options: Options
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
+        super().__init__(model_path, device, dtype, **options)
+        judge_options = o = self.options
+        preset, question_template = o.preset, o.question_template
         self.preset = preset
         local = judge_options.backend == "transformers"
         if preset is not None and not local:
@@ -95,11 +91,9 @@ class VQAScore(VLMJudgeMixin, PointwiseReward):
                 "backend: transformers (a server's logprobs are not those scores)",
                 field="kwargs.preset",
             )
-        if isinstance(question_template, str):
-            question_template = TEMPLATES.get(question_template, question_template)
+        question_template = TEMPLATES.get(question_template, question_template)
         self.question_template = check_template(question_template, self.name, "kwargs.question_template")
-        self.answer, self.negative = str(answer), str(negative)
-        self.normalize = choice(normalize, "kwargs.normalize", ("absolute", "relative"))
+        self.answer, self.negative, self.normalize = o.answer, o.negative, o.normalize
         self.setup_judge(self.name, judge_options, model_path=model_path, device=device, dtype=dtype)
         model_type = self.backend.backbone.model_type if local else None
         max_pixels = judge_options.max_pixels
@@ -147,6 +141,11 @@ class VideoVQAScore(VQAScore):
 
     inputs: Inputs = Inputs(("prompt", "video"), num_frames=8)
     media: str = "video"
+
+    class Options(VQAScore.Options, VideoJudgeOptions):
+        pass
+
+    options: Options
     default_num_frames: ClassVar[int | None] = 8
     default_fps: ClassVar[float] = 8.0
     default_max_pixels: ClassVar[int] = VIDEO_MAX_PIXELS

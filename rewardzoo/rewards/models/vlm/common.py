@@ -1,31 +1,25 @@
 """What every VLM judge shares: its backend (local transformers or an OpenAI-compatible endpoint), its failure
 policy, its queries built from the converted inputs, and its substitution counter.
 
-Options every judge takes (reward ``kwargs``, read into one :class:`BackendOptions`): ``backend``
-(``transformers`` | ``openai``), ``endpoint`` (the server mapping, see :mod:`rewardzoo.rewards.models.vlm.endpoint`),
-``processor_path``, ``attn_implementation``, ``trust_remote_code``, ``min_pixels`` / ``max_pixels`` (local
-backend; images and video frames), ``on_failure`` (``error`` by default, or ``{substitute: VALUE}``; see
-:mod:`rewardzoo.rewards.models.vlm.judging`); video judges also ``num_frames`` and ``fps``.
+Options every judge takes: :class:`JudgeOptions` (backend, endpoint, local model settings, failure policy); video
+judges :class:`VideoJudgeOptions` (also ``num_frames`` and ``fps``). A judge's ``Options`` subclasses one of them.
 
 A template's ``<image>`` marks where the image goes (:func:`place_media`); without one, media come first.
 """
 
 from __future__ import annotations
 
-import inspect
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ....errors import ConfigError, InputError
 from ....shared.media import to_pil_rgb
-from ....shared.options import known_options, positive_float
-from ....shared.video import check_num_frames
 from ...base import Reward
 from .backbone import Video, VLMQuery
 from .backend import build_backend
 from .judging import Failure, FailurePolicy
+from .options import JudgeOptions, VideoJudgeOptions
 
 #: Where a template places an image: LLaVA's ``DEFAULT_IMAGE_TOKEN`` (with the newline after it, which LLaVA's
 #: prompts and the chat templates of LLaVA-OneVision and SGLang's ``chatml-llava`` emit with each image part).
@@ -76,50 +70,8 @@ def check_prompts(prompt: Sequence[Any], n: int) -> list[str]:
     return list(prompt)
 
 
-@dataclass(frozen=True)
-class BackendOptions:
-    """The backend and failure options of a VLM judge, as its reward ``kwargs`` name them (module docstring):
-    read once from the constructor's ``**options`` (:meth:`of`), checked when the judge builds its backend
-    (:meth:`VLMJudgeMixin.setup_judge`, ConfigError naming the option)."""
-
-    backend: str = "transformers"
-    endpoint: Mapping[str, Any] | None = None
-    processor_path: str | None = None
-    attn_implementation: str | None = None
-    trust_remote_code: bool = False
-    min_pixels: int | None = None
-    max_pixels: int | None = None
-    on_failure: Any = None
-    num_frames: int | None = None
-    fps: float | None = None
-
-    #: What :func:`~rewardzoo.rewards.models.vlm.backend.build_backend` reads; the rest is the judge's own.
-    BACKEND_FIELDS: ClassVar[tuple[str, ...]] = (
-        "backend",
-        "endpoint",
-        "processor_path",
-        "attn_implementation",
-        "trust_remote_code",
-        "min_pixels",
-        "max_pixels",
-    )
-
-    @classmethod
-    def of(cls, owner: type[Any], options: Mapping[str, Any], accepted: Sequence[str]) -> BackendOptions:
-        """The ``options`` given to ``owner``'s constructor besides its own keyword-only ones; ConfigError
-        naming the first that is neither one of them nor ``accepted`` (listing ``owner``'s options, as the
-        loader does for any reward)."""
-        own = [p.name for p in inspect.signature(owner.__init__).parameters.values() if p.kind is p.KEYWORD_ONLY]
-        known_options(owner.__name__, options, [*own, *accepted])
-        return cls(**options)
-
-    def backend_kwargs(self) -> dict[str, Any]:
-        """The backend's share, as ``build_backend`` takes it."""
-        return {name: getattr(self, name) for name in self.BACKEND_FIELDS}
-
-
-#: Every option of :class:`BackendOptions`, the ones a video judge takes.
-ALL_OPTIONS = tuple(f.name for f in fields(BackendOptions))
+#: Every backend, failure and frame option, as a video judge takes them.
+ALL_OPTIONS = tuple(VideoJudgeOptions.model_fields)
 
 
 class VLMJudgeMixin:
@@ -127,23 +79,16 @@ class VLMJudgeMixin:
 
     ``media``: ``"image"`` or ``"video"`` (the class's); video judges take ``num_frames`` (sampled uniformly by
     the video layer; default ``default_num_frames``) and ``fps`` (the rate the sampled frames stand for, given
-    to the model's time positions; default ``default_fps``). ``judge_options``: the :class:`BackendOptions`
-    its constructor takes (all of them, unless a judge has no use for some).
+    to the model's time positions; default ``default_fps``): their options are :class:`VideoJudgeOptions`, an
+    image judge's :class:`JudgeOptions`.
     """
 
     media: str = "image"
     default_model: str | None = None
     default_num_frames: ClassVar[int | None] = 8
     default_fps: ClassVar[float] = 2.0
-    judge_options: ClassVar[tuple[str, ...]] = ALL_OPTIONS
 
-    def judge_options_of(self, options: Mapping[str, Any]) -> BackendOptions:
-        """This judge's constructor ``**options`` read (:meth:`BackendOptions.of`)."""
-        return BackendOptions.of(type(self), options, self.judge_options)
-
-    def setup_judge(
-        self, name: str, options: BackendOptions, *, model_path: str | None, device: str, dtype: str
-    ) -> None:
+    def setup_judge(self, name: str, options: JudgeOptions, *, model_path: str | None, device: str, dtype: str) -> None:
         self.judge_name = name
         self.policy = FailurePolicy.from_option(options.on_failure, owner=name)
         self.backend = build_backend(
@@ -155,11 +100,11 @@ class VLMJudgeMixin:
             **options.backend_kwargs(),
         )
         self.io_bound = self.backend.io_bound  # an endpoint judge overlaps with the local streams
-        num_frames, fps = options.num_frames, options.fps
+        num_frames, fps = getattr(options, "num_frames", None), getattr(options, "fps", None)
         if self.media != "video" and (num_frames is not None or fps is not None):
             raise ConfigError(f"{name}: num_frames and fps apply to video judges only", field="kwargs.num_frames")
-        self.num_frames = check_num_frames(self.default_num_frames if num_frames is None else num_frames)
-        self.fps = positive_float(self.default_fps if fps is None else fps, "kwargs.fps")
+        self.num_frames = self.default_num_frames if num_frames is None else num_frames
+        self.fps = self.default_fps if fps is None else fps
         self._count_lock = threading.Lock()
         self._substitutions = 0
 

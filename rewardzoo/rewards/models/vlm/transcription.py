@@ -14,19 +14,13 @@ nothing).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from ....errors import ConfigError
 from .backbone import VLMQuery
-from .common import ALL_OPTIONS, VLMJudgeMixin
+from .common import VLMJudgeMixin
 from .judging import Failure
-
-#: The system turn verl-omni sends with the OCR question.
-GENRM_OCR_SYSTEM = "You are a helpful assistant."
-#: ``DEFAULT_GRM_PROMPT``: the transcription question.
-GENRM_OCR_QUESTION = (
-    "Please output only the text content from the image without any additional descriptions or formatting."
-)
+from .options import TranscriberOptions
 
 #: verl-omni's ``DEFAULT_SAMPLING_PARAMS``.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_tokens": 4096}
@@ -55,32 +49,14 @@ def check_sampling(sampling: Any, owner: str) -> dict[str, Any]:
 class VLMTranscriber(VLMJudgeMixin):
     """Reads the text of images with a VLM on either backend (module docstring).
 
-    ``transcribe(images) -> [text | Failure]``; ``resolve(outcomes)`` applies the failure policy. Options:
-    ``question`` (default verl-omni's), ``system`` (default verl-omni's), ``sampling`` (module docstring), and the
-    backend and failure options of :mod:`rewardzoo.rewards.models.vlm.common`.
+    ``transcribe(images) -> [text | Failure]``; ``resolve(outcomes)`` applies the failure policy. Built from
+    :class:`TranscriberOptions`.
     """
 
-    judge_options: ClassVar[tuple[str, ...]] = tuple(o for o in ALL_OPTIONS if o not in ("num_frames", "fps"))
-
-    def __init__(
-        self,
-        name: str,
-        model_path: str | None,
-        device: str,
-        dtype: str,
-        *,
-        question: str = GENRM_OCR_QUESTION,
-        system: str | None = GENRM_OCR_SYSTEM,
-        sampling: Mapping[str, Any] | None = None,
-        **options: Any,
-    ) -> None:
-        judge_options = self.judge_options_of(options)
-        for field, value in (("question", question), ("system", system)):
-            if not isinstance(value, str) and not (field == "system" and value is None):
-                raise ConfigError(f"{name}: {field} must be a string, got {value!r}", field=f"kwargs.{field}")
-        self.question, self.system = question, system
-        self.request = check_sampling(sampling, name)
-        self.setup_judge(name, judge_options, model_path=model_path, device=device, dtype=dtype)
+    def __init__(self, name: str, model_path: str | None, device: str, dtype: str, options: TranscriberOptions) -> None:
+        self.question, self.system = options.question, options.system
+        self.request = check_sampling(options.sampling, name)
+        self.setup_judge(name, options, model_path=model_path, device=device, dtype=dtype)
 
     def transcribe(self, images: Sequence[Any]) -> list[str | Failure]:
         """The text the model reads in each image (image first, then the question), or a Failure."""
@@ -92,4 +68,4 @@ class VLMTranscriber(VLMJudgeMixin):
         ]
 
 
-__all__ = ["SAMPLING", "SAMPLING_KEYS", "VLMTranscriber", "check_sampling"]
+__all__ = ["SAMPLING", "SAMPLING_KEYS", "TranscriberOptions", "VLMTranscriber", "check_sampling"]
