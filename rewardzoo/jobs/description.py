@@ -76,6 +76,7 @@ class ServeJob:
     max_queue: int = 4096
     max_request_mb: float = 64.0
     max_connections: int = 256
+    max_receiving_mb: float = 256.0
     max_decoded_mb: float = 1024.0
     idle_timeout_s: float = 5.0
     header_timeout_s: float = 10.0

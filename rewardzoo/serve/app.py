@@ -13,9 +13,13 @@ Endpoints (the wire format is :mod:`rewardzoo.transport.wire`):
 With a token every endpoint except ``/health`` and ``/ready`` needs ``Authorization: Bearer <token>``
 (compared in constant time). Refusals are 4xx with ``{"error": {"kind", "message", "limit"}}``: 400
 malformed, 401/403 auth, 413 a limit, 415 a body that is not MessagePack or JSON, 422 a sample the rewards
-cannot take; 503 with Retry-After while loading, when the queue is full, when ``max_in_flight`` score requests
-are in flight, when the decoded-media budget (:mod:`~rewardzoo.serve.memory`) has no room within its wait, or
-while draining; 500 when a reward fails. ``/health`` and ``/ready`` are never refused for load.
+cannot take; 503 with Retry-After while loading, when the queue is full, when the bodies being received are at
+``max_receiving_bytes``, when ``max_in_flight`` score requests are in flight (counted once a body has arrived),
+when the memory budget (:mod:`~rewardzoo.serve.memory`) has no room within its wait, or while draining; 500 when a
+reward fails. ``/health`` and ``/ready`` are never refused for load.
+
+A score request's memory is admitted before it is held: its body's parse from the body's size, then its media's
+decoding and conversion from their headers (every limit checked by a dry decode first), and released once answered.
 
 The checks are middleware (:mod:`~rewardzoo.serve.middleware`), listed per route below; the refusals and
 errors are answered by exception handlers (:mod:`~rewardzoo.serve.refusals`); the handlers only score.
@@ -37,12 +41,32 @@ from starlette.routing import Route
 
 from ..errors import InputError
 from ..spec.sample import Sample, samples_of
-from ..transport.wire import JSON, MSGPACK, WireError, WireLimits, decode_request_map, decoded_bytes, dumps, loads
+from ..transport.wire import (
+    JSON,
+    MSGPACK,
+    WireError,
+    WireLimits,
+    decode_request_map,
+    decoded_bytes,
+    dumps,
+    loads,
+    parse_bytes,
+)
 from .batching import Batcher
 from .drain import Drain
-from .memory import ConversionCost, DecodeBudget
+from .memory import ConversionCost, MemoryBudget, Reservation
 from .metrics import Metrics
-from .middleware import Admitted, Authenticated, BodyLimit, Counted, Ready, WireFormat
+from .middleware import (
+    Admitted,
+    Authenticated,
+    BodyLimit,
+    Counted,
+    Ready,
+    Received,
+    ReceivedBody,
+    ReceptionBudget,
+    WireFormat,
+)
 from .options import ServeOptions
 from .refusals import exception_handlers
 from .service import RewardService, openrlhf_answer, openrlhf_samples
@@ -74,9 +98,11 @@ def build_app(
     metrics.ready = int(service.ready)
     authenticated = [Middleware(Authenticated, token=options.token)] if options.token is not None else []
     ready = [Middleware(Ready, service=service)]
-    admitted = [
-        Middleware(Admitted, drain=drain, max_in_flight=options.max_in_flight),
+    reception = ReceptionBudget(options.max_receiving_bytes)
+    admitted = [  # the body first, whole: a slow sender holds no in-flight place
         Middleware(BodyLimit, limits=service.limits),
+        Middleware(Received, budget=reception),
+        Middleware(Admitted, drain=drain, max_in_flight=options.max_in_flight),
     ]
     routes = [
         Route("/health", health),
@@ -95,8 +121,9 @@ def build_app(
         lifespan=_lifespan,
     )
     app.state.service, app.state.metrics, app.state.batcher, app.state.drain = service, metrics, batcher, drain
-    app.state.decode_budget, app.state.decoders = (
-        DecodeBudget(options.max_decoded_bytes, options.decode_wait_s),
+    app.state.memory, app.state.reception, app.state.decoders = (
+        MemoryBudget(options.max_decoded_bytes, options.decode_wait_s),
+        reception,
         Decoders(options.decode_threads),
     )
     app.state.on_load_error = on_load_error
@@ -144,14 +171,29 @@ async def metrics_text(request: Request) -> Response:
 async def score(request: Request) -> Response:
     state, fmt = request.app.state, request.state.fmt
     limits = state.service.limits
-    data = await state.decoders.run(loads, await _body(request), fmt, limits)
-    async with state.decode_budget.hold(decoded_bytes(data, limits) + _conversion(state).bytes(data)):
+    async with state.memory.reserve() as held:
+        data = await _parsed(request, held, fmt)
+        await state.decoders.run(_check, state.service, data, limits)  # every limit, from the headers
+        await held.grow(decoded_bytes(data, limits) + _conversion(state).bytes(data), "the request's media")
         key, samples = await state.decoders.run(_decode, state.service, data, limits)
         del data
-        answer = await state.batcher.submit(key, samples)
-        request.state.samples = len(samples)
-        del samples
+        try:
+            answer = await state.batcher.submit(key, samples)
+            request.state.samples = len(samples)
+        finally:
+            samples.clear()  # its media freed now, although the batcher may keep its last batch while idle
     return Response(dumps(answer, fmt), media_type=MSGPACK if fmt == "msgpack" else JSON)
+
+
+async def _parsed(request: Request, held: Reservation, fmt: str) -> Any:
+    """The request's body parsed, once the memory budget (``held``) has room for the body and what
+    parsing it builds; from then the body counts there, not in the reception budget, and is dropped once parsed."""
+    state, body = request.app.state, request.state.body
+    if not isinstance(body, ReceivedBody):  # the route's Received middleware reads it
+        raise TypeError("the request body was not received by the Received middleware")
+    await held.grow(parse_bytes(len(body.data), fmt, state.service.limits), "the request's body")
+    body.release()
+    return await state.decoders.run(loads, body.take(), fmt, state.service.limits)
 
 
 def _conversion(state: Any) -> ConversionCost:
@@ -164,17 +206,17 @@ def _conversion(state: Any) -> ConversionCost:
 
 async def get_reward(request: Request) -> Response:
     """OpenRLHF's remote reward model protocol (``--reward.remote_url``), see ``service.openrlhf_samples``."""
-    state, body = request.app.state, await _body(request)
-    limits = state.service.limits
-    samples = await state.decoders.run(lambda: openrlhf_samples(loads(body, "json", limits), limits))
-    answer = openrlhf_answer(await state.batcher.submit(state.service.names, samples))
-    request.state.samples = len(samples)
+    state = request.app.state
+    async with state.memory.reserve() as held:
+        data = await _parsed(request, held, "json")
+        samples = await state.decoders.run(openrlhf_samples, data, state.service.limits)
+        del data
+        try:
+            answer = openrlhf_answer(await state.batcher.submit(state.service.names, samples))
+            request.state.samples = len(samples)
+        finally:
+            samples.clear()
     return Response(dumps(answer, "json"), media_type=JSON)
-
-
-async def _body(request: Request) -> bytes:
-    """The body, not cached on the request (the handler drops it once decoded); its size is BodyLimit's."""
-    return b"".join([chunk async for chunk in request.stream()])
 
 
 @contextlib.asynccontextmanager
@@ -195,6 +237,11 @@ def _load(app: Starlette) -> None:
         log.error("rewardzoo serve: loading the rewards failed: %s", exc)
         if app.state.on_load_error is not None:
             app.state.on_load_error(exc)
+
+
+def _check(service: RewardService, data: object, limits: WireLimits) -> None:
+    """Every limit decoding would check, from the PNG headers and raw shapes alone (nothing decoded)."""
+    service.key(decode_request_map(data, limits, dry=True).rewards)
 
 
 def _decode(service: RewardService, data: object, limits: WireLimits) -> tuple[tuple[str, ...], list[Sample]]:

@@ -1,13 +1,21 @@
-"""The server's budget of decoded media: bytes that requests' decoded media may hold at once, across requests.
+"""The server's memory budget: bytes that requests may hold at once, across requests (``max_decoded_bytes``).
 
-A PNG of 4096x4096 black pixels is 50 kB on the wire and 48 MB decoded; without a bound across requests a few
-clients multiply the server's memory. Each score request reserves what its media will hold before any is decoded
-and gives it back once answered: what decoding its PNGs holds (from their headers,
-:func:`~rewardzoo.transport.wire.decoded_bytes`) plus what converting every image, frame and clip to the served
-rewards' forms allocates (:class:`ConversionCost`: a reward that wants float images holds 12 bytes per pixel, 4x
-the decoded 8-bit image). One that cannot get its share within ``wait_s`` is refused with 503 and Retry-After, one
-larger than the whole budget with 413. Waiters are served in arrival order, so a large request is not starved by
-small ones.
+A PNG of 4096x4096 black pixels is 50 kB on the wire and 64 MB decoded; a MessagePack body of empty maps costs
+~60x its bytes once parsed. Without a bound across requests a few clients multiply the server's memory. Each
+request reserves (:meth:`MemoryBudget.reserve`) what it will hold before it holds it, in two steps, and gives it all
+back once answered:
+
+1. before its body is parsed: the body and what parsing it builds, from its size alone
+   (:func:`~rewardzoo.transport.wire.parse_bytes`: the body's copies and a stated cost per container and item);
+2. before any medium is decoded: what decoding its PNGs holds (from their headers,
+   :func:`~rewardzoo.transport.wire.decoded_bytes`) plus what converting every image, frame and clip to the served
+   rewards' forms allocates (:class:`ConversionCost`: a reward that wants float images holds 12 bytes per pixel, 3x
+   the decoded PIL image).
+
+A step that cannot get its share within ``wait_s`` is refused with 503 and Retry-After, a request larger than the
+whole budget with 413 (before anything it asked for is decoded). Waiters are served in arrival order, so a large
+request is not starved by small ones. When the budget falls idle the freed heap goes back to the OS
+(:func:`~rewardzoo.core.residency.release_heap`): glibc keeps what decoding threads freed in their arenas otherwise.
 """
 
 from __future__ import annotations
@@ -139,37 +147,63 @@ class DecodeBusy(Exception):
     def __init__(self, needed: int, limit: int, retry_after: float = 1.0):
         self.retry_after = retry_after
         super().__init__(
-            f"the server's decoded media budget (max_decoded_bytes={limit}) is in use; this request "
+            f"the server's memory budget (max_decoded_bytes={limit}) is in use; this request "
             f"needs {needed} bytes; retry in {retry_after:g} s"
         )
 
 
-class DecodeBudget:
-    """``async with budget.hold(n):`` — ``n`` bytes of the ``limit`` (None: unbounded) for the block's duration.
-    Used from one event loop."""
+class Reservation:
+    """What one request holds of a :class:`MemoryBudget`: :meth:`grow` it before each allocation step."""
+
+    def __init__(self, budget: MemoryBudget) -> None:
+        self.budget, self.bytes = budget, 0
+
+    async def grow(self, n: int, what: str = "the request") -> None:
+        """``n`` bytes more, waiting in turn; DecodeBusy (503) past the wait, WireError 413 when the request would
+        hold more than the whole budget."""
+        await self.budget._acquire(n, held=self.bytes, what=what)
+        self.bytes += n
+
+
+class MemoryBudget:
+    """``async with budget.reserve() as held: await held.grow(n)`` — bytes of the ``limit`` (None: unbounded) until
+    the block ends; ``async with budget.hold(n):`` for one step. Used from one event loop."""
+
+    #: A release that leaves the budget idle hands the freed heap back to the OS after this delay (when still idle):
+    #: the request's last objects (its answer's batch) are freed by then.
+    TRIM_AFTER_S = 0.2
 
     def __init__(self, limit: int | None, wait_s: float = 5.0) -> None:
         self.limit, self.wait_s = limit, wait_s
         self.used = 0
         self.peak = 0
+        self.trims = 0
         self._waiters: collections.deque[tuple[int, asyncio.Future]] = collections.deque()
+        self._trim: asyncio.TimerHandle | None = None
+
+    @contextlib.asynccontextmanager
+    async def reserve(self) -> AsyncIterator[Reservation]:
+        held = Reservation(self)
+        try:
+            yield held
+        finally:
+            self._release(held.bytes)
 
     @contextlib.asynccontextmanager
     async def hold(self, n: int) -> AsyncIterator[None]:
-        await self._acquire(n)
-        try:
+        async with self.reserve() as held:
+            await held.grow(n)
             yield
-        finally:
-            self._release(n)
 
-    async def _acquire(self, n: int) -> None:
+    async def _acquire(self, n: int, held: int = 0, what: str = "the request") -> None:
         if self.limit is None or n == 0:
             self._take(n)
             return
-        if n > self.limit:
+        if held + n > self.limit:
             raise WireError(
-                f"the request's media need {n} bytes decoded and converted to the rewards' forms, over the "
-                f"server's limit max_decoded_bytes={self.limit}; send fewer or smaller media per request",
+                f"{what} needs {held + n} bytes (its body parsed, its media decoded and converted to the rewards' "
+                f"forms), over the server's limit max_decoded_bytes={self.limit}; send fewer or smaller media "
+                "per request",
                 status=413,
                 kind="limit",
                 limit="max_decoded_bytes",
@@ -203,6 +237,18 @@ class DecodeBudget:
     def _release(self, n: int) -> None:
         self.used -= n
         self._wake()
+        if n and self.used == 0 and self._trim is None:
+            with contextlib.suppress(RuntimeError):  # no running loop (closing): nothing to schedule
+                self._trim = asyncio.get_running_loop().call_later(self.TRIM_AFTER_S, self._release_heap)
+
+    def _release_heap(self) -> None:
+        """Idle since the release: the freed heap back to the OS, on a thread (a trim of GBs takes milliseconds)."""
+        self._trim = None
+        if self.used == 0:
+            from ..core.residency import release_heap
+
+            self.trims += 1
+            asyncio.get_running_loop().run_in_executor(None, release_heap)
 
     def _wake(self) -> None:
         if self.limit is None:  # unbounded: nobody waits
@@ -212,3 +258,7 @@ class DecodeBudget:
             if not future.done():
                 self._take(n)
                 future.set_result(None)
+
+
+#: The name the server used before the budget counted parsed bodies too.
+DecodeBudget = MemoryBudget

@@ -4,7 +4,12 @@ passes which, in order. A check that fails raises a :class:`~rewardzoo.serve.ref
 
 - :class:`Counted` (the whole app) — each answered request in the metrics, and a bug's 500;
 - :class:`Authenticated` — the bearer token; :class:`WireFormat` — MessagePack or JSON; :class:`Ready` — the
-  models are loaded; :class:`Admitted` — the in-flight count and the drain; :class:`BodyLimit` — the body's size.
+  models are loaded; :class:`BodyLimit` — the body's size; :class:`Received` — the whole body, read within the
+  bytes being received across requests (:class:`ReceptionBudget`) before anything else is held;
+  :class:`Admitted` — the in-flight count and the drain, for requests whose body has arrived.
+
+A slow sender therefore holds its connection and the bytes it has sent, never an in-flight place: the protocol's
+body deadline (total from the headers, :func:`~rewardzoo.serve.uvicorn_server.guarded_protocol`) closes it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import logging
 import time
 
 from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..transport.wire import WireError, WireLimits, format_of
@@ -109,7 +115,8 @@ class Ready:
 
 class Admitted:
     """A score request's place, counted by the drain until its answer is sent: 503 with Retry-After past
-    ``max_in_flight`` requests in flight (reading, decoding, queued or scored), or once the drain has begun."""
+    ``max_in_flight`` requests in flight (decoding, queued or scored: taken once the body has arrived,
+    :class:`Received`), or once the drain has begun."""
 
     def __init__(self, app: ASGIApp, drain: Drain, max_in_flight: int) -> None:
         self.app, self.drain, self.max_in_flight = app, drain, max_in_flight
@@ -168,3 +175,83 @@ class BodyLimit:
             return message  # the client went away: the reader raises ClientDisconnect
 
         await self.app(scope, bounded, send)
+
+
+class ReceptionBudget:
+    """Bytes of request bodies being received at once, across requests (``limit``; None: no bound). Counts what has
+    arrived, not what a Content-Length promises: a slow sender holds only the bytes it has sent, so many of them
+    cannot lock out a client whose body arrives at once."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit, self.used = limit, 0
+
+    def take(self, n: int) -> None:
+        """``n`` more bytes arrived; a :class:`Refusal` 503 (connection closed) when they would go past the limit."""
+        if self.limit is not None and self.used + n > self.limit:
+            raise Refusal(
+                503,
+                "overloaded",
+                f"the server is receiving {self.used} bytes of request bodies (its limit max_receiving_bytes="
+                f"{self.limit}); retry later",
+                limit="max_receiving_bytes",
+                headers={"Retry-After": "1", "Connection": "close"},
+            )
+        self.used += n
+
+    def give(self, n: int) -> None:
+        self.used -= n
+
+
+class ReceivedBody:
+    """A request's body as it arrives (a ``bytearray``, grown in place) and its share of the reception budget, held
+    until :meth:`release` (the handler releases it once its memory budget counts the body instead)."""
+
+    def __init__(self, budget: ReceptionBudget) -> None:
+        self.data, self.budget, self.held = bytearray(), budget, 0
+
+    def add(self, chunk: bytes) -> None:
+        self.budget.take(len(chunk))
+        self.held += len(chunk)
+        self.data += chunk
+
+    def release(self) -> None:
+        self.budget.give(self.held)
+        self.held = 0
+
+    def take(self) -> bytearray:
+        """The body, handed over (this object keeps none of it)."""
+        data, self.data = self.data, bytearray()
+        return data
+
+
+class Received:
+    """Reads the whole body (through :class:`BodyLimit`, outside it) before the route's next middleware runs, into
+    ``state.body`` (a :class:`ReceivedBody`); the app downstream receives an empty body. A client that goes away
+    first is a ClientDisconnect (499)."""
+
+    def __init__(self, app: ASGIApp, budget: ReceptionBudget) -> None:
+        self.app, self.budget = app, budget
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = ReceivedBody(self.budget)
+        try:
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] != "http.request":
+                    raise ClientDisconnect()
+                body.add(message.get("body", b""))
+                more = message.get("more_body", False)
+            scope.setdefault("state", {})["body"] = body
+            replayed = False
+
+            async def rest() -> Message:
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": b"", "more_body": False}
+                return await receive()
+
+            await self.app(scope, rest, send)
+        finally:
+            body.release()

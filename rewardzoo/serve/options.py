@@ -10,15 +10,18 @@ from dataclasses import dataclass, field
 class ServeOptions:
     """Batching and queue of a server; ``token``: the bearer token clients must send (None: none).
     ``max_in_flight``: score requests at once (reading, decoding, queued or scored) before new ones get 503
-    (``/health`` and ``/ready`` are never refused); ``max_decoded_bytes``: decoded media held at once across
-    requests (a request waits up to ``decode_wait_s`` for its share, then gets 503; None: no bound);
-    ``decode_threads``: requests parsed and decoded at once.
+    (``/health`` and ``/ready`` are never refused; a request counts once its body has arrived);
+    ``max_receiving_bytes``: bytes of bodies being received at once across requests (past it a request gets 503 at
+    once; None: no bound); ``max_decoded_bytes``: memory requests hold at once across requests — parsed bodies,
+    decoded media and their conversion to the rewards' forms (a request waits up to ``decode_wait_s`` for its
+    share, then gets 503; None: no bound); ``decode_threads``: requests parsed and decoded at once.
     The request limits are the service's :class:`~rewardzoo.transport.wire.WireLimits`."""
 
     max_batch: int = 64
     max_wait_ms: float = 5.0
     max_queue: int = 4096
     max_in_flight: int = 256
+    max_receiving_bytes: int | None = 256 * 2**20
     max_decoded_bytes: int | None = 2**30
     decode_wait_s: float = 5.0
     decode_threads: int = 4

@@ -38,16 +38,22 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--max-connections",
         type=int,
         default=d.max_connections,
-        help="score requests at once (reading, decoding, queued or scored) before new ones get 503; "
-        "with the timeouts below this bounds the bodies held in memory (/health and /ready are "
-        "never refused)",
+        help="score requests at once (decoding, queued or scored; counted once the body has arrived) before new "
+        "ones get 503 (/health and /ready are never refused)",
+    )
+    p.add_argument(
+        "--max-receiving-mb",
+        type=float,
+        default=d.max_receiving_mb,
+        help="request bodies (MiB) being received at once across requests; past it a request gets 503 at once",
     )
     p.add_argument(
         "--max-decoded-mb",
         type=float,
         default=d.max_decoded_mb,
-        help="decoded media (MiB) held at once across requests; a request waits briefly for its share, "
-        "then gets 503 + Retry-After",
+        help="memory (MiB) requests hold at once across requests: parsed bodies, decoded media and their "
+        "conversion to the rewards' forms; a request waits briefly for its share, then gets 503 + Retry-After "
+        "(413 when it alone needs more)",
     )
     p.add_argument(
         "--idle-timeout-s",
@@ -65,7 +71,8 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--body-timeout-s",
         type=float,
         default=d.body_timeout_s,
-        help="a request's body must arrive within this many seconds of its headers (else 408)",
+        help="a request's whole body must arrive within this many seconds of its headers, however it is "
+        "sent (else 408)",
     )
     p.add_argument("--ssl-keyfile", help="TLS private key (PEM): serve https")
     p.add_argument("--ssl-certfile", help="TLS certificate chain (PEM), with --ssl-keyfile")
@@ -113,6 +120,7 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
         "max_request_mb",
         "max_audio_seconds",
         "drain_timeout_s",
+        "max_receiving_mb",
         "max_decoded_mb",
         "idle_timeout_s",
         "header_timeout_s",
@@ -141,6 +149,7 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
         max_wait_ms=job.max_wait_ms,
         max_queue=job.max_queue,
         max_in_flight=job.max_connections,
+        max_receiving_bytes=int(job.max_receiving_mb * 2**20),
         max_decoded_bytes=int(job.max_decoded_mb * 2**20),
         token=token_from_env(job.token_env),
     ), limits

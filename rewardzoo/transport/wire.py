@@ -170,9 +170,27 @@ ITEMS_PER_SAMPLE = 64
 BASE_ITEMS = 4096
 
 
+#: An upper bound of the Python objects one counted container or item costs once parsed, besides the bytes of its
+#: strings: a small dict is 64-232 bytes, a list 56 + 8 per item, a key or short string 49 + its length, a float 24,
+#: an int 28-36, and a dict slot ~40 amortised; a map of one pair (2 counted) is ~300 bytes in all.
+BYTES_PER_ITEM = 256
+#: Copies of a body's bytes alive while it is parsed: the body and the strings and bytes built from it (MessagePack);
+#: JSON adds its decoded text (at most the body's bytes: UTF-8 is never shorter than CPython's str of it, per
+#: character) or, before it, the body with its strings cut out (:func:`loads` counts the items there).
+PARSE_COPIES = {"msgpack": 2, "json": 3}
+
+
 def item_budget(limits: WireLimits) -> int | None:
     """How many containers and items a body under ``limits`` may hold (None: unbounded, no ``max_samples``)."""
     return None if limits.max_samples is None else BASE_ITEMS + ITEMS_PER_SAMPLE * limits.max_samples
+
+
+def parse_bytes(size: int, fmt: str, limits: WireLimits = WireLimits()) -> int:
+    """An upper bound of the memory a body of ``size`` bytes holds while :func:`loads` parses it and after: the
+    body's copies (:data:`PARSE_COPIES`) and :data:`BYTES_PER_ITEM` for each container and item it may hold
+    (:func:`item_budget`; without one, one per body byte)."""
+    items = item_budget(limits)
+    return PARSE_COPIES.get(fmt, 3) * size + BYTES_PER_ITEM * (size + 1 if items is None else min(items, size + 1))
 
 
 class _Items:
@@ -210,7 +228,7 @@ def _too_many(budget: int | None, limits: WireLimits) -> WireError:
     )
 
 
-def loads(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> Any:
+def loads(body: bytes | bytearray, fmt: str, limits: WireLimits = WireLimits()) -> Any:
     """Parse a body; no extension types, no code, sizes bounded by ``limits`` (the body's bytes, and while it is
     parsed the containers and items it may hold, :func:`item_budget`). WireError 400 when malformed."""
     limits.over("max_request_bytes", len(body), f"the request body ({len(body)} bytes)")
@@ -243,7 +261,7 @@ def loads(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> Any:
             if budget is not None and "exceeds max_" in str(exc):  # one container longer than the budget
                 raise _too_many(budget, limits) from None
             raise WireError(f"the body is not valid MessagePack: {type(exc).__name__}: {exc}"[:300]) from None
-    if budget is not None and body.count(b"[") + body.count(b"{") > budget:  # counted before any is built
+    if budget is not None and _json_items(body, budget) > budget:  # counted before any is built
         raise _too_many(budget, limits)
     try:
         return json.loads(body.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=items.map)
@@ -253,6 +271,32 @@ def loads(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> Any:
         raise WireError("the JSON body nests too deeply") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise WireError(f"the body is not valid JSON: {exc}"[:300]) from None
+
+
+def _json_items(body: bytes | bytearray, stop: int | None = None) -> int:
+    """An upper bound of the containers and items of a JSON body, as the MessagePack hooks count them (a container
+    and each of its items): outside its strings, two per bracket and one per comma. Linear and vectorised, 64 kB
+    at a time (a few arrays of that length, no copy of the body): a quote preceded by an odd run of
+    backslashes is escaped, every other one opens or closes a string, and the parity of those before a byte says
+    whether it is inside one. Counting ends early once past ``stop``."""
+    data = np.frombuffer(body, np.uint8)
+    count, inside, run, step = 1, False, 0, 2**16  # run: backslashes ending the previous part
+    for start in range(0, len(data), step):
+        part = data[start : start + step]
+        at = np.arange(len(part), dtype=np.int32)
+        backslash = part == ord("\\")
+        last = np.maximum.accumulate(np.where(backslash, -1, at))  # the last byte at or before i that is not one
+        ending = at - last + np.where(last < 0, run, 0)  # backslashes ending at i (a run may start in a part before)
+        before = np.concatenate(([run], ending[:-1]))
+        quote = (part == ord('"')) & (before % 2 == 0)
+        odd = np.logical_xor.accumulate(quote)  # an odd number of string quotes so far in this part
+        outside = odd if inside else ~odd
+        brackets = (part == ord("[")) | (part == ord("{"))
+        count += 2 * int(np.count_nonzero(brackets & outside)) + int(np.count_nonzero((part == ord(",")) & outside))
+        inside, run = not bool(outside[-1]), int(ending[-1])
+        if stop is not None and count > stop:
+            break
+    return count
 
 
 class _NoExt(Exception):
@@ -425,8 +469,12 @@ def decode_request(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> 
     return decode_request_map(loads(body, fmt, limits), limits)
 
 
-def decode_request_map(data: Any, limits: WireLimits = WireLimits()) -> ScoreRequest:
-    """Check an already parsed score request map (a worker's, whose frame is parsed with its other keys)."""
+def decode_request_map(data: Any, limits: WireLimits = WireLimits(), *, dry: bool = False) -> ScoreRequest:
+    """Check an already parsed score request map (a worker's, whose frame is parsed with its other keys).
+
+    ``dry``: check every limit that decoding checks, from the PNG headers and the raw shapes alone, and decode
+    nothing (media come back as None): the same WireError, naming the limit, field and sample, before a single
+    image is decoded (the server checks a request so before admitting its memory)."""
     if not isinstance(data, dict):
         raise WireError("the body must be a map with 'protocol' and 'samples'", kind="protocol")
     check_protocol(data)
@@ -448,7 +496,7 @@ def decode_request_map(data: Any, limits: WireLimits = WireLimits()) -> ScoreReq
     out = []
     for i, raw in enumerate(samples):
         try:
-            out.append(decode_sample(raw, limits, budget))
+            out.append(decode_sample(raw, limits, budget, dry=dry))
         except InputError as exc:
             raise (exc if isinstance(exc, WireError) else WireError(exc.message, field=exc.field)).located(
                 sample=i
@@ -456,11 +504,16 @@ def decode_request_map(data: Any, limits: WireLimits = WireLimits()) -> ScoreReq
     return ScoreRequest(rewards, out)
 
 
+#: Bytes a decoded PNG pixel holds: Pillow keeps an RGB image in 4-byte pixels (RGBX), not 3.
+PIL_RGB_BYTES = 4
+
+
 def decoded_bytes(data: Any, limits: WireLimits = WireLimits()) -> int:
     """An upper bound of the memory decoding a parsed request map's PNGs will hold, from their headers alone:
-    3 bytes per pixel kept (RGB) plus 4 per pixel of the largest one (its decoded mode, before conversion).
-    Raw arrays are views over the received bytes (0). Malformed parts and images over ``limits`` count 0, and
-    the total at most what ``max_request_pixels`` allows: decoding refuses those before holding them."""
+    :data:`PIL_RGB_BYTES` per pixel kept (an RGB PIL image) plus 4 per pixel of the largest one (its decoded mode,
+    before conversion). Raw arrays are views over the received bytes (0). Malformed parts and images over
+    ``limits`` count 0, and the total at most what ``max_request_pixels`` allows: a dry
+    :func:`decode_request_map` refuses those from the same headers before anything is decoded."""
     sizes: list[int] = []
 
     def image(obj: Any) -> None:
@@ -487,7 +540,7 @@ def decoded_bytes(data: Any, limits: WireLimits = WireLimits()) -> int:
         for obj in images:
             image(obj)
     total = sum(sizes) if limits.max_request_pixels is None else min(sum(sizes), limits.max_request_pixels)
-    return 3 * total + 4 * max(sizes, default=0)
+    return PIL_RGB_BYTES * total + 4 * max(sizes, default=0)
 
 
 def check_protocol(data: Mapping[str, Any]) -> None:
@@ -513,7 +566,10 @@ class _PixelBudget:
         )
 
 
-def decode_sample(raw: Any, limits: WireLimits = WireLimits(), budget: _PixelBudget | None = None) -> dict[str, Any]:
+def decode_sample(
+    raw: Any, limits: WireLimits = WireLimits(), budget: _PixelBudget | None = None, *, dry: bool = False
+) -> dict[str, Any]:
+    """One wire sample -> a mapping of ``Sample`` fields (``dry``: checked only, media None)."""
     if not isinstance(raw, dict):
         raise WireError(f"a sample is a map of fields, got {type(raw).__name__}")
     budget = budget or _PixelBudget(limits)
@@ -532,15 +588,15 @@ def decode_sample(raw: Any, limits: WireLimits = WireLimits(), budget: _PixelBud
                 raise WireError(f"must be a map or a JSON string, got {type(value).__name__}", field=key)
             out[key] = value if isinstance(value, str) else json.dumps(value)
         elif key == "image":
-            out[key] = decode_image(value, limits, budget, key)
+            out[key] = decode_image(value, limits, budget, key, dry=dry)
         elif key == "condition_images":
-            out[key] = [decode_image(v, limits, budget, key) for v in _listed(value, key)]
+            out[key] = [decode_image(v, limits, budget, key, dry=dry) for v in _listed(value, key)]
         elif key == "video":
-            out[key] = decode_video(value, limits, budget, key)
+            out[key] = decode_video(value, limits, budget, key, dry=dry)
         elif key == "condition_videos":
-            out[key] = [decode_video(v, limits, budget, key) for v in _listed(value, key)]
+            out[key] = [decode_video(v, limits, budget, key, dry=dry) for v in _listed(value, key)]
         elif key in ("audio", "condition_audio"):
-            out[key], out[f"{key}_sample_rate"] = decode_audio(value, limits, key)
+            out[key], out[f"{key}_sample_rate"] = decode_audio(value, limits, key, dry=dry)
         else:
             raise WireError(f"unknown field; fields: {', '.join(SAMPLE_FIELDS)}", field=str(key)[:40])
     return out
@@ -601,9 +657,14 @@ def png_size(data: bytes | memoryview) -> tuple[int, int]:
 
 
 def decode_image(
-    obj: Any, limits: WireLimits = WireLimits(), budget: _PixelBudget | None = None, key: str = "image"
+    obj: Any,
+    limits: WireLimits = WireLimits(),
+    budget: _PixelBudget | None = None,
+    key: str = "image",
+    *,
+    dry: bool = False,
 ) -> Any:
-    """A wire image -> an RGB PIL image (PNG) or a uint8 array (raw)."""
+    """A wire image -> an RGB PIL image (PNG) or a uint8 array (raw); ``dry``: checked from its header, None."""
     budget = budget or _PixelBudget(limits)
     if not isinstance(obj, dict):
         raise WireError(f"an image is a map with 'format' and 'data', got {type(obj).__name__}", field=key)
@@ -617,6 +678,8 @@ def decode_image(
         if width == 0 or height == 0:
             raise WireError(f"the PNG header says {width}x{height}: an empty image", field=key)
         budget.take(width * height, f"the PNG image ({width}x{height} = {width * height} pixels, from its header)", key)
+        if dry:
+            return None
         from PIL import Image
 
         try:
@@ -632,12 +695,17 @@ def decode_image(
         if len(shape) == 3 and shape[2] not in (1, 3, 4):
             raise WireError(f"a raw image is [H, W] or [H, W, C] with C in 1, 3, 4; got {list(shape)}", field=key)
         budget.take(shape[0] * shape[1], f"the raw image ({shape[1]}x{shape[0]} pixels)", key)
-        return _raw(obj, key, np.dtype(np.uint8), shape)
+        return None if dry else _raw(obj, key, np.dtype(np.uint8), shape)
     raise WireError(f"image format {fmt!r} is not supported; use 'png' or 'raw'", field=key)
 
 
 def decode_video(
-    obj: Any, limits: WireLimits = WireLimits(), budget: _PixelBudget | None = None, key: str = "video"
+    obj: Any,
+    limits: WireLimits = WireLimits(),
+    budget: _PixelBudget | None = None,
+    key: str = "video",
+    *,
+    dry: bool = False,
 ) -> Any:
     """A wire video -> a list of frames (``frames``) or a uint8 array (T, H, W, C) (raw)."""
     budget = budget or _PixelBudget(limits)
@@ -648,7 +716,7 @@ def decode_video(
         if not frames:
             raise WireError("the video has no frames", field=key)
         limits.over("max_frames", len(frames), f"the video's {len(frames)} frames", field=key)
-        return [decode_image(f, limits, budget, key) for f in frames]
+        return [decode_image(f, limits, budget, key, dry=dry) for f in frames]
     if obj.get("format") != "raw" or obj.get("dtype") != "uint8":
         raise WireError("a video is {'frames': [...]} or a raw uint8 array of shape [T, H, W, C]", field=key)
     shape = _shape(obj, key, (4,))
@@ -656,11 +724,13 @@ def decode_video(
         raise WireError(f"a raw video is [T, H, W, C] with C in 1, 3, 4; got {list(shape)}", field=key)
     limits.over("max_frames", shape[0], f"the video's {shape[0]} frames", field=key)
     budget.take(shape[1] * shape[2], f"each frame ({shape[2]}x{shape[1]} pixels)", key, count=shape[0])
-    return _raw(obj, key, np.dtype(np.uint8), shape)
+    return None if dry else _raw(obj, key, np.dtype(np.uint8), shape)
 
 
-def decode_audio(obj: Any, limits: WireLimits = WireLimits(), key: str = "audio") -> tuple[np.ndarray, int]:
-    """A wire clip -> (float32 or int16 array as sent, sample rate); finite samples only."""
+def decode_audio(
+    obj: Any, limits: WireLimits = WireLimits(), key: str = "audio", *, dry: bool = False
+) -> tuple[np.ndarray | None, int]:
+    """A wire clip -> (float32 or int16 array as sent, sample rate); finite samples only (``dry``: None, unread)."""
     if not isinstance(obj, dict) or obj.get("format") != "raw":
         raise WireError("audio is a raw array map: format 'raw', dtype, shape, sample_rate, data", field=key)
     named = obj.get("dtype")
@@ -674,6 +744,8 @@ def decode_audio(obj: Any, limits: WireLimits = WireLimits(), key: str = "audio"
     if len(shape) == 2 and shape[0] > 8:
         raise WireError(f"audio is [time] or [channels, time] with at most 8 channels; got {list(shape)}", field=key)
     limits.over("max_audio_seconds", shape[-1] / rate, f"the clip ({shape[-1] / rate:.1f} s)", field=key)
+    if dry:
+        return None, rate
     arr = _raw(obj, key, dtype, shape)
     if arr.dtype.kind == "f" and not np.isfinite(arr).all():
         raise WireError("the audio contains NaN or infinite samples", field=key, status=422, kind="input")

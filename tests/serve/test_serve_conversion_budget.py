@@ -91,8 +91,9 @@ def test_a_budget_covering_decoding_but_not_the_float_conversion_refuses_the_req
     png = wire.png_bytes(np.random.default_rng(1).integers(0, 256, (side, side, 3), dtype=np.uint8))
     body = msgpack.packb({"protocol": 1, "samples": [{"image": {"format": "png", "data": png}}]}, use_bin_type=True)
     decoded = wire.decoded_bytes(msgpack.unpackb(body))
-    assert decoded == 7 * side * side
-    budget_mb = f"{(decoded + 6 * side * side) / MIB:.4f}"  # decoding and half the float copy
+    assert decoded == 8 * side * side  # an RGB PIL image (4-byte pixels) and its decoding's transient
+    parsed = wire.parse_bytes(len(body), "msgpack")  # the body and what parsing it builds, reserved first
+    budget_mb = f"{(parsed + decoded + 6 * side * side) / MIB:.4f}"  # parsing, decoding and half the float copy
     statuses = {}
     for name, reward in (("mean", "ImageMean"), ("width", "ImageWidth")):
         config = tmp_path / f"{name}.yaml"
@@ -106,5 +107,5 @@ def test_a_budget_covering_decoding_but_not_the_float_conversion_refuses_the_req
         if name == "mean":
             error = msgpack.unpackb(answer)["error"]
             assert error["limit"] == "max_decoded_bytes" and "converted" in error["message"], error
-            assert str(decoded + 12 * side * side) in error["message"]
+            assert str(parsed + decoded + 12 * side * side) in error["message"]
     assert statuses == {"mean": 413, "width": 200}

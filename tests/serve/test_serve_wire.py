@@ -362,3 +362,49 @@ def test_the_client_bounds_the_objects_of_an_answer_by_the_samples_it_asked_for(
         httpd.server_close()
     assert errors and "not a score response" in str(errors[0]) and "max_samples=2" in str(errors[0])
     assert peak < 2 * len(flood) / 2**20 + 20, peak
+
+
+@pytest.mark.parametrize("item", [b"0.5", b'""', b"[]"], ids=["floats", "empty-strings", "empty-lists"])
+def test_a_json_list_of_scalars_is_refused_before_it_is_built(item):
+    """JSON arrays have no parser hook: a 60 MB /get_reward of floats built 15M of them (8x its bytes) before any
+    limit (issue 49, item 1). Their items are counted outside the strings before parsing."""
+    body = b'{"query":[' + b",".join([item] * (8 * 2**20 // (len(item) + 1))) + b'],"prompts":[]}'
+    errors = []
+
+    def parse():
+        try:
+            wire.loads(body, "json", wire.WireLimits())
+        except wire.WireError as exc:
+            errors.append(exc)
+
+    peak = _peak_mb_of(parse)
+    assert errors and errors[0].status == 413 and errors[0].limit == "max_samples", errors
+    assert peak < 2 * len(body) / 2**20 + 5, peak
+
+
+def test_commas_brackets_quotes_and_escapes_inside_json_strings_are_not_items():
+    """The count outside strings against the parser's own: text full of separators parses, within the budget."""
+    text = 'a, [b], {c}, "quoted", back\\slash\\\\, \\"' * 20_000  # 40 kB of separators per string
+    data = {"protocol": 1, "samples": [{"prompt": text, "completion": text + "\\"}] * 4}
+    body = json.dumps(data).encode()
+    assert body.count(b",") > wire.item_budget(wire.WireLimits())  # a count with the strings' commas would refuse
+    assert wire.loads(body, "json", wire.WireLimits()) == data
+    # 1 + 2 per bracket + 1 per comma outside the strings: the outer map, its list of 4, each sample's map
+    assert wire._json_items(body) == 1 + (2 + 1) + (2 + 3) + 4 * (2 + 1)
+
+
+def test_a_dry_decode_refuses_a_30_image_request_from_its_headers_decoding_nothing(monkeypatch):
+    """The 413 for 30 black 4096^2 PNGs came after 16 were decoded (1 GB) although every size is in the headers
+    (issue 49, item 4): the dry decode the server runs first refuses it, naming the sample, with nothing decoded."""
+    from PIL import Image as PILImage
+
+    opened = []
+    monkeypatch.setattr(PILImage, "open", lambda *a, **k: opened.append(1))
+    black = wire.png_bytes(np.zeros((4096, 4096, 3), np.uint8), level=9)
+    data = {"protocol": 1, "samples": [{"image": {"format": "png", "data": black}}] * 30}
+    with pytest.raises(wire.WireError) as exc:
+        wire.decode_request_map(data, wire.WireLimits(), dry=True)
+    assert exc.value.status == 413 and exc.value.limit == "max_request_pixels" and exc.value.sample == 16
+    assert opened == []
+    assert wire.decode_request_map(data | {"samples": data["samples"][:2]}, dry=True).samples == [{"image": None}] * 2
+    assert opened == []
