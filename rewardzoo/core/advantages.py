@@ -16,12 +16,13 @@ applies to gets advantage 0 and is left out of every statistic.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
+from ..shared.groups import group_members
 
 SUM_EPS = 1e-4  # flow_grpo's PerPromptStatTracker
 GDPO_STD_FLOOR = 1e-6  # Flow-Factory's compute_gdpo and _global_mean_std
@@ -30,18 +31,18 @@ UNBIASED_EPS = 1e-8  # Pref-GRPO's compute_weighted_advantages (`group_rewards.s
 
 def group_index(keys: Sequence[Any]) -> np.ndarray:
     """Contiguous group numbers for per-sample keys (``1`` and ``"1"`` are different groups)."""
-    seen: dict[tuple[str, Hashable], int] = {}
     out = np.empty(len(keys), dtype=np.int64)
-    for i, key in enumerate(keys):
-        if key is None:
-            raise InputError(
-                "advantages need a group for every sample: give group_id on the samples or "
-                "group_by=[...] (e.g. the prompts)",
-                field="group_id",
-                sample=i,
-            )
-        out[i] = seen.setdefault((type(key).__name__, key), len(seen))
+    for number, members in enumerate(group_members(enumerate(keys), _no_group).values()):
+        out[members] = number
     return out
+
+
+def _no_group(i: int) -> InputError:
+    return InputError(
+        "advantages need a group for every sample: give group_id on the samples or group_by=[...] (e.g. the prompts)",
+        field="group_id",
+        sample=i,
+    )
 
 
 def sum_then_normalize(total: np.ndarray, groups: np.ndarray) -> np.ndarray:

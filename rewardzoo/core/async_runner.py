@@ -41,14 +41,13 @@ for the work the trainer had queued on that device when the samples were added.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import queue
 import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,12 +56,14 @@ from ..rewards.base import Reward
 from ..shared.device import DeviceStreams as _Streams
 from ..shared.options import positive_float, positive_int
 from ..spec.sample import Sample
+from .batching import Assembler, DaemonPool, GroupOverflow, ThreadExecutor
 from .engine import (
     ConversionCache,
     Job,
     Outcome,
     RewardResult,
     ScoreTable,
+    Scoring,
     ScoringFront,
     applicable_mask,
     as_samples,
@@ -71,13 +72,14 @@ from .engine import (
     check_required,
     group_indices,
     run_call,
+    stream_assembler,
 )
 
 if TYPE_CHECKING:
     from ..spec.config import RewardSpec
 
+__all__ = ["AsyncRewardRunner", "DaemonPool", "RewardTimeoutError", "effective_workers"]
 
-_T = TypeVar("_T")
 _WARNED: set[tuple[str, type]] = set()
 _WARNED_LOCK = threading.Lock()
 
@@ -97,55 +99,6 @@ def effective_workers(spec: RewardSpec, reward: Reward) -> int:
                 stacklevel=3,
             )
     return 1
-
-
-class DaemonPool:
-    """A fixed pool of worker threads that are daemons, with the submit/shutdown of an executor.
-
-    ``concurrent.futures.ThreadPoolExecutor`` joins its workers at interpreter exit, so one reward call
-    stuck after a timeout would keep the process alive for ever. These workers never block exit: a call
-    still running when the process ends is dropped with it.
-    """
-
-    def __init__(self, workers: int, name: str) -> None:
-        self._queue: queue.SimpleQueue[tuple[cf.Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True) for i in range(workers)]
-        for thread in self._threads:
-            thread.start()
-
-    def submit(self, fn: Callable[[], _T]) -> cf.Future[_T]:
-        future: cf.Future[_T] = cf.Future()
-        self._queue.put((future, fn))
-        return future
-
-    def _work(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            future, fn = item
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn())
-            except BaseException as exc:  # delivered to whoever waits on the future
-                future.set_exception(exc)
-
-    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
-        """Stop the workers after their current call; ``cancel_futures`` drops the queued calls first."""
-        if cancel_futures:
-            while True:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is not None:
-                    item[0].cancel()
-        for _ in self._threads:
-            self._queue.put(None)
-        if wait:
-            for thread in self._threads:
-                thread.join()
 
 
 class AsyncRewardRunner:
@@ -168,9 +121,9 @@ class AsyncRewardRunner:
         self.timeout = timeout
         self.group_size = group_size
         self._async = [s for s in processor.specs if s.async_reward]
-        self._workers = {s.name: effective_workers(s, processor.rewards[s.name]) for s in self._async}
-        self._pools: dict[str, DaemonPool] = {}
-        self._streams = _Streams()
+        self._executor = ThreadExecutor(
+            {s.name: effective_workers(s, processor.rewards[s.name]) for s in self._async}, timeout
+        )
         self._cuda_devices = sorted(
             {str(processor.rewards[s.name].device) for s in self._async if _Streams.is_cuda(processor.rewards[s.name])}
         )
@@ -206,14 +159,8 @@ class AsyncRewardRunner:
                 local = np.flatnonzero(applicable_mask(spec, new)).tolist()
                 indices = [start + i for i in local]
                 check_required(spec.name, reward, self._samples, indices)
-                if reward.kind == "groupwise":
-                    self._add_groupwise(spec, reward, indices, events)
-                else:
-                    waiting = self._waiting[spec.name]
-                    waiting.extend(indices)
-                    while len(waiting) >= spec.batch_size:
-                        chunk, waiting[:] = waiting[: spec.batch_size], waiting[spec.batch_size :]
-                        self._submit(spec, reward, chunk, events)
+                for call in self._assemble(spec, reward, indices):
+                    self._submit(spec, reward, call, events)
         except Exception as exc:
             if not self.processor.collective:
                 self._abort()
@@ -281,14 +228,12 @@ class AsyncRewardRunner:
     @property
     def in_flight(self) -> int:
         """Submitted calls that have not finished yet."""
-        return sum(not f.done() for _, f in self._futures)
+        return self._executor.in_flight
 
     def close(self) -> None:
         """Stop the worker threads (waiting for running calls); the runner cannot be used afterwards."""
         self._abort()
-        for pool in self._pools.values():
-            pool.shutdown(wait=True)
-        self._pools.clear()
+        self._executor.close()
         self._closed = True
 
     def __enter__(self) -> AsyncRewardRunner:
@@ -301,10 +246,10 @@ class AsyncRewardRunner:
     def _reset(self) -> None:
         self._samples: list[Sample] = []
         self._cache = ConversionCache(self._samples)
-        self._waiting: dict[str, list[int]] = {s.name: [] for s in self._async}
-        self._open_groups: dict[str, dict[Any, list[int]]] = {s.name: {} for s in self._async}
-        self._complete_groups: dict[str, set[Any]] = {s.name: set() for s in self._async}
-        self._futures: list[tuple[str, cf.Future[Outcome]]] = []
+        self._assemblers: dict[str, Assembler[int]] = {
+            s.name: stream_assembler(s, self.processor.rewards[s.name], self.group_size) for s in self._async
+        }
+        self._executor.new_round()
         self._deferred: Exception | None = None
         self._done: list[tuple[str, list[int], cf.Future[Outcome]]] = []  # calls whose outcome is not in the table yet
         # set when the round is sealed (by ready/results/finalize):
@@ -320,52 +265,32 @@ class AsyncRewardRunner:
         if self._closed:
             raise RunnerClosedError("this AsyncRewardRunner was closed; start another with processor.incremental()")
 
-    def _add_groupwise(self, spec: RewardSpec, reward: Reward, indices: list[int], events: dict[str, Any]) -> None:
-        groups, complete = self._open_groups[spec.name], self._complete_groups[spec.name]
-        for key, members in group_indices(spec.name, self._samples, indices).items():
-            if key in complete:  # its group_size samples were already scored
+    def _assemble(self, spec: RewardSpec, reward: Reward, indices: list[int]) -> list[list[int]]:
+        """The calls of ``spec`` that the samples ``indices``, just added, complete (by its assembler)."""
+        assembler = self._assemblers[spec.name]
+        if reward.kind != "groupwise":
+            return assembler.extend(indices)
+        groups = group_indices(spec.name, self._samples, indices)  # a missing group_id: an InputError naming it
+        if self.processor.collective:
+            return []  # across ranks the groups are scored through the exchange, at finalize
+        due: list[list[int]] = []
+        for key, members in groups.items():
+            try:
+                due.extend(assembler.extend(members, [key] * len(members)))
+            except GroupOverflow as exc:
                 raise InputError(
                     f"group {key[1]!r} has more than group_size={self.group_size} samples",
                     reward=spec.name,
                     field="group_id",
-                    sample=members[0],
-                )
-            groups.setdefault(key, []).extend(members)
-        if self.group_size is None or self.processor.collective:
-            return
-        for key in [k for k, m in groups.items() if len(m) >= self.group_size]:
-            members = groups.pop(key)
-            complete.add(key)
-            if len(members) > self.group_size:
-                raise InputError(
-                    f"group {key[1]!r} has more than group_size={self.group_size} samples",
-                    reward=spec.name,
-                    field="group_id",
-                    sample=members[self.group_size],
-                )
-            self._submit(spec, reward, members, events)
-
-    def _pool(self, spec: RewardSpec) -> DaemonPool:
-        pool = self._pools.get(spec.name)
-        if pool is None:
-            pool = self._pools[spec.name] = DaemonPool(self._workers[spec.name], f"rewardzoo-{spec.name}")
-        return pool
-
-    def _task(
-        self, name: str, reward: Reward, fn: Callable[[], Outcome], events: dict[str, Any]
-    ) -> Callable[[], Outcome]:
-        if not _Streams.is_cuda(reward):
-            return fn
-        device = str(reward.device)
-        return lambda: self._streams.call(fn, device, events.get(device))
+                    sample=exc.item,
+                ) from None
+        return due
 
     def _submit(
         self, spec: RewardSpec, reward: Reward, indices: list[int], events: dict[str, Any]
     ) -> cf.Future[Outcome]:
         cache = self._cache
-        fn = self._task(spec.name, reward, lambda: run_call(spec.name, reward, indices, cache), events)
-        future = self._pool(spec).submit(fn)
-        self._futures.append((spec.name, future))
+        future = self._executor.submit(spec.name, reward, partial(run_call, spec.name, reward, indices, cache), events)
         self._done.append((spec.name, indices, future))
         return future
 
@@ -375,11 +300,7 @@ class AsyncRewardRunner:
         """Run prepared calls of ``spec`` (on its pool when async) and return their outcomes in order."""
         if not spec.async_reward:
             return [job() for job in jobs]
-        events = _Streams.ready_events([str(reward.device)]) if _Streams.is_cuda(reward) else {}
-        futures = [self._pool(spec).submit(self._task(spec.name, reward, job, events)) for job in jobs]
-        self._futures.extend((spec.name, f) for f in futures)
-        self._wait([(spec.name, f) for f in futures], deadline)
-        return [f.result() for f in futures]
+        return self._executor.run(spec.name, reward, jobs, deadline)
 
     def _deadline(self) -> float | None:
         return None if self.timeout is None else time.monotonic() + self.timeout
@@ -389,14 +310,10 @@ class AsyncRewardRunner:
         events = _Streams.ready_events(self._cuda_devices) if self._cuda_devices and self._samples else {}
         for spec in self._async:
             reward = self.processor.rewards[spec.name]
-            if reward.kind == "groupwise":
-                if not self.processor.collective:
-                    for members in self._open_groups[spec.name].values():
-                        self._submit(spec, reward, members, events)
-                    self._open_groups[spec.name].clear()
-            elif self._waiting[spec.name]:
-                self._submit(spec, reward, list(self._waiting[spec.name]), events)
-                self._waiting[spec.name].clear()
+            if reward.kind == "groupwise" and self.processor.collective:
+                continue  # the exchange scores them
+            for call in self._assemblers[spec.name].flush():
+                self._submit(spec, reward, call, events)
 
     def _seal(self, deadline: float | None, step: int | None = None) -> None:
         """End the round's additions: flush, gate every spec, queue the synchronous calls (once per round);
@@ -409,7 +326,7 @@ class AsyncRewardRunner:
         if self.processor.collective:  # every rank takes part in the exchange: the whole round is scored here
             self._score_collective(table, deadline)
         else:
-            self.processor.score_into(table, self._cache, skip=[s.name for s in specs])  # gates only
+            self.processor.score_into(table, self._cache, Scoring(skip=[s.name for s in specs]))  # gates only
             for spec in specs:
                 if not spec.async_reward:
                     reward = self.processor.rewards[spec.name]
@@ -428,15 +345,14 @@ class AsyncRewardRunner:
         # what this runner submitted itself: async pointwise streams; the groupwise streams go through
         # the processor's exchange, on this runner's pools
         own = {s.name for s in self._async if self.processor.rewards[s.name].kind != "groupwise"}
-        self.processor.score_into(
-            table,
-            self._cache,
+        run = Scoring(
             skip=own,
-            error=self._deferred,
             run_jobs=lambda spec, reward, jobs: self.run_jobs(spec, reward, jobs, deadline),
-            finish=lambda: self._wait(self._futures, deadline),
+            error=self._deferred,
+            finish=lambda: self._executor.wait(None, deadline),
         )
-        self._wait(self._futures, deadline)
+        self.processor.score_into(table, self._cache, run)
+        self._executor.wait(None, deadline)
         for name, indices, future in self._done:
             table.put(name, indices, *future.result())
         self._done = []
@@ -448,7 +364,7 @@ class AsyncRewardRunner:
         """Take in the finished calls; if none has finished, run one synchronous call or wait a little."""
         if not any(f.done() for _, _, f in self._done):
             if not self._inline:
-                self._wait_any(deadline)
+                self._executor.wait_any([(n, f) for n, _, f in self._done], deadline)
                 return
             name, chunk, job = self._inline.popleft()
             future: cf.Future[Outcome] = cf.Future()
@@ -471,17 +387,6 @@ class AsyncRewardRunner:
                 self._need[chunk] -= 1
                 self._order.extend(i for i in chunk if self._need[i] == 0 and i not in self._failed)
         self._done = waiting
-
-    def _wait_any(self, deadline: float | None) -> None:
-        """Wait (at most 0.1 s, for KeyboardInterrupt) for one of the submitted calls; a timeout past ``deadline``."""
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            raise self._timeout_error([(n, f) for n, _, f in self._done])
-        cf.wait(
-            [f for _, _, f in self._done],
-            timeout=0.1 if left is None else min(0.1, left),
-            return_when=cf.FIRST_COMPLETED,
-        )
 
     def _iterate(self, ordered: bool, deadline: float | None, round_id: object) -> Iterator[tuple[int, RewardResult]]:
         position = 0  # ordered: the next sample index; otherwise: the next entry of self._order
@@ -529,37 +434,7 @@ class AsyncRewardRunner:
             t.step,
         )
 
-    def _wait(self, futures: list[tuple[str, cf.Future[Outcome]]], deadline: float | None) -> None:
-        """Wait for ``futures``; raise the first error in submission order, or a timeout naming the rewards."""
-        pending = {f for _, f in futures}
-        while pending:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            # short waits keep the main thread responsive to KeyboardInterrupt
-            done, pending = cf.wait(
-                pending, timeout=0.1 if left is None else min(0.1, left), return_when=cf.FIRST_EXCEPTION
-            )
-            if any(f.exception() is not None for f in done if not f.cancelled()):
-                break
-            if pending and left is not None and left <= 0:
-                raise self._timeout_error([(n, f) for n, f in futures if f in pending])
-        for _, future in futures:
-            if future.done() and not future.cancelled() and (error := future.exception()) is not None:
-                raise error
-
-    def _timeout_error(self, pending: list[tuple[str, cf.Future[Outcome]]]) -> RewardTimeoutError:
-        names = sorted({n for n, _ in pending})
-        return RewardTimeoutError(
-            f"{len(pending)} call(s) still running after the runner's timeout of {self.timeout} s",
-            reward=", ".join(names),
-        )
-
     def _abort(self) -> None:
         """Cancel queued calls and drop the round; pools whose threads may still be busy are replaced."""
-        for _name, future in self._futures:
-            future.cancel()
-        busy = {name for name, f in self._futures if not f.done()}
-        for name in busy:
-            pool = self._pools.pop(name, None)
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+        self._executor.abort()
         self._reset()

@@ -25,8 +25,8 @@ Group ids are compared as explicit ``(type, value)`` pairs: ``7`` and ``"7"`` ar
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InputError, RemoteRankError, RewardExecutionError
 from ..rewards.base import Reward
-from .engine import ConversionCache, Outcome, RunJobs, ScoreTable, build_fields, call_reward, run_inline, score_specs
+from .engine import ConversionCache, Outcome, ScoreTable, Scoring, build_fields, call_reward, score_specs
 from .processor import RewardProcessor
 
 if TYPE_CHECKING:
@@ -156,35 +156,30 @@ class GroupExchange:
         processor: RewardProcessor,
         table: ScoreTable,
         cache: ConversionCache,
-        *,
-        skip: Iterable[str] = (),
-        run_jobs: RunJobs = run_inline,
-        error: BaseException | None = None,
-        finish: Callable[[], None] | None = None,
+        run: Scoring = Scoring(),
     ) -> None:
-        """Fill ``table`` for every spec of ``processor``: pointwise locally (except names in ``skip``,
+        """Fill ``table`` for every spec of ``processor``: pointwise locally (except names in ``run.skip``,
         already handled by the caller), groupwise through the exchange.
 
-        ``run_jobs(spec, reward, jobs)`` runs prepared calls; ``error``: a failure this rank already had
-        (it still joins every round, then raises); ``finish()``: the caller's remaining work (e.g.
-        waiting for its workers), run before the last round so that its errors reach the other ranks too.
+        ``run.run_jobs(spec, reward, jobs)`` runs prepared calls (the owners' groups too); ``run.error``: a
+        failure this rank already had (it still joins every round, then raises); ``run.finish()``: the
+        caller's remaining work (e.g. waiting for its workers), run before the last round so that its errors
+        reach the other ranks too.
         """
         groupwise = [s for s in processor.specs if processor.rewards[s.name].kind == "groupwise"]
         local: dict[str, dict[Any, list[int]]] = {}
         try:
-            if error is None:
-                local = score_specs(
-                    processor.specs, processor.rewards, table, cache, skip=skip, run_jobs=run_jobs, exchange_groups=True
-                )
+            if run.error is None:
+                local = score_specs(processor.specs, processor.rewards, table, cache, run, exchange_groups=True)
         except Exception as exc:
-            error = exc
+            run = replace(run, error=exc)
         if not groupwise:
-            if error is not None:
-                raise error
-            if finish is not None:
-                finish()
+            if run.error is not None:
+                raise run.error
+            if run.finish is not None:
+                run.finish()
             return
-        self._exchange(processor, groupwise, local, cache, table, error, run_jobs, finish)
+        self._exchange(processor, groupwise, local, cache, table, run)
 
     def _exchange(
         self,
@@ -193,11 +188,9 @@ class GroupExchange:
         local: dict[str, dict[Any, list[int]]],
         cache: ConversionCache,
         table: ScoreTable,
-        error: BaseException | None,
-        run_jobs: RunJobs,
-        finish: Callable[[], None] | None,
+        run: Scoring,
     ) -> None:
-        me = self.rank
+        me, error, run_jobs, finish = self.rank, run.error, run.run_jobs, run.finish
         keys = {s.name: [(k, len(m)) for k, m in local.get(s.name, {}).items()] for s in groupwise}
         everyone = self._round(keys, error)
         plans = {s.name: plan_groups([rank_keys[s.name] for rank_keys in everyone]) for s in groupwise}
@@ -322,19 +315,10 @@ class DistributedRewardProcessor(RewardProcessor):
         calls of every processor doing so must come in the same order on every rank."""
         return self.collective and any(self.rewards[s.name].kind == "groupwise" for s in self.specs)
 
-    def score_into(
-        self,
-        table: ScoreTable,
-        cache: ConversionCache,
-        *,
-        skip: Iterable[str] = (),
-        run_jobs: RunJobs = run_inline,
-        error: BaseException | None = None,
-        finish: Callable[[], None] | None = None,
-    ) -> None:
+    def score_into(self, table: ScoreTable, cache: ConversionCache, run: Scoring = Scoring()) -> None:
         if not self.exchange.active:
-            return super().score_into(table, cache, skip=skip, run_jobs=run_jobs, error=error, finish=finish)
-        self.exchange.score(self, table, cache, skip=skip, run_jobs=run_jobs, error=error, finish=finish)
+            return super().score_into(table, cache, run)
+        self.exchange.score(self, table, cache, run)
 
 
 @contextlib.contextmanager

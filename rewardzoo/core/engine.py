@@ -19,15 +19,16 @@ calls one by one. The front ends — the synchronous
 :class:`~rewardzoo.core.processor.RewardProcessor`, the incremental
 :class:`~rewardzoo.core.async_runner.AsyncRewardRunner` and the cross-rank
 :class:`~rewardzoo.core.distributed.DistributedRewardProcessor` — only choose how the calls (jobs) run:
-inline, on worker threads, or exchanged between ranks. :class:`ConversionCache` and
-:func:`call_reward` are safe to use from several threads.
+inline, on worker threads, or exchanged between ranks (the executors of :mod:`rewardzoo.core.batching`, whose
+:class:`~rewardzoo.core.batching.Assembler` cuts every front end's calls); a :class:`Scoring` says which.
+:class:`ConversionCache` and :func:`call_reward` are safe to use from several threads.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -37,14 +38,33 @@ import numpy as np
 from ..errors import ConfigError, InputError, RewardExecutionError, RewardOutputError, RewardZooError, did_you_mean
 from ..rewards.base import Reward, invoke, is_text_extra, validate_scores
 from ..shared.device import DeviceStreams
+from ..shared.groups import GroupKey, group_members
 from ..spec.config import RewardSpec, StreamSpec
 from ..spec.sample import Sample
+from .batching import Assembler, run_inline
 from .fields import convert_field, owns_memory, protected
 
 Outcome = tuple[np.ndarray, dict[str, np.ndarray]]
 Job = Callable[[], Outcome]
-#: ``run_jobs(spec, reward, jobs) -> outcomes in order``: how a front end runs a stream's calls.
+#: ``run_jobs(spec, reward, jobs) -> outcomes in order``: how a front end runs a stream's calls (its executor).
 RunJobs = Callable[[RewardSpec, Reward, Sequence[Job]], list[Outcome]]
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How a front end has a batch scored (:meth:`~rewardzoo.core.processor.RewardProcessor.score_into`).
+
+    ``skip``: the streams the caller scores itself (gated, not called); ``run_jobs``: the executor of a
+    stream's prepared calls (:func:`~rewardzoo.core.batching.run_inline`, the runner's worker threads);
+    ``error``: a failure the caller already had, raised after any collective step (every rank still reaches
+    the exchange); ``finish()``: the caller's remaining work (e.g. waiting for its workers), run once the
+    local scoring is done (across ranks, before the last round, so that its errors reach the other ranks).
+    """
+
+    skip: Collection[str] = ()
+    run_jobs: RunJobs = run_inline
+    error: BaseException | None = None
+    finish: Callable[[], None] | None = None
 
 
 @dataclass
@@ -313,21 +333,7 @@ class ScoringFront(Protocol):
 
     def phase_done(self) -> None: ...
 
-    def score_into(
-        self,
-        table: ScoreTable,
-        cache: ConversionCache,
-        *,
-        skip: Iterable[str] = (),
-        run_jobs: RunJobs = ...,
-        error: BaseException | None = None,
-        finish: Callable[[], None] | None = None,
-    ) -> None: ...
-
-
-def run_inline(spec: RewardSpec, reward: Reward, jobs: Sequence[Job]) -> list[Outcome]:
-    """Run a stream's calls one after another on this thread (the synchronous front end)."""
-    return [job() for job in jobs]
+    def score_into(self, table: ScoreTable, cache: ConversionCache, run: Scoring = Scoring()) -> None: ...
 
 
 def score_specs(
@@ -335,15 +341,15 @@ def score_specs(
     rewards: Mapping[str, Reward],
     table: ScoreTable,
     cache: ConversionCache,
+    run: Scoring = Scoring(),
     *,
-    skip: Iterable[str] = (),
-    run_jobs: RunJobs = run_inline,
     exchange_groups: bool = False,
     overlap: bool = True,
 ) -> dict[str, dict[Any, list[int]]]:
-    """Score the local specs of a batch into ``table``: gate every spec, then call it.
+    """Score the local specs of a batch into ``table``: gate every spec, then call it (``run.run_jobs``
+    runs the calls; ``run.error`` and ``run.finish`` are the front end's, not read here).
 
-    Specs named in ``skip`` are gated but not called (their caller scores them). With
+    Specs named in ``run.skip`` are gated but not called (their caller scores them). With
     ``exchange_groups`` the groupwise specs are not called either: their local groups
     (``{spec name: {group key: sample indices}}``) are returned for a cross-rank exchange.
 
@@ -354,7 +360,7 @@ def score_specs(
     The scores are those of the calls one by one (``overlap=False``), and so is the error: the one of the
     first failing stream in config order.
     """
-    skip = set(skip)
+    skip, run_jobs = set(run.skip), run.run_jobs
     local_groups: dict[str, dict[Any, list[int]]] = {}
     planned: list[tuple[int, RewardSpec, Reward, list[list[int]]]] = []
     errors: dict[int, BaseException] = {}
@@ -493,24 +499,29 @@ def unscored(specs: Sequence[RewardSpec], samples: Sequence[Sample]) -> list[int
     return [i for i, s in enumerate(samples) if not any(spec.applies_to(s.dataset) for spec in specs)]
 
 
+def stream_assembler(spec: RewardSpec, reward: Reward, group_size: int | None = None) -> Assembler[int]:
+    """The :class:`~rewardzoo.core.batching.Assembler` of a stream's sample indices: pointwise chunks of at
+    most ``batch_size``, or groups (complete at ``group_size`` members when given, a larger one an error)."""
+    if reward.kind == "groupwise":
+        return Assembler(groupwise=True, group_size=group_size, strict=True)
+    return Assembler(spec.batch_size)
+
+
 def call_plan(spec: RewardSpec, reward: Reward, samples: Sequence[Sample], indices: list[int]) -> list[list[int]]:
     """The index lists of the calls: pointwise chunks of at most batch_size, or one list per group."""
     if reward.kind == "groupwise":
         return list(group_indices(spec.name, samples, indices).values())
-    return [indices[i : i + spec.batch_size] for i in range(0, len(indices), spec.batch_size)]
+    return stream_assembler(spec, reward).plan(indices)
 
 
-def group_indices(name: str, samples: Sequence[Sample], indices: Iterable[int]) -> dict[Any, list[int]]:
-    """group_id -> sample indices, in order of first appearance; keys are ``(type, value)``."""
-    groups: dict[Any, list[int]] = {}
-    for i in indices:
-        gid = samples[i].group_id
-        if gid is None:
-            raise InputError(
-                "groupwise reward needs a group_id on every sample", reward=name, field="group_id", sample=i
-            )
-        groups.setdefault((type(gid).__name__, gid), []).append(i)
-    return groups
+def group_indices(name: str, samples: Sequence[Sample], indices: Iterable[int]) -> dict[GroupKey, list[int]]:
+    """group_id -> sample indices, in order of first appearance; keys are ``(type name, value)``
+    (:func:`~rewardzoo.shared.groups.group_key`)."""
+
+    def missing(i: int) -> InputError:
+        return InputError("groupwise reward needs a group_id on every sample", reward=name, field="group_id", sample=i)
+
+    return group_members(((i, samples[i].group_id) for i in indices), missing)
 
 
 def build_fields(name: str, reward: Reward, indices: Sequence[int], cache: ConversionCache) -> dict[str, list[Any]]:

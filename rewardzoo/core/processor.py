@@ -9,7 +9,7 @@ each call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..rewards.base import Reward
 from ..spec.config import RewardSpec
 from ..spec.sample import Sample
-from .engine import ConversionCache, RewardResult, RunJobs, ScoreTable, as_samples, run_inline, score_specs
+from .engine import ConversionCache, RewardResult, ScoreTable, Scoring, as_samples, score_specs
 from .loader import RewardLoader
 from .memory_plan import place_auto_entries
 from .resolve import parse_specs
@@ -115,32 +115,23 @@ class RewardProcessor:
             batch, error = [], exc  # every rank must still reach the exchange; then all of them raise
         table = ScoreTable(self.specs, batch, self.advantage, step)
         try:
-            self.score_into(table, ConversionCache(batch), error=error)
+            self.score_into(table, ConversionCache(batch), Scoring(error=error))
         finally:
             self.phase_done()
         return table.result()
 
-    def score_into(
-        self,
-        table: ScoreTable,
-        cache: ConversionCache,
-        *,
-        skip: Iterable[str] = (),
-        run_jobs: RunJobs = run_inline,
-        error: BaseException | None = None,
-        finish: Callable[[], None] | None = None,
-    ) -> None:
-        """Fill ``table`` for every spec except those in ``skip`` (already handled by the caller).
+    def score_into(self, table: ScoreTable, cache: ConversionCache, run: Scoring = Scoring()) -> None:
+        """Fill ``table`` for every spec except those in ``run.skip`` (already handled by the caller).
 
-        ``run_jobs`` runs a stream's prepared calls; ``error`` is a failure the caller already had
-        (raised here, after any collective step); ``finish()`` is the caller's remaining work (e.g.
-        waiting for its workers), run once the local scoring is done.
+        ``run`` (a :class:`~rewardzoo.core.engine.Scoring`): ``run_jobs`` runs a stream's prepared calls;
+        ``error`` is a failure the caller already had (raised here, after any collective step); ``finish()``
+        is the caller's remaining work (e.g. waiting for its workers), run once the local scoring is done.
         """
-        if error is not None:
-            raise error
-        score_specs(self.specs, self.rewards, table, cache, skip=skip, run_jobs=run_jobs)
-        if finish is not None:
-            finish()
+        if run.error is not None:
+            raise run.error
+        score_specs(self.specs, self.rewards, table, cache, run)
+        if run.finish is not None:
+            run.finish()
 
     def incremental(self, *, timeout: float | None = None, group_size: int | None = None) -> AsyncRewardRunner:
         """An :class:`~rewardzoo.core.async_runner.AsyncRewardRunner` over this processor (``add`` then ``finalize``)."""

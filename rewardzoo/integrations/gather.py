@@ -26,10 +26,12 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.batching import Assembler, split_on_failure
 from ..core.engine import RewardResult
 from ..core.loader import RewardLoader
 from ..core.processor import RewardProcessor
 from ..errors import ConfigError, InputError
+from ..shared.groups import group_key
 from ..shared.options import positive_float, positive_int
 from ..spec.config import RewardSpec
 from ..spec.sample import Sample
@@ -101,8 +103,11 @@ class SampleGatherer:
                 entry=self.spec.name,
                 field="group_size",
             )
-        self._pending: list[_Call] = []
-        self._groups: dict[tuple[Hashable, int | None], list[_Call]] = {}
+        # the batch assembler: pointwise, one per trainer step (calls of different steps never share a
+        # processor call); groupwise, one keyed by (group, step)
+        self._chunks: dict[int | None, Assembler[_Call]] = {}
+        self._groups: Assembler[_Call] = Assembler(groupwise=True, group_size=self.group_size)
+        self._due: list[list[_Call]] = []  # calls the assemblers emitted, to be scored
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         #: processor calls made so far (what batching saves)
@@ -120,9 +125,14 @@ class SampleGatherer:
                         reward=self.spec.name,
                         field="group_id",
                     )
-                self._groups.setdefault((sample.group_id, step), []).append(call)
+                self._due.extend(self._groups.add(call, key=(group_key(sample.group_id), step)))
             else:
-                self._pending.append(call)
+                chunks = self._chunks.get(step)
+                if chunks is None:
+                    chunks = self._chunks[step] = Assembler(self.spec.batch_size)
+                self._due.extend(chunks.add(call))
+                if not chunks.pending:
+                    del self._chunks[step]
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name=f"rewardzoo-gather-{self.spec.name}", daemon=True
@@ -144,37 +154,39 @@ class SampleGatherer:
             for calls in batches:
                 self._score(calls)
 
+    def _oldest(self) -> tuple[int | None, _Call] | None:
+        """The pointwise call waiting longest for its chunk, with its step (None: none waits)."""
+        waiting = [(a.pending[0].arrived, step) for step, a in self._chunks.items() if a.pending]
+        if not waiting:
+            return None
+        step = min(waiting, key=lambda w: w[0])[1]
+        return step, self._chunks[step].pending[0]
+
     def _wait_time(self) -> float | None:
         """Seconds until the next batch or group is due (None: nothing waits)."""
+        if self._due:
+            return 0.0
         now = time.monotonic()
         if self.groupwise:
-            firsts = [calls[0].arrived for calls in self._groups.values()]
+            firsts = [calls[0].arrived for calls in self._groups.open_groups.values()]
             return max(0.0, min(firsts) + self.group_timeout_s - now) if firsts else None
-        return max(0.0, self._pending[0].arrived + self.max_wait_s - now) if self._pending else None
+        oldest = self._oldest()
+        return None if oldest is None else max(0.0, oldest[1].arrived + self.max_wait_s - now)
 
     def _take(self) -> tuple[list[list[_Call]], list[tuple[Hashable, list[_Call]]]]:
-        """(batches due now, expired incomplete groups), removed from the queues (under the lock)."""
+        """(batches due now, expired incomplete groups), removed from the assemblers (under the lock): full
+        chunks and complete groups as the assemblers emitted them, a chunk whose oldest call waited
+        ``max_wait_s``, the groups whose first member waited ``group_timeout_s``."""
         now = time.monotonic()
-        size = self.group_size  # set for a groupwise stream (checked when it was built)
-        if self.groupwise and size is not None:
-            complete = [k for k, calls in self._groups.items() if len(calls) >= size]
-            expired = [
-                k
-                for k, calls in self._groups.items()
-                if len(calls) < size and now - calls[0].arrived >= self.group_timeout_s
-            ]
-            batches = [self._groups.pop(k) for k in complete]
-            return batches, [(k[0], self._groups.pop(k)) for k in expired]
-        if not self._pending:
-            return [], []
-        full = len(self._pending) >= self.spec.batch_size
-        if not full and now - self._pending[0].arrived < self.max_wait_s:
-            return [], []
-        step = self._pending[0].step  # one step per processor call (scheduled weights)
-        batch = [c for c in self._pending if c.step == step][: self.spec.batch_size]
-        taken = {id(c) for c in batch}
-        self._pending = [c for c in self._pending if id(c) not in taken]
-        return [batch], []
+        batches, self._due = self._due, []
+        if self.groupwise:
+            open_groups = self._groups.open_groups
+            expired = [k for k, calls in open_groups.items() if now - calls[0].arrived >= self.group_timeout_s]
+            return batches, [(open_groups[k][0].sample.group_id, self._groups.pop(k)) for k in expired]
+        oldest = self._oldest()
+        if not batches and oldest is not None and now - oldest[1].arrived >= self.max_wait_s:
+            batches = self._chunks.pop(oldest[0]).flush()  # one step per processor call (scheduled weights)
+        return batches, []
 
     def _expire(self, group: Hashable, calls: list[_Call]) -> None:
         size = self.group_size
@@ -196,19 +208,17 @@ class SampleGatherer:
             call.future.set_exception(error)
 
     def _score(self, calls: list[_Call]) -> None:
-        self.calls += 1
-        try:
-            result = self.processor([c.sample for c in calls], step=calls[0].step)
-        except Exception as exc:
-            if len(calls) > 1 and not self.groupwise:
-                for call in calls:  # one by one: each error reaches its own call
-                    self._score([call])
-                return
-            for call in calls:
-                call.future.set_exception(exc)
-            return
-        for i, call in enumerate(calls):
-            call.future.set_result(result_row(result, i))
+        def run(batch: list[_Call]) -> list[RewardResult]:
+            self.calls += 1
+            result = self.processor([c.sample for c in batch], step=batch[0].step)
+            return [result_row(result, i) for i in range(len(batch))]
+
+        # a failed batch is scored again one by one (a group as a whole): each error reaches its own call
+        for call, outcome in zip(calls, split_on_failure(run, calls, split=not self.groupwise)):
+            if isinstance(outcome, Exception):
+                call.future.set_exception(outcome)
+            else:
+                call.future.set_result(outcome)
 
 
 class BatchedScorer:

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.async_runner import DaemonPool
+from ..core.batching import DaemonPool
 from ..core.distributed import DistributedRewardProcessor
 from ..core.engine import RewardResult
 from ..core.loader import RewardLoader

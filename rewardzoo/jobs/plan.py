@@ -13,6 +13,7 @@ from typing import Any
 from ..core.engine import unscored
 from ..core.resolve import config_source, load_config
 from ..errors import RewardZooError, did_you_mean
+from ..shared.groups import group_key
 from ..spec.config import RewardConfig, RewardSpec
 from ..spec.sample import Sample
 from .description import ScoreJob
@@ -134,7 +135,7 @@ def group_preserving_chunks(samples: Sequence[Sample], size: int) -> list[list[i
     """Index chunks of about ``size`` samples that never split a group (groups may be non-contiguous)."""
     units: dict[object, list[int]] = {}
     for i, s in enumerate(samples):
-        key = ("group", type(s.group_id).__name__, s.group_id) if s.group_id is not None else ("single", i)
+        key = ("group", group_key(s.group_id)) if s.group_id is not None else ("single", i)
         units.setdefault(key, []).append(i)
     chunks, current = [], []
     for unit in units.values():

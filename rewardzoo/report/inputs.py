@@ -17,6 +17,7 @@ from ..errors import UnknownConfigError
 from ..jobs.manifest import ManifestError, read_manifest
 from ..registry import info, lookup
 from ..rewards.info import RewardInfo
+from ..shared.groups import GroupKey, group_key
 from ..spec.config import RewardConfig, RewardSpec
 from ..spec.sample import Sample
 from .errors import ManifestFileError, ReportConfigError, ReportMismatchError
@@ -82,12 +83,9 @@ def aligned_manifest(
     datasets = np.array([s.dataset for s in samples], dtype=object)
     groups = None
     if any(s.group_id is not None for s in samples):
-        codes: dict[tuple[str, object], int] = {}
+        codes: dict[GroupKey, int] = {}
         groups = np.array(
-            [
-                -1 if s.group_id is None else codes.setdefault((type(s.group_id).__name__, s.group_id), len(codes))
-                for s in samples
-            ],
+            [-1 if s.group_id is None else codes.setdefault(group_key(s.group_id), len(codes)) for s in samples],
             np.int64,
         )
     found = [_metadata_id(s.metadata) for s in samples]

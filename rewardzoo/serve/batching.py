@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from ..core.batching import Assembler
 from .metrics import Metrics
 
 
@@ -105,10 +106,12 @@ class Batcher(Generic[_K]):
 
     async def _worker(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
         while True:
+            # the batch assembler's chunks, each request an item of its samples' size (never split)
             first = await self._take(wake)
-            batch, size = [first], len(first.samples)
+            assembler: Assembler[_Job[_K]] = Assembler(self.max_batch)
+            due = assembler.add(first, size=len(first.samples))
             deadline = time.monotonic() + self.max_wait_s
-            while size < self.max_batch:
+            while not due:
                 if not self._queue:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
@@ -120,14 +123,15 @@ class Batcher(Generic[_K]):
                         break
                     continue
                 nxt = self._queue[0]
-                if nxt.key != first.key or size + len(nxt.samples) > self.max_batch:
+                if nxt.key != first.key or not assembler.fits(len(nxt.samples)):
                     break  # it starts the next batch
-                batch.append(await self._take(wake))
-                size += len(nxt.samples)
+                due = assembler.add(await self._take(wake), size=len(nxt.samples))
             self.metrics.queue(self._queued)
-            await self._run(loop, batch, size)
+            for batch in due or assembler.flush():
+                await self._run(loop, batch)
 
-    async def _run(self, loop: asyncio.AbstractEventLoop, batch: list[_Job[_K]], size: int) -> None:
+    async def _run(self, loop: asyncio.AbstractEventLoop, batch: list[_Job[_K]]) -> None:
+        size = sum(len(job.samples) for job in batch)
         started = time.monotonic()
         try:
             results = await loop.run_in_executor(self._executor, self.run, batch[0].key, [j.samples for j in batch])

@@ -18,11 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from ..core.batching import split_on_failure
 from ..core.loader import RewardLoader
 from ..core.processor import RewardProcessor
 from ..core.resolve import load_config
 from ..errors import did_you_mean
 from ..rewards.base import is_text_extra
+from ..shared.groups import group_key
 from ..spec.config import RewardConfig, RewardSpec
 from ..spec.sample import Sample
 from ..transport.wire import PROTOCOL, WireError, WireLimits, encode_result
@@ -115,33 +117,28 @@ class RewardService:
     def score(self, key: tuple[str, ...], requests: Sequence[Sequence[Sample]]) -> list[dict[str, Any] | BaseException]:
         """Score several requests as one batch; one response map (or the error) per request, in order."""
         processor = self.processor(key)
-        if len(requests) == 1:
-            return [self._alone(processor, requests[0])]
-        merged, spans = merge_requests(requests)
-        try:
-            result = processor(merged)
-        except Exception:  # someone's bad sample: score each request alone so only its sender sees the error
-            return [self._alone(processor, r) for r in requests]
-        return [slice_result(result, a, b) for a, b in spans]
 
-    @staticmethod
-    def _alone(processor: RewardProcessor, samples: Sequence[Sample]) -> dict[str, Any] | BaseException:
-        try:
-            return slice_result(processor(list(samples)), 0, len(samples))
-        except Exception as exc:
-            return exc
+        def run(batch: list[Sequence[Sample]]) -> list[dict[str, Any]]:
+            if len(batch) == 1:
+                return [slice_result(processor(list(batch[0])), 0, len(batch[0]))]
+            merged, spans = merge_requests(batch)
+            result = processor(merged)
+            return [slice_result(result, a, b) for a, b in spans]
+
+        # someone's bad sample: each request is scored again alone, so only its sender sees the error
+        return list(split_on_failure(run, list(requests)))
 
 
 def merge_requests(requests: Sequence[Sequence[Sample]]) -> tuple[list[Sample], list[tuple[int, int]]]:
     """One sample list of several requests, each request's groups renumbered apart; each request's span."""
     merged: list[Sample] = []
     spans = []
-    numbers: dict[tuple[int, str, Any], int] = {}
+    numbers: dict[tuple[int, Any], int] = {}
     for r, samples in enumerate(requests):
         start = len(merged)
         for s in samples:
             if s.group_id is not None:
-                gid = numbers.setdefault((r, type(s.group_id).__name__, s.group_id), len(numbers))
+                gid = numbers.setdefault((r, group_key(s.group_id)), len(numbers))
                 s = replace(s, group_id=gid)
             merged.append(s)
         spans.append((start, len(merged)))

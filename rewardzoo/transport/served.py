@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, HttpError, InputError
+from ..shared.groups import group_key
 from .http import HttpClient, RetryPolicy, bearer_headers
 from .wire import JSON, MSGPACK, WireLimits, content_type, decode_result, encode_request, loads
 
@@ -167,7 +168,7 @@ def _units(samples: Sequence[Mapping[str, Any]]) -> list[list[int]]:
     units: dict[Any, list[int]] = {}
     for i, s in enumerate(samples):
         gid = s.get("group_id")
-        units.setdefault(("g", type(gid).__name__, gid) if gid is not None else ("s", i), []).append(i)
+        units.setdefault(("g", group_key(gid)) if gid is not None else ("s", i), []).append(i)
     return list(units.values())
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...errors import ConfigError, InputError, RewardOutputError
 from ...shared.resources import Resources
+from ...shared.groups import group_members
 from ..base import KNOWN_FIELDS, GroupwiseReward, Inputs, RewardOutput
 
 _UNJUDGED = object()  # a pair no batched judge has answered yet
@@ -31,12 +32,12 @@ def group_positions(group_id: Sequence[Any] | None, n: int) -> list[np.ndarray]:
     """Positions of each group in a call, in order of first appearance (``1`` and ``"1"`` differ)."""
     if group_id is None:
         raise InputError("groupwise reward needs a group_id on every sample", field="group_id", sample=0 if n else None)
-    groups: dict[tuple[str, Any], list[int]] = {}
-    for i, gid in enumerate(group_id):
-        if gid is None:
-            raise InputError("groupwise reward needs a group_id on every sample", field="group_id", sample=i)
-        groups.setdefault((type(gid).__name__, gid), []).append(i)
+    groups = group_members(enumerate(group_id), _no_group)
     return [np.asarray(idx, dtype=np.intp) for idx in groups.values()]
+
+
+def _no_group(i: int) -> InputError:
+    return InputError("groupwise reward needs a group_id on every sample", field="group_id", sample=i)
 
 
 def win_counts(prob: np.ndarray, mode: str) -> np.ndarray:
