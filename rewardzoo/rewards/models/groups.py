@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...errors import ConfigError, InputError, RewardOutputError
-from ...shared.resources import Resources
 from ...shared.groups import group_members
+from ...shared.resources import Resources
 from ..base import KNOWN_FIELDS, GroupwiseReward, Inputs, RewardOutput
 
 _UNJUDGED = object()  # a pair no batched judge has answered yet
