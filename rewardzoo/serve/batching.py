@@ -105,30 +105,34 @@ class Batcher(Generic[_K]):
         return job
 
     async def _worker(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
-        while True:
-            # the batch assembler's chunks, each request an item of its samples' size (never split)
-            first = await self._take(wake)
-            assembler: Assembler[_Job[_K]] = Assembler(self.max_batch)
-            due = assembler.add(first, size=len(first.samples))
-            deadline = time.monotonic() + self.max_wait_s
-            while not due:
-                if not self._queue:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        break
-                    wake.clear()
-                    try:
-                        await asyncio.wait_for(wake.wait(), remaining)
-                    except asyncio.TimeoutError:
-                        break
-                    continue
-                nxt = self._queue[0]
-                if nxt.key != first.key or not assembler.fits(len(nxt.samples)):
-                    break  # it starts the next batch
-                due = assembler.add(await self._take(wake), size=len(nxt.samples))
-            self.metrics.queue(self._queued)
-            for batch in due or assembler.flush():
-                await self._run(loop, batch)
+        while True:  # a batch's jobs (and their decoded samples) are locals of one call: not held while idle
+            await self._serve_next(loop, wake)
+
+    async def _serve_next(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
+        """Take the next request, gather the ones that batch with it and run them."""
+        # the batch assembler's chunks, each request an item of its samples' size (never split)
+        first = await self._take(wake)
+        assembler: Assembler[_Job[_K]] = Assembler(self.max_batch)
+        due = assembler.add(first, size=len(first.samples))
+        deadline = time.monotonic() + self.max_wait_s
+        while not due:
+            if not self._queue:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                wake.clear()
+                try:
+                    await asyncio.wait_for(wake.wait(), remaining)
+                except asyncio.TimeoutError:
+                    break
+                continue
+            nxt = self._queue[0]
+            if nxt.key != first.key or not assembler.fits(len(nxt.samples)):
+                break  # it starts the next batch
+            due = assembler.add(await self._take(wake), size=len(nxt.samples))
+        self.metrics.queue(self._queued)
+        for batch in due or assembler.flush():
+            await self._run(loop, batch)
 
     async def _run(self, loop: asyncio.AbstractEventLoop, batch: list[_Job[_K]]) -> None:
         size = sum(len(job.samples) for job in batch)
