@@ -388,6 +388,8 @@ def task_shared(case: Case, folder: Path) -> dict[str, Any]:
     same = train.rewards["train_entry"] is evaluate.rewards["eval_entry"]
     return {
         "constructions": loader.constructions,
+        # a composite entry builds its inner rewards too: loaded once means no instance built twice
+        "instances": len(loader.instances),
         "same_instance": same,
         "load_peak_bytes": m.peak,
         "rss_added_bytes": m.rss_after - m.rss_before,
@@ -598,7 +600,8 @@ def checks(row: Mapping[str, Any]) -> dict[str, bool | None]:
             row["cpu"]["tensors_bit_identical"] and row["cpu"]["scores_bit_identical"]
         )
     if "constructions" in shared:
-        out["shared_model_loaded_once"] = shared["constructions"] == 1 and bool(shared["same_instance"])
+        once = shared["constructions"] == shared.get("instances", 1)
+        out["shared_model_loaded_once"] = once and bool(shared["same_instance"])
     gpu = row.get("gpu") or {}
     if "finite" in gpu:
         out["gpu_forward_finite_in_range"] = bool(gpu["finite"] and gpu["in_range"])
