@@ -41,6 +41,7 @@ from pydantic import (
 
 from ..errors import ConfigError, did_you_mean
 from ..shared.device import autocast_dtype
+from ..shared.options import number_text
 
 __all__ = [
     "AfterValidator",
@@ -67,16 +68,6 @@ warnings.filterwarnings(
 )
 
 
-def _number_text(value: Any) -> Any:
-    """A number written as text (PyYAML reads ``1e-4`` without a dot as a string) as a float; else unchanged."""
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    return value
-
-
 def _finite(value: float) -> float:
     if not math.isfinite(value):
         raise ValueError(f"must be a finite number, got {value!r}")
@@ -84,9 +75,9 @@ def _finite(value: float) -> float:
 
 
 #: A finite number (an int or a numeric text is taken as a float).
-Number = Annotated[float, BeforeValidator(_number_text), AfterValidator(_finite)]
+Number = Annotated[float, BeforeValidator(number_text), AfterValidator(_finite)]
 #: A finite number above zero.
-PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(_number_text), AfterValidator(_finite)]
+PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(number_text), AfterValidator(_finite)]
 #: An integer above zero (not a bool).
 PositiveInt = Annotated[int, Field(gt=0)]
 #: A size ``[width, height]`` in pixels (a YAML list).

@@ -13,6 +13,17 @@ from typing import Any, Literal, overload
 from ..errors import ConfigError, did_you_mean
 
 
+def number_text(value: Any) -> Any:
+    """A number written as text (PyYAML reads ``1e-4`` without a dot as a string) as a float; else unchanged (for a
+    typed option's or config field's before-validator)."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
 @overload
 def positive_int(value: Any, field: str, *, allow_none: Literal[False] = False, entry: str | None = None) -> int: ...
 @overload

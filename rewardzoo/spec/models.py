@@ -33,6 +33,7 @@ from pydantic import (
 
 from ..errors import ConfigError, did_you_mean
 from ..shared.device import DTYPE_ALIASES, canonical_dtype, valid_device
+from ..shared.options import number_text
 
 DEVICE_PATTERN = r"^(auto|cpu|mps|cuda(:\d+)?)$"
 
@@ -43,16 +44,6 @@ class Model(BaseModel):
     model_config = ConfigDict(
         extra="forbid", strict=True, frozen=True, allow_inf_nan=False, use_attribute_docstrings=True
     )
-
-
-def _number_text(value: Any) -> Any:
-    """A number written as text (PyYAML reads ``1e-4`` without a dot as a string) as a float; else unchanged."""
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    return value
 
 
 def _dtype(value: str) -> str:
@@ -79,7 +70,7 @@ def _path_text(value: Any) -> Any:
 NonEmpty = Annotated[str, Field(min_length=1)]
 PositiveInt = Annotated[int, Field(ge=1)]
 #: A positive finite number; written as text too (``start_timeout_s: "1e3"``).
-Seconds = Annotated[float, Field(gt=0), BeforeValidator(_number_text)]
+Seconds = Annotated[float, Field(gt=0), BeforeValidator(number_text)]
 
 
 def _kind(value: Any) -> str | None:

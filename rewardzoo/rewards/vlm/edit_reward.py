@@ -154,11 +154,8 @@ class EditReward(PointwiseReward):
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
         super().__init__(model_path, device, dtype, **options)
-        base_model, pixels, attn_implementation = (
-            self.options.base_model,
-            self.options.pixels,
-            self.options.attn_implementation,
-        )
+        o = self.options
+        base_model, pixels, attn_implementation = o.base_model, o.pixels, o.attn_implementation
         if model_path is None:
             raise ConfigError(
                 "edit_reward: set model_path to the released checkpoint (model.pth / "

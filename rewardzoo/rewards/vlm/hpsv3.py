@@ -152,11 +152,8 @@ class HPSv3(PointwiseReward):
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
         super().__init__(model_path, device, dtype, **options)
-        base_model, pixels, attn_implementation = (
-            self.options.base_model,
-            self.options.pixels,
-            self.options.attn_implementation,
-        )
+        o = self.options
+        base_model, pixels, attn_implementation = o.base_model, o.pixels, o.attn_implementation
         self.pixels = pixels
         base = str(base_model or self.default_base)
         checkpoint = resolve_weights_file(model_path or self.default_repo, filename=self.weights_file)
