@@ -116,6 +116,23 @@ def _condition_audio(value: Any, sample: Sample, wants: Inputs) -> tuple[Any, in
         ) from None
 
 
+def _latent(value: Any, sample: Sample, wants: Inputs) -> Any:
+    """A floating-point tensor of 3 (C, H, W) or 4 dimensions, on the CPU as given (no copy of a tensor)."""
+    import torch
+
+    if isinstance(value, np.ndarray):
+        value = torch.from_numpy(value)
+    if not is_tensor(value):
+        raise InputError(f"latent must be a tensor or an array, got {type(value).__name__}")
+    if not value.is_floating_point():
+        raise InputError(f"latent must be floating point, got {value.dtype}")
+    if value.dim() not in (3, 4):
+        raise InputError(f"latent must have 3 (C, H, W) or 4 dimensions, got shape {tuple(value.shape)}")
+    if not bool(torch.isfinite(value).all()):
+        raise InputError("latent has NaN or infinite values")
+    return value
+
+
 def _nested(convert: Callable[[Any, Sample, Inputs], Any]) -> Callable[[Any, Sample, Inputs], list[Any]]:
     def inner(value: Any, sample: Sample, wants: Inputs) -> list[Any]:
         items = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -140,6 +157,7 @@ CONVERTERS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "condition_audio": _condition_audio,  # (array, rate), split like audio
     "condition_images": _nested(_image),
     "condition_videos": _nested(_video),
+    "latent": _latent,
     "dataset": _passthrough,
     "group_id": _passthrough,
 }

@@ -18,7 +18,9 @@ class Sample:
     (path, or array/tensor with ``audio_sample_rate``); ``condition_images`` / ``condition_videos``
     (lists); ``condition_audio``: one reference clip (path, or array/tensor with
     ``condition_audio_sample_rate``, its own rate: a file's rate is read from the file) for
-    reference-based audio rewards (speaker similarity, SI-SDR, PESQ, STOI). ``metadata`` is a mapping or a JSON string; rewards receive it as a JSON string.
+    reference-based audio rewards (speaker similarity, SI-SDR, PESQ, STOI). ``latent``: the generator's latent
+    (tensor or array, (C, H, W) for an image, (T, C, H, W) or (C, T, H, W) for a video, floating point) exactly as
+    the trainer holds it (scaled and shifted as its VAE expects), for latent rewards and a config's decode stage. ``metadata`` is a mapping or a JSON string; rewards receive it as a JSON string.
     ``group_id`` is an int or str (never a float); ``dataset`` routes the sample to rewards.
     """
 
@@ -32,6 +34,7 @@ class Sample:
     condition_videos: list[Any] | None = None
     condition_audio: Any = None
     condition_audio_sample_rate: int | None = None
+    latent: Any = None
     dataset: str | None = None
     group_id: int | str | None = None
     metadata: Any = None
