@@ -31,6 +31,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any
 
 from starlette.applications import Starlette
@@ -41,6 +42,7 @@ from starlette.routing import Route
 
 from ..errors import InputError
 from ..spec.sample import Sample, samples_of
+from ..transport.frames import client_is_local, loads_frames, wire_listing
 from ..transport.wire import (
     JSON,
     MSGPACK,
@@ -127,6 +129,7 @@ def build_app(
         Decoders(options.decode_threads),
     )
     app.state.on_load_error = on_load_error
+    app.state.shm = options.shm
     app.state.conversion = None  # what converting media to the served rewards' forms costs, once they are loaded
     return app
 
@@ -161,7 +164,7 @@ async def ready_state(request: Request) -> Response:
 
 
 async def rewards(request: Request) -> Response:
-    return JSONResponse(request.app.state.service.reward_list())
+    return JSONResponse({**request.app.state.service.reward_list(), "wire": wire_listing(request.app.state.shm)})
 
 
 async def metrics_text(request: Request) -> Response:
@@ -182,6 +185,7 @@ async def score(request: Request) -> Response:
             request.state.samples = len(samples)
         finally:
             samples.clear()  # its media freed now, although the batcher may keep its last batch while idle
+    fmt = "msgpack" if fmt == "frames" else fmt  # a framed request is answered in MessagePack
     return Response(dumps(answer, fmt), media_type=MSGPACK if fmt == "msgpack" else JSON)
 
 
@@ -193,6 +197,10 @@ async def _parsed(request: Request, held: Reservation, fmt: str) -> Any:
         raise TypeError("the request body was not received by the Received middleware")
     await held.grow(parse_bytes(len(body.data), fmt, state.service.limits), "the request's body")
     body.release()
+    if fmt == "frames":  # large buffers as views of the body (or of a local client's shared memory)
+        why_not = "it was started without shared memory" if not state.shm else None
+        why_not = why_not or client_is_local(request.scope.get("client"), request.headers)
+        return await state.decoders.run(partial(loads_frames, body.take(), state.service.limits, shm_allowed=why_not))
     return await state.decoders.run(loads, body.take(), fmt, state.service.limits)
 
 

@@ -44,6 +44,8 @@ from ..errors import InputError
 PROTOCOL = 1
 MSGPACK = "application/msgpack"
 JSON = "application/json"
+#: A score request whose large byte strings travel beside its map (:mod:`rewardzoo.transport.frames`).
+FRAMES = "application/x-rewardzoo-frames"
 _MSGPACK_TYPES = (MSGPACK, "application/x-msgpack", "application/vnd.msgpack")
 TEXT_FIELDS = ("prompt", "completion", "dataset")
 IMAGE_FIELDS = ("image",)
@@ -119,6 +121,8 @@ def format_of(content_type_header: str | None) -> str:
         return "msgpack"
     if kind == JSON:
         return "json"
+    if kind == FRAMES:
+        return "frames"
     raise WireError(
         f"unsupported Content-Type {kind or '(none)'!r}; send {MSGPACK} or {JSON} (pickles are never accepted)",
         status=415,
@@ -176,8 +180,9 @@ BASE_ITEMS = 4096
 BYTES_PER_ITEM = 256
 #: Copies of a body's bytes alive while it is parsed: the body and the strings and bytes built from it (MessagePack);
 #: JSON adds its decoded text (at most the body's bytes: UTF-8 is never shorter than CPython's str of it, per
-#: character) or, before it, the body with its strings cut out (:func:`loads` counts the items there).
-PARSE_COPIES = {"msgpack": 2, "json": 3}
+#: character) or, before it, the body with its strings cut out (:func:`loads` counts the items there); a framed
+#: body is held once and its header's inline strings copied (at most the body's bytes).
+PARSE_COPIES = {"msgpack": 2, "json": 3, "frames": 2}
 
 
 def item_budget(limits: WireLimits) -> int | None:
@@ -443,15 +448,21 @@ def encode_request(
     image_format: str = "png",
 ) -> bytes:
     """A score request body; errors name the sample."""
+    return dumps(request_map(samples, rewards, image_format=image_format), fmt)
+
+
+def request_map(
+    samples: Sequence[Mapping[str, Any]], rewards: Sequence[str] | None = None, *, image_format: str = "png"
+) -> dict[str, Any]:
+    """A score request as plain data (raw media as views of the caller's arrays, nothing copied); errors name the
+    sample."""
     encoded = []
     for i, sample in enumerate(samples):
         try:
             encoded.append(encode_sample(sample, image_format))
         except InputError as exc:
             raise exc.located(sample=i) from None
-    return dumps(
-        {"protocol": PROTOCOL, "rewards": list(rewards) if rewards is not None else None, "samples": encoded}, fmt
-    )
+    return {"protocol": PROTOCOL, "rewards": list(rewards) if rewards is not None else None, "samples": encoded}
 
 
 # -------------------------------------------------------------------------------------------- decoding
@@ -517,7 +528,11 @@ def decoded_bytes(data: Any, limits: WireLimits = WireLimits()) -> int:
     sizes: list[int] = []
 
     def image(obj: Any) -> None:
-        if isinstance(obj, dict) and obj.get("format") == "png" and isinstance(obj.get("data"), (bytes, bytearray)):
+        if (
+            isinstance(obj, dict)
+            and obj.get("format") == "png"
+            and isinstance(obj.get("data"), (bytes, bytearray, memoryview))
+        ):
             try:
                 w, h = png_size(obj["data"])
             except WireError:
