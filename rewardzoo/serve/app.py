@@ -96,6 +96,7 @@ def build_app(
         max_wait_s=options.max_wait_ms / 1000,
         max_queue=options.max_queue,
         metrics=metrics,
+        upcoming=lambda: app.state.upcoming,
     )
     metrics.ready = int(service.ready)
     authenticated = [Middleware(Authenticated, token=options.token)] if options.token is not None else []
@@ -130,6 +131,7 @@ def build_app(
     )
     app.state.on_load_error = on_load_error
     app.state.shm = options.shm
+    app.state.upcoming = 0  # score requests received and not yet submitted to the batcher (it waits for them)
     app.state.conversion = None  # what converting media to the served rewards' forms costs, once they are loaded
     return app
 
@@ -175,11 +177,15 @@ async def score(request: Request) -> Response:
     state, fmt = request.app.state, request.state.fmt
     limits = state.service.limits
     async with state.memory.reserve() as held:
-        data = await _parsed(request, held, fmt)
-        await state.decoders.run(_check, state.service, data, limits)  # every limit, from the headers
-        await held.grow(decoded_bytes(data, limits) + _conversion(state).bytes(data), "the request's media")
-        key, samples = await state.decoders.run(_decode, state.service, data, limits)
-        del data
+        state.upcoming += 1
+        try:
+            data = await _parsed(request, held, fmt)
+            await state.decoders.run(_check, state.service, data, limits)  # every limit, from the headers
+            await held.grow(decoded_bytes(data, limits) + _conversion(state).bytes(data), "the request's media")
+            key, samples = await state.decoders.run(_decode, state.service, data, limits, state.decoders.threads)
+            del data
+        finally:
+            state.upcoming -= 1
         try:
             answer = await state.batcher.submit(key, samples)
             request.state.samples = len(samples)
@@ -252,8 +258,10 @@ def _check(service: RewardService, data: object, limits: WireLimits) -> None:
     service.key(decode_request_map(data, limits, dry=True).rewards)
 
 
-def _decode(service: RewardService, data: object, limits: WireLimits) -> tuple[tuple[str, ...], list[Sample]]:
-    request = decode_request_map(data, limits)
+def _decode(
+    service: RewardService, data: object, limits: WireLimits, threads: int = 1
+) -> tuple[tuple[str, ...], list[Sample]]:
+    request = decode_request_map(data, limits, threads=threads)  # PNGs decoded on the threads in parallel
     key = service.key(request.rewards)
     try:
         return key, samples_of(request.samples)
