@@ -185,7 +185,7 @@ def loads_frames(body: bytearray | bytes, limits: WireLimits = WireLimits(), *, 
     if 8 + length > len(body):
         raise WireError(f"the framed header claims {length} bytes; the body holds {len(body) - 8} after its prefix")
     view = memoryview(body).toreadonly()
-    head = loads(view[8 : 8 + length], "msgpack", limits)
+    head = loads(bytes(view[8 : 8 + length]), "msgpack", limits)  # the header alone (small) is copied
     if not isinstance(head, dict):
         raise WireError("the framed header must be a request map", kind="protocol")
     shm = head.pop("shm", None)
