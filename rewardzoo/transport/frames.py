@@ -12,7 +12,8 @@ copied into Python byte strings, and a raw image reaches the processor as an arr
 
 **Same-host shared memory.** A client on the server's machine may put the buffers in an anonymous shared memory
 file (``memfd``, sealed against writing, growing and shrinking once written) instead of the body; the header then
-names it: ``"shm": {"pid": P, "fd": N, "size": S}``. The server opens ``/proc/P/fd/N`` read-only and maps it. It
+names it: ``"shm": {"pid": P, "fd": N, "size": S, "host": H}`` (``H``: the client's :func:`host_identity`, which
+must be the server's). The server opens ``/proc/P/fd/N`` read-only and maps it. It
 does so only when it was started with shared memory allowed (the default), only for a client connected from a
 loopback address with no forwarding header, and only for a sealed ``memfd`` named ``rewardzoo-wire`` owned by the
 server's own user; anything else is a 403 ``shm`` refusal (the client then sends the buffers in the body). The
@@ -123,7 +124,7 @@ class SharedBody:
         except BaseException:
             os.close(self.fd)
             raise
-        head["shm"] = {"pid": os.getpid(), "fd": self.fd, "size": size}
+        head["shm"] = {"pid": os.getpid(), "fd": self.fd, "size": size, "host": host_identity()}
         self.body = _header(head)
 
     def close(self) -> None:
@@ -232,6 +233,8 @@ def _open_shm(shm: Any, limits: WireLimits) -> memoryview:
     ):
         raise WireError("'shm' must be a map of non-negative ints pid, fd and size", field="shm")
     limits.over("max_request_bytes", shm["size"], f"the shared memory of the request ({shm['size']} bytes)")
+    if not shm.get("host") or shm.get("host") != host_identity():  # a PID means nothing on another host / namespace
+        raise ShmRefused("the client's shared memory is on another host, PID namespace or user than this server's")
     path = f"/proc/{shm['pid']}/fd/{shm['fd']}"
     try:
         target = os.readlink(path)

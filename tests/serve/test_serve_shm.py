@@ -95,10 +95,11 @@ def test_who_is_local():
     assert "proxy" in frames.client_is_local(("127.0.0.1", 5000), {"x-forwarded-for": "1.2.3.4"})
 
 
-def _header_naming(fd: int, size: int) -> bytes:
+def _header_naming(fd: int, size: int, host: str | None = None) -> bytes:
+    host = frames.host_identity() if host is None else host
     head = {"protocol": 1, "rewards": None, "samples": [{"image": {"format": "raw", "dtype": "uint8"}}]}
     head["samples"][0]["image"].update(shape=[4, 4, 3], data=[0, 48])
-    head["shm"] = {"pid": os.getpid(), "fd": fd, "size": size}
+    head["shm"] = {"pid": os.getpid(), "fd": fd, "size": size, "host": host}
     return frames._header(head)
 
 
@@ -119,6 +120,8 @@ def test_shared_memory_the_server_must_not_trust_is_refused():
     other.flush()
     refused.append((_header_naming(other.fileno(), 64), "not a rewardzoo shared memory"))
     refused.append((_header_naming(10**6, 64), "cannot open"))
+    # another host's (or PID namespace's) process: its PID names nothing here
+    refused.append((_header_naming(sealed, 64, host="another-boot/pid:[1]/0"), "another host"))
     try:
         for body, why in refused:
             with pytest.raises(frames.ShmRefused, match=why) as info:
