@@ -117,9 +117,21 @@ def info_from_card(
         prompt_conditioned=get("prompt_conditioned", (bool, type(None)), None),
         near_constant_in_group=get("near_constant_in_group", (bool,), False),
         prefers_still_video=get("prefers_still_video", (bool,), False),
+        prompt_blind_when=_prompt_blind(get("prompt_blind_when", (dict, type(None)), None), bad),
         model_free=get("model_free", (bool,), False),
         activation_per_sample=_activation(get("activation_per_sample", (str, int, type(None)), None), bad),
     )
+
+
+def _prompt_blind(
+    value: dict[str, Any] | None, bad: Callable[[str, str], RegistryError]
+) -> dict[str, tuple[Any, ...]] | None:
+    """A card's ``prompt_blind_when``: ``{option: [values]}``."""
+    if value is None:
+        return None
+    if not value or any(not isinstance(k, str) or not isinstance(v, list) or not v for k, v in value.items()):
+        raise bad("prompt_blind_when", f"must map option names to non-empty lists of values, got {value!r}")
+    return {k: tuple(v) for k, v in value.items()}
 
 
 def _activation(value: str | int | None, bad: Callable[[str, str], RegistryError]) -> int | None:

@@ -35,7 +35,9 @@ class RewardInfo:
     from); ``prompt_conditioned``, the score depends on the sample's prompt (or on what the prompt asks for, in
     its metadata); ``near_constant_in_group``, samples generated for one prompt almost always get the same
     score, so a group-relative wrapper over it turns noise into advantages; ``prefers_still_video``, a still
-    video scores at least as well as a moving one (VBench's temporal-quality dimensions).
+    video scores at least as well as a moving one (VBench's temporal-quality dimensions); ``prompt_blind_when``,
+    ``{option: [values]}``: settings under which the reward compares two streams the policy generates (audio and
+    video) and never reads the prompt, so training on it can collapse both together.
 
     Facts the memory plan reads (:mod:`rewardzoo.core.memory_plan`): ``model_free``, the reward loads no weights
     (0 bytes; ``offload`` does nothing); ``activation_per_sample``, bytes of device memory one sample adds during a
@@ -63,6 +65,7 @@ class RewardInfo:
     prompt_conditioned: bool | None = None
     near_constant_in_group: bool = False
     prefers_still_video: bool = False
+    prompt_blind_when: Mapping[str, tuple[Any, ...]] | None = None
     model_free: bool = False
     activation_per_sample: int | None = None
 
