@@ -544,6 +544,9 @@ def build_fields(name: str, reward: Reward, indices: Sequence[int], cache: Conve
         if fld in ("audio", "condition_audio"):
             fields[fld] = [v[0] for v in values]
             fields[f"{fld}_sample_rate"] = [v[1] for v in values]
+        elif fld == "video" and reward.inputs.frame_rate:
+            fields[fld] = [v[0] for v in values]
+            fields["video_fps"] = [v[1] for v in values]
         else:
             fields[fld] = values
     return fields
