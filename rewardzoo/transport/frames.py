@@ -268,7 +268,8 @@ def _open_shm(shm: Any, limits: WireLimits) -> memoryview:
             raise ShmRefused(f"{path} is not sealed against writing, growing and shrinking")
         if info.st_size != shm["size"] or info.st_size == 0:
             raise ShmRefused(f"{path} holds {info.st_size} bytes, not the {shm['size']} the request names")
-        mem = mmap.mmap(fd, info.st_size, prot=mmap.PROT_READ)
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # its pages mapped at once, not one fault each
+        mem = mmap.mmap(fd, info.st_size, flags=flags, prot=mmap.PROT_READ)
     finally:
         os.close(fd)
     return memoryview(mem)
