@@ -23,6 +23,7 @@ shares the server's host and process namespace (the server advertises its own in
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import stat
@@ -169,6 +170,7 @@ def shm_available() -> bool:
     return hasattr(os, "memfd_create") and hasattr(os, "MFD_ALLOW_SEALING") and hasattr(fcntl, "F_ADD_SEALS")
 
 
+@functools.cache
 def host_identity() -> str:
     """This machine's boot and this process's PID namespace and user: a client whose identity equals the server's
     can name its files by ``/proc/PID/fd/N`` to it."""
