@@ -47,6 +47,7 @@ def load_deqascore():
 
 def port_free(port: int) -> bool:
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds: past connections' TIME_WAIT
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

@@ -1,11 +1,16 @@
 """Serving benchmarks: what a round trip through ``rewardzoo serve`` costs, what server-side batching gains,
 and what the safe wire format costs against pickle.
 
-- roundtrip: one request of 32 images 512x512 scored by a server on this machine (``RewardClient``, PNG and
-  raw uint8) against the same batch scored in the process, for a model reward (``laion_aesthetic`` on the
-  tiny random open_clip of ``rewardzoo.testing``; the tiny model makes the overhead look large: a real
-  ViT-L/14 costs ~100x more per image while the transfer costs the same) and for ``jpeg_compressibility``.
+- roundtrip: one request of 32 images 512x512 scored by a server on this machine (``RewardClient``) against the
+  same batch scored in the process from the PIL images, for a model reward (``laion_aesthetic`` on the tiny random
+  open_clip of ``rewardzoo.testing``; the tiny model makes the overhead look large: a real ViT-L/14 costs ~100x more
+  per image while the transfer costs the same) and for ``jpeg_compressibility``. Sides: raw images beside the
+  MessagePack map (the framed body, the default), raw inside one MessagePack document (the protocol before framing),
+  raw in same-host shared memory (sealed memfd), PNG (parallel threads); and flow_grpo's reward server (its
+  snapshot's ``app_deqa`` under gunicorn with the same reward, its own JPEG + pickle client; ``anchor_servers.py``),
+  recorded as skipped when its snapshot (``--flow-grpo-src``, ``--flow-grpo-client-src``) or Flask is absent.
   Both sides use one torch thread.
+- codec: the PNG encode + decode of those 32 images alone against the in-process call (the PNG side's floor).
 - batching: 8 client threads each sending requests of 4 samples (64x64 images) to a server with
   ``--max-batch 64 --max-wait-ms 10`` against one with ``--max-batch 4`` (each request scored on its own);
   throughput in samples/s, for a reward whose call costs 20 ms whatever its size (the regime of a GPU model
@@ -24,6 +29,7 @@ import http.client
 import os
 import pickle
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,7 +40,7 @@ from typing import Any
 
 import numpy as np
 from results_io import figure, measure, print_figures, write_results
-from timing import interleaved
+from timing import interleaved, interleaved_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -184,7 +190,11 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Na
                 if got.shape != want.shape or not np.isfinite(got).all():
                     raise RuntimeError(f"flow_grpo's server answered {got!r:.200}")
                 fns["flow_grpo"] = lambda: flow_fn(stacked, [""] * len(samples), [{}] * len(samples))
-            times, ratios = interleaved(fns, repeats=repeats)
+            runs = interleaved_runs(fns, repeats=repeats)
+            times = {k: statistics.median(v) for k, v in runs.items()}
+            ratios = {k: statistics.median(a / b for a, b in zip(v, runs["local"])) for k, v in runs.items()}
+            if "flow_grpo" in runs:  # ours against theirs, paired per repetition
+                ratios["vs_flow_grpo"] = statistics.median(a / b for a, b in zip(runs["raw"], runs["flow_grpo"]))
             for client in clients.values():
                 client.close()
         finally:
@@ -212,14 +222,13 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Na
             "reward; flow_grpo's own deqa_score_remote client: JPEG + pickle over requests)"
         )
         if "flow_grpo" in times:
-            paired = float(np.median([r for r in [ratios["raw"] / ratios["flow_grpo"]]]))
             figs.append(
                 figure(
                     f"serve.roundtrip.{kind}.vs_flow_grpo",
                     title + f" (median of {repeats} paired runs)",
                     measure("rewardzoo serve (raw)", times["raw"] * 1e3, "ms"),
                     baseline=measure("flow_grpo reward server", times["flow_grpo"] * 1e3, "ms"),
-                    ratio=paired,
+                    ratio=ratios["vs_flow_grpo"],
                     ratio_label="rewardzoo / flow_grpo",
                     goal="< 1x" if kind == "model" else None,
                     rewards=["remote"],
@@ -346,11 +355,43 @@ def bench_wire(repeats: int) -> list[dict]:
     return figs
 
 
+def bench_codec(configs: dict[str, Path], repeats: int) -> list[dict]:
+    """What PNG costs by itself: the 32 images encoded (the client's threads) and decoded (the server's threads),
+    in this process, against scoring them in process: the floor under ``serve.roundtrip.*.png``."""
+    import rewardzoo
+    from rewardzoo.transport import wire
+
+    samples = [rewardzoo.Sample(image=img) for img in textured(32, 512)]
+    maps = [{"image": s.image} for s in samples]
+    local = rewardzoo.build_processors(configs["model"])[0]
+
+    def codec() -> None:
+        data = wire.request_map(maps, image_format="png")
+        wire.decode_request_map(data, threads=4)
+
+    times, ratios = interleaved({"local": lambda: local(samples), "codec": codec}, repeats=repeats)
+    return [
+        figure(
+            "serve.codec.png",
+            "the PNG codec alone on the 32 images 512x512 of serve.roundtrip (encoded on the client's threads, "
+            f"decoded on the server's, {os.cpu_count()} cores) vs `laion_aesthetic` (tiny open_clip) scoring them in "
+            f"process (median of {repeats} paired ratios): the floor under serve.roundtrip.model.png",
+            measure("PNG encode + decode", times["codec"] * 1e3, "ms"),
+            baseline=measure("in process", times["local"] * 1e3, "ms"),
+            ratio=ratios["codec"],
+            ratio_label="codec / in process",
+            rewards=["remote"],
+        )
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a check, not a measurement)")
     parser.add_argument(
-        "--parts", default="wire,roundtrip,batching", help="comma-separated parts to run (others keep their figures)"
+        "--parts",
+        default="wire,roundtrip,codec,batching",
+        help="comma-separated parts to run (others keep their figures)",
     )
     parser.add_argument("--flow-grpo-src", type=Path, help="a yifan123/reward-server snapshot (flow_grpo's server)")
     parser.add_argument("--flow-grpo-client-src", type=Path, help="a yifan123/flow_grpo snapshot (its client)")
@@ -370,11 +411,13 @@ def main() -> None:
             figs += bench_wire(repeats * 2)
         if "roundtrip" in parts:
             figs += bench_roundtrip(configs, repeats, args)
+        if "codec" in parts:
+            figs += bench_codec(configs, repeats)
         if "batching" in parts:
             for kind in ("fixed", "model"):
                 figs.append(bench_batching(configs[kind], kind, repeats, 4 if args.quick else 10))
     print_figures([f for f in figs if f["baseline"] is not None])
-    every = {"wire", "roundtrip", "batching"} <= set(parts)
+    every = {"wire", "roundtrip", "codec", "batching"} <= set(parts)
     print(write_results(__file__, figs, parts=None if every else [f"serve.{p}" for p in parts]))
 
 
