@@ -192,8 +192,8 @@ class ShmRefused(WireError):
 
 
 def loads_frames(body: bytearray | bytes, limits: WireLimits = WireLimits(), *, shm_allowed: str | None = None) -> Any:
-    """Parse a framed body into a request map whose references are read-only views (of ``body``, or of the
-    client's shared memory). ``shm_allowed``: None when shared memory may be read, else why not (a ShmRefused
+    """Parse a framed body into a request map whose references are views of ``body`` (writable when it is a
+    ``bytearray``, the server's own copy of the request) or of the client's shared memory (read-only). ``shm_allowed``: None when shared memory may be read, else why not (a ShmRefused
     names it when the header asks for it). WireError 400 when malformed."""
     limits.over("max_request_bytes", len(body), f"the request body ({len(body)} bytes)")
     if len(body) < 8 or bytes(body[:4]) != MAGIC:
@@ -201,7 +201,9 @@ def loads_frames(body: bytearray | bytes, limits: WireLimits = WireLimits(), *, 
     (length,) = struct.unpack("<I", bytes(body[4:8]))
     if 8 + length > len(body):
         raise WireError(f"the framed header claims {length} bytes; the body holds {len(body) - 8} after its prefix")
-    view = memoryview(body).toreadonly()
+    # the server's own bytearray (nothing else holds it) gives writable views: a raw image reaches a reward's
+    # uint8 tensor without a copy (torch.from_numpy); any other body (bytes, a caller's buffer) read-only views
+    view = memoryview(body) if isinstance(body, bytearray) else memoryview(body).toreadonly()
     head = loads(bytes(view[8 : 8 + length]), "msgpack", limits)  # the header alone (small) is copied
     if not isinstance(head, dict):
         raise WireError("the framed header must be a request map", kind="protocol")
