@@ -260,6 +260,20 @@ def figures(
             )
         )
         return out
+    theirs = rows[f"flow_grpo{replicas[0]}"]
+    out.append(
+        figure(
+            f"serve.load.{kind}.serve_vs_flow_grpo",
+            f"{what(kind, args)}: `serve` (uvicorn, one process) vs flow_grpo's reward server with {replicas[0]} "
+            "gunicorn sync worker(s) (its app_deqa from its snapshot, the same reward; its own client: JPEG + pickle)",
+            measure("rewardzoo serve", rows["serve"]["rps"], "req/s"),
+            baseline=measure(f"flow_grpo, {replicas[0]} worker(s)", theirs["rps"], "req/s"),
+            ratio=rows["serve"]["rps"] / theirs["rps"],
+            ratio_label="x the throughput",
+            rewards=["remote"],
+            notes=f"rewardzoo: {latency(rows['serve'])}; flow_grpo: {latency(theirs)}",
+        )
+    )
     for n in replicas:
         theirs, ours = rows[f"flow_grpo{n}"], rows[f"ray{n}"]
         out.append(
