@@ -269,6 +269,11 @@ class RewardTimeoutError(RewardExecutionError, TimeoutError):
     """Asynchronous reward calls did not finish within the runner's timeout (names the rewards)."""
 
 
+class DeadlineError(RewardTimeoutError):
+    """A call of a required entry ran past its ``timeout_s`` (names the entry and the call's samples); an
+    ``optional: true`` entry abstains instead (see :mod:`rewardzoo.core.deadlines`)."""
+
+
 class RemoteRankError(RewardExecutionError):
     """Another rank failed during a cross-rank reward exchange (names that rank and its reward)."""
 

@@ -42,6 +42,7 @@ from ..shared.groups import GroupKey, group_members
 from ..spec.config import RewardSpec, StreamSpec
 from ..spec.sample import Sample
 from .batching import Assembler, run_inline
+from .deadlines import ABSTAINED, abstained_mask, guard
 from .fields import convert_field, owns_memory, protected
 
 Outcome = tuple[np.ndarray, dict[str, np.ndarray]]
@@ -163,6 +164,22 @@ class RewardResult:
             name: int(np.nansum(extra["substituted"]))
             for name, extra in self.extras.items()
             if "substituted" in extra and not is_text_extra(extra["substituted"])
+        }
+
+    @property
+    def abstentions(self) -> dict[str, int]:
+        """Per optional entry, the samples it abstained for (its calls missed their ``timeout_s``): the sum of its
+        per-sample extra ``abstained``, as :attr:`substitutions` counts a judge's. Entries without it are not listed."""
+        return {name: len(rows) for name, rows in self.abstained.items()}
+
+    @property
+    def abstained(self) -> dict[str, list[int]]:
+        """Per optional entry that abstained, the indices of those samples (NaN in its column, out of the total);
+        see :mod:`rewardzoo.core.deadlines`."""
+        return {
+            name: np.flatnonzero(abstained_mask(extra, len(self))).tolist()
+            for name, extra in self.extras.items()
+            if ABSTAINED in extra
         }
 
     @property
@@ -430,6 +447,7 @@ def _stream_runner(
         device = str(reward.device)
         event = DeviceStreams.ready_events([device])[device]
         jobs = [partial(_STREAMS.call, job, device, event) for job in jobs]
+    jobs = [guard(spec, reward, chunk, job) for chunk, job in zip(plan, jobs)]  # the entry's timeout_s
     return partial(run_jobs, spec, reward, jobs)
 
 
@@ -575,6 +593,7 @@ def assemble(
     weights64: dict[str, np.ndarray] = {}
     streams: dict[str, dict[str, np.ndarray]] = {}
     stream_weights: dict[str, dict[str, np.ndarray]] = {}
+    masks = {k: v & ~abstained_mask((extras or {}).get(k), n) for k, v in masks.items()}  # optional entries' misses
     for spec in specs:
         mask = masks[spec.name]
         weights64[spec.name] = np.zeros(n)
