@@ -20,7 +20,7 @@ stuck call returns, the reward is called again as usual.
 
 A reward that bounds its own wait (``enforces_deadline = True``: an ``environment:`` worker, which kills and
 restarts its worker process past the deadline; a Ray Serve deployment, whose request is cancelled) is called on
-the caller's thread; it reads the time left with :func:`remaining` and raises
+the caller's thread; it reads the time left with :func:`rewardzoo.shared.deadline.remaining` and raises
 :class:`~rewardzoo.errors.DeadlineError` when it runs out; nothing is left running.
 """
 
@@ -29,9 +29,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +37,7 @@ import numpy as np
 
 from ..errors import DeadlineError
 from ..rewards.base import is_text_extra
+from ..shared.deadline import remaining, within
 
 if TYPE_CHECKING:
     from ..rewards.base import Reward
@@ -54,16 +53,8 @@ Job = Callable[[], Outcome]
 #: The per-sample extra marking an optional entry's abstentions (1.0 abstained, NaN or 0.0 scored).
 ABSTAINED = "abstained"
 
-_DEADLINE: ContextVar[float | None] = ContextVar("rewardzoo_deadline", default=None)
 _STUCK: dict[int, cf.Future[Any]] = {}  # id(reward) -> its call that ran past its deadline and still runs
 _LOCK = threading.Lock()
-
-
-def remaining() -> float | None:
-    """Seconds left before the deadline of the guarded call running on this thread (None: no deadline); at
-    least a millisecond, so that a bound read from it never means "for ever"."""
-    deadline = _DEADLINE.get()
-    return None if deadline is None else max(deadline - time.monotonic(), 1e-3)
 
 
 def stuck_calls() -> int:
@@ -93,13 +84,11 @@ def _guarded(spec: RewardSpec, reward: Reward, indices: list[int], job: Job) -> 
     assert spec.timeout_s is not None  # (guard() wraps only such entries)
     timeout = spec.timeout_s
     if getattr(reward, "enforces_deadline", False):
-        token = _DEADLINE.set(time.monotonic() + timeout)
         try:
-            return job()
+            with within(timeout):
+                return job()
         except DeadlineError as exc:
             return _missed(spec, indices, exc.message)
-        finally:
-            _DEADLINE.reset(token)
     key = id(reward)
     with _LOCK:
         if key in _STUCK:

@@ -130,3 +130,44 @@ def test_optional_needs_a_deadline_and_both_reach_the_spec():
     assert info.value.field == "optional"
     spec = parse_config({"rewards": [{"name": "len", "timeout_s": "2.5", "optional": True}]}).rewards[0]
     assert (spec.timeout_s, spec.optional) == (2.5, True)
+
+
+class _Response:
+    """A Ray Serve response that never answers in time (the deployment hangs): ``result`` raises TimeoutError
+    (Ray's GetTimeoutError is one) when given a bound; ``cancel`` is recorded."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[float | None] = []
+        self.cancelled = False
+
+    def result(self, timeout_s=None):
+        self.timeouts.append(timeout_s)
+        raise TimeoutError("no answer")
+
+    def cancel(self):
+        self.cancelled = True
+
+
+def test_a_ray_serve_deployment_past_the_deadline_has_its_request_cancelled():
+    from types import SimpleNamespace
+
+    from rewardzoo.serve.ray_rewards import DeploymentLoader
+
+    response = _Response()
+    handle = SimpleNamespace(score=SimpleNamespace(remote=lambda name, fields: response))
+    facts = PromptLength().info, PromptLength.inputs
+    handle.describe = SimpleNamespace(
+        remote=lambda: SimpleNamespace(
+            result=lambda: {"slow": {"kind": "pointwise", "inputs": facts[1], "info": facts[0], "device": "cpu"}}
+        )
+    )
+    proc = RewardProcessor(
+        [
+            {"name": "slow", "reward_model": LEN, "timeout_s": 0.5, "optional": True},
+            {"name": "len", "reward_model": LEN},
+        ],
+        loader=DeploymentLoader([(["slow"], handle)]),
+    )
+    result = proc([Sample(prompt="ab")])
+    assert result.abstained == {"slow": [0]} and result.applied == [["len"]] and result.total.tolist() == [2.0]
+    assert response.cancelled and 0 < response.timeouts[0] <= 0.5 and stuck_calls() == 0
