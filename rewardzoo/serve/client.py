@@ -42,7 +42,7 @@ from ..integrations.common import image_samples
 from ..spec.sample import Sample
 from ..transport.http import RetryPolicy, bearer_headers
 from ..transport.served import ServedRewards
-from .job_client import JobFuture, JobTickets
+from .job_client import JobFuture, JobRunner, JobTickets
 
 __all__ = ["RewardClient", "multi_score"]
 
@@ -140,6 +140,13 @@ class RewardClient:
         out = self._job_tickets().collect(list(tickets), [list(p) for p in positions], timeout)
         n = sum(len(p) for p in positions)
         return _result(out, list(group_ids) if group_ids is not None else [None] * n)
+
+    def incremental(
+        self, *, group_size: int | None = None, rewards: Sequence[str] | None = None, timeout: float | None = None
+    ) -> JobRunner:
+        """An incremental runner over this server (``add`` then ``finalize``, as ``processor.incremental()``): each
+        ``add`` is submitted at once, so the reward phase overlaps generation (:class:`JobRunner`)."""
+        return JobRunner(self, group_size=group_size, rewards=rewards, timeout=timeout)
 
     def _job_tickets(self) -> JobTickets:
         if self._jobs is None:

@@ -15,16 +15,20 @@ import concurrent.futures as cf
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
+from ..core.engine import as_samples
 from ..errors import HttpError, InputError, RewardZooError
+from ..shared.groups import group_key
+from ..shared.options import positive_float, positive_int
 from ..transport.http import HttpClient, RetryPolicy
 from ..transport.served import ServedRewards, concat_results, in_order, request_chunks
 from ..transport.wire import JSON, MSGPACK, WireLimits, content_type, decode_result, encode_request, loads
 
-__all__ = ["JobFuture", "JobTickets"]
+__all__ = ["JobFuture", "JobRunner", "JobTickets"]
 
 #: An answer's size is the server's business (it is bounded by the request we sent).
 _ANSWERS = WireLimits(max_request_bytes=None)
@@ -95,7 +99,8 @@ class JobTickets:
         return future
 
     def collect(self, tickets: Sequence[str], positions: Sequence[Sequence[int]], timeout: float | None) -> dict:
-        """The tickets' combined answer (waiting up to ``timeout`` seconds; None: ``give_up_s``)."""
+        """The tickets' combined answer, in the order of the positions (waiting up to ``timeout`` seconds; None:
+        ``give_up_s``); the tickets are deleted once collected."""
         deadline = time.monotonic() + (self.give_up_s if timeout is None else timeout)
         answers = [self._one(ticket, len(chunk), deadline) for ticket, chunk in zip(tickets, positions)]
         result = in_order(concat_results(answers), [i for chunk in positions for i in chunk])
@@ -152,3 +157,97 @@ class JobTickets:
                     reason=f"the answer is not a score response ({exc})",
                     body=response.body,
                 ) from None
+
+
+class JobRunner:
+    """:class:`~rewardzoo.core.async_runner.AsyncRewardRunner`'s ``add`` / ``finalize`` against a server, through
+    submit / collect (``client.incremental()``): each ``add`` submits its samples at once (``POST /v1/jobs``), so
+    the server scores them while the trainer generates the next batch, on another machine; ``finalize`` collects
+    the round's tickets and returns the :class:`~rewardzoo.RewardResult` that ``client.score(all samples)`` gives.
+
+    Groups stay whole: when the server serves a groupwise reward, the samples with a ``group_id`` wait until their
+    group has ``group_size`` members (when given) or until ``finalize``, and then travel in one request.
+    ``rewards``: the served rewards to score with (None: all); ``timeout``: seconds ``finalize`` may wait.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        group_size: int | None = None,
+        rewards: Sequence[str] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        positive_int(group_size, "group_size", allow_none=True)
+        self.timeout = None if timeout is None else positive_float(timeout, "timeout")
+        self.client, self.group_size, self.rewards = client, group_size, rewards
+        served = client.rewards
+        self._groupwise = any(row["kind"] == "groupwise" for row in served if rewards is None or row["name"] in rewards)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._samples: list[Any] = []
+        self._open: dict[Any, list[int]] = {}
+        self._parts: list[tuple[list[str], list[list[int]]]] = []
+
+    @property
+    def num_samples(self) -> int:
+        """Samples added to the current round."""
+        return len(self._samples)
+
+    def add(self, samples: Any) -> range:
+        """Append samples to the round and submit those that can be scored now; their indices in the round."""
+        start = len(self._samples)
+        new = as_samples(samples, start=start)
+        self._samples.extend(new)
+        due: list[int] = []
+        for i, sample in enumerate(new, start):
+            if not self._groupwise or sample.group_id is None:
+                due.append(i)
+                continue
+            members = self._open.setdefault(group_key(sample.group_id), [])
+            members.append(i)
+            if self.group_size is not None and len(members) >= self.group_size:
+                due.extend(self._open.pop(group_key(sample.group_id)))
+        if due:
+            self._submit(sorted(due))
+        return range(start, len(self._samples))
+
+    def finalize(self) -> Any:
+        """Submit what waits (open groups), collect the round; its result. The runner then starts a new round."""
+        from .client import _result
+
+        try:
+            if not self._samples:
+                raise InputError("finalize() of a round with no samples: add() some first")
+            waiting = sorted(i for members in self._open.values() for i in members)
+            if waiting:
+                self._submit(waiting)
+            jobs = self.client._job_tickets()
+            deadline = None if self.timeout is None else time.monotonic() + self.timeout
+            answers = []
+            for tickets, positions in self._parts:
+                left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
+                answers.append(jobs.collect(tickets, positions, left))
+            # each part's answer is in the order of its samples' indices; the parts one after the other
+            order = [i for _, positions in self._parts for i in sorted(j for chunk in positions for j in chunk)]
+            return _result(in_order(concat_results(answers), order), [s.group_id for s in self._samples])
+        finally:
+            self._reset()
+
+    def _submit(self, indices: list[int]) -> None:
+        mappings = [
+            {f.name: getattr(s, f.name) for f in dataclass_fields(s)} for s in (self._samples[i] for i in indices)
+        ]
+        tickets, positions = self.client._job_tickets().post(mappings, self.rewards)
+        self._parts.append((tickets, [[indices[j] for j in chunk] for chunk in positions]))
+
+    def close(self) -> None:
+        """Drop the round (its tickets expire on the server)."""
+        self._reset()
+
+    def __enter__(self) -> JobRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

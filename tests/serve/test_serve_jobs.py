@@ -27,6 +27,7 @@ def server(tmp_path_factory):
         "  - name: quick\n    reward_model: tests.serve.rewards:SlowLength\n    kwargs: {delay: 0.2}\n"
         "  - name: held\n    reward_model: tests.serve.rewards:HeldLength\n    timeout_s: 0.5\n    optional: true\n"
         f"    kwargs: {{started: '{root / 'started'}', release: '{root / 'release'}', hold_s: 20}}\n"
+        "  - name: centered\n    reward_model: tests.no_extras.rewards:CenteredLength\n"
     )
     srv = Server(
         root / "jobs.yaml", "--max-wait-ms", "1", "--max-jobs-per-token", "3", "--job-ttl-s", str(TTL_S)
@@ -80,6 +81,21 @@ def test_submit_returns_at_once_and_collects_what_score_gives_also_after_a_recon
     np.testing.assert_array_equal(later.rewards["quick"], [1, 2, 3])
 
 
+def test_the_incremental_runner_submits_each_batch_and_keeps_groups_whole(server, tokens):
+    samples = [Sample(prompt="p" * (i + 1), group_id=f"g{i % 3}") for i in range(9)]
+    with RewardClient(server.url, token_env="JOBS_TOKEN_A", fmt="json") as client:
+        direct = client.score(samples, ["quick", "centered"])
+        with client.incremental(group_size=3, rewards=["quick", "centered"]) as runner:
+            assert runner.add(samples[:4]) == range(0, 4)  # no group is complete yet: nothing is sent
+            assert runner.add(samples[4:7]) == range(4, 7)  # g0 (0, 3, 6) is complete: submitted now
+            runner.add(samples[7:])
+            result = runner.finalize()
+    assert result.applied == direct.applied and result.group_ids == direct.group_ids
+    np.testing.assert_allclose(result.rewards["centered"], direct.rewards["centered"])
+    np.testing.assert_array_equal(result.total, direct.total)
+    assert np.abs(result.rewards["centered"]).sum() > 0  # centred within whole groups, not within requests
+
+
 def test_a_ticket_of_another_token_or_none_is_a_404_and_long_poll_answers_when_done(server):
     status, ticket = _post(server.url, "alice", _samples(2))
     assert status == 202 and ticket["status"] == "pending" and len(ticket["id"]) >= 20
@@ -121,11 +137,11 @@ def test_tickets_are_bounded_per_token_and_expire(server):
 def test_the_server_honours_an_entry_deadline_and_says_who_abstained(server, tokens):
     with RewardClient(server.url, token_env="JOBS_TOKEN_B", fmt="json", timeout_s=30) as client:
         start = time.monotonic()
-        result = client.score(_samples(2))  # 'held' never answers by itself: optional, 0.5 s
+        result = client.score(_samples(2), ["quick", "held"])  # 'held' never answers by itself: optional, 0.5 s
         assert time.monotonic() - start < 5
         assert result.abstained == {"held": [0, 1]} and result.applied == [["quick"], ["quick"]]
         np.testing.assert_array_equal(result.total, [1.0, 2.0])
-        assert client.submit(_samples(2)).result(timeout=30).abstentions == {"held": 2}
+        assert client.submit(_samples(2), ["quick", "held"]).result(timeout=30).abstentions == {"held": 2}
 
 
 def test_finished_jobs_count_against_the_memory_budget():
