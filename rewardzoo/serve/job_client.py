@@ -98,14 +98,17 @@ class JobTickets:
         self._pool.submit(self._fill, future)
         return future
 
-    def collect(self, tickets: Sequence[str], positions: Sequence[Sequence[int]], timeout: float | None) -> dict:
+    def collect(
+        self, tickets: Sequence[str], positions: Sequence[Sequence[int]], timeout: float | None, *, delete: bool = True
+    ) -> dict:
         """The tickets' combined answer, in the order of the positions (waiting up to ``timeout`` seconds; None:
-        ``give_up_s``); the tickets are deleted once collected."""
+        ``give_up_s``); with ``delete``, the tickets are deleted once collected."""
         deadline = time.monotonic() + (self.give_up_s if timeout is None else timeout)
         answers = [self._one(ticket, len(chunk), deadline) for ticket, chunk in zip(tickets, positions)]
         result = in_order(concat_results(answers), [i for chunk in positions for i in chunk])
-        for ticket in tickets:
-            self.delete(ticket)
+        if delete:
+            for ticket in tickets:
+                self.delete(ticket)
         return result
 
     def delete(self, ticket: str) -> None:
@@ -123,9 +126,13 @@ class JobTickets:
         if not future.set_running_or_notify_cancel():
             return
         try:
-            future.set_result(self.collect(future.tickets, future.positions, None))
+            result = self.collect(future.tickets, future.positions, None, delete=False)
         except BaseException as exc:
             future.set_exception(exc)
+            return
+        future.set_result(result)
+        for ticket in future.tickets:  # after the result: the caller does not wait for the server to forget it
+            self.delete(ticket)
 
     def _one(self, ticket: str, count: int, deadline: float) -> dict:
         path = f"/v1/jobs/{quote(ticket, safe='')}"

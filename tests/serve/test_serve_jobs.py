@@ -71,8 +71,11 @@ def test_submit_returns_at_once_and_collects_what_score_gives_also_after_a_recon
             np.testing.assert_array_equal(getattr(result, name), getattr(direct, name))
         np.testing.assert_array_equal(result.rewards["quick"], [1, 2, 3, 4, 5])
         assert result.applied == direct.applied and result.group_ids == [0, 1, 0, 1, 0]
-        # collected once: the client deleted its ticket
+        # collected once: the client deletes its ticket (just after setting the result)
         (ticket,) = future.tickets
+        deadline = time.monotonic() + 10
+        while _get(server.url, f"/v1/jobs/{ticket}", "alice")[0] != 404 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert _get(server.url, f"/v1/jobs/{ticket}", "alice")[0] == 404
         pending = client.submit(_samples(3), ["quick"])
     # another client (a reconnect, another process) collects by the tickets
