@@ -316,6 +316,8 @@ class BatchedScorer:
 
 async def _all(futures: list[asyncio.Future[RewardResult]]) -> list[RewardResult]:
     """Every stream's row; the first error (in stream order) once all have finished."""
+    if len(futures) == 1:  # one stream: its future (an asyncio.gather per call cost ~15 us, 1 ms for 64 calls)
+        return [await futures[0]]
     done = await asyncio.gather(*futures, return_exceptions=True)
     results: list[RewardResult] = []
     for item in done:
