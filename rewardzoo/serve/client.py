@@ -42,7 +42,7 @@ from ..integrations.common import image_samples
 from ..spec.sample import Sample
 from ..transport.http import RetryPolicy, bearer_headers
 from ..transport.served import ServedRewards
-from .job_client import JobFuture, JobRunner, JobTickets
+from .job_client import JobFuture, JobRunner, JobTickets, result_of
 
 __all__ = ["RewardClient", "multi_score"]
 
@@ -109,7 +109,7 @@ class RewardClient:
             raise InputError("pass at least one sample")
         mappings = [{f.name: getattr(s, f.name) for f in dataclass_fields(s)} for s in samples]
         out = self.server.score(mappings, rewards)
-        return _result(out, [s.group_id for s in samples])
+        return result_of(out, [s.group_id for s in samples])
 
     # ------------------------------------------------------------ submit / collect (rewardzoo.serve.jobs)
     def submit(self, samples: Iterable[Sample | Mapping[str, Any]], rewards: Sequence[str] | None = None) -> JobFuture:
@@ -139,7 +139,7 @@ class RewardClient:
         and ``positions``; ``group_ids``: the samples' (for ``advantages()``)."""
         out = self._job_tickets().collect(list(tickets), [list(p) for p in positions], timeout)
         n = sum(len(p) for p in positions)
-        return _result(out, list(group_ids) if group_ids is not None else [None] * n)
+        return result_of(out, list(group_ids) if group_ids is not None else [None] * n)
 
     def incremental(
         self, *, group_size: int | None = None, rewards: Sequence[str] | None = None, timeout: float | None = None
@@ -165,18 +165,6 @@ class RewardClient:
         self.close()
 
 
-def _result(out: Mapping[str, Any], group_ids: list[Any]) -> RewardResult:
-    """A decoded score response map as a :class:`~rewardzoo.RewardResult`."""
-    return RewardResult(
-        rewards=out["rewards"],
-        total=out["total"],
-        applied=out["applied"],
-        extras=out["extras"],
-        weights=out["weights"],
-        group_ids=group_ids,
-    )
-
-
 def _as_results(future: JobFuture, group_ids: list[Any]) -> JobFuture:
     """A future of RewardResults over ``future`` (of decoded response maps), with its tickets and positions."""
     out = JobFuture(future.tickets, future.positions)
@@ -187,7 +175,7 @@ def _as_results(future: JobFuture, group_ids: list[Any]) -> JobFuture:
         elif f.exception() is not None:
             out.set_exception(f.exception())
         else:
-            out.set_result(_result(f.result(), group_ids))
+            out.set_result(result_of(f.result(), group_ids))
 
     out.set_running_or_notify_cancel()
     future.add_done_callback(done)

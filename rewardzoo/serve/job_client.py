@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
-from ..core.engine import as_samples
+from ..core.engine import RewardResult, as_samples
 from ..errors import HttpError, InputError, RewardZooError
 from ..shared.groups import group_key
 from ..shared.options import positive_float, positive_int
@@ -32,6 +32,18 @@ __all__ = ["JobFuture", "JobRunner", "JobTickets"]
 
 #: An answer's size is the server's business (it is bounded by the request we sent).
 _ANSWERS = WireLimits(max_request_bytes=None)
+
+
+def result_of(out: Mapping[str, Any], group_ids: list[Any]) -> RewardResult:
+    """A decoded score response map as a :class:`~rewardzoo.RewardResult`."""
+    return RewardResult(
+        rewards=out["rewards"],
+        total=out["total"],
+        applied=out["applied"],
+        extras=out["extras"],
+        weights=out["weights"],
+        group_ids=group_ids,
+    )
 
 
 class JobFuture(cf.Future):
@@ -222,7 +234,6 @@ class JobRunner:
 
     def finalize(self) -> Any:
         """Submit what waits (open groups), collect the round; its result. The runner then starts a new round."""
-        from .client import _result
 
         try:
             if not self._samples:
@@ -238,7 +249,7 @@ class JobRunner:
                 answers.append(jobs.collect(tickets, positions, left))
             # each part's answer is in the order of its samples' indices; the parts one after the other
             order = [i for _, positions in self._parts for i in sorted(j for chunk in positions for j in chunk)]
-            return _result(in_order(concat_results(answers), order), [s.group_id for s in self._samples])
+            return result_of(in_order(concat_results(answers), order), [s.group_id for s in self._samples])
         finally:
             self._reset()
 
