@@ -366,3 +366,23 @@ def test_a_link_planted_in_the_media_folder_is_replaced_not_written_through(tmp_
     (out2 / "media").symlink_to(tmp_path / "set", target_is_directory=True)
     with pytest.raises(RewardZooError, match="is a symbolic link"):
         run_evaluate(EvaluateJob(str(config), str(data), "pickapic_v2", out=str(out2)))
+
+
+def test_media_are_relative_to_the_data_file_from_any_folder(tmp_path, monkeypatch, capsys):
+    """Issue 50: a relative --data (or --out) once resolved the media against the temporary (or output) folder the
+    members' manifest is written to. Run from a folder that is neither the data's nor the checkout's, each way."""
+    (tmp_path / "set").mkdir()
+    data = _pairs(tmp_path / "set", n=6, ties=0)
+    (tmp_path / "set" / "rewards.yaml").write_text(json.dumps({"rewards": [ORACLE]}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    config = "../set/rewards.yaml"
+    ways = (("../set/pairs.jsonl", None), (str(data), None), ("../set/pairs.jsonl", "runs/a"), (str(data), "runs/b"))
+    for given, out in ways:
+        args = ["evaluate", config, "--data", given, "--format", "pairs", "--json"] + (["--out", out] if out else [])
+        assert main(args) == 0, capsys.readouterr().err
+        assert json.loads(capsys.readouterr().out)["rewards"][0]["value"] == 1.0
+    members = [json.loads(x) for x in (elsewhere / "runs" / "a" / "members.jsonl").read_text().splitlines()]
+    assert all(Path(m["image"]).is_absolute() for m in members)
+    assert {Path(m["image"]).resolve().parent for m in members} == {(tmp_path / "set").resolve()}  # the data's folder

@@ -89,11 +89,13 @@ class EvalSet:
 
 class SetBuilder:
     """Collects an :class:`EvalSet`'s members; media paths are checked (a regular, readable file) as they come,
-    relative ones taken relative to ``root`` (the data file's folder)."""
+    relative ones taken relative to ``root`` (the data file's folder). A member's path is absolute whatever the
+    working folder and however ``source`` and ``root`` were given: the manifest written from the members lives
+    in another folder, and a relative path there would be read relative to that folder."""
 
     def __init__(self, name: str, rule: str, source: str | os.PathLike, root: Path | None = None):
         self.set = EvalSet(name, rule, Path(source))
-        self.root = root if root is not None else Path(source).parent
+        self.root = (root if root is not None else Path(source).parent).absolute()
         self.pairs: list[tuple[int, int, int]] = []
         self.group: list[int] = []
         self.ranks: list[float] = []
