@@ -83,15 +83,15 @@ def _check_parquet_output(specs: Sequence[RewardSpec]) -> None:
 
     from .output import PARQUET_COLUMNS
 
-    if importlib.util.find_spec("pyarrow") is None:
-        raise RewardZooError(
-            "a .parquet --out needs pyarrow: pip install pyarrow (or 'rewardzoo[ray]'), or give a .jsonl path"
-        )
     clash = [s.name for s in specs if s.name in PARQUET_COLUMNS]
     if clash:
         raise RewardZooError(
             f"reward '{clash[0]}' has the name of a column of the Parquet output ({', '.join(PARQUET_COLUMNS)}); "
             "rename the entry (name:) or give --out a .jsonl path"
+        )
+    if importlib.util.find_spec("pyarrow") is None:
+        raise RewardZooError(
+            "a .parquet --out needs pyarrow: pip install pyarrow (or 'rewardzoo[ray]'), or give a .jsonl path"
         )
 
 

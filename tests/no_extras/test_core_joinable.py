@@ -150,3 +150,35 @@ def test_a_resumed_run_writes_the_rows_of_an_uninterrupted_one_with_or_without_e
         code, err = _score(tripping, "-i", manifest, "-o", "o.jsonl", "--chunk-size", 1, "--extras", "--resume")
         assert code == 0 and "not kept" not in err, err
         assert Path("o.jsonl").read_bytes() == Path("whole.jsonl").read_bytes()
+
+
+def test_table_rows_take_their_ids_from_an_id_column_and_keep_their_metadata(tmp_path):
+    from rewardzoo.jobs.inputs import rows_of_records
+
+    records = [
+        {"id": "a", "prompt": "x", "metadata": {"k": 1}},
+        {"id": "b", "prompt": "y", "metadata": None},
+    ]
+    rows = rows_of_records(records, tmp_path)
+    assert [rows.carried(i) for i in range(2)] == [{"id": "a", "metadata": {"k": 1}}, {"id": "b"}]
+    assert rows.samples[0].metadata == '{"k": 1}' and "id" not in rows.rows[0]  # the sample's, as JSON text
+    with pytest.raises(InputError, match=r"row 1, field 'id': 'a' is also the id of row 0"):
+        rows_of_records([records[0], {**records[1], "id": "a"}], tmp_path)
+    with pytest.raises(InputError, match=r"row 1, field 'id': missing, while row 0 has one"):
+        rows_of_records([records[0], {**records[1], "id": None}], tmp_path)  # a null cell: no id
+
+
+def test_a_parquet_out_is_refused_before_scoring_without_pyarrow_or_with_a_reward_named_like_a_column(
+    job, tmp_path, monkeypatch
+):
+    import importlib.util
+
+    config, manifest = job
+    clash = tmp_path / "data" / "clash.yaml"
+    clash.write_text(CONFIG.replace("name: words", "name: id"))
+    code, err = _score(clash, "-i", manifest, "-o", "o.parquet")
+    assert code == 2 and "reward 'id' has the name of a column of the Parquet output" in err, err
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))
+    code, err = _score(config, "-i", manifest, "-o", "o.parquet")
+    assert code == 2 and "a .parquet --out needs pyarrow" in err and not Path("o.parquet").exists()
