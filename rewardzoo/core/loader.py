@@ -31,6 +31,7 @@ from ..shared.device import check_device, resolve_device
 from ..shared.options import known_options
 from ..shared.weights import refused_reason
 from ..spec.config import RewardSpec
+from .hub_weights import check_weights
 from .residency import process_residency
 from .resolve import parse_spec
 
@@ -228,6 +229,7 @@ class RewardLoader:
                 )
                 # a registry error names the entry the user wrote, not the inner one
                 kwargs[param] = self.load(inner_spec, label=label or (spec.name, f"kwargs.{param}"))
+            check_weights(spec, cls, kwargs)  # a missing hub file that cannot be fetched: one error, now
             instance = cls.named(
                 spec.reward_model.lower(),
                 model_path=spec.model_path,
