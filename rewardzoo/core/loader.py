@@ -31,7 +31,7 @@ from ..shared.device import check_device, resolve_device
 from ..shared.options import known_options
 from ..shared.weights import refused_reason
 from ..spec.config import RewardSpec
-from .hub_weights import check_weights
+from .hub_weights import check_weights, pinned
 from .residency import process_residency
 from .resolve import parse_spec
 
@@ -143,6 +143,7 @@ class RewardLoader:
         spec = parse_spec(spec) if not isinstance(spec, RewardSpec) else spec
         if spec.environment is not None:
             return self._in_worker(spec, label or (spec.name, "reward_model"))
+        spec = pinned(spec, label)  # a pinned hub revision (or the lock's): its snapshot folder
         placed = self.placement.get(auto_key(spec)) if spec.device == "auto" and self.placement else None
         resolved = resolve_reward(spec, label, placed)
         with self._lock:

@@ -297,7 +297,9 @@ def _hub_cache(text: str, repo: str, filename: str) -> Checkpoint:
         found = try_to_load_from_cache(repo, filename)
         if isinstance(found, str):
             return Checkpoint(text, (Path(found),), remote=remote)
-        return Checkpoint(text, missing=f"'{filename}' of '{repo}' is not in the local Hugging Face cache", remote=remote)
+        return Checkpoint(
+            text, missing=f"'{filename}' of '{repo}' is not in the local Hugging Face cache", remote=remote
+        )
     try:
         folder = snapshot_download(repo, local_files_only=True)
     except Exception:  # LocalEntryNotFoundError and friends: not cached (nothing is downloaded)

@@ -77,7 +77,7 @@ def _ask_hub(repo: str, filename: str) -> str | None:
         from huggingface_hub.errors import OfflineModeIsEnabled
     except ImportError:
         return "huggingface_hub is not installed"
-    target = hf_hub_url(repo, filename) if repo.count("/") == 1 else f"{endpoint()}/api/models"
+    target = hf_hub_url(repo, filename, endpoint=endpoint()) if repo.count("/") == 1 else f"{endpoint()}/api/models"
     try:
         get_hf_file_metadata(target, timeout=probe_timeout(), retry_on_errors=False)
     except OfflineModeIsEnabled:
@@ -93,7 +93,7 @@ def _ask_url(url: str) -> str | None:
 
     try:
         request = urllib.request.Request(url, method="HEAD", headers={"User-Agent": "rewardzoo"})
-        with urllib.request.urlopen(request, timeout=probe_timeout()):  # noqa: S310 - a weights URL of a card
+        with urllib.request.urlopen(request, timeout=probe_timeout()):
             return None
     except urllib.error.HTTPError:
         return None  # it answered

@@ -128,6 +128,8 @@ class RewardSpec:
     streams: Mapping[str, StreamSpec] | None = None
     #: the entry's ``ray:`` block (rewardzoo.spec.placement); None: placed with the entries that have none
     ray: RayPlacement | None = None
+    #: the hub revision of its weights (None: the default branch, or the card's ``revision``)
+    revision: str | None = None
 
     def applies_to(self, dataset: str | None) -> bool:
         """Whether samples of ``dataset`` are scored by this reward."""
@@ -379,6 +381,7 @@ def _spec(model: EntryModel, environment: EnvironmentSpec | None) -> RewardSpec:
         offload=model.offload,
         streams=None if model.streams is None else _streams(model.streams),
         ray=None if model.ray is None else RayPlacement(**model.ray.model_dump()),
+        revision=model.revision,
     )
 
 

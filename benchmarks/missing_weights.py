@@ -11,8 +11,8 @@ go to ``benchmarks/results/missing_weights/missing_weights.json`` (a folder of i
 the Benchmarks page) under ``--label`` (default ``rewardzoo``), keeping the other
 labels' figures, so a before/after pair is two runs::
 
-    python benchmarks/bench_missing_weights.py --checkout /path/to/main --label before
-    python benchmarks/bench_missing_weights.py --label after
+    python benchmarks/missing_weights.py --checkout /path/to/main --label before
+    python benchmarks/missing_weights.py --label after
 
 Bounded: each run has a 300 s limit.
 """
@@ -108,7 +108,7 @@ def main() -> None:
         "rows": rows,
     }
     RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps({"script": "bench_missing_weights.py", "runs": runs}, indent=2) + "\n")
+    RESULT.write_text(json.dumps({"script": "missing_weights.py", "runs": runs}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
