@@ -386,6 +386,8 @@ def run_fetch(
     cache = Path(to).expanduser() / "hub" if to else None
     torch_dir = Path(to).expanduser() / "torch" if to else None
     _print_plan(files, specs, out)
+    for note in card_revision_notes(specs, files):
+        print(f"note: {note}", file=out)
     if dry_run or not files:
         return files
     download(files, cache=cache, torch_dir=torch_dir, quiet=quiet)
@@ -404,6 +406,29 @@ def run_fetch(
             file=out,
         )
     return files
+
+
+def card_revision_notes(specs: Sequence[RewardSpec], files: Sequence[FileToFetch]) -> list[str]:
+    """A note for each entry loading its reward's own repository at another commit than the ``revision:`` its card
+    says its figures came from."""
+    from ..registry import read_card
+
+    notes = []
+    for spec in specs:
+        if spec.model_path is not None or spec.revision is not None:
+            continue
+        try:
+            revision = read_card(spec.reward_model)[0].get("revision")
+        except RewardZooError:
+            continue
+        fetched = {f.commit for f in files if spec.name in f.wanted.entries and f.commit and not f.wanted.configs_only}
+        commit = isinstance(revision, str) and re.fullmatch(r"[0-9a-f]{7,40}", revision)
+        if commit and fetched and not any(c.startswith(str(revision)) for c in fetched):
+            notes.append(
+                f"entry '{spec.name}': its card's figures came from revision {revision}; fetched "
+                f"{', '.join(sorted(c[:12] for c in fetched))} (pin it with `revision: {revision}`)"
+            )
+    return notes
 
 
 def _locked(f: FileToFetch) -> LockedFile:

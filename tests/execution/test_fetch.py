@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rewardzoo.core.hub_weights import check_locked, hub_cache_file
-from rewardzoo.errors import ConfigError, MissingWeightsError
+from rewardzoo.errors import ConfigError, MissingWeightsError, RewardZooError
 from rewardzoo.shared import hub
 from rewardzoo.shared.checkpoints import Checkpoint, Remote
 from rewardzoo.shared.lockfile import Lock, LockedFile, read_lock, write_lock
@@ -206,3 +206,18 @@ def test_a_locked_run_refuses_weights_other_than_the_locked_ones(tmp_path):
     (tmp_path / "bad.lock").write_text("{}")
     with pytest.raises(ConfigError, match="not a rewardzoo lock file"):
         check_locked(spec, [part], str(tmp_path / "bad.lock"))
+
+
+def test_revisions_from_the_command_line_and_the_cards_note(monkeypatch):
+    from rewardzoo.jobs import fetch
+
+    assert fetch.parse_revisions(["v1", "org/m=abc"]) == {None: "v1", "org/m": "abc"}
+    with pytest.raises(RewardZooError, match="REPO=REV"):
+        fetch.parse_revisions(["=abc"])
+    monkeypatch.setattr("rewardzoo.registry.read_card", lambda name: ({"revision": "f" * 40}, ""))
+    spec = RewardSpec(name="ps", reward_model="pickscore")
+    fetched = [fetch.FileToFetch(fetch.Wanted(repo="o/m", entries=["ps"]), "model.safetensors", "a" * 40, 1)]
+    (note,) = fetch.card_revision_notes([spec], fetched)
+    assert "entry 'ps'" in note and "f" * 40 in note and "aaaaaaaaaaaa" in note
+    fetched[0].commit = "f" * 40
+    assert fetch.card_revision_notes([spec], fetched) == []
