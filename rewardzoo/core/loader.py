@@ -143,8 +143,8 @@ class RewardLoader:
         spec = parse_spec(spec) if not isinstance(spec, RewardSpec) else spec
         if spec.environment is not None:
             return self._in_worker(spec, label or (spec.name, "reward_model"))
-        spec = pinned(spec, label)  # a pinned hub revision (or the lock's): its snapshot folder
         placed = self.placement.get(auto_key(spec)) if spec.device == "auto" and self.placement else None
+        spec = pinned(spec, label)  # a pinned hub revision (or the lock's): its snapshot folder
         resolved = resolve_reward(spec, label, placed)
         with self._lock:
             old = self._instances.get(resolved.identity)

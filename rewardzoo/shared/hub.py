@@ -115,3 +115,20 @@ def _network_reason(exc: BaseException, where: str) -> str | None:
             return f"{name}: {str(item)[:200]} ({where})"
         item = item.__cause__ or item.__context__
     return None  # not a network failure: the library's own call reports it
+
+
+def require_reachable(repo: str, files: str, filename: str | None = None) -> None:
+    """Raise :class:`~rewardzoo.errors.MissingWeightsError` when ``repo``'s ``files`` (not in the cache: the caller
+    looked) cannot be fetched now (:func:`unreachable`), naming the repository, the files and the fix."""
+    from ..errors import MissingWeightsError
+
+    reason = unreachable(repo, filename)
+    if reason is None:
+        return
+    raise MissingWeightsError(
+        f"{files} of the hub repository '{repo}' are not on this machine and cannot be fetched now ({reason}): "
+        "fetch them where the hub can be reached (`rewardzoo fetch CONFIG`, into a cache folder this machine reads: "
+        "HF_HOME / HF_HUB_CACHE), or set model_path: to a local copy",
+        repository=repo,
+        files=(filename,) if filename else (),
+    )

@@ -221,3 +221,17 @@ def test_revisions_from_the_command_line_and_the_cards_note(monkeypatch):
     assert "entry 'ps'" in note and "f" * 40 in note and "aaaaaaaaaaaa" in note
     fetched[0].commit = "f" * 40
     assert fetch.card_revision_notes([spec], fetched) == []
+
+
+def test_a_family_resolving_a_hub_file_directly_fails_without_a_request_offline(world):
+    from rewardzoo.rewards.models.weights import resolve_weights_file
+
+    hub.forget()
+    before = len(world["hub"].requests)
+    with pytest.raises(
+        MissingWeightsError,
+        match=r"'HPS_v2\.1\.pt' of the hub repository 'nobody/absent' .*"
+        r"HF_HUB_OFFLINE is set.*rewardzoo fetch CONFIG.*model_path",
+    ):
+        resolve_weights_file("nobody/absent", filename="HPS_v2.1.pt")
+    assert len(world["hub"].requests) == before
