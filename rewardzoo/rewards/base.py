@@ -53,6 +53,7 @@ KNOWN_FIELDS = (
     "condition_images",
     "condition_videos",
     "condition_audio",
+    "latent",
     "metadata",
     "dataset",
     "group_id",
