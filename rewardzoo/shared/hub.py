@@ -126,7 +126,7 @@ def require_reachable(repo: str, files: str, filename: str | None = None) -> Non
     if reason is None:
         return
     raise MissingWeightsError(
-        f"{files} of the hub repository '{repo}' are not on this machine and cannot be fetched now ({reason}): "
+        f"cannot fetch {files} of the hub repository '{repo}' now ({reason}), and they are not on this machine: "
         "fetch them where the hub can be reached (`rewardzoo fetch CONFIG`, into a cache folder this machine reads: "
         "HF_HOME / HF_HUB_CACHE), or set model_path: to a local copy",
         repository=repo,

@@ -230,7 +230,7 @@ def test_a_family_resolving_a_hub_file_directly_fails_without_a_request_offline(
     before = len(world["hub"].requests)
     with pytest.raises(
         MissingWeightsError,
-        match=r"'HPS_v2\.1\.pt' of the hub repository 'nobody/absent' .*"
+        match=r"cannot fetch 'HPS_v2\.1\.pt' of the hub repository 'nobody/absent' .*"
         r"HF_HUB_OFFLINE is set.*rewardzoo fetch CONFIG.*model_path",
     ):
         resolve_weights_file("nobody/absent", filename="HPS_v2.1.pt")
