@@ -128,7 +128,7 @@ class RewardSpec:
     streams: Mapping[str, StreamSpec] | None = None
     #: the entry's ``ray:`` block (rewardzoo.spec.placement); None: placed with the entries that have none
     ray: RayPlacement | None = None
-    #: the hub revision of its weights (None: the default branch, or the card's ``revision``)
+    #: the hub revision of its weights (None: the default branch, or with ``REWARDZOO_LOCK`` the lock's commit)
     revision: str | None = None
 
     def applies_to(self, dataset: str | None) -> bool:
