@@ -44,6 +44,24 @@ class UnknownConfigError(ConfigError):
     """A config named by a word that is neither a file, a shipped config nor a reward name."""
 
 
+class MissingWeightsError(ConfigError):
+    """A reward's weights are not on this machine and cannot be fetched now (the hub unreachable, or
+    ``HF_HUB_OFFLINE``), or differ from the lock file a run requires. ``repository``: the hub repository (or URL)
+    they come from; ``files``: the files missing."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        entry: str | None = None,
+        field: str | None = "model_path",
+        repository: str | None = None,
+        files: tuple[str, ...] = (),
+    ):
+        self.repository, self.files = repository, tuple(files)
+        super().__init__(message, entry=entry, field=field)
+
+
 class RegistryError(RewardZooError, LookupError):
     """A reward name or Python path cannot be resolved (names the config entry once one is known)."""
 

@@ -132,6 +132,8 @@ class RewardSpec:
     timeout_s: float | None = None
     #: past the deadline the entry abstains (NaN, out of the total) instead of failing the call
     optional: bool = False
+    #: the hub revision of its weights (None: the default branch, or with ``REWARDZOO_LOCK`` the lock's commit)
+    revision: str | None = None
 
     def applies_to(self, dataset: str | None) -> bool:
         """Whether samples of ``dataset`` are scored by this reward."""
@@ -386,6 +388,7 @@ def _spec(model: EntryModel, environment: EnvironmentSpec | None) -> RewardSpec:
         ray=None if model.ray is None else RayPlacement(**model.ray.model_dump()),
         timeout_s=model.timeout_s,
         optional=model.optional,
+        revision=model.revision,
     )
 
 

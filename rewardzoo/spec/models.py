@@ -242,6 +242,8 @@ class EntryModel(Model):
     """registry name or Python path (default: ``name``)"""
     model_path: str | None = None
     """hub id, local directory or file (default: the reward's own)"""
+    revision: Annotated[str, Field(min_length=1, pattern=r"^\S+$")] | None = None
+    """the hub revision (branch, tag or commit) of its weights: `rewardzoo fetch` fetches it, runs load it"""
     dtype: Annotated[
         str, AfterValidator(_dtype), Field(json_schema_extra={"enum": ["auto", *sorted(DTYPE_ALIASES)]})
     ] = "auto"
