@@ -95,6 +95,7 @@ class LatentDecoder:
         self.resources = Resources()
         self.resources.hold(self.vae, files=[folder])
         self._lock = threading.Lock()  # one decode at a time: a VAE call is memory-bound and holds its activations
+        self._rolling = DecodeBatch(self)  # the batch per-sample calls join (attach(..., rolling=True))
         self._torch = torch
 
     def __repr__(self) -> str:
@@ -102,12 +103,19 @@ class LatentDecoder:
 
     # ------------------------------------------------------------------------------------------ attach
     def attach(
-        self, samples: Sequence[Sample], specs: Sequence[RewardSpec], rewards: Mapping[str, Reward], start: int = 0
+        self,
+        samples: Sequence[Sample],
+        specs: Sequence[RewardSpec],
+        rewards: Mapping[str, Reward],
+        start: int = 0,
+        *,
+        rolling: bool = False,
     ) -> list[Sample]:
         """``samples`` with a :class:`DecodedLatent` as the ``image`` (or ``video``) of each sample that has a
         latent, lacks those pixels and is routed to a reward of ``specs`` that takes them; the others as they are.
         Nothing is decoded here; the latents are checked (InputError naming ``latent`` and the sample, numbered
-        from ``start``)."""
+        from ``start``). The handles of one call share one batch; with ``rolling``, the samples of several calls
+        share it until its first read (per-sample calls gathered into batches: one decode for all that arrived)."""
         wants = [(spec, set(rewards[spec.name].inputs.fields)) for spec in specs]
         chosen: list[tuple[int, str]] = []
         for i, sample in enumerate(samples):
@@ -120,14 +128,20 @@ class LatentDecoder:
                 chosen.append((i, fld))
         if not chosen:
             return list(samples)
-        batch = DecodeBatch(self)
+        batch = self._rolling if rolling else DecodeBatch(self)
         out = list(samples)
         for i, fld in chosen:
             try:
                 latent = self.check(out[i].latent)
             except InputError as exc:
                 raise exc.located(field="latent", sample=start + i) from None
-            pixels: dict[str, Any] = {fld: batch.add(latent)}
+            handle = batch.add(latent)
+            if handle is None:  # the rolling batch was decoded meanwhile: the next one begins
+                batch = DecodeBatch(self)
+                handle = batch.add(latent)
+            if rolling:
+                self._rolling = batch
+            pixels: dict[str, Any] = {fld: handle}
             out[i] = replace(out[i], **pixels)
         return out
 

@@ -19,9 +19,13 @@ class DecodeBatch:
         self.pixels: list[Any] | None = None
         self._lock = threading.Lock()
 
-    def add(self, latent: Any) -> DecodedLatent:
-        self.latents.append(latent)
-        return DecodedLatent(self, len(self.latents) - 1)
+    def add(self, latent: Any) -> DecodedLatent | None:
+        """The handle of ``latent``'s pixels to come; None once the batch is decoded (start another)."""
+        with self._lock:
+            if self.pixels is not None:
+                return None
+            self.latents.append(latent)
+            return DecodedLatent(self, len(self.latents) - 1)
 
     def get(self, index: int) -> Any:
         with self._lock:

@@ -12,13 +12,14 @@ torch = pytest.importorskip("torch")
 diffusers = pytest.importorskip("diffusers")
 
 from rewardzoo import Sample
+from rewardzoo import testing as rzt
 from rewardzoo.core.api import build_processors
 from rewardzoo.core.loader import RewardLoader
 from rewardzoo.core.processor import RewardProcessor
 from rewardzoo.errors import ConfigError, InputError
 from rewardzoo.rewards.base import Inputs, PointwiseReward
 
-SCALE, SHIFT = 1.5, 0.1
+SCALE, SHIFT = rzt.TINY_VAE_SCALING, rzt.TINY_VAE_SHIFT
 PIXEL_REWARDS = [
     "jpeg_compressibility",
     {"name": "big", "reward_model": "jpeg_incompressibility", "weight": 0.01},
@@ -40,23 +41,7 @@ LATENT_REWARD = {"name": "lat", "reward_model": f"{__name__}:LatentMean"}
 
 @pytest.fixture(scope="module")
 def vae_dir(tmp_path_factory):
-    torch.manual_seed(0)
-    vae = diffusers.AutoencoderKL(
-        in_channels=3,
-        out_channels=3,
-        down_block_types=("DownEncoderBlock2D",) * 2,
-        up_block_types=("UpDecoderBlock2D",) * 2,
-        block_out_channels=(8, 16),
-        layers_per_block=1,
-        latent_channels=4,
-        norm_num_groups=4,
-        sample_size=32,
-        scaling_factor=SCALE,
-        shift_factor=SHIFT,
-    )
-    folder = tmp_path_factory.mktemp("vae")
-    vae.save_pretrained(folder)
-    return str(folder)
+    return str(rzt.tiny_vae_dir(tmp_path_factory.mktemp("vae")))
 
 
 @pytest.fixture(scope="module")
@@ -141,18 +126,7 @@ def test_a_samples_own_pixels_win_over_its_latent(vae_dir):
 
 
 def test_video_latents_through_wan_are_diffusers_decode_bit_identical(tmp_path):
-    torch.manual_seed(0)
-    vae = diffusers.AutoencoderKLWan(
-        base_dim=8,
-        z_dim=4,
-        dim_mult=[1, 2],
-        num_res_blocks=1,
-        attn_scales=[],
-        temperal_downsample=[True],
-        latents_mean=[0.1, -0.2, 0.3, 0.0],
-        latents_std=[1.5, 2.0, 0.5, 1.0],
-    )
-    vae.save_pretrained(tmp_path)
+    vae = diffusers.AutoencoderKLWan.from_pretrained(rzt.tiny_wan_vae_dir(tmp_path)).eval()
     processor = RewardProcessor(["jpeg_compressibility"], decode={"vae": str(tmp_path)})
     latents = torch.randn(2, 4, 3, 8, 8, generator=torch.Generator().manual_seed(3))  # (B, C, T, H, W)
     # the Wan pipeline's own formula (latents / (1 / std) + mean), then its decode

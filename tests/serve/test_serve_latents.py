@@ -16,6 +16,7 @@ pytest.importorskip("starlette")
 msgpack = pytest.importorskip("msgpack")
 
 from rewardzoo import Sample
+from rewardzoo import testing as rzt
 from rewardzoo.core.processor import RewardProcessor
 from rewardzoo.serve.app import build_app
 from rewardzoo.serve.service import RewardService
@@ -24,26 +25,13 @@ from rewardzoo.transport.wire import JSON, MSGPACK, WireError, encode_request
 
 from .test_serve_middleware import call
 
-SCALE, SHIFT = 1.5, 0.1
+SCALE, SHIFT = rzt.TINY_VAE_SCALING, rzt.TINY_VAE_SHIFT
 REWARDS = ["jpeg_compressibility", {"name": "big", "reward_model": "jpeg_incompressibility", "weight": 0.01}]
 
 
 @pytest.fixture(scope="module")
 def vae_dir(tmp_path_factory):
-    torch.manual_seed(0)
-    vae = diffusers.AutoencoderKL(
-        down_block_types=("DownEncoderBlock2D",) * 2,
-        up_block_types=("UpDecoderBlock2D",) * 2,
-        block_out_channels=(8, 16),
-        layers_per_block=1,
-        latent_channels=4,
-        norm_num_groups=4,
-        scaling_factor=SCALE,
-        shift_factor=SHIFT,
-    )
-    folder = tmp_path_factory.mktemp("wire_vae")
-    vae.save_pretrained(folder)
-    return str(folder)
+    return str(rzt.tiny_vae_dir(tmp_path_factory.mktemp("wire_vae")))
 
 
 @pytest.fixture(scope="module")
