@@ -38,7 +38,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigError, InputError
 from ..shared.resources import Resources
@@ -65,13 +65,19 @@ VAE_CLASSES: dict[str, bool] = {
     "AutoencoderKLLTXVideo": True,
     "AutoencoderKLMochi": True,
 }
+#: The most latent tensors a decoder remembers the pixels of (see :class:`LatentDecoder`), oldest forgotten first.
+MAX_REMEMBERED = 1024
 #: Sample fields a decoded latent fills: 3 dimensions an image, 4 a video.
 PIXEL_FIELDS = {3: "image", 4: "video"}
 
 
 class LatentDecoder:
     """A decode stage's loaded VAE (:func:`decoder_for` builds and shares it): :meth:`attach` gives a batch's
-    samples their pixels to come, :meth:`decode` decodes latents. ``resources`` declares the VAE and its files."""
+    samples their pixels to come, :meth:`decode` decodes latents. ``resources`` declares the VAE and its files.
+
+    A latent tensor attached again while it lives and is unchanged (its version) gets the same pixels: processors
+    called one after the other on one batch (Flow-Factory's entries, each a processor; a train and an eval
+    processor) decode it once. The pixels live as long as the latent does (at most :data:`MAX_REMEMBERED`)."""
 
     def __init__(self, spec: DecodeSpec) -> None:
         import torch
@@ -96,6 +102,10 @@ class LatentDecoder:
         self.resources.hold(self.vae, files=[folder])
         self._lock = threading.Lock()  # one decode at a time: a VAE call is memory-bound and holds its activations
         self._rolling = DecodeBatch(self)  # the batch per-sample calls join (attach(..., rolling=True))
+        #: id(latent tensor) -> (a weak reference to it, its version then, its handle): the same tensor attached
+        #: again (another processor over the same batch: Flow-Factory's entries, train and eval) shares its pixels
+        self._seen: dict[int, tuple[Any, int, DecodedLatent]] = {}
+        self._seen_lock = threading.Lock()
         self._torch = torch
 
     def __repr__(self) -> str:
@@ -131,19 +141,46 @@ class LatentDecoder:
         batch = self._rolling if rolling else DecodeBatch(self)
         out = list(samples)
         for i, fld in chosen:
-            try:
-                latent = self.check(out[i].latent)
-            except InputError as exc:
-                raise exc.located(field="latent", sample=start + i) from None
-            handle = batch.add(latent)
-            if handle is None:  # the rolling batch was decoded meanwhile: the next one begins
-                batch = DecodeBatch(self)
-                handle = batch.add(latent)
-            if rolling:
-                self._rolling = batch
+            raw = out[i].latent
+            handle = self._seen_handle(raw)
+            if handle is None:
+                try:
+                    latent = self.check(raw)
+                except InputError as exc:
+                    raise exc.located(field="latent", sample=start + i) from None
+                added = batch.add(latent)
+                if added is None:  # the rolling batch was decoded meanwhile: the next one begins
+                    batch = DecodeBatch(self)
+                    added = batch.add(latent)
+                handle = cast(DecodedLatent, added)  # a batch not decoded yet takes it
+                if rolling:
+                    self._rolling = batch
+                self._remember(raw, handle)
             pixels: dict[str, Any] = {fld: handle}
             out[i] = replace(out[i], **pixels)
         return out
+
+    def _seen_handle(self, raw: Any) -> DecodedLatent | None:
+        """The handle a tensor was given by an earlier :meth:`attach`, while it lives and is unchanged."""
+        with self._seen_lock:
+            found = self._seen.get(id(raw))
+        if found is None or found[0]() is not raw or getattr(raw, "_version", None) != found[1]:
+            return None
+        return found[2]
+
+    def _remember(self, raw: Any, handle: DecodedLatent) -> None:
+        if not isinstance(raw, self._torch.Tensor):
+            return  # an array's memory may be reused for another latent: only tensors (and their versions) are kept
+        key = id(raw)
+
+        def forget(_: Any) -> None:
+            with self._seen_lock:
+                self._seen.pop(key, None)
+
+        with self._seen_lock:
+            self._seen[key] = (weakref.ref(raw, forget), raw._version, handle)
+            while len(self._seen) > MAX_REMEMBERED:  # the oldest go first (a trainer keeping latents for long)
+                self._seen.pop(next(iter(self._seen)))
 
     def check(self, latent: Any) -> Any:
         """``latent`` as a torch tensor the VAE can take (its axes ``(C, H, W)`` or ``(C, T, H, W)``); InputError

@@ -115,6 +115,22 @@ def test_no_decode_when_no_pixel_reward_reads_the_latent(vae_dir):
     assert shapes == [] and routed_shapes == [] and np.isnan(result.rewards["big"]).all()
 
 
+def test_the_same_latent_tensors_scored_again_reuse_their_pixels_until_changed(vae_dir):
+    loader = RewardLoader()
+    first = RewardProcessor(PIXEL_REWARDS[:1], loader, decode={"vae": vae_dir})
+    second = RewardProcessor(PIXEL_REWARDS[1:], loader, decode={"vae": vae_dir})
+    assert first.decoder is second.decoder  # one VAE per loader and decode stage
+    shapes = _counting(first.decoder)
+    latents = [x.clone() for x in _latents(2, seed=4)]  # the tensors a trainer keeps (views share one version)
+    first([Sample(latent=x) for x in latents])
+    second([Sample(latent=x) for x in latents])
+    latents[1].mul_(2)  # changed in place: decoded again
+    changed = second([Sample(latent=x) for x in latents])
+    assert shapes == [(2, 4, 16, 16), (1, 4, 16, 16)]
+    fresh = RewardProcessor(PIXEL_REWARDS[1:], decode={"vae": vae_dir})([Sample(latent=x.clone()) for x in latents])
+    np.testing.assert_array_equal(changed.rewards["big"], fresh.rewards["big"])
+
+
 def test_a_samples_own_pixels_win_over_its_latent(vae_dir):
     processor = RewardProcessor(PIXEL_REWARDS, decode={"vae": vae_dir})
     shapes = _counting(processor.decoder)

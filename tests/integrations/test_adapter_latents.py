@@ -75,7 +75,16 @@ def test_flow_factory_reward_processor_passes_latents_to_the_decode_stage(vae_di
     processor = ff_rewards.RewardProcessor(accelerator, models, configs, group_on_same_rank=True, verbose=False)
     batch = [samples.T2ISample.from_dict({"prompt": f"p{i}", "latent": x}) for i, x in enumerate(latents)]
     assert "latent" in models["jpeg"].required_fields
-    rewards = processor.compute_rewards(batch)
+    decoder = models["jpeg"].processor.decoder
+    assert decoder is models["small"].processor.decoder  # one VAE for the process's adapters
+    shapes = []
+    original = decoder.vae.decode
+    decoder.vae.decode = lambda z, *a, **k: (shapes.append(tuple(z.shape)), original(z, *a, **k))[1]
+    try:
+        rewards = processor.compute_rewards(batch)
+    finally:
+        del decoder.vae.decode
+    assert shapes == [(4, 4, 16, 16)]  # FF calls its entries one by one: the second reuses the first's pixels
     own = RewardProcessor(
         [
             {"name": "jpeg", "reward_model": "jpeg_incompressibility"},
