@@ -22,6 +22,11 @@ after each call Flow-Factory makes, see docs/residency.md); options named like a
         base: jpeg_incompressibility
         device: cpu
 
+Latents: an entry's ``decode: {vae: ..., ...}`` (rewardzoo's decode stage, :mod:`rewardzoo.core.decode`) decodes
+the ``latent`` a Flow-Factory sample carries in its ``extra_kwargs`` (``T2ISample.from_dict({..., "latent": z})``)
+for a pixel reward, once per batch for all the entries (Flow-Factory calls them one by one; a latent tensor seen
+before, unchanged, keeps its pixels); a latent reward reads the latent itself.
+
 A rewardzoo reward class named in ``reward_model:`` itself (``rewardzoo.rewards.image.jpeg.JpegCompressibility``)
 is refused with a :class:`~rewardzoo.errors.ConfigError` that shows the adapter entry to write instead
 (:func:`bare_reward_refusal`, which :mod:`rewardzoo.integrations` registers for Flow-Factory's construction call).
