@@ -153,6 +153,12 @@ def test_video_latents_through_wan_are_diffusers_decode_bit_identical(tmp_path):
     as_tchw = [x.transpose(0, 1) for x in latents]  # a trainer holding (T, C, H, W): layout auto finds C
     ours = processor.decoder.decode([processor.decoder.check(x) for x in as_tchw])
     assert torch.equal(torch.stack(ours), reference) and ours[0].shape == (5, 3, 16, 16)
+    video = RewardProcessor(["video_temporal_flickering"], decode={"vae": str(tmp_path)})
+    through = video([Sample(latent=x) for x in as_tchw])  # a pixel video reward of the decoded frames
+    given = RewardProcessor(["video_temporal_flickering"])([Sample(video=x) for x in reference])
+    np.testing.assert_array_equal(
+        through.rewards["video_temporal_flickering"], given.rewards["video_temporal_flickering"]
+    )
 
 
 def test_latents_the_vae_cannot_take_name_the_field_and_sample(vae_dir):
