@@ -302,13 +302,19 @@ class BatchedScorer:
         }
 
     def submit(self, sample: Sample, step: int | None = None, member: Hashable | None = None) -> list[cf.Future]:
-        if self.decoder is not None:
-            streams = [g.processor for g in self.gatherers.values()]
-            specs, rewards = [p.specs[0] for p in streams], {k: v for p in streams for k, v in p.rewards.items()}
-            sample = self.decoder.attach([sample], specs, rewards, rolling=True)[0]
+        sample = self._with_pixels(sample)
         return [g.submit(sample, step, member) for g in self.gatherers.values()]
 
+    def _with_pixels(self, sample: Sample) -> Sample:
+        """``sample`` with the decode stage's pixels to come (shared by every stream), when the config has one."""
+        if self.decoder is None:
+            return sample
+        streams = [g.processor for g in self.gatherers.values()]
+        specs, rewards = [p.specs[0] for p in streams], {k: v for p in streams for k, v in p.rewards.items()}
+        return self.decoder.attach([sample], specs, rewards, rolling=True)[0]
+
     async def score(self, sample: Sample, step: int | None = None, member: Hashable | None = None) -> RewardResult:
+        sample = self._with_pixels(sample)
         futures = [g.submit_async(sample, step, member) for g in self.gatherers.values()]
         return combined_result(await _all(futures))
 
