@@ -150,7 +150,7 @@ class AsyncRewardRunner:
         if not self._samples:
             self.processor.wake()  # a round starts: wake before dispatching to the workers
         try:
-            new = as_samples(samples, start=start)  # errors name the index in the round
+            new = self.processor.with_pixels(as_samples(samples, start=start), start)  # errors: the index in the round
             self._samples.extend(new)
             if self._deferred is not None:
                 return range(start, len(self._samples))

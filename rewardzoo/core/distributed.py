@@ -301,10 +301,11 @@ class DistributedRewardProcessor(RewardProcessor):
         group: Any = None,
         rank_ordered_loading: bool = False,
         advantage: str = "sum",
+        decode: Any = None,
     ) -> None:
         self.exchange = GroupExchange(group)
         with rank_ordered(group) if rank_ordered_loading else contextlib.nullcontext():
-            super().__init__(specs, loader, advantage=advantage)
+            super().__init__(specs, loader, advantage=advantage, decode=decode)
 
     @property
     def collective(self) -> bool:

@@ -368,6 +368,8 @@ class ScoringFront(Protocol):
 
     def phase_done(self) -> None: ...
 
+    def with_pixels(self, samples: list[Sample], start: int = 0) -> list[Sample]: ...
+
     def score_into(self, table: ScoreTable, cache: ConversionCache, run: Scoring = Scoring()) -> None: ...
 
 
@@ -493,7 +495,12 @@ def check_required(name: str, reward: Reward, samples: Sequence[Sample], indices
     for i in indices:
         for fld in reward.inputs.fields:
             if getattr(samples[i], fld, None) is None:
-                raise InputError("missing required field", reward=name, field=fld, sample=i)
+                hint = (
+                    " (the sample has a latent: add a decode stage to the config, `decode: {vae: ...}`)"
+                    if fld in ("image", "video") and getattr(samples[i], "latent", None) is not None
+                    else ""
+                )
+                raise InputError(f"missing required field{hint}", reward=name, field=fld, sample=i)
 
 
 def check_step(step: Any) -> int | None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.batching import Assembler, split_on_failure
+from ..core.decode import decoder_for
 from ..core.engine import RewardResult
 from ..core.loader import RewardLoader
 from ..core.processor import RewardProcessor
@@ -284,8 +285,12 @@ class BatchedScorer:
         max_wait_s: float = MAX_WAIT_S,
         group_size: int | None = None,
         group_timeout_s: float = GROUP_TIMEOUT_S,
+        decode: Any = None,
     ) -> None:
         self.loader = loader or RewardLoader()
+        #: the config's ``decode:`` stage: a sample's latent decoded once for every stream, with the samples that
+        #: arrived before the first stream read it (rewardzoo.core.decode, ``rolling``)
+        self.decoder = decoder_for(decode, self.loader)
         self.gatherers = {
             spec.name: SampleGatherer(
                 RewardProcessor([spec], self.loader),
@@ -297,9 +302,19 @@ class BatchedScorer:
         }
 
     def submit(self, sample: Sample, step: int | None = None, member: Hashable | None = None) -> list[cf.Future]:
+        sample = self._with_pixels(sample)
         return [g.submit(sample, step, member) for g in self.gatherers.values()]
 
+    def _with_pixels(self, sample: Sample) -> Sample:
+        """``sample`` with the decode stage's pixels to come (shared by every stream), when the config has one."""
+        if self.decoder is None:
+            return sample
+        streams = [g.processor for g in self.gatherers.values()]
+        specs, rewards = [p.specs[0] for p in streams], {k: v for p in streams for k, v in p.rewards.items()}
+        return self.decoder.attach([sample], specs, rewards, rolling=True)[0]
+
     async def score(self, sample: Sample, step: int | None = None, member: Hashable | None = None) -> RewardResult:
+        sample = self._with_pixels(sample)
         futures = [g.submit_async(sample, step, member) for g in self.gatherers.values()]
         return combined_result(await _all(futures))
 
@@ -357,7 +372,7 @@ def scorer_for(
     or a mapping with a ``rewards:`` key."""
     import json
 
-    from .common import specs_of
+    from ..core.resolve import resolve_config
 
     rewards = plain_value(rewards)
     key = json.dumps([rewards, split, max_wait_ms, group_size, group_timeout_s], sort_keys=True, default=str)
@@ -370,8 +385,13 @@ def scorer_for(
                 )
             source = {"rewards": list(rewards)} if isinstance(rewards, (list, tuple)) else rewards
             wait = positive_float(max_wait_ms, "max_wait_ms") / 1000.0
+            config = resolve_config(source)
             scorer = _SCORERS[key] = BatchedScorer(
-                specs_of(source, split), max_wait_s=wait, group_size=group_size, group_timeout_s=group_timeout_s
+                config.specs(split),
+                max_wait_s=wait,
+                group_size=group_size,
+                group_timeout_s=group_timeout_s,
+                decode=config.decode,
             )
         return scorer
 

@@ -222,6 +222,28 @@ class MonitorModel(Model):
     """alarm: train total rising and an eval reward falling, both by more than this many standard deviations"""
 
 
+class DecodeModel(Model):
+    """The ``decode:`` stage: a VAE that turns the samples' latents into the pixels of the pixel rewards
+    (:class:`rewardzoo.spec.config.DecodeSpec`, :mod:`rewardzoo.core.decode`)."""
+
+    vae: Annotated[str, Field(min_length=1), BeforeValidator(_path_text)]
+    """the VAE: a local diffusers folder (``config.json`` + safetensors) or a hub id (``repo`` or ``repo/subfolder``)"""
+    scaling_factor: Annotated[float, Field(gt=0), BeforeValidator(number_text)] | None = None
+    """the trainer's latents are divided by it (null: the VAE config's ``scaling_factor``)"""
+    shift_factor: Annotated[float, BeforeValidator(number_text)] | None = None
+    """added after the division (null: the VAE config's ``shift_factor``, else 0)"""
+    dtype: Annotated[
+        str, AfterValidator(_dtype), Field(json_schema_extra={"enum": ["auto", *sorted(DTYPE_ALIASES)]})
+    ] = "auto"
+    """the VAE's dtype (auto: float32 on the CPU, bfloat16 on CUDA)"""
+    device: Annotated[str, AfterValidator(_device), Field(json_schema_extra={"pattern": DEVICE_PATTERN})] = "auto"
+    """where the VAE runs: auto (CUDA when available), cpu, cuda, cuda:N or mps"""
+    batch_size: PositiveInt = 8
+    """latents decoded per VAE call"""
+    layout: Literal["auto", "TCHW", "CTHW"] = "auto"
+    """a video latent's axes: (T, C, H, W) or (C, T, H, W) (auto: by the VAE's latent channels)"""
+
+
 class ReferenceModel(Model):
     """Where an entry's reference package runs, when not the known wrapper and environment."""
 
@@ -323,6 +345,8 @@ class ConfigModel(Model):
     """RewardMonitor's log and alarm thresholds"""
     environment: EnvironmentModel | None = None
     """the environment of every entry that names none (null: in process)"""
+    decode: DecodeModel | None = None
+    """a VAE that decodes the samples' latents for the pixel rewards, once per batch (null: no decoding)"""
 
 
 _M = TypeVar("_M")
