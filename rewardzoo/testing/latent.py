@@ -137,7 +137,9 @@ def tiny_dina_lrm_dir(path: str | Path, base: str | Path, *, seed: int = 0, **co
             self.pos_embed = transformer.pos_embed
             self.time_text_embed = transformer.time_text_embed
             self.context_embedder = transformer.context_embedder
-            self.transformer_blocks = torch.nn.ModuleList(transformer.transformer_blocks[: model["num_transformer_layers"]])
+            self.transformer_blocks = torch.nn.ModuleList(
+                transformer.transformer_blocks[: model["num_transformer_layers"]]
+            )
 
     lora = model["lora_config"]
     peft_model = get_peft_model(

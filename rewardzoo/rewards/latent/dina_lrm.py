@@ -114,6 +114,9 @@ class DiNaLRM(PointwiseReward):
             ),
             files=[str(folder), str(base)],
         )
+        embed = self.trunk.pos_embed
+        self.channels, self.patch = int(embed.proj.in_channels), int(embed.patch_size)
+        self.max_tokens_side = int(embed.pos_embed_max_size or embed.height)
         head_options = {k: v for k, v in (model.get("reward_head") or {}).items() if k in _HEAD_KEYS}
         self.head = DiNaRewardHead(self.trunk.inner_dim, len(self.visual_taps), len(self.text_taps), **head_options)
         missing, unexpected = self.head.load_state_dict(head_state, strict=False)
@@ -123,7 +126,9 @@ class DiNaLRM(PointwiseReward):
                 f"{unexpected[:3]})",
                 field="model_path",
             )
-        self.head = self.hold(self.head.to(device=device, dtype=self.dtype).eval().requires_grad_(False), files=[str(folder)])
+        self.head = self.hold(
+            self.head.to(device=device, dtype=self.dtype).eval().requires_grad_(False), files=[str(folder)]
+        )
         self.text = SD3TextEncoders(base, device=device, dtype=self.dtype)
         for encoder in self.text.modules:
             self.hold(encoder, files=[str(base)])
@@ -151,13 +156,33 @@ class DiNaLRM(PointwiseReward):
 
     def __call__(self, prompt: Sequence[str], latent: Sequence[Any], **_: Any) -> RewardOutput:
         if len(prompt) != len(latent):
-            raise InputError(f"{self.name}: {len(prompt)} prompts for {len(latent)} latents")
+            raise InputError(f"mismatched inputs: {len(prompt)} prompts, {len(latent)} latents", reward=self.name)
         latents = []
         for i, x in enumerate(latent):
             x = torch.as_tensor(x)
             x = x[0] if x.dim() == 4 and x.shape[0] == 1 else x
             if x.dim() != 3:
-                raise InputError(f"{self.name}: latent {i} must be (C, H, W), got shape {tuple(x.shape)}")
+                raise InputError(
+                    f"must be (C, H, W) or (1, C, H, W), got shape {tuple(x.shape)}",
+                    reward=self.name,
+                    field="latent",
+                    sample=i,
+                )
+            if x.shape[0] != self.channels:
+                raise InputError(
+                    f"has {x.shape[0]} channels, the SD3 transformer takes {self.channels}",
+                    reward=self.name,
+                    field="latent",
+                    sample=i,
+                )
+            patch, most = self.patch, self.max_tokens_side * self.patch
+            if x.shape[1] % patch or x.shape[2] % patch or max(x.shape[1:]) > most:
+                raise InputError(
+                    f"height and width must be multiples of {patch} and at most {most}, got {tuple(x.shape[1:])}",
+                    reward=self.name,
+                    field="latent",
+                    sample=i,
+                )
             latents.append(x)
         raw = torch.empty(len(latents))
         with torch.no_grad():
@@ -167,7 +192,7 @@ class DiNaLRM(PointwiseReward):
             shapes: dict[tuple[int, ...], list[int]] = {}
             for i, x in enumerate(latents):
                 shapes.setdefault(tuple(x.shape), []).append(i)
-            for shape, rows in shapes.items():
+            for rows in shapes.values():
                 pick = torch.tensor([where[prompt[i]] for i in rows], device=embeds.device)
                 raw[rows] = self._score(torch.stack([latents[i] for i in rows]), embeds[pick], pooled[pick])
         score = self.options.scale * raw + self.options.shift

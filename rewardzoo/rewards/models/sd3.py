@@ -140,7 +140,9 @@ def _transformer_files(folder: Path) -> list[Path]:
     single = folder / "diffusion_pytorch_model.safetensors"
     if single.is_file():
         return [single]
-    raise ConfigError(f"'{folder}' holds no diffusion_pytorch_model.safetensors (or its index)", field="kwargs.base_model_path")
+    raise ConfigError(
+        f"'{folder}' holds no diffusion_pytorch_model.safetensors (or its index)", field="kwargs.base_model_path"
+    )
 
 
 def _wanted(key: str, num_layers: int) -> bool:
@@ -185,7 +187,7 @@ def load_sd3_trunk(
     for path in _transformer_files(transformer_dir):
         with loading(f"the SD3 transformer weights '{path}'", field="kwargs.base_model_path"):
             with safe_open(str(path), framework="pt", device="cpu") as f:
-                for key in f.keys():
+                for key in f.keys():  # noqa: SIM118 (a safetensors file handle, not a dict)
                     if _wanted(key, num_layers) and key in expected:
                         state[key] = f.get_tensor(key)
     state.update(replace or {})
@@ -221,6 +223,7 @@ def merge_peft_lora(state: dict[str, Any], lora: Mapping[str, Any], scaling: flo
         pairs.setdefault(module, {})[rest[0]] = value
     if pairs and scaling is None:
         raise ConfigError(f"'{where}': a LoRA adapter without its scaling", field="model_path")
+    factor = 0.0 if scaling is None else float(scaling)
     for module, pair in pairs.items():
         target = f"{module}.weight"
         if set(pair) != {"A", "B"} or target not in state:
@@ -235,7 +238,7 @@ def merge_peft_lora(state: dict[str, Any], lora: Mapping[str, Any], scaling: flo
                 f"'{where}': LoRA update of '{module}' has shape {tuple(delta.shape)}, its weight {tuple(base.shape)}",
                 field="model_path",
             )
-        state[target] = base + float(scaling) * delta  # type: ignore[operator]
+        state[target] = base + factor * delta
 
 
 def read_peft_adapter(folder: Path) -> tuple[dict[str, Any], float]:
