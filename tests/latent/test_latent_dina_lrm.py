@@ -266,3 +266,19 @@ def test_bad_latents_and_checkpoints_are_named(dirs, reward, latents, tmp_path):
         reward(prompt=PROMPTS[:1], latent=[torch.randn(16, 8, 34)])
     with pytest.raises(ConfigError, match="config.json"):
         load_reward({"name": "dina_lrm", "model_path": str(tmp_path)})
+
+
+def test_the_plan_counts_the_trunk_blocks_it_reads_and_the_text_encoders(dirs, reward):
+    from rewardzoo.registry import resolve
+    from rewardzoo.shared.checkpoints import checkpoint_bytes
+
+    parts = resolve("dina_lrm").weight_files(str(dirs[1]), {})
+    assert [p.missing for p in parts] == [None] * 6
+    lora, head, trunk, *encoders = parts
+    held = sum(t.numel() * t.element_size() for t in reward.trunk.state_dict().values())
+    assert checkpoint_bytes(trunk.files, "float32", trunk.include).total == held  # 3 of the file's 4 blocks
+    tensors = {t.data_ptr(): t for m in reward.text.modules for t in m.state_dict().values()}  # T5 ties embeddings
+    assert sum(checkpoint_bytes(e.files, "float32").total for e in encoders) == sum(
+        t.numel() * t.element_size() for t in tensors.values()
+    )
+    assert lora.files[0].name == "adapter_model.safetensors" and head.files[0].name == "rm_head.pt"

@@ -17,16 +17,18 @@ transformer, the text encoders, their tokenizers and the scheduler.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 
 from ...errors import ConfigError, InputError
+from ...shared.checkpoints import Checkpoint, local_file, resolve_checkpoint
 from ...shared.weights import load_state_dict, model_folder
 from ..base import Inputs, PointwiseReward, RewardOutput
-from ..models.sd3 import SD3TextEncoders, flow_match_sigma, load_sd3_trunk, read_peft_adapter
+from ..models.sd3 import TRUNK_EMBEDDERS, SD3TextEncoders, flow_match_sigma, load_sd3_trunk, read_peft_adapter
 from ..options import Field, Number, PositiveInt, RewardOptions, WeightPath
 from .dina_head import DiNaRewardHead
 
@@ -49,6 +51,19 @@ def read_config(folder: Path) -> dict[str, Any]:
     if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
         raise ConfigError(f"'{path}' has no 'model' section", field="model_path")
     return config
+
+
+def _local_folder(source: str) -> Path | None:
+    """``source`` as a local directory, or its hub snapshot already in the local cache (nothing is downloaded)."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(source, local_files_only=True))
+    except Exception:  # not cached, not a repository id, or huggingface_hub missing
+        return None
 
 
 class DiNaLRM(PointwiseReward):
@@ -132,6 +147,38 @@ class DiNaLRM(PointwiseReward):
         self.text = SD3TextEncoders(base, device=device, dtype=self.dtype)
         for encoder in self.text.modules:
             self.hold(encoder, files=[str(base)])
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """What this reward reads: the checkpoint's LoRA adapter and head (or full model), the SD3 pipeline's
+        transformer tensors of the trunk (its embedders and first ``num_transformer_layers`` blocks) and its three
+        text encoders, found in local directories or the hub cache without downloading."""
+        source = str(model_path or cls.default_model)
+        root = _local_folder(source)
+        if root is None:
+            return [Checkpoint(source, missing=f"'{source}' is neither a local directory nor in the hub cache")]
+        try:
+            model = read_config(root)["model"]
+        except ConfigError as exc:
+            return [Checkpoint(source, missing=exc.message)]
+        ckpt = root / "checkpoint"
+        frozen = bool(model.get("freeze_backbone"))
+        if model.get("use_lora") and not frozen:
+            parts = [resolve_checkpoint(str(ckpt / "backbone_lora")), local_file(ckpt / "rm_head.pt")]
+        else:
+            parts = [local_file(ckpt / ("rm_head.pt" if frozen else "full_model.pt"))]
+        base_source = str(cls.configured(kwargs, "base_model_path") or model.get("backbone_model_id") or "")
+        base = _local_folder(base_source) if base_source else None
+        if base is None:
+            return [*parts, Checkpoint(base_source, missing=f"the SD3 pipeline '{base_source}' is not here")]
+        blocks = tuple(f"transformer_blocks.{i}." for i in range(int(model["num_transformer_layers"])))
+        trunk = replace(
+            resolve_checkpoint(str(base / "transformer")), include=(*(f"{e}." for e in TRUNK_EMBEDDERS), *blocks)
+        )
+        encoders = [
+            resolve_checkpoint(str(base / part)) for part in ("text_encoder", "text_encoder_2", "text_encoder_3")
+        ]
+        return [*parts, trunk, *encoders]
 
     @staticmethod
     def _checkpoint(folder: Path, model: dict[str, Any]) -> tuple[Any, float | None, Any, dict[str, Any]]:

@@ -165,8 +165,8 @@ def load_sd3_trunk(
     """The first ``num_layers`` blocks of the SD3 transformer in ``transformer_dir`` (a pipeline's ``transformer/``)
     as an ``SD3Trunk`` on ``device`` in ``dtype``, reading only the tensors it keeps.
 
-    ``lora``: a PEFT adapter's tensors (``…<module>.lora_A.weight`` / ``lora_B``), merged into the float32 weights
-    before the cast (``W + lora_scaling * B @ A``); ``replace``: trunk tensors (keys as the trunk names them) that
+    ``lora``: a PEFT adapter's tensors (``…<module>.lora_A.weight`` / ``lora_B``), merged in float32 and cast to
+    ``dtype`` weight by weight (``W + lora_scaling * B @ A``); ``replace``: trunk tensors (keys as the trunk names them) that
     replace the base ones (a fully fine-tuned backbone). Every kept tensor must be found and fit."""
     import torch
     from diffusers import SD3Transformer2DModel
@@ -197,22 +197,25 @@ def load_sd3_trunk(
             f"'{transformer_dir}' lacks {len(missing)} tensor(s) of the trunk, e.g. {missing[:3]}",
             field="kwargs.base_model_path",
         )
-    if lora:
-        merge_peft_lora(state, lora, lora_scaling, where=str(transformer_dir))
     for key, value in state.items():
         if tuple(value.shape) != tuple(expected[key].shape):
             raise ConfigError(
                 f"'{key}' has shape {tuple(value.shape)}, the trunk wants {tuple(expected[key].shape)}",
                 field="kwargs.base_model_path",
             )
+    if lora:
+        merge_peft_lora(state, lora, lora_scaling, where=str(transformer_dir), dtype=dtype)
+    for key, value in state.items():
         state[key] = value.to(dtype)
     trunk.load_state_dict(state, strict=True, assign=True)
     return trunk.to(device).eval().requires_grad_(False)
 
 
-def merge_peft_lora(state: dict[str, Any], lora: Mapping[str, Any], scaling: float | None, *, where: str) -> None:
-    """Merge a PEFT LoRA adapter into ``state`` in place: ``W = W + scaling * (B @ A)`` in float32 for each module
-    the adapter names (its keys ``base_model.model.<module>.lora_A.weight`` / ``lora_B``, as ``save_pretrained``
+def merge_peft_lora(
+    state: dict[str, Any], lora: Mapping[str, Any], scaling: float | None, *, where: str, dtype: Any = None
+) -> None:
+    """Merge a PEFT LoRA adapter into ``state`` in place: ``W = W + scaling * (B @ A)`` in float32, cast to ``dtype``
+    (default: ``W``'s) one weight at a time (never the whole trunk in float32), for each module the adapter names (its keys ``base_model.model.<module>.lora_A.weight`` / ``lora_B``, as ``save_pretrained``
     writes them). An adapter pair for a weight the state lacks, or half a pair, is a ConfigError."""
     pairs: dict[str, dict[str, Any]] = {}
     for key, value in lora.items():
@@ -238,7 +241,7 @@ def merge_peft_lora(state: dict[str, Any], lora: Mapping[str, Any], scaling: flo
                 f"'{where}': LoRA update of '{module}' has shape {tuple(delta.shape)}, its weight {tuple(base.shape)}",
                 field="model_path",
             )
-        state[target] = base + factor * delta
+        state[target] = (base + factor * delta).to(state[target].dtype if dtype is None else dtype)
 
 
 def read_peft_adapter(folder: Path) -> tuple[dict[str, Any], float]:
