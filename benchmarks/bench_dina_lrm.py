@@ -91,8 +91,10 @@ def bench_tiny(root: Path, repeats: int) -> dict:
     diff = float(np.max(np.abs(reference_loop().numpy() - ours().numpy())))
     times, ratios = interleaved({"reference loop": reference_loop, "rewardzoo": ours}, repeats)
     ratio = 1.0 / ratios["rewardzoo"]
-    print(f"tiny: reference {times['reference loop'] * 1e3:.1f} ms | rewardzoo {times['rewardzoo'] * 1e3:.1f} ms "
-          f"| {ratio:.2f}x (max |raw difference| {diff:.1e})")
+    print(
+        f"tiny: reference {times['reference loop'] * 1e3:.1f} ms | rewardzoo {times['rewardzoo'] * 1e3:.1f} ms "
+        f"| {ratio:.2f}x (max |raw difference| {diff:.1e})"
+    )
     return figure(
         "dina_lrm.tiny",
         f"`dina_lrm` on {N} latents 16x16x16 (4 prompts, each twice), tiny random-init SD3-shaped pipeline, CPU, "
