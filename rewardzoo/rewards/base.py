@@ -57,7 +57,6 @@ KNOWN_FIELDS = (
     "metadata",
     "dataset",
     "group_id",
-    "latent",
 )
 IMAGE_FORMS = ("pil", "float", "uint8", "native", "array")
 FRAME_FORMS = ("pil", "float", "native", "array")
