@@ -180,16 +180,51 @@ class _Reference:
             h = h + self.sdpa(q, self.lin(text, prefix + ".to_k_text"), vt * torch.sigmoid(gate), heads)
         return queries + self.lin(h, prefix + ".to_out.0")
 
-    def reward_head(self, vis, txt, temb):  # reward_head.py 260-331
-        heads = self.config["model"]["reward_head"]["num_attn_heads"]
+    def view_tokens(self, vis, txt, temb):  # reward_head.py 260-298
         v = torch.cat([self.film(x, temb, f"layer_adapters_visual.{i}") for i, x in enumerate(vis)], dim=-1)
         t = torch.cat([self.film(x, temb, f"layer_adapters_text.{i}") for i, x in enumerate(txt)], dim=-1)
-        v, t = self.lin(v, "agg_visual"), self.lin(t, "agg_text")
+        return self.lin(v, "agg_visual"), self.lin(t, "agg_text")
+
+    def read(self, v, t):  # reward_head.py 316-331 (forward) and 367-375 (forward_ensemble)
+        heads = self.config["model"]["reward_head"]["num_attn_heads"]
         queries = self.w("query_tokens").expand(v.shape[0], -1, -1)
         queries = self.cross(queries, v, t, "attn1", heads, gated=True)
         queries = self.cross(queries, v, None, "attn2", heads, gated=False)
         ff = self.lin(F.gelu(self.lin(self.rms(queries, "norm_ff"), "ff.0")), "ff.2")
         return self.lin(queries + ff, "head").mean(dim=1)
+
+    def reward_head(self, vis, txt, temb):  # reward_head.py 300-331
+        return self.read(*self.view_tokens(vis, txt, temb))
+
+    def sigma_t(self, u):  # inference.py 92-102: the nearest sigma and its timestep
+        idx = torch.argmin((self.scheduler.sigmas[None, :] - torch.tensor([u])[:, None]).abs(), dim=1)
+        return self.scheduler.sigmas[idx].view(-1, 1, 1, 1), self.scheduler.timesteps[idx]
+
+    def reward_ensemble(self, prompts, latents, us, seed, max_sequence_length=256):
+        """engine.py 252-353 ``validate_ensemble`` for one latent at a time: one noise per latent for every u
+        (325-328), sd3_rm.py 339-380 ``forward_ensemble``, reward_head.py 333-375: the views' tokens concatenated."""
+        embeds, pooled = self.encode_prompt(prompts, max_sequence_length)
+        out = []
+        for i, latent in enumerate(latents):
+            x = latent[None]
+            torch.manual_seed(seed)
+            noise = torch.randn_like(x)
+            views = []
+            for u in us:
+                sigma, timesteps = self.sigma_t(u)
+                temb, vis, txt = self.backbone(
+                    (1.0 - sigma) * x + sigma * noise,
+                    embeds[i : i + 1],
+                    pooled[i : i + 1],
+                    timesteps,
+                    self.visual_idx,
+                    self.text_idx,
+                )
+                views.append(self.view_tokens(vis, txt, temb))
+            v = torch.cat([a for a, _ in views], dim=1)
+            t = torch.cat([b for _, b in views], dim=1)
+            out.append(float(self.read(v, t)[0, 0]))
+        return torch.tensor(out)
 
     def reward(self, prompts, latents, u, seed, max_sequence_length=256):
         """DRMInferencer.reward (inference.py 104-137) for one latent at a time, seeded as rewardzoo seeds."""
@@ -282,3 +317,15 @@ def test_the_plan_counts_the_trunk_blocks_it_reads_and_the_text_encoders(dirs, r
         t.numel() * t.element_size() for t in tensors.values()
     )
     assert lora.files[0].name == "adapter_model.safetensors" and head.files[0].name == "rm_head.pt"
+
+
+def test_noise_level_ensembles_match_the_reference_forward_ensemble(dirs, reference, latents):
+    ensemble = load_reward(
+        {"name": "dina_lrm", "model_path": str(dirs[1]), "kwargs": {"ensemble_levels": [0.2, 0.5, 0.7]}}
+    )
+    out = ensemble(prompt=PROMPTS[:2], latent=latents[:2]).extras["raw"]
+    with torch.no_grad():
+        expected = reference.reward_ensemble(PROMPTS[:2], latents[:2], [0.2, 0.5, 0.7], seed=0)
+        single = reference.reward(PROMPTS[:2], latents[:2], u=0.2, seed=0)
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+    assert (out - single).abs().max() > 1e-3

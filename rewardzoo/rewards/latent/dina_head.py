@@ -115,9 +115,10 @@ class DiNaRewardHead(nn.Module):
         self.ff = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width), nn.Dropout(0.0))
         self.head = nn.Linear(width, out_dim)
 
-    def forward(
+    def tokens(
         self, image_states: Sequence[torch.Tensor], text_states: Sequence[torch.Tensor], t_emb: torch.Tensor
-    ) -> torch.Tensor:
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The image and text tokens the queries read, from one noise level's taps."""
         if len(image_states) != len(self.layer_adapters_visual) or len(text_states) != len(self.layer_adapters_text):
             raise ValueError(
                 f"the head reads {len(self.layer_adapters_visual)} image and {len(self.layer_adapters_text)} text "
@@ -127,6 +128,22 @@ class DiNaRewardHead(nn.Module):
         text = None
         if self.agg_text is not None:
             text = self.agg_text(torch.cat([a(x, t_emb) for a, x in zip(self.layer_adapters_text, text_states)], -1))
+        return image, text
+
+    def forward(
+        self, image_states: Sequence[torch.Tensor], text_states: Sequence[torch.Tensor], t_emb: torch.Tensor
+    ) -> torch.Tensor:
+        return self.read(*self.tokens(image_states, text_states, t_emb))
+
+    def ensemble(self, views: Sequence[tuple[Sequence[torch.Tensor], Sequence[torch.Tensor], torch.Tensor]]) -> Any:
+        """The score of several noise levels at once: each level's tokens (:meth:`tokens`) side by side, read by
+        the queries together (the reference's ``forward_ensemble``)."""
+        parts = [self.tokens(*view) for view in views]
+        texts = [t for _, t in parts if t is not None]
+        return self.read(torch.cat([i for i, _ in parts], dim=1), torch.cat(texts, dim=1) if texts else None)
+
+    def read(self, image: torch.Tensor, text: torch.Tensor | None) -> torch.Tensor:
+        """(B, out_dim): the queries' cross-attentions, feed-forward and score, averaged over the queries."""
         queries = self.query_tokens.expand(image.shape[0], -1, -1)
         queries = self.attn1(queries, image, text)
         queries = self.attn2(queries, image, None)

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import torch
 
@@ -87,6 +87,10 @@ class DiNaLRM(PointwiseReward):
         noise_seed: int | None = 0
         """Seed of the noise, drawn on the CPU per latent (every latent of a call gets the same draw, on every device
         and batch split); null draws fresh noise from torch's global generator each call, as the reference does."""
+        ensemble_levels: list[Annotated[float, Field(ge=0.0, le=1.0)]] | None = Field(None, min_length=1)
+        """Several noise levels scored together, one noise draw shared: the head reads the token states of every
+        level at once (the reference's ``forward_ensemble``; its evaluation uses ``[0.2, 0.5, 0.7]``). Replaces
+        ``noise_level``; costs one trunk pass per level."""
         max_sequence_length: PositiveInt = 256
         """T5 tokens of the prompt (padded / truncated): 256 as the README's and vLLM-Omni's inference; the
         training code encoded 128."""
@@ -114,7 +118,9 @@ class DiNaLRM(PointwiseReward):
         self.visual_taps = tuple(int(i) for i in model["visual_head_idx"])
         self.text_taps = tuple(int(i) for i in model["text_head_idx"])
         self.add_noise = bool(config.get("training", {}).get("add_noise", True))
-        [(self.sigma, self.timestep)] = flow_match_sigma(base / "scheduler", [self.options.noise_level])
+        levels = self.options.ensemble_levels or [self.options.noise_level]
+        self.levels = flow_match_sigma(base / "scheduler", levels)
+        self.sigma, self.timestep = self.levels[0]
 
         lora, scaling, replace, head_state = self._checkpoint(folder / "checkpoint", model)
         self.trunk = self.hold(
@@ -246,15 +252,21 @@ class DiNaLRM(PointwiseReward):
         return RewardOutput(score, extras={"raw": raw})
 
     def _score(self, clean: torch.Tensor, embeds: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
-        """Raw head outputs (B,) for clean latents (B, C, H, W) and their prompts' embeddings."""
-        x = clean.float()
-        if self.add_noise:
-            sigma = torch.tensor(self.sigma, dtype=torch.float32)
-            noise = torch.stack([self._noise(x.shape[1:]) for _ in range(x.shape[0])])
-            x = (1.0 - sigma) * x + sigma * noise
-        x = x.to(device=self.device, dtype=self.dtype)
-        t = torch.full((x.shape[0],), self.timestep, dtype=torch.float32, device=self.device)
-        temb, image_states, text_states = self.trunk(
-            x, embeds.to(self.dtype), pooled.to(self.dtype), t, self.visual_taps, self.text_taps
-        )
-        return self.head(image_states, text_states, temb)[:, 0].float().cpu()
+        """Raw head outputs (B,) for clean latents (B, C, H, W) and their prompts' embeddings: one trunk pass per
+        noise level, the same noise draw for every level."""
+        x0 = clean.float()
+        noise = torch.stack([self._noise(x0.shape[1:]) for _ in range(x0.shape[0])]) if self.add_noise else None
+        views = []
+        for sigma, timestep in self.levels:
+            x = x0
+            if noise is not None:
+                s = torch.tensor(sigma, dtype=torch.float32)
+                x = (1.0 - s) * x0 + s * noise
+            x = x.to(device=self.device, dtype=self.dtype)
+            t = torch.full((x.shape[0],), timestep, dtype=torch.float32, device=self.device)
+            temb, image_states, text_states = self.trunk(
+                x, embeds.to(self.dtype), pooled.to(self.dtype), t, self.visual_taps, self.text_taps
+            )
+            views.append((image_states, text_states, temb))
+        out = self.head(*views[0]) if len(views) == 1 else self.head.ensemble(views)
+        return out[:, 0].float().cpu()
