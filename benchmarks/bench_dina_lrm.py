@@ -11,7 +11,7 @@ and PEFT exactly as ``tests/latent`` does (``_Reference``; diffusion-rm is not i
   RMS q/k norms) with random weights, its first 12 blocks written as a bfloat16 safetensors file, loaded by
   rewardzoo's trunk loader with a random rank-64 LoRA merged (what a load costs), then one trunk + head forward for
   a 256 px latent (32 x 32) against the same weights under PEFT (the reference's arithmetic), bfloat16, 2 torch
-  threads, one run each. Text conditioning is random at T5-XXL's width: the text encoders (T5-XXL is 19 GB in
+  threads, 3 interleaved runs. Text conditioning is random at T5-XXL's width: the text encoders (T5-XXL is 19 GB in
   float32) do not fit this machine, and both sides would pay the same for them.
 
 Run: ``python benchmarks/bench_dina_lrm.py [--part tiny|real] [--quick]``. Ratios > 1 favour rewardzoo.
@@ -141,7 +141,7 @@ def write_real_pipeline(folder: Path) -> Path:
     return out
 
 
-def bench_real(root: Path) -> list[dict]:
+def bench_real(root: Path, repeats: int) -> list[dict]:
     import torch
     from peft import LoraConfig, get_peft_model
 
@@ -184,23 +184,26 @@ def bench_real(root: Path) -> list[dict]:
 
     small = torch.randn(1, 16, 8, 8, dtype=dtype)
     score(ours, small), score(peft_model, small)  # first-call overheads
-    t0 = time.perf_counter()
-    ref_score = score(peft_model, x)
-    ref_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    our_score = score(ours, x)
-    our_s = time.perf_counter() - t0
-    print(f"real: forward reference {ref_s:.1f} s | rewardzoo {our_s:.1f} s | raw {ref_score:.4f} vs {our_score:.4f}")
+    ref_score, our_score = score(peft_model, x), score(ours, x)
+    times, ratios = interleaved(
+        {"reference": lambda: score(peft_model, x), "rewardzoo": lambda: score(ours, x)}, repeats, warmup=0
+    )
+    ref_s, our_s, ratio = times["reference"], times["rewardzoo"], 1.0 / ratios["rewardzoo"]
+    print(
+        f"real: forward reference {ref_s:.1f} s | rewardzoo {our_s:.1f} s | {ratio:.2f}x | raw {ref_score:.4f} "
+        f"vs {our_score:.4f}"
+    )
     common = "SD3.5-Medium's 12-block trunk (random weights, bfloat16) + DiNa-LRM head, CPU, 2 torch threads"
     return [
         figure(
             "dina_lrm.real.forward",
             f"`dina_lrm` trunk + head forward, one 256 px latent (16x32x32, 256 image + 333 text tokens), {common}: "
-            "LoRA (rank 64) merged at load vs the same weights with the LoRA under PEFT (the reference's), one run "
-            f"each; raw {ref_score:.4f} (reference) vs {our_score:.4f} (bfloat16)",
+            "LoRA (rank 64) merged at load vs the same weights with the LoRA under PEFT (the reference's), median of "
+            f"{repeats} interleaved runs (median per-run ratio); raw {ref_score:.4f} (reference) vs {our_score:.4f} "
+            "(bfloat16 rounding)",
             measure("rewardzoo", our_s, "s"),
             baseline=measure("reference (PEFT)", ref_s, "s"),
-            ratio=ref_s / our_s,
+            ratio=ratio,
             ratio_label="x faster",
             rewards=["dina_lrm"],
             notes="text conditioning random at T5-XXL's width (the text encoders do not fit this machine); "
@@ -235,7 +238,7 @@ def main() -> None:
             figs.append(bench_tiny(Path(tmp), 3 if args.quick else 5))
         if "real" in parts:
             torch.set_num_threads(2)
-            figs += bench_real(Path(tmp))
+            figs += bench_real(Path(tmp), 2 if args.quick else 3)
     write_results(__file__, figs, parts=[f"dina_lrm.{p}" for p in parts])
 
 
