@@ -480,6 +480,7 @@ FAMILIES = {
     "audio": "Audio and speech",
     "group": "Group-relative",
     "text": "Text and sequences",
+    "latent": "Latent rewards",
     "remote": "Served rewards",
 }
 FACT_KEYS = ("modality", "kind", "extra", "score_range", "higher_is_better", "download", "devices", "differentiable")

@@ -1,7 +1,8 @@
 """Tiny random-init models saved to disk the way users hold real weights, for tests and benchmarks (ours and yours).
 
 One module per family, beside the loader whose layout it writes: ``clip``, ``aesthetic``, ``video`` (DINO,
-timm DINOv3), ``imagebind``, ``audio``, ``text``, ``vlm``, ``llava``, ``qalign`` (mPLUG-Owl2), ``reward_models`` (VideoAlign), ``vae`` (diffusers VAEs for decode stages); ``common`` — what they
+timm DINOv3), ``imagebind``, ``audio``, ``text``, ``vlm``, ``llava``, ``qalign`` (mPLUG-Owl2), ``reward_models``
+(VideoAlign), ``vae`` (diffusers VAEs for decode stages), ``latent`` (SD3 pipelines, DiNa-LRM); ``common`` — what they
 share. Same seed, bit-identical files; how and an example: ``docs/testing.md``.
 
 May import only the rewards, :mod:`rewardzoo.shared` and :mod:`rewardzoo.errors` (torch, open_clip, transformers
@@ -91,6 +92,13 @@ _FAMILIES = {
         "tiny_llava_onevision_processor",
         "llava_name",
         "tiny_llava_onevision_dirs",
+    ),
+    "rewardzoo.testing.latent": (
+        "TINY_SD3_TRANSFORMER",
+        "DINA_LORA_TARGETS",
+        "tiny_sd3_dir",
+        "dina_lrm_config",
+        "tiny_dina_lrm_dir",
     ),
 }
 _LAZY = {name: module for module, names in _FAMILIES.items() for name in names}
