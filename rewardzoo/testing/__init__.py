@@ -36,6 +36,7 @@ _FAMILIES = {
     "rewardzoo.testing.qalign": ("tiny_qalign_dir", "tiny_llama_tokenizer"),
     "rewardzoo.testing.video": ("tiny_dino_dirs", "TINY_TIMM_DINOV3", "tiny_timm_dinov3_dir"),
     "rewardzoo.testing.imagebind": ("TINY_IMAGEBIND", "tiny_imagebind_dir"),
+    "rewardzoo.testing.synchformer": ("TINY_SYNCHFORMER", "tiny_synchformer_dir"),
     "rewardzoo.testing.audio": (
         "tiny_clap_dir",
         "tiny_wavlm_xvector_dir",

@@ -164,7 +164,13 @@ class ClsPool(nn.TransformerEncoderLayer):
 
     def __init__(self, dim: int, heads: int, hidden: int) -> None:
         super().__init__(
-            dim, heads, hidden, dropout=0.0, activation=nn.GELU(), layer_norm_eps=1e-6, batch_first=True,
+            dim,
+            heads,
+            hidden,
+            dropout=0.0,
+            activation=nn.GELU(),
+            layer_norm_eps=1e-6,
+            batch_first=True,
             norm_first=True,
         )
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
@@ -225,7 +231,9 @@ class AstAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, n, d = x.shape
-        q, k, v = (self.attention[k](x).reshape(b, n, self.heads, -1).transpose(1, 2) for k in ("query", "key", "value"))
+        q, k, v = (
+            self.attention[k](x).reshape(b, n, self.heads, -1).transpose(1, 2) for k in ("query", "key", "value")
+        )
         out = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, n, d)
         return self.output["dense"](out)
 
@@ -355,7 +363,12 @@ class OffsetHead(nn.Module):
     def forward(self, v: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
         b = v.shape[0]
         x = torch.cat(
-            (self.OFF_tok.expand(b, -1, -1), self.vis_in_lnorm(v), self.MOD_tok.expand(b, -1, -1), self.aud_in_lnorm(a)),
+            (
+                self.OFF_tok.expand(b, -1, -1),
+                self.vis_in_lnorm(v),
+                self.MOD_tok.expand(b, -1, -1),
+                self.aud_in_lnorm(a),
+            ),
             1,
         )
         x = self.ln_f(self.blocks(x + self.pos_emb_cfg.pos_emb))
