@@ -119,11 +119,11 @@ class AVSync(PointwiseReward):
         self.mel = torchaudio.transforms.MelSpectrogram(**MEL).to(self.device)
         self.grid = GRID.to(self.device)
 
-    def _offsets(self, frames: Any, wave: Any, sample: int) -> torch.Tensor:
+    def _offsets(self, frames: Any, wave: torch.Tensor, sample: int) -> torch.Tensor:
         frames = torch.as_tensor(frames)
         if frames.ndim != 4 or frames.shape[1] != 3:
             raise InputError(f"expected frames (T, 3, H, W), got {tuple(frames.shape)}", field="video", sample=sample)
-        wave = torch.as_tensor(wave).reshape(-1)
+        wave = wave.reshape(-1)  # mono (1, time)
         seconds = min(self.options.duration, frames.shape[0] / self.options.fps, wave.shape[0] / SAMPLE_RATE)
         if seconds < 4.8 - 1e-9:
             raise InputError(
@@ -155,8 +155,12 @@ class AVSync(PointwiseReward):
             raise InputError("needs the video and its audio", field="video" if video is None else "audio")
         if len(video) != len(audio):
             raise InputError(f"got {len(audio)} audio clips for {len(video)} videos", field="audio")
+        from ...shared.audio import prepare_clips
+
+        clips, _rates = prepare_clips(audio, audio_sample_rate, target_rate=SAMPLE_RATE, mono=True)  # engine: no-op
         with torch.inference_mode():
-            offsets = torch.stack([self._offsets(v, a, i) for i, (v, a) in enumerate(zip(video, audio))]).cpu()
+            offsets = torch.stack([self._offsets(v, torch.tensor(a), i) for i, (v, a) in enumerate(zip(video, clips))])
+        offsets = offsets.cpu()
         desync = offsets.abs().mean(dim=1)
         return RewardOutput(
             (-desync).numpy(),
