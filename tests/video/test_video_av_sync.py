@@ -162,3 +162,24 @@ def test_loader_processor_and_errors(model_dir, media, tmp_path):
         load_reward({"name": "av_sync", "model_path": model_dir, "device": "cpu"}, duration=3.0)
     with pytest.raises(ConfigError, match=WEIGHTS_FILE):
         AVSync(str(tmp_path))
+
+
+def test_processor_matches_a_direct_call(model_dir, media):
+    from rewardzoo.core.processor import RewardProcessor
+    from rewardzoo.spec.sample import Sample
+
+    videos, audio = media
+    entry = {
+        "name": "av_sync",
+        "model_path": model_dir,
+        "device": "cpu",
+        "batch_size": 2,
+        "kwargs": {"duration": SECONDS},
+    }
+    proc = RewardProcessor([entry])
+    samples = [Sample(video=v, audio=a.numpy(), audio_sample_rate=22050) for v, a in zip(videos, audio)]
+    got = proc(samples).rewards["av_sync"]
+    want = AVSync(model_dir, duration=SECONDS)(
+        video=videos, audio=[a.numpy() for a in audio], audio_sample_rate=[22050] * 3
+    )
+    np.testing.assert_array_equal(got, want.rewards)
