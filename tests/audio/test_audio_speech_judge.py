@@ -175,3 +175,38 @@ def test_endpoint_sends_audio_parts_and_scores(clips):
         server.close()
     with pytest.raises(ConfigError, match="endpoint"):
         SpeechJudge("m", backend="transformers", endpoint={"url": "http://127.0.0.1:1/v1"})
+
+
+def test_processor_sends_each_pair_resampled(clips):
+    from rewardzoo.core.processor import RewardProcessor
+    from rewardzoo.spec.sample import Sample
+
+    server = CannedServer(lambda body: "Output A: 8, Output B: 3")
+    try:
+        entry = {"name": "speech_judge", "model_path": "sj", "batch_size": 2}
+        entry["kwargs"] = {"backend": "openai", "endpoint": {"url": server.url}, "score": "margin"}
+        proc = RewardProcessor([entry])
+        samples = [
+            Sample(
+                prompt=f"text {i}",
+                audio=np.stack([c, c]),
+                audio_sample_rate=32000,
+                condition_audio=c,
+                condition_audio_sample_rate=16000,
+            )
+            for i, c in enumerate(clips[:3])
+        ]
+        result = proc(samples)
+        assert result.rewards["speech_judge"].tolist() == [5.0, 5.0, 5.0]
+        assert len(server.bodies) == 3
+        import base64
+        import io
+
+        import soundfile as sf
+
+        for body, clip in zip(server.bodies, clips):
+            audio_parts = [p for p in body["messages"][1]["content"] if p["type"] == "input_audio"]
+            a, rate = sf.read(io.BytesIO(base64.b64decode(audio_parts[0]["input_audio"]["data"])))
+            assert rate == 16000 and abs(a.shape[0] - clip.shape[0] / 2) <= 1  # 32 kHz stereo -> 16 kHz mono
+    finally:
+        server.close()
