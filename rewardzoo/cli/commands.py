@@ -92,6 +92,12 @@ def _parser() -> argparse.ArgumentParser:
         help="keep the rows of an interrupted run of the same job (OUT.partial.jsonl: same input, "
         "config entries and split, else refused) and score the rest",
     )
+    p.add_argument(
+        "--extras",
+        action="store_true",
+        help="also write each reward's extras to each row (what ocr read, a judge's per-dimension values: "
+        "what /v1/score returns)",
+    )
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("evaluate", help="how well each reward of a config agrees with human preferences or ratings")

@@ -31,7 +31,8 @@ class ScoreJob:
     matches no reward; ``report``: also write an HTML report there; ``quiet``: no progress. The Ray engine's:
     ``actors``, ``gpus_per_actor``, ``cpus_per_actor``, ``address`` (a cluster to join) and ``resume``.
     ``labels``: how errors name the input's rows, one a row (default 'line N'; ``rewardzoo evaluate`` names the
-    data file's lines).
+    data file's lines). ``extras``: each output row also holds the extras each reward reported for it (what
+    ``ocr`` read, a judge's per-dimension values; see :mod:`~rewardzoo.jobs.records`).
     """
 
     config: ConfigSource
@@ -49,6 +50,7 @@ class ScoreJob:
     address: str | None = None
     resume: bool = False
     labels: tuple[str, ...] | None = None
+    extras: bool = False
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> ScoreJob:
