@@ -99,6 +99,8 @@ def combined_result(parts: Sequence[Any]) -> Any:
     from ..core.engine import RewardResult
 
     first = parts[0]
+    if len(parts) == 1:  # one stream: its row is the result (the gatherer's rows are the caller's own copies)
+        return first
     totals = np.stack([p.total.astype(np.float64) for p in parts])
     none = np.isnan(totals).all(axis=0)
     total = np.where(none, np.nan, np.nansum(totals, axis=0)).astype(np.float32)

@@ -128,6 +128,10 @@ class RewardSpec:
     streams: Mapping[str, StreamSpec] | None = None
     #: the entry's ``ray:`` block (rewardzoo.spec.placement); None: placed with the entries that have none
     ray: RayPlacement | None = None
+    #: seconds one call may take (None: no deadline); see :mod:`rewardzoo.core.deadlines`
+    timeout_s: float | None = None
+    #: past the deadline the entry abstains (NaN, out of the total) instead of failing the call
+    optional: bool = False
 
     def applies_to(self, dataset: str | None) -> bool:
         """Whether samples of ``dataset`` are scored by this reward."""
@@ -380,6 +384,8 @@ def _spec(model: EntryModel, environment: EnvironmentSpec | None) -> RewardSpec:
         offload=model.offload,
         streams=None if model.streams is None else _streams(model.streams),
         ray=None if model.ray is None else RayPlacement(**model.ray.model_dump()),
+        timeout_s=model.timeout_s,
+        optional=model.optional,
     )
 
 

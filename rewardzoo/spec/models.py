@@ -272,6 +272,10 @@ class EntryModel(Model):
     """a Ray Serve deployment and Ray Data stage of its own with these resources"""
     reference: bool | ReferenceModel = False
     """score with the reward's reference package (true: the known wrapper and environment)"""
+    timeout_s: Seconds | None = None
+    """seconds one call of this reward may take (null: no deadline); past it a required entry fails the call"""
+    optional: bool = False
+    """past its ``timeout_s`` the entry abstains (NaN, left out of the total) instead of failing the call"""
 
     @model_validator(mode="after")
     def _weights_within_datasets(self) -> EntryModel:
@@ -284,6 +288,10 @@ class EntryModel(Model):
                         f"weight for dataset '{key}' which is not in applicable_datasets {list(datasets)}",
                         field=f"weight.{key}",
                     )
+        if self.optional and self.timeout_s is None:
+            raise ConfigError(
+                "an optional entry abstains when it misses its deadline: give it a timeout_s", field="optional"
+            )
         return self
 
 
