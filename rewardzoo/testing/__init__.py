@@ -44,6 +44,9 @@ _FAMILIES = {
     ),
     "rewardzoo.testing.video": ("tiny_dino_dirs", "TINY_TIMM_DINOV3", "tiny_timm_dinov3_dir"),
     "rewardzoo.testing.imagebind": ("TINY_IMAGEBIND", "tiny_imagebind_dir"),
+    "rewardzoo.testing.synchformer": ("TINY_SYNCHFORMER", "tiny_synchformer_dir"),
+    "rewardzoo.testing.omni": ("OMNI_TOKENS", "OMNI_CHAT_TEMPLATE", "tiny_omni_dir"),
+    "rewardzoo.testing.song_eval": ("TINY_MUQ", "TINY_SONGEVAL_HEAD", "tiny_muq_dir", "tiny_songeval_dir"),
     "rewardzoo.testing.audio": (
         "tiny_clap_dir",
         "tiny_wavlm_xvector_dir",
