@@ -217,6 +217,22 @@ def cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+#: A Sphinx role in a docstring (``:class:`~a.b.C```): the site shows its code span alone (:func:`roles`).
+ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):`([^`]+)`")
+
+
+def roles(text: str) -> str:
+    """Docstring text with each Sphinx role as the code span Sphinx would show (``~a.b.C``: ``C``)."""
+
+    def shown(m: re.Match) -> str:
+        target = m.group(1)
+        title = re.fullmatch(r"(.+?)\s*<.+>", target)
+        name = title.group(1) if title else target.rsplit(".", 1)[-1] if target.startswith("~") else target
+        return f"`{name}`"
+
+    return ROLE.sub(shown, text)
+
+
 def what(fig: dict) -> str:
     notes = f" ({fig['notes']})" if fig.get("notes") else ""
     return cell(fig["title"] + notes)
@@ -764,7 +780,7 @@ def page_options(name: str, body: str) -> str:
     same section ``rewardzoo card`` prints), before its ``## Speed``."""
     from rewardzoo.catalog.options import with_options
 
-    return with_options(body, name)
+    return roles(with_options(body, name))
 
 
 def refresh_options() -> str | None:
@@ -1008,7 +1024,7 @@ def package_block() -> str:
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
         first = " ".join(doc.split("\n\n", 1)[0].split())
         name = path.stem if path.name != "__init__.py" else path.parent.name + "/"
-        lines.append(f"| `{name}` | {cell(first.replace('``', '`'))} |")
+        lines.append(f"| `{name}` | {cell(roles(first.replace('``', '`')))} |")
     return "\n".join(lines)
 
 

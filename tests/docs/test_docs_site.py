@@ -24,6 +24,7 @@ import pytest
 from PIL import Image
 
 from ..commands import require_chromium
+from .rendered import unrendered
 
 ROOT = Path(__file__).resolve().parents[2]
 CARDS = sorted(p.stem for p in (ROOT / "rewardzoo" / "model_cards").glob("*.md"))
@@ -176,3 +177,25 @@ def test_the_remote_asset_check_sees_what_it_should():
     assert REMOTE_ASSET.search("@font-face{src:url(https://example.test/a.woff2)}")
     assert not REMOTE_ASSET.search('<a href="https://github.com/yifan123/flow_grpo">flow_grpo</a>')
     assert not REMOTE_ASSET.search('<script src="assets/javascripts/bundle.js"></script>')
+
+
+def test_no_page_shows_markdown_that_did_not_render(site):
+    """No built page holds a table left as ``|`` text, a raw Sphinx role or a backtick outside code."""
+    found = {
+        str(p.relative_to(site)): marks[:3]
+        for p in sorted(site.rglob("*.html"))
+        if (marks := unrendered(p.read_text("utf-8")))
+    }
+    assert not found, found
+
+
+def test_the_unrendered_check_sees_each_mark():
+    """The check flags what the broken pages showed (a table split by a blank line, a role, a stray fence) and
+    passes a table cell holding a pipe between code spans."""
+    page = "<article>{}</article>"
+    assert unrendered(page.format("<p>| <code>genai</code> | GenAI-Bench | accuracy |</p>"))
+    assert unrendered(page.format("<p>See :class:<code>~rewardzoo.core.processor.RewardResult</code>.</p>"))
+    assert unrendered(page.format("<p>its example config is the <code>yaml block of</code>`</p>"))
+    assert unrendered(page.format("<td>see :mod:`rewardzoo.jobs`</td>"))
+    clean = "<table><tr><td><code>a</code> | <code>b</code></td><td>x</td></tr></table><pre>| a | b |`</pre>"
+    assert unrendered(page.format(clean)) == []
