@@ -575,10 +575,160 @@ def reward_page(name: str, meta: dict, runs: list[dict], card: Path | None = Non
         "",
         f"`rewardzoo card {name}` prints this card; `rewardzoo score {name} ...` scores with its example config.",
         "",
-        page_options(name, rest).strip("\n"),
+        with_example(page_options(name, rest).strip("\n"), python_example(name, meta)),
         "",
     ]
     return "\n".join(lines)
+
+
+#: The download rewards whose example the site's tests run with a tiny random-weight model in place of the
+#: download (one per model family: tests/docs/reward_examples.py builds each); others' examples are not run.
+TINY_EXAMPLES = ("clip_score", "clap_score", "sequence_reward")
+#: Audio rewards that compare the clip with a reference clip (``condition_audio``).
+REFERENCE_AUDIO = ("pesq", "si_sdr", "speaker_similarity", "stoi")
+EXAMPLE = "## Python example"
+#: The marker above an example the tests do not run (tests/no_extras/doc_examples.py reads it).
+NOT_RUN_MARK = "<!-- example: not run (needs {}) -->"
+
+
+def example_inputs(name: str, meta: dict, dataset: str | None) -> list[str]:
+    """The lines of an example that build ``samples``: four generated inputs of what the reward reads, one group."""
+    modality = meta["modality"]
+    kind = dataset or {"any": "image"}.get(modality, modality)
+    if name == "imagebind_score":
+        kind = "audio-video"
+    elif "edit" in name or name == "clip_image_similarity":
+        kind = "edit"
+    rng = ["rng = np.random.default_rng(0)"]
+    if kind == "image":
+        return rng + [
+            "# your generator's images: (H, W, 3) uint8 arrays here; PIL images, paths and tensors work too",
+            "images = rng.integers(0, 256, (4, 64, 64, 3), dtype=np.uint8)",
+            'samples = [Sample(image=image, prompt="a red bicycle on a beach", group_id="p0") for image in images]',
+        ]
+    if kind == "edit":
+        return rng + [
+            "sources = rng.integers(0, 256, (4, 64, 64, 3), dtype=np.uint8)  # the images the edits start from",
+            "edited = rng.integers(0, 256, (4, 64, 64, 3), dtype=np.uint8)  # your editor's outputs",
+            "samples = [",
+            '    Sample(image=out, condition_images=[src], prompt="make the sky red", group_id="p0")',
+            "    for out, src in zip(edited, sources)",
+            "]",
+        ]
+    if kind in ("video", "audio-video"):
+        lines = rng + ["videos = rng.integers(0, 256, (4, 16, 64, 64, 3), dtype=np.uint8)  # 4 clips of 16 frames"]
+        if kind == "video":
+            return lines + [
+                'samples = [Sample(video=video, prompt="a dog running on grass", group_id="p0") for video in videos]'
+            ]
+        return lines + [
+            "sound = (0.3 * np.sin(2 * np.pi * 440 * np.arange(32000) / 16000)).astype(np.float32)  # 2 s at 16 kHz",
+            "samples = [",
+            '    Sample(video=video, audio=sound, audio_sample_rate=16000, prompt="a dog barking", group_id="p0")',
+            "    for video in videos",
+            "]",
+        ]
+    if kind == "audio":
+        lines = [
+            "rate = 16000",
+            "t = np.arange(rate) / rate  # 1 s",
+            "# your generator's clips: float32 waveforms here; paths to audio files work too",
+            "clips = [(0.3 * np.sin(2 * np.pi * f * t)).astype(np.float32) for f in (220, 440)]",
+        ]
+        if name in REFERENCE_AUDIO:
+            return lines + [
+                "reference = clips[1]  # the clip each one is compared with",
+                "samples = [",
+                "    Sample(audio=clip, audio_sample_rate=rate, condition_audio=reference,",
+                '           condition_audio_sample_rate=rate, group_id="p0")',
+                "    for clip in clips",
+                "]",
+            ]
+        return lines + [
+            'samples = [Sample(audio=clip, audio_sample_rate=rate, prompt="a pure tone", group_id="p0") for clip in clips]'
+        ]
+    return [
+        'answers = ["4", "5", "four", "2 + 2 = 4"]  # your policy\'s completions',
+        'samples = [Sample(prompt="What is 2 + 2?", completion=a, group_id="p0") for a in answers]',
+    ]
+
+
+def example_entry(name: str, meta: dict) -> tuple[dict, str | None]:
+    """The config entry an example builds (the demo's when the reward is in it, else the reward's defaults, or the
+    card's first example entry for a wrapper that needs its options) and the demo dataset it reads."""
+    demo = {e["name"]: e for e in yaml.safe_load(DEMO.read_text(encoding="utf-8"))["rewards"]}
+    if name in demo:
+        entry = dict(demo[name])
+        return {k: v for k, v in entry.items() if k != "applicable_datasets"}, entry["applicable_datasets"][0]
+    from rewardzoo.catalog.resources import example_yaml, load_yaml_text
+
+    body = card_body(name)
+    try:
+        first = load_yaml_text(example_yaml(body, name))["rewards"][0]
+    except Exception:  # a card without an example config: the defaults
+        return {"name": name}, None
+    kwargs = first.get("kwargs") or {} if isinstance(first, dict) else {}
+    if any(k in kwargs for k in ("base", "judge", "template", "url")):
+        return {k: v for k, v in first.items() if k not in ("device", "batch_size", "dtype")}, None
+    return {"name": name}, None
+
+
+def python_example(name: str, meta: dict) -> str:
+    """A reward page's Python example: generated inputs scored through a processor built with the reward."""
+    entry, dataset = example_entry(name, meta)
+    stream = entry["name"]
+    download = bool(meta.get("download", True))
+    if name == "remote":
+        why = "a running `rewardzoo serve`: the Serving guide's example runs one"
+    elif download and name not in TINY_EXAMPLES:
+        why = "the downloaded weights"
+    else:
+        why = None
+    if why:
+        note = (
+            f"This example is not run by the site's tests: it needs {why.split(':')[0]} (the tests run one "
+            "example per model family with a tiny random-weight model in place of the download)."
+        )
+    elif download:
+        note = (
+            "The site's tests run this example as it is, with a tiny random-weight model in place of the download "
+            "(the entry's `model_path` swapped)."
+        )
+    else:
+        note = "It downloads nothing; the site's tests run it as it is."
+    load = "  # the weights download on first use" if download else ""
+    lines = [
+        EXAMPLE,
+        "",
+        f"The reward with {'the demo config' + chr(39) + 's entry' if dataset else 'its defaults'} "
+        "(the YAML above shows every option) on generated inputs, through a processor as a trainer calls it. "
+        + note,
+        "",
+    ]
+    if why:
+        lines += [NOT_RUN_MARK.format(why), ""]
+    code = [
+        "import numpy as np",
+        "",
+        "import rewardzoo",
+        "from rewardzoo import Sample",
+        "",
+        *example_inputs(name, meta, dataset),
+        "",
+        f"entry = {json.dumps(entry)}",
+        f"train, _ = rewardzoo.build_processors({{\"rewards\": [entry]}}){load}",
+        "result = train(samples)",
+        f'print(result.rewards["{stream}"])  # one float32 score per sample',
+    ]
+    return "\n".join(lines + ["```python", *code, "```"])
+
+
+def with_example(body: str, example: str) -> str:
+    """The page body with its Python example before its Speed section (at the end when it has none)."""
+    m = re.search(rf"^{re.escape(SPEED)}[ \t]*$", body, re.M)
+    if not m:
+        return body + "\n\n" + example
+    return body[: m.start()] + example + "\n\n" + body[m.start() :]
 
 
 def plugin_page(name: str) -> str:
