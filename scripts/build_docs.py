@@ -623,10 +623,7 @@ def example_inputs(name: str, meta: dict, dataset: str | None) -> list[str]:
             ]
         return lines + [
             "sound = (0.3 * np.sin(2 * np.pi * 440 * np.arange(32000) / 16000)).astype(np.float32)  # 2 s at 16 kHz",
-            "samples = [",
-            '    Sample(video=video, audio=sound, audio_sample_rate=16000, prompt="a dog barking", group_id="p0")',
-            "    for video in videos",
-            "]",
+            'samples = [Sample(video=v, audio=sound, audio_sample_rate=16000, prompt="a dog barking") for v in videos]',
         ]
     if kind == "audio":
         lines = [
@@ -639,8 +636,7 @@ def example_inputs(name: str, meta: dict, dataset: str | None) -> list[str]:
             return lines + [
                 "reference = clips[1]  # the clip each one is compared with",
                 "samples = [",
-                "    Sample(audio=clip, audio_sample_rate=rate, condition_audio=reference,",
-                '           condition_audio_sample_rate=rate, group_id="p0")',
+                "    Sample(audio=clip, audio_sample_rate=rate, condition_audio=reference, condition_audio_sample_rate=rate)",
                 "    for clip in clips",
                 "]",
             ]
@@ -697,12 +693,12 @@ def python_example(name: str, meta: dict) -> str:
     else:
         note = "It downloads nothing; the site's tests run it as it is."
     load = "  # the weights download on first use" if download else ""
+    source = "the demo config's entry" if dataset else "its defaults" if entry == {"name": name} else "its card's entry"
     lines = [
         EXAMPLE,
         "",
-        f"The reward with {'the demo config' + chr(39) + 's entry' if dataset else 'its defaults'} "
-        "(the YAML above shows every option) on generated inputs, through a processor as a trainer calls it. "
-        + note,
+        f"The reward with {source} "
+        "(the YAML above shows every option) on generated inputs, through a processor as a trainer calls it. " + note,
         "",
     ]
     if why:
@@ -715,12 +711,37 @@ def python_example(name: str, meta: dict) -> str:
         "",
         *example_inputs(name, meta, dataset),
         "",
-        f"entry = {json.dumps(entry)}",
-        f"train, _ = rewardzoo.build_processors({{\"rewards\": [entry]}}){load}",
+        *python_literal("entry = ", entry),
+        f'train, _ = rewardzoo.build_processors({{"rewards": [entry]}}){load}',
         "result = train(samples)",
         f'print(result.rewards["{stream}"])  # one float32 score per sample',
     ]
     return "\n".join(lines + ["```python", *code, "```"])
+
+
+def _literal(value: object) -> str:
+    """One Python literal on one line, quoted as ruff's formatter quotes it (double quotes unless that escapes)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, str):
+        return "'" + value + "'" if '"' in value and "'" not in value else json.dumps(value)
+    return repr(value)
+
+
+def python_literal(head: str, value: object, indent: int = 0, tail: str = "", width: int = 120) -> list[str]:
+    """``head`` + ``value`` as lines that ruff's formatter leaves as they are (a mapping or list split one item a
+    line, with a magic trailing comma, where it does not fit in ``width``)."""
+    pad = " " * indent
+    one = f"{pad}{head}{_literal(value)}{tail}"
+    if len(one) <= width or not isinstance(value, (dict, list)) or not value:
+        return [one]
+    items = list(value.items()) if isinstance(value, dict) else [(None, v) for v in value]
+    lines = [f"{pad}{head}{'{' if isinstance(value, dict) else '['}"]
+    for key, item in items:
+        lines += python_literal("" if key is None else f"{_literal(key)}: ", item, indent + 4, ",", width)
+    return lines + [f"{pad}{'}' if isinstance(value, dict) else ']'}{tail}"]
 
 
 def with_example(body: str, example: str) -> str:

@@ -18,7 +18,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "docs" / "rewards"
 HEADING = "## Python example"
-ENTRY = re.compile(r"^entry = (\{.*\})$", re.M)
 
 
 def _tiny_clip(tmp: Path) -> str:
@@ -57,13 +56,10 @@ def example_index(page: Path) -> int | None:
 
 
 def with_model_path(code: str, model_path: str) -> str:
-    """The example's code with ``model_path`` added to its ``entry`` (the only change)."""
-    import json
-
-    m = ENTRY.search(code)
-    assert m, "the example has no `entry = {...}` line"
-    entry = {**json.loads(m.group(1)), "model_path": model_path}
-    return code[: m.start()] + f"entry = {json.dumps(entry)}" + code[m.end() :]
+    """The example's code with ``entry["model_path"]`` set right before the processor is built (the only change)."""
+    build = "\ntrain, _ = rewardzoo.build_processors("
+    assert build in code, "the example builds no processor"
+    return code.replace(build, f'\nentry["model_path"] = {model_path!r}{build}', 1)
 
 
 def _needs(name: str) -> tuple[str, ...]:

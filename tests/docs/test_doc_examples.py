@@ -49,5 +49,6 @@ def test_every_reward_page_has_an_example_and_the_tiny_ones_swap_only_the_path()
     assert pages and all(example_index(p) is not None for p in pages), [
         p.name for p in pages if example_index(p) is None
     ]
-    code = 'x = 1\nentry = {"name": "clip_score"}\ny = 2\n'
-    assert with_model_path(code, "/t") == 'x = 1\nentry = {"name": "clip_score", "model_path": "/t"}\ny = 2\n'
+    code = 'entry = {"name": "clip_score"}\ntrain, _ = rewardzoo.build_processors({"rewards": [entry]})\n'
+    swapped = 'entry = {"name": "clip_score"}\nentry["model_path"] = \'/t\'\ntrain, _ = rewardzoo.build_processors('
+    assert with_model_path(code, "/t").startswith(swapped)
