@@ -552,7 +552,8 @@ def reward_page(name: str, meta: dict, runs: list[dict], card: Path | None = Non
         rows.append(("typical range", str(meta["typical_range"])))
     if isinstance(ref, dict):
         for key, value in ref.items():
-            rows.append((f"reference {key}", str(value)))
+            shown = {"paper": paper_links, "repository": repository_link}.get(key, str)(str(value))
+            rows.append((f"reference {key}", shown))
     for case, row in scale_rows().items():
         if row.get("reward") == name:
             rows.append(("at real size", scale_summary(case, row)))
@@ -752,6 +753,37 @@ def with_example(body: str, example: str) -> str:
     return body[: m.start()] + example + "\n\n" + body[m.start() :]
 
 
+#: A citation of a paper in a card: authors, title, venue and a year (a segment of ``reference.paper``).
+CITATION = re.compile(r"\b(19|20)\d\d\b")
+ARXIV = re.compile(r"arXiv:(\d{4}\.\d{4,5})")
+
+
+def paper_links(text: str) -> str:
+    """A card's ``reference.paper`` with each cited paper a link: its arXiv page when the card gives the id, else a
+    Google Scholar search for the citation (the cards name papers, not their addresses). A segment (split at
+    ``;``) without a year is not a paper citation and stays text."""
+    from urllib.parse import quote_plus
+
+    parts = []
+    for segment in text.split("; "):
+        arxiv = ARXIV.search(segment)
+        if arxiv:
+            parts.append(f"[{segment}](https://arxiv.org/abs/{arxiv.group(1)})")
+        elif CITATION.search(segment) and not segment.lower().startswith(("see ", "no model")):
+            parts.append(f"[{segment}](https://scholar.google.com/scholar?q={quote_plus(segment)})")
+        else:
+            parts.append(segment)
+    return "; ".join(parts)
+
+
+def repository_link(url: str) -> str:
+    """A repository's address as a link named by its path (``owner/name``)."""
+    if not url.startswith(("https://", "http://")):
+        return url
+    name = url.split("://", 1)[1].split("/", 1)[-1].removesuffix(".git")
+    return f"[{name}]({url})"
+
+
 def plugin_page(name: str) -> str:
     """The page of any reward the registry knows by a card (a plugin's included), as the site renders it."""
     from rewardzoo.registry import info
@@ -781,35 +813,38 @@ def rewards_index(cards: dict[str, dict], runs: list[dict]) -> str:
         lines.append(f"- [{title}](families/{fam}.md): " + ", ".join(f"[`{n}`]({n}.md)" for n in members))
     lines += [
         "",
-        "| reward | family | modality | kind | extra | licence | speed | what it scores |",
-        "|---|---|---|---|---|---|---|---|",
+        "The table: each reward's kind, the extra that installs it and what it scores; its page has the rest "
+        "(modality, score range, licence, weights, options, speed, the papers and repositories it follows).",
+        "",
+        '<div class="reward-table" markdown>',
+        "",
+        "| reward | kind | extra | what it scores |",
+        "|---|---|---|---|",
     ]
     for name, meta in sorted(cards.items()):
-        figs = speed_count(name, runs)
-        speed = f"[{figs} figure{'s' * (figs != 1)}]({name}.md#speed)" if figs else "not measured"
-        fam = family(meta)
         lines.append(
-            f"| [`{name}`]({name}.md) | [{fam}](families/{fam}.md) | {meta['modality']} | {meta['kind']} | "
-            f"{meta.get('extra') or 'core'} | {cell(licence_cell(meta))} | {speed} | {cell(meta.get('summary', ''))} |"
+            f"| [`{name}`]({name}.md) | {meta['kind']} | {meta.get('extra') or 'core'} | "
+            f"{cell(meta.get('summary', ''))} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + ["", "</div>"]) + "\n"
 
 
 def family_block(cards: dict[str, dict], fam: str) -> str:
     lines = [
-        "| reward | kind | extra | range | weights | what it scores |",
-        "|---|---|---|---|---|---|",
+        '<div class="reward-table" markdown>',
+        "",
+        "| reward | kind | extra | range | what it scores |",
+        "|---|---|---|---|---|",
     ]
     for name, meta in sorted(cards.items()):
         if family(meta) != fam:
             continue
         lo, hi = (float(b) for b in meta["score_range"])
-        weights = "download" if meta.get("download", True) else "none"
         lines.append(
             f"| [`{name}`](../{name}.md) | {meta['kind']} | {meta.get('extra') or 'core'} | "
-            f"[{bound(lo)}, {bound(hi)}] | {weights} | {cell(meta.get('summary', ''))} |"
+            f"[{bound(lo)}, {bound(hi)}] | {cell(meta.get('summary', ''))} |"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + ["", "</div>"])
 
 
 #: The demo's datasets (``rewardzoo demo`` generates media for each), in the config's order.
