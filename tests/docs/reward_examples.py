@@ -1,5 +1,6 @@
 """The Python example of each reward page (``## Python example``, written by scripts/build_docs.py from the card):
-what it needs, and the tiny model that stands in for a download.
+what it needs, and the tiny model that stands in for a download; and the serving guide's client example, run
+against the server its page starts (tests/docs/test_doc_examples.py starts it).
 
 An example whose reward downloads nothing runs as the page shows it. Of the rewards that download weights, one per
 model family runs with a tiny random-weight model in place of the download (:data:`TINY`: the example's ``entry``
@@ -81,6 +82,18 @@ def _check(name: str) -> Callable[[dict[str, Any]], None]:
     return check
 
 
+#: The serving guide's client block and the modules it and its server need.
+SERVING = "docs/guides/serving.md#0"
+SERVE_NEEDS = ("numpy", "starlette", "uvicorn", "msgpack")
+
+
+def _check_serving(ns: dict[str, Any]) -> None:
+    import numpy as np
+
+    scores = ns["result"].rewards["jpeg_compressibility"]
+    assert scores.shape == (2,) and np.isfinite(scores).all() and np.isfinite(ns["result"].total).all()
+
+
 def setups(setup: Callable[..., Any]) -> dict[str, Any]:
     """``doc_examples.SETUPS`` entries (built with its ``Setup``) of every reward page's example that is not marked
     not run: the modules its reward's extra needs, nothing to prepare (the example generates its inputs)."""
@@ -95,4 +108,5 @@ def setups(setup: Callable[..., Any]) -> dict[str, Any]:
         name = page.stem
         needs = _needs(name)
         out[f"docs/rewards/{page.name}#{index}"] = setup(needs, lambda tmp: {}, _check(name))
+    out[SERVING] = setup(SERVE_NEEDS, lambda tmp: {}, _check_serving)
     return out
