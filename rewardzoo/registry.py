@@ -111,15 +111,28 @@ def info_from_card(
         source=source,
         differentiable=get("differentiable", (bool,), False),
         default_dtype=_default_dtype(get("default_dtype", (dict, type(None)), None), bad),
+        default_dtype_when=_default_dtype_when(get("default_dtype_when", (dict, type(None)), None), bad),
         dtype_source=dtype_source.strip() if dtype_source else None,
         add_ons=_add_ons(get("add_ons", (list, type(None)), None), bad),
         typical_range=_typical_range(get("typical_range", (list, type(None)), None), (lo, hi), bad),
         prompt_conditioned=get("prompt_conditioned", (bool, type(None)), None),
         near_constant_in_group=get("near_constant_in_group", (bool,), False),
         prefers_still_video=get("prefers_still_video", (bool,), False),
+        prompt_blind_when=_prompt_blind(get("prompt_blind_when", (dict, type(None)), None), bad),
         model_free=get("model_free", (bool,), False),
         activation_per_sample=_activation(get("activation_per_sample", (str, int, type(None)), None), bad),
     )
+
+
+def _prompt_blind(
+    value: dict[str, Any] | None, bad: Callable[[str, str], RegistryError]
+) -> dict[str, tuple[Any, ...]] | None:
+    """A card's ``prompt_blind_when``: ``{option: [values]}``."""
+    if value is None:
+        return None
+    if not value or any(not isinstance(k, str) or not isinstance(v, list) or not v for k, v in value.items()):
+        raise bad("prompt_blind_when", f"must map option names to non-empty lists of values, got {value!r}")
+    return {k: tuple(v) for k, v in value.items()}
 
 
 def _activation(value: str | int | None, bad: Callable[[str, str], RegistryError]) -> int | None:
@@ -168,6 +181,24 @@ def _default_dtype(value: Mapping[str, Any] | None, bad: Callable[[str, str], Re
             out[kind] = canonical_dtype(name)
         except ValueError as exc:
             raise bad("default_dtype", str(exc)) from None
+    return out
+
+
+def _default_dtype_when(
+    value: Mapping[str, Any] | None, bad: Callable[[str, str], RegistryError]
+) -> dict[str, dict[Any, dict[str, str]]] | None:
+    """A card's ``default_dtype_when``: ``{option: {value: default_dtype mapping}}``, each inner mapping validated as
+    ``default_dtype``."""
+    if value is None:
+        return None
+    if any(not isinstance(v, Mapping) or not v for v in value.values()):
+        raise bad("default_dtype_when", f"must map option names to {{value: {{device kind: dtype}}}}, got {value!r}")
+    out: dict[str, dict[Any, dict[str, str]]] = {}
+    for option, per_value in value.items():
+        for choice, table in per_value.items():
+            if not isinstance(table, Mapping):
+                raise bad("default_dtype_when", f"{option}: {choice!r} must map device kinds to dtypes, got {table!r}")
+            out.setdefault(str(option), {})[choice] = _default_dtype(table, bad) or {}
     return out
 
 

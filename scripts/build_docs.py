@@ -373,7 +373,7 @@ def published_block(meta: dict) -> str:
     """The card's ``published:`` figures as a table (benchmark, metric, value, source)."""
     lines = [
         "Agreement with human judgements as its paper or a reference reports it (`published:`); "
-        "`rewardzoo evaluate` prints the figure beside the measured one when the benchmark matches "
+        "`rewardzoo evaluate` prints the figure beside the measured one when both the benchmark and the metric match "
         "(docs/evaluate.md).",
         "",
         "| benchmark (`--benchmark`) | metric | published | source |",
@@ -397,8 +397,16 @@ def precision_block(meta: dict) -> str:
     ]
     where = " and ".join(lower) + " and float32 on every other device" if lower else "float32 on every device"
     field = "`default_dtype`" if meta.get("default_dtype") else "no `default_dtype`: float32"
+    rows = [
+        f"`{option}: {value}` resolves to "
+        + (" and ".join(f"{d} on {kinds[k]}" for k, d in table.items() if d != "float32") or "float32")
+        + " and float32 on every other device"
+        for option, per_value in (meta.get("default_dtype_when") or {}).items()
+        for value, table in per_value.items()
+    ]
+    selected = f" Where an entry selects it (`default_dtype_when`), {'; '.join(rows)}." if rows else ""
     return (
-        f"`dtype: auto` (the default) resolves to {where}, the precision its reference runs in ({field}). "
+        f"`dtype: auto` (the default) resolves to {where}, the precision its reference runs in ({field}).{selected} "
         f"Where the reference sets it (`dtype_source`): {meta['dtype_source']}."
     )
 

@@ -20,6 +20,9 @@ through the registry and imports no reward, so it runs without the rewards' extr
   so nothing measured outside the optimised signal can show it being gamed (GRPO-Guard's proxy vs gold).
 - ``RZ005 still-video``: a training reward whose card says ``prefers_still_video`` without
   ``video_dynamic_degree`` or a diversity term (:data:`STILL_VIDEO_COUNTERS`) scoring the same samples.
+- ``RZ006 prompt-blind-pair``: a training entry set as its card's ``prompt_blind_when`` says (its options, else
+  their defaults): the reward compares two generated streams and never reads the prompt, the setting under which
+  audio and video collapse together (ImageBind's ``audio_video``: UniRL #411 / #418 / #461, verl-omni #563).
 
 Imports: the config, the registry, the errors and the reward records (rewards.info); the core layer.
 """
@@ -44,6 +47,7 @@ CODES: dict[str, str] = {
     "RZ003": "group-over-constant",
     "RZ004": "no-gold-check",
     "RZ005": "still-video",
+    "RZ006": "prompt-blind-pair",
 }
 #: A reward dominates when its weighted typical spread is at least this share of the sum over the rewards.
 DOMINANCE = 0.8
@@ -253,6 +257,30 @@ def _still_video(dataset: str | None, rewards: list[_Reward]) -> Iterator[LintWa
     )
 
 
+def _prompt_blind_pair(rewards: list[_Reward]) -> Iterator[LintWarning]:
+    from ..catalog.options import catalog
+
+    for r in rewards:
+        if r.info is None or not r.info.prompt_blind_when:
+            continue
+        blind = r.info.prompt_blind_when
+        defaults = catalog().get(r.info.name, {}).get("schema", {}).get("properties", {})
+        setting = {k: r.spec.kwargs.get(k, defaults.get(k, {}).get("default")) for k in blind}
+        if not all(setting[k] in values for k, values in blind.items()):
+            continue
+        how = ", ".join(f"{k}: {v}" for k, v in setting.items())
+        yield LintWarning(
+            "RZ006",
+            (r.spec.name,),
+            f"'{r.info.name}' with {how} compares two streams the policy generates and never reads the prompt: "
+            "training on it can raise it by moving both off-distribution together (UniRL #411 / #418: the total "
+            "tripled while the video became saturated noise; verl-omni #563)",
+            "train on a prompt-anchored setting (imagebind_score: mode all or text_video) beside a visual-quality and "
+            "a diversity term, and keep this setting in eval_rewards as a sync metric; watch RewardMonitor's "
+            "collapse alarm",
+        )
+
+
 def lint_config(config: ConfigSource, *, dominance: float = DOMINANCE, ignore: Sequence[str] = ()) -> list[LintWarning]:
     """The warnings for ``config`` (a YAML path, a shipped config or reward name, a mapping or a
     :class:`~rewardzoo.spec.config.RewardConfig`), in the order of :data:`CODES`, without those in ``ignore``
@@ -278,5 +306,6 @@ def lint_config(config: ConfigSource, *, dominance: float = DOMINANCE, ignore: S
     found += _no_gold_check(train, evals)
     for dataset, rewards in scopes:
         found += _still_video(dataset, rewards)
+    found += _prompt_blind_pair(train)
     skip = set(ignore)
     return sorted((w for w in found if w.code not in skip and w.name not in skip), key=lambda w: w.code)

@@ -7,6 +7,11 @@
   that over the batch: ``n_k,i = (r_k,i - mean_g r_k) / max(std_g r_k, 1e-6)``,
   ``c_i = sum_k w_k,i n_k,i``, ``A_i = (c_i - mean c) / max(std c, 1e-6)`` — exactly Flow-Factory's
   ``AdvantageProcessor.compute_gdpo`` (population std, the same 1e-6 floors).
+- ``pref_grpo`` — ``gdpo`` as Pref-GRPO's training scripts run it (``compute_weighted_advantages`` with
+  ``--use_group --apply_gdpo``, ``fastvideo/rewards/dispatcher.py`` 616-702, commit 3e787f6): each reward (each
+  stream) normalised within its group by the unbiased std, ``(r - mean_g) / (std_g + 1e-8)``, weighted and summed,
+  then the sum renormalised over the gathered batch, ``(c - mean c) / (std c + 1e-8)``, unbiased std over every
+  rank's samples (:func:`gather_ranks`).
 
 Abstentions (a reward that does not apply to a sample): the sample's total leaves it out already; in
 ``gdpo`` a reward's group statistics use only the members it applies to, it contributes 0 to the
@@ -16,7 +21,8 @@ applies to gets advantage 0 and is left out of every statistic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -76,18 +82,42 @@ def group_normalize(values: np.ndarray, groups: np.ndarray, how: str = "group") 
 
 
 def normalize_then_sum(
-    rewards: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray], groups: np.ndarray
+    rewards: Mapping[str, np.ndarray],
+    weights: Mapping[str, np.ndarray],
+    groups: np.ndarray,
+    mode: str = "gdpo",
+    gather: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
-    """``gdpo`` mode; ``rewards[k]`` NaN where reward k does not apply, ``weights[k]`` per sample."""
+    """``gdpo`` or ``pref_grpo`` mode; ``rewards[k]`` NaN where reward k does not apply, ``weights[k]`` per
+    sample. ``gather`` (``pref_grpo``) maps this rank's summed values to every rank's (default
+    :func:`gather_ranks`)."""
+    unbiased = mode == "pref_grpo"
     n = len(groups)
     combined = np.zeros(n)
     scored = np.zeros(n, dtype=bool)
     for name, values in rewards.items():
         applied = ~np.isnan(values)
         scored |= applied
-        combined += np.where(applied, weights[name] * group_normalize(values, groups), 0.0)
+        normalised = group_normalize(values, groups, "group_unbiased" if unbiased else "group")
+        combined += np.where(applied, weights[name] * normalised, 0.0)
     advantages = np.zeros(n)
-    if scored.any():
-        values = combined[scored]
-        advantages[scored] = (values - values.mean()) / max(values.std(), GDPO_STD_FLOOR)
+    values = combined[scored]
+    if not unbiased:
+        if scored.any():
+            advantages[scored] = (values - values.mean()) / max(values.std(), GDPO_STD_FLOOR)
+        return advantages
+    batch = (gather or gather_ranks)(values)
+    if len(batch) > 1:
+        advantages[scored] = (values - batch.mean()) / (batch.std(ddof=1) + UNBIASED_EPS)
     return advantages
+
+
+def gather_ranks(values: np.ndarray) -> np.ndarray:
+    """``values`` of every rank, concatenated in rank order, when torch.distributed runs with several ranks
+    (every rank must call it, as Pref-GRPO's ``gather_tensor``); else ``values``."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized() or dist.get_world_size() < 2:
+        return values
+    parts: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, np.asarray(values, dtype=np.float64))
+    return np.concatenate(parts)

@@ -101,11 +101,19 @@ class RewardResult:
     def __len__(self) -> int:
         return len(self.total)
 
-    def advantages(self, mode: str | None = None, group_by: Sequence[Any] | None = None) -> np.ndarray:
+    def advantages(
+        self,
+        mode: str | None = None,
+        group_by: Sequence[Any] | None = None,
+        gather: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> np.ndarray:
         """Group-relative advantages, float32 (N,): ``mode`` ``"sum"`` (normalise the weighted total in
-        each group, as flow_grpo) or ``"gdpo"`` (normalise each reward in each group, then the weighted
-        sum, as Flow-Factory); see :mod:`rewardzoo.core.advantages`. Groups are the samples' ``group_id``, or
-        ``group_by`` (one key per sample, e.g. the prompts). Never NaN: unscored samples get 0."""
+        each group, as flow_grpo), ``"gdpo"`` (normalise each reward in each group, then the weighted
+        sum, as Flow-Factory) or ``"pref_grpo"`` (``gdpo`` with unbiased stds, renormalised over every rank's
+        samples, as Pref-GRPO's scripts); see :mod:`rewardzoo.core.advantages`. Groups are the samples'
+        ``group_id``, or ``group_by`` (one key per sample, e.g. the prompts). ``gather`` (``pref_grpo``): this
+        rank's values -> every rank's (default: torch.distributed's all-gather when it runs with several ranks,
+        so every rank must call this). Never NaN: unscored samples get 0."""
         from ..spec.config import check_mode
         from .advantages import group_index, normalize_then_sum, sum_then_normalize
 
@@ -115,7 +123,7 @@ class RewardResult:
             raise InputError(f"group_by has {len(keys)} keys for {len(self)} samples", field="group_by")
         groups = group_index(keys)
         if self.stream_settings:
-            return self._stream_advantages(mode, keys, groups)
+            return self._stream_advantages(mode, keys, groups, gather)
         if mode == "sum":
             out = sum_then_normalize(self.total.astype(np.float64), groups)
         else:
@@ -123,10 +131,14 @@ class RewardResult:
                 {k: v.astype(np.float64) for k, v in self.rewards.items()},
                 {k: v.astype(np.float64) for k, v in self.weights.items()},
                 groups,
+                mode,
+                gather,
             )
         return out.astype(np.float32)
 
-    def _stream_advantages(self, mode: str, keys: Sequence[Any], groups: np.ndarray) -> np.ndarray:
+    def _stream_advantages(
+        self, mode: str, keys: Sequence[Any], groups: np.ndarray, gather: Callable[[np.ndarray], np.ndarray] | None
+    ) -> np.ndarray:
         """:meth:`advantages` with named streams (see :mod:`rewardzoo.core.streams`)."""
         from .advantages import normalize_then_sum, sum_then_normalize
         from .streams import combine
@@ -151,7 +163,7 @@ class RewardResult:
             for stream in per_stream:
                 parts[f"{name}.{stream}"] = self.streams[name][stream].astype(np.float64)
                 weights[f"{name}.{stream}"] = self.stream_weights[name][stream].astype(np.float64)
-        out: np.ndarray = normalize_then_sum(parts, weights, groups).astype(np.float32)
+        out: np.ndarray = normalize_then_sum(parts, weights, groups, mode, gather).astype(np.float32)
         return out
 
     @property
@@ -532,6 +544,9 @@ def build_fields(name: str, reward: Reward, indices: Sequence[int], cache: Conve
         if fld in ("audio", "condition_audio"):
             fields[fld] = [v[0] for v in values]
             fields[f"{fld}_sample_rate"] = [v[1] for v in values]
+        elif fld == "video" and reward.inputs.frame_rate:
+            fields[fld] = [v[0] for v in values]
+            fields["video_fps"] = [v[1] for v in values]
         else:
             fields[fld] = values
     return fields

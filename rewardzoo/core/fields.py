@@ -81,6 +81,18 @@ def _video(value: Any, sample: Sample, wants: Inputs) -> Any:
         )
 
 
+def _video_with_rate(value: Any, sample: Sample, wants: Inputs) -> Any:
+    """``video`` converted; with ``wants.frame_rate``, ``(frames, rate)``: a file's own rate, else the sample's
+    ``video_fps`` (None when neither says)."""
+    frames = _video(value, sample, wants)
+    if not wants.frame_rate:
+        return frames
+    from ..shared.media import is_path
+    from ..shared.video import video_rate
+
+    return frames, video_rate(value) if is_path(value) else sample.video_fps
+
+
 def _audio(value: Any, sample: Sample, wants: Inputs) -> tuple[Any, int]:
     from ..shared.audio import prepare_audio
 
@@ -152,7 +164,7 @@ CONVERTERS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "completion": _text,
     "metadata": _metadata,
     "image": _image,
-    "video": _video,
+    "video": _video_with_rate,  # (frames, rate) when the reward asks for the rate; the processor splits it
     "audio": _audio,  # returns (array, sample_rate); the processor splits it into audio + audio_sample_rate
     "condition_audio": _condition_audio,  # (array, rate), split like audio
     "condition_images": _nested(_image),

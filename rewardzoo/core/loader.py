@@ -276,10 +276,11 @@ _RESERVED = ("self", "model_path", "device", "dtype")
 
 def dtype_for(spec: RewardSpec, device: str, card: RewardInfo | None) -> str:
     """The dtype a spec's reward runs in: the configured one, or for ``auto`` (the default) its model
-    ``card``'s ``default_dtype`` on ``device``'s kind (the reference's precision there), else float32."""
+    ``card``'s ``default_dtype`` on ``device``'s kind (the reference's precision there; a ``default_dtype_when`` row
+    the entry's kwargs select), else float32."""
     if spec.dtype != "auto":
         return spec.dtype
-    return card.dtype_on(device) if card is not None else "float32"
+    return card.dtype_on(device, spec.kwargs) if card is not None else "float32"
 
 
 def device_for(spec: RewardSpec, card: RewardInfo | None) -> str:

@@ -18,13 +18,19 @@ the statistics' definitions of :mod:`rewardzoo.shared.score_stats` (the report's
   in ``(step - window, step]``, times ``window``, divided by the mean per-step std in that window — how many
   per-sample standard deviations the mean moved over the window, oriented so that up is better (a
   lower-is-better reward is negated) — and ``divergence/{e} = min(trend/train_total, -trend/eval/{e})``:
-  positive only while the train total rises *and* ``e`` falls (GRPO-Guard's proxy vs gold).
+  positive only while the train total rises *and* ``e`` falls (GRPO-Guard's proxy vs gold);
+- when the trainer passes the scored ``samples`` with a train update: ``train/{video,audio}_diversity``, the mean
+  within-group diversity of that medium (:mod:`rewardzoo.monitor.collapse`), and for each train reward whose card
+  has ``prompt_blind_when`` (ImageBind's audio-video pair), once the window holds 3 steps of both,
+  ``collapse/{reward}/{medium} = min(trend of the reward, -relative trend of the medium's diversity)`` (the
+  diversity's fitted change over the window divided by its mean level there): positive only while the reward rises
+  *and* the diversity falls, the pattern in which audio and video collapse together.
 
 Alarms, each raised when its condition starts to hold (an event, not a level; it is raised again only
 after the condition has not held for more than ``window`` steps, so a noisy value near its threshold does not
 flap): ``saturation/{split}/{reward}`` (saturation > ``saturation``),
 ``inseparable/{split}/{reward}`` (inseparable share > ``inseparable``), ``conflict/{split}/{a}/{b}``
-(r < ``conflict``), ``divergence/{e}`` (divergence > ``divergence``). A raised alarm appears in the dict as
+(r < ``conflict``), ``divergence/{e}`` and ``collapse/{reward}/{medium}`` (above ``divergence``). A raised alarm appears in the dict as
 ``alarm/{name}`` with the value that crossed its threshold, and in the log line's ``alarms`` list.
 """
 
@@ -59,6 +65,7 @@ class RewardFacts:
     higher_is_better: bool = True
     score_range: tuple[float, float] = (-math.inf, math.inf)
     kind: str = "pointwise"
+    watch_collapse: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,10 +130,13 @@ class RewardMonitor:
                 ) from None
 
     # -- public -----------------------------------------------------------------------------------
-    def update(self, result: Any, step: int, *, split: str = "train") -> dict[str, float]:
+    def update(
+        self, result: Any, step: int, *, split: str = "train", samples: Sequence[Any] | None = None
+    ) -> dict[str, float]:
         """Metrics of ``result`` (a RewardResult, or anything with ``rewards``, ``total`` and ``group_ids``)
         scored at ``step`` for ``split``; alarms raised now are in the dict as ``alarm/NAME`` and in
-        :attr:`alarms`. Writes one log line when a log is configured."""
+        :attr:`alarms`. ``samples`` (optional, the samples scored, in order): their media's within-group diversity
+        and the collapse alarm. Writes one log line when a log is configured."""
         if split not in SPLITS:
             raise ConfigError(f"split must be 'train' or 'eval', got {split!r}", field="split")
         if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
@@ -134,6 +144,8 @@ class RewardMonitor:
         step = int(step)
         rewards, total, group_ids = _columns(result)
         codes, group_names = self._codes(group_ids, len(total))
+        if samples is not None and len(samples) != total.size:
+            raise InputError(f"{len(samples)} samples for {total.size} scores", field="samples")
         with self._lock:
             metrics: dict[str, float] = {}
             raised: list[Alarm] = []
@@ -148,6 +160,8 @@ class RewardMonitor:
                 for name, values in rewards.items():
                     self._push(("eval", name), step, self._oriented(name, values))
             self._divergences(step, metrics, raised)
+            if samples is not None and split == "train" and codes is not None:
+                self._collapse(step, rewards, samples, codes, metrics, raised)
             for alarm in raised:
                 metrics[f"alarm/{alarm.name}"] = alarm.value
             self.alarms.extend(raised)
@@ -342,6 +356,48 @@ class RewardMonitor:
                 f"reward '{name}' fell by {-gold:.2f} std: the policy may be hacking the training rewards",
             )
 
+    def _collapse(
+        self,
+        step: int,
+        rewards: Mapping[str, np.ndarray],
+        samples: Sequence[Any],
+        codes: np.ndarray,
+        metrics: dict[str, float],
+        raised: list[Alarm],
+    ) -> None:
+        from .collapse import MODALITIES, group_diversities
+
+        for medium in MODALITIES:
+            spread = group_diversities(samples, codes, medium)
+            if spread.size:
+                level = float(spread.mean())
+                metrics[f"train/{medium}_diversity"] = level
+                series = self._series.setdefault(("train", f"diversity/{medium}"), deque())
+                if series and series[-1][0] == step:
+                    series.pop()
+                series.append((step, level, level))  # its trend: the change relative to its level
+        for name, values in rewards.items():
+            if not self.facts.get(name, RewardFacts()).watch_collapse:
+                continue
+            self._push(("train", name), step, self._oriented(name, values))
+            rising = self._trend(("train", name), step)
+            for medium in MODALITIES:
+                falling = self._trend(("train", f"diversity/{medium}"), step)
+                if rising is None or falling is None:
+                    continue
+                value = min(rising, -falling)
+                metrics[f"collapse/{name}/{medium}"] = value
+                self._check(
+                    f"collapse/{name}/{medium}",
+                    value,
+                    self.settings.divergence,
+                    step,
+                    raised,
+                    f"over the last {self._window} steps train reward '{name}' rose by {rising:.2f} std while the "
+                    f"within-group diversity of the {medium} fell by {-falling:.0%} of its level: audio and video may be "
+                    "collapsing together (a prompt-blind pair reward; see its card)",
+                )
+
     def _check(
         self,
         name: str,
@@ -370,7 +426,12 @@ def _card_facts(cfg: Any) -> dict[str, RewardFacts]:
     for spec in (*cfg.rewards, *cfg.eval_rewards):
         found = lookup(spec.reward_model)
         if found is not None:
-            facts.setdefault(spec.name, RewardFacts(bool(found.higher_is_better), found.score_range, found.kind))
+            facts.setdefault(
+                spec.name,
+                RewardFacts(
+                    bool(found.higher_is_better), found.score_range, found.kind, found.prompt_blind_when is not None
+                ),
+            )
     return facts
 
 

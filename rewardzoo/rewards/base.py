@@ -53,6 +53,7 @@ KNOWN_FIELDS = (
     "condition_images",
     "condition_videos",
     "condition_audio",
+    "latent",
     "metadata",
     "dataset",
     "group_id",
@@ -81,7 +82,8 @@ class Inputs:
       is a float tensor; for a reward that uses a few of the frames it is given and converts only those:
       ``x.float() / 255`` of a uint8 frame is its ``"float"`` value) or ``"array"`` (uint8 NumPy array
       (T, H, W, 3), the decoded frames themselves: what a worker entry sends on); ``num_frames`` frames sampled
-      uniformly (None = all).
+      uniformly (None = all); ``frame_rate``: ``video`` arrives with ``video_fps`` beside it, each video's frame rate
+      (a file's own, else the sample's ``video_fps``, else None), for a reward that samples by time.
     - ``audio``: ``audio`` and ``condition_audio`` (one reference clip) as float32 (channels, time),
       ``"numpy"`` or ``"tensor"``, resampled to ``sample_rate`` (None = as given), mixed down when ``mono``.
     - limits, for rewards whose cost grows with the input (checked before the call, and for files
@@ -95,6 +97,7 @@ class Inputs:
     frames: str = "pil"
     audio: str = "numpy"
     num_frames: int | None = None
+    frame_rate: bool = False
     sample_rate: int | None = None
     mono: bool = True
     max_seconds: float | None = 3600.0
@@ -135,7 +138,8 @@ class Inputs:
         if fld in ("image", "condition_images"):
             return (fld, self.images, self.max_pixels)
         if fld in ("video", "condition_videos"):
-            return (fld, self.frames, self.num_frames, self.max_frames, self.max_pixels)
+            rate = self.frame_rate and fld == "video"
+            return (fld, self.frames, self.num_frames, self.max_frames, self.max_pixels, rate)
         if fld in ("audio", "condition_audio"):
             return (fld, self.audio, self.sample_rate, self.mono, self.max_seconds)
         return (fld, self)

@@ -24,7 +24,8 @@ class RewardInfo:
     fetched (from a hub or a local path). ``devices``: the kinds of device it can use (``cpu``, ``cuda``,
     ``mps``; None: any torch device). ``default_dtype``: the dtype ``dtype: auto`` (the config default)
     picks per device kind, the reference's precision there (``{"cuda": "bfloat16"}``; kinds not listed
-    run float32); ``dtype_source``: where the reference sets that precision (repo@commit file lines: what it
+    run float32); ``default_dtype_when``: ``{option: {value: such a mapping}}``, what an entry selecting that value
+    runs in instead (a family whose variants come from different references); ``dtype_source``: where the reference sets that precision (repo@commit file lines: what it
     does; every shipped card that loads weights states it). ``differentiable``: it has a differentiable path (``score_pixels``,
     used by :func:`rewardzoo.differentiable`). ``add_ons``: modules it needs beside its extra, installed with
     ``pip install --no-deps`` as its card says (their own requirements clash with the extra's). ``card``: the model card file (None for rewards without one);
@@ -35,7 +36,9 @@ class RewardInfo:
     from); ``prompt_conditioned``, the score depends on the sample's prompt (or on what the prompt asks for, in
     its metadata); ``near_constant_in_group``, samples generated for one prompt almost always get the same
     score, so a group-relative wrapper over it turns noise into advantages; ``prefers_still_video``, a still
-    video scores at least as well as a moving one (VBench's temporal-quality dimensions).
+    video scores at least as well as a moving one (VBench's temporal-quality dimensions); ``prompt_blind_when``,
+    ``{option: [values]}``: settings under which the reward compares two streams the policy generates (audio and
+    video) and never reads the prompt, so training on it can collapse both together.
 
     Facts the memory plan reads (:mod:`rewardzoo.core.memory_plan`): ``model_free``, the reward loads no weights
     (0 bytes; ``offload`` does nothing); ``activation_per_sample``, bytes of device memory one sample adds during a
@@ -57,18 +60,27 @@ class RewardInfo:
     source: str = "rewardzoo"
     differentiable: bool = False
     default_dtype: Mapping[str, str] | None = None
+    default_dtype_when: Mapping[str, Mapping[Any, Mapping[str, str]]] | None = None
     dtype_source: str | None = None
     add_ons: tuple[str, ...] = ()
     typical_range: tuple[float, float] | None = None
     prompt_conditioned: bool | None = None
     near_constant_in_group: bool = False
     prefers_still_video: bool = False
+    prompt_blind_when: Mapping[str, tuple[Any, ...]] | None = None
     model_free: bool = False
     activation_per_sample: int | None = None
 
-    def dtype_on(self, device: str) -> str:
-        """The dtype ``dtype: auto`` means on ``device`` (a resolved device string such as ``cuda:0``)."""
-        return (self.default_dtype or {}).get(device.split(":")[0], "float32")
+    def dtype_on(self, device: str, options: Mapping[str, Any] | None = None) -> str:
+        """The dtype ``dtype: auto`` means on ``device`` (a resolved device string such as ``cuda:0``) for an entry
+        with ``options`` (its kwargs): a ``default_dtype_when`` row its options select, else ``default_dtype``."""
+        table = self.default_dtype or {}
+        for option, per_value in (self.default_dtype_when or {}).items():
+            chosen = (options or {}).get(option)
+            if isinstance(chosen, str | int | float | bool) and chosen in per_value:
+                table = per_value[chosen]
+                break
+        return table.get(device.split(":")[0], "float32")
 
     @classmethod
     def of_class(cls, reward_cls: type, name: str | None = None, *, source: str = "python path") -> RewardInfo:

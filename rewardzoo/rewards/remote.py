@@ -232,11 +232,13 @@ def served_inputs(rows: Mapping[str, Mapping[str, Any]], kind: str, limits: Mapp
         fields.append("dataset")
     if kind == "groupwise":
         fields.append("group_id")
-    fields = [f for f in dict.fromkeys(fields) if f != "audio_sample_rate"]
+    rate = "video_fps" in fields  # a served reward that samples by time: each video's frame rate travels with it
+    fields = [f for f in dict.fromkeys(fields) if f not in ("audio_sample_rate", "video_fps")]
     return Inputs(
         tuple(fields),
         images="array",
         frames="array",
+        frame_rate=rate,
         audio="numpy",
         mono=False,
         max_pixels=limits.get("max_pixels"),

@@ -103,7 +103,7 @@ class RewardService:
                     "higher_is_better": info.higher_is_better,
                     "score_range": [_bound(b) for b in info.score_range],
                     "summary": info.summary,
-                    "fields": list(reward.inputs.fields),
+                    "fields": list(reward.inputs.fields) + (["video_fps"] if reward.inputs.frame_rate else []),
                     "applicable_datasets": list(spec.applicable_datasets)
                     if spec.applicable_datasets is not None
                     else None,

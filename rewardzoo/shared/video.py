@@ -140,6 +140,30 @@ def check_decoded_bytes(
         )
 
 
+def video_rate(path: str | os.PathLike) -> float | None:
+    """A video file's average frame rate as its container states it (decord's ``get_avg_fps``, else PyAV's
+    ``average_rate``), None when it states none; InputError for a file that does not open."""
+    path = regular_file(path, "video")
+    try:
+        import decord
+
+        rate = float(decord.VideoReader(str(path), num_threads=1).get_avg_fps())
+    except ImportError:
+        import av
+
+        try:
+            with av.open(str(path)) as container:
+                if not container.streams.video:
+                    raise InputError(f"video file '{path}' has no video stream (no frames)")
+                average = container.streams.video[0].average_rate
+                rate = float(average) if average else 0.0
+        except av.error.FFmpegError as exc:
+            raise InputError(f"video file '{path}' cannot be read: {exc}") from None
+    except Exception as exc:  # decord's own errors (DECORDError) for an unreadable file
+        raise InputError(f"video file '{path}' cannot be read: {exc}") from None
+    return rate if rate > 0 else None
+
+
 def read_video(
     path: str | os.PathLike,
     num_frames: int | None = None,

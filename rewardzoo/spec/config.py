@@ -27,7 +27,7 @@ rewards:                      # training rewards
       alignment: {weight: 1.0, normalize: group}   # asked, normalised within its group before the sum;
       style: 0.5              # a number is the weight (normalize: none); see StreamSpec
 eval_rewards: [...]           # optional; falls back to `rewards`
-advantage: sum                # or gdpo: how result.advantages() combines the rewards
+advantage: sum                # or gdpo / pref_grpo: how result.advantages() combines the rewards
 monitor: {log: monitor.jsonl, window: 20}   # optional: RewardMonitor's log and alarm thresholds
 environment: {...}            # optional: the environment of every entry that names none (null: in process)
 ```
@@ -158,7 +158,8 @@ class RewardSpec:
 @dataclass(frozen=True)
 class RewardConfig:
     """Training and evaluation reward lists; ``eval_rewards`` falls back to ``rewards``. ``advantage``:
-    how ``result.advantages()`` combines several rewards (``sum`` or ``gdpo``, see rewardzoo.core.advantages);
+    how ``result.advantages()`` combines several rewards (``sum``, ``gdpo`` or ``pref_grpo``, see
+    rewardzoo.core.advantages);
     ``monitor``: the ``monitor:`` section (:class:`~rewardzoo.monitor.MonitorSettings`), None when absent."""
 
     rewards: tuple[RewardSpec, ...]
@@ -204,7 +205,7 @@ class EnvironmentSpec:
 
 
 #: The ways ``result.advantages()`` combines several rewards (:mod:`rewardzoo.core.advantages`).
-ADVANTAGE_MODES = ("sum", "gdpo")
+ADVANTAGE_MODES = ("sum", "gdpo", "pref_grpo")
 #: The most values a config may hold once its YAML aliases are expanded (a real one holds a few hundred).
 MAX_VALUES = 100_000
 #: Levels of nesting a config may have (a reward config needs a handful; a deep one only exhausts the stack).

@@ -307,7 +307,7 @@ class ConfigModel(Model):
     """training rewards: reward names or entries"""
     eval_rewards: Entries | None = None
     """evaluation rewards (null: the training rewards)"""
-    advantage: Literal["sum", "gdpo"] = "sum"
+    advantage: Literal["sum", "gdpo", "pref_grpo"] = "sum"
     """how ``result.advantages()`` combines the rewards"""
     monitor: MonitorModel | None = None
     """RewardMonitor's log and alarm thresholds"""

@@ -14,7 +14,8 @@ class Sample:
     """One generated sample and its context.
 
     Media fields accept a file path, PIL images, NumPy arrays or tensors (see ``rewardzoo.shared``):
-    ``image``; ``video`` (path, list of frames, (T, H, W, C) array or (T, C, H, W) tensor); ``audio``
+    ``image``; ``video`` (path, list of frames, (T, H, W, C) array or (T, C, H, W) tensor; ``video_fps``: an array's
+    frame rate, for rewards that sample by time: a file's rate is read from the file); ``audio``
     (path, or array/tensor with ``audio_sample_rate``); ``condition_images`` / ``condition_videos``
     (lists); ``condition_audio``: one reference clip (path, or array/tensor with
     ``condition_audio_sample_rate``, its own rate: a file's rate is read from the file) for
@@ -28,6 +29,7 @@ class Sample:
     completion: str | None = None
     image: Any = None
     video: Any = None
+    video_fps: float | None = None
     audio: Any = None
     audio_sample_rate: int | None = None
     condition_images: list[Any] | None = None
@@ -43,6 +45,9 @@ class Sample:
         gid = self.group_id
         if gid is not None and (isinstance(gid, bool) or not isinstance(gid, (int, str))):
             raise InputError(f"group_id must be an int or a str, got {type(gid).__name__} {gid!r}", field="group_id")
+        fps = self.video_fps
+        if fps is not None and (isinstance(fps, bool) or not isinstance(fps, (int, float)) or not 0 < fps < 1e4):
+            raise InputError(f"video_fps must be a positive number of frames a second, got {fps!r}", field="video_fps")
         if self.dataset is not None and not isinstance(self.dataset, str):
             raise InputError(f"dataset must be a str, got {type(self.dataset).__name__}", field="dataset")
 

@@ -31,6 +31,7 @@ import base64
 import io
 import json
 import math
+import os
 import struct
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -48,7 +49,7 @@ _MSGPACK_TYPES = (MSGPACK, "application/x-msgpack", "application/vnd.msgpack")
 TEXT_FIELDS = ("prompt", "completion", "dataset")
 IMAGE_FIELDS = ("image",)
 MEDIA_FIELDS = ("image", "video", "audio", "condition_images", "condition_videos", "condition_audio")
-SAMPLE_FIELDS = (*TEXT_FIELDS, "group_id", "metadata", *MEDIA_FIELDS)
+SAMPLE_FIELDS = (*TEXT_FIELDS, "group_id", "metadata", *MEDIA_FIELDS, "video_fps")
 AUDIO_DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int16": np.dtype("<i2")}
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: The longest bin / str and the most items of an array / map MessagePack can frame (a 32-bit length).
@@ -422,6 +423,14 @@ def encode_sample(sample: Mapping[str, Any], image_format: str = "png") -> dict[
             out[key] = [encode_image(v, image_format) for v in value]
         elif key == "video":
             out[key] = encode_video(value, image_format)
+            if sample.get("video_fps") is None and isinstance(value, (str, os.PathLike)):
+                from ..shared.video import video_rate
+
+                rate = video_rate(value)  # a file's rate travels beside its frames
+                if rate is not None:
+                    out["video_fps"] = rate
+        elif key == "video_fps":
+            out[key] = float(value)
         elif key == "condition_videos":
             out[key] = [encode_video(v, image_format) for v in value]
         elif key == "audio":
@@ -597,6 +606,10 @@ def decode_sample(
             out[key] = [decode_video(v, limits, budget, key, dry=dry) for v in _listed(value, key)]
         elif key in ("audio", "condition_audio"):
             out[key], out[f"{key}_sample_rate"] = decode_audio(value, limits, key, dry=dry)
+        elif key == "video_fps":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e4:
+                raise WireError(f"must be a positive number of frames a second, got {value!r}", field=key)
+            out[key] = float(value)
         else:
             raise WireError(f"unknown field; fields: {', '.join(SAMPLE_FIELDS)}", field=str(key)[:40])
     return out

@@ -72,6 +72,7 @@ def main() -> None:
     out = {
         "rewards": result.rewards,
         "total": result.total,
+        "pref_grpo": result.advantages("pref_grpo"),  # renormalised over both ranks' samples (an all-gather)
         "base_inputs": sum(base.calls),
         "judge_pairs": len(proc.rewards["judge"].judge.pairs),
     }

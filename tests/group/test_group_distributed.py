@@ -54,3 +54,26 @@ def test_each_sample_evaluated_once_across_ranks(ranks, single):
         sizes[gid] = sizes.get(gid, 0) + 1
     pairs = sum(m * (m - 1) // 2 for m in sizes.values())
     assert ranks[0]["judge_pairs"] + ranks[1]["judge_pairs"] == pairs
+
+
+def test_pref_grpo_advantages_renormalise_over_every_ranks_samples(ranks, single):
+    """Pref-GRPO's ``compute_weighted_advantages`` with ``use_group`` and ``apply_gdpo`` (dispatcher.py 616-702,
+    3e787f6) re-computed: on each rank each reward normalised within the rank's groups by ``std(ddof=1) + 1e-8``
+    (a group of one member: 0), summed with weight 1, then the sums of both ranks z-scored together."""
+    sums = []
+    for rank in (0, 1):
+        idx = rank_indices(rank)
+        groups = np.array([str(ITEMS[i][0]) for i in idx])
+        total = np.zeros(len(idx))
+        for spec in SPECS:
+            values = single[1].rewards[spec["name"]][idx].astype(np.float64)
+            for g in set(groups):
+                members = groups == g
+                if members.sum() > 1:
+                    v = values[members]
+                    total[members] += (v - v.mean()) / (v.std(ddof=1) + 1e-8)
+        sums.append(total)
+    everyone = np.concatenate(sums)
+    for rank in (0, 1):
+        want = (sums[rank] - everyone.mean()) / (everyone.std(ddof=1) + 1e-8)
+        np.testing.assert_allclose(ranks[rank]["pref_grpo"], want, rtol=1e-5, atol=1e-5)

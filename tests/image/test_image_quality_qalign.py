@@ -127,6 +127,7 @@ def scored(environment, tiny):
         entry("video_fp32_one", "video_quality", "float32", 1, metric="qalign", num_frames=NUM_FRAMES),
         entry("video_aesthetic", "video_quality", metric="qalign_aesthetic", num_frames=NUM_FRAMES),
         entry("video_fps", "video_quality", metric="qalign", fps=FPS),
+        entry("video_own_rate", "video_quality", metric="qalign"),  # the default: one a second at video_fps
         entry("video_deqa", "video_quality", metric="deqa", num_frames=NUM_FRAMES),
         entry("pyiqa_video", video_reference, num_frames=NUM_FRAMES),
         entry("pyiqa_video_aesthetic", video_reference, task="aesthetic", num_frames=NUM_FRAMES),
@@ -138,12 +139,15 @@ def scored(environment, tiny):
     videos = [rng.integers(0, 256, (t, h, w, 3), dtype=np.uint8) for t, (h, w) in zip(VIDEO_FRAMES, SIZES)]
     errors = {}
     with RewardProcessor(load_config({"rewards": entries}).rewards) as processor:
-        result = processor([rewardzoo.Sample(image=img, video=v) for img, v in zip(images, videos)])
+        result = processor([rewardzoo.Sample(image=img, video=v, video_fps=FPS) for img, v in zip(images, videos)])
         for frames in (0, 1):  # the third sample's video: no frames, then less than a second at FPS
             short = [*videos[:2], np.zeros((frames, 28, 28, 3), np.uint8)]
             with pytest.raises(InputError) as info:
-                processor([rewardzoo.Sample(image=img, video=v) for img, v in zip(images, short)])
+                processor([rewardzoo.Sample(image=img, video=v, video_fps=FPS) for img, v in zip(images, short)])
             errors[frames] = info.value
+        with pytest.raises(InputError) as info:  # arrays that state no frame rate
+            processor([rewardzoo.Sample(image=img, video=v) for img, v in zip(images, videos)])
+        errors["no_rate"] = info.value
     return {name: np.asarray(v, dtype=np.float64) for name, v in result.rewards.items()} | {"errors": errors}
 
 
@@ -203,6 +207,16 @@ def test_video_qalign_one_frame_a_second(scored):
     """``fps``: the frames Q-Align's load_video keeps (int(fps * i), i < int(T / fps)) against the reference's."""
     np.testing.assert_allclose(scored["video_fps"], scored["pyiqa_video_fps"], atol=5e-3, rtol=0)
     assert np.abs(scored["video_fps"] - scored["video"]).max() > 0.01
+
+
+def test_video_qalign_defaults_to_one_frame_a_second_at_each_videos_rate(scored):
+    """No ``fps`` and no ``num_frames``: Q-Align's own video scorer, one frame a second at the video's rate (the
+    samples' ``video_fps``), against the reference's load_video at that rate; a video that states no rate is an
+    InputError naming the sample and video_fps."""
+    np.testing.assert_allclose(scored["video_own_rate"], scored["pyiqa_video_fps"], atol=5e-3, rtol=0)
+    missing = scored["errors"]["no_rate"]
+    assert (missing.reward, missing.field, missing.sample) == ("video_own_rate", "video_fps", 0)
+    assert "one frame a second" in str(missing)
 
 
 def test_video_batched_equals_one_at_a_time(scored):

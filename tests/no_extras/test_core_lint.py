@@ -194,3 +194,24 @@ def test_every_typical_range_says_where_it_comes_from():
         lines = [line for line in body.splitlines() if line.startswith("Typical range (`typical_range`")]
         assert len(lines) == 1, f"{name}: one 'Typical range' sentence"
         assert any(p in lines[0] for p in PROVENANCE), f"{name}: the typical range names no source"
+
+
+def test_prompt_blind_pair_in_training_but_not_in_eval():
+    def blind(config):
+        return [w for w in lint_config(config) if w.code == "RZ006"]
+
+    # the default mode of imagebind_score is audio_video (read from its typed options, not restated here)
+    found = blind(cfg("clap_score", "imagebind_score", evals=["videoalign"]))
+    assert [w.streams for w in found] == [("imagebind_score",)] and "mode: audio_video" in found[0].reason
+    av = {"name": "sync", "reward_model": "imagebind_score", "kwargs": {"mode": "audio_video"}}
+    assert len(blind(cfg("clap_score", av, evals=["videoalign"]))) == 1
+    anchored = {"name": "ib", "reward_model": "imagebind_score", "kwargs": {"mode": "all"}}
+    assert blind(cfg("clap_score", anchored, evals=["videoalign", av])) == []  # audio_video as an eval metric only
+    assert blind(cfg("clap_score", dict(anchored, kwargs={"mode": "text_video"}), evals=["videoalign"])) == []
+
+
+def test_a_card_with_a_bad_prompt_blind_when_is_refused(tmp_path):
+    meta, _ = read_card("imagebind_score")
+    assert builtin()["imagebind_score"].prompt_blind_when == {"mode": ("audio_video",)}
+    with pytest.raises(RegistryError, match="prompt_blind_when"):
+        info_from_card({**meta, "prompt_blind_when": {"mode": "audio_video"}}, tmp_path / "card.md")

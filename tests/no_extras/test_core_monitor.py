@@ -211,3 +211,58 @@ def test_a_real_processor_result_feeds_the_monitor():
     x = res.rewards["jpeg_compressibility"].astype(np.float64)
     assert m["train/jpeg_compressibility/mean"] == np.mean(x)
     assert m["train/jpeg_compressibility/group_std"] == pytest.approx(np.mean([x[:2].std(), x[2:].std()]), rel=1e-12)
+
+
+def _collapse_run(contrast_of, steps=10, seed=0):
+    """A train reward (ImageBind's prompt-blind pair) rising 0.3 std per step over 2 groups of 4 videos (4 frames of
+    32 x 32) whose pixels spread around grey by ``contrast_of(step)``."""
+    rng = np.random.default_rng(seed)
+    mon = RewardMonitor(
+        {"rewards": ["imagebind_score", "clap_score"]},
+        settings={"window": 5, "saturation": None, "inseparable": None, "conflict": None},
+    )
+    raised, metrics, shots = [], [], []
+    groups = [0] * 4 + [1] * 4
+    for step in range(steps):
+        noise = rng.uniform(-1, 1, size=(8, 4, 32, 32, 3))
+        videos = np.clip(127.5 + 127.5 * contrast_of(step) * noise, 0, 255).astype(np.uint8)
+        scores = {"imagebind_score": 0.3 * step + rng.normal(size=8), "clap_score": rng.normal(size=8)}
+        samples = [{"video": v} for v in videos]
+        metrics.append(mon.update(result(scores, groups=groups), step, samples=samples))
+        raised += [(a.step, a.name) for a in mon.alarms if a.step == step]
+        shots.append(videos)
+    return raised, metrics, shots
+
+
+def _diversity(videos, groups):
+    """Independent: luma of each frame, 2 x 2 block means (16 x 16 of a 32 x 32 frame), mean pairwise distance over
+    sqrt(length) within each group, mean over the groups."""
+    luma = videos.astype(np.float64) / 255 @ np.array([0.299, 0.587, 0.114])
+    desc = luma.reshape(len(videos), 4, 16, 2, 16, 2).mean(axis=(3, 5)).reshape(len(videos), -1)
+    per_group = []
+    for g in sorted(set(groups)):
+        members = [desc[i] for i in range(len(videos)) if groups[i] == g]
+        pairs = [np.linalg.norm(a - b) / math.sqrt(a.size) for i, a in enumerate(members) for b in members[i + 1 :]]
+        per_group.append(np.mean(pairs))
+    return float(np.mean(per_group))
+
+
+def test_collapse_alarm_when_a_prompt_blind_pair_rises_while_video_diversity_falls():
+    raised, metrics, shots = _collapse_run(lambda step: 1.0 - step / 10)
+    assert math.isclose(metrics[0]["train/video_diversity"], _diversity(shots[0], [0] * 4 + [1] * 4), rel_tol=1e-9)
+    names = {name for _, name in raised}
+    assert "collapse/imagebind_score/video" in names
+    assert not any("clap_score" in n for n in names)  # only rewards whose card says prompt_blind_when are watched
+    assert all("collapse/imagebind_score/audio" not in m for m in metrics)  # no audio, no audio diversity
+
+
+def test_no_collapse_alarm_while_diversity_holds():
+    raised, metrics, _ = _collapse_run(lambda step: 1.0)
+    assert not any(name.startswith("collapse/") for _, name in raised)
+    assert metrics[-1]["collapse/imagebind_score/video"] < 0.25  # measured, below the threshold
+
+
+def test_samples_must_match_the_scores():
+    mon = RewardMonitor(settings={"window": 5})
+    with pytest.raises(InputError, match="samples"):
+        mon.update(result({"a": [1.0, 2.0]}, groups=[0, 0]), 0, samples=[{}])

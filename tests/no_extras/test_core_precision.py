@@ -108,3 +108,31 @@ def test_the_card_shows_its_precision_and_its_source(name):
     want, _source = REFERENCE_PRECISION[name]
     lower = f"resolves to {want} on CUDA and float32" if want != "float32" else "resolves to float32 on every device"
     assert lower in section and lookup(name).dtype_source in section
+
+
+@pytest.mark.parametrize(
+    "name, metric, cuda",
+    [
+        ("image_quality", "qalign", "float16"),  # pyiqa's qalign_arch runs Q-Align in float16
+        ("image_quality", "deqa", "float16"),
+        ("image_quality", "topiq_nr", "float32"),  # pyiqa's inference_model: no dtype
+        ("video_quality", "qalign_aesthetic", "float16"),
+        ("video_quality", "musiq", "float32"),
+    ],
+)
+def test_a_variant_from_another_reference_resolves_to_that_references_precision(name, metric, cuda):
+    card = lookup(name)
+    spec = RewardSpec(name=name, reward_model=name, kwargs={"metric": metric})
+    assert dtype_for(spec, "cuda:0", card) == cuda
+    assert dtype_for(spec, "cpu", card) == "float32"
+    assert (
+        dtype_for(RewardSpec(name=name, reward_model=name, kwargs={"metric": metric}, dtype="bfloat16"), "cuda", card)
+        == "bfloat16"
+    )
+
+
+def test_a_bad_default_dtype_when_is_refused(tmp_path):
+    meta, _ = read_card("image_quality")
+    for bad in ({"metric": ["qalign"]}, {"metric": {"qalign": {"tpu": "float16"}}}, {"metric": {"qalign": "half"}}):
+        with pytest.raises(RegistryError, match="default_dtype"):
+            info_from_card({**meta, "default_dtype_when": bad}, tmp_path / "card.md")

@@ -305,3 +305,35 @@ def test_bad_num_frames():
 def test_ramp_fixture_is_what_it_claims():
     frames = ramp_frames(5, 8)
     assert [frame_index(f) for f in frames] == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("fps", [12, 30000 / 1001])
+def test_a_files_frame_rate_reaches_a_reward_that_asks_for_it(tmp_path, fps):
+    """``video_rate`` is the container's average rate as PyAV reads it independently; a reward declaring
+    ``frame_rate`` gets (frames, rate) for a file and the sample's ``video_fps`` for an array; the wire carries a
+    file's rate beside its frames and refuses a bad one."""
+    import av
+
+    from rewardzoo.core.fields import convert_field
+    from rewardzoo.rewards.base import Inputs
+    from rewardzoo.spec.sample import Sample
+    from rewardzoo.transport.wire import WireError, decode_sample, encode_sample
+
+    path = V.write_video(tmp_path / "clip.mp4", textured_frames(8, 32, 48), fps=fps)
+    with av.open(str(path)) as container:
+        want = float(container.streams.video[0].average_rate)
+    assert V.video_rate(path) == pytest.approx(want, rel=1e-6) and want == pytest.approx(fps, rel=1e-3)
+    wants = Inputs(("video",), frames="array", frame_rate=True)
+    frames, rate = convert_field("video", str(path), Sample(video=str(path)), wants)
+    assert frames.shape[0] == 8 and rate == pytest.approx(want, rel=1e-6)
+    array = np.zeros((3, 8, 8, 3), np.uint8)
+    assert convert_field("video", array, Sample(video=array, video_fps=7.5), wants)[1] == 7.5
+    assert convert_field("video", array, Sample(video=array), wants)[1] is None
+    assert convert_field("video", array, Sample(video=array), Inputs(("video",), frames="array")).shape == (3, 8, 8, 3)
+    wire = encode_sample({"video": str(path)})
+    assert wire["video_fps"] == pytest.approx(want, rel=1e-6)
+    assert decode_sample(wire)["video_fps"] == pytest.approx(want, rel=1e-6)
+    with pytest.raises(WireError, match="video_fps"):
+        decode_sample({**wire, "video_fps": -1})
+    with pytest.raises(InputError, match="video_fps"):
+        Sample(video=array, video_fps=0)

@@ -199,48 +199,60 @@ PREF_GRPO_ANSWERS = [
 ]
 
 
-def pref_grpo_advantages(texts, weights, num_generations):
+def pref_grpo_advantages(texts, weights, num_generations, apply_gdpo=False):
     """Pref-GRPO 3e787f6 re-computed: ``extract_normalized_rewards`` (per answer the last match per name, a
     dimension an answer lacks the batch mean of those that have it) and ``compute_weighted_advantages`` with
     ``use_group`` (contiguous groups of ``num_generations``, ``(r - mean) / (std + 1e-8)``, torch's unbiased std),
-    ``sum_d w_d adv_d``."""
+    ``sum_d w_d adv_d``; with ``apply_gdpo`` that sum renormalised over the batch (unbiased std + 1e-8)."""
     pattern = r"(\w+) Score \(1-5\):\s*([0-5](?:\.\d+)?)"
     found = [{k: float(v) for k, v in re.findall(pattern, t)} for t in texts]
     advantages = np.zeros(len(texts))
     raw = {}
-    for name, weight in weights.items():
+    for name in ("Alignment", "Coherence", "Style"):
         have = [f[name] for f in found if name in f]
-        values = np.array([f.get(name, np.mean(have) if have else 0.0) for f in found])
-        raw[name.lower()] = values
+        raw[name.lower()] = np.array([f.get(name, np.mean(have) if have else 0.0) for f in found])
+    for name, weight in weights.items():
+        values = raw[name.lower()]
         for start in range(0, len(texts), num_generations):
             g = values[start : start + num_generations]
             advantages[start : start + num_generations] += weight * (g - g.mean()) / (np.std(g, ddof=1) + 1e-8)
+    if apply_gdpo:
+        advantages = (advantages - advantages.mean()) / (advantages.std(ddof=1) + 1e-8)
     return advantages, raw
 
 
-def test_preset_pref_grpo_gives_pref_grpos_advantage_from_one_call(vlm_dirs, images):
-    weights = {"Alignment": 1.0, "Coherence": 0.5, "Style": 2.0}
-    entry = {
-        "name": "unified_reward_2",
-        "model_path": vlm_dirs["qwen3_vl"],
-        "batch_size": 8,
-        "kwargs": {"preset": "pref_grpo", "weights": {k.lower(): w for k, w in weights.items()}},
-    }
-    proc = rewardzoo.RewardProcessor([entry])
+@pytest.mark.parametrize(
+    "preset, weights, advantage",
+    [
+        ("pref_grpo_defaults", {"Alignment": 1.0, "Coherence": 0.5, "Style": 2.0}, "sum"),
+        ("pref_grpo", {"Alignment": 1.0, "Coherence": 0.5, "Style": 2.0}, "pref_grpo"),
+        ("pref_grpo", None, "pref_grpo"),  # the scripts' --reward_spec: alignment 1.4, style 0.7, coherence untrained
+    ],
+)
+def test_preset_pref_grpo_gives_pref_grpos_advantage_from_one_call(vlm_dirs, images, preset, weights, advantage):
+    kwargs = (
+        {"preset": preset}
+        if weights is None
+        else {"preset": preset, "weights": {k.lower(): w for k, w in weights.items()}}
+    )
+    entry = {"name": "unified_reward_2", "model_path": vlm_dirs["qwen3_vl"], "batch_size": 8, "kwargs": kwargs}
+    proc = rewardzoo.RewardProcessor([entry], advantage=advantage)
     backend = Canned(PREF_GRPO_ANSWERS)
     proc.rewards["unified_reward_2"].backend = backend
     samples = [rewardzoo.Sample(prompt="p", image=images[i % 5], group_id=i // 4) for i in range(8)]
     result = proc(samples)
-    assert len(backend.queries) == 8  # one judgement per sample: the three streams come from it
-    want, raw = pref_grpo_advantages(PREF_GRPO_ANSWERS, weights, 4)
-    for name, values in raw.items():
-        np.testing.assert_allclose(result.streams["unified_reward_2"][name], values, rtol=1e-6)
+    assert len(backend.queries) == 8  # one judgement per sample: the streams come from it
+    weights = weights or {"Alignment": 1.4, "Style": 0.7}
+    want, raw = pref_grpo_advantages(PREF_GRPO_ANSWERS, weights, 4, apply_gdpo=advantage == "pref_grpo")
+    for name in (k.lower() for k in weights):
+        np.testing.assert_allclose(result.streams["unified_reward_2"][name], raw[name], rtol=1e-6)
     assert result.streams["unified_reward_2"]["alignment"][2] == 5.5  # above 5, kept
     np.testing.assert_allclose(result.advantages(), want, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(result.total, want, rtol=1e-5, atol=1e-5)
     capped = {k: np.minimum(v, 5.0) for k, v in raw.items()}
     score = sum(w * capped[k.lower()] for k, w in weights.items()) / (5 * sum(weights.values()))
     np.testing.assert_allclose(result.rewards["unified_reward_2"], score, rtol=1e-6)  # the score stays in [0, 1]
+    if advantage == "sum":
+        np.testing.assert_allclose(result.total, want, rtol=1e-5, atol=1e-5)
     explicit = dict(entry, streams={"style": {"weight": 1.0, "normalize": "group"}})
     only_style = rewardzoo.RewardProcessor([explicit])
     only_style.rewards["unified_reward_2"].backend = Canned(PREF_GRPO_ANSWERS)

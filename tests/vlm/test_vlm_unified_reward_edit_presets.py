@@ -70,14 +70,37 @@ def test_the_parse_is_pref_grpos():
         assert ure.pref_grpo_pair(text) == pref_grpo_scores(text)
 
 
-def test_pointwise_preset_gives_pref_grpos_advantage(vlm_dirs):
+def _dispatcher(sc, pq, if_weights, quality_weights, reward_weights, apply_gdpo):
+    """Pref-GRPO 3e787f6 ``compute_weighted_advantages`` (``dispatcher.py`` 616-702) re-computed for one group
+    (``use_group``): per reward ``(w0 adv0 + w1 adv1) / (w0 + w1)``, ``adv`` = ``(x - mean) / (unbiased std +
+    1e-8)``, weighted by ``--reward_spec``; with ``apply_gdpo`` the sum renormalised over the (gathered) batch."""
+
+    def adv(x):
+        return (x - x.mean()) / (x.std(ddof=1) + 1e-8)
+
+    following = (if_weights[0] * adv(sc[:, 0]) + if_weights[1] * adv(sc[:, 1])) / sum(if_weights)
+    quality = (quality_weights[0] * adv(pq[:, 0]) + quality_weights[1] * adv(pq[:, 1])) / sum(quality_weights)
+    total = reward_weights[0] * following + reward_weights[1] * quality
+    return (total - total.mean()) / (total.std(ddof=1) + 1e-8) if apply_gdpo else total
+
+
+@pytest.mark.parametrize(
+    "preset, advantage, want_of",
+    [
+        # its code's defaults: EDIT_*_WEIGHT_* 1 / 1, both rewards weighted 1, no renormalisation
+        ("pref_grpo_defaults", "sum", lambda sc, pq: _dispatcher(sc, pq, (1, 1), (1, 1), (1, 1), False)),
+        # its script (lora_ur_edit_point_flux2_klein_edit.sh): 0.6 / 0.4 and 0.6 / 0.4, rewards 0.5 / 0.5, apply_gdpo
+        ("pref_grpo", "pref_grpo", lambda sc, pq: _dispatcher(sc, pq, (0.6, 0.4), (0.6, 0.4), (0.5, 0.5), True)),
+    ],
+)
+def test_pointwise_preset_gives_pref_grpos_advantage(vlm_dirs, preset, advantage, want_of):
     entry = {
         "name": "unified_reward_edit",
         "model_path": vlm_dirs["qwen2_5_vl"],
         "batch_size": 8,
-        "kwargs": {"preset": "pref_grpo", "max_new_tokens": 8},
+        "kwargs": {"preset": preset, "max_new_tokens": 8},
     }
-    proc = rewardzoo.RewardProcessor([entry])
+    proc = rewardzoo.RewardProcessor([entry], advantage=advantage)
     reward = proc.rewards["unified_reward_edit"]
     reward.backend = CannedBackend(SC + PQ)
     sources, edited = _edits(3, n=4)
@@ -88,13 +111,7 @@ def test_pointwise_preset_gives_pref_grpos_advantage(vlm_dirs):
     assert len(reward.backend.queries) == 8  # two answers per edit, once
     sc = np.array([pref_grpo_scores(t) for t in SC])
     pq = np.array([pref_grpo_scores(t) for t in PQ])
-
-    def adv(x):  # compute_weighted_advantages' _compute_adv on one group: (x - mean) / (unbiased std + 1e-8)
-        return (x - x.mean()) / (x.std(ddof=1) + 1e-8)
-
-    # dispatcher: each reward (w0 adv0 + w1 adv1) / (w0 + w1) with weights 1, then summed with reward weights 1
-    want = (adv(sc[:, 0]) + adv(sc[:, 1])) / 2 + (adv(pq[:, 0]) + adv(pq[:, 1])) / 2
-    np.testing.assert_allclose(result.advantages(), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result.advantages(), want_of(sc, pq), rtol=1e-5, atol=1e-5)
     streams = result.streams["unified_reward_edit"]
     np.testing.assert_allclose(streams["overedit"], sc[:, 1])
     np.testing.assert_allclose(streams["naturalness"], pq[:, 0])

@@ -217,11 +217,16 @@ class QAlignScorer:
         return pixels["pixel_values"].to(self.device, self.dtype)
 
     def expected(self, input_ids: torch.Tensor, images: torch.Tensor | list[torch.Tensor]) -> torch.Tensor:
-        """``softmax(level logits at the last position) @ LEVEL_VALUES`` of each row, float64 on the CPU."""
+        """``softmax(level logits at the last position) @ LEVEL_VALUES`` of each row, float64 on the CPU: computed in
+        the model's dtype when that is half precision (float16 on CUDA, as pyiqa's Q-Align computes it), else in
+        float64."""
         with torch.inference_mode():
             logits = self.model(input_ids.expand(len(images), -1), images=images)["logits"]
-        levels = logits[:, -1, self.level_ids].double().cpu()
-        return torch.softmax(levels, dim=-1) @ self.values
+            levels = logits[:, -1, self.level_ids]
+            if levels.dtype not in (torch.float16, torch.bfloat16):
+                return torch.softmax(levels.double().cpu(), dim=-1) @ self.values
+            expected = torch.softmax(levels, dim=-1) @ self.values.to(levels)
+        return expected.double().cpu()
 
     def __call__(self, images: Sequence[torch.Tensor]) -> torch.Tensor:
         return self.expected(self.input_ids, self.pixels(images))

@@ -7,8 +7,10 @@ Q-Align rows, Q-Align's own video rating (all sampled frames in one question).
   ``score = sum_k softmax(l)_k * w_k`` as for an image, asked ``How would you rate the {task} of this video?``
   with the visual tokens of every sampled frame in place of the one image (:meth:`.iqa_qalign.QAlignScorer.videos`).
 
-Frames: ``num_frames`` uniformly spaced ones (the engine samples them), or, with ``fps`` (the videos' frame rate),
-Q-Align's ``load_video``: one frame a second, frames ``int(fps * i)`` for ``i < int(T / fps)``.
+Frames: ``num_frames`` uniformly spaced ones (the engine samples them), or Q-Align's ``load_video``: one frame a
+second, frames ``int(fps * i)`` for ``i < int(T / fps)``, ``fps`` the ``fps`` option or else each video's own rate
+(a file's, or the sample's ``video_fps``). The Q-Align rows sample one frame a second by default, as Q-Align's video
+scorer does; ``num_frames`` given explicitly samples that many instead.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ class VideoQuality(FrameAverage):
 
     class Options(FrameAverage.Options):
         fps: PositiveNumber | None = None
-        """The videos' frame rate: Q-Align's one frame a second (then ``num_frames`` stays unset or null)."""
+        """The videos' frame rate for Q-Align's one frame a second (then ``num_frames`` stays unset or null); null:
+        each video's own (a file's, or the sample's ``video_fps``), which the Q-Align rows use by default."""
 
         @model_validator(mode="after")
         def _fps_or_num_frames(self) -> VideoQuality.Options:
@@ -79,16 +82,38 @@ class VideoQuality(FrameAverage):
         inner = self.image_reward
         net = getattr(inner, "net", None) if getattr(getattr(inner, "variant", None), "video", False) else None
         self.qalign = net if isinstance(net, VideoRater) else None
+        # Q-Align's own video scorer: one frame a second at the video's rate, unless num_frames was chosen
+        self.per_second = (
+            self.qalign is not None and self.fps is None and "num_frames" not in self.options.model_fields_set
+        )
+        if self.per_second:
+            self.num_frames = None
+            self.inputs = replace(self.inputs, num_frames=None, frame_rate=True)
 
     def __call__(self, video: Sequence[torch.Tensor], **fields: Sequence[Any]) -> RewardOutput:
         if self.fps is not None:
             video = [self.one_per_second(v, self.fps, i) for i, v in enumerate(video)]
+        elif self.per_second:
+            rates = fields.pop("video_fps", None) or [None] * len(video)
+            video = [self.one_per_second(v, self.rate_of(rate, i), i) for i, (v, rate) in enumerate(zip(video, rates))]
         if self.qalign is None:
             return super().__call__(video, **fields)
         for i, v in enumerate(video):
             if int(v.shape[0]) == 0:
                 raise InputError("the video has no frames", reward=self.name, field="video", sample=i)
         return RewardOutput(self.qalign.videos([float_frames(v) for v in video]).tolist())
+
+    def rate_of(self, rate: float | None, sample: int) -> float:
+        """A video's own frame rate; InputError naming the sample when it has none."""
+        if rate is None:
+            raise InputError(
+                "Q-Align's video scorer samples one frame a second and this video states no frame rate (an array or "
+                "frames): give the sample's video_fps, or kwargs.fps for every video, or kwargs.num_frames",
+                reward=self.name,
+                field="video_fps",
+                sample=sample,
+            )
+        return float(rate)
 
     def one_per_second(self, video: torch.Tensor, fps: float, sample: int) -> torch.Tensor:
         """The frames Q-Align's ``load_video`` keeps; InputError for a video shorter than a second."""

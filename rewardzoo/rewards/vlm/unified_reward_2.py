@@ -8,14 +8,20 @@ combination ``sum_d w_d x_d / (5 sum_d w_d)`` (default weights 1, 1, 1: the mean
 are the extras ``alignment``, ``coherence`` and ``style``, the generated text ``judgement``; they are also the
 reward's streams (:mod:`rewardzoo.core.streams`: an entry may weigh and group-normalise them on their own).
 
-``preset: pref_grpo`` is Pref-GRPO's training signal (3e787f6, ``fastvideo/rewards/unifiedreward.py``
-``extract_normalized_rewards``, ``dispatcher.py`` ``compute_weighted_advantages``): a dimension an answer lacks
-takes the mean of that dimension over the call's answers that have it (0 where none has; Pref-GRPO's batch is the
-rank's whole batch: give ``batch_size`` at least that), a number above 5 that the pattern reads (up to 5.99...)
-is kept, and the entry's streams default to the three dimensions, each weighted as ``weights`` says and
-normalised within its group by the unbiased std (``normalize: group_unbiased``), so that ``result.advantages()``
-(``sum``) is ``sum_d w_d (s_d - mean_d) / (std_d + 1e-8)``. The score stays the weighted mean over 5, each number
-capped at 5 there (the streams keep it).
+``preset: pref_grpo`` is Pref-GRPO's training signal as its published scripts run it (3e787f6:
+``scripts/full_train/unifiedreward_*.sh`` and ``scripts/lora/lora_unifiedreward_*.sh`` set
+``--reward_spec '{"unifiedreward_alignment": 1.4, "unifiedreward_style": 0.7}'``, coherence untrained, and
+``_common_finetune.sh`` ``--use_group --apply_gdpo``): unless ``weights`` says otherwise, alignment 1.4, coherence 0,
+style 0.7, with the config's ``advantage: pref_grpo`` (:mod:`rewardzoo.core.advantages`: the summed advantage
+renormalised over the gathered batch, ``dispatcher.py`` 698-702). ``preset: pref_grpo_defaults`` is its code's
+defaults (``extract_normalized_rewards``, ``compute_weighted_advantages`` without ``apply_gdpo``): weights 1, 1, 1
+and ``advantage: sum``. Both read the answers as Pref-GRPO does: a dimension an answer lacks takes the mean of that
+dimension over the call's answers that have it (0 where none has; Pref-GRPO's batch is the rank's whole batch: give
+``batch_size`` at least that), a number above 5 that the pattern reads (up to 5.99...) is kept, and the entry's
+streams default to the dimensions of positive weight, each weighted as ``weights`` says and normalised within its
+group by the unbiased std (``normalize: group_unbiased``), so that ``result.advantages()`` is
+``sum_d w_d (s_d - mean_d) / (std_d + 1e-8)`` (``sum``), renormalised over the batch (``pref_grpo``). The score stays
+the weighted mean over 5, each number capped at 5 there (the streams keep it).
 
 The video form (:class:`VideoUnifiedReward2`) is the same judge with UnifiedReward-2.0's video prompt
 (:data:`UNIFIED_REWARD_2_VIDEO`), whose dimensions are ``Alignment``, ``Physics``
@@ -88,8 +94,14 @@ VIDEO_DIMENSIONS = {"Alignment": "alignment", "Physics": "physics", "Style": "st
 #: Pref-GRPO's pattern (``extract_normalized_rewards``): a dimension name and its number.
 DIMENSION_SCORE = r"(\w+) Score \(1-5\):\s*([0-5](?:\.\d+)?)"
 TOP = 5.0
-#: ``preset`` values: None (the default reading) or Pref-GRPO's (:func:`pref_grpo_dimensions`).
-PRESETS = (None, "pref_grpo")
+#: ``preset`` values: None (the default reading), Pref-GRPO's scripts' and its code's defaults
+#: (:func:`pref_grpo_dimensions`, module docstring).
+PRESETS = (None, "pref_grpo", "pref_grpo_defaults")
+#: Each Pref-GRPO preset's default ``weights`` (its scripts' ``--reward_spec``; its code's 1, 1, 1).
+PREF_GRPO_WEIGHTS = {
+    "pref_grpo": {"alignment": 1.4, "coherence": 0.0, "style": 0.7},
+    "pref_grpo_defaults": {"alignment": 1.0, "coherence": 1.0, "style": 1.0},
+}
 
 
 def pref_grpo_dimensions(texts: Sequence[str], dimensions: Mapping[str, str] = DIMENSIONS) -> list[dict[str, float]]:
@@ -127,8 +139,9 @@ class _UnifiedReward2Judge(VLMJudgeMixin, PointwiseReward):
 
     class Options(JudgeOptions):
         preset: str | None = None
-        """null, or (images) ``pref_grpo``: Pref-GRPO's reading and its per-dimension group-normalised streams
-        (module docstring)."""
+        """null, or (images) ``pref_grpo`` (Pref-GRPO's scripts: weights 1.4, 0, 0.7, with ``advantage:
+        pref_grpo``) or ``pref_grpo_defaults`` (its code's defaults): Pref-GRPO's reading and per-dimension
+        group-normalised streams (module docstring)."""
         weights: dict[str, Number] | None = None
         """A mapping of the dimensions (``alignment`` / ``coherence`` / ``style``; video: ``physics`` for
         ``coherence``) to non-negative numbers, not all 0 (default 1 each; a dimension left out weighs 0)."""
@@ -146,14 +159,14 @@ class _UnifiedReward2Judge(VLMJudgeMixin, PointwiseReward):
         preset, weights, template = o.preset, o.weights, o.template
         template = self.default_template if template is None else template
         self.template = check_template(TEMPLATES.get(template, template), self.name)
-        self.weights = self._weights(weights)
         if preset not in self.presets:
             raise ConfigError(
                 f"{self.name}: kwargs.preset must be one of {', '.join(map(repr, self.presets))}, got {preset!r}",
                 field="kwargs.preset",
             )
         self.preset = preset
-        if preset == "pref_grpo":
+        self.weights = self._weights(PREF_GRPO_WEIGHTS[preset] if weights is None and preset else weights)
+        if preset in PREF_GRPO_WEIGHTS:
             self.default_streams = {
                 k: {"weight": w, "normalize": "group_unbiased"} for k, w in self.weights.items() if w > 0
             }
@@ -190,7 +203,7 @@ class _UnifiedReward2Judge(VLMJudgeMixin, PointwiseReward):
         queries = self.queries_of([fill(self.template, p) for p in prompts], media)
         answers = self.backend.generate(queries, max_new_tokens=self.max_new_tokens)
         parsed: list[dict[str, float] | Failure]
-        if self.preset == "pref_grpo":
+        if self.preset in PREF_GRPO_WEIGHTS:
             read = iter(pref_grpo_dimensions([a for a in answers if not isinstance(a, Failure)], self.dimensions))
             parsed = [a if isinstance(a, Failure) else next(read) for a in answers]
         else:

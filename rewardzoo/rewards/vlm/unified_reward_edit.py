@@ -7,11 +7,15 @@
   edited image for instruction following, the edited image alone for quality. By default rewardzoo scores the
   answers as EditScore does (:class:`~rewardzoo.rewards.vlm.edit_score.RubricEditJudge`): ``sqrt(SC * PQ)`` on
   0-10. ``preset: pref_grpo`` is Pref-GRPO 3e787f6's use (``unifiedreward_edit_pointwise.py`` 57-142,
-  ``dispatcher.py`` 463-489, 670-693): each answer's ``score`` list read as JSON (the ``{...}`` span; an answer
-  that does not parse, has no ``score`` or fewer than two numbers reads ``[0, 0]``), the four raw 0-25 numbers are
-  the streams ``success``, ``overedit``, ``naturalness``, ``artifacts``, each weighted 1/2 and normalised within
-  its group by the unbiased std (two rewards, each the mean of its two normalised dimensions); the score is the
-  mean of the four over 2.5, clipped to 0-10.
+  ``dispatcher.py`` 463-489, 670-693) as its published script runs it
+  (``scripts/lora/lora_ur_edit_point_flux2_klein_edit.sh``: the two rewards weighted 0.5 each,
+  ``EDIT_IF_WEIGHT_SUCCESS`` / ``_OVEREDIT`` and ``EDIT_QUALITY_WEIGHT_NATURALNESS`` / ``_ARTIFACTS`` 0.6 / 0.4,
+  ``--apply_gdpo``: set ``advantage: pref_grpo``): each answer's ``score`` list read as JSON (the ``{...}`` span; an
+  answer that does not parse, has no ``score`` or fewer than two numbers reads ``[0, 0]``), the four raw 0-25
+  numbers are the streams ``success``, ``overedit``, ``naturalness``, ``artifacts``, weighted 0.3, 0.2, 0.3, 0.2 and
+  normalised within their group by the unbiased std; ``preset: pref_grpo_defaults`` is the same with the code's
+  defaults (each 1/2: two rewards of weight 1, each the mean of its two dimensions). The score is the mean of the
+  four over 2.5, clipped to 0-10.
 - **Pairwise** (``edit_paiwise_score.py``): the source and two edits with the instruction; the answer scores each
   edit: the first two decimal numbers, signed (the prompt asks for negative scores too); ``preset: release`` reads
   them as the release's closing comment does, ``([0-9]+\\.[0-9]+)``, which drops a minus sign. The higher wins,
@@ -71,6 +75,12 @@ DECIMAL = r"([0-9]+\.[0-9]+)"
 SIGNED_DECIMAL = r"(-?[0-9]+\.[0-9]+)"
 #: The pointwise streams: the instruction-following answer's two numbers, then the quality answer's.
 STREAMS = ("success", "overedit", "naturalness", "artifacts")
+#: The streams' weights under each Pref-GRPO preset (module docstring): its script's 0.5 x (0.6, 0.4) per reward,
+#: its code's 1 x (1/2, 1/2).
+PREF_GRPO_STREAM_WEIGHTS = {
+    "pref_grpo": dict(zip(STREAMS, (0.3, 0.2, 0.3, 0.2))),
+    "pref_grpo_defaults": dict.fromkeys(STREAMS, 0.5),
+}
 #: Pref-GRPO's verdicts in the rank prompt's answer.
 VERDICTS = ("Edited image 1 is better", "Edited image 2 is better")
 
@@ -115,14 +125,17 @@ class UnifiedRewardEdit(RubricEditJudge):
         "scale": 1.0,
     }
     presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "pref_grpo": {"model": DEFAULT_MODEL, "template": "unified_reward_edit", "pq_source": False, "scale": 1.0}
+        preset: {"model": DEFAULT_MODEL, "template": "unified_reward_edit", "pq_source": False, "scale": 1.0}
+        for preset in ("pref_grpo", "pref_grpo_defaults")
     }
     endpoint_defaults: ClassVar[dict[str, Any]] = ENDPOINT_DEFAULTS
     streams: ClassVar[tuple[str, ...]] = STREAMS
 
     class Options(RubricEditJudge.Options):
-        preset: Literal["pref_grpo"] | None = None
-        """null, or ``pref_grpo``: Pref-GRPO's reading and group-normalised streams (module docstring)."""
+        preset: Literal["pref_grpo", "pref_grpo_defaults"] | None = None
+        """null, or ``pref_grpo`` (Pref-GRPO's script: streams 0.3 / 0.2 / 0.3 / 0.2, with ``advantage:
+        pref_grpo``) or ``pref_grpo_defaults`` (its code's: 1/2 each): Pref-GRPO's reading and group-normalised
+        streams (module docstring)."""
         max_new_tokens: PositiveInt = 4096
         """Tokens the judge may write per answer (the release's ``max_tokens``)."""
 
@@ -130,13 +143,14 @@ class UnifiedRewardEdit(RubricEditJudge):
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", dtype: str = "float32", **options: Any):
         super().__init__(model_path, device, dtype, **options)
-        if self.preset == "pref_grpo":  # two rewards, each the mean of its two group-normalised dimensions
-            self.default_streams = {k: {"weight": 0.5, "normalize": "group_unbiased"} for k in STREAMS}
+        if self.preset in PREF_GRPO_STREAM_WEIGHTS:
+            weights = PREF_GRPO_STREAM_WEIGHTS[self.preset]
+            self.default_streams = {k: {"weight": weights[k], "normalize": "group_unbiased"} for k in STREAMS}
 
     def __call__(
         self, prompt: Sequence[str], image: Sequence[Any], condition_images: Sequence[Any] | None = None, **_: Any
     ) -> RewardOutput:
-        if self.preset != "pref_grpo":
+        if self.preset not in PREF_GRPO_STREAM_WEIGHTS:
             out = super().__call__(prompt, image, condition_images)
             extras = dict(out.extras or {})
             for answers, keys in ((extras["sc_answer"], STREAMS[:2]), (extras["pq_answer"], STREAMS[2:])):
