@@ -592,7 +592,7 @@ def reward_page(name: str, meta: dict, runs: list[dict], card: Path | None = Non
 
 #: The download rewards whose example the site's tests run with a tiny random-weight model in place of the
 #: download (one per model family: tests/docs/reward_examples.py builds each); others' examples are not run.
-TINY_EXAMPLES = ("clip_score", "clap_score", "sequence_reward")
+TINY_EXAMPLES = ("clip_score", "video_clip_score", "clap_score", "sequence_reward", "vqascore")
 #: Audio rewards that compare the clip with a reference clip (``condition_audio``).
 REFERENCE_AUDIO = ("pesq", "si_sdr", "speaker_similarity", "stoi")
 EXAMPLE = "## Python example"

@@ -39,11 +39,20 @@ def _tiny_sequence_model(tmp: Path) -> str:
     return str(tiny_text_models(tmp / "models")["gpt2_cls"])
 
 
-#: reward -> a function writing its tiny stand-in under a folder and returning the ``model_path``
+def _tiny_qwen_vl(tmp: Path) -> str:
+    from rewardzoo.testing.vlm import tiny_vlm_dir
+
+    return str(tiny_vlm_dir(tmp / "qwen2_5_vl", "qwen2_5_vl"))
+
+
+#: reward -> a function writing its tiny stand-in under a folder and returning the ``model_path``: one reward per
+#: model family that downloads (image, video, audio, text, vision-language judges)
 TINY: dict[str, Callable[[Path], str]] = {
     "clip_score": _tiny_clip,
+    "video_clip_score": _tiny_clip,
     "clap_score": _tiny_clap,
     "sequence_reward": _tiny_sequence_model,
+    "vqascore": _tiny_qwen_vl,
 }
 
 
