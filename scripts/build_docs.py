@@ -812,7 +812,8 @@ def rewards_index(cards: dict[str, dict], runs: list[dict]) -> str:
         "# Rewards",
         "",
         f"{len(cards)} rewards, each with a page generated from its model card (`rewardzoo card NAME` prints the same "
-        "card; `rewardzoo list` lists them with what is installed). Families, each with advice on choosing between "
+        "card; `rewardzoo list` lists them with whether their code is installed and their weights are on this machine). "
+        "Families, each with advice on choosing between "
         "its members:",
         "",
     ]

@@ -38,7 +38,7 @@ def weights_status(row: dict[str, Any]) -> str:
 
     try:
         models = collect([parse_spec({"name": row["name"]})])
-    except RewardZooError:
+    except (RewardZooError, ImportError, OSError):  # one reward's broken install does not stop the listing
         return UNKNOWN
     if any(m.weights is None and "no default known" in m.how for m in models):
         return UNKNOWN
