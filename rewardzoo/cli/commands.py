@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         help="score a manifest although some samples' dataset matches no reward (their total is null; "
         "their count goes to stderr)",
     )
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary line")
     p.add_argument("--report", metavar="HTML", help="also write an HTML report of the scores (see `rewardzoo report`)")
     p.add_argument(
         "--engine",
@@ -440,7 +440,8 @@ def cmd_score(args: argparse.Namespace) -> int:
             config=job.config,
             out=plan.report,
         )
-    print(summary_line(run, time.perf_counter() - start), file=sys.stderr)  # stdout stays clean for pipes
+    if not job.quiet:  # on stderr: stdout stays clean for pipes
+        print(summary_line(run, time.perf_counter() - start), file=sys.stderr)
     return 0
 
 

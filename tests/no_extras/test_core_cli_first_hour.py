@@ -106,6 +106,8 @@ def test_score_prints_one_summary_line_and_keeps_stdout_clean(same_images):
         line,
     ), line
     assert len((same_images / "s.jsonl").read_text().splitlines()) == 4
+    quiet = _cli(same_images, "score", "c.yaml", "--input", "m.jsonl", "--out", "q.jsonl", "--quiet")
+    assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == "", quiet
 
 
 def test_the_report_names_a_constant_reward(same_images):
