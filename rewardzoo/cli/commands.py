@@ -440,7 +440,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             config=job.config,
             out=plan.report,
         )
-    if not job.quiet:  # on stderr: stdout stays clean for pipes
+    if job.engine == "local" and not job.quiet:  # on stderr: stdout stays clean (the Ray engine says its own)
         print(summary_line(run, time.perf_counter() - start), file=sys.stderr)
     return 0
 
