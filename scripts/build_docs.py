@@ -584,7 +584,7 @@ def reward_page(name: str, meta: dict, runs: list[dict], card: Path | None = Non
         "",
         f"`rewardzoo card {name}` prints this card; `rewardzoo score {name} ...` scores with its example config.",
         "",
-        with_example(page_options(name, rest).strip("\n"), python_example(name, meta)),
+        with_example(page_options(name, rest).strip("\n"), python_example(name, meta, card)),
         "",
     ]
     return "\n".join(lines)
@@ -658,7 +658,7 @@ def example_inputs(name: str, meta: dict, dataset: str | None) -> list[str]:
     ]
 
 
-def example_entry(name: str, meta: dict) -> tuple[dict, str | None]:
+def example_entry(name: str, meta: dict, card: Path | None = None) -> tuple[dict, str | None]:
     """The config entry an example builds (the demo's when the reward is in it, else the reward's defaults, or the
     card's first example entry for a wrapper that needs its options) and the demo dataset it reads."""
     demo = {e["name"]: e for e in yaml.safe_load(DEMO.read_text(encoding="utf-8"))["rewards"]}
@@ -667,7 +667,7 @@ def example_entry(name: str, meta: dict) -> tuple[dict, str | None]:
         return {k: v for k, v in entry.items() if k != "applicable_datasets"}, entry["applicable_datasets"][0]
     from rewardzoo.catalog.resources import example_yaml, load_yaml_text
 
-    body = card_body(name)
+    body = card_body(name, card)
     try:
         first = load_yaml_text(example_yaml(body, name))["rewards"][0]
     except Exception:  # a card without an example config: the defaults
@@ -678,9 +678,9 @@ def example_entry(name: str, meta: dict) -> tuple[dict, str | None]:
     return {"name": name}, None
 
 
-def python_example(name: str, meta: dict) -> str:
+def python_example(name: str, meta: dict, card: Path | None = None) -> str:
     """A reward page's Python example: generated inputs scored through a processor built with the reward."""
-    entry, dataset = example_entry(name, meta)
+    entry, dataset = example_entry(name, meta, card)
     stream = entry["name"]
     download = bool(meta.get("download", True))
     if name == "remote":
