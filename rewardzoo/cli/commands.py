@@ -1,4 +1,4 @@
-"""Command line: ``rewardzoo list|card|score|evaluate|serve|demo|plan|schema|lint|env|compare-reference``."""
+"""Command line: ``rewardzoo list|card|score|evaluate|serve|demo|plan|fetch|schema|lint|env|compare-reference``."""
 
 from __future__ import annotations
 
@@ -117,6 +117,12 @@ def _parser() -> argparse.ArgumentParser:
         help="keep the rows of an interrupted run of the same job (OUT.partial.jsonl: same input, "
         "config entries and split, else refused) and score the rest",
     )
+    p.add_argument(
+        "--extras",
+        action="store_true",
+        help="also write each reward's extras to each row (what ocr read, a judge's per-dimension values: "
+        "what /v1/score returns)",
+    )
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("evaluate", help="how well each reward of a config agrees with human preferences or ratings")
@@ -139,6 +145,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_plan_arguments(p)
     p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser(
+        "fetch", help="download the weight files a config loads, verify them and write a lock file (offline use)"
+    )
+    _add_fetch_arguments(p)
+    p.set_defaults(func=cmd_fetch)
 
     p = sub.add_parser("schema", help="print the JSON Schema of a reward config")
     p.set_defaults(func=cmd_schema)
@@ -263,6 +275,47 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .plan import cmd_plan as run_plan
 
     return run_plan(args)
+
+
+def _add_fetch_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "sources", nargs="+", metavar="CONFIG_OR_NAME", help="YAML config paths, reward names or shipped configs"
+    )
+    p.add_argument(
+        "--to",
+        metavar="DIR",
+        help="cache folder to fetch into (hub files in DIR/hub, torch files in DIR/torch); then run with HF_HOME=DIR "
+        "TORCH_HOME=DIR/torch (default: the caches HF_HOME / HF_HUB_CACHE / TORCH_HOME name)",
+    )
+    p.add_argument(
+        "--revision",
+        action="append",
+        default=[],
+        metavar="[REPO=]REV",
+        help="hub revision (branch, tag or commit) for one repository, or for all (repeatable; an entry's "
+        "`revision:` comes first)",
+    )
+    p.add_argument(
+        "--lock", metavar="FILE", help="the lock file to write (or read with --locked); default rewardzoo.lock"
+    )
+    p.add_argument("--locked", action="store_true", help="fetch the commits the lock file names and refuse other bytes")
+    p.add_argument("--dry-run", action="store_true", help="list the files and sizes; download nothing")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from ..jobs.fetch import run_fetch
+
+    run_fetch(
+        args.sources,
+        to=args.to,
+        revisions=args.revision,
+        lock_path=args.lock,
+        locked=args.locked,
+        dry_run=args.dry_run,
+        quiet=args.quiet,
+    )
+    return 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +57,12 @@ class ReportContext:
 
     def sample(self, row: int) -> Sample | None:
         return self.manifest.samples[row] if self.manifest is not None else None
+
+    def row_id(self, row: int) -> Any:
+        """The row's id: the score file's, else the manifest's; None when neither has ids."""
+        if self.scores.ids is not None:
+            return self.scores.ids[row]
+        return self.manifest.ids[row] if self.manifest is not None else None
 
     def __post_init__(self) -> None:
         self._labels = (
@@ -143,10 +151,14 @@ def _sample_card(ctx: ReportContext, row: int, scores: list[tuple[str, float]]) 
         where = f"line {line}" if mline == line else f"score line {line}, manifest line {mline}"
         if sample is not None and sample.dataset is not None:
             where += f" · {esc(sample.dataset)}"
+    key = ctx.row_id(row)
+    if key is not None:
+        where = f"id {esc(json.dumps(key))} · {where}"
     shown = " · ".join(f'{esc(n)} <span class="score">{fmt(v)}</span>' for n, v in scores)
     media = ctx.embedder.fragment(row, sample)
+    data_id = f' data-id="{esc(json.dumps(key))}"' if key is not None else ""
     return (
-        f'<figure class="sample" data-row="{row}" data-line="{line}"><div class="media">{media}</div>'
+        f'<figure class="sample" data-row="{row}" data-line="{line}"{data_id}><div class="media">{media}</div>'
         f'<figcaption>{shown}<br><span class="muted">{where}</span></figcaption>'
         f"{sample_text(sample)}</figure>"
     )
