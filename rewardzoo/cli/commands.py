@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from ..errors import RewardZooError
 from ..jobs.description import ScoreJob
 from ..report import add_report_arguments
-from ..rewards.info import MODALITIES
+from ..rewards.info import KINDS, MODALITIES
+from .listing import FAMILIES
 
 if TYPE_CHECKING:
     from ..jobs.plan import ScoreRun
@@ -36,12 +37,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="rewardzoo", description="A multimodal reward zoo for RL fine-tuning.")
+    parser.add_argument("--version", action="version", version=f"rewardzoo {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("list", help="list the rewards and whether their extra is installed")
+    p = sub.add_parser(
+        "list", help="list the rewards, whether their code is installed and whether their weights are here"
+    )
     p.add_argument("--modality", choices=MODALITIES)
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--kind", choices=KINDS)
+    p.add_argument("--family", choices=FAMILIES, help="the reward's family (its package under rewardzoo.rewards)")
+    p.add_argument("--installed", action="store_true", help="only rewards whose code (extra) is installed")
+    p.add_argument(
+        "--downloaded",
+        action="store_true",
+        help="only rewards that run without a download: installed, and their weights on this machine or none needed",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON instead of a table (with each reward's weights only with --weights or --downloaded)",
+    )
+    p.add_argument(
+        "--weights",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="look for each installed reward's weights on this machine (imports the rewards: seconds); "
+        "default: in the table, not in --json",
+    )
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("card", help="print a reward's model card")
@@ -70,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         help="score a manifest although some samples' dataset matches no reward (their total is null; "
         "their count goes to stderr)",
     )
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary line")
     p.add_argument("--report", metavar="HTML", help="also write an HTML report of the scores (see `rewardzoo report`)")
     p.add_argument(
         "--engine",
@@ -196,9 +221,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ..registry import list_rewards
+    from .listing import listing
 
-    rows = list_rewards(args.modality)
+    weights = not args.json if args.weights is None else args.weights
+    rows = listing(args.modality, args.kind, args.family, args.installed, args.downloaded, weights)
     if args.json:
         for r in rows:
             r["score_range"] = [_num(b) if math.isinf(b) else b for b in r["score_range"]]
@@ -206,21 +232,27 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     from .tables import format_table
 
-    table = [["name", "modality", "kind", "extra", "higher", "range", "installed", "summary"]]
+    table = [["name", "family", "kind", "extra", "higher", "range", "installed", "weights", "summary"]]
     for r in rows:
         table.append(
             [
                 r["name"],
-                r["modality"],
+                r["family"],
                 r["kind"],
                 r["extra"] or "-",
                 "yes" if r["higher_is_better"] else "no",
                 _range(r["score_range"]),
                 "yes" if r["installed"] else "no",
+                r.get("weights", "not checked"),
                 r["summary"],
             ]
         )
     print(format_table(table))
+    print(
+        "installed: the reward's code (its extra) can be imported; weights: its default files are on this machine "
+        "(`rewardzoo plan NAME` names them; --no-weights skips the look)",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -441,9 +473,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    import time
+
     from ..jobs.local import run_local
 
     job = ScoreJob.from_options(vars(args))
+    start = time.perf_counter()
     run = _score_with_ray(job) if job.engine == "ray" else run_local(job)
     plan = run.plan
     if plan.report is not None:
@@ -458,7 +493,21 @@ def cmd_score(args: argparse.Namespace) -> int:
             config=job.config,
             out=plan.report,
         )
+    if job.engine == "local" and not job.quiet:  # on stderr: stdout stays clean (the Ray engine says its own)
+        print(summary_line(run, time.perf_counter() - start), file=sys.stderr)
     return 0
+
+
+def summary_line(run: ScoreRun, seconds: float) -> str:
+    """``score``'s last line on success: rows, rewards, seconds and where the output (and report) went."""
+    names = [spec.name for spec in run.plan.specs]
+    shown = ", ".join(names[:6]) + (f", ... ({len(names) - 6} more)" if len(names) > 6 else "")
+    report = f" and {run.plan.report}" if run.plan.report is not None else ""
+    rows = len(run.records)
+    return (
+        f"rewardzoo: scored {rows} row{'s' * (rows != 1)} with {len(names)} reward{'s' * (len(names) != 1)} "
+        f"({shown}) in {seconds:.1f} s: wrote {run.plan.out}{report}"
+    )
 
 
 def _score_with_ray(job: ScoreJob) -> ScoreRun:

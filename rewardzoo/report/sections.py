@@ -260,6 +260,14 @@ def _rankable(values: np.ndarray) -> bool:
     return scored.size >= 3 and np.ptp(scored) > 0
 
 
+def _unrankable(values: np.ndarray) -> str:
+    """Why a reward's scores cannot be ranked: too few, or all equal (a constant reward)."""
+    scored = values[~np.isnan(values)]
+    if scored.size < 3:
+        return f"{scored.size} score{'s' * (scored.size != 1)}, fewer than 3"
+    return f"constant, every score {scored[0]:.6g}"
+
+
 def _correlated(ctx: ReportContext) -> list[int]:
     return [i for i, m in enumerate(ctx.metas) if _rankable(ctx.scores.values[m.name])]
 
@@ -269,9 +277,13 @@ def correlation_section(ctx: ReportContext) -> tuple[str, np.ndarray, list[int]]
     keep = _correlated(ctx)
     head = '<section id="correlation"><h2>Rank correlation between rewards</h2>'
     if len(keep) < 2:
+        why = "; ".join(
+            f"{m.name}: {_unrankable(ctx.scores.values[m.name])}" for i, m in enumerate(ctx.metas) if i not in keep
+        )
         return (
-            head + '<p class="note">Fewer than two rewards have three or more scores: nothing to correlate.'
-            "</p></section>",
+            head
+            + f'<p class="note">Fewer than two rewards can be ranked ({esc(why or f"{len(ctx.metas)} in the scores")}): nothing to '
+            "correlate.</p></section>",
             np.zeros((0, 0)),
             keep,
         )
