@@ -39,6 +39,7 @@ _LAZY = {
     "RewardInfo": "rewardzoo.rewards.info",
     "AsyncRewardRunner": "rewardzoo.core.async_runner",
     "RewardTimeoutError": "rewardzoo.errors",
+    "DeadlineError": "rewardzoo.errors",
     "RunnerClosedError": "rewardzoo.errors",
     "RunnerStateError": "rewardzoo.errors",
     "DistributedRewardProcessor": "rewardzoo.core.distributed",

@@ -12,6 +12,7 @@ Parquet file's 'row 6'; a request keeps 'sample i'). This module imports nothing
 
 from __future__ import annotations
 
+import copy
 import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
@@ -43,6 +44,24 @@ class UnknownConfigError(ConfigError):
     """A config named by a word that is neither a file, a shipped config nor a reward name."""
 
 
+class MissingWeightsError(ConfigError):
+    """A reward's weights are not on this machine and cannot be fetched now (the hub unreachable, or
+    ``HF_HUB_OFFLINE``), or differ from the lock file a run requires. ``repository``: the hub repository (or URL)
+    they come from; ``files``: the files missing."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        entry: str | None = None,
+        field: str | None = "model_path",
+        repository: str | None = None,
+        files: tuple[str, ...] = (),
+    ):
+        self.repository, self.files = repository, tuple(files)
+        super().__init__(message, entry=entry, field=field)
+
+
 class RegistryError(RewardZooError, LookupError):
     """A reward name or Python path cannot be resolved (names the config entry once one is known)."""
 
@@ -53,7 +72,8 @@ class RegistryError(RewardZooError, LookupError):
     def in_entry(self, entry: str, field: str) -> RegistryError:
         """A copy that names the config entry and field it came from (replacing an inner entry's)."""
         bare = self.__dict__.get("bare", str(self))
-        err = type(self).__new__(type(self))
+        # a TimeoutError (an OSError) is not made by BaseException.__new__: copy it through its own reduction
+        err = copy.copy(self) if isinstance(self, OSError) else type(self).__new__(type(self))
         err.__dict__.update(self.__dict__)
         err.bare, err.entry, err.field = bare, entry, field
         err.args = (f"entry '{entry}', field '{field}': {bare}",)
@@ -168,7 +188,8 @@ class _CallError(RewardZooError):
         return self._format(label)
 
     def _copy(self: _E, **changes: object) -> _E:
-        err = type(self).__new__(type(self))
+        # a TimeoutError (an OSError) is not made by BaseException.__new__: copy it through its own reduction
+        err = copy.copy(self) if isinstance(self, OSError) else type(self).__new__(type(self))
         err.__dict__.update(self.__dict__)
         err.__dict__.update(changes)
         Exception.__init__(err, err._format())
@@ -267,6 +288,11 @@ class WorkerError(RewardExecutionError):
 
 class RewardTimeoutError(RewardExecutionError, TimeoutError):
     """Asynchronous reward calls did not finish within the runner's timeout (names the rewards)."""
+
+
+class DeadlineError(RewardTimeoutError):
+    """A call of a required entry ran past its ``timeout_s`` (names the entry and the call's samples); an
+    ``optional: true`` entry abstains instead (see :mod:`rewardzoo.core.deadlines`)."""
 
 
 class RemoteRankError(RewardExecutionError):

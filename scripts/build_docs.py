@@ -217,6 +217,22 @@ def cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+#: A Sphinx role in a docstring (``:class:`~a.b.C```): the site shows its code span alone (:func:`roles`).
+ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):`([^`]+)`")
+
+
+def roles(text: str) -> str:
+    """Docstring text with each Sphinx role as the code span Sphinx would show (``~a.b.C``: ``C``)."""
+
+    def shown(m: re.Match) -> str:
+        target = m.group(1)
+        title = re.fullmatch(r"(.+?)\s*<.+>", target)
+        name = title.group(1) if title else target.rsplit(".", 1)[-1] if target.startswith("~") else target
+        return f"`{name}`"
+
+    return ROLE.sub(shown, text)
+
+
 def what(fig: dict) -> str:
     notes = f" ({fig['notes']})" if fig.get("notes") else ""
     return cell(fig["title"] + notes)
@@ -480,6 +496,7 @@ FAMILIES = {
     "audio": "Audio and speech",
     "group": "Group-relative",
     "text": "Text and sequences",
+    "latent": "Latent rewards",
     "remote": "Served rewards",
 }
 FACT_KEYS = ("modality", "kind", "extra", "score_range", "higher_is_better", "download", "devices", "differentiable")
@@ -544,7 +561,8 @@ def reward_page(name: str, meta: dict, runs: list[dict], card: Path | None = Non
         rows.append(("typical range", str(meta["typical_range"])))
     if isinstance(ref, dict):
         for key, value in ref.items():
-            rows.append((f"reference {key}", str(value)))
+            shown = {"paper": paper_links, "repository": repository_link}.get(key, str)(str(value))
+            rows.append((f"reference {key}", shown))
     for case, row in scale_rows().items():
         if row.get("reward") == name:
             rows.append(("at real size", scale_summary(case, row)))
@@ -567,10 +585,212 @@ def reward_page(name: str, meta: dict, runs: list[dict], card: Path | None = Non
         "",
         f"`rewardzoo card {name}` prints this card; `rewardzoo score {name} ...` scores with its example config.",
         "",
-        page_options(name, rest).strip("\n"),
+        with_example(page_options(name, rest).strip("\n"), python_example(name, meta, card)),
         "",
     ]
     return "\n".join(lines)
+
+
+#: The download rewards whose example the site's tests run with a tiny random-weight model in place of the
+#: download (one per model family: tests/docs/reward_examples.py builds each); others' examples are not run.
+TINY_EXAMPLES = ("clip_score", "video_clip_score", "clap_score", "sequence_reward", "vqascore")
+#: Audio rewards that compare the clip with a reference clip (``condition_audio``).
+REFERENCE_AUDIO = ("pesq", "si_sdr", "speaker_similarity", "stoi")
+EXAMPLE = "## Python example"
+#: The marker above an example the tests do not run (tests/no_extras/doc_examples.py reads it).
+NOT_RUN_MARK = "<!-- example: not run (needs {}) -->"
+
+
+def example_inputs(name: str, meta: dict, dataset: str | None) -> list[str]:
+    """The lines of an example that build ``samples``: four generated inputs of what the reward reads, one group."""
+    modality = meta["modality"]
+    kind = dataset or {"any": "image"}.get(modality, modality)
+    if name == "imagebind_score":
+        kind = "audio-video"
+    elif "edit" in name or name == "clip_image_similarity":
+        kind = "edit"
+    rng = ["rng = np.random.default_rng(0)"]
+    if kind == "image":
+        return rng + [
+            "# your generator's images: (H, W, 3) uint8 arrays here; PIL images, paths and tensors work too",
+            "images = rng.integers(0, 256, (4, 64, 64, 3), dtype=np.uint8)",
+            'samples = [Sample(image=image, prompt="a red bicycle on a beach", group_id="p0") for image in images]',
+        ]
+    if kind == "edit":
+        return rng + [
+            "sources = rng.integers(0, 256, (4, 64, 64, 3), dtype=np.uint8)  # the images the edits start from",
+            "edited = rng.integers(0, 256, (4, 64, 64, 3), dtype=np.uint8)  # your editor's outputs",
+            "samples = [",
+            '    Sample(image=out, condition_images=[src], prompt="make the sky red", group_id="p0")',
+            "    for out, src in zip(edited, sources)",
+            "]",
+        ]
+    if kind in ("video", "audio-video"):
+        lines = rng + ["videos = rng.integers(0, 256, (4, 16, 64, 64, 3), dtype=np.uint8)  # 4 clips of 16 frames"]
+        if kind == "video":
+            return lines + [
+                'samples = [Sample(video=video, prompt="a dog running on grass", group_id="p0") for video in videos]'
+            ]
+        return lines + [
+            "sound = (0.3 * np.sin(2 * np.pi * 440 * np.arange(32000) / 16000)).astype(np.float32)  # 2 s at 16 kHz",
+            'samples = [Sample(video=v, audio=sound, audio_sample_rate=16000, prompt="a dog barking") for v in videos]',
+        ]
+    if kind == "audio":
+        lines = [
+            "rate = 16000",
+            "t = np.arange(rate) / rate  # 1 s",
+            "# your generator's clips: float32 waveforms here; paths to audio files work too",
+            "clips = [(0.3 * np.sin(2 * np.pi * f * t)).astype(np.float32) for f in (220, 440)]",
+        ]
+        if name in REFERENCE_AUDIO:
+            return lines + [
+                "reference = clips[1]  # the clip each one is compared with",
+                "samples = [",
+                "    Sample(audio=clip, audio_sample_rate=rate, condition_audio=reference, condition_audio_sample_rate=rate)",
+                "    for clip in clips",
+                "]",
+            ]
+        return lines + [
+            'samples = [Sample(audio=clip, audio_sample_rate=rate, prompt="a pure tone", group_id="p0") for clip in clips]'
+        ]
+    return [
+        'answers = ["4", "5", "four", "2 + 2 = 4"]  # your policy\'s completions',
+        'samples = [Sample(prompt="What is 2 + 2?", completion=a, group_id="p0") for a in answers]',
+    ]
+
+
+def example_entry(name: str, meta: dict, card: Path | None = None) -> tuple[dict, str | None]:
+    """The config entry an example builds (the demo's when the reward is in it, else the reward's defaults, or the
+    card's first example entry for a wrapper that needs its options) and the demo dataset it reads."""
+    demo = {e["name"]: e for e in yaml.safe_load(DEMO.read_text(encoding="utf-8"))["rewards"]}
+    if name in demo:
+        entry = dict(demo[name])
+        return {k: v for k, v in entry.items() if k != "applicable_datasets"}, entry["applicable_datasets"][0]
+    from rewardzoo.catalog.resources import example_yaml, load_yaml_text
+
+    body = card_body(name, card)
+    try:
+        first = load_yaml_text(example_yaml(body, name))["rewards"][0]
+    except Exception:  # a card without an example config: the defaults
+        return {"name": name}, None
+    kwargs = first.get("kwargs") or {} if isinstance(first, dict) else {}
+    if any(k in kwargs for k in ("base", "judge", "template", "url")):
+        return {k: v for k, v in first.items() if k not in ("device", "batch_size", "dtype")}, None
+    return {"name": name}, None
+
+
+def python_example(name: str, meta: dict, card: Path | None = None) -> str:
+    """A reward page's Python example: generated inputs scored through a processor built with the reward."""
+    entry, dataset = example_entry(name, meta, card)
+    stream = entry["name"]
+    download = bool(meta.get("download", True))
+    if name == "remote":
+        why = "a running `rewardzoo serve`: the Serving guide's example runs one"
+    elif download and name not in TINY_EXAMPLES:
+        why = "the downloaded weights"
+    else:
+        why = None
+    if why:
+        note = (
+            f"This example is not run by the site's tests: it needs {why.split(':')[0]} (the tests run one "
+            "example per model family with a tiny random-weight model in place of the download)."
+        )
+    elif download:
+        note = (
+            "The site's tests run this example as it is, with a tiny random-weight model in place of the download "
+            "(the entry's `model_path` swapped)."
+        )
+    else:
+        note = "It downloads nothing; the site's tests run it as it is."
+    load = "  # the weights download on first use" if download else ""
+    source = "the demo config's entry" if dataset else "its defaults" if entry == {"name": name} else "its card's entry"
+    lines = [
+        EXAMPLE,
+        "",
+        f"The reward with {source} "
+        "(the YAML above shows every option) on generated inputs, through a processor as a trainer calls it. " + note,
+        "",
+    ]
+    if why:
+        lines += [NOT_RUN_MARK.format(why), ""]
+    code = [
+        "import numpy as np",
+        "",
+        "import rewardzoo",
+        "from rewardzoo import Sample",
+        "",
+        *example_inputs(name, meta, dataset),
+        "",
+        *python_literal("entry = ", entry),
+        f'train, _ = rewardzoo.build_processors({{"rewards": [entry]}}){load}',
+        "result = train(samples)",
+        f'print(result.rewards["{stream}"])  # one float32 score per sample',
+    ]
+    return "\n".join(lines + ["```python", *code, "```"])
+
+
+def _literal(value: object) -> str:
+    """One Python literal on one line, quoted as ruff's formatter quotes it (double quotes unless that escapes)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, str):
+        return "'" + value + "'" if '"' in value and "'" not in value else json.dumps(value)
+    return repr(value)
+
+
+def python_literal(head: str, value: object, indent: int = 0, tail: str = "", width: int = 120) -> list[str]:
+    """``head`` + ``value`` as lines that ruff's formatter leaves as they are (a mapping or list split one item a
+    line, with a magic trailing comma, where it does not fit in ``width``)."""
+    pad = " " * indent
+    one = f"{pad}{head}{_literal(value)}{tail}"
+    if len(one) <= width or not isinstance(value, (dict, list)) or not value:
+        return [one]
+    items = list(value.items()) if isinstance(value, dict) else [(None, v) for v in value]
+    lines = [f"{pad}{head}{'{' if isinstance(value, dict) else '['}"]
+    for key, item in items:
+        lines += python_literal("" if key is None else f"{_literal(key)}: ", item, indent + 4, ",", width)
+    return lines + [f"{pad}{'}' if isinstance(value, dict) else ']'}{tail}"]
+
+
+def with_example(body: str, example: str) -> str:
+    """The page body with its Python example before its Speed section (at the end when it has none)."""
+    m = re.search(rf"^{re.escape(SPEED)}[ \t]*$", body, re.M)
+    if not m:
+        return body + "\n\n" + example
+    return body[: m.start()] + example + "\n\n" + body[m.start() :]
+
+
+#: A citation of a paper in a card: authors, title, venue and a year (a segment of ``reference.paper``).
+CITATION = re.compile(r"\b(19|20)\d\d\b")
+ARXIV = re.compile(r"arXiv:(\d{4}\.\d{4,5})")
+
+
+def paper_links(text: str) -> str:
+    """A card's ``reference.paper`` with each cited paper a link: its arXiv page when the card gives the id, else a
+    Google Scholar search for the citation (the cards name papers, not their addresses). A segment (split at
+    ``;``) without a year is not a paper citation and stays text."""
+    from urllib.parse import quote_plus
+
+    parts = []
+    for segment in text.split("; "):
+        arxiv = ARXIV.search(segment)
+        if arxiv:
+            parts.append(f"[{segment}](https://arxiv.org/abs/{arxiv.group(1)})")
+        elif CITATION.search(segment) and not segment.lower().startswith(("see ", "no model")):
+            parts.append(f"[{segment}](https://scholar.google.com/scholar?q={quote_plus(segment)})")
+        else:
+            parts.append(segment)
+    return "; ".join(parts)
+
+
+def repository_link(url: str) -> str:
+    """A repository's address as a link named by its path (``owner/name``)."""
+    if not url.startswith(("https://", "http://")):
+        return url
+    name = url.split("://", 1)[1].split("/", 1)[-1].removesuffix(".git")
+    return f"[{name}]({url})"
 
 
 def plugin_page(name: str) -> str:
@@ -593,7 +813,8 @@ def rewards_index(cards: dict[str, dict], runs: list[dict]) -> str:
         "# Rewards",
         "",
         f"{len(cards)} rewards, each with a page generated from its model card (`rewardzoo card NAME` prints the same "
-        "card; `rewardzoo list` lists them with what is installed). Families, each with advice on choosing between "
+        "card; `rewardzoo list` lists them with whether their code is installed and their weights are on this machine). "
+        "Families, each with advice on choosing between "
         "its members:",
         "",
     ]
@@ -602,35 +823,38 @@ def rewards_index(cards: dict[str, dict], runs: list[dict]) -> str:
         lines.append(f"- [{title}](families/{fam}.md): " + ", ".join(f"[`{n}`]({n}.md)" for n in members))
     lines += [
         "",
-        "| reward | family | modality | kind | extra | licence | speed | what it scores |",
-        "|---|---|---|---|---|---|---|---|",
+        "The table: each reward's kind, the extra that installs it and what it scores; its page has the rest "
+        "(modality, score range, licence, weights, options, speed, the papers and repositories it follows).",
+        "",
+        '<div class="reward-table" markdown>',
+        "",
+        "| reward | kind | extra | what it scores |",
+        "|---|---|---|---|",
     ]
     for name, meta in sorted(cards.items()):
-        figs = speed_count(name, runs)
-        speed = f"[{figs} figure{'s' * (figs != 1)}]({name}.md#speed)" if figs else "not measured"
-        fam = family(meta)
         lines.append(
-            f"| [`{name}`]({name}.md) | [{fam}](families/{fam}.md) | {meta['modality']} | {meta['kind']} | "
-            f"{meta.get('extra') or 'core'} | {cell(licence_cell(meta))} | {speed} | {cell(meta.get('summary', ''))} |"
+            f"| [`{name}`]({name}.md) | {meta['kind']} | {meta.get('extra') or 'core'} | "
+            f"{cell(meta.get('summary', ''))} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + ["", "</div>"]) + "\n"
 
 
 def family_block(cards: dict[str, dict], fam: str) -> str:
     lines = [
-        "| reward | kind | extra | range | weights | what it scores |",
-        "|---|---|---|---|---|---|",
+        '<div class="reward-table" markdown>',
+        "",
+        "| reward | kind | extra | range | what it scores |",
+        "|---|---|---|---|---|",
     ]
     for name, meta in sorted(cards.items()):
         if family(meta) != fam:
             continue
         lo, hi = (float(b) for b in meta["score_range"])
-        weights = "download" if meta.get("download", True) else "none"
         lines.append(
             f"| [`{name}`](../{name}.md) | {meta['kind']} | {meta.get('extra') or 'core'} | "
-            f"[{bound(lo)}, {bound(hi)}] | {weights} | {cell(meta.get('summary', ''))} |"
+            f"[{bound(lo)}, {bound(hi)}] | {cell(meta.get('summary', ''))} |"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + ["", "</div>"])
 
 
 #: The demo's datasets (``rewardzoo demo`` generates media for each), in the config's order.
@@ -772,7 +996,7 @@ def page_options(name: str, body: str) -> str:
     same section ``rewardzoo card`` prints), before its ``## Speed``."""
     from rewardzoo.catalog.options import with_options
 
-    return with_options(body, name)
+    return roles(with_options(body, name))
 
 
 def refresh_options() -> str | None:
@@ -1016,7 +1240,7 @@ def package_block() -> str:
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
         first = " ".join(doc.split("\n\n", 1)[0].split())
         name = path.stem if path.name != "__init__.py" else path.parent.name + "/"
-        lines.append(f"| `{name}` | {cell(first.replace('``', '`'))} |")
+        lines.append(f"| `{name}` | {cell(roles(first.replace('``', '`')))} |")
     return "\n".join(lines)
 
 

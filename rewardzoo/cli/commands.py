@@ -1,4 +1,4 @@
-"""Command line: ``rewardzoo list|card|score|evaluate|serve|demo|plan|schema|lint|env|compare-reference``."""
+"""Command line: ``rewardzoo list|card|score|evaluate|serve|demo|plan|fetch|schema|lint|env|compare-reference``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from ..errors import RewardZooError
 from ..jobs.description import ScoreJob
 from ..report import add_report_arguments
-from ..rewards.info import MODALITIES
+from ..rewards.info import KINDS, MODALITIES
+from .listing import FAMILIES
 
 if TYPE_CHECKING:
     from ..jobs.plan import ScoreRun
@@ -36,12 +37,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="rewardzoo", description="A multimodal reward zoo for RL fine-tuning.")
+    parser.add_argument("--version", action="version", version=f"rewardzoo {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("list", help="list the rewards and whether their extra is installed")
+    p = sub.add_parser(
+        "list", help="list the rewards, whether their code is installed and whether their weights are here"
+    )
     p.add_argument("--modality", choices=MODALITIES)
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--kind", choices=KINDS)
+    p.add_argument("--family", choices=FAMILIES, help="the reward's family (its package under rewardzoo.rewards)")
+    p.add_argument("--installed", action="store_true", help="only rewards whose code (extra) is installed")
+    p.add_argument(
+        "--downloaded",
+        action="store_true",
+        help="only rewards that run without a download: installed, and their weights on this machine or none needed",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON instead of a table (with each reward's weights only with --weights or --downloaded)",
+    )
+    p.add_argument(
+        "--weights",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="look for each installed reward's weights on this machine (imports the rewards: seconds); "
+        "default: in the table, not in --json",
+    )
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("card", help="print a reward's model card")
@@ -70,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         help="score a manifest although some samples' dataset matches no reward (their total is null; "
         "their count goes to stderr)",
     )
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary line")
     p.add_argument("--report", metavar="HTML", help="also write an HTML report of the scores (see `rewardzoo report`)")
     p.add_argument(
         "--engine",
@@ -91,6 +116,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep the rows of an interrupted run of the same job (OUT.partial.jsonl: same input, "
         "config entries and split, else refused) and score the rest",
+    )
+    p.add_argument(
+        "--extras",
+        action="store_true",
+        help="also write each reward's extras to each row (what ocr read, a judge's per-dimension values: "
+        "what /v1/score returns)",
     )
     p.set_defaults(func=cmd_score)
 
@@ -114,6 +145,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_plan_arguments(p)
     p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser(
+        "fetch", help="download the weight files a config loads, verify them and write a lock file (offline use)"
+    )
+    _add_fetch_arguments(p)
+    p.set_defaults(func=cmd_fetch)
 
     p = sub.add_parser("schema", help="print the JSON Schema of a reward config")
     p.set_defaults(func=cmd_schema)
@@ -184,9 +221,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ..registry import list_rewards
+    from .listing import listing
 
-    rows = list_rewards(args.modality)
+    weights = not args.json if args.weights is None else args.weights
+    rows = listing(args.modality, args.kind, args.family, args.installed, args.downloaded, weights)
     if args.json:
         for r in rows:
             r["score_range"] = [_num(b) if math.isinf(b) else b for b in r["score_range"]]
@@ -194,21 +232,27 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     from .tables import format_table
 
-    table = [["name", "modality", "kind", "extra", "higher", "range", "installed", "summary"]]
+    table = [["name", "family", "kind", "extra", "higher", "range", "installed", "weights", "summary"]]
     for r in rows:
         table.append(
             [
                 r["name"],
-                r["modality"],
+                r["family"],
                 r["kind"],
                 r["extra"] or "-",
                 "yes" if r["higher_is_better"] else "no",
                 _range(r["score_range"]),
                 "yes" if r["installed"] else "no",
+                r.get("weights", "not checked"),
                 r["summary"],
             ]
         )
     print(format_table(table))
+    print(
+        "installed: the reward's code (its extra) can be imported; weights: its default files are on this machine "
+        "(`rewardzoo plan NAME` names them; --no-weights skips the look)",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -231,6 +275,47 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .plan import cmd_plan as run_plan
 
     return run_plan(args)
+
+
+def _add_fetch_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "sources", nargs="+", metavar="CONFIG_OR_NAME", help="YAML config paths, reward names or shipped configs"
+    )
+    p.add_argument(
+        "--to",
+        metavar="DIR",
+        help="cache folder to fetch into (hub files in DIR/hub, torch files in DIR/torch); then run with HF_HOME=DIR "
+        "TORCH_HOME=DIR/torch (default: the caches HF_HOME / HF_HUB_CACHE / TORCH_HOME name)",
+    )
+    p.add_argument(
+        "--revision",
+        action="append",
+        default=[],
+        metavar="[REPO=]REV",
+        help="hub revision (branch, tag or commit) for one repository, or for all (repeatable; an entry's "
+        "`revision:` comes first)",
+    )
+    p.add_argument(
+        "--lock", metavar="FILE", help="the lock file to write (or read with --locked); default rewardzoo.lock"
+    )
+    p.add_argument("--locked", action="store_true", help="fetch the commits the lock file names and refuse other bytes")
+    p.add_argument("--dry-run", action="store_true", help="list the files and sizes; download nothing")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from ..jobs.fetch import run_fetch
+
+    run_fetch(
+        args.sources,
+        to=args.to,
+        revisions=args.revision,
+        lock_path=args.lock,
+        locked=args.locked,
+        dry_run=args.dry_run,
+        quiet=args.quiet,
+    )
+    return 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -388,9 +473,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    import time
+
     from ..jobs.local import run_local
 
     job = ScoreJob.from_options(vars(args))
+    start = time.perf_counter()
     run = _score_with_ray(job) if job.engine == "ray" else run_local(job)
     plan = run.plan
     if plan.report is not None:
@@ -405,7 +493,21 @@ def cmd_score(args: argparse.Namespace) -> int:
             config=job.config,
             out=plan.report,
         )
+    if job.engine == "local" and not job.quiet:  # on stderr: stdout stays clean (the Ray engine says its own)
+        print(summary_line(run, time.perf_counter() - start), file=sys.stderr)
     return 0
+
+
+def summary_line(run: ScoreRun, seconds: float) -> str:
+    """``score``'s last line on success: rows, rewards, seconds and where the output (and report) went."""
+    names = [spec.name for spec in run.plan.specs]
+    shown = ", ".join(names[:6]) + (f", ... ({len(names) - 6} more)" if len(names) > 6 else "")
+    report = f" and {run.plan.report}" if run.plan.report is not None else ""
+    rows = len(run.records)
+    return (
+        f"rewardzoo: scored {rows} row{'s' * (rows != 1)} with {len(names)} reward{'s' * (len(names) != 1)} "
+        f"({shown}) in {seconds:.1f} s: wrote {run.plan.out}{report}"
+    )
 
 
 def _score_with_ray(job: ScoreJob) -> ScoreRun:

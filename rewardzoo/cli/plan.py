@@ -109,7 +109,7 @@ def probe(plan: MemoryPlan) -> tuple[dict[str, int], dict[str, list[str]]]:
     measured: dict[str, int] = {}
     notes: dict[str, list[str]] = {}
     for model in plan.models:
-        if model.model_free:
+        if model.model_free or not model.specs:  # no entry of its own to call (the decode stage's VAE)
             continue
         try:
             value, how = _probe_one(model)

@@ -40,12 +40,14 @@ def build_processors(
         mode = config.advantage
         if distributed:
             return (
-                DistributedRewardProcessor(config.rewards, loader, group=group, advantage=mode),
-                DistributedRewardProcessor(config.eval_rewards, loader, group=group, advantage=mode),
+                DistributedRewardProcessor(config.rewards, loader, group=group, advantage=mode, decode=config.decode),
+                DistributedRewardProcessor(
+                    config.eval_rewards, loader, group=group, advantage=mode, decode=config.decode
+                ),
             )
         return (
-            RewardProcessor(config.rewards, loader, advantage=mode),
-            RewardProcessor(config.eval_rewards, loader, advantage=mode),
+            RewardProcessor(config.rewards, loader, advantage=mode, decode=config.decode),
+            RewardProcessor(config.eval_rewards, loader, advantage=mode, decode=config.decode),
         )
 
 

@@ -57,6 +57,7 @@ from ..shared.device import DeviceStreams as _Streams
 from ..shared.options import positive_float, positive_int
 from ..spec.sample import Sample
 from .batching import Assembler, DaemonPool, GroupOverflow, ThreadExecutor
+from .deadlines import guard
 from .engine import (
     ConversionCache,
     Job,
@@ -149,7 +150,7 @@ class AsyncRewardRunner:
         if not self._samples:
             self.processor.wake()  # a round starts: wake before dispatching to the workers
         try:
-            new = as_samples(samples, start=start)  # errors name the index in the round
+            new = self.processor.with_pixels(as_samples(samples, start=start), start)  # errors: the index in the round
             self._samples.extend(new)
             if self._deferred is not None:
                 return range(start, len(self._samples))
@@ -290,7 +291,8 @@ class AsyncRewardRunner:
         self, spec: RewardSpec, reward: Reward, indices: list[int], events: dict[str, Any]
     ) -> cf.Future[Outcome]:
         cache = self._cache
-        future = self._executor.submit(spec.name, reward, partial(run_call, spec.name, reward, indices, cache), events)
+        job = guard(spec, reward, indices, partial(run_call, spec.name, reward, indices, cache))  # its timeout_s
+        future = self._executor.submit(spec.name, reward, job, events)
         self._done.append((spec.name, indices, future))
         return future
 
@@ -331,9 +333,8 @@ class AsyncRewardRunner:
                 if not spec.async_reward:
                     reward = self.processor.rewards[spec.name]
                     for chunk in call_plan(spec, reward, samples, np.flatnonzero(table.masks[spec.name]).tolist()):
-                        self._inline.append(
-                            (spec.name, chunk, partial(run_call, spec.name, reward, chunk, self._cache))
-                        )
+                        job = partial(run_call, spec.name, reward, chunk, self._cache)
+                        self._inline.append((spec.name, chunk, guard(spec, reward, chunk, job)))
         need = np.zeros(len(samples), dtype=np.int64)
         if not self.processor.collective:
             for mask in table.masks.values():

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import InputError, RemoteRankError, RewardExecutionError
 from ..rewards.base import Reward
+from .deadlines import guard
 from .engine import ConversionCache, Outcome, ScoreTable, Scoring, build_fields, call_reward, score_specs
 from .processor import RewardProcessor
 
@@ -229,7 +230,8 @@ class GroupExchange:
                             payload = received[rank][spec.name][plan.key]
                             parts.append((rank, payload["index"], payload["fields"]))
                     layouts.append(parts)
-                    jobs.append(partial(self._call_group, spec.name, reward, parts, cache))
+                    size = [i for _, members, _ in parts for i in members]  # the group's members (its length)
+                    jobs.append(guard(spec, reward, size, partial(self._call_group, spec.name, reward, parts, cache)))
                 for parts, (scores, extras) in zip(layouts, run_jobs(spec, reward, jobs)):
                     offset = 0
                     for rank, members, _ in parts:
@@ -299,10 +301,11 @@ class DistributedRewardProcessor(RewardProcessor):
         group: Any = None,
         rank_ordered_loading: bool = False,
         advantage: str = "sum",
+        decode: Any = None,
     ) -> None:
         self.exchange = GroupExchange(group)
         with rank_ordered(group) if rank_ordered_loading else contextlib.nullcontext():
-            super().__init__(specs, loader, advantage=advantage)
+            super().__init__(specs, loader, advantage=advantage, decode=decode)
 
     @property
     def collective(self) -> bool:

@@ -20,6 +20,7 @@ from PIL import Image
 from ..errors import InputError
 from ..shared.media import is_tensor
 from ..shared.sharedmem import shared_arrays
+from .decoded import DecodedLatent, pixels_of
 
 if TYPE_CHECKING:
     from ..rewards.base import Inputs
@@ -55,7 +56,7 @@ def _image(value: Any, sample: Sample, wants: Inputs) -> Any:
         to_uint8_tensor,
     )
 
-    value = check_pixels(value, wants.max_pixels)
+    value = check_pixels(pixels_of(value), wants.max_pixels)  # a latent decoded by the decode stage: its pixels
     if wants.images == "pil":
         return to_pil_rgb(value)
     if wants.images == "array":
@@ -71,7 +72,7 @@ def _video(value: Any, sample: Sample, wants: Inputs) -> Any:
 
     with shared_arrays() if wants.frames == "array" else contextlib.nullcontext():  # (as for images)
         return prepare_video(
-            value,
+            pixels_of(value),
             as_array=wants.frames == "array",
             as_tensor=wants.frames in ("float", "native"),
             keep_uint8=wants.frames == "native",
@@ -228,6 +229,8 @@ def owns_memory(value: Any, raw: Any) -> bool:
 
 
 def _items(value: Any) -> list[Any]:
+    if isinstance(value, DecodedLatent):  # the decoded pixels are the sample's, shared by every reward of the call
+        return [value.pixels()]
     if isinstance(value, (list, tuple)):
         return [item for v in value for item in _items(v)]
     return [value]

@@ -31,6 +31,7 @@ from ..shared.device import check_device, resolve_device
 from ..shared.options import known_options
 from ..shared.weights import refused_reason
 from ..spec.config import RewardSpec
+from .hub_weights import check_weights, pinned
 from .residency import process_residency
 from .resolve import parse_spec
 
@@ -143,6 +144,7 @@ class RewardLoader:
         if spec.environment is not None:
             return self._in_worker(spec, label or (spec.name, "reward_model"))
         placed = self.placement.get(auto_key(spec)) if spec.device == "auto" and self.placement else None
+        spec = pinned(spec, label)  # a pinned hub revision (or the lock's): its snapshot folder
         resolved = resolve_reward(spec, label, placed)
         with self._lock:
             old = self._instances.get(resolved.identity)
@@ -228,6 +230,7 @@ class RewardLoader:
                 )
                 # a registry error names the entry the user wrote, not the inner one
                 kwargs[param] = self.load(inner_spec, label=label or (spec.name, f"kwargs.{param}"))
+            check_weights(spec, cls, kwargs)  # a missing hub file that cannot be fetched: one error, now
             instance = cls.named(
                 spec.reward_model.lower(),
                 model_path=spec.model_path,

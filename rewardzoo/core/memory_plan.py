@@ -38,7 +38,7 @@ from ..catalog.measured import activation_for
 from ..errors import ConfigError, RegistryError
 from ..registry import find, lookup
 from ..shared.checkpoints import FILE_SIZE, HEADERS, Checkpoint, checkpoint_bytes, format_size, resolve_checkpoint
-from ..spec.config import RewardConfig, RewardSpec
+from ..spec.config import DecodeSpec, RewardConfig, RewardSpec
 from .loader import auto_key, dtype_for, model_identity, registry_errors, requested_device
 from .placement import cuda_free_memory, place
 from .resolve import parse_spec
@@ -190,6 +190,8 @@ def plan_config(
         if measured is not None:
             model.activation, model.activation_source = measured, "probe"
     models = _placed(models, targets)
+    if config.decode is not None:
+        models.append(decode_model(config.decode, next(iter(targets))))
     devices: dict[str, DevicePlan] = {}
     for model in models:
         devices.setdefault(model.device, DevicePlan(model.device, [])).models.append(model)
@@ -268,6 +270,30 @@ def _placed(models: list[PlannedModel], free: Mapping[str, int]) -> list[Planned
         else:
             merged[key] = model
     return list(merged.values())
+
+
+def decode_model(decode: DecodeSpec, auto_device: str) -> PlannedModel:
+    """The ``decode:`` stage's VAE as a model of the plan (entry ``decode``): its safetensors at the dtype it runs
+    in (``auto``: bfloat16 on CUDA, float32 on the CPU), resident (a decode stage does not sleep), on its device
+    (``auto``: the first device planned); activations unknown (a VAE's grow with the latents' size)."""
+    device = auto_device if decode.device == "auto" else _concrete(decode.device)
+    dtype = decode.dtype if decode.dtype != "auto" else "bfloat16" if device.startswith("cuda") else "float32"
+    weights, how, files = _weights([resolve_checkpoint(decode.vae)], dtype)
+    return PlannedModel(
+        entries=["decode"],
+        reward_model="decode (VAE)",
+        target="rewardzoo.core.decode:LatentDecoder",
+        source=decode.vae,
+        requested=decode.device,
+        dtype=dtype,
+        offload="none",
+        weights=weights,
+        how=how,
+        files=files,
+        batch_size=decode.batch_size,
+        device=device,
+        notes=["decodes the latents of each batch once, for the pixel rewards"],
+    )
 
 
 def _concrete(device: str) -> str:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..rewards.base import Reward
-from ..spec.config import RewardSpec
+from ..spec.config import DecodeSpec, RewardSpec
 from ..spec.sample import Sample
+from .decode import LatentDecoder, decoder_for
 from .engine import ConversionCache, RewardResult, ScoreTable, Scoring, as_samples, score_specs
 from .loader import RewardLoader
 from .memory_plan import place_auto_entries
@@ -49,6 +50,7 @@ class RewardProcessor:
         loader: RewardLoader | None = None,
         *,
         advantage: str = "sum",
+        decode: DecodeSpec | Mapping[str, Any] | None = None,
     ) -> None:
         from ..spec.config import check_mode
 
@@ -59,6 +61,8 @@ class RewardProcessor:
         place_auto_entries(self.loader, self.specs)  # `device: auto` over several GPUs: by the memory plan
         self.rewards: dict[str, Reward] = {spec.name: self.loader.load(spec) for spec in self.specs}
         self.specs = tuple(resolve_streams(spec, self.rewards[spec.name]) for spec in self.specs)
+        #: the config's ``decode:`` stage (rewardzoo.core.decode): latents decoded once per batch for the pixel rewards
+        self.decoder: LatentDecoder | None = decoder_for(decode, self.loader)
         self._held = 0  # open `awake()` blocks
         self.sleep()
 
@@ -108,7 +112,7 @@ class RewardProcessor:
         """Score ``samples``; ``step``: the trainer's global step, at which scheduled weights
         (``weight: {schedule: ...}``) are read (``result.weights`` holds the weight each sample got)."""
         try:
-            batch, error = as_samples(samples), None
+            batch, error = self.with_pixels(as_samples(samples)), None
         except InputError as exc:
             if not self.collective:
                 raise
@@ -119,6 +123,12 @@ class RewardProcessor:
         finally:
             self.phase_done()
         return table.result()
+
+    def with_pixels(self, samples: list[Sample], start: int = 0) -> list[Sample]:
+        """``samples`` with the decode stage's pixels to come where a pixel reward will read a latent's pixels
+        (:meth:`~rewardzoo.core.decode.LatentDecoder.attach`; errors name the samples from ``start``); unchanged
+        without a decode stage."""
+        return samples if self.decoder is None else self.decoder.attach(samples, self.specs, self.rewards, start)
 
     def score_into(self, table: ScoreTable, cache: ConversionCache, run: Scoring = Scoring()) -> None:
         """Fill ``table`` for every spec except those in ``run.skip`` (already handled by the caller).

@@ -39,11 +39,23 @@ def parse_specs(
 
 
 def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> RewardConfig:
-    """Parse a YAML file (``yaml.safe_load``) or an already loaded mapping into a :class:`RewardConfig`."""
-    data = source if isinstance(source, Mapping) else values.read_config_file(source)
+    """Parse a YAML file (``yaml.safe_load``), a shipped config by its name (``load_config("demo")``, as the command
+    line reads it) or an already loaded mapping into a :class:`RewardConfig`."""
+    data = source if isinstance(source, Mapping) else values.read_config_file(_shipped_or_path(source))
     config = values.parse_config(data, _expand_reference)
     _check_stream_references(config.rewards, config.eval_rewards)
     return config
+
+
+def _shipped_or_path(source: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """A shipped config's file when ``source`` is its name (not a file here, no config suffix), else ``source``."""
+    name = os.fspath(source)
+    if Path(name).is_file() or name.endswith(_CONFIG_SUFFIXES) or not name.isidentifier():
+        return source
+    from ..catalog.resources import data_dir
+
+    shipped = data_dir("configs") / f"{name}.yaml"
+    return shipped if shipped.is_file() else source
 
 
 def _check_stream_references(train: tuple[RewardSpec, ...], evals: tuple[RewardSpec, ...]) -> None:

@@ -21,6 +21,7 @@ from ..errors import ConfigError, InputError, RegistryError, RewardExecutionErro
 from ..rewards.base import Reward, RewardOutput
 from ..rewards.info import PER_INSTANCE, RewardInfo
 from ..rewards.remote import served_facts, served_inputs
+from ..shared import deadline
 from ..spec.config import EnvironmentSpec, RewardSpec
 from ..transport.wire import PROTOCOL, decode_result, encode_sample
 from . import workers
@@ -50,6 +51,7 @@ class WorkerReward(Reward):
 
     thread_safe = True  # calls are serialised per worker
     io_bound = True  # its calls wait on another process: the engine overlaps them with local streams
+    enforces_deadline = True  # past an entry's timeout_s its worker is killed (nothing is left running)
     kind = PER_INSTANCE
 
     @staticmethod
@@ -109,7 +111,8 @@ class WorkerReward(Reward):
             "request": {"protocol": PROTOCOL, "rewards": [self.entry["name"]], "samples": samples},
         }
 
-        answer = self.worker.ask(message, entry=self.name, shared="request")
+        # an entry's timeout_s (rewardzoo.shared.deadline): past it the worker is killed, the call a DeadlineError
+        answer = self.worker.ask(message, entry=self.name, shared="request", seconds=deadline.remaining())
         if "error" in answer:
             raise self._error(answer["error"], n)
         try:

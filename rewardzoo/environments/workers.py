@@ -11,7 +11,10 @@ the process exits) is restarted, at most ``max_restarts`` times over its life, e
 :attr:`Worker.restarts` and logged, and the call that met the death is retried once. A call that waits longer
 than ``call_timeout_s`` for its answer kills the worker's process group (the worker runs in its own, so what the
 reward started goes too) and is a :class:`~rewardzoo.errors.WorkerError`, not retried (a hang would repeat); the
-next call starts the worker again, counted as a restart. A worker stops when
+next call starts the worker again, counted as a restart. An entry's deadline (its ``timeout_s``, read with
+:func:`rewardzoo.core.deadlines.remaining` by the caller and passed as ``seconds``) bounds the wait the same way,
+when it is the shorter bound: the worker is killed and the call is a :class:`~rewardzoo.errors.DeadlineError`
+(an optional entry then abstains). A worker stops when
 :meth:`Worker.close` is called (by the last entry that uses it, :meth:`rewardzoo.core.loader.RewardLoader.close`), at
 interpreter exit (``atexit``), and when this process dies in any way, SIGKILL included: it watches a pipe whose
 other end only this process holds (and on Linux asks for a parent-death signal when started from the main
@@ -35,7 +38,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, WorkerError
+from ..errors import ConfigError, DeadlineError, WorkerError
 from ..spec.config import EnvironmentSpec
 from .channel import Channel, ChannelClosed, SharedBuffer
 from .venvs import interpreter, tail
@@ -68,7 +71,7 @@ class Worker:
         self._watch_fd: int | None = None
         self._folder: Path | None = None
         self._stderr_path: Path | None = None
-        self._timed_out = False  # killed after a call timed out: starting it again is a restart
+        self._timed_out = ""  # what a call ran past when it was killed: starting it again is a restart
         self._worker_pid: int | None = None  # the worker's own pid (below its guardian, on Linux)
         self.closed = False
 
@@ -93,14 +96,21 @@ class Worker:
             return answer
 
     def ask(
-        self, message: dict[str, Any], *, entry: str | None, bound: str = "call_timeout_s", shared: str | None = None
+        self,
+        message: dict[str, Any],
+        *,
+        entry: str | None,
+        bound: str = "call_timeout_s",
+        shared: str | None = None,
+        seconds: float | None = None,
     ) -> dict[str, Any]:
         """Send one message and return the worker's answer map (``{"ok": ...}`` or ``{"error": ...}``),
         starting the worker when needed. ``bound``: the environment's setting that bounds the wait for the
         answer. ``shared``: the key of the message whose large arrays go through shared memory (when the worker
         has it). A worker that dies meanwhile is restarted (bounded) and asked once more; WorkerError when it
         dies again, cannot be restarted, does not start, or does not answer within the bound (then it is killed
-        and the message is not sent again)."""
+        and the message is not sent again). ``seconds``: the caller's deadline, when shorter than the bound
+        (past it the worker is killed the same way and the error is a DeadlineError)."""
         with self._lock:
             if self.closed:
                 raise WorkerError("the worker was closed", entry=entry, environment=self.env.describe())
@@ -109,16 +119,16 @@ class Worker:
                     if self._channel is None:
                         if self._timed_out:
                             self._count_restart(
-                                "the worker was killed after a call ran past call_timeout_s", entry, "", then=""
+                                f"the worker was killed after a call ran past {self._timed_out}", entry, "", then=""
                             )
-                            self._timed_out = False
+                            self._timed_out = ""
                         self._start(entry)
                     sent = message
                     fds: tuple[int, ...] = ()
                     if shared is not None and self._shared is not None:
                         packed, fds, segments = self._shared.pack(message[shared])
                         sent = {**message, shared: packed, "segments": segments}
-                    return self._exchange(sent, fds, bound, entry)
+                    return self._exchange(sent, fds, bound, entry, seconds)
                 except WorkerDied as exc:
                     stderr = self.stderr_tail
                     code = self._reap()
@@ -269,15 +279,15 @@ class Worker:
                 raise WorkerError(what, entry=entry, environment=self.env.describe(), stderr=stderr)
 
     def _recv_within(
-        self, channel: Channel, bound: str, entry: str | None, doing: str
+        self, channel: Channel, bound: str, entry: str | None, doing: str, seconds: float | None = None
     ) -> tuple[dict[str, Any], list[int]]:
         """The next message, waiting at most the environment's ``bound`` (a setting name; its value None: for
-        ever); past it the worker is killed."""
-        channel.sock.settimeout(getattr(self.env, bound))
+        ever), or ``seconds`` (a deadline) when shorter; past it the worker is killed."""
+        channel.sock.settimeout(self._wait(bound, seconds))
         try:
             return channel.recv()
         except TimeoutError:
-            raise self._too_long(bound, entry, doing) from None
+            raise self._too_long(bound, entry, doing, seconds) from None
         except (ChannelClosed, ConnectionError, OSError) as exc:
             raise WorkerDied(str(exc), self._proc.pid if self._proc else None) from None
         except ValueError as exc:  # not a MessagePack map: the stream is out of step
@@ -293,13 +303,29 @@ class Worker:
             if channel.sock.fileno() != -1:
                 channel.sock.settimeout(None)
 
-    def _too_long(self, bound: str, entry: str | None, doing: str) -> WorkerError:
-        """The worker ran past the environment's ``bound``: it is killed, and this is the error to raise."""
+    def _wait(self, bound: str, seconds: float | None) -> float | None:
+        """The socket timeout of a wait bounded by the setting ``bound`` and a deadline ``seconds`` (None: none)."""
+        limit: float | None = getattr(self.env, bound)
+        return seconds if seconds is not None and (limit is None or seconds < limit) else limit
+
+    def _too_long(
+        self, bound: str, entry: str | None, doing: str, seconds: float | None = None
+    ) -> WorkerError | DeadlineError:
+        """The worker ran past the environment's ``bound`` (or the deadline ``seconds``, when shorter): it is
+        killed, and this is the error to raise."""
         stderr = self.stderr_tail
         self._stop(kill=True)
+        limit = getattr(self.env, bound)
+        if seconds is not None and (limit is None or seconds < limit):
+            self._timed_out = "its entry's deadline (timeout_s)"
+            return DeadlineError(
+                f"the worker of the {self.env.describe()} did not answer within the entry's deadline "
+                f"({seconds:.3g} s left) {doing}; it was killed, the next call starts it again",
+                reward=entry,
+            )
         what = "it was stopped"
         if bound == "call_timeout_s":
-            self._timed_out = True
+            self._timed_out = bound
             what = "it was killed; the call is not retried (a hang would repeat), the next call starts it again"
         return WorkerError(
             f"the worker took longer than {bound}={getattr(self.env, bound):g} s {doing} ({what})",
@@ -309,19 +335,26 @@ class Worker:
         )
 
     def _exchange(
-        self, message: dict[str, Any], fds: tuple[int, ...], bound: str, entry: str | None = None
+        self,
+        message: dict[str, Any],
+        fds: tuple[int, ...],
+        bound: str,
+        entry: str | None = None,
+        seconds: float | None = None,
     ) -> dict[str, Any]:
         channel, doing = self._channel, f"to answer '{message.get('op')}'"
         if channel is None:  # (the callers start the worker first)
             raise WorkerDied("the worker is not connected", self._proc.pid if self._proc else None)
-        channel.sock.settimeout(getattr(self.env, bound))  # a worker that stops reading blocks the send too
+        start = time.monotonic()
+        channel.sock.settimeout(self._wait(bound, seconds))  # a worker that stops reading blocks the send too
         try:
             channel.send(message, fds)
         except TimeoutError:
-            raise self._too_long(bound, entry, doing) from None
+            raise self._too_long(bound, entry, doing, seconds) from None
         except (ConnectionError, OSError) as exc:
             raise WorkerDied(str(exc), self._proc.pid if self._proc else None) from None
-        answer, _ = self._recv_within(channel, bound, entry, doing)
+        left = None if seconds is None else max(seconds - (time.monotonic() - start), 1e-3)
+        answer, _ = self._recv_within(channel, bound, entry, doing, left)
         return answer
 
     def _reap(self) -> str:

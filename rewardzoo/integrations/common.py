@@ -20,17 +20,25 @@ def specs_of(config: ConfigSource, split: str = "train") -> tuple[RewardSpec, ..
     return resolve_config(config).specs(split)
 
 
-def image_samples(images: Any, prompts: Any, metadata: Any, dataset_key: str | None) -> list[Sample]:
+def image_samples(
+    images: Any, prompts: Any, metadata: Any, dataset_key: str | None, latents: Any = None
+) -> list[Sample]:
     """Samples from a DDPO / flow_grpo style call: ``images`` a (B, 3, H, W) tensor or array in [0, 1], a
-    (B, H, W, 3) uint8 array or a list of images; ``metadata`` one mapping (or None) per image; the
-    dataset of each sample is ``metadata[dataset_key]`` when a key is given."""
+    (B, H, W, 3) uint8 array or a list of images (None: none, when ``latents`` are given); ``metadata`` one mapping
+    (or None) per image; the dataset of each sample is ``metadata[dataset_key]`` when a key is given. ``latents``:
+    the generator's latents, a (B, C, H, W) tensor or a list (each sample's ``latent``: for latent rewards and the
+    config's ``decode:`` stage, which decodes them for the pixel rewards of samples without images)."""
     prompts = list(prompts)
     metadata = list(metadata) if metadata is not None else [None] * len(prompts)
-    items = list(images.unbind(0)) if hasattr(images, "unbind") else list(images)
-    if not (len(items) == len(prompts) == len(metadata)):
-        raise InputError(f"got {len(items)} images, {len(prompts)} prompts and {len(metadata)} metadata entries")
+    items = _rows(images, len(prompts))
+    latent_rows = _rows(latents, len(prompts))
+    if not (len(items) == len(prompts) == len(metadata) == len(latent_rows)):
+        raise InputError(
+            f"got {len(items)} images, {len(prompts)} prompts, {len(metadata)} metadata entries"
+            + (f" and {len(latent_rows)} latents" if latents is not None else "")
+        )
     samples = []
-    for i, (image, prompt, meta) in enumerate(zip(items, prompts, metadata)):
+    for i, (image, prompt, meta, latent) in enumerate(zip(items, prompts, metadata, latent_rows)):
         dataset = None
         if dataset_key is not None:
             if not isinstance(meta, Mapping) or dataset_key not in meta:
@@ -38,8 +46,15 @@ def image_samples(images: Any, prompts: Any, metadata: Any, dataset_key: str | N
                     f"the prompt metadata has no '{dataset_key}' (dataset_key)", field="metadata", sample=i
                 )
             dataset = meta[dataset_key]
-        samples.append(Sample(image=image, prompt=prompt, metadata=meta, dataset=dataset))
+        samples.append(Sample(image=image, prompt=prompt, metadata=meta, dataset=dataset, latent=latent))
     return samples
+
+
+def _rows(values: Any, n: int) -> list[Any]:
+    """One item per sample of a stacked tensor or a list; ``n`` Nones for None."""
+    if values is None:
+        return [None] * n
+    return list(values.unbind(0)) if hasattr(values, "unbind") else list(values)
 
 
 class SleepAfterBackward:
@@ -99,6 +114,8 @@ def combined_result(parts: Sequence[Any]) -> Any:
     from ..core.engine import RewardResult
 
     first = parts[0]
+    if len(parts) == 1:  # one stream: its row is the result (the gatherer's rows are the caller's own copies)
+        return first
     totals = np.stack([p.total.astype(np.float64) for p in parts])
     none = np.isnan(totals).all(axis=0)
     total = np.where(none, np.nan, np.nansum(totals, axis=0)).astype(np.float32)

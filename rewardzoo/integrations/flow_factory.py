@@ -22,6 +22,11 @@ after each call Flow-Factory makes, see docs/residency.md); options named like a
         base: jpeg_incompressibility
         device: cpu
 
+Latents: an entry's ``decode: {vae: ..., ...}`` (rewardzoo's decode stage, :mod:`rewardzoo.core.decode`) decodes
+the ``latent`` a Flow-Factory sample carries in its ``extra_kwargs`` (``T2ISample.from_dict({..., "latent": z})``)
+for a pixel reward, once per batch for all the entries (Flow-Factory calls them one by one; a latent tensor seen
+before, unchanged, keeps its pixels); a latent reward reads the latent itself.
+
 A rewardzoo reward class named in ``reward_model:`` itself (``rewardzoo.rewards.image.jpeg.JpegCompressibility``)
 is refused with a :class:`~rewardzoo.errors.ConfigError` that shows the adapter entry to write instead
 (:func:`bare_reward_refusal`, which :mod:`rewardzoo.integrations` registers for Flow-Factory's construction call).
@@ -72,10 +77,11 @@ if TYPE_CHECKING:
 
 __all__ = ["RewardZooGroupwise", "RewardZooPointwise", "monitor_step"]
 
-#: Sample fields Flow-Factory passes to a reward call (``audio`` brings ``audio_sample_rate``).
-FF_FIELDS = ("prompt", "image", "video", "audio", "condition_images", "condition_videos")
+#: Sample fields Flow-Factory passes to a reward call (``audio`` brings ``audio_sample_rate``; ``latent``: a sample's
+#: ``extra_kwargs["latent"]``, which a model adapter stores for latent rewards and the entry's ``decode:`` stage).
+FF_FIELDS = ("prompt", "image", "video", "audio", "condition_images", "condition_videos", "latent")
 #: Extra keys of a Flow-Factory entry that are not options of the reward.
-OWN_KEYS = ("rewardzoo", "model_path", "limits", "kwargs", "offload")
+OWN_KEYS = ("rewardzoo", "model_path", "limits", "kwargs", "offload", "decode")
 _NESTED = ("condition_images", "condition_videos")
 
 _LOADER = RewardLoader()
@@ -241,12 +247,17 @@ class _RewardZooModel(BaseRewardModel):
         super().__init__(config, accelerator)  # FF's base: config, accelerator, device, dtype, model
         target = _target(config, self.kind)
         spec = _spec(config, target, _device(config, self.device, target))
-        self.processor = RewardProcessor([spec], _LOADER)
+        try:
+            self.processor = RewardProcessor([spec], _LOADER, decode=config.extra_kwargs.get("decode"))
+        except ConfigError as exc:  # the decode stage's (its VAE, its fields): name the entry
+            raise exc if exc.entry is not None else ConfigError(exc.message, entry=spec.name, field=exc.field) from exc
         self.spec_name = spec.name
         self.reward: Reward = self.processor.rewards[spec.name]
         if self.reward.kind in KINDS:
             _check_kind(config, target, self.reward.kind, self.kind)
         self.required_fields = _required_fields(self.reward, spec.name, self.kind == "groupwise")
+        if self.processor.decoder is not None:  # FF's cross-rank gather carries the latents the stage decodes
+            self.required_fields = tuple(dict.fromkeys((*self.required_fields, "latent")))
         self.device: torch.device = torch.device(self.reward.device)  # where FF moves the call's tensors
 
     def __call__(
@@ -258,6 +269,7 @@ class _RewardZooModel(BaseRewardModel):
         audio_sample_rate: Sequence[int] | None = None,
         condition_images: Any = None,
         condition_videos: Any = None,
+        latent: Any = None,
     ) -> RewardModelOutput:
         # explicit keywords: FF passes every sample field a `**kwargs` signature would accept (latents too)
         fields = {
@@ -268,6 +280,7 @@ class _RewardZooModel(BaseRewardModel):
             "audio_sample_rate": audio_sample_rate,
             "condition_images": condition_images,
             "condition_videos": condition_videos,
+            "latent": latent,
         }
         samples = _samples(fields, groupwise=self.kind == "groupwise")
         return _output(self.processor(samples), self.spec_name)

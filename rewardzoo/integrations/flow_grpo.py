@@ -7,6 +7,10 @@ In its script, write instead::
 
     reward_fn = rewardzoo.integrations.flow_grpo_reward_fn("rewards.yaml", dataset_key="dataset")
 
+With a ``decode:`` stage in the config, pass the latents instead of decoding them in the script
+(``reward_fn(None, prompts, prompt_metadata, latents=latents)``): the stage decodes each batch once for every pixel
+reward, and latent rewards read the latents themselves.
+
 DanceGRPO scores a list of PIL images and their captions inline; with rewardzoo that is::
 
     score = rewardzoo.build_processors("rewards.yaml")[0]
@@ -22,7 +26,8 @@ import numpy as np
 
 from ..core.loader import RewardLoader
 from ..core.processor import RewardProcessor
-from .common import ConfigSource, image_samples, require_scored, specs_of
+from ..core.resolve import resolve_config
+from .common import ConfigSource, image_samples, require_scored
 
 
 def flow_grpo_reward_fn(
@@ -35,13 +40,16 @@ def flow_grpo_reward_fn(
     total over the rewards that apply (never NaN: a sample no reward applies to is an error).
     ``dataset_key``: the key of each prompt's metadata that names its dataset, so ``applicable_datasets``
     routes samples. Keywords flow_grpo passes for its own scorers (``only_strict``) are accepted and unused.
+    ``latents``: the batch's latents, a (B, C, H, W) tensor (each sample's ``latent``; ``images`` may then be None
+    and the config's ``decode:`` stage decodes them).
     """
-    processor = RewardProcessor(specs_of(config, split), loader or RewardLoader())
+    resolved = resolve_config(config)
+    processor = RewardProcessor(resolved.specs(split), loader or RewardLoader(), decode=resolved.decode)
 
     def reward_fn(
-        images: Any, prompts: Any, metadata: Any = None, only_strict: bool = True, **_: Any
+        images: Any, prompts: Any, metadata: Any = None, only_strict: bool = True, *, latents: Any = None, **_: Any
     ) -> tuple[dict[str, np.ndarray], dict]:
-        result = processor(image_samples(images, prompts, metadata, dataset_key))
+        result = processor(image_samples(images, prompts, metadata, dataset_key, latents))
         require_scored(result)
         return {**result.rewards, "avg": result.total}, {}
 

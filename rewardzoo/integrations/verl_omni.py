@@ -18,6 +18,10 @@ per ``reward.reward_functions`` key (the entry's other keys are forwarded as key
           prompt_key: prompt        # extra_info key of the prompt (default: prompt)
           group_key: null           # extra_info key of the group (for groupwise rewards) with group_size
 
+With ``output_type: latent`` (verl-omni's rollout returning latents) the floating-point response, or
+``extra_info["latents_clean"]`` beside pixels, is the sample's ``latent``: latent rewards read it, and the config's
+``decode:`` stage decodes it once for every pixel reward (the samples that arrive together decoded as one batch).
+
 The answer is ``{"score": total, <reward>: score, ...}`` (as :mod:`rewardzoo.integrations.verl`); calls that
 arrive together are scored in batches (:mod:`rewardzoo.integrations.gather`). A rewardzoo error is raised,
 never turned into a score: ``VisualRewardManager`` raises it; ``MultiVisualRewardManager`` (at a1139baf) maps an
@@ -35,8 +39,12 @@ from .gather import GROUP_TIMEOUT_S, MAX_WAIT_S, plain_value, score_dict, scorer
 
 
 def _media(solution_image: Any) -> dict[str, Any]:
-    """``image`` (H, W, C) or ``video`` (T, H, W, C) uint8 arrays from verl-omni's CHW / TCHW uint8 tensor."""
+    """``image`` (H, W, C) or ``video`` (T, H, W, C) uint8 arrays from verl-omni's CHW / TCHW uint8 tensor; its
+    floating-point response (``output_type: latent``) as the sample's ``latent``."""
     import numpy as np
+
+    if hasattr(solution_image, "is_floating_point") and solution_image.is_floating_point():
+        return {"latent": solution_image.detach()}
 
     array = solution_image.detach().cpu().numpy() if hasattr(solution_image, "detach") else np.asarray(solution_image)
     if array.dtype != np.uint8 or array.ndim not in (3, 4) or array.shape[-3] not in (1, 3):
@@ -63,6 +71,9 @@ def omni_sample(
     fields: dict[str, Any] = _media(solution_image) if solution_image is not None else {}
     if info.get(prompt_key) is not None:
         fields["prompt"] = str(info[prompt_key])
+    latent = info.get("latents_clean")  # verl-omni's clean latent beside the pixels (its latent scorer reads it)
+    if latent is not None and "latent" not in fields:
+        fields["latent"] = latent[0] if getattr(latent, "ndim", 0) == 4 and latent.shape[0] == 1 else latent
     if info.get("audio") is not None:
         fields["audio"] = info["audio"]
         fields["audio_sample_rate"] = info.get("audio_sample_rate", info.get("sample_rate"))

@@ -31,7 +31,8 @@ class ScoreJob:
     matches no reward; ``report``: also write an HTML report there; ``quiet``: no progress. The Ray engine's:
     ``actors``, ``gpus_per_actor``, ``cpus_per_actor``, ``address`` (a cluster to join) and ``resume``.
     ``labels``: how errors name the input's rows, one a row (default 'line N'; ``rewardzoo evaluate`` names the
-    data file's lines).
+    data file's lines). ``extras``: each output row also holds the extras each reward reported for it (what
+    ``ocr`` read, a judge's per-dimension values; see :mod:`~rewardzoo.jobs.records`).
     """
 
     config: ConfigSource
@@ -49,6 +50,7 @@ class ScoreJob:
     address: str | None = None
     resume: bool = False
     labels: tuple[str, ...] | None = None
+    extras: bool = False
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> ScoreJob:
@@ -62,7 +64,8 @@ class ServeJob:
 
     The batching and request limits (``max_*``), the connection timeouts (``*_timeout_s``), TLS
     (``ssl_keyfile``, ``ssl_certfile``), the bearer token's environment variable (``token_env``), the
-    log level, how long a SIGTERM waits for the requests in flight (``drain_timeout_s``), and with ``ray`` Ray
+    log level, how long a SIGTERM waits for the requests in flight (``drain_timeout_s``), submit / collect's
+    tickets (``job_ttl_s``, ``max_jobs_per_token``), and with ``ray`` Ray
     Serve's ``replicas``, ``gpus_per_replica``, ``cpus_per_replica`` and the
     cluster ``address`` to join (default: a local instance).
     """
@@ -91,6 +94,8 @@ class ServeJob:
     token_env: str | None = None
     log_level: str = "warning"
     drain_timeout_s: float = 25.0
+    job_ttl_s: float = 600.0
+    max_jobs_per_token: int = 64
     ray: bool = False
     replicas: int = 1
     gpus_per_replica: float = 0

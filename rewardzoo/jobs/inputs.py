@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import InputError, RewardZooError
 from ..spec.sample import Sample
-from .manifest import MEDIA_FIELDS, MEDIA_LIST_FIELDS, ManifestError, read_manifest_rows, resolve_paths
+from .manifest import ID, MEDIA_FIELDS, MEDIA_LIST_FIELDS, ManifestError, read_manifest_rows, resolve_paths, take_ids
 
 MEDIA = MEDIA_FIELDS + MEDIA_LIST_FIELDS
 
@@ -31,6 +31,9 @@ class InputRows:
     ``unit`` is ``"line"`` (a manifest) or ``"row"`` (a table) and ``numbers[i]`` row i's line or row number;
     ``parquet`` is the Parquet file the binary columns (``binary``) stay in, when there are any; ``names``, when
     set, replaces the 'line N' labels (a job whose manifest was written from another file names that file's lines).
+    ``ids``: each row's ``id`` (None: no row has one; rewards never see it); ``metadata``: each row's ``metadata``
+    as the input holds it, None where absent (None: read it from ``rows``). :meth:`carried` is what an output row
+    copies from its input.
     """
 
     samples: list[Sample]
@@ -40,6 +43,18 @@ class InputRows:
     parquet: str | None = None
     binary: tuple[str, ...] = field(default_factory=tuple)
     names: Sequence[str] | None = None
+    ids: list[Any] | None = None
+    metadata: list[Any] | None = None
+
+    def row_id(self, i: int) -> Any:
+        """Row i's ``id``, or its 0-based index in the input when the input has no ids."""
+        return self.ids[i] if self.ids is not None else i
+
+    def carried(self, i: int) -> dict[str, Any]:
+        """What row i's output row carries from its input: ``id`` (see :meth:`row_id`) and ``metadata`` unchanged
+        (left out where the row has none)."""
+        meta = self.metadata[i] if self.metadata is not None else self.rows[i].get("metadata")
+        return {ID: self.row_id(i), **({"metadata": meta} if meta is not None else {})}
 
     def label(self, i: int) -> str:
         """Row i as an error names it: 'line 7', 'row 6' (or ``names[i]``)."""
@@ -56,10 +71,10 @@ def read_input(path: str | os.PathLike, *, tables: bool = False) -> InputRows:
     if tables and Path(path).suffix == ".parquet":
         return read_parquet(Path(path))
     try:
-        samples, lines, rows = read_manifest_rows(path)
+        samples, lines, rows, ids = read_manifest_rows(path)
     except ManifestError as exc:
-        raise RewardZooError(exc.with_label(lambda n: f"line {n}")) from None
-    return InputRows(samples, rows, "line", lines)
+        raise InputError(exc.with_label(lambda n: f"line {n}")) from None
+    return InputRows(samples, rows, "line", lines, ids=ids)
 
 
 def _is_binary(typ) -> bool:
@@ -99,10 +114,12 @@ def read_parquet(path: Path) -> InputRows:
 
 def rows_of_records(records: Sequence[dict], root: Path) -> InputRows:
     """Table rows (Parquet, a Ray Dataset) as manifest lines; relative media paths are relative to ``root``.
-    Encoded bytes in a row stay in it (a Ray Dataset's rows)."""
-    samples, rows = [], []
+    Encoded bytes in a row stay in it (a Ray Dataset's rows); an ``id`` column (null: none) names the rows."""
+    samples, rows, found, metadata = [], [], [], []
     for i, record in enumerate(records):
         data = {k: v for k, v in record.items() if v is not None}
+        found.append(data.pop(ID, None))
+        metadata.append(data.get("metadata"))
         encoded = {k: v for k, v in data.items() if has_bytes(v)}
         try:
             bad = next((k for k in encoded if k not in MEDIA), None)
@@ -113,9 +130,11 @@ def rows_of_records(records: Sequence[dict], root: Path) -> InputRows:
             light = resolve_paths({k: v for k, v in data.items() if k not in encoded}, root)
             samples.append(Sample.from_dict(light))
         except InputError as exc:
-            raise RewardZooError(exc.located(sample=i).with_label(lambda n: f"row {n}")) from None
+            raise InputError(exc.located(sample=i).with_label(lambda n: f"row {n}")) from None
         rows.append({**light, **encoded})
-    return InputRows(samples, rows, "row", list(range(len(rows))))
+    numbers = list(range(len(rows)))
+    ids = take_ids(found, lambda message, k: InputError(f"row {k}, field '{ID}': {message}"), "row", numbers)
+    return InputRows(samples, rows, "row", numbers, ids=ids, metadata=metadata)
 
 
 def has_bytes(value: Any) -> bool:

@@ -6,14 +6,16 @@ import sys
 
 from ..errors import OutputWriteError, RewardZooError
 from .description import ScoreJob
-from .output import write_jsonl
+from .output import write_scores
 from .partial import PartialFile, fingerprint, kept_note, partial_path
 from .plan import ScoreRun, plan_job
+from .records import output_rows, score_records
 
 
 def run_local(job: ScoreJob) -> ScoreRun:
     """Plan ``job``, score its chunks (a progress line on a terminal unless ``quiet``) and write ``job.out``
-    (JSONL, one line per input row). An error about samples names their lines."""
+    (JSONL, one line per input row, or Parquet for a ``.parquet`` path; rows as :mod:`~rewardzoo.jobs.records`
+    says). An error about samples names their lines."""
     from ..core.processor import RewardProcessor
 
     plan = plan_job(job)
@@ -35,7 +37,7 @@ def run_local(job: ScoreJob) -> ScoreRun:
                     raise
                 labels = [rows.label(i) for i in chunk]  # the chunk's samples, by position
                 raise RewardZooError(exc.with_label(labels.__getitem__)) from exc
-            scored = result.records()
+            scored = score_records(result)
             partial.add(chunk, scored, resumed=job.resume)
             for i, record in zip(chunk, scored):
                 records[i] = record
@@ -44,7 +46,8 @@ def run_local(job: ScoreJob) -> ScoreRun:
                 print(f"\rscored {done}/{n} samples", end="", file=sys.stderr, flush=True)
         if show:
             print(file=sys.stderr)
-        write_jsonl(plan.out, records)
+        written = output_rows(rows, records, extras=job.extras)
+        write_scores(plan.out, written, [s.name for s in plan.specs])
     except OutputWriteError as exc:
         raise kept_note(exc, partial, done) from None
     except RewardZooError as exc:
@@ -53,4 +56,4 @@ def run_local(job: ScoreJob) -> ScoreRun:
         processor.close()
         partial.close()
     partial.finish()
-    return ScoreRun(plan, records)
+    return ScoreRun(plan, written)

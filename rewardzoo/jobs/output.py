@@ -121,14 +121,89 @@ def write_jsonl(path: Path, records: Sequence[object]) -> None:
     write_atomically(path, write)
 
 
-def write_scores_parquet(path: Path, records: Sequence[dict], names: Sequence[str]) -> None:
-    """Score records as a Parquet table, atomically: a float64 column per reward stream (``names``), ``total``,
-    ``applied`` (a list of names) and the input row ``index``."""
+def write_scores(path: Path, rows: Sequence[dict], names: Sequence[str]) -> None:
+    """A score job's output rows (:mod:`~rewardzoo.jobs.records`), atomically: Parquet for a ``.parquet`` path
+    (:func:`write_scores_parquet`), else JSONL, one line a row."""
+    if path.suffix == ".parquet":
+        write_scores_parquet(path, rows, names)
+    else:
+        write_jsonl(path, rows)
+
+
+#: The columns of a Parquet score file besides one a reward: no reward may be named so.
+PARQUET_COLUMNS = ("id", "total", "applied", "index", "extras", "metadata")
+
+
+def write_scores_parquet(path: Path, rows: Sequence[dict], names: Sequence[str]) -> None:
+    """Output rows as a Parquet table, atomically: ``id`` (the rows' ids, a row without one its index: one Arrow
+    type when they share one, else their JSON text), a float64 column per reward stream (``names``), ``total``, ``applied`` (a list of
+    names), the input row ``index``; ``extras`` when the rows hold them (a struct of a struct per reward: a float64
+    or string field per extra, null where a row has none; left out when no row has any); ``metadata`` when a row
+    has one (a string: the text as given, a mapping as its JSON text; null where a row has none)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    cols = {n: pa.array([r["rewards"].get(n) for r in records], type=pa.float64()) for n in names}
-    cols["total"] = pa.array([r["total"] for r in records], type=pa.float64())
-    cols["applied"] = pa.array([r["applied"] for r in records], type=pa.list_(pa.string()))
-    cols["index"] = pa.array(range(len(records)), type=pa.int64())
+    cols = {"id": _id_column([r.get("id", k) for k, r in enumerate(rows)])}
+    cols.update({n: pa.array([r["rewards"].get(n) for r in rows], type=pa.float64()) for n in names})
+    cols["total"] = pa.array([r["total"] for r in rows], type=pa.float64())
+    cols["applied"] = pa.array([r["applied"] for r in rows], type=pa.list_(pa.string()))
+    cols["index"] = pa.array(range(len(rows)), type=pa.int64())
+    if any("extras" in r for r in rows):
+        extras = _extras_column([r.get("extras") or {} for r in rows])
+        if extras is not None:
+            cols["extras"] = extras
+    if any("metadata" in r for r in rows):
+        meta = [r.get("metadata") for r in rows]
+        cols["metadata"] = pa.array(
+            [m if m is None or isinstance(m, str) else json.dumps(m) for m in meta], pa.string()
+        )
     write_atomically(path, lambda tmp: pq.write_table(pa.table(cols), tmp))
+
+
+def _id_column(ids: list) -> object:
+    """The ids as one Arrow column: their own type when they share one (strings, integers, numbers, booleans),
+    else each one's JSON text."""
+    import pyarrow as pa
+
+    kinds = {bool if isinstance(i, bool) else float if isinstance(i, (int, float)) else str for i in ids}
+    if len(kinds) <= 1:
+        try:
+            return pa.array(ids)
+        except (pa.ArrowException, OverflowError):  # an integer past int64
+            pass
+    return pa.array([json.dumps(i) for i in ids], pa.string())
+
+
+def _extras_column(extras: list[dict]) -> object | None:
+    """Each row's extras as a struct column ``{reward: {key: value}}``: a key's field is string when any row's
+    value is text, else float64; None when no row has any."""
+    import pyarrow as pa
+
+    kinds: dict[str, dict[str, object]] = {}
+    for row in extras:
+        for name, values in row.items():
+            known = kinds.setdefault(name, {})
+            for key, value in values.items():
+                if isinstance(value, str):
+                    known[key] = pa.string()
+                else:
+                    known.setdefault(key, pa.float64())
+    if not kinds:
+        return None
+    typ = pa.struct([pa.field(n, pa.struct([pa.field(k, t) for k, t in keys.items()])) for n, keys in kinds.items()])
+    cells = [
+        {
+            n: ({k: _cell(row.get(n, {}).get(k), t) for k, t in keys.items()} if n in row else None)
+            for n, keys in kinds.items()
+        }
+        for row in extras
+    ]
+    return pa.array(cells, type=typ)
+
+
+def _cell(value: object, typ: object) -> object:
+    import pyarrow as pa
+
+    if value is None:
+        return None
+    return str(value) if typ == pa.string() else value

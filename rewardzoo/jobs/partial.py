@@ -7,7 +7,7 @@ SHA-256, taken after the row was scored and only when its ``stat`` had not chang
 ``--resume`` refuses a partial file whose fingerprint is not this job's (naming what differs), and keeps a row's
 record only when it passes every check: the record is what this job writes for that row (:func:`record_problem`:
 the job's reward names, a finite number for each reward that applies to the row's dataset and null for the others,
-the applied list, the total), and each media file is the one scored (the same ``stat``, or, where it changed, the
+the applied list, the total, the extras of the applied rewards), and each media file is the one scored (the same ``stat``, or, where it changed, the
 same SHA-256: a folder moved or restored keeps its rows). Any other row is rescored, never copied, and one line on
 stderr says how many. A fresh run replaces an old partial file only when its own first rows are written (a run that
 fails before scoring keeps it). The output is written atomically at the end, then the partial file goes.
@@ -29,6 +29,7 @@ from typing import Any, TextIO
 from ..errors import RewardZooError
 from .manifest import MEDIA_FIELDS, MEDIA_LIST_FIELDS
 from .output import file_mode, write_failed
+from .records import RECORD_KEYS, extras_problem
 
 VERSION = 1
 
@@ -89,8 +90,9 @@ def _media_unchanged(stamp: Any, paths: Sequence[str]) -> bool:
 def record_problem(record: Any, specs: Sequence[Any], dataset: str | None) -> str | None:
     """Why ``record`` is not what this job writes for a row of ``dataset`` (None when it is): a mapping of exactly
     ``rewards`` (each reward of ``specs``: a finite number where it applies to ``dataset``, null elsewhere),
-    ``applied`` (the rewards that apply, in config order) and ``total`` (a finite number, null when none applies)."""
-    if not isinstance(record, dict) or set(record) != {"rewards", "total", "applied"}:
+    ``applied`` (the rewards that apply, in config order), ``total`` (a finite number, null when none applies) and
+    ``extras`` (:func:`~rewardzoo.jobs.records.extras_problem`)."""
+    if not isinstance(record, dict) or set(record) != RECORD_KEYS:
         return "not a score record"
     rewards, applied = record["rewards"], [s.name for s in specs if s.applies_to(dataset)]
     if not isinstance(rewards, dict) or set(rewards) != {s.name for s in specs}:
@@ -100,6 +102,9 @@ def record_problem(record: Any, specs: Sequence[Any], dataset: str | None) -> st
             return f"reward '{name}' is {json.dumps(value)}"
     if record["applied"] != applied:
         return "not the rewards that apply to the row"
+    extras = extras_problem(record["extras"], applied)
+    if extras is not None:
+        return extras
     total = record["total"]
     # an entry with normalised streams may leave a total null where a group has too few samples
     streams = total is None and any(getattr(s, "streams", None) for s in specs)

@@ -46,7 +46,7 @@ class ScoreRun:
 
 def plan_job(job: ScoreJob) -> Plan:
     """Check everything that can be checked before scoring, in the order a user meets it: options, config,
-    outputs, input rows, datasets. Parquet input (and output) is the Ray engine's."""
+    outputs, input rows, datasets. Parquet input is the Ray engine's; a ``.parquet`` output is written by both."""
     ray = job.engine == "ray"
     if job.chunk_size <= 0:
         raise RewardZooError("--chunk-size must be positive")
@@ -63,8 +63,10 @@ def plan_job(job: ScoreJob) -> Plan:
                 f"--out '{out}' keeps its partial records in '{partial}', which is {what}; "
                 "write the scores to another file"
             )
-    report = _report_path(job, out, ray)
+    report = _report_path(job, out)
     specs = (source if isinstance(source, RewardConfig) else load_config(source)).specs(job.split)
+    if out.suffix == ".parquet":
+        _check_parquet_output(specs)
     rows = read_input(job.input, tables=ray)
     if job.labels is not None:
         if len(job.labels) != len(rows.rows):
@@ -75,10 +77,28 @@ def plan_job(job: ScoreJob) -> Plan:
     return Plan(job, source, out, report, specs, rows, group_preserving_chunks(rows.samples, job.chunk_size))
 
 
-def _report_path(job: ScoreJob, out: Path, ray: bool) -> Path | None:
+def _check_parquet_output(specs: Sequence[RewardSpec]) -> None:
+    """A Parquet output needs pyarrow, and no reward named as one of its other columns."""
+    import importlib.util
+
+    from .output import PARQUET_COLUMNS
+
+    clash = [s.name for s in specs if s.name in PARQUET_COLUMNS]
+    if clash:
+        raise RewardZooError(
+            f"reward '{clash[0]}' has the name of a column of the Parquet output ({', '.join(PARQUET_COLUMNS)}); "
+            "rename the entry (name:) or give --out a .jsonl path"
+        )
+    if importlib.util.find_spec("pyarrow") is None:
+        raise RewardZooError(
+            "a .parquet --out needs pyarrow: pip install pyarrow (or 'rewardzoo[ray]'), or give a .jsonl path"
+        )
+
+
+def _report_path(job: ScoreJob, out: Path) -> Path | None:
     if not job.report:
         return None
-    if ray and out.suffix == ".parquet":
+    if out.suffix == ".parquet":
         raise RewardZooError(
             "--report reads a JSONL score file; give --out a .jsonl path, or run `rewardzoo report` on a JSONL output"
         )

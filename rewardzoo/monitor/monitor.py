@@ -11,6 +11,9 @@ the statistics' definitions of :mod:`rewardzoo.shared.score_stats` (the report's
 - ``{split}/{reward}/group_std`` (mean within-group population std) and ``{split}/{reward}/inseparable``
   (share of groups with at least two scored members whose scores span at most
   :data:`~rewardzoo.shared.score_stats.INSEPARABLE_REL` x the step's std; :func:`~rewardzoo.shared.score_stats.group_spread`), when the samples carry ``group_id``;
+- ``{split}/{reward}/abstained``: the samples an optional reward abstained for at this step (its calls missed
+  their ``timeout_s``; :attr:`~rewardzoo.core.engine.RewardResult.abstentions`), for a reward that abstained at
+  least once; :attr:`RewardMonitor.abstentions` keeps the running count per ``{split}/{reward}``;
 - ``{split}/corr/{a}/{b}``: Pearson's r of two rewards over the samples both scored (3 or more, neither
   constant);
 - for each eval reward ``e``, once the window holds 3 train steps and 3 eval steps of ``e``:
@@ -119,6 +122,8 @@ class RewardMonitor:
         self._window = window
         self._active: dict[str, int] = {}  # alarm -> the last step its condition held
         self.alarms: list[Alarm] = []
+        #: ``{split}/{reward}`` -> samples the reward abstained for over the run (optional entries' missed deadlines)
+        self.abstentions: dict[str, int] = {}
         self._log = None
         if self.settings.log is not None:
             path = os.fspath(self.settings.log)
@@ -153,6 +158,11 @@ class RewardMonitor:
             columns = {**rewards, "total": total}
             for name, values in columns.items():
                 self._reward_metrics(split, name, values, codes, group_names, step, metrics, raised, inseparable_groups)
+            for name, count in _abstentions(result).items():
+                key = f"{split}/{name}"
+                self.abstentions[key] = self.abstentions.get(key, 0) + count
+                if self.abstentions[key]:
+                    metrics[f"{key}/abstained"] = float(count)
             self._correlations(split, rewards, step, metrics, raised)
             if split == "train":
                 self._push(("train", "total"), step, total)
@@ -433,6 +443,12 @@ def _card_facts(cfg: Any) -> dict[str, RewardFacts]:
                 ),
             )
     return facts
+
+
+def _abstentions(result: Any) -> dict[str, int]:
+    """Per reward, the samples it abstained for in ``result`` (a RewardResult's ``abstentions``; {} otherwise)."""
+    counts = getattr(result, "abstentions", None)
+    return {str(k): int(v) for k, v in counts.items()} if isinstance(counts, Mapping) else {}
 
 
 def _columns(result: Any) -> tuple[dict[str, np.ndarray], np.ndarray, list[Any]]:

@@ -20,9 +20,10 @@ from ..core.resolve import resolve_config
 from ..errors import OutputWriteError, RewardZooError
 from ..jobs.description import ScoreJob
 from ..jobs.inputs import InputRows, has_bytes, read_input, rows_of_records
-from ..jobs.output import write_jsonl, write_scores_parquet
+from ..jobs.output import write_scores
 from ..jobs.partial import PartialFile, fingerprint, kept_note, partial_path
 from ..jobs.plan import ScoreRun, group_preserving_chunks, plan_job
+from ..jobs.records import output_rows
 from ..spec.placement import RayPlacement
 from .groups import check_cluster_fit, placed_groups
 from .inputs import ParquetMedia, decoded
@@ -191,13 +192,15 @@ def score_dataset(
     gpus_per_actor: float = 0,
     cpus_per_actor: float = 1,
     address: str | None = None,
+    extras: bool = False,
 ):
     """Score a JSONL manifest, a Parquet file or a Ray Dataset of manifest-like rows on Ray Data.
 
     Relative media paths are relative to the file's folder, or to the working directory for a Dataset (whose rows
     are collected on the driver to cut the chunks: give a Parquet file for large encoded media). Returns a Ray
-    Dataset of ``{"index", "record"}`` rows, ``record`` the JSON line ``rewardzoo score`` writes for input row
-    ``index``. A bad row raises :class:`~rewardzoo.errors.RewardZooError` (its row, field and reward) when consumed.
+    Dataset of ``{"index", "record"}`` rows, ``record`` the JSON line ``rewardzoo score`` (``--extras`` with
+    ``extras``) writes for input row ``index``: with its ``id`` and ``metadata``. A bad row raises
+    :class:`~rewardzoo.errors.RewardZooError` (its row, field and reward) when consumed.
     """
     ensure_ray(address, quiet=True)
     if isinstance(dataset_or_path, (str, os.PathLike)):
@@ -211,7 +214,9 @@ def score_dataset(
     def explode(row: dict) -> list[dict]:
         if row["error"]:
             raise RewardZooError(row["error"])
-        return [{"index": i, "record": json.dumps(r)} for i, r in zip(chunks[row["chunk"]], json.loads(row["records"]))]
+        chunk, records = chunks[row["chunk"]], json.loads(row["records"])
+        joined = output_rows(rows, records, extras=extras, indices=chunk)
+        return [{"index": i, "record": json.dumps(r)} for i, r in zip(chunk, joined)]
 
     return scored.flat_map(explode)
 
@@ -251,12 +256,9 @@ def score_with_ray(job: ScoreJob) -> ScoreRun:
             stop = time.perf_counter()
             ray.shutdown()
             ray_own += time.perf_counter() - stop
-    records = [done[i] for i in range(n)]
+    records = output_rows(rows, [done[i] for i in range(n)], extras=job.extras)
     try:
-        if out.suffix == ".parquet":
-            write_scores_parquet(out, records, [s.name for s in specs])
-        else:
-            write_jsonl(out, records)
+        write_scores(out, records, [s.name for s in specs])
     except OutputWriteError as exc:
         raise kept_note(exc, partial, len(done)) from None
     partial.finish()

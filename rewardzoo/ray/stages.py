@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core.engine import ConversionCache, ScoreTable
 from ..errors import RewardZooError
+from ..jobs.records import score_records
 from ..spec.config import RewardSpec
 from ..spec.sample import Sample
 
@@ -58,7 +59,8 @@ def failed(exc: RewardZooError, order: Sequence[str], label: Callable[[int], str
 
 
 def records_of(specs: Sequence[RewardSpec], samples: Sequence[Sample], parts: Sequence[Part]) -> tuple[str, str]:
-    """The chunk's records (JSON) from every stage's part, and ``""``; or ``""`` and the first entry's error."""
+    """The chunk's records (JSON; :func:`~rewardzoo.jobs.records.score_records`) from every stage's part, and
+    ``""``; or ``""`` and the first entry's error."""
     errors = [p.error for p in parts if p.error is not None]
     if errors:
         return "", min(errors, key=lambda e: e[0])[1]
@@ -68,4 +70,4 @@ def records_of(specs: Sequence[RewardSpec], samples: Sequence[Sample], parts: Se
         table.scores[spec.name], table.masks[spec.name] = part.scores[spec.name], part.masks[spec.name]
         if spec.name in part.extras:
             table.extras[spec.name] = part.extras[spec.name]
-    return json.dumps(table.result().records()), ""
+    return json.dumps(score_records(table.result())), ""

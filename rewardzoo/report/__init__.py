@@ -131,7 +131,7 @@ def build_report_from_records(
     return _build(
         scores,
         lambda: (
-            aligned_manifest(manifest, rows.samples, rows.numbers, scores)
+            aligned_manifest(manifest, rows.samples, rows.numbers, scores, rows.ids)
             if manifest is not None and rows is not None
             else None
         ),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -14,7 +13,7 @@ import numpy as np
 
 from ..core.resolve import resolve_config
 from ..errors import UnknownConfigError
-from ..jobs.manifest import ManifestError, read_manifest
+from ..jobs.manifest import ManifestError, id_key, read_manifest_rows
 from ..registry import info, lookup
 from ..rewards.info import RewardInfo
 from ..shared.groups import GroupKey, group_key
@@ -27,15 +26,15 @@ from .scores import ScoreTable
 @dataclass
 class ManifestRows:
     """A manifest aligned with a score file: row i of the scores is ``samples[i]`` (manifest line ``lines[i]``).
-    ``groups``: an integer code per row (-1: no group_id), None when no row has a group_id; ``ids``: each
-    row's ``metadata.id`` when every row has one, else None."""
+    ``groups``: an integer code per row (-1: no group_id), None when no row has a group_id; ``ids``: each row's
+    ``id`` (the manifest's, or the line's index in it when it has none)."""
 
     path: Path
     samples: list[Sample]
     lines: list[int]
     datasets: np.ndarray
     groups: np.ndarray | None
-    ids: list | None
+    ids: list
 
 
 @dataclass(frozen=True)
@@ -62,19 +61,37 @@ class RewardMeta:
 
 
 def read_aligned_manifest(path: str | os.PathLike, scores: ScoreTable) -> ManifestRows:
-    """Read ``path`` and check that it has one sample per score row (rows are matched by position)."""
+    """Read ``path`` and match its rows to the score rows (see :func:`aligned_manifest`)."""
     try:
-        samples, lines = read_manifest(path)  # a missing or unreadable file: an InputError naming it
+        samples, lines, _, ids = read_manifest_rows(path)  # a missing or unreadable file: an InputError naming it
     except ManifestError as exc:
         raise ManifestFileError(exc.with_label(lambda n: f"line {n}"), path=path) from None
-    return aligned_manifest(path, samples, lines, scores)
+    return aligned_manifest(path, samples, lines, scores, ids)
 
 
 def aligned_manifest(
-    path: str | os.PathLike, samples: list[Sample], lines: list[int], scores: ScoreTable
+    path: str | os.PathLike, samples: list[Sample], lines: list[int], scores: ScoreTable, ids: list | None = None
 ) -> ManifestRows:
-    """The manifest ``path`` (its samples and their lines, already read) checked against the scores."""
-    if len(samples) != len(scores):
+    """The manifest ``path`` (its samples, their lines and ids, already read) matched to the score rows: by id
+    when the score rows have ids (the manifest's ``id``, or a line's index when it has none: a score file may
+    hold some of the manifest's rows, in any order), else by position (one sample per score row)."""
+    own = ids if ids is not None else list(range(len(samples)))
+    if scores.ids is not None:
+        where = {id_key(v): k for k, v in enumerate(own)}
+        order = []
+        for row, value in enumerate(scores.ids):
+            k = where.get(id_key(value))
+            if k is None:
+                shown = ", ".join(repr(v) for v in own[:3]) + (", ..." if len(own) > 3 else "")
+                raise ReportMismatchError(
+                    f"row id {value!r} is not an id of the manifest '{path}' ({'its ids' if ids else 'no id: its line indices'}: "
+                    f"{shown}); give the manifest the scores were computed from",
+                    path=scores.path,
+                    line=int(scores.lines[row]),
+                )
+            order.append(k)
+        samples, lines, own = [samples[k] for k in order], [lines[k] for k in order], [own[k] for k in order]
+    elif len(samples) != len(scores):
         raise ReportMismatchError(
             f"the manifest '{path}' has {_count(len(samples), 'sample')} but the score file "
             f"'{scores.path}' has {_count(len(scores), 'row')}; give the manifest the scores "
@@ -88,31 +105,11 @@ def aligned_manifest(
             [-1 if s.group_id is None else codes.setdefault(group_key(s.group_id), len(codes)) for s in samples],
             np.int64,
         )
-    found = [_metadata_id(s.metadata) for s in samples]
-    ids = found if found and all(i is not None for i in found) else None
-    if ids is not None and scores.ids is not None:
-        for k, (a, b) in enumerate(zip(scores.ids, ids)):
-            if a != b:
-                raise ReportMismatchError(
-                    f"row id {a!r} differs from the manifest's metadata.id {b!r} on manifest line {lines[k]}",
-                    path=scores.path,
-                    line=int(scores.lines[k]),
-                )
-    return ManifestRows(Path(path), samples, lines, datasets, groups, ids)
+    return ManifestRows(Path(path), samples, lines, datasets, groups, own)
 
 
 def _count(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
-
-
-def _metadata_id(metadata: Any) -> Any:
-    if isinstance(metadata, str):
-        try:
-            metadata = json.loads(metadata)
-        except json.JSONDecodeError:
-            return None
-    value = metadata.get("id") if isinstance(metadata, Mapping) else None
-    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
 
 
 # ------------------------------------------------------------------------------------------ config
@@ -172,8 +169,8 @@ def match_rows(a: ScoreTable, a_ids: list | None, b: ScoreTable) -> tuple[np.nda
     have ids, else by position; :class:`ReportMismatchError` when they cannot be matched."""
     if a_ids is not None and b.ids is not None:
         pos_a, pos_b = _unique_ids(a_ids, a), _unique_ids(b.ids, b)
-        only_a = [i for i in pos_a if i not in pos_b]
-        only_b = [i for i in pos_b if i not in pos_a]
+        only_a = [i for i in a_ids if id_key(i) not in pos_b]
+        only_b = [i for i in b.ids if id_key(i) not in pos_a]
         if only_a or only_b:
             parts = [
                 f"{len(ids)} id(s) only in '{t.path}' (e.g. {', '.join(repr(i) for i in ids[:3])})"
@@ -182,7 +179,7 @@ def match_rows(a: ScoreTable, a_ids: list | None, b: ScoreTable) -> tuple[np.nda
             ]
             raise ReportMismatchError("the two score files do not hold the same samples: " + "; ".join(parts))
         ia = np.arange(len(a))
-        return ia, np.array([pos_b[i] for i in a_ids], np.int64), "by id"
+        return ia, np.array([pos_b[id_key(i)] for i in a_ids], np.int64), "by id"
     if len(a) != len(b):
         raise ReportMismatchError(
             f"'{a.path}' has {_count(len(a), 'row')} and '{b.path}' has {len(b):,}: rows are "
@@ -194,15 +191,17 @@ def match_rows(a: ScoreTable, a_ids: list | None, b: ScoreTable) -> tuple[np.nda
 
 
 def _unique_ids(ids: list, table: ScoreTable) -> dict:
+    """id key (:func:`~rewardzoo.jobs.manifest.id_key`) -> row of ``table``; an id used twice is an error."""
     seen: dict = {}
     for k, i in enumerate(ids):
-        if i in seen:
+        key = id_key(i)
+        if key in seen:
             raise ReportMismatchError(
-                f"id {i!r} is used twice (also on line {int(table.lines[seen[i]])})",
+                f"id {i!r} is used twice (also on line {int(table.lines[seen[key]])})",
                 path=table.path,
                 line=int(table.lines[k]),
             )
-        seen[i] = k
+        seen[key] = k
     return seen
 
 

@@ -11,12 +11,14 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..jobs.manifest import check_id
 from ..shared.files import jsonl_objects, regular_file
 from .errors import ScoreFileError
 
-#: The keys of one score line; ``id`` is optional and matches rows in compare mode.
+#: The keys of one score line; ``id`` (the input row's: its ``id``, or its index) keys the rows (to the manifest,
+#: to a compared file), ``metadata`` (the input's, copied) and ``extras`` (``--extras``) are optional.
 REQUIRED_KEYS = ("rewards", "total", "applied")
-OPTIONAL_KEYS = ("id",)
+OPTIONAL_KEYS = ("id", "metadata", "extras")
 
 
 @dataclass
@@ -129,7 +131,8 @@ def _checked_line(row: dict, path: Path, lineno: int) -> dict:
     unknown = [k for k in row if k not in REQUIRED_KEYS + OPTIONAL_KEYS]
     if unknown:
         raise ScoreFileError(
-            f"unknown key(s) {_names(unknown)}; a score line has rewards, total, applied (and optionally id)",
+            f"unknown key(s) {_names(unknown)}; a score line has rewards, total, applied (and optionally id, "
+            "metadata, extras)",
             path=path,
             line=lineno,
         )
@@ -162,9 +165,10 @@ def _applied(value: object, index: dict[str, int], path: Path, lineno: int) -> l
     return [index[v] for v in value]
 
 
-def _id(value: object, path: Path, lineno: int) -> int | str:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ScoreFileError(f"'id' must be a string or an integer, got {type(value).__name__}", path=path, line=lineno)
+def _id(value: object, path: Path, lineno: int) -> object:
+    problem = check_id(value)
+    if problem is not None:
+        raise ScoreFileError(f"'id' {problem}", path=path, line=lineno)
     return value
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +57,12 @@ class ReportContext:
 
     def sample(self, row: int) -> Sample | None:
         return self.manifest.samples[row] if self.manifest is not None else None
+
+    def row_id(self, row: int) -> Any:
+        """The row's id: the score file's, else the manifest's; None when neither has ids."""
+        if self.scores.ids is not None:
+            return self.scores.ids[row]
+        return self.manifest.ids[row] if self.manifest is not None else None
 
     def __post_init__(self) -> None:
         self._labels = (
@@ -143,10 +151,14 @@ def _sample_card(ctx: ReportContext, row: int, scores: list[tuple[str, float]]) 
         where = f"line {line}" if mline == line else f"score line {line}, manifest line {mline}"
         if sample is not None and sample.dataset is not None:
             where += f" · {esc(sample.dataset)}"
+    key = ctx.row_id(row)
+    if key is not None:
+        where = f"id {esc(json.dumps(key))} · {where}"
     shown = " · ".join(f'{esc(n)} <span class="score">{fmt(v)}</span>' for n, v in scores)
     media = ctx.embedder.fragment(row, sample)
+    data_id = f' data-id="{esc(json.dumps(key))}"' if key is not None else ""
     return (
-        f'<figure class="sample" data-row="{row}" data-line="{line}"><div class="media">{media}</div>'
+        f'<figure class="sample" data-row="{row}" data-line="{line}"{data_id}><div class="media">{media}</div>'
         f'<figcaption>{shown}<br><span class="muted">{where}</span></figcaption>'
         f"{sample_text(sample)}</figure>"
     )
@@ -248,6 +260,14 @@ def _rankable(values: np.ndarray) -> bool:
     return scored.size >= 3 and np.ptp(scored) > 0
 
 
+def _unrankable(values: np.ndarray) -> str:
+    """Why a reward's scores cannot be ranked: too few, or all equal (a constant reward)."""
+    scored = values[~np.isnan(values)]
+    if scored.size < 3:
+        return f"{scored.size} score{'s' * (scored.size != 1)}, fewer than 3"
+    return f"constant, every score {scored[0]:.6g}"
+
+
 def _correlated(ctx: ReportContext) -> list[int]:
     return [i for i, m in enumerate(ctx.metas) if _rankable(ctx.scores.values[m.name])]
 
@@ -257,9 +277,13 @@ def correlation_section(ctx: ReportContext) -> tuple[str, np.ndarray, list[int]]
     keep = _correlated(ctx)
     head = '<section id="correlation"><h2>Rank correlation between rewards</h2>'
     if len(keep) < 2:
+        why = "; ".join(
+            f"{m.name}: {_unrankable(ctx.scores.values[m.name])}" for i, m in enumerate(ctx.metas) if i not in keep
+        )
         return (
-            head + '<p class="note">Fewer than two rewards have three or more scores: nothing to correlate.'
-            "</p></section>",
+            head
+            + f'<p class="note">Fewer than two rewards can be ranked ({esc(why or f"{len(ctx.metas)} in the scores")}): nothing to '
+            "correlate.</p></section>",
             np.zeros((0, 0)),
             keep,
         )

@@ -86,6 +86,9 @@ class Inputs:
       (a file's own, else the sample's ``video_fps``, else None), for a reward that samples by time.
     - ``audio``: ``audio`` and ``condition_audio`` (one reference clip) as float32 (channels, time),
       ``"numpy"`` or ``"tensor"``, resampled to ``sample_rate`` (None = as given), mixed down when ``mono``.
+    - ``latent``: the sample's latent (a floating tensor, (C, H, W) or 4 dimensions) as the trainer gave it, for
+      rewards that score latents; a config's ``decode:`` stage turns it into ``image`` / ``video`` for the others
+      (:mod:`rewardzoo.core.decode`).
     - limits, for rewards whose cost grows with the input (checked before the call, and for files
       before they are decoded; None = no limit; a config entry's ``limits:`` overrides them):
       ``max_seconds`` of audio (default an hour), ``max_frames`` a video may bring after sampling
@@ -133,7 +136,7 @@ class Inputs:
 
     def conversion_key(self, fld: str) -> Hashable:
         """Equal keys mean identical converted values, so conversions can be shared between rewards."""
-        if fld in _TEXT_FIELDS:
+        if fld in _TEXT_FIELDS or fld == "latent":  # a latent is handed over as given
             return fld
         if fld in ("image", "condition_images"):
             return (fld, self.images, self.max_pixels)

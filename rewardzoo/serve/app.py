@@ -8,7 +8,8 @@ Endpoints (the wire format is :mod:`rewardzoo.transport.wire`):
 - ``GET /v1/rewards`` — the served rewards with their kind, fields, direction and score range, and the limits;
 - ``GET /health`` — the process answers; ``GET /ready`` — 200 once the models are loaded, 503 before and
   while the server drains to stop (``{"ready": false, "draining": true}``; :mod:`~rewardzoo.serve.drain`);
-- ``GET /metrics`` — Prometheus text (requests, samples, errors by kind, latency, batch sizes, queue).
+- ``GET /metrics`` — Prometheus text (requests, samples, errors by kind, latency, batch sizes, queue);
+- ``POST /v1/jobs``, ``GET|DELETE /v1/jobs/{id}`` — submit / collect (:mod:`~rewardzoo.serve.jobs`).
 
 With a token every endpoint except ``/health`` and ``/ready`` needs ``Authorization: Bearer <token>``
 (compared in constant time). Refusals are 4xx with ``{"error": {"kind", "message", "limit"}}``: 400
@@ -54,6 +55,7 @@ from ..transport.wire import (
     loads,
     parse_bytes,
 )
+from . import jobs
 from .batching import Batcher
 from .drain import Drain
 from .memory import ConversionCost, MemoryBudget, Reservation
@@ -116,6 +118,15 @@ def build_app(
         ),
         Route("/get_reward", get_reward, methods=["POST"], middleware=[*authenticated, *ready, *admitted]),
         Route("/metrics", metrics_text, middleware=authenticated),
+        # submit / collect (rewardzoo.serve.jobs): a job is the score route's request, answered later
+        Route(
+            "/v1/jobs",
+            jobs.submit(score),
+            methods=["POST"],
+            middleware=[*authenticated, Middleware(WireFormat), *ready, *admitted],
+        ),
+        Route("/v1/jobs/{job_id}", jobs.collect, methods=["GET"], middleware=authenticated),
+        Route("/v1/jobs/{job_id}", jobs.forget, methods=["DELETE"], middleware=authenticated),
     ]
     app = Starlette(
         routes=routes,
@@ -128,6 +139,9 @@ def build_app(
         MemoryBudget(options.max_decoded_bytes, options.decode_wait_s),
         reception,
         Decoders(options.decode_threads),
+    )
+    app.state.jobs = jobs.Jobs(
+        app.state.memory, ttl_s=options.job_ttl_s, max_per_token=options.max_jobs_per_token, max_jobs=options.max_jobs
     )
     app.state.on_load_error = on_load_error
     app.state.shm = options.shm

@@ -29,6 +29,7 @@ flow_grpo's ``multi_score(device, score_dict)`` slot, speaking the safe format i
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields as dataclass_fields
 from typing import Any
@@ -39,8 +40,9 @@ from ..core.engine import RewardResult, as_samples
 from ..errors import InputError
 from ..integrations.common import image_samples
 from ..spec.sample import Sample
-from ..transport.http import RetryPolicy
+from ..transport.http import RetryPolicy, bearer_headers
 from ..transport.served import ServedRewards
+from .job_client import JobFuture, JobRunner, JobTickets, result_of
 
 __all__ = ["RewardClient", "multi_score"]
 
@@ -76,6 +78,8 @@ class RewardClient:
             {"retries": retries, "backoff_s": backoff_s, "max_backoff_s": max_backoff_s, "timeout_s": timeout_s},
             owner="RewardClient",
         )
+        self._token_env = token_env
+        self._jobs: JobTickets | None = None  # submit / collect: made at the first submit
         self.server = ServedRewards(
             url,
             policy=policy,
@@ -115,16 +119,53 @@ class RewardClient:
             raise InputError("pass at least one sample")
         mappings = [{f.name: getattr(s, f.name) for f in dataclass_fields(s)} for s in samples]
         out = self.server.score(mappings, rewards)
-        return RewardResult(
-            rewards=out["rewards"],
-            total=out["total"],
-            applied=out["applied"],
-            extras=out["extras"],
-            weights=out["weights"],
-            group_ids=[s.group_id for s in samples],
-        )
+        return result_of(out, [s.group_id for s in samples])
+
+    # ------------------------------------------------------------ submit / collect (rewardzoo.serve.jobs)
+    def submit(self, samples: Iterable[Sample | Mapping[str, Any]], rewards: Sequence[str] | None = None) -> JobFuture:
+        """Send samples to be scored and return once the server holds them (``POST /v1/jobs``): a
+        :class:`concurrent.futures.Future` whose ``result()`` is the :class:`~rewardzoo.RewardResult` that
+        :meth:`score` would give, collected in the background; its ``tickets`` and ``positions`` let another
+        client :meth:`collect` it (tickets live on the server, until collected or ``--job-ttl-s`` after they finish).
+        """
+        samples = as_samples(samples)
+        if not samples:
+            raise InputError("pass at least one sample")
+        mappings = [{f.name: getattr(s, f.name) for f in dataclass_fields(s)} for s in samples]
+        jobs = self._job_tickets()
+        tickets, positions = jobs.post(mappings, rewards)
+        group_ids = [s.group_id for s in samples]
+        future = jobs.start(tickets, positions)
+        return _as_results(future, group_ids)
+
+    def collect(
+        self,
+        tickets: Sequence[str],
+        positions: Sequence[Sequence[int]],
+        group_ids: Sequence[Any] | None = None,
+        timeout: float | None = None,
+    ) -> RewardResult:
+        """The result of tickets another client (or this one, before a reconnect) submitted: a future's ``tickets``
+        and ``positions``; ``group_ids``: the samples' (for ``advantages()``)."""
+        out = self._job_tickets().collect(list(tickets), [list(p) for p in positions], timeout)
+        n = sum(len(p) for p in positions)
+        return result_of(out, list(group_ids) if group_ids is not None else [None] * n)
+
+    def incremental(
+        self, *, group_size: int | None = None, rewards: Sequence[str] | None = None, timeout: float | None = None
+    ) -> JobRunner:
+        """An incremental runner over this server (``add`` then ``finalize``, as ``processor.incremental()``): each
+        ``add`` is submitted at once, so the reward phase overlaps generation (:class:`JobRunner`)."""
+        return JobRunner(self, group_size=group_size, rewards=rewards, timeout=timeout)
+
+    def _job_tickets(self) -> JobTickets:
+        if self._jobs is None:
+            self._jobs = JobTickets(self.server, bearer_headers(self._token_env, owner="RewardClient"))
+        return self._jobs
 
     def close(self) -> None:
+        if self._jobs is not None:
+            self._jobs.close()
         self.server.close()
 
     def __enter__(self) -> RewardClient:
@@ -132,6 +173,23 @@ class RewardClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _as_results(future: JobFuture, group_ids: list[Any]) -> JobFuture:
+    """A future of RewardResults over ``future`` (of decoded response maps), with its tickets and positions."""
+    out = JobFuture(future.tickets, future.positions)
+
+    def done(f: cf.Future[Any]) -> None:
+        if f.cancelled():
+            out.cancel()
+        elif f.exception() is not None:
+            out.set_exception(f.exception())
+        else:
+            out.set_result(result_of(f.result(), group_ids))
+
+    out.set_running_or_notify_cancel()
+    future.add_done_callback(done)
+    return out
 
 
 def multi_score(

@@ -195,6 +195,15 @@ class MemoryBudget:
             await held.grow(n)
             yield
 
+    async def keep(self, n: int, what: str) -> None:
+        """``n`` bytes held past a request (a job's body or answer, :mod:`~rewardzoo.serve.jobs`) until
+        :meth:`give_back`; waits and refuses as :meth:`Reservation.grow` does."""
+        await self._acquire(n, what=what)
+
+    def give_back(self, n: int) -> None:
+        """Bytes taken by :meth:`keep`, free again."""
+        self._release(n)
+
     async def _acquire(self, n: int, held: int = 0, what: str = "the request") -> None:
         if self.limit is None or n == 0:
             self._take(n)

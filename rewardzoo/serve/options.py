@@ -29,6 +29,10 @@ class ServeOptions:
     decode_threads: int = 4
     shm: bool = True
     token: str | None = field(default=None, repr=False)
+    #: submit / collect (:mod:`~rewardzoo.serve.jobs`): seconds a finished ticket is kept, tickets per token, in all
+    job_ttl_s: float = 600.0
+    max_jobs_per_token: int = 64
+    max_jobs: int = 1024
 
 
 def binding_notice(host: str, port: int, token: bool, tls: bool = False) -> str:

@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.loader import RewardLoader
-from ..errors import RewardExecutionError
+from ..errors import DeadlineError, RewardExecutionError
 from ..rewards.base import Reward, invoke
 from ..rewards.info import PER_INSTANCE
+from ..shared import deadline
 from ..spec.config import RewardSpec
 
 
@@ -69,6 +70,7 @@ class DeploymentReward(Reward):
     """The front's stand-in for a placed entry: each call goes to its group's deployment (``handle``)."""
 
     io_bound = True  # its calls wait on another process: the engine overlaps its stream with the others
+    enforces_deadline = True  # an entry's timeout_s cancels its request (rewardzoo.core.deadlines)
     kind = PER_INSTANCE
 
     def __init__(self, name: str, handle: Any, facts: Mapping[str, Any]) -> None:
@@ -80,7 +82,16 @@ class DeploymentReward(Reward):
         self.served_device = facts["device"]
 
     def __call__(self, **fields: Sequence[Any]) -> Any:
-        output, error = self.handle.score.remote(self.name, fields).result()
+        response = self.handle.score.remote(self.name, fields)
+        seconds = deadline.remaining()  # the entry's timeout_s: past it the request is cancelled, nothing runs on
+        try:
+            output, error = response.result() if seconds is None else response.result(timeout_s=seconds)
+        except TimeoutError:
+            response.cancel()
+            raise DeadlineError(
+                "its deployment did not answer within the entry's deadline (timeout_s); the request was cancelled",
+                reward=self.name,
+            ) from None
         if error is not None:
             raise error
         return output

@@ -96,6 +96,18 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         default=d.drain_timeout_s,
         help="on SIGTERM, how long to wait for the requests in flight before exiting anyway (exit 1)",
     )
+    p.add_argument(
+        "--job-ttl-s",
+        type=float,
+        default=d.job_ttl_s,
+        help="submit / collect (POST /v1/jobs): seconds a finished job's ticket is kept for its client",
+    )
+    p.add_argument(
+        "--max-jobs-per-token",
+        type=int,
+        default=d.max_jobs_per_token,
+        help="submit / collect: open tickets per bearer token before a submission gets 429",
+    )
     p.add_argument("--log-level", default=d.log_level, choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--ray", action="store_true", help="serve with Ray Serve (pip install 'rewardzoo[serve-ray]')")
     p.add_argument("--replicas", type=int, default=d.replicas, help="(ray) replicas, each loading the models once")
@@ -120,6 +132,7 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
         "port",
         "replicas",
         "max_connections",
+        "max_jobs_per_token",
     ):
         if getattr(job, name) <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(job, name)}")
@@ -132,6 +145,7 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
         "idle_timeout_s",
         "header_timeout_s",
         "body_timeout_s",
+        "job_ttl_s",
     ):
         if not getattr(job, name) > 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(job, name)}")
@@ -160,6 +174,8 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
         max_decoded_bytes=int(job.max_decoded_mb * 2**20),
         token=token_from_env(job.token_env),
         shm=job.shm,
+        job_ttl_s=job.job_ttl_s,
+        max_jobs_per_token=job.max_jobs_per_token,
     ), limits
 
 

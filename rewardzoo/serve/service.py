@@ -58,7 +58,9 @@ class RewardService:
     def load(self) -> RewardService:
         """Build every served model (each unique model once); sets :attr:`ready`."""
         try:
-            self._processors[self.names] = RewardProcessor(self.specs, self.loader, advantage=self.config.advantage)
+            self._processors[self.names] = RewardProcessor(
+                self.specs, self.loader, advantage=self.config.advantage, decode=self.config.decode
+            )
         except BaseException as exc:
             self.load_error = exc
             raise
@@ -84,7 +86,9 @@ class RewardService:
         with self._lock:
             if key not in self._processors:
                 specs = [s for s in self.specs if s.name in key]
-                self._processors[key] = RewardProcessor(specs, self.loader, advantage=self.config.advantage)
+                self._processors[key] = RewardProcessor(
+                    specs, self.loader, advantage=self.config.advantage, decode=self.config.decode
+                )
             return self._processors[key]
 
     def reward_list(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import json
 import os
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from stat import S_ISREG
 
@@ -52,12 +52,26 @@ MAX_DIMS = 64
 
 
 @dataclass(frozen=True)
+class Remote:
+    """Where a part's file comes from when it is not on this machine (``rewardzoo fetch``, and the loader's check
+    that a missing file can be fetched at all): a hub repository ``repo`` and the names tried in it, the first the
+    repository holds wins (``files``; empty: the repository's model files, as a snapshot); or a ``url`` that
+    torch's hub cache keeps as ``target``."""
+
+    repo: str | None = None
+    files: tuple[str, ...] = ()
+    url: str | None = None
+    target: str | None = None
+
+
+@dataclass(frozen=True)
 class Checkpoint:
     """The weight files one ``model_path`` resolves to (``files``), or why none were found (``missing``); ``dtype``:
     the dtype these weights are held at when it is not the entry's (a head that always runs in float32).
     ``include`` / ``exclude``: key prefixes of the tensors this part counts (all when ``include`` is empty) and
     leaves out (what the reward drops, e.g. ``lm_head.``); safetensors only (by file size, a part with ``include``
-    counts nothing: the file is counted by the part without it)."""
+    counts nothing: the file is counted by the part without it). ``remote``: where the file comes from when it is
+    fetched (None: a local file or a package's)."""
 
     source: str
     files: tuple[Path, ...] = ()
@@ -65,6 +79,7 @@ class Checkpoint:
     dtype: str | None = None
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    remote: Remote | None = None
 
 
 @dataclass(frozen=True)
@@ -232,9 +247,12 @@ def resolve_checkpoint(model_path: str) -> Checkpoint:
             os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "torch"
         )
         target = Path(home) / "hub" / "checkpoints" / unquote(Path(urlparse(text).path).name)
+        remote = Remote(url=text, target=str(target))
         if target.is_file():
-            return Checkpoint(text, (target,))
-        return Checkpoint(text, missing=f"not in the local cache ({target} does not exist: not downloaded yet)")
+            return Checkpoint(text, (target,), remote=remote)
+        return Checkpoint(
+            text, missing=f"not in the local cache ({target} does not exist: not downloaded yet)", remote=remote
+        )
     parts = text.strip("/").split("/")
     if len(parts) >= 2 and not text.startswith((".", "/", "~")):
         return _hub_cache(text, "/".join(parts[:2]), "/".join(parts[2:]))
@@ -268,20 +286,25 @@ def _directory(text: str, path: Path) -> Checkpoint:
 
 
 def _hub_cache(text: str, repo: str, filename: str) -> Checkpoint:
+    remote = Remote(repo, (filename,) if filename else ())
     try:
         from huggingface_hub import snapshot_download, try_to_load_from_cache
     except ImportError:
-        return Checkpoint(text, missing="a hub id, and huggingface_hub is not installed to find its local cache")
+        return Checkpoint(
+            text, missing="a hub id, and huggingface_hub is not installed to find its local cache", remote=remote
+        )
     if filename:
         found = try_to_load_from_cache(repo, filename)
         if isinstance(found, str):
-            return Checkpoint(text, (Path(found),))
-        return Checkpoint(text, missing=f"'{filename}' of '{repo}' is not in the local Hugging Face cache")
+            return Checkpoint(text, (Path(found),), remote=remote)
+        return Checkpoint(
+            text, missing=f"'{filename}' of '{repo}' is not in the local Hugging Face cache", remote=remote
+        )
     try:
         folder = snapshot_download(repo, local_files_only=True)
     except Exception:  # LocalEntryNotFoundError and friends: not cached (nothing is downloaded)
-        return Checkpoint(text, missing=f"'{repo}' is not in the local Hugging Face cache")
-    return _directory(text, Path(folder))
+        return Checkpoint(text, missing=f"'{repo}' is not in the local Hugging Face cache", remote=remote)
+    return replace(_directory(text, Path(folder)), remote=remote)
 
 
 def local_file(path: str | os.PathLike[str]) -> Checkpoint:
@@ -338,18 +361,22 @@ def open_clip_pretrained(arch: str, tag: str) -> Checkpoint:
             names = [name[:-4] + ".safetensors", name]
         else:
             names = [name]
+        remote = Remote(repo, tuple(names))
         for candidate in names:
             found = try_to_load_from_cache(repo, candidate)
             if isinstance(found, str):
-                return Checkpoint(source, (Path(found),))
-        return Checkpoint(source, missing=f"{source} ('{repo}') is not in the local Hugging Face cache")
+                return Checkpoint(source, (Path(found),), remote=remote)
+        return Checkpoint(source, missing=f"{source} ('{repo}') is not in the local Hugging Face cache", remote=remote)
     if url:
         from urllib.parse import urlparse
 
         target = Path("~/.cache/clip").expanduser() / os.path.basename(urlparse(url).path)
+        remote = Remote(url=url, target=str(target))
         if target.is_file():
-            return Checkpoint(source, (target,))
-        return Checkpoint(source, missing=f"{source} is not in the local cache ({target} does not exist)")
+            return Checkpoint(source, (target,), remote=remote)
+        return Checkpoint(
+            source, missing=f"{source} is not in the local cache ({target} does not exist)", remote=remote
+        )
     return Checkpoint(source, missing=f"open_clip names no file for {source}")
 
 

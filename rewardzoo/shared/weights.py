@@ -111,6 +111,12 @@ def model_folder(source: str, patterns: Sequence[str]) -> Path:
     with loading(f"'{source}' from the hub", verb="fetch"):
         from huggingface_hub import snapshot_download
 
+        try:
+            snapshot_download(source, allow_patterns=list(patterns), local_files_only=True)
+        except Exception:  # not in the cache: one request first, not the client's retries, when it cannot come
+            from .hub import require_reachable
+
+            require_reachable(source, f"the files {', '.join(patterns)}")
         return Path(snapshot_download(source, allow_patterns=list(patterns)))
 
 

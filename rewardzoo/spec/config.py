@@ -30,6 +30,8 @@ eval_rewards: [...]           # optional; falls back to `rewards`
 advantage: sum                # or gdpo / pref_grpo: how result.advantages() combines the rewards
 monitor: {log: monitor.jsonl, window: 20}   # optional: RewardMonitor's log and alarm thresholds
 environment: {...}            # optional: the environment of every entry that names none (null: in process)
+decode: {vae: /weights/sd3-vae, scaling_factor: 1.5305, shift_factor: 0.0609}   # optional: decode the samples'
+                              # latents once per batch for the pixel rewards (DecodeSpec, rewardzoo.core.decode)
 ```
 A bare string entry (``- jpeg_compressibility``) is shorthand for ``{name: jpeg_compressibility}``.
 
@@ -128,6 +130,12 @@ class RewardSpec:
     streams: Mapping[str, StreamSpec] | None = None
     #: the entry's ``ray:`` block (rewardzoo.spec.placement); None: placed with the entries that have none
     ray: RayPlacement | None = None
+    #: seconds one call may take (None: no deadline); see :mod:`rewardzoo.core.deadlines`
+    timeout_s: float | None = None
+    #: past the deadline the entry abstains (NaN, out of the total) instead of failing the call
+    optional: bool = False
+    #: the hub revision of its weights (None: the default branch, or with ``REWARDZOO_LOCK`` the lock's commit)
+    revision: str | None = None
 
     def applies_to(self, dataset: str | None) -> bool:
         """Whether samples of ``dataset`` are scored by this reward."""
@@ -156,6 +164,25 @@ class RewardSpec:
 
 
 @dataclass(frozen=True)
+class DecodeSpec:
+    """A config's ``decode:`` stage: the VAE that turns a sample's ``latent`` into the pixels its pixel rewards
+    take, each batch decoded once (:mod:`rewardzoo.core.decode`): ``pixels = vae.decode(latent / scaling_factor +
+    shift_factor)``, mapped from [-1, 1] to [0, 1]. ``vae``: a local diffusers folder or a hub id (safetensors
+    only); ``scaling_factor`` / ``shift_factor``: None reads the VAE config's (a Wan VAE's per-channel
+    ``latents_mean`` / ``latents_std`` when it has them); ``dtype`` / ``device``: the VAE's (``auto``: float32 on
+    the CPU, bfloat16 on CUDA; CUDA when available); ``batch_size``: latents per VAE call; ``layout``: a video
+    latent's axes (``TCHW``, ``CTHW``, or ``auto``: by the VAE's latent channels)."""
+
+    vae: str
+    scaling_factor: float | None = None
+    shift_factor: float | None = None
+    dtype: str = "auto"
+    device: str = "auto"
+    batch_size: int = 8
+    layout: str = "auto"
+
+
+@dataclass(frozen=True)
 class RewardConfig:
     """Training and evaluation reward lists; ``eval_rewards`` falls back to ``rewards``. ``advantage``:
     how ``result.advantages()`` combines several rewards (``sum``, ``gdpo`` or ``pref_grpo``, see
@@ -166,6 +193,8 @@ class RewardConfig:
     eval_rewards: tuple[RewardSpec, ...]
     advantage: str = "sum"
     monitor: MonitorSettings | None = None
+    #: the ``decode:`` stage (None: latents are not decoded)
+    decode: DecodeSpec | None = None
 
     def specs(self, split: str = "train") -> tuple[RewardSpec, ...]:
         if split not in ("train", "eval"):
@@ -284,7 +313,19 @@ def parse_config(data: Any, expand: ExpandEntry | None = None) -> RewardConfig:
         train if config.eval_rewards is None else parse_specs(data["eval_rewards"], "eval_rewards", environment, expand)
     )
     monitor = None if config.monitor is None else MonitorSettings(**config.monitor.model_dump())
-    return RewardConfig(train, evals, config.advantage, monitor)
+    decode = None if config.decode is None else DecodeSpec(**config.decode.model_dump())
+    return RewardConfig(train, evals, config.advantage, monitor, decode)
+
+
+def parse_decode(value: Any) -> DecodeSpec | None:
+    """A ``decode:`` mapping (or a :class:`DecodeSpec`, or None) as a :class:`DecodeSpec`; ConfigError naming the
+    field otherwise."""
+    if value is None or isinstance(value, DecodeSpec):
+        return value
+    from .models import DecodeModel, validate
+
+    data = dict(value) if isinstance(value, Mapping) else value
+    return DecodeSpec(**validate(DecodeModel, data, prefix=("decode",)).model_dump())
 
 
 def parse_specs(
@@ -380,6 +421,9 @@ def _spec(model: EntryModel, environment: EnvironmentSpec | None) -> RewardSpec:
         offload=model.offload,
         streams=None if model.streams is None else _streams(model.streams),
         ray=None if model.ray is None else RayPlacement(**model.ray.model_dump()),
+        timeout_s=model.timeout_s,
+        optional=model.optional,
+        revision=model.revision,
     )
 
 

@@ -222,6 +222,28 @@ class MonitorModel(Model):
     """alarm: train total rising and an eval reward falling, both by more than this many standard deviations"""
 
 
+class DecodeModel(Model):
+    """The ``decode:`` stage: a VAE that turns the samples' latents into the pixels of the pixel rewards
+    (:class:`rewardzoo.spec.config.DecodeSpec`, :mod:`rewardzoo.core.decode`)."""
+
+    vae: Annotated[str, Field(min_length=1), BeforeValidator(_path_text)]
+    """the VAE: a local diffusers folder (``config.json`` + safetensors) or a hub id (``repo`` or ``repo/subfolder``)"""
+    scaling_factor: Annotated[float, Field(gt=0), BeforeValidator(number_text)] | None = None
+    """the trainer's latents are divided by it (null: the VAE config's ``scaling_factor``)"""
+    shift_factor: Annotated[float, BeforeValidator(number_text)] | None = None
+    """added after the division (null: the VAE config's ``shift_factor``, else 0)"""
+    dtype: Annotated[
+        str, AfterValidator(_dtype), Field(json_schema_extra={"enum": ["auto", *sorted(DTYPE_ALIASES)]})
+    ] = "auto"
+    """the VAE's dtype (auto: float32 on the CPU, bfloat16 on CUDA)"""
+    device: Annotated[str, AfterValidator(_device), Field(json_schema_extra={"pattern": DEVICE_PATTERN})] = "auto"
+    """where the VAE runs: auto (CUDA when available), cpu, cuda, cuda:N or mps"""
+    batch_size: PositiveInt = 8
+    """latents decoded per VAE call"""
+    layout: Literal["auto", "TCHW", "CTHW"] = "auto"
+    """a video latent's axes: (T, C, H, W) or (C, T, H, W) (auto: by the VAE's latent channels)"""
+
+
 class ReferenceModel(Model):
     """Where an entry's reference package runs, when not the known wrapper and environment."""
 
@@ -242,6 +264,8 @@ class EntryModel(Model):
     """registry name or Python path (default: ``name``)"""
     model_path: str | None = None
     """hub id, local directory or file (default: the reward's own)"""
+    revision: Annotated[str, Field(min_length=1, pattern=r"^\S+$")] | None = None
+    """the hub revision (branch, tag or commit) of its weights: `rewardzoo fetch` fetches it, runs load it"""
     dtype: Annotated[
         str, AfterValidator(_dtype), Field(json_schema_extra={"enum": ["auto", *sorted(DTYPE_ALIASES)]})
     ] = "auto"
@@ -272,6 +296,10 @@ class EntryModel(Model):
     """a Ray Serve deployment and Ray Data stage of its own with these resources"""
     reference: bool | ReferenceModel = False
     """score with the reward's reference package (true: the known wrapper and environment)"""
+    timeout_s: Seconds | None = None
+    """seconds one call of this reward may take (null: no deadline); past it a required entry fails the call"""
+    optional: bool = False
+    """past its ``timeout_s`` the entry abstains (NaN, left out of the total) instead of failing the call"""
 
     @model_validator(mode="after")
     def _weights_within_datasets(self) -> EntryModel:
@@ -284,6 +312,10 @@ class EntryModel(Model):
                         f"weight for dataset '{key}' which is not in applicable_datasets {list(datasets)}",
                         field=f"weight.{key}",
                     )
+        if self.optional and self.timeout_s is None:
+            raise ConfigError(
+                "an optional entry abstains when it misses its deadline: give it a timeout_s", field="optional"
+            )
         return self
 
 
@@ -313,6 +345,8 @@ class ConfigModel(Model):
     """RewardMonitor's log and alarm thresholds"""
     environment: EnvironmentModel | None = None
     """the environment of every entry that names none (null: in process)"""
+    decode: DecodeModel | None = None
+    """a VAE that decodes the samples' latents for the pixel rewards, once per batch (null: no decoding)"""
 
 
 _M = TypeVar("_M")

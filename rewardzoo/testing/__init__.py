@@ -1,7 +1,8 @@
 """Tiny random-init models saved to disk the way users hold real weights, for tests and benchmarks (ours and yours).
 
 One module per family, beside the loader whose layout it writes: ``clip``, ``aesthetic``, ``video`` (DINO,
-timm DINOv3), ``imagebind``, ``audio``, ``text``, ``vlm``, ``llava``, ``qalign`` (mPLUG-Owl2), ``reward_models`` (VideoAlign); ``common`` — what they
+timm DINOv3), ``imagebind``, ``audio``, ``text``, ``vlm``, ``llava``, ``qalign`` (mPLUG-Owl2), ``reward_models``
+(VideoAlign), ``vae`` (diffusers VAEs for decode stages), ``latent`` (SD3 pipelines, DiNa-LRM); ``common`` — what they
 share. Same seed, bit-identical files; how and an example: ``docs/testing.md``.
 
 May import only the rewards, :mod:`rewardzoo.shared` and :mod:`rewardzoo.errors` (torch, open_clip, transformers
@@ -34,8 +35,18 @@ _FAMILIES = {
         "linear_aesthetic_head_file",
     ),
     "rewardzoo.testing.qalign": ("tiny_qalign_dir", "tiny_llama_tokenizer"),
+    "rewardzoo.testing.vae": (
+        "TINY_VAE_SCALING",
+        "TINY_VAE_SHIFT",
+        "TINY_VAE_CHANNELS",
+        "tiny_vae_dir",
+        "tiny_wan_vae_dir",
+    ),
     "rewardzoo.testing.video": ("tiny_dino_dirs", "TINY_TIMM_DINOV3", "tiny_timm_dinov3_dir"),
     "rewardzoo.testing.imagebind": ("TINY_IMAGEBIND", "tiny_imagebind_dir"),
+    "rewardzoo.testing.synchformer": ("TINY_SYNCHFORMER", "tiny_synchformer_dir"),
+    "rewardzoo.testing.omni": ("OMNI_TOKENS", "OMNI_CHAT_TEMPLATE", "tiny_omni_dir"),
+    "rewardzoo.testing.song_eval": ("TINY_MUQ", "TINY_SONGEVAL_HEAD", "tiny_muq_dir", "tiny_songeval_dir"),
     "rewardzoo.testing.audio": (
         "tiny_clap_dir",
         "tiny_wavlm_xvector_dir",
@@ -84,6 +95,13 @@ _FAMILIES = {
         "tiny_llava_onevision_processor",
         "llava_name",
         "tiny_llava_onevision_dirs",
+    ),
+    "rewardzoo.testing.latent": (
+        "TINY_SD3_TRANSFORMER",
+        "DINA_LORA_TARGETS",
+        "tiny_sd3_dir",
+        "dina_lrm_config",
+        "tiny_dina_lrm_dir",
     ),
 }
 _LAZY = {name: module for module, names in _FAMILIES.items() for name in names}

@@ -12,6 +12,8 @@ Sample fields are those of :class:`rewardzoo.Sample`: ``prompt``, ``completion``
   channels, or ``[H, W]``);
 - a **video** (``video``, each of ``condition_videos``): ``{"frames": [image, ...]}``, or a raw uint8
   array of shape ``[T, H, W, 3]``;
+- a **latent** (``latent``): a raw float16 / bfloat16 / float32 tensor that the server's ``decode:`` stage decodes
+  (:mod:`rewardzoo.transport.latents`);
 - **audio** (``audio``, ``condition_audio``): ``{"format": "raw", "dtype": "float32" | "int16",
   "shape": [time] | [channels, time], "sample_rate": 16000, "data": <bytes>}``.
 
@@ -41,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .latents import decode_latent, encode_latent
 
 PROTOCOL = 1
 MSGPACK = "application/msgpack"
@@ -51,7 +54,7 @@ _MSGPACK_TYPES = (MSGPACK, "application/x-msgpack", "application/vnd.msgpack")
 TEXT_FIELDS = ("prompt", "completion", "dataset")
 IMAGE_FIELDS = ("image",)
 MEDIA_FIELDS = ("image", "video", "audio", "condition_images", "condition_videos", "condition_audio")
-SAMPLE_FIELDS = (*TEXT_FIELDS, "group_id", "metadata", *MEDIA_FIELDS, "video_fps")
+SAMPLE_FIELDS = (*TEXT_FIELDS, "group_id", "metadata", *MEDIA_FIELDS, "video_fps", "latent")
 AUDIO_DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int16": np.dtype("<i2")}
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: The longest bin / str and the most items of an array / map MessagePack can frame (a 32-bit length).
@@ -442,6 +445,8 @@ def encode_sample(sample: Mapping[str, Any], image_format: str = "png") -> dict[
             out[key] = encode_audio(value, sample.get("audio_sample_rate"))
         elif key == "condition_audio":
             out[key] = encode_audio(value, sample.get("condition_audio_sample_rate"))
+        elif key == "latent":
+            out[key] = encode_latent(value)
         else:
             raise InputError(
                 f"'{key}' is not a field of the wire format; fields: {', '.join(SAMPLE_FIELDS)}", field=key
@@ -694,6 +699,8 @@ def decode_sample(
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e4:
                 raise WireError(f"must be a positive number of frames a second, got {value!r}", field=key)
             out[key] = float(value)
+        elif key == "latent":
+            out[key] = decode_latent(value, budget, key, dry=dry, error=WireError)
         else:
             raise WireError(f"unknown field; fields: {', '.join(SAMPLE_FIELDS)}", field=str(key)[:40])
     return out

@@ -24,6 +24,7 @@ import pytest
 from PIL import Image
 
 from ..commands import require_chromium
+from .rendered import unrendered
 
 ROOT = Path(__file__).resolve().parents[2]
 CARDS = sorted(p.stem for p in (ROOT / "rewardzoo" / "model_cards").glob("*.md"))
@@ -156,6 +157,53 @@ def test_pages_render_in_chromium(site, server, tmp_path):
         assert browser.errors == [], browser.errors
 
 
+#: In a page: its reward table (in ``div.reward-table``) as [its width past its column in px, the
+#: names whose link breaks over lines, the number of rows].
+TABLE_FIT = """(() => {
+  const table = document.querySelector('article .reward-table table');
+  const wrap = table.closest('.md-typeset__scrollwrap') || table.parentElement;
+  const article = document.querySelector('article').getBoundingClientRect();
+  const links = [...table.querySelectorAll('tbody tr td:first-child a')];
+  return [
+    Math.max(wrap.scrollWidth - wrap.clientWidth, table.getBoundingClientRect().right - article.right),
+    links.filter(a => a.getClientRects().length > 1 || a.querySelector('code').getClientRects().length > 1)
+      .map(a => a.textContent),
+    links.length,
+  ];
+})()"""
+
+
+@needs_chromium
+def test_the_reward_tables_fit_their_column_at_1280_px(server, tmp_path):
+    """No horizontal scroll and no name broken mid-word (``audio_cli pping``) in the reward table and a family's
+    table, in a 1280 px wide window; the summary is the column that wraps."""
+    from .cdp import Browser
+
+    with Browser(width=1280) as browser:
+        families = sorted(p.stem for p in (ROOT / "docs" / "rewards" / "families").glob("*.md"))
+        pages = [("rewards/index.html", len(CARDS))] + [(f"rewards/families/{f}.html", 1) for f in families]
+        for page, rows in pages:
+            browser.open(f"{server}/{page}")
+            overflow, broken, count = browser.evaluate(TABLE_FIT)
+            assert count >= rows, (page, count)
+            assert overflow <= 1, f"{page}: the table is {overflow} px wider than its column"
+            assert broken == [], f"{page}: names broken over lines: {broken}"
+            browser.screenshot(tmp_path / page.replace("/", "-").replace(".html", ".png"))
+
+
+def test_cited_papers_and_repositories_are_links(site):
+    """Every reward page links its card's repository, and a paper citation with a year is a link."""
+    for name in CARDS:
+        page = (site / "rewards" / f"{name}.html").read_text("utf-8")
+        row = page[page.index("reference repository") :].split("</tr>", 1)[0]
+        assert re.search(r'<a href="https?://', row), name
+    pickscore = (site / "rewards" / "pickscore.html").read_text("utf-8")
+    row = pickscore[pickscore.index("reference paper") :].split("</tr>", 1)[0]
+    assert 'href="https://scholar.google.com/scholar?q=Kirstain+et+al.' in row
+    gardo = (site / "rewards" / "diversity_weighted.html").read_text("utf-8")
+    assert 'href="https://arxiv.org/abs/2512.24138"' in gardo
+
+
 @needs_chromium
 @pytest.mark.parametrize("name", ["speaker_similarity", "video_temporal_flickering"])
 def test_search_finds_a_reward_by_name(server, name, tmp_path):
@@ -176,3 +224,25 @@ def test_the_remote_asset_check_sees_what_it_should():
     assert REMOTE_ASSET.search("@font-face{src:url(https://example.test/a.woff2)}")
     assert not REMOTE_ASSET.search('<a href="https://github.com/yifan123/flow_grpo">flow_grpo</a>')
     assert not REMOTE_ASSET.search('<script src="assets/javascripts/bundle.js"></script>')
+
+
+def test_no_page_shows_markdown_that_did_not_render(site):
+    """No built page holds a table left as ``|`` text, a raw Sphinx role or a backtick outside code."""
+    found = {
+        str(p.relative_to(site)): marks[:3]
+        for p in sorted(site.rglob("*.html"))
+        if (marks := unrendered(p.read_text("utf-8")))
+    }
+    assert not found, found
+
+
+def test_the_unrendered_check_sees_each_mark():
+    """The check flags what the broken pages showed (a table split by a blank line, a role, a stray fence) and
+    passes a table cell holding a pipe between code spans."""
+    page = "<article>{}</article>"
+    assert unrendered(page.format("<p>| <code>genai</code> | GenAI-Bench | accuracy |</p>"))
+    assert unrendered(page.format("<p>See :class:<code>~rewardzoo.core.processor.RewardResult</code>.</p>"))
+    assert unrendered(page.format("<p>its example config is the <code>yaml block of</code>`</p>"))
+    assert unrendered(page.format("<td>see :mod:`rewardzoo.jobs`</td>"))
+    clean = "<table><tr><td><code>a</code> | <code>b</code></td><td>x</td></tr></table><pre>| a | b |`</pre>"
+    assert unrendered(page.format(clean)) == []

@@ -131,3 +131,29 @@ def test_trl_functions_read_a_scheduled_weight_at_trainer_state_global_step():
             [2 * w, 4 * w]
         )
         assert fixed(prompts=["p", "p"], completions=completions, trainer_state=state) == [2.0, 4.0]
+
+
+def test_the_scoring_thread_wakes_per_batch_not_per_call_and_a_batch_reaches_the_loop_at_once():
+    s = scorer([{"name": "words", "reward_model": WORDS, "batch_size": 32}], max_wait_s=5.0)
+    gatherer = s.gatherers["words"]
+    takes, handoffs = [], []
+    take, call_soon = gatherer._take, asyncio.BaseEventLoop.call_soon_threadsafe
+
+    def counted_take():
+        takes.append(1)
+        return take()
+
+    def counted_call_soon(loop, *args, **kwargs):
+        handoffs.append(1)
+        return call_soon(loop, *args, **kwargs)
+
+    gatherer._take = counted_take
+    asyncio.BaseEventLoop.call_soon_threadsafe = counted_call_soon
+    try:
+        rows = asyncio.run(_gather(s, [Sample(completion="w " * (i + 1)) for i in range(64)]))
+    finally:
+        asyncio.BaseEventLoop.call_soon_threadsafe = call_soon
+    assert [r.rewards["words"][0] for r in rows] == [float(i + 1) for i in range(64)]
+    assert s.calls == {"words": 2}  # two full batches: nothing waited for max_wait_s
+    # woken when a batch opens and when it is due (not by each of its 32 calls); one hand-off per batch
+    assert len(takes) <= 8 and len(handoffs) == 2

@@ -320,6 +320,16 @@ SETUPS: dict[str, Setup] = {
 }
 
 
+def _reward_pages() -> dict[str, Setup]:
+    """The Python example of each reward page (tests/docs/reward_examples.py: what it needs, the tiny models)."""
+    from tests.docs.reward_examples import setups
+
+    return setups(Setup)
+
+
+SETUPS.update(_reward_pages())
+
+
 def run(block: Block, tmp: Path) -> dict[str, Any]:
     """Run a block in ``tmp`` (its working directory) in a fresh namespace; returns the namespace."""
     here = Path.cwd()

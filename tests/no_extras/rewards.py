@@ -183,3 +183,25 @@ class Tripwire(PointwiseReward):
         with open(self.log, "a", encoding="utf-8") as fh:
             fh.write("".join(p + "\n" for p in prompt))
         return [float(len(p)) for p in prompt]
+
+
+class Spelled(PointwiseReward):
+    """The prompt's length, with two extras a row's own (issue 50's joinable outputs): ``vowels`` (a number) and
+    ``shout`` (the prompt upper-cased: a text extra); ``vowels`` is NaN (not reported) for a prompt holding
+    ``quiet``. While the file ``armed`` exists a call meeting ``trip`` raises."""
+
+    inputs = Inputs(("prompt",))
+    modality = "text"
+
+    def __init__(self, model_path=None, device="cpu", dtype="float32", armed: str = "", trip: str = "\0"):
+        super().__init__(model_path, device, dtype)
+        self.armed, self.trip = armed, trip
+
+    def __call__(self, prompt, **_):
+        import os
+
+        if self.armed and os.path.exists(self.armed) and any(self.trip in p for p in prompt):
+            raise RuntimeError("interrupted on purpose")
+        vowels = [float(sum(c in "aeiou" for c in p)) if "quiet" not in p else float("nan") for p in prompt]
+        shout = [p.upper() for p in prompt]
+        return RewardOutput([float(len(p)) for p in prompt], extras={"vowels": vowels, "shout": shout})

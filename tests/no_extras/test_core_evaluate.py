@@ -366,3 +366,51 @@ def test_a_link_planted_in_the_media_folder_is_replaced_not_written_through(tmp_
     (out2 / "media").symlink_to(tmp_path / "set", target_is_directory=True)
     with pytest.raises(RewardZooError, match="is a symbolic link"):
         run_evaluate(EvaluateJob(str(config), str(data), "pickapic_v2", out=str(out2)))
+
+
+def test_media_are_relative_to_the_data_file_from_any_folder(tmp_path, monkeypatch, capsys):
+    """Issue 50: a relative --data (or --out) once resolved the media against the temporary (or output) folder the
+    members' manifest is written to. Run from a folder that is neither the data's nor the checkout's, each way."""
+    (tmp_path / "set").mkdir()
+    data = _pairs(tmp_path / "set", n=6, ties=0)
+    (tmp_path / "set" / "rewards.yaml").write_text(json.dumps({"rewards": [ORACLE]}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    config = "../set/rewards.yaml"
+    ways = (("../set/pairs.jsonl", None), (str(data), None), ("../set/pairs.jsonl", "runs/a"), (str(data), "runs/b"))
+    for given, out in ways:
+        args = ["evaluate", config, "--data", given, "--format", "pairs", "--json"] + (["--out", out] if out else [])
+        assert main(args) == 0, capsys.readouterr().err
+        assert json.loads(capsys.readouterr().out)["rewards"][0]["value"] == 1.0
+    members = [json.loads(x) for x in (elsewhere / "runs" / "a" / "members.jsonl").read_text().splitlines()]
+    assert all(Path(m["image"]).is_absolute() for m in members)
+    assert {Path(m["image"]).resolve().parent for m in members} == {(tmp_path / "set").resolve()}  # the data's folder
+
+
+def test_data_ids_name_the_members_and_the_scores_are_joined_back_by_them(tmp_path):
+    """Issue 50: the data's ids reach the members' manifest and scores.jsonl, and the scores are joined to the
+    members by id: a score job returning its rows in another order gives the same agreement."""
+    data = _pairs(tmp_path, n=10, ties=0, seed=5)
+    rows = [json.loads(x) for x in data.read_text().splitlines()]
+    data.write_text("".join(json.dumps({"id": f"q{k}", **row}) + "\n" for k, row in enumerate(rows)))
+    job = EvaluateJob(config={"rewards": [ORACLE]}, data=str(data), format="pairs", out=str(tmp_path / "o"), quiet=True)
+    run = run_evaluate(job)
+    members = [json.loads(x) for x in (tmp_path / "o" / "members.jsonl").read_text().splitlines()]
+    scored = [json.loads(x) for x in (tmp_path / "o" / "scores.jsonl").read_text().splitlines()]
+    expected = [f"q{k}/{side}" for k in range(10) for side in ("media_a", "media_b")]
+    assert [m["id"] for m in members] == [s["id"] for s in scored] == expected
+    from rewardzoo.jobs.local import run_local
+
+    def reversed_rows(score_job):
+        return run_local(score_job).records[::-1]
+
+    again = run_evaluate(EvaluateJob(**{**job.__dict__, "out": str(tmp_path / "o2")}), reversed_rows)
+    assert again.results[0].interval.value == run.results[0].interval.value == 1.0
+    # a duplicate id names both lines; ids on some lines only are refused
+    (tmp_path / "dup.jsonl").write_text("".join(json.dumps({**row, "id": "same"}) + "\n" for row in rows[:2]))
+    with pytest.raises(InputError, match=r"dup.jsonl line 2, field 'id': 'same' is also the id of dup.jsonl line 1"):
+        run_evaluate(EvaluateJob(config={"rewards": [ORACLE]}, data=str(tmp_path / "dup.jsonl"), format="pairs"))
+    (tmp_path / "some.jsonl").write_text(json.dumps({**rows[0], "id": 1}) + "\n" + json.dumps(rows[1]) + "\n")
+    with pytest.raises(InputError, match=r"some.jsonl line 2, field 'id': missing, while some.jsonl line 1 has one"):
+        run_evaluate(EvaluateJob(config={"rewards": [ORACLE]}, data=str(tmp_path / "some.jsonl"), format="pairs"))

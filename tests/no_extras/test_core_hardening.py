@@ -708,12 +708,18 @@ def test_hand_edited_partial_records_are_rescored_never_copied(tmp_path):
 @pytest.mark.parametrize(
     "record, problem",
     [
-        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"]}, None),
-        ({"rewards": {"len": None}, "total": None, "applied": []}, "reward 'len' is null"),
-        ({"rewards": {"len": 1.0}, "total": float("inf"), "applied": ["len"]}, "total is Infinity"),
-        ({"rewards": {"len": True}, "total": 1.0, "applied": ["len"]}, "reward 'len' is true"),
-        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": []}, "not the rewards that apply"),
-        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"], "x": 1}, "not a score record"),
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"], "extras": {}}, None),
+        ({"rewards": {"len": None}, "total": None, "applied": [], "extras": {}}, "reward 'len' is null"),
+        ({"rewards": {"len": 1.0}, "total": float("inf"), "applied": ["len"], "extras": {}}, "total is Infinity"),
+        ({"rewards": {"len": True}, "total": 1.0, "applied": ["len"], "extras": {}}, "reward 'len' is true"),
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": [], "extras": {}}, "not the rewards that apply"),
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"], "extras": {}, "x": 1}, "not a score record"),
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"]}, "not a score record"),  # no extras
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"], "extras": {"len": {"n": 2.0, "t": "ab"}}}, None),
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"], "extras": []}, "extras not an object"),
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"], "extras": {"x": {"n": 1.0}}}, "does not apply"),
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"], "extras": {"len": {"n": None}}}, "neither"),
+        ({"rewards": {"len": 1.0}, "total": 1.0, "applied": ["len"], "extras": {"len": {}}}, "not an object of"),
         ([1.0], "not a score record"),
     ],
 )
@@ -734,7 +740,7 @@ def test_a_record_of_a_reward_that_does_not_apply_to_the_rows_dataset_must_be_nu
         RewardSpec(name="a", reward_model="x", applicable_datasets=("d1",)),
         RewardSpec(name="b", reward_model="y"),
     ]
-    ok = {"rewards": {"a": None, "b": 2.0}, "total": 2.0, "applied": ["b"]}
+    ok = {"rewards": {"a": None, "b": 2.0}, "total": 2.0, "applied": ["b"], "extras": {}}
     assert record_problem(ok, specs, "d2") is None
     assert "reward 'a'" in record_problem({**ok, "rewards": {"a": 1.0, "b": 2.0}}, specs, "d2")
     assert "not the rewards" in record_problem(ok, specs, "d1") or "reward 'a'" in record_problem(ok, specs, "d1")

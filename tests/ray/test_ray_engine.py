@@ -405,3 +405,35 @@ def test_an_edit_rows_source_and_mask_arrive_as_encoded_bytes(tmp_path):
     assert (tmp_path / "bytes.jsonl").read_bytes() == local
     got = [json.loads(line)["rewards"]["edit_preservation"] for line in local.decode().splitlines()]
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_ids_metadata_and_extras_equal_local_in_jsonl_parquet_and_after_a_resume(tmp_path, capsys):
+    """Issue 50: the Ray engine writes the local rows (id, metadata, --extras) as JSONL and as Parquet, and a
+    resumed Ray run writes the rows of an uninterrupted local one."""
+    import pyarrow.parquet as pq
+
+    armed = tmp_path / "armed"
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "rewards:\n  - name: words\n    reward_model: tests.no_extras.rewards:Spelled\n"
+        f"    kwargs: {{armed: {json.dumps(str(armed))}, trip: sea}}\n"
+    )
+    prompts = ["an owl", "quiet night", "sea", "a long prompt", "rain", "sun"]
+    lines = [{"id": f"r{k}", "prompt": p, "metadata": {"k": k}} for k, p in enumerate(prompts)]
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    common = ("--chunk-size", 2, "--extras")
+    assert _score(config, path, tmp_path / "local.jsonl", *common) == 0
+    assert _score(config, path, tmp_path / "local.parquet", *common) == 0
+    assert _score(config, path, tmp_path / "ray.parquet", *common, "--engine", "ray") == 0
+    assert pq.read_table(tmp_path / "ray.parquet").equals(pq.read_table(tmp_path / "local.parquet"))
+    armed.touch()
+    assert _score(config, path, tmp_path / "ray.jsonl", *common, "--engine", "ray") == 2
+    assert "interrupted on purpose" in capsys.readouterr().err
+    armed.unlink()
+    assert _score(config, path, tmp_path / "ray.jsonl", *common, "--engine", "ray", "--resume") == 0
+    assert (tmp_path / "ray.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()
+    rows = [json.loads(x) for x in (tmp_path / "ray.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["metadata"], r["extras"]["words"]["shout"]) for r in rows] == [
+        (x["id"], x["metadata"], x["prompt"].upper()) for x in lines
+    ]

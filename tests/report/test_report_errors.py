@@ -184,3 +184,26 @@ def test_every_jsonl_reader_names_the_line_and_the_byte_alike(tmp_path, reader, 
     if bad.startswith(b'{"a": \xe9'):  # the offset in the file: the first two lines, then 6 bytes in
         words = [*words, f"byte {len(first) + 2 + 6}"]
     assert "line 3" in message and all(word in message for word in words), message
+
+
+def test_the_manifest_is_keyed_to_the_score_rows_by_id(tmp_path):
+    """Issue 50: a score file with ids (a subset of the manifest's rows, in another order, with the metadata and
+    extras `rewardzoo score` copies) is matched to the manifest by id: each card shows its own row's prompt."""
+    import html
+    import re
+
+    ids = [f"s{k}" for k in range(12)] + [3.5]  # any JSON scalar
+    manifest = write_manifest(tmp_path / "m.jsonl", [{"id": i, "prompt": f"prompt-{i}"} for i in ids])
+    keep = [12, 11, 0, 7, 5, 2, 9, 4]
+    values = np.array([float(k) for k in keep])
+    carried = [{"id": ids[k], "metadata": {"k": k}, "extras": {"r": {"t": str(k)}}} for k in keep]
+    scores = write_scores(tmp_path / "s.jsonl", {"r": values}, carried)
+    page = build_report(scores, manifest=manifest, out=tmp_path / "r.html", top=3).read_text("utf-8")
+    cards = re.findall(r'<figure class="sample"[^>]*data-id="([^"]+)".*?</figure>', page, re.S)
+    assert len(cards) >= 6
+    for card in re.finditer(r'<figure class="sample"[^>]*data-id="([^"]+)"(.*?)</figure>', page, re.S):
+        row_id = json.loads(html.unescape(card.group(1)))
+        assert f"prompt-{row_id}" in card.group(2) and f"id {json.dumps(row_id)}" in html.unescape(card.group(2))
+    other = write_manifest(tmp_path / "other.jsonl", [{"id": f"t{k}", "prompt": "p"} for k in range(13)])
+    with pytest.raises(ReportMismatchError, match=r"line 1: row id 3.5 is not an id of the manifest"):
+        build_report(scores, manifest=other, out=tmp_path / "r.html")

@@ -12,7 +12,9 @@ ranks differ (score ties 0.5), pooled over groups; the interval resamples whole 
 ``ratings``: ``{"media": PATH, "mos": number, "prompt": ..., "category": ...}`` (KonIQ-, AGIQA-, BVCC-style
 sets). Metrics: SRCC (the headline), PLCC and KRCC between the scores and the MOS.
 
-Media may be any modality a reward reads (images, videos, audio: the field is chosen by the file's suffix).
+Media may be any modality a reward reads (images, videos, audio: the field is chosen by the file's suffix). A
+line may carry ``id`` (a JSON scalar, unique; every line or none): the members' manifest and ``scores.jsonl`` then
+name each member by it (``ID`` for a rating, ``ID/media_a`` or ``ID/media[2]`` for a pair's or a group's).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def _lines(path: Path, builder: SetBuilder):
         return set_error(builder.where(line), message)
 
     for lineno, row in jsonl_objects(regular_file(path, "data"), error):
+        builder.line(builder.where(lineno), row)
         yield builder.where(lineno), row
 
 

@@ -1,8 +1,9 @@
 """The evaluate job: a set read, its members written as a manifest and scored through the score job (the same
 batched, resumable run as ``rewardzoo score``), each reward's agreement computed.
 
-The output folder holds ``members.jsonl`` (the manifest; one line a member), ``scores.jsonl`` (the score job's
-output, resumable with ``resume``) and ``agreement.json`` (what :meth:`EvaluateRun.as_dict` returns).
+The output folder holds ``members.jsonl`` (the manifest; one line a member, with its ``id`` when the data's lines
+have ids), ``scores.jsonl`` (the score job's output, resumable with ``resume``; its rows are joined back to the
+members by id) and ``agreement.json`` (what :meth:`EvaluateRun.as_dict` returns).
 """
 
 from __future__ import annotations
@@ -127,8 +128,22 @@ def _kinds(specs) -> dict[str, tuple[str, bool, str]]:
 
 def _write_manifest(path: Path, data: EvalSet, groups: bool) -> None:
     with path.open("w", encoding="utf-8") as fh:
-        for row in data.members:
-            fh.write(json.dumps(row if groups else {k: v for k, v in row.items() if k != "group_id"}) + "\n")
+        for i, row in enumerate(data.members):
+            line = row if groups else {k: v for k, v in row.items() if k != "group_id"}
+            fh.write(json.dumps({"id": data.ids[i], **line} if data.ids is not None else line) + "\n")
+
+
+def joined(records: list[dict], data: EvalSet) -> list[dict]:
+    """The score job's rows in member order, joined by id (the data's member ids, else the members' indices:
+    what the score job names a row without an id by)."""
+    from ..manifest import id_key
+
+    by_id = {id_key(r["id"]): r for r in records}
+    wanted = data.ids if data.ids is not None else list(range(len(data.members)))
+    missing = [k for k, i in enumerate(wanted) if id_key(i) not in by_id]
+    if missing:
+        raise InputError(f"the scores have no row for {data.labels[missing[0]]} (id {wanted[missing[0]]!r})")
+    return [by_id[id_key(i)] for i in wanted]
 
 
 def run_evaluate(job: EvaluateJob, score: Callable[[ScoreJob], list[dict]] | None = None) -> EvaluateRun:
@@ -174,7 +189,7 @@ def run_evaluate(job: EvaluateJob, score: Callable[[ScoreJob], list[dict]] | Non
         resume=job.resume,
         labels=tuple(data.labels),
     )
-    records = (score or _run_local)(score_job)
+    records = joined((score or _run_local)(score_job), data)
     benchmark = job.benchmark or data.benchmark or data.name
     results, matched = [], {}
     for spec in specs:

@@ -53,7 +53,10 @@ class EvalSet:
     Pairs (rule ``pairwise*``): member indices ``a``, ``b``, ``human`` (+1 a preferred, -1 b, 0 tie) and one
     ``categories`` entry a pair. Ranked groups (``group_*``): ``group`` (member -> group index), ``ranks``
     (lower is better) and one category a group. Ratings (``correlation``): ``mos`` and one category a member.
-    ``dimensions``: further labels of the same pairs, each scored with the set's rule. ``tie_zero``: the
+    ``ids``: member i's ``id`` when the data's lines have ids (a line's ``id`` for its one member, ``ID/FIELD``
+    such as ``'x7/media_b'`` for each of several), else None: the members' manifest carries them and the scores
+    are joined back to the members by them. ``dimensions``: further labels of the same pairs, each scored with the
+    set's rule. ``tie_zero``: the
     accuracy-with-ties calibration also tries the threshold 0 (see
     :func:`~rewardzoo.shared.agreement.accuracy_with_ties`). Rule ``rating_pairs_with_ties`` (GenAI-Bench):
     rated members like ``correlation``, scored on every pair of members (human tie: equal ``mos``).
@@ -64,6 +67,7 @@ class EvalSet:
     source: Path
     members: list[dict] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    ids: list[Any] | None = None
     group_ids: list[Any] = field(default_factory=list)
     categories: list[str | None] = field(default_factory=list)
     a: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -89,12 +93,18 @@ class EvalSet:
 
 class SetBuilder:
     """Collects an :class:`EvalSet`'s members; media paths are checked (a regular, readable file) as they come,
-    relative ones taken relative to ``root`` (the data file's folder)."""
+    relative ones taken relative to ``root`` (the data file's folder). A member's path is absolute whatever the
+    working folder and however ``source`` and ``root`` were given: the manifest written from the members lives
+    in another folder, and a relative path there would be read relative to that folder."""
 
     def __init__(self, name: str, rule: str, source: str | os.PathLike, root: Path | None = None):
         self.set = EvalSet(name, rule, Path(source))
-        self.root = root if root is not None else Path(source).parent
+        self.root = (root if root is not None else Path(source).parent).absolute()
         self.pairs: list[tuple[int, int, int]] = []
+        self.line_id: Any = None  # the id of the line being read (None: it has none)
+        self.id_lines: dict[tuple[str, Any], str] = {}  # id key -> the line that has it
+        self.without_id: str | None = None  # the first line without one
+        self.member_ids: list[Any] = []
         self.group: list[int] = []
         self.ranks: list[float] = []
         self.mos: list[float] = []
@@ -102,6 +112,27 @@ class SetBuilder:
     def where(self, line: int | str) -> str:
         """'FILE line N' (or 'FILE row N' when ``line`` is already such a label)."""
         return f"{self.set.source.name} {line if isinstance(line, str) else f'line {line}'}"
+
+    def line(self, where: str, row: dict) -> None:
+        """Start a line of the data (``where``): its optional ``id`` (a JSON scalar, unique; every line has one or
+        none) names its members."""
+        from ..manifest import check_id, id_key
+
+        value = row.get("id")
+        self.line_id = value
+        if value is None:
+            self.without_id = self.without_id or where
+        else:
+            problem = check_id(value)
+            if problem is not None:
+                raise set_error(where, problem, "id")
+            other = self.id_lines.get(id_key(value))
+            if other is not None:
+                raise set_error(where, f"{value!r} is also the id of {other}; ids must be unique", "id")
+            self.id_lines[id_key(value)] = where
+        if self.id_lines and self.without_id is not None:
+            first = next(iter(self.id_lines.values()))
+            raise set_error(self.without_id, f"missing, while {first} has one; give every line an id, or none", "id")
 
     def media(self, value: Any, where: str, key: str) -> tuple[str, str]:
         """(sample field, absolute path) of a media path; errors name ``where`` and ``key``."""
@@ -115,8 +146,9 @@ class SetBuilder:
             raise set_error(where, f"media file '{path}' cannot be read (missing or not a readable file)", key)
         return field_name, str(path)
 
-    def member(self, where: str, key: str, value: Any, fields: dict, group_id: Any = None) -> int:
-        """Add one member: ``fields`` (prompt, condition_images, ...) plus the media ``value`` of column ``key``."""
+    def member(self, where: str, key: str, value: Any, fields: dict, group_id: Any = None, single: bool = False) -> int:
+        """Add one member: ``fields`` (prompt, condition_images, ...) plus the media ``value`` of column ``key``;
+        ``single``: the line's only member (its id is the line's, not ``ID/key``)."""
         field_name, path = self.media(value, where, key)
         row = {k: v for k, v in fields.items() if v is not None}
         row[field_name] = path
@@ -124,6 +156,8 @@ class SetBuilder:
             row["group_id"] = group_id
         self.set.members.append(row)
         self.set.labels.append(f"{where}, {key}")
+        if self.line_id is not None:
+            self.member_ids.append(self.line_id if single else f"{self.line_id}/{key}")
         self.set.group_ids.append(group_id)
         return len(self.set.members) - 1
 
@@ -156,7 +190,7 @@ class SetBuilder:
         """One rated member."""
         if isinstance(mos, bool) or not isinstance(mos, (int, float)) or not np.isfinite(mos):
             raise set_error(where, f"must be a finite number, got {mos!r}", "mos")
-        self.member(where, key, media, fields)
+        self.member(where, key, media, fields, single=True)
         self.mos.append(float(mos))
         self.set.categories.append(category)
 
@@ -168,6 +202,8 @@ class SetBuilder:
         if self.pairs:
             idx = np.asarray(self.pairs, dtype=np.int64)
             s.a, s.b, s.human = idx[:, 0], idx[:, 1], idx[:, 2].astype(np.int8)
+        if self.member_ids:
+            s.ids = self.member_ids
         s.group = np.asarray(self.group, dtype=np.int64)
         s.ranks = np.asarray(self.ranks)
         s.mos = np.asarray(self.mos)

@@ -75,9 +75,13 @@ class SpeechPresence(PointwiseReward):
                 "speech_presence uses the Silero VAD weights of the silero-vad wheel; model_path must be null",
                 field="model_path",
             )
+        import warnings
+
         from silero_vad import load_silero_vad
 
-        self.model = load_silero_vad(onnx=False)
+        with warnings.catch_warnings():  # the wheel loads its file with torch.jit.load, which torch 2.9+ deprecates
+            warnings.filterwarnings("ignore", r"`torch\.jit\.load` is deprecated", FutureWarning)
+            self.model = load_silero_vad(onnx=False)
         self.hold(self.model)  # the wheel's TorchScript file: a drop keeps it in the private file
         self.vad_settings = dict(
             threshold=opts.threshold,

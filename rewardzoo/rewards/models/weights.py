@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from ...errors import ConfigError
+from ...shared.hub import require_reachable
 from ...shared.weights import loading
 
 
@@ -53,6 +54,10 @@ def resolve_weights_file(model_path: str | os.PathLike, filename: str | None = N
     if not name:
         raise ConfigError(f"'{text}' names a hub repository but no file in it", field="model_path")
     with loading(f"'{name}' from the hub repository '{repo}' (and '{text}' is not a local file)", verb="fetch"):
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import hf_hub_download, try_to_load_from_cache
 
+        cached = try_to_load_from_cache(repo, name)
+        if isinstance(cached, str):
+            return cached
+        require_reachable(repo, f"'{name}'", name)  # one request, not the client's retries, when it is not there
         return hf_hub_download(repo, name)
