@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from functools import partial
@@ -196,7 +197,8 @@ async def score(request: Request) -> Response:
             data = await _parsed(request, held, fmt)
             await state.decoders.run(_check, state.service, data, limits)  # every limit, from the headers
             await held.grow(decoded_bytes(data, limits) + _conversion(state).bytes(data), "the request's media")
-            key, samples = await state.decoders.run(_decode, state.service, data, limits, state.decoders.threads)
+            threads = min(state.decoders.threads, os.cpu_count() or 1)  # a request's PNGs decoded on these threads
+            key, samples = await state.decoders.run(_decode, state.service, data, limits, threads)
             del data
         finally:
             state.upcoming -= 1
