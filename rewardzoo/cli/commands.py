@@ -24,6 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        _require_lock(getattr(args, "require_lock", None))
         return args.func(args)
     except (RewardZooError, FileNotFoundError) as exc:
         print(f"rewardzoo: error: {exc}", file=sys.stderr)
@@ -34,6 +35,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     return 2
+
+
+def _add_lock_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--locked",
+        dest="require_lock",  # fetch's own --locked is a flag
+        metavar="LOCKFILE",
+        help="load only the weights a `rewardzoo fetch` lock file names, byte for byte (sets REWARDZOO_LOCK for "
+        "this run and the workers it starts)",
+    )
+
+
+def _require_lock(path: str | None) -> None:
+    """``--locked LOCKFILE``: check the lock reads, then make every load of this run require it."""
+    if path is None:
+        return
+    from ..core.hub_weights import LOCK_ENV
+    from ..shared.lockfile import read_lock
+
+    read_lock(path)  # a missing or malformed lock fails here, before anything loads
+    os.environ[LOCK_ENV] = os.path.abspath(path)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -123,10 +145,12 @@ def _parser() -> argparse.ArgumentParser:
         help="also write each reward's extras to each row (what ocr read, a judge's per-dimension values: "
         "what /v1/score returns)",
     )
+    _add_lock_argument(p)
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("evaluate", help="how well each reward of a config agrees with human preferences or ratings")
     _add_evaluate_arguments(p)
+    _add_lock_argument(p)
     p.set_defaults(func=cmd_evaluate)
 
     add_report_arguments(
@@ -135,6 +159,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="serve a config's rewards over HTTP (pip install 'rewardzoo[serve]')")
     _add_serve_arguments(p)
+    _add_lock_argument(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("demo", help="score generated example media with every reward that needs no download")

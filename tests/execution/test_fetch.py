@@ -118,14 +118,24 @@ def test_fetch_downloads_exactly_the_files_verifies_them_and_a_run_loads_them_of
 
     before = len(world["hub"].requests)
     out = world["work"] / "scores.jsonl"
-    env = {"HF_HOME": str(cache), "REWARDZOO_LOCK": str(lock)}
-    run = _run(world, "score", "pinned.yaml", "--input", "m.jsonl", "--out", str(out), "-q", offline=True, **env)
+    args = ("score", "pinned.yaml", "--input", "m.jsonl", "--out", str(out), "-q")
+    run = _run(world, *args, "--locked", str(lock), offline=True, HF_HOME=str(cache))
     assert run.returncode == 0, run.stderr
     assert len(world["hub"].requests) == before  # offline: not one request
     score = json.loads(out.read_text().splitlines()[0])["rewards"]["ps"]
     image = world["work"] / "a.png"
     assert score == pytest.approx(_direct_score(world["old"], image), rel=1e-5)
     assert score != pytest.approx(_direct_score(world["new"], image), rel=1e-3)  # the pin, not main
+    tampered = json.loads(lock.read_text())
+    for item in tampered["files"]:  # the weights the entry loads, as if another file had been locked
+        if item["file"].endswith(".safetensors"):
+            item["sha256"] = "0" * 64
+    other = world["work"] / "other.lock"
+    other.write_text(json.dumps(tampered))
+    refused = _run(world, *args, "--locked", str(other), offline=True, HF_HOME=str(cache))
+    assert refused.returncode != 0 and "lock" in refused.stderr  # --locked: only the locked bytes load
+    missing = _run(world, *args, "--locked", str(world["work"] / "none.lock"), offline=True, HF_HOME=str(cache))
+    assert missing.returncode != 0 and "cannot read the lock file" in missing.stderr
 
 
 def test_a_missing_weight_fails_fast_with_one_error_that_says_what_to_do(world, tmp_path):
