@@ -99,7 +99,6 @@ def build_app(
         max_wait_s=options.max_wait_ms / 1000,
         max_queue=options.max_queue,
         metrics=metrics,
-        upcoming=lambda: app.state.upcoming,
     )
     metrics.ready = int(service.ready)
     authenticated = [Middleware(Authenticated, token=options.token)] if options.token is not None else []
@@ -146,7 +145,6 @@ def build_app(
     )
     app.state.on_load_error = on_load_error
     app.state.shm = options.shm
-    app.state.upcoming = 0  # score requests received and not yet submitted to the batcher (it waits for them)
     app.state.conversion = None  # what converting media to the served rewards' forms costs, once they are loaded
     return app
 
@@ -192,16 +190,12 @@ async def score(request: Request) -> Response:
     state, fmt = request.app.state, request.state.fmt
     limits = state.service.limits
     async with state.memory.reserve() as held:
-        state.upcoming += 1
-        try:
-            data = await _parsed(request, held, fmt)
-            await state.decoders.run(_check, state.service, data, limits)  # every limit, from the headers
-            await held.grow(decoded_bytes(data, limits) + _conversion(state).bytes(data), "the request's media")
-            threads = min(state.decoders.threads, os.cpu_count() or 1)  # a request's PNGs decoded on these threads
-            key, samples = await state.decoders.run(_decode, state.service, data, limits, threads)
-            del data
-        finally:
-            state.upcoming -= 1
+        data = await _parsed(request, held, fmt)
+        await state.decoders.run(_check, state.service, data, limits)  # every limit, from the headers
+        await held.grow(decoded_bytes(data, limits) + _conversion(state).bytes(data), "the request's media")
+        threads = min(state.decoders.threads, os.cpu_count() or 1)  # a request's PNGs decoded on these threads
+        key, samples = await state.decoders.run(_decode, state.service, data, limits, threads)
+        del data
         try:
             answer = await state.batcher.submit(key, samples)
             request.state.samples = len(samples)

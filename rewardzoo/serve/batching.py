@@ -1,8 +1,7 @@
 """Server-side batching: requests from many clients scored together, with a bounded queue.
 
 Requests wait in one queue. A single worker takes the first, then keeps taking queued requests for the
-same rewards until the batch holds ``max_batch`` samples or ``max_wait_s`` passed since it started (no wait when
-nothing else is on its way: ``upcoming()`` counts the requests received but not yet submitted); a
+same rewards until the batch holds ``max_batch`` samples or ``max_wait_s`` passed since it started; a
 request is never split (its groups stay whole), and one larger than ``max_batch`` is scored on its own.
 While a batch runs on the model thread the next requests queue up, so under load the batches grow by
 themselves. When the queue already holds ``max_queue`` samples a request is refused at once
@@ -59,10 +58,8 @@ class Batcher(Generic[_K]):
         max_wait_s: float = 0.005,
         max_queue: int = 4096,
         metrics: Metrics | None = None,
-        upcoming: Callable[[], int] | None = None,
     ) -> None:
         self.run, self.max_batch, self.max_wait_s, self.max_queue = run, max_batch, max_wait_s, max_queue
-        self.upcoming = upcoming
         self.metrics = metrics or Metrics()
         self._queue: collections.deque[_Job[_K]] = collections.deque()
         self._queued = 0
@@ -121,8 +118,8 @@ class Batcher(Generic[_K]):
         while not due:
             if not self._queue:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or (self.upcoming is not None and self.upcoming() == 0):
-                    break  # the wait is over, or no request is on its way to join the batch
+                if remaining <= 0:
+                    break
                 wake.clear()
                 try:
                     await asyncio.wait_for(wake.wait(), remaining)

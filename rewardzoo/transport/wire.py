@@ -604,7 +604,8 @@ def _decode_pending(out: list[dict[str, Any]], pending: list[_Pending], threads:
 
     def put(value: Any) -> Any:
         if isinstance(value, _Pending):
-            return value.image
+            image, value.image = value.image, None  # held by the sample only
+            return image
         if isinstance(value, list):
             return [put(v) for v in value]
         return value
