@@ -1,11 +1,16 @@
 """Serving benchmarks: what a round trip through ``rewardzoo serve`` costs, what server-side batching gains,
 and what the safe wire format costs against pickle.
 
-- roundtrip: one request of 32 images 512x512 scored by a server on this machine (``RewardClient``, PNG and
-  raw uint8) against the same batch scored in the process, for a model reward (``laion_aesthetic`` on the
-  tiny random open_clip of ``rewardzoo.testing``; the tiny model makes the overhead look large: a real
-  ViT-L/14 costs ~100x more per image while the transfer costs the same) and for ``jpeg_compressibility``.
+- roundtrip: one request of 32 images 512x512 scored by a server on this machine (``RewardClient``) against the
+  same batch scored in the process from the PIL images, for a model reward (``laion_aesthetic`` on the tiny random
+  open_clip of ``rewardzoo.testing``; the tiny model makes the overhead look large: a real ViT-L/14 costs ~100x more
+  per image while the transfer costs the same) and for ``jpeg_compressibility``. Sides: raw images beside the
+  MessagePack map (the framed body, the default), raw inside one MessagePack document (the protocol before framing),
+  raw in same-host shared memory (sealed memfd), PNG (parallel threads); and flow_grpo's reward server (its
+  snapshot's ``app_deqa`` under gunicorn with the same reward, its own JPEG + pickle client; ``anchor_servers.py``),
+  recorded as skipped when its snapshot (``--flow-grpo-src``, ``--flow-grpo-client-src``) or Flask is absent.
   Both sides use one torch thread.
+- codec: the PNG encode + decode of those 32 images alone against the in-process call (the PNG side's floor).
 - batching: 8 client threads each sending requests of 4 samples (64x64 images) to a server with
   ``--max-batch 64 --max-wait-ms 10`` against one with ``--max-batch 4`` (each request scored on its own);
   throughput in samples/s, for a reward whose call costs 20 ms whatever its size (the regime of a GPU model
@@ -24,16 +29,18 @@ import http.client
 import os
 import pickle
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from results_io import figure, measure, print_figures, write_results
-from timing import interleaved
+from timing import interleaved, interleaved_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -132,42 +139,110 @@ def write_config(root: Path) -> dict[str, Path]:
     return paths
 
 
-def bench_roundtrip(configs: dict[str, Path], repeats: int) -> list[dict]:
+def _forced(client: Any, transport: str) -> Any:
+    """``client`` made to send as ``transport`` (``body``: one MessagePack document, the protocol before framing)."""
+    if transport == "body":
+        client.server.listing["wire"] = {**client.server.listing.get("wire", {}), "frames": False}
+    elif transport == "frames":
+        client.server._shm = False
+    if client.transport != transport:
+        raise RuntimeError(f"the client sends as {client.transport}, not {transport}")
+    return client
+
+
+#: Round-trip sides: (figure suffix, image format, transport, goal for the model reward, what it is).
+SIDES = (
+    ("raw", "raw", "frames", "<= 1.15x", "raw uint8 images beside the MessagePack map (framed body, the default)"),
+    ("raw_body", "raw", "body", None, "raw uint8 images inside one MessagePack document (the protocol before framing)"),
+    ("shm", "raw", "shm", "<= 1.05x", "raw uint8 images in sealed shared memory (same host)"),
+    ("png", "png", "frames", "<= 3x", "PNG images (encoded and decoded in parallel threads)"),
+)
+
+
+def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Namespace) -> list[dict]:
+    from anchor_servers import FlowGrpoServer, flow_grpo_client, flow_grpo_missing
+
     import rewardzoo
     from rewardzoo.serve.client import RewardClient
 
     samples = [rewardzoo.Sample(image=img) for img in textured(32, 512)]
+    stacked = np.stack([np.asarray(s.image) for s in samples])
     figs = []
     for kind, reward in (("model", "laion_aesthetic"), ("jpeg", "jpeg_compressibility")):
         local = rewardzoo.build_processors(configs[kind])[0]
         server = Server(configs[kind])
+        skip = flow_grpo_missing(anchors.flow_grpo_src, anchors.flow_grpo_client_src, anchors.flask_path)
+        anchor = None
         try:
-            png, raw = RewardClient(server.url, image_format="png"), RewardClient(server.url, image_format="raw")
+            clients = {
+                side: _forced(RewardClient(server.url, image_format=fmt), transport)
+                for side, fmt, transport, _, _ in SIDES
+            }
             want = local(samples).total
-            np.testing.assert_array_equal(png.score(samples).total, want)
-            np.testing.assert_array_equal(raw.score(samples).total, want)
-            times, ratios = interleaved(
-                {"local": lambda: local(samples), "png": lambda: png.score(samples), "raw": lambda: raw.score(samples)},
-                repeats=repeats,
-            )
-            png.close()
-            raw.close()
+            fns = {"local": lambda: local(samples)}
+            for side, client in clients.items():
+                np.testing.assert_array_equal(client.score(samples).total, want)
+                fns[side] = lambda client=client: client.score(samples)
+            if skip is None:
+                anchor = FlowGrpoServer(anchors.flow_grpo_src, configs[kind], anchors.flask_path)
+                flow_fn = flow_grpo_client(anchors.flow_grpo_client_src)
+                got = np.asarray(flow_fn(stacked, [""] * len(samples), [{}] * len(samples))[0], np.float32)
+                if got.shape != want.shape or not np.isfinite(got).all():
+                    raise RuntimeError(f"flow_grpo's server answered {got!r:.200}")
+                fns["flow_grpo"] = lambda: flow_fn(stacked, [""] * len(samples), [{}] * len(samples))
+            runs = interleaved_runs(fns, repeats=repeats)
+            times = {k: statistics.median(v) for k, v in runs.items()}
+            ratios = {k: statistics.median(a / b for a, b in zip(v, runs["local"])) for k, v in runs.items()}
+            if "flow_grpo" in runs:  # ours against theirs, paired per repetition
+                ratios["vs_flow_grpo"] = statistics.median(a / b for a, b in zip(runs["raw"], runs["flow_grpo"]))
+            for client in clients.values():
+                client.close()
         finally:
             server.stop()
-        for fmt in ("png", "raw"):
-            goal = "<= 1.15x" if kind == "model" else None
+            if anchor is not None:
+                anchor.stop()
+        name = f"`{reward}`{' (tiny open_clip)' if kind == 'model' else ''}"
+        for side, _, _, goal, what in SIDES:
             figs.append(
                 figure(
-                    f"serve.roundtrip.{kind}.{fmt}",
-                    f"`{reward}`{' (tiny open_clip)' if kind == 'model' else ''}: 32 images 512x512 in one request "
-                    f"({fmt.upper()} images) through a server on this machine vs scored in the process "
-                    f"(median of {repeats} paired ratios)",
-                    measure(f"server ({fmt})", times[fmt] * 1e3, "ms"),
+                    f"serve.roundtrip.{kind}.{side}",
+                    f"{name}: 32 images 512x512 in one request, {what}, through a server on this machine vs "
+                    f"scored in the process from the PIL images (median of {repeats} paired ratios)",
+                    measure(f"server ({side})", times[side] * 1e3, "ms"),
                     baseline=measure("in process", times["local"] * 1e3, "ms"),
-                    ratio=ratios[fmt],
+                    ratio=ratios[side],
                     ratio_label="server / in process",
-                    goal=goal,
+                    goal=goal if kind == "model" else None,
                     rewards=["remote"],
+                )
+            )
+        title = (
+            f"{name}: the same 32 images 512x512, rewardzoo serve (raw, framed) vs flow_grpo's reward server "
+            "(reward-server's app_deqa under gunicorn, 1 sync worker, its reward replaced by the same rewardzoo "
+            "reward; flow_grpo's own deqa_score_remote client: JPEG + pickle over requests)"
+        )
+        if "flow_grpo" in times:
+            figs.append(
+                figure(
+                    f"serve.roundtrip.{kind}.vs_flow_grpo",
+                    title + f" (median of {repeats} paired runs)",
+                    measure("rewardzoo serve (raw)", times["raw"] * 1e3, "ms"),
+                    baseline=measure("flow_grpo reward server", times["flow_grpo"] * 1e3, "ms"),
+                    ratio=ratios["vs_flow_grpo"],
+                    ratio_label="rewardzoo / flow_grpo",
+                    goal="< 1x" if kind == "model" else None,
+                    rewards=["remote"],
+                    notes=f"flow_grpo's side also vs in process: {ratios['flow_grpo']:.3g}x",
+                )
+            )
+        else:
+            figs.append(
+                figure(
+                    f"serve.roundtrip.{kind}.vs_flow_grpo",
+                    title,
+                    measure("rewardzoo serve (raw)", times["raw"] * 1e3, "ms"),
+                    rewards=["remote"],
+                    notes=f"skipped: {skip}",
                 )
             )
     return figs
@@ -280,22 +355,70 @@ def bench_wire(repeats: int) -> list[dict]:
     return figs
 
 
+def bench_codec(configs: dict[str, Path], repeats: int) -> list[dict]:
+    """What PNG costs by itself: the 32 images encoded (the client's threads) and decoded (the server's threads),
+    in this process, against scoring them in process: the floor under ``serve.roundtrip.*.png``."""
+    import rewardzoo
+    from rewardzoo.transport import wire
+
+    samples = [rewardzoo.Sample(image=img) for img in textured(32, 512)]
+    maps = [{"image": s.image} for s in samples]
+    local = rewardzoo.build_processors(configs["model"])[0]
+
+    def codec() -> None:
+        data = wire.request_map(maps, image_format="png")
+        wire.decode_request_map(data, threads=4)
+
+    times, ratios = interleaved({"local": lambda: local(samples), "codec": codec}, repeats=repeats)
+    return [
+        figure(
+            "serve.codec.png",
+            "the PNG codec alone on the 32 images 512x512 of serve.roundtrip (encoded on the client's threads, "
+            f"decoded on the server's, {os.cpu_count()} cores) vs `laion_aesthetic` (tiny open_clip) scoring them in "
+            f"process (median of {repeats} paired ratios): the floor under serve.roundtrip.model.png",
+            measure("PNG encode + decode", times["codec"] * 1e3, "ms"),
+            baseline=measure("in process", times["local"] * 1e3, "ms"),
+            ratio=ratios["codec"],
+            ratio_label="codec / in process",
+            rewards=["remote"],
+        )
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a check, not a measurement)")
+    parser.add_argument(
+        "--parts",
+        default="wire,roundtrip,codec,batching",
+        help="comma-separated parts to run (others keep their figures)",
+    )
+    parser.add_argument("--flow-grpo-src", type=Path, help="a yifan123/reward-server snapshot (flow_grpo's server)")
+    parser.add_argument("--flow-grpo-client-src", type=Path, help="a yifan123/flow_grpo snapshot (its client)")
+    parser.add_argument("--flask-path", type=Path, help="a folder holding flask and gunicorn (pip install --target)")
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(1)
     repeats = 3 if args.quick else 11
+    parts = args.parts.split(",")
+    if args.flask_path:
+        sys.path.append(str(args.flask_path))
+    figs: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         configs = write_config(Path(tmp))
-        figs = bench_wire(repeats * 2)
-        figs += bench_roundtrip(configs, repeats)
-        for kind in ("fixed", "model"):
-            figs.append(bench_batching(configs[kind], kind, repeats, 4 if args.quick else 10))
-    print_figures(figs)
-    print(write_results(__file__, figs))
+        if "wire" in parts:
+            figs += bench_wire(repeats * 2)
+        if "roundtrip" in parts:
+            figs += bench_roundtrip(configs, repeats, args)
+        if "codec" in parts:
+            figs += bench_codec(configs, repeats)
+        if "batching" in parts:
+            for kind in ("fixed", "model"):
+                figs.append(bench_batching(configs[kind], kind, repeats, 4 if args.quick else 10))
+    print_figures([f for f in figs if f["baseline"] is not None])
+    every = {"wire", "roundtrip", "codec", "batching"} <= set(parts)
+    print(write_results(__file__, figs, parts=None if every else [f"serve.{p}" for p in parts]))
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ class ServeJob:
     max_connections: int = 256
     max_receiving_mb: float = 256.0
     max_decoded_mb: float = 1024.0
+    shm: bool = True  # read same-host clients' shared memory (loopback, same user); --no-shm turns it off
     idle_timeout_s: float = 5.0
     header_timeout_s: float = 10.0
     body_timeout_s: float = 60.0

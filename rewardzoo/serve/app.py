@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any
 
 from starlette.applications import Starlette
@@ -42,6 +44,7 @@ from starlette.routing import Route
 
 from ..errors import InputError
 from ..spec.sample import Sample, samples_of
+from ..transport.frames import client_is_local, loads_frames, wire_listing
 from ..transport.wire import (
     JSON,
     MSGPACK,
@@ -141,6 +144,7 @@ def build_app(
         app.state.memory, ttl_s=options.job_ttl_s, max_per_token=options.max_jobs_per_token, max_jobs=options.max_jobs
     )
     app.state.on_load_error = on_load_error
+    app.state.shm = options.shm
     app.state.conversion = None  # what converting media to the served rewards' forms costs, once they are loaded
     return app
 
@@ -175,7 +179,7 @@ async def ready_state(request: Request) -> Response:
 
 
 async def rewards(request: Request) -> Response:
-    return JSONResponse(request.app.state.service.reward_list())
+    return JSONResponse({**request.app.state.service.reward_list(), "wire": wire_listing(request.app.state.shm)})
 
 
 async def metrics_text(request: Request) -> Response:
@@ -189,13 +193,15 @@ async def score(request: Request) -> Response:
         data = await _parsed(request, held, fmt)
         await state.decoders.run(_check, state.service, data, limits)  # every limit, from the headers
         await held.grow(decoded_bytes(data, limits) + _conversion(state).bytes(data), "the request's media")
-        key, samples = await state.decoders.run(_decode, state.service, data, limits)
+        threads = min(state.decoders.threads, os.cpu_count() or 1)  # a request's PNGs decoded on these threads
+        key, samples = await state.decoders.run(_decode, state.service, data, limits, threads)
         del data
         try:
             answer = await state.batcher.submit(key, samples)
             request.state.samples = len(samples)
         finally:
             samples.clear()  # its media freed now, although the batcher may keep its last batch while idle
+    fmt = "msgpack" if fmt == "frames" else fmt  # a framed request is answered in MessagePack
     return Response(dumps(answer, fmt), media_type=MSGPACK if fmt == "msgpack" else JSON)
 
 
@@ -207,6 +213,10 @@ async def _parsed(request: Request, held: Reservation, fmt: str) -> Any:
         raise TypeError("the request body was not received by the Received middleware")
     await held.grow(parse_bytes(len(body.data), fmt, state.service.limits), "the request's body")
     body.release()
+    if fmt == "frames":  # large buffers as views of the body (or of a local client's shared memory)
+        why_not = "it was started without shared memory" if not state.shm else None
+        why_not = why_not or client_is_local(request.scope.get("client"), request.headers)
+        return await state.decoders.run(partial(loads_frames, body.take(), state.service.limits, shm_allowed=why_not))
     return await state.decoders.run(loads, body.take(), fmt, state.service.limits)
 
 
@@ -258,8 +268,10 @@ def _check(service: RewardService, data: object, limits: WireLimits) -> None:
     service.key(decode_request_map(data, limits, dry=True).rewards)
 
 
-def _decode(service: RewardService, data: object, limits: WireLimits) -> tuple[tuple[str, ...], list[Sample]]:
-    request = decode_request_map(data, limits)
+def _decode(
+    service: RewardService, data: object, limits: WireLimits, threads: int = 1
+) -> tuple[tuple[str, ...], list[Sample]]:
+    request = decode_request_map(data, limits, threads=threads)  # PNGs decoded on the threads in parallel
     key = service.key(request.rewards)
     try:
         return key, samples_of(request.samples)

@@ -53,7 +53,10 @@ class RewardClient:
     in flight when a call is split (the server's ``max_samples``, groups kept whole); ``token_env`` the
     environment variable holding the server's bearer token; ``fmt`` ``msgpack`` or ``json``;
     ``image_format`` ``raw`` (uint8 arrays: no encoding cost, the default) or ``png`` (lossless, ~30% smaller for
-    photographs but ~12 ms of zlib per 512x512 image: worth it only on links slower than ~100 MB/s).
+    photographs but ~12 ms of zlib per 512x512 image: worth it only on links slower than ~100 MB/s); ``shm``: for a
+    server on this host (its address a loopback one, and it says it shares this machine and user), hand the media
+    over in sealed shared memory instead of the body (the server may refuse; the body is then sent). With MessagePack
+    and a server that takes them, media travel beside the request's map (:mod:`rewardzoo.transport.frames`).
     Errors after the last retry are :class:`~rewardzoo.errors.HttpError`."""
 
     def __init__(
@@ -69,6 +72,7 @@ class RewardClient:
         fmt: str = "msgpack",
         image_format: str = "raw",
         ready_timeout_s: float = 300.0,
+        shm: bool = True,
     ) -> None:
         policy = RetryPolicy.from_options(
             {"retries": retries, "backoff_s": backoff_s, "max_backoff_s": max_backoff_s, "timeout_s": timeout_s},
@@ -85,6 +89,7 @@ class RewardClient:
             image_format=image_format,
             ready_timeout_s=ready_timeout_s,
             owner="RewardClient",
+            shm=shm,
         )
 
     @property
@@ -95,6 +100,11 @@ class RewardClient:
     @property
     def limits(self) -> dict[str, Any]:
         return self.server.limits
+
+    @property
+    def transport(self) -> str:
+        """``shm``, ``frames`` or ``body``: how this client's requests travel to its server."""
+        return self.server.transport
 
     def health(self) -> bool:
         return self.server.http.get_json("/health").get("status") == "ok"

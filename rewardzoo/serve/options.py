@@ -14,7 +14,9 @@ class ServeOptions:
     ``max_receiving_bytes``: bytes of bodies being received at once across requests (past it a request gets 503 at
     once; None: no bound); ``max_decoded_bytes``: memory requests hold at once across requests — parsed bodies,
     decoded media and their conversion to the rewards' forms (a request waits up to ``decode_wait_s`` for its
-    share, then gets 503; None: no bound); ``decode_threads``: requests parsed and decoded at once.
+    share, then gets 503; None: no bound); ``decode_threads``: threads decoding requests and their PNG images;
+    ``shm``: read the buffers of a client on this machine from its shared memory when it offers them (only clients
+    on the loopback, same user; :mod:`rewardzoo.transport.frames`).
     The request limits are the service's :class:`~rewardzoo.transport.wire.WireLimits`."""
 
     max_batch: int = 64
@@ -25,6 +27,7 @@ class ServeOptions:
     max_decoded_bytes: int | None = 2**30
     decode_wait_s: float = 5.0
     decode_threads: int = 4
+    shm: bool = True
     token: str | None = field(default=None, repr=False)
     #: submit / collect (:mod:`~rewardzoo.serve.jobs`): seconds a finished ticket is kept, tickets per token, in all
     job_ttl_s: float = 600.0

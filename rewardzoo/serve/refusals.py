@@ -71,9 +71,10 @@ def answer_format(scope: Scope) -> str:
     if scope.get("path") != BOTH_FORMATS:
         return "json"
     try:
-        return format_of(Headers(scope=scope).get("content-type"))
+        fmt = format_of(Headers(scope=scope).get("content-type"))
     except WireError:
         return "json"
+    return "msgpack" if fmt == "frames" else fmt  # a framed request is answered in MessagePack
 
 
 def answer(scope: Scope, refusal: Refusal) -> Response:

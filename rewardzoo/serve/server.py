@@ -76,6 +76,13 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument("--ssl-keyfile", help="TLS private key (PEM): serve https")
     p.add_argument("--ssl-certfile", help="TLS certificate chain (PEM), with --ssl-keyfile")
+    p.add_argument(
+        "--no-shm",
+        dest="shm",
+        action="store_false",
+        help="never read a same-host client's shared memory (by default a client on this machine's loopback, of "
+        "this user, may hand its media over in a sealed memfd instead of the body)",
+    )
     p.add_argument("--max-samples", type=int, default=d.max_samples, help="samples per request")
     p.add_argument("--max-pixels", type=int, default=d.max_pixels, help="pixels per image or video frame")
     p.add_argument("--max-frames", type=int, default=d.max_frames, help="frames per video")
@@ -166,6 +173,7 @@ def serve_options(job: ServeJob) -> tuple[ServeOptions, WireLimits]:
         max_receiving_bytes=int(job.max_receiving_mb * 2**20),
         max_decoded_bytes=int(job.max_decoded_mb * 2**20),
         token=token_from_env(job.token_env),
+        shm=job.shm,
         job_ttl_s=job.job_ttl_s,
         max_jobs_per_token=job.max_jobs_per_token,
     ), limits

@@ -174,14 +174,18 @@ def _group(images: Sequence[Any], device: torch.device, field: str) -> dict[Any,
     """Same-sized images as makers of uint8 batches (k, 3, H, W) on ``device``, with their indices; keys end
     with (H, W).
 
-    RGB PIL images (the common case) are copied straight into one (k, H, W, 3) buffer per chunk: one
-    copy, and a channels-last batch, the layout the uint8 resize is fastest on.
+    RGB PIL images (the common case) and uint8 (H, W, 3) arrays (a server's raw images, read-only views of the
+    request) are copied straight into one (k, H, W, 3) buffer per chunk: one copy, and a channels-last batch, the
+    layout the uint8 resize is fastest on.
     """
     pil: dict[tuple[int, int], list[int]] = {}
     tensors: dict[int, torch.Tensor] = {}
     for i, img in enumerate(images):
         if isinstance(img, Image.Image) and img.mode == "RGB" and img.width > 0 and img.height > 0:
             pil.setdefault((img.height, img.width), []).append(i)
+            continue
+        if _rgb_array(img):
+            pil.setdefault(img.shape[:2], []).append(i)
             continue
         try:
             tensors[i] = to_uint8_tensor(img, device=device)
@@ -190,7 +194,8 @@ def _group(images: Sequence[Any], device: torch.device, field: str) -> dict[Any,
     groups: dict[Any, tuple[list[int], Maker]] = {}
 
     def pil_batch(idx: list[int], a: int, b: int) -> torch.Tensor:
-        h, w = images[idx[0]].height, images[idx[0]].width
+        first = images[idx[0]]
+        h, w = first.shape[:2] if isinstance(first, np.ndarray) else (first.height, first.width)
         buf = np.empty((b - a, h, w, 3), dtype=np.uint8)
         for k, i in enumerate(idx[a:b]):
             buf[k] = np.asarray(images[i])
@@ -205,6 +210,13 @@ def _group(images: Sequence[Any], device: torch.device, field: str) -> dict[Any,
         key = ("tensor", *shape)  # (a starred item inside [] needs Python 3.11)
         groups[key] = (idx, lambda a, b, idx=idx: _stack([tensors[i] for i in idx[a:b]]))
     return groups
+
+
+def _rgb_array(img: Any) -> bool:
+    """A non-empty uint8 (H, W, 3) array (copied into a chunk's buffer like an RGB PIL image)."""
+    return (
+        isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3 and img.size > 0
+    )
 
 
 def _stack(images: list[torch.Tensor]) -> torch.Tensor:

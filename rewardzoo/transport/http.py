@@ -180,16 +180,19 @@ class HttpClient:
         self,
         method: str,
         path: str,
-        body: bytes | None = None,
+        body: bytes | Sequence[bytes | bytearray | memoryview] | None = None,
         *,
         headers: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
     ) -> Response:
-        """One request, retried per the policy; a 2xx :class:`Response` or :class:`HttpError`."""
+        """One request, retried per the policy; a 2xx :class:`Response` or :class:`HttpError`. ``body``: bytes, or
+        pieces sent one after the other as they are (no joined copy)."""
         url = self.base_url + "/" + path.lstrip("/")
         target = self._prefix + "/" + path.lstrip("/")
         timeout = self.policy.timeout_s if timeout_s is None else timeout_s
         all_headers = {**self._headers, **(headers or {})}
+        if body is not None and not isinstance(body, (bytes, bytearray)):
+            all_headers["Content-Length"] = str(sum(memoryview(piece).nbytes for piece in body))
         attempts, attempt, stale_retried = self.policy.attempts, 1, False
         while True:
             retry_after, sent = None, False

@@ -13,13 +13,15 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
 from ..errors import ConfigError, HttpError, InputError
 from ..shared.groups import group_key
+from . import frames
 from .http import HttpClient, RetryPolicy, bearer_headers
-from .wire import JSON, MSGPACK, WireLimits, content_type, decode_result, encode_request, loads
+from .wire import JSON, MSGPACK, WireLimits, content_type, decode_result, dumps, loads, request_map
 
 #: An answer's size is the server's business (it is bounded by the request we sent).
 _ANSWERS = WireLimits(max_request_bytes=None)
@@ -40,6 +42,7 @@ class ServedRewards:
         image_format: str = "raw",
         ready_timeout_s: float = 300.0,
         owner: str = "remote",
+        shm: bool = True,
     ) -> None:
         if fmt not in ("msgpack", "json"):
             raise ConfigError(f"must be 'msgpack' or 'json', got {fmt!r}", entry=owner, field="format")
@@ -64,6 +67,7 @@ class ServedRewards:
             label=f"rewardzoo server {self.url}",
         )
         self._listing: dict[str, Any] | None = None
+        self._shm = shm  # offered when the server says it shares this host (and not after a refusal)
 
     def __repr__(self) -> str:
         return f"ServedRewards({self.url!r})"
@@ -107,27 +111,39 @@ class ServedRewards:
         "applied", "weights", "extras"}`` (NaN where a reward does not apply). Requests of at most the
         server's ``max_samples`` and ``max_request_bytes`` (halved, groups whole, while too large), sent
         concurrently; HttpError after the last retry."""
-        requests: list[tuple[list[int], bytes]] = []
+        requests: list[tuple[list[int], dict[str, Any]]] = []
         for chunk in request_chunks(samples, self.limits.get("max_samples")):
             requests += self._encoded(samples, chunk, rewards)
-        answers = self.http.map(self._post, [(len(chunk), body) for chunk, body in requests])
+        answers = self.http.map(self._post, [(len(chunk), payload) for chunk, payload in requests])
         return in_order(concat_results(answers), [i for chunk, _ in requests for i in chunk])
+
+    @property
+    def transport(self) -> str:
+        """How requests travel: ``shm`` (buffers in shared memory, for a server on this host that reads them),
+        ``frames`` (buffers beside the MessagePack map in the body) or ``body`` (one MessagePack / JSON document)."""
+        wire = self.listing.get("wire")
+        if self.fmt != "msgpack" or not isinstance(wire, dict) or not wire.get("frames"):
+            return "body"
+        local = urlsplit(self.url).hostname in ("127.0.0.1", "localhost", "::1")
+        same_host = local and bool(wire.get("shm")) and wire.get("shm") == frames.host_identity()
+        return "shm" if self._shm and same_host and frames.shm_available() else "frames"
 
     def _encoded(
         self, samples: Sequence[Mapping[str, Any]], chunk: list[int], rewards: Sequence[str] | None
-    ) -> list[tuple[list[int], bytes]]:
-        """``chunk`` as request bodies within the server's max_request_bytes: halved (groups whole) while too large."""
+    ) -> list[tuple[list[int], dict[str, Any]]]:
+        """``chunk`` as request maps within the server's max_request_bytes: halved (groups whole) while too large."""
         try:
-            body = encode_request([samples[i] for i in chunk], rewards, fmt=self.fmt, image_format=self.image_format)
+            payload = request_map([samples[i] for i in chunk], rewards, image_format=self.image_format)
+            size = frames.encode(payload)[1] if self.transport != "body" else len(dumps(payload, self.fmt))
         except InputError as exc:
             raise exc.located(indices=chunk) from None
         limit = self.limits.get("max_request_bytes")
-        if limit is None or len(body) <= limit:
-            return [(chunk, body)]
+        if limit is None or size <= limit:
+            return [(chunk, payload)]
         groups = _units([samples[i] for i in chunk])
         if len(groups) == 1:
             raise InputError(
-                f"a request of {len(chunk)} sample(s) (one group or one sample) encodes to {len(body)} "
+                f"a request of {len(chunk)} sample(s) (one group or one sample) encodes to {size} "
                 f"bytes, over the server's limit max_request_bytes={limit}; send smaller media",
                 sample=chunk[0],
             )
@@ -136,10 +152,22 @@ class ServedRewards:
         second = sorted(chunk[j] for unit in groups[half:] for j in unit)
         return self._encoded(samples, first, rewards) + self._encoded(samples, second, rewards)
 
-    def _post(self, request: tuple[int, bytes]) -> dict[str, Any]:
-        count, body = request
-        kind = content_type(self.fmt)
-        response = self.http.request("POST", "/v1/score", body, headers={"Content-Type": kind, "Accept": kind})
+    def _post(self, request: tuple[int, dict[str, Any]]) -> dict[str, Any]:
+        count, payload = request
+        transport = self.transport
+        if transport == "shm":
+            try:
+                with frames.SharedBody(payload) as shared:
+                    response = self._send(shared.body, frames.FRAMES)
+            except HttpError as exc:
+                if exc.status != 403 or b"shm" not in exc.body:
+                    raise
+                self._shm = False  # the server would not read it (not this host after all): the body then
+                response = self._send(frames.encode(payload)[0], frames.FRAMES)
+        elif transport == "frames":
+            response = self._send(frames.encode(payload)[0], frames.FRAMES)
+        else:
+            response = self._send(dumps(payload, self.fmt), content_type(self.fmt))
         try:
             fmt = (
                 "msgpack"
@@ -158,6 +186,10 @@ class ServedRewards:
                 reason=f"the answer is not a score response ({exc})",
                 body=response.body,
             ) from None
+
+    def _send(self, body: Any, kind: str) -> Any:
+        accept = content_type(self.fmt)
+        return self.http.request("POST", "/v1/score", body, headers={"Content-Type": kind, "Accept": accept})
 
     def close(self) -> None:
         self.http.close()

@@ -35,6 +35,7 @@ import json
 import math
 import os
 import struct
+import threading
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -48,6 +49,8 @@ from .latents import decode_latent, encode_latent
 PROTOCOL = 1
 MSGPACK = "application/msgpack"
 JSON = "application/json"
+#: A score request whose large byte strings travel beside its map (:mod:`rewardzoo.transport.frames`).
+FRAMES = "application/x-rewardzoo-frames"
 _MSGPACK_TYPES = (MSGPACK, "application/x-msgpack", "application/vnd.msgpack")
 TEXT_FIELDS = ("prompt", "completion", "dataset")
 IMAGE_FIELDS = ("image",)
@@ -123,6 +126,8 @@ def format_of(content_type_header: str | None) -> str:
         return "msgpack"
     if kind == JSON:
         return "json"
+    if kind == FRAMES:
+        return "frames"
     raise WireError(
         f"unsupported Content-Type {kind or '(none)'!r}; send {MSGPACK} or {JSON} (pickles are never accepted)",
         status=415,
@@ -180,8 +185,9 @@ BASE_ITEMS = 4096
 BYTES_PER_ITEM = 256
 #: Copies of a body's bytes alive while it is parsed: the body and the strings and bytes built from it (MessagePack);
 #: JSON adds its decoded text (at most the body's bytes: UTF-8 is never shorter than CPython's str of it, per
-#: character) or, before it, the body with its strings cut out (:func:`loads` counts the items there).
-PARSE_COPIES = {"msgpack": 2, "json": 3}
+#: character) or, before it, the body with its strings cut out (:func:`loads` counts the items there); a framed
+#: body is held once and its header's inline strings copied (at most the body's bytes).
+PARSE_COPIES = {"msgpack": 2, "json": 3, "frames": 2}
 
 
 def item_budget(limits: WireLimits) -> int | None:
@@ -457,15 +463,30 @@ def encode_request(
     image_format: str = "png",
 ) -> bytes:
     """A score request body; errors name the sample."""
-    encoded = []
-    for i, sample in enumerate(samples):
+    return dumps(request_map(samples, rewards, image_format=image_format), fmt)
+
+
+#: Threads a client encodes a request's PNG images on.
+ENCODE_THREADS = min(4, os.cpu_count() or 1)
+
+
+def request_map(
+    samples: Sequence[Mapping[str, Any]], rewards: Sequence[str] | None = None, *, image_format: str = "png"
+) -> dict[str, Any]:
+    """A score request as plain data (raw media as views of the caller's arrays, nothing copied); errors name the
+    sample."""
+
+    def one(i: int) -> dict[str, Any]:
         try:
-            encoded.append(encode_sample(sample, image_format))
+            return encode_sample(samples[i], image_format)
         except InputError as exc:
             raise exc.located(sample=i) from None
-    return dumps(
-        {"protocol": PROTOCOL, "rewards": list(rewards) if rewards is not None else None, "samples": encoded}, fmt
+
+    threads = min(ENCODE_THREADS, len(samples)) if image_format == "png" else 1  # zlib releases the GIL
+    encoded = (
+        list(_pool(threads).map(one, range(len(samples)))) if threads > 1 else [one(i) for i in range(len(samples))]
     )
+    return {"protocol": PROTOCOL, "rewards": list(rewards) if rewards is not None else None, "samples": encoded}
 
 
 # -------------------------------------------------------------------------------------------- decoding
@@ -483,12 +504,15 @@ def decode_request(body: bytes, fmt: str, limits: WireLimits = WireLimits()) -> 
     return decode_request_map(loads(body, fmt, limits), limits)
 
 
-def decode_request_map(data: Any, limits: WireLimits = WireLimits(), *, dry: bool = False) -> ScoreRequest:
+def decode_request_map(
+    data: Any, limits: WireLimits = WireLimits(), *, dry: bool = False, threads: int = 1
+) -> ScoreRequest:
     """Check an already parsed score request map (a worker's, whose frame is parsed with its other keys).
 
     ``dry``: check every limit that decoding checks, from the PNG headers and the raw shapes alone, and decode
     nothing (media come back as None): the same WireError, naming the limit, field and sample, before a single
-    image is decoded (the server checks a request so before admitting its memory)."""
+    image is decoded (the server checks a request so before admitting its memory). ``threads``: PNG images are
+    decoded on up to this many threads (Pillow's decoder releases the GIL), after every other check."""
     if not isinstance(data, dict):
         raise WireError("the body must be a map with 'protocol' and 'samples'", kind="protocol")
     check_protocol(data)
@@ -507,15 +531,89 @@ def decode_request_map(data: Any, limits: WireLimits = WireLimits(), *, dry: boo
         raise WireError("'samples' must be a non-empty list of sample maps", field="samples")
     limits.over("max_samples", len(samples), f"the request's {len(samples)} samples")
     budget = _PixelBudget(limits)
+    if threads > 1 and not dry:
+        budget.pending = []
     out = []
     for i, raw in enumerate(samples):
         try:
+            budget.sample = i
             out.append(decode_sample(raw, limits, budget, dry=dry))
         except InputError as exc:
             raise (exc if isinstance(exc, WireError) else WireError(exc.message, field=exc.field)).located(
                 sample=i
             ) from None
+    if budget.pending:
+        _decode_pending(out, budget.pending, threads)
     return ScoreRequest(rewards, out)
+
+
+class _Pending:
+    """A PNG whose decoding waits for the request's parallel pass (its place in a decoded sample)."""
+
+    __slots__ = ("data", "image", "key", "sample")
+
+    def __init__(self, data: Any, key: str, sample: int) -> None:
+        self.data, self.key, self.sample, self.image = data, key, sample, None
+
+
+_POOLS: dict[int, Any] = {}
+#: Requests whose PNGs a server decodes at once (its ``decode_threads``, 4 by default), each on its own threads.
+DECODE_REQUESTS = 4
+
+
+def _pool(threads: int) -> Any:
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = _POOLS.get(threads)
+    if pool is None:
+        pool = _POOLS.setdefault(threads, ThreadPoolExecutor(threads, thread_name_prefix="rewardzoo-png"))
+    return pool
+
+
+def _decode_pending(out: list[dict[str, Any]], pending: list[_Pending], threads: int) -> None:
+    """Decode the pending PNGs on ``threads`` threads and put each image in its place; the first failure (in
+    sample order) is raised naming its sample and field."""
+
+    def run(p: _Pending) -> WireError | None:
+        try:
+            p.image = _png_image(p.data, p.key)
+        except WireError as exc:
+            return exc.located(sample=p.sample)
+        return None
+
+    # ``threads`` workers of a long-lived pool (threads kept: no per-request thread or malloc arena churn) pull the
+    # request's PNGs in turn; the pool has room for DECODE_REQUESTS requests' workers at once, so concurrent
+    # requests decode side by side, each on its own threads, as a serial decode per request did
+    items, lock = iter(list(enumerate(pending))), threading.Lock()
+    errors: list[WireError | None] = [None] * len(pending)
+
+    def worker() -> None:
+        while True:
+            with lock:
+                nxt = next(items, None)
+            if nxt is None:
+                return
+            errors[nxt[0]] = run(nxt[1])
+
+    pool = _pool(DECODE_REQUESTS * threads)
+    for future in [pool.submit(worker) for _ in range(min(threads, len(pending)))]:
+        future.result()
+    failed = [e for e in errors if e is not None]
+    if failed:
+        raise min(failed, key=lambda e: e.sample if e.sample is not None else -1)
+
+    def put(value: Any) -> Any:
+        if isinstance(value, _Pending):
+            image, value.image = value.image, None  # held by the sample only
+            return image
+        if isinstance(value, list):
+            return [put(v) for v in value]
+        return value
+
+    for sample in out:
+        for key in ("image", "condition_images", "video", "condition_videos"):
+            if key in sample:
+                sample[key] = put(sample[key])
 
 
 #: Bytes a decoded PNG pixel holds: Pillow keeps an RGB image in 4-byte pixels (RGBX), not 3.
@@ -531,7 +629,11 @@ def decoded_bytes(data: Any, limits: WireLimits = WireLimits()) -> int:
     sizes: list[int] = []
 
     def image(obj: Any) -> None:
-        if isinstance(obj, dict) and obj.get("format") == "png" and isinstance(obj.get("data"), (bytes, bytearray)):
+        if (
+            isinstance(obj, dict)
+            and obj.get("format") == "png"
+            and isinstance(obj.get("data"), (bytes, bytearray, memoryview))
+        ):
             try:
                 w, h = png_size(obj["data"])
             except WireError:
@@ -570,6 +672,8 @@ def check_protocol(data: Mapping[str, Any]) -> None:
 class _PixelBudget:
     def __init__(self, limits: WireLimits):
         self.limits, self.used = limits, 0
+        self.pending: list[_Pending] | None = None  # PNGs left for a parallel pass (decode_request_map's threads)
+        self.sample = 0
 
     def take(self, pixels: int, what: str, field: str, count: int = 1) -> None:
         """Count ``count`` images of ``pixels`` each against the per-image and per-request limits."""
@@ -700,14 +804,10 @@ def decode_image(
         budget.take(width * height, f"the PNG image ({width}x{height} = {width * height} pixels, from its header)", key)
         if dry:
             return None
-        from PIL import Image
-
-        try:
-            with Image.open(io.BytesIO(data), formats=["PNG"]) as img:
-                img.load()
-                return img.convert("RGB") if img.mode != "RGB" else img
-        except (OSError, SyntaxError, ValueError, Image.DecompressionBombError, EOFError) as exc:
-            raise WireError(f"the PNG cannot be decoded: {exc}"[:300], field=key) from None
+        if budget.pending is not None:
+            budget.pending.append(_Pending(data, key, budget.sample))
+            return budget.pending[-1]
+        return _png_image(data, key)
     if fmt == "raw":
         if obj.get("dtype") != "uint8":
             raise WireError(f"raw images are uint8, got dtype {obj.get('dtype')!r}", field=key)
@@ -717,6 +817,18 @@ def decode_image(
         budget.take(shape[0] * shape[1], f"the raw image ({shape[1]}x{shape[0]} pixels)", key)
         return None if dry else _raw(obj, key, np.dtype(np.uint8), shape)
     raise WireError(f"image format {fmt!r} is not supported; use 'png' or 'raw'", field=key)
+
+
+def _png_image(data: bytes | memoryview, key: str) -> Any:
+    """A PNG's pixels as an RGB PIL image; WireError naming ``key`` when it cannot be decoded."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data), formats=["PNG"]) as img:
+            img.load()
+            return img.convert("RGB") if img.mode != "RGB" else img
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError, EOFError) as exc:
+        raise WireError(f"the PNG cannot be decoded: {exc}"[:300], field=key) from None
 
 
 def decode_video(
