@@ -28,29 +28,28 @@ from ..spec.config import RewardSpec
 LOCK_ENV = "REWARDZOO_LOCK"
 
 
-def check_weights(spec: RewardSpec, cls: Any, kwargs: Mapping[str, Any]) -> None:
-    """Raise :class:`MissingWeightsError` when a hub file ``spec``'s reward loads is absent and cannot be fetched
-    now, or (with ``REWARDZOO_LOCK``) differs from the lock; nothing otherwise (a reward whose files the plan cannot
-    name is left to its library)."""
+def check_weights(spec: RewardSpec, cls: Any, kwargs: Mapping[str, Any]) -> MissingWeightsError | None:
+    """Raise :class:`MissingWeightsError` when (with ``REWARDZOO_LOCK``) a file ``spec``'s reward loads differs
+    from the lock; return one (for the caller to raise once the reward's options are checked) when a hub file is
+    absent and cannot be fetched now; None otherwise (a reward whose files the plan cannot name is left to its
+    library)."""
     try:
         parts = list(cls.weight_files(spec.model_path, kwargs))
     except Exception:  # the reward's own construction reports a bad option or path
-        return
+        return None
     lock = os.environ.get(LOCK_ENV)
     if lock:
         check_locked(spec, parts, lock)
     missing = [p for p in parts if p.missing and p.remote is not None]
     if not missing:
-        return
+        return None
     remote = missing[0].remote
     assert remote is not None
     if remote.url is not None:
         reason = unreachable(url=remote.url)
     else:
         reason = unreachable(remote.repo, remote.files[0] if remote.files else None)
-    if reason is None:
-        return
-    raise missing_error(spec, missing, reason)
+    return None if reason is None else missing_error(spec, missing, reason)
 
 
 def missing_error(spec: RewardSpec, missing: Sequence[Checkpoint], reason: str) -> MissingWeightsError:

@@ -13,6 +13,7 @@ Every built instance carries its record (``reward.info``, from its model card).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import pickle
@@ -28,6 +29,7 @@ from ..rewards.base import Reward, before_call, check_kind
 from ..rewards.info import RewardInfo
 from ..rewards.options import RewardOptions
 from ..shared.device import check_device, resolve_device
+from ..shared.hub import hub_offline
 from ..shared.options import known_options
 from ..shared.weights import refused_reason
 from ..spec.config import RewardSpec
@@ -230,14 +232,21 @@ class RewardLoader:
                 )
                 # a registry error names the entry the user wrote, not the inner one
                 kwargs[param] = self.load(inner_spec, label=label or (spec.name, f"kwargs.{param}"))
-            check_weights(spec, cls, kwargs)  # a missing hub file that cannot be fetched: one error, now
-            instance = cls.named(
-                spec.reward_model.lower(),
-                model_path=spec.model_path,
-                device=resolved.device,
-                dtype=resolved.dtype,
-                **kwargs,
-            )
+            missing = check_weights(spec, cls, kwargs)  # weights other than the lock's: refused here
+            with hub_offline() if missing is not None else contextlib.nullcontext():
+                # a hub file absent and out of reach: one error, raised once the options are checked (offline, no wait)
+                try:
+                    instance = cls.named(
+                        spec.reward_model.lower(),
+                        model_path=spec.model_path,
+                        device=resolved.device,
+                        dtype=resolved.dtype,
+                        **kwargs,
+                    )
+                except Exception as exc:
+                    if missing is None or (isinstance(exc, ConfigError) and (exc.field or "").startswith("kwargs.")):
+                        raise
+                    raise missing from None
         except ConfigError as exc:
             if exc.entry is not None:
                 raise

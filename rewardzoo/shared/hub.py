@@ -12,8 +12,10 @@ huggingface_hub is imported inside the functions (``import rewardzoo`` stays lig
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from urllib.parse import urlparse
 
 #: The seconds the one request may take (``REWARDZOO_HUB_TIMEOUT`` overrides it).
@@ -28,6 +30,30 @@ def offline() -> bool:
         if os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}:
             return True
     return False
+
+
+@contextlib.contextmanager
+def hub_offline() -> Iterator[None]:
+    """Within: Hugging Face libraries make no request (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` set, and the
+    flag huggingface_hub read at import), so a file that is not cached fails at once instead of retrying."""
+    import sys
+
+    saved = {name: os.environ.get(name) for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    constants = sys.modules.get("huggingface_hub.constants")
+    before = getattr(constants, "HF_HUB_OFFLINE", None)
+    os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    if constants is not None:
+        setattr(constants, "HF_HUB_OFFLINE", True)  # noqa: B010  (read by huggingface_hub at call time)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if constants is not None:
+            setattr(constants, "HF_HUB_OFFLINE", before)  # noqa: B010
 
 
 def endpoint() -> str:

@@ -10,7 +10,7 @@ A template's ``<image>`` marks where the image goes (:func:`place_media`); witho
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ....errors import ConfigError, InputError
@@ -88,6 +88,13 @@ class VLMJudgeMixin:
     default_model: str | None = None
     default_num_frames: ClassVar[int | None] = 8
     default_fps: ClassVar[float] = 2.0
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Any]:
+        """None for an endpoint judge (``backend: openai``: the server holds the model); else the reward's own."""
+        if kwargs.get("backend") == "openai":
+            return []
+        return list(super().weight_files(model_path, kwargs))  # type: ignore[misc]
 
     def setup_judge(self, name: str, options: JudgeOptions, *, model_path: str | None, device: str, dtype: str) -> None:
         self.judge_name = name
