@@ -16,22 +16,20 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import fields as dataclass_fields
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 from ..core.engine import RewardResult, as_samples
-from ..errors import HttpError, InputError, RewardZooError
+from ..errors import HttpError, InputError
 from ..shared.groups import group_key
 from ..shared.options import positive_float, positive_int
 from ..transport.http import HttpClient, RetryPolicy
-from ..transport.served import ServedRewards, concat_results, in_order, request_chunks
-from ..transport.wire import JSON, MSGPACK, WireLimits, content_type, decode_result, encode_request, loads
+from ..transport.served import ServedRewards, concat_results, in_order, request_chunks, score_answer
+from ..transport.wire import content_type, encode_request
 
 __all__ = ["JobFuture", "JobRunner", "JobTickets"]
 
 #: An answer's size is the server's business (it is bounded by the request we sent).
-_ANSWERS = WireLimits(max_request_bytes=None)
 
 
 def result_of(out: Mapping[str, Any], group_ids: list[Any]) -> RewardResult:
@@ -164,18 +162,7 @@ class JobTickets:
                 raise
             if response.status == 202:
                 continue
-            kind = response.headers.get("content-type", "")
-            fmt = "msgpack" if kind.startswith(MSGPACK) else "json" if kind.startswith(JSON) else self.server.fmt
-            try:
-                return decode_result(loads(response.body, fmt, replace(_ANSWERS, max_samples=count)))
-            except (ValueError, RewardZooError) as exc:
-                raise HttpError(
-                    response.url,
-                    status=response.status,
-                    attempts=1,
-                    reason=f"the answer is not a score response ({exc})",
-                    body=response.body,
-                ) from None
+            return score_answer(response, count, self.server.fmt)
 
 
 class JobRunner:

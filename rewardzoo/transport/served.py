@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from ..errors import ConfigError, HttpError, InputError
+from ..errors import ConfigError, HttpError, InputError, RewardZooError
 from ..shared.groups import group_key
 from . import frames
 from .http import HttpClient, RetryPolicy, bearer_headers
@@ -25,6 +25,23 @@ from .wire import JSON, MSGPACK, WireLimits, content_type, decode_result, dumps,
 
 #: An answer's size is the server's business (it is bounded by the request we sent).
 _ANSWERS = WireLimits(max_request_bytes=None)
+
+
+def score_answer(response: Any, count: int, fmt: str) -> dict[str, Any]:
+    """A score response for ``count`` samples, parsed in the format its content type says (else ``fmt``) with its
+    objects bounded by what such an answer holds; an HttpError naming the URL when it is not one."""
+    kind = response.headers.get("content-type", "")
+    fmt = "msgpack" if kind.startswith(MSGPACK) else "json" if kind.startswith(JSON) else fmt
+    try:
+        return decode_result(loads(response.body, fmt, replace(_ANSWERS, max_samples=count)))
+    except (ValueError, RewardZooError) as exc:
+        raise HttpError(
+            response.url,
+            status=response.status,
+            attempts=1,
+            reason=f"the answer is not a score response ({exc})",
+            body=response.body,
+        ) from None
 
 
 class ServedRewards:
@@ -168,24 +185,7 @@ class ServedRewards:
             response = self._send(frames.encode(payload)[0], frames.FRAMES)
         else:
             response = self._send(dumps(payload, self.fmt), content_type(self.fmt))
-        try:
-            fmt = (
-                "msgpack"
-                if response.headers.get("content-type", "").startswith(MSGPACK)
-                else "json"
-                if response.headers.get("content-type", "").startswith(JSON)
-                else self.fmt
-            )
-            # the answer's objects bounded by what an answer for these samples holds, as it is parsed
-            return decode_result(loads(response.body, fmt, replace(_ANSWERS, max_samples=count)))
-        except (ValueError, InputError) as exc:
-            raise HttpError(
-                response.url,
-                status=response.status,
-                attempts=1,
-                reason=f"the answer is not a score response ({exc})",
-                body=response.body,
-            ) from None
+        return score_answer(response, count, self.fmt)
 
     def _send(self, body: Any, kind: str) -> Any:
         accept = content_type(self.fmt)
