@@ -205,3 +205,18 @@ def test_bad_latents_and_checkpoints_are_named(dirs, reward, latents, tmp_path):
         load_reward({"name": "lrm", "model_path": str(dirs[True][1].parent)})
     with pytest.raises(ConfigError, match="state_dict.pt"):
         load_reward({"name": "lrm", "model_path": str(tmp_path)})
+
+
+def test_the_plan_counts_the_unet_it_holds_and_the_text_encoders(dirs, reward):
+    from rewardzoo.registry import resolve
+    from rewardzoo.shared.checkpoints import checkpoint_bytes
+
+    ckpt = dirs[False][1]
+    parts = resolve("lrm").weight_files(str(ckpt), {})
+    assert [p.missing for p in parts] == [None] * 3
+    state, unet, text = parts
+    held = sum(t.numel() * t.element_size() for t in reward.unet.state_dict().values())
+    assert checkpoint_bytes(unet.files, "float32", exclude=unet.exclude).total == held  # up blocks not counted
+    assert text.files[0].parent == ckpt / "text_encoder" and state.files[0].name == "state_dict.pt"
+    xl = resolve("lrm").weight_files(str(dirs[True][1].parent), {"subfolder": "lrm_sdxl"})
+    assert [p.missing for p in xl] == [None] * 4

@@ -17,21 +17,27 @@ pipeline (``base_model_path``) supplies the tokenizers, the DDPM schedule and an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 
 from ...errors import ConfigError, InputError
+from ...shared.checkpoints import Checkpoint, local_file, resolve_checkpoint
 from ...shared.weights import loading, model_folder
 from ..base import Inputs, PointwiseReward, RewardOutput
 from ..options import Field, RewardOptions, WeightPath
+from .dina_lrm import _local_folder
 
 #: The base pipeline each backbone's LRM was trained on (lrm_15 step_sd15.yaml; LPO's SDXL config).
 BASE_MODELS = {"sd15": "sd-legacy/stable-diffusion-v1-5", "sdxl": "stabilityai/stable-diffusion-xl-base-1.0"}
 _CKPT_FILES = ("state_dict.pt", "unet/*", "text_encoder*/*", "*/state_dict.pt", "*/unet/*", "*/text_encoder*/*")
 _BASE_FILES = ("model_index.json", "scheduler/*", "tokenizer*/*", "text_encoder*/*")
+#: The UNet's parts the reward drops after loading (it runs the down and mid blocks only).
+_UNUSED = ("up_blocks.", "conv_norm_out.", "conv_out.")
 
 
 def checkpoint_dir(root: Path, subfolder: str | None) -> Path:
@@ -101,6 +107,34 @@ class LRM(PointwiseReward):
         self._load_heads(ckpt)
         self.channels = int(unet.config.in_channels)
         self.image_size = int(unet.config.sample_size) * 8  # sdxl_base_preference_model.py 71-74 (VAE factor 8)
+
+    @classmethod
+    def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """What this reward reads: ``state_dict.pt``, the UNet (its up blocks not counted: dropped after loading),
+        the text encoders of the checkpoint, else of the base pipeline; found locally without downloading."""
+        source = str(model_path or cls.default_model)
+        root = _local_folder(source)
+        if root is None:
+            return [Checkpoint(source, missing=f"'{source}' is neither a local directory nor in the hub cache")]
+        try:
+            ckpt = checkpoint_dir(root, cls.configured(kwargs, "subfolder"))
+        except ConfigError as exc:
+            return [Checkpoint(source, missing=exc.message)]
+        unet = (
+            json.loads((ckpt / "unet" / "config.json").read_text()) if (ckpt / "unet" / "config.json").is_file() else {}
+        )
+        xl = unet.get("addition_embed_type") == "text_time"
+        parts = [local_file(ckpt / "state_dict.pt"), replace(resolve_checkpoint(str(ckpt / "unet")), exclude=_UNUSED)]
+        encoders = ("text_encoder", "text_encoder_2") if xl else ("text_encoder",)
+        parts += [resolve_checkpoint(str(ckpt / e)) for e in encoders if (ckpt / e).is_dir()]
+        frozen = [e for e in encoders if not (ckpt / e).is_dir()]
+        if frozen:
+            base_source = str(cls.configured(kwargs, "base_model_path") or BASE_MODELS["sdxl" if xl else "sd15"])
+            base = _local_folder(base_source)
+            if base is None:
+                return [*parts, Checkpoint(base_source, missing=f"the SD pipeline '{base_source}' is not here")]
+            parts += [resolve_checkpoint(str(base / e)) for e in frozen]
+        return parts
 
     def _load_text(self, ckpt: Path, base: Path) -> None:
         from transformers import CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
