@@ -2,7 +2,7 @@
 
 One module per family, beside the loader whose layout it writes: ``clip``, ``aesthetic``, ``video`` (DINO,
 timm DINOv3), ``imagebind``, ``audio``, ``text``, ``vlm``, ``llava``, ``qalign`` (mPLUG-Owl2), ``reward_models``
-(VideoAlign), ``vae`` (diffusers VAEs for decode stages), ``latent`` (SD3 pipelines, DiNa-LRM); ``common`` — what they
+(VideoAlign), ``vae`` (diffusers VAEs for decode stages), ``latent`` (SD3 pipelines, DiNa-LRM; SD1.5 / SDXL pipelines, LRM); ``common`` — what they
 share. Same seed, bit-identical files; how and an example: ``docs/testing.md``.
 
 May import only the rewards, :mod:`rewardzoo.shared` and :mod:`rewardzoo.errors` (torch, open_clip, transformers
@@ -102,6 +102,9 @@ _FAMILIES = {
         "tiny_sd3_dir",
         "dina_lrm_config",
         "tiny_dina_lrm_dir",
+        "tiny_sd_dir",
+        "tiny_lrm_unet_config",
+        "tiny_lrm_dir",
     ),
 }
 _LAZY = {name: module for module, names in _FAMILIES.items() for name in names}

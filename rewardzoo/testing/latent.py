@@ -167,3 +167,109 @@ def tiny_dina_lrm_dir(path: str | Path, base: str | Path, *, seed: int = 0, **co
             param.normal_(0.0, 0.2)
     torch.save(head.state_dict(), ckpt / "rm_head.pt")
     return path
+
+
+def _clip_text_config(width: int, **extra: Any) -> Any:
+    from transformers import CLIPTextConfig
+
+    return CLIPTextConfig(
+        vocab_size=49408,
+        hidden_size=width,
+        intermediate_size=2 * width,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=77,
+        bos_token_id=49406,
+        eos_token_id=49407,
+        pad_token_id=49407,
+        **extra,
+    )
+
+
+def tiny_sd_dir(path: str | Path, *, xl: bool = False, seed: int = 0) -> Path:
+    """A tiny Stable Diffusion pipeline directory (tokenizers, text encoders, DDPM scheduler; no UNet, no VAE) at
+    ``path``: SD1.5-shaped (``CLIPTextModel`` of width 16) or, with ``xl``, SDXL-shaped (a second
+    ``CLIPTextModelWithProjection`` of width 16 whose tokenizer pads with ``!`` as SDXL's does)."""
+    import torch
+    from diffusers import DDPMScheduler
+    from transformers import CLIPTextModel, CLIPTextModelWithProjection
+
+    from .clip import clip_tokenizer
+
+    path = made_dir(path)
+    torch.manual_seed(seed)
+    CLIPTextModel(_clip_text_config(8 if xl else 16)).save_pretrained(path / "text_encoder")
+    first = clip_tokenizer()
+    first.model_max_length = 77  # as the pipelines' tokenizer configs say
+    first.save_pretrained(path / "tokenizer")
+    if xl:
+        CLIPTextModelWithProjection(_clip_text_config(16, projection_dim=12)).save_pretrained(path / "text_encoder_2")
+        second = clip_tokenizer()
+        second.pad_token, second.model_max_length = "!", 77
+        second.save_pretrained(path / "tokenizer_2")
+    DDPMScheduler(  # SD1.5's and SDXL's training schedule
+        num_train_timesteps=1000, beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear"
+    ).save_pretrained(path / "scheduler")
+    name = "StableDiffusionXLPipeline" if xl else "StableDiffusionPipeline"
+    (path / "model_index.json").write_text(json.dumps({"_class_name": name}))
+    return path
+
+
+def tiny_lrm_unet_config(*, xl: bool = False) -> dict[str, Any]:
+    """A tiny UNet2DConditionModel config of the SD1.5 (4 down blocks, the last without attention) or SDXL (3 down
+    blocks, the first without attention, ``text_time`` added embedding) shape, 2 resnets per block as both have."""
+    common = {"sample_size": 8, "in_channels": 4, "out_channels": 4, "layers_per_block": 2, "norm_num_groups": 4}
+    if not xl:
+        return {
+            **common,
+            "block_out_channels": (8, 16, 24, 24),
+            "down_block_types": ("CrossAttnDownBlock2D",) * 3 + ("DownBlock2D",),
+            "up_block_types": ("UpBlock2D",) + ("CrossAttnUpBlock2D",) * 3,
+            "cross_attention_dim": 16,
+            "attention_head_dim": 4,
+        }
+    return {
+        **common,
+        "block_out_channels": (8, 16, 24),
+        "down_block_types": ("DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"),
+        "up_block_types": ("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"),
+        "cross_attention_dim": 24,
+        "attention_head_dim": (2, 4, 6),
+        "transformer_layers_per_block": (1, 1, 2),
+        "addition_embed_type": "text_time",
+        "addition_time_embed_dim": 4,
+        "projection_class_embeddings_input_dim": 6 * 4 + 12,
+        "use_linear_projection": True,
+    }
+
+
+def tiny_lrm_dir(path: str | Path, base: str | Path, *, xl: bool = False, seed: int = 0) -> Path:
+    """An LRM checkpoint at ``path`` laid out as LPO's ``save`` writes one (``unet/``, ``text_encoder/`` (SDXL: and
+    ``text_encoder_2/``) fine-tuned copies of ``base``'s, ``state_dict.pt`` with ``visual_projection``, SD1.5's
+    ``text_projection`` and ``logit_scale``), over the tiny pipeline at ``base`` (:func:`tiny_sd_dir`)."""
+    import torch
+    from diffusers import UNet2DConditionModel
+    from transformers import CLIPTextModel, CLIPTextModelWithProjection
+
+    path, base = made_dir(path), Path(base)
+    torch.manual_seed(seed)
+    config = tiny_lrm_unet_config(xl=xl)
+    UNet2DConditionModel(**config).save_pretrained(path / "unet")
+    encoders = [("text_encoder", CLIPTextModel)] + ([("text_encoder_2", CLIPTextModelWithProjection)] if xl else [])
+    for part, cls in encoders:
+        model = cls.from_pretrained(str(base / part))
+        with torch.no_grad():
+            for param in model.parameters():
+                param.add_(0.05 * torch.randn_like(param))
+        model.save_pretrained(path / part)
+    channels = config["block_out_channels"]
+    features = sum(channels) + channels[-1]  # each down block's last resnet, then the mid block
+    width = 12 if xl else 10
+    state: dict[str, Any] = {
+        "visual_projection": {"weight": torch.randn(width, features) * 0.2},
+        "logit_scale": torch.tensor(2.6592),
+    }
+    if not xl:
+        state["text_projection"] = {"weight": torch.randn(width, 16) * 0.2}
+    torch.save(state, path / "state_dict.pt")
+    return path
