@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from rewardzoo.registry import entries
+from rewardzoo.registry import builtin
 
 
 def _cli(tmp_path, *args: str) -> subprocess.CompletedProcess:
@@ -41,7 +41,7 @@ def test_version(tmp_path):
 
 def test_list_filters(tmp_path):
     """Each filter keeps exactly the cards it names (compared with the registry's own records)."""
-    every = entries()
+    every = builtin()  # the shipped cards: what a fresh `rewardzoo list` process sees (not rewards registered here)
     out = _cli(tmp_path, "list", "--json", "--kind", "groupwise", "--family", "group")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)

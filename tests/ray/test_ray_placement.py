@@ -114,7 +114,9 @@ def test_serve_deploys_each_model_group_with_its_placement_and_answers_as_in_pro
         want = service.score(key, [batch])[0]
         assert json.loads(got) == json.loads(wire.dumps(want, "json"))
         assert set(json.loads(got)["extras"]["tiny"]) == {"norm"}  # the placed entry's extras came back
-        assert request(url, "GET", "/v1/rewards")[1] == wire.dumps(service.reward_list(), "json")
+        listed = json.loads(request(url, "GET", "/v1/rewards")[1])
+        assert listed.pop("wire")["frames"] is True  # the server's transports (the same app as `serve`)
+        assert listed == json.loads(wire.dumps(service.reward_list(), "json"))
     finally:
         serve.shutdown()
 
