@@ -28,6 +28,7 @@ from ...errors import ConfigError, InputError
 from ...shared.checkpoints import Checkpoint, local_file, resolve_checkpoint
 from ...shared.weights import load_state_dict, model_folder
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.latents import image_latents, local_folder, seeded_noise
 from ..models.sd3 import TRUNK_EMBEDDERS, SD3TextEncoders, flow_match_sigma, load_sd3_trunk, read_peft_adapter
 from ..options import Field, Number, PositiveInt, RewardOptions, WeightPath
 from .dina_head import DiNaRewardHead
@@ -51,19 +52,6 @@ def read_config(folder: Path) -> dict[str, Any]:
     if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
         raise ConfigError(f"'{path}' has no 'model' section", field="model_path")
     return config
-
-
-def _local_folder(source: str) -> Path | None:
-    """``source`` as a local directory, or its hub snapshot already in the local cache (nothing is downloaded)."""
-    path = Path(source).expanduser()
-    if path.is_dir():
-        return path
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(source, local_files_only=True))
-    except Exception:  # not cached, not a repository id, or huggingface_hub missing
-        return None
 
 
 class DiNaLRM(PointwiseReward):
@@ -160,7 +148,7 @@ class DiNaLRM(PointwiseReward):
         transformer tensors of the trunk (its embedders and first ``num_transformer_layers`` blocks) and its three
         text encoders, found in local directories or the hub cache without downloading."""
         source = str(model_path or cls.default_model)
-        root = _local_folder(source)
+        root = local_folder(source)
         if root is None:
             return [Checkpoint(source, missing=f"'{source}' is neither a local directory nor in the hub cache")]
         try:
@@ -174,7 +162,7 @@ class DiNaLRM(PointwiseReward):
         else:
             parts = [local_file(ckpt / ("rm_head.pt" if frozen else "full_model.pt"))]
         base_source = str(cls.configured(kwargs, "base_model_path") or model.get("backbone_model_id") or "")
-        base = _local_folder(base_source) if base_source else None
+        base = local_folder(base_source) if base_source else None
         if base is None:
             return [*parts, Checkpoint(base_source, missing=f"the SD3 pipeline '{base_source}' is not here")]
         blocks = tuple(f"transformer_blocks.{i}." for i in range(int(model["num_transformer_layers"])))
@@ -201,33 +189,11 @@ class DiNaLRM(PointwiseReward):
             return None, None, trunk, head
         return None, None, None, load_state_dict(folder / "rm_head.pt")
 
-    def _noise(self, shape: torch.Size) -> torch.Tensor:
-        seed = self.options.noise_seed
-        if seed is None:
-            return torch.randn(shape)
-        return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
-
     def __call__(self, prompt: Sequence[str], latent: Sequence[Any], **_: Any) -> RewardOutput:
         if len(prompt) != len(latent):
             raise InputError(f"mismatched inputs: {len(prompt)} prompts, {len(latent)} latents", reward=self.name)
-        latents = []
-        for i, x in enumerate(latent):
-            x = torch.as_tensor(x)
-            x = x[0] if x.dim() == 4 and x.shape[0] == 1 else x
-            if x.dim() != 3:
-                raise InputError(
-                    f"must be (C, H, W) or (1, C, H, W), got shape {tuple(x.shape)}",
-                    reward=self.name,
-                    field="latent",
-                    sample=i,
-                )
-            if x.shape[0] != self.channels:
-                raise InputError(
-                    f"has {x.shape[0]} channels, the SD3 transformer takes {self.channels}",
-                    reward=self.name,
-                    field="latent",
-                    sample=i,
-                )
+        latents = image_latents(latent, self.channels, "the SD3 transformer", self.name)
+        for i, x in enumerate(latents):
             patch, most = self.patch, self.max_tokens_side * self.patch
             if x.shape[1] % patch or x.shape[2] % patch or max(x.shape[1:]) > most:
                 raise InputError(
@@ -236,7 +202,6 @@ class DiNaLRM(PointwiseReward):
                     field="latent",
                     sample=i,
                 )
-            latents.append(x)
         raw = torch.empty(len(latents))
         with torch.no_grad():
             unique = list(dict.fromkeys(prompt))
@@ -255,7 +220,11 @@ class DiNaLRM(PointwiseReward):
         """Raw head outputs (B,) for clean latents (B, C, H, W) and their prompts' embeddings: one trunk pass per
         noise level, the same noise draw for every level."""
         x0 = clean.float()
-        noise = torch.stack([self._noise(x0.shape[1:]) for _ in range(x0.shape[0])]) if self.add_noise else None
+        noise = (
+            torch.stack([seeded_noise(x0.shape[1:], self.options.noise_seed) for _ in range(x0.shape[0])])
+            if self.add_noise
+            else None
+        )
         views = []
         for sigma, timestep in self.levels:
             x = x0

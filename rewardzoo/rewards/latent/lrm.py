@@ -29,8 +29,8 @@ from ...errors import ConfigError, InputError
 from ...shared.checkpoints import Checkpoint, local_file, resolve_checkpoint
 from ...shared.weights import loading, model_folder
 from ..base import Inputs, PointwiseReward, RewardOutput
+from ..models.latents import image_latents, local_folder, seeded_noise
 from ..options import Field, RewardOptions, WeightPath
-from .dina_lrm import _local_folder
 
 #: The base pipeline each backbone's LRM was trained on (lrm_15 step_sd15.yaml; LPO's SDXL config).
 BASE_MODELS = {"sd15": "sd-legacy/stable-diffusion-v1-5", "sdxl": "stabilityai/stable-diffusion-xl-base-1.0"}
@@ -113,7 +113,7 @@ class LRM(PointwiseReward):
         """What this reward reads: ``state_dict.pt``, the UNet (its up blocks not counted: dropped after loading),
         the text encoders of the checkpoint, else of the base pipeline; found locally without downloading."""
         source = str(model_path or cls.default_model)
-        root = _local_folder(source)
+        root = local_folder(source)
         if root is None:
             return [Checkpoint(source, missing=f"'{source}' is neither a local directory nor in the hub cache")]
         try:
@@ -130,7 +130,7 @@ class LRM(PointwiseReward):
         frozen = [e for e in encoders if not (ckpt / e).is_dir()]
         if frozen:
             base_source = str(cls.configured(kwargs, "base_model_path") or BASE_MODELS["sdxl" if xl else "sd15"])
-            base = _local_folder(base_source)
+            base = local_folder(base_source)
             if base is None:
                 return [*parts, Checkpoint(base_source, missing=f"the SD pipeline '{base_source}' is not here")]
             parts += [resolve_checkpoint(str(base / e)) for e in frozen]
@@ -205,29 +205,10 @@ class LRM(PointwiseReward):
         hidden = torch.cat([first.hidden_states[-2], second.hidden_states[-2]], dim=-1)
         return hidden, second[0], second[0]
 
-    def _noise(self, shape: torch.Size) -> torch.Tensor:
-        seed = self.options.noise_seed
-        if seed is None:
-            return torch.randn(shape)
-        return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
-
     def __call__(self, prompt: Sequence[str], latent: Sequence[Any], **_: Any) -> RewardOutput:
         if len(prompt) != len(latent):
             raise InputError(f"mismatched inputs: {len(prompt)} prompts, {len(latent)} latents", reward=self.name)
-        latents = []
-        for i, x in enumerate(latent):
-            x = torch.as_tensor(x)
-            x = x[0] if x.dim() == 4 and x.shape[0] == 1 else x
-            if x.dim() != 3 or x.shape[0] != self.channels:
-                raise InputError(
-                    f"must be ({self.channels}, H, W) or (1, {self.channels}, H, W), got shape {tuple(x.shape)}",
-                    reward=self.name,
-                    field="latent",
-                    sample=i,
-                )
-            if not torch.isfinite(x).all():
-                raise InputError("holds NaN or Inf", reward=self.name, field="latent", sample=i)
-            latents.append(x.float())
+        latents = image_latents(latent, self.channels, "the UNet", self.name)
         score = torch.empty(len(latents))
         with torch.no_grad():
             unique = list(dict.fromkeys(prompt))
@@ -248,7 +229,7 @@ class LRM(PointwiseReward):
         """Image features (B, P) of latents (B, C, H, W): the prompt pass and the empty-prompt pass together."""
         x = x0
         if self.options.add_noise:  # DDPMScheduler.add_noise at `timestep` (lrm_15 sd15_preference_model.py 110-115)
-            noise = torch.stack([self._noise(x0.shape[1:]) for _ in range(x0.shape[0])])
+            noise = torch.stack([seeded_noise(x0.shape[1:], self.options.noise_seed) for _ in range(x0.shape[0])])
             x = self.alpha_bar**0.5 * x0 + (1.0 - self.alpha_bar) ** 0.5 * noise
         b = x.shape[0]
         cfg = self.options.guidance_scale != 1.0

@@ -9,7 +9,9 @@
 - ``vlm/`` — the vision-language runtime: the local Qwen-VL / LLaVA-OneVision backbone, the OpenAI-compatible
   endpoint, the backend choice, the judges' shared options and failure policies, LLaVA checkpoints, the reward-model
   heads on the backbone (HPSv3, VideoAlign), and image transcription;
-- ``text/`` — the token-sequence backbones, their LoRA scopes and the prompt + completion tokenisation.
+- ``text/`` — the token-sequence backbones, their LoRA scopes and the prompt + completion tokenisation;
+- ``sd3`` — SD3's trunk, text encoders and scheduler sigmas (DiNa-LRM); ``synchformer`` — Synchformer (av_sync);
+  ``latents`` — what the latent rewards share (checkpoint folders, seeded noise, the latents' check).
 
 May import the contract (:mod:`rewardzoo.rewards.base`, :mod:`rewardzoo.rewards.info`), :mod:`rewardzoo.shared`,
 :mod:`rewardzoo.transport` and :mod:`rewardzoo.errors`; never a family (``image/``, ``video/``, ...), the catalog,
