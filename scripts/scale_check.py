@@ -12,6 +12,7 @@ Heavy (GBs of RAM and disk, minutes per case): on demand, never in CI; on a shar
 /work/scratch/scale-check) and are deleted after each case unless ``--keep``.
 
 Run: python scripts/scale_check.py [--only NAME ...] [--list] [--tasks load drop ...] [--keep] [--rebuild]
+[--timeout SECONDS_PER_TASK]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS), help="measurements to run")
     parser.add_argument("--keep", action="store_true", help="keep the built checkpoints")
     parser.add_argument("--rebuild", action="store_true", help="rebuild checkpoints even when built")
+    parser.add_argument("--timeout", type=float, default=1500, help="seconds per task (default 1500)")
     parser.add_argument("--no-write", action="store_true", help="print the rows, do not write scale.json")
     args = parser.parse_args(argv)
     found = cases()
@@ -45,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown cases {unknown}; --list shows them")
     rows = {}
     for name in args.only or list(found):
-        rows[name] = run_case(found[name], args.tasks, rebuild=args.rebuild, keep=args.keep)
+        rows[name] = run_case(found[name], args.tasks, rebuild=args.rebuild, keep=args.keep, timeout=args.timeout)
         print(json.dumps({name: rows[name].get("checks")}), flush=True)
         if not args.no_write:  # after each case: a crash later keeps what was measured
             write_rows({name: rows[name]}, command="flock /tmp/rewardzoo-heavy.lock python " + " ".join(sys.argv))

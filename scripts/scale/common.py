@@ -24,6 +24,15 @@ list (``--list`` prints them, ``--only NAME`` runs some). A case gives:
 - ``dtype``: the card's dtype the checkpoint is loaded at (written into the entry when the entry has none);
 - ``layout``: one line saying which published file layout the build reproduces (and where that is documented);
 - ``notes``: anything a reader of the row needs (what is not reproduced, ...);
+- ``media_bytes``: the decoded 8-bit size of ``samples()``' media (issue 47 item 2's rule: the call's peak within
+  1.5x that plus the model's working set; 0: the rule is not checked for the case) and ``working_set``:
+  ``working_set(reward, samples)`` returns a function running the model's part on ONE item as the reference runs it
+  (one image as float, one frame pair), whose peak is the working set (measured after the calls; none: 0, for a
+  model-free formula);
+- ``calls``: the calls ``load`` times (default 2: the first pays one-time costs, the second is reported; 1 for a
+  case whose call takes many minutes) and ``offload_samples``: the inputs ``drop`` / ``cpu`` score before and
+  after the wake (default ``samples()``; a smaller real-sized input where a call takes minutes: the weights, not
+  the media, are what those tasks check);
 - ``matches``: kwargs an entry must have for the measured figures to stand for it (``{"preset": "gardo"}``;
   default: any entry of the reward) and ``stands_for``: the published ids the build reproduces
   (``yuvalkirstain/PickScore_v1``). ``rewardzoo plan`` uses a row's activation figure for an entry of ``reward``
@@ -92,6 +101,10 @@ class Case:
     notes: str = ""
     matches: dict[str, Any] = dataclasses.field(default_factory=dict)
     stands_for: tuple[str, ...] = ()
+    media_bytes: int = 0
+    working_set: Callable[[Any, list[dict[str, Any]]], Callable[[], Any]] | None = None
+    calls: int = 2
+    offload_samples: Callable[[], list[dict[str, Any]]] | None = None
     family: str = ""  # set by :func:`cases` (the module name)
 
     def full_entry(self, folder: Path, name: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -268,6 +281,12 @@ def _in_range(case: Case, scores: Any) -> dict[str, Any]:
     }
 
 
+def partial(result: Mapping[str, Any]) -> None:
+    """Print what a task has measured so far (``PARTIAL <json>``): a task stopped by its timeout keeps it in the row,
+    beside the error."""
+    print("PARTIAL " + json.dumps(dict(result)), flush=True)
+
+
 def task_reference(case: Case, folder: Path) -> dict[str, Any]:
     if case.reference is None:
         return {"skipped": "no reference loader"}
@@ -308,21 +327,30 @@ def task_load(case: Case, folder: Path) -> dict[str, Any]:
     sizes = [m.weights for m in models]
     out["plan_bytes"] = None if None in sizes else sum(s for s in sizes if s is not None)
     out["plan_from"] = "; ".join(m.how for m in models if len(models) == 1 or not m.model_free)
+    partial(out)
     samples = case.samples()
     runs = []
-    for _ in range(2):  # the first call pays one-time costs (lazy init, allocator growth); the second is reported
+    for _ in range(case.calls):  # the first call pays one-time costs (lazy init, allocator growth); the last is reported
         with Measured() as f:
             scores = _score(proc, samples)
         runs.append(f)
+        partial({**out, "call_s": [r.seconds for r in runs], "call_peak_bytes": max(r.peak for r in runs)})
     out.update(_in_range(case, np.asarray(scores)))
     n = len(samples)
     out.update(
         samples_per_call=n,
+        calls=case.calls,
         first_call_s=runs[0].seconds,
-        s_per_sample=runs[1].seconds / n,
-        cpu_s_per_sample=runs[1].cpu_seconds / n,
+        s_per_sample=runs[-1].seconds / n,
+        cpu_s_per_sample=runs[-1].cpu_seconds / n,
         activation_bytes_per_sample=max(r.peak for r in runs) / n,
+        call_peak_bytes=max(r.peak for r in runs),
     )
+    if case.working_set is not None:  # the model's part on one item, as warm as the calls
+        step = case.working_set(reward, samples)
+        with Measured() as ws:
+            step()
+        out["working_set_bytes"], out["working_set_s"] = ws.peak, ws.seconds
     return out
 
 
@@ -331,7 +359,7 @@ def _offload(case: Case, folder: Path, mode: str) -> dict[str, Any]:
     from rewardzoo.core.residency import module_tensors
 
     entry = case.full_entry(folder, offload=mode)
-    samples = case.samples()
+    samples = (case.offload_samples or case.samples)()
     with Measured() as built:
         proc = RewardProcessor([entry])  # loads, then sleeps (binds the tensors to the files at the first drop)
     reward = proc.rewards[entry["name"]]
@@ -350,6 +378,9 @@ def _offload(case: Case, folder: Path, mode: str) -> dict[str, Any]:
     with Measured() as w:
         proc.wake()
     after = digest(tensors)
+    partial({"weight_bytes": nbytes, "rss_awake_bytes": awake, "rss_asleep_bytes": asleep,
+             "freed_fraction": (awake - asleep) / nbytes if nbytes else None, "wake_s": w.seconds,
+             "wake_peak_bytes": w.peak, "tensors_bit_identical": before == after})  # fmt: skip
     again = _score(proc, samples)
     return {
         "construct_s": built.seconds,
@@ -516,8 +547,13 @@ def run_child(case: Case, task: str, folder: Path, timeout: float = 1500) -> dic
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(ROOT))
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f} s"}
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        done = [ln for ln in out.splitlines() if ln.startswith("PARTIAL ")]
+        return {
+            **(json.loads(done[-1][len("PARTIAL ") :]) if done else {}),
+            "error": f"timed out after {timeout:.0f} s",
+        }
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-12:]
@@ -534,6 +570,7 @@ def run_case(
     rebuild: bool = False,
     keep: bool = False,
     log: Callable[[str], None] = print,
+    timeout: float = 1500,
 ) -> dict[str, Any]:
     """Build ``case``'s checkpoint (unless built), run ``tasks`` each in a fresh subprocess, return the row."""
     folder = case_folder(case)
@@ -547,19 +584,21 @@ def run_case(
         "stands_for": list(case.stands_for),
         "date": _dt.date.today().isoformat(),
     }
+    if case.media_bytes:
+        row["media_bytes"] = case.media_bytes
     if rebuild or not (folder / ".built").is_file():
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         log(f"[{case.name}] build ...")
-        row["build"] = run_child(case, "build", folder)
+        row["build"] = run_child(case, "build", folder, timeout)
         log(f"[{case.name}] build: {_short(row['build'])}")
         if "error" in row["build"]:
             return row
     for task in tasks:
         log(f"[{case.name}] {task} ...")
-        row[task] = run_child(case, task, folder)
+        row[task] = run_child(case, task, folder, timeout)
         log(f"[{case.name}] {task}: {_short(row[task])}")
     row["checks"] = checks(row)
     if not keep:
@@ -590,10 +629,15 @@ def checks(row: Mapping[str, Any]) -> dict[str, bool | None]:
     meta = row.get("meta") or {}
     if meta.get("plan_bytes") is not None:  # a 7B+ row: the plan against the meta-device build (scale/vlm.py)
         out["plan_equals_meta_build"] = meta["plan_bytes"] == meta["meta_build_bytes"]
+    if row.get("media_bytes") and "activation_bytes_per_sample" in load:  # issue 47 item 2: the media rule
+        call_peak = load.get("call_peak_bytes", load["activation_bytes_per_sample"] * load.get("samples_per_call", 1))
+        bound = 1.5 * row["media_bytes"] + load.get("working_set_bytes", 0)
+        out["media_peak_le_1.5x_decoded_plus_working_set"] = call_peak <= bound
     if "finite" in load:
         out["forward_finite_in_range"] = bool(load["finite"] and load["in_range"])
     if drop.get("freed_fraction") is not None:
         out["drop_frees_ge_90pct"] = drop["freed_fraction"] >= 0.9
+    if "tensors_bit_identical" in drop:  # (a model-free reward: nothing to free, its scores still checked)
         out["drop_wakes_bit_identical"] = bool(drop["tensors_bit_identical"] and drop["scores_bit_identical"])
     if "tensors_bit_identical" in row.get("cpu", {}):
         out["cpu_wakes_bit_identical"] = bool(
@@ -740,6 +784,24 @@ def figures_of(name: str, row: Mapping[str, Any]) -> list[dict[str, Any]]:
                 f"peak RSS added per real-sized sample during a call, {size}",
                 measure("rewardzoo", load["activation_bytes_per_sample"] / MB, "MB"),
                 rewards=rewards,
+            )
+        )
+    if row.get("media_bytes") and "error" not in load and "activation_bytes_per_sample" in load:
+        call_peak = load.get("call_peak_bytes", load["activation_bytes_per_sample"] * load.get("samples_per_call", 1))
+        ws = load.get("working_set_bytes", 0)
+        add(
+            figure(
+                f"{fid}.media",
+                f"peak RSS added by one call vs 1.5x its media's decoded 8-bit size "
+                f"({row['media_bytes'] / MB:.0f} MB) + the model's working set on one item ({ws / MB:.0f} MB), {size}",
+                measure("call peak", call_peak / MB, "MB"),
+                baseline=measure("1.5x decoded + working set", (1.5 * row["media_bytes"] + ws) / MB, "MB"),
+                ratio=call_peak / (1.5 * row["media_bytes"] + ws),
+                ratio_label="peak / bound",
+                goal="<= 1",
+                rewards=rewards,
+                notes=f"peak {call_peak / row['media_bytes']:.2f}x the decoded media"
+                + (f", {(call_peak - ws) / row['media_bytes']:.2f}x after the working set" if ws else ""),
             )
         )
     if "freed_fraction" in drop and drop["freed_fraction"] is not None:

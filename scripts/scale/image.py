@@ -36,6 +36,95 @@ def image_sample(size: int = 1024, seed: int = 0, group: str | None = None) -> d
     return sample
 
 
+# ------------------------------------------------------------------------------------------------ 4K files
+UHD = (3840, 2160)
+UHD_FILES = ("png", "png", "jpg", "jpg")  # the batch: two PNG and two JPEG files (decoded: 4 x 24.9 MB)
+
+
+def uhd_file(index: int, fmt: str) -> Path:
+    """A generated 3840x2160 image file (cached under the scratch folder): a gradient scene with a few shapes and
+    sensor noise, so PNG and JPEG compress it as they compress a photograph (PNG ~0.6x, JPEG q90 ~0.06x the decoded size)."""
+    from scale.common import SCRATCH
+
+    path = SCRATCH / "media" / f"uhd_{UHD[0]}x{UHD[1]}_{index}.{fmt}"
+    if path.is_file():
+        return path
+
+    import numpy as np
+    from PIL import Image
+
+    w, h = UHD
+    rng = np.random.default_rng(100 + index)
+    y = np.linspace(0.0, 1.0, h, dtype=np.float32)[:, None]
+    x = np.linspace(0.0, 1.0, w, dtype=np.float32)[None, :]
+    img = np.empty((h, w, 3), np.float32)
+    img[..., 0] = 80 + 120 * y + 30 * x + 20 * index
+    img[..., 1] = 130 + 60 * y - 40 * x
+    img[..., 2] = 220 - 150 * y
+    cx, cy, r = (0.3 + 0.1 * index) * w, 0.55 * h, 0.12 * h
+    img[(x * w - cx) ** 2 + (y * h - cy) ** 2 < r * r] = (200, 40, 30)
+    img[int(0.7 * h) : int(0.8 * h), int(0.5 * w) : int(0.75 * w)] = (40, 60, 150)
+    img += rng.normal(0, 5, img.shape).astype(np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp.{fmt}")
+    Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(tmp, **({"quality": 90} if fmt == "jpg" else {}))
+    tmp.replace(path)
+    return path
+
+
+def uhd_samples() -> list[dict[str, Any]]:
+    return [{"image": str(uhd_file(i, fmt))} for i, fmt in enumerate(UHD_FILES)]
+
+
+# ------------------------------------------------------------------------------------------------ image_quality
+TOPIQ_FILE = "cfanet_nr_koniq_res50-9a73138b.pth"  # pyiqa's release file of topiq_nr (its default metric)
+TOPIQ_URL = f"https://huggingface.co/chaofengc/IQA-PyTorch-Weights/resolve/main/{TOPIQ_FILE}"
+
+
+def _topiq_build(folder: Path) -> None:
+    """pyiqa's CFANet as ``topiq_nr`` builds it (ResNet-50 backbone, its DEFAULT_CONFIGS options), random init,
+    saved as pyiqa's release files are: ``torch.save({'params': state_dict})``."""
+    import torch
+    from pyiqa.archs.topiq_arch import CFANet
+    from pyiqa.default_model_configs import DEFAULT_CONFIGS
+
+    options = {k: v for k, v in DEFAULT_CONFIGS["topiq_nr"]["metric_opts"].items() if k != "type"}
+    torch.manual_seed(0)
+    net = CFANet(**options, pretrained=False, backbone_pretrain=False)
+    torch.save({"params": net.state_dict()}, folder / TOPIQ_FILE)
+
+
+def _topiq_reference(folder: Path):
+    """pyiqa's own loader: ``create_metric('topiq_nr', pretrained_model_path=file)`` (``load_pretrained_network``,
+    weight key ``params``); timm's ImageNet backbone download, which the file's weights replace, turned off."""
+    from unittest import mock
+
+    import pyiqa
+    import timm
+
+    create = timm.create_model
+    with mock.patch.object(timm, "create_model", lambda *a, **k: create(*a, **{**k, "pretrained": False})):
+        metric = pyiqa.create_metric("topiq_nr", device="cpu", pretrained_model_path=str(folder / TOPIQ_FILE))
+    return metric.net.eval()
+
+
+def _topiq_working_set(reward: Any, samples: list[dict[str, Any]]):
+    """pyiqa's network on ONE 4K image as pyiqa scores it: the decoded 8-bit image (allocated before) made a float
+    (1, 3, H, W) tensor in [0, 1], then ``net(x)``."""
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    with Image.open(samples[0]["image"]) as img:
+        pixels = torch.from_numpy(np.asarray(img.convert("RGB"))).permute(2, 0, 1)
+
+    def step() -> None:
+        with torch.inference_mode():
+            reward.net(pixels[None].float().div_(255.0))
+
+    return step
+
+
 # ------------------------------------------------------------------------------------------------ open_clip
 def _open_clip_dir(folder: Path, arch: str) -> None:
     """open_clip's hub layout (``open_clip_config.json`` + ``open_clip_model.safetensors``, as
@@ -230,6 +319,25 @@ def _dinov3_reference(folder: Path):
 
 
 CASES = [
+    Case(
+        name="image_quality",
+        stands_for=(TOPIQ_URL,),
+        matches={"metric": "topiq_nr"},
+        reward="image_quality",
+        build=_topiq_build,
+        entry=lambda folder: {"model_path": str(folder / TOPIQ_FILE), "kwargs": {"metric": "topiq_nr"}},
+        reference=_topiq_reference,
+        samples=uhd_samples,
+        offload_samples=lambda: uhd_samples()[:1],
+        media_bytes=len(UHD_FILES) * UHD[0] * UHD[1] * 3,
+        working_set=_topiq_working_set,
+        imports=("torch", "timm", "pyiqa.archs.topiq_arch"),
+        layout=f"{TOPIQ_FILE}: torch.save({{'params': state_dict}}) of pyiqa's CFANet (topiq_nr, ResNet-50), "
+        "pyiqa's release file",
+        notes="metric topiq_nr (the card's default); one call = 4 files of 3840x2160 (2 PNG, 2 JPEG q90; 99.5 MB "
+        "decoded), scored at full resolution as pyiqa does (topiq_nr has no test-time resize); drop / cpu score the "
+        "first file before and after the wake",
+    ),
     Case(
         name="pickscore",
         stands_for=("yuvalkirstain/PickScore_v1",),

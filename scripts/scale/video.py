@@ -51,8 +51,8 @@ def _frame(t: int, rng: Any) -> Any:
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
-def video_file() -> Path:
-    """The 720p clip (cached under the scratch folder)."""
+def video_file(frames: int = FPS * SECONDS) -> Path:
+    """The 720p clip of ``frames`` frames (default 5 s; cached under the scratch folder)."""
 
     def write(tmp: Path) -> None:
         import av
@@ -63,13 +63,14 @@ def video_file() -> Path:
             stream = out.add_stream("libx264", rate=FPS)
             stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
             stream.options = {"crf": "18", "preset": "veryfast"}
-            for t in range(FPS * SECONDS):
+            for t in range(frames):
                 for packet in stream.encode(av.VideoFrame.from_ndarray(_frame(t, rng), format="rgb24")):
                     out.mux(packet)
             for packet in stream.encode():
                 out.mux(packet)
 
-    return _atomic(SCRATCH / "media" / f"clip_{WIDTH}x{HEIGHT}_{SECONDS}s_{FPS}fps.mp4", write)
+    length = f"{SECONDS}s" if frames == FPS * SECONDS else f"{frames}frames"
+    return _atomic(SCRATCH / "media" / f"clip_{WIDTH}x{HEIGHT}_{length}_{FPS}fps.mp4", write)
 
 
 def audio_file(seconds: float, rate: int = 48000, channels: int = 2) -> Path:
@@ -164,6 +165,7 @@ def reference_open_clip(folder: Path, arch: str) -> Any:
 
 
 RAFT_FILE = "raft_large_C_T_V1.pth"
+RAFT_WAKE_FRAMES = 5  # frames 0 and 4 at 30 fps: one RAFT pair
 
 
 def build_raft(folder: Path) -> None:
@@ -227,6 +229,27 @@ def reference_aesthetic(folder: Path) -> Any:
     return (clip, head.eval())
 
 
+def raft_working_set(reward: Any, samples: list[dict[str, Any]]) -> Any:
+    """RAFT on ONE pair of the clip's sampled frames (0 and the stride's next), as the reward runs each pair: the two
+    decoded 8-bit frames (allocated before) through ``pair_scores``."""
+    import av
+    import numpy as np
+    import torch
+
+    from rewardzoo.rewards.video.dynamic_degree import frame_stride
+
+    stride = frame_stride(FPS)
+    with av.open(samples[0]["video"]) as container:
+        frames = [f.to_ndarray(format="rgb24") for _, f in zip(range(stride + 1), container.decode(video=0))]
+    pair = torch.from_numpy(np.stack([frames[0], frames[stride]])).permute(0, 3, 1, 2).contiguous()
+
+    def step() -> None:
+        with torch.inference_mode():
+            reward.pair_scores(pair)
+
+    return step
+
+
 def _nothing(folder: Path) -> None:
     return None
 
@@ -274,9 +297,14 @@ CASES = [
         entry=lambda folder: {"model_path": str(folder / RAFT_FILE), "kwargs": {"arch": "large", "fps": FPS}},
         reference=reference_raft,
         samples=lambda: [video_sample()],
+        calls=1,
+        offload_samples=lambda: [{"video": str(video_file(RAFT_WAKE_FRAMES)), "prompt": PROMPT}],
+        media_bytes=FPS * SECONDS * WIDTH * HEIGHT * 3,
+        working_set=raft_working_set,
         imports=(*VIDEO_IMPORTS, "torchvision"),
         layout="torch.save of torchvision raft_large's state dict (.pth), as the card asks",
-        notes=_720P + "; RAFT large, 20 iterations",
+        notes=_720P + "; RAFT large, 20 iterations, every 4th frame (38 frames, 37 pairs); one timed call (it takes "
+        f"minutes); drop / cpu score a {RAFT_WAKE_FRAMES}-frame 720p clip (one pair) before and after the wake",
     ),
     Case(
         name="video_imaging_quality",
@@ -310,6 +338,7 @@ CASES = [
         entry=lambda folder: {},
         reference=None,
         samples=lambda: [video_sample()],
+        media_bytes=FPS * SECONDS * WIDTH * HEIGHT * 3,
         imports=VIDEO_IMPORTS,
         layout="no model",
         notes=_720P + "; every frame (VBench)",

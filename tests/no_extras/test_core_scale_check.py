@@ -81,3 +81,21 @@ def test_rows_merge_by_case_and_by_task(tmp_path):
     assert wake["ratio"] == 2.0 / 10.0 and wake["rewards"] == ["clip_score"]
     forward = next(f for f in record["figures"] if f["id"] == "scale.a.forward.time")
     assert forward["value"]["value"] == 3.0  # process CPU seconds, not the wall clock
+
+
+@pytest.mark.parametrize("call_peak, working_set, ok", [(250e6, 100e6, True), (260e6, 100e6, False), (140e6, 0, True)])
+def test_the_media_rule_of_a_row(call_peak, working_set, ok, tmp_path):
+    """Issue 47 item 2: one call's peak within 1.5x the media's decoded size (100 MB) + the model's working set."""
+    load = {**LOAD, "call_peak_bytes": call_peak, "working_set_bytes": working_set}
+    row = _row(load=load, media_bytes=100e6)
+    assert common.checks(row)["media_peak_le_1.5x_decoded_plus_working_set"] is ok
+    assert "media_peak_le_1.5x_decoded_plus_working_set" not in common.checks(_row(load=load))
+    path = common.write_rows({"a": row}, tmp_path / "scale.json")
+    media = next(f for f in json.loads(path.read_text())["figures"] if f["id"] == "scale.a.media")
+    assert media["ratio"] == pytest.approx(call_peak / (150e6 + working_set), abs=1e-4)  # (rounded to 4 places)
+
+
+def test_a_model_free_row_checks_its_wake_scores():
+    drop = {**DROP, "weight_bytes": 0, "freed_fraction": None, "scores_bit_identical": False}
+    got = common.checks(_row(drop=drop))
+    assert "drop_frees_ge_90pct" not in got and got["drop_wakes_bit_identical"] is False
