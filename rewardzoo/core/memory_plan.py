@@ -7,7 +7,9 @@ instances (the model identity, :func:`~rewardzoo.core.loader.model_identity`). P
 - weights: the tensors of the files its class's :meth:`~rewardzoo.rewards.base.Reward.weight_files` names (by
   default the checkpoint of its ``model_path``, else of its ``default_model``; rewards override it for files shipped
   in a package, library model names and second files beside the model), at its resolved dtype (or a part's own),
-  from safetensors headers (exact), or by file size for other formats (say so); nothing loaded or downloaded
+  from safetensors headers (exact), from a ``torch.save`` file's tensor table where the part names its tensors
+  (exact: :mod:`rewardzoo.shared.pickle_table`), or by file size for other formats (say so); nothing loaded or
+  downloaded
   (:mod:`rewardzoo.shared.checkpoints`); unknown, saying why, when a file is not on this machine. What is counted
   is what a checkpoint stores: parameters and persistent buffers. Buffers a module recomputes at construction
   (non-persistent: attention masks, position ids) are not in a checkpoint and not counted. A card with
@@ -37,7 +39,15 @@ from typing import TYPE_CHECKING, Any
 from ..catalog.measured import activation_for
 from ..errors import ConfigError, RegistryError
 from ..registry import find, lookup
-from ..shared.checkpoints import FILE_SIZE, HEADERS, Checkpoint, checkpoint_bytes, format_size, resolve_checkpoint
+from ..shared.checkpoints import (
+    FILE_SIZE,
+    HEADERS,
+    PICKLE_TABLE,
+    Checkpoint,
+    checkpoint_bytes,
+    format_size,
+    resolve_checkpoint,
+)
 from ..spec.config import DecodeSpec, RewardConfig, RewardSpec
 from .loader import auto_key, dtype_for, model_identity, registry_errors, requested_device
 from .placement import cuda_free_memory, place
@@ -406,6 +416,9 @@ def _model(spec: RewardSpec, auto_kind: str) -> tuple[PlannedModel, list[RewardS
     return model, inner
 
 
+_METHODS = (HEADERS, PICKLE_TABLE, FILE_SIZE)  # the order ``how`` names them in
+
+
 def _weights(parts: Sequence[Checkpoint], dtype: str) -> tuple[int | None, str, list[str]]:
     """(bytes or None, how they were found, the files) of a reward's weight files (:meth:`Reward.weight_files`):
     unknown, saying why, when a part is not on this machine."""
@@ -415,13 +428,11 @@ def _weights(parts: Sequence[Checkpoint], dtype: str) -> tuple[int | None, str, 
         return None, "unknown: " + "; ".join(missing), files
     if not parts:
         return 0, "no weight files in this configuration", files
-    sizes = [checkpoint_bytes(part.files, part.dtype or dtype, part.include, part.exclude) for part in parts]
-    if all(size.method == HEADERS for size in sizes):
-        how = HEADERS
-    elif any(size.method == HEADERS for size in sizes):
-        how = f"{HEADERS} + {FILE_SIZE} (stored precision)"
-    else:
-        how = f"{FILE_SIZE} (stored precision)"
+    sizes = [
+        checkpoint_bytes(part.files, part.dtype or dtype, part.include, part.exclude, part.merged) for part in parts
+    ]
+    methods = {m for size in sizes for m in size.method.split(" + ")}
+    how = " + ".join(f"{m} (stored precision)" if m == FILE_SIZE else m for m in _METHODS if m in methods)
     fixed = sorted({part.dtype for part in parts if part.dtype and part.dtype != dtype})
     if fixed:
         how += f"; a part held at {', '.join(fixed)}"

@@ -44,7 +44,7 @@ DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 _PICKLED = (".bin", ".pt", ".pth", ".ckpt")
 _WEIGHT_SUFFIXES = (".safetensors", *_PICKLED, ".onnx")
 #: How the bytes of a checkpoint were found.
-HEADERS, FILE_SIZE = "safetensors headers", "file size"
+HEADERS, FILE_SIZE, PICKLE_TABLE = "safetensors headers", "file size", "torch.save tensor table"
 #: Bounds of the safetensors headers and shard indexes read (real ones: a few hundred kB at most).
 MAX_HEADER_BYTES = 4 << 20
 MAX_INDEX_BYTES = 8 << 20
@@ -69,9 +69,12 @@ class Checkpoint:
     """The weight files one ``model_path`` resolves to (``files``), or why none were found (``missing``); ``dtype``:
     the dtype these weights are held at when it is not the entry's (a head that always runs in float32).
     ``include`` / ``exclude``: key prefixes of the tensors this part counts (all when ``include`` is empty) and
-    leaves out (what the reward drops, e.g. ``lm_head.``); safetensors only (by file size, a part with ``include``
-    counts nothing: the file is counted by the part without it). ``remote``: where the file comes from when it is
-    fetched (None: a local file or a package's)."""
+    leaves out (what the reward drops, e.g. ``lm_head.``); ``merged``: fragments of the names of tensors folded into
+    others at load and not kept (a LoRA's ``.lora_A.`` / ``.lora_B.`` merged into its base weights). Read from
+    safetensors headers, and from a ``torch.save`` file's tensor table (:mod:`.pickle_table`) when the part names
+    tensors; a pickled file that cannot be read so is counted by its size (then a part with ``include`` counts
+    nothing: the file is counted by the part without it). ``remote``: where the file comes from when it is fetched
+    (None: a local file or a package's)."""
 
     source: str
     files: tuple[Path, ...] = ()
@@ -80,12 +83,14 @@ class Checkpoint:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     remote: Remote | None = None
+    merged: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class CheckpointBytes:
-    """A checkpoint's tensor bytes at a dtype; ``method``: :data:`HEADERS` (exact) or :data:`FILE_SIZE` (the files'
-    sizes at their stored precision, pickle framing included); ``tensors``: how many tensors (headers only)."""
+    """A checkpoint's tensor bytes at a dtype; ``method``: :data:`HEADERS` (exact), :data:`PICKLE_TABLE` (exact: a
+    pickled file's tensor table) or :data:`FILE_SIZE` (the files' sizes at their stored precision, pickle framing
+    included), or several joined by `` + ``; ``tensors``: how many tensors (exact methods only)."""
 
     total: int
     method: str
@@ -197,15 +202,22 @@ def _size(value: object) -> bool:
 
 
 def safetensors_bytes(
-    path: str | os.PathLike[str], dtype: str | None, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()
+    path: str | os.PathLike[str],
+    dtype: str | None,
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    merged: tuple[str, ...] = (),
 ) -> tuple[int, int]:
     """(bytes, tensor count) of one safetensors file with its floating tensors at ``dtype`` (None: as stored); only
-    the tensors whose names start with a prefix of ``include`` (any, when empty) and with none of ``exclude``."""
+    the tensors whose names start with a prefix of ``include`` (any, when empty), with none of ``exclude`` and
+    containing none of ``merged``."""
     total = 0
     table = {
         name: entry
         for name, entry in safetensors_header(path).items()
-        if (not include or name.startswith(include)) and not name.startswith(exclude)
+        if (not include or name.startswith(include))
+        and not name.startswith(exclude)
+        and not any(m in name for m in merged)
     }
     for entry in table.values():
         size, floating = _ST_DTYPES[entry["dtype"]]
@@ -215,18 +227,32 @@ def safetensors_bytes(
 
 
 def checkpoint_bytes(
-    files: tuple[Path, ...], dtype: str | None, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()
+    files: tuple[Path, ...],
+    dtype: str | None,
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    merged: tuple[str, ...] = (),
 ) -> CheckpointBytes:
-    """The tensor bytes of ``files`` at ``dtype``: exact from headers when every file is safetensors, else the files'
-    sizes (safetensors ones still by header); ``include`` / ``exclude`` as :class:`Checkpoint` says."""
-    total, tensors, exact = 0, 0, True
+    """The tensor bytes of ``files`` at ``dtype``: exact from safetensors headers, and from a ``torch.save`` file's
+    tensor table where the part names its tensors (``include`` / ``exclude`` / ``merged``, as :class:`Checkpoint`
+    says); other files by their sizes."""
+    from .pickle_table import pickled_table, table_bytes
+
+    total, tensors, methods = 0, 0, []
     for path in files:
+        table = pickled_table(path) if path.suffix in _PICKLED and (include or exclude or merged) else None
         if path.suffix == ".safetensors":
-            size, count = safetensors_bytes(path, dtype, include, exclude)
-            total, tensors = total + size, tensors + count
+            size, count = safetensors_bytes(path, dtype, include, exclude, merged)
+            method = HEADERS
+        elif table is not None:
+            size, count = table_bytes(table, dtype, include, exclude, merged)
+            method = PICKLE_TABLE
         else:
-            total, exact = total + (0 if include else path.stat().st_size), False
-    return CheckpointBytes(total, HEADERS if exact else FILE_SIZE, tensors if exact else None)
+            size, count, method = (0 if include else path.stat().st_size), 0, FILE_SIZE
+        total, tensors = total + size, tensors + count
+        methods.append(method)
+    exact = FILE_SIZE not in methods
+    return CheckpointBytes(total, " + ".join(dict.fromkeys(methods)) or HEADERS, tensors if exact else None)
 
 
 def resolve_checkpoint(model_path: str) -> Checkpoint:

@@ -179,8 +179,8 @@ def test_a_checkpoint_of_the_other_version_is_a_config_error(published, tmp_path
 
 def test_plan_counts_what_the_reward_holds(published):
     """The reward holds the backbone and the capability encoder at the entry dtype, the head, cond_encoder and
-    film_gen in float32, no lm_head; `rewardzoo plan` counts a pickled ``.pth`` by its file size (it reads no
-    pickle to plan: shared/checkpoints), an upper bound of that."""
+    film_gen in float32, no lm_head; `rewardzoo plan` counts them from the ``.pth``'s tensor table (read without
+    loading: shared/pickle_table), exactly (it counted the file's size, an upper bound, before)."""
     from rewardzoo.core.memory_plan import plan_config
     from rewardzoo.core.resolve import resolve_config
 
@@ -192,4 +192,5 @@ def test_plan_counts_what_the_reward_holds(published):
     held = {id(t): t for m in (loaded.vlm.model, loaded.head, loaded.conditioning) for t in m.state_dict().values()}
     assert loaded.conditioning.cap_encoder["proj"].weight.dtype == torch.bfloat16
     assert loaded.conditioning.film_gen[2].weight.dtype == torch.float32
-    assert planned.weights == ckpt.stat().st_size >= sum(t.numel() * t.element_size() for t in held.values())
+    assert planned.how.startswith("torch.save tensor table")
+    assert planned.weights == sum(t.numel() * t.element_size() for t in held.values()) < ckpt.stat().st_size

@@ -355,9 +355,17 @@ def test_head_dtype_and_merge_lora_options_are_checked(published):
     assert bf16_head.head.weight.dtype == torch.bfloat16
 
 
-def test_plan_finds_the_release_checkpoint(published, tmp_path):
+def _held_bytes(model):
+    held = {id(t): t for m in (model.vlm.model, model.head) for t in m.state_dict().values()}
+    return sum(t.numel() * t.element_size() for t in held.values())
+
+
+def test_plan_finds_the_release_checkpoint(published, reward, tmp_path):
     """`rewardzoo plan` sizes checkpoint-<step>/model.pth (the highest step, or checkpoint_step), found at real size
-    to be 'unknown: no weight files' before (the release keeps its weights one folder down)."""
+    to be 'unknown: no weight files' before (the release keeps its weights one folder down), from the file's
+    tensor table as the reward holds it: the LoRA factors merged away (at real size they are 3.3% of the file: the
+    plan was over by that, counting the file's size), no lm_head, the head in float32 (or kept LoRA factors with
+    ``merge_lora: false``)."""
     from rewardzoo.core.memory_plan import plan_config
     from rewardzoo.core.resolve import resolve_config
 
@@ -365,7 +373,13 @@ def test_plan_finds_the_release_checkpoint(published, tmp_path):
     entry = {"name": "videoalign", "model_path": str(released), "kwargs": {"source_fps": SOURCE_FPS}}
     planned = plan_config(resolve_config({"rewards": [entry]})).models[0]
     pth = released / "checkpoint-7" / "model.pth"
-    assert planned.files == [str(pth)] and planned.weights == pth.stat().st_size
+    assert planned.files == [str(pth), str(pth)] and planned.how == "torch.save tensor table"
+    assert planned.weights == _held_bytes(reward) < pth.stat().st_size
+    options = {"merge_lora": False, "head_dtype": "bfloat16"}
+    entry["kwargs"] = {"source_fps": SOURCE_FPS, **options}
+    planned = plan_config(resolve_config({"rewards": [entry]})).models[0]
+    unmerged = VideoAlign(model_path=str(released), source_fps=SOURCE_FPS, min_pixels=MIN_PIXELS, **options)
+    assert planned.weights == _held_bytes(unmerged) > _held_bytes(reward)
     entry["kwargs"]["checkpoint_step"] = 3  # a step without model.pth: unknown, saying why
     planned = plan_config(resolve_config({"rewards": [entry]})).models[0]
     assert planned.weights is None and "model.pth" in planned.how

@@ -16,6 +16,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,6 +33,7 @@ from ..base import Inputs, PointwiseReward, RewardOutput
 from ..models.clip import check_pairs
 from ..models.vlm.backbone import PixelBounds, Video, VLMBackbone, VLMQuery
 from ..models.vlm.reward_models import (
+    PEFT_PREFIX,
     attach_lora,
     check_prompt_text,
     peft_parts,
@@ -258,7 +260,8 @@ class VideoAlign(PointwiseReward):
     def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
         """``checkpoint-<step>/model.pth`` of the release (``checkpoint_step``, else the highest step), in a local
         directory or the hub cache: the only weights this reward reads (the base model gives config and
-        tokenizer)."""
+        tokenizer). Counted as the reward holds it: the LoRA factors merged into their base weights
+        (``merge_lora``, the default) are not kept, nor ``lm_head``; ``rm_head`` at ``head_dtype`` (float32)."""
         source = str(model_path or cls.default_repo)
         root = Path(source).expanduser()
         if not root.is_dir():
@@ -269,9 +272,16 @@ class VideoAlign(PointwiseReward):
             except Exception:  # not cached, not a repository id, or huggingface_hub missing
                 return [Checkpoint(source, missing=f"'{source}' is neither a local directory nor in the hub cache")]
         try:
-            return [Checkpoint(source, (cls._checkpoint_file(root, cls.configured(kwargs, "checkpoint_step")),))]
+            part = Checkpoint(source, (cls._checkpoint_file(root, cls.configured(kwargs, "checkpoint_step")),))
         except ConfigError as exc:
             return [Checkpoint(source, missing=exc.message)]
+        merged = (".lora_A.", ".lora_B.") if cls.configured(kwargs, "merge_lora") else ()
+        heads = tuple(f"{p}rm_head." for p in ("", PEFT_PREFIX))
+        dropped = tuple(f"{p}lm_head." for p in ("", PEFT_PREFIX))
+        return [
+            replace(part, exclude=(*heads, *dropped), merged=merged),
+            replace(part, include=heads, dtype=cls.configured(kwargs, "head_dtype") or "float32"),
+        ]
 
     @staticmethod
     def _local_root(model_path: str) -> Path:

@@ -43,7 +43,7 @@ FRAME_FACTOR = 2
 FPS_MIN_FRAMES = 4
 FPS_MAX_FRAMES = 768
 
-_PEFT_PREFIX = "base_model.model."
+PEFT_PREFIX = _PEFT_PREFIX = "base_model.model."  # a PEFT model's state dict keys
 _LORA = re.compile(r"^(?P<module>.+)\.lora_(?P<which>[AB])\.(?P<adapter>[^.]+)\.weight$")
 
 
