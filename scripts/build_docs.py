@@ -1088,7 +1088,7 @@ def _gb(n: float | None) -> str:
 def scale_summary(case: str, row: dict) -> str:
     """One line of a case's real-size figures (the reward page's "at real size" row)."""
     load, ref, drop, gpu = (row.get(k) or {} for k in ("load", "reference", "drop", "gpu"))
-    if "state_bytes" not in load:
+    if not _measured(load):
         return f"`{case}`: not measured ({load.get('error', 'no load figures')[:80]})"
     parts = [f"weights {_gb(load['state_bytes'])} {row['dtype']}", f"load peak {_gb(load['load_peak_bytes'])}"]
     if ref.get("load_peak_bytes"):
@@ -1103,12 +1103,28 @@ def scale_summary(case: str, row: dict) -> str:
             f"{_gb(gpu['activation_bytes_per_sample'])} and {num(gpu['s_per_sample'])} s per sample on "
             f"{gpu.get('device', 'CUDA')}"
         )
+    if row.get("media_bytes"):
+        peak = load.get("call_peak_bytes", load["activation_bytes_per_sample"] * n)
+        ws = load.get("working_set_bytes", 0)
+        parts.append(
+            f"a call's peak {peak / row['media_bytes']:.2f}x its media's decoded 8-bit size ({_gb(row['media_bytes'])})"
+            + (
+                f", {(peak - ws) / row['media_bytes']:.2f}x after the model's working set on one item ({_gb(ws)})"
+                if ws
+                else ""
+            )
+        )
     if drop.get("freed_fraction") is not None:
         same = drop.get("tensors_bit_identical") and drop.get("scores_bit_identical")
         parts.append(
             f"`offload: drop` frees {drop['freed_fraction']:.0%}, wakes {'bit-identical' if same else 'CHANGED'}"
         )
     return f"`{case}` ({row.get('date')}): " + "; ".join(parts)
+
+
+def _measured(load: dict) -> bool:
+    """A load task that finished (a timed-out one keeps what it measured, with its error, but is not a row)."""
+    return "state_bytes" in load and "activation_bytes_per_sample" in load and "error" not in load
 
 
 def scale_table(rows: dict[str, dict]) -> list[str]:
@@ -1120,8 +1136,9 @@ def scale_table(rows: dict[str, dict]) -> list[str]:
     ]
     for case, row in rows.items():
         load, ref, drop, gpu = (row.get(k) or {} for k in ("load", "reference", "drop", "gpu"))
-        if "state_bytes" not in load:
-            lines.append(f"| `{case}` | {cell(row.get('layout', ''))} | not measured | | | | | | | |")
+        if not _measured(load):
+            why = f" ({cell(load['error'][:80])})" if load.get("error") else ""
+            lines.append(f"| `{case}` | {cell(row.get('layout', ''))} | not measured{why} | | | | | | | |")
             continue
         peak = _gb(load["load_peak_bytes"])
         if ref.get("load_peak_bytes"):
@@ -1157,7 +1174,7 @@ def measured_data(rows: dict[str, dict]) -> str:
     records = []
     for case, row in rows.items():
         load, gpu = row.get("load") or {}, row.get("gpu") or {}
-        if "state_bytes" not in load:
+        if not _measured(load):
             continue
         record = {
             "case": case,

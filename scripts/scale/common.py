@@ -639,10 +639,10 @@ def checks(row: Mapping[str, Any]) -> dict[str, bool | None]:
     if drop.get("freed_fraction") is not None:
         out["drop_frees_ge_90pct"] = drop["freed_fraction"] >= 0.9
     if "tensors_bit_identical" in drop:  # (a model-free reward: nothing to free, its scores still checked)
-        out["drop_wakes_bit_identical"] = bool(drop["tensors_bit_identical"] and drop["scores_bit_identical"])
+        out["drop_wakes_bit_identical"] = bool(drop["tensors_bit_identical"] and drop.get("scores_bit_identical"))
     if "tensors_bit_identical" in row.get("cpu", {}):
         out["cpu_wakes_bit_identical"] = bool(
-            row["cpu"]["tensors_bit_identical"] and row["cpu"]["scores_bit_identical"]
+            row["cpu"]["tensors_bit_identical"] and row["cpu"].get("scores_bit_identical")
         )
     if "constructions" in shared:
         once = shared["constructions"] == shared.get("instances", 1)
@@ -805,7 +805,7 @@ def figures_of(name: str, row: Mapping[str, Any]) -> list[dict[str, Any]]:
                 + (f", {(call_peak - ws) / row['media_bytes']:.2f}x after the working set" if ws else ""),
             )
         )
-    if "freed_fraction" in drop and drop["freed_fraction"] is not None:
+    if "freed_fraction" in drop and drop["freed_fraction"] is not None and "error" not in drop:
         add(
             figure(
                 f"{fid}.drop.rss",
@@ -833,7 +833,7 @@ def figures_of(name: str, row: Mapping[str, Any]) -> list[dict[str, Any]]:
                     rewards=rewards,
                 )
             )
-    if "wake_s" in cpu and load.get("load_s"):
+    if "wake_s" in cpu and load.get("load_s") and "error" not in cpu:
         add(
             figure(
                 f"{fid}.cpu.wake",
