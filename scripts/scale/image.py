@@ -108,21 +108,12 @@ def _topiq_reference(folder: Path):
     return metric.net.eval()
 
 
-def _topiq_working_set(reward: Any, samples: list[dict[str, Any]]):
-    """pyiqa's network on ONE 4K image as pyiqa scores it: the decoded 8-bit image (allocated before) made a float
-    (1, 3, H, W) tensor in [0, 1], then ``net(x)``."""
-    import numpy as np
-    import torch
-    from PIL import Image
+def _one_image(proc: Any, reward: Any, samples: list[dict[str, Any]]):
+    """The working set: the same processor call on ONE of the 4K files (its decoding, its float conversion and pyiqa's
+    network on it); the batch's call may add only its other images' 8-bit bytes and slack (the media rule)."""
+    from scale.common import _score
 
-    with Image.open(samples[0]["image"]) as img:
-        pixels = torch.from_numpy(np.asarray(img.convert("RGB"))).permute(2, 0, 1)
-
-    def step() -> None:
-        with torch.inference_mode():
-            reward.net(pixels[None].float().div_(255.0))
-
-    return step
+    return lambda: _score(proc, samples[:1])
 
 
 # ------------------------------------------------------------------------------------------------ open_clip
@@ -330,13 +321,16 @@ CASES = [
         samples=uhd_samples,
         offload_samples=lambda: uhd_samples()[:1],
         media_bytes=len(UHD_FILES) * UHD[0] * UHD[1] * 3,
-        working_set=_topiq_working_set,
+        working_set=_one_image,
+        calls=1,
+        warmup=lambda: uhd_samples()[:1],
         imports=("torch", "timm", "pyiqa.archs.topiq_arch"),
         layout=f"{TOPIQ_FILE}: torch.save({{'params': state_dict}}) of pyiqa's CFANet (topiq_nr, ResNet-50), "
         "pyiqa's release file",
         notes="metric topiq_nr (the card's default); one call = 4 files of 3840x2160 (2 PNG, 2 JPEG q90; 99.5 MB "
-        "decoded), scored at full resolution as pyiqa does (topiq_nr has no test-time resize); drop / cpu score the "
-        "first file before and after the wake",
+        "decoded), scored at full resolution as pyiqa does (topiq_nr has no test-time resize); a warm-up call on one "
+        "file, then the call of 4 (timed), then the working set: the call on one file; drop / cpu score the first "
+        "file before and after the wake",
     ),
     Case(
         name="pickscore",
