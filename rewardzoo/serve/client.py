@@ -106,6 +106,16 @@ class RewardClient:
         """``shm``, ``frames`` or ``body``: how this client's requests travel to its server."""
         return self.server.transport
 
+    @staticmethod
+    def shared_array(shape: int | Sequence[int], dtype: Any = np.uint8) -> np.ndarray:
+        """A zeroed array in shared memory of its own (:func:`rewardzoo.transport.segments.shared_array`): images
+        written into it (``arr[i] = image``, or generated there) and scored as ``Sample(image=arr[i])`` by a server on
+        this host (transport ``shm``) travel without a single copy: the server reads them in place. Any client of any
+        server may send them; elsewhere they travel as other arrays do."""
+        from ..transport.segments import shared_array
+
+        return shared_array(shape, dtype)
+
     def health(self) -> bool:
         return self.server.http.get_json("/health").get("status") == "ok"
 
