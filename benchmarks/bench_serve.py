@@ -242,11 +242,16 @@ def floors(samples: list, stacked: np.ndarray, local: Any, client: Any) -> dict[
 FLOORS = (
     ("pil_to_arrays", "the client's conversion of the 32 PIL images to uint8 arrays (the in-process call pays it too)"),
     ("local_arrays", "the in-process call from those arrays (what the server computes once the arrays are decoded)"),
-    ("tcp", "25 MB (the request's pixels) sent over one loopback TCP connection to another process, which reads "
-     "them into a buffer (recv_into) and answers one byte"),
+    (
+        "tcp",
+        "25 MB (the request's pixels) sent over one loopback TCP connection to another process, which reads "
+        "them into a buffer (recv_into) and answers one byte",
+    ),
     ("http_empty", "an HTTP round trip with no body (GET /health) to the same server, on the client's connection"),
-    ("memfd_fresh", "a fresh memfd created, filled with the 25 MB (writev) and sealed (the shared memory path before "
-     "the pool)"),
+    (
+        "memfd_fresh",
+        "a fresh memfd created, filled with the 25 MB (writev) and sealed (the shared memory path before the pool)",
+    ),
     ("memfd_pooled", "the 25 MB copied into an already-populated shared memory segment (the pool's cost)"),
     ("shm_map", "the server's read-only mapping of a 25 MB segment with MAP_POPULATE"),
 )

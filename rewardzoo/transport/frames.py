@@ -198,9 +198,11 @@ class ShmRefused(WireError):
         super().__init__(message, status=403, kind="shm", field="shm")
 
 
-def loads_frames(body: bytearray | bytes, limits: WireLimits = WireLimits(), *, shm_allowed: str | None = None) -> Any:
+def loads_frames(
+    body: bytearray | bytes | mmap.mmap, limits: WireLimits = WireLimits(), *, shm_allowed: str | None = None
+) -> Any:
     """Parse a framed body into a request map whose references are views of ``body`` (writable when it is a
-    ``bytearray``, the server's own copy of the request) or of the client's shared memory (read-only). ``shm_allowed``: None when shared memory may be read, else why not (a ShmRefused
+    ``bytearray`` or an anonymous mapping, the server's own copy of the request) or of the client's shared memory (read-only). ``shm_allowed``: None when shared memory may be read, else why not (a ShmRefused
     names it when the header asks for it). WireError 400 when malformed."""
     limits.over("max_request_bytes", len(body), f"the request body ({len(body)} bytes)")
     if len(body) < 8 or bytes(body[:4]) != MAGIC:
@@ -210,7 +212,7 @@ def loads_frames(body: bytearray | bytes, limits: WireLimits = WireLimits(), *, 
         raise WireError(f"the framed header claims {length} bytes; the body holds {len(body) - 8} after its prefix")
     # the server's own bytearray (nothing else holds it) gives writable views: a raw image reaches a reward's
     # uint8 tensor without a copy (torch.from_numpy); any other body (bytes, a caller's buffer) read-only views
-    view = memoryview(body) if isinstance(body, bytearray) else memoryview(body).toreadonly()
+    view = memoryview(body) if isinstance(body, (bytearray, mmap.mmap)) else memoryview(body).toreadonly()
     head = loads(bytes(view[8 : 8 + length]), "msgpack", limits)  # the header alone (small) is copied
     if not isinstance(head, dict):
         raise WireError("the framed header must be a request map", kind="protocol")

@@ -328,3 +328,30 @@ def test_a_segment_not_sealed_against_shrinking_is_refused_and_a_prefix_is_accep
         assert wire.decode_request_map(data).samples[0]["image"].shape == (4, 4, 3)
     finally:
         os.close(fd)
+
+
+def test_large_framed_bodies_read_into_place_keep_the_connection_for_the_next_requests(server, config):
+    """Bodies of 1 MiB or more are read straight into one buffer (uvicorn_server.BodySink), bypassing the parser:
+    the same keep-alive connection then carries a small request and another large one."""
+    import http.client
+
+    local = rewardzoo.build_processors(config)[0]
+    rng = np.random.default_rng(9)
+    big = [rewardzoo.Sample(image=rng.integers(0, 256, (640, 480 + 8 * i, 3), dtype=np.uint8)) for i in range(3)]
+    small = samples(2)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        for batch in (big, small, big[::-1], small):
+            pieces, size = frames.encode(wire.request_map([{"image": s.image} for s in batch], image_format="raw"))
+            assert (size >= 2**20) == (batch is big or batch[0] is big[-1])
+            conn.request(
+                "POST", "/v1/score", body=pieces, headers={"Content-Type": frames.FRAMES, "Content-Length": str(size)}
+            )
+            answer = conn.getresponse()
+            body = answer.read()
+            assert answer.status == 200, body[:300]
+            got = wire.decode_result(msgpack.unpackb(body))["rewards"]["jpeg"]
+            np.testing.assert_array_equal(got, local(batch).rewards["jpeg"])
+        assert conn.sock is not None  # one connection throughout
+    finally:
+        conn.close()
