@@ -56,7 +56,7 @@ class RewardClient:
     photographs but ~12 ms of zlib per 512x512 image: worth it only on links slower than ~100 MB/s); ``shm``: for a
     server on this host (its address a loopback one, and it says it shares this machine and user), hand the media
     over in shared memory instead of the body (a pooled segment the pixels are copied into, or none at all for images
-in a :meth:`shared_array`; the server may refuse: the body is then sent). With MessagePack
+    in a :meth:`shared_array`; the server may refuse: the body is then sent). With MessagePack
     and a server that takes them, media travel beside the request's map (:mod:`rewardzoo.transport.frames`).
     Errors after the last retry are :class:`~rewardzoo.errors.HttpError`."""
 
