@@ -254,6 +254,7 @@ class Received:
             sunk = state.pop("rewardzoo.body", None)  # read into place by the protocol (uvicorn_server.BodySink)
             if sunk is not None:
                 body.adopt(*sunk)
+                del sunk  # the body's only holder is now the handler (it frees the buffer once answered)
             state["body"] = body
             replayed = False
 
