@@ -355,3 +355,38 @@ def test_large_framed_bodies_read_into_place_keep_the_connection_for_the_next_re
         assert conn.sock is not None  # one connection throughout
     finally:
         conn.close()
+
+
+def test_a_reusable_segment_keeps_its_mapping_on_the_server_and_only_for_the_same_file():
+    from rewardzoo.transport.segments import SegmentPool, shared_request
+
+    image = np.full((64, 64, 3), 7, np.uint8)
+    pool = SegmentPool()
+    decoded = []
+    for value in (7, 9):
+        image[:] = value
+        body, lease = shared_request(wire.request_map([{"image": image}], image_format="raw"), pool)
+        decoded.append(wire.decode_request_map(frames.loads_frames(body, shm_allowed=None)).samples[0]["image"])
+        pool.give(lease)
+    assert pool.made == 1 and np.shares_memory(decoded[0], decoded[1])  # one mapping, the segment's new pixels
+    assert int(decoded[1].max()) == 9
+    # another file under the same descriptor number is mapped anew
+    fd = pool._free[0].fd
+    pool.close()
+    import gc
+
+    del lease, decoded
+    gc.collect()
+    assert not os.path.exists(f"/proc/self/fd/{fd}")
+    other = os.memfd_create(frames.SHM_NAME, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        if other != fd:
+            os.dup2(other, fd)
+            os.close(other)
+        os.ftruncate(fd, mmap.PAGESIZE)
+        os.pwrite(fd, bytes([3]) * 48, 0)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+        data = frames.loads_frames(_header_naming(fd, mmap.PAGESIZE), shm_allowed=None)
+        assert (wire.decode_request_map(data).samples[0]["image"] == 3).all()
+    finally:
+        os.close(fd)
