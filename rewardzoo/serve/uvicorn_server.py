@@ -291,12 +291,13 @@ class BodySink:
 
 
 class _Filling:
-    """One body arriving into its buffer: an anonymous mapping of its declared size (pages taken only as bytes land
-    in them, so a Content-Length alone reserves nothing), its bytes charged to the reception budget on arrival."""
+    """One body arriving into its buffer of its declared size (:func:`_uninitialised`: fresh pages are taken only as
+    bytes land in them, so a Content-Length alone reserves no new memory), its bytes charged to the reception budget
+    on arrival."""
 
     def __init__(self, sink: BodySink, size: int) -> None:
         self.sink, self.size, self.at, self.held = sink, size, 0, 0
-        self.mem = mmap.mmap(-1, size)
+        self.mem = _uninitialised(size)
         self.view = memoryview(self.mem)
 
     @property
@@ -342,3 +343,17 @@ def _content_length(scope: dict) -> int | None:
                 return None
             length = int(value)
     return length
+
+
+def _uninitialised(size: int) -> Any:
+    """A ``bytearray`` of ``size`` bytes left as malloc gave them: no memset, so memory freed by earlier bodies is
+    reused without page faults and fresh pages are taken only as bytes land in them. Every byte is written by the
+    body before anyone reads it (a body cut short is dropped). An anonymous mapping where the C API is not there."""
+    try:
+        import ctypes
+
+        make = ctypes.pythonapi.PyByteArray_FromStringAndSize
+        make.restype, make.argtypes = ctypes.py_object, [ctypes.c_char_p, ctypes.c_ssize_t]
+        return make(None, size)
+    except (AttributeError, OSError):
+        return mmap.mmap(-1, size)
