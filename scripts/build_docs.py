@@ -615,8 +615,8 @@ STAND_INS = {
     "image_quality": "a random-weight TOPIQ-NR (its default metric) as safetensors",
     "video_quality": "a random-weight TOPIQ-NR (its default metric) as safetensors",
     "imaging_quality": _MUSIQ,
-    "video_imaging_quality": _MUSIQ + " scoring frames at their own size (`kwargs.resize: null`: the 512-pixel "
-    "resize of 64 frames would take the test 15 s)",
+    "video_imaging_quality": _MUSIQ + " on 2 frames a clip at their own size (`kwargs.num_frames: 2`, `resize: "
+    "null`: 8 frames resized to 512 pixels would take the test 15 s)",
     "video_subject_consistency": "a tiny random-weight DINO ViT",
     "video_dynamic_degree": "a random-weight RAFT-large state dict (`kwargs.iters: 4`: 20 refinement passes would "
     "take the test 10 s)",

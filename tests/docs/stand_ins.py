@@ -350,7 +350,7 @@ STAND_INS: dict[str, Callable[[Path], Swap]] = {
     "image_quality": lambda root: Swap(_topiq(root)),
     "video_quality": lambda root: Swap(_topiq(root)),
     "imaging_quality": lambda root: Swap(_musiq(root), {"arch": MUSIQ_ARCH}),
-    "video_imaging_quality": lambda root: Swap(_musiq(root), {"arch": MUSIQ_ARCH, "resize": None}),
+    "video_imaging_quality": lambda root: Swap(_musiq(root), {"arch": MUSIQ_ARCH, "num_frames": 2, "resize": None}),
     "video_subject_consistency": lambda root: Swap(_dino(root)),
     "video_dynamic_degree": _raft,
     "group_diversity": lambda root: Swap(_dino(root)),
