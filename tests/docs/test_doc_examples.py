@@ -2,8 +2,8 @@
 
 The extraction, the markers and each page's setup: tests/no_extras/doc_examples.py (its core blocks and the
 check that every block runs or is marked: tests/no_extras/test_core_doc_examples.py). A reward page's example whose
-reward downloads weights runs with a tiny random-weight model as its entry's ``model_path``
-(tests/docs/reward_examples.py).
+reward downloads weights runs with a tiny random-weight stand-in for the download set on its ``entry``
+(tests/docs/stand_ins.py; every one but ``remote``'s, which needs a server), each built once per session.
 """
 
 from __future__ import annotations
