@@ -47,6 +47,10 @@ def _stand_in(block, root, monkeypatch):
     if name not in STAND_INS:
         return block
     swap = STAND_INS[name](root)
+    note = " ".join((PAGES / f"{name}.md").read_text(encoding="utf-8").split("## Python example", 1)[1].split())
+    named = [k for k in swap.kwargs if f"`{k}" not in note and f"kwargs.{k}" not in note]
+    named += [attr for _, attr, _ in swap.patches if attr not in note]
+    assert not named, f"{name}'s page does not say its stand-in sets {named}"  # the page says what is changed
     for module, attr, value in swap.patches:
         monkeypatch.setattr(importlib.import_module(module), attr, value())
     return dataclasses.replace(block, code=swapped(block.code, swap))
