@@ -737,7 +737,7 @@ def example_inputs(name: str, meta: dict, dataset: str | None) -> list[str]:
     if kind == "audio":
         lines = [
             "rate = 16000",
-            "t = np.arange(rate) / rate  # 1 s",
+            "t = np.arange(int(1.2 * rate)) / rate  # 1.2 s",
             "# your generator's clips: float32 waveforms here; paths to audio files work too",
             "clips = [(0.3 * np.sin(2 * np.pi * f * t)).astype(np.float32) for f in (220, 440)]",
         ]
