@@ -54,7 +54,7 @@ def _expected(cos, negatives, w_cos=1.0, w_margin=1.0):
 
 @pytest.fixture(scope="module")
 def margin(tiny_clap_dir):
-    return ClapScore(model_path=tiny_clap_dir, mode="retrieval_margin")
+    return ClapScore(model_path=tiny_clap_dir, mode="retrieval_margin", batch_negatives=True)
 
 
 def _check(out, expected):
@@ -79,7 +79,12 @@ def test_batch_prompts_are_the_negatives(margin, clips, cosines):
 
 def test_weights_and_per_sample_negatives(tiny_clap_dir, clips, cosines):
     reward = ClapScore(
-        model_path=tiny_clap_dir, mode="retrieval_margin", cosine_weight=0.5, margin_weight=2.0, negatives_key="negs"
+        model_path=tiny_clap_dir,
+        mode="retrieval_margin",
+        cosine_weight=0.5,
+        margin_weight=2.0,
+        negatives_key="negs",
+        batch_negatives=True,
     )
     metadata = [
         # cleaned as UniRL: stripped, empty and own-prompt entries dropped, duplicates once
@@ -126,7 +131,11 @@ def test_bad_negatives_name_the_field_and_sample(margin, tiny_clap_dir, clips):
             keyed(**two, metadata=[meta, {}])
         assert (info.value.field, info.value.sample) == ("metadata", 0)
     # through the processor the error names the entry too
-    entry = {"name": "clap_score", "model_path": tiny_clap_dir, "kwargs": {"mode": "retrieval_margin"}}
+    entry = {
+        "name": "clap_score",
+        "model_path": tiny_clap_dir,
+        "kwargs": {"mode": "retrieval_margin", "batch_negatives": True},
+    }
     processor = RewardProcessor(load_config({"rewards": [entry]}).rewards)
     samples = [Sample(audio=c, audio_sample_rate=RATE, prompt="rain") for c in clips[:2]]
     with pytest.raises(InputError, match="negative captions") as info:
@@ -136,12 +145,30 @@ def test_bad_negatives_name_the_field_and_sample(margin, tiny_clap_dir, clips):
     assert set(scored.extras["clap_score"]) >= {"matched_cosine", "retrieval_margin"}
 
 
+def test_without_batch_negatives_a_sample_must_bring_its_own_as_unirl_requires(tiny_clap_dir, clips, cosines):
+    strict = ClapScore(model_path=tiny_clap_dir, mode="retrieval_margin")
+    with pytest.raises(InputError, match="batch_negatives") as info:
+        strict(audio=clips, prompt=PROMPTS, audio_sample_rate=[RATE] * 4)
+    assert (info.value.field, info.value.sample) == ("prompt", 0)
+    keyed = ClapScore(model_path=tiny_clap_dir, mode="retrieval_margin", negatives_key="negs")
+    metadata = [{"negs": ["thunder"]}, {}, {"negs": ["a car horn"]}, {"negs": ["thunder", "bird song"]}]
+    with pytest.raises(InputError, match="has no 'negs'") as info:
+        keyed(audio=clips, prompt=PROMPTS, audio_sample_rate=[RATE] * 4, metadata=metadata)
+    assert (info.value.field, info.value.sample) == ("metadata", 1)
+    metadata[1] = {"negs": ["bird song"]}  # every sample listing its own: the same scores whatever the batch
+    whole = keyed(audio=clips, prompt=PROMPTS, audio_sample_rate=[RATE] * 4, metadata=metadata)
+    alone = keyed(audio=clips[1:2], prompt=PROMPTS[1:2], audio_sample_rate=[RATE], metadata=metadata[1:2])
+    np.testing.assert_allclose(alone.rewards, whole.rewards[1:2], atol=1e-6)
+    _check(whole, _expected(cosines, [m["negs"] for m in metadata]))
+
+
 @pytest.mark.parametrize(
     "options",
     [
         {"mode": "retrieval_margin", "cosine_weight": 0.0, "margin_weight": 0.0},
         {"mode": "retrieval_margin", "margin_weight": -1.0},
         {"negatives_key": "negs"},  # the cosine mode has no negatives
+        {"batch_negatives": True},
         {"mode": "retrieval_margin", "retrieval_prompts": ["a", "b"], "negatives_key": "negs"},
         {"mode": "retrieval_margin", "retrieval_prompts": ["a", " a"]},
         {"mode": "retrieval_margin", "retrieval_prompts": ["a"]},

@@ -55,8 +55,8 @@ Weight = Annotated[Number, Field(ge=0.0)]
 class ClapScore(PointwiseReward):
     """Score = ``cos(a, t)`` between the CLAP audio embedding of the clip and the text embedding of the prompt;
     with ``mode: retrieval_margin``, ``cosine_weight * cos(a, t) + margin_weight * (cos(a, t) - max_j cos(a, n_j))``
-    over the sample's negative captions (``negatives_key`` of its ``metadata``, ``retrieval_prompts``, else the other
-    prompts of the call), with extras ``matched_cosine``, ``mismatched_cosine``, ``retrieval_margin``,
+    over the sample's negative captions (``negatives_key`` of its ``metadata``, ``retrieval_prompts``, or with
+    ``batch_negatives`` the other prompts of the call), with extras ``matched_cosine``, ``mismatched_cosine``, ``retrieval_margin``,
     ``retrieval_top1``.
 
     ``model_path``: a transformers CLAP checkpoint (hub id or local directory with the model and its
@@ -84,8 +84,11 @@ class ClapScore(PointwiseReward):
         PR #475's recipe: 1.0)."""
         negatives_key: TextKey | None = None
         """``retrieval_margin``: a ``metadata`` key holding each sample's negative captions (a list of strings;
-        UniRL's ``negative_prompts_metadata_key``). A sample whose metadata lacks the key gets the other distinct
-        prompts of the call. None: every sample gets those."""
+        UniRL's ``negative_prompts_metadata_key``)."""
+        batch_negatives: bool = False
+        """``retrieval_margin``: a sample with no negatives of its own (no ``negatives_key`` / ``retrieval_prompts``,
+        or its metadata lacks the key) takes the other distinct prompts of the call; its score then depends on the
+        batch. Off (UniRL's behaviour): such a sample is an InputError."""
         retrieval_prompts: list[str] = []
         """``retrieval_margin``: a fixed candidate set (UniRL's ``retrieval_prompts``): each prompt must be one of
         them and the others are its negatives. Not with ``negatives_key``."""
@@ -98,9 +101,10 @@ class ClapScore(PointwiseReward):
         @model_validator(mode="after")
         def _consistent(self) -> ClapScore.Options:
             if self.mode == "cosine":
-                if self.negatives_key is not None or self.retrieval_prompts:
+                if self.negatives_key is not None or self.retrieval_prompts or self.batch_negatives:
                     raise ConfigError(
-                        "negatives_key / retrieval_prompts need mode: retrieval_margin", field="kwargs.mode"
+                        "negatives_key / retrieval_prompts / batch_negatives need mode: retrieval_margin",
+                        field="kwargs.mode",
                     )
                 return self
             if self.cosine_weight == 0 and self.margin_weight == 0:
@@ -189,7 +193,9 @@ class ClapScore(PointwiseReward):
         negatives: list[list[str]] = []
         if self.mode == "retrieval_margin":
             opts = self.options
-            negatives = negatives_for(prompts, metadata, opts.negatives_key, opts.retrieval_prompts)
+            negatives = negatives_for(
+                prompts, metadata, opts.negatives_key, opts.retrieval_prompts, opts.batch_negatives
+            )
         unique = list(dict.fromkeys([*prompts, *(n for row in negatives for n in row)]))
         text = self.text_embeddings(unique)
         position = {p: i for i, p in enumerate(unique)}

@@ -54,6 +54,7 @@ def negatives_for(
     metadata: Sequence[Any] | None,
     negatives_key: str | None,
     retrieval_prompts: Sequence[str],
+    batch_negatives: bool = False,
 ) -> list[list[str]]:
     """The negative captions of each sample, in this order of precedence:
 
@@ -61,7 +62,8 @@ def negatives_for(
       InputError (UniRL requires the prompt to be one of them);
     - ``metadata[negatives_key]`` when the sample's metadata has the key: its cleaned list, which must keep at least
       one caption;
-    - otherwise the other distinct prompts of the same call (rewardzoo's fallback; UniRL has none).
+    - otherwise, with ``batch_negatives``, the other distinct prompts of the same call (rewardzoo's opt-in; UniRL has
+      none, and such a score depends on the batch).
 
     A sample left with no negative is an InputError naming the field and the sample.
     """
@@ -90,6 +92,15 @@ def negatives_for(
                     field="metadata",
                     sample=i,
                 )
+        elif not batch_negatives:
+            raise InputError(
+                "retrieval_margin needs negative captions: "
+                + (f"the sample's metadata has no '{negatives_key}'" if negatives_key else "none were given")
+                + "; list them per sample (kwargs.negatives_key), give kwargs.retrieval_prompts, or set "
+                "kwargs.batch_negatives: true to take the call's other prompts",
+                field="metadata" if negatives_key else "prompt",
+                sample=i,
+            )
         else:
             negatives = [q for q in distinct if q != p.strip()]
             if not negatives:
