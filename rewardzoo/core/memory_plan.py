@@ -415,7 +415,8 @@ def _weights(parts: Sequence[Checkpoint], dtype: str) -> tuple[int | None, str, 
         return None, "unknown: " + "; ".join(missing), files
     if not parts:
         return 0, "no weight files in this configuration", files
-    sizes = [checkpoint_bytes(part.files, part.dtype or dtype, part.include, part.exclude) for part in parts]
+    weighed = [part for part in parts if part.files] or list(parts)  # a config-only part (fetch's) weighs nothing
+    sizes = [checkpoint_bytes(part.files, part.dtype or dtype, part.include, part.exclude) for part in weighed]
     if all(size.method == HEADERS for size in sizes):
         how = HEADERS
     elif any(size.method == HEADERS for size in sizes):
