@@ -6,8 +6,14 @@
   after a warm-up; speechmos scores one clip per ``run`` call, rewardzoo one call per batch.
 - Loudness: rewardzoo's BS.1770-4 against pyloudnorm on the same clips (short mono and long stereo).
 - Clipping: the reward (with its input checks) against a bare NumPy count.
+- CLAP retrieval margin (``--part clap``): ``clap_score`` with ``mode: retrieval_margin`` (seven negative captions
+  per clip, UniRL PR #475's recipe) against ``mode: cosine`` on the same clips, on laion/larger_clap_general's
+  architecture with random weights (``scripts/scale/audio.py``'s build; the real weights cannot be downloaded here);
+  with ``--unirl DIR`` also against UniRL's own ``CLAPRewardScorer`` on the same inputs (its files as stored, with
+  the container stand-in of ``scripts/check_clap_margin_unirl.py``).
 
-Run: ``python benchmarks/bench_audio.py [--quick] [--cold-numba]``. Prints times and ratios (>1 = rewardzoo faster).
+Run: ``python benchmarks/bench_audio.py [--quick] [--cold-numba] [--part all|clap] [--unirl DIR]``. Prints times and
+ratios (>1 = rewardzoo faster).
 """
 
 from __future__ import annotations
@@ -80,6 +86,91 @@ def clips(n: int, seconds: float, rate: int, channels: int = 1, seed: int = 0) -
     return out
 
 
+CAPTIONS = [
+    "a dog barks twice in a quiet yard", "rain falls steadily on a tin roof", "a man speaks calmly in a small room",
+    "birds sing at dawn in a forest", "a car horn honks in heavy traffic", "waves crash on a rocky shore",
+    "a crowd cheers in a large stadium", "a kettle whistles in a kitchen", "footsteps echo in an empty hall",
+]  # fmt: skip
+
+
+def clap_margin_figures(runs: int, n_clips: int, unirl: str | None = None) -> list[dict]:
+    """``retrieval_margin`` (seven negatives a clip, from its metadata) vs ``cosine`` on the real-size architecture,
+    and with ``unirl`` (a folder of UniRL's stored files) vs UniRL's ``CLAPRewardScorer`` at PR #475's weights."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+    from scale.audio import build_clap
+
+    from rewardzoo.rewards.audio.clap import ClapScore
+
+    folder = tempfile.mkdtemp(prefix="bench-clap-")
+    build_clap(__import__("pathlib").Path(folder))
+    cosine = ClapScore(model_path=folder)
+    margin = ClapScore(model_path=folder, mode="retrieval_margin", negatives_key="negative_prompts")
+    audio = clips(n_clips, 10.0, 48000, seed=7)
+    prompts = [CAPTIONS[i % len(CAPTIONS)] for i in range(n_clips)]
+    metadata = [{"negative_prompts": [c for c in CAPTIONS if c != p][:7]} for p in prompts]
+    rates = [48000] * n_clips
+    sides = {
+        "cosine": lambda: cosine(audio=audio, prompt=prompts, audio_sample_rate=rates),
+        "margin": lambda: margin(audio=audio, prompt=prompts, audio_sample_rate=rates, metadata=metadata),
+    }
+    if unirl:
+        import torch
+        from check_clap_margin_unirl import overlay
+
+        sys.path.insert(0, str(overlay(__import__("pathlib").Path(unirl))))
+        from unirl.reward.local.clap import CLAPRewardScorer, CLAPSpec
+        from unirl.types.reward import RewardRequest, _Texts
+
+        spec = CLAPSpec(
+            device="cpu", model_id=folder, retrieval_margin_weight=1.0, negative_prompts_metadata_key="negs"
+        )
+        theirs = CLAPRewardScorer(config=spec, base_device="cpu")
+        request = RewardRequest(
+            original_prompt=_Texts(prompts),
+            metadata=[{"negs": m["negative_prompts"]} for m in metadata],
+            audio=[torch.from_numpy(x) for x in audio],
+            audio_sample_rate=48000,
+        )
+        sides["unirl"] = lambda: theirs.compute_rewards(request)
+    medians, ratios = interleaved(sides, runs)
+    print(
+        f"CLAP, {n_clips} x 10 s at 48 kHz: cosine {medians['cosine']:.2f} s | retrieval_margin (7 negatives each) "
+        f"{medians['margin']:.2f} s | ratio {ratios['margin']:.2f}"
+        + (f" | UniRL's scorer {medians['unirl']:.2f} s" if unirl else "")
+    )
+    figs = [
+        figure(
+            "audio.clap.retrieval_margin_vs_cosine",
+            f"clap_score, {n_clips} clips of 10 s at 48 kHz, laion/larger_clap_general's architecture (random weights), "
+            f"float32 on the CPU: `mode: retrieval_margin` with 7 negative captions per clip (UniRL PR #475's recipe) vs "
+            f"`mode: cosine`; median of {runs} interleaved runs",
+            measure("retrieval_margin", medians["margin"], "s"),
+            baseline=measure("cosine", medians["cosine"], "s"),
+            ratio=ratios["margin"],
+            ratio_label="margin / cosine time",
+            rewards=["clap_score"],
+            notes="the margin adds one text forward per distinct negative caption and a max over its cosines",
+        )
+    ]
+    if unirl:
+        speed = ratios["unirl"] / ratios["margin"]  # per-run ratios against the cosine side: drift cancels
+        figs.append(
+            figure(
+                "audio.clap.retrieval_margin_vs_unirl",
+                f"clap_score `mode: retrieval_margin` vs UniRL's CLAPRewardScorer (0f5d2ae, weights 1.0 + 1.0, 7 "
+                f"negative captions a clip from metadata), {n_clips} clips of 10 s at 48 kHz, the same real-size "
+                f"architecture with random weights, float32 on the CPU; median of {runs} interleaved runs",
+                measure("rewardzoo", medians["margin"], "s"),
+                baseline=measure("UniRL CLAPRewardScorer", medians["unirl"], "s"),
+                ratio=speed,
+                ratio_label="x faster",
+                rewards=["clap_score"],
+                notes="scores agree within 2.1e-7 (scripts/check_clap_margin_unirl.py, tiny model)",
+            )
+        )
+    return figs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer clips and runs")
@@ -88,8 +179,13 @@ def main() -> None:
         action="store_true",
         help="also time speechmos's first call with an empty numba cache (librosa's JIT, ~15 s)",
     )
+    parser.add_argument("--part", choices=["all", "clap"], default="all", help="clap: only the CLAP figures")
+    parser.add_argument("--unirl", help="a folder of UniRL's stored CLAP scorer files: time it as the baseline")
     args = parser.parse_args()
     runs, n_clips, fresh = (3, 4, 2) if args.quick else (5, 8, 3)
+    if args.part == "clap":
+        write_results(__file__, clap_margin_figures(runs, n_clips, args.unirl), parts=["audio.clap"])
+        return
 
     print(f"DNSMOS first call in a fresh process (import + load + one 10 s clip), median of {fresh}:")
     first = {side: statistics.median(first_call(side, fresh)) for side in FIRST_CALL}
@@ -250,7 +346,9 @@ def main() -> None:
             rewards=["audio_clipping"],
         )
     )
-    parts = ["audio.dnsmos", "audio.loudness", "audio.clipping"] + (["audio.dnsmos_cold"] if args.cold_numba else [])
+    figs += clap_margin_figures(runs, n_clips, args.unirl)
+    parts = ["audio.dnsmos", "audio.loudness", "audio.clipping", "audio.clap"]
+    parts += ["audio.dnsmos_cold"] if args.cold_numba else []
     write_results(__file__, figs, parts=parts)
 
 

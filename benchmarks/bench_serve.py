@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import mmap
 import os
 import pickle
 import socket
@@ -159,20 +160,126 @@ SIDES = (
 )
 
 
+_SINK = r"""
+import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+n = int(sys.argv[1])
+buf = memoryview(bytearray(n))
+while True:
+    got = 0
+    while got < n:
+        k = c.recv_into(buf[got:])
+        if not k:
+            sys.exit(0)
+        got += k
+    c.sendall(b"k")
+"""
+
+
+class TcpSink:
+    """A process that reads ``nbytes`` messages from one loopback TCP connection into a buffer it reuses and answers
+    each with one byte: moving the request's bytes over the loopback and nothing else (the raw side's floor)."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", _SINK, str(nbytes)], stdout=subprocess.PIPE)
+        port = int(self.proc.stdout.readline())  # type: ignore[union-attr]
+        self.sock = socket.create_connection(("127.0.0.1", port))
+
+    def send(self, data: Any) -> None:
+        self.sock.sendall(data)
+        if self.sock.recv(1) != b"k":
+            raise RuntimeError("the TCP sink did not answer")
+
+    def stop(self) -> None:
+        self.sock.close()
+        self.proc.wait(timeout=30)
+
+
+def floors(samples: list, stacked: np.ndarray, local: Any, client: Any) -> dict[str, Any]:
+    """What bounds the served sides from below, each timed beside the in-process call (same repetitions): the
+    client's PIL -> array conversion, the in-process call from those arrays (what the server computes), moving the
+    request's bytes over loopback TCP alone, an HTTP round trip with no body to the same server, creating and filling
+    a fresh memfd (the old shared memory path) against copying into an already-populated segment (the pool), and the
+    server's mapping of a segment (MAP_POPULATE)."""
+    import rewardzoo
+    from rewardzoo.transport import frames, segments, wire
+
+    arrays = [rewardzoo.Sample(image=a) for a in stacked]
+    flat = stacked.reshape(-1)
+    sink = TcpSink(flat.nbytes)
+    pooled = segments.Segment(flat.nbytes)
+    pooled.array[:] = 0
+    payload = wire.request_map([{"image": a} for a in stacked], image_format="raw")
+
+    def fresh() -> None:
+        frames.SharedBody(payload).close()
+
+    def mapped() -> None:
+        fd = os.open(f"/proc/self/fd/{pooled.fd}", os.O_RDONLY)
+        try:
+            flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+            mmap.mmap(fd, pooled.size, flags=flags, prot=mmap.PROT_READ).close()
+        finally:
+            os.close(fd)
+
+    fns = {
+        "pil_to_arrays": lambda: [np.asarray(s.image) for s in samples],
+        "local_arrays": lambda: local(arrays),
+        "tcp": lambda: sink.send(flat.data),
+        "http_empty": lambda: client.server.http.request("GET", "/health"),
+        "memfd_fresh": fresh,
+        "memfd_pooled": lambda: np.copyto(pooled.array[: flat.nbytes], flat),
+        "shm_map": mapped,
+    }
+    return {"fns": fns, "stop": sink.stop}
+
+
+#: Floors (figure suffix, what it is).
+FLOORS = (
+    ("pil_to_arrays", "the client's conversion of the 32 PIL images to uint8 arrays (the in-process call pays it too)"),
+    ("local_arrays", "the in-process call from those arrays (what the server computes once the arrays are decoded)"),
+    (
+        "tcp",
+        "25 MB (the request's pixels) sent over one loopback TCP connection to another process, which reads "
+        "them into a buffer (recv_into) and answers one byte",
+    ),
+    ("http_empty", "an HTTP round trip with no body (GET /health) to the same server, on the client's connection"),
+    (
+        "memfd_fresh",
+        "a fresh memfd created, filled with the 25 MB (writev) and sealed (the shared memory path before the pool)",
+    ),
+    ("memfd_pooled", "the 25 MB copied into an already-populated shared memory segment (the pool's cost)"),
+    (
+        "shm_map",
+        "the server's read-only mapping of a 25 MB segment with MAP_POPULATE (paid once per segment: the server keeps "
+        "the mappings of reusable segments, so it is not in the sums)",
+    ),
+)
+
+
 def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Namespace) -> list[dict]:
     from anchor_servers import FlowGrpoServer, flow_grpo_client, flow_grpo_missing
 
     import rewardzoo
     from rewardzoo.serve.client import RewardClient
+    from rewardzoo.transport.segments import shared_array
 
     samples = [rewardzoo.Sample(image=img) for img in textured(32, 512)]
     stacked = np.stack([np.asarray(s.image) for s in samples])
+    shared = shared_array(stacked.shape)
+    shared[:] = stacked
+    in_shared = [rewardzoo.Sample(image=a) for a in shared]  # the caller's images already in shared memory
     figs = []
     for kind, reward in (("model", "laion_aesthetic"), ("jpeg", "jpeg_compressibility")):
         local = rewardzoo.build_processors(configs[kind])[0]
-        server = Server(configs[kind])
+        server = Server(configs[kind], "--max-wait-ms", "0")
+        waiting = Server(configs[kind]) if kind == "model" else None  # the default --max-wait-ms 5
         skip = flow_grpo_missing(anchors.flow_grpo_src, anchors.flow_grpo_client_src, anchors.flask_path)
-        anchor = None
+        anchor, stop_floors = None, None
         try:
             clients = {
                 side: _forced(RewardClient(server.url, image_format=fmt), transport)
@@ -183,6 +290,14 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Na
             for side, client in clients.items():
                 np.testing.assert_array_equal(client.score(samples).total, want)
                 fns[side] = lambda client=client: client.score(samples)
+            np.testing.assert_array_equal(clients["shm"].score(in_shared).total, want)
+            fns["shm_shared"] = lambda: clients["shm"].score(in_shared)
+            if waiting is not None:
+                clients["raw_wait"] = _forced(RewardClient(waiting.url), "frames")
+                fns["raw_wait"] = lambda: clients["raw_wait"].score(samples)
+                floor = floors(samples, stacked, local, clients["raw"])
+                fns.update(floor["fns"])
+                stop_floors = floor["stop"]
             if skip is None:
                 anchor = FlowGrpoServer(anchors.flow_grpo_src, configs[kind], anchors.flask_path)
                 flow_fn = flow_grpo_client(anchors.flow_grpo_client_src)
@@ -190,32 +305,83 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Na
                 if got.shape != want.shape or not np.isfinite(got).all():
                     raise RuntimeError(f"flow_grpo's server answered {got!r:.200}")
                 fns["flow_grpo"] = lambda: flow_fn(stacked, [""] * len(samples), [{}] * len(samples))
+            load = os.getloadavg()
             runs = interleaved_runs(fns, repeats=repeats)
+            load_after = os.getloadavg()
             times = {k: statistics.median(v) for k, v in runs.items()}
             ratios = {k: statistics.median(a / b for a, b in zip(v, runs["local"])) for k, v in runs.items()}
             if "flow_grpo" in runs:  # ours against theirs, paired per repetition
                 ratios["vs_flow_grpo"] = statistics.median(a / b for a, b in zip(runs["raw"], runs["flow_grpo"]))
+            if "local_arrays" in runs:
+                ratios["shm_shared_vs_arrays"] = statistics.median(
+                    a / b for a, b in zip(runs["shm_shared"], runs["local_arrays"])
+                )
             for client in clients.values():
                 client.close()
         finally:
             server.stop()
+            if waiting is not None:
+                waiting.stop()
+            if stop_floors is not None:
+                stop_floors()
             if anchor is not None:
                 anchor.stop()
         name = f"`{reward}`{' (tiny open_clip)' if kind == 'model' else ''}"
+        machine = f"load average {load[0]:.2f} before, {load_after[0]:.2f} after"
         for side, _, _, goal, what in SIDES:
             figs.append(
                 figure(
                     f"serve.roundtrip.{kind}.{side}",
-                    f"{name}: 32 images 512x512 in one request, {what}, through a server on this machine vs "
-                    f"scored in the process from the PIL images (median of {repeats} paired ratios)",
+                    f"{name}: 32 images 512x512 in one request, {what}, through a server on this machine "
+                    f"(--max-wait-ms 0: a lone client has nothing to batch with) vs scored in the process from the "
+                    f"PIL images (median of {repeats} paired ratios)",
                     measure(f"server ({side})", times[side] * 1e3, "ms"),
                     baseline=measure("in process", times["local"] * 1e3, "ms"),
                     ratio=ratios[side],
                     ratio_label="server / in process",
                     goal=goal if kind == "model" else None,
                     rewards=["remote"],
+                    notes=machine,
                 )
             )
+        figs.append(
+            figure(
+                f"serve.roundtrip.{kind}.shm_shared",
+                f"{name}: the same 32 images already in the caller's shared memory (`RewardClient.shared_array`: "
+                "nothing copied on the client, the server reads them in place) through a server on this machine vs "
+                f"scored in the process from the PIL images (median of {repeats} paired ratios)",
+                measure("server (shm, shared array)", times["shm_shared"] * 1e3, "ms"),
+                baseline=measure("in process", times["local"] * 1e3, "ms"),
+                ratio=ratios["shm_shared"],
+                ratio_label="server / in process",
+                goal="<= 1.05x" if kind == "model" else None,
+                rewards=["remote"],
+                notes=machine
+                + (
+                    f"; against the in-process call from the same arrays "
+                    f"({times['local_arrays'] * 1e3:.1f} ms): {ratios['shm_shared_vs_arrays']:.3g}x"
+                    if "shm_shared_vs_arrays" in ratios
+                    else ""
+                ),
+            )
+        )
+        if "raw_wait" in times:
+            figs.append(
+                figure(
+                    f"serve.roundtrip.{kind}.raw_wait",
+                    f"{name}: the raw (framed) side against a server with the default --max-wait-ms 5 (a lone "
+                    f"request waits that long for others to batch with) vs in process (median of {repeats} paired "
+                    "ratios)",
+                    measure("server (raw, max-wait 5 ms)", times["raw_wait"] * 1e3, "ms"),
+                    baseline=measure("in process", times["local"] * 1e3, "ms"),
+                    ratio=ratios["raw_wait"],
+                    ratio_label="server / in process",
+                    rewards=["remote"],
+                    notes=machine,
+                )
+            )
+        if kind == "model":
+            figs += floor_figures(times, ratios, repeats, machine)
         title = (
             f"{name}: the same 32 images 512x512, rewardzoo serve (raw, framed) vs flow_grpo's reward server "
             "(reward-server's app_deqa under gunicorn, 1 sync worker, its reward replaced by the same rewardzoo "
@@ -245,6 +411,52 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Na
                     notes=f"skipped: {skip}",
                 )
             )
+    return figs
+
+
+def floor_figures(times: dict[str, float], ratios: dict[str, float], repeats: int, machine: str) -> list[dict]:
+    """The floors, each as a ratio to the in-process call, and the sums that bound the raw and shm sides."""
+    figs = [
+        figure(
+            f"serve.roundtrip.floor.{key}",
+            f"floor: {what}, vs `laion_aesthetic` (tiny open_clip) scoring the 32 images 512x512 in process from the "
+            f"PIL images (median of {repeats} paired ratios, timed in the roundtrip's repetitions)",
+            measure(key, times[key] * 1e3, "ms"),
+            baseline=measure("in process", times["local"] * 1e3, "ms"),
+            ratio=ratios[key],
+            ratio_label="floor / in process",
+            rewards=["remote"],
+            notes=machine,
+        )
+        for key, what in FLOORS
+    ]
+    base = times["pil_to_arrays"] + times["local_arrays"] + times["http_empty"]
+    bounds = {
+        "raw": ("the raw side", base + times["tcp"], "PIL -> arrays + in process from arrays + empty HTTP + TCP"),
+        "shm": (
+            "the shm side",
+            base + times["memfd_pooled"],
+            "PIL -> arrays + in process from arrays + empty HTTP + pooled copy",
+        ),
+        "shm_shared": (
+            "the shared-array side",
+            times["local_arrays"] + times["http_empty"],
+            "in process from arrays + empty HTTP",
+        ),
+    }
+    for side, (what, total, parts) in bounds.items():
+        figs.append(
+            figure(
+                f"serve.roundtrip.floor.sum_{side}",
+                f"floor under {what}: the sum of its parts' medians ({parts}) vs in process from the PIL images",
+                measure("sum of floors", total * 1e3, "ms"),
+                baseline=measure("in process", times["local"] * 1e3, "ms"),
+                ratio=total / times["local"],
+                ratio_label="floor / in process",
+                rewards=["remote"],
+                notes=f"measured side: {ratios[side]:.3g}x; {machine}",
+            )
+        )
     return figs
 
 

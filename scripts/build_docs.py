@@ -591,11 +591,86 @@ def reward_page(name: str, meta: dict, runs: list[dict], card: Path | None = Non
     return "\n".join(lines)
 
 
-#: The download rewards whose example the site's tests run with a tiny random-weight model in place of the
-#: download (one per model family: tests/docs/reward_examples.py builds each); others' examples are not run.
-TINY_EXAMPLES = ("clip_score", "video_clip_score", "clap_score", "sequence_reward", "vqascore")
+#: What stands in for the download when the site's tests run a reward page's example (tests/docs/stand_ins.py builds
+#: each, once per test session): a tiny random-weight model of the reward's architecture in its published layout,
+#: set as the entry's ``model_path`` (and the ``kwargs`` named here merged into the entry's). Every downloading
+#: reward but ``remote`` has one.
+_QWEN25 = "a tiny random-weight Qwen2.5-VL"
+_JUDGE = "; a random model writes no verdict, so `kwargs` add `on_failure: {substitute: 0.0}` and `max_new_tokens: 8`"
+_OPEN_CLIP = "a tiny random-weight open_clip model (hub layout)"
+_MUSIQ = "a tiny random-weight MUSIQ (`kwargs.arch`: 2 layers of width 32)"
+STAND_INS = {
+    "clip_score": _OPEN_CLIP,
+    "video_clip_score": _OPEN_CLIP,
+    "clip_image_similarity": _OPEN_CLIP,
+    "video_background_consistency": _OPEN_CLIP,
+    "hpsv2": "a tiny random-weight HPS checkpoint (`HPS_v2.1_compressed.pt`) on a tiny open_clip model (`kwargs.clip_model`)",
+    "laion_aesthetic": "a tiny random-weight LAION aesthetic head (`.pth`) on a tiny open_clip model (`kwargs.clip_model`)",
+    "video_aesthetic": "a tiny random-weight LAION aesthetic head on a tiny open_clip model (`kwargs.clip_model`, "
+    "`clip_pretrained: null`)",
+    "pickscore": "a tiny random-weight transformers CLIP model with its processor files",
+    "image_reward": "a tiny random-weight ImageReward checkpoint (`ImageReward.pt` + `med_config.json`, a word vocabulary)",
+    "geneval": "a tiny random-weight Mask2Former and a tiny open_clip model (`kwargs.clip_model`, `clip_pretrained: "
+    "null`), images resized to 64-96 pixels (`kwargs.shortest_edge: 64`, `longest_edge: 96`) instead of 800-1333",
+    "image_quality": "a random-weight TOPIQ-NR (its default metric) as safetensors",
+    "video_quality": "a random-weight TOPIQ-NR (its default metric) as safetensors",
+    "imaging_quality": _MUSIQ,
+    "video_imaging_quality": _MUSIQ + " on 2 frames a clip at their own size (`kwargs.num_frames: 2`, `resize: "
+    "null`: 8 frames resized to 512 pixels would take the test 15 s)",
+    "video_subject_consistency": "a tiny random-weight DINO ViT",
+    "video_dynamic_degree": "a random-weight RAFT-large state dict (`kwargs.iters: 4`: 20 refinement passes would "
+    "take the test 10 s)",
+    "group_diversity": "a tiny random-weight DINO ViT",
+    "diversity_weighted": "a tiny random-weight DINO ViT, and for its base a tiny transformers CLIP model "
+    "(`kwargs.base.model_path`)",
+    "av_sync": "a tiny random-weight Synchformer",
+    "imagebind_score": "a tiny random-weight ImageBind",
+    "clap_score": "a tiny random-weight CLAP",
+    "asr_wer": "a tiny random-weight Whisper (`kwargs.max_new_tokens: 6`)",
+    "asr_cer": "a tiny random-weight Whisper (`kwargs.max_new_tokens: 6`)",
+    "utmos": "a random-weight UTMOS checkpoint whose wav2vec2 is shrunk to one layer (the tests patch "
+    "`utmos_pytorch`'s `Wav2Vec2Config` while it runs, as its own tests do)",
+    "audiobox_aesthetics": "a random-weight Audiobox Aesthetics checkpoint whose WavLM is shrunk (the tests patch "
+    "`audiobox_aesthetics`' `DEFAULT_AUDIO_CFG` while it runs, as its own tests do)",
+    "speaker_similarity": "a tiny random-weight WavLM x-vector model",
+    "song_eval": "a tiny random-weight SongEval head and MuQ (`kwargs.muq_path`)",
+    "speech_judge": "a tiny random-weight Qwen2.5-Omni thinker" + _JUDGE,
+    "sequence_reward": "a tiny random-weight GPT-2 sequence classifier",
+    "implicit_prm": "a tiny random-weight GPT-2 policy and reference (`kwargs.ref_model_path`)",
+    "lrm": "a tiny random-weight LRM UNet checkpoint and SD1.5-style pipeline (`kwargs.base_model_path`)",
+    "dina_lrm": "a tiny random-weight DiNa-LRM checkpoint on a tiny SD3-style pipeline",
+    "hpsv3": "a tiny random-weight HPSv3 checkpoint on a tiny Qwen2-VL base (`kwargs.base_model`)",
+    "edit_reward": "a tiny random-weight EditReward checkpoint on a tiny Qwen2.5-VL base (`kwargs.base_model`)",
+    "videoalign": "a tiny random-weight VideoAlign release (LoRA checkpoint folder on a tiny Qwen2-VL)",
+    "vqascore": _QWEN25,
+    "video_vqascore": _QWEN25,
+    "tifa_vqa": "a tiny random-weight Qwen3-VL",
+    "videoscore2": _QWEN25 + "; a random model writes no verdict, so `kwargs` add `on_failure: {substitute: 0.0}`",
+    "unified_reward": _QWEN25 + _JUDGE,
+    "unified_reward_think": _QWEN25 + _JUDGE,
+    "unified_reward_edit": _QWEN25 + _JUDGE,
+    "unified_reward_edit_pairwise": _QWEN25 + _JUDGE,
+    "edit_score": _QWEN25 + _JUDGE,
+    "rational_rewards": _QWEN25 + _JUDGE,
+    "rational_rewards_edit": _QWEN25 + _JUDGE,
+    "vlm_judge": _QWEN25 + _JUDGE,
+    "video_vlm_judge": _QWEN25 + _JUDGE,
+    "unified_reward_2": "a tiny random-weight Qwen3-VL" + _JUDGE,
+    "video_unified_reward_2": "a tiny random-weight Qwen3-VL" + _JUDGE,
+}
+#: The metadata an example's samples carry for rewards that read it (GenEval's metadata line, TIFA's questions).
+METADATA = {
+    "geneval": {
+        "tag": "single_object",
+        "include": [{"class": "bicycle", "count": 1}],
+        "prompt": "a photo of a bicycle",
+    },
+    "tifa_vqa": {"questions": [{"question": "Is there a bicycle?", "answer": "yes"}]},
+}
+#: Options an example sets because the reward requires them (the card's example sets them too).
+EXAMPLE_KWARGS = {"videoalign": {"source_fps": 16}}
 #: Audio rewards that compare the clip with a reference clip (``condition_audio``).
-REFERENCE_AUDIO = ("pesq", "si_sdr", "speaker_similarity", "stoi")
+REFERENCE_AUDIO = ("pesq", "si_sdr", "speaker_similarity", "stoi", "speech_judge")
 EXAMPLE = "## Python example"
 #: The marker above an example the tests do not run (tests/no_extras/doc_examples.py reads it).
 NOT_RUN_MARK = "<!-- example: not run (needs {}) -->"
@@ -605,11 +680,26 @@ def example_inputs(name: str, meta: dict, dataset: str | None) -> list[str]:
     """The lines of an example that build ``samples``: four generated inputs of what the reward reads, one group."""
     modality = meta["modality"]
     kind = dataset or {"any": "image"}.get(modality, modality)
-    if name == "imagebind_score":
+    if name in ("imagebind_score", "av_sync"):
         kind = "audio-video"
+    elif name in ("lrm", "dina_lrm"):
+        kind = "latent"
     elif "edit" in name or name == "clip_image_similarity":
         kind = "edit"
     rng = ["rng = np.random.default_rng(0)"]
+    if kind == "latent":
+        channels, model = (4, "SD1.5") if name == "lrm" else (16, "SD3.5")
+        return rng + [
+            f"# your {model} sampler's latents (C, H / 8, W / 8) of 256-pixel images, scaled by the VAE's factor",
+            f"latents = rng.standard_normal((4, {channels}, 32, 32), dtype=np.float32)",
+            'samples = [Sample(latent=latent, prompt="a red bicycle on a beach", group_id="p0") for latent in latents]',
+        ]
+    if name in METADATA:
+        return rng + [
+            "images = rng.integers(0, 256, (4, 64, 64, 3), dtype=np.uint8)",
+            *python_literal("metadata = ", METADATA[name]),
+            'samples = [Sample(image=image, prompt="a photo of a bicycle", metadata=metadata) for image in images]',
+        ]
     if kind == "image":
         return rng + [
             "# your generator's images: (H, W, 3) uint8 arrays here; PIL images, paths and tensors work too",
@@ -625,8 +715,17 @@ def example_inputs(name: str, meta: dict, dataset: str | None) -> list[str]:
             "    for out, src in zip(edited, sources)",
             "]",
         ]
+    if name == "av_sync":  # Synchformer reads 4.8 s of video and audio (14 segments of 16 frames at 25 fps)
+        return rng + [
+            "videos = rng.integers(0, 256, (2, 125, 64, 64, 3), dtype=np.uint8)  # 2 clips of 5 s at 25 fps",
+            "sound = (0.3 * np.sin(2 * np.pi * 440 * np.arange(80000) / 16000)).astype(np.float32)  # 5 s at 16 kHz",
+            "samples = [Sample(video=v, audio=sound, audio_sample_rate=16000) for v in videos]",
+        ]
     if kind in ("video", "audio-video"):
-        lines = rng + ["videos = rng.integers(0, 256, (4, 16, 64, 64, 3), dtype=np.uint8)  # 4 clips of 16 frames"]
+        if name == "video_dynamic_degree":  # RAFT needs 128 pixels a side; every pair of frames is a RAFT pass
+            lines = rng + ["videos = rng.integers(0, 256, (2, 8, 128, 128, 3), dtype=np.uint8)  # 2 clips of 8 frames"]
+        else:
+            lines = rng + ["videos = rng.integers(0, 256, (4, 16, 64, 64, 3), dtype=np.uint8)  # 4 clips of 16 frames"]
         if kind == "video":
             return lines + [
                 'samples = [Sample(video=video, prompt="a dog running on grass", group_id="p0") for video in videos]'
@@ -638,15 +737,19 @@ def example_inputs(name: str, meta: dict, dataset: str | None) -> list[str]:
     if kind == "audio":
         lines = [
             "rate = 16000",
-            "t = np.arange(rate) / rate  # 1 s",
+            "t = np.arange(int(1.2 * rate)) / rate  # 1.2 s",
             "# your generator's clips: float32 waveforms here; paths to audio files work too",
             "clips = [(0.3 * np.sin(2 * np.pi * f * t)).astype(np.float32) for f in (220, 440)]",
         ]
         if name in REFERENCE_AUDIO:
             return lines + [
+                *(['text = "a pure tone"  # what was to be spoken'] if name == "speech_judge" else []),
                 "reference = clips[1]  # the clip each one is compared with",
                 "samples = [",
-                "    Sample(audio=clip, audio_sample_rate=rate, condition_audio=reference, condition_audio_sample_rate=rate)",
+                "    Sample(audio=clip, audio_sample_rate=rate, condition_audio=reference, condition_audio_sample_rate=rate)"
+                if name != "speech_judge"
+                else "    Sample(audio=clip, audio_sample_rate=rate, condition_audio=reference, "
+                "condition_audio_sample_rate=rate, prompt=text)",
                 "    for clip in clips",
                 "]",
             ]
@@ -676,6 +779,8 @@ def example_entry(name: str, meta: dict, card: Path | None = None) -> tuple[dict
     kwargs = first.get("kwargs") or {} if isinstance(first, dict) else {}
     if any(k in kwargs for k in ("base", "judge", "template", "url")):
         return {k: v for k, v in first.items() if k not in ("device", "batch_size", "dtype")}, None
+    if name in EXAMPLE_KWARGS:
+        return {"name": name, "kwargs": EXAMPLE_KWARGS[name]}, None
     return {"name": name}, None
 
 
@@ -686,19 +791,16 @@ def python_example(name: str, meta: dict, card: Path | None = None) -> str:
     download = bool(meta.get("download", True))
     if name == "remote":
         why = "a running `rewardzoo serve`: the Serving guide's example runs one"
-    elif download and name not in TINY_EXAMPLES:
+    elif download and name not in STAND_INS:
         why = "the downloaded weights"
     else:
         why = None
     if why:
-        note = (
-            f"This example is not run by the site's tests: it needs {why.split(':')[0]} (the tests run one "
-            "example per model family with a tiny random-weight model in place of the download)."
-        )
+        note = f"This example is not run by the site's tests: it needs {why.split(':')[0]}."
     elif download:
         note = (
-            "The site's tests run this example as it is, with a tiny random-weight model in place of the download "
-            "(the entry's `model_path` swapped)."
+            "The site's tests run this example with a stand-in for the download, set on `entry` right before the "
+            f"processor is built (the only change): {STAND_INS[name]}."
         )
     else:
         note = "It downloads nothing; the site's tests run it as it is."

@@ -58,12 +58,7 @@ def missing_error(spec: RewardSpec, missing: Sequence[Checkpoint], reason: str) 
     for part in missing:
         remote = part.remote
         assert remote is not None
-        if remote.url is not None:
-            where.append(f"{remote.url} (into {remote.target})")
-        elif remote.files:
-            where.append(f"'{remote.repo}': {' or '.join(remote.files)}")
-        else:
-            where.append(f"'{remote.repo}': its model files")
+        where.append(remote.describe())
     first = missing[0].remote
     assert first is not None
     repository = first.url or first.repo

@@ -428,8 +428,9 @@ def _weights(parts: Sequence[Checkpoint], dtype: str) -> tuple[int | None, str, 
         return None, "unknown: " + "; ".join(missing), files
     if not parts:
         return 0, "no weight files in this configuration", files
+    weighed = [part for part in parts if part.files] or list(parts)  # a config-only part (fetch's) weighs nothing
     sizes = [
-        checkpoint_bytes(part.files, part.dtype or dtype, part.include, part.exclude, part.merged) for part in parts
+        checkpoint_bytes(part.files, part.dtype or dtype, part.include, part.exclude, part.merged) for part in weighed
     ]
     methods = {m for size in sizes for m in size.method.split(" + ")}
     how = " + ".join(f"{m} (stored precision)" if m == FILE_SIZE else m for m in _METHODS if m in methods)

@@ -38,14 +38,16 @@ from ..spec.config import RewardSpec
 
 #: The lock file written (and read with ``--locked``) when ``--lock`` names none.
 DEFAULT_LOCK = "rewardzoo.lock"
-#: The configuration and tokenizer files fetched with a whole hub model (top-level files only).
-_CONFIG_FILE = re.compile(r"^[^/]+\.(json|txt|model|tiktoken)$|^[^/]*(vocab|merges|tokenizer)[^/]*$")
+#: The configuration and tokenizer files fetched with a whole hub model (top-level files only; ``.jinja``: a
+#: processor's chat template, saved beside its config by recent transformers).
+_CONFIG_FILE = re.compile(r"^[^/]+\.(json|txt|model|tiktoken|jinja)$|^[^/]*(vocab|merges|tokenizer)[^/]*$")
 
 
 @dataclass
 class Wanted:
-    """One source an entry loads from: a hub ``repo`` (``files``: candidate names, the first present wins; empty:
-    the whole model; ``configs_only``: only its configuration files) or a ``url`` saved as ``target``."""
+    """One source an entry loads from: a hub ``repo`` (``files``: candidate names, the first present wins; ``newest``:
+    the highest-numbered file matching it; neither: the whole model; ``configs_only``: only its configuration files)
+    or a ``url`` saved as ``target``."""
 
     repo: str | None = None
     files: tuple[str, ...] = ()
@@ -53,11 +55,12 @@ class Wanted:
     target: str | None = None
     revision: str | None = None
     configs_only: bool = False
+    newest: str | None = None
     entries: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return (self.repo, self.files, self.url, self.revision, self.configs_only)
+        return (self.repo, self.files, self.url, self.revision, self.configs_only, self.newest)
 
     @property
     def where(self) -> str:
@@ -115,7 +118,15 @@ def wanted_sources(specs: Iterable[RewardSpec], revisions: Mapping[str | None, s
                 found.append(Wanted(url=remote.url, target=remote.target))
                 continue
             revision = spec.revision or revisions.get(remote.repo) or revisions.get(None)
-            found.append(Wanted(repo=remote.repo, files=remote.files, revision=revision))
+            found.append(
+                Wanted(
+                    repo=remote.repo,
+                    files=remote.files,
+                    revision=revision,
+                    configs_only=remote.configs_only,
+                    newest=remote.newest,
+                )
+            )
         processor = _processor_repo(cls, spec, kwargs)
         if processor is not None:
             found.append(Wanted(repo=processor, configs_only=True, revision=revisions.get(processor)))
@@ -160,7 +171,8 @@ def hub_files(items: Sequence[Wanted], *, endpoint: str | None = None) -> list[F
     api = HfApi(endpoint=endpoint or hub_endpoint())
     infos: dict[tuple[str, str | None], Any] = {}
     out: list[FileToFetch] = []
-    skipped_processors = {w.repo for w in items if not w.configs_only}
+    # a repository fetched as a whole model brings its configs: its configs-only source is skipped
+    skipped_processors = {w.repo for w in items if not (w.configs_only or w.files or w.newest or w.url)}
     for item in items:
         if item.url is not None:
             out.append(FileToFetch(item, os.path.basename(str(item.target)), None, None))
@@ -201,9 +213,11 @@ def _select(item: Wanted, siblings: Mapping[str, Any], items: Sequence[Wanted]) 
                 files=item.files,
             )
         return [chosen]
+    if item.newest is not None:
+        return [_newest(item, names)]
     configs = [n for n in names if _CONFIG_FILE.match(n) and n != ".gitattributes"]
-    if item.configs_only:
-        return configs
+    if item.configs_only:  # a base model's config and tokenizer: not the index of weights it does not fetch
+        return [n for n in configs if not n.endswith(".index.json")]
     top = [n for n in names if "/" not in n]
     weights = [n for n in top if n.endswith(".safetensors")] or [n for n in top if n.endswith((".bin", ".pth", ".pt"))]
     if not weights:
@@ -213,6 +227,19 @@ def _select(item: Wanted, siblings: Mapping[str, Any], items: Sequence[Wanted]) 
             repository=item.repo,
         )
     return sorted(set(configs) | set(weights))
+
+
+def _newest(item: Wanted, names: Sequence[str]) -> str:
+    """The repository file matching ``item.newest`` with the highest number (a release's latest checkpoint)."""
+    pattern = re.compile(str(item.newest))
+    numbered = [(int(m.group(1)), n) for n in names if (m := pattern.match(n))]
+    if not numbered:
+        raise MissingWeightsError(
+            f"'{item.repo}' holds no file matching {item.newest}",
+            entry=item.entries[0] if item.entries else None,
+            repository=item.repo,
+        )
+    return max(numbered)[1]
 
 
 def download(files: list[FileToFetch], *, cache: Path | None, torch_dir: Path | None, quiet: bool) -> None:

@@ -9,7 +9,8 @@ import numpy as np
 from pydantic import BeforeValidator, WithJsonSchema
 
 from ..errors import ConfigError, HttpError, InputError, RewardExecutionError, did_you_mean
-from ..transport.http import RetryPolicy
+from ..transport.http import RetryPolicy, bearer_headers
+from ..transport.jobs import JobTickets
 from ..transport.served import ServedRewards
 from .base import Inputs, Reward, RewardOutput
 from .info import PER_INSTANCE, RewardInfo
@@ -47,7 +48,11 @@ class RemoteReward(Reward):
         """The served rewards scored: a list of names (weight 1 each) or a mapping name -> positive weight;
         required."""
         timeout_s: PositiveNumber = 60.0
-        """Seconds one request may take."""
+        """Seconds one request may take (with ``submit``: seconds the server may take to answer a call's jobs)."""
+        submit: bool = False
+        """Send each call as jobs (``POST /v1/jobs``) and collect the answers by long-polling: no connection is held
+        while the server scores, and a broken connection asks for the ticket again instead of sending (and scoring)
+        the samples again."""
         max_concurrency: PositiveInt = 8
         """Requests in flight at once."""
         retries: int = Field(3, ge=0)
@@ -117,6 +122,7 @@ class RemoteReward(Reward):
                 field="kwargs.rewards",
             )
         self.served = {name: rows[name] for name in self.weights}
+        self.jobs = JobTickets(self.server, bearer_headers(opts.token_env, owner="remote")) if opts.submit else None
         self._facts = served_facts(self.served, self.weights, self.server.url)
         self.decide_kind(self._facts["kind"])  # groupwise: whole groups per call, as the served ones need
         self.inputs = served_inputs(self.served, self._facts["kind"], self.server.limits)
@@ -136,7 +142,11 @@ class RemoteReward(Reward):
         samples = [{key: values[i] for key, values in fields.items()} for i in range(n)]
         names = list(self.weights)
         try:
-            result = self.server.score(samples, names)
+            if self.jobs is None:
+                result = self.server.score(samples, names)
+            else:
+                tickets, positions = self.jobs.post(samples, names)
+                result = self.jobs.collect(tickets, positions, self.options.timeout_s)
         except HttpError as exc:
             raise RewardExecutionError(f"{self._label()}: {exc}", reward=self.name) from exc
         except InputError:  # e.g. one sample too large for the server: the engine names the stream and sample

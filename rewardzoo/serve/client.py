@@ -55,7 +55,8 @@ class RewardClient:
     ``image_format`` ``raw`` (uint8 arrays: no encoding cost, the default) or ``png`` (lossless, ~30% smaller for
     photographs but ~12 ms of zlib per 512x512 image: worth it only on links slower than ~100 MB/s); ``shm``: for a
     server on this host (its address a loopback one, and it says it shares this machine and user), hand the media
-    over in sealed shared memory instead of the body (the server may refuse; the body is then sent). With MessagePack
+    over in shared memory instead of the body (a pooled segment the pixels are copied into, or none at all for images
+    in a :meth:`shared_array`; the server may refuse: the body is then sent). With MessagePack
     and a server that takes them, media travel beside the request's map (:mod:`rewardzoo.transport.frames`).
     Errors after the last retry are :class:`~rewardzoo.errors.HttpError`."""
 
@@ -105,6 +106,16 @@ class RewardClient:
     def transport(self) -> str:
         """``shm``, ``frames`` or ``body``: how this client's requests travel to its server."""
         return self.server.transport
+
+    @staticmethod
+    def shared_array(shape: int | Sequence[int], dtype: Any = np.uint8) -> np.ndarray:
+        """A zeroed array in shared memory of its own (:func:`rewardzoo.transport.segments.shared_array`): images
+        written into it (``arr[i] = image``, or generated there) and scored as ``Sample(image=arr[i])`` by a server on
+        this host (transport ``shm``) travel without a single copy: the server reads them in place. Any client of any
+        server may send them; elsewhere they travel as other arrays do."""
+        from ..transport.segments import shared_array
+
+        return shared_array(shape, dtype)
 
     def health(self) -> bool:
         return self.server.http.get_json("/health").get("status") == "ok"

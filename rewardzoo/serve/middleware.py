@@ -17,6 +17,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
+from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
@@ -214,11 +215,18 @@ class ReceivedBody:
         self.held += len(chunk)
         self.data += chunk
 
+    def adopt(self, data: Any, held: int) -> None:
+        """The whole body, received elsewhere into ``data`` (a writable buffer nothing else holds), with its ``held``
+        bytes already in the reception budget (given back with :meth:`release`)."""
+        if self.data:
+            raise RuntimeError("a body received in place cannot follow chunks received here")
+        self.data, self.held = data, self.held + held
+
     def release(self) -> None:
         self.budget.give(self.held)
         self.held = 0
 
-    def take(self) -> bytearray:
+    def take(self) -> Any:
         """The body, handed over (this object keeps none of it)."""
         data, self.data = self.data, bytearray()
         return data
@@ -242,7 +250,12 @@ class Received:
                     raise ClientDisconnect()
                 body.add(message.get("body", b""))
                 more = message.get("more_body", False)
-            scope.setdefault("state", {})["body"] = body
+            state = scope.setdefault("state", {})
+            sunk = state.pop("rewardzoo.body", None)  # read into place by the protocol (uvicorn_server.BodySink)
+            if sunk is not None:
+                body.adopt(*sunk)
+                del sunk  # the body's only holder is now the handler (it frees the buffer once answered)
+            state["body"] = body
             replayed = False
 
             async def rest() -> Message:

@@ -232,7 +232,7 @@ def serve_command(job: ServeJob) -> int:
     from .app import build_app
     from .drain import DRAINED_NOTICE, Drain, cut_notice
     from .service import RewardService
-    from .uvicorn_server import DrainingServer, guarded_protocol
+    from .uvicorn_server import BodySink, DrainingServer, guarded_protocol
 
     service = RewardService(source, split=job.split, limits=limits)
     failed: list[BaseException] = []
@@ -247,7 +247,8 @@ def serve_command(job: ServeJob) -> int:
     app = build_app(service, options, on_load_error=on_load_error, drain=drain)
     # no uvicorn limit_concurrency: it counts idle connections and refuses /health too; the app limits score
     # requests (max_in_flight) and the protocol's deadlines close the connections that stall
-    protocol = guarded_protocol(job.header_timeout_s, job.body_timeout_s)
+    sink = BodySink(app.state.reception, limits.max_request_bytes)  # large framed bodies read straight into place
+    protocol = guarded_protocol(job.header_timeout_s, job.body_timeout_s, sink=sink)
     server = DrainingServer(
         uvicorn.Config(
             app,

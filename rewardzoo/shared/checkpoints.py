@@ -55,13 +55,28 @@ MAX_DIMS = 64
 class Remote:
     """Where a part's file comes from when it is not on this machine (``rewardzoo fetch``, and the loader's check
     that a missing file can be fetched at all): a hub repository ``repo`` and the names tried in it, the first the
-    repository holds wins (``files``; empty: the repository's model files, as a snapshot); or a ``url`` that
-    torch's hub cache keeps as ``target``."""
+    repository holds wins (``files``; empty: the repository's model files, as a snapshot); ``newest``: instead, the
+    file of the repository matching this regular expression whose number (its one group) is the highest (a release's
+    latest ``checkpoint-<step>/model.pth``); ``configs_only``: only the repository's configuration and tokenizer
+    files (a base model read for its config and tokenizer, not its weights); or a ``url`` that torch's hub cache
+    keeps as ``target``."""
 
     repo: str | None = None
     files: tuple[str, ...] = ()
     url: str | None = None
     target: str | None = None
+    newest: str | None = None
+    configs_only: bool = False
+
+    def describe(self) -> str:
+        """What is fetched, in words: ``'repo': file or file``, its newest ``pattern``, its config files, a URL."""
+        if self.url is not None:
+            return f"{self.url} (into {self.target})"
+        if self.files:
+            return f"'{self.repo}': {' or '.join(self.files)}"
+        if self.newest is not None:
+            return f"'{self.repo}': the highest-numbered file matching {self.newest}"
+        return f"'{self.repo}': its {'configuration and tokenizer' if self.configs_only else 'model'} files"
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,17 @@ header with MessagePack and hands each reference on as a read-only view of the r
 copied into Python byte strings, and a raw image reaches the processor as an array over the body's own memory.
 
 **Same-host shared memory.** A client on the server's machine may put the buffers in an anonymous shared memory
-file (``memfd``, sealed against writing, growing and shrinking once written) instead of the body; the header then
-names it: ``"shm": {"pid": P, "fd": N, "size": S, "host": H}`` (``H``: the client's :func:`host_identity`, which
-must be the server's). The server opens ``/proc/P/fd/N`` read-only and maps it. It
-does so only when it was started with shared memory allowed (the default), only for a client connected from a
-loopback address with no forwarding header, and only for a sealed ``memfd`` named ``rewardzoo-wire`` owned by the
-server's own user; anything else is a 403 ``shm`` refusal (the client then sends the buffers in the body). The
-kernel itself refuses ``/proc/P/fd`` of another user's process. :func:`host_identity` tells a client whether it
-shares the server's host and process namespace (the server advertises its own in ``GET /v1/rewards``).
+file (``memfd``) instead of the body; the header then names it: ``"shm": {"pid": P, "fd": N, "size": S, "host":
+H}`` (``H``: the client's :func:`host_identity`, which must be the server's; the server maps the first ``S`` bytes).
+The server opens ``/proc/P/fd/N`` read-only and maps it. It does so only when it was started with shared memory
+allowed (the default), only for a client connected from a loopback address with no forwarding header, and only for
+a ``memfd`` named ``rewardzoo-wire`` owned by the server's own user, sealed against shrinking and growing (its pages
+cannot vanish under the server's mapping: no SIGBUS) and holding at least ``S`` bytes; anything else is a 403
+``shm`` refusal (the client then sends the buffers in the body). The kernel itself refuses ``/proc/P/fd`` of
+another user's process. A file also sealed against writing (:class:`SharedBody`) is read in place; one its client
+can still write (the reusable segments of :mod:`rewardzoo.transport.segments`) has only its raw uint8 pixels read in
+place, every other buffer copied before it is checked (:func:`_raw_pixels`). :func:`host_identity` tells a client
+whether it shares the server's host and process namespace (the server advertises its own in ``GET /v1/rewards``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import mmap
 import os
 import stat
 import struct
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,10 +53,12 @@ def _align(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
-def split(payload: Mapping[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
+def split(payload: Mapping[str, Any], *, with_refs: bool = False) -> Any:
     """A request map with its large byte strings replaced by ``[offset, length]`` references, and those byte
-    strings (views, nothing copied) in order; offsets are aligned to :data:`ALIGN`."""
+    strings (views, nothing copied) in order; offsets are aligned to :data:`ALIGN`. ``with_refs``: the reference
+    lists too (the header's own, in the same order: a caller may place the buffers elsewhere and rewrite them)."""
     buffers: list[memoryview] = []
+    refs: list[list[int]] = []
     at = 0
 
     def walk(value: Any) -> Any:
@@ -63,6 +69,7 @@ def split(payload: Mapping[str, Any]) -> tuple[dict[str, Any], list[memoryview]]
                 return bytes(view)
             ref = [at, view.nbytes]
             buffers.append(view)
+            refs.append(ref)
             at = _align(at + view.nbytes)
             return ref
         if isinstance(value, Mapping):
@@ -71,7 +78,8 @@ def split(payload: Mapping[str, Any]) -> tuple[dict[str, Any], list[memoryview]]
             return [walk(v) for v in value]
         return value
 
-    return walk(payload), buffers
+    head = walk(payload)
+    return (head, buffers, refs) if with_refs else (head, buffers)
 
 
 def _header(head: Mapping[str, Any]) -> bytes:
@@ -191,9 +199,11 @@ class ShmRefused(WireError):
         super().__init__(message, status=403, kind="shm", field="shm")
 
 
-def loads_frames(body: bytearray | bytes, limits: WireLimits = WireLimits(), *, shm_allowed: str | None = None) -> Any:
-    """Parse a framed body into a request map whose references are views of ``body`` (writable when it is a
-    ``bytearray``, the server's own copy of the request) or of the client's shared memory (read-only). ``shm_allowed``: None when shared memory may be read, else why not (a ShmRefused
+def loads_frames(
+    body: bytearray | bytes | mmap.mmap, limits: WireLimits = WireLimits(), *, shm_allowed: str | None = None
+) -> Any:
+    """Parse a framed body into a request map whose references are read-only views of ``body`` or of the client's
+    shared memory (read-only). ``shm_allowed``: None when shared memory may be read, else why not (a ShmRefused
     names it when the header asks for it). WireError 400 when malformed."""
     limits.over("max_request_bytes", len(body), f"the request body ({len(body)} bytes)")
     if len(body) < 8 or bytes(body[:4]) != MAGIC:
@@ -201,24 +211,33 @@ def loads_frames(body: bytearray | bytes, limits: WireLimits = WireLimits(), *, 
     (length,) = struct.unpack("<I", bytes(body[4:8]))
     if 8 + length > len(body):
         raise WireError(f"the framed header claims {length} bytes; the body holds {len(body) - 8} after its prefix")
-    # the server's own bytearray (nothing else holds it) gives writable views: a raw image reaches a reward's
-    # uint8 tensor without a copy (torch.from_numpy); any other body (bytes, a caller's buffer) read-only views
-    view = memoryview(body) if isinstance(body, bytearray) else memoryview(body).toreadonly()
+    # read-only views, even of the server's own bytearray: writable ones reached the reward as tensors over the body,
+    # which the engine then clones to protect the "caller's" array (measured 6-14 ms slower per 25 MB request for
+    # laion_aesthetic than the one copy to_uint8_tensor makes of a read-only array, which it hands on uncloned)
+    view = memoryview(body).toreadonly()
     head = loads(bytes(view[8 : 8 + length]), "msgpack", limits)  # the header alone (small) is copied
     if not isinstance(head, dict):
         raise WireError("the framed header must be a request map", kind="protocol")
     shm = head.pop("shm", None)
     if shm is None:
-        region = view[_align(8 + length) :]
-    else:
-        if shm_allowed is not None:
-            raise ShmRefused(f"this server does not read shared memory here: {shm_allowed}")
-        region = _open_shm(shm, limits)
-    return _resolve(head, region)
+        return _resolve(head, view[_align(8 + length) :])
+    if shm_allowed is not None:
+        raise ShmRefused(f"this server does not read shared memory here: {shm_allowed}")
+    region, sealed = _open_shm(shm, limits)
+    return _resolve(head, region, in_place=None if sealed else _raw_pixels)
 
 
-def _resolve(head: dict[str, Any], region: memoryview) -> dict[str, Any]:
-    """Each media value's ``data`` reference (in the samples' media fields only) -> a view of ``region``."""
+def _raw_pixels(media: dict[str, Any]) -> bool:
+    """Whether a media map's buffer may be read in place from a segment its client can still write: raw uint8
+    pixels only (any byte is a valid pixel and the shape is the header's, parsed already); a PNG (whose size was
+    checked from its header), audio (checked finite) and anything else is copied first, so a client rewriting its
+    segment cannot slip past a check."""
+    return media.get("format") == "raw" and media.get("dtype") == "uint8"
+
+
+def _resolve(head: dict[str, Any], region: memoryview, in_place: Any = None) -> dict[str, Any]:
+    """Each media value's ``data`` reference (in the samples' media fields only) -> a view of ``region`` (or, when
+    ``in_place`` says a buffer may not stay there, a copy of it)."""
     samples = head.get("samples")
     for sample in samples if isinstance(samples, list) else []:
         for key in MEDIA_FIELDS:
@@ -228,7 +247,8 @@ def _resolve(head: dict[str, Any], region: memoryview) -> dict[str, Any]:
                     continue
                 for media in item["frames"] if isinstance(item.get("frames"), list) else [item]:
                     if isinstance(media, dict) and isinstance(media.get("data"), list):
-                        media["data"] = _ref(media["data"], region)
+                        data = _ref(media["data"], region)
+                        media["data"] = data if in_place is None or in_place(media) else bytes(data)
     return head
 
 
@@ -244,8 +264,10 @@ def _ref(ref: list, region: memoryview) -> memoryview:
     return region[ref[0] : ref[0] + ref[1]]
 
 
-def _open_shm(shm: Any, limits: WireLimits) -> memoryview:
-    """The client's sealed memfd, mapped read-only, after every check (ShmRefused otherwise)."""
+def _open_shm(shm: Any, limits: WireLimits) -> tuple[memoryview, bool]:
+    """The first ``size`` bytes of the client's memfd, mapped read-only, after every check (ShmRefused otherwise),
+    and whether the file is also sealed against writing (a pooled segment is not: see :func:`_raw_pixels`). Sealed
+    against shrinking, it keeps at least ``size`` bytes for as long as it exists: reading the mapping cannot fault."""
     if not isinstance(shm, dict) or not all(
         isinstance(shm.get(k), int) and not isinstance(shm.get(k), bool) and shm[k] >= 0 for k in ("pid", "fd", "size")
     ):
@@ -268,15 +290,43 @@ def _open_shm(shm: Any, limits: WireLimits) -> memoryview:
         import fcntl
 
         seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
-        if seals & _seal_bits() != _seal_bits():
-            raise ShmRefused(f"{path} is not sealed against writing, growing and shrinking")
-        if info.st_size != shm["size"] or info.st_size == 0:
-            raise ShmRefused(f"{path} holds {info.st_size} bytes, not the {shm['size']} the request names")
-        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # its pages mapped at once, not one fault each
-        mem = mmap.mmap(fd, info.st_size, flags=flags, prot=mmap.PROT_READ)
+        fixed = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+        if seals & fixed != fixed:
+            raise ShmRefused(f"{path} is not sealed against growing and shrinking")
+        if shm["size"] == 0 or info.st_size < shm["size"]:
+            raise ShmRefused(f"{path} holds {info.st_size} bytes, fewer than the {shm['size']} the request names")
+        sealed = bool(seals & fcntl.F_SEAL_WRITE)
+        mem = _mapping((shm["pid"], shm["fd"]), (info.st_dev, info.st_ino), fd, shm["size"], reuse=not sealed)
     finally:
         os.close(fd)
-    return memoryview(mem)
+    return memoryview(mem)[: shm["size"]], sealed
+
+
+#: Mappings of clients' reusable segments kept for their next requests (mapping 25 MB costs ~2 ms): at most
+#: :data:`MAPPINGS` of them, least recently used dropped first. Every request still passes every check of
+#: :func:`_open_shm`; a kept mapping is used only for the same file (device and inode: a file cannot be replaced by
+#: another with its inode while a mapping holds it) and a size within it.
+MAPPINGS = 4
+_mappings: dict[tuple[int, int], tuple[tuple[int, int], mmap.mmap]] = {}
+_mappings_lock = threading.Lock()
+
+
+def _mapping(key: tuple[int, int], file: tuple[int, int], fd: int, size: int, *, reuse: bool) -> mmap.mmap:
+    """A read-only mapping of at least ``size`` bytes of ``fd`` (the file ``file``): a kept one for a reusable
+    segment when there is one, else a new one (kept when ``reuse``)."""
+    with _mappings_lock:
+        kept = _mappings.pop(key, None)
+        if kept is not None and kept[0] == file and len(kept[1]) >= size:
+            _mappings[key] = kept  # the most recently used now
+            return kept[1]
+    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # its pages mapped at once, not one fault each
+    mem = mmap.mmap(fd, size, flags=flags, prot=mmap.PROT_READ)
+    if reuse:
+        with _mappings_lock:
+            _mappings[key] = (file, mem)
+            while len(_mappings) > MAPPINGS:
+                del _mappings[next(iter(_mappings))]  # the views of a request still scoring keep it mapped
+    return mem
 
 
 def client_is_local(client: Sequence[Any] | None, headers: Mapping[str, str]) -> str | None:

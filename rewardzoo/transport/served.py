@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ConfigError, HttpError, InputError, RewardZooError
 from ..shared.groups import group_key
-from . import frames
+from . import frames, segments
 from .http import HttpClient, RetryPolicy, bearer_headers
 from .wire import JSON, MSGPACK, WireLimits, content_type, decode_result, dumps, loads, request_map
 
@@ -85,6 +85,7 @@ class ServedRewards:
         )
         self._listing: dict[str, Any] | None = None
         self._shm = shm  # offered when the server says it shares this host (and not after a refusal)
+        self.segments = segments.SegmentPool()  # the shared memory segments requests reuse (transport shm)
 
     def __repr__(self) -> str:
         return f"ServedRewards({self.url!r})"
@@ -174,8 +175,7 @@ class ServedRewards:
         transport = self.transport
         if transport == "shm":
             try:
-                with frames.SharedBody(payload) as shared:
-                    response = self._send(shared.body, frames.FRAMES)
+                response = self._send_shared(payload)
             except HttpError as exc:
                 if exc.status != 403 or b"shm" not in exc.body:
                     raise
@@ -187,12 +187,30 @@ class ServedRewards:
             response = self._send(dumps(payload, self.fmt), content_type(self.fmt))
         return score_answer(response, count, self.fmt)
 
+    def _send_shared(self, payload: dict[str, Any]) -> Any:
+        """``payload`` with its buffers in shared memory: in place when they all lie in one
+        :func:`~rewardzoo.transport.segments.shared_array`, else copied into a pooled segment, which is reused only
+        once the server has answered (dropped after a timeout or a broken connection: the server may still read it)."""
+        body, lease = segments.shared_request(payload, self.segments)
+        answered = False
+        try:
+            response = self._send(body, frames.FRAMES)
+            answered = True
+            return response
+        except HttpError as exc:
+            answered = exc.status is not None  # an answer (a refusal, an error) ends the server's use of the request
+            raise
+        finally:
+            if lease is not None:
+                (self.segments.give if answered else self.segments.discard)(lease)
+
     def _send(self, body: Any, kind: str) -> Any:
         accept = content_type(self.fmt)
         return self.http.request("POST", "/v1/score", body, headers={"Content-Type": kind, "Accept": accept})
 
     def close(self) -> None:
         self.http.close()
+        self.segments.close()
 
 
 def _units(samples: Sequence[Mapping[str, Any]]) -> list[list[int]]:

@@ -346,9 +346,14 @@ def error_payload(kind: str, message: str, limit: str | None = None) -> dict[str
 # -------------------------------------------------------------------------------------------- encoding
 def encode_image(value: Any, image_format: str = "png") -> dict[str, Any]:
     """One image (path, PIL, array, tensor; see ``rewardzoo.shared.media``) as a wire image."""
+    from PIL import Image
+
     from ..shared.media import image_to_uint8
 
-    arr = image_to_uint8(value)
+    if image_format == "raw" and isinstance(value, Image.Image) and value.mode == "RGB" and value.width * value.height:
+        arr = np.asarray(value)  # one copy (Pillow's tobytes), read-only: the wire only reads it (2x the strip copy)
+    else:
+        arr = image_to_uint8(value)
     if image_format == "raw":
         return raw_array(arr)
     if image_format != "png":

@@ -2,11 +2,12 @@
 what it needs, and the tiny model that stands in for a download; and the serving guide's client example, run
 against the server its page starts (tests/docs/test_doc_examples.py starts it).
 
-An example whose reward downloads nothing runs as the page shows it. Of the rewards that download weights, one per
-model family runs with a tiny random-weight model in place of the download (:data:`TINY`: the example's ``entry``
-line gets a ``model_path`` to it, nothing else changes); the others are marked ``not run`` on their page, which says
-so. Core-only examples run in tests/no_extras (test_core_doc_examples), the others in tests/docs
-(test_doc_examples). This module imports only the core.
+An example whose reward downloads nothing runs as the page shows it. Every reward that downloads weights (but
+``remote``, which needs a server: the serving guide's example runs one) runs with a tiny random-weight stand-in for
+the download (tests/docs/stand_ins.py: the example's ``entry`` gets its ``model_path`` and ``kwargs`` right before
+the processor is built, nothing else changes; the page names the stand-in). Core-only examples run in
+tests/no_extras (test_core_doc_examples), the others in tests/docs (test_doc_examples). This module imports only
+the core.
 """
 
 from __future__ import annotations
@@ -21,41 +22,6 @@ PAGES = ROOT / "docs" / "rewards"
 HEADING = "## Python example"
 
 
-def _tiny_clip(tmp: Path) -> str:
-    from rewardzoo.testing import tiny_open_clip_dir
-
-    return str(tiny_open_clip_dir(tmp / "clip"))
-
-
-def _tiny_clap(tmp: Path) -> str:
-    from rewardzoo.testing import tiny_clap_dir
-
-    return str(tiny_clap_dir(tmp / "clap"))
-
-
-def _tiny_sequence_model(tmp: Path) -> str:
-    from rewardzoo.testing import tiny_text_models
-
-    return str(tiny_text_models(tmp / "models")["gpt2_cls"])
-
-
-def _tiny_qwen_vl(tmp: Path) -> str:
-    from rewardzoo.testing.vlm import tiny_vlm_dir
-
-    return str(tiny_vlm_dir(tmp / "qwen2_5_vl", "qwen2_5_vl"))
-
-
-#: reward -> a function writing its tiny stand-in under a folder and returning the ``model_path``: one reward per
-#: model family that downloads (image, video, audio, text, vision-language judges)
-TINY: dict[str, Callable[[Path], str]] = {
-    "clip_score": _tiny_clip,
-    "video_clip_score": _tiny_clip,
-    "clap_score": _tiny_clap,
-    "sequence_reward": _tiny_sequence_model,
-    "vqascore": _tiny_qwen_vl,
-}
-
-
 def example_index(page: Path) -> int | None:
     """The index (among the page's ```python blocks) of its Python example, None when it has none."""
     text = page.read_text(encoding="utf-8")
@@ -63,13 +29,6 @@ def example_index(page: Path) -> int | None:
     if at < 0:
         return None
     return len(re.findall(r"^```python$", text[:at], flags=re.M))
-
-
-def with_model_path(code: str, model_path: str) -> str:
-    """The example's code with ``entry["model_path"]`` set right before the processor is built (the only change)."""
-    build = "\ntrain, _ = rewardzoo.build_processors("
-    assert build in code, "the example builds no processor"
-    return code.replace(build, f'\nentry["model_path"] = {model_path!r}{build}', 1)
 
 
 def _needs(name: str) -> tuple[str, ...]:

@@ -2,8 +2,8 @@
 
 The extraction, the markers and each page's setup: tests/no_extras/doc_examples.py (its core blocks and the
 check that every block runs or is marked: tests/no_extras/test_core_doc_examples.py). A reward page's example whose
-reward downloads weights runs with a tiny random-weight model as its entry's ``model_path``
-(tests/docs/reward_examples.py).
+reward downloads weights runs with a tiny random-weight stand-in for the download set on its ``entry``
+(tests/docs/stand_ins.py; every one but ``remote``'s, which needs a server), each built once per session.
 """
 
 from __future__ import annotations
@@ -16,23 +16,44 @@ import pytest
 
 from tests.no_extras.doc_examples import SETUPS, blocks, run
 
-from .reward_examples import SERVING, TINY, example_index, with_model_path
+from .reward_examples import PAGES, SERVING, example_index
+from .stand_ins import STAND_INS, swapped
 
 EXTRA = [b for b in blocks() if b.not_run is None and b.key in SETUPS and SETUPS[b.key].needs]
 
 
-def _tiny_swap(block, tmp_path):
-    """The block as run: a reward page's example with a tiny model in place of the download."""
+def _reward(block) -> str | None:
+    """The reward whose page's Python example ``block`` is, None for any other block."""
     from pathlib import Path
 
     page = Path(block.page)
-    if page.parent.as_posix() != "docs/rewards" or page.stem not in TINY:
-        return block
-    from .reward_examples import PAGES
+    if page.parent.as_posix() != "docs/rewards" or example_index(PAGES / page.name) != block.index:
+        return None
+    return page.stem
 
-    if example_index(PAGES / page.name) != block.index:
+
+@pytest.fixture(scope="session")
+def stand_in_root(tmp_path_factory):
+    """One folder for every stand-in of the session: each is built once, the examples sharing it reuse it."""
+    return tmp_path_factory.mktemp("stand_ins")
+
+
+def _stand_in(block, root, monkeypatch):
+    """The block as run: a reward page's example with its stand-in for the download (and the stand-in's
+    architecture constants patched in for the test)."""
+    import importlib
+
+    name = _reward(block)
+    if name not in STAND_INS:
         return block
-    return dataclasses.replace(block, code=with_model_path(block.code, TINY[page.stem](tmp_path / "tiny")))
+    swap = STAND_INS[name](root)
+    note = " ".join((PAGES / f"{name}.md").read_text(encoding="utf-8").split("## Python example", 1)[1].split())
+    named = [k for k in swap.kwargs if f"`{k}" not in note and f"kwargs.{k}" not in note]
+    named += [attr for _, attr, _ in swap.patches if attr not in note]
+    assert not named, f"{name}'s page does not say its stand-in sets {named}"  # the page says what is changed
+    for module, attr, value in swap.patches:
+        monkeypatch.setattr(importlib.import_module(module), attr, value())
+    return dataclasses.replace(block, code=swapped(block.code, swap))
 
 
 @contextlib.contextmanager
@@ -83,7 +104,7 @@ def _serving_page_server(block, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("block", EXTRA, ids=lambda b: b.key)
-def test_the_block_runs(block, tmp_path, monkeypatch):
+def test_the_block_runs(block, tmp_path, monkeypatch, stand_in_root):
     missing = [m for m in SETUPS[block.key].needs if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"{block.key} needs {missing}")
@@ -91,7 +112,13 @@ def test_the_block_runs(block, tmp_path, monkeypatch):
         with _serving_page_server(block, tmp_path, monkeypatch) as served:
             run(served, tmp_path)
         return
-    run(_tiny_swap(block, tmp_path), tmp_path)
+    if _reward(block) is None or importlib.util.find_spec("transformers") is None:
+        run(block, tmp_path)
+        return
+    from rewardzoo.rewards.image.iqa_qalign import llama_left_as_found
+
+    with llama_left_as_found():  # pyiqa's import (image_quality) replaces transformers' Llama: put it back after
+        run(_stand_in(block, stand_in_root, monkeypatch), tmp_path)
 
 
 def test_the_serving_client_needs_the_token(tmp_path, monkeypatch):
@@ -109,13 +136,32 @@ def test_the_serving_client_needs_the_token(tmp_path, monkeypatch):
             run(served, tmp_path)
 
 
-def test_every_reward_page_has_an_example_and_the_tiny_ones_swap_only_the_path():
-    from .reward_examples import PAGES
+def test_every_reward_page_has_an_example_run_with_its_named_stand_in():
+    """Every reward page has an example; every downloading reward but ``remote`` has a stand-in here and the
+    page names it (build_docs' STAND_INS: the same rewards); the swap adds lines before the processor only."""
+    import importlib.util
+    from pathlib import Path
 
     pages = [p for p in sorted(PAGES.glob("*.md")) if p.name != "index.md"]
     assert pages and all(example_index(p) is not None for p in pages), [
         p.name for p in pages if example_index(p) is None
     ]
-    code = 'entry = {"name": "clip_score"}\ntrain, _ = rewardzoo.build_processors({"rewards": [entry]})\n'
-    swapped = 'entry = {"name": "clip_score"}\nentry["model_path"] = \'/t\'\ntrain, _ = rewardzoo.build_processors('
-    assert with_model_path(code, "/t").startswith(swapped)
+    spec = importlib.util.spec_from_file_location(
+        "build_docs", Path(__file__).resolve().parents[2] / "scripts/build_docs.py"
+    )
+    build_docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_docs)
+    assert set(build_docs.STAND_INS) == set(STAND_INS)
+    not_run = [b.page for b in blocks() if b.not_run is not None and _reward(b)]
+    assert not_run == ["docs/rewards/remote.md"], not_run
+    for name in STAND_INS:
+        text = (PAGES / f"{name}.md").read_text(encoding="utf-8").split("## Python example", 1)[1]
+        assert build_docs.STAND_INS[name] in " ".join(text.split()), name
+    from .stand_ins import Swap
+
+    code = 'entry = {"name": "hpsv2"}\ntrain, _ = rewardzoo.build_processors({"rewards": [entry]})\n'
+    got = swapped(code, Swap("/t", {"clip_model": "/c"}))
+    namespace: dict = {}
+    exec(got.split("\ntrain,")[0], namespace)
+    assert namespace["entry"] == {"name": "hpsv2", "model_path": "/t", "kwargs": {"clip_model": "/c"}}
+    assert got.endswith('\ntrain, _ = rewardzoo.build_processors({"rewards": [entry]})\n')

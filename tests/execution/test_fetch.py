@@ -245,3 +245,96 @@ def test_a_family_resolving_a_hub_file_directly_fails_without_a_request_offline(
     ):
         resolve_weights_file("nobody/absent", filename="HPS_v2.1.pt")
     assert len(world["hub"].requests) == before
+
+
+VIDEOALIGN = "KwaiVGI/VideoReward"  # videoalign's default release
+QWEN2_VL = "Qwen/Qwen2-VL-2B-Instruct"  # the base its model_config.json names: config and tokenizer only
+VA_COMMIT, BASE_COMMIT = "d" * 40, "e" * 40
+
+
+def test_fetch_downloads_videoalign_s_checkpoint_subfolder_its_config_and_its_base_s_configs(
+    tmp_path, monkeypatch, capsys
+):
+    """VideoAlign reads ``model_config.json`` and ``checkpoint-<highest step>/model.pth`` of its release and the base
+    model's config and tokenizer: fetch names and downloads exactly those (not an older step, the optimizer state,
+    the base's weights) from the default repositories, and a run from that cache, offline, scores as the release
+    loaded from its own folder."""
+    import numpy as np
+    from huggingface_hub import constants
+
+    from rewardzoo.cli import main
+    from rewardzoo.rewards.vlm.videoalign import VideoAlign
+    from rewardzoo.shared.video import write_video
+    from rewardzoo.testing import tiny_videoalign_release
+
+    released, base, _, _ = tiny_videoalign_release(tmp_path / "va")
+    config = json.loads((released / "model_config.json").read_text())
+    config["model_config"]["model_name_or_path"] = QWEN2_VL  # as the published release names it
+    release = {**_files(released), "model_config.json": json.dumps(config).encode()}
+    release.update({"checkpoint-3/model.pth": b"old" * 64, "checkpoint-7/optimizer.pt": b"\0" * 64, "README.md": b"#"})
+    base_files = {**_files(base), "model.safetensors": b"\0" * 64, "model.safetensors.index.json": b"{}"}
+    server = FakeHub()
+    server.add(VIDEOALIGN, VA_COMMIT, release)
+    server.add(QWEN2_VL, BASE_COMMIT, base_files)
+    server.start()
+    try:
+        work = tmp_path / "work"
+        work.mkdir()
+        rng = np.random.default_rng(0)
+        write_video(work / "v.mp4", rng.integers(0, 256, (8, 64, 96, 3), dtype="uint8"), fps=4)
+        (work / "m.jsonl").write_text(json.dumps({"video": "v.mp4", "prompt": "a cat on a mat"}) + "\n")
+        kwargs = {"num_frames": 2, "min_pixels": 56 * 56}
+        entry = {"name": "va", "reward_model": "videoalign", "device": "cpu", "kwargs": kwargs}
+        (work / "va.yaml").write_text(json.dumps({"rewards": [entry]}))
+        cache, lock = tmp_path / "cache", work / "va.lock"
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.chdir(work)
+        assert main(["fetch", "va.yaml", "--dry-run", "--lock", str(lock)]) == 0
+        planned = capsys.readouterr().out
+        wanted = {"model_config.json", "checkpoint-7/model.pth"}
+        base_wanted = {n for n in base_files if n not in ("model.safetensors", "model.safetensors.index.json")}
+        for name in wanted | base_wanted:
+            assert name in planned
+        assert "checkpoint-3" not in planned and "optimizer" not in planned and "model.safetensors" not in planned
+        assert not cache.exists() and not lock.exists()  # a dry run downloads nothing
+        assert main(["fetch", "va.yaml", "--to", str(cache), "--lock", str(lock), "-q"]) == 0
+        capsys.readouterr()
+        snapshots = {
+            repo: cache / "hub" / f"models--{repo.replace('/', '--')}" / "snapshots" / commit
+            for repo, commit in ((VIDEOALIGN, VA_COMMIT), (QWEN2_VL, BASE_COMMIT))
+        }
+        got = {
+            repo: {p.relative_to(s).as_posix() for p in s.rglob("*") if p.is_file()} for repo, s in snapshots.items()
+        }
+        assert got[VIDEOALIGN] == wanted
+        assert got[QWEN2_VL] == {
+            n for n in base_files if n not in ("model.safetensors", "model.safetensors.index.json")
+        }
+        for item in read_lock(lock).files:  # the lock states what the hub served, computed here independently
+            served = (release if item.repository == VIDEOALIGN else base_files)[item.file]
+            assert item.sha256 == hashlib.sha256(served).hexdigest() and item.size == len(served)
+        assert {(f.repository, f.file) for f in read_lock(lock).files} == {
+            *((VIDEOALIGN, n) for n in wanted),
+            *((QWEN2_VL, n) for n in got[QWEN2_VL]),
+        }
+
+        before = len(server.requests)
+        out = work / "scores.jsonl"
+        env = {k: v for k, v in os.environ.items() if k not in ("HF_HOME", "HF_HUB_CACHE")}
+        env.update(HF_HOME=str(cache), HF_HUB_OFFLINE="1", HF_ENDPOINT=server.url, REWARDZOO_LOCK=str(lock))
+        run = subprocess.run(
+            [sys.executable, "-m", "rewardzoo.cli", "score", "va.yaml", "--input", "m.jsonl", "--out", str(out), "-q"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert run.returncode == 0, run.stderr
+        assert len(server.requests) == before  # offline from the fetched cache: not one request
+    finally:
+        server.stop()
+    score = json.loads(out.read_text().splitlines()[0])["rewards"]["va"]
+    direct = VideoAlign(str(released), base_model=str(base), **kwargs)
+    assert score == pytest.approx(float(direct(video=[str(work / "v.mp4")], prompt=["a cat on a mat"]).rewards[0]))

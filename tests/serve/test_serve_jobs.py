@@ -99,6 +99,69 @@ def test_the_incremental_runner_submits_each_batch_and_keeps_groups_whole(server
     assert np.abs(result.rewards["centered"]).sum() > 0  # centred within whole groups, not within requests
 
 
+def _remote(url: str, submit: bool, **kwargs) -> dict:
+    """A trainer's config naming the served ``quick`` through a ``remote`` entry."""
+    options = {"url": url, "rewards": ["quick"], "format": "json", "token_env": "JOBS_TOKEN_E", "submit": submit}
+    return {"rewards": [{"name": "quick", "reward_model": "remote", "kwargs": {**options, **kwargs}}]}
+
+
+@pytest.fixture()
+def posted(monkeypatch):
+    """The tickets of every job a ``remote`` entry posts (the client's own ``JobTickets.post``, spied on)."""
+    from rewardzoo.transport.jobs import JobTickets
+
+    monkeypatch.setenv("JOBS_TOKEN_E", "erin")
+    tickets: list[list[str]] = []
+    post = JobTickets.post
+
+    def spy(self, samples, rewards):
+        out = post(self, samples, rewards)
+        tickets.append(out[0])
+        return out
+
+    monkeypatch.setattr(JobTickets, "post", spy)
+    return tickets
+
+
+def test_a_remote_entry_with_submit_scores_through_jobs_in_a_trainer_adapter(server, posted):
+    from rewardzoo.integrations import flow_grpo_reward_fn
+
+    images, prompts = np.zeros((3, 8, 8, 3), np.uint8), ["a", "bb", "ccc"]
+    direct, _ = flow_grpo_reward_fn(_remote(server.url, False))(images, prompts, [{}] * 3)
+    assert posted == []  # without submit: /v1/score
+    through_jobs, _ = flow_grpo_reward_fn(_remote(server.url, True))(images, prompts, [{}] * 3)
+    assert len(posted) == 1 and len(posted[0]) == 1  # one job for the call
+    np.testing.assert_array_equal(through_jobs["quick"], [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(through_jobs["avg"], direct["avg"])
+    assert _get(server.url, f"/v1/jobs/{posted[0][0]}", "erin")[0] == 404  # collected, then deleted
+
+
+def test_a_broken_long_poll_asks_for_the_ticket_again_and_never_resends_the_samples(server, posted, monkeypatch):
+    from rewardzoo import build_processors
+    from rewardzoo.errors import HttpError, RewardExecutionError
+    from rewardzoo.transport.http import HttpClient
+
+    broken: list[str] = []
+    request = HttpClient.request
+
+    def drops_the_first_poll(self, method, path, *args, **kwargs):
+        if method == "GET" and path.startswith("/v1/jobs/") and not broken:
+            broken.append(path)
+            raise HttpError(server.url + path, status=None, attempts=1, reason="connection reset by peer")
+        return request(self, method, path, *args, **kwargs)
+
+    monkeypatch.setattr(HttpClient, "request", drops_the_first_poll)
+    train, _ = build_processors(_remote(server.url, True))
+    result = train([Sample(prompt="p" * n) for n in (2, 4)])
+    assert broken and len(posted) == 1  # the poll broke once; the samples were posted once
+    np.testing.assert_array_equal(result.rewards["quick"], [2.0, 4.0])
+    # a job that does not finish within timeout_s fails the call, naming the server (never a score)
+    slow, _ = build_processors(_remote(server.url, True, timeout_s=0.05))
+    with pytest.raises(RewardExecutionError, match="did not finish in time") as err:
+        slow([Sample(prompt="p")])
+    assert server.url in str(err.value) and "quick" in str(err.value)
+
+
 def test_a_ticket_of_another_token_or_none_is_a_404_and_long_poll_answers_when_done(server):
     status, ticket = _post(server.url, "alice", _samples(2))
     assert status == 202 and ticket["status"] == "pending" and len(ticket["id"]) >= 20

@@ -145,7 +145,7 @@ def test_framed_bodies_are_views_and_bad_references_are_refused():
     assert len(body) == size
     image = wire.decode_request_map(frames.loads_frames(body)).samples[0]["image"]
     np.testing.assert_array_equal(image, arr)
-    assert image.flags.writeable and np.shares_memory(image, np.frombuffer(body, np.uint8))  # the server's own bytes
+    assert not image.flags.writeable and np.shares_memory(image, np.frombuffer(body, np.uint8))  # no copy
     assert not wire.decode_request_map(frames.loads_frames(bytes(body))).samples[0]["image"].flags.writeable
     head = msgpack.unpackb(bytes(body[8 : 8 + int.from_bytes(body[4:8], "little")]))
     for bad in ([0, size], [-1, 10], [0], ["0", 1]):
@@ -201,3 +201,192 @@ def test_the_listing_advertises_frames_and_this_host(server):
     assert status == 200, body
     listing = json.loads(body)
     assert listing["wire"]["frames"] is True and listing["wire"]["shm"] == frames.host_identity()
+
+
+# ------------------------------------------------------------------ pooled segments and shared arrays
+def _punch_hole(fd: int, length: int) -> None:
+    """Free a file's pages without shrinking it (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE): what a client can
+    still do to a segment sealed only against shrinking and growing."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    assert libc.fallocate(fd, 0x02 | 0x01, 0, length) == 0, os.strerror(ctypes.get_errno())
+
+
+def test_pooled_segments_are_reused_once_answered_and_a_client_rewriting_one_harms_nobody(server, config):
+    local = rewardzoo.build_processors(config)[0]
+    first, second = samples(4, seed=1), samples(3, seed=2)
+    with RewardClient(server.url) as client, RewardClient(server.url) as other:
+        pool = client.server.segments
+        for _ in range(3):
+            np.testing.assert_array_equal(client.score(first).rewards["jpeg"], local(first).rewards["jpeg"])
+        assert client.transport == "shm" and pool.made == 1 and pool.free == 1  # one segment, reused
+        segment = pool._free[0]
+        with pytest.raises(OSError):
+            os.ftruncate(segment.fd, 0)  # sealed: it can never shrink under a server's mapping
+        with pytest.raises(OSError):
+            os.ftruncate(segment.fd, segment.size + 4096)
+        segment.array[:] = 255  # the client scribbles over it and frees its pages after the answer
+        _punch_hole(segment.fd, segment.size)
+        np.testing.assert_array_equal(other.score(second).rewards["jpeg"], local(second).rewards["jpeg"])
+        np.testing.assert_array_equal(client.score(second).rewards["jpeg"], local(second).rewards["jpeg"])
+        # concurrent calls each hold their own segment
+        import concurrent.futures as cf
+
+        with cf.ThreadPoolExecutor(3) as threads:
+            got = list(threads.map(lambda s: client.score(s).rewards["jpeg"], [first, second, first]))
+        for scores, batch in zip(got, [first, second, first]):
+            np.testing.assert_array_equal(scores, local(batch).rewards["jpeg"])
+        assert pool.made >= 2 and pool.free == pool.made <= pool.max_free
+        assert client.server._shm is True and other.server._shm is True  # never refused
+
+
+def test_a_segment_is_dropped_not_reused_when_no_answer_came(server):
+    from rewardzoo.errors import HttpError
+
+    with RewardClient(server.url) as client:
+        client.score(samples(2))
+        pool = client.server.segments
+        leased = pool._free[0]
+
+        def no_answer(*args, **kwargs):
+            raise HttpError(server.url, status=None, attempts=1, reason="no answer within 1 s")
+
+        client.server._send = no_answer
+        with pytest.raises(HttpError):
+            client.score(samples(2))
+        assert pool.free == 0 and leased not in pool._free  # the server may still read it: never handed out again
+
+
+def test_rewriting_a_writable_segment_changes_only_its_raw_pixels_and_cannot_fault_the_server():
+    from rewardzoo.transport.segments import SegmentPool, shared_request
+
+    rng = np.random.default_rng(5)
+    pixels, png_src = rng.integers(0, 256, (48, 40, 3), dtype=np.uint8), rng.integers(0, 256, (40, 48, 3), np.uint8)
+    audio = np.linspace(-1, 1, 4096, dtype=np.float32)
+    sample = {"image": pixels, "condition_images": [png_src], "audio": audio, "audio_sample_rate": 16000}
+    payload = wire.request_map([sample], image_format="raw")
+    payload["samples"][0]["condition_images"] = [wire.encode_image(png_src, "png")]
+    pool = SegmentPool()
+    body, lease = shared_request(payload, pool)
+    assert lease is not None
+    data = frames.loads_frames(body, shm_allowed=None)
+    lease.array[:] = 0  # rewritten after the server parsed and checked the request
+    audio_bytes = lease.array.nbytes
+    lease.array[: audio_bytes // 4 * 4].view(np.float32)[:] = np.nan
+    request = wire.decode_request_map(data).samples[0]
+    np.testing.assert_array_equal(np.asarray(request["condition_images"][0]), png_src)  # copied before its checks
+    np.testing.assert_array_equal(np.ravel(request["audio"]), audio)  # checked finite, then still finite: a copy
+    assert not request["image"].flags.writeable and np.shares_memory(
+        request["image"], data["samples"][0]["image"]["data"]
+    )
+    _punch_hole(lease.fd, lease.size)  # the pages gone: reading the mapping gives zeros, never a SIGBUS
+    assert int(np.asarray(request["image"]).max()) == 0
+    pool.give(lease)
+
+
+def test_a_shared_array_travels_without_a_copy_and_its_segment_is_freed(server, config):
+    import gc
+
+    from rewardzoo.transport.segments import SegmentPool, shared_array, shared_request
+
+    images = shared_array((3, 48, 40, 3))
+    images[:] = np.stack([s.image[:48, :40] for s in samples(3, seed=4)])
+    batch = [rewardzoo.Sample(image=images[i]) for i in range(3)]
+    want = rewardzoo.build_processors(config)[0](batch).rewards["jpeg"]
+    body, lease = shared_request(
+        wire.request_map([{"image": s.image} for s in batch], image_format="raw"), SegmentPool()
+    )
+    assert lease is None  # nothing copied: the server maps the array's own segment
+    data = frames.loads_frames(body, shm_allowed=None)
+    decoded = wire.decode_request_map(data).samples
+    with RewardClient(server.url) as client:
+        np.testing.assert_array_equal(client.score(batch).rewards["jpeg"], want)
+        assert client.server.segments.made == 0 and client.transport == "shm"
+    images[1] += 1  # the server reads the caller's memory itself
+    np.testing.assert_array_equal(decoded[1]["image"], images[1])
+    head = msgpack.unpackb(body[8 : 8 + int.from_bytes(body[4:8], "little")])
+    fd = head["shm"]["fd"]
+    assert os.readlink(f"/proc/self/fd/{fd}").startswith(f"/memfd:{frames.SHM_NAME}")
+    del images, batch, decoded, data
+    gc.collect()
+    assert not os.path.exists(f"/proc/self/fd/{fd}") or not os.readlink(f"/proc/self/fd/{fd}").startswith(
+        f"/memfd:{frames.SHM_NAME}"
+    )
+
+
+def test_a_segment_not_sealed_against_shrinking_is_refused_and_a_prefix_is_accepted():
+    fd = os.memfd_create(frames.SHM_NAME, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, 2 * mmap.PAGESIZE)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW)  # it could still shrink under the server's mapping
+        with pytest.raises(frames.ShmRefused, match="growing and shrinking"):
+            frames.loads_frames(_header_naming(fd, mmap.PAGESIZE), shm_allowed=None)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+        data = frames.loads_frames(_header_naming(fd, mmap.PAGESIZE), shm_allowed=None)  # the first page only
+        assert wire.decode_request_map(data).samples[0]["image"].shape == (4, 4, 3)
+    finally:
+        os.close(fd)
+
+
+def test_large_framed_bodies_read_into_place_keep_the_connection_for_the_next_requests(server, config):
+    """Bodies of 1 MiB or more are read straight into one buffer (uvicorn_server.BodySink), bypassing the parser:
+    the same keep-alive connection then carries a small request and another large one."""
+    import http.client
+
+    local = rewardzoo.build_processors(config)[0]
+    rng = np.random.default_rng(9)
+    big = [rewardzoo.Sample(image=rng.integers(0, 256, (640, 480 + 8 * i, 3), dtype=np.uint8)) for i in range(3)]
+    small = samples(2)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        for batch in (big, small, big[::-1], small):
+            pieces, size = frames.encode(wire.request_map([{"image": s.image} for s in batch], image_format="raw"))
+            assert (size >= 2**20) == (batch is big or batch[0] is big[-1])
+            conn.request(
+                "POST", "/v1/score", body=pieces, headers={"Content-Type": frames.FRAMES, "Content-Length": str(size)}
+            )
+            answer = conn.getresponse()
+            body = answer.read()
+            assert answer.status == 200, body[:300]
+            got = wire.decode_result(msgpack.unpackb(body))["rewards"]["jpeg"]
+            np.testing.assert_array_equal(got, local(batch).rewards["jpeg"])
+        assert conn.sock is not None  # one connection throughout
+    finally:
+        conn.close()
+
+
+def test_a_reusable_segment_keeps_its_mapping_on_the_server_and_only_for_the_same_file():
+    from rewardzoo.transport.segments import SegmentPool, shared_request
+
+    image = np.full((64, 64, 3), 7, np.uint8)
+    pool = SegmentPool()
+    decoded = []
+    for value in (7, 9):
+        image[:] = value
+        body, lease = shared_request(wire.request_map([{"image": image}], image_format="raw"), pool)
+        decoded.append(wire.decode_request_map(frames.loads_frames(body, shm_allowed=None)).samples[0]["image"])
+        pool.give(lease)
+    assert pool.made == 1 and np.shares_memory(decoded[0], decoded[1])  # one mapping, the segment's new pixels
+    assert int(decoded[1].max()) == 9
+    # another file under the same descriptor number is mapped anew
+    fd = pool._free[0].fd
+    pool.close()
+    import gc
+
+    del lease, decoded
+    gc.collect()
+    assert not os.path.exists(f"/proc/self/fd/{fd}")
+    other = os.memfd_create(frames.SHM_NAME, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        if other != fd:
+            os.dup2(other, fd)
+            os.close(other)
+        os.ftruncate(fd, mmap.PAGESIZE)
+        os.pwrite(fd, bytes([3]) * 48, 0)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+        data = frames.loads_frames(_header_naming(fd, mmap.PAGESIZE), shm_allowed=None)
+        assert (wire.decode_request_map(data).samples[0]["image"] == 3).all()
+    finally:
+        os.close(fd)

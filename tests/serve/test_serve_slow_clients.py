@@ -217,3 +217,37 @@ def test_oversized_headers_get_431(server):
         pass  # closed while we were still sending: refused all the same
     finally:
         s.close()
+
+
+def test_large_framed_bodies_read_into_place_are_budgeted_and_cut_like_the_others(server):
+    """A framed body of 1 MiB or more is read by the kernel straight into its buffer (uvicorn_server.BodySink): its
+    bytes still count in the reception budget as they arrive, and its deadline still holds."""
+
+    def framed(sent: bytes) -> socket.socket:
+        s = connect(server)
+        s.sendall(
+            b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-rewardzoo-frames\r\n"
+            + b"Content-Length: 2097152\r\n\r\n"
+            + sent
+        )
+        return s
+
+    holder = framed(b"\x00" * (200 * 1024))
+    try:
+        time.sleep(0.3)
+        late = framed(b"\x00" * (100 * 1024))
+        answer = read_until_closed(late)
+        late.close()
+        assert answer.startswith(b"HTTP/1.1 503") and b"max_receiving_bytes" in answer, answer[:300]
+        assert b"retry-after: 1" in answer.lower()
+        assert honest_answer(server)[0] == 422
+        answer = read_until_closed(holder)
+        assert answer.startswith(b"HTTP/1.1 408") and b"body did not arrive within 2 s" in answer, answer[:300]
+        again = framed(b"\x00" * (250 * 1024))  # fits only if the cut bodies gave their bytes back
+        again.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            again.recv(65536)  # no 503: it is being received
+        again.close()
+        assert "Traceback" not in server.output()
+    finally:
+        holder.close()

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ...errors import ConfigError, InputError
-from ...shared.checkpoints import Checkpoint
+from ...shared.checkpoints import Checkpoint, Remote
 from ...shared.device import torch_dtype
 from ...shared.media import image_to_uint8, is_tensor
 from ...shared.video import prepare_video
@@ -98,6 +98,11 @@ VIDEO_MIN_PIXELS = 128 * 28 * 28
 _STEP = re.compile(r"^checkpoint-(\d+)$")
 
 
+def _hub_repo(text: str) -> bool:
+    """``text`` names a hub repository (``org/name``), not a path on this machine."""
+    return text.count("/") == 1 and not text.startswith((".", "/", "~")) and not Path(text).expanduser().exists()
+
+
 def videoalign_text(prompt: str) -> str:
     """The text part of VideoAlign's user turn for ``prompt`` (the video comes before it)."""
     return TEMPLATES["detailed_special"].format(text_prompt=prompt)
@@ -127,6 +132,8 @@ class VideoAlign(PointwiseReward):
     inputs = Inputs(("video", "prompt"), frames="native")
     streams: ClassVar[tuple[str, ...]] = DIMENSIONS  # one call, three weighable streams (rewardzoo.core.streams)
     default_repo: ClassVar[str] = "KwaiVGI/VideoReward"
+    #: the base model VideoAlign's release is built on (its ``model_name_or_path``): config and tokenizer only
+    default_base: ClassVar[str] = "Qwen/Qwen2-VL-2B-Instruct"
     template: ClassVar[str] = TEMPLATES["detailed_special"]
 
     class Options(RewardOptions):
@@ -259,22 +266,51 @@ class VideoAlign(PointwiseReward):
     @classmethod
     def weight_files(cls, model_path: str | None, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
         """``checkpoint-<step>/model.pth`` of the release (``checkpoint_step``, else the highest step), in a local
-        directory or the hub cache: the only weights this reward reads (the base model gives config and
-        tokenizer). Counted as the reward holds it: the LoRA factors merged into their base weights
-        (``merge_lora``, the default) are not kept, nor ``lm_head``; ``rm_head`` at ``head_dtype`` (float32)."""
+        directory or the hub cache: the only weights this reward reads, counted as the reward holds it (the LoRA
+        factors merged into their base weights with ``merge_lora``, the default, are not kept, nor ``lm_head``;
+        ``rm_head`` at ``head_dtype``, float32). For a hub release (what ``rewardzoo fetch`` downloads) two more
+        parts with no weight bytes: its ``model_config.json`` and the base model's configuration and tokenizer files
+        (``base_model``, else the release's ``model_name_or_path`` when it is on this machine, else
+        :attr:`default_base`)."""
         source = str(model_path or cls.default_repo)
-        root = Path(source).expanduser()
-        if not root.is_dir():
+        step = cls.configured(kwargs, "checkpoint_step")
+        local = Path(source).expanduser()
+        hub = not local.is_dir() and _hub_repo(source)
+        root: Path | None = local
+        if not local.is_dir():
             try:  # a hub repository already in the local cache (nothing is downloaded)
                 from huggingface_hub import snapshot_download
 
                 root = Path(snapshot_download(source, local_files_only=True))
             except Exception:  # not cached, not a repository id, or huggingface_hub missing
-                return [Checkpoint(source, missing=f"'{source}' is neither a local directory nor in the hub cache")]
-        try:
-            part = Checkpoint(source, (cls._checkpoint_file(root, cls.configured(kwargs, "checkpoint_step")),))
-        except ConfigError as exc:
-            return [Checkpoint(source, missing=exc.message)]
+                root = None
+        if root is None:
+            part = Checkpoint(source, missing=f"'{source}' is neither a local directory nor in the hub cache")
+        else:
+            try:
+                part = Checkpoint(source, (cls._checkpoint_file(root, step),))
+            except ConfigError as exc:
+                part = Checkpoint(source, missing=exc.message)
+        held = cls._held(part, kwargs) if part.files else [part]
+        if not hub:
+            return held
+        if part.files and root is not None:  # the cached file itself, by its name in the repository
+            remote = Remote(source, (part.files[0].relative_to(root).as_posix(),))
+        elif step is not None:
+            remote = Remote(source, (f"checkpoint-{int(step)}/model.pth",))
+        else:
+            remote = Remote(source, newest=r"^checkpoint-(\d+)/model\.pth$")
+        base = cls.configured(kwargs, "base_model") or cls._release_base(root) or cls.default_base
+        parts = [replace(held[0], remote=remote), *held[1:]]
+        parts.append(Checkpoint(source, remote=Remote(source, ("model_config.json",))))
+        if _hub_repo(str(base)):
+            parts.append(Checkpoint(str(base), remote=Remote(str(base), configs_only=True)))
+        return parts
+
+    @classmethod
+    def _held(cls, part: Checkpoint, kwargs: Mapping[str, Any]) -> list[Checkpoint]:
+        """The release file as the reward holds it: the backbone without its merged LoRA factors (``merge_lora``)
+        nor ``lm_head``, and ``rm_head`` at ``head_dtype`` (read from the file's tensor table by the plan)."""
         merged = (".lora_A.", ".lora_B.") if cls.configured(kwargs, "merge_lora") else ()
         heads = tuple(f"{p}rm_head." for p in ("", PEFT_PREFIX))
         dropped = tuple(f"{p}lm_head." for p in ("", PEFT_PREFIX))
@@ -282,6 +318,16 @@ class VideoAlign(PointwiseReward):
             replace(part, exclude=(*heads, *dropped), merged=merged),
             replace(part, include=heads, dtype=cls.configured(kwargs, "head_dtype") or "float32"),
         ]
+
+    @staticmethod
+    def _release_base(root: Path | None) -> str | None:
+        """The base model the release's ``model_config.json`` names, None when it is not on this machine."""
+        try:
+            saved = json.loads((root / "model_config.json").read_text(encoding="utf-8")) if root else {}
+            value = (saved.get("model_config") or {}).get("model_name_or_path")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return str(value) if value else None
 
     @staticmethod
     def _local_root(model_path: str) -> Path:
