@@ -59,6 +59,14 @@ ALLOWED = {
     "__torch__.* classes (inert attribute holders); every other global is refused before it is looked up, so no "
     "callable the file names is imported or run (tests/image/test_image_quality_arniqa.py plants a __reduce__ payload)",
     (
+        "shared/pickle_table.py",
+        "_Unpickler",
+        "pickle.Unpickler subclass",
+    ): "reads a torch.save checkpoint's data.pkl for `rewardzoo plan` (tensor names, dtypes, sizes) with find_class "
+    "resolving only torch's tensor rebuild (returns an inert record, reads no data), torch's typed storage classes "
+    "(as dtypes) and OrderedDict; every other global is refused before it is looked up, so no callable the file names "
+    "is imported or run (tests/execution/test_execution_pickle_table.py plants an os.system __reduce__ payload)",
+    (
         "catalog/resources.py",
         "load_yaml_text",
         "yaml.load without a safe Loader",
