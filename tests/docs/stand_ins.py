@@ -153,35 +153,10 @@ def _hpsv3(root: Path) -> Swap:
     """HPSv3's published layout on a tiny Qwen2-VL, as tests/vlm/test_vlm_hpsv3.py writes it."""
 
     def build(path: Path) -> tuple[str, str]:
-        import torch
-        from safetensors.torch import save_file
-        from transformers import Qwen2VLForConditionalGeneration
+        from tests.vlm.test_vlm_hpsv3 import write_published
 
-        from rewardzoo.testing import tiny_vlm_config, tiny_vlm_processor
-        from tests.vlm.test_vlm_hpsv3 import _legacy_key
-
-        processor = tiny_vlm_processor("qwen2_vl", min_pixels=56 * 56, max_pixels=28 * 28 * 1280)
-        config = tiny_vlm_config("qwen2_vl", vocab_size=len(processor.tokenizer), max_position_embeddings=4096)
-        base = path / "Qwen2-VL-tiny"
-        processor.save_pretrained(base)
-        config.save_pretrained(base)
-        processor.tokenizer.add_special_tokens({"additional_special_tokens": ["<|Reward|>"]})
-        config.text_config.vocab_size = len(processor.tokenizer)
-        torch.manual_seed(3)
-        model = Qwen2VLForConditionalGeneration(config).eval()
-        head = torch.nn.Sequential(
-            torch.nn.Linear(config.text_config.hidden_size, 1024),
-            torch.nn.ReLU(),
-            torch.nn.Dropout(0.05),
-            torch.nn.Linear(1024, 16),
-            torch.nn.ReLU(),
-            torch.nn.Linear(16, 2),
-        )
-        state = {_legacy_key(k): v.clone().contiguous() for k, v in model.state_dict().items()}
-        state.update({f"rm_head.{k}": v.clone().contiguous() for k, v in head.state_dict().items()})
-        (path / "ckpt").mkdir()
-        save_file(state, str(path / "ckpt" / "HPSv3.safetensors"))
-        return str(path / "ckpt"), str(base)
+        base, ckpt, *_ = write_published(path, path / "ckpt")
+        return str(ckpt.parent), str(base)
 
     ckpt, base = _once(root, "hpsv3", build)
     return Swap(ckpt, {"base_model": base})

@@ -14,6 +14,8 @@ model's forward uses (``0 .. L-1``), the hidden state at ``<|Reward|>`` and the 
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -38,13 +40,13 @@ def _legacy_key(key: str) -> str:
     return key
 
 
-@pytest.fixture(scope="module")
-def published(tmp_path_factory):
-    """(base dir, checkpoint file, reference model, reference head, processor with <|Reward|>)."""
+def write_published(root: Path, ckpt_dir: Path | None = None) -> tuple[Path, Path, Any, Any, Any]:
+    """HPSv3's published layout on a tiny Qwen2-VL under ``root``: the base dir, the ``HPSv3.safetensors`` checkpoint
+    (older Qwen2-VL names, ``rm_head.*``; in ``ckpt_dir``, default ``root``), the reference model and head, and the
+    processor with ``<|Reward|>`` (tests/docs/stand_ins.py builds the docs example's stand-in with it too)."""
     from safetensors.torch import save_file
     from transformers import Qwen2VLForConditionalGeneration
 
-    root = tmp_path_factory.mktemp("hpsv3")
     # the real Qwen2-VL processor bounds (3136 .. 12845056 pixels): HPSv3's resized images pass unchanged
     processor = tiny_vlm_processor("qwen2_vl", min_pixels=56 * 56, max_pixels=28 * 28 * 1280)
     config = tiny_vlm_config("qwen2_vl", vocab_size=len(processor.tokenizer), max_position_embeddings=4096)
@@ -57,7 +59,7 @@ def published(tmp_path_factory):
     torch.manual_seed(3)
     model = Qwen2VLForConditionalGeneration(config).eval()
     head = torch.nn.Sequential(
-        torch.nn.Linear(32, 1024),
+        torch.nn.Linear(config.text_config.hidden_size, 1024),
         torch.nn.ReLU(),
         torch.nn.Dropout(0.05),
         torch.nn.Linear(1024, 16),
@@ -67,9 +69,17 @@ def published(tmp_path_factory):
     state = {_legacy_key(k): v.clone().contiguous() for k, v in model.state_dict().items()}
     state.update({f"rm_head.{k}": v.clone().contiguous() for k, v in head.state_dict().items()})
     assert "visual.patch_embed.proj.weight" in state and "model.embed_tokens.weight" in state
-    ckpt = root / "HPSv3.safetensors"
+    folder = ckpt_dir or root
+    folder.mkdir(parents=True, exist_ok=True)
+    ckpt = folder / "HPSv3.safetensors"
     save_file(state, str(ckpt))
     return base, ckpt, model, head, processor
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """(base dir, checkpoint file, reference model, reference head, processor with <|Reward|>)."""
+    return write_published(tmp_path_factory.mktemp("hpsv3"))
 
 
 @pytest.fixture(scope="module")
