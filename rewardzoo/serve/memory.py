@@ -15,7 +15,7 @@ back once answered:
 A step that cannot get its share within ``wait_s`` is refused with 503 and Retry-After, a request larger than the
 whole budget with 413 (before anything it asked for is decoded). Waiters are served in arrival order, so a large
 request is not starved by small ones. When the budget falls idle the freed heap goes back to the OS
-(:func:`~rewardzoo.core.residency.release_heap`): glibc keeps what decoding threads freed in their arenas otherwise.
+(:func:`~rewardzoo.shared.heap.release_heap`): glibc keeps what decoding threads freed in their arenas otherwise.
 """
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ class MemoryBudget:
         """Idle since the release: the freed heap back to the OS, on a thread (a trim of GBs takes milliseconds)."""
         self._trim = None
         if self.used == 0:
-            from ..core.residency import release_heap
+            from ..shared.heap import release_heap
 
             self.trims += 1
             asyncio.get_running_loop().run_in_executor(None, release_heap)

@@ -352,7 +352,7 @@ def test_a_shared_loader_builds_a_model_whose_wake_failed_afresh(tmp_path):
 
 _HEAP = """
 import sys, torch
-from rewardzoo.core.residency import release_heap
+from rewardzoo.shared.heap import release_heap
 
 def rss():
     with open("/proc/self/status") as f:

@@ -128,10 +128,10 @@ def test_a_30_image_request_is_refused_before_one_image_is_decoded(tmp_path):
 
 
 def test_reservations_grow_in_turn_413_past_the_whole_and_the_heap_is_released_when_idle(monkeypatch):
-    from rewardzoo.core import residency
+    from rewardzoo.shared import heap
 
     trims = []
-    monkeypatch.setattr(residency, "release_heap", lambda: trims.append(1))
+    monkeypatch.setattr(heap, "release_heap", lambda: trims.append(1))
 
     async def main():
         budget = MemoryBudget(100, wait_s=0.2)
