@@ -27,11 +27,10 @@ import resource
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 from results_io import figure, measure, write_results
-from timing import interleaved
+from timing import interleaved, quiet_transformers
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -225,12 +224,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     args = parser.parse_args()
     parts = args.part or ["tiny"]
-    warnings.simplefilter("ignore")
     import torch
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    quiet_transformers()
     figs = []
     with tempfile.TemporaryDirectory() as tmp:
         if "tiny" in parts:

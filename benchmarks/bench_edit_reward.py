@@ -16,12 +16,11 @@ import argparse
 import os
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 import numpy as np
 from results_io import figure, measure, write_results
-from timing import interleaved
+from timing import interleaved, quiet_transformers
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -141,12 +140,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     args = parser.parse_args()
-    warnings.simplefilter("ignore")
     import torch
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    quiet_transformers()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         figs = [bench(Path(tmp), 3 if args.quick else 7)]

@@ -27,11 +27,10 @@ import shutil
 import sys
 import tempfile
 import types
-import warnings
 from pathlib import Path
 
 from results_io import figure, measure, write_results
-from timing import interleaved
+from timing import interleaved, quiet_transformers
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -173,12 +172,9 @@ def main() -> None:
     parser.add_argument("--reference", type=Path, help="a checkout of Kwai-Kolors/LPO (commit 9c2e8b8)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     args = parser.parse_args()
-    warnings.simplefilter("ignore")
     import torch
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    quiet_transformers()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         figs = [bench_tiny(Path(tmp), 3 if args.quick else 5, args.reference, xl) for xl in (False, True)]

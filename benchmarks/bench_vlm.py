@@ -24,12 +24,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 import numpy as np
 from results_io import figure, measure, write_results
-from timing import interleaved
+from timing import interleaved, quiet_transformers
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -237,14 +236,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--part", choices=("speed", "endpoint", "memory"), help="run one part")
     args = parser.parse_args()
-    warnings.simplefilter("ignore")
     import torch
-    from transformers.utils import logging as hf_logging
 
     from rewardzoo.testing import tiny_vlm_dir
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    quiet_transformers()
     torch.set_num_threads(1)
     repeats = 3 if args.quick else 7
     figs = []

@@ -34,3 +34,14 @@ def interleaved(
     first = times[next(iter(fns))]
     ratios = {k: statistics.median(a / b for a, b in zip(v, first)) for k, v in times.items()}
     return {k: statistics.median(v) for k, v in times.items()}, ratios
+
+
+def quiet_transformers() -> None:
+    """Warnings, transformers' log lines below errors and its progress bars off: a benchmark's output is its figures."""
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    warnings.simplefilter("ignore")
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
