@@ -77,6 +77,7 @@ def _video(value: Any, sample: Sample, wants: Inputs) -> Any:
             as_tensor=wants.frames in ("float", "native"),
             keep_uint8=wants.frames == "native",
             num_frames=wants.num_frames,
+            frame_step=wants.frame_step,
             max_frames=wants.max_frames,
             max_pixels=wants.max_pixels,
         )

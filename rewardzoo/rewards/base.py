@@ -82,7 +82,9 @@ class Inputs:
       is a float tensor; for a reward that uses a few of the frames it is given and converts only those:
       ``x.float() / 255`` of a uint8 frame is its ``"float"`` value) or ``"array"`` (uint8 NumPy array
       (T, H, W, 3), the decoded frames themselves: what a worker entry sends on); ``num_frames`` frames sampled
-      uniformly (None = all); ``frame_rate``: ``video`` arrives with ``video_fps`` beside it, each video's frame rate
+      uniformly (None = all) of every ``frame_step``-th frame (1 = every frame; a reward that keeps a fixed
+      fraction of the frames, as VBench's dynamic degree does, so a file's other frames are never converted nor
+      held); ``frame_rate``: ``video`` arrives with ``video_fps`` beside it, each video's frame rate
       (a file's own, else the sample's ``video_fps``, else None), for a reward that samples by time.
     - ``audio``: ``audio`` and ``condition_audio`` (one reference clip) as float32 (channels, time),
       ``"numpy"`` or ``"tensor"``, resampled to ``sample_rate`` (None = as given), mixed down when ``mono``.
@@ -100,6 +102,7 @@ class Inputs:
     frames: str = "pil"
     audio: str = "numpy"
     num_frames: int | None = None
+    frame_step: int = 1
     frame_rate: bool = False
     sample_rate: int | None = None
     mono: bool = True
@@ -119,6 +122,8 @@ class Inputs:
         ):
             if value not in forms:
                 raise ValueError(f"Inputs.{name} must be one of {forms}, got {value!r}")
+        if isinstance(self.frame_step, bool) or not isinstance(self.frame_step, int) or self.frame_step < 1:
+            raise ValueError(f"Inputs.frame_step must be a positive integer, got {self.frame_step!r}")
 
     def with_limits(self, limits: Mapping[str, float | int | None]) -> Inputs:
         """These needs with a config entry's ``limits`` (``seconds``, ``frames``, ``pixels``) applied."""
@@ -142,7 +147,7 @@ class Inputs:
             return (fld, self.images, self.max_pixels)
         if fld in ("video", "condition_videos"):
             rate = self.frame_rate and fld == "video"
-            return (fld, self.frames, self.num_frames, self.max_frames, self.max_pixels, rate)
+            return (fld, self.frames, self.num_frames, self.frame_step, self.max_frames, self.max_pixels, rate)
         if fld in ("audio", "condition_audio"):
             return (fld, self.audio, self.sample_rate, self.mono, self.max_seconds)
         return (fld, self)

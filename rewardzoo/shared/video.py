@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -67,6 +67,14 @@ def sample_indices(total: int, num_frames: int | None, *, floor: bool = False) -
         raise ValueError(f"num_frames must be a positive integer or None, got {num_frames!r}")
     points = np.linspace(0, total - 1, num_frames)
     return [int(i) for i in (np.floor(points) if floor else np.rint(points))]
+
+
+def kept_indices(total: int, num_frames: int | None, step: int = 1) -> list[int]:
+    """The frames a reward is given out of ``total``: every ``step``-th frame (0, step, 2 step, ...), then
+    ``num_frames`` of those sampled uniformly (:func:`sample_indices`; all when None)."""
+    if step < 1:
+        raise ValueError(f"frame step must be a positive integer, got {step!r}")
+    return [i * step for i in sample_indices(-(-total // step), num_frames)]
 
 
 def stride_indices(total: int, num_frames: int) -> list[int]:
@@ -171,8 +179,10 @@ def read_video(
     backend: str = "auto",
     max_frames: int | None = None,
     cost: float = 1.0,
+    frame_step: int = 1,
 ) -> np.ndarray:
-    """Decode ``num_frames`` uniformly sampled frames (all when None) -> uint8 array (T, H, W, 3).
+    """Decode ``num_frames`` uniformly sampled frames (all when None) of every ``frame_step``-th frame
+    (:func:`kept_indices`) -> uint8 array (T, H, W, 3); frames left out are never converted nor kept.
 
     ``backend``: ``"auto"`` (decord, then PyAV when decord is missing or fails on the file; for every
     frame, PyAV first: it holds the frames once where decord's decode-ahead adds ~0.5x at the peak),
@@ -186,7 +196,7 @@ def read_video(
     path = regular_file(path, "video")
     if path.stat().st_size == 0:
         raise InputError(f"video file '{path}' is empty (0 bytes)")
-    if backend == "auto" and num_frames is None:
+    if backend == "auto" and num_frames is None and frame_step == 1:
         # Every frame, straight through: PyAV holds the video once; decord's decode-ahead buffers add about
         # 0.5x at the peak. (The same FFmpeg decoder and RGB conversion: the same frames.)
         try:
@@ -198,7 +208,7 @@ def read_video(
     failures = []
     if backend in ("auto", "decord"):
         try:
-            return _read_decord(path, num_frames, max_frames, cost)
+            return _read_decord(path, num_frames, max_frames, cost, frame_step)
         except InputError:
             raise
         except ImportError as exc:
@@ -210,7 +220,7 @@ def read_video(
                 raise InputError(f"cannot read video file '{path}' with decord: {_first_line(exc)}") from None
             failures.append(f"decord: {_first_line(exc)}")
     try:
-        return _read_pyav(path, num_frames, max_frames, cost)
+        return _read_pyav(path, num_frames, max_frames, cost, frame_step)
     except InputError as exc:
         if failures:
             raise exc.located(suffix=f" ({'; '.join(failures)})") from None
@@ -252,14 +262,16 @@ def _decord_seek_plan(keys: list[int], wanted: list[int]) -> tuple[int, int]:
     return decoded, seeks
 
 
-def _read_decord(path: Path, num_frames: int | None, max_frames: int | None = None, cost: float = 1.0) -> np.ndarray:
+def _read_decord(
+    path: Path, num_frames: int | None, max_frames: int | None = None, cost: float = 1.0, step: int = 1
+) -> np.ndarray:
     import decord
 
     reader = decord.VideoReader(str(path), ctx=decord.cpu(0))
     total = len(reader)
     if total == 0:
         raise InputError(f"video file '{path}' has no frames")
-    wanted = sample_indices(total, num_frames)
+    wanted = kept_indices(total, num_frames, step)
     check_frame_count(len(wanted), max_frames, f"video file '{path}'")
     h, w = reader[0].shape[:2]
     reader.seek(0)
@@ -298,7 +310,9 @@ def _put(out: np.ndarray, k: int, frames: np.ndarray) -> None:
     out[k : k + len(frames)] = frames
 
 
-def _read_pyav(path: Path, num_frames: int | None, max_frames: int | None = None, cost: float = 1.0) -> np.ndarray:
+def _read_pyav(
+    path: Path, num_frames: int | None, max_frames: int | None = None, cost: float = 1.0, step: int = 1
+) -> np.ndarray:
     import av
 
     where = f"video file '{path}'"
@@ -307,11 +321,12 @@ def _read_pyav(path: Path, num_frames: int | None, max_frames: int | None = None
             raise InputError(f"video file '{path}' has no video stream (no frames)")
         stream = container.streams.video[0]
         h, w = stream.codec_context.height, stream.codec_context.width
-        count = stream.frames if num_frames is None else min(num_frames, stream.frames or num_frames)
+        # 0 frames when the container does not say (or as many as asked)
+        count = len(kept_indices(stream.frames, num_frames, step)) if stream.frames else (num_frames or 0)
         budget = decode_budget()
-        check_decoded_bytes(count, h, w, where, cost=cost, budget=budget)  # 0 frames when the container does not say
+        check_decoded_bytes(count, h, w, where, cost=cost, budget=budget)
         frames: _FrameBuffer | list[np.ndarray]
-        if num_frames is None:
+        if num_frames is None and step == 1:
             check_frame_count(stream.frames, max_frames, where)  # 0 when the container does not say
             frames = _FrameBuffer(stream.frames)
             for f in container.decode(stream):
@@ -319,8 +334,13 @@ def _read_pyav(path: Path, num_frames: int | None, max_frames: int | None = None
                 check_frame_count(len(frames), max_frames, where)
                 check_decoded_bytes(len(frames), h, w, where, cost=cost, budget=budget)
         else:
-            check_frame_count(min(num_frames, stream.frames or num_frames), max_frames, where)
-            frames = _pyav_sampled(container, stream, num_frames)
+
+            def check(n: int) -> None:  # the frames the stream's index lists, before any is decoded
+                check_frame_count(n, max_frames, where)
+                check_decoded_bytes(n, h, w, where, cost=cost, budget=budget)
+
+            check_frame_count(count, max_frames, where)
+            frames = _pyav_sampled(container, stream, num_frames, step, check)
     if not len(frames):
         raise InputError(f"video file '{path}' has no frames")
     return frames.array() if isinstance(frames, _FrameBuffer) else np.stack(frames)
@@ -356,7 +376,9 @@ class _FrameBuffer:
         return np.stack(([*head] if head is not None else []) + self.rest)
 
 
-def _pyav_sampled(container, stream, num_frames: int) -> _FrameBuffer | list[np.ndarray]:
+def _pyav_sampled(
+    container, stream, num_frames: int | None, step: int, check: Callable[[int], None]
+) -> _FrameBuffer | list[np.ndarray]:
     # Index the stream from packets (demuxing without decoding is cheap): presentation timestamps in
     # display order, and which of them are keyframes (where decoding can start after a seek).
     pts, keys = [], []
@@ -366,7 +388,7 @@ def _pyav_sampled(container, stream, num_frames: int) -> _FrameBuffer | list[np.
         if packet.pts is None:  # no timestamps (e.g. a raw elementary stream): decode everything
             container.seek(0)
             frames = [f.to_ndarray(format="rgb24") for f in container.decode(stream)]
-            return [frames[i] for i in sample_indices(len(frames), num_frames)] if frames else []
+            return [frames[i] for i in kept_indices(len(frames), num_frames, step)] if frames else []
         pts.append(packet.pts)
         if packet.is_keyframe:
             keys.append(packet.pts)
@@ -376,7 +398,8 @@ def _pyav_sampled(container, stream, num_frames: int) -> _FrameBuffer | list[np.
     keys.sort()
     if not keys or keys[0] > pts[0]:
         keys.insert(0, pts[0])
-    wanted = [pts[i] for i in sample_indices(len(pts), num_frames)]
+    wanted = [pts[i] for i in kept_indices(len(pts), num_frames, step)]
+    check(len(wanted))
     out = _FrameBuffer(len(wanted))
     decoder, position = None, None  # position: pts of the last decoded frame
     for target in wanted:
@@ -472,10 +495,12 @@ def prepare_video(
     max_pixels: int | None = None,
     keep_uint8: bool = False,
     as_array: bool = False,
+    frame_step: int = 1,
 ):
     """Convert a video for a reward: RGB PIL frames, or a float32 tensor (T, 3, H, W) in [0, 1].
 
-    ``num_frames``: keep that many uniformly sampled frames (None: all). A float tensor in [0, 1] keeps
+    ``num_frames``: keep that many uniformly sampled frames (None: all) of every ``frame_step``-th frame
+    (:func:`kept_indices`; a file's other frames are decoded but never converted nor kept). A float tensor in [0, 1] keeps
     its full precision when ``as_tensor``; anything else goes through 8-bit RGB. ``keep_uint8`` (with
     ``as_tensor``): what goes through 8-bit RGB stays a uint8 tensor (T, 3, H, W), so that a reward that
     uses a few of the frames converts only those (``x.float() / 255`` of a frame is the float form's
@@ -485,7 +510,7 @@ def prepare_video(
     num_frames = check_num_frames(num_frames)
     if is_path(value):
         cost = 5.0 if as_tensor and not keep_uint8 else 1.0  # float frames beside the 8-bit ones
-        arr = read_video(value, num_frames, max_frames=max_frames, cost=cost)
+        arr = read_video(value, num_frames, max_frames=max_frames, cost=cost, frame_step=frame_step)
         check_pixels(arr[0], max_pixels)
         if as_array:
             return arr
@@ -496,7 +521,7 @@ def prepare_video(
         frames = torch.from_numpy(arr).permute(0, 3, 1, 2)
         return frames if keep_uint8 else frames.float().div_(255.0)
     frames = _frame_list(value)
-    index = sample_indices(len(frames), num_frames)
+    index = kept_indices(len(frames), num_frames, frame_step)
     check_frame_count(len(index), max_frames)
     check_pixels(frames[index[0]], max_pixels)
     if as_array:

@@ -62,15 +62,45 @@ def as_tensor(arr):
     return torch.from_numpy(np.ascontiguousarray(arr)).permute(0, 3, 1, 2).float() / 255
 
 
+def processor(path: str, fps: float | None):
+    from rewardzoo.core.processor import RewardProcessor
+
+    kwargs = {"arch": "small", "fps": fps}
+    return RewardProcessor([{"name": "video_dynamic_degree", "model_path": path, "device": "cpu", "kwargs": kwargs}])
+
+
+def decoded(path) -> np.ndarray:
+    """Every frame of a file, PyAV's plain sequential decode (what VBench's reader gives)."""
+    import av
+
+    with av.open(str(path)) as c:
+        return np.stack([f.to_ndarray(format="rgb24") for f in c.decode(video=0)])
+
+
 @pytest.mark.parametrize("t, fps", [(3, None), (5, 16)])
 def test_matches_vbench_steps(raft_small_file, t, fps):
+    from rewardzoo.spec.sample import Sample
+
     arr = np.concatenate([textured_frames(t=1, height=124, width=130, seed=s) for s in range(t)])  # padded to 128x136
-    reward = DynamicDegree(raft_small_file, arch="small", fps=fps)
-    out = reward(video=[as_tensor(arr)])
+    out = processor(raft_small_file, fps)([Sample(video=as_tensor(arr))])
     expected, moving = vbench_reference(arr, raft_small_file, stride=1 if fps is None else round(fps / 8))
-    assert out.rewards[0] == pytest.approx(expected, rel=1e-4, abs=1e-5)
-    assert out.extras["dynamic"][0] == (1.0 if moving else 0.0)
-    assert out.extras["threshold"][0] == pytest.approx(6.0 * 124 / 256)
+    assert out.rewards["video_dynamic_degree"][0] == pytest.approx(expected, rel=1e-4, abs=1e-5)
+    assert out.extras["video_dynamic_degree"]["dynamic"][0] == (1.0 if moving else 0.0)
+    assert out.extras["video_dynamic_degree"]["threshold"][0] == pytest.approx(6.0 * 124 / 256)
+
+
+def test_a_file_is_decoded_at_vbench_s_stride_only(raft_small_file, tmp_path):
+    """fps 24 keeps every 3rd frame: the reward is given those (the others never converted) and scores them as
+    VBench scores its strided frames of the whole decoded file."""
+    from rewardzoo.shared.video import write_video
+    from rewardzoo.spec.sample import Sample
+
+    path = tmp_path / "clip.mp4"
+    write_video(path, np.concatenate([textured_frames(t=1, height=128, width=128, seed=s) for s in range(7)]), fps=24)
+    out = processor(raft_small_file, 24)([Sample(video=str(path))])
+    expected, moving = vbench_reference(decoded(path), raft_small_file, stride=3)
+    assert out.rewards["video_dynamic_degree"][0] == pytest.approx(expected, rel=1e-4, abs=1e-5)
+    assert out.extras["video_dynamic_degree"]["dynamic"][0] == (1.0 if moving else 0.0)
 
 
 def test_checks(raft_small_file):

@@ -57,6 +57,44 @@ def test_read_returns_the_right_frames(media_dir, clip, backend, k):
     np.testing.assert_array_equal(frames, reference[expected])
 
 
+def _every(step: int, k: int | None, total: int = T_FRAMES) -> list[int]:
+    """Frames 0, step, 2 step, ... of ``total``, then k of those uniformly (what ``frame_step`` promises)."""
+    kept = list(range(0, total, step))
+    return kept if k is None else [kept[i] for i in V.sample_indices(len(kept), k)]
+
+
+@pytest.mark.parametrize("clip", CLIPS)
+@pytest.mark.parametrize("backend", ["decord", "pyav"])
+@pytest.mark.parametrize("step, k", [(2, None), (4, None), (7, None), (29, None), (40, None), (3, 4)])
+def test_frame_step_reads_every_kth_frame(media_dir, clip, backend, step, k):
+    frames = V.read_video(media_dir / clip, k, backend=backend, frame_step=step)
+    expected = _every(step, k)
+    assert [frame_index(f) for f in frames] == expected
+    np.testing.assert_array_equal(frames, _pyav_all_frames(media_dir / clip)[expected])
+
+
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_frame_step_gives_the_same_frames_in_every_input_form(media_dir, as_tensor):
+    path = media_dir / "textured.mp4"
+    decoded = _pyav_all_frames(path)
+    expected = decoded[_every(3, None, len(decoded))]
+    for form, value in _forms(decoded, path).items():
+        out = V.prepare_video(value, as_tensor=as_tensor, frame_step=3)
+        if as_tensor:
+            np.testing.assert_allclose(out.permute(0, 2, 3, 1).numpy() * 255, expected, atol=1e-3, err_msg=form)
+        else:
+            np.testing.assert_array_equal(np.stack([np.asarray(f) for f in out]), expected, err_msg=form)
+
+
+def test_frame_step_must_be_a_positive_integer():
+    from rewardzoo.rewards.base import Inputs
+
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="frame_step"):
+            Inputs(("video",), frame_step=bad)
+    assert Inputs(("video",), frame_step=2).conversion_key("video") != Inputs(("video",)).conversion_key("video")
+
+
 @pytest.mark.parametrize("clip", CLIPS + ["textured.mp4"])
 @pytest.mark.parametrize("k", [None, 2, 5, 8])
 def test_decord_and_pyav_agree(media_dir, clip, k):

@@ -11,6 +11,7 @@ exceed ``thres`` (checked pair by pair as VBench does).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -98,6 +99,8 @@ class DynamicDegree(PointwiseReward):
         from ...shared.weights import load_state_dict, loading, strip_prefix
 
         self.fps = fps
+        # the frames VBench keeps are all a file's decoding converts and holds (a 30 fps clip: a quarter of them)
+        self.inputs = replace(self.inputs, frame_step=frame_stride(fps))
         self.iters = self.options.iters
         model = (raft_large if arch == "large" else raft_small)(weights=None, progress=False)
         with loading(f"a torchvision RAFT-{arch} state dict from '{model_path}'"):
@@ -134,9 +137,7 @@ class DynamicDegree(PointwiseReward):
     @torch.inference_mode()
     def __call__(self, video: Sequence[torch.Tensor], **_: Any) -> RewardOutput:
         scores, verdicts, thresholds = [], [], []
-        stride = frame_stride(self.fps)
-        for i, frames in enumerate(video):
-            frames = frames[::stride]
+        for i, frames in enumerate(video):  # every frame_stride(fps)-th frame (self.inputs.frame_step)
             check_temporal(frames, i)
             if min(frames.shape[-2:]) < 121:  # padded to 128: RAFT's correlation pyramid needs 128 a side
                 raise InputError(
