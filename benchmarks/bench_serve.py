@@ -276,8 +276,7 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Na
     figs = []
     for kind, reward in (("model", "laion_aesthetic"), ("jpeg", "jpeg_compressibility")):
         local = rewardzoo.build_processors(configs[kind])[0]
-        server = Server(configs[kind], "--max-wait-ms", "0")
-        waiting = Server(configs[kind]) if kind == "model" else None  # the default --max-wait-ms 5
+        server = Server(configs[kind])  # the default options (a lone request waits for nothing: see batching.py)
         skip = flow_grpo_missing(anchors.flow_grpo_src, anchors.flow_grpo_client_src, anchors.flask_path)
         anchor, stop_floors = None, None
         try:
@@ -292,9 +291,7 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Na
                 fns[side] = lambda client=client: client.score(samples)
             np.testing.assert_array_equal(clients["shm"].score(in_shared).total, want)
             fns["shm_shared"] = lambda: clients["shm"].score(in_shared)
-            if waiting is not None:
-                clients["raw_wait"] = _forced(RewardClient(waiting.url), "frames")
-                fns["raw_wait"] = lambda: clients["raw_wait"].score(samples)
+            if kind == "model":
                 floor = floors(samples, stacked, local, clients["raw"])
                 fns.update(floor["fns"])
                 stop_floors = floor["stop"]
@@ -320,8 +317,6 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Na
                 client.close()
         finally:
             server.stop()
-            if waiting is not None:
-                waiting.stop()
             if stop_floors is not None:
                 stop_floors()
             if anchor is not None:
@@ -333,7 +328,7 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Na
                 figure(
                     f"serve.roundtrip.{kind}.{side}",
                     f"{name}: 32 images 512x512 in one request, {what}, through a server on this machine "
-                    f"(--max-wait-ms 0: a lone client has nothing to batch with) vs scored in the process from the "
+                    f"(default options) vs scored in the process from the "
                     f"PIL images (median of {repeats} paired ratios)",
                     measure(f"server ({side})", times[side] * 1e3, "ms"),
                     baseline=measure("in process", times["local"] * 1e3, "ms"),
@@ -365,21 +360,6 @@ def bench_roundtrip(configs: dict[str, Path], repeats: int, anchors: argparse.Na
                 ),
             )
         )
-        if "raw_wait" in times:
-            figs.append(
-                figure(
-                    f"serve.roundtrip.{kind}.raw_wait",
-                    f"{name}: the raw (framed) side against a server with the default --max-wait-ms 5 (a lone "
-                    f"request waits that long for others to batch with) vs in process (median of {repeats} paired "
-                    "ratios)",
-                    measure("server (raw, max-wait 5 ms)", times["raw_wait"] * 1e3, "ms"),
-                    baseline=measure("in process", times["local"] * 1e3, "ms"),
-                    ratio=ratios["raw_wait"],
-                    ratio_label="server / in process",
-                    rewards=["remote"],
-                    notes=machine,
-                )
-            )
         if kind == "model":
             figs += floor_figures(times, ratios, repeats, machine)
         title = (

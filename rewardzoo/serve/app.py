@@ -64,6 +64,7 @@ from .memory import ConversionCost, MemoryBudget, Reservation
 from .metrics import Metrics
 from .middleware import (
     Admitted,
+    Arriving,
     Authenticated,
     BodyLimit,
     Counted,
@@ -106,6 +107,7 @@ def build_app(
     ready = [Middleware(Ready, service=service)]
     reception = ReceptionBudget(options.max_receiving_bytes)
     admitted = [  # the body first, whole: a slow sender holds no in-flight place
+        Middleware(Arriving, batcher=batcher),
         Middleware(BodyLimit, limits=service.limits),
         Middleware(Received, budget=reception),
         Middleware(Admitted, drain=drain, max_in_flight=options.max_in_flight),
@@ -198,7 +200,7 @@ async def score(request: Request) -> Response:
         key, samples = await state.decoders.run(_decode, state.service, data, limits, threads)
         del data
         try:
-            answer = await state.batcher.submit(key, samples)
+            answer = await state.batcher.submit(key, samples, getattr(request.state, "arrival", None))
             request.state.samples = len(samples)
         finally:
             samples.clear()  # its media freed now, although the batcher may keep its last batch while idle
@@ -244,7 +246,8 @@ async def get_reward(request: Request) -> Response:
         samples = await state.decoders.run(openrlhf_samples, data, state.service.limits)
         del data
         try:
-            answer = openrlhf_answer(await state.batcher.submit(state.service.names, samples))
+            arrival = getattr(request.state, "arrival", None)
+            answer = openrlhf_answer(await state.batcher.submit(state.service.names, samples, arrival))
             request.state.samples = len(samples)
         finally:
             samples.clear()

@@ -3,6 +3,10 @@
 Requests wait in one queue. A single worker takes the first, then keeps taking queued requests for the
 same rewards until the batch holds ``max_batch`` samples or ``max_wait_s`` passed since it started; a
 request is never split (its groups stay whole), and one larger than ``max_batch`` is scored on its own.
+The batch waits only when more may come: while other requests are on their way (:meth:`Batcher.arrival`: their
+bodies being read or decoded), or for the whole ``max_wait_s`` when requests met in the last
+:data:`CONTENTION_MEMORY_S` (one arrived while others were queued, arriving or running: concurrent clients, whose
+next requests are about to come). A lone client's request runs at once instead of paying ``max_wait_s``.
 While a batch runs on the model thread the next requests queue up, so under load the batches grow by
 themselves. When the queue already holds ``max_queue`` samples a request is refused at once
 (:class:`Overloaded`, answered 503 with Retry-After) instead of growing memory without bound.
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import math
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +38,9 @@ class Overloaded(Exception):
 
 
 _K = TypeVar("_K", bound=Hashable)
+
+#: How long requests that met keep the batcher waiting the whole ``max_wait_s`` for the next ones.
+CONTENTION_MEMORY_S = 1.0
 
 
 @dataclass
@@ -68,12 +76,27 @@ class Batcher(Generic[_K]):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="rewardzoo-serve-model")
         self._batch_seconds = 0.05  # running mean, for Retry-After
+        self._arriving = 0
+        self._running = False
+        self._contended_at = -math.inf  # when a request last arrived while others were in the batcher
+
+    def arrival(self) -> Arrival:
+        """Mark a request on its way to :meth:`submit` (from its headers on): while one is, a batch waits for it
+        (at most ``max_wait_s``). Ends when it is submitted, or at the latest on leaving the ``with`` block."""
+        return Arrival(self)
+
+    def _arrived(self) -> None:
+        self._arriving -= 1
+        if self._wake is not None:
+            self._wake.set()
 
     @property
     def queued(self) -> int:
         return self._queued
 
-    async def submit(self, key: _K, samples: Sequence[Any]) -> Any:
+    async def submit(self, key: _K, samples: Sequence[Any], arrival: Arrival | None = None) -> Any:
+        if arrival is not None:
+            arrival.end()
         loop, wake = self._start()
         n = len(samples)
         if self._queued + n > self.max_queue and self._queued > 0:
@@ -81,6 +104,8 @@ class Batcher(Generic[_K]):
             raise Overloaded(
                 self._queued, self.max_queue, round(min(30.0, max(1.0, batches_ahead * self._batch_seconds)), 1)
             )
+        if self._queue or self._running or self._arriving:
+            self._contended_at = time.monotonic()
         job = _Job(key, samples, loop.create_future())
         self._queue.append(job)
         self._queued += n
@@ -114,11 +139,13 @@ class Batcher(Generic[_K]):
         first = await self._take(wake)
         assembler: Assembler[_Job[_K]] = Assembler(self.max_batch)
         due = assembler.add(first, size=len(first.samples))
-        deadline = time.monotonic() + self.max_wait_s
+        now = time.monotonic()
+        deadline = now + self.max_wait_s
+        contended = now - self._contended_at < CONTENTION_MEMORY_S
         while not due:
             if not self._queue:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or not (self._arriving or contended):
                     break
                 wake.clear()
                 try:
@@ -137,10 +164,13 @@ class Batcher(Generic[_K]):
     async def _run(self, loop: asyncio.AbstractEventLoop, batch: list[_Job[_K]]) -> None:
         size = sum(len(job.samples) for job in batch)
         started = time.monotonic()
+        self._running = True
         try:
             results = await loop.run_in_executor(self._executor, self.run, batch[0].key, [j.samples for j in batch])
         except BaseException as exc:  # the runner itself failed: every request of the batch learns it
             results = [exc] * len(batch)
+        finally:
+            self._running = False
         elapsed = time.monotonic() - started
         self._batch_seconds = 0.8 * self._batch_seconds + 0.2 * elapsed
         self.metrics.batch(size, len(batch))
@@ -156,3 +186,22 @@ class Batcher(Generic[_K]):
         if self._task is not None:
             self._task.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class Arrival:
+    """A request counted as arriving by its :class:`Batcher` until :meth:`end` (idempotent)."""
+
+    def __init__(self, batcher: Batcher) -> None:
+        self._batcher: Batcher | None = batcher
+        batcher._arriving += 1
+
+    def end(self) -> None:
+        if self._batcher is not None:
+            self._batcher._arrived()
+            self._batcher = None
+
+    def __enter__(self) -> Arrival:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end()

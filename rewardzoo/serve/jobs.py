@@ -186,7 +186,9 @@ async def _run(score: Callable[[Request], Any], request: Request, job: Job, body
     jobs: Jobs = request.app.state.jobs
     try:
         try:
-            response: Response = await score(request)
+            with request.app.state.batcher.arrival() as arrival:  # on its way to the batcher until submitted
+                request.state.arrival = arrival
+                response: Response = await score(request)
         finally:
             jobs.memory.give_back(body_bytes)
         payload = bytes(response.body)

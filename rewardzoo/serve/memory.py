@@ -170,8 +170,10 @@ class MemoryBudget:
     the block ends; ``async with budget.hold(n):`` for one step. Used from one event loop."""
 
     #: A release that leaves the budget idle hands the freed heap back to the OS after this delay (when still idle):
-    #: the request's last objects (its answer's batch) are freed by then.
-    TRIM_AFTER_S = 0.2
+    #: the request's last objects (its answer's batch) are freed by then. Not sooner: a client whose requests come
+    #: a few hundred ms apart would otherwise fault every byte in again each time (a 32-image 512x512 request to a
+    #: CLIP reward: 66 ms with a trim 0.2 s after each request, 51 ms with none between them; bench_serve.py).
+    TRIM_AFTER_S = 2.0
 
     def __init__(self, limit: int | None, wait_s: float = 5.0) -> None:
         self.limit, self.wait_s = limit, wait_s

@@ -4,7 +4,8 @@ passes which, in order. A check that fails raises a :class:`~rewardzoo.serve.ref
 
 - :class:`Counted` (the whole app) — each answered request in the metrics, and a bug's 500;
 - :class:`Authenticated` — the bearer token; :class:`WireFormat` — MessagePack or JSON; :class:`Ready` — the
-  models are loaded; :class:`BodyLimit` — the body's size; :class:`Received` — the whole body, read within the
+  models are loaded; :class:`Arriving` — the batcher waits for this request while its body comes;
+  :class:`BodyLimit` — the body's size; :class:`Received` — the whole body, read within the
   bytes being received across requests (:class:`ReceptionBudget`) before anything else is held;
   :class:`Admitted` — the in-flight count and the drain, for requests whose body has arrived.
 
@@ -24,6 +25,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..transport.wire import WireError, WireLimits, format_of
+from .batching import Batcher
 from .drain import Drain
 from .metrics import Metrics
 from .refusals import Refusal, answer, internal
@@ -69,6 +71,20 @@ class Counted:
             self.metrics.request(
                 scope["path"], status, seconds, samples=state.get("samples", 0), error=state.get("error")
             )
+
+
+class Arriving:
+    """The request counted as arriving at ``batcher`` (:meth:`~rewardzoo.serve.batching.Batcher.arrival`) from
+    here until the route submits it (``state.arrival``) or it ends: a batch ready to run waits for it, not for
+    requests that may never come."""
+
+    def __init__(self, app: ASGIApp, batcher: Batcher) -> None:
+        self.app, self.batcher = app, batcher
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with self.batcher.arrival() as arrival:
+            scope.setdefault("state", {})["arrival"] = arrival
+            await self.app(scope, receive, send)
 
 
 class Authenticated:

@@ -15,8 +15,9 @@ class ServeOptions:
     once; None: no bound); ``max_decoded_bytes``: memory requests hold at once across requests — parsed bodies,
     decoded media and their conversion to the rewards' forms (a request waits up to ``decode_wait_s`` for its
     share, then gets 503; None: no bound); ``decode_threads``: threads decoding requests and their PNG images;
-    ``shm``: read the buffers of a client on this machine from its shared memory when it offers them (only clients
-    on the loopback, same user; :mod:`rewardzoo.transport.frames`).
+    ``max_wait_ms``: the longest a batch waits for more requests (only when more may come, see
+    :mod:`rewardzoo.serve.batching`); ``shm``: read the buffers of a client on this machine from its shared memory
+    when it offers them (only clients on the loopback, same user; :mod:`rewardzoo.transport.frames`).
     The request limits are the service's :class:`~rewardzoo.transport.wire.WireLimits`."""
 
     max_batch: int = 64

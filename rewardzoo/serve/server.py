@@ -31,7 +31,12 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=d.port)
     p.add_argument("--split", choices=["train", "eval"], default=d.split)
     p.add_argument("--max-batch", type=int, default=d.max_batch, help="samples per model batch, merged across clients")
-    p.add_argument("--max-wait-ms", type=float, default=d.max_wait_ms, help="how long a batch waits for more requests")
+    p.add_argument(
+        "--max-wait-ms",
+        type=float,
+        default=d.max_wait_ms,
+        help="how long a batch waits at most for more requests, when others are on their way or clients send concurrently",
+    )
     p.add_argument("--max-queue", type=int, default=d.max_queue, help="queued samples before requests get 503")
     p.add_argument("--max-request-mb", type=float, default=d.max_request_mb, help="largest request body (MiB)")
     p.add_argument(
