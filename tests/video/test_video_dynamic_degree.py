@@ -90,7 +90,7 @@ def test_matches_vbench_steps(raft_small_file, t, fps):
 
 
 def test_a_file_is_decoded_at_vbench_s_stride_only(raft_small_file, tmp_path):
-    """fps 24 keeps every 3rd frame: the reward is given those (the others never converted) and scores them as
+    """fps 24 keeps every 3rd frame: the reward is given those only and scores them as
     VBench scores its strided frames of the whole decoded file."""
     from rewardzoo.shared.video import write_video
     from rewardzoo.spec.sample import Sample
